@@ -1,0 +1,210 @@
+"""``Array``: an immutable array living in a device buffer.
+
+A thin ``__slots__`` wrapper around jaxlib's ``ArrayImpl`` (which cannot be subclassed, and
+whose class jax itself monkey-patches, so we leave it alone). Results of computations are
+wrapped without copying; conversion to NumPy happens only when asked for (``np.asarray``,
+printing, ``float()``), and the NumPy view is cached.
+
+Operators and NumPy-style methods (``x + y``, ``x.sum()``, ``x[1:]``, ``x.at[...]``) are
+installed by ``jaxkit.numpy`` on this class and on tracers alike.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import _runtime, core, dtypes
+from jaxkit.core import ShapedArray
+
+
+class Array:
+    """An immutable n-dimensional array on a device (like ``jax.Array``)."""
+
+    __slots__ = ("_buf", "aval", "_npy", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, buf: _runtime.ArrayImpl):
+        self._buf = buf
+        self.aval: ShapedArray = buf.aval
+        self._npy: np.ndarray | None = None
+
+    # ---- metadata ----
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def device(self):
+        return _runtime.device_of(self._buf)
+
+    def devices(self) -> set:
+        return set(self._buf.sharding.device_set)
+
+    @property
+    def sharding(self):
+        return self._buf.sharding
+
+    @property
+    def committed(self) -> bool:
+        return True
+
+    # ---- synchronisation ----
+    def block_until_ready(self) -> Array:
+        """Wait until the computation producing this array has finished; return self."""
+        self._check_alive()
+        self._buf.block_until_ready()
+        return self
+
+    def is_ready(self) -> bool:
+        return self._buf.is_ready()
+
+    def copy_to_host_async(self) -> None:
+        self._buf.copy_to_host_async()
+
+    def delete(self) -> None:
+        self._buf.delete()
+        self._npy = None
+
+    def is_deleted(self) -> bool:
+        return self._buf.is_deleted()
+
+    def _check_alive(self) -> None:
+        if self._buf.is_deleted():
+            raise RuntimeError("Array has been deleted or donated: it was passed to a function "
+                               "with donate_argnums (or .delete() was called). Use the result "
+                               "of that call instead.")
+
+    # ---- conversion to host values ----
+    @property
+    def _value(self) -> np.ndarray:
+        npy = self._npy
+        if npy is None:
+            self._check_alive()
+            npy = self._npy = _runtime.fetch(self._buf)
+        return npy
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __float__(self):
+        return float(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self._value)
+
+    def __index__(self):
+        if not np.issubdtype(self.dtype, np.integer):
+            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        return int(self._value)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __format__(self, spec):
+        return format(self._value.item() if self.ndim == 0 else self._value, spec)
+
+    def __repr__(self):
+        if self._buf.is_deleted():
+            return "Array(<deleted>)"
+        prefix = "Array("
+        weak = ", weak_type=True" if self.weak_type else ""
+        suffix = f", dtype={self.dtype.name}{weak})"
+        body = np.array2string(self._value, separator=", ", prefix=prefix, suffix=suffix)
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        return prefix + body + suffix
+
+    def __str__(self):
+        return str(self._value)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(repr(self))
+
+    def __reduce__(self):
+        return (_reconstruct, (np.array(self._value), self.weak_type))
+
+    def __setitem__(self, idx, value):
+        raise TypeError("jaxkit arrays are immutable: use `x = x.at[idx].set(value)` instead "
+                        "of `x[idx] = value`.")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _reconstruct(value: np.ndarray, weak_type: bool) -> Array:
+    return device_put_value(value, weak_type=weak_type)
+
+
+core.pytype_aval_mappings[Array] = lambda x: x.aval
+
+
+def device_put_value(x: Any, device=None, weak_type: bool | None = None,
+                     dtype=None) -> Array:
+    """Any array-like (NumPy, Python scalar, Array) -> Array on ``device``."""
+    if type(x) is Array and dtype is None:
+        if device is None or x.device == device:
+            return x
+        return Array(_runtime.copy_to_device(x._buf, x.aval, device))
+    aval = core.get_aval(x)
+    if dtype is not None:
+        aval = aval.update(dtype=dtypes.canonicalize_dtype(dtype), weak_type=False)
+    if weak_type is not None:
+        aval = aval.update(weak_type=weak_type)
+    host = x._value if type(x) is Array else x
+    value = np.asarray(host, dtype=aval.dtype)
+    return Array(_runtime.put(value, aval, device))
+
+
+def to_buffer(x: Any, aval: ShapedArray, device=None) -> _runtime.ArrayImpl:
+    """The device buffer for an argument of aval ``aval`` (which came from ``get_aval(x)``)."""
+    if type(x) is Array:
+        if device is not None and x.device != device:
+            return _runtime.copy_to_device(x._buf, x.aval, device)
+        return x._buf
+    return _runtime.put(np.asarray(x, dtype=aval.dtype), aval, device)
+
+
+def wrap_buffers(bufs: Sequence[_runtime.ArrayImpl]) -> list[Array]:
+    return [Array(b) for b in bufs]

@@ -1,0 +1,538 @@
+"""``jit``: trace once per argument signature, compile with XLA, call the executable.
+
+The cache is keyed on the function object (weakly, so re-creating ``jit(f)`` in a loop reuses
+``f``'s compilations, as in JAX, while a new ``lambda`` or ``partial`` each time does not), the
+pytree structure of the arguments, their avals (shape, dtype, weak type), the static arguments
+and the jit options. A call whose arguments are all ``Array``s and which has no keyword or
+static arguments takes a fast path: one dict lookup on the avals and one execute.
+
+When a call misses the cache, ``explain_miss`` says what differs from the closest earlier
+entry; the explanation is logged (``jax_explain_cache_misses``) and kept in
+``JitFunction.cache_events`` for tools such as the magics.
+
+Under another transformation (grad, vmap, an outer jit) the traced program is bound as the
+``jit`` primitive, whose rules are in this file.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxkit import _runtime, core, tree_util
+from jaxkit._array import Array, to_buffer
+from jaxkit._config import config
+from jaxkit.core import ClosedJaxpr, ShapedArray
+from jaxkit.interpreters import mlir
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.stages import Compiled, Lowered, Timings, Traced
+
+logger = logging.getLogger("jaxkit")
+
+# --------------------------------------------------------------------------------------------
+# The jit primitive
+# --------------------------------------------------------------------------------------------
+
+jit_p = core.Primitive("jit")
+jit_p.multiple_results = True
+
+
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
+    return jaxpr.out_avals
+
+
+jit_p.def_abstract_eval(_jit_abstract_eval)
+
+# ClosedJaxpr -> compiled program, for eager binds of jit_p (e.g. eval_jaxpr of a jaxpr that
+# contains a jit equation). Keyed weakly on the jaxpr object.
+_jaxpr_executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
+    entry = _jaxpr_executables.get(jaxpr)
+    if entry is None:
+        entry = _jaxpr_executables[jaxpr] = _compile_closed(name, jaxpr, donated_invars)[0]
+    bufs = [to_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
+    return [Array(b) for b in entry.run(bufs)]
+
+
+jit_p.def_impl(_jit_impl)
+
+
+def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
+    return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
+
+
+mlir.register_lowering(jit_p, _jit_lowering)
+
+
+# --------------------------------------------------------------------------------------------
+# Compilation
+# --------------------------------------------------------------------------------------------
+
+
+class _Program:
+    """A compiled jaxpr: the executable and the constant buffers it takes first."""
+
+    __slots__ = ("executable", "const_bufs")
+
+    def __init__(self, executable: _runtime.Executable, const_bufs: list):
+        self.executable = executable
+        self.const_bufs = const_bufs
+
+    def run(self, bufs: Sequence) -> list:
+        return self.executable(self.const_bufs + list(bufs) if self.const_bufs else bufs)
+
+
+def _lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool]):
+    """Lower with the closed-over constants as leading parameters (never baked in)."""
+    jaxpr = pe.convert_constvars_jaxpr(closed.jaxpr)
+    donated = [False] * len(closed.consts) + list(donated_invars)
+    return mlir.lower_jaxpr(name, jaxpr, donated_invars=donated)
+
+
+def _compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
+                    module=None) -> tuple[_Program, float, float]:
+    start = time.perf_counter()
+    if module is None:
+        module = _lower_closed(name, closed, donated_invars)
+    lowered_at = time.perf_counter()
+    exe = _runtime.compile_module(module, closed.out_avals)
+    compiled_at = time.perf_counter()
+    const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts]
+    return _Program(exe, const_bufs), lowered_at - start, compiled_at - lowered_at
+
+
+# --------------------------------------------------------------------------------------------
+# Cache keys and miss explanations
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallSignature:
+    """What a compiled entry is specialised on."""
+
+    in_tree: Any
+    avals: tuple[ShapedArray, ...]
+    statics: tuple
+    arg_names: tuple[str, ...] = field(compare=False, hash=False, default=())
+
+
+@dataclass
+class CacheEvent:
+    """One call that missed the cache: why, and what tracing and compiling cost."""
+
+    fun_name: str
+    reason: str
+    differences: list[str]
+    timings: Timings
+    signature: CallSignature = field(repr=False, default=None)
+
+
+def explain_miss(sig: CallSignature, previous: Sequence[CallSignature]) -> tuple[str, list[str]]:
+    """Why ``sig`` is not in the cache, relative to the closest earlier signature."""
+    if not previous:
+        return "first call: nothing was compiled for this function yet", []
+    best, best_diffs = None, None
+    for old in previous:
+        diffs = _differences(old, sig)
+        if best_diffs is None or len(diffs) < len(best_diffs):
+            best, best_diffs = old, diffs
+    reason = "; ".join(best_diffs) if best_diffs else "a new combination of arguments"
+    return reason, best_diffs
+
+
+def _differences(old: CallSignature, new: CallSignature) -> list[str]:
+    diffs = []
+    if old.in_tree != new.in_tree:
+        diffs.append(f"the pytree structure of the arguments changed: {old.in_tree} -> "
+                     f"{new.in_tree}")
+    else:
+        names = new.arg_names or tuple(f"argument {i}" for i in range(len(new.avals)))
+        for name, a, b in zip(names, old.avals, new.avals):
+            if a.shape != b.shape:
+                diffs.append(f"{name}: shape changed from {a.shape} to {b.shape}")
+            if a.dtype != b.dtype:
+                diffs.append(f"{name}: dtype changed from {a.dtype.name} to {b.dtype.name}")
+            if a.weak_type != b.weak_type:
+                diffs.append(f"{name}: weak_type changed from {a.weak_type} to {b.weak_type} "
+                             "(a Python scalar versus an array)")
+    for (name, a), (_, b) in zip(old.statics, new.statics):
+        if a != b:
+            diffs.append(f"static argument {name}: value changed from {a!r} to {b!r}")
+    if len(old.statics) != len(new.statics):
+        diffs.append("a different set of static arguments was passed")
+    return diffs
+
+
+# --------------------------------------------------------------------------------------------
+# The user-facing jitted function
+# --------------------------------------------------------------------------------------------
+
+
+class _Entry:
+    """A compiled specialisation of a jitted function."""
+
+    __slots__ = ("program", "out_tree", "single_leaf", "closed", "timings", "module", "run")
+
+    def __init__(self, program: _Program, out_tree, closed: ClosedJaxpr, timings: Timings,
+                 module):
+        self.program = program
+        self.out_tree = out_tree
+        self.single_leaf = tree_util.treedef_is_leaf(out_tree)
+        self.closed = closed
+        self.timings = timings
+        self.module = module
+        self.run = program.run
+
+    def outputs(self, bufs: list):
+        if self.single_leaf:
+            return Array(bufs[0])
+        return tree_util.tree_unflatten(self.out_tree, [Array(b) for b in bufs])
+
+
+# fun -> {options: {CallSignature: _Entry}}; weak so that functions can be collected.
+_fun_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _clear_on_x64_change(name, value):
+    if name == "jax_enable_x64":
+        _fun_caches.clear()
+        _jaxpr_executables.clear()
+
+
+config.on_change(_clear_on_x64_change)
+
+
+class JitFunction:
+    """A function compiled with XLA on first call for each argument signature."""
+
+    def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
+                 donate_argnums=None, donate_argnames=None, inline: bool = False):
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
+        functools.update_wrapper(self, fun, updated=())
+        self._fun = fun
+        self._name = getattr(fun, "__name__", type(fun).__name__)
+        self._inline = inline
+        self._static_argnums, self._static_argnames = _infer_argnums_and_argnames(
+            fun, static_argnums, static_argnames)
+        self._donate_argnums, _ = _infer_argnums_and_argnames(
+            fun, donate_argnums, donate_argnames)
+        self._params = _positional_params(fun)
+        options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline)
+        try:
+            per_fun = _fun_caches.setdefault(fun, {})
+        except TypeError:  # not weak-referenceable: a cache of our own
+            per_fun = {}
+        self._cache: dict[CallSignature, _Entry] = per_fun.setdefault(options, {})
+        self._traces: dict[CallSignature, tuple] = per_fun.setdefault(("traces", options), {})
+        self._fast: dict[tuple, _Entry] = {}
+        self._fast_ok = not self._static_argnums and not self._static_argnames
+        self.cache_events: list[CacheEvent] = []
+
+    def __repr__(self):
+        return f"<jitted function {self._name}>"
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    # ---- calling ----
+    def __call__(self, *args, **kwargs):
+        if self._fast_ok and not kwargs and core._trace_state.trace is core.eval_trace:
+            avals = tuple([x.aval for x in args if type(x) is Array])
+            entry = self._fast.get(avals) if len(avals) == len(args) else None
+            if entry is not None:
+                return entry.outputs(entry.run([x._buf for x in args]))
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        if config.jax_disable_jit:
+            return self._fun(*args, **kwargs)
+        dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
+        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(self._leaf_aval(x, i, flat) for i, x in enumerate(flat))
+        sig = CallSignature(in_tree, avals, statics)
+        if core._trace_state.trace is not core.eval_trace:
+            return self._bind(sig, flat, dyn_args, dyn_kwargs)
+        entry = self._cache.get(sig)
+        if entry is None:
+            entry = self._compile_entry(sig, dyn_args, dyn_kwargs)
+        if (self._fast_ok and not kwargs and len(flat) == len(args)
+                and all(type(x) is Array for x in args)):
+            self._fast[avals] = entry
+        bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
+        return entry.outputs(entry.run(bufs))
+
+    def _leaf_aval(self, x, i, flat) -> ShapedArray:
+        try:
+            return x.aval if type(x) is Array else core.get_aval(x)
+        except TypeError:
+            raise TypeError(f"Argument {x!r} of type {type(x).__name__} passed to jitted function "
+                            f"{self._name} is not a valid jaxkit type. Pass arrays, NumPy "
+                            "values or Python scalars, or mark the argument static with "
+                            "static_argnums/static_argnames.") from None
+
+    def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
+        """Under a transformation: bind the traced program as a ``jit`` equation."""
+        closed, out_tree, consts, _ = self._trace_cached(sig, dyn_args, dyn_kwargs)
+        outs = jit_p.bind(*consts, *flat, jaxpr=closed, name=self._name,
+                          donated_invars=(False,) * (len(consts) + len(flat)),
+                          inline=self._inline)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    # ---- tracing and compiling ----
+    def _split_statics(self, args, kwargs):
+        statics = []
+        dyn_args = []
+        for i, a in enumerate(args):
+            if i in self._static_argnums:
+                statics.append((self._arg_label(i), _hashable_static(a, self._arg_label(i))))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_argnames:
+                statics.append((k, _hashable_static(v, k)))
+            else:
+                dyn_kwargs[k] = v
+        return tuple(dyn_args), dyn_kwargs, tuple(statics)
+
+    def _arg_label(self, i: int) -> str:
+        return self._params[i] if i < len(self._params) else f"args[{i}]"
+
+    def _merge_statics(self, statics, dyn_args, dyn_kwargs):
+        static_vals = dict(statics)
+        args, it = [], iter(dyn_args)
+        n = len(dyn_args) + sum(1 for i in self._static_argnums if self._arg_label(i) in
+                                static_vals)
+        for i in range(n):
+            args.append(static_vals[self._arg_label(i)] if i in self._static_argnums
+                        else next(it))
+        kwargs = dict(dyn_kwargs)
+        kwargs.update({k: v for k, v in statics if k in self._static_argnames})
+        return args, kwargs
+
+    def _arg_names(self, dyn_args, dyn_kwargs) -> tuple[str, ...]:
+        dyn_labels = [self._arg_label(i) for i in range(len(dyn_args) + len(self._static_argnums))
+                      if i not in self._static_argnums][:len(dyn_args)]
+        names = []
+        for label, a in zip(dyn_labels, dyn_args):
+            for path, _ in tree_util.tree_flatten_with_path(a)[0]:
+                names.append(label + tree_util.keystr(path))
+        for k, v in dyn_kwargs.items():
+            for path, _ in tree_util.tree_flatten_with_path(v)[0]:
+                names.append(k + tree_util.keystr(path))
+        return tuple(names)
+
+    def _trace(self, sig: CallSignature, dyn_args, dyn_kwargs):
+        arg_names = self._arg_names(dyn_args, dyn_kwargs)
+        debug = pe.debug_info("jit", self._fun, arg_names)
+        out_tree_box = []
+
+        def flat_fun(*flat_args):
+            a, kw = tree_util.tree_unflatten(sig.in_tree, flat_args)
+            full_args, full_kwargs = self._merge_statics(sig.statics, a, kw)
+            out = self._fun(*full_args, **full_kwargs)
+            out_flat, out_tree = tree_util.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            for path, leaf in tree_util.tree_flatten_with_path(out)[0]:
+                if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
+                    raise TypeError(
+                        f"jitted function {self._name} returned a value of type "
+                        f"{type(leaf).__name__} at output{tree_util.keystr(path)}, which is not "
+                        "a valid jaxkit type. Return arrays (or pytrees of arrays) only.")
+            return out_flat
+
+        start = time.perf_counter()
+        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, sig.avals, debug)
+        trace_time = time.perf_counter() - start
+        # Closed-over values become leading parameters: they may be tracers of an enclosing
+        # transformation, which must see them as inputs of the jit equation.
+        closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+        return closed, out_tree_box[0], consts, trace_time
+
+    def _trace_cached(self, sig: CallSignature, dyn_args, dyn_kwargs):
+        traced = self._traces.get(sig)
+        if traced is None:
+            traced = self._trace(sig, dyn_args, dyn_kwargs)
+            if not any(isinstance(c, core.Tracer) for c in traced[2]):
+                self._traces[sig] = traced
+        return traced
+
+    def _donated(self, sig: CallSignature, n_consts: int, dyn_args, dyn_kwargs) -> tuple:
+        donated = [False] * n_consts
+        dyn_positions = [i for i in range(len(dyn_args) + len(self._static_argnums))
+                         if i not in self._static_argnums][:len(dyn_args)]
+        for pos, a in zip(dyn_positions, dyn_args):
+            donated += [pos in self._donate_argnums] * len(tree_util.tree_leaves(a))
+        for v in dyn_kwargs.values():
+            donated += [False] * len(tree_util.tree_leaves(v))
+        return tuple(donated)
+
+    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> _Entry:
+        sig_named = CallSignature(sig.in_tree, sig.avals, sig.statics,
+                                  self._arg_names(dyn_args, dyn_kwargs))
+        reason, diffs = explain_miss(sig_named, list(self._cache))
+        traced, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
+        # At top level the constants are concrete: they are kept with the compiled program.
+        closed = _closed_with_leading_consts(traced, consts)
+        donated = self._donated(sig, 0, dyn_args, dyn_kwargs)
+        program, lower_time, compile_time = _compile_closed(self._name, closed, donated)
+        timings = Timings(trace_time, lower_time, compile_time)
+        entry = _Entry(program, out_tree, closed, timings, None)
+        self._cache[sig_named] = entry
+        event = CacheEvent(self._name, reason, diffs, timings, sig_named)
+        self.cache_events.append(event)
+        del self.cache_events[:-100]
+        if config.jax_explain_cache_misses and self._cache and len(self._cache) > 1:
+            logger.warning("TRACING CACHE MISS for jitted function %s: %s", self._name, reason)
+        elif config.jax_explain_cache_misses:
+            logger.warning("Compiling %s for the first time (%s)", self._name,
+                           ", ".join(a.str_short() for a in sig.avals))
+        return entry
+
+    # ---- stages ----
+    def trace(self, *args, **kwargs) -> Traced:
+        dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
+        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(self._leaf_aval(x, i, flat) for i, x in enumerate(flat))
+        sig = CallSignature(in_tree, avals, statics)
+        closed_with_consts, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
+        closed = _closed_with_leading_consts(closed_with_consts, consts)
+        donated = self._donated(sig, 0, dyn_args, dyn_kwargs)
+        return Traced(self._name, closed, in_tree, out_tree, donated, self._lower_traced,
+                      Timings(trace=trace_time))
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        return self.trace(*args, **kwargs).lower()
+
+    def _lower_traced(self, traced: Traced) -> Lowered:
+        start = time.perf_counter()
+        module = _lower_closed(self._name, traced.jaxpr, traced.donated_invars)
+        timings = Timings(traced.timings.trace, time.perf_counter() - start)
+        return Lowered(self._name, module, traced, timings, self._compile_lowered)
+
+    def _compile_lowered(self, lowered: Lowered) -> Compiled:
+        traced = lowered.traced
+        program, _, compile_time = _compile_closed(self._name, traced.jaxpr,
+                                                   traced.donated_invars, lowered.module)
+        timings = Timings(lowered.timings.trace, lowered.timings.lower, compile_time)
+        out_tree, in_avals = traced.out_tree, traced.jaxpr.in_avals[len(traced.jaxpr.consts):]
+        entry = _Entry(program, out_tree, traced.jaxpr, timings, lowered.module)
+        name = self._name
+
+        def call(*args, **kwargs):
+            dyn_args, dyn_kwargs, _ = self._split_statics(args, kwargs)
+            flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+            avals = [self._leaf_aval(x, i, flat) for i, x in enumerate(flat)]
+            if in_tree != traced.in_tree or [a.strip_weak_type() for a in avals] != [
+                    a.strip_weak_type() for a in in_avals]:
+                raise TypeError(
+                    f"Compiled function {name} was called with arguments of types "
+                    f"{[a.str_short() for a in avals]} (structure {in_tree}), but it was "
+                    f"compiled for {[a.str_short() for a in in_avals]} (structure "
+                    f"{traced.in_tree}). Call jit(f) instead to compile for new types.")
+            bufs = [to_buffer(x, a) for x, a in zip(flat, in_avals)]
+            return entry.outputs(entry.run(bufs))
+
+        return Compiled(self._name, program.executable, lowered, call, timings)
+
+    # ---- introspection ----
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._traces.clear()
+        self._fast.clear()
+
+
+def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:
+    """Re-attach the closed-over constants (the jaxpr's leading invars) as constvars."""
+    jaxpr = closed.jaxpr
+    n = len(consts)
+    inner = core.Jaxpr(jaxpr.invars[:n], jaxpr.invars[n:], jaxpr.outvars, jaxpr.eqns,
+                       jaxpr.debug_info)
+    return ClosedJaxpr(inner, consts)
+
+
+def _hashable_static(value, name: str):
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. The static argument {name} is "
+            f"an object of type {type(value).__name__}: {value!r}. The error was: "
+            f"TypeError: {e}. Fix: pass a hashable value (a tuple instead of a list, for "
+            "example), or do not mark the argument static.") from None
+    return value
+
+
+def _positional_params(fun: Callable) -> list[str]:
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, frozenset]:
+    """Normalise argnums/argnames and infer each from the other through the signature."""
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    if isinstance(argnames, str):
+        argnames = (argnames,)
+    argnums = tuple(argnums or ())
+    argnames = tuple(argnames or ())
+    params = _positional_params(fun)
+    try:
+        sig_params = dict(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        sig_params = {}
+    nums = set()
+    for i in argnums:
+        if not isinstance(i, int):
+            raise TypeError(f"argnums must be integers, got {i!r}")
+        if i < 0:
+            if not params:
+                raise ValueError(f"negative argnum {i} needs a function with a signature")
+            i += len(params)
+        nums.add(i)
+    names = set(argnames)
+    for name in argnames:
+        if name in params:
+            nums.add(params.index(name))
+        elif sig_params and name not in sig_params and not any(
+                p.kind == p.VAR_KEYWORD for p in sig_params.values()):
+            raise ValueError(f"static/donated argument name {name!r} is not a parameter of "
+                             f"{getattr(fun, '__name__', fun)}")
+    for i in list(nums):
+        if i < len(params):
+            names.add(params[i])
+    return frozenset(nums), frozenset(names)
+
+
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, inline: bool = False,
+        backend: str | None = None, device=None, keep_unused: bool = False):
+    """Compile ``fun`` with XLA. Works as ``jit(f, ...)``, ``@jit`` and ``@partial(jit, ...)``.
+
+    ``static_argnums``/``static_argnames`` mark arguments that are hashed into the cache key
+    instead of traced (Python control flow may depend on them); ``donate_argnums`` lets XLA
+    reuse those input buffers for outputs."""
+    if backend not in (None, "cpu"):
+        _runtime.get_backend(backend)
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 inline=inline, backend=backend, device=device)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                       inline)

@@ -1,0 +1,217 @@
+"""The runtime: jaxlib's PjRt clients, devices, device buffers, compilation and execution.
+
+With ``interpreters/mlir.py`` this is the only code that imports jaxlib, and nothing imports the
+``jax`` package. The recipes follow ``shared/JAXLIB.md``: results are wrapped by
+``array_result_handler``s built once per executable (never ``disassemble_*``, which makes jaxlib
+attempt a failing ``import jax`` per array), host data is copied on ``put`` unless the library
+owns it, and 64-bit data is canonicalised here because jaxlib would narrow it silently.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # silence PjRt's start-up info lines
+
+import numpy as np  # noqa: E402
+from jaxlib import _jax  # noqa: E402
+from jaxlib import xla_client as xc  # noqa: E402
+
+from jaxkit import dtypes  # noqa: E402
+from jaxkit._config import config  # noqa: E402
+
+ArrayImpl = _jax.ArrayImpl
+Device = _jax.Device
+jaxlib_version = _jax.__version__ if hasattr(_jax, "__version__") else "0.10.2"
+
+
+class _NoJaxFinder:
+    """Makes jaxlib's internal ``import jax._src.sharding_impls`` attempts fail at once.
+
+    jaxlib tries that import on a few slow paths (multi-device shards, bfloat16 fetches); when
+    jax is not installed each failed attempt scans ``sys.path`` (~50 us). Installed only when
+    jax is absent, so a user's later ``import jax`` is unaffected."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "jax" or name.startswith("jax."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+if importlib.util.find_spec("jax") is None:
+    sys.meta_path.insert(0, _NoJaxFinder)
+
+
+class Sharding(_jax.SingleDeviceSharding):
+    """Single-device sharding with the two members jaxlib's C++ code expects.
+
+    jax monkey-patches ``memory_kind`` and ``_to_xla_hlo_sharding`` onto the C++ class; we
+    subclass instead. One instance per device is reused everywhere (compared by identity)."""
+
+    memory_kind = None
+    _replicated = xc.HloSharding.replicate()
+
+    def _to_xla_hlo_sharding(self, ndim):
+        return Sharding._replicated
+
+
+class Backend:
+    """One PjRt client with its devices and their shardings."""
+
+    def __init__(self, client):
+        self.client = client
+        self.platform = client.platform
+        self.devices = list(client.devices())
+        self.local_devices = list(client.local_devices())
+        self.shardings = {d: Sharding(d) for d in self.local_devices}
+        self.device_lists = {d: _jax.DeviceList((d,)) for d in self.local_devices}
+
+    def __repr__(self):
+        return f"Backend({self.platform}, {len(self.devices)} devices)"
+
+
+_backends: dict[str, Backend] = {}
+_lock = threading.Lock()
+
+
+def _num_cpu_devices() -> int:
+    value = os.environ.get("JAXKIT_NUM_CPU_DEVICES", "1")
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"JAXKIT_NUM_CPU_DEVICES must be a positive integer, got {value!r}")
+    if n < 1:
+        raise ValueError(f"JAXKIT_NUM_CPU_DEVICES must be a positive integer, got {n}")
+    return n
+
+
+def get_backend(platform: str | None = None) -> Backend:
+    """The backend for ``platform`` ("cpu"), created on first use."""
+    name = (platform or "cpu").lower()
+    backend = _backends.get(name)
+    if backend is not None:
+        return backend
+    with _lock:
+        if name not in _backends:
+            if name != "cpu":
+                raise RuntimeError(f"Unknown backend {platform!r}: this jaxkit has only the "
+                                   "'cpu' backend available.")
+            _backends[name] = Backend(xc.make_cpu_client(num_devices=_num_cpu_devices()))
+    return _backends[name]
+
+
+def default_backend() -> str:
+    return "cpu"
+
+
+def devices(backend: str | None = None) -> list:
+    """All devices of a backend (default: CPU), like ``jax.devices()``."""
+    return list(get_backend(backend).devices)
+
+
+def local_devices(backend: str | None = None) -> list:
+    return list(get_backend(backend).local_devices)
+
+
+def default_device():
+    return get_backend().local_devices[0]
+
+
+def backend_of(device) -> Backend:
+    for backend in _backends.values():
+        if device in backend.shardings:
+            return backend
+    raise ValueError(f"{device!r} is not a device of any jaxkit backend")
+
+
+# --------------------------------------------------------------------------------------------
+# Host <-> device
+# --------------------------------------------------------------------------------------------
+
+_COPY = _jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+_ALIAS = _jax.HostBufferSemantics.ZERO_COPY
+
+
+def put(x: np.ndarray, aval, device=None, may_alias: bool = False) -> ArrayImpl:
+    """Copy a NumPy array (already of ``aval.dtype``) to a device buffer carrying ``aval``.
+
+    ``may_alias=True`` lets the CPU client alias the NumPy memory; only for arrays that the
+    library created and nobody else can mutate."""
+    dev = device if device is not None else default_device()
+    backend = get_backend() if device is None else backend_of(dev)
+    return _jax.batched_device_put(aval, backend.shardings[dev], [x], [dev], True, False,
+                                   _ALIAS if may_alias else _COPY, enable_x64=config.x64)
+
+
+def fetch(buf: ArrayImpl) -> np.ndarray:
+    """Device buffer -> read-only NumPy array (zero-copy view on CPU for standard dtypes)."""
+    try:
+        return np.asarray(memoryview(buf))
+    except BufferError:  # bfloat16, float8, int4 have no buffer-protocol format
+        return buf._single_device_array_to_np_array_did_copy()[0]
+
+
+def device_of(buf: ArrayImpl):
+    return next(iter(buf.sharding.device_set))
+
+
+def copy_to_device(buf: ArrayImpl, aval, device) -> ArrayImpl:
+    if device_of(buf) == device:
+        return buf
+    return put(np.array(fetch(buf)), aval, device, may_alias=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Compile and execute
+# --------------------------------------------------------------------------------------------
+
+
+class Executable:
+    """A compiled program plus the result handlers that wrap its outputs as device arrays."""
+
+    __slots__ = ("xla_executable", "out_avals", "handlers", "device", "_execute")
+
+    def __init__(self, xla_executable, out_avals: Sequence, device):
+        self.xla_executable = xla_executable
+        self.out_avals = list(out_avals)
+        self.device = device
+        sharding = backend_of(device).shardings[device]
+        self.handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+                         for a in self.out_avals]
+        self._execute = xla_executable.execute_sharded
+
+    def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
+        return self._execute(bufs).consume_with_handlers(self.handlers)
+
+    def as_text(self) -> str:
+        return self.xla_executable.hlo_modules()[0].to_string()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return dict(self.xla_executable.cost_analysis())
+
+    def memory_analysis(self):
+        return self.xla_executable.get_compiled_memory_stats()
+
+
+def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) -> Executable:
+    """Compile a StableHLO module (text, bytecode or ``ir.Module``) for one device."""
+    dev = device if device is not None else default_device()
+    backend = backend_of(dev) if device is not None else get_backend()
+    exe = backend.client.compile_and_load(module_bytes_or_text, backend.device_lists[dev],
+                                          _jax.CompileOptions())
+    return Executable(exe, out_avals, dev)
+
+
+def block_until_ready_buffers(bufs: Sequence[ArrayImpl]) -> None:
+    if bufs:
+        _jax.batched_block_until_ready(list(bufs))
+
+
+def host_numpy(x: Any, dtype) -> np.ndarray:
+    """NumPy array of the canonical dtype, copying only if needed."""
+    return np.asarray(x, dtype=dtypes.canonicalize_dtype(dtype))

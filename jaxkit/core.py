@@ -1,0 +1,715 @@
+"""The core of jaxkit: abstract values, primitives, traces and tracers, and the jaxpr IR.
+
+Everything above this module (interpreters, lax, numpy, api) speaks in these terms:
+
+* ``ShapedArray`` is the abstract value (shape, dtype, weak_type) of every array. The same object
+  is handed to jaxlib as the result "aval" of a compiled program, so device arrays carry it.
+* ``Primitive.bind`` sends an operation to the *current trace*. One trace is current at a time
+  (held per thread); each trace knows its parent, unboxes only its own tracers and runs its rules
+  with its parent made current ("stackless" tracing). ``EvalTrace`` at the bottom executes.
+* ``Jaxpr`` is the typed, first-order IR that tracing produces; ``eval_jaxpr`` interprets it by
+  binding each equation again, so it works under any transformation.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import dtypes
+from jaxkit._config import config
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+class JaxkitTypeError(TypeError):
+    """Base of the type errors jaxkit raises about traced values."""
+
+
+class ConcretizationTypeError(JaxkitTypeError):
+    """A concrete Python value was needed from an abstract (traced) value."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` (an ``if``/``while``) was applied to a traced value."""
+
+
+class TracerIntegerConversionError(JaxkitTypeError):
+    """``int()``/``__index__`` was applied to a traced value."""
+
+
+class TracerArrayConversionError(JaxkitTypeError):
+    """A traced value was converted to a NumPy array."""
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it (it "leaked")."""
+
+
+# --------------------------------------------------------------------------------------------
+# Abstract values
+# --------------------------------------------------------------------------------------------
+
+
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and whether the dtype is weak.
+
+    A weak type comes from a Python scalar: it takes the dtype of whatever it meets
+    (``jnp.float16(1) + 1.0`` is float16). jaxlib reads exactly these three attributes when it
+    wraps a result buffer, so instances double as jaxlib avals.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    array_abstraction_level = 1
+
+    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    ndim = property(lambda self: len(self.shape))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def to_tangent_aval(self) -> ShapedArray:
+        """Integer and boolean values have ``float0`` tangents, as in JAX."""
+        return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return self._hash
+
+    def str_short(self) -> str:
+        dims = ",".join(map(str, self.shape))
+        return f"{dtypes.short_dtype_name(self.dtype)}[{dims}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace(" ", "")
+
+    def __str__(self):
+        return self.str_short()
+
+
+def typematch(a: ShapedArray, b: ShapedArray) -> bool:
+    """Same shape and dtype; weak types may differ (as JAX's type checker allows)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+# Registry from Python type to a function giving the abstract value of a concrete value.
+# Array registers itself here; tracers are handled by their class.
+pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {}
+
+_scalar_avals: dict[tuple[type, bool], ShapedArray] = {}
+
+
+def _python_scalar_aval(x) -> ShapedArray:
+    key = (type(x), config.x64)
+    aval = _scalar_avals.get(key)
+    if aval is None:
+        dt = dtypes.canonicalize_dtype(dtypes.python_scalar_dtype(type(x)))
+        aval = _scalar_avals[key] = ShapedArray((), dt, weak_type=type(x) is not bool)
+    return aval
+
+
+def _numpy_aval(x) -> ShapedArray:
+    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+
+
+for _t in (int, float, complex, bool):
+    pytype_aval_mappings[_t] = _python_scalar_aval
+pytype_aval_mappings[np.ndarray] = _numpy_aval
+for _t in set(np.sctypeDict.values()):
+    pytype_aval_mappings[_t] = _numpy_aval
+for _t in dtypes.extra_scalar_types():
+    pytype_aval_mappings[_t] = _numpy_aval
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of any array-like: tracer, Array, NumPy value or Python scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    handler = pytype_aval_mappings.get(type(x))
+    if handler is not None:
+        return handler(x)
+    for t in type(x).__mro__[1:]:
+        handler = pytype_aval_mappings.get(t)
+        if handler is not None:
+            return handler(x)
+    if hasattr(x, "__jax_array__"):
+        return get_aval(x.__jax_array__())
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid jaxkit type: "
+                    "use arrays, NumPy values or Python scalars (bool, int, float, complex).")
+
+
+def is_array_like(x) -> bool:
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# Primitives
+# --------------------------------------------------------------------------------------------
+
+
+class Primitive:
+    """A named operation. Its rules live in per-kind tables owned by the interpreters.
+
+    ``impl`` (eager evaluation) and ``abstract_eval`` (shape/dtype rule) are stored on the
+    primitive because every trace needs them; arrays are positional, static parameters
+    keyword-only and hashable.
+    """
+
+    multiple_results = False
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        return _trace_state.trace.process_primitive(self, args, params)
+
+    def def_impl(self, impl: Callable) -> Callable:
+        self.impl = impl
+        return impl
+
+    def def_abstract_eval(self, abstract_eval: Callable) -> Callable:
+        self.abstract_eval = abstract_eval
+        return abstract_eval
+
+    def impl(self, *args, **params):
+        raise NotImplementedError(f"eager evaluation rule for '{self.name}' is not implemented")
+
+    def abstract_eval(self, *avals, **params):
+        raise NotImplementedError(f"abstract evaluation rule for '{self.name}' is not "
+                                  "implemented")
+
+
+# --------------------------------------------------------------------------------------------
+# Traces and tracers
+# --------------------------------------------------------------------------------------------
+
+
+class Trace:
+    """A transformation in progress. Subclasses implement ``process_primitive``.
+
+    A trace receives values that are either its own tracers or anything else (concrete arrays,
+    tracers of enclosing traces); the latter are constants to it. It runs rules with its parent
+    made current so that those constants are handled further out.
+    """
+
+    __slots__ = ("parent", "_invalid", "__weakref__")
+
+    def __init__(self, parent: Trace | None = None):
+        self.parent = parent if parent is not None else _trace_state.trace
+        self._invalid = False
+
+    def process_primitive(self, primitive: Primitive, args: Sequence, params: dict):
+        raise NotImplementedError
+
+    def invalidate(self):
+        self._invalid = True
+
+    def __repr__(self):
+        return f"{type(self).__name__}"
+
+
+class EvalTrace(Trace):
+    """The bottom trace: primitives run eagerly on concrete values."""
+
+    def __init__(self):
+        self.parent = None
+        self._invalid = False
+
+    def process_primitive(self, primitive, args, params):
+        return primitive.impl(*args, **params)
+
+
+class _TraceState(threading.local):
+    def __init__(self):
+        self.trace: Trace = eval_trace
+
+
+eval_trace = EvalTrace()
+_trace_state = _TraceState()
+
+
+def current_trace() -> Trace:
+    return _trace_state.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace) -> Iterator[Trace]:
+    """Make ``trace`` current for the duration of the block."""
+    prev = _trace_state.trace
+    _trace_state.trace = trace
+    try:
+        yield trace
+    finally:
+        _trace_state.trace = prev
+
+
+@contextlib.contextmanager
+def new_trace(trace: Trace) -> Iterator[Trace]:
+    """Make a new trace current; afterwards it is invalid, so leaked tracers are detected."""
+    with set_current_trace(trace):
+        try:
+            yield trace
+        finally:
+            trace.invalidate()
+
+
+def trace_is_live(trace: Trace) -> bool:
+    t = _trace_state.trace
+    while t is not None:
+        if t is trace:
+            return True
+        t = t.parent
+    return False
+
+
+def check_tracer_live(tracer: Tracer) -> None:
+    """Raise ``UnexpectedTracerError`` for a tracer whose trace has ended or is not in scope."""
+    if tracer._trace._invalid or not trace_is_live(tracer._trace):
+        origin = getattr(tracer, "_creation_context", None)
+        where = f"\nThe tracer was created {origin}." if origin else ""
+        raise UnexpectedTracerError(
+            f"Encountered an unexpected tracer: {tracer!r}. A function transformed by jaxkit "
+            "(jit, grad, vmap, ...) saved one of its intermediate values in a place that "
+            "outlives the transformation, e.g. a global variable, a list or an attribute, "
+            f"and that value was used afterwards.{where}\n"
+            "Fix: return the value from the transformed function instead of storing it.")
+
+
+class Tracer:
+    """A value being traced by a ``Trace``. Behaves like an array of shape ``aval.shape``.
+
+    Operator overloading and array methods are installed by ``jaxkit.numpy`` (on tracers and
+    concrete arrays alike) so that this module stays below the numpy layer.
+    """
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 1000
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a scalar tracer)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array (a scalar tracer)")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+    # A tracer has no concrete value; each conversion says why and what to do instead.
+    def _concretization_context(self) -> str:
+        """Extra explanation (which function and argument) supplied by the trace if it can."""
+        describe = getattr(self._trace, "describe_tracer", None)
+        return describe(self) if describe is not None else ""
+
+    def __bool__(self):
+        raise TracerBoolConversionError(concretization_message(
+            self, "The truth value of a traced array was needed (an `if`, `while`, `and`, `or` "
+            "or `bool()` on it)",
+            "use `jaxkit.lax.cond`/`jnp.where` for value-dependent branches, "
+            "`jaxkit.lax.while_loop`/`fori_loop` for loops, or mark the argument static with "
+            "`static_argnums`/`static_argnames`"))
+
+    def __index__(self):
+        raise TracerIntegerConversionError(concretization_message(
+            self, "The integer value of a traced array was needed (as an index, a shape or a "
+            "`range()` bound)",
+            "mark the argument static with `static_argnums`/`static_argnames`, or use "
+            "`jaxkit.lax.dynamic_slice` for value-dependent indexing"))
+
+    def __int__(self):
+        raise ConcretizationTypeError(concretization_message(
+            self, "`int()` was applied to a traced array", _STATIC_FIX))
+
+    def __float__(self):
+        raise ConcretizationTypeError(concretization_message(
+            self, "`float()` was applied to a traced array", _STATIC_FIX))
+
+    def __complex__(self):
+        raise ConcretizationTypeError(concretization_message(
+            self, "`complex()` was applied to a traced array", _STATIC_FIX))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(concretization_message(
+            self, "A traced array was converted to a NumPy array (np.asarray, np.array or a "
+            "NumPy function applied to it)",
+            "use `jaxkit.numpy` functions inside transformed code, or move the NumPy call "
+            "outside the transformed function"))
+
+    def item(self):
+        raise ConcretizationTypeError(concretization_message(
+            self, "`.item()` was applied to a traced array", _STATIC_FIX))
+
+    def tolist(self):
+        raise ConcretizationTypeError(concretization_message(
+            self, "`.tolist()` was applied to a traced array", _STATIC_FIX))
+
+    def __setitem__(self, idx, value):
+        raise TypeError("jaxkit arrays are immutable: use `x = x.at[idx].set(value)` instead "
+                        "of `x[idx] = value`.")
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays cannot be dict "
+                        "keys or static arguments)")
+
+
+_STATIC_FIX = ("mark the argument static with `static_argnums`/`static_argnames`, or keep the "
+               "computation in jaxkit operations")
+
+
+def concretization_message(tracer: Tracer, what: str, fix: str) -> str:
+    context = tracer._concretization_context()
+    return (f"Abstract tracer value encountered where a concrete value is expected: "
+            f"{tracer.aval.str_short()} {type(tracer._trace).__name__} value.\n{what}."
+            f"{' ' + context if context else ''}\nFix: {fix}.")
+
+
+def concrete_or_error(value, context: str = ""):
+    """Return a concrete (NumPy or Python) value, or raise a ConcretizationTypeError."""
+    if isinstance(value, Tracer):
+        raise ConcretizationTypeError(concretization_message(
+            value, f"A concrete value is required{': ' + context if context else ''}",
+            _STATIC_FIX))
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# The jaxpr IR
+# --------------------------------------------------------------------------------------------
+
+
+class Var:
+    """A variable of a jaxpr. Identity is the variable; names are given when printing."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var({self.aval.str_short()})"
+
+
+class DropVar(Var):
+    """An output of an equation that nothing reads (printed as ``_``)."""
+
+    __slots__ = ()
+
+
+class Literal:
+    """A scalar constant written inline in a jaxpr (``2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r})"
+
+
+Atom = Var | Literal
+
+
+class JaxprEqn:
+    """One equation: ``outvars = primitive[params] invars``."""
+
+    __slots__ = ("primitive", "invars", "outvars", "params")
+
+    def __init__(self, primitive: Primitive, invars: list[Atom], outvars: list[Var],
+                 params: dict):
+        self.primitive = primitive
+        self.invars = invars
+        self.outvars = outvars
+        self.params = params
+
+    def replace(self, **kw) -> JaxprEqn:
+        fields = dict(primitive=self.primitive, invars=self.invars, outvars=self.outvars,
+                      params=self.params)
+        fields.update(kw)
+        return JaxprEqn(**fields)
+
+    def __repr__(self):
+        return pp_eqn(self, _Namer(), 0)
+
+
+class Jaxpr:
+    """A first-order, typed program: constvars and invars in, equations, outvars out."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+
+    def __init__(self, constvars: list[Var], invars: list[Var], outvars: list[Atom],
+                 eqns: list[JaxprEqn], debug_info: Any = None):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+        self.debug_info = debug_info
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence):
+        assert len(jaxpr.constvars) == len(consts), (len(jaxpr.constvars), len(consts))
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
+    """Interpret a jaxpr by binding each equation under the current trace."""
+    env: dict[Var, Any] = {}
+
+    def read(v):
+        return v.val if type(v) is Literal else env[v]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        for v, x in zip(eqn.outvars, outs):
+            env[v] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def subjaxprs(params: dict) -> Iterator[Jaxpr]:
+    """The jaxprs found among an equation's parameters (directly or in tuples)."""
+    for v in params.values():
+        for item in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(item, ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, Jaxpr):
+                yield item
+
+
+# --------------------------------------------------------------------------------------------
+# Type checking
+# --------------------------------------------------------------------------------------------
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr is not well typed."""
+
+
+def check_jaxpr(jaxpr: Jaxpr) -> None:
+    """Check that every variable is bound once before use and every equation is well typed."""
+    namer = _Namer()
+    defined: set[Var] = set()
+
+    def bind(v: Var, where: str):
+        if isinstance(v, DropVar):
+            return
+        if v in defined:
+            raise JaxprTypeError(f"variable {namer(v)} is bound twice ({where})")
+        defined.add(v)
+
+    def read(a: Atom, where: str) -> ShapedArray:
+        if type(a) is Literal:
+            return a.aval
+        if a not in defined:
+            raise JaxprTypeError(f"variable {namer(a)} is used before it is bound ({where})")
+        return a.aval
+
+    for v in jaxpr.constvars:
+        bind(v, "constvars")
+    for v in jaxpr.invars:
+        bind(v, "invars")
+    for i, eqn in enumerate(jaxpr.eqns):
+        where = f"equation {i}: {eqn.primitive.name}"
+        in_avals = [read(a, where) for a in eqn.invars]
+        for sub in subjaxprs(eqn.params):
+            check_jaxpr(sub)
+        out = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
+        out = list(out) if eqn.primitive.multiple_results else [out]
+        if len(out) != len(eqn.outvars):
+            raise JaxprTypeError(f"{where} produces {len(out)} values but binds "
+                                 f"{len(eqn.outvars)}")
+        for v, aval in zip(eqn.outvars, out):
+            if not typematch(v.aval, aval):
+                raise JaxprTypeError(f"{where}: output {namer(v)} is declared "
+                                     f"{v.aval.str_short()} but the rule gives "
+                                     f"{aval.str_short()}")
+            bind(v, where)
+    for a in jaxpr.outvars:
+        read(a, "outvars")
+
+
+# --------------------------------------------------------------------------------------------
+# Pretty-printing, in the style of JAX
+# --------------------------------------------------------------------------------------------
+
+_WIDTH = 80
+
+
+def _encode_name(n: int) -> str:
+    """0 -> a, 25 -> z, 26 -> ba, ... (JAX's variable naming)."""
+    s = ""
+    while True:
+        n, r = divmod(n, 26)
+        s = chr(ord("a") + r) + s
+        if n == 0:
+            return s
+
+
+class _Namer:
+    """Names variables in order of first appearance: a, b, c, ..."""
+
+    def __init__(self):
+        self.names: dict[Var, str] = {}
+        self.counter = itertools.count()
+
+    def __call__(self, v: Atom) -> str:
+        if type(v) is Literal:
+            return pp_literal(v)
+        if isinstance(v, DropVar):
+            return "_"
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = _encode_name(next(self.counter))
+        return name
+
+
+def pp_literal(lit: Literal) -> str:
+    val = lit.val
+    if isinstance(val, np.ndarray) and val.shape:
+        return f"{val.tolist()}:{lit.aval.str_short()}"
+    val = np.asarray(val).item() if isinstance(val, (np.ndarray, np.generic)) else val
+    if isinstance(val, bool):
+        text = str(val)
+    elif isinstance(val, float):
+        text = repr(float(val))
+    else:
+        text = str(val)
+    return f"{text}:{lit.aval.str_short()}"
+
+
+def _pp_param_value(value, indent: int) -> str:
+    if isinstance(value, ClosedJaxpr):
+        return pp_jaxpr(value.jaxpr, indent)
+    if isinstance(value, Jaxpr):
+        return pp_jaxpr(value, indent)
+    if isinstance(value, tuple) and value and all(isinstance(v, (ClosedJaxpr, Jaxpr))
+                                                  for v in value):
+        inner = (",\n" + " " * (indent + 2)).join(_pp_param_value(v, indent + 2) for v in value)
+        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return str(value)
+
+
+def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
+    lhs = " ".join(f"{namer(v)}:{v.aval.str_short()}" if not isinstance(v, DropVar) else "_"
+                   for v in eqn.outvars)
+    rhs_args = " ".join(namer(a) for a in eqn.invars)
+    params = {k: v for k, v in eqn.params.items()}
+    head = f"{lhs} = {eqn.primitive.name}"
+    if not params:
+        return f"{head} {rhs_args}".rstrip()
+    pieces = [f"{k}={_pp_param_value(params[k], indent + 2)}" for k in sorted(params)]
+    one_line = f"{head}[{' '.join(pieces)}] {rhs_args}".rstrip()
+    if len(one_line) + indent <= _WIDTH and "\n" not in one_line:
+        return one_line
+    pad = " " * (indent + 2)
+    body = "\n".join(pad + p for p in pieces)
+    return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}".rstrip()
+
+
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
+    """Print a jaxpr the way JAX does: ``{ lambda consts ; args. let eqns in (outs) }``."""
+    namer = _Namer()
+    binders = lambda vs: " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
+    constvars = binders(jaxpr.constvars)
+    invars = binders(jaxpr.invars)
+    head = f"{{ lambda {constvars}{' ' if constvars else ''}; {invars}. let"
+    eqn_texts = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
+    outs = "(" + ", ".join(namer(v) for v in jaxpr.outvars) + ("," if len(jaxpr.outvars) == 1
+                                                                else "") + ")"
+    one_line = f"{head} {' '.join(eqn_texts)}{' ' if eqn_texts else ''}in {outs} }}"
+    if len(eqn_texts) <= 1 and "\n" not in one_line and len(one_line) + indent <= _WIDTH:
+        return one_line
+    pad = " " * (indent + 4)
+    body = "\n".join(pad + t for t in eqn_texts)
+    return f"{head}\n{body}\n{' ' * (indent + 2)}in {outs} }}"

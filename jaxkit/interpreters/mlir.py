@@ -1,0 +1,341 @@
+"""Lowering of jaxprs to StableHLO modules through jaxlib's MLIR Python bindings.
+
+Each primitive registers a lowering rule ``rule(ctx, *operands, **params)`` returning one
+``ir.Value`` (or a sequence for primitives with several results). ``lower_jaxpr`` builds a module
+whose public ``main`` takes the jaxpr's inputs and returns its outputs; sub-jaxprs (jit, control
+flow) are lowered inline with ``jaxpr_subcomp``.
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import func as func_dialect
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxkit import core, dtypes
+from jaxkit.interpreters import partial_eval as pe
+
+lowering_rules: dict[core.Primitive, Callable] = {}
+
+
+def register_lowering(prim: core.Primitive, rule: Callable) -> Callable:
+    lowering_rules[prim] = rule
+    return rule
+
+
+# --------------------------------------------------------------------------------------------
+# Context and types
+# --------------------------------------------------------------------------------------------
+
+_registry = ir.DialectRegistry()
+_jax_mlir_ext.register_dialects(_registry)
+_context: ir.Context | None = None
+
+
+def make_ir_context() -> ir.Context:
+    """One MLIR context for the process (creating one costs milliseconds)."""
+    global _context
+    if _context is None:
+        ctx = ir.Context()
+        ctx.append_dialect_registry(_registry)
+        ctx.load_all_available_dialects()
+        hlo.register_dialect(ctx)
+        _context = ctx
+    return _context
+
+
+def _float8_types() -> dict:
+    table = {}
+    for name, ir_name in [("float8_e4m3fn", "Float8E4M3FNType"), ("float8_e5m2", "Float8E5M2Type"),
+                          ("float8_e4m3fnuz", "Float8E4M3FNUZType"),
+                          ("float8_e5m2fnuz", "Float8E5M2FNUZType"),
+                          ("float8_e4m3b11fnuz", "Float8E4M3B11FNUZType")]:
+        if hasattr(ml_dtypes, name) and hasattr(ir, ir_name):
+            table[np.dtype(getattr(ml_dtypes, name))] = getattr(ir, ir_name).get
+    return table
+
+
+def _element_type_table() -> dict[np.dtype, Callable[[], ir.Type]]:
+    table = {
+        np.dtype(np.bool_): lambda: ir.IntegerType.get_signless(1),
+        np.dtype(np.float16): ir.F16Type.get,
+        np.dtype(ml_dtypes.bfloat16): ir.BF16Type.get,
+        np.dtype(np.float32): ir.F32Type.get,
+        np.dtype(np.float64): ir.F64Type.get,
+        np.dtype(np.complex64): lambda: ir.ComplexType.get(ir.F32Type.get()),
+        np.dtype(np.complex128): lambda: ir.ComplexType.get(ir.F64Type.get()),
+        np.dtype(dtypes.float0): lambda: ir.IntegerType.get_signless(1),
+    }
+    for bits in (8, 16, 32, 64):
+        table[np.dtype(f"int{bits}")] = partial(ir.IntegerType.get_signless, bits)
+        table[np.dtype(f"uint{bits}")] = partial(ir.IntegerType.get_unsigned, bits)
+    for name, bits in (("int4", 4), ("uint4", 4)):
+        if hasattr(ml_dtypes, name):
+            get = ir.IntegerType.get_signless if name == "int4" else ir.IntegerType.get_unsigned
+            table[np.dtype(getattr(ml_dtypes, name))] = partial(get, bits)
+    table.update(_float8_types())
+    return table
+
+
+_element_types = _element_type_table()
+
+
+def dtype_to_ir_type(dtype) -> ir.Type:
+    try:
+        return _element_types[np.dtype(dtype)]()
+    except KeyError:
+        raise TypeError(f"dtype {np.dtype(dtype)} has no StableHLO element type") from None
+
+
+def aval_to_ir_type(aval: core.ShapedArray) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(aval.shape), dtype_to_ir_type(aval.dtype))
+
+
+# --------------------------------------------------------------------------------------------
+# Constants
+# --------------------------------------------------------------------------------------------
+
+
+def ir_constant(value: Any, dtype=None) -> ir.Value:
+    """A ``stablehlo.constant`` holding a NumPy value (scalars and arrays)."""
+    x = np.asarray(value, dtype=dtype)
+    if x.dtype == dtypes.float0:
+        x = np.zeros(x.shape, np.bool_)
+    elem = dtype_to_ir_type(x.dtype)
+    tensor_type = ir.RankedTensorType.get(list(x.shape), elem)
+    if x.size and np.all(x == x.flat[0]) and not np.issubdtype(x.dtype, np.complexfloating):
+        attr = ir.DenseElementsAttr.get_splat(tensor_type, _scalar_attr(x.flat[0], elem))
+    elif x.dtype == np.bool_:
+        packed = np.packbits(x.ravel(), bitorder="little")
+        attr = ir.DenseElementsAttr.get(packed, type=elem, shape=list(x.shape))
+    elif x.dtype in _view_as_uint:
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x).view(_view_as_uint[x.dtype]),
+                                        type=elem, shape=list(x.shape))
+    else:
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x), type=elem, shape=list(x.shape))
+    return hlo.ConstantOp(attr).result
+
+
+_view_as_uint = {np.dtype(ml_dtypes.bfloat16): np.uint16}
+_view_as_uint.update({dt: np.uint8 for dt in _float8_types()})
+
+
+def _scalar_attr(v, elem: ir.Type) -> ir.Attribute:
+    if ir.IntegerType.isinstance(elem):
+        width = ir.IntegerType(elem).width
+        iv = int(v)
+        if width == 1:
+            return ir.IntegerAttr.get(elem, 1 if iv else 0)
+        if ir.IntegerType(elem).is_unsigned and iv >= 2 ** (width - 1):
+            iv -= 2 ** width  # MLIR stores the bit pattern as a signed 64-bit value
+        return ir.IntegerAttr.get(elem, iv)
+    return ir.FloatAttr.get(elem, float(v))
+
+
+def full_like_aval(value, aval: core.ShapedArray) -> ir.Value:
+    """A constant of ``aval``'s shape and dtype filled with ``value``."""
+    return ir_constant(np.full(aval.shape, value, dtype=aval.dtype))
+
+
+def i64_attr(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def broadcast_in_dim(x: ir.Value, aval_out: core.ShapedArray,
+                     broadcast_dimensions: Sequence[int]) -> ir.Value:
+    return hlo.BroadcastInDimOp(aval_to_ir_type(aval_out), x,
+                                i64_attr(broadcast_dimensions)).result
+
+
+def convert(x: ir.Value, aval_out: core.ShapedArray) -> ir.Value:
+    return hlo.ConvertOp(aval_to_ir_type(aval_out), x).result
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering contexts
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ModuleContext:
+    """State shared by all rules while one module is built."""
+
+    module: ir.Module
+    num_replicas: int = 1
+    axis_env: tuple = ()  # ((axis_name, size), ...) of pmapped axes, outermost first
+    host_callbacks: list = field(default_factory=list)
+
+
+@dataclass
+class LoweringRuleContext:
+    """What a lowering rule may know besides its operands."""
+
+    module_context: ModuleContext
+    avals_in: Sequence[core.ShapedArray]
+    avals_out: Sequence[core.ShapedArray]
+    primitive: core.Primitive | None = None
+
+    def replace(self, **kw) -> LoweringRuleContext:
+        return LoweringRuleContext(**{**self.__dict__, **kw})
+
+
+def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Value],
+                  *args: ir.Value) -> list[ir.Value]:
+    """Emit the equations of ``jaxpr`` at the current insertion point; return its outputs."""
+    env: dict[core.Var, ir.Value] = {}
+
+    def read(a):
+        if type(a) is core.Literal:
+            return ir_constant(a.val, a.aval.dtype)
+        return env[a]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        rule = lowering_rules.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(f"lowering rule for '{eqn.primitive.name}' is not "
+                                      "implemented")
+        rule_ctx = LoweringRuleContext(ctx, [a.aval for a in eqn.invars],
+                                       [v.aval for v in eqn.outvars], eqn.primitive)
+        outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        outs = list(outs)
+        assert len(outs) == len(eqn.outvars), (eqn.primitive, len(outs), len(eqn.outvars))
+        for v, x in zip(eqn.outvars, outs):
+            env[v] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr,
+                   *args: ir.Value) -> list[ir.Value]:
+    """Lower a ClosedJaxpr inline; its constants become StableHLO constants."""
+    consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+    return jaxpr_subcomp(ctx, closed.jaxpr, consts, *args)
+
+
+def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] = (),
+                num_replicas: int = 1, axis_env: tuple = ()) -> ir.Module:
+    """A StableHLO module whose ``main`` computes ``jaxpr`` (which must have no constvars)."""
+    assert not jaxpr.constvars, "convert constvars to invars before lowering"
+    with make_ir_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
+        attrs = module.operation.attributes
+        attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
+        attrs["mhlo.num_replicas"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                                        num_replicas)
+        in_types = [aval_to_ir_type(v.aval) for v in jaxpr.invars]
+        out_types = [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
+        ctx = ModuleContext(module, num_replicas, axis_env)
+        with ir.InsertionPoint(module.body):
+            fn = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            aliases = _donation_aliases(jaxpr, donated_invars)
+            if any(a is not None for a in aliases):
+                i32 = ir.IntegerType.get_signless(32)
+                fn.arg_attrs = ir.ArrayAttr.get([
+                    ir.DictAttr.get({} if a is None else
+                                    {"tf.aliasing_output": ir.IntegerAttr.get(i32, a)})
+                    for a in aliases])
+            entry = fn.add_entry_block()
+            with ir.InsertionPoint(entry):
+                outs = jaxpr_subcomp(ctx, jaxpr, [], *entry.arguments)
+                func_dialect.ReturnOp(outs)
+        return module
+
+
+def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | None]:
+    """Pair each donated input with an unclaimed output of the same type."""
+    aliases: list[int | None] = [None] * len(jaxpr.invars)
+    free = list(enumerate(v.aval for v in jaxpr.outvars))
+    for i, (v, d) in enumerate(zip(jaxpr.invars, donated)):
+        if not d:
+            continue
+        for k, (j, aval) in enumerate(free):
+            if core.typematch(aval, v.aval):
+                aliases[i] = j
+                del free[k]
+                break
+    return aliases
+
+
+def _sanitize(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return f"jit_{cleaned}" if not cleaned.startswith("jit") else cleaned
+
+
+def module_to_string(module: ir.Module) -> str:
+    return module.operation.get_asm(enable_debug_info=False)
+
+
+def module_to_bytecode(module: ir.Module) -> bytes:
+    out = io.BytesIO()
+    module.operation.write_bytecode(file=out)
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# Rule helpers used by lax
+# --------------------------------------------------------------------------------------------
+
+
+def broadcast_scalar_operands(ctx: LoweringRuleContext, args: Sequence[ir.Value]) -> list:
+    """Elementwise primitives accept rank-0 operands beside arrays; StableHLO does not."""
+    shape = ctx.avals_out[0].shape
+    return [broadcast_in_dim(x, aval.update(shape=shape), ()) if aval.shape != shape else x
+            for x, aval in zip(args, ctx.avals_in)]
+
+
+def nary_lowering(op: Callable) -> Callable:
+    """Rule for an elementwise StableHLO op whose result type equals the first operand's."""
+
+    def rule(ctx: LoweringRuleContext, *args, **params):
+        return op(*broadcast_scalar_operands(ctx, args)).result
+
+    return rule
+
+
+def compare_lowering(direction: str) -> Callable:
+    def rule(ctx: LoweringRuleContext, x, y):
+        x, y = broadcast_scalar_operands(ctx, (x, y))
+        dtype = ctx.avals_in[0].dtype
+        if np.issubdtype(dtype, np.bool_) or np.issubdtype(dtype, np.unsignedinteger):
+            kind = "UNSIGNED"
+        elif np.issubdtype(dtype, np.integer):
+            kind = "SIGNED"
+        else:
+            kind = "FLOAT"
+        return hlo.CompareOp(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                             compare_type=hlo.ComparisonTypeAttr.get(kind)).result
+
+    return rule
+
+
+def lower_fun(fun: Callable, multiple_results: bool = False) -> Callable:
+    """Build a lowering rule from a Python function written in jaxkit operations.
+
+    The function is traced to a jaxpr at the rule's input avals and lowered inline, so a
+    primitive can be defined by composition without writing StableHLO by hand."""
+
+    def rule(ctx: LoweringRuleContext, *args, **params):
+        def flat_fun(*xs):
+            out = fun(*xs, **params)
+            return list(out) if multiple_results else [out]
+
+        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, ctx.avals_in)
+        outs = closed_subcomp(ctx.module_context, core.ClosedJaxpr(jaxpr, consts), *args)
+        return outs if multiple_results else outs[0]
+
+    return rule
