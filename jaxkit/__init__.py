@@ -4,7 +4,13 @@
 transformations (jit, grad, vmap, ...) over a tracer and jaxpr IR of our own, executed by XLA
 through jaxlib. Nothing here imports the ``jax`` package.
 """
-from jaxkit._config import config
+import os as _os
+
+# jaxlib's C++ logs PjRt start-up lines at INFO; JAX users do not see them either. Must be set
+# before jaxlib's shared library loads, which the first jaxkit import below does.
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+from jaxkit._config import config  # noqa: E402
 from jaxkit import lax  # noqa: F401  (registers the primitives)
 from jaxkit._array import Array
 from jaxkit._jit import jit
@@ -26,3 +32,10 @@ __all__ = [
     "devices", "eval_shape", "jit", "lax", "local_device_count", "local_devices", "make_jaxpr",
     "numpy", "process_count", "process_index", "tree_util",
 ]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext jaxkit`` registers the magics (IPython is imported only then)."""
+    import jaxkit.magics  # noqa: PLC0415  (lazy: keeps `import jaxkit` free of IPython)
+
+    jaxkit.magics.load_ipython_extension(ipython)

@@ -50,11 +50,11 @@ class Array:
         return _runtime.device_of(self._buf)
 
     def devices(self) -> set:
-        return set(self._buf.sharding.device_set)
+        return {self.device}
 
     @property
     def sharding(self):
-        return self._buf.sharding
+        return self._buf._sharding
 
     @property
     def committed(self) -> bool:

@@ -121,6 +121,7 @@ class CallSignature:
     avals: tuple[ShapedArray, ...]
     statics: tuple
     arg_names: tuple[str, ...] = field(compare=False, hash=False, default=())
+    static_names: dict = field(compare=False, hash=False, default_factory=dict)
 
 
 @dataclass
@@ -162,8 +163,9 @@ def _differences(old: CallSignature, new: CallSignature) -> list[str]:
             if a.weak_type != b.weak_type:
                 diffs.append(f"{name}: weak_type changed from {a.weak_type} to {b.weak_type} "
                              "(a Python scalar versus an array)")
-    for (name, a), (_, b) in zip(old.statics, new.statics):
+    for (key, a), (_, b) in zip(old.statics, new.statics):
         if a != b:
+            name = new.static_names.get(key, key)
             diffs.append(f"static argument {name}: value changed from {a!r} to {b!r}")
     if len(old.statics) != len(new.statics):
         diffs.append("a different set of static arguments was passed")
@@ -288,11 +290,12 @@ class JitFunction:
 
     # ---- tracing and compiling ----
     def _split_statics(self, args, kwargs):
+        """Separate static arguments (keyed by position or by name) from traced ones."""
         statics = []
         dyn_args = []
         for i, a in enumerate(args):
             if i in self._static_argnums:
-                statics.append((self._arg_label(i), _hashable_static(a, self._arg_label(i))))
+                statics.append((i, _hashable_static(a, self._arg_label(i))))
             else:
                 dyn_args.append(a)
         dyn_kwargs = {}
@@ -307,15 +310,12 @@ class JitFunction:
         return self._params[i] if i < len(self._params) else f"args[{i}]"
 
     def _merge_statics(self, statics, dyn_args, dyn_kwargs):
-        static_vals = dict(statics)
-        args, it = [], iter(dyn_args)
-        n = len(dyn_args) + sum(1 for i in self._static_argnums if self._arg_label(i) in
-                                static_vals)
-        for i in range(n):
-            args.append(static_vals[self._arg_label(i)] if i in self._static_argnums
-                        else next(it))
+        positional = {k: v for k, v in statics if isinstance(k, int)}
+        it = iter(dyn_args)
+        args = [positional[i] if i in positional else next(it)
+                for i in range(len(dyn_args) + len(positional))]
         kwargs = dict(dyn_kwargs)
-        kwargs.update({k: v for k, v in statics if k in self._static_argnames})
+        kwargs.update({k: v for k, v in statics if isinstance(k, str)})
         return args, kwargs
 
     def _arg_names(self, dyn_args, dyn_kwargs) -> tuple[str, ...]:
@@ -377,7 +377,9 @@ class JitFunction:
 
     def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> _Entry:
         sig_named = CallSignature(sig.in_tree, sig.avals, sig.statics,
-                                  self._arg_names(dyn_args, dyn_kwargs))
+                                  self._arg_names(dyn_args, dyn_kwargs),
+                                  {k: self._arg_label(k) for k, _ in sig.statics
+                                   if isinstance(k, int)})
         reason, diffs = explain_miss(sig_named, list(self._cache))
         traced, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
         # At top level the constants are concrete: they are kept with the compiled program.

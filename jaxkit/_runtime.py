@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # silence PjRt's start-up info lines
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # silence PjRt start-up info lines
 
 import numpy as np  # noqa: E402
 from jaxlib import _jax  # noqa: E402
@@ -157,7 +157,7 @@ def fetch(buf: ArrayImpl) -> np.ndarray:
 
 
 def device_of(buf: ArrayImpl):
-    return next(iter(buf.sharding.device_set))
+    return buf._sharding._device
 
 
 def copy_to_device(buf: ArrayImpl, aval, device) -> ArrayImpl:

@@ -703,7 +703,7 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
     binders = lambda vs: " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
     constvars = binders(jaxpr.constvars)
     invars = binders(jaxpr.invars)
-    head = f"{{ lambda {constvars}{' ' if constvars else ''}; {invars}. let"
+    head = f"{{ lambda {constvars}; {invars}. let"
     eqn_texts = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
     outs = "(" + ", ".join(namer(v) for v in jaxpr.outvars) + ("," if len(jaxpr.outvars) == 1
                                                                 else "") + ")"

@@ -1,0 +1,228 @@
+"""IPython magics that show what jaxkit's transformations did: ``%load_ext jaxkit``.
+
+``%%jit CALL`` / ``%jit CALL``, ``%grad CALL``, ``%vmap_timeit FUNC ARGS``,
+``%jit_timeit CALL``, ``%jaxpr CALL``, ``%hlo CALL``, ``%devices``. Each parses its arguments
+with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure function in
+``reports.py`` and returns a result object; ``-o`` returns it, ``-q`` does not display it
+(as ``%timeit`` does).
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from IPython.core import magic_arguments
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.display import display
+
+import jaxkit
+
+from . import reports
+from .graph import dot_available, jaxpr_to_dot
+from .timing import Timing, format_seconds, time_call
+
+__all__ = ["JaxkitMagics", "load_ipython_extension", "reports", "jaxpr_to_dot",
+           "dot_available", "Timing", "format_seconds", "time_call"]
+
+
+class CallSpec:
+    """A parsed ``f(a, b, k=v)``: the callee's name and the evaluated callee and arguments."""
+
+    def __init__(self, source: str, namespace: dict):
+        try:
+            node = ast.parse(source.strip(), mode="eval").body
+        except SyntaxError as e:
+            raise ValueError(f"expected a call such as `f(x)`, got {source!r}: {e.msg}") from None
+        if not isinstance(node, ast.Call):
+            raise ValueError(f"expected a call such as `f(x)`, got {source!r}")
+        self.source = source.strip()
+        self.name = ast.unparse(node.func)
+        self.func_node = node.func
+        self.fn = self._eval(node.func, namespace)
+        self.args = [self._eval(a, namespace) for a in node.args]
+        self.kwargs = {k.arg: self._eval(k.value, namespace) for k in node.keywords}
+
+    @staticmethod
+    def _eval(node: ast.AST, namespace: dict) -> Any:
+        return eval(compile(ast.Expression(node), "<magic call>", "eval"), namespace)
+
+
+def _split_names(text: str | None) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip()) if text else ()
+
+
+def _parse_axes(text: str | None):
+    if text is None:
+        return 0
+    items = [t.strip() for t in text.split(",")]
+    axes = [None if t in ("None", "none", "") else int(t) for t in items]
+    return axes[0] if len(axes) == 1 else tuple(axes)
+
+
+@magics_class
+class JaxkitMagics(Magics):
+    """The jaxkit magics; registered by ``%load_ext jaxkit``."""
+
+    def _finish(self, result, args):
+        if not args.q:
+            display(result)
+        return result if args.o else None
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("--static", default=None,
+                              help="comma-separated static argument names")
+    @magic_arguments.argument("--panels", default=None,
+                              help="comma-separated panels to show: graph, jaxpr, stablehlo, "
+                                   "hlo, times, cache, placement, cost, memory, speed")
+    @magic_arguments.argument("--no-timeit", action="store_true",
+                              help="do not time eager against jit")
+    @magic_arguments.argument("-r", "--repeat", type=int, default=5,
+                              help="timing repeats (best is reported)")
+    @magic_arguments.argument("call", nargs="+", help="an example call, e.g. selu(x)")
+    @line_cell_magic
+    def jit(self, line: str, cell: str | None = None):
+        """Compile a function with jaxkit.jit for an example call and show what happened:
+        the traced graph, jaxpr, StableHLO and optimised HLO, trace/lower/compile times,
+        cache hit or miss (and why), device placement, cost and memory analysis, and eager
+        against jit time. As a cell magic the cell is run first (it defines the function)
+        and the function is replaced in the namespace by its jitted version."""
+        args = magic_arguments.parse_argstring(self.jit, line)
+        ns = self.shell.user_ns
+        if cell is not None:
+            self.shell.ex(cell)
+        call = CallSpec(" ".join(args.call), ns)
+        static = _split_names(args.static)
+        if isinstance(call.fn, jaxkit._jit.JitFunction):
+            jitted, fn = call.fn, call.fn._fun
+        else:
+            fn = call.fn
+            jitted = jaxkit.jit(fn, static_argnames=static or None)
+            if cell is not None and isinstance(call.func_node, ast.Name):
+                ns[call.name] = jitted
+        report = reports.jit_report(jitted, fn, call.args, call.kwargs, call.name,
+                                    time_it=not args.no_timeit,
+                                    panels=_split_names(args.panels) or None,
+                                    repeat=args.repeat)
+        return self._finish(report, args)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("--argnums", default="0",
+                              help="comma-separated positions to differentiate")
+    @magic_arguments.argument("--eps", type=float, default=1e-3,
+                              help="finite-difference step")
+    @magic_arguments.argument("call", nargs="+", help="an example call, e.g. loss(w, x)")
+    @line_magic
+    def grad(self, line: str):
+        """Value and gradient of a scalar function at an example call, the graphs of the
+        forward and of the gradient program, and the largest difference from central finite
+        differences."""
+        args = magic_arguments.parse_argstring(self.grad, line)
+        call = CallSpec(" ".join(args.call), self.shell.user_ns)
+        nums = tuple(int(n) for n in _split_names(args.argnums))
+        argnums = nums[0] if len(nums) == 1 else nums
+        fn = call.fn if not call.kwargs else (lambda *a: call.fn(*a, **call.kwargs))
+        report = reports.grad_report(fn, call.args, call.name, argnums, args.eps)
+        return self._finish(report, args)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("--in-axes", default=None,
+                              help="comma-separated in_axes, e.g. 0,None (default 0)")
+    @magic_arguments.argument("--sizes", default="1,10,100,1000", help="batch sizes")
+    @magic_arguments.argument("--hand", default=None,
+                              help="name of a hand-batched version to compare with")
+    @magic_arguments.argument("-r", "--repeat", type=int, default=3, help="timing repeats")
+    @magic_arguments.argument("func", help="the per-example function (a name)")
+    @magic_arguments.argument("examples", nargs="*",
+                              help="example (unbatched) arguments, as expressions")
+    @line_magic
+    def vmap_timeit(self, line: str):
+        """Time a per-example function batched four ways (Python loop, eager vmap, jit(vmap),
+        and an optional hand-batched version) across batch sizes, with a speedup chart."""
+        args = magic_arguments.parse_argstring(self.vmap_timeit, line)
+        ns = self.shell.user_ns
+        if "(" in args.func:
+            call = CallSpec(args.func + " ".join(args.examples), ns)
+            fn, examples, name = call.fn, call.args, call.name
+        else:
+            fn = CallSpec._eval(ast.parse(args.func, mode="eval").body, ns)
+            examples = [CallSpec._eval(ast.parse(e, mode="eval").body, ns)
+                        for e in args.examples]
+            name = args.func
+        hand = ns[args.hand] if args.hand else None
+        sizes = [int(s) for s in _split_names(args.sizes)]
+        handle = display(f"timing {name} ...", display_id=True) if not args.q else None
+
+        def progress(msg):
+            if handle is not None:
+                handle.update(f"timing {name}: {msg}")
+
+        report = reports.vmap_timeit_report(fn, examples, name, _parse_axes(args.in_axes),
+                                            sizes, hand, args.repeat, progress)
+        if handle is not None:
+            handle.update(report)
+        return report if args.o else None
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("-r", "--repeat", type=int, default=5, help="timing repeats")
+    @magic_arguments.argument("--static", default=None,
+                              help="comma-separated static argument names")
+    @magic_arguments.argument("call", nargs="+", help="an example call, e.g. selu(x)")
+    @line_magic
+    def jit_timeit(self, line: str):
+        """Time a call eagerly (op by op) and under jit; show both and the speedup chart."""
+        args = magic_arguments.parse_argstring(self.jit_timeit, line)
+        call = CallSpec(" ".join(args.call), self.shell.user_ns)
+        fn = call.fn._fun if isinstance(call.fn, jaxkit._jit.JitFunction) else call.fn
+        report = reports.jit_timeit_report(fn, call.args, call.kwargs, call.name, args.repeat,
+                                           _split_names(args.static))
+        return self._finish(report, args)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("call", nargs="+", help="an example call, e.g. f(x)")
+    @line_magic
+    def jaxpr(self, line: str):
+        """The jaxpr of a call, with its graph."""
+        args = magic_arguments.parse_argstring(self.jaxpr, line)
+        call = CallSpec(" ".join(args.call), self.shell.user_ns)
+        return self._finish(reports.jaxpr_report(call.fn, call.args, call.kwargs, call.name),
+                            args)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("--optimized", action="store_true",
+                              help="the HLO after XLA's optimisations instead of StableHLO")
+    @magic_arguments.argument("--static", default=None,
+                              help="comma-separated static argument names")
+    @magic_arguments.argument("call", nargs="+", help="an example call, e.g. f(x)")
+    @line_magic
+    def hlo(self, line: str):
+        """The StableHLO module of a call (or, with --optimized, XLA's optimised HLO)."""
+        args = magic_arguments.parse_argstring(self.hlo, line)
+        call = CallSpec(" ".join(args.call), self.shell.user_ns)
+        return self._finish(reports.hlo_report(call.fn, call.args, call.kwargs, call.name,
+                                               args.optimized, _split_names(args.static)), args)
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @line_magic
+    def devices(self, line: str):
+        """The devices jaxkit can run on."""
+        args = magic_arguments.parse_argstring(self.devices, line)
+        return self._finish(reports.devices_report(), args)
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext jaxkit`` (or ``jaxkit.magics``)."""
+    ipython.register_magics(JaxkitMagics)

@@ -129,12 +129,12 @@ _view_as_uint.update({dt: np.uint8 for dt in _float8_types()})
 
 
 def _scalar_attr(v, elem: ir.Type) -> ir.Attribute:
-    if ir.IntegerType.isinstance(elem):
-        width = ir.IntegerType(elem).width
+    if isinstance(elem, ir.IntegerType):
+        width = elem.width
         iv = int(v)
         if width == 1:
             return ir.IntegerAttr.get(elem, 1 if iv else 0)
-        if ir.IntegerType(elem).is_unsigned and iv >= 2 ** (width - 1):
+        if elem.is_unsigned and iv >= 2 ** (width - 1):
             iv -= 2 ** width  # MLIR stores the bit pattern as a signed 64-bit value
         return ir.IntegerAttr.get(elem, iv)
     return ir.FloatAttr.get(elem, float(v))

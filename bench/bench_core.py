@@ -1,0 +1,145 @@
+"""Foundation benchmarks: jaxkit against JAX and NumPy, measured interleaved in one run.
+
+    python bench/bench_core.py [--quick]
+
+Each case alternates short timing windows between the contenders and keeps each one's best
+window (the machine is shared; the best window is the least disturbed one). Prints a table of
+per-call times and the jaxkit/JAX ratio. Cold compile times are medians of fresh functions.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import jaxkit
+import jaxkit.numpy as kjnp
+
+try:
+    import jax
+    import jax.numpy as jjnp
+except ImportError:  # the comparison needs the test extra
+    jax = None
+
+
+def best_per_call(fns: dict, number: int, windows: int) -> dict:
+    """Interleave timing windows of every function; best seconds per call for each."""
+    best = {name: float("inf") for name in fns}
+    for name, fn in fns.items():  # warm up (compiles)
+        fn()
+    for _ in range(windows):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / number)
+    return best
+
+
+def selu_factory(np_mod):
+    def selu(x, alpha=1.67, lmbda=1.05):
+        return lmbda * np_mod.where(x > 0, x, alpha * np_mod.exp(x) - alpha)
+    return selu
+
+
+def f_seed(x):
+    y1 = x + x * x + 3
+    y2 = x * x + x * x.T
+    return y1 * y2
+
+
+def chain(n):
+    def fn(x):
+        for i in range(n):
+            x = x * 1.0001 + 0.5 if i % 2 else x - 0.25
+        return x
+    return fn
+
+
+def cold_compile(jit, x, n_ops: int, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        fn = chain(n_ops)
+        start = time.perf_counter()
+        jit(fn)(x).block_until_ready()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer windows (smoke run)")
+    args = parser.parse_args()
+    windows = 5 if args.quick else 25
+    rows = []
+
+    def case(label, kit_fn, jax_fn=None, np_fn=None, number=200):
+        fns = {"jaxkit": kit_fn}
+        if jax is not None and jax_fn is not None:
+            fns["jax"] = jax_fn
+        if np_fn is not None:
+            fns["numpy"] = np_fn
+        best = best_per_call(fns, number, windows)
+        rows.append((label, best))
+
+    # cached jit call of a tiny function
+    xs = np.arange(4, dtype=np.float32)
+    kx = jaxkit.device_put(xs)
+    kadd = jaxkit.jit(lambda a, b: a + b)
+    jadd = jax.jit(lambda a, b: a + b) if jax else None
+    jx = jax.device_put(xs) if jax else None
+    case("cached jit call, tiny add", lambda: kadd(kx, kx), jadd and (lambda: jadd(jx, jx)),
+         number=2000)
+    # one eager op
+    case("eager op: x + y", lambda: kx + kx, jax and (lambda: jx + jx), lambda: xs + xs,
+         number=2000)
+    case("eager op: jnp.sin(x)", lambda: kjnp.sin(kx), jax and (lambda: jjnp.sin(jx)),
+         lambda: np.sin(xs), number=2000)
+
+    # jit(selu) on 1e6 and 1e7 floats
+    for n in (1_000_000, 10_000_000):
+        host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+        kxn = jaxkit.device_put(host)
+        kselu = jaxkit.jit(selu_factory(kjnp))
+        if jax:
+            jxn = jax.device_put(host)
+            jselu = jax.jit(selu_factory(jjnp))
+        case(f"jit(selu) on {n:.0e} floats", lambda: kselu(kxn).block_until_ready(),
+             jax and (lambda: jselu(jxn).block_until_ready()),
+             lambda: selu_factory(np)(host), number=3 if n > 1e6 else 10)
+
+    # f(x) on 3000x3000
+    host = np.random.default_rng(0).standard_normal((3000, 3000)).astype(np.float32)
+    kxm = jaxkit.device_put(host)
+    kf = jaxkit.jit(f_seed)
+    if jax:
+        jxm = jax.device_put(host)
+        jf = jax.jit(f_seed)
+    case("jit f(x) on 3000x3000", lambda: kf(kxm).block_until_ready(),
+         jax and (lambda: jf(jxm).block_until_ready()), lambda: f_seed(host), number=3)
+
+    # cold compile of a 200-op chain (median of fresh functions, interleaved)
+    reps = 3 if args.quick else 7
+    cold = {"jaxkit": [], "jax": []}
+    for _ in range(reps):
+        cold["jaxkit"].append(cold_compile(jaxkit.jit, kx, 200, 1))
+        if jax:
+            cold["jax"].append(cold_compile(jax.jit, jx, 200, 1))
+    rows.append(("cold compile, 200-op chain", {k: statistics.median(v) for k, v in
+                                                 cold.items() if v}))
+
+    print(f"{'case':34} {'jaxkit':>12} {'jax':>12} {'numpy':>12} {'jaxkit/jax':>11}")
+    for label, best in rows:
+        def fmt(name):
+            v = best.get(name)
+            if v is None:
+                return f"{'-':>12}"
+            return f"{v * 1e6:10.1f}us" if v < 1e-3 else f"{v * 1e3:10.2f}ms"
+        ratio = best["jaxkit"] / best["jax"] if "jax" in best else float("nan")
+        print(f"{label:34} {fmt('jaxkit')} {fmt('jax')} {fmt('numpy')} {ratio:11.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,451 @@
+"""What the magics compute, as pure functions returning result objects.
+
+Each ``*_report`` function takes Python values (a function and example arguments), does the
+work with public jaxkit APIs only, and returns a value object: ``_repr_pretty_`` gives stable
+text, ``_repr_html_`` adds tables, graphs (SVG when Graphviz's ``dot`` exists) and charts.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import jaxkit
+import jaxkit.numpy as jnp
+from jaxkit import tree_util
+
+from . import graph, render
+from .timing import Timing, format_seconds, time_call
+
+
+def _placement(tree) -> list[tuple[str, str, str]]:
+    """(path, type, where) for every leaf of ``tree``."""
+    rows = []
+    for path, leaf in tree_util.tree_flatten_with_path(tree)[0]:
+        name = tree_util.keystr(path) or "(value)"
+        if isinstance(leaf, jaxkit.Array):
+            rows.append((name, leaf.aval.str_short(), str(leaf.device)))
+        elif isinstance(leaf, np.ndarray):
+            rows.append((name, f"{leaf.dtype}{list(leaf.shape)}", "host (NumPy, copied per call)"))
+        else:
+            rows.append((name, type(leaf).__name__, "host (Python scalar)"))
+    return rows
+
+
+class _GraphMixin:
+    """A traced program shown as a graph: DOT always, SVG when ``dot`` is installed."""
+
+    jaxpr: jaxkit.core.ClosedJaxpr
+
+    @property
+    def dot(self) -> str:
+        return graph.jaxpr_to_dot(self.jaxpr, getattr(self, "name", "jaxpr"))
+
+    def graph_html(self) -> str:
+        svg = graph.dot_to_svg(self.dot)
+        if svg is not None:
+            return svg
+        return ("<p><i>Graphviz's <code>dot</code> is not installed; the graph as a table "
+                "(install graphviz for a picture):</i></p>" + graph.graph_fallback_html(
+                    self.jaxpr))
+
+
+# --------------------------------------------------------------------------------------------
+# %jaxpr and %hlo
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JaxprResult(_GraphMixin):
+    """The jaxpr of a call, with its graph."""
+
+    name: str
+    jaxpr: Any
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self.jaxpr))
+
+    def _repr_html_(self):
+        return render.report(f"jaxpr of {self.name}", [render.pre(str(self.jaxpr)),
+                                                       render.details("graph",
+                                                                      self.graph_html())])
+
+
+def jaxpr_report(fn: Callable, args: Sequence, kwargs: dict, name: str) -> JaxprResult:
+    return JaxprResult(name, jaxkit.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args))
+
+
+@dataclass
+class HloResult:
+    """StableHLO (before XLA) or optimised HLO (after XLA) text of a call."""
+
+    name: str
+    text: str
+    optimized: bool
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.text)
+
+    def _repr_html_(self):
+        kind = "optimised HLO" if self.optimized else "StableHLO"
+        return render.report(f"{kind} of {self.name}", [render.pre(self.text)])
+
+
+def hlo_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
+               optimized: bool = False, static_argnames: Sequence[str] = ()) -> HloResult:
+    jitted = fn if isinstance(fn, jaxkit._jit.JitFunction) else jaxkit.jit(
+        fn, static_argnames=tuple(static_argnames) or None)
+    lowered = jitted.lower(*args, **kwargs)
+    text = lowered.compile().as_text() if optimized else lowered.as_text()
+    return HloResult(name, text, optimized)
+
+
+# --------------------------------------------------------------------------------------------
+# %jit / %%jit
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JitReport(_GraphMixin):
+    """Everything about compiling one call: graph, IRs, stage times, cache, placement, cost."""
+
+    name: str
+    jaxpr: Any
+    stablehlo: str
+    optimized_hlo: str
+    trace_s: float
+    lower_s: float
+    compile_s: float
+    cache_hit: bool
+    miss_reason: str | None
+    inputs: list
+    outputs: list
+    cost: dict
+    memory: dict
+    eager: Timing | None = None
+    jitted: Timing | None = None
+    panels: tuple = ("graph", "jaxpr", "stablehlo", "hlo", "times", "cache", "placement",
+                     "cost", "memory", "speed")
+
+    @property
+    def speedup(self) -> float | None:
+        if self.eager is None or self.jitted is None:
+            return None
+        return self.eager.best / self.jitted.best
+
+    def summary_lines(self) -> list[str]:
+        lines = [f"jit({self.name}): {len(self.jaxpr.eqns)} equations"]
+        lines.append(f"  cache: {'hit' if self.cache_hit else 'miss'}"
+                     + ("" if self.cache_hit else f" ({self.miss_reason})"))
+        lines.append(f"  trace {format_seconds(self.trace_s)}, lower "
+                     f"{format_seconds(self.lower_s)}, compile {format_seconds(self.compile_s)}")
+        if self.cost:
+            lines.append("  cost: " + ", ".join(f"{k} {self.cost[k]:g}" for k in
+                                                ("flops", "transcendentals", "bytes accessed")
+                                                if k in self.cost))
+        if self.eager is not None and self.jitted is not None:
+            lines.append(f"  eager {self.eager}, jit {self.jitted}: speedup "
+                         f"{self.speedup:.2f}x")
+        return lines
+
+    def _repr_pretty_(self, p, cycle):
+        p.text("\n".join(self.summary_lines() + ["", str(self.jaxpr)]))
+
+    def _repr_html_(self):
+        s = []
+        if "times" in self.panels or "cache" in self.panels:
+            cache = ("<span class='hit'>cache hit</span>" if self.cache_hit else
+                     f"<span class='miss'>cache miss</span>: {render.escape(self.miss_reason)}")
+            s.append(f"<p>{cache}</p>")
+            s.append(render.table([("trace", format_seconds(self.trace_s)),
+                                   ("lower", format_seconds(self.lower_s)),
+                                   ("compile", format_seconds(self.compile_s))],
+                                  ("stage", "time")))
+        if "speed" in self.panels and self.speedup is not None:
+            s.append(render.table([("eager (op by op)", str(self.eager)),
+                                   ("jit", str(self.jitted)),
+                                   ("speedup", f"{self.speedup:.2f}x")], ("", "time per call")))
+        if "graph" in self.panels:
+            s.append(render.details("graph", self.graph_html(), open_=True))
+        if "jaxpr" in self.panels:
+            s.append(render.details("jaxpr", render.pre(str(self.jaxpr))))
+        if "stablehlo" in self.panels:
+            s.append(render.details("StableHLO", render.pre(self.stablehlo)))
+        if "hlo" in self.panels:
+            s.append(render.details("optimised HLO", render.pre(self.optimized_hlo)))
+        if "placement" in self.panels:
+            s.append(render.details("device placement", render.table(
+                [("in",) + r for r in self.inputs] + [("out",) + r for r in self.outputs],
+                ("", "leaf", "type", "device"))))
+        if "cost" in self.panels and self.cost:
+            s.append(render.details("cost analysis", render.table(sorted(
+                (k, f"{v:g}") for k, v in self.cost.items()), ("metric", "value"))))
+        if "memory" in self.panels and self.memory:
+            s.append(render.details("memory analysis", render.table(
+                [(k, f"{v:,} B") for k, v in self.memory.items()], ("buffer", "bytes"))))
+        return render.report(f"jit({self.name})", s)
+
+    def widget(self):
+        """Tabs (graph / jaxpr / StableHLO / HLO) as an ipywidgets widget."""
+        import ipywidgets
+
+        tabs = ipywidgets.Tab(children=[ipywidgets.HTML(self.graph_html()),
+                                        ipywidgets.HTML(render.pre(str(self.jaxpr))),
+                                        ipywidgets.HTML(render.pre(self.stablehlo)),
+                                        ipywidgets.HTML(render.pre(self.optimized_hlo))])
+        for i, title in enumerate(("graph", "jaxpr", "StableHLO", "optimised HLO")):
+            tabs.set_title(i, title)
+        return tabs
+
+
+_MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+                  "alias_size_in_bytes", "generated_code_size_in_bytes")
+
+
+def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
+               time_it: bool = True, panels: Sequence[str] | None = None,
+               repeat: int = 5) -> JitReport:
+    """Call ``jitted`` once (recording hit/miss), then trace/lower/compile it afresh for the
+    texts and stage times, and optionally time eager against jit."""
+    events_before = len(jitted.cache_events)
+    out = jitted(*args, **kwargs)
+    jaxkit.block_until_ready(out)
+    hit = len(jitted.cache_events) == events_before
+    reason = None if hit else jitted.cache_events[-1].reason
+    traced = jitted.trace(*args, **kwargs)
+    lowered = traced.lower()
+    compiled = lowered.compile()
+    memory_stats = compiled.memory_analysis()
+    memory = {f: getattr(memory_stats, f) for f in _MEMORY_FIELDS if hasattr(memory_stats, f)}
+    cost = {k: v for k, v in compiled.cost_analysis().items() if "{" not in k}
+    eager_t = jit_t = None
+    if time_it:
+        eager_t = time_call(lambda: fn(*args, **kwargs), repeat=repeat)
+        jit_t = time_call(lambda: jitted(*args, **kwargs), repeat=repeat)
+    report = JitReport(name, traced.jaxpr, lowered.as_text(), compiled.as_text(),
+                       compiled.timings.trace, compiled.timings.lower, compiled.timings.compile,
+                       hit, reason, _placement(list(args)), _placement(out), cost, memory,
+                       eager_t, jit_t)
+    if panels:
+        report.panels = tuple(panels)
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# %jit_timeit
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SpeedupReport:
+    """Per-call times of several ways to run the same computation."""
+
+    title: str
+    timings: dict[str, Timing]
+    baseline: str
+
+    def speedups(self) -> dict[str, float]:
+        base = self.timings[self.baseline].best
+        return {k: base / t.best for k, t in self.timings.items()}
+
+    def _repr_pretty_(self, p, cycle):
+        sp = self.speedups()
+        rows = [(k, str(t), f"{sp[k]:.2f}x") for k, t in self.timings.items()]
+        p.text(self.title + "\n" + render.text_table(rows, ("method", "best time",
+                                                            f"speedup vs {self.baseline}")))
+
+    def chart(self):
+        return render.bar_chart(list(self.timings), [t.best for t in self.timings.values()],
+                                self.title)
+
+    def _repr_html_(self):
+        sp = self.speedups()
+        parts = [render.table([(k, str(t), f"{sp[k]:.2f}x") for k, t in self.timings.items()],
+                              ("method", "best time", f"speedup vs {self.baseline}"))]
+        if render.matplotlib_available():
+            parts.append(render.figure_to_svg(self.chart()))
+        return render.report(self.title, parts)
+
+
+def jit_timeit_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
+                      repeat: int = 5, static_argnames: Sequence[str] = ()) -> SpeedupReport:
+    jitted = jaxkit.jit(fn, static_argnames=tuple(static_argnames) or None)
+    timings = {"eager": time_call(lambda: fn(*args, **kwargs), repeat=repeat),
+               "jit": time_call(lambda: jitted(*args, **kwargs), repeat=repeat)}
+    return SpeedupReport(f"{name}: eager vs jit", timings, "eager")
+
+
+# --------------------------------------------------------------------------------------------
+# %grad
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GradReport:
+    """Value and gradient of a scalar function, its forward and gradient programs, and how
+    far the gradient is from central finite differences."""
+
+    name: str
+    value: Any
+    grads: Any
+    forward_jaxpr: Any
+    grad_jaxpr: Any
+    fd_grads: Any
+    max_abs_error: float
+    eps: float
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(f"{self.name}: value = {self.value}\n"
+               f"grad = {self.grads}\n"
+               f"finite differences (eps={self.eps:g}) = {self.fd_grads}\n"
+               f"largest |grad - finite difference| = {self.max_abs_error:.3g}")
+
+    def _repr_html_(self):
+        fwd = JaxprResult(f"{self.name} (forward)", self.forward_jaxpr)
+        bwd = JaxprResult(f"grad({self.name})", self.grad_jaxpr)
+        parts = [render.table([("value", self.value), ("gradient", self.grads),
+                               (f"central differences (eps={self.eps:g})", self.fd_grads),
+                               ("largest abs. error", f"{self.max_abs_error:.3g}")]),
+                 render.details("forward program", render.pre(str(self.forward_jaxpr))
+                                + fwd.graph_html(), open_=False),
+                 render.details("gradient program (forward + transposed backward)",
+                                render.pre(str(self.grad_jaxpr)) + bwd.graph_html())]
+        return render.report(f"grad of {self.name}", parts)
+
+
+def central_differences(fn: Callable, args: Sequence, argnum: int, eps: float) -> np.ndarray:
+    """d fn / d args[argnum] by central differences, elementwise (float64 on the host)."""
+    x = np.asarray(args[argnum], dtype=np.float64)
+    grad = np.zeros_like(x)
+    flat = grad.reshape(-1)
+    for i in range(x.size):
+        step = np.zeros(x.size)
+        step[i] = eps
+        step = step.reshape(x.shape)
+        plus = list(args)
+        minus = list(args)
+        plus[argnum] = jnp.asarray(x + step, dtype=jnp.asarray(args[argnum]).dtype)
+        minus[argnum] = jnp.asarray(x - step, dtype=jnp.asarray(args[argnum]).dtype)
+        flat[i] = (float(fn(*plus)) - float(fn(*minus))) / (2 * eps)
+    return grad
+
+
+def grad_report(fn: Callable, args: Sequence, name: str, argnums: int | tuple = 0,
+                eps: float = 1e-3) -> GradReport:
+    value, grads = jaxkit.value_and_grad(fn, argnums=argnums)(*args)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    fd = [central_differences(fn, args, n, eps) for n in nums]
+    got = [np.asarray(grads)] if isinstance(argnums, int) else [np.asarray(g) for g in grads]
+    err = max(float(np.max(np.abs(g - f))) if g.size else 0.0 for g, f in zip(got, fd))
+    fd_out = fd[0] if isinstance(argnums, int) else tuple(fd)
+    return GradReport(name, value, grads, jaxkit.make_jaxpr(fn)(*args),
+                      jaxkit.make_jaxpr(jaxkit.grad(fn, argnums=argnums))(*args),
+                      fd_out, err, eps)
+
+
+# --------------------------------------------------------------------------------------------
+# %vmap_timeit
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class VmapTimeitReport:
+    """Time per call of four ways to batch a per-example function, across batch sizes."""
+
+    name: str
+    sizes: list[int]
+    series: dict[str, list[float]] = field(default_factory=dict)
+
+    def rows(self):
+        methods = list(self.series)
+        return [[str(b)] + [format_seconds(self.series[m][i]) for m in methods]
+                for i, b in enumerate(self.sizes)], ["batch"] + methods
+
+    def speedup_rows(self):
+        base = self.series["python loop"]
+        return [[str(b)] + [f"{base[i] / self.series[m][i]:.1f}x" for m in self.series]
+                for i, b in enumerate(self.sizes)], ["batch"] + list(self.series)
+
+    def _repr_pretty_(self, p, cycle):
+        rows, header = self.rows()
+        srows, sheader = self.speedup_rows()
+        p.text(f"vmap timings for {self.name}\n" + render.text_table(rows, header) +
+               "\n\nspeedup over the Python loop\n" + render.text_table(srows, sheader))
+
+    def chart(self):
+        return render.line_chart(self.sizes, self.series, f"batching {self.name}")
+
+    def _repr_html_(self):
+        rows, header = self.rows()
+        srows, sheader = self.speedup_rows()
+        parts = [render.table(rows, header), "<p>speedup over the Python loop</p>",
+                 render.table(srows, sheader)]
+        if render.matplotlib_available():
+            parts.append(render.figure_to_svg(self.chart()))
+        return render.report(f"vmap timings for {self.name}", parts)
+
+
+def _batch_of(example, size: int, axis):
+    if axis is None:
+        return example
+    x = jnp.asarray(example)
+    rng = np.random.default_rng(size)
+    noise = rng.standard_normal((size,) + x.shape).astype(np.float32) * 0.01
+    stacked = jnp.asarray(np.asarray(x)[None] + noise.astype(np.asarray(x).dtype)) \
+        if jnp.issubdtype(x.dtype, jnp.floating) else jnp.stack([x] * size)
+    return jnp.moveaxis(stacked, 0, axis)
+
+
+def vmap_timeit_report(fn: Callable, examples: Sequence, name: str,
+                       in_axes: int | Sequence = 0, sizes: Sequence[int] = (1, 10, 100, 1000),
+                       hand_batched: Callable | None = None, repeat: int = 3,
+                       progress: Callable[[str], None] | None = None) -> VmapTimeitReport:
+    axes = [in_axes] * len(examples) if isinstance(in_axes, int) or in_axes is None \
+        else list(in_axes)
+    report = VmapTimeitReport(name, list(sizes))
+    vf = jaxkit.vmap(fn, in_axes=tuple(axes))
+    jvf = jaxkit.jit(vf)
+    jhand = jaxkit.jit(hand_batched) if hand_batched is not None else None
+    methods = {"python loop": None, "vmap (eager)": vf, "jit(vmap)": jvf}
+    if jhand is not None:
+        methods["hand-batched jit"] = jhand
+    for m in methods:
+        report.series[m] = []
+    for size in sizes:
+        batch = [_batch_of(e, size, a) for e, a in zip(examples, axes)]
+
+        def loop(batch=batch, size=size):
+            outs = [fn(*[b if a is None else jnp.take(b, i, axis=a) for b, a in
+                         zip(batch, axes)]) for i in range(size)]
+            return jnp.stack(outs)
+
+        for m, f in methods.items():
+            if progress is not None:
+                progress(f"batch {size}: {m}")
+            call = loop if f is None else (lambda f=f, batch=batch: f(*batch))
+            report.series[m].append(time_call(call, repeat=repeat, min_window=0.02).best)
+    return report
+
+
+# --------------------------------------------------------------------------------------------
+# %devices
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DevicesReport:
+    rows: list[tuple]
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(render.text_table(self.rows, ("id", "platform", "kind", "process")))
+
+    def _repr_html_(self):
+        return render.report("devices", [render.table(self.rows, ("id", "platform", "kind",
+                                                                  "process"))])
+
+
+def devices_report() -> DevicesReport:
+    return DevicesReport([(d.id, d.platform, d.device_kind, d.process_index)
+                          for d in jaxkit.devices()])

@@ -1,0 +1,68 @@
+"""Timing that a notebook can trust: warm-up, autoranged loops, best of several repeats.
+
+Every timed call blocks until its outputs are ready (jaxkit dispatches asynchronously), so the
+numbers measure computation, not just dispatch.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jaxkit
+
+
+@dataclass
+class Timing:
+    """Seconds per call: the best repeat (least disturbed) and all repeats."""
+
+    best: float
+    all_runs: list[float]
+    loops: int
+
+    @property
+    def mean(self) -> float:
+        return sum(self.all_runs) / len(self.all_runs)
+
+    def __str__(self) -> str:
+        return format_seconds(self.best)
+
+
+def format_seconds(seconds: float) -> str:
+    """``3.2 ms``, ``41.5 µs``: three significant digits, the unit %timeit uses."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if seconds >= scale or unit == "ns":
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def _call_and_block(fn: Callable[[], object]) -> None:
+    jaxkit.block_until_ready(fn())
+
+
+def time_call(fn: Callable[[], object], repeat: int = 5, min_window: float = 0.05,
+              max_loops: int = 10_000,
+              progress: Callable[[int, int], None] | None = None) -> Timing:
+    """Time ``fn()`` (blocking on its result): one warm-up call, then ``repeat`` windows of
+    ``loops`` calls each, ``loops`` doubled until a window lasts ``min_window`` seconds."""
+    _call_and_block(fn)
+    loops = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(loops):
+            _call_and_block(fn)
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_window or loops >= max_loops:
+            break
+        loops *= 2
+    runs = [elapsed / loops]
+    for i in range(1, repeat):
+        if progress is not None:
+            progress(i, repeat)
+        start = time.perf_counter()
+        for _ in range(loops):
+            _call_and_block(fn)
+        runs.append((time.perf_counter() - start) / loops)
+    if progress is not None:
+        progress(repeat, repeat)
+    return Timing(min(runs), runs, loops)
