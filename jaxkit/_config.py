@@ -1,0 +1,182 @@
+"""Global configuration: the ``jaxkit.config`` singleton (JAX's ``jax.config``).
+
+Options are read as attributes (``config.jax_enable_x64``) and changed with
+``config.update(name, value)`` or temporarily with ``with config.override(name=value): ...``.
+Initial values come from environment variables (``JAXKIT_ENABLE_X64``, also ``JAX_ENABLE_X64``,
+``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``).
+
+Two things exist for the runtime rather than for users:
+
+* ``config.x64`` mirrors ``jax_enable_x64`` as a plain instance attribute. Dtype
+  canonicalisation runs on every operation, so it must not pay for a property or a dict lookup.
+* ``config.on_change(callback)`` registers ``callback(name, value)``, called after an option
+  changes value, so that caches keyed on configuration (compiled executables, traced jaxprs)
+  can be dropped.
+
+This module imports nothing from jaxkit: everything else imports it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+_TRUE_STRINGS = frozenset({"1", "true", "yes", "on", "y", "t"})
+_FALSE_STRINGS = frozenset({"0", "false", "no", "off", "n", "f", ""})
+
+
+def _to_bool(name: str, value: Any) -> bool:
+    """Coerce a flag value: bools, ints and the usual strings ("1", "true", "yes", ...)."""
+    if value is None:
+        return False
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in _TRUE_STRINGS:
+            return True
+        if low in _FALSE_STRINGS:
+            return False
+        raise ValueError(f"{name} expects a boolean, got the string {value!r}")
+    if isinstance(value, (bool, int, np.bool_, np.integer)):
+        return bool(value)
+    raise TypeError(f"{name} expects a boolean, got {value!r} of type {type(value).__name__}")
+
+
+def _enum(*allowed: Any) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+        return value
+    return check
+
+
+# JAX's accepted values for jax_default_matmul_precision: the legacy names and the dot
+# algorithm presets.
+_MATMUL_PRECISIONS = (
+    None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+    "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64",
+)
+
+# name -> (default, validator/coercer, environment variables read at start-up, first wins)
+_OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
+    "jax_enable_x64": (False, _to_bool, ("JAXKIT_ENABLE_X64", "JAX_ENABLE_X64")),
+    "jax_debug_nans": (False, _to_bool, ("JAXKIT_DEBUG_NANS",)),
+    "jax_disable_jit": (False, _to_bool, ("JAXKIT_DISABLE_JIT",)),
+    "jax_explain_cache_misses": (False, _to_bool, ("JAXKIT_EXPLAIN_CACHE_MISSES",)),
+    "jax_numpy_rank_promotion": ("allow", _enum("allow", "warn", "raise"), ()),
+    "jax_default_matmul_precision": (None, _enum(*_MATMUL_PRECISIONS), ()),
+}
+
+
+class Config:
+    """Holds the option values. Use the module-level ``config`` singleton, not this class.
+
+    Option values live in the instance ``__dict__`` so reads are ordinary attribute reads;
+    ``__setattr__`` routes writes through :meth:`update` so validation and callbacks run.
+    """
+
+    x64: bool  # fast mirror of jax_enable_x64, kept in sync by update()
+
+    def __init__(self, environ: dict[str, str] | None = None):
+        env = os.environ if environ is None else environ
+        d = self.__dict__
+        d["_callbacks"] = []
+        for name, (default, coerce, env_vars) in _OPTIONS.items():
+            value = default
+            for var in env_vars:
+                if var in env:
+                    # Lenient for booleans: a typo in the environment must not make
+                    # `import jaxkit` fail, so anything but a true-ish string is False.
+                    raw = env[var]
+                    value = (raw.strip().lower() in _TRUE_STRINGS if coerce is _to_bool
+                             else coerce(name, raw))
+                    break
+            d[name] = value
+        d["x64"] = d["jax_enable_x64"]
+
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        """The valid option names."""
+        return tuple(_OPTIONS)
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """A snapshot of all option values."""
+        return {name: self.__dict__[name] for name in _OPTIONS}
+
+    def _unknown(self, name: str) -> AttributeError:
+        return AttributeError(f"Unrecognized config option: {name!r}. "
+                              f"Valid options are: {', '.join(_OPTIONS)}")
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails, i.e. for names that are not options.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._unknown(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "x64":
+            name = "jax_enable_x64"
+        self.update(name, value)
+
+    def read(self, name: str) -> Any:
+        """The value of option ``name`` (as ``jax.config.read``)."""
+        if name not in _OPTIONS:
+            raise self._unknown(name)
+        return self.__dict__[name]
+
+    def update(self, name: str, value: Any) -> None:
+        """Set option ``name`` to ``value``; subscribers are told if the value changed."""
+        if name not in _OPTIONS:
+            raise self._unknown(name)
+        value = _OPTIONS[name][1](name, value)
+        d = self.__dict__
+        old = d[name]
+        d[name] = value
+        if name == "jax_enable_x64":
+            d["x64"] = value
+        if old != value or type(old) is not type(value):
+            for callback in tuple(d["_callbacks"]):
+                callback(name, value)
+
+    def on_change(self, callback: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+        """Register ``callback(name, value)``, called after any option changes value.
+
+        Returns the callback, so this can be used as a decorator.
+        """
+        self.__dict__["_callbacks"].append(callback)
+        return callback
+
+    def remove_on_change(self, callback: Callable[[str, Any], None]) -> None:
+        """Unregister a callback added with :meth:`on_change`."""
+        self.__dict__["_callbacks"].remove(callback)
+
+    @contextlib.contextmanager
+    def override(self, **options: Any) -> Iterator[Config]:
+        """Temporarily set options: ``with config.override(jax_enable_x64=True): ...``.
+
+        The previous values are restored on exit, also when the block raises.
+        """
+        for name in options:
+            if name not in _OPTIONS:
+                raise self._unknown(name)
+        saved = {name: self.__dict__[name] for name in options}
+        try:
+            for name, value in options.items():
+                self.update(name, value)
+            yield self
+        finally:
+            for name, value in saved.items():
+                self.update(name, value)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
+        return f"Config({body})"
+
+
+config = Config()
