@@ -20,7 +20,7 @@ from jaxkit.api import (ShapeDtypeStruct, block_until_ready, default_backend, de
 from jaxkit.core import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
-from jaxkit import tree_util  # noqa: F401
+from jaxkit import errors, tree_util  # noqa: F401
 from jaxkit import numpy  # noqa: F401  (installs array methods and operators)
 
 __version__ = "0.1.0"

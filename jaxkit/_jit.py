@@ -538,3 +538,85 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
                                  inline=inline, backend=backend, device=device)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                        inline)
+
+
+# ---- batching rule of the jit primitive ----
+# The body is batched as a jaxpr (cached per jaxpr object, so the batched program compiles
+# once); each output keeps the batch axis its computation gives it. Registered as an
+# axis-aware rule so that collectives inside the body see the vmapped axis name.
+from jaxkit.interpreters import batching  # (imported here: this section is appended)
+
+
+def _jit_batching_rule(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, name: str,
+                       donated_invars: tuple, inline: bool):
+    batched, out_dims = batching.batch_jaxpr_axes(jaxpr, axis_data, dims)
+    outs = jit_p.bind(*vals, jaxpr=batched, name=name, donated_invars=donated_invars,
+                      inline=inline)
+    return outs, out_dims
+
+
+batching.axis_primitive_batchers[jit_p] = _jit_batching_rule
+
+
+
+# ---- autodiff rules of the jit primitive ----
+# The body is differentiated as a jaxpr (cached per jaxpr object, so each derived program is
+# traced and compiled once): the JVP is a jit of the JVP jaxpr; under linearize/vjp the partial
+# evaluation rule binds the known part as a jit now and stages the unknown (tangent) part as a
+# jit; the transpose is a jit of the transposed jaxpr.
+from jaxkit.interpreters import ad  # (imported here: this section is appended)
+from jaxkit.interpreters import partial_eval_split as pes
+
+
+def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
+             inline: bool):
+    nonzeros = [not ad.is_zero(t) for t in tangents]
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    n_in = len(primals)
+    tangents_nz = [t for t in tangents if not ad.is_zero(t)]
+    assert len(tangents_nz) == len(jvp_closed.in_avals) - n_in
+    args = [*primals, *tangents_nz]
+    outs = jit_p.bind(*args, jaxpr=jvp_closed, name=name,
+                      donated_invars=(False,) * len(args), inline=inline)
+    n_out = len(jaxpr.out_avals)
+    tangents_it = iter(outs[n_out:])
+    tangents_out = [next(tangents_it) if nz else ad.Zero(a.to_tangent_aval())
+                    for a, nz in zip(jaxpr.out_avals, out_nz)]
+    return outs[:n_out], tangents_out
+
+
+def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
+                   inline: bool):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    ct_nonzero = [not ad.is_zero(c) for c in cts]
+    t_closed, cts_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
+    ins = [x for x, lin in zip(args, linear) if not lin]
+    ins += [c for c, nz in zip(cts, ct_nonzero) if nz]
+    outs = iter(jit_p.bind(*ins, jaxpr=t_closed, name=name,
+                           donated_invars=(False,) * len(ins), inline=inline))
+    nz_it = iter(cts_nz)
+    return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
+            for x, lin in zip(args, linear)]
+
+
+def _jit_partial_eval(trace: pes.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
+                      donated_invars: tuple, inline: bool):
+    unknowns = [not trace.is_known(x) for x in args]
+    known, unknown, out_uk, num_res = pes.partial_eval_jaxpr(jaxpr, unknowns, False)
+    known_args = [x for x, uk in zip(args, unknowns) if not uk]
+    with core.set_current_trace(trace.parent):
+        known_outs = jit_p.bind(*known_args, jaxpr=known, name=name,
+                                donated_invars=(False,) * len(known_args), inline=inline)
+    n_known = len(known_outs) - num_res
+    residuals = known_outs[n_known:]
+    unknown_args = [*residuals, *(x for x, uk in zip(args, unknowns) if uk)]
+    params = {"jaxpr": unknown, "name": name,
+              "donated_invars": (False,) * len(unknown_args), "inline": inline}
+    unknown_outs = iter(trace.stage(jit_p, unknown_args, unknown.out_avals, params))
+    known_it = iter(known_outs[:n_known])
+    return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
+
+
+ad.primitive_jvps[jit_p] = _jit_jvp
+ad.primitive_transposes[jit_p] = _jit_transpose
+pes.partial_eval_rules[jit_p] = _jit_partial_eval

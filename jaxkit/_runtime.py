@@ -215,3 +215,53 @@ def block_until_ready_buffers(bufs: Sequence[ArrayImpl]) -> None:
 def host_numpy(x: Any, dtype) -> np.ndarray:
     """NumPy array of the canonical dtype, copying only if needed."""
     return np.asarray(x, dtype=dtypes.canonicalize_dtype(dtype))
+
+
+# ============================================================================================
+# Backends other than the CPU (added by the scale-out work; see jaxkit/_gpu.py).
+# Plugins register a factory under one or more platform names; ``get_backend`` creates the
+# backend on first use, and ``default_backend`` prefers a registered platform whose
+# ``is_default()`` says so. To fold into ``get_backend``/``default_backend`` above.
+# ============================================================================================
+
+_backend_factories: dict[str, tuple[str, Any, Any]] = {}  # alias -> (name, factory, is_default)
+_cpu_get_backend = get_backend
+
+
+def register_backend_factory(names: Sequence[str], factory, is_default) -> None:
+    """Make ``get_backend(name)`` create a backend with ``factory()`` for each of ``names``
+    (the first is the canonical one); ``is_default()`` says whether it should be the default."""
+    for alias in names:
+        _backend_factories[alias.lower()] = (names[0].lower(), factory, is_default)
+
+
+def get_backend(platform: str | None = None) -> Backend:
+    """The backend for ``platform`` ("cpu", or a registered plugin such as "gpu"), created on
+    first use; the default backend when ``platform`` is None."""
+    name = (platform or default_backend()).lower()
+    entry = _backend_factories.get(name)
+    if entry is None:
+        return _cpu_get_backend(name)
+    canonical, factory, _ = entry
+    backend = _backends.get(canonical)
+    if backend is None:
+        with _lock:
+            backend = _backends.get(canonical)
+            if backend is None:
+                backend = _backends[canonical] = factory()
+    return backend
+
+
+_default_backend_name: list[str] = []
+
+
+def default_backend() -> str:
+    """"cpu", or a registered plugin platform that asks to be the default (decided once)."""
+    if not _default_backend_name:
+        chosen = "cpu"
+        for alias, (canonical, _, is_default) in list(_backend_factories.items()):
+            if alias == canonical and is_default():
+                chosen = canonical
+                break
+        _default_backend_name.append(chosen)
+    return _default_backend_name[0]

@@ -1,108 +1,181 @@
-"""Pytrees: nested containers of arrays, flattened to leaves and a structure, as in JAX.
+"""Pytrees: nested containers flattened to a list of leaves plus a structure, as in JAX.
 
-Built-in nodes are tuples, lists, dicts (children in sorted key order), ``None`` (a node with
-no children, not a leaf), namedtuples, ``OrderedDict`` and ``defaultdict``; other types become
-nodes through ``register_pytree_node`` / ``register_pytree_node_class``. Everything else is a
-leaf. Flattening dispatches on ``type(x)`` through one dict, because jit flattens its
-arguments on every call.
+Every transformation (jit, grad, vmap, control flow) works on flat lists of arrays; this module
+converts between user values and those lists. Built-in nodes are tuples, lists, dicts
+(children in sorted key order), ``None`` (a node with no children, not a leaf), namedtuples,
+``OrderedDict`` (insertion order) and ``defaultdict`` (sorted, keeps ``default_factory``);
+other types become nodes through ``register_pytree_node`` and friends. Everything else,
+numbers, arrays and arbitrary objects alike, is a leaf.
+
+A ``PyTreeDef`` stores the structure as a flat tuple of node records in post-order, as JAX's
+C++ implementation does: flattening builds it with list appends and no per-node objects,
+unflattening is one loop with a stack, and equality and hashing are those of a tuple. jit
+flattens its arguments on every call, so ``tree_flatten`` dispatches on ``type(x)`` through a
+single dict lookup and handles leaf children inline rather than through a call per leaf.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
 import functools
-from collections.abc import Callable, Hashable, Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any, Self, TypeVar
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "Partial", "PyTreeDef", "SequenceKey",
-    "all_leaves", "keystr", "register_dataclass", "register_pytree_node",
-    "register_pytree_node_class", "register_pytree_with_keys", "tree_all", "tree_flatten",
+    "all_leaves", "is_tree_node", "keystr", "register_dataclass", "register_pytree_node",
+    "register_pytree_node_class", "register_pytree_with_keys",
+    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_flatten",
     "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path", "tree_map",
     "tree_map_with_path", "tree_reduce", "tree_structure", "tree_transpose", "tree_unflatten",
     "treedef_children", "treedef_is_leaf", "treedef_tuple",
 ]
 
+T = TypeVar("T")
+IsLeaf = Callable[[Any], bool] | None
+KeyPath = tuple[Any, ...]
+
 
 # --------------------------------------------------------------------------------------------
-# Key paths
+# Key path entries
 # --------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class SequenceKey:
-    idx: int
+class _KeyEntry:
+    """Shared eq/hash/repr for the key classes; each has exactly one field (its
+    ``__match_args__``), so ``match`` statements work as with JAX's classes."""
 
-    def __str__(self):
+    __slots__ = ()
+    __match_args__: tuple[str, ...] = ()
+
+    def _value(self) -> Any:
+        return getattr(self, self.__match_args__[0])
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._value() == self._value()  # type: ignore
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._value()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__match_args__[0]}={self._value()!r})"
+
+
+class SequenceKey(_KeyEntry):
+    """Index of a tuple or list child: ``[0]``."""
+
+    __slots__ = ("idx",)
+    __match_args__ = ("idx",)
+
+    def __init__(self, idx: int):
+        self.idx = idx
+
+    def __str__(self) -> str:
         return f"[{self.idx!r}]"
 
 
-@dataclasses.dataclass(frozen=True)
-class DictKey:
-    key: Hashable
+class DictKey(_KeyEntry):
+    """Key of a dict child: ``['a']``."""
 
-    def __str__(self):
+    __slots__ = ("key",)
+    __match_args__ = ("key",)
+
+    def __init__(self, key: Hashable):
+        self.key = key
+
+    def __str__(self) -> str:
         return f"[{self.key!r}]"
 
 
-@dataclasses.dataclass(frozen=True)
-class GetAttrKey:
-    name: str
+class GetAttrKey(_KeyEntry):
+    """Attribute of a namedtuple or dataclass child: ``.x``."""
 
-    def __str__(self):
+    __slots__ = ("name",)
+    __match_args__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
         return f".{self.name}"
 
 
-@dataclasses.dataclass(frozen=True)
-class FlattenedIndexKey:
-    key: int
+class FlattenedIndexKey(_KeyEntry):
+    """Position of a child of a custom node registered without key functions."""
 
-    def __str__(self):
+    __slots__ = ("key",)
+    __match_args__ = ("key",)
+
+    def __init__(self, key: int):
+        self.key = key
+
+    def __str__(self) -> str:
         return f"[<flat index {self.key}>]"
 
 
-def keystr(keys: Iterable) -> str:
-    """A key path as text: ``['a'][0].x``."""
-    return "".join(map(str, keys))
+def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text: ``['a'][0].x``; ``simple=True`` drops brackets and quotes."""
+    if simple:
+        return separator.join(str(k._value()) if isinstance(k, _KeyEntry) else str(k)
+                              for k in keys)
+    return separator.join(map(str, keys))
 
 
 # --------------------------------------------------------------------------------------------
 # Node registry
 # --------------------------------------------------------------------------------------------
 
-
-class _NodeType(NamedTuple):
-    flatten: Callable[[Any], tuple[Iterable, Any]]  # node -> (children, aux data)
-    unflatten: Callable[[Any, Iterable], Any]  # (aux data, children) -> node
-    keys: Callable[[Any, Any], list]  # (node, aux data) -> key per child
+# Node kinds. Built-ins are handled inline by the flatteners; only _CUSTOM calls user code.
+_TUPLE, _LIST, _DICT, _NONE, _NAMEDTUPLE, _CUSTOM = range(6)
 
 
-_registry: dict[type, _NodeType] = {}
+class _Node:
+    __slots__ = ("flatten", "flatten_with_keys", "kind", "unflatten")
+
+    def __init__(self, kind: int, flatten: Callable | None = None,
+                 unflatten: Callable | None = None,
+                 flatten_with_keys: Callable | None = None):
+        self.kind = kind
+        self.flatten = flatten  # node -> (children, aux data)
+        self.unflatten = unflatten  # (aux data, children tuple) -> node
+        self.flatten_with_keys = flatten_with_keys  # node -> (((key, child), ...), aux data)
 
 
-def _flat_index_keys(node, aux, n):
-    return [FlattenedIndexKey(i) for i in range(n)]
+# Exact-type dispatch, as in JAX: a subclass of a registered type is a leaf unless registered.
+_registry: dict[type, _Node] = {
+    tuple: _Node(_TUPLE), list: _Node(_LIST), dict: _Node(_DICT), type(None): _Node(_NONE),
+}
+_NAMEDTUPLE_NODE = _Node(_NAMEDTUPLE)
 
 
-def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
+def _node_of(t: type) -> _Node | None:
+    """The node handler for type ``t``, or None when values of ``t`` are leaves."""
+    node = _registry.get(t)
+    if node is None and issubclass(t, tuple) and hasattr(t, "_fields"):
+        return _NAMEDTUPLE_NODE
+    return node
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether values of type ``typ`` are pytree nodes (registered, built-in or namedtuple)."""
+    return _node_of(typ) is not None
+
+
+def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[Iterable, Any]],
+                         unflatten_func: Callable[[Any, Iterable], T],
                          flatten_with_keys_func: Callable | None = None) -> None:
     """Make ``nodetype`` a pytree node: ``flatten_func(x) -> (children, aux_data)`` and
-    ``unflatten_func(aux_data, children) -> x``."""
+    ``unflatten_func(aux_data, children) -> x``; ``aux_data`` must be hashable."""
     if nodetype in _registry:
         raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    if flatten_with_keys_func is not None:
-        def keys(node, aux):
-            return [k for k, _ in flatten_with_keys_func(node)[0]]
-    else:
-        def keys(node, aux):
-            return None
-    _registry[nodetype] = _NodeType(flatten_func, unflatten_func, keys)
+    _registry[nodetype] = _Node(_CUSTOM, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
-def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
-                              unflatten_func: Callable,
+def register_pytree_with_keys(nodetype: type[T], flatten_with_keys: Callable,
+                              unflatten_func: Callable[[Any, Iterable], T],
                               flatten_func: Callable | None = None) -> None:
-    """Register a node whose flatten function returns ``((key, child), ...), aux``."""
+    """Register a node whose ``flatten_with_keys(x)`` returns ``(((key, child), ...), aux)``,
+    so key paths through it name its children."""
     if flatten_func is None:
         def flatten_func(x):
             pairs, aux = flatten_with_keys(x)
@@ -110,154 +183,275 @@ def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
     register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
-def register_pytree_node_class(cls: type) -> type:
-    """Class decorator: the class defines ``tree_flatten(self)`` and the classmethod
-    ``tree_unflatten(cls, aux_data, children)``."""
-    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+def register_pytree_node_class(cls: type[T]) -> type[T]:
+    """Class decorator: ``cls`` defines ``tree_flatten(self) -> (children, aux)`` and the
+    classmethod ``tree_unflatten(cls, aux, children)``."""
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)  # type: ignore
     return cls
 
 
-def register_dataclass(nodetype: type, data_fields: list[str] | None = None,
-                       meta_fields: list[str] | None = None) -> type:
-    """Register a dataclass: ``data_fields`` are children, ``meta_fields`` static aux data."""
+def register_pytree_with_keys_class(cls: type[T]) -> type[T]:
+    """Class decorator: like ``register_pytree_node_class`` with ``tree_flatten_with_keys``."""
+    flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(),
+                              cls.tree_unflatten, flatten)  # type: ignore
+    return cls
+
+
+def register_static(cls: type[T]) -> type[T]:
+    """Register ``cls`` as a node with no children whose instances are their own aux data."""
+    register_pytree_with_keys(cls, lambda x: ((), x), lambda aux, _: aux)
+    return cls
+
+
+def register_dataclass(nodetype: type[T], data_fields: Sequence[str] | None = None,
+                       meta_fields: Sequence[str] | None = None,
+                       drop_fields: Sequence[str] = ()) -> type[T]:
+    """Register a dataclass: ``data_fields`` are children, ``meta_fields`` are static aux data.
+    Without field lists, fields with ``metadata={'static': True}`` are meta, the rest data."""
     if data_fields is None or meta_fields is None:
-        fields = [f.name for f in dataclasses.fields(nodetype) if f.init]
-        meta_fields = [f.name for f in dataclasses.fields(nodetype)
-                       if f.metadata.get("static", False)] if meta_fields is None else meta_fields
-        data_fields = [f for f in fields if f not in meta_fields] if data_fields is None \
-            else data_fields
+        if (data_fields is None) != (meta_fields is None):
+            raise TypeError("register_dataclass: data_fields and meta_fields must both be "
+                            "given when either is.")
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(f"register_dataclass: {nodetype} is not a dataclass; pass "
+                            "data_fields and meta_fields.")
+        fields = dataclasses.fields(nodetype)
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+    data, meta = tuple(data_fields), tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
+        if {*data, *meta} != init:
+            raise ValueError("data_fields and meta_fields must include all dataclass fields "
+                             f"with init=True and only them; fields: {sorted(init)}, given: "
+                             f"{sorted({*data, *meta})}.")
+    if overlap := set(data) & set(meta):
+        raise ValueError(f"data_fields and meta_fields must not overlap: {overlap}.")
 
     def flatten(x):
-        return [getattr(x, f) for f in data_fields], tuple(getattr(x, f) for f in meta_fields)
-
-    def unflatten(aux, children):
-        return nodetype(**dict(zip(data_fields, children)), **dict(zip(meta_fields, aux)))
+        return [getattr(x, f) for f in data], tuple(getattr(x, f) for f in meta)
 
     def flatten_with_keys(x):
-        return [(GetAttrKey(f), getattr(x, f)) for f in data_fields], tuple(
-            getattr(x, f) for f in meta_fields)
+        return ([(GetAttrKey(f), getattr(x, f)) for f in data],
+                tuple(getattr(x, f) for f in meta))
+
+    def unflatten(aux, children):
+        return nodetype(**dict(zip(meta, aux)), **dict(zip(data, children)))
 
     register_pytree_node(nodetype, flatten, unflatten, flatten_with_keys)
     return nodetype
 
 
-def _sorted_keys(d: dict) -> list:
+def _sorted_keys(d: dict) -> tuple:
     try:
-        return sorted(d)
-    except TypeError:  # keys of mixed types: JAX sorts; fall back to a stable order by repr
-        return sorted(d, key=repr)
+        return tuple(sorted(d))
+    except TypeError as e:  # JAX refuses too: an arbitrary order would make treedefs unstable
+        raise ValueError("Comparator raised exception while sorting pytree dictionary keys "
+                         f"{list(d)!r:.200}: {e}") from None
 
 
-register_pytree_node(tuple, lambda t: (t, None), lambda _, c: tuple(c))
-_registry[tuple] = _registry[tuple]._replace(
-    keys=lambda node, aux: [SequenceKey(i) for i in range(len(node))])
-register_pytree_node(list, lambda t: (t, None), lambda _, c: list(c))
-_registry[list] = _registry[list]._replace(
-    keys=lambda node, aux: [SequenceKey(i) for i in range(len(node))])
-register_pytree_node(dict, lambda d: (lambda ks: ([d[k] for k in ks], tuple(ks)))(
-    _sorted_keys(d)), lambda ks, c: dict(zip(ks, c)))
-_registry[dict] = _registry[dict]._replace(keys=lambda node, aux: [DictKey(k) for k in aux])
-register_pytree_node(type(None), lambda n: ((), None), lambda _, c: None)
-register_pytree_node(collections.OrderedDict,
-                     lambda d: (list(d.values()), tuple(d.keys())),
-                     lambda ks, c: collections.OrderedDict(zip(ks, c)))
-_registry[collections.OrderedDict] = _registry[collections.OrderedDict]._replace(
-    keys=lambda node, aux: [DictKey(k) for k in aux])
-register_pytree_node(
-    collections.defaultdict,
-    lambda d: (lambda ks: ([d[k] for k in ks], (d.default_factory, tuple(ks))))(_sorted_keys(d)),
-    lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)))
-_registry[collections.defaultdict] = _registry[collections.defaultdict]._replace(
-    keys=lambda node, aux: [DictKey(k) for k in aux[1]])
+register_pytree_with_keys(
+    collections.OrderedDict,
+    lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)),
+    lambda keys, values: collections.OrderedDict(zip(keys, values)),
+    lambda d: (list(d.values()), tuple(d)))
 
 
-def _namedtuple_node(t: type) -> _NodeType:
-    return _NodeType(lambda x: (x, None), lambda _, c: t(*c),
-                     lambda node, aux: [GetAttrKey(f) for f in t._fields])
+def _defaultdict_with_keys(d: collections.defaultdict) -> tuple[list, Any]:
+    keys = _sorted_keys(d)
+    return [(DictKey(k), d[k]) for k in keys], (d.default_factory, keys)
 
 
-def _node_type(t: type) -> _NodeType | None:
-    node = _registry.get(t)
-    if node is None and issubclass(t, tuple) and hasattr(t, "_fields"):
-        node = _namedtuple_node(t)
-    return node
+def _defaultdict_flatten(d: collections.defaultdict) -> tuple[list, Any]:
+    keys = _sorted_keys(d)
+    return [d[k] for k in keys], (d.default_factory, keys)
+
+
+register_pytree_with_keys(
+    collections.defaultdict, _defaultdict_with_keys,
+    lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)),
+    _defaultdict_flatten)
+
+
+def _children(node: _Node, x: Any) -> tuple[Sequence, Any]:
+    """One level of flattening: ``(children, aux data)``."""
+    kind = node.kind
+    if kind <= _LIST or kind == _NAMEDTUPLE:
+        return x, None
+    if kind == _DICT:
+        keys = _sorted_keys(x)
+        return [x[k] for k in keys], keys
+    if kind == _NONE:
+        return (), None
+    children, aux = node.flatten(x)  # type: ignore[misc]
+    return (children if type(children) in (list, tuple) else list(children)), aux
+
+
+def _children_with_keys(node: _Node, x: Any) -> tuple[Sequence, Any, list]:
+    """One level of flattening with a key entry per child: ``(children, aux, keys)``."""
+    kind = node.kind
+    if kind == _CUSTOM and node.flatten_with_keys is not None:
+        pairs, aux = node.flatten_with_keys(x)
+        pairs = list(pairs)
+        return [c for _, c in pairs], aux, [k for k, _ in pairs]
+    children, aux = _children(node, x)
+    if kind <= _LIST:
+        keys: list = [SequenceKey(i) for i in range(len(children))]
+    elif kind == _DICT:
+        keys = [DictKey(k) for k in aux]
+    elif kind == _NAMEDTUPLE:
+        keys = [GetAttrKey(f) for f in type(x)._fields]
+    else:
+        keys = [FlattenedIndexKey(i) for i in range(len(children))]
+    return children, aux, keys
 
 
 # --------------------------------------------------------------------------------------------
 # PyTreeDef
 # --------------------------------------------------------------------------------------------
 
+# A node record is (type, aux data, arity, leaves below, nodes below incl. itself); a leaf is
+# (None, None, 0, 1, 1). Records are in post-order, so a node's children end right before it.
+_LEAF = (None, None, 0, 1, 1)
+_NoneType = type(None)
+_NONE_RECORD = (_NoneType, None, 0, 0, 1)
+
 
 class PyTreeDef:
-    """The structure of a pytree: node types, aux data and children; leaves are ``*``."""
+    """The structure of a pytree: its node types and aux data, with leaves shown as ``*``.
 
-    __slots__ = ("node_type", "node_data", "children_defs", "num_leaves", "num_nodes", "_hash")
+    Hashable and comparable, so it can key caches (jit keys its cache on it)."""
 
-    def __init__(self, node_type: type | None, node_data: Any,
-                 children_defs: tuple[PyTreeDef, ...]):
-        self.node_type = node_type  # None for a leaf
-        self.node_data = node_data
-        self.children_defs = children_defs
-        if node_type is None:
-            self.num_leaves, self.num_nodes = 1, 1
-        else:
-            self.num_leaves = sum(c.num_leaves for c in children_defs)
-            self.num_nodes = 1 + sum(c.num_nodes for c in children_defs)
-        try:
-            self._hash = hash((node_type, node_data, children_defs))
-        except TypeError:
-            self._hash = hash((node_type, children_defs))
+    __slots__ = ("_hash", "_nodes")
 
-    def __eq__(self, other):
+    def __init__(self, nodes: tuple):
+        self._nodes = nodes
+        self._hash: int | None = None
+
+    @property
+    def num_leaves(self) -> int:
+        """How many leaves a tree of this structure has."""
+        return self._nodes[-1][3]
+
+    @property
+    def num_nodes(self) -> int:
+        """How many nodes, leaves included, a tree of this structure has."""
+        return len(self._nodes)
+
+    def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        if type(other) is not PyTreeDef or self._hash != other._hash:
+        if not isinstance(other, PyTreeDef):
+            return NotImplemented
+        a, b = self._nodes, other._nodes
+        if len(a) != len(b):
             return False
-        return (self.node_type is other.node_type and self.children_defs == other.children_defs
-                and _aux_equal(self.node_data, other.node_data))
+        try:
+            return bool(a == b)
+        except Exception:  # noqa: BLE001  (aux whose == is no bool, e.g. arrays: go per record)
+            return all(ra[0] is rb[0] and ra[2] == rb[2] and _aux_equal(ra[1], rb[1])
+                       for ra, rb in zip(a, b))
 
-    def __hash__(self):
-        return self._hash
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            try:
+                h = hash(self._nodes)
+            except TypeError:  # unhashable aux data: hash the shape only (still eq-consistent)
+                h = hash(tuple((r[0], r[2]) for r in self._nodes))
+            self._hash = h
+        return h
+
+    def _child_spans(self, i: int) -> list[int]:
+        """Indices of the records of node ``i``'s children, in order."""
+        nodes = self._nodes
+        out = []
+        j = i - 1
+        for _ in range(nodes[i][2]):
+            out.append(j)
+            j -= nodes[j][4]
+        out.reverse()
+        return out
 
     def children(self) -> list[PyTreeDef]:
-        return list(self.children_defs)
+        """The structures of the root's immediate children."""
+        nodes = self._nodes
+        spans = self._child_spans(len(nodes) - 1)
+        return [PyTreeDef(nodes[j - nodes[j][4] + 1:j + 1]) for j in spans]
+
+    def node_data(self) -> tuple[type, Any] | None:
+        """``(node type, aux data)`` of the root, or None for a leaf."""
+        t, aux = self._nodes[-1][:2]
+        if t is None:
+            return None
+        return (t, list(aux)) if t is dict else (t, aux)
 
     def unflatten(self, leaves: Iterable) -> Any:
+        """Rebuild a value of this structure from ``leaves``."""
         return tree_unflatten(self, leaves)
 
     def flatten_up_to(self, tree: Any) -> list:
-        """The subtrees of ``tree`` at this structure's leaves (``tree`` may be deeper)."""
+        """The subtrees of ``tree`` at this structure's leaves; ``tree`` must match this
+        structure down to those leaves, below which it may be deeper."""
+        nodes = self._nodes
+        if nodes[-1][0] is None:
+            return [tree]
         out: list = []
-        _flatten_up_to(self, tree, out, ())
+        try:
+            _flatten_up_to(nodes, len(nodes) - 1, tree, out)
+        except _Mismatch as e:
+            raise ValueError(f"pytree structure mismatch at key path "
+                             f"{keystr(tuple(reversed(e.path))) or '(root)'}: {e.what}") from None
+        out.reverse()
         return out
 
-    def _repr(self) -> str:
-        if self.node_type is None:
+    def compose(self, inner: PyTreeDef) -> PyTreeDef:
+        """The structure of this tree with every leaf replaced by a tree of ``inner``."""
+        leaves_in, nodes_in = inner.num_leaves, len(inner._nodes)
+        out: list = []
+        for t, aux, n, nl, nn in self._nodes:
+            if t is None:
+                out.extend(inner._nodes)
+            else:  # a node with L leaves and N nodes below has L*(nodes_in-1) extra nodes
+                out.append((t, aux, n, nl * leaves_in, nn + nl * (nodes_in - 1)))
+        return PyTreeDef(tuple(out))
+
+    def _repr(self, i: int) -> str:
+        t, aux = self._nodes[i][:2]
+        if t is None:
             return "*"
-        kids = [c._repr() for c in self.children_defs]
-        if self.node_type is tuple:
+        kids = [self._repr(j) for j in self._child_spans(i)]
+        if t is tuple:
             return "(" + ", ".join(kids) + ("," if len(kids) == 1 else "") + ")"
-        if self.node_type is list:
+        if t is list:
             return "[" + ", ".join(kids) + "]"
-        if self.node_type is dict:
-            return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(self.node_data, kids)) + "}"
-        if self.node_type is type(None):
+        if t is dict:
+            return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(aux, kids)) + "}"
+        if t is _NoneType:
             return "None"
-        data = "" if self.node_data is None else f"[{self.node_data!r}]"
-        return f"CustomNode({self.node_type.__name__}{data}, [{', '.join(kids)}])"
+        name = f"namedtuple[{t.__name__}]" if _node_of(t) is _NAMEDTUPLE_NODE else \
+            f"{t.__name__}[{aux}]"
+        return f"CustomNode({name}, [{', '.join(kids)}])"
 
-    def __repr__(self):
-        return f"PyTreeDef({self._repr()})"
+    def __repr__(self) -> str:
+        return f"PyTreeDef({self._repr(len(self._nodes) - 1)})"
+
+    def __reduce__(self):
+        return (PyTreeDef, (self._nodes,))
 
 
-def _aux_equal(a, b) -> bool:
+def _aux_equal(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)
-    except Exception:  # e.g. arrays as aux data
+    except Exception:  # noqa: BLE001  (e.g. arrays as aux data: fall back to identity)
         return a is b
 
 
-_LEAF = PyTreeDef(None, None, ())
+def _short(x: Any) -> str:
+    """``repr(x)`` cut short: error messages may be about very large values."""
+    r = repr(x)
+    return r if len(r) <= 120 else r[:117] + "..."
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,125 +459,278 @@ _LEAF = PyTreeDef(None, None, ())
 # --------------------------------------------------------------------------------------------
 
 
-def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
-                 ) -> tuple[list, PyTreeDef]:
-    """Leaves of ``tree`` in order, and its structure."""
+def tree_flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list, PyTreeDef]:
+    """The leaves of ``tree`` in order, and its structure. ``is_leaf(x)`` returning True makes
+    ``x`` a leaf even if it is a node."""
     leaves: list = []
-    return leaves, _flatten(tree, leaves, is_leaf)
+    nodes: list = []
+    if is_leaf is None:
+        _flatten(tree, leaves, nodes)
+    else:
+        _flatten_general(tree, leaves, nodes, lambda _, x: is_leaf(x), None, None)
+    return leaves, PyTreeDef(tuple(nodes))
 
 
-def _flatten(x, leaves: list, is_leaf) -> PyTreeDef:
+def _flatten(x: Any, leaves: list, nodes: list) -> None:
+    """The hot path: no is_leaf, no key paths. The built-in containers are tested by identity
+    before the registry lookup, and leaf children are appended inline (a Python call per leaf
+    would double the cost of flattening a tuple of arrays)."""
     t = type(x)
-    node = _registry.get(t)
-    if node is None:
-        if not (issubclass(t, tuple) and hasattr(t, "_fields")) or (
-                is_leaf is not None and is_leaf(x)):
-            leaves.append(x)
-            return _LEAF
-        node = _namedtuple_node(t)
-    elif is_leaf is not None and is_leaf(x):
+    if t is tuple or t is list:
+        children: Iterable = x
+        aux = None
+        n = len(x)
+    elif t is dict:
+        n = len(x)
+        if x:
+            try:
+                aux = tuple(sorted(x))
+            except TypeError:
+                aux = _sorted_keys(x)  # raises the explanatory error
+            children = map(x.__getitem__, aux)  # no list: a comprehension costs a frame
+        else:
+            aux = children = ()
+    else:
+        node = _registry.get(t)
+        if node is None:
+            if not (issubclass(t, tuple) and hasattr(t, "_fields")):
+                leaves.append(x)
+                nodes.append(_LEAF)
+                return
+            children, aux, n = x, None, len(x)  # a namedtuple
+        elif node.kind == _NONE:
+            nodes.append(_NONE_RECORD)
+            return
+        else:
+            children, aux = node.flatten(x)  # type: ignore[misc]
+            if type(children) is not list and type(children) is not tuple:
+                children = list(children)  # generators too: the arity is needed below
+            n = len(children)
+    nl0, nn0 = len(leaves), len(nodes)
+    for c in children:
+        ct = type(c)
+        if ct in _registry or (issubclass(ct, tuple) and hasattr(ct, "_fields")):
+            _flatten(c, leaves, nodes)
+        else:
+            leaves.append(c)
+            nodes.append(_LEAF)
+    nodes.append((t, aux, n, len(leaves) - nl0, len(nodes) - nn0 + 1))
+
+
+def _flatten_general(x: Any, leaves: list, nodes: list, is_leaf: Callable | None,
+                     path: KeyPath | None, paths: list | None) -> None:
+    """Flatten with ``is_leaf(path, x)`` and/or key paths (collected when ``paths`` is a
+    list; ``path`` is then the key path of ``x``)."""
+    node = _node_of(type(x))
+    if node is None or (is_leaf is not None and is_leaf(path, x)):
         leaves.append(x)
-        return _LEAF
-    children, aux = node.flatten(x)
-    return PyTreeDef(t, aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
+        nodes.append(_LEAF)
+        if paths is not None:
+            paths.append(path)
+        return
+    nl0, nn0 = len(leaves), len(nodes)
+    if paths is None:
+        children, aux = _children(node, x)
+        for c in children:
+            _flatten_general(c, leaves, nodes, is_leaf, None, None)
+    else:
+        children, aux, keys = _children_with_keys(node, x)
+        for k, c in zip(keys, children):
+            _flatten_general(c, leaves, nodes, is_leaf, path + (k,), paths)  # type: ignore
+    nodes.append((type(x), aux, len(children), len(leaves) - nl0, len(nodes) - nn0 + 1))
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
     """Rebuild a pytree of ``treedef``'s structure from ``leaves``."""
-    leaves = list(leaves)
-    if len(leaves) != treedef.num_leaves:
-        raise ValueError(f"Too {'few' if len(leaves) < treedef.num_leaves else 'many'} leaves "
-                         f"for PyTreeDef; expected {treedef.num_leaves}, got {len(leaves)}.")
+    if type(leaves) is not list:
+        leaves = list(leaves)
+    expected = treedef._nodes[-1][3]
+    if len(leaves) != expected:
+        raise ValueError(f"Too {'few' if len(leaves) < expected else 'many'} leaves for "
+                         f"PyTreeDef; expected {expected}, got {len(leaves)}. "
+                         f"Structure: {treedef}")
+    return _unflatten(treedef._nodes, leaves)
+
+
+def _unflatten(nodes: tuple, leaves: list) -> Any:
+    """Post-order rebuild: leaves push, nodes pop their children."""
+    root = nodes[-1]
+    if root[0] is None:  # a single leaf: the usual jit output
+        return leaves[0]
+    if root[4] == root[2] + 1 and root[3] == root[2]:  # a tuple or list of leaves
+        if root[0] is tuple:
+            return tuple(leaves)
+        if root[0] is list:
+            return list(leaves)
+    stack: list = []
+    push = stack.append
     it = iter(leaves)
-    return _unflatten(treedef, it)
+    for rec in nodes:
+        t = rec[0]
+        if t is None:
+            push(next(it))
+            continue
+        n = rec[2]
+        if n:
+            children = stack[-n:]
+            del stack[-n:]
+        else:
+            children = []
+        if t is tuple:
+            push(tuple(children))
+        elif t is list:
+            push(children)
+        elif t is dict:
+            push(dict(zip(rec[1], children)))
+        elif t is _NoneType:
+            push(None)
+        else:
+            node = _registry.get(t)
+            push(t(*children) if node is None  # a namedtuple
+                 else node.unflatten(rec[1], tuple(children)))
+    return stack[0]
 
 
-def _unflatten(td: PyTreeDef, it) -> Any:
-    if td.node_type is None:
-        return next(it)
-    children = [_unflatten(c, it) for c in td.children_defs]
-    return _node_type(td.node_type).unflatten(td.node_data, children)
+class _Mismatch(Exception):
+    """Internal: a structure mismatch; frames add key entries on the way out."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+        self.path: list = []  # innermost key first
 
 
-def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+def _flatten_up_to(nodes: tuple, i: int, x: Any, out: list) -> None:
+    """Append the subtrees of ``x`` at the leaves of the structure rooted at record ``i``, in
+    reverse order: walking the children last to first lets the post-order records be read
+    backwards with no index bookkeeping. The caller reverses ``out``."""
+    t, aux, n = nodes[i][:3]
+    if type(x) is not t:
+        extra = ""
+        if t is _NoneType:
+            extra = (" (None is a node with no children, not a leaf; to treat it as one, pass "
+                     "is_leaf=lambda x: x is None)")
+        raise _Mismatch(f"expected a node of type {t}, got a value of type {type(x)}: "
+                        f"{_short(x)}{extra}.")
+    if t is tuple or t is list:  # the common containers skip _children's dispatch
+        children: Sequence = x
+    elif t is dict:
+        try:
+            keys = tuple(sorted(x))
+        except TypeError:
+            keys = _sorted_keys(x)  # raises the explanatory error
+        if keys != aux:
+            raise _Mismatch(f"dict keys differ: expected {list(aux)}, got {list(keys)}.")
+        children = list(map(x.__getitem__, keys))
+    else:
+        children, aux2 = _children(_node_of(t), x)  # type: ignore[arg-type]
+        if aux2 is not aux and not _aux_equal(aux, aux2):
+            raise _Mismatch(f"{t.__name__} node metadata differs: expected {_short(aux)}, "
+                            f"got {_short(aux2)}.")
+    if len(children) != n:
+        raise _Mismatch(f"{t.__name__} of length {n} expected, got length "
+                        f"{len(children)}: {_short(x)}.")
+    j = i - 1
+    k = n
+    for c in reversed(children):
+        k -= 1
+        rec = nodes[j]
+        if rec[0] is None:
+            out.append(c)
+            j -= 1
+            continue
+        try:
+            _flatten_up_to(nodes, j, c, out)
+        except _Mismatch as e:  # only now pay for computing the key of this child
+            e.path.append(_children_with_keys(_node_of(t), x)[2][k])  # type: ignore[arg-type]
+            raise
+        j -= rec[4]
+
+
+def tree_leaves(tree: Any, is_leaf: IsLeaf = None) -> list:
+    """The leaves of ``tree`` in flattening order."""
     return tree_flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+def tree_structure(tree: Any, is_leaf: IsLeaf = None) -> PyTreeDef:
+    """The structure of ``tree``."""
     return tree_flatten(tree, is_leaf)[1]
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
-    return treedef.node_type is None
+    """Whether ``treedef`` is a single node (a leaf, or a childless node such as None)."""
+    return len(treedef._nodes) == 1
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
-    return list(treedef.children_defs)
+    """The structures of the root's immediate children."""
+    return treedef.children()
 
 
 def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
-    return PyTreeDef(tuple, None, tuple(treedefs))
+    """The structure of a tuple whose children have the given structures."""
+    treedefs = list(treedefs)
+    nodes: list = []
+    for td in treedefs:
+        nodes.extend(td._nodes)
+    nodes.append((tuple, None, len(treedefs), sum(td.num_leaves for td in treedefs),
+                  len(nodes) + 1))
+    return PyTreeDef(tuple(nodes))
 
 
-def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None) -> bool:
-    """Whether every element of ``iterable`` is a leaf."""
-    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+def all_leaves(iterable: Iterable, is_leaf: IsLeaf = None) -> bool:
+    """Whether every element of ``iterable`` is a leaf (None is not)."""
+    if is_leaf is None:
+        return all(_node_of(type(x)) is None for x in iterable)
+    items = list(iterable)
+    leaves = tree_leaves(items, is_leaf)
+    return len(leaves) == len(items) and all(a is b for a, b in zip(items, leaves))
 
 
-def _flatten_up_to(td: PyTreeDef, tree, out: list, path: tuple) -> None:
-    if td.node_type is None:
-        out.append(tree)
-        return
-    node = _node_type(type(tree))
-    if type(tree) is not td.node_type or node is None:
-        expected = td.node_type.__name__ if td.node_type is not type(None) else "None"
-        raise ValueError(f"pytree structure mismatch at {keystr(path) or 'the root'}: expected "
-                         f"a {expected} node, got a value of type {type(tree).__name__}: "
-                         f"{tree!r:.80}")
-    children, aux = node.flatten(tree)
-    children = list(children)
-    if len(children) != len(td.children_defs) or not _aux_equal(aux, td.node_data):
-        what = (f"keys {list(aux)} vs {list(td.node_data)}" if td.node_type is dict else
-                f"{len(children)} children vs {len(td.children_defs)}")
-        raise ValueError(f"pytree structure mismatch at {keystr(path) or 'the root'}: "
-                         f"{td.node_type.__name__} nodes differ ({what}).")
-    keys = node.keys(tree, aux) or _flat_index_keys(tree, aux, len(children))
-    for k, c, ctd in zip(keys, children, td.children_defs):
-        _flatten_up_to(ctd, c, out, path + (k,))
-
-
-def tree_map(f: Callable, tree: Any, *rest: Any,
-             is_leaf: Callable[[Any], bool] | None = None) -> Any:
-    """Apply ``f`` to corresponding leaves of ``tree`` and of every tree in ``rest`` (which
-    must have ``tree``'s structure, or be deeper)."""
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None) -> Any:
+    """Apply ``f`` to each leaf of ``tree`` and the corresponding subtrees of ``rest``, which
+    must have ``tree``'s structure (or be deeper at its leaves)."""
     leaves, treedef = tree_flatten(tree, is_leaf)
     if not rest:
-        return treedef.unflatten([f(x) for x in leaves])
-    others = [treedef.flatten_up_to(r) for r in rest]
-    return treedef.unflatten([f(x, *xs) for x, *xs in zip(leaves, *others)])
+        return _unflatten(treedef._nodes, [f(x) for x in leaves])
+    others = [_up_to_for_map(treedef, r, i, "tree_map") for i, r in enumerate(rest, 1)]
+    return _unflatten(treedef._nodes, [f(*xs) for xs in zip(leaves, *others)])
 
 
-def tree_reduce(function: Callable, tree: Any, initializer: Any = ...,
-                is_leaf: Callable[[Any], bool] | None = None) -> Any:
+def _up_to_for_map(treedef: PyTreeDef, tree: Any, position: int, fn: str) -> list:
+    try:
+        return treedef.flatten_up_to(tree)
+    except ValueError as e:
+        raise ValueError(f"{fn}: tree #{position} does not match the structure of tree #0 "
+                         f"(the first tree); {e}") from None
+
+
+def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = ...,
+                is_leaf: IsLeaf = None) -> Any:
+    """``functools.reduce`` over the leaves of ``tree``."""
     leaves = tree_leaves(tree, is_leaf)
-    if initializer is ...:
+    if initializer is ...:  # ... stands for "not given": None is a valid initializer
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
 
 
-def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+def tree_all(tree: Any, *, is_leaf: IsLeaf = None) -> bool:
+    """Whether every leaf of ``tree`` is truthy."""
     return all(tree_leaves(tree, is_leaf))
 
 
 def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
                    pytree_to_transpose: Any) -> Any:
     """Turn a tree of ``outer`` structure of trees of ``inner`` structure inside out."""
-    flat = outer_treedef.flatten_up_to(pytree_to_transpose)
+    flat, treedef = tree_flatten(pytree_to_transpose)
     if inner_treedef is None:
-        inner_treedef = tree_structure(flat[0])
-    inner_leaves = [inner_treedef.flatten_up_to(x) for x in flat]
-    transposed = [outer_treedef.unflatten(col) for col in zip(*inner_leaves)]
-    return inner_treedef.unflatten(transposed)
+        inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+    inner_n, outer_n = inner_treedef.num_leaves, outer_treedef.num_leaves
+    if treedef.num_leaves != inner_n * outer_n:  # JAX checks only the count, so do we
+        raise TypeError(f"Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}")
+    rows = [flat[i * inner_n:(i + 1) * inner_n] for i in range(outer_n)]
+    subtrees = [_unflatten(outer_treedef._nodes, list(col)) for col in zip(*rows)]
+    return tree_unflatten(inner_treedef, subtrees)
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,36 +738,36 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
 # --------------------------------------------------------------------------------------------
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
-                           ) -> tuple[list[tuple[tuple, Any]], PyTreeDef]:
-    """``[(key_path, leaf), ...]`` and the structure."""
-    out: list = []
-    _flatten_with_path(tree, (), out, is_leaf)
-    return out, tree_structure(tree, is_leaf)
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
+                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """``[(key_path, leaf), ...]`` and the structure; ``is_leaf`` takes ``(path, x)`` when
+    ``is_leaf_takes_path``."""
+    leaves: list = []
+    nodes: list = []
+    paths: list = []
+    pred = is_leaf
+    if is_leaf is not None and not is_leaf_takes_path:
+        def pred(_, x):
+            return is_leaf(x)
+    _flatten_general(tree, leaves, nodes, pred, (), paths)
+    return list(zip(paths, leaves)), PyTreeDef(tuple(nodes))
 
 
-def _flatten_with_path(x, path: tuple, out: list, is_leaf) -> None:
-    node = _node_type(type(x))
-    if node is None or (is_leaf is not None and is_leaf(x)):
-        out.append((path, x))
-        return
-    children, aux = node.flatten(x)
-    children = list(children)
-    keys = node.keys(x, aux) or _flat_index_keys(x, aux, len(children))
-    for k, c in zip(keys, children):
-        _flatten_with_path(c, path + (k,), out, is_leaf)
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list[tuple[KeyPath, Any]]:
+    """``[(key_path, leaf), ...]`` in flattening order."""
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
-    return tree_flatten_with_path(tree, is_leaf)[0]
-
-
-def tree_map_with_path(f: Callable, tree: Any, *rest: Any,
-                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
-    """Like ``tree_map`` but ``f(key_path, leaf, *other_leaves)``."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
-    others = [treedef.flatten_up_to(r) for r in rest]
-    return treedef.unflatten([f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
+def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
+                       is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False) -> Any:
+    """Like ``tree_map`` but calls ``f(key_path, leaf, *other_subtrees)``."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [_up_to_for_map(treedef, r, i, "tree_map_with_path")
+              for i, r in enumerate(rest, 1)]
+    return _unflatten(treedef._nodes, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,15 +775,42 @@ def tree_map_with_path(f: Callable, tree: Any, *rest: Any,
 # --------------------------------------------------------------------------------------------
 
 
-class Partial(functools.partial):
-    """A ``functools.partial`` that is a pytree: the function is static, the bound arguments
-    are children, so it can be passed through jit and other transformations."""
+class _HashableCallableShim:
+    """Wraps a ``functools.partial`` given to ``Partial`` so the two do not merge; delegates
+    calls, hashing and equality to it."""
 
-    def __new__(cls, func, *args, **kw):
+    def __init__(self, fun: Callable):
+        self.fun = fun
+
+    def __call__(self, *args, **kw):
+        return self.fun(*args, **kw)
+
+    def __hash__(self) -> int:
+        return hash(self.fun)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _HashableCallableShim):
+            return self.fun == other.fun
+        return self.fun == other
+
+    def __repr__(self) -> str:
+        return f"_HashableCallableShim({self.fun!r})"
+
+
+class Partial(functools.partial):
+    """A ``functools.partial`` that is a pytree: the function is static aux data and the bound
+    arguments are children, so it can be passed through jit and other transformations."""
+
+    def __new__(cls, func: Callable, *args: Any, **kw: Any) -> Self:
+        # functools.partial flattens a partial given as func, which would move its arguments
+        # into this node's children; wrapping it keeps them part of the (static) function.
         if isinstance(func, functools.partial):
             original = func
-            func = lambda *a, **k: original(*a, **k)  # noqa: E731
-            func.func = original.func
+            func = _HashableCallableShim(original)
+            out = super().__new__(cls, func, *args, **kw)
+            func.func, func.args, func.keywords = (  # type: ignore[attr-defined]
+                original.func, original.args, original.keywords)
+            return out
         return super().__new__(cls, func, *args, **kw)
 
 

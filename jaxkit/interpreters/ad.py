@@ -7,16 +7,40 @@ Rule tables (filled by each primitive's block in ``jaxkit.lax``):
 * ``primitive_transposes[p](cts, *args, **params) -> list of cotangents``, one per arg; ``args``
   are ``UndefinedPrimal`` for the linear inputs, the concrete/traced value otherwise; ``cts`` is
   the output cotangent (a list for multiple-result primitives), possibly a ``Zero``.
+
+Interpreters (stackless, as JAX's core):
+
+* ``JVPTrace``/``JVPTracer``: forward mode. A tracer carries a primal and a tangent (a value of
+  the parent trace, or a symbolic ``Zero``); rules run with the parent trace current, so nested
+  ``jvp``s of closures never confuse their perturbations.
+* ``linearize_flat``: a JVP trace over a ``JaxprTrace`` (``partial_eval_split``): primal work
+  runs now, tangent work is staged into a *linear jaxpr* whose constants are the residuals.
+* ``backward_pass``: transposes a linear jaxpr (non-linear equations on residuals are
+  evaluated forward first), accumulating cotangents with ``add_tangents``.
+* ``jvp_jaxpr`` / ``transpose_jaxpr``: the same at the jaxpr level, for the rules of
+  primitives that carry jaxprs (``jit``, ``cond``, ``scan``, ``checkpoint``, ...); cached per
+  jaxpr object so that the resulting programs compile once.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+import weakref
+from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
-from jaxkit import core
+import numpy as np
+
+from jaxkit import core, dtypes, tree_util
+from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
+from jaxkit.interpreters import batching, mlir
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters import partial_eval_split as pes
 
 primitive_jvps: dict[core.Primitive, Callable] = {}
 primitive_transposes: dict[core.Primitive, Callable] = {}
+# Primitives declared linear (or bilinear) through the helpers below: they need a transpose.
+linear_primitives: set[core.Primitive] = set()
 
 
 class Zero:
@@ -69,7 +93,12 @@ def register_zeros_like_aval(fn: Callable[[core.ShapedArray], object]) -> None:
 
 
 def zeros_like_aval(aval: core.ShapedArray):
-    """A concrete (or traced, under the current trace) array of zeros of ``aval``."""
+    """A concrete (or traced, under the current trace) array of zeros of ``aval``.
+
+    ``float0`` zeros (tangents of integer and boolean values) are NumPy arrays, as in JAX:
+    they carry no data and are never given to a primitive."""
+    if aval.dtype == dtypes.float0:
+        return np.zeros(aval.shape, dtypes.float0)
     return _zeros_like_aval(aval)
 
 
@@ -141,6 +170,7 @@ def deflinear(prim: core.Primitive, transpose_rule: Callable) -> None:
     ``transpose_rule(ct, **params)`` returns one cotangent per argument."""
     primitive_jvps[prim] = partial(_linear_jvp, prim)
     primitive_transposes[prim] = partial(_linear_transpose, transpose_rule)
+    linear_primitives.add(prim)
 
 
 def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
@@ -148,6 +178,7 @@ def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
     (``UndefinedPrimal``s carrying avals)."""
     primitive_jvps[prim] = partial(_linear_jvp, prim)
     primitive_transposes[prim] = partial(_linear_transpose2, transpose_rule)
+    linear_primitives.add(prim)
 
 
 def _linear_jvp(prim, primals, tangents, **params):
@@ -186,3 +217,383 @@ def defbilinear(prim: core.Primitive, lhs_rule: Callable, rhs_rule: Callable) ->
                 rhs_rule(ct, x, y, **params) if is_undefined_primal(y) else None]
 
     primitive_transposes[prim] = transpose
+    linear_primitives.add(prim)
+
+
+def is_zero(t) -> bool:
+    """A symbolic zero, or a ``float0`` value (the tangent of an integer: always zero)."""
+    return type(t) is Zero or (not isinstance(t, core.Tracer) and
+                               getattr(t, "dtype", None) == dtypes.float0)
+
+
+def _zero_of(x) -> Zero:
+    return Zero(core.get_aval(x).to_tangent_aval())
+
+
+def _missing_jvp(prim: core.Primitive):
+    raise NotImplementedError(
+        f"JVP rule for '{prim.name}' is not implemented, so '{prim.name}' cannot be "
+        "differentiated (jvp, grad, vjp, jacfwd, jacrev, ...). Register one with ad.defjvp "
+        "or ad.primitive_jvps.")
+
+
+# --------------------------------------------------------------------------------------------
+# Forward mode: the JVP trace
+# --------------------------------------------------------------------------------------------
+
+
+class JVPTracer(core.Tracer):
+    """A primal value (of the parent trace) with its tangent (same, or a symbolic ``Zero``)."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace: JVPTrace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> ShapedArray:
+        return core.get_aval(self.primal)
+
+    # As in JAX, a JVP tracer is as concrete as its primal: Python control flow on primal
+    # values works under jvp/grad when the primal is concrete (float() and complex() do not).
+    def __bool__(self):
+        return bool(self.primal)
+
+    def __int__(self):
+        return int(self.primal)
+
+    def __index__(self):
+        return operator.index(self.primal)
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<JVPTrace>"
+
+
+class JVPTrace(core.Trace):
+    """Forward-mode differentiation of every primitive applied to its tracers."""
+
+    __slots__ = ()
+
+    def to_primal_tangent_pair(self, x) -> tuple[Any, Any]:
+        """``(primal, tangent)`` of ``x`` as this trace sees it: anything that is not one of
+        its own tracers is a constant (symbolic zero tangent)."""
+        if isinstance(x, JVPTracer) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, core.Tracer) and x._trace._invalid:
+            core.check_tracer_live(x)
+        return x, _zero_of(x)
+
+    def process_primitive(self, primitive, args, params):
+        primals, tangents = [], []
+        for x in args:
+            p, t = self.to_primal_tangent_pair(x)
+            primals.append(p)
+            tangents.append(t)
+        if all(type(t) is Zero for t in tangents):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*primals, **params)
+        rule = primitive_jvps.get(primitive)
+        if rule is None:
+            _missing_jvp(primitive)
+        with core.set_current_trace(self.parent):
+            primal_out, tangent_out = rule(primals, tangents, **params)
+        if primitive.multiple_results:
+            return [self.box(p, t) for p, t in zip(primal_out, tangent_out)]
+        return self.box(primal_out, tangent_out)
+
+    def box(self, primal, tangent):
+        """A tracer of this trace, or the bare primal when the tangent is zero (symbolic, or
+        a ``float0`` value)."""
+        if tangent is None or is_zero(tangent):
+            return primal
+        return JVPTracer(self, primal, tangent)
+
+
+def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: bool = False
+             ) -> tuple[list, list, Any]:
+    """Forward mode on a flat function (flat values in, flat sequence out).
+
+    ``tangents`` may hold symbolic ``Zero``s (and ``float0`` values, taken as zeros). Returns
+    ``(primals_out, tangents_out, aux)`` with symbolic ``Zero``s among the output tangents.
+    With ``has_aux``, ``fun`` returns ``(outs, aux)``; ``aux`` comes back with this trace's
+    tracers replaced by their primals."""
+    trace = JVPTrace()
+    with core.new_trace(trace):
+        ins = [p if is_zero(t) else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        outs = fun(*ins)
+        aux = None
+        if has_aux:
+            outs, aux = outs
+            aux = _strip(trace, aux)
+        pairs = [trace.to_primal_tangent_pair(o) for o in outs]
+    return [p for p, _ in pairs], [t for _, t in pairs], aux
+
+
+def _strip(trace: core.Trace, tree):
+    """``tree`` with the tracers of ``trace`` (JVP tracers) replaced by their primals."""
+    def strip(x):
+        while isinstance(x, JVPTracer) and x._trace is trace:
+            x = x.primal
+        return x
+    return tree_util.tree_map(strip, tree)
+
+
+# --------------------------------------------------------------------------------------------
+# Linearization: JVP over partial evaluation
+# --------------------------------------------------------------------------------------------
+
+
+class Linearized:
+    """The linear map ``tangents -> output tangents`` of a function at a point.
+
+    ``jaxpr`` has the residuals as constvars (values in ``consts``), one invar per nonzero
+    input tangent and one outvar per nonzero output tangent."""
+
+    __slots__ = ("consts", "in_avals", "in_nonzero", "jaxpr", "out_avals", "out_nonzero")
+
+    def __init__(self, jaxpr: Jaxpr, consts: list, in_avals, in_nonzero, out_avals, out_nonzero):
+        self.jaxpr = jaxpr
+        self.consts = consts
+        self.in_avals = list(in_avals)        # tangent avals of all inputs
+        self.in_nonzero = list(in_nonzero)
+        self.out_avals = list(out_avals)      # tangent avals of all outputs
+        self.out_nonzero = list(out_nonzero)
+
+    def jvp(self, tangents: Sequence, consts: Sequence | None = None) -> list:
+        """Output tangents (zeros instantiated) for input tangents (one per input)."""
+        consts = self.consts if consts is None else consts
+        ins = [instantiate_zeros(t) if type(t) is Zero else t
+               for t, nz in zip(tangents, self.in_nonzero) if nz]
+        outs = iter(core.eval_jaxpr(self.jaxpr, consts, *ins))
+        return [next(outs) if nz else zeros_like_aval(a)
+                for a, nz in zip(self.out_avals, self.out_nonzero)]
+
+    def vjp(self, cts: Sequence, consts: Sequence | None = None) -> list:
+        """Input cotangents (``Zero`` where nothing flows) for output cotangents."""
+        consts = self.consts if consts is None else consts
+        cts_nz = [ct for ct, nz in zip(cts, self.out_nonzero) if nz]
+        args = [UndefinedPrimal(a) for a, nz in zip(self.in_avals, self.in_nonzero) if nz]
+        cts_in = iter(backward_pass(self.jaxpr, consts, args, cts_nz))
+        return [next(cts_in) if nz else Zero(a) for a, nz in zip(self.in_avals, self.in_nonzero)]
+
+
+def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | None = None, *,
+                   has_aux: bool = False) -> tuple[list, Linearized, Any]:
+    """Linearize a flat function at ``primals``: ``(primals_out, Linearized, aux)``.
+
+    ``nonzero[i]`` False marks an input that is not differentiated (integer inputs never
+    are). The primal computation runs under the current trace; the tangent computation is
+    staged (see ``partial_eval_split``)."""
+    if nonzero is None:
+        nonzero = [True] * len(primals)
+    in_avals = [core.get_aval(p).to_tangent_aval() for p in primals]
+    nonzero = [bool(nz) and a.dtype != dtypes.float0 for nz, a in zip(nonzero, in_avals)]
+    ptrace = pes.JaxprTrace()
+    jtrace = JVPTrace(ptrace)
+    try:
+        tangents = [ptrace.new_arg(a) if nz else Zero(a) for a, nz in zip(in_avals, nonzero)]
+        with core.new_trace(jtrace):
+            ins = [JVPTracer(jtrace, p, t) if nz else p
+                   for p, t, nz in zip(primals, tangents, nonzero)]
+            outs = fun(*ins)
+            aux = None
+            if has_aux:
+                outs, aux = outs
+                aux = _strip(jtrace, aux)
+            pairs = [jtrace.to_primal_tangent_pair(o) for o in outs]
+        primals_out = [p for p, _ in pairs]
+        for p in primals_out:
+            if not ptrace.is_known(p):
+                raise AssertionError("internal: linearize produced an unknown primal output")
+        out_avals = [core.get_aval(p).to_tangent_aval() for p in primals_out]
+        out_nonzero = [not is_zero(t) for _, t in pairs]
+        jaxpr, consts = ptrace.to_jaxpr([t for _, t in pairs if not is_zero(t)])
+        if aux is not None and any(isinstance(x, pes.JaxprTracer) and x._trace is ptrace
+                                   for x in tree_util.tree_leaves(aux)):
+            raise TypeError("the auxiliary output (has_aux=True) depends on tangents")
+    finally:
+        ptrace.invalidate()
+    return primals_out, Linearized(jaxpr, consts, in_avals, nonzero, out_avals,
+                                   out_nonzero), aux
+
+
+# --------------------------------------------------------------------------------------------
+# Reverse mode: transposing linear jaxprs
+# --------------------------------------------------------------------------------------------
+
+
+def _missing_transpose(prim: core.Primitive):
+    raise NotImplementedError(
+        f"transpose rule for '{prim.name}' is not implemented, so reverse-mode "
+        f"differentiation (grad, vjp, jacrev) through '{prim.name}' is not possible. Register "
+        "one in ad.primitive_transposes (or declare the primitive with ad.deflinear2).")
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence) -> list:
+    """Transpose ``jaxpr`` with respect to its ``UndefinedPrimal`` arguments.
+
+    ``args`` holds one entry per invar: an ``UndefinedPrimal`` for a linear input, a value
+    otherwise; ``cts_out`` one cotangent (or ``Zero``) per outvar. Equations that read no
+    linear variable are evaluated forward first (residual computations, e.g. recomputation
+    inside ``checkpoint``); the others are transposed in reverse order. Returns one entry per
+    argument: its cotangent (possibly ``Zero``) if it was undefined, else None."""
+    primal_env: dict[Var, Any] = {}
+    linear: set[Var] = set()
+
+    def read_primal(a):
+        return a.val if type(a) is Literal else primal_env[a]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        primal_env[v] = c
+    for v, a in zip(jaxpr.invars, args):
+        if is_undefined_primal(a):
+            linear.add(v)
+        else:
+            primal_env[v] = a
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(type(a) is Var and a in linear for a in eqn.invars):
+            linear_eqns.append(eqn)
+            linear.update(eqn.outvars)
+            continue
+        outs = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
+        for v, x in zip(eqn.outvars, outs if eqn.primitive.multiple_results else (outs,)):
+            primal_env[v] = x
+
+    ct_env: dict[Var, Any] = {}
+
+    def write_ct(v, ct):
+        if ct is None or type(ct) is Zero or type(v) is not Var or v not in linear:
+            return
+        ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+    for eqn in reversed(linear_eqns):
+        cts_in = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(ct is None for ct in cts_in):
+            continue
+        cts_in = [Zero(v.aval.to_tangent_aval()) if ct is None else ct
+                  for v, ct in zip(eqn.outvars, cts_in)]
+        invals = [UndefinedPrimal(a.aval) if type(a) is Var and a in linear else read_primal(a)
+                  for a in eqn.invars]
+        rule = primitive_transposes.get(eqn.primitive)
+        if rule is None:
+            _missing_transpose(eqn.primitive)
+        ct = cts_in if eqn.primitive.multiple_results else cts_in[0]
+        cts = rule(ct, *invals, **eqn.params)
+        for a, c in zip(eqn.invars, cts):
+            write_ct(a, c)
+    return [(ct_env.get(v) if v in ct_env else Zero(v.aval.to_tangent_aval()))
+            if is_undefined_primal(a) else None for v, a in zip(jaxpr.invars, args)]
+
+
+# --------------------------------------------------------------------------------------------
+# Jaxpr-level transformations, for primitives that carry jaxprs
+# --------------------------------------------------------------------------------------------
+
+# ClosedJaxpr -> {key: result}; reusing the resulting jaxpr objects lets executables compiled
+# for them (keyed on the jaxpr) be reused on every later call.
+_jvp_jaxpr_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_transpose_jaxpr_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _cache_for(cache: weakref.WeakKeyDictionary, closed: ClosedJaxpr) -> dict:
+    if any(isinstance(c, core.Tracer) for c in closed.consts):
+        return {}
+    return cache.setdefault(closed, {})
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool],
+              instantiate: bool | Sequence[bool]) -> tuple[ClosedJaxpr, list[bool]]:
+    """The JVP of a jaxpr: it maps ``[*primals, *nonzero tangents]`` to
+    ``[*primal outputs, *nonzero output tangents]``. Returns it and which output tangents are
+    nonzero (``instantiate`` forces some, or all, to be). Cached per jaxpr object."""
+    n_out = len(closed.out_avals)
+    inst = (instantiate,) * n_out if isinstance(instantiate, bool) else tuple(instantiate)
+    nonzeros = tuple(bool(nz) and a.to_tangent_aval().dtype != dtypes.float0
+                     for nz, a in zip(nonzeros, closed.in_avals))
+    per = _cache_for(_jvp_jaxpr_cache, closed)
+    hit = per.get((nonzeros, inst))
+    if hit is not None:
+        return hit
+    n_in = len(closed.in_avals)
+    tangent_avals = [a.to_tangent_aval() for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    out_nz_cell = []
+
+    def fun(*args):
+        primals, nz_tangents = args[:n_in], iter(args[n_in:])
+        tangents = [next(nz_tangents) if nz else Zero(a.to_tangent_aval())
+                    for a, nz in zip(closed.in_avals, nonzeros)]
+        p_out, t_out, _ = jvp_flat(core.jaxpr_as_fun(closed), primals, tangents)
+        t_out = [instantiate_zeros(t) if i and is_zero(t) and
+                 core.get_aval(p).to_tangent_aval().dtype != dtypes.float0 else t
+                 for p, t, i in zip(p_out, t_out, inst)]
+        out_nz = [not is_zero(t) for t in t_out]
+        out_nz_cell.append(out_nz)
+        return list(p_out) + [t for t, nz in zip(t_out, out_nz) if nz]
+
+    jaxpr, consts = pe.trace_to_jaxpr(fun, list(closed.in_avals) + tangent_avals,
+                                      closed.jaxpr.debug_info)
+    result = (ClosedJaxpr(jaxpr, consts), out_nz_cell[0])
+    per[(nonzeros, inst)] = result
+    return result
+
+
+def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool], ct_nonzero: Sequence[bool]
+                    ) -> tuple[ClosedJaxpr, list[bool]]:
+    """The transpose of a jaxpr linear in the inputs marked ``linear``: it maps
+    ``[*non-linear inputs, *nonzero output cotangents]`` to the nonzero cotangents of the
+    linear inputs. Returns it and, per linear input, whether its cotangent is nonzero."""
+    key = (tuple(map(bool, linear)), tuple(map(bool, ct_nonzero)))
+    per = _cache_for(_transpose_jaxpr_cache, closed)
+    hit = per.get(key)
+    if hit is not None:
+        return hit
+    res_avals = [a for a, lin in zip(closed.in_avals, linear) if not lin]
+    ct_avals = [a.to_tangent_aval() for a, nz in zip(closed.out_avals, ct_nonzero) if nz]
+    nz_cell = []
+
+    def fun(*args):
+        res, cts_nz = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
+        primals = [UndefinedPrimal(a) if lin else next(res)
+                   for a, lin in zip(closed.in_avals, linear)]
+        cts = [next(cts_nz) if nz else Zero(a.to_tangent_aval())
+               for a, nz in zip(closed.out_avals, ct_nonzero)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts)
+        lin_cts = [c for c, lin in zip(cts_in, linear) if lin]
+        nz = [not is_zero(c) for c in lin_cts]
+        nz_cell.append(nz)
+        return [c for c, n in zip(lin_cts, nz) if n]
+
+    jaxpr, consts = pe.trace_to_jaxpr(fun, res_avals + ct_avals, closed.jaxpr.debug_info)
+    result = (ClosedJaxpr(jaxpr, consts), nz_cell[0])
+    per[key] = result
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# stop_gradient: the identity, with a zero derivative
+# --------------------------------------------------------------------------------------------
+
+
+def stop_gradient(x):
+    """The identity on each leaf of ``x`` whose derivative is zero (``lax.stop_gradient``).
+
+    Only inexact (float/complex) leaves are bound to the ``stop_gradient`` primitive; integer
+    and boolean values have no derivative to stop and are returned as they are (as JAX)."""
+    def stop(leaf):
+        if dtypes.issubdtype(core.get_aval(leaf).dtype, np.inexact):
+            return stop_gradient_p.bind(leaf)
+        return leaf
+    return tree_util.tree_map(stop, x)
+
+
+stop_gradient_p = core.Primitive("stop_gradient")
+stop_gradient_p.def_impl(lambda x: x)
+stop_gradient_p.def_abstract_eval(lambda x: x)
+defjvp_zero(stop_gradient_p)
+batching.defvectorized(stop_gradient_p)
+mlir.register_lowering(stop_gradient_p, lambda ctx, x: x)

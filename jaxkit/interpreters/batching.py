@@ -1,32 +1,290 @@
-"""Automatic batching (vmap): the batch trace and the per-primitive batching rules.
+"""Automatic batching (vmap): the batch trace, batching of jaxprs, and the per-primitive rules.
 
-Rule table (filled by each primitive's block in ``jaxkit.lax``):
-``primitive_batchers[p](batched_args, batch_dims, **params) -> (out, out_dim)``; ``batch_dims``
-holds an int (the batched axis of that argument) or ``not_mapped`` (None). For
-multiple-result primitives ``out`` and ``out_dim`` are lists.
+A ``BatchTracer`` stands for one example of a batch: it holds the whole batch ``val`` and the
+axis ``batch_dim`` along which ``val`` is batched. A ``BatchTrace`` unboxes only its own tracers
+(anything else, including tracers of other traces, is *unbatched* for it: ``not_mapped``), and
+runs each primitive's batching rule with its parent trace current, so the rule's own operations
+are handled further out (stackless tracing, as in ``core``).
+
+Rule tables (filled by each primitive's block in ``jaxkit.lax``):
+
+* ``primitive_batchers[p](batched_args, batch_dims, **params) -> (out, out_dim)``;
+  ``batch_dims`` holds, per argument, an int (its batched axis) or ``not_mapped`` (None). For
+  multiple-result primitives ``out`` and ``out_dim`` are lists. Such a rule is only called
+  when at least one argument is batched: otherwise the primitive is simply bound again.
+* ``axis_primitive_batchers[p](axis_data, batched_args, batch_dims, **params)``: the same for
+  primitives that must know the batch axis (its size and name): primitives carrying jaxprs
+  (``jit``, ``cond``, ``scan``, ...) and collectives (``psum`` over a vmapped axis name). These
+  rules are also called when no argument is batched if the vmap has an ``axis_name`` (a
+  collective inside may refer to it); they must then handle all-``not_mapped`` arguments.
+
+Helpers for writing rules: ``defvectorized`` (unary elementwise), ``defbroadcasting`` (n-ary
+elementwise), ``defreducer`` (reductions over ``axes``), ``defaxes`` (ops with axis-valued
+params whose output keeps the batch axis), ``defleading`` (ops that accept leading batch axes),
+and the array operations ``moveaxis``, ``broadcast``, ``bdim_at_front``, ``matchaxis``. For
+primitives carrying jaxprs: ``batch_jaxpr`` (batched inputs and outputs at axis 0),
+``batch_jaxpr_axes`` (arbitrary axes, output axes inferred) and ``batch_subtrace`` (batch a
+Python function). ``find_axis(name)`` gives collectives the vmapped axis called ``name``.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from jaxkit import core
+from jaxkit.core import ClosedJaxpr, ShapedArray
+from jaxkit.interpreters import partial_eval as pe
 
 primitive_batchers: dict[core.Primitive, Callable] = {}
+axis_primitive_batchers: dict[core.Primitive, Callable] = {}
 not_mapped = None
 
 
-def defvectorized(prim: core.Primitive) -> None:
-    """A unary elementwise primitive: batching changes nothing."""
-
-    def rule(batched_args, batch_dims, **params):
-        (x,), (d,) = batched_args, batch_dims
-        return prim.bind(x, **params), d
-
-    primitive_batchers[prim] = rule
+# --------------------------------------------------------------------------------------------
+# The batch trace
+# --------------------------------------------------------------------------------------------
 
 
-# The two array operations batching rules need everywhere. They are primitives of
-# ``jaxkit.lax`` (which registers them here), so this module stays below lax.
+@dataclass(frozen=True)
+class AxisData:
+    """The axis a ``BatchTrace`` maps over: its name (or None), size, and SPMD mesh axis
+    name(s) (accepted for API compatibility; jaxkit runs a vmap on one device)."""
+
+    name: Any
+    size: int
+    spmd_name: Any = None
+
+
+class BatchTracer(core.Tracer):
+    """One example of a batch: ``val`` holds the whole batch, batched along ``batch_dim``."""
+
+    __slots__ = ("_aval", "batch_dim", "val")
+
+    def __init__(self, trace: BatchTrace, val, batch_dim: int):
+        aval = core.get_aval(val)
+        if not 0 <= batch_dim < aval.ndim:
+            raise ValueError(f"internal: batch dimension {batch_dim} out of range for a value "
+                             f"of type {aval.str_short()}")
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+        shape = aval.shape
+        self._aval = aval.update(shape=shape[:batch_dim] + shape[batch_dim + 1:])
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self._aval
+
+    def __repr__(self):
+        return (f"BatchTracer<{self._aval.str_short()}>(batched along axis {self.batch_dim} of "
+                f"{core.get_aval(self.val).str_short()})")
+
+
+class BatchTrace(core.Trace):
+    """Batches every primitive applied to its tracers along one axis (``axis_data``)."""
+
+    __slots__ = ("axis_data", "debug")
+
+    def __init__(self, axis_data: AxisData, debug: str | None = None):
+        super().__init__()
+        self.axis_data = axis_data
+        self.debug = debug
+
+    axis_size = property(lambda self: self.axis_data.size)
+    axis_name = property(lambda self: self.axis_data.name)
+
+    def to_batch_info(self, x) -> tuple[Any, int | None]:
+        """``(val, batch_dim)`` of ``x`` as seen by this trace."""
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.batch_dim
+        if isinstance(x, core.Tracer) and x._trace._invalid:
+            core.check_tracer_live(x)
+        return x, not_mapped
+
+    def process_primitive(self, primitive, args, params):
+        vals, dims = [], []
+        for x in args:
+            v, d = self.to_batch_info(x)
+            vals.append(v)
+            dims.append(d)
+        unbatched = all(d is not_mapped for d in dims)
+        axis_rule = axis_primitive_batchers.get(primitive)
+        if unbatched and (axis_rule is None or self.axis_data.name is None):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*vals, **params)
+        with core.set_current_trace(self.parent):
+            if axis_rule is not None:
+                out, out_dim = axis_rule(self.axis_data, vals, dims, **params)
+            else:
+                rule = primitive_batchers.get(primitive)
+                if rule is None:
+                    raise NotImplementedError(
+                        f"batching rule for '{primitive.name}' is not implemented (vmap of "
+                        f"{primitive.name} with arguments batched along axes {tuple(dims)})")
+                out, out_dim = rule(vals, dims, **params)
+            if _check_rules:
+                _check_rule_output(primitive, vals, dims, params, out, out_dim)
+        if primitive.multiple_results:
+            return [o if d is not_mapped else BatchTracer(self, o, d)
+                    for o, d in zip(out, out_dim)]
+        return out if out_dim is not_mapped else BatchTracer(self, out, out_dim)
+
+    def describe_tracer(self, tracer: core.Tracer) -> str:
+        name = "" if self.axis_data.name is None else f" (axis_name={self.axis_data.name!r})"
+        where = f" of {self.debug}" if self.debug else ""
+        return (f"The value is batched by vmap{where}{name}: each example of the batch may "
+                "need a different concrete value, so none can be chosen.")
+
+
+def find_axis(axis_name) -> BatchTrace:
+    """The innermost live ``BatchTrace`` mapping over ``axis_name``, found by walking the
+    parents of the current trace. Collective primitives (``psum`` & co.) use it to learn the
+    size of a vmapped axis; their batching rules (in ``axis_primitive_batchers``) receive
+    the ``AxisData`` of the trace that batches them directly. Raises ``NameError`` (as JAX
+    does) when no enclosing vmap has that name."""
+    t = core.current_trace()
+    while t is not None:
+        if isinstance(t, BatchTrace) and t.axis_data.name == axis_name:
+            return t
+        t = t.parent
+    names = axis_names_in_scope()
+    raise NameError(f"unbound axis name: {axis_name}. The following axis names (e.g. defined "
+                    f"by vmap) are available to collective operations: {names}")
+
+
+def axis_names_in_scope() -> list:
+    """Names of the vmapped axes enclosing the current trace, innermost first."""
+    names, t = [], core.current_trace()
+    while t is not None:
+        if isinstance(t, BatchTrace) and t.axis_data.name is not None:
+            names.append(t.axis_data.name)
+        t = t.parent
+    return names
+
+
+# --------------------------------------------------------------------------------------------
+# Batching Python functions and jaxprs (for primitives that carry jaxprs)
+# --------------------------------------------------------------------------------------------
+
+
+def _as_axis_data(axis, axis_name=None, spmd_axis_name=None) -> AxisData:
+    if isinstance(axis, AxisData):
+        return axis
+    return AxisData(axis_name, int(axis), spmd_axis_name)
+
+
+def batch_subtrace(fun: Callable, axis_data: AxisData, in_dims: Sequence[int | None],
+                   out_dims: Sequence[int | None] | None = None) -> Callable:
+    """``fun`` (flat values in, flat sequence out) applied to batches.
+
+    The returned function takes the batched values (argument ``i`` batched along
+    ``in_dims[i]``, or unbatched if None) and returns ``(out_vals, out_dims)``. Outputs keep
+    the batch axis the body gave them, unless ``out_dims`` asks for a position (an int moves
+    the axis there, broadcasting an unbatched output; None leaves that output as it is)."""
+
+    def batched(*vals):
+        trace = BatchTrace(axis_data)
+        with core.new_trace(trace):
+            args = [v if d is not_mapped else BatchTracer(trace, v, d)
+                    for v, d in zip(vals, in_dims)]
+            outs = fun(*args)
+        res_vals, res_dims = [], []
+        for i, o in enumerate(outs):
+            v, d = trace.to_batch_info(o)
+            dst = None if out_dims is None else out_dims[i]
+            if dst is not None:
+                v, d = matchaxis(d, dst, v, axis_data.size), dst
+            res_vals.append(v)
+            res_dims.append(d)
+        return res_vals, res_dims
+
+    return batched
+
+
+def mapped_aval(size: int, dim: int | None, aval: ShapedArray) -> ShapedArray:
+    """The aval of a batch of ``size`` examples of ``aval`` stacked along ``dim``."""
+    if dim is not_mapped:
+        return aval
+    shape = list(aval.shape)
+    shape.insert(dim, size)
+    return aval.update(shape=tuple(shape))
+
+
+def unmapped_aval(dim: int | None, aval: ShapedArray) -> ShapedArray:
+    """The aval of one example of a batch ``aval`` batched along ``dim``."""
+    if dim is not_mapped:
+        return aval
+    return aval.update(shape=aval.shape[:dim] + aval.shape[dim + 1:])
+
+
+# ClosedJaxpr -> {key: (batched ClosedJaxpr, out_dims)}. Reusing the same batched jaxpr object
+# lets the jit primitive's executable cache (keyed on the jaxpr) hit on every later call.
+_batch_jaxpr_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def batch_jaxpr_axes(closed_jaxpr: ClosedJaxpr, axis, in_dims: Sequence[int | None],
+                     out_dims: Sequence[int | None] | None = None, *, axis_name=None,
+                     spmd_axis_name=None) -> tuple[ClosedJaxpr, list[int | None]]:
+    """Batch a jaxpr whose input ``i`` is batched along ``in_dims[i]`` (None: unbatched).
+
+    ``axis`` is the batch size (with ``axis_name``) or an ``AxisData``. Returns the batched
+    ClosedJaxpr and the batch axis of each output: as the body produced it, or as requested
+    by ``out_dims`` (see ``batch_subtrace``). Results are cached per jaxpr object."""
+    axis_data = _as_axis_data(axis, axis_name, spmd_axis_name)
+    in_dims = tuple(in_dims)
+    key = (axis_data, in_dims, None if out_dims is None else tuple(out_dims))
+    cacheable = not any(isinstance(c, core.Tracer) for c in closed_jaxpr.consts)
+    per_jaxpr = _batch_jaxpr_cache.setdefault(closed_jaxpr, {}) if cacheable else {}
+    hit = per_jaxpr.get(key)
+    if hit is not None:
+        return hit
+    in_avals = [mapped_aval(axis_data.size, d, a) for d, a in zip(in_dims, closed_jaxpr.in_avals)]
+    fun = batch_subtrace(core.jaxpr_as_fun(closed_jaxpr), axis_data, in_dims, out_dims)
+    out_dims_box = []
+
+    def flat_fun(*args):
+        vals, dims = fun(*args)
+        out_dims_box.append(dims)
+        return vals
+
+    jaxpr, consts = pe.trace_to_jaxpr(flat_fun, in_avals, closed_jaxpr.jaxpr.debug_info)
+    result = (ClosedJaxpr(jaxpr, consts), out_dims_box[0])
+    if cacheable and not any(isinstance(c, core.Tracer) for c in consts):
+        per_jaxpr[key] = result
+    return result
+
+
+def batch_jaxpr(closed_jaxpr: ClosedJaxpr, axis, in_batched: Sequence[bool],
+                instantiate: bool | Sequence[bool], *, axis_name=None,
+                spmd_axis_name=None) -> tuple[ClosedJaxpr, list[bool]]:
+    """Batch a jaxpr with batched inputs and outputs at axis 0 (JAX's ``batch_jaxpr``).
+
+    ``in_batched[i]`` says whether input ``i`` is batched; ``instantiate`` (one bool, or one
+    per output) forces outputs to be batched (broadcasting them). Returns the batched
+    ClosedJaxpr and which outputs are batched. ``axis`` is the batch size or an ``AxisData``."""
+    n_out = len(closed_jaxpr.out_avals)
+    if isinstance(instantiate, bool):
+        instantiate = (instantiate,) * n_out
+    in_dims = [0 if b else not_mapped for b in in_batched]
+    # Two passes: the first finds which outputs come out batched; the second moves those
+    # (and the instantiated ones) to axis 0.
+    _, dims = batch_jaxpr_axes(closed_jaxpr, axis, in_dims, axis_name=axis_name,
+                               spmd_axis_name=spmd_axis_name)
+    out_batched = [d is not not_mapped or bool(inst) for d, inst in zip(dims, instantiate)]
+    out_dims = [0 if b else None for b in out_batched]
+    closed, _ = batch_jaxpr_axes(closed_jaxpr, axis, in_dims, out_dims, axis_name=axis_name,
+                                 spmd_axis_name=spmd_axis_name)
+    return closed, out_batched
+
+
+# --------------------------------------------------------------------------------------------
+# Array operations for rules. They are primitives of ``jaxkit.lax`` (which registers them
+# here), so this module stays below lax.
+# --------------------------------------------------------------------------------------------
+
 _axis_ops: dict[str, Callable] = {}
 
 
@@ -39,14 +297,27 @@ def register_axis_ops(*, moveaxis: Callable, broadcast: Callable,
     _axis_ops["broadcast_in_dim"] = broadcast_in_dim
 
 
+def _ndim(x) -> int:
+    return core.get_aval(x).ndim
+
+
+def _shape(x) -> tuple[int, ...]:
+    return core.get_aval(x).shape
+
+
 def moveaxis(x, src: int, dst: int):
+    """``x`` with axis ``src`` moved to position ``dst`` (negative counts from the end)."""
+    n = _ndim(x)
+    src, dst = src % n, dst % n
     if src == dst:
         return x
     return _axis_ops["moveaxis"](x, src, dst)
 
 
 def broadcast(x, size: int, axis: int):
-    return _axis_ops["broadcast"](x, size, axis)
+    """``x`` with a new axis of ``size`` inserted at ``axis`` (negative counts from the end of
+    the result)."""
+    return _axis_ops["broadcast"](x, size, axis % (_ndim(x) + 1))
 
 
 def bdim_at_front(x, bdim, size: int):
@@ -63,34 +334,178 @@ def matchaxis(src, dst, x, size: int):
     if src is not_mapped:
         return broadcast(x, size, dst)
     if dst is not_mapped:
-        raise ValueError("cannot un-batch a batched value")
+        raise ValueError(f"cannot un-batch a value batched along axis {src}")
     return moveaxis(x, src, dst)
 
 
 def batch_size(args, dims) -> int:
-    return next(x.shape[d] for x, d in zip(args, dims) if d is not not_mapped)
+    """The size of the batch axis of the first batched argument."""
+    return next(_shape(x)[d] for x, d in zip(args, dims) if d is not not_mapped)
+
+
+def move_all_to(args, dims, dst: int, size: int) -> list:
+    """Every argument batched along ``dst`` (unbatched ones are broadcast)."""
+    return [matchaxis(d, dst, x, size) for x, d in zip(args, dims)]
+
+
+# --------------------------------------------------------------------------------------------
+# Generic rules
+# --------------------------------------------------------------------------------------------
+
+
+def vectorized_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
+    """Rule of a unary elementwise primitive: the batch axis passes through."""
+    (x,), (d,) = batched_args, batch_dims
+    return prim.bind(x, **params), d
+
+
+def defvectorized(prim: core.Primitive) -> None:
+    """A unary elementwise primitive: batching changes nothing."""
+    primitive_batchers[prim] = lambda args, dims, **params: vectorized_batcher(
+        prim, args, dims, **params)
+
+
+def broadcast_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
+    """Rule of an n-ary elementwise primitive whose rank-0 operands broadcast.
+
+    The batch axis of the result is that of the first operand batched with the full rank.
+    Operands batched elsewhere are moved there, unbatched arrays broadcast along it, and
+    per-example rank-0 operands broadcast to the batched shape; unbatched rank-0 operands
+    broadcast by themselves. Aligned operands cost nothing."""
+    example = ()
+    for x, d in zip(batched_args, batch_dims):
+        s = unmapped_aval(d, core.get_aval(x)).shape
+        if s:
+            example = s
+            break
+    rank = len(example) + 1
+    dim = next((d for x, d in zip(batched_args, batch_dims)
+                if d is not not_mapped and _ndim(x) == rank), 0)
+    size = batch_size(batched_args, batch_dims)
+    args = []
+    for x, d in zip(batched_args, batch_dims):
+        if d is not_mapped:
+            args.append(x if _ndim(x) == 0 else broadcast(x, size, dim))
+        elif _ndim(x) != rank:  # one rank-0 value per example, beside arrays
+            shape = list(example)
+            shape.insert(dim, size)
+            args.append(_axis_ops["broadcast_in_dim"](x, tuple(shape), (dim,)))
+        else:
+            args.append(moveaxis(x, d, dim))
+    out = prim.bind(*args, **params)
+    return (out, [dim] * len(out)) if prim.multiple_results else (out, dim)
 
 
 def defbroadcasting(prim: core.Primitive) -> None:
     """An n-ary elementwise primitive (rank-0 operands broadcast): line the batch axes up,
     then apply it once."""
+    primitive_batchers[prim] = lambda args, dims, **params: broadcast_batcher(
+        prim, args, dims, **params)
 
-    def rule(batched_args, batch_dims, **params):
-        if all(d is not not_mapped for d in batch_dims) and len(set(batch_dims)) == 1 and len(
-                {x.shape for x in batched_args}) == 1:
-            return prim.bind(*batched_args, **params), batch_dims[0]
+
+def reducer_batcher(prim: core.Primitive, batched_args, batch_dims, *, axes, **params):
+    """Rule of a reduction over the operand axes ``axes`` (removed from the result): the
+    reduced axes are renumbered around the batch axis, which survives."""
+    if len(batched_args) > 1:
         size = batch_size(batched_args, batch_dims)
-        example_shape = max((x.shape[:d] + x.shape[d + 1:] if d is not not_mapped else x.shape
-                             for x, d in zip(batched_args, batch_dims)), key=len)
-        args = []
-        for x, d in zip(batched_args, batch_dims):
-            if d is not_mapped and not x.shape:
-                args.append(x)  # an unbatched scalar broadcasts by itself
-                continue
-            x = bdim_at_front(x, d, size)
-            if x.ndim == 1 and example_shape:
-                x = _axis_ops["broadcast_in_dim"](x, (size,) + example_shape, (0,))
-            args.append(x)
-        return prim.bind(*args, **params), 0
+        dim = next(d for d in batch_dims if d is not not_mapped)
+        batched_args, batch_dims = move_all_to(batched_args, batch_dims, dim, size), (
+            [dim] * len(batched_args))
+    d = next(d for d in batch_dims if d is not not_mapped)
+    new_axes = tuple(a + (a >= d) for a in axes)
+    out_dim = d - sum(1 for a in new_axes if a < d)
+    out = prim.bind(*batched_args, axes=new_axes, **params)
+    return (out, [out_dim] * len(out)) if prim.multiple_results else (out, out_dim)
 
-    primitive_batchers[prim] = rule
+
+def defreducer(prim: core.Primitive) -> None:
+    """A reduction with an ``axes`` parameter (reduce_sum, reduce_max, argmax, ...)."""
+    primitive_batchers[prim] = lambda args, dims, **params: reducer_batcher(
+        prim, args, dims, **params)
+
+
+def _shift_axes(value, d: int):
+    if isinstance(value, tuple):
+        return tuple(a + (a >= d) for a in value)
+    return value + (value >= d)
+
+
+def axes_batcher(prim: core.Primitive, param_names: Sequence[str], batched_args, batch_dims,
+                 **params):
+    """Rule of a primitive whose array operands all have the same rank and whose params
+    ``param_names`` name operand axes (an int or a tuple of ints), the result keeping the
+    batch axis in place: every operand gets the batch axis where the first batched one has
+    it, and the axis params are renumbered around it."""
+    size = batch_size(batched_args, batch_dims)
+    d = next(d for d in batch_dims if d is not not_mapped)
+    args = move_all_to(batched_args, batch_dims, d, size)
+    params = dict(params)
+    for name in param_names:
+        params[name] = _shift_axes(params[name], d)
+    out = prim.bind(*args, **params)
+    return (out, [d] * len(out)) if prim.multiple_results else (out, d)
+
+
+def defaxes(prim: core.Primitive, *param_names: str) -> None:
+    """A primitive whose params ``param_names`` name operand axes and whose result has the
+    operands' rank (cumsum's ``axis``, sort's ``dimension``, rev's ``dimensions``,
+    concatenate's ``dimension``)."""
+    primitive_batchers[prim] = lambda args, dims, **params: axes_batcher(
+        prim, param_names, args, dims, **params)
+
+
+def leading_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
+    """Rule of a primitive that treats leading axes of all its operands as batch axes (as
+    linear-algebra primitives do): every operand gets the batch axis in front."""
+    size = batch_size(batched_args, batch_dims)
+    args = [bdim_at_front(x, d, size) for x, d in zip(batched_args, batch_dims)]
+    out = prim.bind(*args, **params)
+    return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
+
+
+def defleading(prim: core.Primitive) -> None:
+    """A primitive that accepts any number of leading batch axes on all its operands."""
+    primitive_batchers[prim] = lambda args, dims, **params: leading_batcher(
+        prim, args, dims, **params)
+
+
+# --------------------------------------------------------------------------------------------
+# Checking rules (used by the test harness): each rule's result must have the shape and dtype
+# the primitive gives one example.
+# --------------------------------------------------------------------------------------------
+
+_check_rules = False
+
+
+@contextlib.contextmanager
+def checking_rules(enabled: bool = True) -> Iterator[None]:
+    """Within the block, compare the per-example type of every batching rule's result with
+    the primitive's abstract evaluation, raising ``AssertionError`` naming a wrong rule."""
+    global _check_rules
+    prev, _check_rules = _check_rules, enabled
+    try:
+        yield
+    finally:
+        _check_rules = prev
+
+
+def _check_rule_output(prim, vals, dims, params, out, out_dim) -> None:
+    avals = [unmapped_aval(d, core.get_aval(v)) for v, d in zip(vals, dims)]
+    expected = prim.abstract_eval(*avals, **params)
+    outs, out_dims = (out, out_dim) if prim.multiple_results else ([out], [out_dim])
+    expected = list(expected) if prim.multiple_results else [expected]
+    sizes = {core.get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not not_mapped}
+    for i, (o, d, e) in enumerate(zip(outs, out_dims, expected)):
+        got_batch = core.get_aval(o)
+        if d is not not_mapped and not 0 <= d < got_batch.ndim:
+            raise AssertionError(f"batching rule for '{prim.name}' returned output {i} with "
+                                 f"batch axis {d} for a value of type {got_batch.str_short()}")
+        got = unmapped_aval(d, got_batch)
+        if got.shape != e.shape or got.dtype != e.dtype:
+            raise AssertionError(
+                f"batching rule for '{prim.name}' (batch axes {tuple(dims)}, params {params}) "
+                f"gave output {i} of per-example type {got.str_short()} (batched along axis "
+                f"{d}: {got_batch.str_short()}) but one example has type {e.str_short()}")
+        if d is not not_mapped and {got_batch.shape[d]} != sizes and sizes:
+            raise AssertionError(f"batching rule for '{prim.name}' gave output {i} a batch axis "
+                                 f"of size {got_batch.shape[d]}, expected {sizes}")

@@ -1,18 +1,50 @@
-"""Elementwise primitives: arithmetic, comparisons, logic, transcendental functions.
+"""Elementwise primitives: arithmetic, comparisons, bitwise logic, rounding, complex parts,
+selection and clamping.
 
 Operands of an n-ary primitive have equal shapes and dtypes (``jaxkit.numpy`` broadcasts and
-promotes before calling these). Each primitive is one block: the wrapper, the primitive with
-its shape/dtype rule, then its JVP (or transpose), batching and lowering rules.
+promotes before calling these); a rank-0 operand may stand beside arrays and broadcasts (as in
+JAX, ``mul a 2.0:f32[]``). The result is weakly typed only if every operand is. Each primitive
+is one block: the wrapper, the primitive with its shape/dtype rule, then its JVP (or
+transpose), batching and lowering rules. Exponentials, logarithms, trigonometric functions,
+roots and ``pow`` are in ``elementwise_math.py``; shifts, bit counts, bit casts and
+``nextafter`` in ``elementwise_bits.py``; special functions in ``elementwise_special.py``.
 """
 from __future__ import annotations
 
+import enum
+
+import numpy as np
+from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import core
+from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _any, _float, _inexact, _num, standard_naryop, standard_unop
+from jaxkit.lax._helpers import (
+    _any,
+    _complex,
+    _float,
+    _inexact,
+    _int,
+    _int_or_bool,
+    _num,
+    _ordered,
+    _signedint,
+    check_dtype,
+    standard_naryop,
+    standard_primitive,
+    standard_unop,
+)
 from jaxkit.lax.structural import _reduce_sum, broadcast_in_dim
 from jaxkit.typing import Array, ArrayLike
+
+# CHLO ops (erf, lgamma, tan, asin, next_after, ...) need their dialect in the lowering
+# context; XLA expands them when it compiles the module.
+chlo.register_dialect(mlir.make_ir_context())
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers shared by the rules (also used by elementwise_math and elementwise_special)
+# --------------------------------------------------------------------------------------------
 
 
 def _unbroadcast(aval: core.ShapedArray, ct):
@@ -30,6 +62,44 @@ def _broadcast_to(x, shape):
     return broadcast_in_dim(x, shape, ())
 
 
+def _out_shape(*xs) -> tuple[int, ...]:
+    """The shape of an elementwise result: that of the operands which are not rank 0."""
+    return next((s for s in (core.get_aval(x).shape for x in xs) if s), ())
+
+
+def _bcast_rule(rule):
+    """Wrap a ``defjvp`` rule so that its contribution has the output shape even when it is
+    computed from the tangent of a rank-0 operand alone (contributions are summed)."""
+
+    def wrapped(g, *primals, **params):
+        return _broadcast_to(rule(g, *primals, **params), _out_shape(*primals))
+
+    return wrapped
+
+
+def _const(x, value) -> np.ndarray:
+    """A rank-0 constant of ``x``'s dtype."""
+    return np.array(value, dtype=core.get_aval(x).dtype)
+
+
+def _full(x, value):
+    """An array of ``x``'s shape and dtype filled with ``value``."""
+    aval = core.get_aval(x)
+    return broadcast_in_dim(np.array(value, aval.dtype), aval.shape, ())
+
+
+def _zeros(x):
+    return _full(x, 0)
+
+
+def _ones(x):
+    return _full(x, 1)
+
+
+def _is_complex(x) -> bool:
+    return dtypes.issubdtype(core.get_aval(x).dtype, np.complexfloating)
+
+
 def _linear_nary_jvp(prim):
     """JVP of an elementwise primitive linear in all operands (add, sub): apply it to the
     tangents, treating symbolic zeros as zeros of the right shape."""
@@ -43,6 +113,23 @@ def _linear_nary_jvp(prim):
 
     return jvp
 
+
+def _compare_type(dtype) -> str:
+    if dtypes.issubdtype(dtype, np.inexact):
+        return "FLOAT"
+    if dtypes.issubdtype(dtype, np.signedinteger):
+        return "SIGNED"
+    return "UNSIGNED"
+
+
+def _compare(x, y, direction: str, dtype):
+    """``stablehlo.compare`` of two IR values of ``dtype``."""
+    return hlo.CompareOp(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                         compare_type=hlo.ComparisonTypeAttr.get(_compare_type(dtype))).result
+
+
+def _bool_result(*dts) -> np.dtype:
+    return np.dtype(np.bool_)
 
 
 # ---- add -----------------------------------------------------------------------------------
@@ -100,6 +187,44 @@ batching.defbroadcasting(mul_p)
 mlir.register_lowering(mul_p, mlir.nary_lowering(hlo.MulOp))
 
 
+# ---- div -----------------------------------------------------------------------------------
+def div(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise division; integer division rounds toward zero. Lowers to
+    ``stablehlo.divide``."""
+    return div_p.bind(x, y)
+
+
+def _div_transpose(ct, x, y):
+    if ad.is_undefined_primal(y):
+        raise ValueError("div is not linear in its divisor and cannot be transposed with "
+                         "respect to it")
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval), None]
+    return [_unbroadcast(x.aval, div(ct, y)), None]
+
+
+div_p = standard_naryop("div", [_num, _num])
+ad.defjvp(div_p, lambda g, x, y: div(g, y),
+          lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
+ad.primitive_transposes[div_p] = _div_transpose
+batching.defbroadcasting(div_p)
+mlir.register_lowering(div_p, mlir.nary_lowering(hlo.DivOp))
+
+
+# ---- rem -----------------------------------------------------------------------------------
+def rem(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise remainder ``x - y * trunc(x / y)`` (sign of ``x``). Lowers to
+    ``stablehlo.remainder``."""
+    return rem_p.bind(x, y)
+
+
+rem_p = standard_naryop("rem", [_int + _float, _int + _float])
+ad.defjvp(rem_p, _bcast_rule(lambda g, x, y: g),
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+batching.defbroadcasting(rem_p)
+mlir.register_lowering(rem_p, mlir.nary_lowering(hlo.RemOp))
+
+
 # ---- neg -----------------------------------------------------------------------------------
 def neg(x: ArrayLike) -> Array:
     """Elementwise negation. Lowers to ``stablehlo.negate``."""
@@ -112,40 +237,592 @@ batching.defvectorized(neg_p)
 mlir.register_lowering(neg_p, mlir.nary_lowering(hlo.NegOp))
 
 
-# ---- sin -----------------------------------------------------------------------------------
-def sin(x: ArrayLike) -> Array:
-    """Elementwise sine. Lowers to ``stablehlo.sine``."""
-    return sin_p.bind(x)
+# ---- max / min -----------------------------------------------------------------------------
+def max(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise maximum (NaN-propagating; complex numbers compare lexicographically).
+    Lowers to ``stablehlo.maximum``."""
+    return max_p.bind(x, y)
 
 
-sin_p = standard_unop("sin", _inexact)
-ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
-batching.defvectorized(sin_p)
-mlir.register_lowering(sin_p, mlir.nary_lowering(hlo.SineOp))
+def min(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise minimum (NaN-propagating; complex numbers compare lexicographically).
+    Lowers to ``stablehlo.minimum``."""
+    return min_p.bind(x, y)
 
 
-# ---- cos -----------------------------------------------------------------------------------
-def cos(x: ArrayLike) -> Array:
-    """Elementwise cosine. Lowers to ``stablehlo.cosine``."""
-    return cos_p.bind(x)
+def _balanced_eq(x, z, y):
+    """1 where ``x == z`` (and ``y != z``), 1/2 where all three are equal, else 0: the
+    derivative of max/min, which splits the tangent evenly at ties as JAX does."""
+    return div(select(eq(x, z), _ones(z), _zeros(z)),
+               select(eq(y, z), _full(z, 2), _ones(z)))
 
 
-cos_p = standard_unop("cos", _inexact)
-ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
-batching.defvectorized(cos_p)
-mlir.register_lowering(cos_p, mlir.nary_lowering(hlo.CosineOp))
+def _minmax_lowering(op, direction):
+    def rule(ctx, x, y):
+        x, y = mlir.broadcast_scalar_operands(ctx, (x, y))
+        dtype = ctx.avals_in[0].dtype
+        if not dtypes.issubdtype(dtype, np.complexfloating):
+            return op(x, y).result
+        # Lexicographic on (real, imag), as JAX: XLA has no complex max/min.
+        rx, ry = hlo.RealOp(x).result, hlo.RealOp(y).result
+        real_eq = _compare(rx, ry, "EQ", np.float32)
+        real_cmp = _compare(rx, ry, direction, np.float32)
+        imag_cmp = _compare(hlo.ImagOp(x).result, hlo.ImagOp(y).result, direction, np.float32)
+        which = hlo.SelectOp(real_eq, imag_cmp, real_cmp).result
+        return hlo.SelectOp(which, x, y).result
+
+    return rule
 
 
-# ---- exp -----------------------------------------------------------------------------------
-def exp(x: ArrayLike) -> Array:
-    """Elementwise natural exponential. Lowers to ``stablehlo.exponential``."""
-    return exp_p.bind(x)
+max_p = standard_naryop("max", [_any, _any])
+ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+batching.defbroadcasting(max_p)
+mlir.register_lowering(max_p, _minmax_lowering(hlo.MaxOp, "GT"))
+
+min_p = standard_naryop("min", [_any, _any])
+ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+batching.defbroadcasting(min_p)
+mlir.register_lowering(min_p, _minmax_lowering(hlo.MinOp, "LT"))
 
 
-exp_p = standard_unop("exp", _inexact)
-ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
-batching.defvectorized(exp_p)
-mlir.register_lowering(exp_p, mlir.nary_lowering(hlo.ExpOp))
+# ---- integer_pow ---------------------------------------------------------------------------
+def integer_pow(x: ArrayLike, y: int) -> Array:
+    """Elementwise ``x ** y`` for a static integer ``y``. Lowers to O(log y)
+    ``stablehlo.multiply`` (and a ``stablehlo.divide`` for negative ``y``)."""
+    return integer_pow_p.bind(x, y=int(core.concrete_or_error(y, "integer_pow exponent")))
 
-__all__ = ["add", "sub", "mul", "neg", "sin", "cos", "exp", "add_p", "sub_p", "mul_p", "neg_p",
-           "sin_p", "cos_p", "exp_p"]
+
+def reciprocal(x: ArrayLike) -> Array:
+    """Elementwise ``1 / x``, as ``integer_pow(x, -1)``."""
+    return integer_pow(x, -1)
+
+
+def _integer_pow_dtype_rule(x, *, y):
+    check_dtype("integer_pow", x, _num)
+    if y < 0 and dtypes.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({x.str_short()}, {y})")
+    return x.dtype
+
+
+def _integer_pow_jvp(g, x, *, y):
+    if y == 0:
+        return _zeros(g)
+    if y == 1:
+        return g
+    if y == 2:
+        return mul(g, mul(_const(x, y), x))
+    return mul(g, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+def _integer_pow_lowering(ctx, x, *, y):
+    aval = ctx.avals_in[0]
+    if y == 0:
+        return mlir.full_like_aval(1, aval)
+    # Square-and-multiply in the order JAX uses, so rounding matches.
+    n, acc = -y if y < 0 else y, None
+    while n > 0:
+        if n & 1:
+            acc = x if acc is None else hlo.MulOp(acc, x).result
+        n >>= 1
+        if n > 0:
+            x = hlo.MulOp(x, x).result
+    if y < 0:
+        acc = hlo.DivOp(mlir.full_like_aval(1, aval), acc).result
+    return acc
+
+
+integer_pow_p = standard_primitive(lambda x, **_: x.shape, _integer_pow_dtype_rule,
+                                   "integer_pow", lambda x, **_: x.weak_type)
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+batching.defvectorized(integer_pow_p)
+mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
+
+
+# ---- square --------------------------------------------------------------------------------
+def square(x: ArrayLike) -> Array:
+    """Elementwise ``x * x``. Lowers to ``chlo.square`` (``stablehlo.multiply`` for
+    integers)."""
+    return square_p.bind(x)
+
+
+def _square_lowering(ctx, x):
+    if dtypes.issubdtype(ctx.avals_in[0].dtype, np.integer):
+        return hlo.MulOp(x, x).result
+    return chlo.SquareOp(x).result
+
+
+square_p = standard_unop("square", _num)
+ad.defjvp2(square_p, lambda g, ans, x: mul(g, mul(_const(x, 2), x)))
+batching.defvectorized(square_p)
+mlir.register_lowering(square_p, _square_lowering)
+
+
+# ---- abs -----------------------------------------------------------------------------------
+def abs(x: ArrayLike) -> Array:
+    """Elementwise absolute value; the modulus (a real number) for complex input. Lowers to
+    ``stablehlo.abs``."""
+    return abs_p.bind(x)
+
+
+def _abs_jvp(g, ans, x):
+    if _is_complex(x):
+        # d|x| = Re(conj(x) dx / |x|), with |x| = 0 replaced by 1 (the tangent is then 0).
+        return real(mul(g, div(conj(x), _replace_zero(complex(ans, _zeros(ans))))))
+    return select(ge(x, _zeros(x)), g, neg(g))
+
+
+def _replace_zero(x):
+    return select(eq(x, _zeros(x)), _ones(x), x)
+
+
+abs_p = standard_unop("abs", _signedint + _inexact,
+                      lambda dt: np.finfo(dt).dtype if dtypes.issubdtype(dt, np.complexfloating)
+                      else dt)
+ad.defjvp2(abs_p, _abs_jvp)
+batching.defvectorized(abs_p)
+mlir.register_lowering(abs_p, mlir.nary_lowering(hlo.AbsOp))
+
+
+# ---- sign ----------------------------------------------------------------------------------
+def sign(x: ArrayLike) -> Array:
+    """Elementwise sign (-1, 0 or 1; ``x / |x|`` for complex). Lowers to ``stablehlo.sign``."""
+    return sign_p.bind(x)
+
+
+def _sign_lowering(ctx, x):
+    aval = ctx.avals_in[0]
+    if dtypes.issubdtype(aval.dtype, np.unsignedinteger):
+        # stablehlo.sign is for signed numbers: an unsigned sign is x != 0.
+        zero = mlir.full_like_aval(0, aval)
+        return hlo.SelectOp(_compare(x, zero, "EQ", aval.dtype), zero,
+                            mlir.full_like_aval(1, aval)).result
+    return hlo.SignOp(x).result
+
+
+sign_p = standard_unop("sign", _num)
+ad.defjvp_zero(sign_p)
+batching.defvectorized(sign_p)
+mlir.register_lowering(sign_p, _sign_lowering)
+
+
+# ---- floor / ceil --------------------------------------------------------------------------
+def floor(x: ArrayLike) -> Array:
+    """Elementwise floor. Lowers to ``stablehlo.floor``."""
+    return floor_p.bind(x)
+
+
+floor_p = standard_unop("floor", _float)
+ad.defjvp_zero(floor_p)
+batching.defvectorized(floor_p)
+mlir.register_lowering(floor_p, mlir.nary_lowering(hlo.FloorOp))
+
+
+def ceil(x: ArrayLike) -> Array:
+    """Elementwise ceiling. Lowers to ``stablehlo.ceil``."""
+    return ceil_p.bind(x)
+
+
+ceil_p = standard_unop("ceil", _float)
+ad.defjvp_zero(ceil_p)
+batching.defvectorized(ceil_p)
+mlir.register_lowering(ceil_p, mlir.nary_lowering(hlo.CeilOp))
+
+
+# ---- round ---------------------------------------------------------------------------------
+class RoundingMethod(enum.IntEnum):
+    """How ``round`` breaks ties: away from zero (C's ``round``) or to the nearest even
+    integer (NumPy's ``round``)."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x: ArrayLike,
+          rounding_method: RoundingMethod = RoundingMethod.AWAY_FROM_ZERO) -> Array:
+    """Elementwise rounding to the nearest integer. Lowers to ``stablehlo.round_nearest_afz``
+    or ``stablehlo.round_nearest_even``."""
+    return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+def _round_lowering(ctx, x, *, rounding_method):
+    if rounding_method == RoundingMethod.AWAY_FROM_ZERO:
+        return hlo.RoundOp(x).result
+    return hlo.RoundNearestEvenOp(x).result
+
+
+round_p = standard_unop("round", _float)
+ad.defjvp_zero(round_p)
+batching.defvectorized(round_p)
+mlir.register_lowering(round_p, _round_lowering)
+
+
+# ---- is_finite -----------------------------------------------------------------------------
+def is_finite(x: ArrayLike) -> Array:
+    """Elementwise test for neither infinite nor NaN. Lowers to ``stablehlo.is_finite``."""
+    return is_finite_p.bind(x)
+
+
+is_finite_p = standard_unop("is_finite", _float, _bool_result)
+ad.defjvp_zero(is_finite_p)
+batching.defvectorized(is_finite_p)
+mlir.register_lowering(is_finite_p, mlir.nary_lowering(hlo.IsFiniteOp))
+
+
+# ---- comparisons: eq, ne, lt, le, gt, ge ---------------------------------------------------
+def eq(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x == y``. Lowers to ``stablehlo.compare EQ``."""
+    return eq_p.bind(x, y)
+
+
+def ne(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x != y``. Lowers to ``stablehlo.compare NE``."""
+    return ne_p.bind(x, y)
+
+
+def lt(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x < y``. Lowers to ``stablehlo.compare LT``."""
+    return lt_p.bind(x, y)
+
+
+def le(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x <= y``. Lowers to ``stablehlo.compare LE``."""
+    return le_p.bind(x, y)
+
+
+def gt(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x > y``. Lowers to ``stablehlo.compare GT``."""
+    return gt_p.bind(x, y)
+
+
+def ge(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x >= y``. Lowers to ``stablehlo.compare GE``."""
+    return ge_p.bind(x, y)
+
+
+def _compare_primitive(name: str, accepted, direction: str) -> core.Primitive:
+    prim = standard_naryop(name, [accepted, accepted], _bool_result)
+    ad.defjvp_zero(prim)
+    batching.defbroadcasting(prim)
+    mlir.register_lowering(prim, mlir.compare_lowering(direction))
+    return prim
+
+
+eq_p = _compare_primitive("eq", _any, "EQ")
+ne_p = _compare_primitive("ne", _any, "NE")
+lt_p = _compare_primitive("lt", _ordered, "LT")
+le_p = _compare_primitive("le", _ordered, "LE")
+gt_p = _compare_primitive("gt", _ordered, "GT")
+ge_p = _compare_primitive("ge", _ordered, "GE")
+
+
+# ---- bitwise logic: not, and, or, xor ------------------------------------------------------
+def bitwise_not(x: ArrayLike) -> Array:
+    """Elementwise NOT (logical for booleans). Lowers to ``stablehlo.not``."""
+    return not_p.bind(x)
+
+
+not_p = standard_unop("not", _int_or_bool)
+ad.defjvp_zero(not_p)
+batching.defvectorized(not_p)
+mlir.register_lowering(not_p, mlir.nary_lowering(hlo.NotOp))
+
+
+def bitwise_and(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise AND. Lowers to ``stablehlo.and``."""
+    return and_p.bind(x, y)
+
+
+def bitwise_or(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise OR. Lowers to ``stablehlo.or``."""
+    return or_p.bind(x, y)
+
+
+def bitwise_xor(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise XOR. Lowers to ``stablehlo.xor``."""
+    return xor_p.bind(x, y)
+
+
+def _integer_binop(name: str, accepted, op) -> core.Primitive:
+    """A binary primitive on integers (or booleans): its result is never differentiable."""
+    prim = standard_naryop(name, [accepted, accepted])
+    ad.defjvp_zero(prim)
+    batching.defbroadcasting(prim)
+    mlir.register_lowering(prim, mlir.nary_lowering(op))
+    return prim
+
+
+and_p = _integer_binop("and", _int_or_bool, hlo.AndOp)
+or_p = _integer_binop("or", _int_or_bool, hlo.OrOp)
+xor_p = _integer_binop("xor", _int_or_bool, hlo.XorOp)
+
+
+# ---- real / imag / complex / conj ----------------------------------------------------------
+def _complex_basetype(dt) -> np.dtype:
+    return np.finfo(dt).dtype
+
+
+def real(x: ArrayLike) -> Array:
+    """Elementwise real part of a complex array. Lowers to ``stablehlo.real``."""
+    return real_p.bind(x)
+
+
+real_p = standard_unop("real", _complex, _complex_basetype)
+ad.deflinear2(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
+batching.defvectorized(real_p)
+mlir.register_lowering(real_p, mlir.nary_lowering(hlo.RealOp))
+
+
+def imag(x: ArrayLike) -> Array:
+    """Elementwise imaginary part of a complex array. Lowers to ``stablehlo.imag``."""
+    return imag_p.bind(x)
+
+
+imag_p = standard_unop("imag", _complex, _complex_basetype)
+ad.deflinear2(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
+batching.defvectorized(imag_p)
+mlir.register_lowering(imag_p, mlir.nary_lowering(hlo.ImagOp))
+
+
+def complex(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise ``x + i y`` from float32 (float64) parts. Lowers to
+    ``stablehlo.complex``."""
+    return complex_p.bind(x, y)
+
+
+def _complex_transpose(ct, x, y):
+    return [_unbroadcast(x.aval, real(ct)) if ad.is_undefined_primal(x) else None,
+            _unbroadcast(y.aval, imag(neg(ct))) if ad.is_undefined_primal(y) else None]
+
+
+_complex_parts = (np.float32, np.float64)
+complex_p = standard_naryop("complex", [_complex_parts, _complex_parts],
+                            lambda dt, _: dtypes.to_complex_dtype(dt))
+ad.deflinear2(complex_p, _complex_transpose)
+batching.defbroadcasting(complex_p)
+mlir.register_lowering(complex_p, mlir.nary_lowering(hlo.ComplexOp))
+
+
+def conj(x: ArrayLike) -> Array:
+    """Elementwise complex conjugate (a real input becomes complex). Lowers to
+    ``stablehlo.complex`` of the real part and the negated imaginary part."""
+    return conj_p.bind(x, input_dtype=core.get_aval(x).dtype)
+
+
+def _conj_transpose(ct, x, *, input_dtype):
+    if dtypes.issubdtype(input_dtype, np.complexfloating):
+        return [conj(ct)]
+    return [real(ct)]
+
+
+def _conj_lowering(ctx, x, *, input_dtype):
+    aval = ctx.avals_in[0]
+    if dtypes.issubdtype(aval.dtype, np.complexfloating):
+        return hlo.ComplexOp(hlo.RealOp(x).result, hlo.NegOp(hlo.ImagOp(x).result).result).result
+    return hlo.ComplexOp(x, mlir.full_like_aval(0, aval)).result
+
+
+conj_p = standard_unop("conj", _complex_parts + _complex, dtypes.to_complex_dtype)
+ad.deflinear2(conj_p, _conj_transpose)
+batching.defvectorized(conj_p)
+mlir.register_lowering(conj_p, _conj_lowering)
+
+
+# ---- select_n ------------------------------------------------------------------------------
+def select(pred: ArrayLike, on_true: ArrayLike, on_false: ArrayLike) -> Array:
+    """``on_true`` where ``pred`` else ``on_false`` (``select_n(pred, on_false, on_true)``).
+    Lowers to ``stablehlo.select``."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def select_n(which: ArrayLike, *cases: ArrayLike) -> Array:
+    """``cases[which]`` elementwise; ``which`` is boolean (two cases at most) or integer, a
+    scalar or of the cases' shape. Lowers to a tree of ``stablehlo.select``."""
+    if not cases:
+        raise ValueError("select_n() must have at least one case")
+    return select_n_p.bind(which, *cases)
+
+
+def _select_n_shape_rule(which, *cases):
+    if not cases:
+        raise TypeError("select must have at least one case")
+    if any(c.shape != cases[0].shape for c in cases[1:]):
+        raise TypeError("select cases must have the same shapes, got "
+                        f"[{', '.join(str(c.shape) for c in cases)}].")
+    if which.shape and which.shape != cases[0].shape:
+        raise TypeError("select `which` must be scalar or have the same shape as cases, got "
+                        f"`which` shape {which.shape} but case shape {cases[0].shape}.")
+    return cases[0].shape
+
+
+def _select_n_dtype_rule(which, *cases):
+    if any(c.dtype != cases[0].dtype for c in cases[1:]):
+        raise TypeError("lax.select requires arguments to have the same dtypes, got "
+                        f"{', '.join(c.dtype.name for c in cases)}. (Tip: jaxkit.numpy.where "
+                        "is a similar function that does automatic type promotion on inputs).")
+    if not any(dtypes.issubdtype(which.dtype, t) for t in _int_or_bool):
+        raise TypeError(f"select `which` must be boolean or integer type, got "
+                        f"{which.dtype.name}.")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise TypeError("select with boolean `which` cannot have > 2 cases.")
+    return cases[0].dtype
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    case_tangents = tangents[1:]
+    if all(type(t) is ad.Zero for t in case_tangents):
+        return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+    ts = [ad.instantiate_zeros(t) for t in case_tangents]
+    return out, select_n_p.bind(which, *ts)
+
+
+def _select_n_transpose(ct, which, *cases):
+    if ad.is_undefined_primal(which):
+        raise ValueError("select_n cannot be transposed with respect to `which`")
+    if type(ct) is ad.Zero:
+        return [None] + [ad.Zero(c.aval) if ad.is_undefined_primal(c) else None
+                         for c in cases]
+    zeros = _zeros(ct)
+    if core.get_aval(which).dtype == np.bool_:
+        cts = [select_n_p.bind(which, ct, zeros), select_n_p.bind(which, zeros, ct)]
+    else:
+        cts = [select_n_p.bind(eq(which, _const(which, i)), zeros, ct)
+               for i in range(len(cases))]
+    return [None] + [t if ad.is_undefined_primal(c) else None for t, c in zip(cts, cases)]
+
+
+def _select_n_batch(args, dims):
+    which, *cases = args
+    which_d, *case_ds = dims
+    size = batching.batch_size(args, dims)
+    if all(d == which_d for d in case_ds):  # everything batched along the same axis
+        if np.shape(which) != np.shape(cases[0]):  # a per-example scalar `which`
+            which = broadcast_in_dim(which, np.shape(cases[0]), (which_d,))
+        return select_n_p.bind(which, *cases), which_d
+    if np.ndim(which) == 0 and all(d is not batching.not_mapped for d in case_ds):
+        d0 = case_ds[0]
+        cases = [batching.moveaxis(c, d, d0) for c, d in zip(cases, case_ds)]
+        return select_n_p.bind(which, *cases), d0
+    which = batching.bdim_at_front(which, which_d, size) if np.shape(which) else which
+    if any(np.shape(c) for c in cases):
+        cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, case_ds)]
+    if 0 < np.ndim(which) < np.ndim(cases[0]):  # a batched per-example scalar `which`
+        which = broadcast_in_dim(which, np.shape(cases[0]), (0,))
+    if np.ndim(which) > np.ndim(cases[0]):  # batched `which`, unbatched scalar cases
+        cases = [broadcast_in_dim(c, np.shape(which), ()) for c in cases]
+    return select_n_p.bind(which, *cases), 0
+
+
+def _select_n_lowering(ctx, which, *cases):
+    which_aval = ctx.avals_in[0]
+    if len(cases) == 1:
+        return cases[0]
+    if which_aval.dtype == np.bool_:
+        return hlo.SelectOp(which, cases[1], cases[0]).result
+
+    def tree(offset, cases):  # binary search on `which`, as JAX lowers it
+        if len(cases) == 1:
+            return cases[0]
+        mid = len(cases) // 2
+        pred = _compare(which, mlir.full_like_aval(offset + mid, which_aval), "LT",
+                        which_aval.dtype)
+        return hlo.SelectOp(pred, tree(offset, cases[:mid]),
+                            tree(offset + mid, cases[mid:])).result
+
+    return tree(0, cases)
+
+
+select_n_p = standard_primitive(_select_n_shape_rule, _select_n_dtype_rule, "select_n",
+                                lambda which, *cases: all(c.weak_type for c in cases))
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _select_n_batch
+mlir.register_lowering(select_n_p, _select_n_lowering)
+
+
+# ---- clamp ---------------------------------------------------------------------------------
+def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:
+    """Elementwise ``min <= x <= max`` clipping; ``min``/``max`` may be scalars. Lowers to
+    ``stablehlo.clamp``."""
+    return clamp_p.bind(min, x, max)
+
+
+def _clamp_shape_rule(min, operand, max):
+    if min.shape and min.shape != operand.shape:
+        raise TypeError("clamp requires min.shape == operand.shape or min.shape == (), got "
+                        f"min.shape={min.shape}, operand.shape={operand.shape}.")
+    if max.shape and max.shape != operand.shape:
+        raise TypeError("clamp requires max.shape == operand.shape or max.shape == (), got "
+                        f"max.shape={max.shape}, operand.shape={operand.shape}.")
+    return operand.shape
+
+
+def _clamp_dtype_rule(min, operand, max):
+    for i, a in enumerate((min, operand, max)):
+        check_dtype("clamp", a, _any, i)
+    if not min.dtype == operand.dtype == max.dtype:
+        raise TypeError("lax.clamp requires arguments to have the same dtypes, got "
+                        f"{min.dtype.name}, {operand.dtype.name}, {max.dtype.name}.")
+    return operand.dtype
+
+
+def _clamp_jvp_rule(which):
+    """The tangent of ``min``/``operand``/``max`` passes where that argument is the result
+    (JAX's conventions at ties); a scalar bound's tangent is broadcast first."""
+
+    def rule(g, min, operand, max):
+        g = _broadcast_to(g, core.get_aval(operand).shape)
+        if which == 0:
+            pred = bitwise_and(gt(min, operand), lt(min, max))
+        elif which == 1:
+            pred = bitwise_and(gt(operand, min), lt(operand, max))
+        else:
+            pred = lt(max, operand)
+        return select(pred, g, _zeros(g))
+
+    return rule
+
+
+def _clamp_batch(args, dims):
+    min, x, max = args
+    min_d, x_d, max_d = dims
+    size = batching.batch_size(args, dims)
+    if min_d == x_d == max_d and np.shape(min) == np.shape(x) == np.shape(max):
+        return clamp_p.bind(min, x, max), x_d
+    if np.ndim(min) == 0 and np.ndim(max) == 0 and x_d is not batching.not_mapped:
+        return clamp_p.bind(min, x, max), x_d
+    # General case: batch axes to the front, then every bound to the operand's shape.
+    x = batching.bdim_at_front(x, x_d, size)
+    shape = np.shape(x)
+    bounds = []
+    for b, d in ((min, min_d), (max, max_d)):
+        if d is batching.not_mapped:
+            b = broadcast_in_dim(b, shape, tuple(range(1, len(shape))) if np.ndim(b) else ())
+        else:
+            b = batching.moveaxis(b, d, 0)
+            b = broadcast_in_dim(b, shape, tuple(range(np.ndim(b))))
+        bounds.append(b)
+    return clamp_p.bind(bounds[0], x, bounds[1]), 0
+
+
+clamp_p = standard_primitive(_clamp_shape_rule, _clamp_dtype_rule, "clamp",
+                             lambda *avals: all(a.weak_type for a in avals))
+ad.defjvp(clamp_p, _clamp_jvp_rule(0), _clamp_jvp_rule(1), _clamp_jvp_rule(2))
+batching.primitive_batchers[clamp_p] = _clamp_batch
+mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: hlo.ClampOp(lo, x, hi).result)
+
+
+__all__ = [
+    "RoundingMethod", "abs", "abs_p", "add", "add_p", "and_p", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "ceil", "ceil_p", "clamp", "clamp_p", "complex", "complex_p",
+    "conj", "conj_p", "div", "div_p", "eq", "eq_p", "floor", "floor_p", "ge", "ge_p", "gt",
+    "gt_p", "imag", "imag_p", "integer_pow", "integer_pow_p", "is_finite", "is_finite_p", "le",
+    "le_p", "lt", "lt_p", "max", "max_p", "min", "min_p", "mul", "mul_p", "ne", "ne_p", "neg",
+    "neg_p", "not_p", "or_p", "real", "real_p", "reciprocal", "rem", "rem_p", "round",
+    "round_p", "select", "select_n", "select_n_p", "sign", "sign_p", "square", "square_p",
+    "sub", "sub_p", "xor_p",
+]

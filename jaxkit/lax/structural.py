@@ -1,20 +1,35 @@
-"""Structural primitives: broadcasting, reshaping, transposition, dtype conversion, iota,
-concatenation, padding, reversal, selection.
+"""Structural primitives: broadcasting, reshaping, transposition, squeezing, reversal, iota,
+concatenation and splitting, dtype conversion, and ``reduce_sum``.
 
-These carry no arithmetic; most are linear, so each block writes its transpose rule and gets
-its JVP from ``ad.deflinear2``.
+These carry no arithmetic, so this module sits directly above the interpreters and below the
+elementwise primitives (which use ``broadcast_in_dim`` and ``reduce_sum`` in their rules). Most
+are linear: each block writes its transpose rule and gets its JVP from ``ad.deflinear2``.
+Slicing and padding live in ``slicing.py``, the other reductions in ``reductions.py``.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import core, dtypes
+from jaxkit import _dispatch, core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _any, as_tuple_of_ints, check_dtype, standard_primitive
+from jaxkit.lax._helpers import (
+    _all_weak,
+    _any,
+    _first_weak,
+    as_tuple_of_ints,
+    canonicalize_axis,
+    check_dtype,
+    standard_primitive,
+)
 from jaxkit.typing import Array, ArrayLike, DTypeLike
+
+
+def _is_array(x) -> bool:
+    return isinstance(x, (core.Tracer, Array))
 
 
 # ---- broadcast_in_dim -----------------------------------------------------------------------
@@ -24,8 +39,7 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
     ``broadcast_dimensions[i]``. Lowers to ``stablehlo.broadcast_in_dim``."""
     shape = as_tuple_of_ints(shape, "broadcast_in_dim shape")
     dims = as_tuple_of_ints(broadcast_dimensions, "broadcast_dimensions")
-    if (dims == tuple(range(len(shape))) and isinstance(operand, (core.Tracer, Array))
-            and operand.shape == shape):
+    if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape:
         return operand
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
 
@@ -52,8 +66,8 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
     in_shape = operand.aval.shape
     unit_dims = tuple(d for i, d in enumerate(broadcast_dimensions) if in_shape[i] == 1
                       and shape[d] != 1)
-    summed = tuple(sorted(set(range(len(shape))) - set(broadcast_dimensions)) + unit_dims)
-    from_sum = _reduce_sum(ct, tuple(sorted(summed))) if summed else ct
+    summed = tuple(sorted((set(range(len(shape))) - set(broadcast_dimensions)) | set(unit_dims)))
+    from_sum = _reduce_sum(ct, summed) if summed else ct
     return [reshape(from_sum, in_shape)]
 
 
@@ -74,35 +88,133 @@ mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_di
                        mlir.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions))
 
 
-# ---- reshape -------------------------------------------------------------------------------
-def reshape(operand: ArrayLike, new_sizes: Sequence[int]) -> Array:
-    """Reshape (row-major). Lowers to ``stablehlo.reshape``."""
-    new_sizes = as_tuple_of_ints(new_sizes, "reshape new_sizes")
-    if core.get_aval(operand).shape == new_sizes:
+def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:
+    """Add leading axes of ``sizes``: the result has shape ``(*sizes, *operand.shape)``.
+    Lowers to ``stablehlo.broadcast_in_dim``."""
+    sizes = as_tuple_of_ints(sizes, "broadcast sizes")
+    if not sizes and _is_array(operand):
         return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes)
+    ndim = np.ndim(operand)
+    dims = tuple(range(len(sizes), len(sizes) + ndim))
+    return broadcast_in_dim(operand, sizes + tuple(np.shape(operand)), dims)
 
 
-def _reshape_shape_rule(operand, *, new_sizes):
-    if any(d < 0 for d in new_sizes):
-        raise TypeError(f"reshape new_sizes must be nonnegative, got {new_sizes}")
-    if int(np.prod(new_sizes)) != operand.size:
+def expand_dims(array: ArrayLike, dimensions: Sequence[int]) -> Array:
+    """Insert axes of size 1 at ``dimensions`` (positions in the result). Lowers to
+    ``stablehlo.broadcast_in_dim``."""
+    dimensions = as_tuple_of_ints(dimensions, "expand_dims dimensions")
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
+    ndim_out = np.ndim(array) + len(dimensions)
+    dims = [canonicalize_axis(i, ndim_out) for i in dimensions]
+    if len(set(dims)) != len(dims):  # check again after canonicalizing
+        raise ValueError(f"repeated axis in lax.expand_dims: {dims}")
+    result_shape = list(np.shape(array))
+    for i in sorted(dims):
+        result_shape.insert(i, 1)
+    kept = [i for i in range(ndim_out) if i not in dims]
+    return broadcast_in_dim(array, result_shape, kept)
+
+
+# ---- reshape -------------------------------------------------------------------------------
+def reshape(operand: ArrayLike, new_sizes: Sequence[int],
+            dimensions: Sequence[int] | None = None) -> Array:
+    """Reshape (row-major); with ``dimensions``, the operand is first transposed by that
+    permutation. Lowers to ``stablehlo.reshape`` (after ``stablehlo.transpose``)."""
+    new_sizes = as_tuple_of_ints(new_sizes, "reshape new_sizes")
+    dims = None if dimensions is None else as_tuple_of_ints(dimensions, "reshape dimensions")
+    same_order = dims is None or dims == tuple(range(len(dims)))
+    if same_order and core.get_aval(operand).shape == new_sizes and _is_array(operand):
+        return operand
+    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None if same_order else dims)
+
+
+def _reshape_shape_rule(operand, *, new_sizes, dimensions):
+    if not all(d >= 0 for d in new_sizes):
+        raise TypeError(f"reshape new_sizes must all be positive, got {new_sizes}.")
+    if math.prod(new_sizes) != operand.size:
         raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} for "
                         f"shape {operand.shape}.")
+    if dimensions is not None and sorted(dimensions) != list(range(operand.ndim)):
+        raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
+                        f"dimensions {dimensions} for shape {operand.shape}.")
     return new_sizes
 
 
-def _reshape_batch(args, dims, *, new_sizes):
+def _reshape_transpose(ct, operand, *, new_sizes, dimensions):
+    if dimensions is None:
+        return [reshape(ct, operand.aval.shape)]
+    permuted = tuple(operand.aval.shape[d] for d in dimensions)
+    return [transpose(reshape(ct, permuted), tuple(np.argsort(dimensions)))]
+
+
+def _reshape_batch(args, dims, *, new_sizes, dimensions):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
-    return reshape(x, (x.shape[0],) + new_sizes), 0
+    if dimensions is not None:
+        dimensions = (0,) + tuple(i + 1 for i in dimensions)
+    return reshape(x, (x.shape[0],) + new_sizes, dimensions), 0
+
+
+def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
+    if dimensions is not None:
+        x = hlo.TransposeOp(x, mlir.i64_attr(dimensions)).result
+    return hlo.ReshapeOp(mlir.aval_to_ir_type(ctx.avals_out[0]), x).result
 
 
 reshape_p = standard_primitive(_reshape_shape_rule, lambda x, **_: x.dtype, "reshape",
-                               lambda x, **_: x.weak_type)
-ad.deflinear2(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
+                               _first_weak)
+ad.deflinear2(reshape_p, _reshape_transpose)
 batching.primitive_batchers[reshape_p] = _reshape_batch
-mlir.register_lowering(reshape_p, lambda ctx, x, **_: hlo.ReshapeOp(
+mlir.register_lowering(reshape_p, _reshape_lowering)
+
+
+def collapse(operand: ArrayLike, start_dimension: int, stop_dimension: int | None = None
+             ) -> Array:
+    """Merge axes ``[start_dimension, stop_dimension)`` into one (row-major)."""
+    shape = np.shape(operand)
+    lo, hi, _ = slice(start_dimension, stop_dimension).indices(len(shape))
+    if hi < lo:
+        raise ValueError(f"Invalid dimension range passed to collapse: {shape}"
+                         f"[{start_dimension}:{stop_dimension}]")
+    size = math.prod(shape[lo:hi])
+    return reshape(operand, shape[:lo] + (size,) + shape[hi:])
+
+
+# ---- squeeze -------------------------------------------------------------------------------
+def squeeze(array: ArrayLike, dimensions: Sequence[int]) -> Array:
+    """Remove axes of size 1. Lowers to ``stablehlo.reshape``."""
+    ndim = np.ndim(array)
+    dimensions = tuple(sorted(canonicalize_axis(i, ndim) for i in
+                              as_tuple_of_ints(dimensions, "squeeze dimensions")))
+    if not dimensions and _is_array(array):
+        return array
+    return squeeze_p.bind(array, dimensions=dimensions)
+
+
+def _squeeze_shape_rule(operand, *, dimensions):
+    shape = operand.shape
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"dimensions are not unique: {dimensions}")
+    if not all(0 <= d < len(shape) for d in dimensions):
+        raise ValueError(f"dimensions outside range [0, ndim): {dimensions}")
+    if any(shape[d] != 1 for d in dimensions):
+        raise ValueError("cannot select an axis to squeeze out which has size not equal to "
+                         f"one, got shape={shape} and dimensions={dimensions}")
+    return tuple(s for i, s in enumerate(shape) if i not in dimensions)
+
+
+def _squeeze_batch(args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    x = batching.moveaxis(x, d, 0)
+    return squeeze(x, tuple(i + 1 for i in dimensions)), 0
+
+
+squeeze_p = standard_primitive(_squeeze_shape_rule, lambda x, **_: x.dtype, "squeeze",
+                               _first_weak)
+ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [expand_dims(ct, dimensions)])
+batching.primitive_batchers[squeeze_p] = _squeeze_batch
+mlir.register_lowering(squeeze_p, lambda ctx, x, **_: hlo.ReshapeOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 
 
@@ -110,7 +222,8 @@ mlir.register_lowering(reshape_p, lambda ctx, x, **_: hlo.ReshapeOp(
 def transpose(operand: ArrayLike, permutation: Sequence[int]) -> Array:
     """Permute the axes. Lowers to ``stablehlo.transpose``."""
     permutation = as_tuple_of_ints(permutation, "transpose permutation")
-    if permutation == tuple(range(len(permutation))) and isinstance(operand, (core.Tracer, Array)):
+    if permutation == tuple(range(len(permutation))) and _is_array(operand) and \
+            operand.ndim == len(permutation):
         return operand
     return transpose_p.bind(operand, permutation=permutation)
 
@@ -135,6 +248,172 @@ ad.deflinear2(transpose_p, lambda ct, x, *, permutation:
 batching.primitive_batchers[transpose_p] = _transpose_batch
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.TransposeOp(
     x, mlir.i64_attr(permutation)).result)
+
+
+# ---- rev -----------------------------------------------------------------------------------
+def rev(operand: ArrayLike, dimensions: Sequence[int]) -> Array:
+    """Reverse the order of elements along ``dimensions``. Lowers to ``stablehlo.reverse``."""
+    return rev_p.bind(operand, dimensions=as_tuple_of_ints(dimensions, "rev dimensions"))
+
+
+def _rev_shape_rule(operand, *, dimensions):
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+    if dimensions and not (max(dimensions) < operand.ndim and min(dimensions) >= 0):
+        raise TypeError(f"rev dimensions must all be less than operand ndim, got dimensions "
+                        f"{dimensions} for operand ndim {operand.ndim}.")
+    return operand.shape
+
+
+def _rev_batch(args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    return rev(x, tuple(i + 1 if i >= d else i for i in dimensions)), d
+
+
+rev_p = standard_primitive(_rev_shape_rule, lambda x, **_: x.dtype, "rev", _first_weak)
+ad.deflinear2(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
+batching.primitive_batchers[rev_p] = _rev_batch
+mlir.register_lowering(rev_p, lambda ctx, x, *, dimensions: hlo.ReverseOp(
+    x, mlir.i64_attr(dimensions)).result)
+
+
+# ---- iota ----------------------------------------------------------------------------------
+def iota(dtype: DTypeLike, size: int) -> Array:
+    """``[0, 1, ..., size - 1]`` of ``dtype``. Lowers to ``stablehlo.iota``."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int) -> Array:
+    """An array of ``shape`` whose value is the index along ``dimension``. Lowers to
+    ``stablehlo.iota``."""
+    dtype = dtypes.canonicalize_dtype(dtype)
+    shape = as_tuple_of_ints(shape, "broadcasted_iota shape")
+    dimension = int(core.concrete_or_error(dimension, "dimension argument of "
+                                                      "lax.broadcasted_iota"))
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension):
+    if not dtypes.issubdtype(dtype, np.integer) and not dtypes.issubdtype(dtype, np.inexact):
+        raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}. Accepted dtypes "
+                        "are subtypes of integer, floating, complexfloating.")
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota shape must be nonnegative, got {shape}.")
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota dimension must be between 0 and len(shape), got "
+                         f"dimension={dimension} for shape {shape}")
+    return core.ShapedArray(shape, dtype)
+
+
+iota_p = core.Primitive("iota")
+iota_p.def_impl(lambda **params: _dispatch.apply_primitive(iota_p, **params))
+iota_p.def_abstract_eval(_iota_abstract_eval)
+ad.defjvp_zero(iota_p)
+mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: hlo.IotaOp(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), dimension).result)
+
+
+# ---- concatenate / split -------------------------------------------------------------------
+def concatenate(operands: Sequence[ArrayLike], dimension: int) -> Array:
+    """Join arrays along ``dimension``. Lowers to ``stablehlo.concatenate``."""
+    if len(operands) == 0:
+        raise ValueError("concatenate requires a non-empty sequences of arrays")
+    if len(operands) == 1 and _is_array(operands[0]):
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def _concatenate_shape_rule(*operands, dimension):
+    if len({o.ndim for o in operands}) != 1:
+        raise TypeError("Cannot concatenate arrays with different numbers of dimensions: got "
+                        f"{', '.join(str(o.shape) for o in operands)}.")
+    if not 0 <= dimension < operands[0].ndim:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                        f"shapes {', '.join(str(o.shape) for o in operands)}.")
+    rest = [o.shape[:dimension] + o.shape[dimension + 1:] for o in operands]
+    if any(r != rest[0] for r in rest[1:]):
+        raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other "
+                        f"than the one being concatenated: concatenating along dimension "
+                        f"{dimension} for shapes {', '.join(str(o.shape) for o in operands)}.")
+    shape = operands[0].shape
+    return shape[:dimension] + (sum(o.shape[dimension] for o in operands),) + \
+        shape[dimension + 1:]
+
+
+def _concatenate_dtype_rule(*operands, dimension):
+    if any(o.dtype != operands[0].dtype for o in operands[1:]):
+        raise TypeError("lax.concatenate requires arguments to have the same dtypes, got "
+                        f"{', '.join(o.dtype.name for o in operands)}.")
+    return operands[0].dtype
+
+
+def _concatenate_transpose(ct, *operands, dimension):
+    shapes = [o.aval.shape if ad.is_undefined_primal(o) else np.shape(o) for o in operands]
+    pieces = split(ct, tuple(s[dimension] for s in shapes), dimension)
+    return [p if ad.is_undefined_primal(o) else None for p, o in zip(pieces, operands)]
+
+
+def _concatenate_batch(args, dims, *, dimension):
+    size = batching.batch_size(args, dims)
+    return concatenate([batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)],
+                       dimension + 1), 0
+
+
+concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_rule,
+                                   "concatenate", _all_weak)
+ad.deflinear2(concatenate_p, _concatenate_transpose)
+batching.primitive_batchers[concatenate_p] = _concatenate_batch
+mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.ConcatenateOp(
+    list(xs), dimension).result)
+
+
+def split(operand: ArrayLike, sizes: Sequence[int], axis: int = 0) -> list[Array]:
+    """Split ``operand`` along ``axis`` into pieces of ``sizes``. Lowers to
+    ``stablehlo.slice`` per piece."""
+    axis = canonicalize_axis(axis, np.ndim(operand))
+    return split_p.bind(operand, sizes=as_tuple_of_ints(sizes, "split sizes"), axis=axis)
+
+
+def _split_abstract_eval(operand, *, sizes, axis):
+    if any(s < 0 for s in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if operand.shape[axis] != sum(sizes):
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(operand.shape)}")
+    shape = operand.shape
+    return [operand.update(shape=shape[:axis] + (s,) + shape[axis + 1:]) for s in sizes]
+
+
+def _split_transpose(cts, operand, *, sizes, axis):
+    if all(type(ct) is ad.Zero for ct in cts):
+        return [ad.Zero(operand.aval)]
+    return [concatenate([ad.instantiate_zeros(ct) for ct in cts], axis)]
+
+
+def _split_batch(args, dims, *, sizes, axis):
+    (x,), (d,) = args, dims
+    return split(x, sizes, axis + 1 if axis >= d else axis), [d] * len(sizes)
+
+
+def _split_lowering(ctx, x, *, sizes, axis):
+    start = [0] * len(ctx.avals_in[0].shape)
+    outs = []
+    for aval in ctx.avals_out:
+        limit = list(aval.shape)
+        limit[axis] = start[axis] + aval.shape[axis]
+        outs.append(hlo.SliceOp(x, mlir.i64_attr(start), mlir.i64_attr(limit),
+                                mlir.i64_attr([1] * len(start))).result)
+        start[axis] = limit[axis]
+    return outs
+
+
+split_p = core.Primitive("split")
+split_p.multiple_results = True
+split_p.def_impl(lambda x, **params: _dispatch.apply_primitive(split_p, x, **params))
+split_p.def_abstract_eval(_split_abstract_eval)
+ad.deflinear2(split_p, _split_transpose)
+batching.primitive_batchers[split_p] = _split_batch
+mlir.register_lowering(split_p, _split_lowering)
 
 
 # ---- convert_element_type ------------------------------------------------------------------
@@ -192,10 +471,19 @@ def _reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return reduce_sum_p.bind(operand, axes=tuple(axes))
 
 
-def _reduce_shape_rule(operand, *, axes):
-    if any(not 0 <= a < operand.ndim for a in axes) or len(set(axes)) != len(axes):
-        raise ValueError(f"reduction axes {axes} are invalid for an array of shape "
-                         f"{operand.shape}")
+def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
+    """Sum over ``axes`` (nonnegative, as all lax reductions). Lowers to ``stablehlo.reduce``
+    with an add body."""
+    return _reduce_sum(operand, as_tuple_of_ints(axes, "reduce_sum axes"))
+
+
+def _reduce_shape_rule(operand, *, axes, **params):
+    if len(axes) != len(set(axes)):
+        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+    if not all(0 <= a < operand.ndim for a in axes):
+        shape = ",".join(map(str, operand.shape))
+        raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
+                         f"{operand.dtype.name}[{shape}].")
     return tuple(d for i, d in enumerate(operand.shape) if i not in axes)
 
 
@@ -205,21 +493,29 @@ def _reduce_sum_transpose(ct, operand, *, axes):
     return [broadcast_in_dim(ct, shape, kept)]
 
 
-def _reduce_sum_batch(args, dims, *, axes):
-    (x,), (d,) = args, dims
-    new_axes = tuple(a + (a >= d) for a in axes)
-    out_d = d - sum(1 for a in new_axes if a < d)
-    return _reduce_sum(x, new_axes), out_d
+def _reduce_batch_rule(prim):
+    """Batching of a single-operand reduction over ``axes``: shift the axes past the batch
+    axis."""
+
+    def rule(args, dims, *, axes, **params):
+        (x,), (d,) = args, dims
+        new_axes = tuple(a + (a >= d) for a in axes)
+        out_d = d - sum(1 for a in new_axes if a < d)
+        return prim.bind(x, axes=new_axes, **params), out_d
+
+    return rule
 
 
-def _reduce_lowering(op, init_value):
+def reduce_lowering(op, init_value):
+    """Lowering of a single-operand reduction: ``stablehlo.reduce`` whose body applies the
+    binary StableHLO ``op``, starting from ``init_value(dtype)``."""
+
     def rule(ctx, x, *, axes):
         aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
-        scalar = core.ShapedArray((), aval_in.dtype)
+        scalar = mlir.aval_to_ir_type(core.ShapedArray((), aval_in.dtype))
         init = mlir.ir_constant(np.asarray(init_value(aval_in.dtype), aval_in.dtype))
         red = hlo.ReduceOp([mlir.aval_to_ir_type(aval_out)], [x], [init], mlir.i64_attr(axes))
-        block = red.regions[0].blocks.append(mlir.aval_to_ir_type(scalar),
-                                             mlir.aval_to_ir_type(scalar))
+        block = red.regions[0].blocks.append(scalar, scalar)
         with mlir.ir.InsertionPoint(block):
             hlo.ReturnOp([op(*block.arguments).result])
         return red.result
@@ -234,22 +530,47 @@ def _sum_dtype_rule(x, *, axes):
 reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_sum",
                                   lambda x, **_: x.weak_type)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
-batching.primitive_batchers[reduce_sum_p] = _reduce_sum_batch
-mlir.register_lowering(reduce_sum_p, _reduce_lowering(hlo.AddOp, lambda dt: 0))
+batching.primitive_batchers[reduce_sum_p] = _reduce_batch_rule(reduce_sum_p)
+mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
+
+
+# ---- full and friends ----------------------------------------------------------------------
+def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (a broadcast scalar)."""
+    shape = as_tuple_of_ints(shape, "full shape")
+    if np.shape(fill_value):
+        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                        f"{np.shape(fill_value)}.")
+    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
+    dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.dtype(fill_value))
+    if not weak and not _is_array(fill_value):
+        # A constant: convert it now (a NumPy scalar is staged as a literal, as in JAX).
+        scalar = np.asarray(fill_value).astype(dtype)[()]
+    else:
+        scalar = convert_element_type(fill_value, dtype, weak)
+    return broadcast_in_dim(scalar, shape, ())
+
+
+def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
+              shape: Sequence[int] | None = None) -> Array:
+    """``full`` with the shape and dtype (and weak type) of ``x`` unless given."""
+    fill_shape = np.shape(x) if shape is None else shape
+    weak = dtype is None and dtypes.is_weakly_typed(x)
+    dtype = dtypes.dtype(x) if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if weak:
+        return broadcast_in_dim(convert_element_type(fill_value, dtype, True),
+                                tuple(fill_shape), ())
+    return full(fill_shape, fill_value, dtype)
+
+
+def zeros_like_array(x: ArrayLike) -> Array:
+    """Zeros of the shape and dtype of ``x``."""
+    return full_like(x, 0)
 
 
 # ---- registrations used by the interpreters ------------------------------------------------
-def full(shape: Sequence[int], fill_value, dtype: DTypeLike | None = None) -> Array:
-    """An array of ``shape`` filled with ``fill_value`` (broadcast of a scalar constant)."""
-    weak = dtype is None and dtypes.is_weakly_typed(fill_value)
-    dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else
-                                      dtypes.dtype(fill_value))
-    scalar = convert_element_type(fill_value, dtype, weak)
-    return broadcast_in_dim(scalar, tuple(shape), ())
-
-
 def _zeros_like_aval(aval: core.ShapedArray):
-    return broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+    return broadcast_in_dim(np.zeros((), aval.dtype)[()], aval.shape, ())
 
 
 def _moveaxis(x, src: int, dst: int):

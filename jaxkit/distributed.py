@@ -1,0 +1,195 @@
+"""Several processes, one program: jaxlib's distributed runtime and gloo collectives on CPU.
+
+``initialize(coordinator_address, num_processes, process_id)`` starts the coordination service
+in process 0, connects every process to it, and replaces jaxkit's CPU backend with one whose
+devices are those of *all* processes (``jaxkit.devices()``) while each process owns its own
+(``jaxkit.local_devices()``); collectives between processes travel over gloo TCP. A ``pmap``
+then spans every device: each process passes its local slice of the mapped axis and gets its
+local slice of the results, and ``psum`` & co. reduce over all processes.
+
+Failure modes are bounded: a process that cannot reach every peer within
+``initialization_timeout`` seconds raises ``TimeoutError`` naming the coordinator and the
+processes it waited for; a peer that dies later is detected by the coordination service within
+``heartbeat_timeout_seconds``, which logs the failed task and ends the surviving processes
+(jaxlib cannot report it to Python), so nothing hangs.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from jaxkit import _runtime, _runtime_multi
+
+__all__ = ["initialize", "is_initialized", "process_count", "process_index", "shutdown"]
+
+
+@dataclass
+class _State:
+    coordinator_address: str
+    process_id: int
+    num_processes: int
+    service: Any
+    client: Any
+
+
+_state: _State | None = None
+_lock = threading.Lock()
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"coordinator_address must be 'host:port', got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None, local_device_ids: Any = None, *,
+               initialization_timeout: int = 300, heartbeat_timeout_seconds: int = 100,
+               shutdown_timeout_seconds: int = 300, coordinator_bind_address: str | None = None,
+               gloo_hostname: str | None = None) -> None:
+    """Join a group of ``num_processes`` processes coordinated by process 0 at
+    ``coordinator_address`` ("host:port"); this process is ``process_id``.
+
+    Must run before jaxkit creates its CPU backend (the first computation or
+    ``jaxkit.devices()``). Missing arguments are read from ``JAXKIT_COORDINATOR_ADDRESS``,
+    ``JAXKIT_NUM_PROCESSES`` and ``JAXKIT_PROCESS_ID`` (or the ``JAX_*`` names). Each process
+    gets ``JAXKIT_NUM_CPU_DEVICES`` CPU devices (default 1). Raises ``TimeoutError`` when not
+    every process connects within ``initialization_timeout`` seconds."""
+    global _state
+    if local_device_ids is not None:
+        raise NotImplementedError("local_device_ids is not supported: jaxkit's CPU backend uses "
+                                  "JAXKIT_NUM_CPU_DEVICES devices per process")
+    address = coordinator_address or _env("JAXKIT_COORDINATOR_ADDRESS", "JAX_COORDINATOR_ADDRESS")
+    n = num_processes if num_processes is not None else _env("JAXKIT_NUM_PROCESSES",
+                                                             "JAX_NUM_PROCESSES")
+    pid = process_id if process_id is not None else _env("JAXKIT_PROCESS_ID", "JAX_PROCESS_ID")
+    if address is None or n is None or pid is None:
+        raise ValueError("jaxkit.distributed.initialize needs coordinator_address, "
+                         "num_processes and process_id (as arguments or through the "
+                         "JAXKIT_COORDINATOR_ADDRESS, JAXKIT_NUM_PROCESSES and "
+                         "JAXKIT_PROCESS_ID environment variables)")
+    n, pid = int(n), int(pid)
+    if n < 1 or not 0 <= pid < n:
+        raise ValueError(f"process_id must be in [0, num_processes), got process_id={pid} for "
+                         f"num_processes={n}")
+    host, port = _split_address(address)
+    timeout = max(1, int(initialization_timeout))
+    with _lock:
+        if _state is not None:
+            raise RuntimeError("jaxkit.distributed.initialize should only be called once.")
+        if "cpu" in _runtime._backends:
+            raise RuntimeError("jaxkit.distributed.initialize must be called before jaxkit "
+                               "creates its CPU backend, i.e. before the first computation or "
+                               "call to jaxkit.devices(). Call it first thing in the program.")
+        service = None
+        if pid == 0:
+            bind = coordinator_bind_address or address
+            try:
+                service = _runtime_multi.start_distributed_service(
+                    bind, n, heartbeat_timeout=int(heartbeat_timeout_seconds),
+                    shutdown_timeout=int(shutdown_timeout_seconds), register_timeout=timeout)
+            except RuntimeError as e:
+                raise RuntimeError(f"jaxkit.distributed.initialize: process 0 could not start "
+                                   f"the coordination service on {bind}: {e}") from None
+        start = time.monotonic()
+        try:
+            client = _runtime_multi.connect_distributed_client(
+                address, pid, init_timeout=timeout,
+                heartbeat_timeout=int(heartbeat_timeout_seconds),
+                shutdown_timeout=int(shutdown_timeout_seconds))
+        except RuntimeError as e:  # jaxlib's XlaRuntimeError is one
+            if service is not None:
+                service.shutdown()
+            raise _connect_error(address, host, port, pid, n, timeout,
+                                 time.monotonic() - start, e) from None
+        try:
+            pjrt_client = _runtime_multi.make_distributed_cpu_client(
+                client, pid, n, _runtime._num_cpu_devices(),
+                gloo_hostname or ("127.0.0.1" if host in ("127.0.0.1", "localhost") else None))
+            with _runtime._lock:
+                _runtime._backends["cpu"] = _runtime.Backend(pjrt_client)
+        except Exception:
+            client.shutdown()
+            if service is not None:
+                service.shutdown()
+            raise
+        _state = _State(address, pid, n, service, client)
+    atexit.register(shutdown)
+
+
+def _connect_error(address: str, host: str, port: int, pid: int, n: int, timeout: int,
+                   waited: float, error: Exception) -> Exception:
+    others = [i for i in range(n) if i != pid]
+    if pid != 0 and not _reachable(host, port):
+        what = (f"the coordinator (process 0) at {address} is not reachable: it did not start, "
+                "or the address is wrong")
+    elif pid == 0:
+        what = (f"the coordinator at {address} waited for processes {others}, but not all of "
+                "them called jaxkit.distributed.initialize with this address")
+    else:
+        what = (f"the coordinator at {address} is up, but not all of processes {others} "
+                "connected to it")
+    detail = str(error)
+    detail = "" if detail in ("", "std::bad_cast") else f" (jaxlib: {detail})"
+    return TimeoutError(f"jaxkit.distributed.initialize (process {pid} of {n}) timed out after "
+                        f"{waited:.0f} s (initialization_timeout={timeout}): {what}.{detail}")
+
+
+def shutdown() -> None:
+    """Leave the process group (waits for the other processes to leave too) and drop the
+    distributed CPU backend; a later computation uses a fresh single-process one."""
+    global _state
+    with _lock:
+        state, _state = _state, None
+        if state is None:
+            return
+        with _runtime._lock:
+            _runtime._backends.pop("cpu", None)
+        errors = []
+        try:
+            state.client.shutdown()
+        except RuntimeError as e:
+            errors.append(e)
+        if state.service is not None:
+            state.service.shutdown()
+    if errors:
+        raise RuntimeError(f"jaxkit.distributed.shutdown (process {state.process_id} of "
+                           f"{state.num_processes}, coordinator {state.coordinator_address}): "
+                           f"not every process shut down cleanly: {errors[0]}")
+
+
+def is_initialized() -> bool:
+    """Whether ``initialize`` has run (and ``shutdown`` has not)."""
+    return _state is not None
+
+
+def process_index() -> int:
+    """This process's index among all processes (0 without ``initialize``)."""
+    return _state.process_id if _state is not None else 0
+
+
+def process_count() -> int:
+    """The number of processes (1 without ``initialize``)."""
+    return _state.num_processes if _state is not None else 1

@@ -1,0 +1,430 @@
+"""Array creation: ``array``/``asarray``, ``zeros``/``ones``/``full``/``empty`` and their
+``*_like`` forms, ``arange``, ``linspace``/``logspace``/``geomspace``, ``eye``, ``identity``,
+``tri``, ``meshgrid``, ``indices``, ``fromfunction``, ``copy``.
+
+Host data (NumPy arrays, nested lists of numbers) goes to the device in one transfer; nested
+lists holding jaxkit arrays or tracers are stacked with ``lax.concatenate``. Only an input that
+is itself weakly typed gives a weakly typed array (``asarray(1.0)``), never a list.
+"""
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit._array import Array, device_put_value
+from jaxkit.numpy._promotion import asarray as _asarray
+from jaxkit.numpy._promotion import (
+    broadcast_shapes,
+    broadcast_to_shape,
+    canonicalize_axis,
+    canonicalize_shape,
+    convert,
+    ensure_arraylike,
+)
+from jaxkit.typing import ArrayLike, DTypeLike
+
+
+def _user_dtype(dtype: DTypeLike | None) -> np.dtype | None:
+    """A dtype argument, checked and canonicalised (``None`` stays ``None``)."""
+    if dtype is None:
+        return None
+    dt = dtypes.dtype(dtype)
+    return dtypes.canonicalize_dtype(dt)
+
+
+def _flatten_nested(obj: Any, leaves: list) -> None:
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            _flatten_nested(o, leaves)
+    else:
+        leaves.append(obj)
+
+
+def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order: str | None = "K",
+          ndmin: int = 0) -> Array:
+    """``jnp.array``: an array from an array, a scalar or nested lists/tuples of them."""
+    if order is not None and order not in ("K", "A", "C"):
+        raise NotImplementedError("Only implemented for order='K', 'A' or 'C'")
+    ndmin = operator.index(ndmin)
+    dtype = _user_dtype(dtype)
+    weak = dtype is None and dtypes.is_weakly_typed(object)
+    m = getattr(object, "__jax_array__", None)
+    if m is not None:
+        object = m()
+    leaves: list = []
+    _flatten_nested(object, leaves)
+    if any(leaf is None for leaf in leaves):
+        raise ValueError("None is not a valid value for jnp.array")
+    leaves = [leaf.__jax_array__() if hasattr(leaf, "__jax_array__") else leaf
+              for leaf in leaves]
+    if dtype is None:
+        if leaves:
+            dt, _ = dtypes.result_type(*leaves, return_weak_type_flag=True)
+            dtype = dtypes.canonicalize_dtype(dt)
+        else:
+            dtype = dtypes.default_float_dtype()
+    if isinstance(object, (Array, core.Tracer)):
+        out = convert(object, dtype, weak)
+    elif isinstance(object, (list, tuple)) and any(
+            isinstance(leaf, (Array, core.Tracer)) for leaf in leaves):
+        parts = [lax.expand_dims(array(elt, dtype=dtype, copy=False), (0,)) for elt in object]
+        out = lax.concatenate(parts, 0)
+    else:
+        if isinstance(object, (bool, int, float, complex)) and weak:
+            out = device_put_value(object, weak_type=True, dtype=None)
+            out = convert(out, dtype, True)
+        else:
+            try:
+                host = np.asarray(object, dtype=dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"Unexpected input type for array: {type(object)}") from e
+            out = device_put_value(host, weak_type=weak)
+    if ndmin > np.ndim(out):
+        out = lax.expand_dims(out, tuple(range(ndmin - np.ndim(out))))
+    return out
+
+
+def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None,
+            copy: bool | None = None) -> Array:
+    """``jnp.asarray``: like ``array`` but returns a jaxkit array unchanged when it can."""
+    if copy is False and isinstance(a, (list, tuple)):
+        pass  # NumPy raises here; JAX accepts (it always copies host data)
+    if dtype is None and isinstance(a, (Array, core.Tracer)):
+        return a
+    if dtype is not None and isinstance(a, (Array, core.Tracer)):
+        dt = _user_dtype(dtype)
+        if a.dtype == dt and not a.weak_type:
+            return a
+    return array(a, dtype=dtype, copy=bool(copy), order=order)
+
+
+def copy(a: ArrayLike, order: str | None = None) -> Array:
+    """``jnp.copy``: a copy of ``a`` (arrays are immutable, so it may share storage)."""
+    return array(a, copy=True, order=order)
+
+
+# --------------------------------------------------------------------------------------------
+# Filled arrays
+# --------------------------------------------------------------------------------------------
+
+def _check_forgot_shape_tuple(name: str, shape: Any, dtype: Any) -> None:
+    if isinstance(dtype, int) and isinstance(shape, int):
+        raise TypeError(f"Cannot interpret '{dtype}' as a data type.\n\nDid you accidentally "
+                        f"write `jax.numpy.{name}({shape}, {dtype})` when you meant "
+                        f"`jax.numpy.{name}(({shape}, {dtype}))`, with a tuple as the shape?")
+
+
+def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+    """``jnp.zeros``: zeros of ``shape`` (default dtype float32, float64 with x64)."""
+    _check_forgot_shape_tuple("zeros", shape, dtype)
+    shape = canonicalize_shape(shape)
+    return lax.full(shape, 0, _user_dtype(dtype) or dtypes.default_float_dtype())
+
+
+def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+    """``jnp.ones``: ones of ``shape``."""
+    _check_forgot_shape_tuple("ones", shape, dtype)
+    shape = canonicalize_shape(shape)
+    return lax.full(shape, 1, _user_dtype(dtype) or dtypes.default_float_dtype())
+
+
+def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+    """``jnp.empty``: as ``zeros`` (XLA has no uninitialised memory)."""
+    _check_forgot_shape_tuple("empty", shape, dtype)
+    return zeros(shape, dtype)
+
+
+def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
+         device: Any = None) -> Array:
+    """``jnp.full``: ``fill_value`` (a scalar or broadcastable array) of ``shape``."""
+    shape = canonicalize_shape(shape)
+    dtype = _user_dtype(dtype)
+    if np.ndim(fill_value) == 0:
+        return lax.full(shape, fill_value, dtype)
+    fill = asarray(fill_value, dtype=dtype)
+    return broadcast_to_shape(fill, shape)
+
+
+def _like_shape(a: Any, shape: Any) -> tuple[int, ...]:
+    return core.get_aval(a).shape if shape is None else canonicalize_shape(shape)
+
+
+def _check_like(name: str, a: Any) -> None:
+    if not (isinstance(a, (Array, core.Tracer, np.ndarray, np.generic, bool, int, float,
+                           complex)) or hasattr(a, "dtype")):
+        raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                        "position 0.")
+
+
+def zeros_like(a: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
+               device: Any = None) -> Array:
+    """``jnp.zeros_like``: zeros of the shape and dtype (and weak type) of ``a``."""
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
+              device: Any = None) -> Array:
+    """``jnp.ones_like``: ones of the shape and dtype (and weak type) of ``a``."""
+    return full_like(a, 1, dtype, shape)
+
+
+def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
+               device: Any = None) -> Array:
+    """``jnp.empty_like``: as ``zeros_like``."""
+    return full_like(prototype, 0, dtype, shape)
+
+
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
+              shape: Any = None, *, device: Any = None) -> Array:
+    """``jnp.full_like``: ``fill_value`` with the shape and dtype of ``a``."""
+    _check_like("full_like", a)
+    if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(
+            a, (Array, core.Tracer, np.ndarray, np.generic)):
+        a = core.ShapedArray(a.shape, dtypes.canonicalize_dtype(a.dtype),
+                             getattr(a, "weak_type", False))
+        a = lax.full(a.shape, 0, a.dtype)
+    dtype = _user_dtype(dtype)
+    out_shape = _like_shape(a, shape)
+    if np.ndim(fill_value) == 0:
+        return lax.full_like(a, fill_value, dtype, out_shape)
+    weak = dtype is None and dtypes.is_weakly_typed(a)
+    dt = dtype or dtypes.dtype(a)
+    return broadcast_to_shape(convert(_asarray(fill_value), dt, weak), out_shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Ranges
+# --------------------------------------------------------------------------------------------
+
+def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | None = None,
+           dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+    """``jnp.arange``: evenly spaced values in ``[start, stop)``; integer arguments give
+    int32 (int64 with x64), float ones float32."""
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if v is not None:
+            core.concrete_or_error(v, f"It arose in the jnp.arange argument '{name}'")
+    dtype = _user_dtype(dtype)
+    if dtype is None:
+        dtype = dtypes.canonicalize_dtype(dtypes.result_type(
+            start, *(x for x in (stop, step) if x is not None)))
+    if stop is None and step is None:
+        start_np = np.asarray(start)
+        if not np.issubdtype(start_np.dtype, np.integer):
+            start_np = np.ceil(start_np).astype(int)
+        return lax.iota(dtype, max(int(start_np), 0))
+    if step is None and start == 0 and stop is not None:
+        return lax.iota(dtype, max(int(np.ceil(stop)), 0))
+    vals = np.arange(np.asarray(start), np.asarray(stop) if stop is not None else None,
+                     np.asarray(step) if step is not None else None, dtype=dtype)
+    return device_put_value(vals)
+
+
+def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: DTypeLike | None = None, axis: int = 0, *,
+             device: Any = None) -> Array | tuple[Array, Array]:
+    """``jnp.linspace``: ``num`` evenly spaced values from ``start`` to ``stop`` (computed as
+    ``start * (1 - t) + stop * t``, which hits both endpoints exactly, as JAX)."""
+    num = operator.index(core.concrete_or_error(num, "'num' argument of jnp.linspace"))
+    axis = operator.index(core.concrete_or_error(axis, "'axis' argument of jnp.linspace"))
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    start, stop = ensure_arraylike("linspace", start, stop)
+    dtype = _user_dtype(dtype)
+    if dtype is None:
+        dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
+            dtypes.result_type(start, stop)))
+    cdt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
+    start = convert(start, cdt)
+    stop = convert(stop, cdt)
+    bounds = list(broadcast_shapes(start.shape, stop.shape))
+    b_start = broadcast_to_shape(start, tuple(bounds))
+    b_stop = broadcast_to_shape(stop, tuple(bounds))
+    axis = len(bounds) + axis + 1 if axis < 0 else axis
+    bounds.insert(axis, 1)
+    div = (num - 1) if endpoint else num
+    if num > 1:
+        delta = lax.div(lax.sub(stop, start), convert(div, cdt))
+        iota_shape = [1] * len(bounds)
+        iota_shape[axis] = div
+        real_dt = dtypes.finfo(cdt).dtype
+        t = lax.div(lax.reshape(lax.iota(real_dt, div), tuple(iota_shape)),
+                    np.asarray(div, real_dt)[()])
+        t = convert(t, cdt)
+        full_shape = tuple(bounds[:axis] + [div] + bounds[axis + 1:])
+        a = broadcast_to_shape(lax.reshape(b_start, tuple(bounds)), full_shape)
+        b = broadcast_to_shape(lax.reshape(b_stop, tuple(bounds)), full_shape)
+        t = broadcast_to_shape(t, full_shape)
+        one_minus_t = lax.sub(np.asarray(1, cdt)[()], t)
+        out = lax.add(lax.mul(a, one_minus_t), lax.mul(b, t))
+        if endpoint:
+            out = lax.concatenate([out, lax.expand_dims(b_stop, (axis,))], axis)
+    elif num == 1:
+        delta = lax.full((), np.nan, cdt) if endpoint else lax.sub(stop, start)
+        out = lax.reshape(b_start, tuple(bounds))
+    else:
+        empty_shape = list(broadcast_shapes(start.shape, stop.shape))
+        empty_shape.insert(axis, 0)
+        delta = lax.full((), np.nan, cdt)
+        out = zeros(empty_shape, dtype)
+    if dtypes.issubdtype(dtype, np.integer) and not dtypes.issubdtype(out.dtype, np.integer):
+        out = lax.floor(out)
+    result = convert(out, dtype)
+    return (result, delta) if retstep else result
+
+
+def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+             base: ArrayLike = 10.0, dtype: DTypeLike | None = None, axis: int = 0) -> Array:
+    """``jnp.logspace``: ``base ** linspace(start, stop, num)``."""
+    dtype = _user_dtype(dtype)
+    if dtype is None:
+        dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
+            dtypes.result_type(start, stop)))
+    cdt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
+    start, stop = ensure_arraylike("logspace", start, stop)
+    lin = linspace(convert(start, cdt), convert(stop, cdt), num, endpoint=endpoint, axis=axis)
+    return convert(_power(base, lin), dtype)
+
+
+def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+              dtype: DTypeLike | None = None, axis: int = 0) -> Array:
+    """``jnp.geomspace``: values spaced evenly on a log scale from ``start`` to ``stop``."""
+    dtype = _user_dtype(dtype)
+    if dtype is None:
+        dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
+            dtypes.result_type(start, stop)))
+    cdt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
+    start, stop = ensure_arraylike("geomspace", start, stop)
+    start, stop = convert(start, cdt), convert(stop, cdt)
+    sign = lax.sign(start)
+    log10 = lambda v: lax.div(lax.log(v), np.asarray(np.log(10), cdt)[()])
+    lo, hi = log10(lax.div(start, sign)), log10(lax.div(stop, sign))
+    res = logspace(lo, hi, num, endpoint=endpoint, base=10.0, dtype=cdt, axis=0)
+    res = lax.mul(broadcast_to_shape(sign, res.shape), res)
+    axis = canonicalize_axis(axis, res.ndim)
+    if axis != 0:
+        res = lax.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, res.ndim)))
+    return convert(res, dtype)
+
+
+def _power(base: Any, x: Any) -> Array:
+    """``base ** x`` for an inexact ``x`` (promoting ``base`` to its dtype)."""
+    dt = dtypes.result_type(base, x)
+    b = broadcast_to_shape(convert(_asarray(base), dt), x.shape) if np.ndim(base) else \
+        convert(base, dt)
+    return lax.pow(b, convert(x, dt))
+
+
+# --------------------------------------------------------------------------------------------
+# Matrices and grids
+# --------------------------------------------------------------------------------------------
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None, *,
+        device: Any = None) -> Array:
+    """``jnp.eye``: ones on the ``k``-th diagonal of an ``N x M`` matrix."""
+    N = operator.index(core.concrete_or_error(N, "'N' argument of jnp.eye"))
+    M = N if M is None else operator.index(core.concrete_or_error(M, "'M' argument of jnp.eye"))
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+    k = operator.index(core.concrete_or_error(k, "'k' argument of jnp.eye"))
+    dtype = _user_dtype(dtype) or dtypes.default_float_dtype()
+    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
+    return convert(lax.eq(lax.add(rows, np.int32(k)), cols), dtype)
+
+
+def identity(n: int, dtype: DTypeLike | None = None) -> Array:
+    """``jnp.identity``: the ``n x n`` identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def _tri_mask(N: int, M: int, k: int) -> Array:
+    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
+    return lax.ge(lax.add(rows, np.int32(k)), cols)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
+    """``jnp.tri``: ones at and below the ``k``-th diagonal."""
+    N = operator.index(core.concrete_or_error(N, "'N' argument of jnp.tri"))
+    M = N if M is None else operator.index(M)
+    k = operator.index(core.concrete_or_error(k, "'k' argument of jnp.tri"))
+    dtype = _user_dtype(dtype) or dtypes.default_float_dtype()
+    return convert(_tri_mask(N, M, k), dtype)
+
+
+def _masked_tri(name: str, m: ArrayLike, k: int, lower: bool) -> Array:
+    m = ensure_arraylike(name, m)
+    k = operator.index(core.concrete_or_error(k, f"'k' argument of jnp.{name}"))
+    if m.ndim < 2:
+        raise ValueError(f"{name} requires an array of at least two dimensions")
+    N, M = m.shape[-2:]
+    mask = _tri_mask(N, M, k if lower else k - 1)
+    if not lower:
+        mask = lax.bitwise_not(mask)
+    mask = broadcast_to_shape(mask, m.shape)
+    return lax.select(mask, m, lax.full_like(m, 0))
+
+
+def tril(m: ArrayLike, k: int = 0) -> Array:
+    """``jnp.tril``: ``m`` with the elements above the ``k``-th diagonal zeroed."""
+    return _masked_tri("tril", m, k, True)
+
+
+def triu(m: ArrayLike, k: int = 0) -> Array:
+    """``jnp.triu``: ``m`` with the elements below the ``k``-th diagonal zeroed."""
+    return _masked_tri("triu", m, k, False)
+
+
+def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False,
+             indexing: str = "xy") -> list[Array]:
+    """``jnp.meshgrid``: coordinate arrays from 1-D coordinate vectors."""
+    args = [ensure_arraylike("meshgrid", x) for x in xi]
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
+    if any(a.ndim != 1 for a in args):
+        raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shapes "
+                         f"{[a.shape for a in args]}")
+    shape = [len(a) for a in args]
+    axes = list(range(len(args)))
+    if indexing == "xy" and len(args) >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+        axes[0], axes[1] = 1, 0
+    out = []
+    for a, ax in zip(args, axes):
+        if sparse:
+            s = [1] * len(args)
+            s[ax] = shape[ax]
+            out.append(lax.reshape(a, tuple(s)))
+        else:
+            out.append(lax.broadcast_in_dim(a, tuple(shape), (ax,)))
+    return out
+
+
+def indices(dimensions: Sequence[int], dtype: DTypeLike | None = None,
+            sparse: bool = False) -> Array | tuple[Array, ...]:
+    """``jnp.indices``: arrays of the index along each axis of a grid of ``dimensions``."""
+    dimensions = canonicalize_shape(dimensions)
+    dtype = _user_dtype(dtype) or dtypes.default_int_dtype()
+    n = len(dimensions)
+    out = []
+    for i, d in enumerate(dimensions):
+        s = (1,) * i + (d,) + (1,) * (n - i - 1)
+        a = lax.reshape(lax.iota(dtype, d), s)
+        out.append(a if sparse else lax.broadcast_in_dim(a, tuple(dimensions), tuple(range(n))))
+    if sparse:
+        return tuple(out)
+    if not out:
+        return zeros((0,), dtype)
+    return lax.concatenate([lax.expand_dims(o, (0,)) for o in out], 0)
+
+
+def fromfunction(function: Callable, shape: Sequence[int], *, dtype: DTypeLike = float,
+                 **kwargs: Any) -> Any:
+    """``jnp.fromfunction``: ``function`` applied to the index grids of ``shape``."""
+    shape = canonicalize_shape(shape)
+    grids = indices(shape, dtype=dtype)
+    return function(*[grids[i] for i in range(len(shape))], **kwargs)

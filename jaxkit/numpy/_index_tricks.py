@@ -1,0 +1,243 @@
+"""Index helpers: ``mgrid``/``ogrid``, ``r_``/``c_``, ``s_``/``index_exp``, ``ix_``,
+``tril_indices``/``triu_indices`` (and ``_from``), ``diag_indices`` (and ``_from``),
+``mask_indices``, ``fill_diagonal``, ``choose``."""
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit._array import Array
+from jaxkit.numpy._creation import arange, array, asarray, linspace, meshgrid, tri
+from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._promotion import (
+    broadcast_arrays,
+    check_arraylike,
+    ensure_arraylike,
+    promote_dtypes,
+)
+from jaxkit.numpy._shape import concatenate, expand_dims, ravel, stack, tile, transpose
+from jaxkit.numpy._sorting import nonzero
+from jaxkit.numpy._ufuncs import remainder
+from jaxkit.typing import ArrayLike
+
+
+def _grid_1d(s: slice, op_name: str) -> Array:
+    start = core.concrete_or_error(s.start, f"slice start of jnp.{op_name}") or 0
+    stop = core.concrete_or_error(s.stop, f"slice stop of jnp.{op_name}")
+    step = core.concrete_or_error(s.step, f"slice step of jnp.{op_name}") or 1
+    if np.iscomplex(step):
+        return linspace(start, stop, int(abs(step)))
+    return arange(start, stop, step)
+
+
+class _Mgrid:
+    """``jnp.mgrid[0:3, 0:4]``: a dense (stacked) coordinate grid."""
+
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> Array:
+        if isinstance(key, slice):
+            return _grid_1d(key, "mgrid")
+        parts = promote_dtypes(*(_grid_1d(k, "mgrid") for k in key))
+        grids = meshgrid(*parts, indexing="ij", sparse=False)
+        return stack(grids, 0) if grids else arange(0)
+
+
+class _Ogrid:
+    """``jnp.ogrid[0:3, 0:4]``: an open (sparse) coordinate grid."""
+
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> Any:
+        if isinstance(key, slice):
+            return _grid_1d(key, "ogrid")
+        parts = promote_dtypes(*(_grid_1d(k, "ogrid") for k in key))
+        return meshgrid(*parts, indexing="ij", sparse=True)
+
+
+class _AxisConcat:
+    """``r_`` / ``c_``: concatenation by index syntax, with NumPy's string directives."""
+
+    def __init__(self, axis: int, ndmin: int, trans1d: int, op_name: str):
+        self.axis, self.ndmin, self.trans1d, self.op_name = axis, ndmin, trans1d, op_name
+
+    def __getitem__(self, key: Any) -> Array:
+        key_tup = key if isinstance(key, tuple) else (key,)
+        params = [self.axis, self.ndmin, self.trans1d, -1]
+        directive = key_tup[0]
+        if isinstance(directive, str):
+            key_tup = key_tup[1:]
+            if directive == "r":
+                params[-1] = 0
+            elif directive == "c":
+                params[-1] = 1
+            else:
+                vec: list[Any] = directive.split(",")
+                k = len(vec)
+                vec = vec + params[k:] if k < 4 else vec[:3] + [params[-1]]
+                try:
+                    params = [int(v) for v in vec]
+                except ValueError as err:
+                    raise ValueError(f"could not understand directive {directive!r}") from err
+        axis, ndmin, trans1d, matrix = params
+        output = []
+        for item in key_tup:
+            if isinstance(item, slice):
+                newobj, item_ndim = _grid_1d(item, self.op_name), 0
+            elif isinstance(item, str):
+                raise ValueError("string directive must be placed at the beginning")  # noqa: TRY004
+            else:
+                newobj = array(item, copy=False)
+                item_ndim = newobj.ndim
+            newobj = array(newobj, copy=False, ndmin=ndmin)
+            if trans1d != -1 and ndmin - item_ndim > 0:
+                order = tuple(range(ndmin))
+                shifts = ndmin - abs(ndmin + trans1d + 1) % ndmin
+                newobj = transpose(newobj, order[shifts:] + order[:shifts])
+            output.append(newobj)
+        res = concatenate(tuple(output), axis=axis)
+        if matrix != -1 and res.ndim == 1:
+            res = expand_dims(res, matrix)
+        return res
+
+    def __len__(self) -> int:
+        return 0
+
+
+mgrid = _Mgrid()
+ogrid = _Ogrid()
+r_ = _AxisConcat(0, 1, -1, "r_")
+c_ = _AxisConcat(-1, 2, 0, "c_")
+s_ = np.s_
+index_exp = np.index_exp
+
+
+def ix_(*args: ArrayLike) -> tuple[Array, ...]:
+    """``jnp.ix_``: open-mesh index arrays from 1-D sequences."""
+    check_arraylike("ix", *args)
+    n = len(args)
+    out = []
+    for i, a in enumerate(args):
+        a = asarray(a)
+        if a.ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                             f"{a.shape}")
+        if a.dtype == np.bool_:
+            raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
+        shape = [1] * n
+        shape[i] = a.shape[0]
+        if a.size == 0:
+            out.append(lax.full(tuple(shape), 0, dtypes.default_int_dtype()))
+        else:
+            out.append(lax.broadcast_in_dim(a, tuple(shape), (i,)))
+    return tuple(out)
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
+    """``jnp.tril_indices``: row and column indices of the lower triangle."""
+    n = operator.index(core.concrete_or_error(n, "n argument of jnp.tril_indices"))
+    k = operator.index(core.concrete_or_error(k, "k argument of jnp.tril_indices"))
+    m = n if m is None else operator.index(core.concrete_or_error(
+        m, "m argument of jnp.tril_indices"))
+    return nonzero(tri(n, m, k=k, dtype=bool))
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
+    """``jnp.triu_indices``: row and column indices of the upper triangle."""
+    n = operator.index(core.concrete_or_error(n, "n argument of jnp.triu_indices"))
+    k = operator.index(core.concrete_or_error(k, "k argument of jnp.triu_indices"))
+    m = n if m is None else operator.index(core.concrete_or_error(
+        m, "m argument of jnp.triu_indices"))
+    return nonzero(lax.bitwise_not(tri(n, m, k=k - 1, dtype=bool)))
+
+
+def tril_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
+    """``jnp.tril_indices_from``: ``tril_indices`` for the shape of a 2-D array."""
+    shape = np.shape(arr)
+    if len(shape) != 2:
+        raise ValueError("Only 2-D inputs are accepted")
+    return tril_indices(shape[0], k=k, m=shape[1])
+
+
+def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
+    """``jnp.triu_indices_from``: ``triu_indices`` for the shape of a 2-D array."""
+    shape = np.shape(arr)
+    if len(shape) != 2:
+        raise ValueError("Only 2-D inputs are accepted")
+    return triu_indices(shape[0], k=k, m=shape[1])
+
+
+def mask_indices(n: int, mask_func: Callable, k: int = 0, *, size: int | None = None
+                 ) -> tuple[Array, ...]:
+    """``jnp.mask_indices``: the indices where ``mask_func(ones((n, n)), k)`` is nonzero."""
+    a = lax.full((n, n), 1, dtypes.default_int_dtype())
+    return nonzero(mask_func(a, k), size=size)
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple[Array, ...]:
+    """``jnp.diag_indices``: ``ndim`` copies of ``arange(n)``."""
+    n = operator.index(core.concrete_or_error(n, "'n' argument of jnp.diag_indices()"))
+    ndim = operator.index(core.concrete_or_error(ndim, "'ndim' argument of jnp.diag_indices()"))
+    if n < 0:
+        raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
+    if ndim < 0:
+        raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
+    return (lax.iota(dtypes.default_int_dtype(), n),) * ndim
+
+
+def diag_indices_from(arr: ArrayLike) -> tuple[Array, ...]:
+    """``jnp.diag_indices_from``: ``diag_indices`` of a square array."""
+    arr = ensure_arraylike("diag_indices_from", arr)
+    if arr.ndim < 2:
+        raise ValueError("input array must be at least 2-d")
+    if len(set(arr.shape)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    return diag_indices(arr.shape[0], ndim=arr.ndim)
+
+
+def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *,
+                  inplace: bool = True) -> Array:
+    """``jnp.fill_diagonal`` (``inplace=False`` required): ``a`` with ``val`` on the main
+    diagonal (cycled)."""
+    if inplace:
+        raise ValueError("JAX arrays are immutable, so jnp.fill_diagonal cannot modify arrays "
+                         "in-place. Pass inplace=False to instead return a modified array.")
+    a, val = ensure_arraylike("fill_diagonal", a, val)
+    if a.ndim < 2:
+        raise ValueError("array must be at least 2-d")
+    if wrap:
+        raise NotImplementedError("wrap=True is not implemented")
+    n = min(a.shape)
+    idx = diag_indices(n, a.ndim)
+    if val.ndim:
+        flat = ravel(val)
+        val = lax.slice(tile(flat, -(-n // flat.shape[0])), (0,), (n,))
+    return scatter_update(a, idx, val, lax.scatter, True, True)
+
+
+def choose(a: ArrayLike, choices: Sequence[ArrayLike], out: None = None,
+           mode: str = "raise") -> Array:
+    """``jnp.choose``: ``choices[a[i]][i]`` elementwise (``mode`` 'raise' needs a concrete
+    ``a``; 'wrap' and 'clip' do not)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
+    a, *choices = (ensure_arraylike("choose", x) for x in (a, *choices))
+    if not dtypes.issubdtype(a.dtype, np.integer):
+        raise ValueError("`a` array must be integer typed")
+    n = len(choices)
+    if mode == "raise":
+        arr = np.asarray(core.concrete_or_error(
+            a, "The error occurred because jnp.choose was jit-compiled with mode='raise'. Use "
+               "mode='wrap' or mode='clip' instead."))
+        if np.any((arr < 0) | (arr >= n)):
+            raise ValueError("invalid entry in choice array")
+    elif mode == "wrap":
+        a = remainder(a, n)
+    elif mode == "clip":
+        a = lax.clamp(np.asarray(0, a.dtype)[()], a, np.asarray(n - 1, a.dtype)[()])
+    else:
+        raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
+    a, *choices = broadcast_arrays(a, *choices)
+    stacked = stack(choices)
+    grids = tuple(lax.broadcasted_iota(np.int32, a.shape, d) for d in range(a.ndim))
+    return getitem(stacked, (a, *grids))

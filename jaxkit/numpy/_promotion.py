@@ -1,0 +1,338 @@
+"""Argument handling shared by every ``jaxkit.numpy`` function: checking array-likes, NumPy
+dtype promotion (weak-type aware, through ``dtypes.result_type``) and NumPy broadcasting.
+
+A jnp function promotes dtypes and broadcasts shapes here, then calls ``jaxkit.lax``. Python
+scalars are kept as Python scalars for as long as possible: bound to a primitive they become
+weakly typed literals, so ``x + 1`` under ``jit`` reads ``add a 1:i32[]`` as in JAX.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit._array import Array, device_put_value
+from jaxkit.typing import ArrayLike
+
+_python_scalar_types = (bool, int, float, complex)
+
+
+def is_array(x: Any) -> bool:
+    """A jaxkit array or a tracer (something lax returns)."""
+    return isinstance(x, (Array, core.Tracer))
+
+
+def _arraylike(x: Any) -> bool:
+    return (isinstance(x, (Array, core.Tracer, np.ndarray, np.generic))
+            or type(x) in _python_scalar_types or hasattr(x, "__jax_array__"))
+
+
+def check_arraylike(fun_name: str, *args: Any) -> None:
+    """Raise JAX's TypeError if an argument is not an array or a scalar (e.g. a list)."""
+    for pos, arg in enumerate(args):
+        if not _arraylike(arg):
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
+                            f"{type(arg)} at position {pos}.")
+
+
+def _unwrap(x: Any) -> Any:
+    m = getattr(x, "__jax_array__", None)
+    return m() if m is not None else x
+
+
+def asarray(x: ArrayLike) -> Array:
+    """An array-like as a jaxkit array or tracer (Python scalars stay weakly typed)."""
+    if isinstance(x, (Array, core.Tracer)):
+        return x
+    x = _unwrap(x)
+    if isinstance(x, (Array, core.Tracer)):
+        return x
+    return device_put_value(x)
+
+
+def ensure_arraylike(fun_name: str, *args: Any) -> Any:
+    """``check_arraylike`` then ``asarray`` of each argument (one value for one argument)."""
+    check_arraylike(fun_name, *args)
+    out = tuple(asarray(a) for a in args)
+    return out[0] if len(out) == 1 else out
+
+
+def check_no_float0s(fun_name: str, *args: Any) -> None:
+    for a in args:
+        if dtypes.dtype(a) == dtypes.float0:
+            raise TypeError(
+                f"Called {fun_name} with a float0 array. float0s do not support any operations "
+                "by design because they are not compatible with non-trivial vector spaces. No "
+                "implicit dtype conversion is done. You can use np.zeros_like(arr, "
+                "dtype=np.float) to cast a float0 array to a regular zeros array. \nIf you "
+                "didn't expect to get a float0 you might have accidentally taken a gradient "
+                "with respect to an integer argument.")
+
+
+# --------------------------------------------------------------------------------------------
+# dtype conversion and promotion
+# --------------------------------------------------------------------------------------------
+
+def _weak_scalar_type(dtype: np.dtype) -> type | None:
+    """The Python type whose weak literal has ``dtype`` (int -> int32 without x64), if any."""
+    for t in (int, float, complex):
+        if dtypes.python_scalar_dtype(t) == dtype:
+            return t
+    return None
+
+
+def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
+    """``x`` as ``dtype`` (canonicalised), weakly typed if ``weak_type``.
+
+    Scalars are converted on the host so that they stay literals: a weak result becomes the
+    Python scalar of the matching kind, a strong one a NumPy scalar (which wraps around on
+    integer overflow, as JAX does for ``int8_array + 300``).
+    """
+    dtype = dtypes.canonicalize_dtype(dtype)
+    t = type(x)
+    if t in _python_scalar_types or (isinstance(x, np.generic) and not weak_type):
+        if weak_type:
+            py = _weak_scalar_type(dtype)
+            if py is not None:
+                if py is not complex and isinstance(x, complex):
+                    x = x.real
+                return py(x)
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                if t is int and dtypes.issubdtype(dtype, np.integer):
+                    return _wrap_int(x, dtype)
+                return np.asarray(x).astype(dtype)[()]
+    if isinstance(x, np.ndarray) and not weak_type:
+        if x.dtype == dtype:
+            return x
+        with np.errstate(over="ignore", invalid="ignore"):
+            return x.astype(dtype)
+    return lax.convert_element_type(x, dtype, weak_type=weak_type)
+
+
+def _wrap_int(x: int, dtype: np.dtype) -> np.generic:
+    """A Python int as a (wrapped-around) NumPy integer scalar of ``dtype``."""
+    info = dtypes.iinfo(dtype)
+    span = int(info.max) - int(info.min) + 1
+    return np.asarray((x - int(info.min)) % span + int(info.min)).astype(dtype)[()]
+
+
+def _result(*args: Any) -> tuple[np.dtype, bool]:
+    return dtypes.result_type(*args, return_weak_type_flag=True)
+
+
+def promote_dtypes(*args: Any) -> list:
+    """Convert the arguments to their common (weak-type aware) dtype."""
+    if len(args) < 2:
+        return [a if is_array(a) or type(a) in _python_scalar_types else asarray(a)
+                for a in args]
+    dt, weak = _result(*args)
+    return [convert(a, dt, weak) for a in args]
+
+
+def promote_dtypes_inexact(*args: Any) -> list:
+    """Promote to the common dtype, then to an inexact one (int32 -> float32, as JAX)."""
+    dt, weak = _result(*args)
+    dt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dt))
+    return [convert(a, dt, weak) for a in args]
+
+
+def promote_dtypes_numeric(*args: Any) -> list:
+    """Promote to the common dtype, then bool to int32."""
+    dt, weak = _result(*args)
+    dt = dtypes.to_numeric_dtype(dt)
+    return [convert(a, dt, weak) for a in args]
+
+
+def promote_dtypes_complex(*args: Any) -> list:
+    """Promote to the common dtype, then to a complex one."""
+    dt, weak = _result(*args)
+    dt = dtypes.canonicalize_dtype(dtypes.to_complex_dtype(dt))
+    return [convert(a, dt, weak) for a in args]
+
+
+# --------------------------------------------------------------------------------------------
+# Broadcasting
+# --------------------------------------------------------------------------------------------
+
+def _try_broadcast_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape NumPy broadcasting gives to arrays of ``shapes``."""
+    norm = [tuple(int(d) for d in (s if isinstance(s, (tuple, list)) else (s,)))
+            for s in shapes]
+    if not norm:
+        return ()
+    out = _try_broadcast_shapes(norm)
+    if out is None:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={norm}")
+    return out
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return core.get_aval(x).shape
+
+
+def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+    """``x`` broadcast to ``shape`` (which NumPy broadcasting allows); rank-0 Python scalars
+    are broadcast too."""
+    x_shape = _shape_of(x)
+    if x_shape == shape:
+        return x if not isinstance(x, np.ndarray) else asarray(x)
+    lead = len(shape) - len(x_shape)
+    if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(x_shape)):
+        raise ValueError(f"Incompatible shapes for broadcasting: {x_shape} and requested shape "
+                         f"{shape}")
+    keep = [i for i, d in enumerate(x_shape) if d == shape[lead + i]]
+    if len(keep) != len(x_shape):  # drop the size-1 axes that grow
+        x = lax.reshape(x, tuple(x_shape[i] for i in keep))
+    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in keep))
+
+
+def broadcast_to(array: ArrayLike, shape: Any) -> Array:
+    """``jnp.broadcast_to``: ``array`` broadcast to ``shape`` (no copy semantics)."""
+    array = ensure_arraylike("broadcast_to", array)
+    shape = canonicalize_shape(shape)
+    aval = core.get_aval(array)
+    x_shape = aval.shape
+    lead = len(shape) - len(x_shape)
+    if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(x_shape)):
+        req = aval.update(shape=shape)
+        raise ValueError(f"Incompatible types for broadcasting: input type="
+                         f"{_type_str(aval)} and requested type={_type_str(req)}")
+    return broadcast_to_shape(array, shape)
+
+
+def _type_str(aval: core.ShapedArray) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def broadcast_arrays(*args: ArrayLike) -> list[Array]:
+    """``jnp.broadcast_arrays``: the arguments broadcast to their common shape."""
+    args = [asarray(a) for a in args]
+    shape = broadcast_shapes(*(a.shape for a in args))
+    return [broadcast_to_shape(a, shape) for a in args]
+
+
+def promote_shapes(fun_name: str, *args: Any) -> list:
+    """Broadcast the operands of an elementwise lax call. Rank-0 operands are left alone (lax
+    accepts them beside arrays); the others are broadcast to the common shape."""
+    if len(args) < 2:
+        return list(args)
+    shapes = [_shape_of(a) for a in args]
+    full = [s for s in shapes if s]
+    if not full or all(s == full[0] for s in full[1:]):
+        return list(args)
+    out_shape = _try_broadcast_shapes(shapes)
+    if out_shape is None:
+        raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(map(str, shapes))}.")
+    return [a if not s else broadcast_to_shape(a, out_shape) for a, s in zip(args, shapes)]
+
+
+def broadcast_all(fun_name: str, *args: Any) -> list:
+    """Broadcast every operand (rank 0 included) to the common shape (for ``select_n``)."""
+    shapes = [_shape_of(a) for a in args]
+    out_shape = _try_broadcast_shapes(shapes)
+    if out_shape is None:
+        raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(map(str, shapes))}.")
+    return [broadcast_to_shape(a, out_shape) for a in args]
+
+
+def _prepare(fun_name: str, args: tuple) -> tuple:
+    check_arraylike(fun_name, *args)
+    args = tuple(_unwrap(a) for a in args)
+    check_no_float0s(fun_name, *args)
+    return args
+
+
+def promote_args(fun_name: str, *args: ArrayLike) -> list:
+    """Check, promote dtypes and broadcast the operands of an elementwise function."""
+    return promote_shapes(fun_name, *promote_dtypes(*_prepare(fun_name, args)))
+
+
+def promote_args_inexact(fun_name: str, *args: ArrayLike) -> list:
+    return promote_shapes(fun_name, *promote_dtypes_inexact(*_prepare(fun_name, args)))
+
+
+def promote_args_numeric(fun_name: str, *args: ArrayLike) -> list:
+    return promote_shapes(fun_name, *promote_dtypes_numeric(*_prepare(fun_name, args)))
+
+
+def promote_args_complex(fun_name: str, *args: ArrayLike) -> list:
+    return promote_shapes(fun_name, *promote_dtypes_complex(*_prepare(fun_name, args)))
+
+
+# --------------------------------------------------------------------------------------------
+# Shapes and axes
+# --------------------------------------------------------------------------------------------
+
+def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
+    """A shape argument (an int or a sequence of ints, concrete) as a tuple of ints."""
+    if isinstance(shape, (Array, core.Tracer, np.ndarray)):
+        is_scalar = np.ndim(shape) == 0
+    else:
+        is_scalar = not isinstance(shape, (tuple, list))
+    if is_scalar:
+        shape = (shape,)
+    shape = tuple(shape)
+    tracers = [d for d in shape if isinstance(d, core.Tracer)]
+    bad = bool(tracers)
+    if not bad:
+        try:
+            return tuple(operator.index(d) for d in shape)
+        except TypeError:
+            bad = True
+    where = tracers[0]._concretization_context() if tracers else ""
+    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                    f"{shape}.{' ' + context if context else ''}\nIf using `jit`, try using "
+                    "`static_argnums` or applying `jit` to smaller subfunctions."
+                    f"{' ' + where if where else ''}")
+
+
+def canonicalize_axis(axis: Any, ndim: int) -> int:
+    """A (possibly negative) axis in ``[0, ndim)``; NumPy's error otherwise."""
+    axis = core.concrete_or_error(axis, "The axis argument must be known statically.")
+    try:
+        axis = operator_index(axis)
+    except TypeError:
+        raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer"
+                        ) from None
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else axis
+
+
+def canonicalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``None`` (all axes), an int or a sequence of ints, as a sorted-by-input tuple."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated axis in {axis}")
+        return axes
+    return (canonicalize_axis(axis, ndim),)
+
+
+def operator_index(x: Any) -> int:
+    return operator.index(x)
+
+
+def size_of(shape: Sequence[int]) -> int:
+    return math.prod(shape)

@@ -1,0 +1,664 @@
+"""Shape manipulation: ``reshape``, ``ravel``, ``transpose`` & co., ``squeeze``/``expand_dims``,
+``atleast_*d``, joining (``concatenate``, ``stack`` ...), splitting, ``tile``, ``repeat``,
+``flip``/``roll``/``rot90``, ``append``/``delete``/``insert``, ``resize``.
+
+Everything is static-shape: sizes, axes and counts must be concrete Python values (as in JAX);
+only ``repeat`` with ``total_repeat_length`` and ``roll`` accept traced amounts.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit._array import Array
+from jaxkit.numpy._creation import array, asarray, full, zeros_like
+from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._promotion import (
+    broadcast_shapes,
+    broadcast_to_shape,
+    canonicalize_axis,
+    check_arraylike,
+    ensure_arraylike,
+    promote_dtypes,
+)
+from jaxkit.numpy._reductions import _ensure_optional_axes
+from jaxkit.numpy._take import take
+from jaxkit.numpy._ufuncs import remainder
+from jaxkit.typing import ArrayLike, DTypeLike
+
+
+def _index_tuple(x: Any) -> tuple[int, ...]:
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(operator.index(i) for i in x)
+
+
+# --------------------------------------------------------------------------------------------
+# reshape, ravel, transpose
+# --------------------------------------------------------------------------------------------
+
+def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple[int, ...]:
+    newshape = _index_tuple(newshape) if not isinstance(newshape, (Array, core.Tracer)) else \
+        tuple(operator.index(d) for d in np.asarray(core.concrete_or_error(
+            newshape, "The new shape of jnp.reshape")).reshape(-1))
+    neg = [i for i, d in enumerate(newshape) if d == -1]
+    if len(neg) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if any(d < -1 for d in newshape):
+        raise ValueError(f"cannot reshape array of shape {shape} (size {size}) into shape "
+                         f"{newshape}: negative dimensions are not allowed")
+    if neg:
+        known = math.prod(d for d in newshape if d != -1)
+        if known == 0 or size % known:
+            raise TypeError(f"cannot reshape array of shape {shape} (size {size}) into shape "
+                            f"{newshape} because the product of specified axis sizes ({known}) "
+                            f"does not evenly divide {size}")
+        newshape = tuple(size // known if d == -1 else d for d in newshape)
+    if math.prod(newshape) != size:
+        raise TypeError(f"cannot reshape array of shape {shape} (size {size}) into shape "
+                        f"{newshape} (size {math.prod(newshape)})")
+    return newshape
+
+
+def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
+            copy: bool | None = None) -> Array:
+    """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
+    ``'F'``."""
+    check_arraylike("reshape", a)
+    a = asarray(a)
+    if shape is None:
+        if newshape is None:
+            raise TypeError("reshape() missing required argument 'shape'")
+        shape = newshape
+    new = _compute_newshape(a.shape, a.size, shape)
+    if order == "C":
+        return lax.reshape(a, new)
+    if order == "F":
+        dims = tuple(range(a.ndim - 1, -1, -1))
+        return lax.transpose(lax.reshape(a, new[::-1], dims), tuple(range(len(new) - 1, -1, -1)))
+    if order == "A":
+        raise NotImplementedError("np.reshape order=A is not implemented.")
+    raise ValueError(f"Unexpected value for 'order' argument: {order}.")
+
+
+def ravel(a: ArrayLike, order: str = "C") -> Array:
+    """``jnp.ravel``: ``a`` as a 1-D array."""
+    a = ensure_arraylike("ravel", a)
+    if order == "K":
+        raise NotImplementedError("Ravel not implemented for order='K'.")
+    return reshape(a, (a.size,), order)
+
+
+def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
+    """``jnp.transpose``: permute the axes (reverse them by default)."""
+    a = ensure_arraylike("transpose", a)
+    if axes is None:
+        axes = tuple(range(a.ndim - 1, -1, -1))
+    axes = tuple(canonicalize_axis(i, a.ndim) for i in _index_tuple(axes))
+    if sorted(axes) != list(range(a.ndim)):
+        raise ValueError("axes don't match array")
+    return lax.transpose(a, axes)
+
+
+permute_dims = transpose
+
+
+def matrix_transpose(x: ArrayLike, /) -> Array:
+    """``jnp.matrix_transpose``: swap the last two axes."""
+    x = ensure_arraylike("matrix_transpose", x)
+    if x.ndim < 2:
+        raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got "
+                         f"ndim={x.ndim}")
+    return lax.transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+
+
+def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
+    """``jnp.swapaxes``: exchange two axes."""
+    a = ensure_arraylike("swapaxes", a)
+    perm = list(range(a.ndim))
+    i, j = canonicalize_axis(axis1, a.ndim), canonicalize_axis(axis2, a.ndim)
+    perm[i], perm[j] = perm[j], perm[i]
+    return lax.transpose(a, perm)
+
+
+def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]
+             ) -> Array:
+    """``jnp.moveaxis``: move axes to new positions, keeping the order of the others."""
+    a = ensure_arraylike("moveaxis", a)
+    source = tuple(canonicalize_axis(i, a.ndim) for i in _index_tuple(source))
+    destination = tuple(canonicalize_axis(i, a.ndim) for i in _index_tuple(destination))
+    if len(source) != len(destination):
+        raise ValueError(f"Inconsistent number of elements: {len(source)} vs "
+                         f"{len(destination)}")
+    perm = [i for i in range(a.ndim) if i not in source]
+    for dest, src in sorted(zip(destination, source)):
+        perm.insert(dest, src)
+    return lax.transpose(a, perm)
+
+
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
+    """``jnp.rollaxis``: move ``axis`` to before position ``start``."""
+    a = ensure_arraylike("rollaxis", a)
+    start = operator.index(start)
+    a_ndim = a.ndim
+    axis = canonicalize_axis(axis, a_ndim)
+    if not -a_ndim <= start <= a_ndim:
+        raise ValueError(f"start={start} must satisfy {-a_ndim}<=start<={a_ndim}")
+    if start < 0:
+        start += a_ndim
+    if start > axis:
+        start -= 1
+    return moveaxis(a, axis, start)
+
+
+def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
+    """``jnp.squeeze``: remove axes of size 1 (all of them by default)."""
+    a = ensure_arraylike("squeeze", a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a.shape) if d == 1)
+    else:
+        axes = tuple(canonicalize_axis(i, a.ndim) for i in _index_tuple(axis))
+    return lax.squeeze(a, axes)
+
+
+def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
+    """``jnp.expand_dims``: insert axes of size 1 at ``axis`` (positions in the result)."""
+    a = ensure_arraylike("expand_dims", a)
+    return lax.expand_dims(a, _index_tuple(axis))
+
+
+def _atleast(n: int, name: str, arys: tuple) -> Any:
+    check_arraylike(name, *arys)
+    out = []
+    for x in arys:
+        arr = asarray(x)
+        if n == 3 and arr.ndim < 3:
+            dims = {0: (0, 1, 2), 1: (0, 2), 2: (2,)}[arr.ndim]
+            arr = lax.expand_dims(arr, dims)
+        elif arr.ndim < n:
+            arr = lax.expand_dims(arr, tuple(range(n - arr.ndim)))
+        out.append(arr)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys: ArrayLike) -> Any:
+    """``jnp.atleast_1d``: scalars become shape (1,)."""
+    return _atleast(1, "atleast_1d", arys)
+
+
+def atleast_2d(*arys: ArrayLike) -> Any:
+    """``jnp.atleast_2d``: leading axes of size 1 up to two dimensions."""
+    return _atleast(2, "atleast_2d", arys)
+
+
+def atleast_3d(*arys: ArrayLike) -> Any:
+    """``jnp.atleast_3d``: (N,) becomes (1, N, 1), (M, N) becomes (M, N, 1)."""
+    return _atleast(3, "atleast_3d", arys)
+
+
+# --------------------------------------------------------------------------------------------
+# Joining and splitting
+# --------------------------------------------------------------------------------------------
+
+def _rows(arrays: Any) -> list:
+    """A sequence of array-likes, or the rows of an array."""
+    if isinstance(arrays, (np.ndarray, Array, core.Tracer)):
+        arr = asarray(arrays)
+        if arr.ndim == 0:
+            raise ValueError("Need at least one array to concatenate.")
+        return [getitem(arr, i) for i in range(arr.shape[0])]
+    return list(arrays)
+
+
+def concatenate(arrays: Any, axis: int | None = 0, dtype: DTypeLike | None = None) -> Array:
+    """``jnp.concatenate``: join arrays along an existing axis (flattened if ``axis=None``)."""
+    arrays = _rows(arrays)
+    check_arraylike("concatenate", *arrays)
+    if not arrays:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        return concatenate([ravel(a) for a in arrays], axis=0, dtype=dtype)
+    if np.ndim(arrays[0]) == 0:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, np.ndim(arrays[0]))
+    if dtype is None:
+        arrays = promote_dtypes(*arrays)
+    else:
+        arrays = [asarray(a, dtype=dtype) for a in arrays]
+    arrays = [asarray(a) for a in arrays]
+    if len(arrays) == 1:
+        return arrays[0]
+    return lax.concatenate(arrays, axis)
+
+
+def concat(arrays: Sequence[ArrayLike], /, *, axis: int | None = 0) -> Array:
+    """``jnp.concat`` (array API): ``concatenate``."""
+    check_arraylike("concat", *arrays)
+    return concatenate(arrays, axis=axis)
+
+
+def stack(arrays: Any, axis: int = 0, out: None = None, dtype: DTypeLike | None = None
+          ) -> Array:
+    """``jnp.stack``: join arrays along a new axis."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+    arrays = _rows(arrays)
+    if not len(arrays):
+        raise ValueError("Need at least one array to stack.")
+    check_arraylike("stack", *arrays)
+    shapes = {np.shape(a) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError("All input arrays must have the same shape.")
+    axis = canonicalize_axis(axis, np.ndim(arrays[0]) + 1)
+    if dtype is not None:
+        arrays = [asarray(a, dtype=dtype) for a in arrays]
+    else:
+        arrays = promote_dtypes(*arrays)
+    parts = [lax.expand_dims(asarray(a), (axis,)) for a in arrays]
+    return parts[0] if len(parts) == 1 else lax.concatenate(parts, axis)
+
+
+def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Array, ...]:
+    """``jnp.unstack``: the slices of ``x`` along ``axis``."""
+    x = ensure_arraylike("unstack", x)
+    if x.ndim == 0:
+        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
+                         "passed.")
+    axis = canonicalize_axis(axis, x.ndim)
+    return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), (axis,))
+                 for i in range(x.shape[axis]))
+
+
+def vstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
+    """``jnp.vstack``: concatenate along axis 0 after ``atleast_2d``."""
+    arrs = _rows(tup)
+    check_arraylike("vstack", *arrs)
+    return concatenate([atleast_2d(m) for m in arrs], axis=0, dtype=dtype)
+
+
+def hstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
+    """``jnp.hstack``: concatenate along axis 1 (axis 0 for 1-D inputs)."""
+    arrs = _rows(tup)
+    check_arraylike("hstack", *arrs)
+    arrs = [atleast_1d(m) for m in arrs]
+    return concatenate(arrs, axis=0 if arrs[0].ndim == 1 else 1, dtype=dtype)
+
+
+def dstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
+    """``jnp.dstack``: concatenate along axis 2 after ``atleast_3d``."""
+    arrs = _rows(tup)
+    check_arraylike("dstack", *arrs)
+    return concatenate([atleast_3d(m) for m in arrs], axis=2, dtype=dtype)
+
+
+def column_stack(tup: Any) -> Array:
+    """``jnp.column_stack``: 1-D arrays become columns of a 2-D array."""
+    arrs = _rows(tup)
+    check_arraylike("column_stack", *arrs)
+    arrs = [lax.transpose(atleast_2d(a), (1, 0)) if np.ndim(a) < 2 else asarray(a)
+            for a in arrs]
+    return concatenate(arrs, axis=1)
+
+
+def block(arrays: Any) -> Array:
+    """``jnp.block``: assemble an array from nested lists of blocks."""
+    out, _ = _block(arrays)
+    return out
+
+
+def _block(xs: Any) -> tuple[Array, int]:
+    if isinstance(xs, tuple):
+        raise ValueError(f"jax.numpy.block does not allow tuples, got {xs}")  # noqa: TRY004
+    if isinstance(xs, list):
+        if len(xs) == 0:
+            raise ValueError("jax.numpy.block does not allow empty list arguments")
+        parts, depths = zip(*[_block(x) for x in xs])
+        if any(d != depths[0] for d in depths[1:]):
+            raise ValueError("Mismatched list depths in jax.numpy.block")
+        rank = max(depths[0], max(np.ndim(x) for x in parts))
+        parts = [lax.expand_dims(x, tuple(range(rank - x.ndim))) if x.ndim < rank else x
+                 for x in parts]
+        return concatenate(parts, axis=-depths[0]), depths[0] + 1
+    return asarray(xs), 1
+
+
+def _split(op: str, ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
+    ary = ensure_arraylike(op, ary)
+    axis = canonicalize_axis(operator.index(core.concrete_or_error(
+        axis, f"in jax.numpy.{op} argument `axis`")), ary.ndim)
+    size = ary.shape[axis]
+    if isinstance(indices_or_sections, (tuple, list)) or (
+            isinstance(indices_or_sections, (np.ndarray, Array)) and
+            np.ndim(indices_or_sections) > 0):
+        points = [int(core.concrete_or_error(i, f"in jax.numpy.{op} argument 1"))
+                  for i in indices_or_sections]
+        bounds = [min(max(p + size if p < 0 else p, 0), size) for p in points]
+        edges = [0] + bounds + [size]
+        pieces = []
+        for lo, hi in itertools.pairwise(edges):
+            hi = max(lo, hi)
+            pieces.append(lax.slice_in_dim(ary, lo, hi, axis=axis))
+        return pieces
+    num = int(core.concrete_or_error(indices_or_sections, f"in jax.numpy.{op} argument 1"))
+    if num <= 0:
+        raise ValueError("number sections must be larger than 0.")
+    part, r = divmod(size, num)
+    if r == 0:
+        sizes = [part] * num
+    elif op == "array_split":
+        sizes = [part + 1] * r + [part] * (num - r)
+    else:
+        raise ValueError(f"array split does not result in an equal division: rest is {r}")
+    return list(lax.split(ary, sizes, axis=axis))
+
+
+def split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
+    """``jnp.split``: equal parts, or pieces between the given indices."""
+    return _split("split", ary, indices_or_sections, axis)
+
+
+def array_split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
+    """``jnp.array_split``: like ``split`` but allows unequal parts."""
+    return _split("array_split", ary, indices_or_sections, axis)
+
+
+def vsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Array]:
+    """``jnp.vsplit``: split along axis 0."""
+    return _split("vsplit", ary, indices_or_sections, 0)
+
+
+def hsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Array]:
+    """``jnp.hsplit``: split along axis 1 (axis 0 for 1-D arrays)."""
+    a = ensure_arraylike("hsplit", ary)
+    return _split("hsplit", a, indices_or_sections, 0 if a.ndim == 1 else 1)
+
+
+def dsplit(ary: ArrayLike, indices_or_sections: Any) -> list[Array]:
+    """``jnp.dsplit``: split along axis 2."""
+    return _split("dsplit", ary, indices_or_sections, 2)
+
+
+# --------------------------------------------------------------------------------------------
+# Repetition
+# --------------------------------------------------------------------------------------------
+
+def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
+    """``jnp.tile``: ``A`` repeated ``reps`` times along each axis."""
+    A = ensure_arraylike("tile", A)
+    reps_t = _index_tuple(reps)
+    reps_t = (1,) * (A.ndim - len(reps_t)) + reps_t
+    if len(reps_t) > A.ndim:
+        A = lax.expand_dims(A, tuple(range(len(reps_t) - A.ndim)))
+    shape = A.shape
+    expanded = tuple(k for r, s in zip(reps_t, shape) for k in (r, s))
+    dims = tuple(range(1, 2 * len(shape), 2))
+    out = lax.broadcast_in_dim(A, expanded, dims)
+    return lax.reshape(out, tuple(r * s for r, s in zip(reps_t, shape)))
+
+
+def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
+           total_repeat_length: int | None = None) -> Array:
+    """``jnp.repeat``: each element repeated ``repeats`` times along ``axis``. Traced
+    ``repeats`` need a static ``total_repeat_length``."""
+    check_arraylike("repeat", a)
+    a = asarray(a)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    axis = canonicalize_axis(operator.index(axis), a.ndim) if a.ndim else 0
+    if total_repeat_length is None:
+        repeats = np.asarray(core.concrete_or_error(
+            repeats, "When jit-compiling jnp.repeat, the total number of repeats must be "
+            "static. To fix this, either specify a static value for `repeats`, or pass a "
+            "static value to `total_repeat_length`."))
+        if repeats.ndim == 0 and a.ndim != 0:
+            r = int(repeats)
+            aux = list(a.shape)
+            aux.insert(axis + 1, r)
+            out = lax.broadcast_in_dim(a, tuple(aux),
+                                       tuple(i for i in range(len(aux)) if i != axis + 1))
+            result_shape = list(a.shape)
+            result_shape[axis] *= r
+            return lax.reshape(out, tuple(result_shape))
+        repeats = np.ravel(repeats)
+        if a.ndim == 0:
+            if repeats.shape != (1,):
+                raise ValueError("`repeat` with a scalar parameter `a` is only implemented for "
+                                 "scalar values of the parameter `repeats`.")
+            return full((int(repeats[0]),), a)
+        repeats = np.broadcast_to(repeats, (a.shape[axis],))
+        idx = np.repeat(np.arange(a.shape[axis], dtype=np.int32), repeats)
+        return take(a, asarray(idx), axis=axis, mode="clip")
+    total = operator.index(total_repeat_length)
+    repeats = ravel(ensure_arraylike("repeat", repeats))
+    if a.ndim == 0:
+        if repeats.shape != (1,):
+            raise ValueError("`repeat` with a scalar parameter `a` is only implemented for "
+                             "scalar values of the parameter `repeats`.")
+        return full((total,), a)
+    if total == 0:
+        shape = list(a.shape)
+        shape[axis] = 0
+        return zeros_like(a, shape=tuple(shape))
+    if a.shape[axis] == 0:
+        return a
+    repeats = broadcast_to_shape(repeats, (a.shape[axis],))
+    # Exclusive cumulative sum of the repeats: where each block starts in the output.
+    exclusive = lax.concatenate([lax.full((1,), 0, repeats.dtype),
+                                 lax.slice(repeats, (0,), (a.shape[axis] - 1,))], 0)
+    starts = lax.cumsum(exclusive, axis=0)
+    marks = scatter_update(lax.full((total,), 0, np.int32), starts, np.int32(1),
+                           lax.scatter_add, False, False, "drop")
+    gather_idx = lax.sub(lax.cumsum(marks, axis=0), np.int32(1))
+    return take(a, gather_idx, axis=axis, mode="clip")
+
+
+# --------------------------------------------------------------------------------------------
+# Flips and rolls
+# --------------------------------------------------------------------------------------------
+
+def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
+    """``jnp.flip``: reverse the order of elements along ``axis`` (all axes by default)."""
+    m = ensure_arraylike("flip", m)
+    axis = _ensure_optional_axes(axis)
+    if axis is None:
+        return lax.rev(m, tuple(range(m.ndim)))
+    return lax.rev(m, tuple(canonicalize_axis(a, m.ndim) for a in _index_tuple(axis)))
+
+
+def fliplr(m: ArrayLike) -> Array:
+    """``jnp.fliplr``: reverse axis 1."""
+    return flip(ensure_arraylike("fliplr", m), 1)
+
+
+def flipud(m: ArrayLike) -> Array:
+    """``jnp.flipud``: reverse axis 0."""
+    return flip(ensure_arraylike("flipud", m), 0)
+
+
+def rot90(m: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Array:
+    """``jnp.rot90``: rotate by 90 degrees ``k`` times in the plane of ``axes``."""
+    m = ensure_arraylike("rot90", m)
+    if m.ndim < 2:
+        raise ValueError("rot90 requires its first argument to have ndim at least two, but got "
+                         f"first argument of shape {m.shape}, which has ndim {m.ndim}")
+    ax1, ax2 = (canonicalize_axis(a, m.ndim) for a in axes)
+    if ax1 == ax2:
+        raise ValueError("Axes must be different")
+    k = operator.index(k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, ax1), ax2)
+    perm = list(range(m.ndim))
+    perm[ax1], perm[ax2] = perm[ax2], perm[ax1]
+    if k == 1:
+        return lax.transpose(flip(m, ax2), perm)
+    return flip(lax.transpose(m, perm), ax2)
+
+
+def roll(a: ArrayLike, shift: ArrayLike | Sequence[int], axis: int | Sequence[int] | None = None
+         ) -> Array:
+    """``jnp.roll``: shift elements cyclically along ``axis`` (of the flattened array by
+    default); ``shift`` may be traced."""
+    arr = ensure_arraylike("roll", a)
+    if axis is None:
+        return reshape(roll(ravel(arr), shift, 0), arr.shape)
+    axes = _index_tuple(axis)
+    if isinstance(shift, core.Tracer):
+        return _roll_dynamic(arr, shift, axes)
+    shifts = np.asarray(core.concrete_or_error(shift, "shift argument of jnp.roll"))
+    axes_b, shifts_b = np.broadcast_arrays(np.asarray(axes), shifts)
+    for ax, s in zip(axes_b.ravel(), shifts_b.ravel()):
+        ax = canonicalize_axis(int(ax), arr.ndim)
+        n = arr.shape[ax]
+        if n == 0:
+            continue
+        i = (-int(s)) % n
+        if i:
+            arr = lax.concatenate([lax.slice_in_dim(arr, i, n, axis=ax),
+                                   lax.slice_in_dim(arr, 0, i, axis=ax)], ax)
+    return arr
+
+
+def _roll_dynamic(a: Array, shift: Any, axes: tuple[int, ...]) -> Array:
+    shift = asarray(shift)
+    b_shape = broadcast_shapes(shift.shape, (len(axes),) if len(axes) > 1 else ())
+    shift = broadcast_to_shape(shift, b_shape) if shift.shape != b_shape else shift
+    shift_list = [shift] if shift.ndim == 0 else [getitem(shift, i) for i in range(len(axes))]
+    for x, ax in zip(shift_list, axes * (len(shift_list) // len(axes) or 1)):
+        ax = canonicalize_axis(ax, a.ndim)
+        n = a.shape[ax]
+        x = remainder(lax.convert_element_type(x, np.int32), np.int32(max(n, 1)))
+        doubled = lax.concatenate((a, a), ax)
+        a = lax.dynamic_slice_in_dim(doubled, lax.sub(np.int32(n), x), n, axis=ax)
+    return a
+
+
+# --------------------------------------------------------------------------------------------
+# append, delete, insert, resize, trim
+# --------------------------------------------------------------------------------------------
+
+def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
+    """``jnp.append``: ``values`` appended to ``arr`` (both flattened if ``axis=None``)."""
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis=axis)
+
+
+def delete(arr: ArrayLike, obj: Any, axis: int | None = None, *,
+           assume_unique_indices: bool = False) -> Array:
+    """``jnp.delete``: ``arr`` without the entries ``obj`` (concrete indices, a slice or a
+    mask) along ``axis``."""
+    a = ensure_arraylike("delete", arr)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    axis = canonicalize_axis(axis, a.ndim)
+    n = a.shape[axis]
+    pre = (slice(None),) * axis
+    try:
+        i = operator.index(obj)
+    except TypeError:
+        pass
+    else:
+        i = canonicalize_axis(i, n)
+        return concatenate([getitem(a, pre + (slice(0, i),)),
+                            getitem(a, pre + (slice(i + 1, None),))], axis=axis)
+    if isinstance(obj, slice):
+        obj = np.arange(n)[obj]
+    obj_arr = np.asarray(core.concrete_or_error(obj, "'obj' array argument of jnp.delete()"))
+    if dtypes.issubdtype(obj_arr.dtype, np.integer):
+        mask = np.ones(n, dtype=bool)
+        mask[obj_arr] = False
+    elif obj_arr.dtype == bool:
+        if obj_arr.shape != (n,):
+            raise ValueError("np.delete(arr, obj): for boolean indices, obj must be "
+                             "one-dimensional with length matching specified axis.")
+        mask = ~obj_arr
+    else:
+        raise ValueError(f"np.delete(arr, obj): got obj.dtype={obj_arr.dtype}; must be integer "
+                         "or bool.")
+    return take(a, asarray(np.nonzero(mask)[0].astype(np.int32)), axis=axis, mode="clip")
+
+
+def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Array:
+    """``jnp.insert``: ``values`` inserted before the indices ``obj`` along ``axis``."""
+    a = ensure_arraylike("insert", arr)
+    values = asarray(values) if not isinstance(values, (list, tuple)) else array(values)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    axis = canonicalize_axis(axis, a.ndim)
+    n = a.shape[axis]
+    if isinstance(obj, slice):
+        indices = np.arange(*obj.indices(n))
+    else:
+        indices = np.asarray(core.concrete_or_error(obj, "'obj' argument of jnp.insert()"))
+    if indices.ndim > 1:
+        raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
+                         f"scalar; got {obj}")
+    if not np.issubdtype(indices.dtype, np.integer):
+        if indices.size == 0:
+            indices = indices.astype(int)
+        else:
+            raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
+    values = array(values, ndmin=a.ndim, dtype=a.dtype, copy=False)
+    scalar_index = indices.ndim == 0
+    if indices.size == 1:
+        index = int(indices.ravel()[0])
+        if scalar_index:
+            values = moveaxis(values, 0, axis)
+        indices = np.full(values.shape[axis], index)
+    n_insert = broadcast_shapes(indices.shape, (values.shape[axis],))[0]
+    indices = np.clip(np.where(indices < 0, indices + n, indices), 0, n)
+    values_ind = indices.copy()
+    values_ind[np.argsort(indices, kind="stable")] += np.arange(n_insert)
+    arr_mask = np.ones(n + n_insert, dtype=bool)
+    arr_mask[values_ind] = False
+    arr_ind = np.nonzero(arr_mask)[0]
+    out_shape = list(a.shape)
+    out_shape[axis] += n_insert
+    out = zeros_like(a, shape=tuple(out_shape))
+    pre = (slice(None),) * axis
+    target = list(out_shape)
+    target[axis] = n_insert
+    values = broadcast_to_shape(values, tuple(target))
+    out = scatter_update(out, pre + (asarray(values_ind.astype(np.int32)),), values,
+                         lax.scatter, True, True)
+    return scatter_update(out, pre + (asarray(arr_ind.astype(np.int32)),), a, lax.scatter,
+                          True, True)
+
+
+def resize(a: ArrayLike, new_shape: int | Sequence[int]) -> Array:
+    """``jnp.resize``: ``a`` flattened, repeated cyclically and reshaped to ``new_shape``."""
+    check_arraylike("resize", a)
+    new_shape = _index_tuple(new_shape)
+    if any(d < 0 for d in new_shape):
+        raise ValueError("all elements of `new_shape` must be non-negative")
+    arr = ravel(a)
+    new_size = math.prod(new_shape)
+    if arr.size == 0 or new_size == 0:
+        return zeros_like(arr, shape=new_shape)
+    reps = -(-new_size // arr.size)
+    arr = lax.slice(tile(arr, reps), (0,), (new_size,))
+    return lax.reshape(arr, new_shape)
+
+
+def trim_zeros(filt: ArrayLike, trim: str = "fb") -> Array:
+    """``jnp.trim_zeros``: drop leading/trailing zeros of a concrete 1-D array."""
+    filt = ensure_arraylike("trim_zeros", filt)
+    core.concrete_or_error(filt, "Error arose in the `filt` argument of trim_zeros()")
+    nz = np.nonzero(np.asarray(filt) != 0)[0]
+    if nz.size == 0:
+        return lax.slice(filt, (0,), (0,))
+    start = int(nz[0]) if "f" in trim.lower() else 0
+    end = int(nz[-1]) + 1 if "b" in trim.lower() else filt.shape[0]
+    return lax.slice(filt, (start,), (end,))

@@ -1,0 +1,342 @@
+"""Sorting and searching: ``sort``, ``argsort`` (stable), ``lexsort``, ``partition``,
+``argpartition``, ``searchsorted``, ``digitize``, ``nonzero``/``flatnonzero``/``argwhere``,
+``where`` (one and three arguments), ``extract``, ``compress``, ``bincount``.
+
+Functions whose output size depends on the data (``nonzero``, one-argument ``where``,
+``argwhere``, ``extract`` ...) need a static ``size=`` under ``jit``, as in JAX.
+"""
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit._array import Array
+from jaxkit.numpy._creation import asarray, zeros
+from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._promotion import (
+    canonicalize_axis,
+    check_arraylike,
+    convert,
+    ensure_arraylike,
+    promote_dtypes,
+)
+from jaxkit.numpy._reductions import sum as _sum
+from jaxkit.numpy._shape import atleast_1d, ravel, swapaxes
+from jaxkit.numpy._take import take
+from jaxkit.numpy._ufuncs import where3
+from jaxkit.typing import ArrayLike
+
+
+def _int_dtype() -> np.dtype:
+    return dtypes.default_int_dtype()
+
+
+def sort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: None = None,
+         stable: bool = True, descending: bool = False) -> Array:
+    """``jnp.sort``: sorted copy of ``a`` along ``axis`` (NaNs last)."""
+    arr = ensure_arraylike("sort", a)
+    if order is not None:
+        raise ValueError("'order' argument to sort is not supported.")
+    if axis is None:
+        arr = ravel(arr)
+        axis = 0
+    dimension = canonicalize_axis(axis, arr.ndim)
+    result = lax.sort(arr, dimension=dimension, is_stable=stable)
+    return lax.rev(result, (dimension,)) if descending else result
+
+
+def argsort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: None = None,
+            stable: bool = True, descending: bool = False) -> Array:
+    """``jnp.argsort``: the indices that sort ``a`` along ``axis`` (stable by default)."""
+    arr = ensure_arraylike("argsort", a)
+    if order is not None:
+        raise ValueError("'order' argument to argsort is not supported.")
+    if axis is None:
+        arr = ravel(arr)
+        axis = 0
+    dimension = canonicalize_axis(axis, arr.ndim)
+    iota = lax.broadcasted_iota(_int_dtype(), arr.shape, dimension)
+    # A stable descending sort: reverse, sort ascending, reverse back (ties keep their order).
+    if descending and stable:
+        arr = lax.rev(arr, (dimension,))
+        iota = lax.rev(iota, (dimension,))
+    _, indices = lax.sort_key_val(arr, iota, dimension=dimension, is_stable=stable)
+    return lax.rev(indices, (dimension,)) if descending else indices
+
+
+def sort_complex(a: ArrayLike) -> Array:
+    """``jnp.sort_complex``: sort by real part, then imaginary part, as complex."""
+    a = ensure_arraylike("sort_complex", a)
+    a = sort(a, axis=0)
+    return convert(a, dtypes.canonicalize_dtype(dtypes.to_complex_dtype(a.dtype)))
+
+
+def lexsort(keys: Sequence[ArrayLike], axis: int = -1) -> Array:
+    """``jnp.lexsort``: indices sorting by the last key, then the one before, ..."""
+    if isinstance(keys, (Array, core.Tracer, np.ndarray)):
+        keys = asarray(keys)
+        key_tuple = tuple(getitem(keys, i) for i in range(keys.shape[0]))
+    else:
+        key_tuple = tuple(keys)
+    check_arraylike("lexsort", *key_tuple)
+    key_arrays = tuple(asarray(k) for k in key_tuple)
+    if not key_arrays:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if len({k.shape for k in key_arrays}) > 1:
+        raise ValueError("all keys need to be the same shape")
+    if key_arrays[0].ndim == 0:
+        return asarray(np.asarray(0, _int_dtype()))
+    axis = canonicalize_axis(axis, key_arrays[0].ndim)
+    iota = lax.broadcasted_iota(_int_dtype(), key_arrays[0].shape, axis)
+    return lax.sort((*key_arrays[::-1], iota), dimension=axis,
+                    num_keys=len(key_arrays))[-1]
+
+
+def partition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
+    """``jnp.partition``: the ``kth`` smallest element at position ``kth``, smaller ones
+    (ascending) before it, larger ones (descending, as JAX's ``top_k``) after it."""
+    arr = ensure_arraylike("partition", a)
+    axis = canonicalize_axis(axis, arr.ndim)
+    kth = canonicalize_axis(kth, arr.shape[axis])
+    arr = swapaxes(arr, axis, -1)
+    s = lax.sort(arr, dimension=arr.ndim - 1)
+    n = arr.shape[-1]
+    bottom = lax.slice_in_dim(s, 0, kth + 1, axis=arr.ndim - 1)
+    top = lax.rev(lax.slice_in_dim(s, kth + 1, n, axis=arr.ndim - 1), (arr.ndim - 1,))
+    return swapaxes(lax.concatenate([bottom, top], arr.ndim - 1), -1, axis)
+
+
+def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
+    """``jnp.argpartition``: indices that partition ``a`` (the ``kth + 1`` smallest first, in
+    ascending order, then the others in index order, as JAX)."""
+    arr = ensure_arraylike("argpartition", a)
+    axis = canonicalize_axis(axis, arr.ndim)
+    kth = canonicalize_axis(kth, arr.shape[axis])
+    arr = swapaxes(arr, axis, -1)
+    last = arr.ndim - 1
+    perm = argsort(arr, axis=-1)
+    bottom = lax.slice_in_dim(perm, 0, kth + 1, axis=last)
+    top = lax.sort(lax.slice_in_dim(perm, kth + 1, arr.shape[-1], axis=last), dimension=last)
+    return swapaxes(lax.concatenate([bottom, top], last), -1, axis)
+
+
+# --------------------------------------------------------------------------------------------
+# searchsorted / digitize
+# --------------------------------------------------------------------------------------------
+
+def _total_lt(x: Array, y: Array) -> Array:
+    """``x < y`` with NaNs ordered after everything (the order ``sort`` uses)."""
+    if dtypes.issubdtype(dtypes.dtype(x), np.inexact):
+        x_nan, y_nan = lax.ne(x, x), lax.ne(y, y)
+        return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(y_nan, lax.bitwise_not(x_nan)))
+    return lax.lt(x, y)
+
+
+def _total_le(x: Array, y: Array) -> Array:
+    return lax.bitwise_not(_total_lt(y, x))
+
+
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None,
+                 *, method: str = "scan") -> Array:
+    """``jnp.searchsorted``: where to insert ``v`` into the sorted 1-D ``a`` to keep it sorted
+    (a binary search unrolled over the static length of ``a``)."""
+    a, v = ensure_arraylike("searchsorted", a, v)
+    if sorter is not None:
+        a = take(a, sorter, mode="clip")
+    if side not in ("left", "right"):
+        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
+                         "['left', 'right'].")
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise ValueError(f"{method!r} is an invalid value for keyword 'method'. Expected one "
+                         "of ['sort', 'scan', 'scan_unrolled', 'compare_all'].")
+    if a.ndim != 1:
+        raise ValueError("a should be 1-dimensional")
+    a, v = promote_dtypes(a, v)
+    a, v = asarray(a), asarray(v)
+    dt = np.dtype(np.int32)
+    n = a.shape[0]
+    if n == 0:
+        return lax.full(v.shape, 0, _int_dtype())
+    go_left_op = _total_le if side == "left" else _total_lt
+    low = lax.full(v.shape, 0, dt)
+    high = lax.full(v.shape, n, dt)
+    for _ in range(int(np.ceil(np.log2(n + 1)))):
+        mid = lax.div(lax.add(low, high), np.int32(2))
+        go_left = go_left_op(v, take(a, mid, mode="clip"))
+        low, high = lax.select(go_left, low, mid), lax.select(go_left, mid, high)
+    return lax.convert_element_type(high, _int_dtype())
+
+
+def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
+             method: str | None = None) -> Array:
+    """``jnp.digitize``: the index of the bin each ``x`` falls in."""
+    x, bins_arr = ensure_arraylike("digitize", x, bins)
+    right = core.concrete_or_error(right, "right argument of jnp.digitize()")
+    if bins_arr.ndim != 1:
+        raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
+    if bins_arr.shape[0] == 0:
+        return lax.full(x.shape, 0, _int_dtype())
+    side = "right" if not right else "left"
+    kw = {} if method is None else {"method": method}
+    increasing = lax.ge(getitem(bins_arr, -1), getitem(bins_arr, 0))
+    up = searchsorted(bins_arr, x, side=side, **kw)
+    down = lax.sub(np.asarray(bins_arr.shape[0], _int_dtype())[()],
+                   searchsorted(lax.rev(bins_arr, (0,)), x, side=side, **kw))
+    return where3(increasing, up, down)
+
+
+# --------------------------------------------------------------------------------------------
+# nonzero and friends
+# --------------------------------------------------------------------------------------------
+
+_SIZE_HINT = ("The size argument of jnp.nonzero must be statically specified to use "
+              "jnp.nonzero within JAX transformations.")
+
+
+def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
+             length: int | None = None) -> Array:
+    """``jnp.bincount``: the number of occurrences (or summed weights) of each value of the
+    non-negative integer array ``x``; ``length`` must be static under ``jit``."""
+    x = ensure_arraylike("bincount", x)
+    if x.dtype == np.bool_:
+        x = lax.convert_element_type(x, np.int32)
+    if not dtypes.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"x argument to bincount must have an integer type; got {x.dtype}")
+    if x.ndim != 1:
+        raise ValueError("only 1-dimensional input supported.")
+    minlength = operator.index(core.concrete_or_error(
+        minlength, "The error occurred because of argument 'minlength' of jnp.bincount."))
+    if length is None:
+        core.concrete_or_error(x, "The error occurred because of argument 'x' of "
+                                  "jnp.bincount. To avoid this error, pass a static `length` "
+                                  "argument.")
+        x_np = np.asarray(x)
+        length = max(minlength, x_np.size and int(max(0, x_np.max())) + 1)
+    else:
+        length = operator.index(core.concrete_or_error(
+            length, "The error occurred because of argument 'length' of jnp.bincount."))
+    if weights is None:
+        weights = np.asarray(1, _int_dtype())
+    else:
+        weights = ensure_arraylike("bincount", weights)
+        if weights.shape != x.shape:
+            raise ValueError("shape of weights must match shape of x.")
+    zero = np.asarray(0, x.dtype)[()]
+    idx = lax.max(x, zero) if not dtypes.issubdtype(x.dtype, np.unsignedinteger) else x
+    return scatter_update(zeros(length, dtypes.dtype(weights)), idx, weights, lax.scatter_add,
+                          False, False, "drop")
+
+
+def nonzero(a: ArrayLike, *, size: int | None = None,
+            fill_value: ArrayLike | tuple | None = None) -> tuple[Array, ...]:
+    """``jnp.nonzero``: the indices of the nonzero elements, one array per axis; with
+    ``size``, exactly ``size`` of them (padded with ``fill_value``, default 0)."""
+    arr = ensure_arraylike("nonzero", a)
+    if arr.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "jnp.atleast_1d(scalar).nonzero() instead.")
+    mask = arr if arr.dtype == np.bool_ else lax.ne(arr, np.asarray(0, arr.dtype)[()])
+    if size is None:
+        core.concrete_or_error(mask, _SIZE_HINT)
+        size = int(np.count_nonzero(np.asarray(mask)))
+    size = operator.index(core.concrete_or_error(size, _SIZE_HINT))
+    int_dt = _int_dtype()
+    if arr.size == 0 or size == 0:
+        return tuple(lax.full((size,), 0, int_dt) for _ in arr.shape)
+    flat_mask = lax.reshape(mask, (arr.size,))
+    counts = lax.cumsum(lax.convert_element_type(flat_mask, int_dt), axis=0)
+    # Position j of the output holds the flat index of the (j+1)-th true element: count how
+    # many prefix counts are <= j (a bincount of the running count, cumulated).
+    hist = bincount(counts, length=size)
+    flat_indices = lax.cumsum(hist, axis=0)
+    strides = (np.cumprod(arr.shape[::-1])[::-1] // arr.shape).astype(int_dt)
+    out = tuple(lax.rem(lax.div(flat_indices, np.asarray(stride, int_dt)[()]),
+                        np.asarray(dim, int_dt)[()]) for stride, dim in zip(strides, arr.shape))
+    if fill_value is not None:
+        fill_tup = fill_value if isinstance(fill_value, tuple) else arr.ndim * (fill_value,)
+        if any(np.shape(val) != () for val in fill_tup):
+            raise ValueError(f"fill_value must be a scalar or a tuple of length {arr.ndim}; got "
+                             f"{fill_value}")
+        total = _sum(flat_mask, dtype=int_dt)
+        fill_mask = lax.ge(lax.iota(int_dt, size), total)
+        out = tuple(where3(fill_mask, fv, entry) for fv, entry in zip(fill_tup, out))
+    return out
+
+
+def flatnonzero(a: ArrayLike, *, size: int | None = None, fill_value: ArrayLike | None = None
+                ) -> Array:
+    """``jnp.flatnonzero``: indices of the nonzero elements of the flattened ``a``."""
+    return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a: ArrayLike, *, size: int | None = None, fill_value: ArrayLike | None = None
+             ) -> Array:
+    """``jnp.argwhere``: the indices of the nonzero elements as rows of a 2-D array."""
+    a = ensure_arraylike("argwhere", a)
+    idx = nonzero(atleast_1d(a), size=size, fill_value=fill_value)
+    result = lax.transpose(lax.concatenate([lax.expand_dims(i, (0,)) for i in idx], 0), (1, 0))
+    if a.ndim == 0:
+        return lax.reshape(lax.slice(result, (0, 0), (result.shape[0], 0)),
+                           (result.shape[0], 0))
+    return result
+
+
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /, *,
+          size: int | None = None, fill_value: Any = None) -> Any:
+    """``jnp.where``: with three arguments, ``x`` where ``condition`` else ``y``; with one,
+    ``nonzero(condition, size=size, fill_value=fill_value)``."""
+    if x is None and y is None:
+        return nonzero(ensure_arraylike("where", condition), size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
+    return where3(condition, x, y)
+
+
+def extract(condition: ArrayLike, arr: ArrayLike, *, size: int | None = None,
+            fill_value: ArrayLike = 0) -> Array:
+    """``jnp.extract``: the elements of ``ravel(arr)`` where ``ravel(condition)`` is true."""
+    condition, arr = ensure_arraylike("extract", condition, arr)
+    if condition.shape != arr.shape:
+        raise ValueError(f"condition.shape={condition.shape} must match arr.shape={arr.shape}")
+    return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)
+
+
+def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *,
+             size: int | None = None, fill_value: ArrayLike = 0, out: None = None) -> Array:
+    """``jnp.compress``: the slices of ``a`` along ``axis`` where ``condition`` is true."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+    condition_arr, arr = ensure_arraylike("compress", condition, a)
+    condition_arr = lax.ne(condition_arr, np.asarray(0, condition_arr.dtype)[()]) \
+        if condition_arr.dtype != np.bool_ else condition_arr
+    if condition_arr.ndim != 1:
+        raise ValueError("condition must be a 1D array")
+    if axis is None:
+        axis = 0
+        arr = ravel(arr)
+    axis = canonicalize_axis(axis, arr.ndim)
+    n = arr.shape[axis]
+    c = condition_arr.shape[0]
+    if c > n:
+        condition_arr = lax.slice(condition_arr, (0,), (n,))
+    elif c < n:
+        arr = lax.slice_in_dim(arr, 0, c, axis=axis)
+    idx = nonzero(condition_arr, size=size)[0]
+    result = take(arr, idx, axis=axis, mode="clip")
+    if size is not None and fill_value is not None:
+        total = _sum(condition_arr, dtype=_int_dtype())
+        valid = lax.lt(lax.iota(_int_dtype(), size), total)
+        shape = [1] * result.ndim
+        shape[axis] = size
+        valid = lax.broadcast_in_dim(lax.reshape(valid, tuple(shape)), result.shape,
+                                     tuple(range(result.ndim)))
+        result = where3(valid, result, convert(fill_value, result.dtype))
+    return result

@@ -1,0 +1,120 @@
+"""Finding and loading the CUDA PJRT plugin, tested on fake wheel layouts (no GPU needed).
+
+A fake ``jax-cuda12-pjrt`` distribution (dist-info metadata plus the library file) on
+``sys.path`` must be found through its metadata; fake ``nvidia-*`` wheels are preloaded; a
+missing plugin, a version mismatch and a library that cannot start give RuntimeErrors that say
+what to do, and the CPU stays the default backend."""
+import _ctypes
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import jaxkit
+from jaxkit import _gpu, _runtime
+
+
+def make_fake_wheel(site, version="0.10.2", library="jax_plugins/xla_cuda12/xla_cuda_plugin.so"):
+    dist_info = site / f"jax_cuda12_pjrt-{version}.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: jax-cuda12-pjrt\nVersion: {version}\n")
+    (dist_info / "RECORD").write_text(f"jax_plugins/xla_cuda12/__init__.py,,\n{library},,\n"
+                                      f"{dist_info.name}/METADATA,,\n")
+    lib = site / library
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    lib.write_bytes(b"not really a shared library")
+    (site / "jax_plugins/xla_cuda12/__init__.py").write_text("raise ImportError('imports jax')\n")
+    return lib
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    monkeypatch.delenv("JAXKIT_CUDA_PLUGIN_PATH", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_plugin_found_through_wheel_metadata(site):
+    lib = make_fake_wheel(site)
+    assert _gpu.find_cuda_plugin() == lib
+    assert _gpu.plugin_version() == "0.10.2"
+    assert "jax_plugins.xla_cuda12" not in sys.modules  # found without importing the package
+
+
+def test_plugin_found_in_another_layout_through_the_record(site):
+    lib = make_fake_wheel(site, library="jax_plugins/xla_cuda12/lib/xla_cuda_plugin.so")
+    assert _gpu.find_cuda_plugin() == lib
+
+
+def test_plugin_path_override(site, monkeypatch):
+    lib = site / "custom.so"
+    lib.write_bytes(b"x")
+    monkeypatch.setenv("JAXKIT_CUDA_PLUGIN_PATH", str(lib))
+    assert _gpu.find_cuda_plugin() == lib
+    monkeypatch.setenv("JAXKIT_CUDA_PLUGIN_PATH", str(site / "missing.so"))
+    assert _gpu.find_cuda_plugin() is None
+
+
+def test_no_plugin_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAXKIT_CUDA_PLUGIN_PATH", str(tmp_path / "missing.so"))
+    with pytest.raises(_gpu.PluginNotFoundError, match=r"pip install 'jaxkit\[cuda12\]'"):
+        _gpu.make_gpu_backend()
+    if "gpu" not in _runtime._backends:  # (a machine with a working GPU may have created it)
+        for name in ("gpu", "cuda"):
+            with pytest.raises(RuntimeError, match="CUDA PJRT plugin is not installed"):
+                jaxkit.devices(name)
+    assert _gpu.gpu_is_default() is False
+
+
+def test_version_mismatch(site):
+    make_fake_wheel(site, version="0.9.0")
+    with pytest.raises(RuntimeError, match="0.9.0 does not match jaxlib 0.10.2"):
+        _gpu.make_gpu_backend()
+
+
+def test_nvidia_libraries_are_preloaded_from_their_wheels(site, monkeypatch):
+    real = site / "nvidia/cuda_runtime/lib/libcudart.so.12"
+    real.parent.mkdir(parents=True)
+    shutil.copy(_ctypes.__file__, real)  # any loadable shared library stands in for CUDA's
+    bogus = site / "nvidia/cublas/lib/libcublas.so.12"
+    bogus.parent.mkdir(parents=True)
+    bogus.write_bytes(b"not a library")
+    for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
+        monkeypatch.delitem(sys.modules, name)
+    try:
+        assert _gpu.preload_nvidia_libraries() == [str(real)]
+    finally:
+        for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
+            del sys.modules[name]
+
+
+def test_platforms_setting_keeps_the_cpu(site, monkeypatch):
+    make_fake_wheel(site)
+    monkeypatch.setenv("JAXKIT_PLATFORMS", "cpu")
+    assert _gpu.gpu_is_default() is False
+
+
+def test_a_plugin_that_cannot_start_falls_back_to_the_cpu(tmp_path):
+    lib = make_fake_wheel(tmp_path / "site")
+    script = textwrap.dedent("""
+        import jaxkit, jaxkit._gpu
+        print("default:", jaxkit.default_backend(), jaxkit.devices())
+        try:
+            jaxkit.devices("gpu")
+        except RuntimeError as e:
+            print("error:", e)
+    """)
+    env = dict(os.environ, JAXKIT_CUDA_PLUGIN_PATH=str(lib), JAXKIT_NUM_CPU_DEVICES="1")
+    env.pop("JAXKIT_PLATFORMS", None)
+    env.pop("JAX_PLATFORMS", None)
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == "default: cpu [CpuDevice(id=0)]"
+    assert out[1].startswith(f"error: The CUDA plugin at {lib} could not start a GPU client")
+    assert "falling back to the CPU" in proc.stderr

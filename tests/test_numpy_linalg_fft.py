@@ -1,0 +1,179 @@
+"""jaxkit.numpy.linalg and jaxkit.numpy.fft against the JAX oracle and NumPy. Decompositions
+whose factors are unique only up to signs (qr, eigh, svd) are checked through their
+reconstructions, orthogonality and the unique parts (eigenvalues, singular values, |R|)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _numpy_checks import check, jax, jjnp, rng_array
+
+import jaxkit
+import jaxkit.numpy as jnp
+from jaxkit._ad_api import grad
+
+A = rng_array((4, 4), np.float32)
+A3 = rng_array((2, 3, 3), np.float32, seed=1)
+SPD = (A @ A.T + 4 * np.eye(4)).astype(np.float32)
+R53 = rng_array((5, 3), np.float32, seed=2)
+CX = rng_array((3, 3), np.complex64, seed=3)
+B4 = rng_array((4,), np.float32, seed=4)
+B42 = rng_array((4, 2), np.float32, seed=5)
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]], np.float32)
+
+LINALG = [
+    ("norm", (B4,), {}), ("norm", (B4, 1), {}), ("norm", (B4, np.inf), {}),
+    ("norm", (B4, -np.inf), {}), ("norm", (B4, 0), {}), ("norm", (B4, 3), {}),
+    ("norm", (A,), {}), ("norm", (A, "fro"), {}), ("norm", (A, 1), {}), ("norm", (A, -1), {}),
+    ("norm", (A, np.inf), {}), ("norm", (A, 2), {}), ("norm", (A, -2), {}),
+    ("norm", (A, "nuc"), {}), ("norm", (A3,), {"axis": (1, 2), "keepdims": True}),
+    ("norm", (A3, 1), {"axis": 0}), ("norm", (CX,), {}), ("vector_norm", (A3,), {"axis": 1}),
+    ("matrix_norm", (A3,), {}), ("det", (A,), {}), ("det", (A3,), {}), ("det", (CX,), {}),
+    ("det", (SINGULAR,), {}), ("slogdet", (A,), {}), ("slogdet", (CX,), {}),
+    ("slogdet", (SINGULAR,), {}), ("inv", (A,), {}), ("inv", (A3,), {}), ("inv", (CX,), {}),
+    ("solve", (A, B4), {}), ("solve", (A, B42), {}), ("solve", (A3, A3), {}),
+    ("cholesky", (SPD,), {}), ("cholesky", (SPD,), {"upper": True}),
+    ("matrix_power", (A, 3), {}), ("matrix_power", (A, -2), {}), ("matrix_power", (A, 0), {}),
+    ("eigvalsh", (SPD,), {}), ("svdvals", (A,), {}), ("svd", (R53,), {"compute_uv": False}),
+    ("matrix_rank", (A,), {}), ("matrix_rank", (np.ones((3, 3), np.float32),), {}),
+    ("pinv", (R53,), {}), ("cond", (A,), {}), ("cond", (A, 1), {}),
+    ("lstsq", (R53, rng_array((5,), np.float32, seed=6)), {}),
+    ("multi_dot", ([A, B42, B42.T.copy()],), {}), ("trace", (A3,), {}),
+    ("diagonal", (A3,), {"offset": 1}), ("outer", (B4, B4), {}),
+    ("cross", (B4[:3], A[0, :3]), {}), ("matrix_transpose", (A3,), {}),
+    ("tensorsolve", (rng_array((2, 3, 6), np.float32, seed=7), rng_array((2, 3), np.float32,
+                                                                         seed=8)), {}),
+    ("tensorinv", (rng_array((4, 6, 8, 3), np.float32, seed=9),), {"ind": 2}),
+]
+
+
+@pytest.mark.parametrize("name,args,kw", LINALG, ids=[f"{n}-{i}" for i, (n, _, _) in
+                                                      enumerate(LINALG)])
+def test_linalg_matches_jax(name, args, kw):
+    check(name, *args, kw=kw, kit_fn=getattr(jnp.linalg, name),
+          jax_fn=getattr(jjnp.linalg, name), rtol=2e-3, atol=2e-4)
+
+
+def test_qr_reconstruction():
+    for a in (R53, R53.T.copy(), A3):
+        for mode in ("reduced", "complete"):
+            q, r = jnp.linalg.qr(a, mode=mode)
+            qj, rj = jjnp.linalg.qr(a, mode=mode)
+            assert q.shape == qj.shape and r.shape == rj.shape
+            np.testing.assert_allclose(np.asarray(q @ r), a, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(np.asarray(r), np.asarray(rj), rtol=1e-3, atol=1e-4)
+    r_only = jnp.linalg.qr(R53, mode="r")
+    np.testing.assert_allclose(np.abs(np.asarray(r_only)), np.abs(np.linalg.qr(R53, "r")),
+                               rtol=1e-4, atol=1e-5)
+    q, r = jnp.linalg.qr(CX)
+    np.testing.assert_allclose(np.asarray(q @ r), CX, rtol=1e-4, atol=1e-5)
+
+
+def test_eigh_decomposition():
+    w, v = jnp.linalg.eigh(SPD)
+    wj, vj = jjnp.linalg.eigh(SPD)
+    np.testing.assert_allclose(np.asarray(w), np.asarray(wj), rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(SPD @ v), np.asarray(v * w), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(v.T @ v), np.eye(4), atol=1e-5)
+    np.testing.assert_allclose(np.abs(np.asarray(v)), np.abs(np.asarray(vj)), atol=1e-3)
+    w_jit = jaxkit.jit(jnp.linalg.eigvalsh)(SPD)
+    np.testing.assert_allclose(np.asarray(w_jit), np.linalg.eigvalsh(SPD), rtol=1e-4)
+    with pytest.raises(NotImplementedError, match="complex"):
+        jnp.linalg.eigh(CX)
+
+
+def test_svd_decomposition():
+    for a in (R53, R53.T.copy(), A3, np.ones((3, 2), np.float32)):
+        for full in (False, True):
+            u, s, vh = jnp.linalg.svd(a, full_matrices=full)
+            uj, sj, vhj = jjnp.linalg.svd(a, full_matrices=full)
+            assert u.shape == uj.shape and vh.shape == vhj.shape
+            np.testing.assert_allclose(np.asarray(s), np.asarray(sj), rtol=1e-4, atol=1e-5)
+            k = min(a.shape[-2:])
+            rebuilt = (np.asarray(u)[..., :k] * np.asarray(s)[..., None, :]) @ \
+                np.asarray(vh)[..., :k, :]
+            np.testing.assert_allclose(rebuilt, a, rtol=1e-4, atol=1e-4)
+            uu = np.asarray(u)
+            eye = np.broadcast_to(np.eye(uu.shape[-1]), uu.shape[:-2] + (uu.shape[-1],) * 2)
+            np.testing.assert_allclose(np.swapaxes(uu, -1, -2) @ uu, eye, atol=1e-4)
+
+
+def test_linalg_jit_and_grad_free_paths():
+    np.testing.assert_allclose(np.asarray(jaxkit.jit(jnp.linalg.det)(A)), np.linalg.det(A),
+                               rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(jaxkit.jit(jnp.linalg.solve)(A, B4)),
+                               np.linalg.solve(A, B4), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(jaxkit.jit(jnp.linalg.inv)(A3)), np.linalg.inv(A3),
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_linalg_errors():
+    with pytest.raises(ValueError, match="must have shape"):
+        jnp.linalg.det(jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="Invalid order 'inf' for vector norm"):
+        jnp.linalg.norm(jnp.ones(3), "inf")
+    with pytest.raises(ValueError, match="Improper number of axes for norm"):
+        jnp.linalg.norm(jnp.ones((2, 2, 2)), axis=(0, 1, 2))
+    with pytest.raises(NotImplementedError, match="jnp.linalg.eig"):
+        jnp.linalg.eig(A)
+
+
+FFT = [
+    ("fft", (rng_array((3, 8), np.float32),), {}), ("fft", (CX,), {"norm": "ortho"}),
+    ("fft", (B4, 6), {}), ("fft", (B4, 3), {"norm": "forward"}), ("fft", (A,), {"axis": 0}),
+    ("fft", (np.arange(5, dtype=np.int32),), {}), ("ifft", (CX,), {}),
+    ("ifft", (A, 5), {"norm": "ortho"}), ("rfft", (A,), {}), ("rfft", (B4[:3],), {}),
+    ("rfft", (A, 7), {"norm": "forward"}), ("irfft", (CX,), {}), ("irfft", (CX, 5), {}),
+    ("irfft", (CX,), {"norm": "ortho"}), ("hfft", (CX,), {}), ("ihfft", (B4,), {}),
+    ("fft2", (A,), {}), ("ifft2", (CX,), {}), ("fftn", (A3,), {}),
+    ("fftn", (A3,), {"axes": (0, 2)}), ("fftn", (A,), {"s": (3, 5)}), ("ifftn", (A3,), {}),
+    ("rfft2", (A,), {}), ("rfftn", (A3,), {}), ("irfft2", (CX,), {}),
+    ("irfftn", (CX,), {"s": (3, 7)}), ("fftfreq", (8,), {}), ("fftfreq", (7, 0.1), {}),
+    ("rfftfreq", (8, 0.5), {}), ("fftshift", (A,), {}), ("ifftshift", (B4[:3],), {}),
+    ("fftshift", (A3,), {"axes": 1}),
+]
+
+
+@pytest.mark.parametrize("name,args,kw", FFT, ids=[f"{n}-{i}" for i, (n, _, _) in
+                                                   enumerate(FFT)])
+def test_fft_matches_jax(name, args, kw):
+    check(name, *args, kw=kw, kit_fn=getattr(jnp.fft, name), jax_fn=getattr(jjnp.fft, name),
+          rtol=1e-4, atol=1e-4)
+
+
+def test_fft_matches_numpy_and_jit():
+    x = rng_array((16,), np.float32, seed=10)
+    np.testing.assert_allclose(np.asarray(jnp.fft.fft(x)), np.fft.fft(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(jnp.fft.irfft(jnp.fft.rfft(x))), x, rtol=1e-4,
+                               atol=1e-5)
+    out = jaxkit.jit(lambda v: jnp.fft.ifft(jnp.fft.fft(v)).real)(x)
+    np.testing.assert_allclose(np.asarray(out), x, rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError, match="does not support complex input"):
+        jnp.fft.rfft(CX)
+    with pytest.raises(ValueError, match="Invalid norm value"):
+        jnp.fft.fft(x, norm="bad")
+
+
+GRADS = [
+    ("det", lambda m, a: m.linalg.det(a), A),
+    ("slogdet", lambda m, a: m.linalg.slogdet(a)[1], A),
+    ("inv", lambda m, a: m.linalg.inv(a).sum(), A),
+    ("solve", lambda m, a: m.linalg.solve(a, m.ones(4)).sum(), A),
+    ("eigvalsh", lambda m, a: (m.linalg.eigvalsh(a) * m.arange(4.0)).sum(), SPD),
+    ("eigh vectors", lambda m, a: (m.linalg.eigh(a)[1] ** 2 * m.arange(16.0).reshape(4, 4))
+     .sum(), SPD),
+    ("cholesky", lambda m, a: (m.linalg.cholesky(a) * m.arange(16.0).reshape(4, 4)).sum(), SPD),
+    ("svdvals", lambda m, a: (m.linalg.svd(a, compute_uv=False) * m.arange(3.0)).sum(), R53),
+    ("svd", lambda m, a: (m.abs(m.linalg.svd(a, full_matrices=False)[0]) *
+                          m.arange(15.0).reshape(5, 3)).sum(), R53),
+    ("qr", lambda m, a: (m.linalg.qr(a)[1] * m.arange(9.0).reshape(3, 3)).sum(), R53),
+    ("norm 2", lambda m, a: m.linalg.norm(a, 2), R53),
+    ("pinv", lambda m, a: m.linalg.pinv(a).sum(), R53),
+    ("lstsq", lambda m, a: m.linalg.lstsq(a, m.ones(5))[0].sum(), R53),
+]
+
+
+@pytest.mark.parametrize("name,fn,x", GRADS, ids=[g[0] for g in GRADS])
+def test_linalg_gradients_match_jax(name, fn, x):
+    got = grad(lambda a: fn(jnp, a))(jnp.asarray(x))
+    want = jax.grad(lambda a: fn(jjnp, a))(jjnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-4)
