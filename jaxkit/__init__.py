@@ -10,27 +10,40 @@ import os as _os
 # before jaxlib's shared library loads, which the first jaxkit import below does.
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from jaxkit._config import config  # noqa: E402
-from jaxkit import lax  # noqa: F401  (registers the primitives)
+# ruff: noqa: E402
+from jaxkit._config import config
+from jaxkit import _gpu  # registers the CUDA plugin backend (if installed) before first use
+from jaxkit import lax
+from jaxkit._ad_api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
+                            value_and_grad, vjp)
 from jaxkit._array import Array
+from jaxkit._checkpoint import checkpoint, checkpoint_policies, remat
+from jaxkit._custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from jaxkit._jit import jit
+from jaxkit._pmap import pmap
+from jaxkit._vmap_api import vmap
 from jaxkit.api import (ShapeDtypeStruct, block_until_ready, default_backend, device_count,
                         device_get, device_put, devices, eval_shape, local_device_count,
                         local_devices, make_jaxpr, process_count, process_index)
 from jaxkit.core import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
-from jaxkit import errors, tree_util  # noqa: F401
-from jaxkit import numpy  # noqa: F401  (installs array methods and operators)
+from jaxkit.interpreters.ad import stop_gradient
+from jaxkit import distributed, errors, tree_util
+from jaxkit import numpy  # installs array methods and operators
+from jaxkit import nn, random
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Array", "ConcretizationTypeError", "ShapeDtypeStruct", "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
-    "block_until_ready", "config", "default_backend", "device_count", "device_get", "device_put",
-    "devices", "eval_shape", "jit", "lax", "local_device_count", "local_devices", "make_jaxpr",
-    "numpy", "process_count", "process_index", "tree_util",
+    "block_until_ready", "checkpoint", "checkpoint_policies", "closure_convert", "config",
+    "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put",
+    "devices", "distributed", "errors", "eval_shape", "grad", "hessian", "jacfwd", "jacobian",
+    "jacrev", "jit", "jvp", "lax", "linearize", "local_device_count", "local_devices",
+    "make_jaxpr", "nn", "numpy", "pmap", "process_count", "process_index", "random", "remat",
+    "stop_gradient", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
 
 

@@ -90,25 +90,6 @@ def _num_cpu_devices() -> int:
     return n
 
 
-def get_backend(platform: str | None = None) -> Backend:
-    """The backend for ``platform`` ("cpu"), created on first use."""
-    name = (platform or "cpu").lower()
-    backend = _backends.get(name)
-    if backend is not None:
-        return backend
-    with _lock:
-        if name not in _backends:
-            if name != "cpu":
-                raise RuntimeError(f"Unknown backend {platform!r}: this jaxkit has only the "
-                                   "'cpu' backend available.")
-            _backends[name] = Backend(xc.make_cpu_client(num_devices=_num_cpu_devices()))
-    return _backends[name]
-
-
-def default_backend() -> str:
-    return "cpu"
-
-
 def devices(backend: str | None = None) -> list:
     """All devices of a backend (default: CPU), like ``jax.devices()``."""
     return list(get_backend(backend).devices)
@@ -217,15 +198,13 @@ def host_numpy(x: Any, dtype) -> np.ndarray:
     return np.asarray(x, dtype=dtypes.canonicalize_dtype(dtype))
 
 
-# ============================================================================================
-# Backends other than the CPU (added by the scale-out work; see jaxkit/_gpu.py).
-# Plugins register a factory under one or more platform names; ``get_backend`` creates the
-# backend on first use, and ``default_backend`` prefers a registered platform whose
-# ``is_default()`` says so. To fold into ``get_backend``/``default_backend`` above.
-# ============================================================================================
+# --------------------------------------------------------------------------------------------
+# Backends: the embedded CPU client, plus plugins (the CUDA PJRT plugin, see _gpu.py) that
+# register a factory under their platform names.
+# --------------------------------------------------------------------------------------------
 
 _backend_factories: dict[str, tuple[str, Any, Any]] = {}  # alias -> (name, factory, is_default)
-_cpu_get_backend = get_backend
+_default_backend_name: list[str] = []
 
 
 def register_backend_factory(names: Sequence[str], factory, is_default) -> None:
@@ -235,24 +214,31 @@ def register_backend_factory(names: Sequence[str], factory, is_default) -> None:
         _backend_factories[alias.lower()] = (names[0].lower(), factory, is_default)
 
 
+def _make_cpu_backend() -> Backend:
+    return Backend(xc.make_cpu_client(num_devices=_num_cpu_devices()))
+
+
 def get_backend(platform: str | None = None) -> Backend:
     """The backend for ``platform`` ("cpu", or a registered plugin such as "gpu"), created on
     first use; the default backend when ``platform`` is None."""
     name = (platform or default_backend()).lower()
-    entry = _backend_factories.get(name)
-    if entry is None:
-        return _cpu_get_backend(name)
-    canonical, factory, _ = entry
-    backend = _backends.get(canonical)
-    if backend is None:
-        with _lock:
-            backend = _backends.get(canonical)
-            if backend is None:
-                backend = _backends[canonical] = factory()
+    backend = _backends.get(name)
+    if backend is not None:
+        return backend
+    if name == "cpu":
+        canonical, factory = "cpu", _make_cpu_backend
+    elif name in _backend_factories:
+        canonical, factory, _ = _backend_factories[name]
+    else:
+        known = sorted({"cpu", *_backend_factories})
+        raise RuntimeError(f"Unknown backend {platform!r}. Available backends: {known}. For "
+                           "NVIDIA GPUs install the CUDA plugin: pip install 'jaxkit[cuda12]'.")
+    with _lock:
+        backend = _backends.get(canonical)
+        if backend is None:
+            backend = _backends[canonical] = factory()
+        _backends[name] = backend
     return backend
-
-
-_default_backend_name: list[str] = []
 
 
 def default_backend() -> str:

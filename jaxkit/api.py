@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import _runtime, core, dtypes, tree_util
+from jaxkit import _runtime, core, distributed, dtypes, tree_util
 from jaxkit._array import Array, device_put_value
 from jaxkit._jit import _infer_argnums_and_argnames, _positional_params
 from jaxkit.interpreters import partial_eval as pe
@@ -134,11 +134,13 @@ def default_backend() -> str:
 
 
 def process_index() -> int:
-    return 0
+    """This process's index among the processes of ``jaxkit.distributed.initialize``."""
+    return distributed.process_index()
 
 
 def process_count() -> int:
-    return 1
+    """The number of processes (1 unless ``jaxkit.distributed.initialize`` was called)."""
+    return distributed.process_count()
 
 
 def device_put(x: Any, device=None):

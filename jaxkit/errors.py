@@ -2,6 +2,7 @@
 from jaxkit.core import (ConcretizationTypeError, JaxprTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
+from jaxkit.numpy._indexing import NonConcreteBooleanIndexError
 
-__all__ = ["ConcretizationTypeError", "JaxprTypeError", "TracerArrayConversionError",
+__all__ = ["ConcretizationTypeError", "JaxprTypeError", "NonConcreteBooleanIndexError", "TracerArrayConversionError",
            "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError"]

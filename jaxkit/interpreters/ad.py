@@ -82,7 +82,9 @@ def is_undefined_primal(x) -> bool:
 # --------------------------------------------------------------------------------------------
 
 add_jaxvals_p = core.Primitive("add_any")
-add_jaxvals_p.def_abstract_eval(lambda x, y: x.update(weak_type=x.weak_type and y.weak_type))
+# Like the elementwise add it lowers to, a rank-0 operand broadcasts against the other.
+add_jaxvals_p.def_abstract_eval(lambda x, y: (y if x.ndim < y.ndim else x).update(
+    weak_type=x.weak_type and y.weak_type))
 
 _zeros_like_aval: Callable[[core.ShapedArray], object] | None = None
 

@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -48,6 +49,7 @@ def make_ir_context() -> ir.Context:
         ctx.append_dialect_registry(_registry)
         ctx.load_all_available_dialects()
         hlo.register_dialect(ctx)
+        chlo.register_dialect(ctx)
         _context = ctx
     return _context
 

@@ -35,12 +35,12 @@ def debug_info(traced_for: str, fun: Callable, arg_names: Sequence[str]) -> Debu
 
 
 class DynamicJaxprTracer(core.Tracer):
-    __slots__ = ("_aval", "var")
+    __slots__ = ("_aval", "_var")
 
     def __init__(self, trace: DynamicJaxprTrace, aval: ShapedArray, var: Var):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self._var = var
 
     @property
     def aval(self) -> ShapedArray:
@@ -71,7 +71,7 @@ class DynamicJaxprTrace(core.Trace):
 
     def to_atom(self, x) -> Var | Literal:
         if isinstance(x, DynamicJaxprTracer) and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, core.Tracer):
             core.check_tracer_live(x)
         elif isinstance(x, _literalable_types) and np.ndim(x) == 0:
@@ -105,7 +105,7 @@ class DynamicJaxprTrace(core.Trace):
         where = f" defined at {d.func_src_info}" if d.func_src_info else ""
         text = f"The problem arose while tracing the function {d.func_name}{where} for {d.traced_for}."
         if isinstance(tracer, DynamicJaxprTracer) and tracer._trace is self:
-            deps = _input_dependencies(self, tracer.var)
+            deps = _input_dependencies(self, tracer._var)
             names = [d.arg_names[i] for i in deps if i < len(d.arg_names)]
             if names:
                 text += (" The value depends on the argument" + ("s " if len(names) > 1 else " ")

@@ -62,12 +62,12 @@ class PartialVal:
 class JaxprTracer(core.Tracer):
     """An unknown value: a variable of the jaxpr its ``JaxprTrace`` is recording."""
 
-    __slots__ = ("_aval", "var")
+    __slots__ = ("_aval", "_var")
 
     def __init__(self, trace: JaxprTrace, aval: ShapedArray, var: Var):
         self._trace = trace
         self._aval = aval
-        self.var = var
+        self._var = var
 
     @property
     def aval(self) -> ShapedArray:
@@ -107,7 +107,7 @@ class JaxprTrace(core.Trace):
         """The jaxpr atom for ``x``: its variable if unknown, else a literal (Python scalars)
         or a residual (a constvar of the recorded jaxpr whose value is ``x``)."""
         if isinstance(x, JaxprTracer) and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, core.Tracer):
             core.check_tracer_live(x)
         elif isinstance(x, _literalable_types) and np.ndim(x) == 0:

@@ -204,7 +204,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     bounds); forward mode is."""
     flat, in_tree = tree_util.tree_flatten(init_val)
     avals = _avals_of(flat)
-    body, body_consts, body_tree = trace_function(body_fun, in_tree, avals, "body_fun of "
+    arg_tree = tree_util.treedef_tuple([in_tree])  # the functions take the carry as one value
+    body, body_consts, body_tree = trace_function(body_fun, arg_tree, avals, "body_fun of "
                                                   "while_loop")
     if body_tree != in_tree:
         raise TypeError(f"body_fun output and input must have identical types; the input "
@@ -218,9 +219,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         flat = [convert_element_type(x, a.dtype, a.weak_type and b.weak_type)
                 for x, a, b in zip(flat, avals, body.out_avals)]
         avals = _avals_of(flat)
-        body, body_consts, body_tree = trace_function(body_fun, in_tree, avals, "body_fun of "
+        body, body_consts, body_tree = trace_function(body_fun, arg_tree, avals, "body_fun of "
                                                       "while_loop")
-    cond_j, cond_consts, _ = trace_function(cond_fun, in_tree, avals, "cond_fun of "
+    cond_j, cond_consts, _ = trace_function(cond_fun, arg_tree, avals, "cond_fun of "
                                                     "while_loop")
     out = cond_j.out_avals
     if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:

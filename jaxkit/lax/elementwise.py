@@ -37,11 +37,6 @@ from jaxkit.lax._helpers import (
 from jaxkit.lax.structural import _reduce_sum, broadcast_in_dim
 from jaxkit.typing import Array, ArrayLike
 
-# CHLO ops (erf, lgamma, tan, asin, next_after, ...) need their dialect in the lowering
-# context; XLA expands them when it compiles the module.
-chlo.register_dialect(mlir.make_ir_context())
-
-
 # --------------------------------------------------------------------------------------------
 # Helpers shared by the rules (also used by elementwise_math and elementwise_special)
 # --------------------------------------------------------------------------------------------
