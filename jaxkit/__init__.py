@@ -12,7 +12,7 @@ _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 # ruff: noqa: E402
 from jaxkit._config import config
-from jaxkit import _gpu  # registers the CUDA plugin backend (if installed) before first use
+from jaxkit import _gpu  # noqa: F401  (registers the CUDA plugin backend, if installed)
 from jaxkit import lax
 from jaxkit._ad_api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
                             value_and_grad, vjp)

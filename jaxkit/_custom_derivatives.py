@@ -155,7 +155,8 @@ def _check_avals_match(what: str, got: Sequence, expected: Sequence[core.ShapedA
     if any(not core.typematch(a, b) for a, b in zip(got_avals, expected)):
         raise TypeError(f"{what}: expected shapes/dtypes "
                         f"{tree_util.tree_unflatten(tree, [a.str_short() for a in expected])} "
-                        f"but got {tree_util.tree_unflatten(tree, [a.str_short() for a in got_avals])}")
+                        "but got "
+                        f"{tree_util.tree_unflatten(tree, [a.str_short() for a in got_avals])}")
 
 
 def _call_jaxpr_lowering(ctx, *args, call_jaxpr: ClosedJaxpr, **_):

@@ -28,8 +28,9 @@ from jaxkit import _runtime, core, tree_util
 from jaxkit._array import Array, to_buffer
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import mlir
+from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters import partial_eval_split as pes
 from jaxkit.stages import Compiled, Lowered, Timings, Traced
 
 logger = logging.getLogger("jaxkit")
@@ -139,11 +140,11 @@ def explain_miss(sig: CallSignature, previous: Sequence[CallSignature]) -> tuple
     """Why ``sig`` is not in the cache, relative to the closest earlier signature."""
     if not previous:
         return "first call: nothing was compiled for this function yet", []
-    best, best_diffs = None, None
+    best_diffs = None
     for old in previous:
         diffs = _differences(old, sig)
         if best_diffs is None or len(diffs) < len(best_diffs):
-            best, best_diffs = old, diffs
+            best_diffs = diffs
     reason = "; ".join(best_diffs) if best_diffs else "a new combination of arguments"
     return reason, best_diffs
 
@@ -544,7 +545,6 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
 # The body is batched as a jaxpr (cached per jaxpr object, so the batched program compiles
 # once); each output keeps the batch axis its computation gives it. Registered as an
 # axis-aware rule so that collectives inside the body see the vmapped axis name.
-from jaxkit.interpreters import batching  # (imported here: this section is appended)
 
 
 def _jit_batching_rule(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, name: str,
@@ -558,14 +558,11 @@ def _jit_batching_rule(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, name: str,
 batching.axis_primitive_batchers[jit_p] = _jit_batching_rule
 
 
-
 # ---- autodiff rules of the jit primitive ----
 # The body is differentiated as a jaxpr (cached per jaxpr object, so each derived program is
 # traced and compiled once): the JVP is a jit of the JVP jaxpr; under linearize/vjp the partial
 # evaluation rule binds the known part as a jit now and stages the unknown (tangent) part as a
 # jit; the transpose is a jit of the transposed jaxpr.
-from jaxkit.interpreters import ad  # (imported here: this section is appended)
-from jaxkit.interpreters import partial_eval_split as pes
 
 
 def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,

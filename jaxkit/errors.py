@@ -4,5 +4,6 @@ from jaxkit.core import (ConcretizationTypeError, JaxprTypeError, TracerArrayCon
                          UnexpectedTracerError)
 from jaxkit.numpy._indexing import NonConcreteBooleanIndexError
 
-__all__ = ["ConcretizationTypeError", "JaxprTypeError", "NonConcreteBooleanIndexError", "TracerArrayConversionError",
-           "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError"]
+__all__ = ["ConcretizationTypeError", "JaxprTypeError", "NonConcreteBooleanIndexError",
+           "TracerArrayConversionError", "TracerBoolConversionError",
+           "TracerIntegerConversionError", "UnexpectedTracerError"]

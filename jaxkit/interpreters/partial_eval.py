@@ -103,7 +103,8 @@ class DynamicJaxprTrace(core.Trace):
             return ""
         d = self.debug
         where = f" defined at {d.func_src_info}" if d.func_src_info else ""
-        text = f"The problem arose while tracing the function {d.func_name}{where} for {d.traced_for}."
+        text = (f"The problem arose while tracing the function {d.func_name}{where} for "
+                f"{d.traced_for}.")
         if isinstance(tracer, DynamicJaxprTracer) and tracer._trace is self:
             deps = _input_dependencies(self, tracer._var)
             names = [d.arg_names[i] for i in deps if i < len(d.arg_names)]

@@ -482,11 +482,11 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
                     linear):
     consts, carry, xs = _split(args, num_consts, num_carry)
     c_lin = [ad.is_undefined_primal(x) for x in consts]
-    ca_lin = [ad.is_undefined_primal(x) for x in carry]
+    # Every carry of a linear scan is a tangent. One that arrives as a value rather than an
+    # UndefinedPrimal is an instantiated zero tangent: transpose it all the same and drop its
+    # cotangent.
+    ca_given = [ad.is_undefined_primal(x) for x in carry]
     x_lin = [ad.is_undefined_primal(x) for x in xs]
-    if not all(ca_lin) and any(ca_lin):
-        raise NotImplementedError("transpose rule for 'scan' with a mix of linear and "
-                                  "non-linear carries is not implemented")
     ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
     ca_av = jaxpr.in_avals[num_consts:num_consts + num_carry]
     y_av = jaxpr.out_avals[num_carry:]
@@ -522,7 +522,8 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
                       not reverse, unroll)
     ct_consts, ct_carry_in, ct_xs = _split(outs, n_lc, num_carry)
     cc_it, cx_it = iter(ct_consts), iter(ct_xs)
-    return ([next(cc_it) if lin else None for lin in c_lin] + list(ct_carry_in)
+    return ([next(cc_it) if lin else None for lin in c_lin]
+            + [ct if given else None for ct, given in zip(ct_carry_in, ca_given)]
             + [next(cx_it) if lin else None for lin in x_lin])
 
 
