@@ -144,12 +144,18 @@ class Array:
         if self._buf.is_deleted():
             return "Array(<deleted>)"
         prefix = "Array("
-        weak = ", weak_type=True" if self.weak_type else ""
-        suffix = f", dtype={self.dtype.name}{weak})"
-        body = np.array2string(self._value, separator=", ", prefix=prefix, suffix=suffix)
+        dtype_text = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
         if self.size == 0:
             body = f"[], shape={self.shape}"
-        return prefix + body + suffix
+        else:
+            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=np.get_printoptions()["linewidth"])
+        # JAX's layout: the dtype follows on the last line, after a wider gap when that line
+        # is already long (kept identical so that printed outputs match JAX's).
+        last_line = len(body) - body.rfind("\n") + 1
+        gap = " " * len(prefix) if last_line + len(dtype_text) + 2 > np.get_printoptions()[
+            "linewidth"] else " "
+        return f"{prefix}{body},{gap}{dtype_text})"
 
     def __str__(self):
         return str(self._value)
@@ -161,8 +167,9 @@ class Array:
         return (_reconstruct, (np.array(self._value), self.weak_type))
 
     def __setitem__(self, idx, value):
-        raise TypeError("jaxkit arrays are immutable: use `x = x.at[idx].set(value)` instead "
-                        "of `x[idx] = value`.")
+        raise TypeError("jaxkit arrays are immutable and do not support in-place item "
+                        "assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or "
+                        "another .at[] method (add, multiply, min, max, ...).")
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -388,8 +388,9 @@ class Tracer:
             self, "`.tolist()` was applied to a traced array", _STATIC_FIX))
 
     def __setitem__(self, idx, value):
-        raise TypeError("jaxkit arrays are immutable: use `x = x.at[idx].set(value)` instead "
-                        "of `x[idx] = value`.")
+        raise TypeError("jaxkit arrays are immutable and do not support in-place item "
+                        "assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or "
+                        "another .at[] method (add, multiply, min, max, ...).")
 
     def __hash__(self):
         raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays cannot be dict "
@@ -649,6 +650,7 @@ class _Namer:
 
 
 def pp_literal(lit: Literal) -> str:
+    """``2.0:f32[]``; floats print as Python floats (``1.6699999570846558``), as JAX does."""
     val = lit.val
     if isinstance(val, np.ndarray) and val.shape:
         return f"{val.tolist()}:{lit.aval.str_short()}"
@@ -656,7 +658,7 @@ def pp_literal(lit: Literal) -> str:
     if isinstance(val, bool):
         text = str(val)
     elif isinstance(val, float):
-        text = repr(float(val))
+        text = repr(float(np.asarray(val, lit.aval.dtype)))
     else:
         text = str(val)
     return f"{text}:{lit.aval.str_short()}"

@@ -309,7 +309,7 @@ def test_array_repr_and_conversions():
     s = lax.sin(jaxkit.device_put(np.float32(0.5)))
     assert float(s) == pytest.approx(np.sin(0.5), rel=1e-6)
     assert x.tolist() == [1.0, 2.0]
-    with pytest.raises(TypeError, match="at\\[idx\\].set"):
+    with pytest.raises(TypeError, match=r"x = x.at\[idx\].set\(y\)"):
         x[0] = 3.0
 
 

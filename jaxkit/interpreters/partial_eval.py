@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core
+from jaxkit import core, dtypes
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
 
@@ -47,7 +47,8 @@ class DynamicJaxprTracer(core.Tracer):
         return self._aval
 
 
-_literalable_types = (bool, int, float, complex, np.bool_, np.number)
+_literalable_types = (bool, int, float, complex, np.bool_, np.number,
+                      *dtypes.extra_scalar_types())
 
 
 class DynamicJaxprTrace(core.Trace):
