@@ -213,5 +213,5 @@ def test_boolean_index_under_jit_raises():
 
 def test_setitem_is_an_error():
     x = jnp.asarray(X)
-    with pytest.raises(TypeError, match=r"immutable.*x.at\[idx\].set\(value\)"):
+    with pytest.raises(TypeError, match=r"immutable.*x = x.at\[idx\].set\(y\)"):
         x[0] = 1.0

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit._array import Array, device_put_value
+from jaxkit._jit import jit
 from jaxkit.numpy import (
     _creation,
     _indexing,
@@ -45,6 +46,29 @@ def _defer_to_unrecognized_arg(opchar: str, binary_op: Callable, swap: bool = Fa
         return NotImplemented
 
     return deferring_binary_op
+
+
+_python_scalars = (int, float, complex, bool)
+
+
+def _eager_fast_path(opchar: str, binary_op: Callable, swap: bool = False) -> Callable:
+    """``Array`` operators outside any transformation: the promoted, broadcast operation is
+    compiled once per operand types and then called through jit's lean path (JAX's jnp
+    functions are jitted for the same reason); everything else takes the general path."""
+    jitted = jit(binary_op)
+    general = _defer_to_unrecognized_arg(opchar, binary_op, swap)
+
+    def binary_op_on_array(self, other):
+        if core._trace_state.trace is core.eval_trace:
+            t = type(other)
+            if t is Array:
+                return jitted(other, self) if swap else jitted(self, other)
+            if t in _python_scalars:
+                other = device_put_value(other)
+                return jitted(other, self) if swap else jitted(self, other)
+        return general(self, other)
+
+    return binary_op_on_array
 
 
 def _rpow(x: Any, y: Any) -> Any:
@@ -231,13 +255,14 @@ def _unary(fn: Callable) -> Callable:
 def install(classes: tuple[type, ...] = (Array, core.Tracer)) -> None:
     """Set the operators, methods and properties on ``classes``."""
     for cls in classes:
+        binop = _eager_fast_path if cls is Array else _defer_to_unrecognized_arg
         for name, (opchar, fn) in _binary_ops.items():
-            setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
-            setattr(cls, f"__r{name}__", _defer_to_unrecognized_arg(opchar, fn, swap=True))
+            setattr(cls, f"__{name}__", binop(opchar, fn))
+            setattr(cls, f"__r{name}__", binop(opchar, fn, swap=True))
         cls.__pow__ = lambda self, other, mod=None: _pow_deferred(self, other, mod)
         cls.__rpow__ = _defer_to_unrecognized_arg("**", _rpow, swap=True)
         for name, (opchar, fn) in _comparisons.items():
-            setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
+            setattr(cls, f"__{name}__", binop(opchar, fn))
         cls.__neg__ = _unary(_ufuncs.negative)
         cls.__pos__ = _unary(_ufuncs.positive)
         cls.__abs__ = _unary(_ufuncs.absolute)
