@@ -34,6 +34,8 @@ from jaxkit.interpreters import partial_eval_split as pes
 from jaxkit.stages import Compiled, Lowered, Timings, Traced
 
 logger = logging.getLogger("jaxkit")
+_trace_state = core._trace_state
+_eval_trace = core.eval_trace
 
 # --------------------------------------------------------------------------------------------
 # The jit primitive
@@ -181,7 +183,8 @@ def _differences(old: CallSignature, new: CallSignature) -> list[str]:
 class _Entry:
     """A compiled specialisation of a jitted function."""
 
-    __slots__ = ("program", "out_tree", "single_leaf", "closed", "timings", "module", "run")
+    __slots__ = ("closed", "call_arrays", "module", "out_tree", "program", "run", "single_leaf",
+                 "timings")
 
     def __init__(self, program: _Program, out_tree, closed: ClosedJaxpr, timings: Timings,
                  module):
@@ -192,6 +195,23 @@ class _Entry:
         self.timings = timings
         self.module = module
         self.run = program.run
+        self.call_arrays = self._make_call_arrays()
+
+    def _make_call_arrays(self):
+        """The hot path for Array arguments: everything it needs bound locally."""
+        execute = self.program.executable.xla_executable.execute_sharded
+        handlers = self.program.executable.handlers
+        consts = self.program.const_bufs
+        if self.single_leaf and not consts:
+            def call(args):
+                return Array(execute([x._buf for x in args])
+                             .consume_with_handlers(handlers)[0])
+            return call
+
+        def call(args):
+            bufs = consts + [x._buf for x in args]
+            return self.outputs(execute(bufs).consume_with_handlers(handlers))
+        return call
 
     def outputs(self, bufs: list):
         if self.single_leaf:
@@ -247,11 +267,11 @@ class JitFunction:
 
     # ---- calling ----
     def __call__(self, *args, **kwargs):
-        if self._fast_ok and not kwargs and core._trace_state.trace is core.eval_trace:
+        if self._fast_ok and not kwargs and _trace_state.trace is _eval_trace:
             avals = tuple([x.aval for x in args if type(x) is Array])
             entry = self._fast.get(avals) if len(avals) == len(args) else None
             if entry is not None:
-                return entry.outputs(entry.run([x._buf for x in args]))
+                return entry.call_arrays(args)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):

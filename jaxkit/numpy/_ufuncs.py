@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit._custom_derivatives import custom_jvp
+from jaxkit._jit import jit
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_all,
@@ -32,6 +33,8 @@ from jaxkit.numpy._promotion import (
     promote_shapes,
 )
 from jaxkit.typing import Array, ArrayLike
+
+_ArrayType = Array
 
 
 def _scalar_type_of(dt: np.dtype) -> type:
@@ -91,8 +94,18 @@ def _to_bool(x: Array) -> Array:
 
 
 def _unary_inexact(name: str, lax_name: str) -> Callable[[ArrayLike], Array]:
-    def fn(x: ArrayLike, /) -> Array:
+    def traced(x: ArrayLike, /) -> Array:
         return getattr(lax, lax_name)(*promote_args_inexact(name, x))
+
+    traced.__name__ = traced.__qualname__ = name
+    jitted = jit(traced)
+
+    def fn(x: ArrayLike, /) -> Array:
+        # On a concrete Array outside any transformation, the promoted operation is compiled
+        # once per type and then dispatched through jit's lean path (as JAX's jitted jnp).
+        if type(x) is _ArrayType and core._trace_state.trace is core.eval_trace:
+            return jitted(x)
+        return traced(x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"``jnp.{name}``: elementwise ``lax.{lax_name}`` after promotion to an "
