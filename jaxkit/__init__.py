@@ -32,6 +32,8 @@ from jaxkit.interpreters.ad import stop_gradient
 from jaxkit import distributed, errors, tree_util
 from jaxkit import numpy  # installs array methods and operators
 from jaxkit import nn, random
+from jaxkit._callback import effects_barrier, pure_callback
+from jaxkit import debug
 
 __version__ = "0.1.0"
 
@@ -39,11 +41,12 @@ __all__ = [
     "Array", "ConcretizationTypeError", "ShapeDtypeStruct", "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
     "block_until_ready", "checkpoint", "checkpoint_policies", "closure_convert", "config",
-    "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put",
-    "devices", "distributed", "errors", "eval_shape", "grad", "hessian", "jacfwd", "jacobian",
-    "jacrev", "jit", "jvp", "lax", "linearize", "local_device_count", "local_devices",
-    "make_jaxpr", "nn", "numpy", "pmap", "process_count", "process_index", "random", "remat",
-    "stop_gradient", "tree_util", "value_and_grad", "vjp", "vmap",
+    "custom_jvp", "custom_vjp", "debug", "default_backend", "device_count", "device_get",
+    "device_put", "devices", "distributed", "effects_barrier", "errors", "eval_shape", "grad",
+    "hessian", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize",
+    "local_device_count", "local_devices", "make_jaxpr", "nn", "numpy", "pmap", "process_count",
+    "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
+    "value_and_grad", "vjp", "vmap",
 ]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from jaxkit import _runtime, core
+from jaxkit import _debug_nans, _runtime, core
 from jaxkit._array import Array, to_buffer
 from jaxkit._config import config
 from jaxkit.core import Jaxpr, JaxprEqn, ShapedArray, Var
@@ -51,6 +51,8 @@ def apply_primitive(prim: core.Primitive, *args, **params):
             _eager_cache[key] = entry
     bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
     outs = entry.executable(bufs)
+    if config.jax_debug_nans:
+        _debug_nans.check_primitive(prim, [Array(b) for b in outs])
     if entry.multiple_results:
         return [Array(b) for b in outs]
     return Array(outs[0])

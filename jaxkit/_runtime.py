@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -183,9 +184,44 @@ def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) 
     """Compile a StableHLO module (text, bytecode or ``ir.Module``) for one device."""
     dev = device if device is not None else default_device()
     backend = backend_of(dev) if device is not None else get_backend()
-    exe = backend.client.compile_and_load(module_bytes_or_text, backend.device_lists[dev],
-                                          _jax.CompileOptions())
+    callbacks = module_host_callbacks.get(module_bytes_or_text) if not isinstance(
+        module_bytes_or_text, (str, bytes)) else None
+    if callbacks:
+        exe = _CallbackExecutable(backend.client.compile_and_load(
+            module_bytes_or_text, backend.device_lists[dev], _jax.CompileOptions(),
+            host_callbacks=list(callbacks)), callbacks)
+    else:
+        exe = backend.client.compile_and_load(module_bytes_or_text, backend.device_lists[dev],
+                                              _jax.CompileOptions())
     return Executable(exe, out_avals, dev)
+
+
+# ---- Python host callbacks (pure_callback, debug.print) ---------------------------------------
+# A lowered module that calls back into Python holds ``custom_call @xla_ffi_python_cpu_callback``
+# ops whose ``mhlo.backend_config = {index = i}`` selects the i-th callable handed to
+# ``compile_and_load(..., host_callbacks=[...])`` (jaxlib's typed-FFI Python callback; no jax
+# needed). The lowering records the callables per module here; compiling picks them up.
+module_host_callbacks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _CallbackExecutable:
+    """A loaded executable with Python host callbacks: each run waits for the program's side
+    effects (prints, callbacks) to finish before returning, so that their output has appeared
+    and their errors are raised at the call, and keeps the callables alive."""
+
+    __slots__ = ("_exe", "host_callbacks")
+
+    def __init__(self, exe, host_callbacks: list):
+        self._exe = exe
+        self.host_callbacks = host_callbacks
+
+    def execute_sharded(self, bufs, with_tokens: bool = False):
+        results = self._exe.execute_sharded(bufs, with_tokens=True)
+        results.consume_token().block_until_ready()
+        return results
+
+    def __getattr__(self, name):
+        return getattr(self._exe, name)
 
 
 def block_until_ready_buffers(bufs: Sequence[ArrayImpl]) -> None:

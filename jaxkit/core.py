@@ -296,14 +296,43 @@ def trace_is_live(trace: Trace) -> bool:
 def check_tracer_live(tracer: Tracer) -> None:
     """Raise ``UnexpectedTracerError`` for a tracer whose trace has ended or is not in scope."""
     if tracer._trace._invalid or not trace_is_live(tracer._trace):
-        origin = getattr(tracer, "_creation_context", None)
-        where = f"\nThe tracer was created {origin}." if origin else ""
-        raise UnexpectedTracerError(
-            f"Encountered an unexpected tracer: {tracer!r}. A function transformed by jaxkit "
-            "(jit, grad, vmap, ...) saved one of its intermediate values in a place that "
-            "outlives the transformation, e.g. a global variable, a list or an attribute, "
-            f"and that value was used afterwards.{where}\n"
-            "Fix: return the value from the transformed function instead of storing it.")
+        raise UnexpectedTracerError(leaked_tracer_message(tracer))
+
+
+# Trace class name -> the transformations it stands for (core cannot import the interpreters).
+_TRACE_TRANSFORMATIONS = {
+    "DynamicJaxprTrace": "jit (or make_jaxpr, eval_shape, a lax control-flow body, ...)",
+    "JVPTrace": "forward-mode differentiation (jvp, grad, jacfwd, ...)",
+    "JaxprTrace": "linearization (grad, vjp, linearize, ...)",
+    "BatchTrace": "vmap",
+}
+
+
+def leaked_tracer_message(tracer: Tracer) -> str:
+    """What leaked (its type), from which transformation and function, and how to fix it."""
+    trace = tracer._trace
+    kind = _TRACE_TRANSFORMATIONS.get(type(trace).__name__, type(trace).__name__)
+    debug = getattr(trace, "debug", None)
+    if debug is not None and hasattr(debug, "func_name"):
+        where = f" defined at {debug.func_src_info}" if debug.func_src_info else ""
+        origin = (f"It was created while tracing the function {debug.func_name}{where} for "
+                  f"{debug.traced_for}.")
+    elif isinstance(debug, str) and debug:
+        origin = f"It was created by {kind} of the function {debug}."
+    else:
+        origin = f"It was created by {kind}."
+    state = ("that transformation has already finished" if trace._invalid else
+             "that transformation is not active here (the value was carried into another "
+             "function or transformation as a hidden input)")
+    return (f"Encountered an unexpected tracer: a traced value of type "
+            f"{tracer.aval.str_short()} ({tracer!r}) was used, but {state}. {origin}\n"
+            "A function transformed by jaxkit (jit, grad, vmap, ...) saved one of its "
+            "intermediate values in a place that outlives the transformation: a global "
+            "variable, a list or dict, an attribute of an object, or a closure. Tracers only "
+            "stand for values while their transformation runs.\n"
+            "Fix: return the value from the transformed function as an output (for grad, use "
+            "has_aux=True to return extra values) instead of storing it as a side effect, "
+            "or pass it in as an argument instead of closing over it.")
 
 
 class Tracer:
@@ -402,6 +431,8 @@ _STATIC_FIX = ("mark the argument static with `static_argnums`/`static_argnames`
 
 
 def concretization_message(tracer: Tracer, what: str, fix: str) -> str:
+    if tracer._trace._invalid:  # a leaked tracer: that is the real problem, say so
+        raise UnexpectedTracerError(leaked_tracer_message(tracer))
     context = tracer._concretization_context()
     return (f"Abstract tracer value encountered where a concrete value is expected: "
             f"{tracer.aval.str_short()} {type(tracer._trace).__name__} value.\n{what}."

@@ -21,7 +21,7 @@ from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import core, dtypes
+from jaxkit import _runtime, core, dtypes
 from jaxkit.interpreters import partial_eval as pe
 
 lowering_rules: dict[core.Primitive, Callable] = {}
@@ -255,6 +255,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
             with ir.InsertionPoint(entry):
                 outs = jaxpr_subcomp(ctx, jaxpr, [], *entry.arguments)
                 func_dialect.ReturnOp(outs)
+        if ctx.host_callbacks:
+            _runtime.module_host_callbacks[module] = ctx.host_callbacks
         return module
 
 
@@ -341,3 +343,41 @@ def lower_fun(fun: Callable, multiple_results: bool = False) -> Callable:
         return outs if multiple_results else outs[0]
 
     return rule
+
+
+# --------------------------------------------------------------------------------------------
+# Python host callbacks
+# --------------------------------------------------------------------------------------------
+
+
+def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands: Sequence,
+                         result_avals: Sequence[core.ShapedArray], *,
+                         has_side_effect: bool) -> list[ir.Value]:
+    """Emit a call of the Python function ``callback`` on the host.
+
+    ``callback`` receives the operands as read-only NumPy arrays and returns a sequence of NumPy
+    arrays matching ``result_avals``. It becomes jaxlib's typed-FFI target
+    ``xla_ffi_python_cpu_callback``; the attribute ``index`` selects it among the module's
+    ``host_callbacks`` (handed to the compiler by ``_runtime.compile_module``). A call with
+    ``has_side_effect`` is never removed or duplicated by XLA."""
+    if ctx.module_context.num_replicas != 1 or ctx.module_context.axis_env:
+        raise NotImplementedError("Python callbacks (pure_callback, debug.print) inside pmap "
+                                  "are not supported yet: call them outside the pmapped "
+                                  "function (under jit or vmap they work)")
+    index = len(ctx.module_context.host_callbacks)
+    ctx.module_context.host_callbacks.append(callback)
+    layouts = lambda ranks: ir.ArrayAttr.get([  # noqa: E731  (row-major, minor-to-major)
+        ir.DenseElementsAttr.get(np.arange(r - 1, -1, -1, dtype=np.int64),
+                                 type=ir.IndexType.get()) for r in ranks])
+    operand_ranks = [ir.RankedTensorType(x.type).rank for x in operands]
+    op = hlo.CustomCallOp(
+        [aval_to_ir_type(a) for a in result_avals], list(operands),
+        call_target_name=ir.StringAttr.get("xla_ffi_python_cpu_callback"),
+        has_side_effect=ir.BoolAttr.get(has_side_effect),
+        backend_config=ir.StringAttr.get(""),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        operand_layouts=layouts(operand_ranks),
+        result_layouts=layouts([len(a.shape) for a in result_avals]))
+    op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
+        {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)})
+    return list(op.results)

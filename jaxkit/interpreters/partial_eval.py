@@ -175,6 +175,13 @@ effectful_primitives: set[core.Primitive] = set()
 dce_rules: dict[core.Primitive, Callable] = {}
 
 
+def eqn_has_effects(eqn: JaxprEqn) -> bool:
+    """Whether ``eqn`` is an effectful primitive or carries a jaxpr containing one (a ``jit``
+    or control-flow body that prints must be kept even if its outputs are unused)."""
+    return eqn.primitive in effectful_primitives or any(
+        eqn_has_effects(e) for sub in core.subjaxprs(eqn.params) for e in sub.eqns)
+
+
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
               prune_invars: bool = False) -> tuple[Jaxpr, list[bool]]:
     """Remove equations whose results are not needed. Returns the jaxpr and used inputs."""
@@ -185,7 +192,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     new_eqns = []
     for eqn in reversed(jaxpr.eqns):
         used = [v in live for v in eqn.outvars]
-        if not any(used) and eqn.primitive not in effectful_primitives:
+        if not any(used) and not eqn_has_effects(eqn):
             continue
         rule = dce_rules.get(eqn.primitive)
         if rule is not None:

@@ -1,0 +1,95 @@
+"""``jaxkit.debug``: printing and callbacks that work eagerly and inside transformations.
+
+``print`` formats its arguments with ``str.format`` *when the program runs*, so inside ``jit``
+it shows runtime values, not tracers; under ``vmap`` it prints once per example, under ``grad``
+the primal values. Built on the debug callback primitive of ``jaxkit._callback``.
+"""
+from __future__ import annotations
+
+import string
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jaxkit._callback import debug_callback
+
+__all__ = ["callback", "print"]
+
+callback = debug_callback
+
+
+class _Printer:
+    """Formats and writes one ``debug.print`` message (hashable: same format, same options)."""
+
+    __slots__ = ("fmt", "np_printoptions", "has_placeholders")
+
+    def __init__(self, fmt: str, np_printoptions: tuple, has_placeholders: bool):
+        self.fmt = fmt
+        self.np_printoptions = np_printoptions
+        self.has_placeholders = has_placeholders
+
+    def __call__(self, *args, **kwargs) -> None:
+        if self.has_placeholders:
+            with np.printoptions(**dict(self.np_printoptions)):
+                msg = self.fmt.format(*args, **kwargs)
+        else:
+            msg = " ".join((self.fmt, *(str(a) for a in args)))
+        sys.stdout.write(msg + "\n")
+
+    def _key(self):
+        return (self.fmt, self.np_printoptions, self.has_placeholders)
+
+    def __eq__(self, other):
+        return type(other) is _Printer and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"print({self.fmt!r})"
+
+    __name__ = property(lambda self: "debug_print")
+
+
+class _FormatChecker(string.Formatter):
+    """Checks placeholders against the arguments without formatting (tracers have no value)."""
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        unused = [a for i, a in enumerate(args) if i not in used_args]
+        if unused:
+            raise ValueError(f"Unused positional arguments to `jaxkit.debug.print`: {unused}")
+        unused_kw = [k for k in kwargs if k not in used_args]
+        if unused_kw:
+            raise ValueError(f"Unused keyword arguments to `jaxkit.debug.print`: {unused_kw}")
+
+
+_checker = _FormatChecker()
+
+
+def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
+        fmt: str | None = None, *args: Any, ordered: bool = False, partitioned: bool = False,
+        skip_format_check: bool = False, **kwargs: Any) -> Callable[..., None] | None:
+    """Print ``fmt.format(*args, **kwargs)`` with the values the arrays have at run time.
+
+    Use placeholders, not f-strings: ``jaxkit.debug.print("x = {x}", x=x)``. Like JAX, also
+    callable in two steps: ``jaxkit.debug.print(ordered=True)("x = {}", x)``."""
+
+    def _print(fmt: str, *args: Any, **kwargs: Any) -> None:
+        if not skip_format_check:
+            _checker.format(fmt, *args, **kwargs)  # wrong placeholders fail here, not later
+        has_placeholders = bool(fmt) and next(iter(_checker.parse(fmt)))[1] is not None
+        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+        debug_callback(printer, *args, ordered=ordered, partitioned=partitioned, **kwargs)
+
+    if fmt is not None:
+        _print(fmt, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError(f"debug.print received unexpected arguments in the two-call form: "
+                        f"args={args} kwargs={kwargs}")
+    return _print

@@ -1,0 +1,141 @@
+"""Debugging aids: ``jax_debug_nans`` (eager and jit, naming the primitive that made the NaN)
+and the ``UnexpectedTracerError`` raised when a leaked tracer is used."""
+import re
+
+import numpy as np
+import pytest
+
+import jaxkit
+import jaxkit.numpy as jnp
+from jaxkit import lax
+
+
+@pytest.fixture
+def debug_nans():
+    with jaxkit.config.override(jax_debug_nans=True):
+        yield
+
+
+# ---- jax_debug_nans ---------------------------------------------------------------------------
+
+
+def test_off_by_default_nans_flow_through():
+    assert jaxkit.config.jax_debug_nans is False
+    assert np.isnan(jaxkit.jit(lambda x: x / x)(jnp.zeros(2))).all()
+    assert np.isnan(lax.div(jnp.zeros(2), jnp.zeros(2))).all()
+
+
+@pytest.mark.usefixtures("debug_nans")
+@pytest.mark.parametrize("fun,prim", [
+    (lambda: lax.div(jnp.zeros(2), jnp.zeros(2)), "div"),
+    (lambda: jnp.zeros(2) / jnp.zeros(2), "div"),
+    (lambda: jnp.log(-1.0), "log"),
+    (lambda: lax.sqrt(jnp.float32(-4.0)), "sqrt"),
+])
+def test_eager_names_primitive(fun, prim):
+    with pytest.raises(FloatingPointError, match=rf"^invalid value \(nan\) encountered in {prim}"):
+        fun()
+
+
+@pytest.mark.usefixtures("debug_nans")
+def test_jit_reruns_op_by_op_to_find_the_primitive():
+    @jaxkit.jit
+    def f(x):
+        return jnp.sin(x) + x / x * 2
+
+    with pytest.raises(FloatingPointError, match=r"encountered in div\n.*jitted function f"):
+        f(jnp.zeros(2))
+    with pytest.raises(FloatingPointError, match="encountered in div"):
+        f(jnp.zeros(2))  # the cached executable (and its fast path) is checked too
+
+
+@pytest.mark.usefixtures("debug_nans")
+def test_jit_finds_primitive_in_nested_jit():
+    inner = jaxkit.jit(lambda y: lax.sqrt(y - 1.0))
+    with pytest.raises(FloatingPointError, match="encountered in sqrt"):
+        jaxkit.jit(lambda x: inner(x) * 2)(jnp.zeros(3))
+
+
+@pytest.mark.usefixtures("debug_nans")
+def test_jit_nan_from_input_is_reported_as_such():
+    with pytest.raises(FloatingPointError, match="comes from an input"):
+        jaxkit.jit(lambda x: x * 2)(jnp.array([np.nan, 1.0]))
+
+
+@pytest.mark.usefixtures("debug_nans")
+def test_grad_nan_is_caught():
+    with pytest.raises(FloatingPointError, match="encountered in"):
+        jaxkit.grad(lambda x: jnp.sqrt(x))(-1.0)
+
+
+@pytest.mark.usefixtures("debug_nans")
+def test_no_false_positives():
+    np.testing.assert_array_equal(jaxkit.jit(lambda x: x * 2)(jnp.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(jaxkit.jit(lambda x: x // 1)(jnp.ones(2, int)), [1, 1])
+    assert float(jaxkit.grad(lambda x: jnp.sin(x) * x)(1.0)) == pytest.approx(
+        np.cos(1.0) + np.sin(1.0), rel=1e-6)
+    assert np.isinf(jaxkit.jit(lambda x: 1.0 / x)(0.0))  # inf is not NaN (jax_debug_infs)
+
+
+def test_flag_toggles_without_stale_fast_path():
+    f = jaxkit.jit(lambda x: x / x)
+    x = jnp.zeros(2)
+    f(x)
+    f(x)  # now on the fast path
+    with jaxkit.config.override(jax_debug_nans=True):
+        with pytest.raises(FloatingPointError):
+            f(x)
+    assert np.isnan(f(x)).all()
+
+
+def test_message_matches_jax():
+    jax = pytest.importorskip("jax")
+    jjnp = pytest.importorskip("jax.numpy")
+    with jaxkit.config.override(jax_debug_nans=True):
+        with pytest.raises(FloatingPointError) as ours:
+            jaxkit.jit(lambda x: jnp.sin(x) + x / x)(jnp.zeros(2))
+    jax.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError) as theirs:
+            jax.jit(lambda x: jjnp.sin(x) + x / x)(jjnp.zeros(2))
+    finally:
+        jax.config.update("jax_debug_nans", False)
+    assert str(theirs.value) == "invalid value (nan) encountered in div"
+    assert str(ours.value).splitlines()[0] == str(theirs.value)
+
+
+# ---- leaked tracers -----------------------------------------------------------------------------
+
+
+def _leak(transform, arg):
+    store = []
+
+    def f(x):
+        y = x * 2
+        store.append(y)
+        return x
+
+    transform(f)(arg)
+    return store[0]
+
+
+@pytest.mark.parametrize("transform,arg,origin", [
+    (jaxkit.jit, np.ones(3, np.float32), r"tracing the function f defined at .*:\d+ for jit"),
+    (jaxkit.vmap, np.ones(3, np.float32), "vmap of the function f"),
+    (jaxkit.grad, 1.0, "differentiation"),
+], ids=["jit", "vmap", "grad"])
+@pytest.mark.parametrize("use", [
+    lambda t: jnp.sin(t),                                # eager op on a leaked tracer
+    lambda t: jaxkit.jit(lambda y: y + t)(jnp.ones(())),  # closed over by a later jit
+    lambda t: float(t.sum()) if t.ndim else float(t),     # concretization
+], ids=["eager", "closure", "float"])
+def test_leaked_tracer_error_names_origin_and_fix(transform, arg, origin, use):
+    leaked = _leak(transform, arg)
+    with pytest.raises(jaxkit.UnexpectedTracerError) as info:
+        use(leaked)
+    msg = str(info.value)
+    assert "Encountered an unexpected tracer" in msg
+    assert f"of type {leaked.aval.str_short()}" in msg
+    assert "already finished" in msg
+    assert re.search(origin, msg), msg
+    assert "Fix: return the value from the transformed function" in msg
