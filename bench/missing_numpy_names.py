@@ -16,10 +16,6 @@ import jaxkit.numpy.fft
 import jaxkit.numpy.linalg
 
 INTENTIONALLY_MISSING = {
-    "jax.numpy.ufunc": "jnp.ufunc objects (reduce/accumulate/at methods) are not built yet",
-    "jax.numpy.frompyfunc": "needs jnp.ufunc",
-    "jax.numpy.roots": "needs general (non-symmetric) eigenvalues; jnp.linalg.eig raises "
-                       "NotImplementedError",
     "jax.numpy.from_dlpack": "DLPack exchange is not supported by the jaxkit runtime",
 }
 

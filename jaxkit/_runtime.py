@@ -234,6 +234,32 @@ def host_numpy(x: Any, dtype) -> np.ndarray:
     return np.asarray(x, dtype=dtypes.canonicalize_dtype(dtype))
 
 
+_LAPACK_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+                  np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+_lapack_lock = threading.Lock()
+_lapack_registered: list[bool] = []
+
+
+def lapack_target(fn_base: str, dtype) -> str:
+    """The name of jaxlib's CPU LAPACK custom-call target for ``fn_base`` (e.g. ``"geev_ffi"``)
+    at ``dtype`` (``lapack_sgeev_ffi``, ...). On first use, registers jaxlib's LAPACK targets
+    with XLA's CPU backend and loads LAPACK (jaxlib takes it from SciPy), as JAX does; done
+    lazily so that programs without LAPACK calls never pay for it."""
+    prefix = _LAPACK_PREFIX.get(np.dtype(dtype))
+    if prefix is None:
+        raise NotImplementedError(f"LAPACK {fn_base} does not support dtype {np.dtype(dtype)}; "
+                                  "use float32, float64, complex64 or complex128.")
+    with _lapack_lock:
+        if not _lapack_registered:
+            from jaxlib import lapack  # noqa: PLC0415  (lazy: loads SciPy's LAPACK)
+            for name, capsule, api_version in lapack.registrations()["cpu"]:
+                xc.register_custom_call_target(name, capsule, platform="cpu",
+                                               api_version=api_version)
+            lapack._lapack.initialize()
+            _lapack_registered.append(True)
+    return f"lapack_{prefix}{fn_base}"
+
+
 # --------------------------------------------------------------------------------------------
 # Backends: the embedded CPU client, plus plugins (the CUDA PJRT plugin, see _gpu.py) that
 # register a factory under their platform names.

@@ -165,6 +165,11 @@ ROWS = [
     Row("dot_general", lambda a, b: lax.dot_general(a, b, _MM), (M, M2)),
     Row("dot_general_batch", lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
         (_u(-1, 1, (2, 2, 3)), _u(-1, 1, (2, 3, 2)))),
+    # eigenvalue derivatives only (first order: the rule itself needs eigenvectors); the sum
+    # of cubes of the eigenvalues (trace(A^3)) does not depend on their order
+    Row("eig", lambda m: lax.reduce_sum(lax.real(lax.integer_pow(lax.linalg.eig(
+        m, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0], 3)), (0,)),
+        (_u(-1.0, 1.0, (3, 3)),), order=1),
     Row("conv_general_dilated", lambda lhs, rhs: lax.conv_general_dilated(lhs, rhs, (1,), [(1, 0)]),
         (_u(-1, 1, (1, 2, 5)), _u(-1, 1, (3, 2, 2)))),
     # collectives, through vmap with a named axis

@@ -88,24 +88,8 @@ def test_methods(meth, args):
     assert_same(got, want)
     if meth == "nonzero":
         return  # needs size= under jit (tested in test_numpy_sorting)
-    if meth == "var" and _tracer_attribute_shadows("var"):
-        pytest.xfail("DynamicJaxprTracer has a slot named 'var' that hides the .var() method; "
-                     "partial_eval.py should rename it")
     out = jaxkit.jit(lambda a: getattr(a, meth)(*to_kit(args)))(jnp.asarray(F32))
     assert_same(out, want, what=f"{meth} under jit")
-
-
-def _tracer_attribute_shadows(name: str) -> bool:
-    """Whether a tracer class defines an attribute that hides the array method ``name``."""
-    classes = [cls for cls in _subclasses(jaxkit.core.Tracer)]
-    return any(name in vars(cls) and vars(cls)[name] is not vars(jaxkit.core.Tracer)[name]
-               for cls in classes)
-
-
-def _subclasses(cls):
-    for sub in cls.__subclasses__():
-        yield sub
-        yield from _subclasses(sub)
 
 
 def test_properties_and_at():

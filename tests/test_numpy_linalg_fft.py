@@ -113,8 +113,74 @@ def test_linalg_errors():
         jnp.linalg.norm(jnp.ones(3), "inf")
     with pytest.raises(ValueError, match="Improper number of axes for norm"):
         jnp.linalg.norm(jnp.ones((2, 2, 2)), axis=(0, 1, 2))
-    with pytest.raises(NotImplementedError, match="jnp.linalg.eig"):
-        jnp.linalg.eig(A)
+    with pytest.raises(ValueError, match="must have shape"):
+        jnp.linalg.eig(jnp.ones((2, 3)))
+    with pytest.raises(NotImplementedError, match="jvp rule for 'eig'"):
+        grad(lambda a: jnp.linalg.eig(a)[0].real.sum())(A)
+
+
+def _sorted(w):
+    return np.sort_complex(np.asarray(w).ravel()).reshape(np.shape(w))
+
+
+@pytest.mark.parametrize("x", [A, A3, CX, np.arange(9, dtype=np.int32).reshape(3, 3),
+                               np.zeros((0, 0), np.float32)],
+                         ids=["f32", "batched", "c64", "int", "empty"])
+def test_eig_matches_numpy(x):
+    w, v = jnp.linalg.eig(x)
+    wj, vj = jjnp.linalg.eig(x)
+    assert (w.dtype, w.shape, v.dtype, v.shape) == (wj.dtype, wj.shape, vj.dtype, vj.shape)
+    want = np.linalg.eigvals(x.astype(w.dtype))
+    np.testing.assert_allclose(np.sort_complex(np.asarray(w)), np.sort_complex(want),
+                               rtol=1e-4, atol=1e-4)
+    xc, wv, vv = x.astype(v.dtype), np.asarray(w), np.asarray(v)
+    np.testing.assert_allclose(xc @ vv, vv * wv[..., None, :], rtol=1e-4, atol=1e-4)  # Av = wv
+    if x.size:
+        np.testing.assert_allclose(np.linalg.norm(vv, axis=-2), 1.0, rtol=1e-5)
+    w2 = jnp.linalg.eigvals(x)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(w2)), np.sort_complex(want),
+                               rtol=1e-4, atol=1e-4)
+    w_jit = jaxkit.jit(jnp.linalg.eigvals)(x)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(w_jit)), np.sort_complex(want),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_eig_vmap_and_eigenvalue_gradient_match_jax():
+    w = jaxkit.vmap(jnp.linalg.eigvals)(A3)
+    np.testing.assert_allclose(np.sort_complex(np.asarray(w)),
+                               np.sort_complex(np.asarray(jax.vmap(jjnp.linalg.eigvals)(A3))),
+                               rtol=1e-4, atol=1e-5)
+    w, vl, vr = map(np.asarray, jaxkit.lax.linalg.eig(A))  # left eigenvectors: u^H A = w u^H
+    np.testing.assert_allclose(vl.conj().T @ A, w[:, None] * vl.conj().T, rtol=1e-4, atol=1e-4)
+    for fn in (lambda m, a: (m.linalg.eigvals(a).real * m.arange(4.0)).sum(),
+               lambda m, a: m.sort(m.abs(m.linalg.eigvals(a)))[-1]):
+        np.testing.assert_allclose(np.asarray(grad(lambda a: fn(jnp, a))(A)),
+                                   np.asarray(jax.grad(lambda a: fn(jjnp, a))(A)),
+                                   rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("p", [[1.0, -3.0, 2.0], [0.0, 0.0, 1.0, 2.0], [2.0, 0.0, 1.0, 5.0, -7.0],
+                               [0.0, 0.0], [3.0], [1.0, 0.0, 0.0]])
+@pytest.mark.parametrize("strip_zeros", [True, False])
+def test_roots_matches_jax(p, strip_zeros):
+    p = np.array(p, np.float32)
+    got = jnp.roots(p, strip_zeros=strip_zeros)
+    want = jjnp.roots(p, strip_zeros=strip_zeros)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_allclose(_sorted(got), _sorted(want), rtol=1e-4, atol=1e-5)
+    if not strip_zeros:
+        jitted = jaxkit.jit(lambda q: jnp.roots(q, strip_zeros=False))(p)
+        np.testing.assert_allclose(_sorted(jitted), _sorted(want), rtol=1e-4, atol=1e-5)
+
+
+def test_poly_of_matrix_and_roots_errors():
+    m = np.array([[2, 1, 5], [3, 4, 7], [1, 3, 5]], np.float32)
+    np.testing.assert_allclose(np.asarray(jnp.poly(m)), np.asarray(jjnp.poly(m)), rtol=1e-4,
+                               atol=1e-4)
+    with pytest.raises(ValueError, match="rank-1"):
+        jnp.roots(np.ones((2, 2)))
+    with pytest.raises(jaxkit.errors.ConcretizationTypeError, match="strip_zeros=False"):
+        jaxkit.jit(jnp.roots)(np.array([1.0, 2.0]))
 
 
 FFT = [

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from _numpy_checks import W, check, rng_array
+from _numpy_checks import W, check, jax, rng_array
 
 import jaxkit
 import jaxkit.numpy as jnp
@@ -32,23 +32,11 @@ CUMULATIVE = ["cumsum", "cumprod", "nancumsum", "nancumprod"]
 
 _DTYPE_INPUTS = {"f32": F32, "i32": I32, "i8": I8, "u8": U8, "bool": B, "f16": F16,
                  "c64": C64}
-_NO_COMPLEX = {"max", "min", "amax", "amin", "ptp"}
-
-
-def _lax_reduce_max_takes_complex() -> bool:
-    try:
-        jaxkit.lax.reduce_max(jnp.ones(2, np.complex64), (0,))
-    except TypeError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 @pytest.mark.parametrize("dt", list(_DTYPE_INPUTS))
 def test_reduction_dtypes(name, dt):
-    if dt == "c64" and name in _NO_COMPLEX and not _lax_reduce_max_takes_complex():
-        pytest.xfail("lax.reduce_max/reduce_min do not accept complex operands yet (JAX "
-                     "orders them lexicographically)")
     if dt == "bool" and name == "ptp":
         with pytest.raises(TypeError):
             jnp.ptp(jnp.asarray(B))
@@ -175,3 +163,20 @@ def test_reduction_errors():
         jnp.sum(jnp.asarray(F32), out=np.zeros(()))
     with pytest.raises(jaxkit.ConcretizationTypeError):
         jaxkit.jit(lambda x, a: jnp.sum(x, axis=a))(jnp.asarray(F32), 0)
+
+
+def test_lax_reduce_max_min_complex_are_lexicographic_like_jax():
+    x = np.array([[1 + 2j, 1 + 3j, 0 + 9j], [2 - 1j, 2 - 2j, -1 + 0j]], np.complex64)
+    for name in ("reduce_max", "reduce_min"):
+        for axes in ((0,), (1,), (0, 1)):
+            got = getattr(jaxkit.lax, name)(x, axes)
+            want = getattr(jax.lax, name)(x, axes)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        t = np.ones_like(x)
+        got = jaxkit.jvp(lambda a, n=name: getattr(jaxkit.lax, n)(a, (1,)), (x,), (t,))
+        want = jax.jvp(lambda a, n=name: getattr(jax.lax, n)(a, (1,)), (x,), (t,))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        got = jaxkit.vmap(lambda a, n=name: getattr(jaxkit.lax, n)(a, (0,)), in_axes=1)(x)
+        np.testing.assert_array_equal(np.asarray(got),
+                                      np.asarray(getattr(jax.lax, name)(x, (0,))))

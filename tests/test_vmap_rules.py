@@ -363,6 +363,8 @@ ROWS = [
     Row("sort_multi_operand", lambda k, v: tuple(_lax("sort")((k, v), dimension=1, num_keys=1)),
         args(f32(2, 3), f32(2, 3)), _both(2)),
     Row("top_k", lambda x: tuple(_lax("top_k")(x, 2)), args(f32(2, 4)), [0, 1, -1]),
+    # linear algebra (LAPACK custom call)
+    Row("eig", lambda x: tuple(lax.linalg.eig(x)), args(f32(3, 3)), [0, 1, -1]),
     # convolution
     Row("conv_general_dilated", lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
         args(f32(1, 2, 5), f32(3, 2, 2)), _both(2) + [(3, 2)]),

@@ -14,6 +14,7 @@ from jaxkit.lax.elementwise import *
 from jaxkit.lax.elementwise_bits import *
 from jaxkit.lax.elementwise_math import *
 from jaxkit.lax.elementwise_special import *
+from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in JAX)
 from jaxkit.lax.indexing import (GatherDimensionNumbers, GatherScatterMode,
                                  ScatterDimensionNumbers, gather, gather_p, scatter, scatter_add,
                                  scatter_add_p, scatter_max, scatter_max_p, scatter_min,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 
 import numpy as np
+from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -252,19 +253,30 @@ def _balanced_eq(x, z, y):
                select(eq(y, z), _full(z, 2), _ones(z)))
 
 
-def _minmax_lowering(op, direction):
-    def rule(ctx, x, y):
-        x, y = mlir.broadcast_scalar_operands(ctx, (x, y))
-        dtype = ctx.avals_in[0].dtype
-        if not dtypes.issubdtype(dtype, np.complexfloating):
-            return op(x, y).result
-        # Lexicographic on (real, imag), as JAX: XLA has no complex max/min.
+def minmax_hlo(op, direction: str):
+    """A builder of ``op(x, y)`` (``hlo.MaxOp``/``hlo.MinOp``) on IR values that compares
+    complex values lexicographically on (real, imag), as JAX: XLA has no complex max/min.
+    Shared by the elementwise and the reduction lowerings; returns the op."""
+
+    def build(x, y):
+        if not isinstance(ir.RankedTensorType(x.type).element_type, ir.ComplexType):
+            return op(x, y)
         rx, ry = hlo.RealOp(x).result, hlo.RealOp(y).result
         real_eq = _compare(rx, ry, "EQ", np.float32)
         real_cmp = _compare(rx, ry, direction, np.float32)
         imag_cmp = _compare(hlo.ImagOp(x).result, hlo.ImagOp(y).result, direction, np.float32)
         which = hlo.SelectOp(real_eq, imag_cmp, real_cmp).result
-        return hlo.SelectOp(which, x, y).result
+        return hlo.SelectOp(which, x, y)
+
+    return build
+
+
+def _minmax_lowering(op, direction):
+    build = minmax_hlo(op, direction)
+
+    def rule(ctx, x, y):
+        x, y = mlir.broadcast_scalar_operands(ctx, (x, y))
+        return build(x, y).result
 
     return rule
 

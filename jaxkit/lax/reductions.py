@@ -72,13 +72,8 @@ def _number_dtype_rule(name):
     return rule
 
 
-def _ordered_dtype_rule(name):
-    def rule(operand, **params):
-        if dtypes.issubdtype(operand.dtype, np.complexfloating):
-            raise TypeError(f"{name} does not accept dtype {operand.dtype.name}. Accepted dtypes "
-                            "are subtypes of bool_, integer, floating.")
-        return operand.dtype
-    return rule
+def _input_dtype_rule(operand, **params):
+    return operand.dtype
 
 
 def _reduction_primitive(name, dtype_rule, op, identity, weak=True) -> core.Primitive:
@@ -116,11 +111,13 @@ def _reduce_sum_axes(x, axes):
     return reduce_sum_p.bind(x, axes=tuple(axes))
 
 
-reduce_max_p = _reduction_primitive("reduce_max", _ordered_dtype_rule("reduce_max"), hlo.MaxOp,
-                                    _get_max_identity)
+# Complex operands order lexicographically (real, then imaginary), as in JAX; the identity
+# is then (-inf + 0j) / (inf + 0j).
+reduce_max_p = _reduction_primitive("reduce_max", _input_dtype_rule,
+                                    ew.minmax_hlo(hlo.MaxOp, "GT"), _get_max_identity)
 ad.defjvp2(reduce_max_p, _reduce_chooser_jvp)
-reduce_min_p = _reduction_primitive("reduce_min", _ordered_dtype_rule("reduce_min"), hlo.MinOp,
-                                    _get_min_identity)
+reduce_min_p = _reduction_primitive("reduce_min", _input_dtype_rule,
+                                    ew.minmax_hlo(hlo.MinOp, "LT"), _get_min_identity)
 ad.defjvp2(reduce_min_p, _reduce_chooser_jvp)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.numpy._creation import eye, zeros_like
 from jaxkit.numpy._indexing import getitem
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_to_shape,
     canonicalize_axis,
@@ -46,6 +47,7 @@ def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
     return lax.convert_element_type(out, out_dtype, weak_type=weak)
 
 
+@jitted(static_argnames=("precision", "preferred_element_type"))
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         preferred_element_type: Any = None) -> Array:
     """``jnp.dot``: the dot product (matrix product for 2-D inputs, the last axis of ``a``
@@ -61,6 +63,7 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
 
 
+@jitted(static_argnames=("precision", "preferred_element_type"))
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
            preferred_element_type: Any = None) -> Array:
     """``jnp.matmul`` (``a @ b``): matrix product with broadcast batch dimensions; 1-D
@@ -109,6 +112,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     return lax.transpose(out, tuple(int(p) for p in perm))
 
 
+@jitted(static_argnames=("precision", "preferred_element_type"))
 def vdot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
          preferred_element_type: Any = None) -> Array:
     """``jnp.vdot``: the dot product of the flattened inputs, conjugating ``a``."""
@@ -119,6 +123,7 @@ def vdot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
                preferred_element_type=preferred_element_type)
 
 
+@jitted(static_argnames=("axis", "precision", "preferred_element_type"))
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
            preferred_element_type: Any = None) -> Array:
     """``jnp.vecdot``: the (conjugated) dot product along ``axis``, batched over the rest."""
@@ -132,6 +137,7 @@ def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = 
     return lax.squeeze(out, (out.ndim - 2, out.ndim - 1))
 
 
+@jitted
 def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.matvec``: batched matrix-vector product."""
     x1, x2 = ensure_arraylike("matvec", x1, x2)
@@ -139,6 +145,7 @@ def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return lax.squeeze(out, (out.ndim - 1,))
 
 
+@jitted
 def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.vecmat``: batched (conjugated) vector-matrix product."""
     x1, x2 = ensure_arraylike("vecmat", x1, x2)
@@ -146,6 +153,7 @@ def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return lax.squeeze(out, (out.ndim - 2,))
 
 
+@jitted(static_argnames=("precision", "preferred_element_type"))
 def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
           preferred_element_type: Any = None) -> Array:
     """``jnp.inner``: contraction over the last axes of ``a`` and ``b``."""
@@ -156,6 +164,7 @@ def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
                      preferred_element_type=preferred_element_type)
 
 
+@jitted(static_argnames=("out",))
 def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     """``jnp.outer``: ``ravel(a)[:, None] * ravel(b)[None, :]``."""
     if out is not None:
@@ -164,6 +173,7 @@ def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     return multiply(lax.expand_dims(ravel(a), (1,)), lax.expand_dims(ravel(b), (0,)))
 
 
+@jitted(static_argnames=("axes", "precision", "preferred_element_type"))
 def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
               precision: Any = None, preferred_element_type: Any = None) -> Array:
     """``jnp.tensordot``: contract the last ``axes`` axes of ``a`` with the first of ``b``, or
@@ -194,6 +204,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
     return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
 
 
+@jitted
 def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """``jnp.kron``: the Kronecker product."""
     check_arraylike("kron", a, b)
@@ -235,6 +246,7 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
 # Diagonals
 # --------------------------------------------------------------------------------------------
 
+@jitted(static_argnames=("offset", "axis1", "axis2"))
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """``jnp.diagonal``: the ``offset`` diagonal of the ``(axis1, axis2)`` planes, as the last
     axis."""
@@ -274,6 +286,7 @@ def diagflat(v: ArrayLike, k: int = 0) -> Array:
     return diag(ravel(v), k)
 
 
+@jitted(static_argnames=("offset", "axis1", "axis2", "dtype", "out"))
 def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: None = None) -> Array:
     """``jnp.trace``: the sum of the ``offset`` diagonal."""
@@ -330,6 +343,7 @@ def _einsum_diagonal(x: Array, term: str) -> tuple[Array, str]:
         term = "".join(c for n, c in enumerate(term) if n not in (i, j)) + rep
 
 
+@jitted(static_argnames=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
 def einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
            precision: Any = None, preferred_element_type: Any = None) -> Array:
     """``jnp.einsum``: Einstein summation, as a chain of ``lax.dot_general`` contractions

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, lax
+from jaxkit import core, dtypes, lax
 from jaxkit._array import Array
 from jaxkit.numpy import linalg
 from jaxkit.numpy._creation import arange, full, ones, zeros
+from jaxkit.numpy._linalg_basic import diag
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._math_extra import vander
 from jaxkit.numpy._promotion import (
@@ -20,10 +21,22 @@ from jaxkit.numpy._promotion import (
     promote_dtypes,
     promote_dtypes_inexact,
 )
-from jaxkit.numpy._reductions import prod
+from jaxkit.numpy._reductions import all as all_
+from jaxkit.numpy._reductions import argmin, prod
 from jaxkit.numpy._reductions import sum as sum_
-from jaxkit.numpy._shape import atleast_1d, concatenate, flip, trim_zeros
-from jaxkit.numpy._ufuncs import conj, maximum, multiply, negative, sqrt, subtract, true_divide
+from jaxkit.numpy._shape import atleast_1d, concatenate, flip, roll, trim_zeros
+from jaxkit.numpy._ufuncs import (
+    conj,
+    equal,
+    less,
+    maximum,
+    multiply,
+    negative,
+    sqrt,
+    subtract,
+    true_divide,
+    where3,
+)
 from jaxkit.typing import ArrayLike
 
 
@@ -223,8 +236,7 @@ def poly(seq_of_zeros: ArrayLike) -> Array:
     seq, = promote_dtypes_inexact(seq)
     seq = atleast_1d(seq)
     if seq.ndim == 2 and seq.shape[0] == seq.shape[1] and seq.shape[0] != 0:
-        raise NotImplementedError("jnp.poly of a square matrix needs eigvals, which jaxkit "
-                                  "does not have yet.")
+        seq = linalg.eigvals(seq)  # the characteristic polynomial
     if seq.ndim != 1:
         raise ValueError("input must be 1d or non-empty square 2d array.")
     dt = seq.dtype
@@ -236,3 +248,47 @@ def poly(seq_of_zeros: ArrayLike) -> Array:
                                   lax.reshape(negative(getitem(seq, k)), (1,))], 0)
         a = convolve(a, factor, mode="full")
     return a
+
+
+def _roots_no_zeros(p: Array) -> Array:
+    """The eigenvalues of the companion matrix of ``p`` (whose leading coefficient is
+    nonzero)."""
+    if p.shape[0] < 2:
+        return zeros((0,), dtypes.to_complex_dtype(p.dtype))
+    a = diag(ones((p.shape[0] - 2,), p.dtype), -1)
+    a = a.at[0, :].set(true_divide(negative(getitem(p, slice(1, None))), getitem(p, 0)))
+    return linalg.eigvals(a)
+
+
+def _roots_with_zeros(p: Array, num_leading_zeros: Array) -> Array:
+    n = p.shape[0]
+    p = where3(equal(num_leading_zeros, n), lax.full((), 1, p.dtype), p)  # all zeros
+    roots = _roots_no_zeros(roll(p, negative(num_leading_zeros)))
+    # The leading zeros rolled to the end give zero roots: sort them last, then make NaN as
+    # many roots as there were leading zeros.
+    roots = lax.sort_key_val(equal(roots, 0), roots)[1]
+    nan = lax.full((), complex(np.nan, np.nan), roots.dtype)
+    return where3(less(arange(roots.shape[0]), subtract(roots.shape[0], num_leading_zeros)),
+                  roots, nan)
+
+
+def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
+    """``jnp.roots``: the (complex) roots of the polynomial with coefficients ``p`` (highest
+    degree first), as the eigenvalues of its companion matrix. With ``strip_zeros=False``
+    (needed under ``jit``), leading zeros give NaN roots instead of being removed."""
+    p = ensure_arraylike("roots", p)
+    (p,) = promote_dtypes_inexact(p)
+    p = atleast_1d(p)
+    if p.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    if p.shape[0] < 2:
+        return zeros((0,), dtypes.to_complex_dtype(p.dtype))
+    is_zero = equal(p, 0)
+    num_leading_zeros = where3(all_(is_zero), p.shape[0], argmin(is_zero))
+    if strip_zeros:
+        num_leading_zeros = int(core.concrete_or_error(
+            num_leading_zeros, "The error occurred in the jnp.roots() function. To use this "
+            "within a JIT-compiled context, pass strip_zeros=False, but be aware that leading "
+            "zeros will result in some returned roots being set to NaN."))
+        return _roots_no_zeros(getitem(p, slice(num_leading_zeros, None)))
+    return _roots_with_zeros(p, num_leading_zeros)

@@ -3,8 +3,8 @@
 Norms, products and the functions derived from them are ordinary jnp code. Decompositions
 (det, solve, inv, cholesky, qr, eigh, svd and what is built on them: pinv, lstsq,
 matrix_rank, cond, ...) use the lax-level algorithms of ``_linalg_algorithms`` until jaxkit.lax
-has linear-algebra primitives. ``eigh`` and ``svd`` support real matrices only; ``eig`` /
-``eigvals`` (general eigenproblems) are not available.
+has linear-algebra primitives. ``eigh`` and ``svd`` support real matrices only. ``eig`` /
+``eigvals`` (general eigenproblems) use the LAPACK-backed ``lax.linalg.eig`` primitive (CPU).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit._array import Array
 from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.lax import linalg as lax_linalg
 from jaxkit.numpy import _linalg_algorithms as alg
 from jaxkit.numpy._linalg_basic import cross as _cross
 from jaxkit.numpy._linalg_basic import diagonal as _diagonal
@@ -54,10 +55,16 @@ from jaxkit.numpy._ufuncs import (
 )
 from jaxkit.typing import ArrayLike
 
-__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq",
-           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
-           "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
-           "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
+__all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
+           "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
+           "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve",
+           "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
+           "vector_norm"]
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 class EighResult(NamedTuple):
@@ -772,14 +779,20 @@ def cond(x: ArrayLike, p: Any = None) -> Array:
     return where3(isnan(r), np.inf, r)
 
 
-def eig(a: ArrayLike) -> Any:
-    """``jnp.linalg.eig`` needs a general (non-symmetric) eigensolver, which jaxkit does not
-    have yet."""
-    raise NotImplementedError("jnp.linalg.eig is not supported by jaxkit yet (it needs a "
-                              "general eigensolver primitive); use eigh for symmetric "
-                              "matrices.")
+def eig(a: ArrayLike) -> EigResult:
+    """``jnp.linalg.eig``: eigenvalues and right eigenvectors (columns, unit norm) of general
+    square matrices, always complex; unordered. LAPACK ``geev`` through ``lax.linalg.eig``
+    (CPU only)."""
+    a = ensure_arraylike("jnp.linalg.eig", a)
+    (a,) = promote_dtypes_inexact(a)
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
 
 
-def eigvals(a: ArrayLike) -> Any:
-    """``jnp.linalg.eigvals``: see ``eig``."""
-    return eig(a)
+def eigvals(a: ArrayLike) -> Array:
+    """``jnp.linalg.eigvals``: the (complex, unordered) eigenvalues of general square
+    matrices. Differentiable (the eigenvalue derivative of ``lax.linalg.eig``)."""
+    a = ensure_arraylike("jnp.linalg.eigvals", a)
+    (a,) = promote_dtypes_inexact(a)
+    return lax_linalg.eig(a, compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
