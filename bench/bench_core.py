@@ -97,6 +97,16 @@ def main():
          number=2000)
     case("eager op: jnp.sin(x)", lambda: kjnp.sin(kx), jax and (lambda: jjnp.sin(jx)),
          lambda: np.sin(xs), number=2000)
+    case("eager op: x * 2.0", lambda: kx * 2.0, jax and (lambda: jx * 2.0), lambda: xs * 2.0,
+         number=2000)
+    # eager jnp functions made of several primitives (jitted inside jnp, as in JAX)
+    hm = np.random.default_rng(0).standard_normal((150, 100)).astype(np.float32)
+    km, kv = jaxkit.device_put(hm), jaxkit.device_put(hm[0, :100].copy())
+    jm, jv = (jax.device_put(hm), jax.device_put(hm[0, :100].copy())) if jax else (None, None)
+    case("eager jnp.dot(mat, v) 150x100", lambda: kjnp.dot(km, kv),
+         jax and (lambda: jjnp.dot(jm, jv)), lambda: np.dot(hm, hm[0]), number=1000)
+    case("eager mat.mean(axis=0)", lambda: km.mean(axis=0), jax and (lambda: jm.mean(axis=0)),
+         lambda: hm.mean(axis=0), number=1000)
 
     # jit(selu) on 1e6 and 1e7 floats
     for n in (1_000_000, 10_000_000):

@@ -10,12 +10,14 @@ installed by ``jaxkit.numpy`` on this class and on tracers alike.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from jaxkit import _runtime, core, dtypes
+from jaxkit._config import config
 from jaxkit.core import ShapedArray
 
 
@@ -204,12 +206,29 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
     return Array(_runtime.put(value, aval, device))
 
 
+# (value, type, aval[, sign]) -> device buffer of a Python scalar on the default device: `x * 2.0`
+# in a loop puts the constant once. Safe because buffers are immutable; a donated one is re-put.
+# Floats carry their sign in the key (-0.0 == 0.0); complex scalars are not cached.
+_scalar_buffers: dict = {}
+_cached_scalars = frozenset({int, float, bool})
+config.on_change(lambda name, value: _scalar_buffers.clear())  # e.g. another default device
+
+
 def to_buffer(x: Any, aval: ShapedArray, device=None) -> _runtime.ArrayImpl:
     """The device buffer for an argument of aval ``aval`` (which came from ``get_aval(x)``)."""
     if type(x) is Array:
         if device is not None and x.device != device:
             return _runtime.copy_to_device(x._buf, x.aval, device)
         return x._buf
+    t = type(x)
+    if device is None and t in _cached_scalars:
+        key = (x, t, aval, math.copysign(1.0, x)) if t is float else (x, t, aval)
+        buf = _scalar_buffers.get(key)
+        if buf is None or buf.is_deleted():
+            if len(_scalar_buffers) >= 1024:  # NaNs never match: keep the table bounded
+                _scalar_buffers.clear()
+            buf = _scalar_buffers[key] = _runtime.put(np.asarray(x, dtype=aval.dtype), aval)
+        return buf
     return _runtime.put(np.asarray(x, dtype=aval.dtype), aval, device)
 
 

@@ -3,8 +3,12 @@
 The cache is keyed on the function object (weakly, so re-creating ``jit(f)`` in a loop reuses
 ``f``'s compilations, as in JAX, while a new ``lambda`` or ``partial`` each time does not), the
 pytree structure of the arguments, their avals (shape, dtype, weak type), the static arguments
-and the jit options. A call whose arguments are all ``Array``s and which has no keyword or
-static arguments takes a fast path: one dict lookup on the avals and one execute.
+and the jit options. A call outside any transformation whose traced arguments are leaves
+(``Array``s, NumPy values, Python scalars) passed positionally takes a fast path: a key made of
+their avals and the static values, one dict lookup and one execute; no pytree work.
+
+``inline=True`` (used by ``jaxkit.numpy``): under a transformation the function is simply
+called, so its operations are traced in place and no ``jit`` equation appears.
 
 When a call misses the cache, ``explain_miss`` says what differs from the closest earlier
 entry; the explanation is logged (``jax_explain_cache_misses``) and kept in
@@ -19,13 +23,14 @@ import functools
 import inspect
 import logging
 import time
+import types
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxkit import _runtime, core, tree_util
-from jaxkit._array import Array, to_buffer
+from jaxkit import _debug_nans, _runtime, core, tree_util
+from jaxkit._array import Array, to_buffer, wrap_buffers
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
@@ -61,7 +66,10 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inlin
     if entry is None:
         entry = _jaxpr_executables[jaxpr] = _compile_closed(name, jaxpr, donated_invars)[0]
     bufs = [to_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
-    return [Array(b) for b in entry.run(bufs)]
+    outs = [Array(b) for b in entry.run(bufs)]
+    if config.jax_debug_nans:
+        _debug_nans.check_jaxpr_call(name, jaxpr, args, outs)
+    return outs
 
 
 jit_p.def_impl(_jit_impl)
@@ -183,34 +191,57 @@ def _differences(old: CallSignature, new: CallSignature) -> list[str]:
 class _Entry:
     """A compiled specialisation of a jitted function."""
 
-    __slots__ = ("closed", "call_arrays", "module", "out_tree", "program", "run", "single_leaf",
-                 "timings")
+    __slots__ = ("closed", "module", "out_tree", "program", "run", "single_leaf", "timings")
 
     def __init__(self, program: _Program, out_tree, closed: ClosedJaxpr, timings: Timings,
                  module):
         self.program = program
         self.out_tree = out_tree
-        self.single_leaf = tree_util.treedef_is_leaf(out_tree)
+        self.single_leaf = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
         self.closed = closed
         self.timings = timings
         self.module = module
         self.run = program.run
-        self.call_arrays = self._make_call_arrays()
 
-    def _make_call_arrays(self):
-        """The hot path for Array arguments: everything it needs bound locally."""
+    def fast_call(self, args: tuple, avals: Sequence[ShapedArray],
+                  dyn_positions: Sequence[int] | None) -> Callable:
+        """The hot path for calls like ``args``: positional arguments -> outputs, everything it
+        needs bound locally.
+
+        ``dyn_positions`` are the positions of the traced arguments (``None``: all of them);
+        ``avals`` are theirs. The fast-path key tells ``Array``s from other leaves, so the
+        ``Array`` positions are fixed: they pass their buffer, NumPy values and Python scalars
+        are put on the device."""
         execute = self.program.executable.xla_executable.execute_sharded
         handlers = self.program.executable.handlers
         consts = self.program.const_bufs
-        if self.single_leaf and not consts:
+        outputs = self.outputs
+        positions = range(len(args)) if dyn_positions is None else dyn_positions
+        plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
+        if dyn_positions is None and not consts and all(a is None for _, a in plan):
+            if self.single_leaf and len(handlers) == 1:
+                if len(args) == 1:
+                    def call(args):
+                        return Array(execute([args[0]._buf]).consume_with_handlers(handlers)[0])
+                elif len(args) == 2:
+                    def call(args):
+                        x, y = args
+                        return Array(execute([x._buf, y._buf])
+                                     .consume_with_handlers(handlers)[0])
+                else:
+                    def call(args):
+                        return Array(execute([x._buf for x in args])
+                                     .consume_with_handlers(handlers)[0])
+                return call
+
             def call(args):
-                return Array(execute([x._buf for x in args])
-                             .consume_with_handlers(handlers)[0])
+                return outputs(execute([x._buf for x in args]).consume_with_handlers(handlers))
             return call
 
         def call(args):
-            bufs = consts + [x._buf for x in args]
-            return self.outputs(execute(bufs).consume_with_handlers(handlers))
+            bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
+            return outputs(execute(consts + bufs if consts else bufs)
+                           .consume_with_handlers(handlers))
         return call
 
     def outputs(self, bufs: list):
@@ -219,17 +250,69 @@ class _Entry:
         return tree_util.tree_unflatten(self.out_tree, [Array(b) for b in bufs])
 
 
-# fun -> {options: {CallSignature: _Entry}}; weak so that functions can be collected.
+class _FunCache:
+    """The compiled entries, traces and fast-path table of one function under one set of jit
+    options (shared by every ``jit(f, ...)`` of the same ``f`` and options)."""
+
+    __slots__ = ("entries", "traces", "fast", "__weakref__")
+
+    def __init__(self):
+        self.entries: dict[CallSignature, _Entry] = {}
+        self.traces: dict[CallSignature, tuple] = {}
+        self.fast: dict[tuple, Callable] = {}
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.traces.clear()
+        self.fast.clear()
+
+
+# fun -> {options: _FunCache}; weak so that functions can be collected.
 _fun_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_all_fun_caches: weakref.WeakSet = weakref.WeakSet()
 
 
-def _clear_on_x64_change(name, value):
-    if name == "jax_enable_x64":
-        _fun_caches.clear()
+def _clear_on_config_change(name, value):
+    # Programs depend on x64; the fast path skips the disable_jit and debug_nans checks of the
+    # slow one (which adds no fast entry while debug_nans is on).
+    if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans"):
+        for cache in list(_all_fun_caches):
+            cache.clear()
         _jaxpr_executables.clear()
 
 
-config.on_change(_clear_on_x64_change)
+config.on_change(_clear_on_config_change)
+
+# type -> aval function, for the leaves the fast path accepts (Array, NumPy, Python scalars).
+_leaf_avals = core.pytype_aval_mappings
+
+
+def _leaf_key(x) -> tuple:
+    """Fast-path key of a NumPy value or Python scalar: its type and aval (an ``Array``'s key
+    is its bare aval, so that an all-``Array`` call needs no per-argument type check)."""
+    return type(x), _leaf_avals[type(x)](x)
+
+
+def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
+    """The fast-path key: avals of traced arguments, values of static ones, then keywords.
+
+    Raises ``KeyError`` for an argument that is not a leaf and ``TypeError`` for an unhashable
+    one: such calls take the general path."""
+    if static_argnums:
+        key = tuple([x if i in static_argnums else x.aval if type(x) is Array else _leaf_key(x)
+                     for i, x in enumerate(args)])
+    elif len(args) == 1:  # the commonest calls, also spelled out in JitFunction.__call__
+        x, = args
+        key = x.aval if type(x) is Array else _leaf_key(x)
+    elif len(args) == 2:
+        x, y = args
+        key = (x.aval if type(x) is Array else _leaf_key(x),
+               y.aval if type(y) is Array else _leaf_key(y))
+    else:
+        key = tuple([x.aval if type(x) is Array else _leaf_key(x) for x in args])
+    if kwargs:
+        key = (key, *kwargs.items())
+    return key
 
 
 class JitFunction:
@@ -253,25 +336,42 @@ class JitFunction:
             per_fun = _fun_caches.setdefault(fun, {})
         except TypeError:  # not weak-referenceable: a cache of our own
             per_fun = {}
-        self._cache: dict[CallSignature, _Entry] = per_fun.setdefault(options, {})
-        self._traces: dict[CallSignature, tuple] = per_fun.setdefault(("traces", options), {})
-        self._fast: dict[tuple, _Entry] = {}
-        self._fast_ok = not self._static_argnums and not self._static_argnames
+        cache = per_fun.get(options)
+        if cache is None:
+            cache = per_fun[options] = _FunCache()
+            _all_fun_caches.add(cache)
+        self._fun_cache = cache  # keeps it alive while this JitFunction lives
+        self._cache = cache.entries
+        self._traces = cache.traces
+        self._fast = cache.fast
         self.cache_events: list[CacheEvent] = []
 
     def __repr__(self):
         return f"<jitted function {self._name}>"
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
+        return self if obj is None else types.MethodType(self, obj)
 
     # ---- calling ----
     def __call__(self, *args, **kwargs):
-        if self._fast_ok and not kwargs and _trace_state.trace is _eval_trace:
-            avals = tuple([x.aval for x in args if type(x) is Array])
-            entry = self._fast.get(avals) if len(avals) == len(args) else None
-            if entry is not None:
-                return entry.call_arrays(args)
+        if _trace_state.trace is _eval_trace:
+            try:
+                n = len(args)
+                if kwargs or self._static_argnums or n > 2:
+                    key = _fast_key(self._static_argnums, args, kwargs)
+                elif n == 1:
+                    x, = args
+                    key = x.aval if type(x) is Array else _leaf_key(x)
+                else:
+                    x, y = args
+                    key = (x.aval if type(x) is Array else _leaf_key(x),
+                           y.aval if type(y) is Array else _leaf_key(y))
+                call = self._fast[key]
+            except (KeyError, TypeError):
+                return self._call(args, kwargs)
+            return call(args)
+        if self._inline:
+            return self._fun(*args, **kwargs)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -286,11 +386,26 @@ class JitFunction:
         entry = self._cache.get(sig)
         if entry is None:
             entry = self._compile_entry(sig, dyn_args, dyn_kwargs)
-        if (self._fast_ok and not kwargs and len(flat) == len(args)
-                and all(type(x) is Array for x in args)):
-            self._fast[avals] = entry
+        if not dyn_kwargs and not config.jax_debug_nans and len(flat) == len(dyn_args) and all(
+                type(x) in _leaf_avals for x in dyn_args):
+            self._add_fast(entry, avals, args, kwargs)
         bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
-        return entry.outputs(entry.run(bufs))
+        outs = entry.run(bufs)
+        if config.jax_debug_nans:
+            _debug_nans.check_jaxpr_call(self._name, entry.closed, flat, wrap_buffers(outs))
+        return entry.outputs(outs)
+
+    def _add_fast(self, entry: _Entry, avals: tuple, args: tuple, kwargs: dict) -> None:
+        """Let later calls like this one (traced arguments all positional leaves) take the
+        fast path."""
+        dyn_positions = None
+        if self._static_argnums:
+            dyn_positions = [i for i in range(len(args)) if i not in self._static_argnums]
+        try:
+            self._fast[_fast_key(self._static_argnums, args, kwargs)] = entry.fast_call(
+                args, avals, dyn_positions)
+        except (KeyError, TypeError):  # an unhashable static value: no fast path for it
+            pass
 
     def _leaf_aval(self, x, i, flat) -> ShapedArray:
         try:
@@ -471,9 +586,7 @@ class JitFunction:
         return len(self._cache)
 
     def clear_cache(self) -> None:
-        self._cache.clear()
-        self._traces.clear()
-        self._fast.clear()
+        self._fun_cache.clear()
 
 
 def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:

@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array, device_put_value
-from jaxkit._jit import jit
+from jaxkit._array import Array
 from jaxkit.numpy import (
     _creation,
     _indexing,
@@ -34,41 +33,22 @@ _rejected_binop_types = (list, tuple, set, dict)
 
 def _defer_to_unrecognized_arg(opchar: str, binary_op: Callable, swap: bool = False
                                ) -> Callable:
+    # The jnp functions behind the operators are jitted (``_jitted``): outside any
+    # transformation ``x + y`` takes jit's cached fast path; under one it is traced inline.
     def deferring_binary_op(self, other):
-        if hasattr(other, "__jax_array__"):
-            other = other.__jax_array__()
-        args = (other, self) if swap else (self, other)
-        if isinstance(other, _accepted_binop_types):
-            return binary_op(*args)
-        if isinstance(other, _rejected_binop_types):
-            raise TypeError(f"unsupported operand type(s) for {opchar}: "
-                            f"{type(args[0]).__name__!r} and {type(args[1]).__name__!r}")
-        return NotImplemented
+        if not isinstance(other, _accepted_binop_types):
+            if hasattr(other, "__jax_array__"):
+                other = other.__jax_array__()
+            if not isinstance(other, _accepted_binop_types):
+                if isinstance(other, _rejected_binop_types):
+                    args = (other, self) if swap else (self, other)
+                    raise TypeError(f"unsupported operand type(s) for {opchar}: "
+                                    f"{type(args[0]).__name__!r} and "
+                                    f"{type(args[1]).__name__!r}")
+                return NotImplemented
+        return binary_op(other, self) if swap else binary_op(self, other)
 
     return deferring_binary_op
-
-
-_python_scalars = (int, float, complex, bool)
-
-
-def _eager_fast_path(opchar: str, binary_op: Callable, swap: bool = False) -> Callable:
-    """``Array`` operators outside any transformation: the promoted, broadcast operation is
-    compiled once per operand types and then called through jit's lean path (JAX's jnp
-    functions are jitted for the same reason); everything else takes the general path."""
-    jitted = jit(binary_op)
-    general = _defer_to_unrecognized_arg(opchar, binary_op, swap)
-
-    def binary_op_on_array(self, other):
-        if core._trace_state.trace is core.eval_trace:
-            t = type(other)
-            if t is Array:
-                return jitted(other, self) if swap else jitted(self, other)
-            if t in _python_scalars:
-                other = device_put_value(other)
-                return jitted(other, self) if swap else jitted(self, other)
-        return general(self, other)
-
-    return binary_op_on_array
 
 
 def _rpow(x: Any, y: Any) -> Any:
@@ -246,6 +226,22 @@ _properties: dict[str, Callable] = {
 }
 
 
+_ITER_CHUNK = 100
+
+
+def _array_iter(self: Array) -> Any:
+    """``iter(array)``: the rows, sliced out by one jitted ``unstack`` per chunk of 100 rows
+    (as JAX does) rather than one indexing operation per row."""
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    n = self.shape[0]
+    if n <= _ITER_CHUNK:
+        return iter(_shape.unstack(self))
+    return (row for start in range(0, n, _ITER_CHUNK)
+            for row in _shape.unstack(lax.dynamic_slice_in_dim(
+                self, start, min(_ITER_CHUNK, n - start))))
+
+
 def _unary(fn: Callable) -> Callable:
     def op(self):
         return fn(self)
@@ -255,14 +251,13 @@ def _unary(fn: Callable) -> Callable:
 def install(classes: tuple[type, ...] = (Array, core.Tracer)) -> None:
     """Set the operators, methods and properties on ``classes``."""
     for cls in classes:
-        binop = _eager_fast_path if cls is Array else _defer_to_unrecognized_arg
         for name, (opchar, fn) in _binary_ops.items():
-            setattr(cls, f"__{name}__", binop(opchar, fn))
-            setattr(cls, f"__r{name}__", binop(opchar, fn, swap=True))
+            setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
+            setattr(cls, f"__r{name}__", _defer_to_unrecognized_arg(opchar, fn, swap=True))
         cls.__pow__ = lambda self, other, mod=None: _pow_deferred(self, other, mod)
         cls.__rpow__ = _defer_to_unrecognized_arg("**", _rpow, swap=True)
         for name, (opchar, fn) in _comparisons.items():
-            setattr(cls, f"__{name}__", binop(opchar, fn))
+            setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
         cls.__neg__ = _unary(_ufuncs.negative)
         cls.__pos__ = _unary(_ufuncs.positive)
         cls.__abs__ = _unary(_ufuncs.absolute)
@@ -271,6 +266,8 @@ def install(classes: tuple[type, ...] = (Array, core.Tracer)) -> None:
             setattr(cls, name, fn)
         for name, fn in _properties.items():
             setattr(cls, name, property(fn))
+    if Array in classes:
+        Array.__iter__ = _array_iter  # tracers keep one indexing operation per row
 
 
 def _pow_deferred(self: Any, other: Any, mod: Any = None) -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit._array import Array
 from jaxkit.numpy._creation import asarray
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_all,
     broadcast_arrays,
@@ -110,6 +111,7 @@ def isscalar(element: Any) -> bool:
     return False
 
 
+@jitted(static_argnames=("dtype", "copy", "device"))
 def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
            device: Any = None) -> Array:
     """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed)."""
@@ -141,6 +143,7 @@ def _greater(x: Any, y: Any) -> Array:
     return lax.gt(x, y)
 
 
+@jitted
 def trunc(x: ArrayLike) -> Array:
     """``jnp.trunc``: round towards zero."""
     x = ensure_arraylike("trunc", x)
@@ -149,6 +152,7 @@ def trunc(x: ArrayLike) -> Array:
     return where3(lax.lt(x, _const(x, 0)), ceil(x), floor(x))
 
 
+@jitted(static_argnames=("decimals", "out"))
 def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     """``jnp.round``: round to ``decimals`` decimals, ties to even."""
     a = ensure_arraylike("round", a)
@@ -182,6 +186,7 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
 around = round
 
 
+@jitted
 def clip(arr: ArrayLike | None = None, /, min: ArrayLike | None = None,
          max: ArrayLike | None = None, *, a: Any = None, a_min: Any = None,
          a_max: Any = None) -> Array:
@@ -225,6 +230,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
     return where3(isneginf(out), asarray(neginf, dtype=dtype), out)
 
 
+@jitted(static_argnames=("equal_nan",))
 def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
             equal_nan: bool = False) -> Array:
     """``jnp.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise (infinities must be

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_to_shape,
     canonicalize_axis,
@@ -163,6 +164,7 @@ def _cast_to_numeric(x: Array) -> Array:
     return promote_dtypes_numeric(x)[0]
 
 
+@jitted(static_argnames=("axis", "dtype", "out", "keepdims", "promote_integers"))
 def sum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None,
         out: None = None, keepdims: bool = False, initial: ArrayLike | None = None,
         where: ArrayLike | None = None, promote_integers: bool = True) -> Array:
@@ -173,6 +175,7 @@ def sum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None,
                       promote_integers=promote_integers)
 
 
+@jitted(static_argnames=("axis", "dtype", "out", "keepdims", "promote_integers"))
 def prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
          keepdims: bool = False, initial: ArrayLike | None = None,
          where: ArrayLike | None = None, promote_integers: bool = True) -> Array:
@@ -183,6 +186,7 @@ def prod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: N
                       promote_integers=promote_integers)
 
 
+@jitted(static_argnames=("axis", "out", "keepdims"))
 def max(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
         initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """``jnp.max``: the maximum over ``axis`` (NaN propagates)."""
@@ -190,6 +194,7 @@ def max(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
                       keepdims=keepdims, initial=initial, where_=where)
 
 
+@jitted(static_argnames=("axis", "out", "keepdims"))
 def min(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
         initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """``jnp.min``: the minimum over ``axis`` (NaN propagates)."""
@@ -200,6 +205,7 @@ def min(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
 amax, amin = max, min
 
 
+@jitted(static_argnames=("axis", "out", "keepdims"))
 def all(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: ArrayLike | None = None) -> Array:
     """``jnp.all``: whether every element (over ``axis``) is true."""
@@ -207,6 +213,7 @@ def all(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
                       keepdims=keepdims, where_=where)
 
 
+@jitted(static_argnames=("axis", "out", "keepdims"))
 def any(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: ArrayLike | None = None) -> Array:
     """``jnp.any``: whether some element (over ``axis``) is true."""
@@ -224,6 +231,7 @@ def _count(a: Array, axis: Axis, keepdims: bool, where: Array | None, dtype: np.
     return sum(broadcast_to_shape(where, a.shape), axis, dtype=dtype, keepdims=keepdims)
 
 
+@jitted(static_argnames=("axis", "dtype", "out", "keepdims"))
 def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
          keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """``jnp.mean``: the arithmetic mean over ``axis`` (integers give float32)."""
@@ -289,6 +297,7 @@ def _var_promote_types(a_dtype: np.dtype, dtype: np.dtype | None
     return _upcast_f16(computation_dtype), np.dtype(dtype)
 
 
+@jitted(static_argnames=("axis", "dtype", "out", "ddof", "keepdims", "correction"))
 def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         mean: ArrayLike | None = None, correction: float | None = None) -> Array:
@@ -328,6 +337,7 @@ def _zero(x: Any) -> np.generic:
     return np.asarray(0, dtypes.dtype(x)).astype(dtypes.dtype(x))[()]
 
 
+@jitted(static_argnames=("axis", "dtype", "out", "ddof", "keepdims", "correction"))
 def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         mean: ArrayLike | None = None, correction: float | None = None) -> Array:
@@ -344,6 +354,7 @@ def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: No
                         where=where, mean=mean))
 
 
+@jitted(static_argnames=("axis", "out", "keepdims"))
 def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
     """``jnp.ptp``: ``max - min`` over ``axis``."""
     if out is not None:
@@ -352,6 +363,7 @@ def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
     return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
+@jitted(static_argnames=("axis", "keepdims"))
 def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """``jnp.count_nonzero``: the number of nonzero elements over ``axis``."""
     a = ensure_arraylike("count_nonzero", a)
@@ -379,6 +391,7 @@ def _arg_reduction(name: str, lax_fn: str, a: ArrayLike, axis: int | None,
     return lax.expand_dims(result, dims) if keepdims else result
 
 
+@jitted(static_argnames=("axis", "out", "keepdims"))
 def argmax(a: ArrayLike, axis: int | None = None, out: None = None,
            keepdims: bool | None = None) -> Array:
     """``jnp.argmax``: the index of the (first) maximum along ``axis``."""
@@ -387,6 +400,7 @@ def argmax(a: ArrayLike, axis: int | None = None, out: None = None,
     return _arg_reduction("argmax", "argmax", a, axis, keepdims)
 
 
+@jitted(static_argnames=("axis", "out", "keepdims"))
 def argmin(a: ArrayLike, axis: int | None = None, out: None = None,
            keepdims: bool | None = None) -> Array:
     """``jnp.argmin``: the index of the (first) minimum along ``axis``."""
@@ -555,12 +569,14 @@ def _cumulative_reduction(name: str, lax_fn: str, a: ArrayLike, axis: int | None
     return lax.convert_element_type(result, result_type)
 
 
+@jitted(static_argnames=("axis", "dtype", "out"))
 def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
            out: None = None) -> Array:
     """``jnp.cumsum``: the running sum along ``axis`` (of the flattened array by default)."""
     return _cumulative_reduction("cumsum", "cumsum", a, axis, dtype, out)
 
 
+@jitted(static_argnames=("axis", "dtype", "out"))
 def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
             out: None = None) -> Array:
     """``jnp.cumprod``: the running product along ``axis``."""

@@ -19,6 +19,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit._array import Array
 from jaxkit.numpy._creation import array, asarray, full, zeros_like
 from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -67,6 +68,7 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
     return newshape
 
 
+@jitted(static_argnames=("shape", "order", "newshape", "copy"))
 def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
             copy: bool | None = None) -> Array:
     """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
@@ -88,6 +90,7 @@ def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any 
     raise ValueError(f"Unexpected value for 'order' argument: {order}.")
 
 
+@jitted(static_argnames=("order",))
 def ravel(a: ArrayLike, order: str = "C") -> Array:
     """``jnp.ravel``: ``a`` as a 1-D array."""
     a = ensure_arraylike("ravel", a)
@@ -96,6 +99,7 @@ def ravel(a: ArrayLike, order: str = "C") -> Array:
     return reshape(a, (a.size,), order)
 
 
+@jitted(static_argnames=("axes",))
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """``jnp.transpose``: permute the axes (reverse them by default)."""
     a = ensure_arraylike("transpose", a)
@@ -110,6 +114,7 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
 permute_dims = transpose
 
 
+@jitted
 def matrix_transpose(x: ArrayLike, /) -> Array:
     """``jnp.matrix_transpose``: swap the last two axes."""
     x = ensure_arraylike("matrix_transpose", x)
@@ -119,6 +124,7 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
     return lax.transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
 
 
+@jitted(static_argnames=("axis1", "axis2"))
 def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """``jnp.swapaxes``: exchange two axes."""
     a = ensure_arraylike("swapaxes", a)
@@ -128,6 +134,7 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     return lax.transpose(a, perm)
 
 
+@jitted(static_argnames=("source", "destination"))
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]
              ) -> Array:
     """``jnp.moveaxis``: move axes to new positions, keeping the order of the others."""
@@ -158,6 +165,7 @@ def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     return moveaxis(a, axis, start)
 
 
+@jitted(static_argnames=("axis",))
 def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """``jnp.squeeze``: remove axes of size 1 (all of them by default)."""
     a = ensure_arraylike("squeeze", a)
@@ -168,6 +176,7 @@ def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     return lax.squeeze(a, axes)
 
 
+@jitted(static_argnames=("axis",))
 def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     """``jnp.expand_dims``: insert axes of size 1 at ``axis`` (positions in the result)."""
     a = ensure_arraylike("expand_dims", a)
@@ -261,10 +270,11 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: DTypeLike | None 
         arrays = [asarray(a, dtype=dtype) for a in arrays]
     else:
         arrays = promote_dtypes(*arrays)
-    parts = [lax.expand_dims(asarray(a), (axis,)) for a in arrays]
+    parts = [expand_dims(a, axis) for a in arrays]  # jitted: one fast dispatch each
     return parts[0] if len(parts) == 1 else lax.concatenate(parts, axis)
 
 
+@jitted(static_argnames=("axis",))
 def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Array, ...]:
     """``jnp.unstack``: the slices of ``x`` along ``axis``."""
     x = ensure_arraylike("unstack", x)

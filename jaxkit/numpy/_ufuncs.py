@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit._custom_derivatives import custom_jvp
-from jaxkit._jit import jit
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_all,
@@ -33,8 +33,6 @@ from jaxkit.numpy._promotion import (
     promote_shapes,
 )
 from jaxkit.typing import Array, ArrayLike
-
-_ArrayType = Array
 
 
 def _scalar_type_of(dt: np.dtype) -> type:
@@ -79,6 +77,7 @@ def _isnan(x: Array) -> Array:
     return lax.ne(x, x)
 
 
+@jitted
 def where3(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:
     """``jnp.where(condition, x, y)``: ``x`` where ``condition`` is true, else ``y``."""
     check_arraylike("where", condition, x, y)
@@ -94,23 +93,13 @@ def _to_bool(x: Array) -> Array:
 
 
 def _unary_inexact(name: str, lax_name: str) -> Callable[[ArrayLike], Array]:
-    def traced(x: ArrayLike, /) -> Array:
-        return getattr(lax, lax_name)(*promote_args_inexact(name, x))
-
-    traced.__name__ = traced.__qualname__ = name
-    jitted = jit(traced)
-
     def fn(x: ArrayLike, /) -> Array:
-        # On a concrete Array outside any transformation, the promoted operation is compiled
-        # once per type and then dispatched through jit's lean path (as JAX's jitted jnp).
-        if type(x) is _ArrayType and core._trace_state.trace is core.eval_trace:
-            return jitted(x)
-        return traced(x)
+        return getattr(lax, lax_name)(*promote_args_inexact(name, x))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"``jnp.{name}``: elementwise ``lax.{lax_name}`` after promotion to an "
                   "inexact dtype.")
-    return fn
+    return jitted(fn)
 
 
 exp = _unary_inexact("exp", "exp")
@@ -133,6 +122,7 @@ sqrt = _unary_inexact("sqrt", "sqrt")
 cbrt = _unary_inexact("cbrt", "cbrt")
 
 
+@jitted
 def arccosh(x: ArrayLike, /) -> Array:
     """``jnp.arccosh``: inverse hyperbolic cosine (principal branch for complex inputs)."""
     result = lax.acosh(*promote_args_inexact("arccosh", x))
@@ -145,6 +135,7 @@ def arccosh(x: ArrayLike, /) -> Array:
 acos, acosh, asin, asinh, atan, atanh = arccos, arccosh, arcsin, arcsinh, arctan, arctanh
 
 
+@jitted
 def fabs(x: ArrayLike, /) -> Array:
     """``jnp.fabs``: absolute value as a float (complex inputs are an error)."""
     x = ensure_arraylike("fabs", x)
@@ -153,6 +144,7 @@ def fabs(x: ArrayLike, /) -> Array:
     return lax.abs(*promote_args_inexact("fabs", x))
 
 
+@jitted
 def bitwise_not(x: ArrayLike, /) -> Array:
     """``jnp.bitwise_not``: bitwise (logical, for booleans) NOT."""
     return lax.bitwise_not(*promote_args("bitwise_not", x))
@@ -161,21 +153,25 @@ def bitwise_not(x: ArrayLike, /) -> Array:
 invert = bitwise_invert = bitwise_not
 
 
+@jitted
 def negative(x: ArrayLike, /) -> Array:
     """``jnp.negative``: ``-x``."""
     return lax.neg(*promote_args("negative", x))
 
 
+@jitted
 def positive(x: ArrayLike, /) -> Array:
     """``jnp.positive``: ``+x`` (a copy)."""
     return ensure_arraylike("positive", x)
 
 
+@jitted
 def sign(x: ArrayLike, /) -> Array:
     """``jnp.sign``: -1, 0 or 1 (``x / |x|`` for complex ``x``)."""
     return lax.sign(*promote_args("sign", x))
 
 
+@jitted
 def floor(x: ArrayLike, /) -> Array:
     """``jnp.floor``: round towards minus infinity (integers are returned unchanged)."""
     x = ensure_arraylike("floor", x)
@@ -184,6 +180,7 @@ def floor(x: ArrayLike, /) -> Array:
     return lax.floor(*promote_args_inexact("floor", x))
 
 
+@jitted
 def ceil(x: ArrayLike, /) -> Array:
     """``jnp.ceil``: round towards plus infinity (integers are returned unchanged)."""
     x = ensure_arraylike("ceil", x)
@@ -192,38 +189,45 @@ def ceil(x: ArrayLike, /) -> Array:
     return lax.ceil(*promote_args_inexact("ceil", x))
 
 
+@jitted
 def add(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.add``: ``x + y`` (logical or for booleans)."""
     x, y = promote_args("add", x, y)
     return lax.bitwise_or(x, y) if _dtype(x) == np.bool_ else lax.add(x, y)
 
 
+@jitted
 def multiply(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.multiply``: ``x * y`` (logical and for booleans)."""
     x, y = promote_args("multiply", x, y)
     return lax.bitwise_and(x, y) if _dtype(x) == np.bool_ else lax.mul(x, y)
 
 
+@jitted
 def subtract(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.subtract``: ``x - y``."""
     return lax.sub(*promote_args("subtract", x, y))
 
 
+@jitted
 def bitwise_and(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.bitwise_and``: ``x & y``."""
     return lax.bitwise_and(*promote_args("bitwise_and", x, y))
 
 
+@jitted
 def bitwise_or(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.bitwise_or``: ``x | y``."""
     return lax.bitwise_or(*promote_args("bitwise_or", x, y))
 
 
+@jitted
 def bitwise_xor(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.bitwise_xor``: ``x ^ y``."""
     return lax.bitwise_xor(*promote_args("bitwise_xor", x, y))
 
 
+@jitted
 def left_shift(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.left_shift``: ``x << y``."""
     return lax.shift_left(*promote_args_numeric("left_shift", x, y))
@@ -232,6 +236,7 @@ def left_shift(x: ArrayLike, y: ArrayLike, /) -> Array:
 bitwise_left_shift = left_shift
 
 
+@jitted
 def right_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.right_shift``: ``x1 >> x2`` (logical for unsigned, arithmetic for signed)."""
     x1, x2 = promote_args_numeric("right_shift", x1, x2)
@@ -243,17 +248,20 @@ def right_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 bitwise_right_shift = right_shift
 
 
+@jitted
 def bitwise_count(x: ArrayLike, /) -> Array:
     """``jnp.bitwise_count``: the number of 1 bits of ``|x|``, as uint8."""
     x, = promote_args_numeric("bitwise_count", x)
     return lax.convert_element_type(lax.population_count(absolute(x)), np.uint8)
 
 
+@jitted
 def equal(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.equal``: ``x == y``."""
     return lax.eq(*promote_args("equal", x, y))
 
 
+@jitted
 def not_equal(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.not_equal``: ``x != y``."""
     return lax.ne(*promote_args("not_equal", x, y))
@@ -276,7 +284,7 @@ def _comparison(name: str, lax_name: str) -> Callable[[ArrayLike, ArrayLike], Ar
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``jnp.{name}``: elementwise ``lax.{lax_name}`` after promotion."
-    return fn
+    return jitted(fn)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -289,6 +297,7 @@ less_equal = _comparison("less_equal", "le")
 less = _comparison("less", "lt")
 
 
+@jitted
 def arctan2(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.arctan2``: the angle of the point ``(x2, x1)``."""
     return lax.atan2(*promote_args_inexact("arctan2", x1, x2))
@@ -297,46 +306,55 @@ def arctan2(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 atan2 = arctan2
 
 
+@jitted
 def minimum(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.minimum``: elementwise minimum (NaN propagates)."""
     return lax.min(*promote_args("minimum", x, y))
 
 
+@jitted
 def maximum(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.maximum``: elementwise maximum (NaN propagates)."""
     return lax.max(*promote_args("maximum", x, y))
 
 
+@jitted
 def float_power(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.float_power``: ``x ** y`` computed in an inexact dtype."""
     return lax.pow(*promote_args_inexact("float_power", x, y))
 
 
+@jitted
 def nextafter(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.nextafter``: the next representable value after ``x`` towards ``y``."""
     return lax.nextafter(*promote_args_inexact("nextafter", x, y))
 
 
+@jitted
 def logical_and(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.logical_and``."""
     return lax.bitwise_and(*map(_to_bool, promote_args("logical_and", x, y)))
 
 
+@jitted
 def logical_or(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.logical_or``."""
     return lax.bitwise_or(*map(_to_bool, promote_args("logical_or", x, y)))
 
 
+@jitted
 def logical_xor(x: ArrayLike, y: ArrayLike, /) -> Array:
     """``jnp.logical_xor``."""
     return lax.bitwise_xor(*map(_to_bool, promote_args("logical_xor", x, y)))
 
 
+@jitted
 def logical_not(x: ArrayLike, /) -> Array:
     """``jnp.logical_not``."""
     return lax.bitwise_not(*map(_to_bool, promote_args("logical_not", x)))
 
 
+@jitted
 def absolute(x: ArrayLike, /) -> Array:
     """``jnp.absolute``: ``|x|`` (the modulus, a real number, for complex ``x``)."""
     x = ensure_arraylike("absolute", x)
@@ -349,6 +367,7 @@ def absolute(x: ArrayLike, /) -> Array:
 abs = absolute
 
 
+@jitted
 def rint(x: ArrayLike, /) -> Array:
     """``jnp.rint``: round to the nearest integer, ties to even (integers become floats)."""
     x = ensure_arraylike("rint", x)
@@ -360,6 +379,7 @@ def rint(x: ArrayLike, /) -> Array:
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+@jitted
 def signbit(x: ArrayLike, /) -> Array:
     """``jnp.signbit``: whether the sign bit is set (true for -0.0)."""
     x, = promote_args("signbit", x)
@@ -378,6 +398,7 @@ def signbit(x: ArrayLike, /) -> Array:
     return lax.lt(bits, np.asarray(0, int_type)[()])
 
 
+@jitted
 def copysign(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.copysign``: ``|x1|`` with the sign of ``x2``."""
     x1, x2 = promote_args_inexact("copysign", x1, x2)
@@ -387,6 +408,7 @@ def copysign(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return where3(signbit(x2), lax.neg(a), a)
 
 
+@jitted
 def true_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.true_divide``: ``x1 / x2`` in an inexact dtype."""
     return lax.div(*promote_args_inexact("true_divide", x1, x2))
@@ -405,6 +427,7 @@ def _float_divmod(x1: Array, x2: Array) -> tuple[Array, Array]:
     return lax.round(div), mod
 
 
+@jitted
 def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.floor_divide``: ``x1 // x2``, rounding towards minus infinity."""
     x1, x2 = promote_args_numeric("floor_divide", x1, x2)
@@ -428,6 +451,7 @@ def _same_shape(name: str, *args: Any) -> list:
     return list(args) if len(shapes) == 1 else broadcast_all(name, *args)
 
 
+@jitted
 def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.remainder``: ``x1 % x2`` with the sign of ``x2`` (Python's ``%``)."""
     x1, x2 = promote_args_numeric("remainder", x1, x2)
@@ -445,6 +469,7 @@ def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 mod = remainder
 
 
+@jitted
 def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:
     """``jnp.divmod``: ``(x1 // x2, x1 % x2)``."""
     x1, x2 = promote_args_numeric("divmod", x1, x2)
@@ -453,6 +478,7 @@ def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:
     return _float_divmod(*_same_shape("divmod", x1, x2))
 
 
+@jitted
 def fmod(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.fmod``: C's ``fmod`` (the remainder has the sign of ``x1``)."""
     check_arraylike("fmod", x1, x2)
@@ -541,18 +567,21 @@ def _logaddexp2_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
 
 
+@jitted
 def logaddexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.logaddexp``: ``log(exp(x1) + exp(x2))`` without overflow."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
     return _logaddexp(*map(asarray, _same_shape("logaddexp", x1, x2)))
 
 
+@jitted
 def logaddexp2(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.logaddexp2``: ``log2(2**x1 + 2**x2)`` without overflow."""
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
     return _logaddexp2(*map(asarray, _same_shape("logaddexp2", x1, x2)))
 
 
+@jitted
 def log2(x: ArrayLike, /) -> Array:
     """``jnp.log2``: base-2 logarithm."""
     x, = promote_args_inexact("log2", x)
@@ -564,6 +593,7 @@ def log2(x: ArrayLike, /) -> Array:
     return lax.div(lax.log(x), lax.log(_strong(x, 2)))
 
 
+@jitted
 def log10(x: ArrayLike, /) -> Array:
     """``jnp.log10``: base-10 logarithm."""
     x, = promote_args_inexact("log10", x)
@@ -574,6 +604,7 @@ def log10(x: ArrayLike, /) -> Array:
     return lax.mul(lax.log(x), inv_ln10)
 
 
+@jitted
 def square(x: ArrayLike, /) -> Array:
     """``jnp.square``: ``x * x``."""
     x = ensure_arraylike("square", x)
@@ -581,6 +612,7 @@ def square(x: ArrayLike, /) -> Array:
     return lax.square(x)
 
 
+@jitted
 def reciprocal(x: ArrayLike, /) -> Array:
     """``jnp.reciprocal``: ``1 / x`` in an inexact dtype."""
     x = ensure_arraylike("reciprocal", x)
@@ -588,12 +620,14 @@ def reciprocal(x: ArrayLike, /) -> Array:
     return lax.integer_pow(x, -1)
 
 
+@jitted
 def deg2rad(x: ArrayLike, /) -> Array:
     """``jnp.deg2rad``: degrees to radians."""
     x, = promote_args_inexact("deg2rad", x)
     return lax.mul(x, _const(x, np.pi / 180))
 
 
+@jitted
 def rad2deg(x: ArrayLike, /) -> Array:
     """``jnp.rad2deg``: radians to degrees."""
     x, = promote_args_inexact("rad2deg", x)
@@ -603,6 +637,7 @@ def rad2deg(x: ArrayLike, /) -> Array:
 degrees, radians = rad2deg, deg2rad
 
 
+@jitted
 def conjugate(x: ArrayLike, /) -> Array:
     """``jnp.conjugate``: the complex conjugate (real inputs are returned unchanged)."""
     x = ensure_arraylike("conjugate", x)
@@ -612,12 +647,14 @@ def conjugate(x: ArrayLike, /) -> Array:
 conj = conjugate
 
 
+@jitted
 def real(val: ArrayLike, /) -> Array:
     """``jnp.real``: the real part."""
     val = ensure_arraylike("real", val)
     return lax.real(val) if dtypes.issubdtype(val.dtype, np.complexfloating) else val
 
 
+@jitted
 def imag(val: ArrayLike, /) -> Array:
     """``jnp.imag``: the imaginary part (zeros for real inputs)."""
     val = ensure_arraylike("imag", val)
@@ -626,6 +663,7 @@ def imag(val: ArrayLike, /) -> Array:
     return lax.full_like(val, 0)
 
 
+@jitted(static_argnames=("out",))
 def modf(x: ArrayLike, /, out: None = None) -> tuple[Array, Array]:
     """``jnp.modf``: the fractional and integral parts."""
     if out is not None:
@@ -636,6 +674,7 @@ def modf(x: ArrayLike, /, out: None = None) -> tuple[Array, Array]:
     return lax.sub(x, whole), whole
 
 
+@jitted
 def isfinite(x: ArrayLike, /) -> Array:
     """``jnp.isfinite``: neither infinite nor NaN."""
     x = ensure_arraylike("isfinite", x)
@@ -647,6 +686,7 @@ def isfinite(x: ArrayLike, /) -> Array:
     return lax.full_like(x, True, dtype=np.bool_)
 
 
+@jitted
 def isinf(x: ArrayLike, /) -> Array:
     """``jnp.isinf``: plus or minus infinity."""
     x = ensure_arraylike("isinf", x)
@@ -671,22 +711,26 @@ def _isposneginf(infinity: float, x: Array, out: None) -> Array:
     return lax.full_like(x, False, dtype=np.bool_)
 
 
+@jitted(static_argnames=("out",))
 def isposinf(x: ArrayLike, /, out: None = None) -> Array:
     """``jnp.isposinf``: plus infinity."""
     return _isposneginf(np.inf, ensure_arraylike("isposinf", x), out)
 
 
+@jitted(static_argnames=("out",))
 def isneginf(x: ArrayLike, /, out: None = None) -> Array:
     """``jnp.isneginf``: minus infinity."""
     return _isposneginf(-np.inf, ensure_arraylike("isneginf", x), out)
 
 
+@jitted
 def isnan(x: ArrayLike, /) -> Array:
     """``jnp.isnan``: not a number (``x != x``)."""
     x = ensure_arraylike("isnan", x)
     return lax.ne(x, x)
 
 
+@jitted
 def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.heaviside``: 0 for negative ``x1``, 1 for positive, ``x2`` at zero."""
     check_arraylike("heaviside", x1, x2)
@@ -696,6 +740,7 @@ def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
                   where3(lax.gt(x1, zero), _const(x1, 1), where3(_isnan(x1), x1, x2)))
 
 
+@jitted
 def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.hypot``: ``sqrt(x1**2 + x2**2)`` without intermediate overflow."""
     x1, x2 = promote_args_inexact("hypot", x1, x2)
@@ -711,6 +756,7 @@ def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return where3(idx_inf, _const(x, np.inf), x)
 
 
+@jitted
 def sinc(x: ArrayLike, /) -> Array:
     """``jnp.sinc``: ``sin(pi x) / (pi x)``, 1 at 0."""
     x = ensure_arraylike("sinc", x)
@@ -736,6 +782,7 @@ def _sinc_maclaurin_jvp(k: int, primals: tuple, tangents: tuple) -> tuple[Array,
     return _sinc_maclaurin(k, x), multiply(_sinc_maclaurin(k + 1, x), t)
 
 
+@jitted
 def spacing(x: ArrayLike, /) -> Array:
     """``jnp.spacing``: the distance to the next representable number away from zero."""
     arr, = promote_args_inexact("spacing", x)
@@ -752,6 +799,7 @@ def spacing(x: ArrayLike, /) -> Array:
 _INT_FOR_BITS = {16: np.int16, 32: np.int32, 64: np.int64}
 
 
+@jitted
 def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     """``jnp.frexp``: mantissa in [0.5, 1) and exponent with ``x = m * 2**e``."""
     x = ensure_arraylike("frexp", x)
@@ -778,6 +826,7 @@ def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     return where3(special, x, x1), lax.convert_element_type(e, np.int32)
 
 
+@jitted
 def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.ldexp``: ``x1 * 2**x2``."""
     x1, x2 = ensure_arraylike("ldexp", x1, x2)

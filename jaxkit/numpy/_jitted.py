@@ -1,0 +1,59 @@
+"""``@jitted``: how jnp functions made of several lax operations stay fast when called eagerly.
+
+As in JAX (whose jnp functions are ``jit(..., inline=True)``), such a function is a jit with
+``inline=True``: outside any transformation a call goes through jit's cache, so a Python loop
+of ``jnp.dot(mat, v)`` costs one cached dispatch per call instead of one per primitive; under a
+transformation (``inline``) the body is traced in place, so jaxprs show its operations and no
+``jit`` equation. Non-array parameters (``axis``, ``dtype``, ``keepdims``...) are named static.
+
+A call that jit cannot take as it is (a list where an array is expected, an unhashable static
+value such as ``axis=[0, 1]``) runs the function directly, as a plain function would: same
+result, same error messages.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from jaxkit import core
+from jaxkit._jit import JitFunction
+
+# Types of the leaves jit takes as traced arguments (Array, NumPy values, Python scalars).
+_leaf_types = core.pytype_aval_mappings
+
+
+def _hashable(x) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+class JnpFunction(JitFunction):
+    """A jnp function: ``jit(fun, static_argnames=..., inline=True)`` that falls back to a
+    plain call for arguments jit cannot take."""
+
+    def _call(self, args, kwargs):
+        if self._jittable(args, kwargs):
+            return super()._call(args, kwargs)
+        return self._fun(*args, **kwargs)
+
+    def _jittable(self, args, kwargs) -> bool:
+        static_nums, static_names = self._static_argnums, self._static_argnames
+        for i, x in enumerate(args):
+            if not (_hashable(x) if i in static_nums else
+                    x is None or type(x) in _leaf_types):
+                return False
+        for k, x in kwargs.items():
+            if not (_hashable(x) if k in static_names else
+                    x is None or type(x) in _leaf_types):
+                return False
+        return True
+
+
+def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
+           static_argnums: Sequence[int] = ()):
+    """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``."""
+    if fun is None:
+        return lambda f: JnpFunction(f, static_argnums, static_argnames, inline=True)
+    return JnpFunction(fun, static_argnums, static_argnames, inline=True)

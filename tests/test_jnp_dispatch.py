@@ -1,0 +1,82 @@
+"""jnp functions are ``jit(..., inline=True)``: cached dispatch eagerly, traced in place under a
+transformation; jit's fast path for Arrays, Python scalars, NumPy values and static args."""
+import numpy as np
+import pytest
+
+import jaxkit
+import jaxkit.numpy as jnp
+from jaxkit._config import config
+from jaxkit._jit import jit_p
+
+
+def _prims(jaxpr) -> list[str]:
+    return [e.primitive.name for e in jaxpr.jaxpr.eqns]
+
+
+def test_inline_jit_leaves_no_jit_equation():
+    x = np.ones((3, 4), np.float32)
+    f = jaxkit.jit(lambda a: a * 2.0, inline=True)
+    assert _prims(jaxkit.make_jaxpr(f)(x)) == ["mul"]
+    assert _prims(jaxkit.make_jaxpr(jaxkit.jit(lambda a: a * 2.0))(x)) == [jit_p.name]
+    closed = jaxkit.make_jaxpr(lambda a: jnp.sum(jnp.dot(a, a.T), axis=0))(x)
+    assert jit_p.name not in _prims(closed)
+
+
+def test_eager_calls_reuse_one_compilation_per_signature():
+    x = jnp.arange(6.0).reshape(2, 3)
+    jnp.sum(x, axis=0)
+    n = jnp.sum._cache_size()
+    for _ in range(3):
+        np.testing.assert_allclose(jnp.sum(x, axis=0), [3.0, 5.0, 7.0])
+        np.testing.assert_allclose(x.sum(axis=1), [3.0, 12.0])
+    assert jnp.sum._cache_size() == n + 1  # axis=1 is a second static value, nothing else
+
+
+@pytest.mark.parametrize("other", [2.0, 2, True, np.float32(2.0), np.full(3, 2.0, np.float32)])
+def test_scalar_and_numpy_operands(other):
+    x = jnp.arange(3.0)
+    for _ in range(2):  # miss, then fast path
+        got = jnp.multiply(x, other)
+        want = np.multiply(np.arange(3.0, dtype=np.float32), other)
+        np.testing.assert_allclose(got, want)
+        assert got.dtype == np.float32
+
+
+def test_signed_zero_and_nan_scalars():
+    x = jnp.ones(2)
+    assert np.all(np.isneginf(np.asarray(x / -0.0)))
+    assert np.all(np.isposinf(np.asarray(x / 0.0)))
+    assert np.all(np.isnan(np.asarray(x * float("nan"))))
+
+
+def test_arguments_jit_cannot_take_run_the_function_directly():
+    with pytest.raises(TypeError, match="sum requires ndarray or scalar arguments"):
+        jnp.sum([1.0, 2.0])
+    x = jnp.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(jnp.sum(x, axis=[0, 1]), 15.0)  # unhashable static value
+
+
+def test_array_iteration():
+    rows = list(jnp.arange(250.0).reshape(125, 2))
+    assert len(rows) == 125 and float(rows[101][1]) == 203.0
+    assert [float(r) for r in jnp.arange(3.0)] == [0.0, 1.0, 2.0]
+
+
+def test_disable_jit_bypasses_the_fast_path():
+    calls = []
+
+    def f(a):
+        calls.append(1)
+        return a + 1
+
+    jf, x = jaxkit.jit(f), jnp.arange(3.0)
+    jf(x)
+    jf(x)
+    assert len(calls) == 1
+    config.update("jax_disable_jit", True)
+    try:
+        jf(x)
+        np.testing.assert_allclose(jnp.sin(x), np.sin(np.arange(3.0)), rtol=1e-6)
+    finally:
+        config.update("jax_disable_jit", False)
+    assert len(calls) == 2
