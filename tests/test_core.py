@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import jaxkit
+import jaxkit.numpy as jnp
 from jaxkit import core, lax
 from jaxkit.interpreters import partial_eval as pe
 
@@ -365,3 +366,15 @@ def test_trace_to_jaxpr_literals_and_consts():
                                       [core.ShapedArray((3,), np.float32)])
     assert len(consts) == 1 and consts[0] is c
     assert any(type(a) is core.Literal for e in jaxpr.eqns for a in e.invars)
+
+
+def test_rank0_numpy_constants_are_inlined_as_literals():
+    # Rules write their constants as rank-0 NumPy arrays (tanh's JVP has ``1 - ans``): like
+    # JAX, those print inline and are not carried as constant inputs of the program.
+    one = np.array(1.0, np.float32)
+    jaxpr, consts = pe.trace_to_jaxpr(lambda x: [lax.sub(one, x)],
+                                      [core.ShapedArray((3,), np.float32)])
+    assert consts == [] and not jaxpr.constvars
+    closed = jaxkit.make_jaxpr(jaxkit.grad(lambda x: jnp.sum(jnp.tanh(x))))(jnp.ones(3))
+    assert not closed.jaxpr.constvars
+    assert "sub 1.0:f32[] b" in str(closed)

@@ -75,7 +75,10 @@ class DynamicJaxprTrace(core.Trace):
             return x._var
         if isinstance(x, core.Tracer):
             core.check_tracer_live(x)
-        elif isinstance(x, _literalable_types) and np.ndim(x) == 0:
+        elif isinstance(x, _literalable_types) and np.ndim(x) == 0 or (
+                type(x) is np.ndarray and x.ndim == 0 and x.dtype.kind != "V"):
+            # Scalars, rank-0 NumPy arrays among them (rules write constants that way), are
+            # inlined as literals, as in JAX: no constant input for XLA to carry.
             return Literal(x, core.get_aval(x))
         var = self._const_ids.get(id(x))
         if var is None:

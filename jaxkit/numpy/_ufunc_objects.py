@@ -345,22 +345,22 @@ def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *,
 
 
 # ---- the ufuncs of jax.numpy ---------------------------------------------------------------
-def _add_at(a: ArrayLike, indices: Any, b: ArrayLike) -> Array:
-    a = asarray(a)
-    if a.dtype == np.bool_:
-        a = lax.convert_element_type(a, np.int32)
-        b = lax.convert_element_type(lax.convert_element_type(asarray(b), np.bool_), np.int32)
-        return lax.convert_element_type(a.at[indices].add(b), np.bool_)
-    return a.at[indices].add(b)
+def _scatter_at(method: str) -> Callable[[ArrayLike, Any, ArrayLike], Array]:
+    """``ufunc.at`` through ``a.at[indices].<method>(b)``; booleans go through int32 (where
+    add is logical or and multiply logical and), as in JAX."""
+    def at(a: ArrayLike, indices: Any, b: ArrayLike) -> Array:
+        a = asarray(a)
+        if a.dtype == np.bool_:
+            a = lax.convert_element_type(a, np.int32)
+            b = lax.convert_element_type(lax.convert_element_type(asarray(b), np.bool_),
+                                         np.int32)
+            return lax.convert_element_type(getattr(a.at[indices], method)(b), np.bool_)
+        return getattr(a.at[indices], method)(b)
+    return at
 
 
-def _multiply_at(a: ArrayLike, indices: Any, b: ArrayLike) -> Array:
-    a = asarray(a)
-    if a.dtype == np.bool_:
-        a = lax.convert_element_type(a, np.int32)
-        b = lax.convert_element_type(lax.convert_element_type(asarray(b), np.bool_), np.int32)
-        return lax.convert_element_type(a.at[indices].multiply(b), np.bool_)
-    return a.at[indices].multiply(b)
+_add_at = _scatter_at("add")
+_multiply_at = _scatter_at("multiply")
 
 
 def _subtract_at(a: ArrayLike, indices: Any, b: ArrayLike) -> Array:
