@@ -357,7 +357,7 @@ class JitFunction:
         if _trace_state.trace is _eval_trace:
             try:
                 n = len(args)
-                if kwargs or self._static_argnums or n > 2:
+                if kwargs or self._static_argnums or not 1 <= n <= 2:
                     key = _fast_key(self._static_argnums, args, kwargs)
                 elif n == 1:
                     x, = args

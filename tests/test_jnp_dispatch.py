@@ -80,3 +80,13 @@ def test_disable_jit_bypasses_the_fast_path():
     finally:
         config.update("jax_disable_jit", False)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("nargs", [0, 1, 2, 3, 4])
+def test_fast_path_for_every_argument_count(nargs):
+    f = jaxkit.jit(lambda *xs: sum(xs, 1.0))
+    args = [jnp.full((2,), float(i)) for i in range(nargs)]
+    want = 1.0 + sum(range(nargs))
+    for _ in range(3):  # the first call compiles, later ones take the fast path
+        np.testing.assert_allclose(f(*args), want)
+    assert f._cache_size() == 1
