@@ -65,14 +65,24 @@ class ShapedArray:
     wraps a result buffer, so instances double as jaxlib avals.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    # Instances are interned: one object per (shape, dtype, weak_type). Equal avals are then the
+    # same object, so hashing and comparing them is the default identity test, done in C: the
+    # jit fast path looks its executables up by argument avals on every call.
+    __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
     array_abstraction_level = 1
+    _interned: dict[tuple, ShapedArray] = {}
 
-    def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = bool(weak_type)
-        self._hash = hash((self.shape, self.dtype, self.weak_type))
+    def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+        key = (tuple([int(d) for d in shape]), np.dtype(dtype), bool(weak_type))
+        self = cls._interned.get(key)
+        if self is None:
+            self = object.__new__(cls)
+            self.shape, self.dtype, self.weak_type = key
+            self = cls._interned.setdefault(key, self)  # one winner if threads race
+        return self
+
+    def __reduce__(self):
+        return ShapedArray, (self.shape, self.dtype, self.weak_type)
 
     ndim = property(lambda self: len(self.shape))
 
@@ -91,13 +101,6 @@ class ShapedArray:
     def to_tangent_aval(self) -> ShapedArray:
         """Integer and boolean values have ``float0`` tangents, as in JAX."""
         return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
-
-    def __eq__(self, other):
-        return (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
-
-    def __hash__(self):
-        return self._hash
 
     def str_short(self) -> str:
         dims = ",".join(map(str, self.shape))
