@@ -13,6 +13,7 @@ import statistics
 import time
 
 import numpy as np
+from _timing import best_per_call
 
 import jaxkit
 import jaxkit.numpy as kjnp
@@ -56,19 +57,6 @@ def host_data(seed=0):
     return params, x, y
 
 
-def best_time(fns: dict, number: int, windows: int) -> dict:
-    best = {k: float("inf") for k in fns}
-    for fn in fns.values():
-        fn()
-    for _ in range(windows):
-        for k, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[k] = min(best[k], (time.perf_counter() - start) / number)
-    return best
-
-
 def block(tree, api):
     return api.block_until_ready(tree)
 
@@ -96,8 +84,8 @@ def main():
         np.testing.assert_allclose(np.asarray(kstep_jit(kparams, kx, ky)[0][0]),
                                    np.asarray(jstep_jit(jparams, jx, jy)[0][0]), rtol=1e-4,
                                    atol=1e-5)
-    rows = [("jit(grad) SGD step", best_time(fns_jit, 20, windows)),
-            ("SGD step without jit", best_time(fns_eager, 3, windows))]
+    rows = [("jit(grad) SGD step", best_per_call(fns_jit, 20, windows)),
+            ("SGD step without jit", best_per_call(fns_eager, 3, windows))]
 
     cold = {"jaxkit": [], "jax": []}
     for _ in range(3 if args.quick else 5):

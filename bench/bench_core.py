@@ -13,6 +13,7 @@ import statistics
 import time
 
 import numpy as np
+from _timing import best_per_call
 
 import jaxkit
 import jaxkit.numpy as kjnp
@@ -22,20 +23,6 @@ try:
     import jax.numpy as jjnp
 except ImportError:  # the comparison needs the test extra
     jax = None
-
-
-def best_per_call(fns: dict, number: int, windows: int) -> dict:
-    """Interleave timing windows of every function; best seconds per call for each."""
-    best = {name: float("inf") for name in fns}
-    for name, fn in fns.items():  # warm up (compiles)
-        fn()
-    for _ in range(windows):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[name] = min(best[name], (time.perf_counter() - start) / number)
-    return best
 
 
 def selu_factory(np_mod):

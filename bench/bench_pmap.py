@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("JAXKIT_NUM_CPU_DEVICES", "4")
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                            + " --xla_force_host_platform_device_count=4").strip()
 
 import numpy as np
+from _timing import best_per_call
 
 import jaxkit
 from jaxkit import lax as klax
@@ -36,20 +36,6 @@ try:
     import jax
 except ImportError:  # the comparison needs the test extra
     jax = None
-
-
-def best_per_call(fns: dict, number: int, windows: int) -> dict:
-    """Interleave timing windows of every function; best seconds per call for each."""
-    best = {name: float("inf") for name in fns}
-    for fn in fns.values():  # warm up (compiles)
-        fn()
-    for _ in range(windows):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[name] = min(best[name], (time.perf_counter() - start) / number)
-    return best
 
 
 def cases(shape: tuple[int, ...]):
