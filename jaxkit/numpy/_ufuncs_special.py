@@ -1,0 +1,151 @@
+"""jnp's floating-point decomposition and special elementwise functions: ``heaviside``,
+``hypot``, ``sinc`` (with derivatives right at 0), ``spacing``, ``frexp`` and ``ldexp``.
+
+Built from lax and the basic ufuncs of ``_ufuncs``; jitted like them (``_jitted``).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from jaxkit import dtypes, lax
+from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.numpy._jitted import jitted
+from jaxkit.numpy._promotion import (
+    check_arraylike,
+    ensure_arraylike,
+    promote_args_inexact,
+    promote_dtypes_inexact,
+)
+from jaxkit.numpy._ufuncs import (
+    _const,
+    _dtype,
+    _isnan,
+    _lit,
+    _same_shape,
+    _strong,
+    add,
+    copysign,
+    isinf,
+    isnan,
+    isposinf,
+    multiply,
+    subtract,
+    where3,
+)
+from jaxkit.typing import Array, ArrayLike
+
+
+@jitted
+def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """``jnp.heaviside``: 0 for negative ``x1``, 1 for positive, ``x2`` at zero."""
+    check_arraylike("heaviside", x1, x2)
+    x1, x2 = promote_dtypes_inexact(x1, x2)
+    zero = _const(x1, 0)
+    return where3(lax.lt(x1, zero), zero,
+                  where3(lax.gt(x1, zero), _const(x1, 1), where3(_isnan(x1), x1, x2)))
+
+
+@jitted
+def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """``jnp.hypot``: ``sqrt(x1**2 + x2**2)`` without intermediate overflow."""
+    x1, x2 = promote_args_inexact("hypot", x1, x2)
+    if dtypes.issubdtype(_dtype(x1), np.complexfloating):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                         "convert to real values first, such as by using abs(x)")
+    x1, x2 = _same_shape("hypot", lax.abs(x1), lax.abs(x2))
+    idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
+    x1, x2 = lax.max(x1, x2), lax.min(x1, x2)
+    is_zero = lax.eq(x1, _strong(x1, 0))
+    ratio = lax.div(x2, lax.select(is_zero, lax.full_like(x1, 1), x1))
+    x = lax.select(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_lit(x1, 1), lax.square(ratio)))))
+    return where3(idx_inf, _const(x, np.inf), x)
+
+
+@jitted
+def sinc(x: ArrayLike, /) -> Array:
+    """``jnp.sinc``: ``sin(pi x) / (pi x)``, 1 at 0."""
+    x = ensure_arraylike("sinc", x)
+    x, = promote_dtypes_inexact(x)
+    eq_zero = lax.eq(x, _strong(x, 0))
+    pi_x = lax.mul(_const(x, np.pi), x)
+    safe_pi_x = where3(eq_zero, _const(x, 1), pi_x)
+    return where3(eq_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe_pi_x), safe_pi_x))
+
+
+@partial(custom_jvp, nondiff_argnums=(0,))
+def _sinc_maclaurin(k: int, x: Array) -> Array:
+    """The k-th derivative of sinc at 0 (times ``x * 0`` to keep shape and weak type); its
+    JVP is the next one, so that every derivative of ``sinc`` is right at 0, as in JAX."""
+    if k % 2:
+        return multiply(x, 0)
+    return add(multiply(x, 0), _const(x, (-1) ** (k // 2) / (k + 1)))
+
+
+@_sinc_maclaurin.defjvp
+def _sinc_maclaurin_jvp(k: int, primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    (x,), (t,) = primals, tangents
+    return _sinc_maclaurin(k, x), multiply(_sinc_maclaurin(k + 1, x), t)
+
+
+@jitted
+def spacing(x: ArrayLike, /) -> Array:
+    """``jnp.spacing``: the distance to the next representable number away from zero."""
+    arr, = promote_args_inexact("spacing", x)
+    if dtypes.isdtype(_dtype(arr), "complex floating"):
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    inf = _const(arr, np.inf)
+    if _dtype(arr) == np.float16:
+        return subtract(lax.nextafter(arr, inf), arr)
+    result = subtract(lax.nextafter(arr, copysign(inf, arr)), arr)
+    tiny = float(dtypes.finfo(_dtype(arr)).smallest_subnormal)
+    return where3(lax.eq(result, _strong(result, 0)), copysign(tiny, arr), result)
+
+
+_INT_FOR_BITS = {16: np.int16, 32: np.int32, 64: np.int64}
+
+
+@jitted
+def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
+    """``jnp.frexp``: mantissa in [0.5, 1) and exponent with ``x = m * 2**e``."""
+    x = ensure_arraylike("frexp", x)
+    x, = promote_dtypes_inexact(x)
+    dt = _dtype(x)
+    if dtypes.issubdtype(dt, np.complexfloating):
+        raise TypeError("frexp does not support complex-valued inputs")
+    info = dtypes.finfo(dt)
+    int_type = _INT_FOR_BITS[info.bits]
+    ic = lambda v: np.asarray(v, int_type)[()]
+    mask = (1 << info.nexp) - 1
+    bias = 1 - info.minexp
+    cond = lax.lt(lax.abs(x), _const(x, info.tiny))
+    x1 = where3(cond, lax.mul(x, _const(x, 1 << info.nmant)), x)
+    e = where3(cond, ic(-info.nmant), ic(0))
+    x1 = lax.bitcast_convert_type(x1, int_type)
+    e = lax.add(e, lax.add(lax.sub(lax.bitwise_and(
+        lax.shift_right_logical(x1, ic(info.nmant)), ic(mask)), ic(bias)), ic(1)))
+    x1 = lax.bitwise_and(x1, ic(~(mask << info.nmant)))
+    x1 = lax.bitwise_or(x1, ic((bias - 1) << info.nmant))
+    x1 = lax.bitcast_convert_type(x1, dt)
+    special = lax.bitwise_or(lax.bitwise_or(isinf(x), isnan(x)), lax.eq(x, _const(x, 0)))
+    e = where3(special, ic(0), e)
+    return where3(special, x, x1), lax.convert_element_type(e, np.int32)
+
+
+@jitted
+def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """``jnp.ldexp``: ``x1 * 2**x2``."""
+    x1, x2 = ensure_arraylike("ldexp", x1, x2)
+    if dtypes.issubdtype(x1.dtype, np.complexfloating) or \
+            dtypes.issubdtype(x2.dtype, np.inexact):
+        raise ValueError(f"ldexp not supported for input types {(x1.dtype, x2.dtype)}")
+    x1, = promote_args_inexact("ldexp", x1)
+    m, e = frexp(x1)
+    e = add(e, x2)
+    e = lax.convert_element_type(e, _dtype(x1))
+    pos = lax.gt(e, _const(e, 0))
+    m = where3(pos, multiply(m, 2), m)
+    e = where3(pos, subtract(e, 1), e)
+    x = multiply(m, lax.exp2(e))
+    return where3(lax.bitwise_or(isinf(x1), lax.eq(x1, _const(x1, 0))), x1, x)
