@@ -346,6 +346,23 @@ def lower_fun(fun: Callable, multiple_results: bool = False) -> Callable:
 
 
 # --------------------------------------------------------------------------------------------
+# Custom-call layouts
+# --------------------------------------------------------------------------------------------
+
+
+def row_major(ndim: int) -> tuple[int, ...]:
+    """Minor-to-major layout of a C-order array of rank ``ndim``."""
+    return tuple(range(ndim - 1, -1, -1))
+
+
+def layouts_attr(layouts: Sequence[Sequence[int]]) -> ir.ArrayAttr:
+    """A custom call's ``operand_layouts``/``result_layouts`` attribute (minor-to-major)."""
+    return ir.ArrayAttr.get([ir.DenseIntElementsAttr.get(np.asarray(layout, np.int64),
+                                                         type=ir.IndexType.get())
+                             for layout in layouts])
+
+
+# --------------------------------------------------------------------------------------------
 # Python host callbacks
 # --------------------------------------------------------------------------------------------
 
@@ -366,9 +383,6 @@ def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands:
                                   "function (under jit or vmap they work)")
     index = len(ctx.module_context.host_callbacks)
     ctx.module_context.host_callbacks.append(callback)
-    layouts = lambda ranks: ir.ArrayAttr.get([  # noqa: E731  (row-major, minor-to-major)
-        ir.DenseElementsAttr.get(np.arange(r - 1, -1, -1, dtype=np.int64),
-                                 type=ir.IndexType.get()) for r in ranks])
     operand_ranks = [ir.RankedTensorType(x.type).rank for x in operands]
     op = hlo.CustomCallOp(
         [aval_to_ir_type(a) for a in result_avals], list(operands),
@@ -376,8 +390,8 @@ def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands:
         has_side_effect=ir.BoolAttr.get(has_side_effect),
         backend_config=ir.StringAttr.get(""),
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
-        operand_layouts=layouts(operand_ranks),
-        result_layouts=layouts([len(a.shape) for a in result_avals]))
+        operand_layouts=layouts_attr([row_major(r) for r in operand_ranks]),
+        result_layouts=layouts_attr([row_major(a.ndim) for a in result_avals]))
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
         {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)})
     return list(op.results)

@@ -56,16 +56,6 @@ def _column_major(ndim: int) -> tuple[int, ...]:
     return (ndim - 2, ndim - 1) + tuple(range(ndim - 3, -1, -1))
 
 
-def _row_major(ndim: int) -> tuple[int, ...]:
-    return tuple(range(ndim - 1, -1, -1))
-
-
-def _layouts_attr(layouts) -> ir.ArrayAttr:
-    return ir.ArrayAttr.get([ir.DenseIntElementsAttr.get(np.asarray(layout, np.int64),
-                                                         type=ir.IndexType.get())
-                             for layout in layouts])
-
-
 def _nan_unless_ok(ok: ir.Value, x: ir.Value, aval: core.ShapedArray, nbatch: int) -> ir.Value:
     """``x`` where LAPACK reported success for the matrix, else NaN."""
     ok = hlo.BroadcastInDimOp(mlir.aval_to_ir_type(core.ShapedArray(aval.shape, np.bool_)),
@@ -85,7 +75,7 @@ def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenv
                else [core.ShapedArray(aval.shape[:-1], complex_dtype)])
     v_aval = core.ShapedArray(aval.shape, complex_dtype)
     result_avals = [*w_avals, v_aval, v_aval, core.ShapedArray(batch, np.int32)]
-    layouts = [_column_major(ndim) if a.ndim == ndim else _row_major(a.ndim)
+    layouts = [_column_major(ndim) if a.ndim == ndim else mlir.row_major(a.ndim)
                for a in result_avals]
     # LAPACK's JOBVL/JOBVR: 'V' computes the eigenvectors, 'N' does not.
     mode = {True: ord("V"), False: ord("N")}
@@ -99,8 +89,8 @@ def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenv
             "backend_config": ir.StringAttr.get(""),
             "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
             "called_computations": ir.ArrayAttr.get([]),
-            "operand_layouts": _layouts_attr([_column_major(ndim)]),
-            "result_layouts": _layouts_attr(layouts)})
+            "operand_layouts": mlir.layouts_attr([_column_major(ndim)]),
+            "result_layouts": mlir.layouts_attr(layouts)})
     # A dictionary backend_config holds the typed-FFI attributes (as JAX's ffi_lowering).
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get({
         "compute_left": ir.IntegerAttr.get(u8, mode[compute_left_eigenvectors]),
