@@ -28,9 +28,9 @@ class Array:
     __array_priority__ = 100
 
     def __init__(self, buf: _runtime.ArrayImpl):
+        # Every dispatch makes one of these: _npy (the host copy) stays unset until asked for.
         self._buf = buf
         self.aval: ShapedArray = buf.aval
-        self._npy: np.ndarray | None = None
 
     # ---- metadata ----
     shape = property(lambda self: self.aval.shape)
@@ -77,7 +77,13 @@ class Array:
 
     def delete(self) -> None:
         self._buf.delete()
-        self._npy = None
+        self._forget_host_copy()
+
+    def _forget_host_copy(self) -> None:
+        try:
+            del self._npy
+        except AttributeError:
+            pass
 
     def is_deleted(self) -> bool:
         return self._buf.is_deleted()
@@ -91,11 +97,12 @@ class Array:
     # ---- conversion to host values ----
     @property
     def _value(self) -> np.ndarray:
-        npy = self._npy
-        if npy is None:
+        try:
+            return self._npy
+        except AttributeError:  # not fetched yet
             self._check_alive()
             npy = self._npy = _runtime.fetch(self._buf)
-        return npy
+            return npy
 
     def __array__(self, dtype=None, copy=None):
         value = self._value

@@ -81,7 +81,6 @@ class ShardedArray(Array):
                  mapped_axis: int | None):
         self._buf = buf
         self.aval = aval
-        self._npy = None
         self.mapped_axis = mapped_axis
 
     @property
@@ -120,8 +119,9 @@ class ShardedArray(Array):
 
     @property
     def _value(self) -> np.ndarray:
-        npy = self._npy
-        if npy is None:
+        try:
+            return self._npy
+        except AttributeError:  # not assembled yet
             self._check_alive()
             pieces = _runtime_multi.fetch_shards(self._buf)
             if self.mapped_axis is None or len(pieces) == 1:
@@ -525,7 +525,7 @@ class PmapFunction:
         return f"<pmapped function {self._name}>"
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and core._trace_state.trace is core.eval_trace and not self._static:
+        if not kwargs and core.current_trace() is core.eval_trace and not self._static:
             key = tuple([(type(x), x.aval) if isinstance(x, Array) else None for x in args])
             hit = self._fast.get(key)
             if hit is not None:
@@ -566,7 +566,7 @@ class PmapFunction:
                   "out_axes": tuple(flat_out_axes), "devices": self._devices,
                   "backend": self._backend, "name": self._name,
                   "donated_invars": (False,) * len(consts) + donated}
-        if core._trace_state.trace is core.eval_trace:
+        if core.current_trace() is core.eval_trace:
             program = get_program(**params)
             outs = program.run(list(consts) + flat)
             if not kwargs and not self._static and all(isinstance(x, Array) for x in args) and \

@@ -90,3 +90,80 @@ def test_fast_path_for_every_argument_count(nargs):
     for _ in range(3):  # the first call compiles, later ones take the fast path
         np.testing.assert_allclose(f(*args), want)
     assert f._cache_size() == 1
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: (a, a + 1),                         # two outputs
+    lambda a: a + np.arange(3, dtype=np.float32),  # a closed-over constant
+    lambda a: {"y": a * 2},                       # a pytree output
+], ids=["two-outputs", "constant", "dict-output"])
+def test_fast_path_entries_beyond_the_inline_one(fn):
+    f, x = jaxkit.jit(fn), jnp.arange(3.0)
+    want = jaxkit.tree_util.tree_map(np.asarray, fn(x))
+    for _ in range(3):
+        got = f(x)
+        assert jaxkit.tree_util.tree_structure(got) == jaxkit.tree_util.tree_structure(want)
+        for g, w in zip(jaxkit.tree_util.tree_leaves(got), jaxkit.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(g, w)
+    assert f._cache_size() == 1
+
+
+def test_jitted_function_api_and_lifetime():
+    import gc
+    import weakref
+
+    from jaxkit._jit import JitFunction, jit_object
+
+    def scale(x, k=2.0):
+        """Scale x."""
+        return x * k
+
+    f = jaxkit.jit(scale, static_argnames="k")
+    assert (f.__name__, f.__doc__, f.__wrapped__) == ("scale", "Scale x.", scale)
+    assert isinstance(jit_object(f), JitFunction) and jit_object(scale) is None
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(f(x, k=3.0), [0.0, 3.0, 6.0])
+    assert "stablehlo.multiply" in f.lower(x).as_text()
+    assert f._cache_size() == 1 and len(f.cache_events) == 1
+    f.clear_cache()
+    assert f._cache_size() == 0
+
+    class Scaler:
+        @jaxkit.jit
+        def twice(self_, x):  # noqa: N805 - jit sees the instance as its first argument
+            return x * 2
+
+    with pytest.raises(TypeError, match="not a valid jaxkit type"):
+        Scaler().twice(x)  # methods bind like functions; the instance is not an array
+    ref = weakref.ref(jit_object(f))
+    del f
+    gc.collect()
+    assert ref() is None  # dropping the function frees its caches
+
+
+def test_another_thread_is_not_inside_this_threads_trace():
+    import threading
+
+    inner = jaxkit.jit(lambda a: a + 1)
+    x = jnp.arange(3.0)
+    inner(x)
+    seen = []
+
+    def outer(a):
+        worker = threading.Thread(target=lambda: seen.append(inner(x)))
+        worker.start()
+        worker.join()
+        return inner(a)
+
+    jaxpr = jaxkit.make_jaxpr(outer)(x)
+    assert _prims(jaxpr) == [jit_p.name]  # staged here ...
+    assert type(seen[0]) is jaxkit.Array  # ... run eagerly in the other thread
+    np.testing.assert_allclose(seen[0], [1.0, 2.0, 3.0])
+
+
+def test_deleted_array_is_rejected_and_host_copy_is_dropped():
+    x = jnp.arange(3.0) + 1
+    np.testing.assert_allclose(np.asarray(x), [1.0, 2.0, 3.0])  # caches the host copy
+    x.delete()
+    with pytest.raises(RuntimeError, match="deleted or donated"):
+        np.asarray(x)

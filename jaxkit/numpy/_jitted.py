@@ -55,5 +55,6 @@ def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
            static_argnums: Sequence[int] = ()):
     """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``."""
     if fun is None:
-        return lambda f: JnpFunction(f, static_argnums, static_argnames, inline=True)
-    return JnpFunction(fun, static_argnums, static_argnames, inline=True)
+        return lambda f: JnpFunction(f, static_argnums, static_argnames,
+                                     inline=True).as_function()
+    return JnpFunction(fun, static_argnums, static_argnames, inline=True).as_function()
