@@ -62,13 +62,16 @@ def main():
     windows = 5 if args.quick else 25
     rows = []
 
-    def case(label, kit_fn, jax_fn=None, np_fn=None, number=200):
+    def case(label, kit_fn, jax_fn=None, np_fn=None, number=200, scale=1):
+        """``scale``: that many times more windows (of ``number`` calls each). The micro cases
+        use many short windows: on a shared machine a short window is likelier to be an
+        undisturbed one for every contender."""
         fns = {"jaxkit": kit_fn}
         if jax is not None and jax_fn is not None:
             fns["jax"] = jax_fn
         if np_fn is not None:
             fns["numpy"] = np_fn
-        best = best_per_call(fns, number, windows)
+        best = best_per_call(fns, number, windows * scale)
         rows.append((label, best))
 
     # cached jit call of a tiny function
@@ -78,22 +81,22 @@ def main():
     jadd = jax.jit(lambda a, b: a + b) if jax else None
     jx = jax.device_put(xs) if jax else None
     case("cached jit call, tiny add", lambda: kadd(kx, kx), jadd and (lambda: jadd(jx, jx)),
-         number=2000)
+         number=400, scale=5)
     # one eager op
     case("eager op: x + y", lambda: kx + kx, jax and (lambda: jx + jx), lambda: xs + xs,
-         number=2000)
+         number=400, scale=5)
     case("eager op: jnp.sin(x)", lambda: kjnp.sin(kx), jax and (lambda: jjnp.sin(jx)),
-         lambda: np.sin(xs), number=2000)
+         lambda: np.sin(xs), number=400, scale=5)
     case("eager op: x * 2.0", lambda: kx * 2.0, jax and (lambda: jx * 2.0), lambda: xs * 2.0,
-         number=2000)
+         number=400, scale=5)
     # eager jnp functions made of several primitives (jitted inside jnp, as in JAX)
     hm = np.random.default_rng(0).standard_normal((150, 100)).astype(np.float32)
     km, kv = jaxkit.device_put(hm), jaxkit.device_put(hm[0, :100].copy())
     jm, jv = (jax.device_put(hm), jax.device_put(hm[0, :100].copy())) if jax else (None, None)
     case("eager jnp.dot(mat, v) 150x100", lambda: kjnp.dot(km, kv),
-         jax and (lambda: jjnp.dot(jm, jv)), lambda: np.dot(hm, hm[0]), number=1000)
+         jax and (lambda: jjnp.dot(jm, jv)), lambda: np.dot(hm, hm[0]), number=400, scale=3)
     case("eager mat.mean(axis=0)", lambda: km.mean(axis=0), jax and (lambda: jm.mean(axis=0)),
-         lambda: hm.mean(axis=0), number=1000)
+         lambda: hm.mean(axis=0), number=400, scale=3)
 
     # jit(selu) on 1e6 and 1e7 floats
     for n in (1_000_000, 10_000_000):
@@ -105,7 +108,8 @@ def main():
             jselu = jax.jit(selu_factory(jjnp))
         case(f"jit(selu) on {n:.0e} floats", lambda: kselu(kxn).block_until_ready(),
              jax and (lambda: jselu(jxn).block_until_ready()),
-             lambda: selu_factory(np)(host), number=3 if n > 1e6 else 10)
+             lambda: selu_factory(np)(host), number=3 if n > 1e6 else 5,
+             scale=1 if n > 1e6 else 4)
 
     # f(x) on 3000x3000
     host = np.random.default_rng(0).standard_normal((3000, 3000)).astype(np.float32)

@@ -199,3 +199,15 @@ def test_repeat_traced_with_total_length():
 def test_roll_traced_shift():
     out = jaxkit.jit(lambda a, s: jnp.roll(a, s, axis=0))(jnp.asarray(V4), 3)
     np.testing.assert_array_equal(np.asarray(out), np.roll(V4, 3))
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 0, 4), ()])
+def test_stack_every_axis_matches_numpy(shape):
+    # stack is one concatenate and one reshape (plus a transpose for the last axis)
+    rng = np.random.default_rng(0)
+    arrs = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
+    for axis in range(-len(shape) - 1, len(shape) + 1):
+        got = jnp.stack([jnp.asarray(a) for a in arrs], axis=axis)
+        want = np.stack(arrs, axis=axis)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

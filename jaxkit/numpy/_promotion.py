@@ -94,6 +94,8 @@ def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     """
     dtype = dtypes.canonicalize_dtype(dtype)
     t = type(x)
+    if t is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
+        return x  # the common case, without a trip through lax
     if t in _python_scalar_types or (isinstance(x, np.generic) and not weak_type):
         if weak_type:
             py = _weak_scalar_type(dtype)

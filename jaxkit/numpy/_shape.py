@@ -270,8 +270,19 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: DTypeLike | None 
         arrays = [asarray(a, dtype=dtype) for a in arrays]
     else:
         arrays = promote_dtypes(*arrays)
-    parts = [expand_dims(a, axis) for a in arrays]  # jitted: one fast dispatch each
-    return parts[0] if len(parts) == 1 else lax.concatenate(parts, axis)
+    shape, n = np.shape(arrays[0]), len(arrays)
+    if n == 1 or not shape:  # concatenate needs rank >= 1: a new axis on each
+        parts = [expand_dims(a, axis) for a in arrays]
+        return parts[0] if n == 1 else lax.concatenate(parts, axis)
+    # Stacking is concatenating along an existing axis and splitting it in two: one
+    # concatenate and one reshape, where a new axis on each array would cost one (eager)
+    # dispatch per array.
+    ndim = len(shape)
+    joined = lax.concatenate(arrays, min(axis, ndim - 1))
+    if axis < ndim:
+        return lax.reshape(joined, (*shape[:axis], n, *shape[axis:]))
+    grouped = lax.reshape(joined, (*shape[:-1], n, shape[-1]))  # stacked before the last axis
+    return lax.transpose(grouped, (*range(ndim - 1), ndim, ndim - 1))
 
 
 @jitted(static_argnames=("axis",))
