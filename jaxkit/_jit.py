@@ -82,6 +82,20 @@ def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **pa
 mlir.register_lowering(jit_p, _jit_lowering)
 
 
+def _jit_pp_params(params: dict) -> dict:
+    # As JAX prints it: the name first, the body with names of its own, defaults left out.
+    shown = {"name": params["name"]}
+    if any(params["donated_invars"]):
+        shown["donated_invars"] = params["donated_invars"]
+    if params["inline"]:
+        shown["inline"] = True
+    shown["jaxpr"] = core.FreshNames(params["jaxpr"])
+    return shown
+
+
+core.pp_params_rules[jit_p] = _jit_pp_params
+
+
 # --------------------------------------------------------------------------------------------
 # Compilation
 # --------------------------------------------------------------------------------------------

@@ -693,14 +693,28 @@ def pp_literal(lit: Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-def _pp_param_value(value, indent: int) -> str:
+class FreshNames:
+    """A jaxpr parameter printed with names of its own (``a, b, ...``) instead of continuing the
+    enclosing jaxpr's, as JAX prints the body of a ``jit`` equation."""
+
+    __slots__ = ("jaxpr",)
+
+    def __init__(self, jaxpr: Jaxpr | ClosedJaxpr):
+        self.jaxpr = jaxpr
+
+
+def _pp_param_value(value, indent: int, namer: _Namer, lead: int = 0) -> str:
+    """``lead``: the width of what precedes the value on its first line (``name=``)."""
+    if isinstance(value, FreshNames):
+        return _pp_param_value(value.jaxpr, indent, _Namer(), lead)
     if isinstance(value, ClosedJaxpr):
-        return pp_jaxpr(value.jaxpr, indent)
+        return pp_jaxpr(value.jaxpr, indent, namer, lead)
     if isinstance(value, Jaxpr):
-        return pp_jaxpr(value, indent)
+        return pp_jaxpr(value, indent, namer, lead)
     if isinstance(value, tuple) and value and all(isinstance(v, (ClosedJaxpr, Jaxpr))
                                                   for v in value):
-        inner = (",\n" + " " * (indent + 2)).join(_pp_param_value(v, indent + 2) for v in value)
+        inner = ("\n" + " " * (indent + 2)).join(_pp_param_value(v, indent + 2, namer)
+                                                  for v in value)
         return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
     if isinstance(value, np.dtype):
         return value.name
@@ -711,15 +725,26 @@ def _pp_param_value(value, indent: int) -> str:
     return str(value)
 
 
-def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
-    lhs = " ".join(f"{namer(v)}:{v.aval.str_short()}" if not isinstance(v, DropVar) else "_"
-                   for v in eqn.outvars)
+# primitive -> params -> the params to print, in order. JAX leaves out what the binder's type
+# shows and parameters at their defaults; without a rule, every parameter prints, sorted.
+pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
+
+
+def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -> str:
+    """One equation. Outputs not in ``used`` print as ``_`` (and take no name), as in JAX."""
+    def binder(v):
+        unused = isinstance(v, DropVar) or (used is not None and v not in used)
+        return f"{'_' if unused else namer(v)}:{v.aval.str_short()}"
+
+    lhs = " ".join(binder(v) for v in eqn.outvars)
     rhs_args = " ".join(namer(a) for a in eqn.invars)
-    params = {k: v for k, v in eqn.params.items()}
+    rule = pp_params_rules.get(eqn.primitive)
+    params = rule(eqn.params) if rule is not None else dict(sorted(eqn.params.items()))
     head = f"{lhs} = {eqn.primitive.name}"
     if not params:
         return f"{head} {rhs_args}".rstrip()
-    pieces = [f"{k}={_pp_param_value(params[k], indent + 2)}" for k in sorted(params)]
+    pieces = [f"{k}={_pp_param_value(v, indent + 2, namer, len(k) + 1)}"
+              for k, v in params.items()]
     one_line = f"{head}[{' '.join(pieces)}] {rhs_args}".rstrip()
     if len(one_line) + indent <= _WIDTH and "\n" not in one_line:
         return one_line
@@ -728,18 +753,23 @@ def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int) -> str:
     return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}".rstrip()
 
 
-def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0) -> str:
-    """Print a jaxpr the way JAX does: ``{ lambda consts ; args. let eqns in (outs) }``."""
-    namer = _Namer()
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None, lead: int = 0) -> str:
+    """Print a jaxpr the way JAX does: ``{ lambda consts ; args. let eqns in (outs) }``.
+
+    Jaxprs nested in parameters continue the enclosing names (``namer``), as JAX's do."""
+    namer = _Namer() if namer is None else namer
     binders = lambda vs: " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
     constvars = binders(jaxpr.constvars)
     invars = binders(jaxpr.invars)
     head = f"{{ lambda {constvars}; {invars}. let"
-    eqn_texts = [pp_eqn(e, namer, indent + 4) for e in jaxpr.eqns]
+    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+    used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    eqn_texts = [pp_eqn(e, namer, indent + 4, used) for e in jaxpr.eqns]
     outs = "(" + ", ".join(namer(v) for v in jaxpr.outvars) + ("," if len(jaxpr.outvars) == 1
                                                                 else "") + ")"
-    one_line = f"{head} {' '.join(eqn_texts)}{' ' if eqn_texts else ''}in {outs} }}"
-    if len(eqn_texts) <= 1 and "\n" not in one_line and len(one_line) + indent <= _WIDTH:
+    one_line = f"{head} {' '.join(eqn_texts)} in {outs} }}"
+    if len(eqn_texts) <= 1 and "\n" not in one_line and \
+            len(one_line) + indent + lead <= _WIDTH:
         return one_line
     pad = " " * (indent + 4)
     body = "\n".join(pad + t for t in eqn_texts)

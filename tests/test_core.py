@@ -47,6 +47,60 @@ def test_pp_nested_jit():
     assert "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }" in text
 
 
+def _same_text_as_jax(kit_fn, jax_fn, *args) -> str:
+    """jaxkit's jaxpr text; where jax is installed, also checked to be jax's, line for line."""
+    text = str(jaxkit.make_jaxpr(kit_fn)(*args))
+    try:
+        import jax
+    except ImportError:
+        return text
+    # jax prints an out_sharding parameter that jaxkit's reductions do not have
+    want = str(jax.make_jaxpr(jax_fn)(*[np.asarray(a) for a in args]))
+    assert text == want.replace(" out_sharding=None", "")
+    return text
+
+
+def test_pp_unused_outputs_print_as_underscore_and_take_no_name():
+    # (jax itself prints this split's sizes as np.int64(1): not compared)
+    text = str(jaxkit.make_jaxpr(lambda x: jnp.split(x, 3)[0] * 2)(f32(3)))
+    assert "b:f32[1] _:f32[1] _:f32[1] = split" in text and "c:f32[1] = mul b" in text
+
+
+def test_pp_grad_jaxpr_matches_jax():
+    def loss(np_):
+        return lambda x: np_.sum(np_.sin(x) * 2 + x)
+
+    text = _same_text_as_jax(jaxkit.grad(loss(jnp)),
+                             lambda x: __import__("jax").grad(loss(__import__("jax").numpy))(x),
+                             f32(3))
+    # the primal sum is unused; broadcast_in_dim shows no shape (the binder has it)
+    assert "_:f32[] = reduce_sum" in text and "= broadcast_in_dim 1.0:f32[]" in text
+
+
+def test_pp_control_flow_bodies_continue_the_names():
+    def body(lax_):
+        return lambda x: lax_.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2),
+                                         (0, x))
+    text = _same_text_as_jax(body(lax), lambda x: body(__import__("jax").lax)(x), f32(3))
+    assert "body_jaxpr={ lambda ; d:i32[] e:f32[3]. let" in text
+    cond = str(jaxkit.make_jaxpr(lambda x: lax.cond(x.sum() > 0, lambda y: y, lambda y: y * 2,
+                                                      x))(f32(3)))
+    assert "{ lambda ; h:f32[3]. let  in (h,) }" in cond  # JAX's spacing for an empty body
+
+
+def test_pp_jit_body_has_names_of_its_own_and_hides_defaults():
+    inner = jaxkit.jit(lambda y: y * 2)
+    text = str(jaxkit.make_jaxpr(lambda x: inner(x) + 1)(f32(3)))
+    assert text == textwrap.dedent("""\
+        { lambda ; a:f32[3]. let
+            b:f32[3] = jit[
+              name=<lambda>
+              jaxpr={ lambda ; a:f32[3]. let b:f32[3] = mul a 2.0:f32[] in (b,) }
+            ] a
+            c:f32[3] = add b 1.0:f32[]
+          in (c,) }""")
+
+
 def test_pp_pytree_args_and_outputs():
     closed = jaxkit.make_jaxpr(lambda d: {"s": lax.sin(d["x"]), "t": (d["y"],)})(
         {"x": f32(2), "y": f32(3)})

@@ -96,16 +96,22 @@ def _is_complex(x) -> bool:
     return dtypes.issubdtype(core.get_aval(x).dtype, np.complexfloating)
 
 
-def _linear_nary_jvp(prim):
-    """JVP of an elementwise primitive linear in all operands (add, sub): apply it to the
-    tangents, treating symbolic zeros as zeros of the right shape."""
+def _linear_binary_jvp(prim, y_alone):
+    """JVP of add and sub, linear in both operands. A symbolic-zero tangent stays symbolic (no
+    zero array is made, so none is left in grad jaxprs); ``y_alone(ty)`` is the output tangent
+    when only the second operand's is nonzero."""
 
     def jvp(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        if all(type(t) is ad.Zero for t in tangents):
-            return out, ad.Zero(core.get_aval(out).to_tangent_aval())
-        ts = [ad.instantiate_zeros(t) for t in tangents]
-        return out, _broadcast_to(prim.bind(*ts, **params), core.get_aval(out).shape)
+        shape = core.get_aval(out).shape
+        tx, ty = tangents
+        if type(tx) is ad.Zero:
+            if type(ty) is ad.Zero:
+                return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+            return out, _broadcast_to(y_alone(ty), shape)
+        if type(ty) is ad.Zero:
+            return out, _broadcast_to(tx, shape)
+        return out, _broadcast_to(prim.bind(tx, ty, **params), shape)
 
     return jvp
 
@@ -141,7 +147,7 @@ def _add_transpose(ct, x, y):
 
 add_p = standard_naryop("add", [_num, _num])
 ad.deflinear2(add_p, _add_transpose)
-ad.primitive_jvps[add_p] = _linear_nary_jvp(add_p)
+ad.primitive_jvps[add_p] = _linear_binary_jvp(add_p, lambda ty: ty)
 batching.defbroadcasting(add_p)
 mlir.register_lowering(add_p, mlir.nary_lowering(hlo.AddOp))
 
@@ -165,7 +171,7 @@ def _sub_transpose(ct, x, y):
 
 sub_p = standard_naryop("sub", [_num, _num])
 ad.deflinear2(sub_p, _sub_transpose)
-ad.primitive_jvps[sub_p] = _linear_nary_jvp(sub_p)
+ad.primitive_jvps[sub_p] = _linear_binary_jvp(sub_p, lambda ty: neg(ty))
 batching.defbroadcasting(sub_p)
 mlir.register_lowering(sub_p, mlir.nary_lowering(hlo.SubtractOp))
 
