@@ -10,16 +10,17 @@ from jaxkit.lax import control_flow_rules  # the rules of cond, while and scan
 from jaxkit.lax.convolution import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
+from jaxkit.lax.clamp import *
 from jaxkit.lax.elementwise import *
 from jaxkit.lax.elementwise_bits import *
 from jaxkit.lax.elementwise_math import *
 from jaxkit.lax.elementwise_special import *
 from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in JAX)
 from jaxkit.lax.indexing import (GatherDimensionNumbers, GatherScatterMode,
-                                 ScatterDimensionNumbers, gather, gather_p, scatter, scatter_add,
-                                 scatter_add_p, scatter_max, scatter_max_p, scatter_min,
-                                 scatter_min_p, scatter_mul, scatter_mul_p, scatter_p,
-                                 scatter_sub, scatter_sub_p)
+                                 ScatterDimensionNumbers, gather, gather_p)
+from jaxkit.lax.scatter import (scatter, scatter_add, scatter_add_p, scatter_max, scatter_max_p,
+                                scatter_min, scatter_min_p, scatter_mul, scatter_mul_p,
+                                scatter_p, scatter_sub, scatter_sub_p)
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.slicing import *
@@ -34,7 +35,7 @@ from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim
 import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
-__all__ = sorted({name for module in ("control_flow", "convolution", "cumulative", "dot",
+__all__ = sorted({name for module in ("clamp", "control_flow", "convolution", "cumulative", "dot",
                                       "elementwise", "elementwise_bits", "elementwise_math",
                                       "elementwise_special", "parallel", "reductions",
                                       "slicing", "sorting")

@@ -21,7 +21,8 @@ from jaxkit import _dispatch, core, dtypes, tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, ShapedArray, Var
 from jaxkit.interpreters import mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.lax.elementwise import add, clamp, lt, ne, sub
+from jaxkit.lax.clamp import clamp
+from jaxkit.lax.elementwise import add, lt, ne, sub
 from jaxkit.lax.slicing import dynamic_index_in_dim, dynamic_update_index_in_dim, slice_in_dim
 from jaxkit.lax.structural import concatenate, convert_element_type, full, reshape, rev
 from jaxkit.typing import ArrayLike

@@ -23,9 +23,8 @@ from jaxkit.lax.indexing import (
     GatherScatterMode,
     ScatterDimensionNumbers,
     _gather_batch,
-    _scatter_batch,
-    scatter_p,
 )
+from jaxkit.lax.scatter import _scatter_batch, scatter_p
 from jaxkit.lax.structural import (
     broadcast_in_dim,
     concatenate,
