@@ -10,7 +10,8 @@ cases the function receives ``jaxkit.Array``s, as in JAX.
 * ``pure_callback_p``: a function of its inputs with declared result shapes. XLA may skip it
   when its results are unused. It has no derivative (wrap it in ``custom_jvp``/``custom_vjp``);
   under ``vmap`` the ``vmap_method`` decides how it is called (JAX 0.10.2's semantics).
-* ``debug_callback_p``: no outputs, a side effect. It is kept by dead-code elimination
+* ``debug_callback_p`` (and ``debug_print_p``, the same rules under the name JAX gives
+  ``debug.print``): no outputs, a side effect. It is kept by dead-code elimination
   (``partial_eval.effectful_primitives``) and by XLA (``has_side_effect``); under ``vmap`` it is
   called once per example, under differentiation with the primal values only.
 """
@@ -205,6 +206,13 @@ def debug_callback(callback: Callable[..., Any], *args: Any, ordered: bool = Fal
     ``None``, ...) are passed through unchanged. ``ordered`` is accepted for compatibility:
     calls inside one compiled program are not ordered with respect to each other."""
     del partitioned
+    bind_side_effect(debug_callback_p, callback, args, kwargs, ordered)
+
+
+def bind_side_effect(prim: core.Primitive, callback: Callable[..., Any], args: tuple,
+                     kwargs: dict, ordered: bool) -> None:
+    """Bind ``prim`` (one of the side-effect primitives below) on the array leaves of
+    ``(args, kwargs)``; the other leaves travel inside its ``callback`` parameter."""
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     dyn, static = [], []
     for i, leaf in enumerate(leaves):
@@ -212,54 +220,61 @@ def debug_callback(callback: Callable[..., Any], *args: Any, ordered: bool = Fal
             dyn.append(leaf)
         else:
             static.append((i, leaf))
-    debug_callback_p.bind(*dyn, callback=FlatCallback(callback, in_tree, tuple(static)),
-                          ordered=bool(ordered))
+    prim.bind(*dyn, callback=FlatCallback(callback, in_tree, tuple(static)),
+              ordered=bool(ordered))
 
 
-def _debug_callback_impl(*args, callback: FlatCallback, ordered: bool):
-    callback(*_as_arrays(args))
-    return []
+def _side_effect_primitive(name: str) -> core.Primitive:
+    """A primitive that calls ``callback`` on its operands for a side effect and has no
+    outputs: ``debug_callback`` and ``debug_print`` (the same rules under two names, as JAX
+    shows them in jaxprs). Dead-code elimination keeps it."""
+    prim = core.Primitive(name)
+    prim.multiple_results = True
+
+    @prim.def_impl
+    def _impl(*args, callback: FlatCallback, ordered: bool):
+        callback(*_as_arrays(args))
+        return []
+
+    @prim.def_abstract_eval
+    def _abstract_eval(*avals, callback, ordered):
+        return []
+
+    def _jvp(primals, tangents, *, callback, ordered):
+        # Differentiation sees the primal values (called once); there is no output tangent.
+        return prim.bind(*primals, callback=callback, ordered=ordered), []
+
+    def _transpose(cts, *args, callback, ordered):
+        return [None] * len(args)
+
+    def _batch(args, dims, *, callback, ordered):
+        # One call per example of the batch, as JAX does.
+        size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
+        for i in range(size):
+            prim.bind(*[x if d is None else lax.index_in_dim(x, i, d, keepdims=False)
+                        for x, d in zip(args, dims)], callback=callback, ordered=ordered)
+        return [], []
+
+    def _lowering(ctx: mlir.LoweringRuleContext, *args, callback, ordered):
+        def host(*flat_args):
+            callback(*_as_arrays(flat_args))
+            return ()
+
+        return mlir.emit_python_callback(ctx, host, args, [], has_side_effect=True)
+
+    ad.primitive_jvps[prim] = _jvp
+    ad.primitive_transposes[prim] = _transpose
+    batching.primitive_batchers[prim] = _batch
+    mlir.register_lowering(prim, _lowering)
+    pe.effectful_primitives.add(prim)
+    return prim
 
 
-def _debug_callback_abstract_eval(*avals, callback, ordered):
-    return []
-
-
-def _debug_callback_jvp(primals, tangents, *, callback, ordered):
-    """Differentiation sees the primal values (printed once); there is no output tangent."""
-    return debug_callback_p.bind(*primals, callback=callback, ordered=ordered), []
-
-
-def _debug_callback_transpose(cts, *args, callback, ordered):
-    return [None] * len(args)
-
-
-def _debug_callback_batch(args, dims, *, callback, ordered):
-    """One call per example of the batch, as JAX does."""
-    size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
-    for i in range(size):
-        debug_callback_p.bind(*[x if d is None else lax.index_in_dim(x, i, d, keepdims=False)
-                                for x, d in zip(args, dims)], callback=callback, ordered=ordered)
-    return [], []
-
-
-def _debug_callback_lowering(ctx: mlir.LoweringRuleContext, *args, callback, ordered):
-    def host(*flat_args):
-        callback(*_as_arrays(flat_args))
-        return ()
-
-    return mlir.emit_python_callback(ctx, host, args, [], has_side_effect=True)
-
-
-debug_callback_p = core.Primitive("debug_callback")
-debug_callback_p.multiple_results = True
-debug_callback_p.def_impl(_debug_callback_impl)
-debug_callback_p.def_abstract_eval(_debug_callback_abstract_eval)
-ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
-ad.primitive_transposes[debug_callback_p] = _debug_callback_transpose
-batching.primitive_batchers[debug_callback_p] = _debug_callback_batch
-mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
-pe.effectful_primitives.add(debug_callback_p)
+debug_callback_p = _side_effect_primitive("debug_callback")
+debug_print_p = _side_effect_primitive("debug_print")  # bound by jaxkit.debug.print
+# Printed as JAX prints it: the format string, not the callback object.
+core.pp_params_rules[debug_print_p] = lambda params: {
+    "fmt": params["callback"].callback_func.fmt, "ordered": params["ordered"]}
 
 
 def effects_barrier() -> None:

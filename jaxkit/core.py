@@ -740,7 +740,7 @@ def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -
     rhs_args = " ".join(namer(a) for a in eqn.invars)
     rule = pp_params_rules.get(eqn.primitive)
     params = rule(eqn.params) if rule is not None else dict(sorted(eqn.params.items()))
-    head = f"{lhs} = {eqn.primitive.name}"
+    head = f"{lhs} = {eqn.primitive.name}" if lhs else eqn.primitive.name  # no outputs
     if not params:
         return f"{head} {rhs_args}".rstrip()
     pieces = [f"{k}={_pp_param_value(v, indent + 2, namer, len(k) + 1)}"

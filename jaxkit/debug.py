@@ -2,7 +2,8 @@
 
 ``print`` formats its arguments with ``str.format`` *when the program runs*, so inside ``jit``
 it shows runtime values, not tracers; under ``vmap`` it prints once per example, under ``grad``
-the primal values. Built on the debug callback primitive of ``jaxkit._callback``.
+the primal values. ``print`` binds the ``debug_print`` primitive of ``jaxkit._callback``
+(the debug callback's rules under JAX's name for it).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit._callback import debug_callback
+from jaxkit._callback import bind_side_effect, debug_callback, debug_print_p
 
 __all__ = ["callback", "print"]
 
@@ -79,12 +80,14 @@ def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
     Use placeholders, not f-strings: ``jaxkit.debug.print("x = {x}", x=x)``. Like JAX, also
     callable in two steps: ``jaxkit.debug.print(ordered=True)("x = {}", x)``."""
 
+    del partitioned  # accepted as in JAX; a program here prints from one device
+
     def _print(fmt: str, *args: Any, **kwargs: Any) -> None:
         if not skip_format_check:
             _checker.format(fmt, *args, **kwargs)  # wrong placeholders fail here, not later
         has_placeholders = bool(fmt) and next(iter(_checker.parse(fmt)))[1] is not None
         printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
-        debug_callback(printer, *args, ordered=ordered, partitioned=partitioned, **kwargs)
+        bind_side_effect(debug_print_p, printer, args, kwargs, ordered)
 
     if fmt is not None:
         _print(fmt, *args, **kwargs)

@@ -52,9 +52,9 @@ def test_debug_print_only_effect_is_kept_under_jit(capsys):
 
 def test_debug_print_is_an_effectful_equation():
     jaxpr = jaxkit.make_jaxpr(lambda x: (jaxkit.debug.print("{}", x), x)[1])(1.0).jaxpr
-    assert [e.primitive.name for e in jaxpr.eqns] == ["debug_callback"]
+    assert [e.primitive.name for e in jaxpr.eqns] == ["debug_print"]
     dced, _ = pe.dce_jaxpr(jaxpr, [False])
-    assert [e.primitive.name for e in dced.eqns] == ["debug_callback"]
+    assert [e.primitive.name for e in dced.eqns] == ["debug_print"]
     # ... also when it sits inside a jit whose outputs are unused
     inner = jaxkit.jit(lambda y: (jaxkit.debug.print("{}", y), y * 2)[1])
     jaxpr = jaxkit.make_jaxpr(lambda x: (inner(x), x)[1])(1.0).jaxpr
@@ -86,6 +86,27 @@ def test_debug_print_under_vmap_prints_each_example(capsys):
                            in_axes=(0, None)))(jnp.arange(3.0), 7.0)
     # Independent callbacks in one program are not ordered (as in JAX without ordered=True).
     assert sorted(lines(capsys)) == ["0.0 7.0", "1.0 7.0", "2.0 7.0"]
+
+
+def test_debug_print_jaxpr_reads_like_jax():
+    text = str(jaxkit.make_jaxpr(lambda x: (jaxkit.debug.print("x = {}", x), x + 1)[1])(1.0))
+    # no outputs: no "=" (as in JAX); the format string is shown, not the callback object
+    assert text.splitlines()[1] == "    debug_print[fmt=x = {} ordered=False] a"
+
+
+def test_debug_callback_under_vmap_and_grad():
+    seen = []
+
+    def f(x):
+        jaxkit.debug.callback(lambda v: seen.append(float(v)), x)
+        return x * x
+
+    jaxkit.vmap(f)(jnp.arange(3.0))
+    assert seen == [0.0, 1.0, 2.0]
+    seen.clear()
+    assert float(jaxkit.grad(f)(3.0)) == 6.0 and seen == [3.0]  # the primal, once
+    jaxpr = jaxkit.make_jaxpr(f)(1.0).jaxpr
+    assert [e.primitive.name for e in jaxpr.eqns] == ["debug_callback", "mul"]
 
 
 @pytest.mark.parametrize("jit_outer", [False, True])

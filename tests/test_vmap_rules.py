@@ -462,7 +462,8 @@ EXERCISED_ELSEWHERE = {
     # custom_lin only exists between linearization and transposition, so a BatchTrace sees it
     # only in forward mode, where a custom_vjp function raises anyway (as in JAX).
     "custom_lin": "test_custom_derivatives.py (vmap and grad of custom_vjp functions)",
-    "debug_callback": "test_callbacks.py (debug.print under vmap)",
+    "debug_callback": "test_callbacks.py (debug.callback under vmap)",
+    "debug_print": "test_callbacks.py (debug.print under vmap)",
     "pure_callback": "test_callbacks.py (every vmap_method, compared with JAX)",
 }
 
