@@ -114,11 +114,28 @@ class _Program:
         return self.executable(self.const_bufs + list(bufs) if self.const_bufs else bufs)
 
 
+# Closed-over constants up to this many elements are baked into the program, as JAX bakes
+# them all: XLA can then fold work on them (a transposed weight matrix is stored transposed).
+# Larger ones are passed as leading parameters, which keeps modules small and compiles fast.
+_INLINE_CONST_MAX_SIZE = 1 << 16
+
+
+def _const_is_param(c) -> bool:
+    return core.get_aval(c).size > _INLINE_CONST_MAX_SIZE
+
+
 def _lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool]):
-    """Lower with the closed-over constants as leading parameters (never baked in)."""
-    jaxpr = pe.convert_constvars_jaxpr(closed.jaxpr)
-    donated = [False] * len(closed.consts) + list(donated_invars)
-    return mlir.lower_jaxpr(name, jaxpr, donated_invars=donated)
+    """Lower with small closed-over constants inlined and large ones as leading parameters
+    (``_Program.const_bufs``, in the same order)."""
+    jaxpr = closed.jaxpr
+    as_param = [_const_is_param(c) for c in closed.consts]
+    param_vars = [v for v, p in zip(jaxpr.constvars, as_param) if p]
+    lowered = core.Jaxpr([v for v, p in zip(jaxpr.constvars, as_param) if not p],
+                         param_vars + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
+                         jaxpr.debug_info)
+    donated = [False] * len(param_vars) + list(donated_invars)
+    return mlir.lower_jaxpr(name, lowered, donated_invars=donated,
+                            consts=[c for c, p in zip(closed.consts, as_param) if not p])
 
 
 def _compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
@@ -129,7 +146,7 @@ def _compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[boo
     lowered_at = time.perf_counter()
     exe = _runtime.compile_module(module, closed.out_avals)
     compiled_at = time.perf_counter()
-    const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts]
+    const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts if _const_is_param(c)]
     return _Program(exe, const_bufs), lowered_at - start, compiled_at - lowered_at
 
 

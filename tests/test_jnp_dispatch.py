@@ -167,3 +167,18 @@ def test_deleted_array_is_rejected_and_host_copy_is_dropped():
     x.delete()
     with pytest.raises(RuntimeError, match="deleted or donated"):
         np.asarray(x)
+
+
+def test_small_closed_over_constants_are_baked_in_large_ones_passed():
+    from jaxkit._jit import _INLINE_CONST_MAX_SIZE, jit_object
+
+    small = jnp.arange(12.0).reshape(3, 4)
+    large = jnp.ones((_INLINE_CONST_MAX_SIZE + 1,))
+    f = jaxkit.jit(lambda x: x @ small.T + large[:3].sum())
+    x = np.ones((2, 4), np.float32)
+    text = f.lower(x).as_text()
+    assert "stablehlo.constant dense<[[0.0" in text  # the small matrix, inlined as in JAX
+    assert f"%arg0: tensor<{large.size}xf32>" in text  # the large vector is a parameter
+    np.testing.assert_allclose(f(x), np.ones((2, 4)) @ np.arange(12.0).reshape(3, 4).T + 3)
+    (entry,) = jit_object(f)._cache.values()
+    assert len(entry.program.const_bufs) == 1

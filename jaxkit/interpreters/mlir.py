@@ -228,9 +228,10 @@ def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr,
 
 
 def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] = (),
-                num_replicas: int = 1, axis_env: tuple = ()) -> ir.Module:
-    """A StableHLO module whose ``main`` computes ``jaxpr`` (which must have no constvars)."""
-    assert not jaxpr.constvars, "convert constvars to invars before lowering"
+                num_replicas: int = 1, axis_env: tuple = (), consts: Sequence = ()) -> ir.Module:
+    """A StableHLO module whose ``main`` computes ``jaxpr``; its constvars are ``consts``,
+    emitted as StableHLO constants."""
+    assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     with make_ir_context(), ir.Location.unknown():
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
@@ -253,7 +254,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     for a in aliases])
             entry = fn.add_entry_block()
             with ir.InsertionPoint(entry):
-                outs = jaxpr_subcomp(ctx, jaxpr, [], *entry.arguments)
+                outs = jaxpr_subcomp(ctx, jaxpr, [ir_constant(np.asarray(c)) for c in consts],
+                                     *entry.arguments)
                 func_dialect.ReturnOp(outs)
         if ctx.host_callbacks:
             _runtime.module_host_callbacks[module] = ctx.host_callbacks
