@@ -182,3 +182,14 @@ def test_small_closed_over_constants_are_baked_in_large_ones_passed():
     np.testing.assert_allclose(f(x), np.ones((2, 4)) @ np.arange(12.0).reshape(3, 4).T + 3)
     (entry,) = jit_object(f)._cache.values()
     assert len(entry.program.const_bufs) == 1
+
+
+def test_baked_constants_keep_their_values_and_dtypes():
+    mask = np.array([True, False, True])  # a bit-packed byte would read as a splat of True
+    ints = np.array([1, 2, 3], dtype=np.int64)  # int32 in a program without x64
+    f = jaxkit.jit(lambda x: jnp.where(mask, x, 0.0) + ints)
+    np.testing.assert_array_equal(f(jnp.ones(3)), [2.0, 2.0, 4.0])
+    g = jaxkit.jit(lambda x: f(x) * 2)  # the inner jit's constants, lowered inline
+    np.testing.assert_array_equal(g(jnp.ones(3)), [4.0, 4.0, 8.0])
+    np.testing.assert_array_equal(jaxkit.jit(lambda x: x & mask)(np.ones(3, bool)),
+                                  [True, False, True])

@@ -116,8 +116,9 @@ def ir_constant(value: Any, dtype=None) -> ir.Value:
     if x.size and np.all(x == x.flat[0]) and not np.issubdtype(x.dtype, np.complexfloating):
         attr = ir.DenseElementsAttr.get_splat(tensor_type, _scalar_attr(x.flat[0], elem))
     elif x.dtype == np.bool_:
-        packed = np.packbits(x.ravel(), bitorder="little")
-        attr = ir.DenseElementsAttr.get(packed, type=elem, shape=list(x.shape))
+        # One byte per element: MLIR reads a one-byte buffer as a splat, so bit-packing made
+        # a non-uniform bool array of up to 8 elements all True (or all False).
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x), type=elem, shape=list(x.shape))
     elif x.dtype in _view_as_uint:
         attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x).view(_view_as_uint[x.dtype]),
                                         type=elem, shape=list(x.shape))
@@ -223,8 +224,13 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
 def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr,
                    *args: ir.Value) -> list[ir.Value]:
     """Lower a ClosedJaxpr inline; its constants become StableHLO constants."""
-    consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-    return jaxpr_subcomp(ctx, closed.jaxpr, consts, *args)
+    return jaxpr_subcomp(ctx, closed.jaxpr, _constants(closed.jaxpr, closed.consts), *args)
+
+
+def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:
+    """The constvars' values as StableHLO constants of the constvars' dtypes (a NumPy int64
+    constant is int32 in a program without x64)."""
+    return [ir_constant(np.asarray(c), v.aval.dtype) for v, c in zip(jaxpr.constvars, consts)]
 
 
 def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] = (),
@@ -254,8 +260,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     for a in aliases])
             entry = fn.add_entry_block()
             with ir.InsertionPoint(entry):
-                outs = jaxpr_subcomp(ctx, jaxpr, [ir_constant(np.asarray(c)) for c in consts],
-                                     *entry.arguments)
+                outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *entry.arguments)
                 func_dialect.ReturnOp(outs)
         if ctx.host_callbacks:
             _runtime.module_host_callbacks[module] = ctx.host_callbacks
