@@ -77,11 +77,8 @@ class Array:
 
     def delete(self) -> None:
         self._buf.delete()
-        self._forget_host_copy()
-
-    def _forget_host_copy(self) -> None:
         try:
-            del self._npy
+            del self._npy  # the host copy, if it was fetched
         except AttributeError:
             pass
 
