@@ -145,7 +145,7 @@ def _pure_callback_transpose(cts, *args, **params):
                      "(here `jaxkit.custom_vjp`) to use callbacks while taking gradients.")
 
 
-def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method):
+def _pure_callback_batch(axis_data, args, dims, *, callback, result_avals, vmap_method):
     size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
     args = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
     batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
@@ -187,9 +187,9 @@ pure_callback_p = core.Primitive("pure_callback")
 pure_callback_p.multiple_results = True
 pure_callback_p.def_impl(_pure_callback_impl)
 pure_callback_p.def_abstract_eval(_pure_callback_abstract_eval)
-ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
-ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
-batching.primitive_batchers[pure_callback_p] = _pure_callback_batch
+ad.defjvp_rule(pure_callback_p, _pure_callback_jvp)
+ad.deftranspose(pure_callback_p, _pure_callback_transpose)
+batching.defrule(pure_callback_p, _pure_callback_batch)
 mlir.register_lowering(pure_callback_p, _pure_callback_lowering)
 
 
@@ -247,7 +247,7 @@ def _side_effect_primitive(name: str) -> core.Primitive:
     def _transpose(cts, *args, callback, ordered):
         return [None] * len(args)
 
-    def _batch(args, dims, *, callback, ordered):
+    def _batch(axis_data, args, dims, *, callback, ordered):
         # One call per example of the batch, as JAX does.
         size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
         for i in range(size):
@@ -262,9 +262,9 @@ def _side_effect_primitive(name: str) -> core.Primitive:
 
         return mlir.emit_python_callback(ctx, host, args, [], has_side_effect=True)
 
-    ad.primitive_jvps[prim] = _jvp
-    ad.primitive_transposes[prim] = _transpose
-    batching.primitive_batchers[prim] = _batch
+    ad.defjvp_rule(prim, _jvp)
+    ad.deftranspose(prim, _transpose)
+    batching.defrule(prim, _batch)
     mlir.register_lowering(prim, _lowering)
     pe.effectful_primitives.add(prim)
     return prim

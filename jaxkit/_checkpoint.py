@@ -267,8 +267,8 @@ checkpoint_p = core.Primitive("checkpoint")
 checkpoint_p.multiple_results = True
 checkpoint_p.def_impl(_checkpoint_impl)
 checkpoint_p.def_abstract_eval(_checkpoint_abstract_eval)
-ad.primitive_jvps[checkpoint_p] = _checkpoint_jvp
-ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
+ad.defjvp_rule(checkpoint_p, _checkpoint_jvp)
+ad.deftranspose(checkpoint_p, _checkpoint_transpose)
 pes.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
-batching.axis_primitive_batchers[checkpoint_p] = _checkpoint_batch
+batching.defrule(checkpoint_p, _checkpoint_batch, named_axis=True)
 mlir.register_lowering(checkpoint_p, _checkpoint_lowering)

@@ -367,8 +367,8 @@ custom_jvp_call_p = core.Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
 custom_jvp_call_p.def_impl(_call_jaxpr_impl)
 custom_jvp_call_p.def_abstract_eval(_call_jaxpr_abstract_eval)
-ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
-batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+ad.defjvp_rule(custom_jvp_call_p, _custom_jvp_call_jvp)
+batching.defrule(custom_jvp_call_p, _custom_jvp_call_batch, named_axis=True)
 mlir.register_lowering(custom_jvp_call_p, _call_jaxpr_lowering)
 
 
@@ -584,8 +584,8 @@ custom_vjp_call_p = core.Primitive("custom_vjp_call")
 custom_vjp_call_p.multiple_results = True
 custom_vjp_call_p.def_impl(_call_jaxpr_impl)
 custom_vjp_call_p.def_abstract_eval(_call_jaxpr_abstract_eval)
-ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
-batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+ad.defjvp_rule(custom_vjp_call_p, _custom_vjp_call_jvp)
+batching.defrule(custom_vjp_call_p, _custom_vjp_call_batch, named_axis=True)
 mlir.register_lowering(custom_vjp_call_p, _call_jaxpr_lowering)
 
 
@@ -622,8 +622,8 @@ custom_lin_p = core.Primitive("custom_lin")
 custom_lin_p.multiple_results = True
 custom_lin_p.def_impl(_raise_custom_vjp_error_on_jvp)
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
-ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
-batching.axis_primitive_batchers[custom_lin_p] = _custom_lin_batch
+ad.deftranspose(custom_lin_p, _custom_lin_transpose)
+batching.defrule(custom_lin_p, _custom_lin_batch, named_axis=True)
 mlir.register_lowering(custom_lin_p, _raise_custom_vjp_error_on_jvp)
 
 

@@ -696,7 +696,7 @@ def _jit_batching_rule(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, name: str,
     return outs, out_dims
 
 
-batching.axis_primitive_batchers[jit_p] = _jit_batching_rule
+batching.defrule(jit_p, _jit_batching_rule, named_axis=True)
 
 
 # ---- autodiff rules of the jit primitive ----
@@ -755,6 +755,6 @@ def _jit_partial_eval(trace: pes.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: st
     return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
 
 
-ad.primitive_jvps[jit_p] = _jit_jvp
-ad.primitive_transposes[jit_p] = _jit_transpose
+ad.defjvp_rule(jit_p, _jit_jvp)
+ad.deftranspose(jit_p, _jit_transpose)
 pes.partial_eval_rules[jit_p] = _jit_partial_eval

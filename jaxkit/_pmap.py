@@ -362,7 +362,7 @@ def _pmap_batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, in_axes: tuple,
     return outs, [0] * len(outs)
 
 
-batching.axis_primitive_batchers[pmap_p] = _pmap_batcher
+batching.defrule(pmap_p, _pmap_batcher, named_axis=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,8 +462,8 @@ def _sum_broadcast_cts(closed: ClosedJaxpr, out_axes: Sequence, axis_name) -> Cl
     return ClosedJaxpr(jaxpr, consts)
 
 
-ad.primitive_jvps[pmap_p] = _pmap_jvp
-ad.primitive_transposes[pmap_p] = _pmap_transpose
+ad.defjvp_rule(pmap_p, _pmap_jvp)
+ad.deftranspose(pmap_p, _pmap_transpose)
 pes.partial_eval_rules[pmap_p] = _pmap_partial_eval
 
 

@@ -87,7 +87,7 @@ def _threefry2x32_fun(k1, k2, x1, x2):
     return [v0, v1]
 
 
-def _threefry2x32_batch(args, dims):
+def _threefry2x32_batch(axis_data, args, dims):
     size = batching.batch_size(args, dims)
     unbatched = [x.shape[:d] + x.shape[d + 1:] if d is not batching.not_mapped else x.shape
                  for x, d in zip(args, dims)]
@@ -111,7 +111,7 @@ threefry2x32_p.multiple_results = True
 threefry2x32_p.def_impl(lambda *args: _dispatch.apply_primitive(threefry2x32_p, *args))
 threefry2x32_p.def_abstract_eval(_threefry2x32_abstract_eval)
 ad.defjvp_zero(threefry2x32_p)
-batching.primitive_batchers[threefry2x32_p] = _threefry2x32_batch
+batching.defrule(threefry2x32_p, _threefry2x32_batch)
 mlir.register_lowering(threefry2x32_p, mlir.lower_fun(_threefry2x32_fun, multiple_results=True))
 
 

@@ -146,7 +146,7 @@ def _gamma_jvp(primals, tangents, *, log_space):
     return ans, a_dot * _gamma_grad(ans, a, log_space=log_space)
 
 
-def _gamma_batch(batched_args, batch_dims, *, log_space):
+def _gamma_batch(axis_data, batched_args, batch_dims, *, log_space):
     k, a = batched_args
     bk, ba = batch_dims
     size = batching.batch_size(batched_args, batch_dims)
@@ -158,8 +158,8 @@ def _gamma_batch(batched_args, batch_dims, *, log_space):
 random_gamma_p = core.Primitive("random_gamma")
 random_gamma_p.def_impl(partial(_dispatch.apply_primitive, random_gamma_p))
 random_gamma_p.def_abstract_eval(_gamma_abstract_eval)
-ad.primitive_jvps[random_gamma_p] = _gamma_jvp
-batching.primitive_batchers[random_gamma_p] = _gamma_batch
+ad.defjvp_rule(random_gamma_p, _gamma_jvp)
+batching.defrule(random_gamma_p, _gamma_batch)
 mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_impl))
 
 

@@ -18,6 +18,8 @@ import jaxkit
 from jaxkit import core, lax
 from jaxkit.interpreters import ad, batching
 
+_AXIS = batching.AxisData(None, 0)  # a rule's axis_data; these rules do not read it
+
 
 @dataclasses.dataclass
 class Case:
@@ -117,7 +119,7 @@ def check_jvp(case: Case, jax):
     arg_tangents = {i: _random_like(rng, args[i]) for i in case.diff}
     tangents = [ad.Zero(core.get_aval(x).to_tangent_aval()) if p not in arg_tangents
                 else arg_tangents[p] for x, p in zip(operands, positions)]
-    out, t_out = ad.primitive_jvps[prim](operands, tangents, **params)
+    out, t_out = ad.jvp_rules[prim](operands, tangents, **params)
 
     def f(*diff_args):
         full = list(args)
@@ -148,7 +150,7 @@ def check_transpose(case: Case, jax):
     for i in case.linear:
         t_args = [ad.UndefinedPrimal(core.get_aval(x)) if p == i else x
                   for x, p in zip(operands, positions)]
-        got = ad.primitive_transposes[prim](cts if prim.multiple_results else cts[0], *t_args,
+        got = ad.transpose_rules[prim](cts if prim.multiple_results else cts[0], *t_args,
                                              **params)
 
         def f(a, i=i):
@@ -178,7 +180,7 @@ def check_batching(case: Case, size: int = 3):
         # Unbatched operands are example 0's in every example.
         exp = [prim.bind(*[c[1][k] if d is not None else calls[0][1][k]
                            for k, d in enumerate(dims)], **params) for c in calls]
-        out, out_dim = batching.primitive_batchers[prim](batched, list(dims), **params)
+        out, out_dim = batching.batch_rules[prim](_AXIS, batched, list(dims), **params)
         outs = out if prim.multiple_results else [out]
         out_dims = out_dim if prim.multiple_results else [out_dim]
         for j, (o, od) in enumerate(zip(outs, out_dims)):

@@ -558,13 +558,13 @@ def test_missing_rules_raise_not_implemented():
     q = core.Primitive("no_transpose_here")
     q.def_impl(lambda x: x)
     q.def_abstract_eval(lambda x: x)
-    ad.primitive_jvps[q] = lambda primals, tangents: (q.bind(*primals), q.bind(*tangents))
+    ad.jvp_rules[q] = lambda primals, tangents: (q.bind(*primals), q.bind(*tangents))
     try:
         assert_close(jvp(q.bind, (F32(1.0),), (F32(2.0),))[1], 2.0)
         with pytest.raises(NotImplementedError, match="transpose rule for 'no_transpose_here'"):
             grad(q.bind)(F32(1.0))
     finally:
-        del ad.primitive_jvps[q]
+        del ad.jvp_rules[q]
 
 
 def test_leaked_jvp_tracer_is_detected():

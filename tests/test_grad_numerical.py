@@ -283,10 +283,10 @@ def _lax_primitives() -> dict[str, core.Primitive]:
 
 def test_every_lax_primitive_has_a_jvp_rule_or_a_justified_exemption():
     missing = sorted(n for n, p in _lax_primitives().items()
-                     if p not in ad.primitive_jvps and n not in EXEMPT)
+                     if p not in ad.jvp_rules and n not in EXEMPT)
     assert not missing, f"primitives without a JVP rule (add one or exempt it): {missing}"
     stale = sorted(n for n in EXEMPT if n in _lax_primitives()
-                   and _lax_primitives()[n] in ad.primitive_jvps)
+                   and _lax_primitives()[n] in ad.jvp_rules)
     assert not stale, f"exempt primitives that now have a JVP rule: {stale}"
 
 
@@ -294,12 +294,12 @@ def test_every_linear_lax_primitive_has_a_transpose_rule():
     prims = _lax_primitives()
     linear = {n for n, p in prims.items() if p in ad.linear_primitives} | (
         _LINEAR_NAMES & set(prims))
-    missing = sorted(n for n in linear if prims[n] not in ad.primitive_transposes)
+    missing = sorted(n for n in linear if prims[n] not in ad.transpose_rules)
     assert not missing, f"linear primitives without a transpose rule: {missing}"
 
 
 def _is_zero_jvp(p: core.Primitive) -> bool:
-    rule = ad.primitive_jvps.get(p)
+    rule = ad.jvp_rules.get(p)
     return getattr(rule, "__qualname__", "").startswith("defjvp_zero")
 
 
@@ -322,7 +322,7 @@ def test_every_differentiable_primitive_is_in_the_table():
         covered |= _primitive_names(jaxpr)
     prims = _lax_primitives()
     missing = sorted(n for n, p in prims.items()
-                     if p in ad.primitive_jvps and not _is_zero_jvp(p) and n not in covered
+                     if p in ad.jvp_rules and not _is_zero_jvp(p) and n not in covered
                      and n not in _ZERO_DERIVATIVE)
     assert not missing, f"differentiable primitives with no numerical gradient row: {missing}"
 

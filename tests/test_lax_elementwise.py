@@ -29,6 +29,8 @@ from _elementwise_rows import (  # noqa: E402 - after the importorskip above
     _args, _jit_fn, _tol, _weak, assert_close,
 )
 
+_AXIS = batching.AxisData(None, 0)  # a rule's axis_data; these rules do not read it
+
 
 # --------------------------------------------------------------------------------------------
 # Generic checks over every row
@@ -107,7 +109,7 @@ def _check_jvp(row: Row, args, diff: Sequence[int]):
     tans = {i: _tangent(rng, args[i]) for i in diff}
     tangents = [tans[p] if p in tans else ad.Zero(core.get_aval(x).to_tangent_aval())
                 for x, p in zip(operands, positions)]
-    out, t_out = ad.primitive_jvps[prim](operands, tangents, **params)
+    out, t_out = ad.jvp_rules[prim](operands, tangents, **params)
 
     def f(*d):
         full = list(args)
@@ -151,7 +153,7 @@ def test_jvp_is_symbolic_zero(row: Row):
     prim, operands, _, params = _primitive_call(partial(row.fn, lax), args)
     tangents = [ad.Zero(core.get_aval(x).to_tangent_aval()) if not np.issubdtype(
         np.asarray(x).dtype, np.inexact) else np.ones_like(np.asarray(x)) for x in operands]
-    out, t_out = ad.primitive_jvps[prim](operands, tangents, **params)
+    out, t_out = ad.jvp_rules[prim](operands, tangents, **params)
     assert type(t_out) is ad.Zero
     assert t_out.aval.shape == out.shape
 
@@ -168,7 +170,7 @@ def test_transpose_rule(row: Row, pos: int):
     ct = _tangent(np.random.default_rng(2), out)
     t_args = [ad.UndefinedPrimal(core.get_aval(x)) if p == pos else x
               for x, p in zip(operands, positions)]
-    got = ad.primitive_transposes[prim](ct, *t_args, **params)[positions.index(pos)]
+    got = ad.transpose_rules[prim](ct, *t_args, **params)[positions.index(pos)]
 
     def f(a):
         full = list(args)
@@ -198,7 +200,7 @@ def test_batching_rule(row: Row, dtype):
         expected = np.stack([np.asarray(prim.bind(*[c[1][k] if d is not None else first_ops[k]
                                                     for k, d in enumerate(dims)], **params))
                              for c in calls])
-        out, out_dim = batching.primitive_batchers[prim](batched, list(dims), **params)
+        out, out_dim = batching.batch_rules[prim](_AXIS, batched, list(dims), **params)
         assert_close(np.moveaxis(np.asarray(out), out_dim, 0), expected, _tol(row, dtype))
 
 
@@ -374,7 +376,7 @@ def test_max_min_split_tangent_at_ties(name):
     y = np.array([1.0, 5.0, 0.0], np.float32)
     _check_jvp(row, [x, y], [0])
     _check_jvp(row, [x, y], [0, 1])
-    _, t = ad.primitive_jvps[getattr(lax, f"{name}_p")](
+    _, t = ad.jvp_rules[getattr(lax, f"{name}_p")](
         [x, y], [np.ones(3, np.float32), ad.Zero(core.ShapedArray((3,), np.float32))])
     assert float(np.asarray(t)[0]) == 0.5  # a tie shares the tangent
 
@@ -410,7 +412,7 @@ def test_clamp_jvp_of_scalar_bounds():
     lo, hi, g = np.float32(-1), np.float32(1), np.float32(3)
     zero = ad.Zero(core.ShapedArray((), np.float32))
     zero_x = ad.Zero(core.ShapedArray((5,), np.float32))
-    jvp = ad.primitive_jvps[lax.clamp_p]
+    jvp = ad.jvp_rules[lax.clamp_p]
     _, t = jvp([lo, x, hi], [g, zero_x, zero])
     np.testing.assert_array_equal(t, [3, 0, 0, 0, 0])
     _, t = jvp([lo, x, hi], [zero, zero_x, g])
@@ -428,7 +430,7 @@ def test_select_n_batching_with_scalar_which_and_unbatched_cases():
     which = np.array([True, False, True])  # one per example
     x = np.arange(6, dtype=np.float32).reshape(3, 2)
     y = -x
-    rule = batching.primitive_batchers[lax.select_n_p]
+    rule = partial(batching.batch_rules[lax.select_n_p], _AXIS)
     expected = np.stack([np.where(w, b, a) for w, a, b in zip(which, x, y)])
     out, d = rule([which, x, y], [0, 0, 0])
     np.testing.assert_array_equal(np.moveaxis(np.asarray(out), d, 0), expected)
@@ -442,7 +444,7 @@ def test_select_n_batching_with_scalar_which_and_unbatched_cases():
 
 
 def test_clamp_batching_with_batched_bounds():
-    rule = batching.primitive_batchers[lax.clamp_p]
+    rule = partial(batching.batch_rules[lax.clamp_p], _AXIS)
     x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
     lo = np.array([-1.0, -2.0, 0.0], np.float32)  # a scalar bound per example
     out, d = rule([lo, x, np.float32(1.5)], [0, 0, None])
@@ -455,7 +457,7 @@ def test_clamp_batching_with_batched_bounds():
 
 def test_bitcast_batching_when_the_batch_axis_is_consumed():
     x = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)  # batch axis last
-    rule = batching.primitive_batchers[lax.bitcast_convert_type_p]
+    rule = partial(batching.batch_rules[lax.bitcast_convert_type_p], _AXIS)
     out, d = rule([np.moveaxis(x, 0, 2)], [2], new_dtype=np.dtype(np.uint32))
     expected = np.stack([x[i].view(np.uint32)[..., 0] for i in range(2)])
     np.testing.assert_array_equal(np.moveaxis(np.asarray(out), d, 0), expected)

@@ -277,5 +277,5 @@ def test_reduce_general_jvp_of_init_values_is_not_silently_wrong():
         (x, x), (np.float32(0), np.float32(1)), _add2, (0,)))(x)
     eqn = closed.jaxpr.eqns[-1]
     with pytest.raises(NotImplementedError, match="non-zero tangents for initial values"):
-        ad.primitive_jvps[lax.reduce_p]([x, x, np.float32(0), np.float32(1)],
+        ad.jvp_rules[lax.reduce_p]([x, x, np.float32(0), np.float32(1)],
                                         [x, x, np.float32(1), np.float32(0)], **eqn.params)

@@ -224,7 +224,7 @@ def test_pad_transpose_of_padding_value():
     x, v = np.arange(6, dtype=np.float32).reshape(2, 3), np.float32(2)
     config = [(1, -1, 1), (2, 0, 0)]
     ct = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
-    t_x, t_v = ad.primitive_transposes[lax.pad_p](
+    t_x, t_v = ad.transpose_rules[lax.pad_p](
         ct, ad.UndefinedPrimal(core.get_aval(x)), ad.UndefinedPrimal(core.get_aval(v)),
         padding_config=tuple(config))
     r_x, r_v = jax.vjp(lambda x, v: jax.lax.pad(x, v, config), x, v)[1](ct)
@@ -307,6 +307,6 @@ def test_scatter_mul_grad_requires_unique_indices():
     dn = lax.ScatterDimensionNumbers(**ROW_SCATTER)
     zero = lambda a: ad.Zero(core.get_aval(a).to_tangent_aval())
     with pytest.raises(NotImplementedError, match="unique_indices=True"):
-        ad.primitive_jvps[lax.scatter_mul_p](
+        ad.jvp_rules[lax.scatter_mul_p](
             [x, i, u], [zero(x), zero(i), u], dimension_numbers=dn, indices_are_sorted=False,
             unique_indices=False, mode=lax.GatherScatterMode.FILL_OR_DROP)

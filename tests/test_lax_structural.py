@@ -139,7 +139,7 @@ def test_zeros_like_array():
 
 def test_iota_rules():
     from jaxkit.interpreters import ad
-    out, t = ad.primitive_jvps[lax.iota_p]([], [], dtype=np.dtype(np.float32), shape=(3,),
+    out, t = ad.jvp_rules[lax.iota_p]([], [], dtype=np.dtype(np.float32), shape=(3,),
                                           dimension=0)
     assert type(t) is ad.Zero and t.aval.shape == (3,)
     np.testing.assert_array_equal(out, [0, 1, 2])

@@ -19,12 +19,12 @@ from jaxkit.interpreters import batching
 def _restore_rule_tables():
     """Tests below register rules for throwaway primitives; keep them out of the tables that
     coverage tests read."""
-    saved = dict(batching.primitive_batchers), dict(batching.axis_primitive_batchers)
+    saved = dict(batching.batch_rules), set(batching.named_axis_rules)
     yield
-    for table, old in zip((batching.primitive_batchers, batching.axis_primitive_batchers),
-                          saved):
-        table.clear()
-        table.update(old)
+    batching.batch_rules.clear()
+    batching.batch_rules.update(saved[0])
+    batching.named_axis_rules.clear()
+    batching.named_axis_rules.update(saved[1])
 
 
 def f32(*shape, start=0.0):
@@ -451,7 +451,7 @@ def test_defbroadcasting_scalar_operands():
 
 def test_checking_rules_catches_a_wrong_rule():
     p = _prim("test_wrong_rule", lambda x: x, lambda x: x)
-    batching.primitive_batchers[p] = lambda args, dims: (lax.reduce_sum(args[0], (0,)), 0)
+    batching.defrule(p, lambda axis_data, args, dims: (lax.reduce_sum(args[0], (0,)), 0))
     with batching.checking_rules(), pytest.raises(AssertionError, match="test_wrong_rule"):
         vmap(p.bind)(np.ones((2, 3, 4), np.float32))
 

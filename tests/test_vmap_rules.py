@@ -49,7 +49,7 @@ def all_primitives() -> dict[str, core.Primitive]:
 
 
 def has_batching_rule(p: core.Primitive) -> bool:
-    return p in batching.primitive_batchers or p in batching.axis_primitive_batchers
+    return p in batching.batch_rules
 
 
 def primitives_in(closed) -> set[str]:

@@ -2,9 +2,9 @@
 
 Rule tables (filled by each primitive's block in ``jaxkit.lax``):
 
-* ``primitive_jvps[p](primals, tangents, **params) -> (primal_out, tangent_out)``; tangents may
+* ``jvp_rules[p](primals, tangents, **params) -> (primal_out, tangent_out)``; tangents may
   be symbolic ``Zero``s. For multiple-result primitives both outputs are lists.
-* ``primitive_transposes[p](cts, *args, **params) -> list of cotangents``, one per arg; ``args``
+* ``transpose_rules[p](cts, *args, **params) -> list of cotangents``, one per arg; ``args``
   are ``UndefinedPrimal`` for the linear inputs, the concrete/traced value otherwise; ``cts`` is
   the output cotangent (a list for multiple-result primitives), possibly a ``Zero``.
 
@@ -37,8 +37,8 @@ from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import partial_eval_split as pes
 
-primitive_jvps: dict[core.Primitive, Callable] = {}
-primitive_transposes: dict[core.Primitive, Callable] = {}
+jvp_rules: dict[core.Primitive, Callable] = {}
+transpose_rules: dict[core.Primitive, Callable] = {}
 # Primitives declared linear (or bilinear) through the helpers below: they need a transpose.
 linear_primitives: set[core.Primitive] = set()
 
@@ -117,30 +117,43 @@ def add_tangents(x, y):
 
 
 # --------------------------------------------------------------------------------------------
-# Helpers that fill ``primitive_jvps`` / ``primitive_transposes`` from one-line rules
+# Helpers that fill ``jvp_rules`` / ``transpose_rules`` from one-line rules
 # --------------------------------------------------------------------------------------------
 
 
-def defjvp(prim: core.Primitive, *jvp_rules: Callable | None) -> None:
+def defjvp_rule(prim: core.Primitive, rule: Callable) -> None:
+    """The whole JVP rule: ``rule(primals, tangents, **params) -> (primal_out, tangent_out)``;
+    tangents may be symbolic ``Zero``s."""
+    jvp_rules[prim] = rule
+
+
+def deftranspose(prim: core.Primitive, rule: Callable) -> None:
+    """The transpose rule of a primitive linear in some arguments:
+    ``rule(cts, *args, **params)`` returns one cotangent (or None) per argument; the linear
+    arguments are ``UndefinedPrimal``s."""
+    transpose_rules[prim] = rule
+
+
+def defjvp(prim: core.Primitive, *arg_rules: Callable | None) -> None:
     """One rule per argument: ``rule(tangent_i, *primals, **params)`` gives that argument's
     contribution to the output tangent; ``None`` marks a non-differentiable argument."""
 
     def jvp(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
-        return ans, _sum_contributions(ans, primals, tangents, jvp_rules, params, False)
+        return ans, _sum_contributions(ans, primals, tangents, arg_rules, params, False)
 
-    primitive_jvps[prim] = jvp
+    jvp_rules[prim] = jvp
 
 
-def defjvp2(prim: core.Primitive, *jvp_rules: Callable | None) -> None:
+def defjvp2(prim: core.Primitive, *arg_rules: Callable | None) -> None:
     """Like ``defjvp`` but each rule also receives the primal output:
     ``rule(tangent_i, ans, *primals, **params)``."""
 
     def jvp(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
-        return ans, _sum_contributions(ans, primals, tangents, jvp_rules, params, True)
+        return ans, _sum_contributions(ans, primals, tangents, arg_rules, params, True)
 
-    primitive_jvps[prim] = jvp
+    jvp_rules[prim] = jvp
 
 
 def _sum_contributions(ans, primals, tangents, rules, params, with_ans):
@@ -164,22 +177,22 @@ def defjvp_zero(prim: core.Primitive) -> None:
             return ans, [Zero(core.get_aval(a).to_tangent_aval()) for a in ans]
         return ans, Zero(core.get_aval(ans).to_tangent_aval())
 
-    primitive_jvps[prim] = jvp
+    jvp_rules[prim] = jvp
 
 
 def deflinear(prim: core.Primitive, transpose_rule: Callable) -> None:
     """A primitive linear in all its arguments: the JVP applies it to the tangents.
     ``transpose_rule(ct, **params)`` returns one cotangent per argument."""
-    primitive_jvps[prim] = partial(_linear_jvp, prim)
-    primitive_transposes[prim] = partial(_linear_transpose, transpose_rule)
+    jvp_rules[prim] = partial(_linear_jvp, prim)
+    transpose_rules[prim] = partial(_linear_transpose, transpose_rule)
     linear_primitives.add(prim)
 
 
 def deflinear2(prim: core.Primitive, transpose_rule: Callable) -> None:
     """Like ``deflinear`` but ``transpose_rule(ct, *args, **params)`` also sees the arguments
     (``UndefinedPrimal``s carrying avals)."""
-    primitive_jvps[prim] = partial(_linear_jvp, prim)
-    primitive_transposes[prim] = partial(_linear_transpose2, transpose_rule)
+    jvp_rules[prim] = partial(_linear_jvp, prim)
+    transpose_rules[prim] = partial(_linear_transpose2, transpose_rule)
     linear_primitives.add(prim)
 
 
@@ -218,7 +231,7 @@ def defbilinear(prim: core.Primitive, lhs_rule: Callable, rhs_rule: Callable) ->
         return [lhs_rule(ct, x, y, **params) if is_undefined_primal(x) else None,
                 rhs_rule(ct, x, y, **params) if is_undefined_primal(y) else None]
 
-    primitive_transposes[prim] = transpose
+    transpose_rules[prim] = transpose
     linear_primitives.add(prim)
 
 
@@ -236,7 +249,7 @@ def _missing_jvp(prim: core.Primitive):
     raise NotImplementedError(
         f"JVP rule for '{prim.name}' is not implemented, so '{prim.name}' cannot be "
         "differentiated (jvp, grad, vjp, jacfwd, jacrev, ...). Register one with ad.defjvp "
-        "or ad.primitive_jvps.")
+        "or ad.defjvp_rule.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,7 +309,7 @@ class JVPTrace(core.Trace):
         if all(type(t) is Zero for t in tangents):
             with core.set_current_trace(self.parent):
                 return primitive.bind(*primals, **params)
-        rule = primitive_jvps.get(primitive)
+        rule = jvp_rules.get(primitive)
         if rule is None:
             _missing_jvp(primitive)
         with core.set_current_trace(self.parent):
@@ -430,7 +443,7 @@ def _missing_transpose(prim: core.Primitive):
     raise NotImplementedError(
         f"transpose rule for '{prim.name}' is not implemented, so reverse-mode "
         f"differentiation (grad, vjp, jacrev) through '{prim.name}' is not possible. Register "
-        "one in ad.primitive_transposes (or declare the primitive with ad.deflinear2).")
+        "one in ad.transpose_rules (or declare the primitive with ad.deflinear2).")
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence) -> list:
@@ -481,7 +494,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
                   for v, ct in zip(eqn.outvars, cts_in)]
         invals = [UndefinedPrimal(a.aval) if type(a) is Var and a in linear else read_primal(a)
                   for a in eqn.invars]
-        rule = primitive_transposes.get(eqn.primitive)
+        rule = transpose_rules.get(eqn.primitive)
         if rule is None:
             _missing_transpose(eqn.primitive)
         ct = cts_in if eqn.primitive.multiple_results else cts_in[0]

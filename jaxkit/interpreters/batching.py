@@ -6,17 +6,17 @@ axis ``batch_dim`` along which ``val`` is batched. A ``BatchTrace`` unboxes only
 runs each primitive's batching rule with its parent trace current, so the rule's own operations
 are handled further out (stackless tracing, as in ``core``).
 
-Rule tables (filled by each primitive's block in ``jaxkit.lax``):
+Rule table (filled by each primitive's block in ``jaxkit.lax`` through ``defrule`` and the
+``def*`` helpers below), one signature for every primitive:
 
-* ``primitive_batchers[p](batched_args, batch_dims, **params) -> (out, out_dim)``;
-  ``batch_dims`` holds, per argument, an int (its batched axis) or ``not_mapped`` (None). For
-  multiple-result primitives ``out`` and ``out_dim`` are lists. Such a rule is only called
-  when at least one argument is batched: otherwise the primitive is simply bound again.
-* ``axis_primitive_batchers[p](axis_data, batched_args, batch_dims, **params)``: the same for
-  primitives that must know the batch axis (its size and name): primitives carrying jaxprs
-  (``jit``, ``cond``, ``scan``, ...) and collectives (``psum`` over a vmapped axis name). These
-  rules are also called when no argument is batched if the vmap has an ``axis_name`` (a
-  collective inside may refer to it); they must then handle all-``not_mapped`` arguments.
+* ``batch_rules[p](axis_data, batched_args, batch_dims, **params) -> (out, out_dim)``;
+  ``axis_data`` is the mapped axis (its ``size`` and ``name``); ``batch_dims`` holds, per
+  argument, an int (its batched axis) or ``not_mapped`` (None). For multiple-result primitives
+  ``out`` and ``out_dim`` are lists. A rule is only called when at least one argument is
+  batched (otherwise the primitive is simply bound again), except for the primitives in
+  ``named_axis_rules``: those carrying jaxprs (``jit``, ``cond``, ``scan``, ...) and
+  collectives, whose rule also runs on all-``not_mapped`` arguments when the vmap names its
+  axis, since a collective inside may refer to that name.
 
 Helpers for writing rules: ``defvectorized`` (unary elementwise), ``defbroadcasting`` (n-ary
 elementwise), ``defreducer`` (reductions over ``axes``), ``defaxes`` (ops with axis-valued
@@ -38,8 +38,8 @@ from jaxkit import core
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import partial_eval as pe
 
-primitive_batchers: dict[core.Primitive, Callable] = {}
-axis_primitive_batchers: dict[core.Primitive, Callable] = {}
+batch_rules: dict[core.Primitive, Callable] = {}
+named_axis_rules: set[core.Primitive] = set()
 not_mapped = None
 
 
@@ -110,21 +110,17 @@ class BatchTrace(core.Trace):
             v, d = self.to_batch_info(x)
             vals.append(v)
             dims.append(d)
-        unbatched = all(d is not_mapped for d in dims)
-        axis_rule = axis_primitive_batchers.get(primitive)
-        if unbatched and (axis_rule is None or self.axis_data.name is None):
+        if all(d is not_mapped for d in dims) and (
+                self.axis_data.name is None or primitive not in named_axis_rules):
             with core.set_current_trace(self.parent):
                 return primitive.bind(*vals, **params)
+        rule = batch_rules.get(primitive)
+        if rule is None:
+            raise NotImplementedError(
+                f"batching rule for '{primitive.name}' is not implemented (vmap of "
+                f"{primitive.name} with arguments batched along axes {tuple(dims)})")
         with core.set_current_trace(self.parent):
-            if axis_rule is not None:
-                out, out_dim = axis_rule(self.axis_data, vals, dims, **params)
-            else:
-                rule = primitive_batchers.get(primitive)
-                if rule is None:
-                    raise NotImplementedError(
-                        f"batching rule for '{primitive.name}' is not implemented (vmap of "
-                        f"{primitive.name} with arguments batched along axes {tuple(dims)})")
-                out, out_dim = rule(vals, dims, **params)
+            out, out_dim = rule(self.axis_data, vals, dims, **params)
             if _check_rules:
                 _check_rule_output(primitive, vals, dims, params, out, out_dim)
         if primitive.multiple_results:
@@ -142,7 +138,7 @@ class BatchTrace(core.Trace):
 def find_axis(axis_name) -> BatchTrace:
     """The innermost live ``BatchTrace`` mapping over ``axis_name``, found by walking the
     parents of the current trace. Collective primitives (``psum`` & co.) use it to learn the
-    size of a vmapped axis; their batching rules (in ``axis_primitive_batchers``) receive
+    size of a vmapped axis; their batching rules (in ``named_axis_rules``) receive
     the ``AxisData`` of the trace that batches them directly. Raises ``NameError`` (as JAX
     does) when no enclosing vmap has that name."""
     t = core.current_trace()
@@ -349,8 +345,17 @@ def move_all_to(args, dims, dst: int, size: int) -> list:
 
 
 # --------------------------------------------------------------------------------------------
-# Generic rules
+# Registering rules, and generic rules
 # --------------------------------------------------------------------------------------------
+
+
+def defrule(prim: core.Primitive, rule: Callable, *, named_axis: bool = False) -> None:
+    """``rule(axis_data, batched_args, batch_dims, **params) -> (out, out_dim)``. With
+    ``named_axis``, the rule also runs when nothing is batched but the vmap names its axis
+    (primitives carrying jaxprs, and collectives)."""
+    batch_rules[prim] = rule
+    if named_axis:
+        named_axis_rules.add(prim)
 
 
 def vectorized_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
@@ -361,7 +366,7 @@ def vectorized_batcher(prim: core.Primitive, batched_args, batch_dims, **params)
 
 def defvectorized(prim: core.Primitive) -> None:
     """A unary elementwise primitive: batching changes nothing."""
-    primitive_batchers[prim] = lambda args, dims, **params: vectorized_batcher(
+    batch_rules[prim] = lambda axis_data, args, dims, **params: vectorized_batcher(
         prim, args, dims, **params)
 
 
@@ -399,7 +404,7 @@ def broadcast_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
 def defbroadcasting(prim: core.Primitive) -> None:
     """An n-ary elementwise primitive (rank-0 operands broadcast): line the batch axes up,
     then apply it once."""
-    primitive_batchers[prim] = lambda args, dims, **params: broadcast_batcher(
+    batch_rules[prim] = lambda axis_data, args, dims, **params: broadcast_batcher(
         prim, args, dims, **params)
 
 
@@ -420,7 +425,7 @@ def reducer_batcher(prim: core.Primitive, batched_args, batch_dims, *, axes, **p
 
 def defreducer(prim: core.Primitive) -> None:
     """A reduction with an ``axes`` parameter (reduce_sum, reduce_max, argmax, ...)."""
-    primitive_batchers[prim] = lambda args, dims, **params: reducer_batcher(
+    batch_rules[prim] = lambda axis_data, args, dims, **params: reducer_batcher(
         prim, args, dims, **params)
 
 
@@ -450,7 +455,7 @@ def defaxes(prim: core.Primitive, *param_names: str) -> None:
     """A primitive whose params ``param_names`` name operand axes and whose result has the
     operands' rank (cumsum's ``axis``, sort's ``dimension``, rev's ``dimensions``,
     concatenate's ``dimension``)."""
-    primitive_batchers[prim] = lambda args, dims, **params: axes_batcher(
+    batch_rules[prim] = lambda axis_data, args, dims, **params: axes_batcher(
         prim, param_names, args, dims, **params)
 
 
@@ -465,7 +470,7 @@ def leading_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
 
 def defleading(prim: core.Primitive) -> None:
     """A primitive that accepts any number of leading batch axes on all its operands."""
-    primitive_batchers[prim] = lambda args, dims, **params: leading_batcher(
+    batch_rules[prim] = lambda axis_data, args, dims, **params: leading_batcher(
         prim, args, dims, **params)
 
 

@@ -55,7 +55,7 @@ def _clamp_jvp_rule(which):
     return rule
 
 
-def _clamp_batch(args, dims):
+def _clamp_batch(axis_data, args, dims):
     min, x, max = args
     min_d, x_d, max_d = dims
     size = batching.batch_size(args, dims)
@@ -80,7 +80,7 @@ def _clamp_batch(args, dims):
 clamp_p = standard_primitive(_clamp_shape_rule, _clamp_dtype_rule, "clamp",
                              lambda *avals: all(a.weak_type for a in avals))
 ad.defjvp(clamp_p, _clamp_jvp_rule(0), _clamp_jvp_rule(1), _clamp_jvp_rule(2))
-batching.primitive_batchers[clamp_p] = _clamp_batch
+batching.defrule(clamp_p, _clamp_batch)
 mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: hlo.ClampOp(lo, x, hi).result)
 
 

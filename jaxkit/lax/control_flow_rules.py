@@ -185,10 +185,10 @@ def _cond_batch(axis_data, vals, dims, *, branches):
     return outs, [0 if b else batching.not_mapped for b in out_b]
 
 
-ad.primitive_jvps[cond_p] = _cond_jvp
-ad.primitive_transposes[cond_p] = _cond_transpose
+ad.defjvp_rule(cond_p, _cond_jvp)
+ad.deftranspose(cond_p, _cond_transpose)
 pes.partial_eval_rules[cond_p] = _cond_partial_eval
-batching.axis_primitive_batchers[cond_p] = _cond_batch
+batching.defrule(cond_p, _cond_batch, named_axis=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,10 +351,10 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     return outs, [0] * len(outs)
 
 
-ad.primitive_jvps[while_p] = _while_jvp
-ad.primitive_transposes[while_p] = _while_transpose
+ad.defjvp_rule(while_p, _while_jvp)
+ad.deftranspose(while_p, _while_transpose)
 pes.partial_eval_rules[while_p] = _while_partial_eval
-batching.axis_primitive_batchers[while_p] = _while_batch
+batching.defrule(while_p, _while_batch, named_axis=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,7 +554,7 @@ def _scan_batch(axis_data, vals, dims, *, jaxpr, length, reverse, num_consts, nu
                   + [1 if b else batching.not_mapped for b in y_b])
 
 
-ad.primitive_jvps[scan_p] = _scan_jvp
-ad.primitive_transposes[scan_p] = _scan_transpose
+ad.defjvp_rule(scan_p, _scan_jvp)
+ad.deftranspose(scan_p, _scan_transpose)
 pes.partial_eval_rules[scan_p] = _scan_partial_eval
-batching.axis_primitive_batchers[scan_p] = _scan_batch
+batching.defrule(scan_p, _scan_batch, named_axis=True)

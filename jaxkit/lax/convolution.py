@@ -368,7 +368,7 @@ def _conv_general_dilated_transpose_rhs(g, lhs, rhs, *, window_strides, padding,
     return out
 
 
-def _conv_general_dilated_batch(args, dims, *, window_strides, padding, lhs_dilation,
+def _conv_general_dilated_batch(axis_data, args, dims, *, window_strides, padding, lhs_dilation,
                                 rhs_dilation, dimension_numbers, feature_group_count,
                                 batch_group_count, precision, preferred_element_type):
     (lhs, rhs), (lhs_bdim, rhs_bdim) = args, dims
@@ -481,7 +481,7 @@ conv_general_dilated_p = standard_primitive(_conv_general_dilated_shape_rule,
                                             "conv_general_dilated", _all_weak)
 ad.defbilinear(conv_general_dilated_p, _conv_general_dilated_transpose_lhs,
                _conv_general_dilated_transpose_rhs)
-batching.primitive_batchers[conv_general_dilated_p] = _conv_general_dilated_batch
+batching.defrule(conv_general_dilated_p, _conv_general_dilated_batch)
 mlir.register_lowering(conv_general_dilated_p, _conv_general_dilated_lowering)
 
 

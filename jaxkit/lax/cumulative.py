@@ -43,7 +43,7 @@ def _cumred_dtype_rule(name):
     return rule
 
 
-def _cumred_batch(prim, args, dims, *, axis, reverse):
+def _cumred_batch(prim, axis_data, args, dims, *, axis, reverse):
     (x,), (d,) = args, dims
     return prim.bind(x, axis=axis + 1 if axis >= d else axis, reverse=reverse), d
 
@@ -83,7 +83,7 @@ def _binary_body(op):
 def _cumulative_primitive(name, body, identity) -> core.Primitive:
     prim = standard_primitive(_cumred_shape_rule, _cumred_dtype_rule(name), name,
                               lambda x, **_: x.weak_type)
-    batching.primitive_batchers[prim] = functools.partial(_cumred_batch, prim)
+    batching.defrule(prim, functools.partial(_cumred_batch, prim))
     mlir.register_lowering(prim, _cumred_lowering(body, identity))
     return prim
 
@@ -126,7 +126,7 @@ def _mul_jvp(a, b):
 
 
 cumprod_p = _cumulative_primitive("cumprod", _binary_body(hlo.MulOp), lambda dt: 1)
-ad.primitive_jvps[cumprod_p] = functools.partial(_cumulative_jvp, cumprod_p, _mul_jvp)
+ad.defjvp_rule(cumprod_p, functools.partial(_cumulative_jvp, cumprod_p, _mul_jvp))
 
 
 # ---- cummax / cummin -----------------------------------------------------------------------
@@ -155,11 +155,11 @@ def _extremum_jvp(op):
 
 
 cummax_p = _cumulative_primitive("cummax", _binary_body(hlo.MaxOp), _get_max_identity)
-ad.primitive_jvps[cummax_p] = functools.partial(_cumulative_jvp, cummax_p,
-                                                _extremum_jvp(ew.max))
+ad.defjvp_rule(cummax_p, functools.partial(_cumulative_jvp, cummax_p,
+                                                _extremum_jvp(ew.max)))
 cummin_p = _cumulative_primitive("cummin", _binary_body(hlo.MinOp), _get_min_identity)
-ad.primitive_jvps[cummin_p] = functools.partial(_cumulative_jvp, cummin_p,
-                                                _extremum_jvp(ew.min))
+ad.defjvp_rule(cummin_p, functools.partial(_cumulative_jvp, cummin_p,
+                                                _extremum_jvp(ew.min)))
 
 
 # ---- cumlogsumexp --------------------------------------------------------------------------
@@ -210,8 +210,8 @@ def _cumlogsumexp_dtype_rule(x, **params):
 cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", _logaddexp_body, _get_max_identity)
 cumlogsumexp_p.def_abstract_eval(lambda x, **params: core.ShapedArray(
     _cumred_shape_rule(x, **params), _cumlogsumexp_dtype_rule(x), x.weak_type))
-ad.primitive_jvps[cumlogsumexp_p] = functools.partial(_cumulative_jvp, cumlogsumexp_p,
-                                                      _logaddexp_jvp)
+ad.defjvp_rule(cumlogsumexp_p, functools.partial(_cumulative_jvp, cumlogsumexp_p,
+                                                      _logaddexp_jvp))
 
 __all__ = ["cumlogsumexp", "cumlogsumexp_p", "cummax", "cummax_p", "cummin", "cummin_p",
            "cumprod", "cumprod_p", "cumsum", "cumsum_p"]

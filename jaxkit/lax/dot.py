@@ -270,7 +270,8 @@ def _dot_general_batch_dim_nums(ndims, batch_dims, dimension_numbers):
     return ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), result_batch_dim
 
 
-def _dot_general_batch(args, dims, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_batch(axis_data, args, dims, *, dimension_numbers, precision,
+                       preferred_element_type):
     lhs, rhs = args
     new_dnums, out_dim = _dot_general_batch_dim_nums((np.ndim(lhs), np.ndim(rhs)), dims,
                                                      dimension_numbers)
@@ -304,7 +305,7 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
 dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_rule,
                                    "dot_general", _all_weak)
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
-batching.primitive_batchers[dot_general_p] = _dot_general_batch
+batching.defrule(dot_general_p, _dot_general_batch)
 mlir.register_lowering(dot_general_p, _dot_general_lowering)
 
 

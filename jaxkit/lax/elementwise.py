@@ -148,7 +148,7 @@ def _add_transpose(ct, x, y):
 
 add_p = standard_naryop("add", [_num, _num])
 ad.deflinear2(add_p, _add_transpose)
-ad.primitive_jvps[add_p] = _linear_binary_jvp(add_p, lambda ty: ty)
+ad.defjvp_rule(add_p, _linear_binary_jvp(add_p, lambda ty: ty))
 batching.defbroadcasting(add_p)
 mlir.register_lowering(add_p, mlir.nary_lowering(hlo.AddOp))
 
@@ -172,7 +172,7 @@ def _sub_transpose(ct, x, y):
 
 sub_p = standard_naryop("sub", [_num, _num])
 ad.deflinear2(sub_p, _sub_transpose)
-ad.primitive_jvps[sub_p] = _linear_binary_jvp(sub_p, lambda ty: neg(ty))
+ad.defjvp_rule(sub_p, _linear_binary_jvp(sub_p, lambda ty: neg(ty)))
 batching.defbroadcasting(sub_p)
 mlir.register_lowering(sub_p, mlir.nary_lowering(hlo.SubtractOp))
 
@@ -209,7 +209,7 @@ def _div_transpose(ct, x, y):
 div_p = standard_naryop("div", [_num, _num])
 ad.defjvp(div_p, lambda g, x, y: div(g, y),
           lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
-ad.primitive_transposes[div_p] = _div_transpose
+ad.deftranspose(div_p, _div_transpose)
 batching.defbroadcasting(div_p)
 mlir.register_lowering(div_p, mlir.nary_lowering(hlo.DivOp))
 
@@ -709,7 +709,7 @@ def _select_n_transpose(ct, which, *cases):
     return [None] + [t if ad.is_undefined_primal(c) else None for t, c in zip(cts, cases)]
 
 
-def _select_n_batch(args, dims):
+def _select_n_batch(axis_data, args, dims):
     which, *cases = args
     which_d, *case_ds = dims
     size = batching.batch_size(args, dims)
@@ -752,9 +752,9 @@ def _select_n_lowering(ctx, which, *cases):
 
 select_n_p = standard_primitive(_select_n_shape_rule, _select_n_dtype_rule, "select_n",
                                 lambda which, *cases: all(c.weak_type for c in cases))
-ad.primitive_jvps[select_n_p] = _select_n_jvp
-ad.primitive_transposes[select_n_p] = _select_n_transpose
-batching.primitive_batchers[select_n_p] = _select_n_batch
+ad.defjvp_rule(select_n_p, _select_n_jvp)
+ad.deftranspose(select_n_p, _select_n_transpose)
+batching.defrule(select_n_p, _select_n_batch)
 mlir.register_lowering(select_n_p, _select_n_lowering)
 
 

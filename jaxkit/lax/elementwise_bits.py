@@ -125,7 +125,7 @@ def _bitcast_dtype_rule(operand, *, new_dtype):
     return np.dtype(new_dtype)
 
 
-def _bitcast_batch(args, dims, *, new_dtype):
+def _bitcast_batch(axis_data, args, dims, *, new_dtype):
     (x,), (d,) = args, dims
     if _bit_width(new_dtype) > _bit_width(core.get_aval(x).dtype) and d == np.ndim(x) - 1:
         x, d = batching.moveaxis(x, d, 0), 0  # the last axis is consumed: move the batch off it
@@ -135,7 +135,7 @@ def _bitcast_batch(args, dims, *, new_dtype):
 bitcast_convert_type_p = standard_primitive(_bitcast_shape_rule, _bitcast_dtype_rule,
                                             "bitcast_convert_type")
 ad.defjvp_zero(bitcast_convert_type_p)
-batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch
+batching.defrule(bitcast_convert_type_p, _bitcast_batch)
 mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: hlo.BitcastConvertOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 

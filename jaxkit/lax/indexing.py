@@ -279,7 +279,7 @@ def _shift(dims, by: int = 1) -> tuple[int, ...]:
     return tuple(int(d) + by for d in dims)
 
 
-def _gather_batch(args, dims, *, dimension_numbers, slice_sizes, unique_indices,
+def _gather_batch(axis_data, args, dims, *, dimension_numbers, slice_sizes, unique_indices,
                   indices_are_sorted, mode, fill_value):
     (operand, indices), (operand_bdim, indices_bdim) = args, dims
     dn = dimension_numbers
@@ -367,6 +367,6 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
 
 gather_p = standard_primitive(_gather_shape_rule, _gather_dtype_rule, "gather", _first_weak)
 ad.defjvp(gather_p, _gather_jvp, None)
-ad.primitive_transposes[gather_p] = _gather_transpose
-batching.primitive_batchers[gather_p] = _gather_batch
+ad.deftranspose(gather_p, _gather_transpose)
+batching.defrule(gather_p, _gather_batch)
 mlir.register_lowering(gather_p, _gather_lowering)

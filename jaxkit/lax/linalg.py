@@ -115,7 +115,7 @@ def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenv
     return outs
 
 
-def _eig_batch(args, dims, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_batch(axis_data, args, dims, *, compute_left_eigenvectors, compute_right_eigenvectors):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     outs = eig(x, compute_left_eigenvectors=compute_left_eigenvectors,
@@ -146,6 +146,6 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
 
 
 eig_p = standard_multi_result_primitive(_eig_abstract_eval, "eig")
-ad.primitive_jvps[eig_p] = _eig_jvp
-batching.primitive_batchers[eig_p] = _eig_batch
+ad.defjvp_rule(eig_p, _eig_jvp)
+batching.defrule(eig_p, _eig_batch)
 mlir.register_lowering(eig_p, _eig_cpu_lowering)

@@ -297,18 +297,18 @@ def _allreduce_batcher(prim, positional_reduce, if_unmapped, axis_data, vals, di
 psum_p = _collective_primitive("psum", _allreduce_abstract_eval)
 ad.deflinear2(psum_p, lambda ct, x, *, axes, axis_index_groups: [
     psum_p.bind(ct, axes=axes, axis_index_groups=axis_index_groups)])
-batching.axis_primitive_batchers[psum_p] = partial(_allreduce_batcher, psum_p, reduce_sum,
-                                                   _times)
+batching.defrule(psum_p, partial(_allreduce_batcher, psum_p, reduce_sum,
+                                                   _times), named_axis=True)
 mlir.register_lowering(psum_p, _allreduce_lowering(hlo.AddOp, hlo.OrOp))
 
 pmax_p = _collective_primitive("pmax", _allreduce_abstract_eval)
-batching.axis_primitive_batchers[pmax_p] = partial(_allreduce_batcher, pmax_p, reduce_max,
-                                                   lambda v, n: v)
+batching.defrule(pmax_p, partial(_allreduce_batcher, pmax_p, reduce_max,
+                                                   lambda v, n: v), named_axis=True)
 mlir.register_lowering(pmax_p, _allreduce_lowering(hlo.MaxOp, hlo.OrOp))
 
 pmin_p = _collective_primitive("pmin", _allreduce_abstract_eval)
-batching.axis_primitive_batchers[pmin_p] = partial(_allreduce_batcher, pmin_p, reduce_min,
-                                                   lambda v, n: v)
+batching.defrule(pmin_p, partial(_allreduce_batcher, pmin_p, reduce_min,
+                                                   lambda v, n: v), named_axis=True)
 mlir.register_lowering(pmin_p, _allreduce_lowering(hlo.MinOp, hlo.AndOp))
 
 
@@ -438,7 +438,7 @@ def _all_gather_lowering(ctx, x, *, all_gather_dimension, axis_name, axis_index_
 
 all_gather_p = _collective_primitive("all_gather", _all_gather_abstract_eval)
 ad.deflinear2(all_gather_p, _all_gather_transpose)
-batching.axis_primitive_batchers[all_gather_p] = _all_gather_batcher
+batching.defrule(all_gather_p, _all_gather_batcher, named_axis=True)
 mlir.register_lowering(all_gather_p, _all_gather_lowering)
 
 
@@ -530,7 +530,7 @@ def _reduce_scatter_lowering(ctx, x, *, scatter_dimension, axis_name, axis_index
 
 reduce_scatter_p = _collective_primitive("reduce_scatter", _reduce_scatter_abstract_eval)
 ad.deflinear2(reduce_scatter_p, _reduce_scatter_transpose)
-batching.axis_primitive_batchers[reduce_scatter_p] = _reduce_scatter_batcher
+batching.defrule(reduce_scatter_p, _reduce_scatter_batcher, named_axis=True)
 mlir.register_lowering(reduce_scatter_p, _reduce_scatter_lowering)
 
 
@@ -589,7 +589,7 @@ ppermute_p = _collective_primitive("ppermute", lambda x, *, axis_name, perm: x.u
     weak_type=False))
 ad.deflinear2(ppermute_p, lambda ct, x, *, axis_name, perm: [ppermute_p.bind(
     ct, axis_name=axis_name, perm=tuple((d, s) for s, d in perm))])
-batching.axis_primitive_batchers[ppermute_p] = _ppermute_batcher
+batching.defrule(ppermute_p, _ppermute_batcher, named_axis=True)
 mlir.register_lowering(ppermute_p, _ppermute_lowering)
 
 
@@ -692,7 +692,7 @@ def _all_to_all_lowering(ctx, x, *, split_axis, concat_axis, axis_name, axis_ind
 
 all_to_all_p = _collective_primitive("all_to_all", _all_to_all_abstract_eval)
 ad.deflinear2(all_to_all_p, _all_to_all_transpose)
-batching.axis_primitive_batchers[all_to_all_p] = _all_to_all_batcher
+batching.defrule(all_to_all_p, _all_to_all_batcher, named_axis=True)
 mlir.register_lowering(all_to_all_p, _all_to_all_lowering)
 
 
@@ -739,5 +739,5 @@ def _axis_index_lowering(ctx, *, axis_name):
 axis_index_p = _collective_primitive("axis_index",
                                      lambda *, axis_name: ShapedArray((), np.int32))
 ad.defjvp_zero(axis_index_p)
-batching.axis_primitive_batchers[axis_index_p] = _axis_index_batcher
+batching.defrule(axis_index_p, _axis_index_batcher, named_axis=True)
 mlir.register_lowering(axis_index_p, _axis_index_lowering)

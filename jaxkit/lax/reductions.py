@@ -79,7 +79,7 @@ def _input_dtype_rule(operand, **params):
 def _reduction_primitive(name, dtype_rule, op, identity, weak=True) -> core.Primitive:
     prim = standard_primitive(_reduce_shape_rule, dtype_rule, name,
                               (lambda x, **_: x.weak_type) if weak else None)
-    batching.primitive_batchers[prim] = _reduce_batch_rule(prim)
+    batching.defrule(prim, _reduce_batch_rule(prim))
     mlir.register_lowering(prim, reduce_lowering(op, identity))
     return prim
 
@@ -158,7 +158,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 
 reduce_prod_p = _reduction_primitive("reduce_prod", _number_dtype_rule("reduce_prod"),
                                      hlo.MulOp, lambda dt: 1)
-ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+ad.defjvp_rule(reduce_prod_p, _reduce_prod_jvp)
 
 
 # ---- reduce_and / reduce_or / reduce_xor ---------------------------------------------------
@@ -279,7 +279,7 @@ def _reduce_abstract_eval(*avals, computation, jaxpr, dimensions):
                              o.weak_type and i.weak_type) for o, i in zip(operands, inits)]
 
 
-def _reduce_batch(args, dims, *, computation, jaxpr, dimensions):
+def _reduce_batch(axis_data, args, dims, *, computation, jaxpr, dimensions):
     n = len(args) // 2
     if any(d is not batching.not_mapped for d in dims[n:]):
         raise NotImplementedError("batching rule for 'reduce' with batched init_values is not "
@@ -351,8 +351,8 @@ reduce_p = core.Primitive("reduce")
 reduce_p.multiple_results = True
 reduce_p.def_impl(lambda *args, **params: _dispatch.apply_primitive(reduce_p, *args, **params))
 reduce_p.def_abstract_eval(_reduce_abstract_eval)
-ad.primitive_jvps[reduce_p] = _reduce_jvp
-batching.primitive_batchers[reduce_p] = _reduce_batch
+ad.defjvp_rule(reduce_p, _reduce_jvp)
+batching.defrule(reduce_p, _reduce_batch)
 mlir.register_lowering(reduce_p, _reduce_lowering)
 
 
@@ -430,7 +430,7 @@ def _compute_argminmax(which, operand, *, axes, index_dtype):
 
 def _argminmax_primitive(which: str) -> core.Primitive:
     prim = standard_primitive(_argminmax_shape_rule, _argminmax_dtype_rule, f"arg{which}")
-    batching.primitive_batchers[prim] = _reduce_batch_rule(prim)
+    batching.defrule(prim, _reduce_batch_rule(prim))
     ad.defjvp_zero(prim)
     mlir.register_lowering(prim, mlir.lower_fun(
         lambda x, **params: _compute_argminmax(which, x, **params)))

@@ -154,7 +154,7 @@ def _zeros(x):
     return full_like(x, 0)
 
 
-def _scatter_batch(prim, args, dims, *, dimension_numbers, indices_are_sorted,
+def _scatter_batch(prim, axis_data, args, dims, *, dimension_numbers, indices_are_sorted,
                    unique_indices, mode):
     (operand, indices, updates), (operand_bdim, indices_bdim, updates_bdim) = args, dims
     dn = dimension_numbers
@@ -229,7 +229,7 @@ def _scatter_lowering(combine):
 
 def _scatter_primitive(name: str, combine) -> core.Primitive:
     prim = standard_primitive(_scatter_shape_rule, _scatter_dtype_rule, name, _first_weak)
-    batching.primitive_batchers[prim] = partial(_scatter_batch, prim)
+    batching.defrule(prim, partial(_scatter_batch, prim))
     mlir.register_lowering(prim, _scatter_lowering(combine))
     return prim
 
@@ -293,8 +293,8 @@ def _scatter_addsub_transpose(prim, ct, operand, indices, updates, *, dimension_
 scatter_add_p = _scatter_primitive("scatter-add", lambda a, b: hlo.AddOp(a, b).result)
 scatter_sub_p = _scatter_primitive("scatter-sub", lambda a, b: hlo.SubtractOp(a, b).result)
 for _p in (scatter_add_p, scatter_sub_p):
-    ad.primitive_jvps[_p] = partial(_scatter_addsub_jvp, _p)
-    ad.primitive_transposes[_p] = partial(_scatter_addsub_transpose, _p)
+    ad.defjvp_rule(_p, partial(_scatter_addsub_jvp, _p))
+    ad.deftranspose(_p, partial(_scatter_addsub_transpose, _p))
 
 
 # ---- scatter_mul ---------------------------------------------------------------------------
@@ -342,7 +342,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
 scatter_mul_p = _scatter_primitive("scatter-mul", lambda a, b: hlo.MulOp(a, b).result)
 ad.defjvp(scatter_mul_p, lambda g, x, i, y, **params: scatter_mul_p.bind(g, i, y, **params),
           None, _scatter_mul_jvp_updates)
-ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+ad.deftranspose(scatter_mul_p, _scatter_mul_transpose)
 
 
 # ---- scatter_min / scatter_max -------------------------------------------------------------
@@ -414,7 +414,7 @@ def _scatter_extremal_jvp(prim, primals, tangents, *, dimension_numbers, indices
 scatter_min_p = _scatter_primitive("scatter-min", lambda a, b: hlo.MinOp(a, b).result)
 scatter_max_p = _scatter_primitive("scatter-max", lambda a, b: hlo.MaxOp(a, b).result)
 for _p in (scatter_min_p, scatter_max_p):
-    ad.primitive_jvps[_p] = partial(_scatter_extremal_jvp, _p)
+    ad.defjvp_rule(_p, partial(_scatter_extremal_jvp, _p))
 
 
 # ---- scatter -------------------------------------------------------------------------------
@@ -496,5 +496,5 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
 
 
 scatter_p = _scatter_primitive("scatter", None)
-ad.primitive_jvps[scatter_p] = _scatter_jvp
-ad.primitive_transposes[scatter_p] = _scatter_transpose
+ad.defjvp_rule(scatter_p, _scatter_jvp)
+ad.deftranspose(scatter_p, _scatter_transpose)

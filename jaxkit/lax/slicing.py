@@ -90,7 +90,7 @@ def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
     return [pad(ct, np.zeros((), core.get_aval(ct).dtype)[()], pads)]
 
 
-def _slice_batch(args, dims, *, start_indices, limit_indices, strides):
+def _slice_batch(axis_data, args, dims, *, start_indices, limit_indices, strides):
     (x,), (d,) = args, dims
     starts = list(start_indices)
     starts.insert(d, 0)
@@ -124,7 +124,7 @@ def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
 slice_p = standard_primitive(_slice_shape_rule, lambda x, **_: x.dtype, "slice", _first_weak)
 slice_p.def_impl(_slice_impl)
 ad.deflinear2(slice_p, _slice_transpose)
-batching.primitive_batchers[slice_p] = _slice_batch
+batching.defrule(slice_p, _slice_batch)
 mlir.register_lowering(slice_p, _slice_lowering)
 
 
@@ -184,7 +184,7 @@ def _pad_transpose(ct, operand, padding_value, *, padding_config):
     return [t_operand if ad.is_undefined_primal(operand) else None, t_padv]
 
 
-def _pad_batch(args, dims, *, padding_config):
+def _pad_batch(axis_data, args, dims, *, padding_config):
     (operand, padding_value), (operand_bdim, padding_value_bdim) = args, dims
     if operand_bdim is batching.not_mapped:
         operand_bdim = 0
@@ -208,7 +208,7 @@ def _pad_lowering(ctx, x, padding_value, *, padding_config):
 
 pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad", _all_weak)
 ad.deflinear2(pad_p, _pad_transpose)
-batching.primitive_batchers[pad_p] = _pad_batch
+batching.defrule(pad_p, _pad_batch)
 mlir.register_lowering(pad_p, _pad_lowering)
 
 
@@ -314,7 +314,7 @@ def _batch_dynamic_slice_indices(indices, bdims):
                         for x, d in zip(indices, bdims)], 1), 0
 
 
-def _dynamic_slice_batch(args, dims, *, slice_sizes):
+def _dynamic_slice_batch(axis_data, args, dims, *, slice_sizes):
     # A dynamic slice is a gather with one index vector: batch it as one.
     operand, *starts = args
     operand_bdim, *start_bdims = dims
@@ -323,16 +323,16 @@ def _dynamic_slice_batch(args, dims, *, slice_sizes):
     dnums = GatherDimensionNumbers(offset_dims=axes, collapsed_slice_dims=(),
                                    start_index_map=axes)
     index, index_bdim = _batch_dynamic_slice_indices(starts, start_bdims)
-    return _gather_batch([operand, index], [operand_bdim, index_bdim], dimension_numbers=dnums,
-                         slice_sizes=slice_sizes, unique_indices=True, indices_are_sorted=True,
-                         mode=GatherScatterMode.CLIP, fill_value=None)
+    return _gather_batch(axis_data, [operand, index], [operand_bdim, index_bdim],
+                         dimension_numbers=dnums, slice_sizes=slice_sizes, unique_indices=True,
+                         indices_are_sorted=True, mode=GatherScatterMode.CLIP, fill_value=None)
 
 
 dynamic_slice_p = standard_primitive(_dynamic_slice_shape_rule, _dynamic_slice_dtype_rule,
                                      "dynamic_slice", _first_weak)
-ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
-ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
-batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
+ad.defjvp_rule(dynamic_slice_p, _dynamic_slice_jvp)
+ad.deftranspose(dynamic_slice_p, _dynamic_slice_transpose)
+batching.defrule(dynamic_slice_p, _dynamic_slice_batch)
 mlir.register_lowering(dynamic_slice_p, lambda ctx, x, *starts, slice_sizes: hlo.DynamicSliceOp(
     x, list(starts), mlir.i64_attr(slice_sizes)).result)
 
@@ -396,7 +396,7 @@ def _dynamic_update_slice_transpose(ct, operand, update, *start_indices):
     return [operand_t, update_t] + none
 
 
-def _dynamic_update_slice_batch(args, dims):
+def _dynamic_update_slice_batch(axis_data, args, dims):
     # A dynamic update slice is a scatter with one index vector: batch it as one.
     operand, update, *starts = args
     operand_bdim, update_bdim, *start_bdims = dims
@@ -407,7 +407,7 @@ def _dynamic_update_slice_batch(args, dims):
     dnums = ScatterDimensionNumbers(update_window_dims=axes, inserted_window_dims=(),
                                     scatter_dims_to_operand_dims=axes)
     index, index_bdim = _batch_dynamic_slice_indices(starts, start_bdims)
-    return _scatter_batch(scatter_p, [operand, index, update],
+    return _scatter_batch(scatter_p, axis_data, [operand, index, update],
                           [operand_bdim, index_bdim, update_bdim], dimension_numbers=dnums,
                           indices_are_sorted=True, unique_indices=True,
                           mode=GatherScatterMode.CLIP)
@@ -416,9 +416,9 @@ def _dynamic_update_slice_batch(args, dims):
 dynamic_update_slice_p = standard_primitive(
     _dynamic_update_slice_shape_rule, _dynamic_update_slice_dtype_rule, "dynamic_update_slice",
     _all_weak)
-ad.primitive_jvps[dynamic_update_slice_p] = _dynamic_update_slice_jvp
-ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
-batching.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch
+ad.defjvp_rule(dynamic_update_slice_p, _dynamic_update_slice_jvp)
+ad.deftranspose(dynamic_update_slice_p, _dynamic_update_slice_transpose)
+batching.defrule(dynamic_update_slice_p, _dynamic_update_slice_batch)
 mlir.register_lowering(dynamic_update_slice_p, lambda ctx, x, update, *starts:
                        hlo.DynamicUpdateSliceOp(x, update, list(starts)).result)
 

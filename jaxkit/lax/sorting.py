@@ -77,7 +77,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     return sorted_primals, tangents_out
 
 
-def _sort_batch(args, dims, *, dimension, is_stable, num_keys):
+def _sort_batch(axis_data, args, dims, *, dimension, is_stable, num_keys):
     proto, bdim = next((a, d) for a, d in zip(args, dims) if d is not batching.not_mapped)
     new_args = []
     for x, d in zip(args, dims):
@@ -151,8 +151,8 @@ sort_p = core.Primitive("sort")
 sort_p.multiple_results = True
 sort_p.def_impl(lambda *args, **params: _dispatch.apply_primitive(sort_p, *args, **params))
 sort_p.def_abstract_eval(_sort_abstract_eval)
-ad.primitive_jvps[sort_p] = _sort_jvp
-batching.primitive_batchers[sort_p] = _sort_batch
+ad.defjvp_rule(sort_p, _sort_jvp)
+batching.defrule(sort_p, _sort_batch)
 mlir.register_lowering(sort_p, _sort_lowering)
 
 
@@ -202,7 +202,7 @@ def _top_k_jvp(primals, tangents, *, k, axis):
     return [values, idxs], [t, idx_zero]
 
 
-def _top_k_batch(args, dims, *, k, axis):
+def _top_k_batch(axis_data, args, dims, *, k, axis):
     (x,), (d,) = args, dims
     return top_k_p.bind(x, k=k, axis=axis + 1 if d <= axis else axis), [d, d]
 
@@ -225,8 +225,8 @@ top_k_p = core.Primitive("top_k")
 top_k_p.multiple_results = True
 top_k_p.def_impl(lambda x, **params: _dispatch.apply_primitive(top_k_p, x, **params))
 top_k_p.def_abstract_eval(_top_k_abstract_eval)
-ad.primitive_jvps[top_k_p] = _top_k_jvp
-batching.primitive_batchers[top_k_p] = _top_k_batch
+ad.defjvp_rule(top_k_p, _top_k_jvp)
+batching.defrule(top_k_p, _top_k_batch)
 mlir.register_lowering(top_k_p, _top_k_lowering)
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]

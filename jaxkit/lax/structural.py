@@ -71,7 +71,7 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
     return [reshape(from_sum, in_shape)]
 
 
-def _broadcast_in_dim_batch(args, dims, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimensions):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     new_shape = (x.shape[0],) + tuple(shape)
@@ -83,7 +83,7 @@ broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
                                         lambda x, **_: x.dtype, "broadcast_in_dim",
                                         lambda x, **_: x.weak_type)
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
-batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
+batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
 mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions:
                        mlir.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions))
 # Printed as JAX prints it: the shape is the binder's type; empty dimensions are left out.
@@ -152,7 +152,7 @@ def _reshape_transpose(ct, operand, *, new_sizes, dimensions):
     return [transpose(reshape(ct, permuted), tuple(np.argsort(dimensions)))]
 
 
-def _reshape_batch(args, dims, *, new_sizes, dimensions):
+def _reshape_batch(axis_data, args, dims, *, new_sizes, dimensions):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     if dimensions is not None:
@@ -169,7 +169,7 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
 reshape_p = standard_primitive(_reshape_shape_rule, lambda x, **_: x.dtype, "reshape",
                                _first_weak)
 ad.deflinear2(reshape_p, _reshape_transpose)
-batching.primitive_batchers[reshape_p] = _reshape_batch
+batching.defrule(reshape_p, _reshape_batch)
 mlir.register_lowering(reshape_p, _reshape_lowering)
 
 
@@ -208,7 +208,7 @@ def _squeeze_shape_rule(operand, *, dimensions):
     return tuple(s for i, s in enumerate(shape) if i not in dimensions)
 
 
-def _squeeze_batch(args, dims, *, dimensions):
+def _squeeze_batch(axis_data, args, dims, *, dimensions):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     return squeeze(x, tuple(i + 1 for i in dimensions)), 0
@@ -217,7 +217,7 @@ def _squeeze_batch(args, dims, *, dimensions):
 squeeze_p = standard_primitive(_squeeze_shape_rule, lambda x, **_: x.dtype, "squeeze",
                                _first_weak)
 ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [expand_dims(ct, dimensions)])
-batching.primitive_batchers[squeeze_p] = _squeeze_batch
+batching.defrule(squeeze_p, _squeeze_batch)
 mlir.register_lowering(squeeze_p, lambda ctx, x, **_: hlo.ReshapeOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 
@@ -239,7 +239,7 @@ def _transpose_shape_rule(operand, *, permutation):
     return tuple(operand.shape[p] for p in permutation)
 
 
-def _transpose_batch(args, dims, *, permutation):
+def _transpose_batch(axis_data, args, dims, *, permutation):
     (x,), (d,) = args, dims
     perm = (d,) + tuple(p if p < d else p + 1 for p in permutation)
     return transpose(x, perm), 0
@@ -249,7 +249,7 @@ transpose_p = standard_primitive(_transpose_shape_rule, lambda x, **_: x.dtype, 
                                  lambda x, **_: x.weak_type)
 ad.deflinear2(transpose_p, lambda ct, x, *, permutation:
               [transpose(ct, tuple(np.argsort(permutation)))])
-batching.primitive_batchers[transpose_p] = _transpose_batch
+batching.defrule(transpose_p, _transpose_batch)
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.TransposeOp(
     x, mlir.i64_attr(permutation)).result)
 
@@ -269,14 +269,14 @@ def _rev_shape_rule(operand, *, dimensions):
     return operand.shape
 
 
-def _rev_batch(args, dims, *, dimensions):
+def _rev_batch(axis_data, args, dims, *, dimensions):
     (x,), (d,) = args, dims
     return rev(x, tuple(i + 1 if i >= d else i for i in dimensions)), d
 
 
 rev_p = standard_primitive(_rev_shape_rule, lambda x, **_: x.dtype, "rev", _first_weak)
 ad.deflinear2(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
-batching.primitive_batchers[rev_p] = _rev_batch
+batching.defrule(rev_p, _rev_batch)
 mlir.register_lowering(rev_p, lambda ctx, x, *, dimensions: hlo.ReverseOp(
     x, mlir.i64_attr(dimensions)).result)
 
@@ -357,7 +357,7 @@ def _concatenate_transpose(ct, *operands, dimension):
     return [p if ad.is_undefined_primal(o) else None for p, o in zip(pieces, operands)]
 
 
-def _concatenate_batch(args, dims, *, dimension):
+def _concatenate_batch(axis_data, args, dims, *, dimension):
     size = batching.batch_size(args, dims)
     return concatenate([batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)],
                        dimension + 1), 0
@@ -366,7 +366,7 @@ def _concatenate_batch(args, dims, *, dimension):
 concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_rule,
                                    "concatenate", _all_weak)
 ad.deflinear2(concatenate_p, _concatenate_transpose)
-batching.primitive_batchers[concatenate_p] = _concatenate_batch
+batching.defrule(concatenate_p, _concatenate_batch)
 mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.ConcatenateOp(
     list(xs), dimension).result)
 
@@ -394,7 +394,7 @@ def _split_transpose(cts, operand, *, sizes, axis):
     return [concatenate([ad.instantiate_zeros(ct) for ct in cts], axis)]
 
 
-def _split_batch(args, dims, *, sizes, axis):
+def _split_batch(axis_data, args, dims, *, sizes, axis):
     (x,), (d,) = args, dims
     return split(x, sizes, axis + 1 if axis >= d else axis), [d] * len(sizes)
 
@@ -416,7 +416,7 @@ split_p.multiple_results = True
 split_p.def_impl(lambda x, **params: _dispatch.apply_primitive(split_p, x, **params))
 split_p.def_abstract_eval(_split_abstract_eval)
 ad.deflinear2(split_p, _split_transpose)
-batching.primitive_batchers[split_p] = _split_batch
+batching.defrule(split_p, _split_batch)
 mlir.register_lowering(split_p, _split_lowering)
 
 
@@ -464,8 +464,8 @@ def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type):
 convert_element_type_p = standard_primitive(
     lambda x, **_: x.shape, lambda x, *, new_dtype, weak_type: np.dtype(new_dtype),
     "convert_element_type", lambda x, *, new_dtype, weak_type: weak_type)
-ad.primitive_jvps[convert_element_type_p] = _convert_element_type_jvp
-ad.primitive_transposes[convert_element_type_p] = _convert_element_type_transpose
+ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
+ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 batching.defvectorized(convert_element_type_p)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 
@@ -501,7 +501,7 @@ def _reduce_batch_rule(prim):
     """Batching of a single-operand reduction over ``axes``: shift the axes past the batch
     axis."""
 
-    def rule(args, dims, *, axes, **params):
+    def rule(axis_data, args, dims, *, axes, **params):
         (x,), (d,) = args, dims
         new_axes = tuple(a + (a >= d) for a in axes)
         out_d = d - sum(1 for a in new_axes if a < d)
@@ -534,7 +534,7 @@ def _sum_dtype_rule(x, *, axes):
 reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_sum",
                                   lambda x, **_: x.weak_type)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
-batching.primitive_batchers[reduce_sum_p] = _reduce_batch_rule(reduce_sum_p)
+batching.defrule(reduce_sum_p, _reduce_batch_rule(reduce_sum_p))
 mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
 
 
