@@ -3,6 +3,19 @@
 ``import jaxkit as jax`` and ``import jaxkit.numpy as jnp`` run JAX code unchanged: composable
 transformations (jit, grad, vmap, ...) over a tracer and jaxpr IR of our own, executed by XLA
 through jaxlib. Nothing here imports the ``jax`` package.
+
+The layers, each importing only from those before it (checked by import-linter in CI)::
+
+    core, dtypes, tree_util, errors, _config   traces, tracers, jaxprs, avals, pytrees
+    runtime/        jaxlib's PjRt clients, devices, Array, compile, execute
+    interpreters/   ad, batching, partial_eval, mlir (jaxpr -> StableHLO), eager dispatch
+    lax/            every primitive, one block each with all its rules
+    transforms/     jit + stages, custom_jvp/custom_vjp, checkpoint, callbacks, vmap, pmap
+    numpy/ random/ nn/   the libraries, built from lax and transforms
+    api             grad, vjp, jacobians, make_jaxpr, devices
+    jaxkit.magics   the optional IPython layer (the top-level ``magics/`` folder)
+
+Only ``runtime/`` and ``interpreters/mlir.py`` import jaxlib.
 """
 import os as _os
 
@@ -12,16 +25,16 @@ _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 # ruff: noqa: E402
 from jaxkit._config import config
-from jaxkit import _gpu  # noqa: F401  (registers the CUDA plugin backend, if installed)
+from jaxkit.runtime import gpu  # noqa: F401  (registers the CUDA plugin backend, if installed)
 from jaxkit import lax
-from jaxkit._ad_api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
+from jaxkit.api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
                             value_and_grad, vjp)
-from jaxkit._array import Array
-from jaxkit._checkpoint import checkpoint, checkpoint_policies, remat
-from jaxkit._custom_derivatives import closure_convert, custom_jvp, custom_vjp
-from jaxkit._jit import jit
-from jaxkit._pmap import pmap
-from jaxkit._vmap_api import vmap
+from jaxkit.runtime.array import Array
+from jaxkit.transforms.checkpoint import checkpoint, checkpoint_policies, remat
+from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from jaxkit.transforms.jit import jit
+from jaxkit.transforms.pmap import pmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.api import (ShapeDtypeStruct, block_until_ready, default_backend, device_count,
                         device_get, device_put, devices, eval_shape, local_device_count,
                         local_devices, make_jaxpr, process_count, process_index)
@@ -32,7 +45,7 @@ from jaxkit.interpreters.ad import stop_gradient
 from jaxkit import distributed, errors, tree_util
 from jaxkit import numpy  # installs array methods and operators
 from jaxkit import nn, random
-from jaxkit._callback import effects_barrier, pure_callback
+from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
 
 __version__ = "0.1.0"

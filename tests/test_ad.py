@@ -14,7 +14,7 @@ import pytest
 
 import jaxkit
 from jaxkit import core, dtypes, lax, tree_util
-from jaxkit._ad_api import (
+from jaxkit.api import (
     grad,
     hessian,
     jacfwd,
@@ -25,8 +25,8 @@ from jaxkit._ad_api import (
     value_and_grad,
     vjp,
 )
-from jaxkit._jit import _jaxpr_executables
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.jit import _jaxpr_executables
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import ad
 
 F32 = np.float32

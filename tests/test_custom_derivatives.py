@@ -11,10 +11,10 @@ from vmapcheck import check_vmap
 
 import jaxkit
 from jaxkit import core, lax
-from jaxkit._ad_api import grad, jacfwd, jacrev, jvp, value_and_grad, vjp
-from jaxkit._checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
-from jaxkit._custom_derivatives import closure_convert, custom_jvp, custom_vjp
-from jaxkit._vmap_api import vmap
+from jaxkit.api import grad, jacfwd, jacrev, jvp, value_and_grad, vjp
+from jaxkit.transforms.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
+from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from jaxkit.transforms.vmap import vmap
 
 F32 = np.float32
 

@@ -21,8 +21,8 @@ from gradcheck import check_grads, check_jvp
 import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit import core, dtypes, lax
-from jaxkit._ad_api import grad, jvp
-from jaxkit._vmap_api import vmap
+from jaxkit.api import grad, jvp
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import ad
 from jaxkit.lax import parallel as lax_parallel
 

@@ -6,7 +6,7 @@ import pytest
 import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit._config import config
-from jaxkit._jit import jit_p
+from jaxkit.transforms.jit import jit_p
 
 
 def _prims(jaxpr) -> list[str]:
@@ -112,7 +112,7 @@ def test_jitted_function_api_and_lifetime():
     import gc
     import weakref
 
-    from jaxkit._jit import JitFunction, jit_object
+    from jaxkit.transforms.jit import JitFunction, jit_object
 
     def scale(x, k=2.0):
         """Scale x."""
@@ -170,7 +170,7 @@ def test_deleted_array_is_rejected_and_host_copy_is_dropped():
 
 
 def test_small_closed_over_constants_are_baked_in_large_ones_passed():
-    from jaxkit._jit import _INLINE_CONST_MAX_SIZE, jit_object
+    from jaxkit.transforms.jit import _INLINE_CONST_MAX_SIZE, jit_object
 
     small = jnp.arange(12.0).reshape(3, 4)
     large = jnp.ones((_INLINE_CONST_MAX_SIZE + 1,))

@@ -14,7 +14,8 @@ from _lax_checks import (
 )
 
 import jaxkit
-from jaxkit import _dispatch, core, lax
+from jaxkit import core, lax
+from jaxkit.interpreters import dispatch as _dispatch
 from jaxkit.interpreters import ad
 
 jax = pytest.importorskip("jax")

@@ -9,7 +9,7 @@ from _numpy_checks import check, jax, jjnp, rng_array
 
 import jaxkit
 import jaxkit.numpy as jnp
-from jaxkit._ad_api import grad
+from jaxkit.api import grad
 
 A = rng_array((4, 4), np.float32)
 A3 = rng_array((2, 3, 3), np.float32, seed=1)

@@ -10,8 +10,9 @@ import pytest
 from vmapcheck import check_vmap, check_vmap_examples, loop_reference
 
 import jaxkit
-from jaxkit import _jit, core, lax
-from jaxkit._vmap_api import vmap
+from jaxkit import core, lax
+from jaxkit.transforms import jit as _jit
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import batching
 
 
@@ -607,8 +608,8 @@ def test_harness_examples_and_axes():
 
 
 def _ad():
-    """The AD API (``jaxkit._ad_api``: grad, jvp, vjp, ...)."""
-    return importlib.import_module("jaxkit._ad_api")
+    """The AD API (``jaxkit.api``: grad, jvp, vjp, ...)."""
+    return importlib.import_module("jaxkit.api")
 
 
 def _loss(w, x):

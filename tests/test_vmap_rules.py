@@ -23,7 +23,7 @@ from vmapcheck import check_vmap, check_vmap_examples, stack_examples
 
 import jaxkit
 from jaxkit import core, lax
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import batching, mlir
 
 # --------------------------------------------------------------------------------------------
@@ -208,16 +208,16 @@ S_DN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims
 
 
 def _ad_api():
-    return importlib.import_module("jaxkit._ad_api")
+    return importlib.import_module("jaxkit.api")
 
 
 def _checkpoint():
-    return importlib.import_module("jaxkit._checkpoint")
+    return importlib.import_module("jaxkit.transforms.checkpoint")
 
 
 def _custom_jvp_fn():
     """``x * sin(y)`` with a hand-written JVP (the derivative is the true one)."""
-    cd = importlib.import_module("jaxkit._custom_derivatives")
+    cd = importlib.import_module("jaxkit.transforms.custom_derivatives")
 
     @cd.custom_jvp
     def f(x, y):
@@ -234,7 +234,7 @@ def _custom_jvp_fn():
 
 def _custom_vjp_fn():
     """``x * sin(y)`` with a hand-written VJP."""
-    cd = importlib.import_module("jaxkit._custom_derivatives")
+    cd = importlib.import_module("jaxkit.transforms.custom_derivatives")
 
     @cd.custom_vjp
     def f(x, y):
@@ -690,7 +690,7 @@ def test_random_batched_gamma_shape_parameter():
 
 
 def test_vmap_of_pmap():
-    pmap = importlib.import_module("jaxkit._pmap").pmap
+    pmap = importlib.import_module("jaxkit.transforms.pmap").pmap
     n = jaxkit.device_count()
     x = np.random.default_rng(0).normal(size=(3, n, 4)).astype(np.float32)
     check_vmap(pmap(lambda v: lax.mul(lax.sin(v), 2.0)), (x,))

@@ -21,7 +21,8 @@ from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _runtime, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.runtime import pjrt
 from jaxkit.interpreters import partial_eval as pe
 
 lowering_rules: dict[core.Primitive, Callable] = {}
@@ -263,7 +264,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *entry.arguments)
                 func_dialect.ReturnOp(outs)
         if ctx.host_callbacks:
-            _runtime.module_host_callbacks[module] = ctx.host_callbacks
+            pjrt.module_host_callbacks[module] = ctx.host_callbacks
         return module
 
 
@@ -382,7 +383,7 @@ def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands:
     ``callback`` receives the operands as read-only NumPy arrays and returns a sequence of NumPy
     arrays matching ``result_avals``. It becomes jaxlib's typed-FFI target
     ``xla_ffi_python_cpu_callback``; the attribute ``index`` selects it among the module's
-    ``host_callbacks`` (handed to the compiler by ``_runtime.compile_module``). A call with
+    ``host_callbacks`` (handed to the compiler by ``pjrt.compile_module``). A call with
     ``has_side_effect`` is never removed or duplicated by XLA."""
     if ctx.module_context.num_replicas != 1 or ctx.module_context.axis_env:
         raise NotImplementedError("Python callbacks (pure_callback, debug.print) inside pmap "

@@ -17,7 +17,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes, tree_util
+from jaxkit import core, dtypes, tree_util
+from jaxkit.interpreters import dispatch
 from jaxkit.core import ClosedJaxpr, Jaxpr, ShapedArray, Var
 from jaxkit.interpreters import mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -189,7 +190,7 @@ def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches):
 
 cond_p = core.Primitive("cond")
 cond_p.multiple_results = True
-cond_p.def_impl(partial(_dispatch.apply_primitive, cond_p))
+cond_p.def_impl(partial(dispatch.apply_primitive, cond_p))
 cond_p.def_abstract_eval(_cond_abstract_eval)
 mlir.register_lowering(cond_p, _cond_lowering)
 
@@ -265,7 +266,7 @@ def _while_lowering(ctx: mlir.LoweringRuleContext, *args, cond_jaxpr, body_jaxpr
 
 while_p = core.Primitive("while")
 while_p.multiple_results = True
-while_p.def_impl(partial(_dispatch.apply_primitive, while_p))
+while_p.def_impl(partial(dispatch.apply_primitive, while_p))
 while_p.def_abstract_eval(_while_abstract_eval)
 mlir.register_lowering(while_p, _while_lowering)
 
@@ -425,7 +426,7 @@ def _scan_impl_fun(*args, jaxpr, length, reverse, num_consts, num_carry, unroll,
 
 scan_p = core.Primitive("scan")
 scan_p.multiple_results = True
-scan_p.def_impl(partial(_dispatch.apply_primitive, scan_p))
+scan_p.def_impl(partial(dispatch.apply_primitive, scan_p))
 scan_p.def_abstract_eval(_scan_abstract_eval)
 mlir.register_lowering(scan_p, mlir.lower_fun(_scan_impl_fun, multiple_results=True))
 

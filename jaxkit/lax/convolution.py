@@ -20,7 +20,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import elementwise as ew
-from jaxkit.lax._helpers import _all_weak, as_tuple_of_ints, standard_primitive
+from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.dot import PrecisionLike, _precision_attr, canonicalize_precision
 from jaxkit.lax.structural import convert_element_type, full, reshape, rev
 from jaxkit.typing import Array, ArrayLike, DTypeLike

@@ -21,7 +21,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import (
+from jaxkit.lax.standard import (
     _any,
     _complex,
     _float,

@@ -14,7 +14,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _float, _inexact, _int, standard_naryop, standard_unop
+from jaxkit.lax.standard import _float, _inexact, _int, standard_naryop, standard_unop
 from jaxkit.lax.elementwise import (
     _broadcast_to,
     _const,

@@ -23,7 +23,7 @@ from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax import reductions
-from jaxkit.lax._helpers import _first_weak, as_tuple_of_ints, standard_primitive
+from jaxkit.lax.standard import _first_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import (
     broadcast_in_dim,
     convert_element_type,

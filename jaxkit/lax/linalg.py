@@ -12,10 +12,11 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _runtime, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.runtime import pjrt
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import elementwise as ew
-from jaxkit.lax._helpers import standard_multi_result_primitive
+from jaxkit.lax.standard import standard_multi_result_primitive
 from jaxkit.lax.dot import dot_general
 from jaxkit.lax.structural import convert_element_type, reduce_sum
 from jaxkit.typing import Array, ArrayLike
@@ -83,7 +84,7 @@ def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenv
     op = hlo.CustomCallOp.build_generic(
         results=[mlir.aval_to_ir_type(a) for a in result_avals], operands=[x],
         attributes={
-            "call_target_name": ir.StringAttr.get(_runtime.lapack_target("geev_ffi",
+            "call_target_name": ir.StringAttr.get(pjrt.lapack_target("geev_ffi",
                                                                          aval.dtype)),
             "has_side_effect": ir.BoolAttr.get(False),
             "backend_config": ir.StringAttr.get(""),

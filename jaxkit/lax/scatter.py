@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import elementwise as ew
-from jaxkit.lax._helpers import _first_weak, standard_primitive
+from jaxkit.lax.standard import _first_weak, standard_primitive
 from jaxkit.lax.indexing import (
     GatherDimensionNumbers,
     GatherScatterMode,

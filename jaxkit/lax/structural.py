@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import (
+from jaxkit.lax.standard import (
     _all_weak,
     _any,
     _first_weak,
@@ -310,7 +311,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 
 
 iota_p = core.Primitive("iota")
-iota_p.def_impl(lambda **params: _dispatch.apply_primitive(iota_p, **params))
+iota_p.def_impl(lambda **params: dispatch.apply_primitive(iota_p, **params))
 iota_p.def_abstract_eval(_iota_abstract_eval)
 ad.defjvp_zero(iota_p)
 mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: hlo.IotaOp(
@@ -413,7 +414,7 @@ def _split_lowering(ctx, x, *, sizes, axis):
 
 split_p = core.Primitive("split")
 split_p.multiple_results = True
-split_p.def_impl(lambda x, **params: _dispatch.apply_primitive(split_p, x, **params))
+split_p.def_impl(lambda x, **params: dispatch.apply_primitive(split_p, x, **params))
 split_p.def_abstract_eval(_split_abstract_eval)
 ad.deflinear2(split_p, _split_transpose)
 batching.defrule(split_p, _split_batch)

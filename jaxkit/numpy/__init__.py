@@ -11,7 +11,7 @@ this package installs the operators and methods of arrays and tracers
 
 import numpy as _np
 
-from jaxkit._array import Array as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
+from jaxkit.runtime.array import Array as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
 from jaxkit.numpy import _array_methods, fft, linalg  # noqa: F401
 from jaxkit.numpy._creation import (  # noqa: F401
     arange,
@@ -56,7 +56,7 @@ from jaxkit.numpy._index_tricks import (  # noqa: F401
     triu_indices,
     triu_indices_from,
 )
-from jaxkit.numpy._linalg_basic import (  # noqa: F401
+from jaxkit.numpy._contractions import (  # noqa: F401
     cross,
     diag,
     diagflat,
@@ -379,7 +379,7 @@ from jaxkit.numpy._ufuncs_special import (  # noqa: F401
     sinc,
     spacing,
 )
-from jaxkit.numpy._utils import (  # noqa: F401
+from jaxkit.numpy._type_queries import (  # noqa: F401
     can_cast,
     dtype,
     finfo,

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy import (
     _creation,
     _indexing,
-    _linalg_basic,
+    _contractions,
     _math_extra,
     _reductions,
     _shape,
@@ -63,7 +63,7 @@ _binary_ops: dict[str, tuple[str, Callable]] = {
     "add": ("+", _ufuncs.add), "sub": ("-", _ufuncs.subtract),
     "mul": ("*", _ufuncs.multiply), "truediv": ("/", _ufuncs.true_divide),
     "floordiv": ("//", _ufuncs.floor_divide), "mod": ("%", _ufuncs.remainder),
-    "divmod": ("divmod()", _divmod), "matmul": ("@", _linalg_basic.matmul),
+    "divmod": ("divmod()", _divmod), "matmul": ("@", _contractions.matmul),
     "and": ("&", _ufuncs.bitwise_and), "or": ("|", _ufuncs.bitwise_or),
     "xor": ("^", _ufuncs.bitwise_xor), "lshift": ("<<", _ufuncs.left_shift),
     "rshift": (">>", _ufuncs.right_shift),
@@ -189,7 +189,7 @@ def _clip(self, min: Any = None, max: Any = None) -> Any:
 
 
 def _dot(self, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    return _linalg_basic.dot(self, b, precision=precision,
+    return _contractions.dot(self, b, precision=precision,
                              preferred_element_type=preferred_element_type)
 
 
@@ -210,13 +210,13 @@ _methods: dict[str, Callable] = {
     "compress": lambda self, condition, axis=None, **kw: _sorting.compress(
         condition, self, axis, **kw),
     "conj": _conj, "conjugate": _conj, "copy": _copy, "cumprod": _reductions.cumprod,
-    "cumsum": _reductions.cumsum, "diagonal": _linalg_basic.diagonal, "dot": _dot,
+    "cumsum": _reductions.cumsum, "diagonal": _contractions.diagonal, "dot": _dot,
     "flatten": _flatten, "max": _reductions.max, "mean": _reductions.mean,
     "min": _reductions.min, "nonzero": _nonzero, "prod": _reductions.prod,
     "ptp": _reductions.ptp, "ravel": _shape.ravel, "repeat": _shape.repeat,
     "reshape": _reshape, "round": _round, "searchsorted": _sorting.searchsorted,
     "sort": _sorting.sort, "squeeze": _squeeze, "std": _reductions.std, "sum": _reductions.sum,
-    "swapaxes": _swapaxes, "take": _take.take, "trace": _linalg_basic.trace,
+    "swapaxes": _swapaxes, "take": _take.take, "trace": _contractions.trace,
     "transpose": _transpose, "var": _reductions.var, "view": _view,
     "__getitem__": _getitem, "__round__": _round_dunder, "__length_hint__": _len_hint,
 }

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_arrays,

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._promotion import broadcast_to_shape
 from jaxkit.numpy._ufuncs import where3
 

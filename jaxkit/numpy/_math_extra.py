@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray, linspace, ones
 from jaxkit.numpy._indexing import getitem, scatter_update
-from jaxkit.numpy._linalg_basic import diag, dot
+from jaxkit.numpy._contractions import diag, dot
 from jaxkit.numpy._math_extra import clip, diff, iscomplexobj
 from jaxkit.numpy._promotion import (
     broadcast_to_shape,

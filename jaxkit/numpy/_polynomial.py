@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy import linalg
 from jaxkit.numpy._creation import arange, full, ones, zeros
-from jaxkit.numpy._linalg_basic import diag
+from jaxkit.numpy._contractions import diag
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._math_extra import vander
 from jaxkit.numpy._promotion import (

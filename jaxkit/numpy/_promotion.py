@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array, device_put_value
+from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.typing import ArrayLike
 
 _python_scalar_types = (bool, int, float, complex)

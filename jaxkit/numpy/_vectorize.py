@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._creation import asarray
 from jaxkit.numpy._promotion import broadcast_shapes, canonicalize_axis, check_arraylike
 from jaxkit.numpy._shape import expand_dims, squeeze

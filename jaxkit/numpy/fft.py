@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
 from jaxkit.numpy._promotion import canonicalize_axis, convert, ensure_arraylike
 from jaxkit.numpy._shape import roll

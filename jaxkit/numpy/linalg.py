@@ -16,17 +16,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
-from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.runtime.array import Array
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.lax import linalg as lax_linalg
 from jaxkit.numpy import _linalg_algorithms as alg
-from jaxkit.numpy._linalg_basic import cross as _cross
-from jaxkit.numpy._linalg_basic import diagonal as _diagonal
-from jaxkit.numpy._linalg_basic import matmul as _matmul
-from jaxkit.numpy._linalg_basic import outer as _outer
-from jaxkit.numpy._linalg_basic import tensordot as _tensordot
-from jaxkit.numpy._linalg_basic import trace as _trace
-from jaxkit.numpy._linalg_basic import vecdot as _vecdot
+from jaxkit.numpy._contractions import cross as _cross
+from jaxkit.numpy._contractions import diagonal as _diagonal
+from jaxkit.numpy._contractions import matmul as _matmul
+from jaxkit.numpy._contractions import outer as _outer
+from jaxkit.numpy._contractions import tensordot as _tensordot
+from jaxkit.numpy._contractions import trace as _trace
+from jaxkit.numpy._contractions import vecdot as _vecdot
 from jaxkit.numpy._promotion import (
     broadcast_shapes,
     broadcast_to_shape,

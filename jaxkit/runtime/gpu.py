@@ -24,7 +24,8 @@ import os
 import pathlib
 from typing import Any
 
-from jaxkit import _runtime, _runtime_multi
+from jaxkit.runtime import pjrt
+from jaxkit.runtime import multi_device
 
 logger = logging.getLogger("jaxkit")
 
@@ -121,10 +122,10 @@ def _register_kernels(c_api: Any) -> None:
                     KERNELS_PACKAGE)
         return
     extension = importlib.import_module(f"{KERNELS_PACKAGE}.cuda_plugin_extension")
-    _runtime_multi.register_plugin_custom_calls("CUDA", extension, c_api)
+    multi_device.register_plugin_custom_calls("CUDA", extension, c_api)
 
 
-def make_gpu_backend() -> _runtime.Backend:
+def make_gpu_backend() -> pjrt.Backend:
     """Load and initialise the CUDA plugin and create a backend on its devices.
 
     Raises ``PluginNotFoundError`` (a RuntimeError) naming the package to install when there
@@ -135,23 +136,23 @@ def make_gpu_backend() -> _runtime.Backend:
         raise PluginNotFoundError(
             "No GPU backend: the CUDA PJRT plugin is not installed. Install it with "
             f"`{INSTALL_HINT}` (the {PLUGIN_DISTRIBUTION} wheel matching jaxlib "
-            f"{_runtime.jaxlib_version}), or set JAXKIT_CUDA_PLUGIN_PATH to its "
+            f"{pjrt.jaxlib_version}), or set JAXKIT_CUDA_PLUGIN_PATH to its "
             "xla_cuda_plugin.so.")
     version = plugin_version()
-    if version is not None and version != _runtime.jaxlib_version:
+    if version is not None and version != pjrt.jaxlib_version:
         raise RuntimeError(f"{PLUGIN_DISTRIBUTION} {version} does not match jaxlib "
-                           f"{_runtime.jaxlib_version}: install the matching version with "
+                           f"{pjrt.jaxlib_version}: install the matching version with "
                            f"`{INSTALL_HINT}`.")
     preload_nvidia_libraries()
     try:
-        c_api = _runtime_multi.load_pjrt_plugin("cuda", str(path))
-        client = _runtime_multi.make_plugin_client("cuda")
+        c_api = multi_device.load_pjrt_plugin("cuda", str(path))
+        client = multi_device.make_plugin_client("cuda")
     except RuntimeError as e:  # jaxlib's XlaRuntimeError, e.g. "No visible GPU devices"
         raise RuntimeError(f"The CUDA plugin at {path} could not start a GPU client: {e}") \
             from None
     if c_api is not None:
         _register_kernels(c_api)
-    return _runtime.Backend(client)
+    return pjrt.Backend(client)
 
 
 def _platforms_allow_gpu() -> bool:
@@ -166,7 +167,7 @@ def gpu_is_default() -> bool:
     if not _platforms_allow_gpu() or find_cuda_plugin() is None:
         return False
     try:
-        _runtime.get_backend("gpu")
+        pjrt.get_backend("gpu")
     except RuntimeError as e:
         logger.warning("A CUDA plugin is installed but the GPU backend did not start; falling "
                        "back to the CPU. %s", e)
@@ -176,7 +177,7 @@ def gpu_is_default() -> bool:
 
 def install() -> None:
     """Register the GPU backend with the runtime (created on first use)."""
-    _runtime.register_backend_factory(PLATFORM_NAMES, make_gpu_backend, gpu_is_default)
+    pjrt.register_backend_factory(PLATFORM_NAMES, make_gpu_backend, gpu_is_default)
 
 
 install()

@@ -261,7 +261,7 @@ def lapack_target(fn_base: str, dtype) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Backends: the embedded CPU client, plus plugins (the CUDA PJRT plugin, see _gpu.py) that
+# Backends: the embedded CPU client, plus plugins (the CUDA PJRT plugin, see gpu.py) that
 # register a factory under their platform names.
 # --------------------------------------------------------------------------------------------
 

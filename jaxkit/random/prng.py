@@ -30,10 +30,11 @@ from functools import partial, reduce
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes, lax, tree_util
+from jaxkit import core, dtypes, lax, tree_util
+from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
-from jaxkit._array import Array
-from jaxkit._jit import jit
+from jaxkit.runtime.array import Array
+from jaxkit.transforms.jit import jit
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.typing import ArrayLike, DTypeLike
@@ -108,7 +109,7 @@ def _threefry2x32_batch(axis_data, args, dims):
 
 threefry2x32_p = core.Primitive("threefry2x32")
 threefry2x32_p.multiple_results = True
-threefry2x32_p.def_impl(lambda *args: _dispatch.apply_primitive(threefry2x32_p, *args))
+threefry2x32_p.def_impl(lambda *args: dispatch.apply_primitive(threefry2x32_p, *args))
 threefry2x32_p.def_abstract_eval(_threefry2x32_abstract_eval)
 ad.defjvp_zero(threefry2x32_p)
 batching.defrule(threefry2x32_p, _threefry2x32_batch)
@@ -149,7 +150,7 @@ def _iota_2x32_shape_lowering(ctx, *, shape):
 iota_2x32_shape_p = core.Primitive("iota_2x32_shape")
 iota_2x32_shape_p.multiple_results = True
 iota_2x32_shape_p.def_impl(
-    lambda **params: _dispatch.apply_primitive(iota_2x32_shape_p, **params))
+    lambda **params: dispatch.apply_primitive(iota_2x32_shape_p, **params))
 iota_2x32_shape_p.def_abstract_eval(lambda *, shape: [ShapedArray(shape, _u32)] * 2)
 ad.defjvp_zero(iota_2x32_shape_p)
 mlir.register_lowering(iota_2x32_shape_p, _iota_2x32_shape_lowering)

@@ -18,7 +18,8 @@ from functools import partial
 
 import numpy as np
 
-from jaxkit import _dispatch, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.interpreters import dispatch
 from jaxkit.core import ShapedArray
 
 # Dtype categories accepted by primitives (checked with dtypes.issubdtype, which also knows
@@ -51,7 +52,7 @@ def standard_primitive(shape_rule: Callable, dtype_rule: Callable, name: str,
                        weak_type_rule: Callable | None = None) -> core.Primitive:
     """A single-result primitive executed eagerly by compiling it alone (cached)."""
     prim = core.Primitive(name)
-    prim.def_impl(partial(_dispatch.apply_primitive, prim))
+    prim.def_impl(partial(dispatch.apply_primitive, prim))
     weak_type_rule = weak_type_rule or _no_weak_type
 
     def abstract_eval(*avals, **params):
@@ -65,7 +66,7 @@ def standard_primitive(shape_rule: Callable, dtype_rule: Callable, name: str,
 def standard_multi_result_primitive(abstract_eval: Callable, name: str) -> core.Primitive:
     prim = core.Primitive(name)
     prim.multiple_results = True
-    prim.def_impl(partial(_dispatch.apply_primitive, prim))
+    prim.def_impl(partial(dispatch.apply_primitive, prim))
     prim.def_abstract_eval(abstract_eval)
     return prim
 

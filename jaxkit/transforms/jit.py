@@ -28,15 +28,17 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxkit import _debug_nans, _runtime, core, tree_util
-from jaxkit._array import Array, to_buffer, wrap_buffers
+from jaxkit import core, tree_util
+from jaxkit.interpreters import debug_nans
+from jaxkit.runtime import pjrt
+from jaxkit.runtime.array import Array, to_buffer, wrap_buffers
 from jaxkit._config import config
-from jaxkit._jit_cache_miss import CacheEvent, CallSignature, explain_miss
+from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import partial_eval_split as pes
-from jaxkit.stages import Compiled, Lowered, Timings, Traced
+from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
 
 logger = logging.getLogger("jaxkit")
 current_trace = core.current_trace
@@ -68,7 +70,7 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inlin
     bufs = [to_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
     outs = [Array(b) for b in entry.run(bufs)]
     if config.jax_debug_nans:
-        _debug_nans.check_jaxpr_call(name, jaxpr, args, outs)
+        debug_nans.check_jaxpr_call(name, jaxpr, args, outs)
     return outs
 
 
@@ -106,7 +108,7 @@ class _Program:
 
     __slots__ = ("executable", "const_bufs")
 
-    def __init__(self, executable: _runtime.Executable, const_bufs: list):
+    def __init__(self, executable: pjrt.Executable, const_bufs: list):
         self.executable = executable
         self.const_bufs = const_bufs
 
@@ -144,7 +146,7 @@ def _compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[boo
     if module is None:
         module = _lower_closed(name, closed, donated_invars)
     lowered_at = time.perf_counter()
-    exe = _runtime.compile_module(module, closed.out_avals)
+    exe = pjrt.compile_module(module, closed.out_avals)
     compiled_at = time.perf_counter()
     const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts if _const_is_param(c)]
     return _Program(exe, const_bufs), lowered_at - start, compiled_at - lowered_at
@@ -393,7 +395,7 @@ class JitFunction:
         bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
         outs = entry.run(bufs)
         if config.jax_debug_nans:
-            _debug_nans.check_jaxpr_call(self._name, entry.closed, flat, wrap_buffers(outs))
+            debug_nans.check_jaxpr_call(self._name, entry.closed, flat, wrap_buffers(outs))
         return entry.outputs(outs)
 
     def _add_fast(self, entry: _Entry, avals: tuple, args: tuple, kwargs: dict) -> None:
@@ -665,7 +667,7 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
     instead of traced (Python control flow may depend on them); ``donate_argnums`` lets XLA
     reuse those input buffers for outputs."""
     if backend not in (None, "cpu"):
-        _runtime.get_backend(backend)
+        pjrt.get_backend(backend)
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,

@@ -15,10 +15,11 @@ from functools import partial
 
 import numpy as np
 
-from jaxkit import _dispatch, core, dtypes, lax
+from jaxkit import core, dtypes, lax
+from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
-from jaxkit._prng import (
+from jaxkit.transforms.jit import jit
+from jaxkit.random.prng import (
     broadcast_shapes,
     canonicalize_shape,
     check_all_safe_to_cast,
@@ -32,7 +33,7 @@ from jaxkit._prng import (
     threefry_split,
     user_dtype,
 )
-from jaxkit._random_samplers import exponential, normal, rademacher, uniform
+from jaxkit.random.samplers import exponential, normal, rademacher, uniform
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
@@ -156,7 +157,7 @@ def _gamma_batch(axis_data, batched_args, batch_dims, *, log_space):
 
 
 random_gamma_p = core.Primitive("random_gamma")
-random_gamma_p.def_impl(partial(_dispatch.apply_primitive, random_gamma_p))
+random_gamma_p.def_impl(partial(dispatch.apply_primitive, random_gamma_p))
 random_gamma_p.def_abstract_eval(_gamma_abstract_eval)
 ad.defjvp_rule(random_gamma_p, _gamma_jvp)
 batching.defrule(random_gamma_p, _gamma_batch)

@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import _runtime, _runtime_multi, core, tree_util
-from jaxkit._array import Array, device_put_value
-from jaxkit._jit import _hashable_static, _infer_argnums_and_argnames
+from jaxkit import core, tree_util
+from jaxkit.runtime import pjrt
+from jaxkit.runtime import multi_device
+from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.transforms.jit import _hashable_static, _infer_argnums_and_argnames
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -62,7 +64,7 @@ class Shard:
     @property
     def data(self) -> Array:
         if self._data is None:
-            self._data = Array(_runtime_multi.wrap_shard(self._buf, self._aval))
+            self._data = Array(multi_device.wrap_shard(self._buf, self._aval))
         return self._data
 
     def __repr__(self):
@@ -77,7 +79,7 @@ class ShardedArray(Array):
 
     __slots__ = ("mapped_axis",)
 
-    def __init__(self, buf: _runtime_multi.ArrayImpl, aval: ShapedArray,
+    def __init__(self, buf: multi_device.ArrayImpl, aval: ShapedArray,
                  mapped_axis: int | None):
         self._buf = buf
         self.aval = aval
@@ -91,7 +93,7 @@ class ShardedArray(Array):
         return set(self._buf._sharding.device_set)
 
     @property
-    def sharding(self) -> _runtime_multi.AxisSharding:
+    def sharding(self) -> multi_device.AxisSharding:
         return self._buf._sharding
 
     @property
@@ -102,7 +104,7 @@ class ShardedArray(Array):
     def addressable_shards(self) -> list[Shard]:
         """This process's pieces, in device order."""
         self._check_alive()
-        bufs = _runtime_multi.addressable_shards(self._buf)
+        bufs = multi_device.addressable_shards(self._buf)
         axis, ndim = self.mapped_axis, len(self.aval.shape)
         shard_shape = list(self.aval.shape)
         if axis is not None:
@@ -123,7 +125,7 @@ class ShardedArray(Array):
             return self._npy
         except AttributeError:  # not assembled yet
             self._check_alive()
-            pieces = _runtime_multi.fetch_shards(self._buf)
+            pieces = multi_device.fetch_shards(self._buf)
             if self.mapped_axis is None or len(pieces) == 1:
                 npy = pieces[0]
             else:
@@ -138,7 +140,7 @@ class ShardedArray(Array):
 
 def _runtime_device_put(value: np.ndarray, weak_type: bool) -> Array:
     aval = core.get_aval(value).update(weak_type=weak_type)
-    return Array(_runtime.put(value, aval))
+    return Array(pjrt.put(value, aval))
 
 
 core.pytype_aval_mappings[ShardedArray] = lambda x: x.aval
@@ -186,7 +188,7 @@ def resolve_devices(global_axis_size: int, devices: Sequence | None,
                              f"{global_axis_size}; pass as many devices as the axis has "
                              "elements.")
         return devs
-    b = _runtime.get_backend(backend)
+    b = pjrt.get_backend(backend)
     if len(b.devices) != len(b.local_devices):  # several processes: every global device
         if global_axis_size != len(b.devices):
             raise ValueError(
@@ -203,7 +205,7 @@ def resolve_devices(global_axis_size: int, devices: Sequence | None,
     return tuple(b.local_devices[:global_axis_size])
 
 
-def _process_count(backend: _runtime.Backend) -> int:
+def _process_count(backend: pjrt.Backend) -> int:
     return len({d.process_index for d in backend.devices})
 
 
@@ -224,7 +226,7 @@ class PmapProgram:
                  in_axes: tuple, out_axes: tuple, devices: tuple, name: str,
                  donated_invars: tuple):
         self.devices = devices
-        self.local_devices = _runtime_multi.addressable_devices(devices)
+        self.local_devices = multi_device.addressable_devices(devices)
         self.n_local = axis_size
         if len(self.local_devices) != axis_size:
             raise ValueError(f"pmap: this process owns {len(self.local_devices)} of the "
@@ -238,17 +240,17 @@ class PmapProgram:
         module = lower_pmap_body(name, jaxpr, axis_name, global_axis_size, in_axes, out_axes,
                                  donated_invars)
         self.module = module
-        self.executable = _runtime_multi.compile_replicated(
+        self.executable = multi_device.compile_replicated(
             module, devices, [s.global_aval for s in self.out_specs],
             [s.sharding for s in self.out_specs])
         self._replicated: dict[int, tuple] = {}  # id(value) -> (weakref, global buffer)
 
     def _spec(self, aval: ShapedArray, axis, global_size: int) -> _ArgSpec:
         global_aval = aval.update(shape=_insert_axis(aval.shape, axis, global_size))
-        sharding = _runtime_multi.axis_sharding(self.devices, len(global_aval.shape), axis)
+        sharding = multi_device.axis_sharding(self.devices, len(global_aval.shape), axis)
         return _ArgSpec(axis, aval, global_aval, sharding)
 
-    def place(self, spec: _ArgSpec, x) -> _runtime_multi.ArrayImpl:
+    def place(self, spec: _ArgSpec, x) -> multi_device.ArrayImpl:
         """The global device array for one argument."""
         if type(x) is ShardedArray:
             buf = x._buf
@@ -262,8 +264,8 @@ class PmapProgram:
                 return hit[1]
         host = x._value if isinstance(x, Array) else x
         host = np.asarray(host, dtype=spec.aval.dtype)
-        pieces = _runtime_multi.split_host(host, spec.axis, range(self.n_local), self.n_local)
-        buf = _runtime_multi.put_pieces(pieces, spec.global_aval, spec.sharding,
+        pieces = multi_device.split_host(host, spec.axis, range(self.n_local), self.n_local)
+        buf = multi_device.put_pieces(pieces, spec.global_aval, spec.sharding,
                                         self.local_devices)
         if spec.axis is None and isinstance(x, Array):
             key = id(x)
@@ -578,7 +580,7 @@ class PmapFunction:
         return tree_util.tree_unflatten(out_tree, outs)
 
     def _process_count(self) -> int:
-        return _process_count(_runtime.get_backend(self._backend))
+        return _process_count(pjrt.get_backend(self._backend))
 
     def _mapped_size(self, flat, avals, in_axes) -> int:
         sizes = {}

@@ -8,13 +8,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from jaxkit import _debug_nans, _runtime, core
-from jaxkit._array import Array, to_buffer
+from jaxkit import core
+from jaxkit.interpreters import debug_nans
+from jaxkit.runtime import pjrt
+from jaxkit.runtime.array import Array, to_buffer
 from jaxkit._config import config
 from jaxkit.core import Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import mlir
 
-_Executable = _runtime.Executable
+_Executable = pjrt.Executable
 
 
 class _EagerEntry:
@@ -52,7 +54,7 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
     outs = entry.executable(bufs)
     if config.jax_debug_nans:
-        _debug_nans.check_primitive(prim, [Array(b) for b in outs])
+        debug_nans.check_primitive(prim, [Array(b) for b in outs])
     if entry.multiple_results:
         return [Array(b) for b in outs]
     return Array(outs[0])
@@ -71,7 +73,7 @@ def _compile_primitive(prim, avals, params) -> _EagerEntry:
     start = time.perf_counter()
     jaxpr = primitive_jaxpr(prim, avals, params)
     module = mlir.lower_jaxpr(prim.name, jaxpr)
-    exe = _runtime.compile_module(module, jaxpr.out_avals)
+    exe = pjrt.compile_module(module, jaxpr.out_avals)
     compile_stats["eager_compiles"] += 1
     compile_stats["eager_compile_seconds"] += time.perf_counter() - start
     return _EagerEntry(exe, prim.multiple_results)

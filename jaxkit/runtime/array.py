@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import _runtime, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.runtime import pjrt
 from jaxkit._config import config
 from jaxkit.core import ShapedArray
 
@@ -27,7 +28,7 @@ class Array:
     __slots__ = ("_buf", "aval", "_npy", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, buf: _runtime.ArrayImpl):
+    def __init__(self, buf: pjrt.ArrayImpl):
         # Every dispatch makes one of these: _npy (the host copy) stays unset until asked for.
         self._buf = buf
         self.aval: ShapedArray = buf.aval
@@ -49,7 +50,7 @@ class Array:
 
     @property
     def device(self):
-        return _runtime.device_of(self._buf)
+        return pjrt.device_of(self._buf)
 
     def devices(self) -> set:
         return {self.device}
@@ -98,7 +99,7 @@ class Array:
             return self._npy
         except AttributeError:  # not fetched yet
             self._check_alive()
-            npy = self._npy = _runtime.fetch(self._buf)
+            npy = self._npy = pjrt.fetch(self._buf)
             return npy
 
     def __array__(self, dtype=None, copy=None):
@@ -199,7 +200,7 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
     if type(x) is Array and dtype is None:
         if device is None or x.device == device:
             return x
-        return Array(_runtime.copy_to_device(x._buf, x.aval, device))
+        return Array(pjrt.copy_to_device(x._buf, x.aval, device))
     aval = core.get_aval(x)
     if dtype is not None:
         aval = aval.update(dtype=dtypes.canonicalize_dtype(dtype), weak_type=False)
@@ -207,7 +208,7 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
         aval = aval.update(weak_type=weak_type)
     host = x._value if type(x) is Array else x
     value = np.asarray(host, dtype=aval.dtype)
-    return Array(_runtime.put(value, aval, device))
+    return Array(pjrt.put(value, aval, device))
 
 
 # (value, type, aval[, sign]) -> device buffer of a Python scalar on the default device: `x * 2.0`
@@ -218,11 +219,11 @@ _cached_scalars = frozenset({int, float, bool})
 config.on_change(lambda name, value: _scalar_buffers.clear())  # e.g. another default device
 
 
-def to_buffer(x: Any, aval: ShapedArray, device=None) -> _runtime.ArrayImpl:
+def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
     """The device buffer for an argument of aval ``aval`` (which came from ``get_aval(x)``)."""
     if type(x) is Array:
         if device is not None and x.device != device:
-            return _runtime.copy_to_device(x._buf, x.aval, device)
+            return pjrt.copy_to_device(x._buf, x.aval, device)
         return x._buf
     t = type(x)
     if device is None and t in _cached_scalars:
@@ -231,10 +232,10 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> _runtime.ArrayImpl:
         if buf is None or buf.is_deleted():
             if len(_scalar_buffers) >= 1024:  # NaNs never match: keep the table bounded
                 _scalar_buffers.clear()
-            buf = _scalar_buffers[key] = _runtime.put(np.asarray(x, dtype=aval.dtype), aval)
+            buf = _scalar_buffers[key] = pjrt.put(np.asarray(x, dtype=aval.dtype), aval)
         return buf
-    return _runtime.put(np.asarray(x, dtype=aval.dtype), aval, device)
+    return pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
 
 
-def wrap_buffers(bufs: Sequence[_runtime.ArrayImpl]) -> list[Array]:
+def wrap_buffers(bufs: Sequence[pjrt.ArrayImpl]) -> list[Array]:
     return [Array(b) for b in bufs]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax, tree_util
-from jaxkit._array import device_put_value
+from jaxkit.runtime.array import device_put_value
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -281,4 +281,4 @@ def effects_barrier() -> None:
     """Wait until the side effects of earlier calls have happened (``jax.effects_barrier``).
 
     Programs containing host callbacks already wait for them before returning (see
-    ``_runtime._CallbackExecutable``), so there is never anything left to wait for."""
+    ``pjrt._CallbackExecutable``), so there is never anything left to wait for."""

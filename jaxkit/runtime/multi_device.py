@@ -31,7 +31,7 @@ import numpy as np
 from jaxlib import _jax
 from jaxlib import xla_client as xc
 
-from jaxkit import _runtime
+from jaxkit.runtime import pjrt
 from jaxkit._config import config
 
 ArrayImpl = _jax.ArrayImpl
@@ -114,23 +114,23 @@ def _process_index(devices: Sequence) -> int:
     return backend_of_devices(devices).client.process_index()
 
 
-def backend_of_devices(devices: Sequence) -> _runtime.Backend:
+def backend_of_devices(devices: Sequence) -> pjrt.Backend:
     """The backend whose client owns ``devices`` (all of them global device objects)."""
     first = devices[0]
-    for backend in list(_runtime._backends.values()):
+    for backend in list(pjrt._backends.values()):
         if first in backend.devices:
             return backend
     raise ValueError(f"{first!r} is not a device of any jaxkit backend")
 
 
-def add_cpu_backend(name: str, num_devices: int) -> _runtime.Backend:
+def add_cpu_backend(name: str, num_devices: int) -> pjrt.Backend:
     """An extra CPU backend called ``name`` with ``num_devices`` devices, created once (the
     default CPU backend's device count is fixed when it is first used). ``pmap(f,
     backend=name)`` and ``jaxkit.devices(name)`` then use it."""
-    with _runtime._lock:
-        backend = _runtime._backends.get(name)
+    with pjrt._lock:
+        backend = pjrt._backends.get(name)
         if backend is None:
-            backend = _runtime._backends[name] = _runtime.Backend(
+            backend = pjrt._backends[name] = pjrt.Backend(
                 xc.make_cpu_client(num_devices=num_devices))
     if len(backend.devices) != num_devices:
         raise ValueError(f"backend {name!r} already exists with {len(backend.devices)} devices")
@@ -175,7 +175,7 @@ def _make_stub_modules() -> dict[str, types.ModuleType]:
     impls = types.ModuleType("jax._src.sharding_impls")
 
     def make_single_device_sharding(device, memory_kind=None):
-        return _runtime.backend_of(device).shardings[device]
+        return pjrt.backend_of(device).shardings[device]
 
     impls.make_single_device_sharding = make_single_device_sharding
     jax_mod._src = src
@@ -215,13 +215,13 @@ def fetch_shards(buf: ArrayImpl) -> list[np.ndarray]:
     Shards without a buffer-protocol view (bfloat16, GPU memory) are copied by jaxlib, whose
     import of jax the stand-ins answer too."""
     with jax_free_imports():
-        return [_runtime.fetch(s) for s in buf._arrays]
+        return [pjrt.fetch(s) for s in buf._arrays]
 
 
 def wrap_shard(shard: ArrayImpl, aval) -> ArrayImpl:
     """A single-device array over the buffer of ``shard`` that carries ``aval``."""
     device = shard._sharding._device
-    return ArrayImpl(aval, _runtime.backend_of(device).shardings[device], [shard], True, True)
+    return ArrayImpl(aval, pjrt.backend_of(device).shardings[device], [shard], True, True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
-from jaxkit._prng import (
+from jaxkit.transforms.jit import jit
+from jaxkit.random.prng import (
     UINT_DTYPES,
     broadcast_shapes,
     broadcast_to_rank,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxkit.core import ShapedArray
-from jaxkit.stages import Timings
+from jaxkit.transforms.stages import Timings
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ returns keys of the kind it was given. For the same key the numbers are those of
 under ``vmap`` over keys. Implementation: ``_prng`` (Threefry, keys), ``_random_samplers``
 (transformations of uniform bits), ``_random_gamma`` (the rejection samplers).
 """
-from jaxkit._prng import (
+from jaxkit.random.prng import (
                           PRNGKey,
                           PRNGKeyArray,
                           bits,
@@ -21,7 +21,7 @@ from jaxkit._prng import (
                           split,
                           wrap_key_data,
 )
-from jaxkit._random_gamma import (
+from jaxkit.random.gamma import (
                           ball,
                           beta,
                           binomial,
@@ -35,7 +35,7 @@ from jaxkit._random_gamma import (
                           poisson,
                           t,
 )
-from jaxkit._random_samplers import (
+from jaxkit.random.samplers import (
                           bernoulli,
                           categorical,
                           cauchy,
