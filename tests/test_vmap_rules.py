@@ -251,10 +251,6 @@ def _custom_vjp_fn():
     return f
 
 
-def _cf():
-    return importlib.import_module("jaxkit.lax.control_flow")
-
-
 def _lax(name):
     """A lax function by name, or None when it does not exist (yet)."""
     return getattr(lax, name, None)
@@ -391,20 +387,20 @@ ROWS = [
         _checkpoint().checkpoint(lambda b: lax.sin(lax.sin(b)))(a), (0, 1)))(x),
         args(f32(2, 3))),
     # control flow (the predicate, index, carry and xs batched or not)
-    Row("cond", lambda p, x, y: _cf().cond(p, lambda a, b: lax.mul(a, b),
+    Row("cond", lambda p, x, y: lax.cond(p, lambda a, b: lax.mul(a, b),
                                            lambda a, b: lax.sub(a, b), x, y),
         args(lambda rng: np.bool_(rng.integers(0, 2)), f32(2, 3), f32(2, 3)),
         _both(3) + [(None, 0, 0)]),
-    Row("switch", lambda i, x: _cf().switch(i, [lax.sin, lax.cos, lax.neg], x),
+    Row("switch", lambda i, x: lax.switch(i, [lax.sin, lax.cos, lax.neg], x),
         args(i32(0, 3), f32(2, 3)), _both(2)),
-    Row("while", lambda n, x: _cf().while_loop(
+    Row("while", lambda n, x: lax.while_loop(
         lambda c: lax.lt(c[0], n), lambda c: (lax.add(c[0], 1), lax.mul(c[1], 1.5)),
         (np.int32(0), x))[1], args(i32(0, 4), f32(2, 3)), _both(2)),
-    Row("fori_loop", lambda x: _cf().fori_loop(0, 3, lambda i, c: lax.add(c, lax.sin(c)), x),
+    Row("fori_loop", lambda x: lax.fori_loop(0, 3, lambda i, c: lax.add(c, lax.sin(c)), x),
         args(f32(2, 3))),
-    Row("scan", lambda c, xs: _cf().scan(lambda c, x: (lax.add(c, x), lax.mul(c, x)), c, xs),
+    Row("scan", lambda c, xs: lax.scan(lambda c, x: (lax.add(c, x), lax.mul(c, x)), c, xs),
         args(f32(3), f32(4, 3)), _both(2) + [(0, 2)]),
-    Row("scan_reverse_consts", lambda w, xs: _cf().scan(
+    Row("scan_reverse_consts", lambda w, xs: lax.scan(
         lambda c, x: (lax.add(lax.mul(c, w), x), c), np.zeros(3, np.float32), xs,
         reverse=True), args(f32(3), f32(4, 3)), _both(2)),
     # jit

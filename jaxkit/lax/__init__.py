@@ -5,8 +5,8 @@ functions. Names and signatures follow ``jax.lax``.
 """
 # ruff: noqa: F401, F403
 from jaxkit.interpreters.ad import stop_gradient
-from jaxkit.lax.control_flow import *
-from jaxkit.lax import control_flow_rules  # the rules of cond, while and scan
+from jaxkit.lax.cond import *
+from jaxkit.lax.loops import *
 from jaxkit.lax.convolution import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
@@ -35,7 +35,7 @@ from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim
 import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
-__all__ = sorted({name for module in ("clamp", "control_flow", "convolution", "cumulative", "dot",
+__all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative", "dot",
                                       "elementwise", "elementwise_bits", "elementwise_math",
                                       "elementwise_special", "parallel", "reductions",
                                       "slicing", "sorting")

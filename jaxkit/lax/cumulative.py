@@ -20,7 +20,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax import elementwise_math as ewm
 from jaxkit.lax.standard import standard_primitive
-from jaxkit.lax.control_flow import associative_scan
+from jaxkit.lax.loops import associative_scan
 from jaxkit.lax.reductions import _get_max_identity, _get_min_identity
 from jaxkit.lax.structural import full_like
 from jaxkit.typing import Array, ArrayLike

@@ -19,7 +19,7 @@ from jaxlib.mlir.dialects import chlo
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax.standard import _float, standard_naryop, standard_unop
-from jaxkit.lax.control_flow import while_loop
+from jaxkit.lax.loops import while_loop
 from jaxkit.lax.elementwise import (
     _bcast_rule,
     _const,

@@ -29,7 +29,6 @@ from jaxkit import core, lax, tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters import partial_eval_split as pes
 
 __all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]
 
@@ -179,7 +178,7 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
     hit = per.get((unknowns, policy))
     if hit is not None:
         return hit
-    known, unknown, out_uk, num_res = pes.partial_eval_jaxpr(closed, unknowns, False)
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed, unknowns, False)
     kj = known.jaxpr
     n_known_out = len(kj.outvars) - num_res
     known_outs, res_outs = kj.outvars[:n_known_out], kj.outvars[n_known_out:]
@@ -215,7 +214,7 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
     return result
 
 
-def _checkpoint_partial_eval(trace: pes.JaxprTrace, *args, jaxpr: ClosedJaxpr,
+def _checkpoint_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr,
                              prevent_cse: bool, differentiated: bool, policy):
     unknowns = tuple(not trace.is_known(x) for x in args)
     known_run, staged, out_uk, staged_used = _remat_split(jaxpr, unknowns, policy)
@@ -269,6 +268,6 @@ checkpoint_p.def_impl(_checkpoint_impl)
 checkpoint_p.def_abstract_eval(_checkpoint_abstract_eval)
 ad.defjvp_rule(checkpoint_p, _checkpoint_jvp)
 ad.deftranspose(checkpoint_p, _checkpoint_transpose)
-pes.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
+pe.defpartial_eval(checkpoint_p, _checkpoint_partial_eval)
 batching.defrule(checkpoint_p, _checkpoint_batch, named_axis=True)
 mlir.register_lowering(checkpoint_p, _checkpoint_lowering)

@@ -37,7 +37,6 @@ from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters import partial_eval_split as pes
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
 
 logger = logging.getLogger("jaxkit")
@@ -739,10 +738,10 @@ def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, donated_invars: tu
             for x, lin in zip(args, linear)]
 
 
-def _jit_partial_eval(trace: pes.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
+def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
                       donated_invars: tuple, inline: bool):
     unknowns = [not trace.is_known(x) for x in args]
-    known, unknown, out_uk, num_res = pes.partial_eval_jaxpr(jaxpr, unknowns, False)
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
     known_args = [x for x, uk in zip(args, unknowns) if not uk]
     with core.set_current_trace(trace.parent):
         known_outs = jit_p.bind(*known_args, jaxpr=known, name=name,
@@ -759,4 +758,4 @@ def _jit_partial_eval(trace: pes.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: st
 
 ad.defjvp_rule(jit_p, _jit_jvp)
 ad.deftranspose(jit_p, _jit_transpose)
-pes.partial_eval_rules[jit_p] = _jit_partial_eval
+pe.defpartial_eval(jit_p, _jit_partial_eval)

@@ -35,7 +35,6 @@ from jaxkit.transforms.jit import _hashable_static, _infer_argnums_and_argnames
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters import partial_eval_split as pes
 from jaxkit.lax import parallel
 from jaxkit.lax.structural import reshape
 
@@ -403,13 +402,13 @@ def _pmap_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, in_axes: tuple, out_axes
                           for a, nz in zip(tangent_avals, out_nz)]
 
 
-def _pmap_partial_eval(trace: pes.JaxprTrace, *args, jaxpr: ClosedJaxpr, in_axes: tuple,
+def _pmap_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, in_axes: tuple,
                        out_axes: tuple, **params):
     """Run the known part of the body now (its residuals come back mapped along axis 0) and
     stage the unknown part as another xla_pmap."""
     unknowns = [not trace.is_known(x) for x in args]
     with parallel.extend_axis_env(params["axis_name"], params["global_axis_size"]):
-        known, unknown, out_uk, num_res = pes.partial_eval_jaxpr(jaxpr, unknowns, False)
+        known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
     known_args = [x for x, uk in zip(args, unknowns) if not uk]
     known_in_axes = [ax for ax, uk in zip(in_axes, unknowns) if not uk]
     known_out_axes = [ax for ax, uk in zip(out_axes, out_uk) if not uk] + [0] * num_res
@@ -466,7 +465,7 @@ def _sum_broadcast_cts(closed: ClosedJaxpr, out_axes: Sequence, axis_name) -> Cl
 
 ad.defjvp_rule(pmap_p, _pmap_jvp)
 ad.deftranspose(pmap_p, _pmap_transpose)
-pes.partial_eval_rules[pmap_p] = _pmap_partial_eval
+pe.defpartial_eval(pmap_p, _pmap_partial_eval)
 
 
 # --------------------------------------------------------------------------------------------

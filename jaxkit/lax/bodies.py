@@ -1,0 +1,112 @@
+"""What control-flow constructs share: users' functions traced to jaxprs, jaxpr helpers.
+
+``trace_function`` traces a Python function at given avals once per (function, types) (cached
+on the function object, like JAX), closing over constants as explicit operands so enclosing
+transformations see them. The type-check helpers build the messages for carries and branches
+that change type; the small jaxpr helpers are used by the rules of ``cond``, ``while`` and
+``scan`` (``cond.py``, ``loops.py``).
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+
+from jaxkit import core, tree_util
+from jaxkit.core import ClosedJaxpr, ShapedArray
+from jaxkit.interpreters import ad
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.lax.structural import full
+
+# --------------------------------------------------------------------------------------------
+# Tracing user functions (cached on the function object, like JAX)
+# --------------------------------------------------------------------------------------------
+
+_trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what: str):
+    """Trace ``fun`` (taking the unflattened ``in_tree``) to a jaxpr without constants.
+
+    Returns ``(closed_jaxpr, consts, out_tree)``: the jaxpr takes ``consts`` first, then the
+    flat arguments. Cached per function object and argument types."""
+    key = (in_tree, tuple(in_avals), what)
+    try:
+        per_fun = _trace_cache.setdefault(fun, {})
+    except TypeError:
+        per_fun = {}
+    hit = per_fun.get(key)
+    if hit is not None:
+        return hit
+    out_tree_box = []
+
+    def flat_fun(*flat_args):
+        out = fun(*tree_util.tree_unflatten(in_tree, flat_args))
+        out_flat, out_tree = tree_util.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        for leaf in out_flat:
+            if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
+                raise TypeError(f"{what} returned a value of type {type(leaf).__name__}, which "
+                                "is not a valid jaxkit type; return arrays (or pytrees of "
+                                "arrays).")
+        return out_flat
+
+    debug = pe.debug_info(what, fun, [f"arg{i}" for i in range(len(in_avals))])
+    jaxpr, consts = pe.trace_to_jaxpr(flat_fun, in_avals, debug)
+    closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    result = (closed, consts, out_tree_box[0])
+    if not any(isinstance(c, core.Tracer) for c in consts):
+        per_fun[key] = result
+    return result
+
+
+def avals_of(flat) -> list[ShapedArray]:
+    return [core.get_aval(x) for x in flat]
+
+
+def type_mismatch(what: str, tree, avals_a, avals_b, label_a: str, label_b: str) -> str:
+    paths = [tree_util.keystr(p) or "(root)" for p, _ in
+             tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, avals_a))[0]]
+    lines = [f"  {path}: {a.str_short()}{' (weak)' if a.weak_type else ''} vs "
+             f"{b.str_short()}{' (weak)' if b.weak_type else ''}"
+             for path, a, b in zip(paths, avals_a, avals_b) if not core.typematch(a, b)]
+    return (f"{what} must have identical types, got {label_a} vs {label_b}:\n" +
+            "\n".join(lines))
+
+
+def strip_weak(avals):
+    return [a.strip_weak_type() for a in avals]
+
+
+
+# --------------------------------------------------------------------------------------------
+# Jaxpr helpers for the rules
+# --------------------------------------------------------------------------------------------
+
+
+def make_closed_jaxpr(fun: Callable[..., list], in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """A ClosedJaxpr of ``fun`` (flat arguments in, a flat list out) at ``in_avals``."""
+    jaxpr, consts = pe.trace_to_jaxpr(lambda *a: list(fun(*a)), list(in_avals))
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def run_jaxpr(closed: ClosedJaxpr, *args) -> list:
+    return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def zeros_of_aval(aval: ShapedArray):
+    return full(aval.shape, 0, aval.dtype)
+
+
+def instantiate(t, aval: ShapedArray):
+    return ad.instantiate_zeros(t) if ad.is_zero(t) else t
+
+
+def split_list(xs, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i:i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out
+
+
