@@ -37,6 +37,8 @@ def register_lowering(prim: core.Primitive, rule: Callable) -> Callable:
 # Context and types
 # --------------------------------------------------------------------------------------------
 
+# jaxlib's extension is the only way to register the upstream dialects (func, arith, ...) that
+# StableHLO modules use; the public stablehlo/chlo modules register only themselves.
 _registry = ir.DialectRegistry()
 _jax_mlir_ext.register_dialects(_registry)
 _context: ir.Context | None = None

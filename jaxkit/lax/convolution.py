@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.dot import PrecisionLike, _precision_attr, canonicalize_precision

@@ -8,12 +8,11 @@ are linear); the others have zero or no JVP, as in JAX.
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir.dialects import chlo
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import chlo, hlo
 from jaxkit.lax.standard import (
     _float,
     _int,

@@ -14,10 +14,10 @@ import enum
 import functools
 
 import numpy as np
-from jaxlib.mlir.dialects import chlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import chlo
 from jaxkit.lax.standard import _float, standard_naryop, standard_unop
 from jaxkit.lax.loops import while_loop
 from jaxkit.lax.elementwise import (

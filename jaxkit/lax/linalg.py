@@ -9,12 +9,11 @@ matrix's results into NaN. Only the CPU backend has these targets.
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.runtime import pjrt
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax.standard import standard_multi_result_primitive
 from jaxkit.lax.dot import dot_general

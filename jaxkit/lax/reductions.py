@@ -12,13 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes, tree_util
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax.standard import as_tuple_of_ints, canonicalize_axis, standard_primitive
 from jaxkit.lax.structural import (

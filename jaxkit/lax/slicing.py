@@ -12,20 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax.standard import _all_weak, _first_weak, as_tuple_of_ints, standard_primitive
-from jaxkit.lax.indexing import (
-    GatherDimensionNumbers,
-    GatherScatterMode,
-    ScatterDimensionNumbers,
-    _gather_batch,
-)
-from jaxkit.lax.scatter import _scatter_batch, scatter_p
+from jaxkit.lax.gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
+                                       ScatterDimensionNumbers, _gather_batch, _scatter_batch,
+                                       scatter_p)
 from jaxkit.lax.structural import (
     broadcast_in_dim,
     concatenate,

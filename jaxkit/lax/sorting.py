@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import chlo
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import chlo, hlo, ir
 from jaxkit.lax.standard import canonicalize_axis
-from jaxkit.lax.indexing import GatherDimensionNumbers, GatherScatterMode, gather
+from jaxkit.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
 from jaxkit.lax.structural import broadcast_in_dim, broadcasted_iota, expand_dims, reshape
 from jaxkit.typing import Array, ArrayLike
 

@@ -12,11 +12,11 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax.standard import (
     _all_weak,
     _any,

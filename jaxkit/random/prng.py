@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from functools import partial, reduce
 
 import numpy as np
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes, lax, tree_util
 from jaxkit.interpreters import dispatch
@@ -37,6 +36,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.transforms.jit import jit
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo
 from jaxkit.typing import ArrayLike, DTypeLike
 
 _u32 = np.dtype(np.uint32)

@@ -23,12 +23,12 @@ import types
 import weakref
 from collections.abc import Callable, Sequence
 
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, lax, tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.mlir import hlo
 
 __all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]
 
