@@ -19,7 +19,7 @@ from jaxkit.numpy import (
     _creation,
     _indexing,
     _contractions,
-    _math_extra,
+    _elementwise,
     _reductions,
     _shape,
     _sorting,
@@ -95,7 +95,7 @@ def _transpose(self, *args: Any) -> Any:
 
 
 def _astype(self, dtype: Any, copy: bool = False, device: Any = None) -> Any:
-    return _math_extra.astype(self, dtype, copy=copy, device=device)
+    return _elementwise.astype(self, dtype, copy=copy, device=device)
 
 
 def _view(self, dtype: Any = None, type: Any = None) -> Any:
@@ -181,11 +181,11 @@ def _nonzero(self, *, size: int | None = None, fill_value: Any = None) -> Any:
 
 
 def _round(self, decimals: int = 0, out: None = None) -> Any:
-    return _math_extra.round(self, decimals, out)
+    return _elementwise.round(self, decimals, out)
 
 
 def _clip(self, min: Any = None, max: Any = None) -> Any:
-    return _math_extra.clip(self, min, max)
+    return _elementwise.clip(self, min, max)
 
 
 def _dot(self, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
@@ -200,7 +200,7 @@ def _len_hint(self) -> int:
 def _round_dunder(self, ndigits: int | None = None) -> Any:
     if ndigits is None:
         return round(float(np.asarray(self)))
-    return _math_extra.round(self, ndigits)
+    return _elementwise.round(self, ndigits)
 
 
 _methods: dict[str, Callable] = {
