@@ -132,10 +132,6 @@ def _flat_fun(fun: Callable, in_tree, has_aux: bool, out_tree_cell: list) -> Cal
     return flat
 
 
-def _is_inexact(x) -> bool:
-    return dtypes.issubdtype(core.get_aval(x).dtype, np.inexact)
-
-
 def _typecompat(a: core.ShapedArray, b: core.ShapedArray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype
 

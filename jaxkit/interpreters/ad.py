@@ -50,10 +50,6 @@ class Zero:
     def __init__(self, aval: core.ShapedArray):
         self.aval = aval
 
-    @staticmethod
-    def from_primal_value(x) -> Zero:
-        return Zero(core.get_aval(x).to_tangent_aval())
-
     def __repr__(self):
         return f"Zero({self.aval.str_short()})"
 

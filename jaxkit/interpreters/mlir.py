@@ -7,7 +7,6 @@ flow) are lowered inline with ``jaxpr_subcomp``.
 """
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -292,12 +291,6 @@ def _sanitize(name: str) -> str:
 
 def module_to_string(module: ir.Module) -> str:
     return module.operation.get_asm(enable_debug_info=False)
-
-
-def module_to_bytecode(module: ir.Module) -> bytes:
-    out = io.BytesIO()
-    module.operation.write_bytecode(file=out)
-    return out.getvalue()
 
 
 # --------------------------------------------------------------------------------------------

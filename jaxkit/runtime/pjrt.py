@@ -22,7 +22,6 @@ import numpy as np  # noqa: E402
 from jaxlib import _jax  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
 
-from jaxkit import dtypes  # noqa: E402
 from jaxkit._config import config  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
@@ -227,11 +226,6 @@ class _CallbackExecutable:
 def block_until_ready_buffers(bufs: Sequence[ArrayImpl]) -> None:
     if bufs:
         _jax.batched_block_until_ready(list(bufs))
-
-
-def host_numpy(x: Any, dtype) -> np.ndarray:
-    """NumPy array of the canonical dtype, copying only if needed."""
-    return np.asarray(x, dtype=dtypes.canonicalize_dtype(dtype))
 
 
 _LAPACK_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",

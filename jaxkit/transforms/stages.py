@@ -6,14 +6,12 @@ took, so tools (and the magics) can show where time went.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from jaxkit import core, tree_util
 from jaxkit.runtime import pjrt
-from jaxkit.runtime.array import Array
 from jaxkit.interpreters import mlir
 
 
@@ -115,12 +113,3 @@ class Compiled:
     def out_info(self):
         return self.lowered.out_info
 
-
-def timed(fn: Callable, *args) -> tuple[Any, float]:
-    start = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - start
-
-
-def is_array(x) -> bool:
-    return isinstance(x, Array)
