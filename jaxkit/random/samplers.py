@@ -38,6 +38,29 @@ from jaxkit.typing import Array, ArrayLike, DTypeLike
 Shape = Sequence[int]
 _ONE_F32 = np.float32(1)
 
+
+def _standard_sampler(kinds=np.floating, what: str = "a float"):
+    """The sampler of a standard distribution, ``name(key, shape=(), dtype=None)``, from its
+    algorithm ``impl(key, shape, dtype)``: the checks every such sampler makes (a PRNG key, a
+    ``kinds`` dtype, a shape), then ``impl`` under ``jit`` with static shape and dtype. The
+    jitted function is named ``_name``, as JAX's are, so jaxprs print alike."""
+
+    def wrap(impl):
+        name = impl.__name__
+        impl.__name__ = impl.__qualname__ = f"_{name}"
+        jitted = jit(impl, static_argnums=(1, 2))
+
+        def sampler(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+            key, _ = check_prng_key(name, key)
+            dtype = float_dtype(name, dtype, kinds, what)
+            return jitted(key, canonicalize_shape(shape), dtype)
+
+        sampler.__name__ = sampler.__qualname__ = name
+        sampler.__doc__, sampler.__module__ = impl.__doc__, impl.__module__
+        return sampler
+
+    return wrap
+
 # --------------------------------------------------------------------------------------------
 # Uniform and integer samplers
 # --------------------------------------------------------------------------------------------
@@ -228,16 +251,9 @@ def choice(key, a: int | ArrayLike, shape: Shape = (), replace: bool = True,
 # --------------------------------------------------------------------------------------------
 
 
-def normal(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+@_standard_sampler(np.inexact, "a float or complex")
+def normal(key, shape, dtype) -> Array:
     """Standard normal samples: ``sqrt(2) * erf_inv(u)`` for ``u`` uniform in (-1, 1)."""
-    key, _ = check_prng_key("normal", key)
-    shape = canonicalize_shape(shape)
-    dtype = float_dtype("normal", dtype, np.inexact, "a float or complex")
-    return _normal(key, shape, dtype)
-
-
-@partial(jit, static_argnums=(1, 2))
-def _normal(key, shape, dtype) -> Array:
     if dtypes.issubdtype(dtype, np.complexfloating):
         sqrt2 = np.array(np.sqrt(2), dtype)
         key_re, key_im = split_list(key)
@@ -314,28 +330,16 @@ def _bernoulli(key, p, shape, mode) -> Array:
     return uniform(key, shape, dtype) < p
 
 
-def cauchy(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+@_standard_sampler()
+def cauchy(key, shape, dtype) -> Array:
     """Standard Cauchy samples: ``tan(pi * (u - 1/2))``."""
-    key, _ = check_prng_key("cauchy", key)
-    dtype = float_dtype("cauchy", dtype)
-    return _cauchy(key, canonicalize_shape(shape), dtype)
-
-
-@partial(jit, static_argnums=(1, 2))
-def _cauchy(key, shape, dtype) -> Array:
     u = uniform(key, shape, dtype, minval=dtypes.finfo(dtype).eps, maxval=1.)
     return lax.tan(lax.mul(const_like(u, np.pi), lax.sub(u, const_like(u, 0.5))))
 
 
-def exponential(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+@_standard_sampler()
+def exponential(key, shape, dtype) -> Array:
     """Standard exponential samples: ``-log1p(-u)``."""
-    key, _ = check_prng_key("exponential", key)
-    dtype = float_dtype("exponential", dtype)
-    return _exponential(key, canonicalize_shape(shape), dtype)
-
-
-@partial(jit, static_argnums=(1, 2))
-def _exponential(key, shape, dtype) -> Array:
     u = uniform(key, shape, dtype)
     return lax.neg(lax.log1p(lax.neg(u)))  # 1 - u moves log's domain to (0, 1]
 
@@ -429,28 +433,16 @@ def _categorical(key, logits_arr, shape, batch_shape, axis, replace, mode) -> Ar
     return lax.reshape(indices, shape)
 
 
-def laplace(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+@_standard_sampler()
+def laplace(key, shape, dtype) -> Array:
     """Standard Laplace samples."""
-    key, _ = check_prng_key("laplace", key)
-    dtype = float_dtype("laplace", dtype)
-    return _laplace(key, canonicalize_shape(shape), dtype)
-
-
-@partial(jit, static_argnums=(1, 2))
-def _laplace(key, shape, dtype) -> Array:
     u = uniform(key, shape, dtype, minval=-1. + dtypes.finfo(dtype).epsneg, maxval=1.)
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
-def logistic(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+@_standard_sampler()
+def logistic(key, shape, dtype) -> Array:
     """Standard logistic samples: ``log(u) - log1p(-u)``."""
-    key, _ = check_prng_key("logistic", key)
-    dtype = float_dtype("logistic", dtype)
-    return _logistic(key, canonicalize_shape(shape), dtype)
-
-
-@partial(jit, static_argnums=(1, 2))
-def _logistic(key, shape, dtype) -> Array:
     x = uniform(key, shape, dtype, minval=dtypes.finfo(dtype).tiny, maxval=1.)
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
@@ -485,15 +477,9 @@ def _rademacher(key, shape, dtype) -> Array:
     return (2 * bernoulli_samples - 1).astype(dtype)
 
 
-def maxwell(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+@_standard_sampler()
+def maxwell(key, shape, dtype) -> Array:
     """One-sided Maxwell samples: the norm of three standard normals."""
-    key, _ = check_prng_key("maxwell", key)
-    dtype = float_dtype("maxwell", dtype)
-    return _maxwell(key, canonicalize_shape(shape), dtype)
-
-
-@partial(jit, static_argnums=(1, 2))
-def _maxwell(key, shape, dtype) -> Array:
     norm_rvs = normal(key=key, shape=(*shape, 3), dtype=dtype)
     return jnp.sqrt(jnp.sum(norm_rvs * norm_rvs, axis=-1))  # jnp.linalg.norm's formula
 
