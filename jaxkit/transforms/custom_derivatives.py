@@ -210,22 +210,50 @@ def _batch_flat_fun(fun: Callable, axis_data, in_batched: Sequence[bool]) -> Cal
 # --------------------------------------------------------------------------------------------
 
 
-class custom_jvp:
+class _CustomDerivativeFunction:
+    """What ``custom_jvp`` and ``custom_vjp`` share: wrapping, method binding, and the start of
+    a call (keyword arguments resolved, plain evaluation outside transformations,
+    ``nondiff_argnums`` split off). Subclasses bind their primitive in ``_bind``."""
+
+    _rule_attr = ""     # the attribute a rule must be set on before calling
+    _missing_rule = ""  # the error when it is not
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        name = _fun_name(self.fun)
+        if getattr(self, self._rule_attr) is None:
+            raise AttributeError(self._missing_rule.format(name=name))
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        if core.current_trace() is core.eval_trace:
+            return self.fun(*args)
+        if self.nondiff_argnums:
+            static, dyn = _split_static(args, self.nondiff_argnums)
+        else:
+            static, dyn = (), args
+        return self._bind(name, len(args), static, dyn)
+
+
+class custom_jvp(_CustomDerivativeFunction):
     """A function with a custom JVP rule (``defjvp``) or per-argument rules (``defjvps``).
 
     Use as a decorator: ``@custom_jvp`` or ``@partial(custom_jvp, nondiff_argnums=(0,))``.
     Non-differentiable arguments are passed first to the rule:
     ``rule(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
 
+    _rule_attr = "jvp"
+    _missing_rule = "No JVP defined for custom_jvp function {name} using defjvp."
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
-
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
@@ -254,21 +282,13 @@ class custom_jvp:
 
         self.defjvp(jvp)
 
-    def __call__(self, *args, **kwargs):
-        name = _fun_name(self.fun)
-        if self.jvp is None:
-            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
-        if core.current_trace() is core.eval_trace:
-            return self.fun(*args)
-        n = len(args)
+    def _bind(self, name: str, n: int, static: Sequence, dyn: Sequence):
         if self.nondiff_argnums:
-            static, dyn = _split_static(args, self.nondiff_argnums)
             static = [_stop_gradient_tree(s) for s in static]
             fun = lambda *d: self.fun(*_merge_static(n, self.nondiff_argnums, static, d))
             jvp = functools.partial(self.jvp, *static)
         else:
-            dyn, fun, jvp = args, self.fun, self.jvp
+            fun, jvp = self.fun, self.jvp
         closed, consts, flat, in_tree, out_tree = _trace_primal(fun, dyn, name)
         flat_jvp = _flatten_jvp(jvp, in_tree, out_tree, closed.out_avals, self.symbolic_zeros,
                                 name, _fun_name(self.jvp))
@@ -377,22 +397,20 @@ mlir.register_lowering(custom_jvp_call_p, _call_jaxpr_lowering)
 # --------------------------------------------------------------------------------------------
 
 
-class custom_vjp:
+class custom_vjp(_CustomDerivativeFunction):
     """A function with a custom VJP: ``defvjp(fwd, bwd)``.
 
     ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, out_cotangent)``
     returns a tuple with one cotangent per (differentiable) argument, None meaning zero.
     Forward-mode differentiation (``jvp``, ``jacfwd``) of such a function is an error."""
 
+    _rule_attr = "fwd"
+    _missing_rule = "No VJP defined for custom_vjp function {name} using defvjp."
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
-
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
@@ -403,16 +421,8 @@ class custom_vjp:
         self.fwd = fwd
         self.bwd = bwd
 
-    def __call__(self, *args, **kwargs):
-        name = _fun_name(self.fun)
-        if self.fwd is None:
-            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
-        if core.current_trace() is core.eval_trace:
-            return self.fun(*args)
-        n = len(args)
+    def _bind(self, name: str, n: int, static: Sequence, dyn: Sequence):
         if self.nondiff_argnums:
-            static, dyn = _split_static(args, self.nondiff_argnums)
             for s in static:
                 if any(isinstance(x, core.Tracer) for x in tree_util.tree_leaves(s)):
                     raise TypeError(
@@ -428,7 +438,7 @@ class custom_vjp:
             fwd = lambda *d: self.fwd(*merge(d))
             bwd = functools.partial(self.bwd, *static)
         else:
-            dyn, fun, fwd, bwd = args, self.fun, self.fwd, self.bwd
+            fun, fwd, bwd = self.fun, self.fwd, self.bwd
         closed, consts, flat, in_tree, out_tree = _trace_primal(fun, dyn, name)
         in_avals = [core.get_aval(x) for x in flat]
         res_tree_cell: list = []
