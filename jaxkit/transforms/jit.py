@@ -83,7 +83,7 @@ def _jit_pp_params(params: dict) -> dict:
     return shown
 
 
-core.pp_params_rules[jit_p] = _jit_pp_params
+core.defpp_params(jit_p, _jit_pp_params)
 
 
 # --------------------------------------------------------------------------------------------
