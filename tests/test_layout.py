@@ -3,6 +3,7 @@ jaxkit modules (a cycle broken by hand means the layering is wrong), and files u
 budget."""
 import ast
 import pathlib
+import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -48,3 +49,12 @@ def test_files_are_under_800_lines():
     big = [f"{p.relative_to(ROOT)}: {n} lines" for p in paths
            if (n := len(p.read_text().splitlines())) > 800]
     assert not big, "files over 800 lines (split them along a real seam):\n" + "\n".join(big)
+
+
+def test_every_package_is_installed():
+    """A package missing from pyproject.toml works from a source checkout but not installed."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {p.parent.relative_to(ROOT).as_posix().replace("/", ".")
+             for p in (ROOT / "jaxkit").rglob("__init__.py")}
+    assert found <= listed, f"packages not installed: {sorted(found - listed)}"
