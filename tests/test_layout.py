@@ -3,6 +3,8 @@ jaxkit modules (a cycle broken by hand means the layering is wrong), and files u
 budget."""
 import ast
 import pathlib
+import subprocess
+import sys
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -58,3 +60,11 @@ def test_every_package_is_installed():
     found = {p.parent.relative_to(ROOT).as_posix().replace("/", ".")
              for p in (ROOT / "jaxkit").rglob("__init__.py")}
     assert found <= listed, f"packages not installed: {sorted(found - listed)}"
+
+
+def test_import_linter_contracts_hold():
+    """The layering of pyproject.toml's [tool.importlinter] contracts (also run by .ci/run)."""
+    script = pathlib.Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(script), "--config", str(ROOT / "pyproject.toml")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
