@@ -24,6 +24,10 @@ import os as _os
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 # ruff: noqa: E402
+
+from jaxkit import _checkout
+
+_checkout.install(_os.path.dirname(__file__))
 from jaxkit._config import config
 from jaxkit.runtime import gpu  # noqa: F401  (registers the CUDA plugin backend, if installed)
 from jaxkit import lax

@@ -68,3 +68,21 @@ def test_import_linter_contracts_hold():
     out = subprocess.run([str(script), "--config", str(ROOT / "pyproject.toml")], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+
+def test_source_checkout_finds_the_magics(tmp_path):
+    """Python started at the repository root imports ./jaxkit (the source folder), which has no
+    magics subpackage: the checkout finder maps jaxkit.magics onto ./magics."""
+    from jaxkit import _checkout
+
+    magics_dir = _checkout.checkout_magics_dir(str(ROOT / "jaxkit"))
+    assert magics_dir == str(ROOT / "magics")
+    spec = _checkout.CheckoutMagicsFinder(magics_dir).find_spec("jaxkit.magics")
+    assert spec.origin == str(ROOT / "magics" / "__init__.py")
+    assert spec.submodule_search_locations == [magics_dir]
+    assert _checkout.CheckoutMagicsFinder(magics_dir).find_spec("jaxkit.numpy") is None
+    # An installed package (a jaxkit folder with magics inside) is left alone.
+    (tmp_path / "jaxkit" / "magics").mkdir(parents=True)
+    (tmp_path / "magics").mkdir()
+    (tmp_path / "magics" / "__init__.py").write_text("")
+    assert _checkout.checkout_magics_dir(str(tmp_path / "jaxkit")) is None
