@@ -8,6 +8,7 @@ owns it, and 64-bit data is canonicalised here because jaxlib would narrow it si
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -28,6 +29,19 @@ from jaxkit.runtime import compile_cache  # noqa: E402
 ArrayImpl = _jax.ArrayImpl
 Device = _jax.Device
 jaxlib_version = _jax.__version__ if hasattr(_jax, "__version__") else "0.10.2"
+
+
+def _collect_jaxlib_garbage(phase: str, info: dict) -> None:
+    """Free the Python objects jaxlib released on threads that did not hold the GIL.
+
+    jaxlib cannot drop a Python reference without the GIL, so it queues those objects (one per
+    ``execute_sharded`` call, ~70 bytes: the leak of issue 21) until ``collect_garbage()``
+    runs. JAX calls it from a ``gc`` callback; so do we, at the end of each collection."""
+    if phase == "stop":
+        _jax.collect_garbage()
+
+
+gc.callbacks.append(_collect_jaxlib_garbage)
 
 
 class _NoJaxFinder:
