@@ -19,6 +19,10 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # silence PjRt start-up info lines
 
+from jaxkit.runtime import allocator  # noqa: E402
+
+allocator.configure()  # before jaxlib starts threads: see allocator.py
+
 import numpy as np  # noqa: E402
 from jaxlib import _jax  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
