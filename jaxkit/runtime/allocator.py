@@ -23,6 +23,7 @@ done on a C library other than glibc (the settings are glibc's).
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import warnings
 from typing import Any
@@ -91,4 +92,32 @@ def configure(environ=None) -> dict[str, Any]:
     settings.clear()
     settings.update(enabled=ok, reason=None if ok else "mallopt refused a setting",
                     arena_max=1, mmap_threshold=mmap_threshold, trim_threshold=keep)
+    if ok:
+        _install_trim(libc, keep)
     return settings
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _install_trim(libc, keep: int) -> None:
+    """Bound the free memory kept inside the heap, not only at its top: freed blocks split by
+    later small allocations stay in the middle of the heap, where M_TRIM_THRESHOLD does not
+    reach. After each full garbage collection, if more than ``keep`` bytes of the heap are
+    free, ``malloc_trim`` hands the free pages back to the OS."""
+    try:
+        mallinfo2, malloc_trim = libc.mallinfo2, libc.malloc_trim
+    except AttributeError:  # glibc < 2.33
+        return
+    mallinfo2.restype = _Mallinfo2
+    malloc_trim.argtypes = [ctypes.c_size_t]
+
+    def trim_after_full_collection(phase: str, info: dict) -> None:
+        if phase == "stop" and info.get("generation") == 2 and mallinfo2().fordblks > keep:
+            malloc_trim(0)
+            settings["trims"] = settings.get("trims", 0) + 1
+
+    gc.callbacks.append(trim_after_full_collection)
