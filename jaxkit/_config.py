@@ -3,7 +3,9 @@
 Options are read as attributes (``config.jax_enable_x64``) and changed with
 ``config.update(name, value)`` or temporarily with ``with config.override(name=value): ...``.
 Initial values come from environment variables (``JAXKIT_ENABLE_X64``, also ``JAX_ENABLE_X64``,
-``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``).
+``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``, and for the
+persistent compilation cache ``JAXKIT_COMPILATION_CACHE`` (0 turns it off) and
+``JAXKIT_COMPILATION_CACHE_DIR``, also under their ``JAX_`` names).
 
 Two things exist for the runtime rather than for users:
 
