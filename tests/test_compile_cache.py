@@ -3,6 +3,7 @@ program's bytes, and the persistent on-disk cache (across processes, concurrent 
 size bound, corrupt entries, the switches), plus the JAX-compatible settings API."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -213,6 +214,14 @@ def test_unwritable_directory_does_not_fail_the_compile(tmp_path):
         out = compile_fresh(program, jnp.asarray(X))(jnp.asarray(X))
     compile_cache.reset_cache()
     np.testing.assert_allclose(np.asarray(out), EXPECTED, rtol=1e-5, atol=1e-6)
+
+
+def test_directory_removed_while_running_is_made_again(cache_dir):
+    compile_fresh(program, jnp.asarray(X))
+    shutil.rmtree(cache_dir)
+    compile_cache.clear_memory_cache()
+    compile_fresh(lambda x: program(x) - 1.0, jnp.asarray(X))
+    assert len(entries(cache_dir)) == 1
 
 
 def test_disable_option_writes_nothing(tmp_path):

@@ -295,6 +295,16 @@ def write_entry(directory: str, key: bytes, payload: bytes) -> None:
     path = _entry_path(directory, key)
     try:
         fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=directory)
+    except FileNotFoundError:  # the directory was removed while we ran: make it again
+        state.ready = False
+        state.estimated_bytes = None
+        if _state(directory) is None:
+            return
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=directory)
+        except OSError as err:
+            _cache_error("writing an entry", directory, err)
+            return
     except OSError as err:
         _cache_error("writing an entry", directory, err)
         return
