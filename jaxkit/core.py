@@ -730,6 +730,12 @@ def _pp_param_value(value, indent: int, namer: _Namer, lead: int = 0) -> str:
 pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
 
 
+def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
+    """How an equation of ``prim`` shows its parameters: ``rule(params) -> params to print``
+    (as JAX prints them: defaults left out, nested jaxprs with names of their own, ...)."""
+    pp_params_rules[prim] = rule
+
+
 def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -> str:
     """One equation. Outputs not in ``used`` print as ``_`` (and take no name), as in JAX."""
     def binder(v):

@@ -170,7 +170,8 @@ def test_deleted_array_is_rejected_and_host_copy_is_dropped():
 
 
 def test_small_closed_over_constants_are_baked_in_large_ones_passed():
-    from jaxkit.transforms.jit import _INLINE_CONST_MAX_SIZE, jit_object
+    from jaxkit.interpreters.dispatch import _INLINE_CONST_MAX_SIZE
+    from jaxkit.transforms.jit import jit_object
 
     small = jnp.arange(12.0).reshape(3, 4)
     large = jnp.ones((_INLINE_CONST_MAX_SIZE + 1,))

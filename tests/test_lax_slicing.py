@@ -59,9 +59,9 @@ def test_traced_negative_start_index_wraps():
 def test_eager_slices_share_one_program():
     x = jaxkit.device_put(np.arange(12, dtype=np.float32).reshape(4, 3))
     lax.index_in_dim(x, 0)
-    before = _dispatch.compile_stats["eager_compiles"]
+    before = _dispatch.programs.compiles
     rows = [lax.index_in_dim(x, k) for k in range(1, 4)]
-    assert _dispatch.compile_stats["eager_compiles"] == before
+    assert _dispatch.programs.compiles == before
     np.testing.assert_array_equal(np.concatenate(rows), np.asarray(x)[1:])
 
 

@@ -11,9 +11,8 @@ from vmapcheck import check_vmap, check_vmap_examples, loop_reference
 
 import jaxkit
 from jaxkit import core, lax
-from jaxkit.transforms import jit as _jit
 from jaxkit.transforms.vmap import vmap
-from jaxkit.interpreters import batching
+from jaxkit.interpreters import batching, dispatch
 
 
 @pytest.fixture(autouse=True)
@@ -185,13 +184,13 @@ def test_jit_of_unbatched_values_is_not_rebatched():
 
 def test_vmap_of_jit_compiles_batched_program_once(monkeypatch):
     compiled = []
-    real = _jit._compile_closed
+    real = dispatch.compile_closed
 
     def counting(name, closed, *args, **kwargs):
         compiled.append(name)
         return real(name, closed, *args, **kwargs)
 
-    monkeypatch.setattr(_jit, "_compile_closed", counting)
+    monkeypatch.setattr(dispatch, "compile_closed", counting)
     f = jaxkit.jit(lambda x: lax.mul(lax.sin(x), 2.0))
     vf = vmap(f)
     for seed in range(4):

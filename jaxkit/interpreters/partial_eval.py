@@ -367,6 +367,11 @@ def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 # Primitives whose equations must be kept even when their outputs are unused (side effects).
 effectful_primitives: set[core.Primitive] = set()
 
+
+def defeffectful(prim: core.Primitive) -> None:
+    """``prim`` has side effects: its equations are kept even when their outputs are unused."""
+    effectful_primitives.add(prim)
+
 # Optional per-primitive DCE rules: rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)
 dce_rules: dict[core.Primitive, Callable] = {}
 

@@ -28,9 +28,9 @@ from jaxkit.lax import elementwise as ew
 from jaxkit.lax import reductions
 from jaxkit.lax.gather_scatter_dims import (GatherDimensionNumbers, GatherScatterMode,
                                             ScatterDimensionNumbers, _canonical_gather_dnums,
-                                            _canonical_scatter_dnums, _dims_in_range,
-                                            _disjoint_dims, _index_dtype_rule, _is_sorted,
-                                            _no_duplicate_dims, _shift, _sorted_dims_in_range)
+                                            _canonical_scatter_dnums, _index_dtype_rule,
+                                            _is_sorted, _no_duplicate_dims, _shift,
+                                            _sorted_dims_in_range, check_batching_dims)
 from jaxkit.lax.standard import _first_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import (broadcast_in_dim, convert_element_type, full, full_like, iota,
                                    reshape)
@@ -98,31 +98,9 @@ def _gather_shape_rule(operand, indices, *, dimension_numbers, slice_sizes, uniq
             raise TypeError(f"Invalid start_index_map; domain is [0, {operand.ndim}), got: "
                             f"{i}->{d}.")
     _no_duplicate_dims(start_index_map, "gather", "start_index_map")
-    _is_sorted(collapsed, "gather", "collapsed_slice_dims")
-    _sorted_dims_in_range(collapsed, operand.ndim, "gather", "collapsed_slice_dims")
-    _no_duplicate_dims(collapsed, "gather", "collapsed_slice_dims")
-    _no_duplicate_dims(operand_bdims, "gather", "operand_batching_dims")
-    _is_sorted(operand_bdims, "gather", "operand_batching_dims")
-    _sorted_dims_in_range(operand_bdims, operand.ndim, "gather", "operand_batching_dims")
-    _disjoint_dims(collapsed, operand_bdims, "gather", "collapsed_slice_dims",
-                   "operand_batching_dims")
-    _disjoint_dims(start_index_map, operand_bdims, "gather", "start_index_map",
-                   "operand_batching_dims")
-    _no_duplicate_dims(indices_bdims, "gather", "start_indices_batching_dims")
-    _dims_in_range(indices_bdims, indices.ndim, "gather", "start_indices_batching_dims")
-    if index_vector_dim in indices_bdims:
-        raise TypeError("Gather op cannot have the index vector dimension as a batching "
-                        f"dimension; got {indices_bdims}.")
-    if len(operand_bdims) != len(indices_bdims):
-        raise TypeError("Gather op requires equal numbers of operand_batching_dims and "
-                        f"start_indices_batching_dims, got {operand_bdims} and "
-                        f"{indices_bdims}.")
-    operand_batch_shape = tuple(operand.shape[i] for i in operand_bdims)
-    indices_batch_shape = tuple(indices.shape[i] for i in indices_bdims)
-    if operand_batch_shape != indices_batch_shape:
-        raise TypeError("Gather op requires operand batching dimensions and indices batching "
-                        f"dimensions to have the same shape, got {operand_batch_shape} and "
-                        f"{indices_batch_shape}.")
+    check_batching_dims("Gather", operand.shape, indices.shape, collapsed, "collapsed_slice_dims",
+                        start_index_map, "start_index_map", operand_bdims, indices_bdims,
+                        "start_indices_batching_dims")
     if operand.ndim != len(slice_sizes):
         raise TypeError(f"Gather op must have one slice size for every input dimension; got: "
                         f"len(slice_sizes)={len(slice_sizes)}, input_shape.rank={operand.ndim}")
@@ -290,31 +268,10 @@ def _scatter_shape_rule(operand, indices, updates, *, dimension_numbers, indices
     _is_sorted(window_dims, "scatter", "update_window_dims")
     _no_duplicate_dims(window_dims, "scatter", "update_window_dims")
     _sorted_dims_in_range(window_dims, updates.ndim, "scatter", "update_window_dims")
-    _is_sorted(inserted, "scatter", "inserted_window_dims")
-    _no_duplicate_dims(inserted, "scatter", "inserted_window_dims")
-    _sorted_dims_in_range(inserted, operand.ndim, "scatter", "inserted_window_dims")
-    _is_sorted(operand_bdims, "scatter", "operand_batching_dims")
-    _no_duplicate_dims(operand_bdims, "scatter", "operand_batching_dims")
-    _sorted_dims_in_range(operand_bdims, operand.ndim, "scatter", "operand_batching_dims")
-    _disjoint_dims(inserted, operand_bdims, "scatter", "inserted_window_dims",
-                   "operand_batching_dims")
-    _disjoint_dims(to_operand, operand_bdims, "scatter", "scatter_dims_to_operand_dims",
-                   "operand_batching_dims")
-    _no_duplicate_dims(indices_bdims, "scatter", "scatter_indices_batching_dims")
-    _dims_in_range(indices_bdims, indices.ndim, "scatter", "scatter_indices_batching_dims")
-    if index_vector_dim in indices_bdims:
-        raise TypeError("Scatter op cannot have the index vector dimension as a batching "
-                        f"dimension; got {indices_bdims}.")
-    if len(operand_bdims) != len(indices_bdims):
-        raise TypeError("Scatter op requires equal numbers of operand_batching_dims and "
-                        f"scatter_indices_batching_dims, got {operand_bdims} and "
-                        f"{indices_bdims}.")
-    operand_batch_shape = tuple(operand.shape[i] for i in operand_bdims)
-    indices_batch_shape = tuple(indices.shape[i] for i in indices_bdims)
-    if operand_batch_shape != indices_batch_shape:
-        raise TypeError("Scatter op requires operand batching dimensions and indices batching "
-                        f"dimensions to have the same shape, got {operand_batch_shape} and "
-                        f"{indices_batch_shape}.")
+    operand_batch_shape = check_batching_dims(
+        "Scatter", operand.shape, indices.shape, inserted, "inserted_window_dims", to_operand,
+        "scatter_dims_to_operand_dims", operand_bdims, indices_bdims,
+        "scatter_indices_batching_dims")
     scatter_dims_in_updates = [i for i in range(updates.ndim) if i not in window_dims]
     updates_batch_shape = tuple(updates.shape[scatter_dims_in_updates[i]] for i in indices_bdims)
     if operand_batch_shape != updates_batch_shape:

@@ -117,3 +117,36 @@ def _index_dtype_rule(indices):
 
 def _shift(dims, by: int = 1) -> tuple[int, ...]:
     return tuple(int(d) + by for d in dims)
+
+
+def check_batching_dims(op: str, operand_shape, indices_shape, window, window_name: str,
+                        index_map, index_map_name: str, operand_bdims, indices_bdims,
+                        indices_bdims_name: str) -> tuple[int, ...]:
+    """The checks gather and scatter share, with JAX's messages: the operand dimensions a
+    window leaves out (``collapsed_slice_dims``/``inserted_window_dims``), the batching
+    dimensions of operand and indices, and how they agree. ``op`` is "Gather" or "Scatter".
+    Returns the operand's batch shape."""
+    name = op.lower()
+    _is_sorted(window, name, window_name)
+    _sorted_dims_in_range(window, len(operand_shape), name, window_name)
+    _no_duplicate_dims(window, name, window_name)
+    _is_sorted(operand_bdims, name, "operand_batching_dims")
+    _sorted_dims_in_range(operand_bdims, len(operand_shape), name, "operand_batching_dims")
+    _no_duplicate_dims(operand_bdims, name, "operand_batching_dims")
+    _disjoint_dims(window, operand_bdims, name, window_name, "operand_batching_dims")
+    _disjoint_dims(index_map, operand_bdims, name, index_map_name, "operand_batching_dims")
+    _no_duplicate_dims(indices_bdims, name, indices_bdims_name)
+    _dims_in_range(indices_bdims, len(indices_shape), name, indices_bdims_name)
+    if len(indices_shape) - 1 in indices_bdims:
+        raise TypeError(f"{op} op cannot have the index vector dimension as a batching "
+                        f"dimension; got {indices_bdims}.")
+    if len(operand_bdims) != len(indices_bdims):
+        raise TypeError(f"{op} op requires equal numbers of operand_batching_dims and "
+                        f"{indices_bdims_name}, got {operand_bdims} and {indices_bdims}.")
+    operand_batch_shape = tuple(operand_shape[i] for i in operand_bdims)
+    indices_batch_shape = tuple(indices_shape[i] for i in indices_bdims)
+    if operand_batch_shape != indices_batch_shape:
+        raise TypeError(f"{op} op requires operand batching dimensions and indices batching "
+                        f"dimensions to have the same shape, got {operand_batch_shape} and "
+                        f"{indices_batch_shape}.")
+    return operand_batch_shape

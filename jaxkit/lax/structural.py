@@ -88,9 +88,9 @@ batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
 mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions:
                        mlir.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions))
 # Printed as JAX prints it: the shape is the binder's type; empty dimensions are left out.
-core.pp_params_rules[broadcast_in_dim_p] = lambda params: (
+core.defpp_params(broadcast_in_dim_p, lambda params: (
     {"broadcast_dimensions": params["broadcast_dimensions"]}
-    if params["broadcast_dimensions"] else {})
+    if params["broadcast_dimensions"] else {}))
 
 
 def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:

@@ -266,15 +266,15 @@ def _side_effect_primitive(name: str) -> core.Primitive:
     ad.deftranspose(prim, _transpose)
     batching.defrule(prim, _batch)
     mlir.register_lowering(prim, _lowering)
-    pe.effectful_primitives.add(prim)
+    pe.defeffectful(prim)
     return prim
 
 
 debug_callback_p = _side_effect_primitive("debug_callback")
 debug_print_p = _side_effect_primitive("debug_print")  # bound by jaxkit.debug.print
 # Printed as JAX prints it: the format string, not the callback object.
-core.pp_params_rules[debug_print_p] = lambda params: {
-    "fmt": params["callback"].callback_func.fmt, "ordered": params["ordered"]}
+core.defpp_params(debug_print_p, lambda params: {
+    "fmt": params["callback"].callback_func.fmt, "ordered": params["ordered"]})
 
 
 def effects_barrier() -> None:

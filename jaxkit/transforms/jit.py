@@ -1,21 +1,20 @@
 """``jit``: trace once per argument signature, compile with XLA, call the executable.
 
-The cache is keyed on the function object (weakly, so re-creating ``jit(f)`` in a loop reuses
-``f``'s compilations, as in JAX, while a new ``lambda`` or ``partial`` each time does not), the
-pytree structure of the arguments, their avals (shape, dtype, weak type), the static arguments
-and the jit options. A call outside any transformation whose traced arguments are leaves
-(``Array``s, NumPy values, Python scalars) passed positionally takes a fast path: a key made of
-their avals and the static values, one dict lookup and one execute; no pytree work.
+Each function (weakly, so re-creating ``jit(f)`` in a loop reuses ``f``'s compilations, as in
+JAX, while a new ``lambda`` or ``partial`` each time does not) and set of jit options has one
+cache: call signature (pytree structure, avals with weak types, static values) -> ``Compiled``.
+A miss goes through the stages themselves (``Traced`` -> ``Lowered`` -> ``Compiled``, in
+``stages.py``); when it happens, ``explain_miss`` says what differs from the closest earlier
+signature (logged under ``jax_explain_cache_misses`` and kept in ``cache_events``).
+
+A call outside any transformation whose traced arguments are leaves (``Array``s, NumPy values,
+Python scalars) passed positionally takes the fast path: a key made of their avals and the
+static values, one lookup, and the entry's ``CallPlan`` for that pattern; no pytree work.
 
 ``inline=True`` (used by ``jaxkit.numpy``): under a transformation the function is simply
-called, so its operations are traced in place and no ``jit`` equation appears.
-
-When a call misses the cache, ``explain_miss`` says what differs from the closest earlier
-entry; the explanation is logged (``jax_explain_cache_misses``) and kept in
-``JitFunction.cache_events`` for tools such as the magics.
-
-Under another transformation (grad, vmap, an outer jit) the traced program is bound as the
-``jit`` primitive, whose rules are in this file.
+called, so its operations are traced in place and no ``jit`` equation appears. Otherwise, under
+another transformation (grad, vmap, an outer jit) the traced program is bound as the ``jit``
+primitive, whose rules are in this file.
 """
 from __future__ import annotations
 
@@ -29,14 +28,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxkit import core, tree_util
-from jaxkit.interpreters import debug_nans
-from jaxkit.runtime import pjrt
-from jaxkit.runtime.array import Array, to_buffer, wrap_buffers
 from jaxkit._config import config
-from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.runtime import pjrt
+from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
 
 logger = logging.getLogger("jaxkit")
@@ -57,17 +55,8 @@ def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
 
 jit_p.def_abstract_eval(_jit_abstract_eval)
 
-# ClosedJaxpr -> compiled program, for eager binds of jit_p (e.g. eval_jaxpr of a jaxpr that
-# contains a jit equation). Keyed weakly on the jaxpr object.
-_jaxpr_executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
-    entry = _jaxpr_executables.get(jaxpr)
-    if entry is None:
-        entry = _jaxpr_executables[jaxpr] = _compile_closed(name, jaxpr, donated_invars)[0]
-    bufs = [to_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
-    outs = [Array(b) for b in entry.run(bufs)]
+    outs = dispatch.run_closed(name, jaxpr, donated_invars, args)
     if config.jax_debug_nans:
         debug_nans.check_jaxpr_call(name, jaxpr, args, outs)
     return outs
@@ -94,131 +83,125 @@ def _jit_pp_params(params: dict) -> dict:
     return shown
 
 
-core.pp_params_rules[jit_p] = _jit_pp_params
+core.defpp_params(jit_p, _jit_pp_params)
 
 
 # --------------------------------------------------------------------------------------------
-# Compilation
+# The fast path: call plans and the dispatcher
 # --------------------------------------------------------------------------------------------
 
 
-class _Program:
-    """A compiled jaxpr: the executable and the constant buffers it takes first."""
+class CallPlan:
+    """How calls of one fast-path pattern run a compiled entry.
 
-    __slots__ = ("executable", "const_bufs")
+    The pattern (the fast-path key) fixes which argument positions are traced and which of
+    them are device ``Array``s (they pass their buffer) or NumPy values and Python scalars (put
+    on the device at their aval). ``run(args)`` runs such a call. A ``direct`` plan (one or two
+    ``Array``s, all traced, no constants, one array out) is the commonest call; the dispatcher
+    runs it inline through ``execute`` and ``handlers``, saving a function call."""
 
-    def __init__(self, executable: pjrt.Executable, const_bufs: list):
-        self.executable = executable
-        self.const_bufs = const_bufs
+    __slots__ = ("direct", "execute", "handlers", "run")
 
-    def run(self, bufs: Sequence) -> list:
-        return self.executable(self.const_bufs + list(bufs) if self.const_bufs else bufs)
-
-
-# Closed-over constants up to this many elements are baked into the program, as JAX bakes
-# them all: XLA can then fold work on them (a transposed weight matrix is stored transposed).
-# Larger ones are passed as leading parameters, which keeps modules small and compiles fast.
-_INLINE_CONST_MAX_SIZE = 1 << 16
-
-
-def _const_is_param(c) -> bool:
-    return core.get_aval(c).size > _INLINE_CONST_MAX_SIZE
-
-
-def _lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool]):
-    """Lower with small closed-over constants inlined and large ones as leading parameters
-    (``_Program.const_bufs``, in the same order)."""
-    jaxpr = closed.jaxpr
-    as_param = [_const_is_param(c) for c in closed.consts]
-    param_vars = [v for v, p in zip(jaxpr.constvars, as_param) if p]
-    lowered = core.Jaxpr([v for v, p in zip(jaxpr.constvars, as_param) if not p],
-                         param_vars + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
-                         jaxpr.debug_info)
-    donated = [False] * len(param_vars) + list(donated_invars)
-    return mlir.lower_jaxpr(name, lowered, donated_invars=donated,
-                            consts=[c for c, p in zip(closed.consts, as_param) if not p])
-
-
-def _compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
-                    module=None) -> tuple[_Program, float, float]:
-    start = time.perf_counter()
-    if module is None:
-        module = _lower_closed(name, closed, donated_invars)
-    lowered_at = time.perf_counter()
-    exe = pjrt.compile_module(module, closed.out_avals)
-    compiled_at = time.perf_counter()
-    const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts if _const_is_param(c)]
-    return _Program(exe, const_bufs), lowered_at - start, compiled_at - lowered_at
-
-
-# --------------------------------------------------------------------------------------------
-# The user-facing jitted function
-# --------------------------------------------------------------------------------------------
-
-
-class _Entry:
-    """A compiled specialisation of a jitted function."""
-
-    __slots__ = ("closed", "module", "out_tree", "program", "run", "single_leaf", "timings")
-
-    def __init__(self, program: _Program, out_tree, closed: ClosedJaxpr, timings: Timings,
-                 module):
-        self.program = program
-        self.out_tree = out_tree
-        self.single_leaf = tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1
-        self.closed = closed
-        self.timings = timings
-        self.module = module
-        self.run = program.run
-
-    def fast_call(self, args: tuple, avals: Sequence[ShapedArray],
-                  dyn_positions: Sequence[int] | None, kwargs: dict) -> tuple:
-        """The fast-path table entry for calls like ``args``: ``(execute, handlers, None)``
-        for the commonest call, which the dispatcher runs inline (one or two ``Array``s, all
-        traced and positional, no constants, one array out), else ``(None, None, call)`` with
-        ``call(args) -> outputs`` and everything it needs bound locally.
-
-        ``dyn_positions`` are the positions of the traced arguments (``None``: all of them);
-        ``avals`` are theirs. The fast-path key tells ``Array``s from other leaves, so the
-        ``Array`` positions are fixed: they pass their buffer, NumPy values and Python scalars
-        are put on the device."""
-        execute = self.program.executable.xla_executable.execute_sharded
-        handlers = self.program.executable.handlers
-        consts = self.program.const_bufs
-        outputs = self.outputs
-        positions = range(len(args)) if dyn_positions is None else dyn_positions
+    def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
+                 positions: Sequence[int], kwargs: dict):
+        program = compiled.program
+        self.execute = execute = program.executable.xla_executable.execute_sharded
+        self.handlers = handlers = program.executable.handlers
+        consts, outputs = program.const_bufs, compiled.outputs
         plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
-        if dyn_positions is None and not consts and all(a is None for _, a in plan):
-            if (self.single_leaf and len(handlers) == 1 and 1 <= len(args) <= 2
-                    and not kwargs):
-                return execute, handlers, None
+        if not consts and len(plan) == len(args) and all(a is None for _, a in plan):
+            self.direct = (compiled.single_leaf and len(handlers) == 1 and not kwargs
+                           and 1 <= len(args) <= 2)
 
-            def call(args):
+            def run(args):
                 return outputs(execute([x._buf for x in args]).consume_with_handlers(handlers))
-            return None, None, call
+        else:
+            self.direct = False
 
-        def call(args):
-            bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
-            return outputs(execute(consts + bufs if consts else bufs)
-                           .consume_with_handlers(handlers))
-        return None, None, call
+            def run(args):
+                bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
+                return outputs(execute(consts + bufs if consts else bufs)
+                               .consume_with_handlers(handlers))
+        self.run = run
 
-    def outputs(self, bufs: list):
-        if self.single_leaf:
-            return Array(bufs[0])
-        return tree_util.tree_unflatten(self.out_tree, [Array(b) for b in bufs])
+
+# type -> aval function, for the leaves the fast path accepts (Array, NumPy, Python scalars).
+_leaf_avals = core.pytype_aval_mappings
+
+
+def _leaf_key(x) -> tuple:
+    """Fast-path key of a NumPy value or Python scalar: its type and aval (an ``Array``'s key
+    is its bare aval, so that an all-``Array`` call needs no per-argument type check)."""
+    return type(x), _leaf_avals[type(x)](x)
+
+
+def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
+    """The fast-path key: per argument, the value of a static one or the key of a traced leaf;
+    then the (static) keywords. Raises ``KeyError`` for an argument that is not a leaf and
+    ``TypeError`` for an unhashable one: such calls take the general path."""
+    key = tuple([x if i in static_argnums else x.aval if type(x) is Array else _leaf_key(x)
+                 for i, x in enumerate(args)])
+    return (key, *kwargs.items()) if kwargs else key
+
+
+def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
+                inline: bool, slow: Callable) -> Callable:
+    """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
+
+    Outside any transformation a call whose traced arguments are positional leaves takes the
+    fast path: its key (``_fast_key``), one lookup in ``fast``, its plan. Calls of one or two
+    arguments without statics build their key in place and run direct plans inline: this is
+    the cached-call path whose every bytecode shows in the benchmark."""
+    unrolled = not static_argnums
+
+    def dispatch(*args, **kwargs):
+        if current_trace() is not eval_trace:
+            return fun(*args, **kwargs) if inline else slow(args, kwargs)
+        n = len(args)
+        if n == 1 and unrolled and not kwargs:
+            x, = args
+            try:
+                plan = fast[(x.aval if type(x) is Array else _leaf_key(x),)]
+            except (KeyError, TypeError):  # a new signature, or not a leaf
+                return slow(args, kwargs)
+            if plan.direct:
+                return Array(plan.execute([x._buf]).consume_with_handlers(plan.handlers)[0])
+        elif n == 2 and unrolled and not kwargs:
+            x, y = args
+            try:
+                plan = fast[x.aval if type(x) is Array else _leaf_key(x),
+                            y.aval if type(y) is Array else _leaf_key(y)]
+            except (KeyError, TypeError):
+                return slow(args, kwargs)
+            if plan.direct:
+                return Array(plan.execute([x._buf, y._buf])
+                             .consume_with_handlers(plan.handlers)[0])
+        else:
+            try:
+                plan = fast[_fast_key(static_argnums, args, kwargs)]
+            except (KeyError, TypeError):
+                return slow(args, kwargs)
+        return plan.run(args)
+
+    return dispatch
+
+
+# --------------------------------------------------------------------------------------------
+# The jitted function: one cache of compiled entries per function and options
+# --------------------------------------------------------------------------------------------
 
 
 class _FunCache:
-    """The compiled entries, traces and fast-path table of one function under one set of jit
+    """The compiled entries (one ``Compiled`` per call signature), the traces kept for calls
+    under transformations, and the fast-path plans of one function under one set of jit
     options (shared by every ``jit(f, ...)`` of the same ``f`` and options)."""
 
     __slots__ = ("entries", "traces", "fast", "__weakref__")
 
     def __init__(self):
-        self.entries: dict[CallSignature, _Entry] = {}
+        self.entries: dict[CallSignature, Compiled] = {}
         self.traces: dict[CallSignature, tuple] = {}
-        self.fast: dict[tuple, Callable] = {}
+        self.fast: dict[tuple, CallPlan] = {}
 
     def clear(self) -> None:
         self.entries.clear()
@@ -233,94 +216,13 @@ _all_fun_caches: weakref.WeakSet = weakref.WeakSet()
 
 def _clear_on_config_change(name, value):
     # Programs depend on x64; the fast path skips the disable_jit and debug_nans checks of the
-    # slow one (which adds no fast entry while debug_nans is on).
+    # slow one (which adds no plan while debug_nans is on).
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans"):
         for cache in list(_all_fun_caches):
             cache.clear()
-        _jaxpr_executables.clear()
 
 
 config.on_change(_clear_on_config_change)
-
-# type -> aval function, for the leaves the fast path accepts (Array, NumPy, Python scalars).
-_leaf_avals = core.pytype_aval_mappings
-
-
-def _leaf_key(x) -> tuple:
-    """Fast-path key of a NumPy value or Python scalar: its type and aval (an ``Array``'s key
-    is its bare aval, so that an all-``Array`` call needs no per-argument type check)."""
-    return type(x), _leaf_avals[type(x)](x)
-
-
-def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
-    """The fast-path key: avals of traced arguments, values of static ones, then keywords.
-
-    Raises ``KeyError`` for an argument that is not a leaf and ``TypeError`` for an unhashable
-    one: such calls take the general path."""
-    if static_argnums:
-        key = tuple([x if i in static_argnums else x.aval if type(x) is Array else _leaf_key(x)
-                     for i, x in enumerate(args)])
-    elif len(args) == 1:  # the commonest calls, also spelled out in JitFunction.__call__
-        x, = args
-        key = x.aval if type(x) is Array else _leaf_key(x)
-    elif len(args) == 2:
-        x, y = args
-        key = (x.aval if type(x) is Array else _leaf_key(x),
-               y.aval if type(y) is Array else _leaf_key(y))
-    else:
-        key = tuple([x.aval if type(x) is Array else _leaf_key(x) for x in args])
-    if kwargs:
-        key = (key, *kwargs.items())
-    return key
-
-
-def _dispatcher(fun: Callable, fast: dict, static_argnums: frozenset, inline: bool,
-                slow: Callable) -> Callable:
-    """The function ``jit`` returns: ``slow(args, kwargs)`` is ``JitFunction._call``.
-
-    Outside any transformation a call whose traced arguments are positional leaves takes the
-    fast path: its ``_fast_key``, one lookup in ``fast``, one execute. Calls of one or two
-    arguments build their key in place and run the commonest entries (see
-    ``_Entry.fast_call``) inline: this is the cached-call path whose every bytecode shows in
-    the benchmark. Anything else goes to ``JitFunction._call``."""
-    def general(*args, **kwargs):
-        if current_trace() is not eval_trace:
-            return fun(*args, **kwargs) if inline else slow(args, kwargs)
-        try:
-            call = fast[_fast_key(static_argnums, args, kwargs)][2]
-        except (KeyError, TypeError):  # a new signature, or not a leaf
-            return slow(args, kwargs)
-        return call(args)
-
-    def no_statics(*args, **kwargs):
-        if current_trace() is not eval_trace:
-            return fun(*args, **kwargs) if inline else slow(args, kwargs)
-        n = len(args)
-        if n == 1 and not kwargs:
-            x, = args
-            try:
-                execute, handlers, call = fast[x.aval if type(x) is Array else _leaf_key(x)]
-            except (KeyError, TypeError):
-                return slow(args, kwargs)
-            if call is None:
-                return Array(execute([x._buf]).consume_with_handlers(handlers)[0])
-        elif n == 2 and not kwargs:
-            x, y = args
-            try:
-                execute, handlers, call = fast[x.aval if type(x) is Array else _leaf_key(x),
-                                               y.aval if type(y) is Array else _leaf_key(y)]
-            except (KeyError, TypeError):
-                return slow(args, kwargs)
-            if call is None:
-                return Array(execute([x._buf, y._buf]).consume_with_handlers(handlers)[0])
-        else:
-            try:
-                call = fast[_fast_key(static_argnums, args, kwargs)][2]
-            except (KeyError, TypeError):
-                return slow(args, kwargs)
-        return call(args)
-
-    return general if static_argnums else no_statics
 
 
 class JitFunction:
@@ -376,47 +278,37 @@ class JitFunction:
         wrapper.cache_events = self.cache_events
         return wrapper
 
+    # ---- calls ----
     def _call(self, args, kwargs):
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
-        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        avals = tuple(self._leaf_aval(x, i, flat) for i, x in enumerate(flat))
+        flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
-        entry = self._cache.get(sig)
-        if entry is None:
-            entry = self._compile_entry(sig, dyn_args, dyn_kwargs)
-        if not dyn_kwargs and not config.jax_debug_nans and len(flat) == len(dyn_args) and all(
-                type(x) in _leaf_avals for x in dyn_args):
-            self._add_fast(entry, avals, args, kwargs)
-        bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
-        outs = entry.run(bufs)
+        compiled = self._cache.get(sig)
+        if compiled is None:
+            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
         if config.jax_debug_nans:
-            debug_nans.check_jaxpr_call(self._name, entry.closed, flat, wrap_buffers(outs))
-        return entry.outputs(outs)
+            out = compiled.run_flat(flat, avals)
+            debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
+                                        tree_util.tree_leaves(out))
+            return out
+        if not dyn_kwargs and len(flat) == len(dyn_args) and all(
+                type(x) in _leaf_avals for x in dyn_args):
+            self._add_plan(compiled, avals, args, kwargs)
+        return compiled.run_flat(flat, avals)
 
-    def _add_fast(self, entry: _Entry, avals: tuple, args: tuple, kwargs: dict) -> None:
+    def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
         """Let later calls like this one (traced arguments all positional leaves) take the
         fast path."""
-        dyn_positions = None
-        if self._static_argnums:
-            dyn_positions = [i for i in range(len(args)) if i not in self._static_argnums]
         try:
-            self._fast[_fast_key(self._static_argnums, args, kwargs)] = entry.fast_call(
-                args, avals, dyn_positions, kwargs)
+            key = _fast_key(self._static_argnums, args, kwargs)
         except (KeyError, TypeError):  # an unhashable static value: no fast path for it
-            pass
-
-    def _leaf_aval(self, x, i, flat) -> ShapedArray:
-        try:
-            return x.aval if type(x) is Array else core.get_aval(x)
-        except TypeError:
-            raise TypeError(f"Argument {x!r} of type {type(x).__name__} passed to jitted function "
-                            f"{self._name} is not a valid jaxkit type. Pass arrays, NumPy "
-                            "values or Python scalars, or mark the argument static with "
-                            "static_argnums/static_argnames.") from None
+            return
+        self._fast[key] = CallPlan(compiled, args, avals, self._traced_positions(len(args)),
+                                   kwargs)
 
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
@@ -426,23 +318,40 @@ class JitFunction:
                           inline=self._inline)
         return tree_util.tree_unflatten(out_tree, outs)
 
-    # ---- tracing and compiling ----
+    # ---- arguments ----
+    def _traced_positions(self, n_args: int) -> list[int]:
+        """The positions of the traced (not static) arguments among ``n_args``."""
+        return [i for i in range(n_args) if i not in self._static_argnums]
+
     def _split_statics(self, args, kwargs):
         """Separate static arguments (keyed by position or by name) from traced ones."""
-        statics = []
-        dyn_args = []
-        for i, a in enumerate(args):
-            if i in self._static_argnums:
-                statics.append((i, _hashable_static(a, self._arg_label(i))))
-            else:
-                dyn_args.append(a)
+        statics = [(i, _hashable_static(args[i], self._arg_label(i)))
+                   for i in range(len(args)) if i in self._static_argnums]
+        dyn_args = tuple(args[i] for i in self._traced_positions(len(args)))
         dyn_kwargs = {}
         for k, v in kwargs.items():
             if k in self._static_argnames:
                 statics.append((k, _hashable_static(v, k)))
             else:
                 dyn_kwargs[k] = v
-        return tuple(dyn_args), dyn_kwargs, tuple(statics)
+        return dyn_args, dyn_kwargs, tuple(statics)
+
+    def _flatten_dynamic(self, dyn_args, dyn_kwargs) -> tuple:
+        """The traced leaves, their tree structure and their avals."""
+        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        return flat, in_tree, tuple(self._leaf_aval(x) for x in flat)
+
+    def _flatten(self, args, kwargs) -> tuple:
+        return self._flatten_dynamic(*self._split_statics(args, kwargs)[:2])
+
+    def _leaf_aval(self, x) -> ShapedArray:
+        try:
+            return x.aval if type(x) is Array else core.get_aval(x)
+        except TypeError:
+            raise TypeError(f"Argument {x!r} of type {type(x).__name__} passed to jitted function "
+                            f"{self._name} is not a valid jaxkit type. Pass arrays, NumPy "
+                            "values or Python scalars, or mark the argument static with "
+                            "static_argnums/static_argnames.") from None
 
     def _arg_label(self, i: int) -> str:
         return self._params[i] if i < len(self._params) else f"args[{i}]"
@@ -456,19 +365,33 @@ class JitFunction:
         kwargs.update({k: v for k, v in statics if isinstance(k, str)})
         return args, kwargs
 
+    def _dyn_positions_of(self, dyn_args) -> list[int]:
+        """The original positions of ``dyn_args`` (the traced positional arguments)."""
+        return self._traced_positions(len(dyn_args) + len(self._static_argnums))[:len(dyn_args)]
+
     def _arg_names(self, dyn_args, dyn_kwargs) -> tuple[str, ...]:
-        dyn_labels = [self._arg_label(i) for i in range(len(dyn_args) + len(self._static_argnums))
-                      if i not in self._static_argnums][:len(dyn_args)]
         names = []
-        for label, a in zip(dyn_labels, dyn_args):
+        for pos, a in zip(self._dyn_positions_of(dyn_args), dyn_args):
             for path, _ in tree_util.tree_flatten_with_path(a)[0]:
-                names.append(label + tree_util.keystr(path))
+                names.append(self._arg_label(pos) + tree_util.keystr(path))
         for k, v in dyn_kwargs.items():
             for path, _ in tree_util.tree_flatten_with_path(v)[0]:
                 names.append(k + tree_util.keystr(path))
         return tuple(names)
 
+    def _donated(self, dyn_args, dyn_kwargs) -> tuple:
+        donated = []
+        for pos, a in zip(self._dyn_positions_of(dyn_args), dyn_args):
+            donated += [pos in self._donate_argnums] * len(tree_util.tree_leaves(a))
+        for v in dyn_kwargs.values():
+            donated += [False] * len(tree_util.tree_leaves(v))
+        return tuple(donated)
+
+    # ---- tracing and compiling ----
     def _trace(self, sig: CallSignature, dyn_args, dyn_kwargs):
+        """The jaxpr with the closed-over values as leading inputs (they may be tracers of an
+        enclosing transformation, which must see them as inputs of the jit equation), the
+        output tree, those values, and the seconds tracing took."""
         arg_names = self._arg_names(dyn_args, dyn_kwargs)
         debug = pe.debug_info("jit", self._fun, arg_names)
         out_tree_box = []
@@ -490,8 +413,6 @@ class JitFunction:
         start = time.perf_counter()
         jaxpr, consts = pe.trace_to_jaxpr(flat_fun, sig.avals, debug)
         trace_time = time.perf_counter() - start
-        # Closed-over values become leading parameters: they may be tracers of an enclosing
-        # transformation, which must see them as inputs of the jit equation.
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         return closed, out_tree_box[0], consts, trace_time
 
@@ -503,85 +424,41 @@ class JitFunction:
                 self._traces[sig] = traced
         return traced
 
-    def _donated(self, sig: CallSignature, n_consts: int, dyn_args, dyn_kwargs) -> tuple:
-        donated = [False] * n_consts
-        dyn_positions = [i for i in range(len(dyn_args) + len(self._static_argnums))
-                         if i not in self._static_argnums][:len(dyn_args)]
-        for pos, a in zip(dyn_positions, dyn_args):
-            donated += [pos in self._donate_argnums] * len(tree_util.tree_leaves(a))
-        for v in dyn_kwargs.values():
-            donated += [False] * len(tree_util.tree_leaves(v))
-        return tuple(donated)
+    def _traced(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Traced:
+        """The ``Traced`` stage at top level, where the closed-over values are concrete: they
+        are kept with the program as its constants."""
+        closed, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
+        return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
+                      out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
+                      Timings(trace=trace_time))
 
-    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> _Entry:
+    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Compiled:
+        """A cache miss: trace, lower and compile through the stages, and say why."""
         sig_named = CallSignature(sig.in_tree, sig.avals, sig.statics,
                                   self._arg_names(dyn_args, dyn_kwargs),
                                   {k: self._arg_label(k) for k, _ in sig.statics
                                    if isinstance(k, int)})
         reason, diffs = explain_miss(sig_named, list(self._cache))
-        traced, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
-        # At top level the constants are concrete: they are kept with the compiled program.
-        closed = _closed_with_leading_consts(traced, consts)
-        donated = self._donated(sig, 0, dyn_args, dyn_kwargs)
-        program, lower_time, compile_time = _compile_closed(self._name, closed, donated)
-        timings = Timings(trace_time, lower_time, compile_time)
-        entry = _Entry(program, out_tree, closed, timings, None)
-        self._cache[sig_named] = entry
-        event = CacheEvent(self._name, reason, diffs, timings, sig_named)
+        compiled = self._traced(sig, dyn_args, dyn_kwargs).lower().compile()
+        self._cache[sig_named] = compiled
+        event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named)
         self.cache_events.append(event)
         del self.cache_events[:-100]
-        if config.jax_explain_cache_misses and self._cache and len(self._cache) > 1:
+        if config.jax_explain_cache_misses and len(self._cache) > 1:
             logger.warning("TRACING CACHE MISS for jitted function %s: %s", self._name, reason)
         elif config.jax_explain_cache_misses:
             logger.warning("Compiling %s for the first time (%s)", self._name,
                            ", ".join(a.str_short() for a in sig.avals))
-        return entry
+        return compiled
 
     # ---- stages ----
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
-        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        avals = tuple(self._leaf_aval(x, i, flat) for i, x in enumerate(flat))
-        sig = CallSignature(in_tree, avals, statics)
-        closed_with_consts, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
-        closed = _closed_with_leading_consts(closed_with_consts, consts)
-        donated = self._donated(sig, 0, dyn_args, dyn_kwargs)
-        return Traced(self._name, closed, in_tree, out_tree, donated, self._lower_traced,
-                      Timings(trace=trace_time))
+        _, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        return self._traced(CallSignature(in_tree, avals, statics), dyn_args, dyn_kwargs)
 
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
-
-    def _lower_traced(self, traced: Traced) -> Lowered:
-        start = time.perf_counter()
-        module = _lower_closed(self._name, traced.jaxpr, traced.donated_invars)
-        timings = Timings(traced.timings.trace, time.perf_counter() - start)
-        return Lowered(self._name, module, traced, timings, self._compile_lowered)
-
-    def _compile_lowered(self, lowered: Lowered) -> Compiled:
-        traced = lowered.traced
-        program, _, compile_time = _compile_closed(self._name, traced.jaxpr,
-                                                   traced.donated_invars, lowered.module)
-        timings = Timings(lowered.timings.trace, lowered.timings.lower, compile_time)
-        out_tree, in_avals = traced.out_tree, traced.jaxpr.in_avals[len(traced.jaxpr.consts):]
-        entry = _Entry(program, out_tree, traced.jaxpr, timings, lowered.module)
-        name = self._name
-
-        def call(*args, **kwargs):
-            dyn_args, dyn_kwargs, _ = self._split_statics(args, kwargs)
-            flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-            avals = [self._leaf_aval(x, i, flat) for i, x in enumerate(flat)]
-            if in_tree != traced.in_tree or [a.strip_weak_type() for a in avals] != [
-                    a.strip_weak_type() for a in in_avals]:
-                raise TypeError(
-                    f"Compiled function {name} was called with arguments of types "
-                    f"{[a.str_short() for a in avals]} (structure {in_tree}), but it was "
-                    f"compiled for {[a.str_short() for a in in_avals]} (structure "
-                    f"{traced.in_tree}). Call jit(f) instead to compile for new types.")
-            bufs = [to_buffer(x, a) for x, a in zip(flat, in_avals)]
-            return entry.outputs(entry.run(bufs))
-
-        return Compiled(self._name, program.executable, lowered, call, timings)
 
     # ---- introspection ----
     def _cache_size(self) -> int:
