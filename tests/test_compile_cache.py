@@ -342,3 +342,25 @@ def test_environment_switch_turns_the_persistent_cache_off(tmp_path):
     assert os.listdir(tmp_path) == []
     assert second["stats"]["compiles"] == first["stats"]["compiles"] >= 1
     assert second["stats"].get("persistent_hits", 0) == 0
+
+
+PMAP_SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    import jaxkit as jax
+    from jaxkit.runtime import compile_cache
+
+    f = jax.pmap(lambda x: jax.lax.psum(x * 2.0, "i"), axis_name="i")
+    out = f(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    print(json.dumps({"stats": dict(compile_cache.stats), "out": np.asarray(out).tolist()}))
+""")
+
+
+def test_replicated_program_is_loaded_in_a_second_process(tmp_path):
+    env = {"JAXKIT_COMPILATION_CACHE_DIR": str(tmp_path), "JAXKIT_NUM_CPU_DEVICES": "2"}
+    cold = run_script(PMAP_SCRIPT, env)
+    warm = run_script(PMAP_SCRIPT, env)
+    assert cold["stats"]["compiles"] >= 1
+    assert warm["stats"].get("compiles", 0) == 0
+    assert warm["stats"]["persistent_hits"] == cold["stats"]["compiles"]
+    assert warm["out"] == cold["out"] == [[6.0, 10.0, 14.0]] * 2
