@@ -3,7 +3,9 @@
 Options are read as attributes (``config.jax_enable_x64``) and changed with
 ``config.update(name, value)`` or temporarily with ``with config.override(name=value): ...``.
 Initial values come from environment variables (``JAXKIT_ENABLE_X64``, also ``JAX_ENABLE_X64``,
-``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``).
+``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``, and for the
+persistent compilation cache ``JAXKIT_COMPILATION_CACHE`` (0 turns it off) and
+``JAXKIT_COMPILATION_CACHE_DIR``, also under their ``JAX_`` names).
 
 Two things exist for the runtime rather than for users:
 
@@ -44,6 +46,24 @@ def _to_bool(name: str, value: Any) -> bool:
     raise TypeError(f"{name} expects a boolean, got {value!r} of type {type(value).__name__}")
 
 
+def _optional_path(name: str, value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    raise TypeError(f"{name} expects a directory path or None, got {value!r}")
+
+
+def _number(kind: type) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        try:
+            return kind(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} expects a{'n' if kind is int else ''} {kind.__name__}, "
+                            f"got {value!r}") from None
+    return check
+
+
 def _enum(*allowed: Any) -> Callable[[str, Any], Any]:
     def check(name: str, value: Any) -> Any:
         if value not in allowed:
@@ -70,6 +90,18 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_explain_cache_misses": (False, _to_bool, ("JAXKIT_EXPLAIN_CACHE_MISSES",)),
     "jax_numpy_rank_promotion": ("allow", _enum("allow", "warn", "raise"), ()),
     "jax_default_matmul_precision": (None, _enum(*_MATMUL_PRECISIONS), ()),
+    # The persistent compilation cache (runtime/compile_cache.py). Unlike JAX's it is on by
+    # default: with no directory set it uses $XDG_CACHE_HOME/jaxkit/xla, every compile is
+    # stored (JAX's minimum compile time is 1 s) and the directory is bounded to 1 GiB (JAX's
+    # default is unbounded, -1).
+    "jax_enable_compilation_cache": (True, _to_bool, ("JAXKIT_COMPILATION_CACHE",
+                                                      "JAX_ENABLE_COMPILATION_CACHE")),
+    "jax_compilation_cache_dir": (None, _optional_path, ("JAXKIT_COMPILATION_CACHE_DIR",
+                                                         "JAX_COMPILATION_CACHE_DIR")),
+    "jax_persistent_cache_min_compile_time_secs": (0.0, _number(float), ()),
+    "jax_persistent_cache_min_entry_size_bytes": (0, _number(int), ()),
+    "jax_compilation_cache_max_size": (1 << 30, _number(int), ()),
+    "jax_raise_persistent_cache_errors": (False, _to_bool, ()),
 }
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from jaxlib import _jax
 from jaxlib import xla_client as xc
 
-from jaxkit.runtime import pjrt
+from jaxkit.runtime import compile_cache, pjrt
 from jaxkit._config import config
 
 ArrayImpl = _jax.ArrayImpl
@@ -248,6 +248,7 @@ class ReplicatedExecutable:
 
     __slots__ = (
         "_execute",
+        "cache_source",
         "devices",
         "handlers",
         "out_avals",
@@ -290,8 +291,11 @@ def compile_replicated(module: Any, devices: Sequence, out_avals: Sequence,
     opts.num_partitions = 1
     opts.device_assignment = _jax.DeviceAssignment.create(
         np.array([[d.id] for d in devices], dtype=np.int32))
-    exe = backend.client.compile_and_load(module, device_list(devices), opts)
-    return ReplicatedExecutable(exe, devices, out_avals, out_shardings)
+    exe, source = compile_cache.compile_and_load(backend.client, module, device_list(devices),
+                                                 devices, opts)
+    replicated = ReplicatedExecutable(exe, devices, out_avals, out_shardings)
+    replicated.cache_source = source
+    return replicated
 
 
 def block_until_ready(bufs: Sequence[ArrayImpl]) -> None:

@@ -8,6 +8,7 @@ owns it, and 64-bit data is canonicalised here because jaxlib would narrow it si
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -18,15 +19,33 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # silence PjRt start-up info lines
 
+from jaxkit.runtime import allocator  # noqa: E402
+
+allocator.configure()  # before jaxlib starts threads: see allocator.py
+
 import numpy as np  # noqa: E402
 from jaxlib import _jax  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
 
 from jaxkit._config import config  # noqa: E402
+from jaxkit.runtime import compile_cache  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
 Device = _jax.Device
 jaxlib_version = _jax.__version__ if hasattr(_jax, "__version__") else "0.10.2"
+
+
+def _collect_jaxlib_garbage(phase: str, info: dict) -> None:
+    """Free the Python objects jaxlib released on threads that did not hold the GIL.
+
+    jaxlib cannot drop a Python reference without the GIL, so it queues those objects (one per
+    ``execute_sharded`` call, ~70 bytes: the leak of issue 21) until ``collect_garbage()``
+    runs. JAX calls it from a ``gc`` callback; so do we, at the end of each collection."""
+    if phase == "stop":
+        _jax.collect_garbage()
+
+
+gc.callbacks.append(_collect_jaxlib_garbage)
 
 
 class _NoJaxFinder:
@@ -155,7 +174,7 @@ def copy_to_device(buf: ArrayImpl, aval, device) -> ArrayImpl:
 class Executable:
     """A compiled program plus the result handlers that wrap its outputs as device arrays."""
 
-    __slots__ = ("xla_executable", "out_avals", "handlers", "device", "_execute")
+    __slots__ = ("xla_executable", "out_avals", "handlers", "device", "_execute", "cache_source")
 
     def __init__(self, xla_executable, out_avals: Sequence, device):
         self.xla_executable = xla_executable
@@ -165,6 +184,10 @@ class Executable:
         self.handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
                          for a in self.out_avals]
         self._execute = xla_executable.execute_sharded
+        # Where the executable came from: compile_cache.COMPILED ("compiled"), MEMORY
+        # ("memory": the same program compiled earlier in this process) or PERSISTENT
+        # ("persistent": loaded from the on-disk compilation cache).
+        self.cache_source = compile_cache.COMPILED
 
     def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
         return self._execute(bufs).consume_with_handlers(self.handlers)
@@ -189,10 +212,14 @@ def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) 
         exe = _CallbackExecutable(backend.client.compile_and_load(
             module_bytes_or_text, backend.device_lists[dev], _jax.CompileOptions(),
             host_callbacks=list(callbacks)), callbacks)
+        source = compile_cache.COMPILED
     else:
-        exe = backend.client.compile_and_load(module_bytes_or_text, backend.device_lists[dev],
-                                              _jax.CompileOptions())
-    return Executable(exe, out_avals, dev)
+        exe, source = compile_cache.compile_and_load(
+            backend.client, module_bytes_or_text, backend.device_lists[dev], (dev,),
+            _jax.CompileOptions())
+    executable = Executable(exe, out_avals, dev)
+    executable.cache_source = source
+    return executable
 
 
 # ---- Python host callbacks (pure_callback, debug.print) ---------------------------------------

@@ -1,0 +1,1 @@
+"""``jax.experimental``: the parts jaxkit provides (``compilation_cache``)."""
