@@ -119,7 +119,7 @@ def _lu_jvp(primals, tangents):
     u_part = triu(_lax.slice(lu_, (0,) * a.ndim, batch + (k, n)))
     u_ = _lax.pad(u_part, zero, [(0, 0, 0)] * nb + [(0, n - k, 0), (0, 0, 0)])
     rows = _lax.broadcasted_iota(np.int32, batch + (n, n), nb)
-    u_eye = _lax.select(_lax.ge(rows, k), eye(batch + (n, n), a.dtype),
+    u_eye = _lax.select(_lax.ge(rows, np.int32(k)), eye(batch + (n, n), a.dtype),
                         _lax.full(batch + (n, n), 0, a.dtype))
     u_ = _lax.add(u_, u_eye)
     la = triangular_solve(l_, x, left_side=True, transpose_a=False, lower=True,
