@@ -77,8 +77,10 @@ def test_eigh_decomposition():
     np.testing.assert_allclose(np.abs(np.asarray(v)), np.abs(np.asarray(vj)), atol=1e-3)
     w_jit = jaxkit.jit(jnp.linalg.eigvalsh)(SPD)
     np.testing.assert_allclose(np.asarray(w_jit), np.linalg.eigvalsh(SPD), rtol=1e-4)
-    with pytest.raises(NotImplementedError, match="complex"):
-        jnp.linalg.eigh(CX)
+    herm = (CX @ CX.conj().T + 3 * np.eye(3)).astype(np.complex64)
+    w, v = jnp.linalg.eigh(herm)
+    np.testing.assert_allclose(np.asarray(w), np.linalg.eigvalsh(herm), rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(herm @ v), np.asarray(v * w), rtol=1e-3, atol=1e-3)
 
 
 def test_svd_decomposition():

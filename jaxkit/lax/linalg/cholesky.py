@@ -38,6 +38,7 @@ def cholesky(x: ArrayLike, *, symmetrize_input: bool = True) -> Array:
     """Lower Cholesky factors ``L`` (``x = L L^H``) of Hermitian positive-definite matrices
     ``[..., n, n]``; NaN for a matrix that is not positive definite. With
     ``symmetrize_input`` the factorization uses ``(x + x^H) / 2``."""
+    _cholesky_shape(core.get_aval(x))
     if symmetrize_input:
         x = symmetrize(x)
     return tril(cholesky_p.bind(x))
@@ -177,6 +178,9 @@ batching.defrule(triangular_solve_p, _triangular_solve_batch)
 mlir.register_lowering(triangular_solve_p, _triangular_solve_lowering)
 
 
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 # ---- cholesky_update -----------------------------------------------------------------------
 def cholesky_update(r_matrix: ArrayLike, w_vector: ArrayLike) -> Array:
     """The upper Cholesky factor of ``R^T R + w w^T`` given the upper factor ``R`` of a
@@ -186,7 +190,7 @@ def cholesky_update(r_matrix: ArrayLike, w_vector: ArrayLike) -> Array:
 
 def _cholesky_update_shape(r, w):
     check_square("cholesky_update", r)
-    if r.dtype != w.dtype or r.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+    if r.dtype != w.dtype or r.dtype not in _REAL:
         raise TypeError("cholesky_update requires real floating operands of one dtype, got "
                         f"{r.dtype.name} and {w.dtype.name}.")
     if w.shape != r.shape[:-1]:
@@ -223,13 +227,16 @@ def _cholesky_update_impl(r, w):
                                          (r.ndim - 1,))
         return _lax.select(_lax.eq(rows, k), new_rows, r), w
 
-    return _lax.fori_loop(0, n, body, (r, w))[0]
+    # Only the upper triangle is meaningful; the strictly lower one is zeroed (JAX leaves
+    # whatever the rotations made of it).
+    return triu(_lax.fori_loop(0, n, body, (r, w))[0])
 
 
 def _cholesky_update_jvp(primals, tangents):
     # R'^T R' = R^T R + w w^T, differentiated: the tangent of the (upper) factor of that sum.
     r, w = primals
     dr, dw = (ad.instantiate_zeros(t) for t in tangents)
+    dr = triu(dr)  # the primal reads only the upper triangle of R
     out = cholesky_update_p.bind(r, w)
     wm = _lax.broadcast_in_dim(w, w.shape + (1,), tuple(range(w.ndim)))
     dwm = _lax.broadcast_in_dim(dw, dw.shape + (1,), tuple(range(dw.ndim)))
@@ -262,6 +269,9 @@ def symmetric_product(a_matrix: ArrayLike, c_matrix: ArrayLike, *, alpha: float 
 
 
 def _symmetric_product_shape(a, c, *, alpha, beta):
+    if a.dtype != c.dtype or a.dtype not in _REAL:
+        raise TypeError("symmetric_product requires real floating operands of one dtype, got "
+                        f"{a.dtype.name} and {c.dtype.name}.")
     if a.ndim < 2 or c.ndim != a.ndim or c.shape[-1] != c.shape[-2] or \
             c.shape[-1] != a.shape[-2] or a.shape[:-2] != c.shape[:-2]:
         raise ValueError("symmetric_product: a_matrix must have shape [..., m, k] and "

@@ -55,6 +55,7 @@ def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True,
     """Eigendecomposition of Hermitian matrices ``[..., n, n]``: ``(v, w)`` with eigenvectors
     as the columns of ``v`` and real eigenvalues ``w`` in ascending order. Only the ``lower``
     (or upper) triangle is read unless ``symmetrize_input`` averages ``x`` with ``x^H``."""
+    check_square("eigh", core.get_aval(x))
     if symmetrize_input:
         x = symmetrize(x)
     if implementation not in (None, EighImplementation.QR):
