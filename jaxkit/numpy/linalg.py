@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,7 +19,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit._array import Array
 from jaxkit._custom_derivatives import custom_jvp
 from jaxkit.lax import linalg as lax_linalg
-from jaxkit.lax.linalg import qr as lax_qr
+from jaxkit.lax.linalg.qr import geqrf_p
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._linalg_basic import cross as _cross
 from jaxkit.numpy._linalg_basic import diagonal as _diagonal
@@ -482,7 +483,7 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     if a.ndim < 2:
         raise ValueError("Argument to jnp.linalg.qr must have ndims >= 2")
     if mode == "raw":
-        h, taus = lax_qr.geqrf_p.bind(a)
+        h, taus = geqrf_p.bind(a)
         return QRResult(_matrix_transpose(h), taus)
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
@@ -540,11 +541,11 @@ def svdvals(x: ArrayLike, /) -> Array:
     return svd(x, compute_uv=False)
 
 
-def _pinv_impl(a: Array, rtol) -> Array:
+def _pinv_impl(a: Array, rtol, hermitian: bool) -> Array:
     m, n = a.shape[-2:]
     if m == 0 or n == 0:
         return lax.full(a.shape[:-2] + (n, m), 0, a.dtype)
-    u, s, vh = lax_linalg.svd(a, full_matrices=False)
+    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     rtol_arr = convert(ensure_arraylike("pinv", rtol), s.dtype)
     cutoff = multiply(expand_dims(rtol_arr, -1) if np.ndim(rtol_arr) else rtol_arr,
                       lax.slice_in_dim(s, 0, 1, axis=s.ndim - 1))
@@ -553,16 +554,16 @@ def _pinv_impl(a: Array, rtol) -> Array:
                    precision=lax.Precision.HIGHEST)
 
 
-@custom_jvp
-def _pinv(a: Array, rtol: Array) -> Array:
-    return _pinv_impl(a, rtol)
+@partial(custom_jvp, nondiff_argnums=(2,))
+def _pinv(a: Array, rtol: Array, hermitian: bool) -> Array:
+    return _pinv_impl(a, rtol, hermitian)
 
 
 @_pinv.defjvp
-def _pinv_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+def _pinv_jvp(hermitian: bool, primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     # Golub & Pereyra (1973): the derivative of the pseudo-inverse at constant rank.
     (a, rtol), (da, _) = primals, tangents
-    p = _pinv(a, rtol)
+    p = _pinv(a, rtol, hermitian)
     hp = lax.Precision.HIGHEST
 
     def mm(x, y):
@@ -586,7 +587,8 @@ def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *
         rtol = rcond
     if rtol is None:
         rtol = 10.0 * max(arr.shape[-2:]) * float(dtypes.finfo(arr.dtype).eps)
-    return _pinv(arr, convert(ensure_arraylike("pinv", rtol), dtypes.finfo(arr.dtype).dtype))
+    rtol = convert(ensure_arraylike("pinv", rtol), dtypes.finfo(arr.dtype).dtype)
+    return _pinv(arr, rtol, hermitian)
 
 
 def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
