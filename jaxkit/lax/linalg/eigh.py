@@ -127,13 +127,6 @@ batching.defleading(eigh_p)
 mlir.register_lowering(eigh_p, _eigh_lowering)
 
 
-def _no_jvp(name: str):
-    def rule(primals, tangents, **params):
-        raise NotImplementedError(f"jvp rule for '{name}' is not implemented (nor is it in "
-                                  "JAX).")
-    return rule
-
-
 # ---- tridiagonal ---------------------------------------------------------------------------
 def tridiagonal(a: ArrayLike, *, lower: bool = True) -> tuple[Array, Array, Array, Array]:
     """Reduces Hermitian matrices ``[..., n, n]`` to real symmetric tridiagonal form
@@ -164,7 +157,6 @@ def _tridiagonal_lowering(ctx, a, *, lower):
 
 
 tridiagonal_p = standard_multi_result_primitive(_tridiagonal_abstract_eval, "tridiagonal")
-ad.defjvp_rule(tridiagonal_p, _no_jvp("tridiagonal"))
 batching.defleading(tridiagonal_p)
 mlir.register_lowering(tridiagonal_p, _tridiagonal_lowering)
 
@@ -195,7 +187,6 @@ def _hessenberg_lowering(ctx, a):
 
 
 hessenberg_p = standard_multi_result_primitive(_hessenberg_abstract_eval, "hessenberg")
-ad.defjvp_rule(hessenberg_p, _no_jvp("hessenberg"))
 batching.defleading(hessenberg_p)
 mlir.register_lowering(hessenberg_p, _hessenberg_lowering)
 
@@ -235,6 +226,5 @@ def _schur_lowering(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_call
 
 
 schur_p = standard_multi_result_primitive(_schur_abstract_eval, "schur")
-ad.defjvp_rule(schur_p, _no_jvp("schur"))
 batching.defleading(schur_p)
 mlir.register_lowering(schur_p, _schur_lowering)

@@ -31,13 +31,6 @@ from jaxkit.typing import Array, ArrayLike
 __all__ = ["householder_product", "householder_product_p", "ormqr", "ormqr_p", "qr", "qr_p"]
 
 
-def _no_jvp(name: str):
-    def rule(primals, tangents, **params):
-        raise NotImplementedError(f"jvp rule for '{name}': differentiate lax.linalg.qr "
-                                  "instead.")
-    return rule
-
-
 # ---- geqrf / geqp3 (internal) --------------------------------------------------------------
 def _geqrf_abstract_eval(a):
     check_matrix("geqrf", a)
@@ -52,7 +45,6 @@ def _geqrf_lowering(ctx, a):
 
 
 geqrf_p = standard_multi_result_primitive(_geqrf_abstract_eval, "geqrf")
-ad.defjvp_rule(geqrf_p, _no_jvp("geqrf"))
 batching.defleading(geqrf_p)
 mlir.register_lowering(geqrf_p, _geqrf_lowering)
 
@@ -70,7 +62,6 @@ def _geqp3_lowering(ctx, a, jpvt):
 
 
 geqp3_p = standard_multi_result_primitive(_geqp3_abstract_eval, "geqp3")
-ad.defjvp_rule(geqp3_p, _no_jvp("geqp3"))
 batching.defleading(geqp3_p)
 mlir.register_lowering(geqp3_p, _geqp3_lowering)
 
@@ -105,7 +96,6 @@ def _householder_product_lowering(ctx, a, taus):
 
 householder_product_p = standard_primitive(_householder_product_shape,
                                            lambda a, t: a.dtype, "householder_product")
-ad.defjvp_rule(householder_product_p, _no_jvp("householder_product"))
 batching.defleading(householder_product_p)
 mlir.register_lowering(householder_product_p, _householder_product_lowering)
 
@@ -143,7 +133,6 @@ def _ormqr_lowering(ctx, a, taus, c, *, left, transpose):
 
 
 ormqr_p = standard_primitive(_ormqr_shape, lambda a, t, c, **_: c.dtype, "ormqr")
-ad.defjvp_rule(ormqr_p, _no_jvp("ormqr"))
 batching.defleading(ormqr_p)
 mlir.register_lowering(ormqr_p, _ormqr_lowering)
 
