@@ -201,6 +201,11 @@ OPS = [
        ref=lambda dl, d, du, b: (lambda o: np.asarray(o),
                                  np.linalg.solve(_dense_tridiag(dl, d, du), b)),
        gfn=lambda L, m, dl, d, du, b: L.tridiagonal_solve(dl, d, du, b)),
+    Op("tridiagonal_solve_perturbed", "tridiagonal_solve",
+       lambda L, dl, d, du, b: L.tridiagonal_solve(dl, d, du, b, perturb_singular=True),
+       tridiag_system(5, 2),
+       ref=lambda dl, d, du, b: (lambda o: np.asarray(o),
+                                 np.linalg.solve(_dense_tridiag(dl, d, du), b))),
     Op("eig", "eig", lambda L, x: L.eig(x, compute_left_eigenvectors=False,
                                         compute_right_eigenvectors=False), general((4, 4)),
        ref=lambda x: (lambda o: np.sort_complex(np.asarray(o[0])),
@@ -374,3 +379,16 @@ def test_not_positive_definite_is_nan():
 def test_errors(call, err):
     with pytest.raises(err):
         call(klax.linalg)
+
+
+def test_tridiagonal_solve_perturbs_singular_pivots_as_jax():
+    dl = np.array([0.0, 1.0, 0.0], np.float32)  # [[1, 1, 0], [1, 1, 0], [0, 0, 1]]: singular
+    d = np.array([1.0, 1.0, 1.0], np.float32)
+    du = np.array([1.0, 0.0, 0.0], np.float32)
+    b = np.ones((3, 1), np.float32)
+    assert np.isnan(np.asarray(klax.linalg.tridiagonal_solve(dl, d, du, b))).all()
+    assert np.isnan(np.asarray(jax.lax.linalg.tridiagonal_solve(dl, d, du, b))).all()
+    got = klax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)
+    want = jax.lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    assert np.isfinite(np.asarray(got)).all()

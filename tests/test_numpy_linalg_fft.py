@@ -306,6 +306,7 @@ DECOMP = [
      "lu"),
     ("inv", lambda m, a: m.linalg.inv(a), _gen((2, 4, 4)), True, "lu"),
     ("det", lambda m, a: m.linalg.det(a), _gen((4, 4)), True, "lu"),
+    ("det_batched", lambda m, a: m.linalg.det(a), _gen((2, 3, 3)), True, "lu"),
     ("slogdet", lambda m, a: m.linalg.slogdet(a), _gen((2, 4, 4)), True, "lu"),
     ("pinv", lambda m, a: m.linalg.pinv(a), _gen((5, 3)), True, "svd"),
     ("pinv_hermitian", lambda m, a: m.linalg.pinv(a, hermitian=True), _hpd(3), False, "eigh"),
@@ -397,3 +398,23 @@ def _primitive_names(jaxpr) -> list[str]:
                 if hasattr(sub, "eqns"):
                     names += _primitive_names(sub)
     return names
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 2.0], [2.0, 4.0]]),  # rank 1 of 2
+                               np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]]),
+                               np.zeros((3, 3)),  # rank 0: zero adjugate
+                               np.ones((1, 1))],
+                         ids=["rank1-2x2", "rank2-3x3", "zero", "1x1"])
+def test_det_gradient_at_singular_matrices_matches_jax(a):
+    a = a.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(grad(jnp.linalg.det)(a)),
+                               np.asarray(jax.grad(jjnp.linalg.det)(a)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,full", [((0, 3), True), ((3, 0), False), ((2, 0, 0), True)])
+def test_svd_of_empty_matrices_matches_jax(shape, full):
+    x = np.zeros(shape, np.float32)
+    got, want = jnp.linalg.svd(x, full_matrices=full), jjnp.linalg.svd(x, full_matrices=full)
+    for g, w in zip(got, want):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

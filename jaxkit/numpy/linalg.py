@@ -418,11 +418,50 @@ def _det(a: Array) -> Array:
     return multiply(sign, lax.convert_element_type(lax.exp(logabs), a.dtype))
 
 
+def _cofactor_solve(a: Array, b: Array) -> tuple[Array, Array]:
+    """``(det(a), det(a) a^{-1} b)``, the second finite even for singular ``a`` (of rank
+    n - 1): the LU solve with the last pivot's division folded into the determinant, so
+    ``d det(a) = trace(adj(a) da)`` holds at singular matrices too (JAX's method). Linear in
+    ``b``."""
+    n = a.shape[-1]
+    if n == 0:
+        return lax.full(a.shape[:-2], 1, a.dtype), b
+    lu, pivots, perm = lax_linalg.lu(lax.stop_gradient(a))
+    diag = _diagonal(lu, axis1=-2, axis2=-1)
+    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1))
+    parity = lax.reduce_sum(lax.convert_element_type(swaps, np.int32), (pivots.ndim - 1,))
+    odd = lax.eq(lax.rem(parity, lax.full_like(parity, 2)), lax.full_like(parity, 1))
+    sign = lax.select(odd, lax.full(odd.shape, -1, a.dtype), lax.full(odd.shape, 1, a.dtype))
+    partial_det = multiply(lax.cumprod(diag, axis=diag.ndim - 1), expand_dims(sign, -1))
+    det_a = partial_det[..., -1]
+    if n > 1:  # U's last pivot becomes 1 / (product of the others): u_nn^{-1} det = that
+        last = lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0) + lax.broadcasted_iota(
+            np.int32, (n, n), 1), np.int32(2 * n - 2))
+        inv_pd = divide(1, partial_det[..., -2])
+        lu = where3(broadcast_to_shape(last, lu.shape), expand_dims(inv_pd, (-1, -2)), lu)
+    # matrices of rank < n - 1 have a zero adjugate: zero their result
+    probe = lax_linalg.triangular_solve(lu, lax.full(a.shape[:-2] + (1, n), 1, a.dtype),
+                                        left_side=False, lower=False)
+    bad = lax.reduce_or(lax.bitwise_or(isnan(probe), lax.bitwise_not(lax.is_finite(
+        lax.abs(probe)))), (probe.ndim - 2, probe.ndim - 1))
+    bad = broadcast_to_shape(expand_dims(bad, (-1, -2)), b.shape)
+    x = where3(bad, lax.full_like(b, 0), b)
+    idx = broadcast_to_shape(lax.expand_dims(perm, (perm.ndim,)), x.shape)
+    x = take_along_axis(x, idx, axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    scale = lax.concatenate([broadcast_to_shape(expand_dims(det_a, (-1, -2)),
+                                                a.shape[:-2] + (n - 1, 1)),
+                             lax.full(a.shape[:-2] + (1, 1), 1, a.dtype)], a.ndim - 2)
+    x = multiply(x, scale)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+    return det_a, where3(bad, lax.full_like(x, 0), x)
+
+
 @_det.defjvp
 def _det_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     (a,), (g,) = primals, tangents
-    y = _det(a)
-    return y, multiply(y, _trace_last2(_solve_with_lu(a, g)))
+    y, z = _cofactor_solve(a, g)
+    return y, _trace_last2(z)
 
 
 @jitted

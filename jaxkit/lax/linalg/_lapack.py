@@ -78,13 +78,16 @@ def lapack_call(fn_base: str, dtype, operands: Sequence[ir.Value],
                 operand_avals: Sequence[core.ShapedArray],
                 result_avals: Sequence[core.ShapedArray], nbatch: int,
                 attrs: dict[str, ir.Attribute] | None = None,
-                aliases: dict[int, int] | None = None) -> list[ir.Value]:
-    """One call of jaxlib's LAPACK kernel ``lapack_<s|d|c|z><fn_base>`` on a batch of
-    ``nbatch`` leading dimensions. ``aliases`` maps result index -> operand index for results
-    written in place of an operand (as LAPACK does), sparing XLA a copy."""
+                aliases: dict[int, int] | None = None,
+                target: str | None = None) -> list[ir.Value]:
+    """One call of jaxlib's LAPACK kernel ``lapack_<s|d|c|z><fn_base>`` (or of ``target``, one
+    of the dtype-generic kernels jaxlib registers with them) on a batch of ``nbatch`` leading
+    dimensions. ``aliases`` maps result index -> operand index for results written in place
+    of an operand (as LAPACK does), sparing XLA a copy."""
     i32 = ir.IntegerType.get_signless(32)
+    name = _runtime.lapack_target(fn_base, dtype)  # also registers the kernels on first use
     attributes = {
-        "call_target_name": ir.StringAttr.get(_runtime.lapack_target(fn_base, dtype)),
+        "call_target_name": ir.StringAttr.get(target or name),
         "has_side_effect": ir.BoolAttr.get(False),
         "backend_config": ir.StringAttr.get(""),
         "api_version": ir.IntegerAttr.get(i32, 1),

@@ -169,7 +169,8 @@ def tridiagonal_solve(dl: ArrayLike, d: ArrayLike, du: ArrayLike, b: ArrayLike, 
     """Solves tridiagonal systems ``A x = b`` with ``A``'s sub-, main and super-diagonals
     ``dl``, ``d``, ``du`` (each ``[..., m]``; ``dl[..., 0]`` and ``du[..., -1]`` are unused)
     and right-hand sides ``b`` ``[..., m, n]`` (LAPACK ``gtsv``: Gaussian elimination with
-    partial pivoting). NaN for singular systems."""
+    partial pivoting). NaN for singular systems, unless ``perturb_singular`` replaces zero
+    pivots by tiny ones."""
     return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
 
 
@@ -182,9 +183,6 @@ def _tridiagonal_solve_shape(dl, d, du, b, *, perturb_singular):
     if any(v.dtype != b.dtype for v in (dl, d, du)):
         raise TypeError("tridiagonal_solve requires operands of one dtype, got "
                         f"{[v.dtype.name for v in (dl, d, du, b)]}.")
-    if perturb_singular:
-        raise NotImplementedError("lowering rule for 'tridiagonal_solve' with "
-                                  "perturb_singular=True is not implemented in jaxkit.")
     return b.shape
 
 
@@ -239,6 +237,11 @@ def _tridiagonal_solve_lowering(ctx, dl, d, du, b, *, perturb_singular):
     avals = list(ctx.avals_in)
     b_aval = avals[3]
     batch, nbatch = b_aval.shape[:-2], b_aval.ndim - 2
+    if perturb_singular:
+        # jaxlib's dtype-generic kernel (as JAX lowers it): zero pivots are perturbed
+        # instead of making the solve fail.
+        return lapack_call("gtsv_ffi", b_aval.dtype, [dl, d, du, b], avals, [b_aval], nbatch,
+                           {}, target="tridiagonal_solve_perturbed_ffi")[0]
     results = lapack_call("gtsv_ffi", b_aval.dtype, [dl, d, du, b], avals,
                           [*avals, core.ShapedArray(batch, np.int32)], nbatch, {},
                           aliases={0: 0, 1: 1, 2: 2, 3: 3})

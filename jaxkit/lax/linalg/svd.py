@@ -152,6 +152,13 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorit
     s_aval = core.ShapedArray(batch + (k,), real_dtype(aval.dtype))
     u_aval = core.ShapedArray(batch + (m, ku), aval.dtype)
     vt_aval = core.ShapedArray(batch + (kv, n), aval.dtype)
+    if k == 0:  # LAPACK rejects empty matrices: no singular values, identity factors
+        def empty(x):
+            outs = [_lax.full(s_aval.shape, 0, s_aval.dtype)]
+            if compute_uv:
+                outs += [eye(u_aval.shape, aval.dtype), eye(vt_aval.shape, aval.dtype)]
+            return outs
+        return mlir.lower_fun(empty, multiple_results=True)(ctx, x)
     target = "gesvd_ffi" if algorithm == SvdAlgorithm.QR else "gesdd_ffi"
     _, s, u, vt, info = lapack_call(
         target, aval.dtype, [x], [aval],
