@@ -19,7 +19,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit._array import Array
 from jaxkit._custom_derivatives import custom_jvp
 from jaxkit.lax import linalg as lax_linalg
-from jaxkit.lax.linalg.qr import geqrf_p
+from jaxkit.lax.linalg.qr import geqrf
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._linalg_basic import cross as _cross
 from jaxkit.numpy._linalg_basic import diagonal as _diagonal
@@ -522,7 +522,7 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     if a.ndim < 2:
         raise ValueError("Argument to jnp.linalg.qr must have ndims >= 2")
     if mode == "raw":
-        h, taus = geqrf_p.bind(a)
+        h, taus = geqrf(a)
         return QRResult(_matrix_transpose(h), taus)
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")

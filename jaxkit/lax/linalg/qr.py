@@ -32,6 +32,13 @@ __all__ = ["householder_product", "householder_product_p", "ormqr", "ormqr_p", "
 
 
 # ---- geqrf / geqp3 (internal) --------------------------------------------------------------
+def geqrf(a: ArrayLike) -> tuple[Array, Array]:
+    """LAPACK ``geqrf`` on matrices ``[..., m, n]``: ``(r_and_reflectors, taus)``, R on and
+    above the diagonal and the Householder reflectors below it (jnp.linalg.qr's 'raw')."""
+    r, taus = geqrf_p.bind(a)
+    return r, taus
+
+
 def _geqrf_abstract_eval(a):
     check_matrix("geqrf", a)
     check_dtype("geqrf", a)
