@@ -1,0 +1,108 @@
+"""Programs run under JAX 0.10.2 (the test-only oracle) and under jaxkit must print the same.
+
+Each record is a snippet written against ``jax``/``jnp``/``lax``; it runs once with the real
+JAX modules and once with jaxkit's, and what it prints (values, dtypes, reprs, exception
+classes) must agree line by line. Snippets print exceptions as ``type(e).__name__`` plus, where
+the record says so, the key phrase the message must contain."""
+from __future__ import annotations
+
+import contextlib
+import io
+import textwrap
+
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jax_jnp  # noqa: E402
+
+import jaxkit  # noqa: E402
+import jaxkit.numpy as jk_jnp  # noqa: E402
+
+CUSTOM_FUNCTION_NOT_CALLED = """
+@jax.custom_jvp
+def f(x, y):
+    print("called f!")
+    return jnp.sin(x) * y
+
+@f.defjvp
+def f_jvp(primals, tangents):
+    print("called f_jvp!")
+    x, y = primals
+    x_dot, y_dot = tangents
+    return f(x, y), jnp.cos(x) * x_dot * y + jnp.sin(x) * y_dot
+
+print(f(2., 3.))
+print(*jax.jvp(f, (2., 3.), (1., 0.)))
+print(jax.grad(f)(2., 3.))
+print(jax.jit(jax.grad(f))(2., 3.))
+print(jax.grad(jax.jit(f))(2., 3.))
+
+@jax.custom_vjp
+def g(x, y):
+    print("called g!")
+    return jnp.sin(x) * y
+
+def g_fwd(x, y):
+    print("called g_fwd!")
+    return g(x, y), (jnp.cos(x), jnp.sin(x), y)
+
+def g_bwd(res, ct):
+    print("called g_bwd!")
+    cos_x, sin_x, y = res
+    return (cos_x * ct * y, sin_x * ct)
+
+g.defvjp(g_fwd, g_bwd)
+print(g(3., 4.))
+print(jax.grad(g)(3., 4.))
+print(jax.value_and_grad(g)(3., 4.))
+print(jax.vmap(jax.grad(g))(jnp.arange(3.), jnp.ones(3)))
+"""
+
+PYTHON_IF_IN_RULE = """
+@jax.custom_jvp
+def relu(x):
+    return jnp.maximum(x, 0.)
+
+@relu.defjvp
+def relu_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    if x > 0:
+        return relu(x), t
+    return relu(x), 0. * t
+
+print(jax.grad(relu)(3.), jax.grad(relu)(-3.))
+
+@jax.custom_vjp
+def clip_gradient(x):
+    return x
+
+def clip_fwd(x):
+    if x > 10:
+        print("big")
+    return x, None
+
+clip_gradient.defvjp(clip_fwd, lambda _, g: (jnp.clip(g, -1., 1.),))
+print(jax.grad(lambda x: 3. * clip_gradient(x))(20.))
+"""
+
+RECORDS = {
+    "custom_function_not_called": CUSTOM_FUNCTION_NOT_CALLED,
+    "python_if_in_rule": PYTHON_IF_IN_RULE,
+}
+
+
+def _run(snippet: str, jax_module, jnp_module) -> str:
+    out = io.StringIO()
+    env = {"jax": jax_module, "jnp": jnp_module, "lax": jax_module.lax}
+    with contextlib.redirect_stdout(out):
+        exec(compile(textwrap.dedent(snippet), "<snippet>", "exec"), env)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(RECORDS))
+def test_prints_as_jax(name):
+    snippet = RECORDS[name]
+    expected = _run(snippet, jax, jax_jnp)
+    got = _run(snippet, jaxkit, jk_jnp)
+    assert got == expected
