@@ -86,7 +86,35 @@ clip_gradient.defvjp(clip_fwd, lambda _, g: (jnp.clip(g, -1., 1.),))
 print(jax.grad(lambda x: 3. * clip_gradient(x))(20.))
 """
 
+LOOP_CARRY_PROMOTION = """
+def t(f):
+    try:
+        print(repr(f()))
+    except Exception as e:
+        print(type(e).__name__, e)
+
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + 0.5, 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + i, 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + jnp.float32(0.5), 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + 0.5, jnp.int32(0)))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + 0.5, 1.0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + jnp.float32(0.5), 1.0))
+t(lambda: lax.fori_loop(jnp.int32(0), 3, lambda i, c: c + i, 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: (c[0] + 2, c[1] * 1.5), (0, 1)))
+t(lambda: lax.scan(lambda c, x: (c + x, c), 0, jnp.arange(3.)))
+t(lambda: lax.scan(lambda c, x: (c + x, c), 0., jnp.arange(3)))
+t(lambda: lax.scan(lambda c, x: (c + x, c), jnp.int32(0), jnp.arange(3.)))
+t(lambda: lax.scan(lambda c, x: ((c[0] + x, jnp.zeros(3)), c), (jnp.int32(0), jnp.zeros(2)),
+                   jnp.arange(3.)))
+t(lambda: lax.while_loop(lambda c: c < 3, lambda c: c + 0.5, 0))
+t(lambda: lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0))
+t(lambda: lax.while_loop(lambda c: c < 3, lambda c: c + 0.5, jnp.int32(0)))
+t(lambda: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 0.5, c[1] + 1), (0, 0.)))
+t(lambda: jax.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c + 0.5, 0))(3))
+"""
+
 RECORDS = {
+    "loop_carry_promotion": LOOP_CARRY_PROMOTION,
     "custom_function_not_called": CUSTOM_FUNCTION_NOT_CALLED,
     "python_if_in_rule": PYTHON_IF_IN_RULE,
 }
