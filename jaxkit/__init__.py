@@ -29,7 +29,7 @@ from jaxkit.runtime import gpu  # noqa: F401  (registers the CUDA plugin backend
 from jaxkit import lax
 from jaxkit.api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
                             value_and_grad, vjp)
-from jaxkit.runtime.array import Array
+from jaxkit.runtime.array import PublicArray as Array
 from jaxkit.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from jaxkit.transforms.jit import jit

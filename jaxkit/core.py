@@ -111,7 +111,9 @@ class ShapedArray:
         return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace(" ", "")
 
     def __str__(self):
-        return self.str_short()
+        # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
+        dims = ",".join(map(str, self.shape))
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{dims}]"
 
 
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:

@@ -422,6 +422,11 @@ def _dtype_of_object(x: Any) -> np.dtype:
     try:  # lists, tuples, objects with __array__
         return np.result_type(x)
     except TypeError as err:
+        if isinstance(x, (list, tuple)):
+            raise TypeError(f"Cannot determine dtype of {x}") from err
+    try:  # arbitrary objects: NumPy's object dtype, which the caller rejects as JAX does
+        return np.asarray(x).dtype
+    except (TypeError, ValueError) as err:
         raise TypeError(f"Cannot determine dtype of {x}") from err
 
 

@@ -531,7 +531,7 @@ def test_grad_error_messages():
             "differentiating with respect to argnums=(0, 3) requires at least 4 positional "
             "arguments to be passed by the caller, but got only 2 positional arguments.")):
         grad(lambda x, y: x, argnums=(0, 3))(F32(1.0), F32(2.0))
-    with pytest.raises(TypeError, match="has_aux=True requires the function .* to return a pair"):
+    with pytest.raises(TypeError, match="to return a two-element tuple"):
         grad(lambda x: x, has_aux=True)(F32(1.0))
     with pytest.raises(TypeError, match="argnums must be an int or a sequence"):
         grad(lambda x: x, argnums="x")

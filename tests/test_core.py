@@ -281,7 +281,7 @@ def test_jit_disable_jit():
 
     with jaxkit.config.override(jax_disable_jit=True):
         jaxkit.jit(f)(f32(2))
-    assert calls == [jaxkit.Array]
+    assert calls == [jaxkit.runtime.array.Array]
 
 
 # ---- stages -------------------------------------------------------------------------------

@@ -113,7 +113,70 @@ t(lambda: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 0.5, c[1] + 1), (
 t(lambda: jax.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c + 0.5, 0))(3))
 """
 
+LEGACY_THREEFRY = """
+jax.config.update("jax_threefry_partitionable", False)
+try:
+    key = jax.random.PRNGKey(0)
+    k1, k2 = jax.random.split(key)
+    print(k1, k2, jax.random.split(key, 3))
+    print(jax.random.normal(key, (3,)), jax.random.normal(key, (5,)))
+    print(jax.random.uniform(k1, (2, 3)))
+    print(jax.random.bits(key, (3,), jnp.uint8), jax.random.bits(key, (5,), jnp.uint16))
+    print(jax.random.randint(key, (4,), 0, 10), jax.random.fold_in(key, 7))
+    print(jax.random.permutation(key, 5), jax.random.bernoulli(key, 0.5, (4,)))
+    print(jax.jit(lambda k: jax.random.normal(k, (3,)))(key))
+    jax.config.update("jax_enable_x64", True)
+    print(jax.random.bits(key, (3,), jnp.uint64), jax.random.normal(key, (3,)))
+finally:
+    jax.config.update("jax_enable_x64", False)
+    jax.config.update("jax_threefry_partitionable", True)
+print(jax.random.normal(jax.random.PRNGKey(0), (3,)))
+"""
+
+ERRORS_AND_DTYPES = """
+def t(f):
+    try:
+        print(repr(f()))
+    except Exception as e:
+        print(type(e).__name__, str(e).split("at 0x")[0])
+
+t(lambda: jax.jit(lambda x: x, static_argnums=3)(1.))
+t(lambda: jnp.einsum('ij,jk->iz', jnp.ones((2, 2)), jnp.ones((2, 2))))
+t(lambda: jnp.asarray('abc'))
+t(lambda: jnp.ones(3) + jnp.ones(4))
+t(lambda: jnp.array(None))
+t(lambda: jnp.array([[1, 2], [3]]))
+t(lambda: jnp.array(object()))
+t(lambda: lax.cond(True, lambda: 1., lambda: jnp.int32(1)))
+t(lambda: type(lax.top_k(jnp.arange(5.), 2)))
+t(lambda: jax.jit(lambda x: isinstance(x, jax.Array))(1.))
+t(lambda: jax.grad(lambda x, y: x, argnums=(0, 1))(1., 2.))
+print(type(jnp.ones(2)), jnp.ones(2).sharding)
+jax.config.update("jax_enable_x64", True)
+try:
+    t(lambda: jnp.searchsorted(jnp.arange(5.), 2.).dtype)
+    t(lambda: jnp.tri(3).dtype)
+finally:
+    jax.config.update("jax_enable_x64", False)
+"""
+
+TRACER_REPRS = """
+jax.vmap(lambda x: print(x) or x)(jnp.arange(2))
+jax.vmap(lambda x, y: print(x * 2.) or x, in_axes=(1, None))(jnp.ones((3, 2)), 1.)
+jax.jit(jax.grad(lambda x: print(x) or x))(1.)
+jax.grad(lambda x: print(x * x) or x)(1.)
+jax.jvp(lambda x: print(x * 2) or x, (jnp.ones(2),), (jnp.ones(2),))
+jax.jit(lambda x: print(x, repr(x)))(1)
+jax.jit(lambda x: print(x, repr(x)))(jnp.ones((2, 3), jnp.int32))
+jax.jacfwd(lambda x: print(x) or x)(jnp.ones(2))
+jax.hessian(lambda x: print(x) or x.sum())(jnp.ones(2))
+jax.make_jaxpr(lambda x: print(x) or x)(1.)
+"""
+
 RECORDS = {
+    "legacy_threefry": LEGACY_THREEFRY,
+    "errors_and_dtypes": ERRORS_AND_DTYPES,
+    "tracer_reprs": TRACER_REPRS,
     "loop_carry_promotion": LOOP_CARRY_PROMOTION,
     "custom_function_not_called": CUSTOM_FUNCTION_NOT_CALLED,
     "python_if_in_rule": PYTHON_IF_IN_RULE,

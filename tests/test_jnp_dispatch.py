@@ -157,7 +157,7 @@ def test_another_thread_is_not_inside_this_threads_trace():
 
     jaxpr = jaxkit.make_jaxpr(outer)(x)
     assert _prims(jaxpr) == [jit_p.name]  # staged here ...
-    assert type(seen[0]) is jaxkit.Array  # ... run eagerly in the other thread
+    assert type(seen[0]) is jaxkit.runtime.array.Array  # ... run eagerly in the other thread
     np.testing.assert_allclose(seen[0], [1.0, 2.0, 3.0])
 
 

@@ -74,6 +74,12 @@ class JaxprTracer(core.Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    def __repr__(self):
+        # JAX 0.10.2 prints the tracers of jit/make_jaxpr tracing as ``JitTracer(~float32[])``.
+        if type(self._trace) is DynamicJaxprTrace:
+            return f"JitTracer({self._aval})"
+        return f"Traced<{self._aval}>with<{type(self._trace).__name__}>"
+
 
 _literalable_types = (bool, int, float, complex, np.bool_, np.number,
                       *dtypes.extra_scalar_types())

@@ -65,14 +65,38 @@ def avals_of(flat) -> list[ShapedArray]:
     return [core.get_aval(x) for x in flat]
 
 
-def type_mismatch(what: str, tree, avals_a, avals_b, label_a: str, label_b: str) -> str:
-    paths = [tree_util.keystr(p) or "(root)" for p, _ in
+def _src_info(fun: Callable) -> str:
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def branch_mismatch(kind: str, funs: Sequence[Callable], labels: Sequence[str], tree,
+                    avals_a, avals_b) -> str:
+    """JAX's message for ``cond``/``switch`` branches whose output types differ; ``labels``
+    name the two branches compared (``funs`` are those two)."""
+    paths = [tree_util.keystr(p) for p, _ in
              tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, avals_a))[0]]
-    lines = [f"  {path}: {a.str_short()}{' (weak)' if a.weak_type else ''} vs "
-             f"{b.str_short()}{' (weak)' if b.weak_type else ''}"
-             for path, a, b in zip(paths, avals_a, avals_b) if not core.typematch(a, b)]
-    return (f"{what} must have identical types, got {label_a} vs {label_b}:\n" +
-            "\n".join(lines))
+    a_label, b_label = labels
+    items = []
+    for path, a, b in zip(paths, avals_a, avals_b):
+        reasons = []
+        if a.dtype != b.dtype:
+            reasons.append("the dtypes do not match")
+        if a.shape != b.shape:
+            reasons.append("the shapes do not match")
+        if reasons:
+            at = f" at path {path}" if path else ""
+            items.append(f"the output of {a_label}{at} has type {_long(a)} but the "
+                         f"corresponding output of {b_label} has type {_long(b)}, so "
+                         f"{', and '.join(reasons)}")
+    if len(items) == 1:
+        body = items[0][0].upper() + items[0][1:] + "."
+    else:
+        body = ";\n".join(f"  * {item}" for item in items) + "."
+    srcs = "\n".join(f"{label} is {_src_info(f)}" for label, f in zip(labels, funs))
+    return (f"{kind} branches must have equal output types but they differ.\n\n{srcs}\n\n"
+            f"{body}\n\nRevise {a_label} and/or {b_label} so that all output types match.")
 
 
 def carry_mismatch(what: str, fun: Callable, default_name: str, tree, in_avals, out_avals,

@@ -239,3 +239,33 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
 
 def wrap_buffers(bufs: Sequence[pjrt.ArrayImpl]) -> list[Array]:
     return [Array(b) for b in bufs]
+
+
+# JAX's concrete array class prints as ``jaxlib._jax.ArrayImpl``; ours does too, so that
+# ``type(x)`` in a user's program prints what it prints under JAX.
+Array.__name__ = Array.__qualname__ = "ArrayImpl"
+Array.__module__ = "jaxlib._jax"
+
+
+class _ArrayMeta(type):
+    """``isinstance(x, jax.Array)`` holds for concrete arrays and for tracers (as in JAX)."""
+
+    def __instancecheck__(cls, x) -> bool:
+        return isinstance(x, (Array, core.Tracer))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return type.__subclasscheck__(cls, sub) or issubclass(sub, (Array, core.Tracer))
+
+
+class PublicArray(metaclass=_ArrayMeta):
+    """The public array type (``jaxkit.Array``, ``jnp.ndarray``): an abstract base covering
+    device arrays and tracers, for ``isinstance`` checks and annotations. Arrays are made by
+    ``jnp.array``, ``device_put`` and every operation, never by calling this class."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("jax.Array cannot be instantiated directly; use jnp.array or "
+                        "jax.device_put to make an array.")
+
+
+PublicArray.__name__ = PublicArray.__qualname__ = "Array"
+PublicArray.__module__ = "jax.jaxlib._jax"
