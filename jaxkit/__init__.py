@@ -47,6 +47,22 @@ from jaxkit import numpy  # installs array methods and operators
 from jaxkit import nn, random
 from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
+from jaxkit import tree
+from jaxkit.runtime.pjrt import Device
+from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+                          debug_nans, default_device, default_matmul_precision,
+                          default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
+                          enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
+                          numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                          threefry_partitionable, transfer_guard,
+                          transfer_guard_device_to_device, transfer_guard_device_to_host,
+                          transfer_guard_host_to_device)
+from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
+                              ensure_compile_time_eval, float0, host_count, host_id, host_ids,
+                              linear_transpose, live_arrays, make_array_from_callback,
+                              make_array_from_process_local_data,
+                              make_array_from_single_device_arrays, named_call, named_scope,
+                              print_environment_info, process_indices, typeof)
 
 __version__ = "0.1.0"
 
@@ -60,6 +76,17 @@ __all__ = [
     "local_device_count", "local_devices", "make_jaxpr", "nn", "numpy", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",
+    "Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",
+    "custom_gradient", "debug_infs", "debug_key_reuse", "debug_nans", "default_device",
+    "default_matmul_precision", "default_prng_impl", "disable_jit", "enable_checks",
+    "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "explain_cache_misses",
+    "float0", "host_count", "host_id", "host_ids", "legacy_prng_key", "linear_transpose",
+    "live_arrays", "log_compiles", "make_array_from_callback",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays",
+    "named_call", "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
+    "print_environment_info", "process_indices", "softmax_custom_jvp",
+    "threefry_partitionable", "transfer_guard", "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
 ]
 
 

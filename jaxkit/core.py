@@ -368,6 +368,10 @@ class Tracer:
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
 
+    # Static facts of the type, available while tracing (as JAX's tracers have them).
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
+
     # A tracer has no concrete value; each conversion says why and what to do instead.
     def _concretization_context(self) -> str:
         """Extra explanation (which function and argument) supplied by the trace if it can."""
