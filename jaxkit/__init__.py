@@ -48,6 +48,7 @@ from jaxkit import nn, random
 from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
 from jaxkit import tree
+from jaxkit import custom_batching, custom_derivatives, monitoring, profiler, stages, typing
 from jaxkit.runtime.pjrt import Device
 from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
                           debug_nans, default_device, default_matmul_precision,
@@ -87,6 +88,8 @@ __all__ = [
     "print_environment_info", "process_indices", "softmax_custom_jvp",
     "threefry_partitionable", "transfer_guard", "transfer_guard_device_to_device",
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
+    "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
+    "typing",
 ]
 
 

@@ -84,6 +84,21 @@ def clip_fwd(x):
 
 clip_gradient.defvjp(clip_fwd, lambda _, g: (jnp.clip(g, -1., 1.),))
 print(jax.grad(lambda x: 3. * clip_gradient(x))(20.))
+
+@jax.custom_jvp
+def f(x):
+    if x > 0:
+        return jnp.sin(x)
+    return jnp.cos(x)
+
+@f.defjvp
+def f_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    ans = f(x)
+    return (ans, 2 * x_dot) if x > 0 else (ans, 3 * x_dot)
+
+print(jax.grad(f)(1.), jax.grad(f)(-1.))
 """
 
 LOOP_CARRY_PROMOTION = """

@@ -244,6 +244,12 @@ class _CustomDerivativeFunction:
         trace = core.current_trace()
         if isinstance(trace, ad.JVPTrace):
             return self._process_jvp(trace, name, len(args), static, dyn)
+        if isinstance(trace, (pe.JaxprTrace, batching.BatchTrace)) and not any(
+                _owned_by(trace, x) for x in tree_util.tree_leaves((static, dyn))):
+            # As JAX's partial-eval and batch traces do: known (unbatched) inputs only, so
+            # the call happens at the enclosing trace (eagerly, when that is evaluation).
+            with core.set_current_trace(trace.parent):
+                return self(*args)
         return self._bind(name, len(args), static, dyn)
 
     def _process_jvp(self, trace: ad.JVPTrace, name: str, n: int, static: Sequence,
