@@ -685,7 +685,7 @@ class _Namer:
 
 
 def pp_literal(lit: Literal) -> str:
-    """``2.0:f32[]``; floats print as Python floats (``1.6699999570846558``), as JAX does."""
+    """``2.0:f32[]``; floats print as the shortest Python float of their dtype (``1.67``)."""
     val = lit.val
     if isinstance(val, np.ndarray) and val.shape:
         return f"{val.tolist()}:{lit.aval.str_short()}"
@@ -693,7 +693,9 @@ def pp_literal(lit: Literal) -> str:
     if isinstance(val, bool):
         text = str(val)
     elif isinstance(val, float):
-        text = repr(float(np.asarray(val, lit.aval.dtype)))
+        # The shortest decimal that round-trips in the literal's own dtype (JAX 0.10.2
+        # prints 1.67:f32[], not the float64 expansion of the float32 value).
+        text = repr(float(str(np.asarray(val, lit.aval.dtype)[()])))
     else:
         text = str(val)
     return f"{text}:{lit.aval.str_short()}"
@@ -751,12 +753,13 @@ def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -
         return f"{head} {rhs_args}".rstrip()
     pieces = [f"{k}={_pp_param_value(v, indent + 2, namer, len(k) + 1)}"
               for k, v in params.items()]
-    one_line = f"{head}[{' '.join(pieces)}] {rhs_args}".rstrip()
-    if len(one_line) + indent <= _WIDTH and "\n" not in one_line:
+    # No rstrip: JAX keeps the space after "]" when there are no operands (``iota[...] ``).
+    one_line = f"{head}[{' '.join(pieces)}] {rhs_args}"
+    if len(one_line.rstrip()) + indent <= _WIDTH and "\n" not in one_line:
         return one_line
     pad = " " * (indent + 2)
     body = "\n".join(pad + p for p in pieces)
-    return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}".rstrip()
+    return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}"
 
 
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None, lead: int = 0) -> str:

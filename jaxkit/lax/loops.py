@@ -143,7 +143,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
 
         def step(loop_carry, _):  # the name JAX's carry-type errors show
             i, val = loop_carry
-            return (add(i, 1 if isinstance(i, int) else np.asarray(1, dtype)),
+            one = 1 if dtypes.is_weakly_typed(i) else np.asarray(1, dtype)
+            return (add(i, one),
                     body_fun(i, val)), None
 
         (_, out), _ = scan(step, (start, init_val), None, length=length,
