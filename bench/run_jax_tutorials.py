@@ -2,6 +2,8 @@
 
     python bench/run_jax_tutorials.py DOCS_DIR [--show-diffs] [name.md ...]
 
+(``JAXKIT_SRC=/path/to/checkout`` runs another checkout's jaxkit, e.g. a baseline.)
+
 DOCS_DIR holds the tutorials' ``.md`` sources (the ``docs/`` of jax-ml/jax at tag
 ``jax-v0.10.2``; they are not vendored here). Each document runs in two fresh subprocesses:
 one with the real ``jax`` (the test-only oracle) and one where ``jax`` and its submodules
@@ -28,6 +30,10 @@ _RUNNER = r'''
 import ast, contextlib, io, json, sys, traceback, importlib, importlib.abc, importlib.util
 import os
 os.environ.setdefault("XLA_FLAGS", "")
+if MODE == "jaxkit" and os.environ.get("JAXKIT_SRC"):
+    # Another checkout's jaxkit (e.g. a baseline): ahead of an editable install's finder.
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__name__.lower()]
+    sys.path.insert(0, os.environ["JAXKIT_SRC"])
 if MODE == "jaxkit":
     class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path=None, target=None):

@@ -685,17 +685,18 @@ class _Namer:
 
 
 def pp_literal(lit: Literal) -> str:
-    """``2.0:f32[]``; floats print as the shortest Python float of their dtype (``1.67``)."""
+    """``2.0:f32[]``. As JAX: a literal holding a Python float prints that float (``1.67``);
+    one holding a NumPy value prints it widened to a Python float (``1.6699999570846558``)."""
     val = lit.val
     if isinstance(val, np.ndarray) and val.shape:
         return f"{val.tolist()}:{lit.aval.str_short()}"
+    if type(val) is float:
+        return f"{val!r}:{lit.aval.str_short()}"
     val = np.asarray(val).item() if isinstance(val, (np.ndarray, np.generic)) else val
     if isinstance(val, bool):
         text = str(val)
     elif isinstance(val, float):
-        # The shortest decimal that round-trips in the literal's own dtype (JAX 0.10.2
-        # prints 1.67:f32[], not the float64 expansion of the float32 value).
-        text = repr(float(str(np.asarray(val, lit.aval.dtype)[()])))
+        text = repr(float(np.asarray(val, lit.aval.dtype)))
     else:
         text = str(val)
     return f"{text}:{lit.aval.str_short()}"

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes
+from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
 # rule(trace, *args, **params) -> outputs (values for known outputs, tracers for unknown ones).
@@ -116,6 +117,9 @@ class _RecordingTrace(core.Trace):
             # Scalars, rank-0 NumPy arrays among them (rules write constants that way), are
             # inlined as literals, as in JAX: no constant input for XLA to carry.
             return Literal(x, core.get_aval(x))
+        elif type(x) is Array and not x.aval.shape and not x.is_deleted():
+            # A concrete scalar array (``jnp.float32(1.67)``) is a literal too, as in JAX.
+            return Literal(np.asarray(x)[()], x.aval)
         var = self._const_ids.get(id(x))
         if var is None:
             var = self._const_ids[id(x)] = Var(core.get_aval(x))
