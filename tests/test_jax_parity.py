@@ -188,7 +188,43 @@ jax.hessian(lambda x: print(x) or x.sum())(jnp.ones(2))
 jax.make_jaxpr(lambda x: print(x) or x)(1.)
 """
 
+JAXPR_PRINTING = """
+x = jnp.ones((2, 3))
+y = jnp.ones((3, 4))
+for f, args in [(lambda x: x.sum(), (x,)), (lambda x: jnp.max(x, axis=0), (x,)),
+                (lambda x, y: x @ y, (x, y)), (lambda x: x * 1.67, (1.,)),
+                (lambda x: x * jnp.float32(1.67), (1.,)),
+                (lambda x: jnp.exp(x) - 1.67, (jnp.ones(2),)),
+                (lambda x: jax.checkpoint(jnp.sin)(x), (1.,)),
+                (lambda x: jnp.arange(3) * x, (1.,)), (lambda x: x.reshape(3, 2).T, (x,)),
+                (lambda: lax.fori_loop(0, 3, lambda i, c: c + i, 0), ())]:
+    print(jax.make_jaxpr(f)(*args))
+print(jax.typeof(1.), jax.typeof(jnp.ones(3)))
+"""
+
+IO_CALLBACK = """
+import numpy as np
+from jax.experimental import io_callback  # noqa: the alias module maps it to jaxkit's
+
+def cb(x):
+    print('cb', x)
+    return np.asarray(x * 2, np.float32)
+
+sds = jax.ShapeDtypeStruct((), jnp.float32)
+print(io_callback(cb, sds, 1.))
+print(jax.jit(lambda x: io_callback(cb, sds, x, ordered=True))(2.))
+print(jax.vmap(lambda x: io_callback(cb, sds, x))(jnp.arange(2.)))
+for bad in (lambda: jax.grad(lambda x: io_callback(cb, sds, x))(1.),
+            lambda: jax.vmap(lambda x: io_callback(cb, sds, x, ordered=True))(jnp.arange(2.))):
+    try:
+        bad()
+    except Exception as e:
+        print(type(e).__name__, e)
+"""
+
 RECORDS = {
+    "jaxpr_printing": JAXPR_PRINTING,
+    "io_callback": IO_CALLBACK,
     "legacy_threefry": LEGACY_THREEFRY,
     "errors_and_dtypes": ERRORS_AND_DTYPES,
     "tracer_reprs": TRACER_REPRS,
@@ -201,6 +237,8 @@ RECORDS = {
 def _run(snippet: str, jax_module, jnp_module) -> str:
     out = io.StringIO()
     env = {"jax": jax_module, "jnp": jnp_module, "lax": jax_module.lax}
+    if jax_module is jaxkit:  # `from jax.experimental import ...` inside a snippet
+        snippet = snippet.replace("from jax.", "from jaxkit.")
     with contextlib.redirect_stdout(out):
         exec(compile(textwrap.dedent(snippet), "<snippet>", "exec"), env)
     return out.getvalue()

@@ -117,9 +117,13 @@ class _RecordingTrace(core.Trace):
             # Scalars, rank-0 NumPy arrays among them (rules write constants that way), are
             # inlined as literals, as in JAX: no constant input for XLA to carry.
             return Literal(x, core.get_aval(x))
-        elif type(x) is Array and not x.aval.shape and not x.is_deleted():
-            # A concrete scalar array (``jnp.float32(1.67)``) is a literal too, as in JAX.
-            return Literal(np.asarray(x)[()], x.aval)
+        elif type(x) is Array and not x.aval.shape and type(self) is DynamicJaxprTrace \
+                and not x.is_deleted():
+            # A concrete scalar array (``jnp.float32(1.67)``) in a staged program is a literal
+            # too, as in JAX (a weak one as a Python scalar, so it stays weak). Residuals of
+            # linearization stay arrays: user rules receive them.
+            val = np.asarray(x)[()]
+            return Literal(val.item() if x.aval.weak_type else val, x.aval)
         var = self._const_ids.get(id(x))
         if var is None:
             var = self._const_ids[id(x)] = Var(core.get_aval(x))
