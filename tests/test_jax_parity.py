@@ -222,7 +222,110 @@ for bad in (lambda: jax.grad(lambda x: io_callback(cb, sds, x))(1.),
         print(type(e).__name__, e)
 """
 
+TREE_NAMESPACE = """
+import dataclasses
+t = {'a': 1, 'b': (2, 3), 'c': [4, {'d': 5}]}
+print(jax.tree.leaves(t), jax.tree.structure(t), jax.tree.map(lambda x: x * 2, t))
+print(jax.tree.flatten(t), jax.tree.unflatten(jax.tree.structure(t), range(5)))
+print(jax.tree.leaves_with_path(t), jax.tree.flatten_with_path(t)[0][:2])
+print(jax.tree.map_with_path(lambda p, x: len(p) + x, t))
+print(jax.tree.reduce(lambda a, b: a + b, t), jax.tree.reduce_associative(lambda a, b: a + b, t))
+print(jax.tree.all(t), jax.tree.all([1, 0]))
+print(jax.tree.broadcast((1, 2), ((3, 4), {'a': 5})), jax.tree.broadcast(1, [1, 2, 3]))
+print(jax.tree.transpose(jax.tree.structure([0, 0]), jax.tree.structure((0, 0)),
+                         [(1, 2), (3, 4)]))
+print(jax.tree_util.flatten_one_level({'a': 1, 'b': (2, 3)}))
+print(jax.tree_util.flatten_one_level_with_keys({'a': 1, 'b': (2, 3)}))
+print(jax.tree_util.tree_broadcast((1, 2), ((3, 4), {'a': 5})))
+try:
+    jax.tree.reduce_associative(lambda a, b: a + b, [])
+except Exception as e:
+    print(type(e).__name__, e)
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Op:
+    x: object
+    op: str = jax.tree.static(default="add")
+
+print(jax.tree.structure(Op(1)), jax.tree.leaves(Op(jnp.ones(2))))
+"""
+
+TOP_LEVEL_NAMES = """
+import numpy as np
+print(jax.typeof(1.), jax.typeof(jnp.ones((2, 3), jnp.int8)), jax.float0)
+with jax.enable_x64(True):
+    print(jnp.ones(2).dtype, jax.enable_x64.value)
+print(jnp.ones(2).dtype, jax.enable_x64.value)
+with jax.disable_jit():
+    jax.jit(lambda x: print(type(x).__name__))(1.)
+
+@jax.jit
+def f(x):
+    with jax.ensure_compile_time_eval():
+        y = jnp.sin(2.)
+        print(y)
+    return x * y
+
+print(f(1.))
+with jax.named_scope("outer"):
+    print(jax.named_call(lambda x: x + 1, name="inc")(1.))
+g = jax.linear_transpose(lambda x: (2. * x, x.sum()), jnp.ones(3))
+print(g((jnp.arange(3.), 1.)))
+
+@jax.custom_gradient
+def h(x):
+    return jnp.sin(x), lambda g: (g * 10.,)
+
+print(h(1.), jax.grad(h)(1.), jax.vmap(jax.grad(h))(jnp.arange(2.)))
+x = jnp.arange(3.)
+print(x.addressable_shards[0].index, x.is_fully_replicated, x.addressable_data(0))
+print(x.byteswap(), jnp.array([0, 1]).choose([jnp.ones(2), jnp.zeros(2)]))
+print(jax.jit(lambda t: (t.nbytes, t.itemsize))(x))
+dev = jax.devices()[0]
+print(jax.make_array_from_callback((2, 2), jnp.ones(1).sharding,
+                                   lambda idx: np.arange(4.).reshape(2, 2)[idx]))
+print(jax.host_count(), jax.host_id(), jax.host_ids(), jax.process_indices())
+print(isinstance(jnp.ones(1), jax.Device), isinstance(dev, jax.Device))
+print(jax.dtypes.itemsize_bits(jnp.int4), jax.dtypes.scalar_type_of(jnp.ones(2, jnp.int8)))
+"""
+
+NAMESPACE_MODULES = """
+from jax.flatten_util import ravel_pytree
+from jax.custom_batching import custom_vmap, sequential_vmap
+from jax.test_util import check_grads
+flat, unravel = ravel_pytree({'a': jnp.ones(2), 'b': (jnp.arange(3), 2.)})
+print(flat, unravel(flat))
+
+@custom_vmap
+def f(x, y):
+    return x + y
+
+@f.def_vmap
+def rule(axis_size, in_batched, xs, ys):
+    print('rule', axis_size, in_batched)
+    return xs + ys, in_batched[0] or in_batched[1]
+
+print(f(1., 2.), jax.vmap(f)(jnp.ones(3), jnp.ones(3)))
+print(jax.vmap(f, in_axes=(0, None))(jnp.ones(3), 2.))
+print(jax.vmap(sequential_vmap(lambda x, y: x * y), in_axes=(0, None))(jnp.ones(3), 3.))
+check_grads(lambda x: jnp.sin(x) * x ** 2, (jnp.arange(3.),), order=2)
+
+@jax.custom_jvp
+def wrong(x):
+    return jnp.sin(x)
+
+wrong.defjvp(lambda p, t: (wrong(p[0]), 2 * t[0]))
+try:
+    check_grads(wrong, (1.,), 1)
+except AssertionError:
+    print("AssertionError")
+"""
+
 RECORDS = {
+    "tree_namespace": TREE_NAMESPACE,
+    "top_level_names": TOP_LEVEL_NAMES,
+    "namespace_modules": NAMESPACE_MODULES,
     "jaxpr_printing": JAXPR_PRINTING,
     "io_callback": IO_CALLBACK,
     "legacy_threefry": LEGACY_THREEFRY,
