@@ -176,8 +176,7 @@ def live_arrays(platform: str | None = None) -> list[Array]:
     name = (platform or pjrt.default_backend()).lower()
     out = []
     for obj in gc.get_objects():
-        if type(obj) is Array and not obj.is_deleted() and \
-                obj.platform() == name:
+        if type(obj) is Array and not obj.is_deleted() and obj.device.platform == name:
             out.append(obj)
     return out
 

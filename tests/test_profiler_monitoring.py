@@ -35,7 +35,7 @@ def test_start_trace_twice_is_an_error(tmp_path):
 def test_device_memory_profile(tmp_path):
     x = jnp.ones(1000)
     data = profiler.device_memory_profile()
-    assert isinstance(data, bytes) and data[:2] == b"\x1f\x8b"  # gzipped pprof
+    assert isinstance(data, bytes) and b"cpu:0" in data  # a pprof protobuf naming the device
     path = tmp_path / "mem.prof"
     profiler.save_device_memory_profile(str(path))
     assert path.stat().st_size > 0

@@ -110,7 +110,7 @@ def annotate_function(func: Callable, name: str | None = None, **kwargs: Any) ->
 
 
 def device_memory_profile(backend: str | None = None) -> bytes:
-    """The device memory (live buffers) as a gzipped pprof profile."""
+    """The device memory (live buffers) as a pprof profile (serialized protobuf)."""
     return pjrt.get_backend(backend).client.heap_profile()
 
 
