@@ -33,7 +33,7 @@ from jaxkit.runtime import gpu  # noqa: F401  (registers the CUDA plugin backend
 from jaxkit import lax
 from jaxkit.api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
                             value_and_grad, vjp)
-from jaxkit.runtime.array import Array
+from jaxkit.runtime.array import PublicArray as Array
 from jaxkit.transforms.checkpoint import checkpoint, checkpoint_policies, remat
 from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp
 from jaxkit.transforms.jit import jit
@@ -51,6 +51,23 @@ from jaxkit import numpy  # installs array methods and operators
 from jaxkit import nn, random
 from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
+from jaxkit import tree
+from jaxkit import custom_batching, custom_derivatives, monitoring, profiler, stages, typing
+from jaxkit.runtime.pjrt import Device
+from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+                          debug_nans, default_device, default_matmul_precision,
+                          default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
+                          enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
+                          numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                          threefry_partitionable, transfer_guard,
+                          transfer_guard_device_to_device, transfer_guard_device_to_host,
+                          transfer_guard_host_to_device)
+from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
+                              ensure_compile_time_eval, float0, host_count, host_id, host_ids,
+                              linear_transpose, live_arrays, make_array_from_callback,
+                              make_array_from_process_local_data,
+                              make_array_from_single_device_arrays, named_call, named_scope,
+                              print_environment_info, process_indices, typeof)
 
 __version__ = "0.1.0"
 
@@ -64,6 +81,19 @@ __all__ = [
     "local_device_count", "local_devices", "make_jaxpr", "nn", "numpy", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",
+    "Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",
+    "custom_gradient", "debug_infs", "debug_key_reuse", "debug_nans", "default_device",
+    "default_matmul_precision", "default_prng_impl", "disable_jit", "enable_checks",
+    "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "explain_cache_misses",
+    "float0", "host_count", "host_id", "host_ids", "legacy_prng_key", "linear_transpose",
+    "live_arrays", "log_compiles", "make_array_from_callback",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays",
+    "named_call", "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
+    "print_environment_info", "process_indices", "softmax_custom_jvp",
+    "threefry_partitionable", "transfer_guard", "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
+    "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
+    "typing",
 ]
 
 

@@ -82,6 +82,18 @@ _MATMUL_PRECISIONS = (
     "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64",
 )
 
+def _only(*supported: Any) -> Callable[[str, Any], Any]:
+    """An option JAX has whose other values jaxkit does not implement: they raise."""
+    def check(name: str, value: Any) -> Any:
+        if isinstance(supported[0], bool):
+            value = _to_bool(name, value)
+        if value not in supported:
+            raise NotImplementedError(f"jaxkit does not implement {name}={value!r}; supported: "
+                                      f"{', '.join(map(repr, supported))}")
+        return value
+    return check
+
+
 # name -> (default, validator/coercer, environment variables read at start-up, first wins)
 _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_enable_x64": (False, _to_bool, ("JAXKIT_ENABLE_X64", "JAX_ENABLE_X64")),
@@ -102,6 +114,22 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_persistent_cache_min_entry_size_bytes": (0, _number(int), ()),
     "jax_compilation_cache_max_size": (1 << 30, _number(int), ()),
     "jax_raise_persistent_cache_errors": (False, _to_bool, ()),
+    # False selects JAX's original (pre-2025) key layout for split/random_bits.
+    "jax_threefry_partitionable": (True, _to_bool, ("JAX_THREEFRY_PARTITIONABLE",)),
+    "jax_default_prng_impl": ("threefry2x32", _only("threefry2x32"), ()),
+    "jax_numpy_dtype_promotion": ("standard", _only("standard"), ()),
+    "jax_log_compiles": (False, _only(False), ()),
+    "jax_debug_infs": (False, _only(False), ()),
+    "jax_check_tracer_leaks": (False, _only(False), ()),
+    "jax_enable_checks": (False, _only(False), ()),
+    "jax_transfer_guard": ("allow", _only("allow"), ()),
+    "jax_transfer_guard_host_to_device": ("allow", _only("allow"), ()),
+    "jax_transfer_guard_device_to_host": ("allow", _only("allow"), ()),
+    "jax_transfer_guard_device_to_device": ("allow", _only("allow"), ()),
+    "jax_softmax_custom_jvp": (False, _only(False), ()),
+    "jax_enable_custom_prng": (False, _only(False), ()),
+    "jax_legacy_prng_key": ("allow", _only("allow"), ()),
+    "jax_debug_key_reuse": (False, _only(False), ()),
 }
 
 
@@ -212,3 +240,28 @@ class Config:
 
 
 config = Config()
+
+
+class State:
+    """A config option as JAX's top-level flag objects (``jax.enable_x64``, ``jax.debug_nans``,
+    ...): ``.value`` reads it and calling it gives a context manager that sets it for a block
+    (``with jax.debug_nans(True): ...``)."""
+
+    def __init__(self, name: str, default_arg: Any = True):
+        self.name = name
+        self._default_arg = default_arg
+
+    @property
+    def value(self) -> Any:
+        return config.read(self.name)
+
+    def __call__(self, new_val: Any = ...) -> contextlib.AbstractContextManager:
+        if new_val is ...:
+            new_val = self._default_arg
+        return config.override(**{self.name: new_val})
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __repr__(self) -> str:
+        return f"State({self.name}={self.value!r})"

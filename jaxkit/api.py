@@ -100,11 +100,9 @@ def _check_leaf(x, what: str):
 
 def _split_aux(out, fun_name: str):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        what = (f"a {type(out).__name__} of length {len(out)}"
-                if isinstance(out, (tuple, list)) else f"a value of type {type(out).__name__}")
-        raise TypeError(f"has_aux=True requires the function {fun_name} to return a pair "
-                        f"(output, auxiliary_data) as a tuple or list of length 2, but it "
-                        f"returned {what}.")
+        raise TypeError("expected function with aux output to return a two-element tuple, but "
+                        f"got type {type(out)} with value {out!r} (has_aux=True: {fun_name} "
+                        "must return a pair (output, auxiliary_data)).")
     return out[0], out[1]
 
 
@@ -365,6 +363,9 @@ def _one_like(aval: core.ShapedArray):
     gets a Python scalar (weak too, so the gradient of a function of Python scalars is weak,
     as in JAX); otherwise a NumPy scalar. Both print as literals in jaxprs (1.0:f32[])."""
     if aval.weak_type:
+        if core.current_trace() is core.eval_trace:
+            # A concrete array, so the gradient of the identity is an array too (as in JAX).
+            return lax.convert_element_type(1, aval.dtype, True)
         return 1.0 if dtypes.issubdtype(aval.dtype, np.floating) else 1.0 + 0.0j
     return np.ones((), aval.dtype)[()]
 

@@ -3,13 +3,29 @@ from jaxkit import core
 from jaxkit.core import (ConcretizationTypeError, JaxprTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
+from jaxkit.core import JaxkitTypeError as JAXTypeError
 
-__all__ = ["ConcretizationTypeError", "JaxprTypeError", "NonConcreteBooleanIndexError",
+__all__ = ["ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
+           "JAXTypeError", "JaxprTypeError", "KeyReuseError", "NonConcreteBooleanIndexError",
            "TracerArrayConversionError", "TracerBoolConversionError",
            "TracerIntegerConversionError", "UnexpectedTracerError"]
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class JAXIndexError(IndexError):
+    """Base of the indexing errors about traced values."""
+
+
+class KeyReuseError(JAXTypeError):
+    """A PRNG key used twice (JAX raises it only with ``jax_debug_key_reuse``, which jaxkit
+    does not implement: jaxkit never raises it)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A comparison of symbolic dimensions with no definite answer (jaxkit has no symbolic
+    shapes, so it never raises it; defined for ``except`` clauses written for JAX)."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
     """A boolean mask index was traced: the shape of the result would depend on its values."""
 
     def __init__(self, aval: core.ShapedArray):

@@ -530,7 +530,7 @@ def test_grad_error_messages():
             "differentiating with respect to argnums=(0, 3) requires at least 4 positional "
             "arguments to be passed by the caller, but got only 2 positional arguments.")):
         grad(lambda x, y: x, argnums=(0, 3))(F32(1.0), F32(2.0))
-    with pytest.raises(TypeError, match="has_aux=True requires the function .* to return a pair"):
+    with pytest.raises(TypeError, match="to return a two-element tuple"):
         grad(lambda x: x, has_aux=True)(F32(1.0))
     with pytest.raises(TypeError, match="argnums must be an int or a sequence"):
         grad(lambda x: x, argnums="x")
@@ -557,7 +557,7 @@ def test_missing_rules_raise_not_implemented():
     q = core.Primitive("no_transpose_here")
     q.def_impl(lambda x: x)
     q.def_abstract_eval(lambda x: x)
-    ad.jvp_rules[q] = lambda primals, tangents: (q.bind(*primals), q.bind(*tangents))
+    ad.defjvp_rule(q, lambda primals, tangents: (q.bind(*primals), q.bind(*tangents)))
     try:
         assert_close(jvp(q.bind, (F32(1.0),), (F32(2.0),))[1], 2.0)
         with pytest.raises(NotImplementedError, match="transpose rule for 'no_transpose_here'"):

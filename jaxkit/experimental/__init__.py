@@ -1,1 +1,5 @@
-"""``jax.experimental``: the parts jaxkit provides (``compilation_cache``)."""
+"""``jax.experimental``: ``io_callback`` here; submodules (checkify, compilation_cache, ...)
+live in their own files."""
+from jaxkit.transforms.callback import io_callback
+
+__all__ = ["io_callback"]

@@ -278,7 +278,12 @@ class JVPTracer(core.Tracer):
         return operator.index(self.primal)
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<JVPTrace>"
+        # As JAX 0.10.2: under grad/vjp/linearize the tangent is being recorded (its type is
+        # shown); under jvp it is a value.
+        t = self.tangent
+        if isinstance(t, core.Tracer) and type(t._trace).__name__ == "JaxprTrace":
+            return f"GradTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
+        return f"JVPTracer(primal={self.primal}, tangent={t})"
 
 
 class JVPTrace(core.Trace):

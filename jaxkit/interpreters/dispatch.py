@@ -104,20 +104,22 @@ class ProgramCache:
         key (parameters holding arrays) builds a program that is not kept."""
         programs = self._programs
         try:
-            program = programs[key]
+            program = programs.get(key)
         except TypeError:
             return build(*build_args)
-        except KeyError:
-            start = time.perf_counter()
-            program = build(*build_args)
-            with self._lock:
-                self.compiles += 1
-                self.compile_seconds += time.perf_counter() - start
-                program = programs.setdefault(key, program)
-                if len(programs) > self.capacity:
-                    programs.popitem(last=False)
+        if program is not None:
+            programs.move_to_end(key)  # a hit makes the entry the most recent
             return program
-        programs.move_to_end(key)  # a hit makes the entry the most recent
+        # Built outside any `except` block: an error in the user's program must not come
+        # chained to an internal KeyError.
+        start = time.perf_counter()
+        program = build(*build_args)
+        with self._lock:
+            self.compiles += 1
+            self.compile_seconds += time.perf_counter() - start
+            program = programs.setdefault(key, program)
+            if len(programs) > self.capacity:
+                programs.popitem(last=False)
         return program
 
     def clear(self) -> None:

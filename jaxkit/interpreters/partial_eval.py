@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes
+from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
 # rule(trace, *args, **params) -> outputs (values for known outputs, tracers for unknown ones).
@@ -74,6 +75,12 @@ class JaxprTracer(core.Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    def __repr__(self):
+        # JAX 0.10.2 prints the tracers of jit/make_jaxpr tracing as ``JitTracer(~float32[])``.
+        if type(self._trace) is DynamicJaxprTrace:
+            return f"JitTracer({self._aval})"
+        return f"Traced<{self._aval}>with<{type(self._trace).__name__}>"
+
 
 _literalable_types = (bool, int, float, complex, np.bool_, np.number,
                       *dtypes.extra_scalar_types())
@@ -110,6 +117,13 @@ class _RecordingTrace(core.Trace):
             # Scalars, rank-0 NumPy arrays among them (rules write constants that way), are
             # inlined as literals, as in JAX: no constant input for XLA to carry.
             return Literal(x, core.get_aval(x))
+        elif type(x) is Array and not x.aval.shape and type(self) is DynamicJaxprTrace \
+                and not x.is_deleted():
+            # A concrete scalar array (``jnp.float32(1.67)``) in a staged program is a literal
+            # too, as in JAX (a weak one as a Python scalar, so it stays weak). Residuals of
+            # linearization stay arrays: user rules receive them.
+            val = np.asarray(x)[()]
+            return Literal(val.item() if x.aval.weak_type else val, x.aval)
         var = self._const_ids.get(id(x))
         if var is None:
             var = self._const_ids[id(x)] = Var(core.get_aval(x))

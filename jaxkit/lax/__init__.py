@@ -40,3 +40,4 @@ __all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "
     "stop_gradient", "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
     "concatenate", "convert_element_type", "expand_dims", "full", "full_like", "iota",
     "reduce_sum", "reshape", "rev", "split", "squeeze", "transpose", "zeros_like_array"})
+from jaxkit.lax import pp_rules as _pp_rules  # noqa: E402,F401  (printing of params)

@@ -19,8 +19,8 @@ from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
-from jaxkit.lax.bodies import (avals_of, instantiate, make_closed_jaxpr, run_jaxpr, strip_weak,
-                               trace_function, type_mismatch, zeros_of_aval)
+from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_closed_jaxpr,
+                               run_jaxpr, strip_weak, trace_function, zeros_of_aval)
 from jaxkit.lax.clamp import clamp
 from jaxkit.lax.elementwise import ne, select_n
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type
@@ -64,20 +64,22 @@ def switch(index: ArrayLike, branches: Sequence[Callable], *operands):
     avals = avals_of(flat)
     traced = [trace_function(b, in_tree, avals, f"branch {i} of switch")
               for i, b in enumerate(branches)]
-    _check_branch_types([t[0] for t in traced], [t[2] for t in traced], "branch 0", "switch")
+    _check_branch_types([t[0] for t in traced], [t[2] for t in traced], branches)
     jaxprs, consts = _join_branch_consts([t[0] for t in traced], [t[1] for t in traced])
     outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs))
     return tree_util.tree_unflatten(traced[0][2], outs)
 
 
-def _check_branch_types(jaxprs, out_trees, first: str, what: str):
+def _check_branch_types(jaxprs, out_trees, funs):
     for i, (j, t) in enumerate(zip(jaxprs[1:], out_trees[1:]), start=1):
         if t != out_trees[0]:
-            raise TypeError(f"{what} branches must have the same output structure; branch 0 "
+            raise TypeError(f"switch branches must have the same output structure; branch 0 "
                             f"returned {out_trees[0]} but branch {i} returned {t}.")
         if strip_weak(j.out_avals) != strip_weak(jaxprs[0].out_avals):
-            raise TypeError(type_mismatch(f"{what} branch outputs", t, jaxprs[0].out_avals,
-                                           j.out_avals, first, f"branch {i}"))
+            # JAX's wording, "branch1" without a space included.
+            raise TypeError(branch_mismatch("switch", [funs[0], funs[i]],
+                                            ["branch 0", f"branch{i}"], t,
+                                            jaxprs[0].out_avals, j.out_avals))
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
@@ -102,9 +104,9 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
                         f"returned the structure {t_true[2]} but false_fun returned "
                         f"{t_false[2]}.")
     if strip_weak(t_true[0].out_avals) != strip_weak(t_false[0].out_avals):
-        raise TypeError(type_mismatch("true_fun and false_fun output", t_true[2],
-                                       t_true[0].out_avals, t_false[0].out_avals,
-                                       "true_fun", "false_fun"))
+        raise TypeError(branch_mismatch("cond", [true_fun, false_fun],
+                                        ["true_fun", "false_fun"], t_true[2],
+                                        t_true[0].out_avals, t_false[0].out_avals))
     jaxprs, consts = _join_branch_consts([t_false[0], t_true[0]], [t_false[1], t_true[1]])
     outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs))
     return tree_util.tree_unflatten(t_true[2], outs)

@@ -26,8 +26,9 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
-from jaxkit.lax.bodies import (avals_of, instantiate, make_closed_jaxpr, run_jaxpr, split_list,
-                               strip_weak, trace_function, type_mismatch, zeros_of_aval)
+from jaxkit.lax.bodies import (avals_of, carry_mismatch, instantiate, make_closed_jaxpr,
+                               promote_weak_carry, run_jaxpr, split_list, strip_weak,
+                               trace_function, zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
 from jaxkit.lax.reductions import reduce_or
 from jaxkit.lax.slicing import dynamic_index_in_dim, dynamic_update_index_in_dim, slice_in_dim
@@ -51,17 +52,18 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if body_tree != in_tree:
         raise TypeError(f"body_fun output and input must have identical types; the input "
                         f"structure is {in_tree} but body_fun returned {body_tree}.")
-    if strip_weak(body.out_avals) != strip_weak(avals):
-        raise TypeError(type_mismatch("body_fun output and input", in_tree, avals,
-                                       body.out_avals, "input", "output"))
-    if [a.weak_type for a in body.out_avals] != [a.weak_type for a in avals]:
-        # A weakly typed init value (a Python scalar) whose update is strongly typed: make the
-        # carry strong from the start, as JAX does.
-        flat = [convert_element_type(x, a.dtype, a.weak_type and b.weak_type)
-                for x, a, b in zip(flat, avals, body.out_avals)]
+    flat, promoted = promote_weak_carry(flat, avals, body.out_avals, False)
+    if promoted:
         avals = avals_of(flat)
         body, body_consts, body_tree = trace_function(body_fun, arg_tree, avals, "body_fun of "
                                                       "while_loop")
+    if any(a.weak_type and not b.weak_type for a, b in zip(avals, body.out_avals)):
+        # A weak carry updated by a strong value of its dtype stays weak (as in JAX).
+        body, body_consts, _ = trace_function(_keep_weak(body_fun, in_tree, avals), arg_tree,
+                                              avals, "body_fun of while_loop")
+    if strip_weak(body.out_avals) != strip_weak(avals):
+        raise TypeError(carry_mismatch("while_loop body", body_fun, "carry", in_tree, avals,
+                                       body.out_avals))
     cond_j, cond_consts, _ = trace_function(cond_fun, arg_tree, avals, "cond_fun of "
                                                     "while_loop")
     out = cond_j.out_avals
@@ -71,6 +73,16 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond_j, body_jaxpr=body,
                         cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_util.tree_unflatten(in_tree, outs)
+
+
+def _keep_weak(body_fun: Callable, in_tree, avals) -> Callable:
+    def body(carry):
+        leaves = tree_util.tree_leaves(body_fun(carry))
+        leaves = [convert_element_type(x, a.dtype, True)
+                  if a.weak_type and core.get_aval(x).dtype == a.dtype else x
+                  for x, a in zip(leaves, avals)]
+        return tree_util.tree_unflatten(in_tree, leaves)
+    return body
 
 
 def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -110,39 +122,36 @@ while_p.def_abstract_eval(_while_abstract_eval)
 mlir.register_lowering(while_p, _while_lowering)
 
 
-def _static_int(x):
-    """The Python int value of ``x`` if it is known at trace time, else None."""
-    if isinstance(x, core.Tracer):
-        return None
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    aval = core.get_aval(x)
-    if aval.shape == () and dtypes.issubdtype(aval.dtype, np.integer):
-        return int(np.asarray(x))
-    return None
+def _is_host_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """``for i in range(lower, upper): val = body_fun(i, val)``. With static bounds it is a
     ``scan`` (so reverse-mode differentiation works), else a ``while_loop``."""
-    lo, hi = _static_int(lower), _static_int(upper)
-    if lo is not None and hi is not None:
-        length = max(hi - lo, 0)
-        dtype = dtypes.canonicalize_dtype(dtypes.result_type(lower, upper))
+    lower_dt, upper_dt = (dtypes.dtype(x, canonicalize=True) for x in (lower, upper))
+    if lower_dt != upper_dt:
+        dtype = dtypes.promote_types(lower_dt, upper_dt)
+        lower, upper = (convert_element_type(x, dtype) for x in (lower, upper))
+    else:
+        dtype = lower_dt
+    # As JAX 0.10.2: Python (or NumPy) integer bounds make a scan, whose index starts as
+    # ``lower`` itself (a Python int stays weakly typed); array bounds make a while loop.
+    if _is_host_int(lower) and _is_host_int(upper):
+        length = max(int(upper) - int(lower), 0)
+        start = lower if isinstance(lower, int) else np.asarray(lower, dtype)
 
-        def step(carry, _):
-            i, val = carry
-            return (add(i, np.asarray(1, dtype)), body_fun(i, val)), None
+        def step(loop_carry, _):  # the name JAX's carry-type errors show
+            i, val = loop_carry
+            one = 1 if dtypes.is_weakly_typed(i) else np.asarray(1, dtype)
+            return (add(i, one),
+                    body_fun(i, val)), None
 
-        start = convert_element_type(np.asarray(lo, dtype), dtype)
         (_, out), _ = scan(step, (start, init_val), None, length=length,
                            unroll=1 if unroll is None else unroll)
         return out
     if unroll not in (None, 1, False):
         raise ValueError("fori_loop unroll requires static (concrete) lower and upper bounds")
-    dtype = dtypes.result_type(lower, upper)
-    lower = convert_element_type(lower, dtype)
-    upper = convert_element_type(upper, dtype)
 
     def loop_cond(carry):
         return lt(carry[0], carry[1])
@@ -370,15 +379,14 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         raise TypeError(f"scan body function carry input and carry output must have the same "
                         f"pytree structure, but they differ: input {carry_tree}, output "
                         f"{out_children[0]}.")
-    if strip_weak(new_carry_avals) != strip_weak(carry_avals):
-        raise TypeError(type_mismatch("scan body function carry input and carry output",
-                                       carry_tree, carry_avals, new_carry_avals, "input",
-                                       "output"))
-    if [a.weak_type for a in new_carry_avals] != [a.weak_type for a in carry_avals]:
-        carry_flat = [convert_element_type(x, a.dtype, a.weak_type and b.weak_type)
-                      for x, a, b in zip(carry_flat, carry_avals, new_carry_avals)]
+    carry_flat, promoted = promote_weak_carry(carry_flat, carry_avals, new_carry_avals)
+    if promoted:
         carry_avals = avals_of(carry_flat)
         body, consts, out_tree = traced(carry_avals)
+        new_carry_avals = body.out_avals[:n_carry]
+    if strip_weak(new_carry_avals) != strip_weak(carry_avals):
+        raise TypeError(carry_mismatch("scan body", f, "carry", carry_tree, carry_avals,
+                                       new_carry_avals))
     if unroll is True:
         unroll = max(length, 1)
     elif unroll is False:

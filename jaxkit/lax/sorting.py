@@ -163,7 +163,7 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Array, Array]:
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     axis = canonicalize_axis(axis, np.ndim(operand))
-    return tuple(top_k_p.bind(operand, k=k, axis=axis))
+    return list(top_k_p.bind(operand, k=k, axis=axis))  # a list, as JAX returns
 
 
 def _top_k_abstract_eval(operand, *, k, axis):

@@ -575,7 +575,17 @@ def zeros_like_array(x: ArrayLike) -> Array:
 
 # ---- registrations used by the interpreters ------------------------------------------------
 def _zeros_like_aval(aval: core.ShapedArray):
-    return broadcast_in_dim(np.zeros((), aval.dtype)[()], aval.shape, ())
+    # A weakly typed aval gets weak zeros (the gradient with respect to a Python scalar is
+    # weak, as in JAX).
+    zero = np.zeros((), aval.dtype)[()]
+    if core.current_trace() is core.eval_trace:
+        zero = convert_element_type(zero, aval.dtype, aval.weak_type)
+    elif aval.weak_type:
+        if dtypes.dtype(zero.item(), canonicalize=True) == aval.dtype:
+            zero = zero.item()  # a Python scalar: weak, and a literal in jaxprs
+        else:
+            zero = convert_element_type(zero, aval.dtype, True)
+    return zero if aval.shape == () else broadcast_in_dim(zero, aval.shape, ())
 
 
 def _moveaxis(x, src: int, dst: int):

@@ -11,7 +11,7 @@ this package installs the operators and methods of arrays and tracers
 
 import numpy as _np
 
-from jaxkit.runtime.array import Array as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
+from jaxkit.runtime.array import PublicArray as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
 from jaxkit.numpy import _array_methods, fft, linalg  # noqa: F401
 from jaxkit.numpy._creation import (  # noqa: F401
     arange,

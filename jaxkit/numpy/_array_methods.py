@@ -17,6 +17,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
 from jaxkit.numpy import (
     _creation,
+    _index_tricks,
     _indexing,
     _contractions,
     _elementwise,
@@ -203,7 +204,25 @@ def _round_dunder(self, ndigits: int | None = None) -> Any:
     return _elementwise.round(self, ndigits)
 
 
+def _byteswap(self, inplace: bool = False) -> Any:
+    """The bytes of each element reversed (as ``np.ndarray.byteswap``)."""
+    if inplace:
+        raise ValueError("Inplace byteswapping not supported.")
+    if self.dtype.itemsize == 1:
+        return self
+    as_bytes = lax.bitcast_convert_type(self, np.uint8)
+    return lax.bitcast_convert_type(lax.rev(as_bytes, (as_bytes.ndim - 1,)), self.dtype)
+
+
+def _flat(self) -> Any:
+    raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider "
+                              "arr.flatten() instead.")
+
+
 _methods: dict[str, Callable] = {
+    "byteswap": _byteswap,
+    "choose": lambda self, choices, out=None, mode="raise": _index_tricks.choose(
+        self, choices, out=out, mode=mode),
     "all": _reductions.all, "any": _reductions.any, "argmax": _reductions.argmax,
     "argmin": _reductions.argmin, "argpartition": _sorting.argpartition,
     "argsort": _sorting.argsort, "astype": _astype, "clip": _clip,
@@ -222,7 +241,7 @@ _methods: dict[str, Callable] = {
 }
 _properties: dict[str, Callable] = {
     "T": _transpose_property, "mT": _matrix_transpose_property, "real": _real_property,
-    "imag": _imag_property, "at": _at,
+    "imag": _imag_property, "at": _at, "flat": _flat,
 }
 
 

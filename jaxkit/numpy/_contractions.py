@@ -324,6 +324,9 @@ def _parse_subscripts(subscripts: str, ndims: list[int]) -> tuple[list[str], str
         terms.append(s)
     if explicit:
         out = out.replace("...", ell)
+        for c in out:
+            if not any(c in t for t in terms):
+                raise ValueError(f"Output character '{c}' did not appear in the input")
     else:
         counts = Counter("".join(terms))
         out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))

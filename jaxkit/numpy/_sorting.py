@@ -157,18 +157,19 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
         raise ValueError("a should be 1-dimensional")
     a, v = promote_dtypes(a, v)
     a, v = asarray(a), asarray(v)
-    dt = np.dtype(np.int32)
     n = a.shape[0]
+    # int32 whatever the x64 setting, as JAX (int64 only for arrays too long for int32).
+    dt = np.dtype(np.int32 if n <= np.iinfo(np.int32).max // 2 else np.int64)
     if n == 0:
-        return lax.full(v.shape, 0, _int_dtype())
+        return lax.full(v.shape, 0, dt)
     go_left_op = _total_le if side == "left" else _total_lt
     low = lax.full(v.shape, 0, dt)
     high = lax.full(v.shape, n, dt)
     for _ in range(int(np.ceil(np.log2(n + 1)))):
-        mid = lax.div(lax.add(low, high), np.int32(2))
+        mid = lax.div(lax.add(low, high), np.asarray(2, dt))
         go_left = go_left_op(v, take(a, mid, mode="clip"))
         low, high = lax.select(go_left, low, mid), lax.select(go_left, mid, high)
-    return lax.convert_element_type(high, _int_dtype())
+    return high
 
 
 def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,

@@ -30,6 +30,7 @@ from functools import partial, reduce
 import numpy as np
 
 from jaxkit import core, dtypes, lax, tree_util
+from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
 from jaxkit.runtime.array import Array
@@ -194,8 +195,28 @@ def threefry_seed(seed) -> Array:
     return _stack_last(hi, lo)
 
 
+def _threefry_counts(key, counts) -> Array:
+    """JAX's original ``threefry_2x32(key, counts)`` on a flat ``uint32`` counter array: the
+    counters are split in two halves (padded with a zero when odd) that are hashed as the two
+    words, and the two output words are concatenated back (the layout of every JAX release
+    before ``jax_threefry_partitionable`` became the default)."""
+    k1, k2 = _key_words(key)
+    n = core.get_aval(counts).shape[0]
+    if n % 2:
+        counts = lax.concatenate([counts, np.zeros((1,), _u32)], 0)
+    half = (n + 1) // 2
+    x1, x2 = lax.slice(counts, (0,), (half,)), lax.slice(counts, (half,), (2 * half,))
+    b1, b2 = threefry2x32(k1, k2, x1, x2)
+    out = lax.concatenate([b1, b2], 0)
+    return lax.slice(out, (0,), (n,)) if n % 2 else out
+
+
 def threefry_split(key, shape: tuple[int, ...]) -> Array:
     """``shape`` new raw keys from one (``uint32[*shape, 2]``)."""
+    if not config.jax_threefry_partitionable:
+        num = math.prod(shape)
+        bits = _threefry_counts(key, lax.iota(_u32, num * 2))
+        return lax.reshape(bits, (*shape, 2))
     k1, k2 = _key_words(key)
     c1, c2 = iota_2x32_shape(shape)
     b1, b2 = threefry2x32(k1, k2, c1, c2)
@@ -215,6 +236,8 @@ def threefry_random_bits(key, bit_width: int, shape: tuple[int, ...]) -> Array:
         raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
     if math.prod(shape) > 2 ** 64:
         raise NotImplementedError("random bits array of size exceeding 2 ** 64")
+    if not config.jax_threefry_partitionable:
+        return _threefry_random_bits_original(key, bit_width, shape)
     k1, k2 = _key_words(key)
     c1, c2 = iota_2x32_shape(shape)
     b1, b2 = threefry2x32(k1, k2, c1, c2)
@@ -225,6 +248,33 @@ def threefry_random_bits(key, bit_width: int, shape: tuple[int, ...]) -> Array:
         return lax.bitwise_or(lax.shift_left(hi, np.array(32, dtype)), lo)
     bits = lax.bitwise_xor(b1, b2)
     return bits if bit_width == 32 else lax.convert_element_type(bits, dtype)
+
+
+def _threefry_random_bits_original(key, bit_width: int, shape: tuple[int, ...]) -> Array:
+    """``random_bits`` with ``jax_threefry_partitionable=False``: enough 32-bit words from
+    counters ``0..n-1`` (JAX's original layout); 64-bit values join the first and second
+    halves, 8/16-bit values are the words' little-endian pieces."""
+    size = math.prod(shape)
+    max_count = -(-bit_width * size // 32)
+    if max_count >= np.iinfo(np.uint32).max:
+        raise NotImplementedError("random bits of more than 2**32 words with "
+                                  "jax_threefry_partitionable=False")
+    bits = _threefry_counts(key, lax.iota(_u32, max_count))
+    dtype = UINT_DTYPES[bit_width]
+    if bit_width == 64:
+        half = max_count // 2
+        hi = lax.convert_element_type(lax.slice(bits, (0,), (half,)), dtype)
+        lo = lax.convert_element_type(lax.slice(bits, (half,), (2 * half,)), dtype)
+        bits = lax.bitwise_or(lax.shift_left(hi, np.array(32, dtype)), lo)
+    elif bit_width in (8, 16):
+        per_word = 32 // bit_width
+        shifts = lax.mul(np.uint32(bit_width),
+                         lax.broadcasted_iota(_u32, (per_word, max_count), 0))
+        pieces = lax.shift_right_logical(lax.broadcast(bits, (per_word,)), shifts)
+        pieces = lax.bitwise_and(np.uint32(np.iinfo(dtype).max), pieces)
+        pieces = lax.reshape(lax.transpose(pieces, (1, 0)), (max_count * per_word,))
+        bits = lax.slice(lax.convert_element_type(pieces, dtype), (0,), (size,))
+    return lax.reshape(bits, shape)
 
 
 # --------------------------------------------------------------------------------------------

@@ -63,6 +63,27 @@ class Array:
     def committed(self) -> bool:
         return True
 
+    # One device holds the whole array: one shard, fully addressable and replicated.
+    is_fully_addressable = True
+    is_fully_replicated = True
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        return [Shard(self.device, tuple(slice(None) for _ in self.shape), 0, self)]
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index: int) -> Array:
+        if index != 0:
+            raise IndexError(f"shard index {index} out of range for an array with 1 shard")
+        return self
+
+    def to_device(self, device, *, stream=None) -> Array:
+        """A copy of this array on ``device`` (the array API's ``to_device``)."""
+        if stream is not None:
+            raise NotImplementedError("to_device(stream=...) is not supported")
+        return Array(pjrt.copy_to_device(self._buf, self.aval, device))
+
     # ---- synchronisation ----
     def block_until_ready(self) -> Array:
         """Wait until the computation producing this array has finished; return self."""
@@ -239,3 +260,46 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
 
 def wrap_buffers(bufs: Sequence[pjrt.ArrayImpl]) -> list[Array]:
     return [Array(b) for b in bufs]
+
+
+class Shard:
+    """One shard of an array: the device, the index it covers, replica id, and its data."""
+
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device, index: tuple, replica_id: int, data: Array):
+        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+
+    def __repr__(self) -> str:
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
+# JAX's concrete array class prints as ``jaxlib._jax.ArrayImpl``; ours does too, so that
+# ``type(x)`` in a user's program prints what it prints under JAX.
+Array.__name__ = Array.__qualname__ = "ArrayImpl"
+Array.__module__ = "jaxlib._jax"
+
+
+class _ArrayMeta(type):
+    """``isinstance(x, jax.Array)`` holds for concrete arrays and for tracers (as in JAX)."""
+
+    def __instancecheck__(cls, x) -> bool:
+        return isinstance(x, (Array, core.Tracer))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return type.__subclasscheck__(cls, sub) or issubclass(sub, (Array, core.Tracer))
+
+
+class PublicArray(metaclass=_ArrayMeta):
+    """The public array type (``jaxkit.Array``, ``jnp.ndarray``): an abstract base covering
+    device arrays and tracers, for ``isinstance`` checks and annotations. Arrays are made by
+    ``jnp.array``, ``device_put`` and every operation, never by calling this class."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("jax.Array cannot be instantiated directly; use jnp.array or "
+                        "jax.device_put to make an array.")
+
+
+PublicArray.__name__ = PublicArray.__qualname__ = "Array"
+PublicArray.__module__ = "jax.jaxlib._jax"

@@ -78,6 +78,23 @@ class Sharding(_jax.SingleDeviceSharding):
     def _to_xla_hlo_sharding(self, ndim):
         return Sharding._replicated
 
+    # What JAX's SingleDeviceSharding shows and answers (its memory kind on CPU is "device").
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+
+    device_set = property(lambda self: {self._device})
+    addressable_devices = device_set
+    num_devices = 1
+    is_fully_replicated = True
+    is_fully_addressable = True
+
+    def shard_shape(self, global_shape):
+        return tuple(global_shape)
+
+
+Sharding.__name__ = Sharding.__qualname__ = "SingleDeviceSharding"
+Sharding.__module__ = "jax.sharding"
+
 
 class Backend:
     """One PjRt client with its devices and their shardings."""

@@ -194,6 +194,77 @@ mlir.register_lowering(pure_callback_p, _pure_callback_lowering)
 
 
 # --------------------------------------------------------------------------------------------
+# io_callback (jax.experimental.io_callback)
+# --------------------------------------------------------------------------------------------
+
+
+def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding: Any = None,
+                ordered: bool = False, **kwargs: Any):
+    """Call ``callback(*args, **kwargs)``, which may have side effects, from (possibly staged)
+    code; it returns arrays described by ``result_shape_dtypes``. The call is never removed
+    as dead code. Not differentiable; under ``vmap`` an unordered callback runs once per
+    example and an ordered one is an error (as in JAX). jaxkit threads no ordering token
+    through compiled programs: ordered calls keep program order eagerly and from one call to
+    the next, and inside one program they run in XLA's schedule order."""
+    del sharding
+    flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+    leaves, out_tree = tree_util.tree_flatten(result_shape_dtypes)
+    result_avals = tuple(ShapedArray(leaf.shape, np.dtype(leaf.dtype)) for leaf in leaves)
+    for aval in result_avals:
+        if dtypes.canonicalize_dtype(aval.dtype) != aval.dtype:
+            raise ValueError("result_shape_dtypes cannot specify 64-bit types when "
+                             "`jax_enable_x64` is disabled")
+    outs = io_callback_p.bind(*flat_args, callback=FlatCallback(callback, in_tree),
+                              result_avals=result_avals, ordered=bool(ordered))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _io_callback_impl(*args, callback: FlatCallback, result_avals, ordered):
+    outs = _check_results(callback(*_as_arrays(args)), result_avals, "io_callback")
+    return [device_put_value(x) for x in outs]
+
+
+def _io_callback_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+def _io_callback_batch(axis_data, args, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    args = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
+    batched = [d is not None for d in dims]
+    fixed = [x for x, b in zip(args, batched) if not b]
+
+    def one(xs):
+        it_b, it_f = iter(xs), iter(fixed)
+        merged = [next(it_b) if b else next(it_f) for b in batched]
+        return io_callback_p.bind(*merged, callback=callback, result_avals=result_avals,
+                                  ordered=ordered)
+
+    outs = lax.map(one, [x for x, b in zip(args, batched) if b])
+    return list(outs), [0] * len(outs)
+
+
+def _io_callback_lowering(ctx: mlir.LoweringRuleContext, *args, callback, result_avals,
+                          ordered):
+    def host(*flat_args):
+        return tuple(_check_results(callback(*_as_arrays(flat_args)), result_avals,
+                                    "io_callback"))
+
+    return mlir.emit_python_callback(ctx, host, args, result_avals, has_side_effect=True)
+
+
+io_callback_p = core.Primitive("io_callback")
+io_callback_p.multiple_results = True
+io_callback_p.def_impl(_io_callback_impl)
+io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
+ad.defjvp_rule(io_callback_p, _io_callback_jvp)
+batching.defrule(io_callback_p, _io_callback_batch)
+mlir.register_lowering(io_callback_p, _io_callback_lowering)
+pe.defeffectful(io_callback_p)
+
+
+# --------------------------------------------------------------------------------------------
 # The debug callback (jaxkit.debug.callback / jaxkit.debug.print)
 # --------------------------------------------------------------------------------------------
 

@@ -262,7 +262,7 @@ def _checkpoint_lowering(ctx, *args, jaxpr: ClosedJaxpr, prevent_cse: bool,
     return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
 
 
-checkpoint_p = core.Primitive("checkpoint")
+checkpoint_p = core.Primitive("remat2")  # the name JAX 0.10.2 prints
 checkpoint_p.multiple_results = True
 checkpoint_p.def_impl(_checkpoint_impl)
 checkpoint_p.def_abstract_eval(_checkpoint_abstract_eval)

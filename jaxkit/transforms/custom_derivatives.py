@@ -97,6 +97,10 @@ def _is_array_leaf(x) -> bool:
     return isinstance(x, core.Tracer) or core.is_array_like(x)
 
 
+def _owned_by(trace: core.Trace, x) -> bool:
+    return isinstance(x, core.Tracer) and x._trace is trace
+
+
 def _stop_gradient_tree(x):
     """``stop_gradient`` on the inexact array leaves of ``x`` (other leaves, e.g. functions,
     pass through): non-differentiable arguments must not carry tangents."""
@@ -237,7 +241,42 @@ class _CustomDerivativeFunction:
             static, dyn = _split_static(args, self.nondiff_argnums)
         else:
             static, dyn = (), args
+        trace = core.current_trace()
+        if isinstance(trace, ad.JVPTrace):
+            return self._process_jvp(trace, name, len(args), static, dyn)
+        if isinstance(trace, (pe.JaxprTrace, batching.BatchTrace)) and not any(
+                _owned_by(trace, x) for x in tree_util.tree_leaves((static, dyn))):
+            # As JAX's partial-eval and batch traces do: known (unbatched) inputs only, so
+            # the call happens at the enclosing trace (eagerly, when that is evaluation).
+            with core.set_current_trace(trace.parent):
+                return self(*args)
         return self._bind(name, len(args), static, dyn)
+
+    def _process_jvp(self, trace: ad.JVPTrace, name: str, n: int, static: Sequence,
+                     dyn: Sequence):
+        """Differentiation by the custom rule alone, as JAX's JVP trace does: the user's
+        function is never called (no Python side effects, Python control flow on concrete
+        primals works). Without any tangent, the call goes to the enclosing trace."""
+        self._check_static(static)
+        own = lambda x: trace.to_primal_tangent_pair(x)[0] if _owned_by(trace, x) else x
+        static = [tree_util.tree_map(own, s) for s in static]
+        flat, in_tree = tree_util.tree_flatten(dyn)
+        pairs = [trace.to_primal_tangent_pair(x) for x in flat]
+        primals = [p for p, _ in pairs]
+        if all(type(t) is ad.Zero for _, t in pairs):
+            with core.set_current_trace(trace.parent):
+                dyn_primals = tree_util.tree_unflatten(in_tree, primals)
+                if self.nondiff_argnums:
+                    return self(*_merge_static(n, self.nondiff_argnums, static, dyn_primals))
+                return self(*dyn_primals)
+        with core.set_current_trace(trace.parent):
+            out_tree, primals_out, tangents_out = self._rule_jvp(
+                name, static, in_tree, primals, [t for _, t in pairs])
+        return tree_util.tree_unflatten(
+            out_tree, [trace.box(p, t) for p, t in zip(primals_out, tangents_out)])
+
+    def _check_static(self, static: Sequence) -> None:
+        pass
 
 
 class custom_jvp(_CustomDerivativeFunction):
@@ -297,11 +336,25 @@ class custom_jvp(_CustomDerivativeFunction):
                                       symbolic_zeros=self.symbolic_zeros, name=name)
         return tree_util.tree_unflatten(out_tree, outs)
 
+    def _rule_jvp(self, name: str, static: Sequence, in_tree, primals: Sequence,
+                  tangents: Sequence):
+        jvp = functools.partial(self.jvp, *static) if self.nondiff_argnums else self.jvp
+        out_tree_cell: list = []
+        flat_jvp = _flatten_jvp(jvp, in_tree, None, None, self.symbolic_zeros, name,
+                                _fun_name(self.jvp), out_tree_cell)
+        outs = flat_jvp(*primals, *tangents)
+        m = len(outs) // 2
+        return out_tree_cell[0], outs[:m], outs[m:]
 
-def _flatten_jvp(jvp: Callable, in_tree, out_tree, out_avals: Sequence[core.ShapedArray],
-                 symbolic_zeros: bool, fun_name: str, jvp_name: str) -> Callable:
+
+def _flatten_jvp(jvp: Callable, in_tree, out_tree, out_avals: Sequence[core.ShapedArray] | None,
+                 symbolic_zeros: bool, fun_name: str, jvp_name: str,
+                 out_tree_cell: list | None = None) -> Callable:
     """The user's rule on flat values: ``flat(*primals, *tangents) -> [*primals_out,
-    *tangents_out]`` (tangent inputs may be ``Zero``s, outputs may be ``Zero``s)."""
+    *tangents_out]`` (tangent inputs may be ``Zero``s, outputs may be ``Zero``s).
+
+    ``out_tree``/``out_avals`` (the primal function's, when it was traced) are checked against
+    the rule's primal output; when None, the rule's output tree goes to ``out_tree_cell``."""
 
     def flat(*args):
         n = len(args) // 2
@@ -319,17 +372,20 @@ def _flatten_jvp(jvp: Callable, in_tree, out_tree, out_avals: Sequence[core.Shap
         primals_out, p_tree = tree_util.tree_flatten(out[0])
         tangents_out, t_tree = tree_util.tree_flatten(
             out[1], is_leaf=lambda x: isinstance(x, SymbolicZero))
-        if p_tree != out_tree:
+        if out_tree is not None and p_tree != out_tree:
             raise TypeError(f"Custom JVP rule {jvp_name} for function {fun_name} must produce "
                             "primal outputs with the same container (pytree) structure as the "
                             f"function's output {out_tree}, but got {p_tree}.")
+        if out_tree_cell is not None:
+            out_tree_cell[:] = [p_tree]
         if t_tree != p_tree:
             raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
                             f"equal container (pytree) structures, but got {p_tree} and "
                             f"{t_tree} respectively.")
-        _check_avals_match(f"Custom JVP rule {jvp_name} for function {fun_name} must produce "
-                           "primal outputs equal in shape and dtype to the function's output",
-                           primals_out, out_avals, out_tree)
+        if out_avals is not None:
+            _check_avals_match(f"Custom JVP rule {jvp_name} for function {fun_name} must "
+                               "produce primal outputs equal in shape and dtype to the "
+                               "function's output", primals_out, out_avals, out_tree)
         result_t = []
         for p, t in zip(primals_out, tangents_out):
             expected = core.get_aval(p).to_tangent_aval()
@@ -421,18 +477,41 @@ class custom_vjp(_CustomDerivativeFunction):
         self.fwd = fwd
         self.bwd = bwd
 
-    def _bind(self, name: str, n: int, static: Sequence, dyn: Sequence):
+    def _check_static(self, static: Sequence) -> None:
+        for s in static:
+            if any(isinstance(x, core.Tracer) for x in tree_util.tree_leaves(s)):
+                raise TypeError(
+                    "Found a JAX Tracer object passed as an argument to a custom_vjp "
+                    "function in a position indicated by nondiff_argnums as "
+                    "non-differentiable. Tracers cannot be passed as non-differentiable "
+                    "arguments to custom_vjp functions; instead, nondiff_argnums should "
+                    "only be used for arguments that can't be or contain JAX tracers, "
+                    "e.g. function-valued arguments. In particular, array-valued "
+                    "arguments should typically not be indicated as nondiff_argnums.")
+
+    def _rule_jvp(self, name: str, static: Sequence, in_tree, primals: Sequence,
+                  tangents: Sequence):
         if self.nondiff_argnums:
-            for s in static:
-                if any(isinstance(x, core.Tracer) for x in tree_util.tree_leaves(s)):
-                    raise TypeError(
-                        "Found a JAX Tracer object passed as an argument to a custom_vjp "
-                        "function in a position indicated by nondiff_argnums as "
-                        "non-differentiable. Tracers cannot be passed as non-differentiable "
-                        "arguments to custom_vjp functions; instead, nondiff_argnums should "
-                        "only be used for arguments that can't be or contain JAX tracers, "
-                        "e.g. function-valued arguments. In particular, array-valued "
-                        "arguments should typically not be indicated as nondiff_argnums.")
+            n = len(static) + len(tree_util.treedef_children(in_tree))
+            fwd = lambda *d: self.fwd(*_merge_static(n, self.nondiff_argnums, static, d))
+            bwd = functools.partial(self.bwd, *static)
+        else:
+            fwd, bwd = self.fwd, self.bwd
+        in_avals = [core.get_aval(x) for x in primals]
+        res_tree_cell: list = []
+        out_tree_cell: list = []
+        flat_fwd = _flatten_fwd(fwd, in_tree, None, None, res_tree_cell, name,
+                                _fun_name(self.fwd), out_tree_cell)
+        flat_bwd = _flatten_bwd(bwd, in_tree, in_avals, out_tree_cell, res_tree_cell,
+                                _fun_name(self.bwd))
+        outs = flat_fwd(*primals)
+        n_out = len(outs) - res_tree_cell[0].num_leaves
+        primals_out, tangents_out = _fwd_and_lin(outs, n_out, flat_bwd, tangents)
+        return out_tree_cell[0], primals_out, tangents_out
+
+    def _bind(self, name: str, n: int, static: Sequence, dyn: Sequence):
+        self._check_static(static)
+        if self.nondiff_argnums:
             merge = functools.partial(_merge_static, n, self.nondiff_argnums, static)
             fun = lambda *d: self.fun(*merge(d))
             fwd = lambda *d: self.fwd(*merge(d))
@@ -444,7 +523,7 @@ class custom_vjp(_CustomDerivativeFunction):
         res_tree_cell: list = []
         flat_fwd = _flatten_fwd(fwd, in_tree, out_tree, closed.out_avals, res_tree_cell, name,
                                 _fun_name(self.fwd))
-        flat_bwd = _flatten_bwd(bwd, in_tree, in_avals, out_tree, res_tree_cell,
+        flat_bwd = _flatten_bwd(bwd, in_tree, in_avals, [out_tree], res_tree_cell,
                                 _fun_name(self.bwd))
         outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts), name=name)
@@ -452,7 +531,10 @@ class custom_vjp(_CustomDerivativeFunction):
 
 
 def _flatten_fwd(fwd: Callable, in_tree, out_tree, out_avals, res_tree_cell: list,
-                 fun_name: str, fwd_name: str) -> Callable:
+                 fun_name: str, fwd_name: str, out_tree_cell: list | None = None) -> Callable:
+    """``fwd`` on flat values: ``flat(*args) -> [*primals_out, *residuals]``. ``out_tree``
+    and ``out_avals`` (the primal function's) are checked when given; the output tree goes to
+    ``out_tree_cell`` when one is given."""
     def flat(*args):
         out = fwd(*tree_util.tree_unflatten(in_tree, args))
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -461,7 +543,9 @@ def _flatten_fwd(fwd: Callable, in_tree, out_tree, out_avals, res_tree_cell: lis
                             "outputs and residuals (values stored from the forward pass for "
                             f"use on the backward pass), got {out!r}.")
         primals_out, p_tree = tree_util.tree_flatten(out[0])
-        if p_tree != out_tree:
+        if out_tree_cell is not None:
+            out_tree_cell[:] = [p_tree]
+        if out_tree is not None and p_tree != out_tree:
             raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {fun_name} must "
                             "produce a pair (list or tuple of length two) where the first "
                             "element represents the primal output (equal to the output of the "
@@ -469,9 +553,10 @@ def _flatten_fwd(fwd: Callable, in_tree, out_tree, out_avals, res_tree_cell: lis
                             "represents residuals, but the first element had container "
                             f"(pytree) structure {p_tree} while the function's output had "
                             f"{out_tree}.")
-        _check_avals_match(f"Custom VJP fwd rule {fwd_name} for function {fun_name} must "
-                           "produce primal outputs equal in shape and dtype to the function's "
-                           "output", primals_out, out_avals, out_tree)
+        if out_avals is not None:
+            _check_avals_match(f"Custom VJP fwd rule {fwd_name} for function {fun_name} "
+                               "must produce primal outputs equal in shape and dtype to the "
+                               "function's output", primals_out, out_avals, out_tree)
         res, res_tree = tree_util.tree_flatten(out[1])
         for r in res:
             if not _is_array_leaf(r):
@@ -485,8 +570,10 @@ def _flatten_fwd(fwd: Callable, in_tree, out_tree, out_avals, res_tree_cell: lis
     return flat
 
 
-def _flatten_bwd(bwd: Callable, in_tree, in_avals: Sequence[core.ShapedArray], out_tree,
-                 res_tree_cell: list, bwd_name: str) -> Callable:
+def _flatten_bwd(bwd: Callable, in_tree, in_avals: Sequence[core.ShapedArray],
+                 out_tree_cell: list, res_tree_cell: list, bwd_name: str) -> Callable:
+    """``bwd`` on flat residuals and cotangents; the trees come in cells, known once the
+    forward rule has run."""
     n_args = len(in_avals)
     arg_trees = tree_util.treedef_children(in_tree)
 
@@ -494,7 +581,7 @@ def _flatten_bwd(bwd: Callable, in_tree, in_avals: Sequence[core.ShapedArray], o
         res_tree = res_tree_cell[0]
         n_res = res_tree.num_leaves
         res = tree_util.tree_unflatten(res_tree, args[:n_res])
-        cts = tree_util.tree_unflatten(out_tree, args[n_res:])
+        cts = tree_util.tree_unflatten(out_tree_cell[0], args[n_res:])
         out = bwd(res, cts)
         if isinstance(out, list) and len(out) == len(arg_trees):
             out = tuple(out)
@@ -542,9 +629,13 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr: ClosedJaxpr, fwd: Cal
                          bwd: Callable, num_consts: int, name: str):
     if any(not ad.is_zero(t) for t in tangents[:num_consts]):
         raise CustomVJPException()
-    args, arg_tangents = primals[num_consts:], tangents[num_consts:]
-    outs = fwd(*args)
-    n = len(call_jaxpr.out_avals)
+    outs = fwd(*primals[num_consts:])
+    return _fwd_and_lin(outs, len(call_jaxpr.out_avals), bwd, tangents[num_consts:])
+
+
+def _fwd_and_lin(outs: Sequence, n: int, bwd: Callable, arg_tangents: Sequence):
+    """The JVP of a custom_vjp function from its forward rule's flat output (``n`` primal
+    outputs, then residuals): the primal outputs and ``custom_lin`` of the input tangents."""
     primals_out, res = outs[:n], outs[n:]
     in_nonzero = tuple(not ad.is_zero(t) for t in arg_tangents)
     out_avals = tuple(core.get_aval(p).to_tangent_aval() for p in primals_out)

@@ -160,9 +160,13 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
         n = len(args)
         if n == 1 and unrolled and not kwargs:
             x, = args
+            # A miss leaves the except block before calling `slow`, so that errors raised
+            # while tracing or compiling do not come chained to this KeyError.
             try:
                 plan = fast[(x.aval if type(x) is Array else _leaf_key(x),)]
             except (KeyError, TypeError):  # a new signature, or not a leaf
+                plan = None
+            if plan is None:
                 return slow(args, kwargs)
             if plan.direct:
                 return Array(plan.execute([x._buf]).consume_with_handlers(plan.handlers)[0])
@@ -172,6 +176,8 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 plan = fast[x.aval if type(x) is Array else _leaf_key(x),
                             y.aval if type(y) is Array else _leaf_key(y)]
             except (KeyError, TypeError):
+                plan = None
+            if plan is None:
                 return slow(args, kwargs)
             if plan.direct:
                 return Array(plan.execute([x._buf, y._buf])
@@ -180,6 +186,8 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
             try:
                 plan = fast[_fast_key(static_argnums, args, kwargs)]
             except (KeyError, TypeError):
+                plan = None
+            if plan is None:
                 return slow(args, kwargs)
         return plan.run(args)
 
@@ -217,7 +225,8 @@ _all_fun_caches: weakref.WeakSet = weakref.WeakSet()
 def _clear_on_config_change(name, value):
     # Programs depend on x64; the fast path skips the disable_jit and debug_nans checks of the
     # slow one (which adds no plan while debug_nans is on).
-    if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans"):
+    if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
+                "jax_threefry_partitionable"):
         for cache in list(_all_fun_caches):
             cache.clear()
 
@@ -247,6 +256,7 @@ class JitFunction:
         self._donate_argnums, _ = _infer_argnums_and_argnames(
             fun, donate_argnums, donate_argnames)
         self._params = _positional_params(fun)
+        _check_static_argnums_in_range(fun, self._static_argnums, self._params)
         options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline)
         try:
             per_fun = _fun_caches.setdefault(fun, {})
@@ -496,6 +506,19 @@ def _positional_params(fun: Callable) -> list[str]:
         return []
     return [p.name for p in sig.parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _check_static_argnums_in_range(fun: Callable, argnums: frozenset, params: list) -> None:
+    """JAX's error for static_argnums beyond a function's positional parameters."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return
+    if argnums and max(argnums) >= len(params):
+        raise ValueError(f"Jitted function has static_argnums={tuple(sorted(argnums))}, but "
+                         f"only accepts {len(params)} positional arguments.")
 
 
 def _infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, frozenset]:
