@@ -179,13 +179,14 @@ def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
     right = core.concrete_or_error(right, "right argument of jnp.digitize()")
     if bins_arr.ndim != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
+    # int32 like searchsorted's indices, with or without x64 (as JAX).
     if bins_arr.shape[0] == 0:
-        return lax.full(x.shape, 0, _int_dtype())
+        return lax.full(x.shape, 0, np.int32)
     side = "right" if not right else "left"
     kw = {} if method is None else {"method": method}
     increasing = lax.ge(getitem(bins_arr, -1), getitem(bins_arr, 0))
     up = searchsorted(bins_arr, x, side=side, **kw)
-    down = lax.sub(np.asarray(bins_arr.shape[0], _int_dtype())[()],
+    down = lax.sub(np.asarray(bins_arr.shape[0], np.int32)[()],
                    searchsorted(lax.rev(bins_arr, (0,)), x, side=side, **kw))
     return where3(increasing, up, down)
 
