@@ -10,6 +10,7 @@ from jaxkit.lax.loops import *
 from jaxkit.lax.convolution import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
+from jaxkit.lax.fft import *
 from jaxkit.lax.clamp import *
 from jaxkit.lax.elementwise import *
 from jaxkit.lax.elementwise_bits import *
@@ -32,7 +33,7 @@ import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
 __all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative",
-                                      "dot", "elementwise", "elementwise_bits",
+                                      "dot", "fft", "elementwise", "elementwise_bits",
                                       "elementwise_math", "elementwise_special",
                                       "gather_scatter", "parallel", "reductions", "slicing",
                                       "sorting")
