@@ -68,6 +68,7 @@ from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
                               make_array_from_process_local_data,
                               make_array_from_single_device_arrays, named_call, named_scope,
                               print_environment_info, process_indices, typeof)
+from jaxkit.install import install_as_jax
 
 __version__ = "0.1.0"
 
@@ -77,7 +78,7 @@ __all__ = [
     "block_until_ready", "checkpoint", "checkpoint_policies", "closure_convert", "config",
     "custom_jvp", "custom_vjp", "debug", "default_backend", "device_count", "device_get",
     "device_put", "devices", "distributed", "effects_barrier", "errors", "eval_shape", "grad",
-    "hessian", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize",
+    "hessian", "install_as_jax", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_device_count", "local_devices", "make_jaxpr", "nn", "numpy", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",

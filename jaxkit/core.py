@@ -70,6 +70,7 @@ class ShapedArray:
     # jit fast path looks its executables up by argument avals on every call.
     __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
     array_abstraction_level = 1
+    sharding = None  # JAX avals carry one; jaxkit's arrays each live on one device
     _interned: dict[tuple, ShapedArray] = {}
 
     def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False):

@@ -240,6 +240,17 @@ def scalar_type_of(x: Any) -> type:
     if issubdtype(dt, np.floating):
         return float
     raise TypeError(f"Invalid scalar value {x}")
+class extended(np.generic):  # noqa: N801  (JAX's name)
+    """The abstract scalar type of dtypes that are not NumPy's (typed PRNG keys)."""
+
+
+class prng_key(extended):  # noqa: N801
+    """The scalar type of typed PRNG keys' dtypes (``key<fry>``, whose ``.type`` it is)."""
+
+
+def _extended_type(x) -> type | None:
+    t = getattr(x, "type", None) if not isinstance(x, (type, np.dtype, str)) else None
+    return t if isinstance(t, type) and issubclass(t, extended) else None
 
 
 def issubdtype(a: DTypeLike, b: DTypeLike) -> bool:
@@ -247,7 +258,13 @@ def issubdtype(a: DTypeLike, b: DTypeLike) -> bool:
 
     The bfloat16/float8 scalar types derive from ``np.generic`` only, so NumPy says bfloat16 is
     not floating. Here (as in JAX) they are floating, and int4 & co. are (un)signed integers.
+    Typed keys' dtypes are under ``prng_key`` and ``extended`` (and ``np.generic``) only.
     """
+    a_ext, b_ext = _extended_type(a), _extended_type(b)
+    if a_ext is not None or b_ext is not None:
+        if a_ext is None:
+            return False
+        return a == b if b_ext is not None else (isinstance(b, type) and issubclass(a_ext, b))
     a = a if isinstance(a, (type, np.dtype)) else np.dtype(a)
     b = b if isinstance(b, (type, np.dtype)) else np.dtype(b)
     try:

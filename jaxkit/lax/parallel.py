@@ -65,6 +65,7 @@ __all__ = [
     "ppermute",
     "ppermute_p",
     "pshuffle",
+    "pswapaxes",
     "psum",
     "psum_p",
     "psum_scatter",
@@ -596,6 +597,12 @@ mlir.register_lowering(ppermute_p, _ppermute_lowering)
 # --------------------------------------------------------------------------------------------
 # all_to_all
 # --------------------------------------------------------------------------------------------
+
+
+def pswapaxes(x, axis_name, axis: int, *, axis_index_groups=None):
+    """Swap the mapped axis ``axis_name`` with the array axis ``axis`` (of the same size): an
+    ``all_to_all`` that splits and stacks at ``axis``."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
 def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_groups=None,

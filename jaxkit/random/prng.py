@@ -286,6 +286,7 @@ class KeyTy:
     """The element type of typed keys, printed ``key<fry>`` as in JAX."""
 
     name = "key<fry>"
+    type = dtypes.prng_key
     itemsize = 8
     impl_name = "threefry2x32"
 

@@ -1,0 +1,9 @@
+"""Compatibility modules for the private ``jax._src`` names that JAX libraries reach.
+
+``jaxkit.install_as_jax()`` maps ``jax._src.X`` to ``jaxkit._src_compat.X``, and a few public JAX
+modules whose jaxkit counterparts are internal with another interface (``jax.api_util``,
+``jax.interpreters.partial_eval``, ``jax.experimental.hijax``, ...) to modules here too. Each
+module says which library reaches it and for what; each name is jaxkit's own object where one
+exists, and what a library could call but jaxkit does not do raises ``NotImplementedError``
+naming it. These modules are no part of jaxkit's own API.
+"""

@@ -1,0 +1,42 @@
+"""``jax._src.core`` and the public ``jax.core`` (reached by Flax: ``ShapedArray``,
+``AbstractValue``, ``Tracer``, ``find_top_trace``, ``get_opaque_trace_state``): jaxkit's core
+with JAX's names for its classes."""
+from jaxkit.core import *  # noqa: F401,F403
+from jaxkit import core as _core
+from jaxkit.core import (ClosedJaxpr, Jaxpr, Primitive, Trace, Tracer,  # noqa: F401
+                         current_trace, eval_jaxpr, get_aval)
+from jaxkit.extend.core import (Effect, find_top_trace, get_opaque_trace_state,  # noqa: F401
+                                mapped_aval, unmapped_aval, valid_jaxtype)
+
+
+
+class _AvalMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _core.ShapedArray)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, _core.ShapedArray)
+
+
+class ShapedArray(metaclass=_AvalMeta):
+    """JAX's constructor signature (``sharding``, ``vma``, ... keywords) for jaxkit's
+    ``ShapedArray``; instances and ``isinstance`` are jaxkit's own. The placement keywords are
+    accepted when they say what jaxkit does anyway (no sharding)."""
+
+    def __new__(cls, shape, dtype, weak_type=False, *, sharding=None, **placement):
+        if sharding is not None:
+            raise NotImplementedError("ShapedArray(sharding=...): jaxkit has no sharded avals")
+        return _core.ShapedArray(shape, dtype, weak_type)
+
+
+AbstractValue = ShapedArray
+UnshapedArray = ShapedArray
+
+
+def physical_aval(aval):
+    """The aval an array of ``aval`` is stored as (the same: jaxkit has no extended dtypes)."""
+    return aval
+
+
+def lazy_init(x):
+    return x
