@@ -217,6 +217,15 @@ ROWS = [
     Row("scan_ys_reverse", lambda x: lax.scan(lambda carry, xi: (carry + xi, jnp.tanh(
         carry * xi)), jnp.float32(0.3), x, reverse=True)[1], (X,)),
     Row("fori_loop", lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * x, x), (X,)),
+    # The four FFT kinds (R -> R through real/imag parts; RFFT/IRFFT transpose with their
+    # conjugate-pair weighting).
+    Row("fft", lambda x: lax.real(lax.fft(lax.complex(x, 0.5 * x), "FFT", (4,))),
+        (_u(-1, 1, (2, 4)),)),
+    Row("fft-ifft", lambda x: lax.imag(lax.fft(lax.complex(0.5 * x, x), "IFFT", (4,))),
+        (_u(-1, 1, (2, 4)),)),
+    Row("fft-rfft", lambda x: lax.imag(lax.fft(x, "RFFT", (6,))), (_u(-1, 1, (2, 6)),)),
+    Row("fft-irfft", lambda x: lax.fft(lax.complex(x, 0.5 * x), "IRFFT", (6,)),
+        (_u(-1, 1, (2, 4)),)),
     Row("while", lambda x: lax.while_loop(lambda c: c[0] < 3,
                                           lambda c: (c[0] + 1, jnp.sin(c[1]) * x),
                                           (0, x))[1], (X,), modes=("fwd",)),
