@@ -24,6 +24,7 @@ from jaxkit.lax.scatter import (scatter, scatter_add, scatter_add_p, scatter_max
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.slicing import *
+from jaxkit.lax.special import betainc, regularized_incomplete_beta_p
 from jaxkit.lax.sorting import *
 from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim_p,
                                    broadcasted_iota, collapse, concatenate, concatenate_p,
@@ -40,7 +41,7 @@ __all__ = sorted({name for module in ("clamp", "control_flow", "convolution", "c
                                       "elementwise_special", "parallel", "reductions",
                                       "slicing", "sorting")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
-    "stop_gradient", "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
+    "stop_gradient", "betainc", "regularized_incomplete_beta_p", "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
     "gather", "scatter", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
     "scatter_sub", "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
     "concatenate", "convert_element_type", "expand_dims", "full", "full_like", "iota",
