@@ -41,7 +41,8 @@ __all__ = sorted({name for module in ("clamp", "control_flow", "convolution", "c
                                       "elementwise_special", "parallel", "reductions",
                                       "slicing", "sorting")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
-    "stop_gradient", "betainc", "regularized_incomplete_beta_p", "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
+    "stop_gradient", "betainc", "regularized_incomplete_beta_p",
+    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
     "gather", "scatter", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
     "scatter_sub", "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
     "concatenate", "convert_element_type", "expand_dims", "full", "full_like", "iota",
