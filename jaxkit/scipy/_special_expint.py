@@ -18,9 +18,9 @@ from jaxkit import numpy as jnp
 from jaxkit._custom_derivatives import custom_jvp
 from jaxkit._jit import jit
 from jaxkit._vmap_api import vmap
-from jaxkit.scipy._util import concrete, promote_args_inexact, promote_dtypes_inexact
 from jaxkit.scipy._special_error import _polyval
 from jaxkit.scipy._special_gamma import gammaln
+from jaxkit.scipy._util import concrete, promote_args_inexact, promote_dtypes_inexact
 from jaxkit.typing import Array, ArrayLike
 
 # ---- Ei(x) for x > 0: Cephes expn.c's rational fits, (num, den) per range ----------------------
