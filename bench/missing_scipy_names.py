@@ -30,7 +30,7 @@ def _ours(name: str):
 
 def main() -> int:
     total_names = total_missing = total_listed = 0
-    print(f"{"module":<36}{'jax':>6}{'jaxkit':>8}{'missing':>9}")
+    print(f"{'module':<36}{'jax':>6}{'jaxkit':>8}{'missing':>9}")
     rows = []
     for name in SUBMODULES:
         ref = importlib.import_module(f"jax.scipy.{name}")
