@@ -52,7 +52,8 @@ def _minimize_lbfgs(fun, x0: Array, maxiter: float | None = None, norm=np.inf,
         converged=jnp.array(False), failed=jnp.array(False), k=0, nfev=1, ngev=1, x_k=x0,
         f_k=f_0, g_k=g_0, s_history=jnp.zeros((maxcor, d), dtype=dtype),
         y_history=jnp.zeros((maxcor, d), dtype=dtype),
-        rho_history=jnp.zeros((maxcor,), dtype=dtype), gamma=1., status=0, ls_status=0)
+        rho_history=jnp.zeros((maxcor,), dtype=dtype), gamma=jnp.ones((), dtype), status=0,
+        ls_status=0)
 
     def body(s: LBFGSResults) -> LBFGSResults:
         p_k = _two_loop_recursion(s)

@@ -62,10 +62,14 @@ def _zoom(phi_and_grad, wolfe_one, wolfe_two, a_lo, phi_lo, dphi_lo, a_hi, phi_h
           g_0, skip):
     """Algorithm 3.6: shrink [a_lo, a_hi] until a step satisfies the strong Wolfe conditions
     (does nothing where ``skip``)."""
-    state = _ZoomState(done=False, failed=False, j=0, a_lo=a_lo, phi_lo=phi_lo,
-                       dphi_lo=dphi_lo, a_hi=a_hi, phi_hi=phi_hi, dphi_hi=dphi_hi,
-                       a_rec=(a_lo + a_hi) / 2., phi_rec=(phi_lo + phi_hi) / 2., a_star=1.,
-                       phi_star=phi_lo, dphi_star=dphi_lo, g_star=g_0, nfev=0, ngev=0)
+    # Step sizes carry the dtype of the step found so far (a weak Python 0. or 1. would not
+    # match the loop body's outputs).
+    step = partial(jnp.asarray, dtype=jnp.result_type(a_lo, a_hi))
+    state = _ZoomState(done=False, failed=False, j=0, a_lo=step(a_lo), phi_lo=phi_lo,
+                       dphi_lo=dphi_lo, a_hi=step(a_hi), phi_hi=phi_hi, dphi_hi=dphi_hi,
+                       a_rec=step((a_lo + a_hi) / 2.), phi_rec=(phi_lo + phi_hi) / 2.,
+                       a_star=step(1.), phi_star=phi_lo, dphi_star=dphi_lo, g_star=g_0, nfev=0,
+                       ngev=0)
     delta1, delta2 = 0.2, 0.1  # how far inside the bracket the cubic/quadratic step must be
 
     def body(s: _ZoomState) -> _ZoomState:
@@ -160,9 +164,12 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
         return jnp.abs(dphi_i) <= -c2 * dphi_0
 
     counted = 1 if (old_fval is None or gfk is None) else 0
-    state = _LineSearchState(done=jnp.array(False), failed=jnp.array(False), i=1, a_i1=0.,
+    step_dtype = jnp.result_type(start, dphi_0)
+    state = _LineSearchState(done=jnp.array(False), failed=jnp.array(False), i=1,
+                             a_i1=jnp.zeros((), step_dtype),
                              phi_i1=phi_0, dphi_i1=dphi_0, nfev=counted, ngev=counted,
-                             a_star=0., phi_star=phi_0, dphi_star=dphi_0, g_star=gfk)
+                             a_star=jnp.zeros((), step_dtype), phi_star=phi_0,
+                             dphi_star=dphi_0, g_star=gfk)
     star_keys = ("a_star", "phi_star", "dphi_star", "g_star")
 
     def body(s: _LineSearchState) -> _LineSearchState:
