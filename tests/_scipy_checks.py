@@ -56,8 +56,8 @@ def modules(sub: str):
             importlib.import_module(f"scipy.{sub}"))
 
 
-@pytest.fixture
-def x64():
+def enable_x64():
+    """The body of each test module's ``x64`` fixture: float64 on in jaxkit and JAX."""
     jaxkit.config.update("jax_enable_x64", True)
     jax.config.update("jax_enable_x64", True)
     yield

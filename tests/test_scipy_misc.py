@@ -11,7 +11,7 @@ import scipy.interpolate as sinterp
 import scipy.linalg as sla
 import scipy.ndimage as sndi
 import scipy.optimize as sopt
-from _scipy_checks import x64  # noqa: F401
+from _scipy_checks import enable_x64
 from gradcheck import check_grads
 
 import jaxkit
@@ -20,8 +20,7 @@ from jaxkit.scipy import cluster, integrate, interpolate, linalg, ndimage, optim
 from jaxkit.scipy.sparse import linalg as sparse_linalg
 
 jax = pytest.importorskip("jax")
-import jax.scipy  # noqa: E402
-import jax.scipy.cluster.vq  # noqa: E402
+import jax.scipy.cluster.vq  # noqa: E402, F811
 import jax.scipy.integrate  # noqa: E402
 import jax.scipy.interpolate  # noqa: E402
 import jax.scipy.linalg  # noqa: E402
@@ -30,6 +29,11 @@ import jax.scipy.optimize  # noqa: E402
 import jax.scipy.sparse.linalg  # noqa: E402
 
 RNG = np.random.default_rng(0)
+
+
+@pytest.fixture
+def x64():
+    yield from enable_x64()
 
 
 def close(a, b, rtol=1e-6, atol=0.0):

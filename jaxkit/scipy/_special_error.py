@@ -284,10 +284,14 @@ def _log_ndtr_lower(x, series_order):
     return log_scale + lax.log(total)
 
 
-@partial(custom_jvp, nondiff_argnums=(1,))
 def log_ndtr(x: ArrayLike, series_order: int = 3) -> Array:
     """``log(ndtr(x))``, accurate in both tails (an asymptotic series of ``series_order``
     terms far left)."""
+    return _log_ndtr(x, series_order)
+
+
+@partial(custom_jvp, nondiff_argnums=(1,))
+def _log_ndtr(x, series_order):
     if not isinstance(series_order, int):
         raise TypeError("series_order must be a Python integer.")
     if series_order < 0:
@@ -305,8 +309,8 @@ def log_ndtr(x: ArrayLike, series_order: int = 3) -> Array:
                                _log_ndtr_lower(lax.min(x, lower), series_order)))
 
 
-@log_ndtr.defjvp
+@_log_ndtr.defjvp
 def _log_ndtr_jvp(series_order, primals, tangents):
     (x,), (t,) = primals, tangents
-    out = log_ndtr(x, series_order=series_order)
+    out = _log_ndtr(x, series_order)
     return out, t * lax.exp(_norm_logpdf(x) - out)
