@@ -28,8 +28,8 @@ from _timing import best_per_call
 
 import jaxkit
 from jaxkit import lax as klax
-from jaxkit._ad_api import grad as kgrad
-from jaxkit._pmap import pmap as kpmap
+from jaxkit.api import grad as kgrad
+from jaxkit.transforms.pmap import pmap as kpmap
 from jaxkit.lax import parallel as kparallel
 
 try:

@@ -21,7 +21,7 @@ import numpy as np
 
 import jaxkit
 import jaxkit.numpy as kjnp
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.vmap import vmap
 
 try:
     import jax

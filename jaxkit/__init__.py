@@ -3,6 +3,19 @@
 ``import jaxkit as jax`` and ``import jaxkit.numpy as jnp`` run JAX code unchanged: composable
 transformations (jit, grad, vmap, ...) over a tracer and jaxpr IR of our own, executed by XLA
 through jaxlib. Nothing here imports the ``jax`` package.
+
+The layers, each importing only from those before it (checked by import-linter in CI)::
+
+    core, dtypes, tree_util, errors, _config   traces, tracers, jaxprs, avals, pytrees
+    runtime/        jaxlib's PjRt clients, devices, Array, compile, execute
+    interpreters/   ad, batching, partial_eval, mlir (jaxpr -> StableHLO), eager dispatch
+    lax/            every primitive, one block each with all its rules
+    transforms/     jit + stages, custom_jvp/custom_vjp, checkpoint, callbacks, vmap, pmap
+    numpy/ random/ nn/   the libraries, built from lax and transforms
+    api             grad, vjp, jacobians, make_jaxpr, devices
+    jaxkit.magics   the optional IPython layer (the top-level ``magics/`` folder)
+
+Only ``runtime/`` and ``interpreters/mlir.py`` import jaxlib.
 """
 import os as _os
 
@@ -11,17 +24,21 @@ import os as _os
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 # ruff: noqa: E402
+
+from jaxkit import _checkout
+
+_checkout.install(_os.path.dirname(__file__))
 from jaxkit._config import config
-from jaxkit import _gpu  # noqa: F401  (registers the CUDA plugin backend, if installed)
+from jaxkit.runtime import gpu  # noqa: F401  (registers the CUDA plugin backend, if installed)
 from jaxkit import lax
-from jaxkit._ad_api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
+from jaxkit.api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
                             value_and_grad, vjp)
-from jaxkit._array import Array
-from jaxkit._checkpoint import checkpoint, checkpoint_policies, remat
-from jaxkit._custom_derivatives import closure_convert, custom_jvp, custom_vjp
-from jaxkit._jit import jit
-from jaxkit._pmap import pmap
-from jaxkit._vmap_api import vmap
+from jaxkit.runtime.array import PublicArray as Array
+from jaxkit.transforms.checkpoint import checkpoint, checkpoint_policies, remat
+from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from jaxkit.transforms.jit import jit
+from jaxkit.transforms.pmap import pmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.api import (ShapeDtypeStruct, block_until_ready, default_backend, device_count,
                         device_get, device_put, devices, eval_shape, local_device_count,
                         local_devices, make_jaxpr, process_count, process_index)
@@ -32,8 +49,25 @@ from jaxkit.interpreters.ad import stop_gradient
 from jaxkit import distributed, errors, tree_util
 from jaxkit import numpy  # installs array methods and operators
 from jaxkit import nn, random
-from jaxkit._callback import effects_barrier, pure_callback
+from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
+from jaxkit import tree
+from jaxkit import custom_batching, custom_derivatives, monitoring, profiler, stages, typing
+from jaxkit.runtime.pjrt import Device
+from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+                          debug_nans, default_device, default_matmul_precision,
+                          default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
+                          enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
+                          numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                          threefry_partitionable, transfer_guard,
+                          transfer_guard_device_to_device, transfer_guard_device_to_host,
+                          transfer_guard_host_to_device)
+from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
+                              ensure_compile_time_eval, float0, host_count, host_id, host_ids,
+                              linear_transpose, live_arrays, make_array_from_callback,
+                              make_array_from_process_local_data,
+                              make_array_from_single_device_arrays, named_call, named_scope,
+                              print_environment_info, process_indices, typeof)
 
 __version__ = "0.1.0"
 
@@ -47,6 +81,19 @@ __all__ = [
     "local_device_count", "local_devices", "make_jaxpr", "nn", "numpy", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",
+    "Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",
+    "custom_gradient", "debug_infs", "debug_key_reuse", "debug_nans", "default_device",
+    "default_matmul_precision", "default_prng_impl", "disable_jit", "enable_checks",
+    "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "explain_cache_misses",
+    "float0", "host_count", "host_id", "host_ids", "legacy_prng_key", "linear_transpose",
+    "live_arrays", "log_compiles", "make_array_from_callback",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays",
+    "named_call", "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
+    "print_environment_info", "process_indices", "softmax_custom_jvp",
+    "threefry_partitionable", "transfer_guard", "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
+    "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
+    "typing",
 ]
 
 

@@ -3,7 +3,9 @@
 Options are read as attributes (``config.jax_enable_x64``) and changed with
 ``config.update(name, value)`` or temporarily with ``with config.override(name=value): ...``.
 Initial values come from environment variables (``JAXKIT_ENABLE_X64``, also ``JAX_ENABLE_X64``,
-``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``).
+``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``, and for the
+persistent compilation cache ``JAXKIT_COMPILATION_CACHE`` (0 turns it off) and
+``JAXKIT_COMPILATION_CACHE_DIR``, also under their ``JAX_`` names).
 
 Two things exist for the runtime rather than for users:
 
@@ -44,6 +46,24 @@ def _to_bool(name: str, value: Any) -> bool:
     raise TypeError(f"{name} expects a boolean, got {value!r} of type {type(value).__name__}")
 
 
+def _optional_path(name: str, value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    raise TypeError(f"{name} expects a directory path or None, got {value!r}")
+
+
+def _number(kind: type) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        try:
+            return kind(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} expects a{'n' if kind is int else ''} {kind.__name__}, "
+                            f"got {value!r}") from None
+    return check
+
+
 def _enum(*allowed: Any) -> Callable[[str, Any], Any]:
     def check(name: str, value: Any) -> Any:
         if value not in allowed:
@@ -62,6 +82,18 @@ _MATMUL_PRECISIONS = (
     "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64",
 )
 
+def _only(*supported: Any) -> Callable[[str, Any], Any]:
+    """An option JAX has whose other values jaxkit does not implement: they raise."""
+    def check(name: str, value: Any) -> Any:
+        if isinstance(supported[0], bool):
+            value = _to_bool(name, value)
+        if value not in supported:
+            raise NotImplementedError(f"jaxkit does not implement {name}={value!r}; supported: "
+                                      f"{', '.join(map(repr, supported))}")
+        return value
+    return check
+
+
 # name -> (default, validator/coercer, environment variables read at start-up, first wins)
 _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_enable_x64": (False, _to_bool, ("JAXKIT_ENABLE_X64", "JAX_ENABLE_X64")),
@@ -70,6 +102,34 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_explain_cache_misses": (False, _to_bool, ("JAXKIT_EXPLAIN_CACHE_MISSES",)),
     "jax_numpy_rank_promotion": ("allow", _enum("allow", "warn", "raise"), ()),
     "jax_default_matmul_precision": (None, _enum(*_MATMUL_PRECISIONS), ()),
+    # The persistent compilation cache (runtime/compile_cache.py). Unlike JAX's it is on by
+    # default: with no directory set it uses $XDG_CACHE_HOME/jaxkit/xla, every compile is
+    # stored (JAX's minimum compile time is 1 s) and the directory is bounded to 1 GiB (JAX's
+    # default is unbounded, -1).
+    "jax_enable_compilation_cache": (True, _to_bool, ("JAXKIT_COMPILATION_CACHE",
+                                                      "JAX_ENABLE_COMPILATION_CACHE")),
+    "jax_compilation_cache_dir": (None, _optional_path, ("JAXKIT_COMPILATION_CACHE_DIR",
+                                                         "JAX_COMPILATION_CACHE_DIR")),
+    "jax_persistent_cache_min_compile_time_secs": (0.0, _number(float), ()),
+    "jax_persistent_cache_min_entry_size_bytes": (0, _number(int), ()),
+    "jax_compilation_cache_max_size": (1 << 30, _number(int), ()),
+    "jax_raise_persistent_cache_errors": (False, _to_bool, ()),
+    # False selects JAX's original (pre-2025) key layout for split/random_bits.
+    "jax_threefry_partitionable": (True, _to_bool, ("JAX_THREEFRY_PARTITIONABLE",)),
+    "jax_default_prng_impl": ("threefry2x32", _only("threefry2x32"), ()),
+    "jax_numpy_dtype_promotion": ("standard", _only("standard"), ()),
+    "jax_log_compiles": (False, _only(False), ()),
+    "jax_debug_infs": (False, _only(False), ()),
+    "jax_check_tracer_leaks": (False, _only(False), ()),
+    "jax_enable_checks": (False, _only(False), ()),
+    "jax_transfer_guard": ("allow", _only("allow"), ()),
+    "jax_transfer_guard_host_to_device": ("allow", _only("allow"), ()),
+    "jax_transfer_guard_device_to_host": ("allow", _only("allow"), ()),
+    "jax_transfer_guard_device_to_device": ("allow", _only("allow"), ()),
+    "jax_softmax_custom_jvp": (False, _only(False), ()),
+    "jax_enable_custom_prng": (False, _only(False), ()),
+    "jax_legacy_prng_key": ("allow", _only("allow"), ()),
+    "jax_debug_key_reuse": (False, _only(False), ()),
 }
 
 
@@ -180,3 +240,28 @@ class Config:
 
 
 config = Config()
+
+
+class State:
+    """A config option as JAX's top-level flag objects (``jax.enable_x64``, ``jax.debug_nans``,
+    ...): ``.value`` reads it and calling it gives a context manager that sets it for a block
+    (``with jax.debug_nans(True): ...``)."""
+
+    def __init__(self, name: str, default_arg: Any = True):
+        self.name = name
+        self._default_arg = default_arg
+
+    @property
+    def value(self) -> Any:
+        return config.read(self.name)
+
+    def __call__(self, new_val: Any = ...) -> contextlib.AbstractContextManager:
+        if new_val is ...:
+            new_val = self._default_arg
+        return config.override(**{self.name: new_val})
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __repr__(self) -> str:
+        return f"State({self.name}={self.value!r})"

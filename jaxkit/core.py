@@ -111,7 +111,9 @@ class ShapedArray:
         return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace(" ", "")
 
     def __str__(self):
-        return self.str_short()
+        # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
+        dims = ",".join(map(str, self.shape))
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{dims}]"
 
 
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:
@@ -365,6 +367,10 @@ class Tracer:
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+    # Static facts of the type, available while tracing (as JAX's tracers have them).
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
 
     # A tracer has no concrete value; each conversion says why and what to do instead.
     def _concretization_context(self) -> str:
@@ -679,10 +685,13 @@ class _Namer:
 
 
 def pp_literal(lit: Literal) -> str:
-    """``2.0:f32[]``; floats print as Python floats (``1.6699999570846558``), as JAX does."""
+    """``2.0:f32[]``. As JAX: a literal holding a Python float prints that float (``1.67``);
+    one holding a NumPy value prints it widened to a Python float (``1.6699999570846558``)."""
     val = lit.val
     if isinstance(val, np.ndarray) and val.shape:
         return f"{val.tolist()}:{lit.aval.str_short()}"
+    if type(val) is float:
+        return f"{val!r}:{lit.aval.str_short()}"
     val = np.asarray(val).item() if isinstance(val, (np.ndarray, np.generic)) else val
     if isinstance(val, bool):
         text = str(val)
@@ -730,6 +739,12 @@ def _pp_param_value(value, indent: int, namer: _Namer, lead: int = 0) -> str:
 pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
 
 
+def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
+    """How an equation of ``prim`` shows its parameters: ``rule(params) -> params to print``
+    (as JAX prints them: defaults left out, nested jaxprs with names of their own, ...)."""
+    pp_params_rules[prim] = rule
+
+
 def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -> str:
     """One equation. Outputs not in ``used`` print as ``_`` (and take no name), as in JAX."""
     def binder(v):
@@ -745,12 +760,13 @@ def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -
         return f"{head} {rhs_args}".rstrip()
     pieces = [f"{k}={_pp_param_value(v, indent + 2, namer, len(k) + 1)}"
               for k, v in params.items()]
-    one_line = f"{head}[{' '.join(pieces)}] {rhs_args}".rstrip()
-    if len(one_line) + indent <= _WIDTH and "\n" not in one_line:
+    # No rstrip: JAX keeps the space after "]" when there are no operands (``iota[...] ``).
+    one_line = f"{head}[{' '.join(pieces)}] {rhs_args}"
+    if len(one_line.rstrip()) + indent <= _WIDTH and "\n" not in one_line:
         return one_line
     pad = " " * (indent + 2)
     body = "\n".join(pad + p for p in pieces)
-    return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}".rstrip()
+    return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}"
 
 
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None, lead: int = 0) -> str:

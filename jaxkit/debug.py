@@ -2,7 +2,7 @@
 
 ``print`` formats its arguments with ``str.format`` *when the program runs*, so inside ``jit``
 it shows runtime values, not tracers; under ``vmap`` it prints once per example, under ``grad``
-the primal values. ``print`` binds the ``debug_print`` primitive of ``jaxkit._callback``
+the primal values. ``print`` binds the ``debug_print`` primitive of ``jaxkit.transforms.callback``
 (the debug callback's rules under JAX's name for it).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit._callback import bind_side_effect, debug_callback, debug_print_p
+from jaxkit.transforms.callback import bind_side_effect, debug_callback, debug_print_p
 
 __all__ = ["callback", "print"]
 

@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from jaxkit import _runtime, _runtime_multi
+from jaxkit.runtime import pjrt
+from jaxkit.runtime import multi_device
 
 __all__ = ["initialize", "is_initialized", "process_count", "process_index", "shutdown"]
 
@@ -99,7 +100,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     with _lock:
         if _state is not None:
             raise RuntimeError("jaxkit.distributed.initialize should only be called once.")
-        if "cpu" in _runtime._backends:
+        if "cpu" in pjrt._backends:
             raise RuntimeError("jaxkit.distributed.initialize must be called before jaxkit "
                                "creates its CPU backend, i.e. before the first computation or "
                                "call to jaxkit.devices(). Call it first thing in the program.")
@@ -107,7 +108,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         if pid == 0:
             bind = coordinator_bind_address or address
             try:
-                service = _runtime_multi.start_distributed_service(
+                service = multi_device.start_distributed_service(
                     bind, n, heartbeat_timeout=int(heartbeat_timeout_seconds),
                     shutdown_timeout=int(shutdown_timeout_seconds), register_timeout=timeout)
             except RuntimeError as e:
@@ -115,7 +116,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                                    f"the coordination service on {bind}: {e}") from None
         start = time.monotonic()
         try:
-            client = _runtime_multi.connect_distributed_client(
+            client = multi_device.connect_distributed_client(
                 address, pid, init_timeout=timeout,
                 heartbeat_timeout=int(heartbeat_timeout_seconds),
                 shutdown_timeout=int(shutdown_timeout_seconds))
@@ -125,11 +126,11 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
             raise _connect_error(address, host, port, pid, n, timeout,
                                  time.monotonic() - start, e) from None
         try:
-            pjrt_client = _runtime_multi.make_distributed_cpu_client(
-                client, pid, n, _runtime._num_cpu_devices(),
+            pjrt_client = multi_device.make_distributed_cpu_client(
+                client, pid, n, pjrt._num_cpu_devices(),
                 gloo_hostname or ("127.0.0.1" if host in ("127.0.0.1", "localhost") else None))
-            with _runtime._lock:
-                _runtime._backends["cpu"] = _runtime.Backend(pjrt_client)
+            with pjrt._lock:
+                pjrt._backends["cpu"] = pjrt.Backend(pjrt_client)
         except Exception:
             client.shutdown()
             if service is not None:
@@ -165,8 +166,8 @@ def shutdown() -> None:
         state, _state = _state, None
         if state is None:
             return
-        with _runtime._lock:
-            _runtime._backends.pop("cpu", None)
+        with pjrt._lock:
+            pjrt._backends.pop("cpu", None)
         errors = []
         try:
             state.client.shutdown()

@@ -217,6 +217,31 @@ def _scalar_type(x: type | np.dtype) -> type:
     return x if isinstance(x, type) and issubclass(x, np.generic) else np.dtype(x).type
 
 
+def itemsize_bits(dtype: DTypeLike) -> int:
+    """The number of bits of one element of ``dtype`` (4 for int4, 8 for bool)."""
+    dt = np.dtype(dtype)
+    bits = getattr(dt, "itemsize_bits", None)  # ml_dtypes' sub-byte types say it themselves
+    if bits is None:
+        name = dt.name
+        bits = 4 if name in ("int4", "uint4", "float4_e2m1fn") else \
+            2 if name in ("int2", "uint2") else dt.itemsize * 8
+    return int(bits)
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) of the values of ``x``."""
+    dt = dtype(x)
+    if dt == np.bool_:
+        return bool
+    if np.issubdtype(dt, np.integer):
+        return int
+    if np.issubdtype(dt, np.complexfloating):
+        return complex
+    if issubdtype(dt, np.floating):
+        return float
+    raise TypeError(f"Invalid scalar value {x}")
+
+
 def issubdtype(a: DTypeLike, b: DTypeLike) -> bool:
     """``np.issubdtype`` that also places the ml_dtypes types in NumPy's hierarchy.
 
@@ -422,6 +447,11 @@ def _dtype_of_object(x: Any) -> np.dtype:
     try:  # lists, tuples, objects with __array__
         return np.result_type(x)
     except TypeError as err:
+        if isinstance(x, (list, tuple)):
+            raise TypeError(f"Cannot determine dtype of {x}") from err
+    try:  # arbitrary objects: NumPy's object dtype, which the caller rejects as JAX does
+        return np.asarray(x).dtype
+    except (TypeError, ValueError) as err:
         raise TypeError(f"Cannot determine dtype of {x}") from err
 
 

@@ -1,9 +1,37 @@
-"""The exceptions jaxkit raises about traced values (``jax.errors``)."""
+"""The exceptions jaxkit raises about traced values and indexing (``jax.errors``)."""
+from jaxkit import core
 from jaxkit.core import (ConcretizationTypeError, JaxprTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
-from jaxkit.numpy._indexing import NonConcreteBooleanIndexError
+from jaxkit.core import JaxkitTypeError as JAXTypeError
 
-__all__ = ["ConcretizationTypeError", "JaxprTypeError", "NonConcreteBooleanIndexError",
+__all__ = ["ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
+           "JAXTypeError", "JaxprTypeError", "KeyReuseError", "NonConcreteBooleanIndexError",
            "TracerArrayConversionError", "TracerBoolConversionError",
            "TracerIntegerConversionError", "UnexpectedTracerError"]
+
+
+class JAXIndexError(IndexError):
+    """Base of the indexing errors about traced values."""
+
+
+class KeyReuseError(JAXTypeError):
+    """A PRNG key used twice (JAX raises it only with ``jax_debug_key_reuse``, which jaxkit
+    does not implement: jaxkit never raises it)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+    """A comparison of symbolic dimensions with no definite answer (jaxkit has no symbolic
+    shapes, so it never raises it; defined for ``except`` clauses written for JAX)."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
+    """A boolean mask index was traced: the shape of the result would depend on its values."""
+
+    def __init__(self, aval: core.ShapedArray):
+        super().__init__(
+            f"Array boolean indices must be concrete; got {aval.str_short()}\n\n"
+            "The number of True elements decides the shape of the result, which must be "
+            "known when tracing. Use `jnp.where(mask, x, fill)` to keep the shape, or "
+            "`jnp.nonzero(mask, size=...)` / `jnp.where(mask, size=...)` to get a fixed "
+            "number of indices.")

@@ -26,16 +26,19 @@ from jaxkit._tree_keys import (
 )
 
 __all__ = [
-    "DictKey", "FlattenedIndexKey", "GetAttrKey", "Partial", "PyTreeDef", "SequenceKey",
-    "all_leaves", "is_tree_node", "keystr", "register_dataclass", "register_pytree_node",
+    "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "Partial", "PyTreeDef",
+    "SequenceKey", "all_leaves", "flatten_one_level", "flatten_one_level_with_keys",
+    "is_tree_node", "keystr", "register_dataclass", "register_pytree_node",
     "register_pytree_node_class", "register_pytree_with_keys",
-    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_flatten",
-    "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path", "tree_map",
-    "tree_map_with_path", "tree_reduce", "tree_structure", "tree_transpose", "tree_unflatten",
-    "treedef_children", "treedef_is_leaf", "treedef_tuple",
+    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast",
+    "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
+    "tree_map", "tree_map_with_path", "tree_reduce", "tree_reduce_associative",
+    "tree_structure", "tree_transpose", "tree_unflatten", "treedef_children",
+    "treedef_is_leaf", "treedef_tuple",
 ]
 
 T = TypeVar("T")
+KeyEntry = TypeVar("KeyEntry", bound=Any)  # as JAX's: a key entry's type (DictKey, ...)
 IsLeaf = Callable[[Any], bool] | None
 
 
@@ -630,6 +633,46 @@ def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any
     if initializer is ...:  # ... stands for "not given": None is a valid initializer
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *,
+                            identity: Any = ..., is_leaf: IsLeaf = None) -> Any:
+    """Reduce the leaves pairwise in a balanced tree (``operation`` must be associative)."""
+    xs = tree_leaves(tree, is_leaf)
+    if not xs:
+        if identity is ...:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(xs) > 1:
+        xs = [operation(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i]
+              for i in range(0, len(xs), 2)]
+    return xs[0]
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> Any:
+    """``prefix_tree`` with each leaf repeated over the subtree of ``full_tree`` under it."""
+    leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    return tree_unflatten(prefix_def, [tree_map(lambda _, v=v: v, sub, is_leaf=is_leaf)
+                                       for v, sub in zip(leaves, subtrees)])
+
+
+def flatten_one_level(tree: Any) -> tuple[Sequence, Any]:
+    """The children and aux data of the root node of ``tree`` (not a leaf)."""
+    node = _node_of(type(tree))
+    if node is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux = _children(node, tree)
+    return tuple(children), aux
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[Sequence, Any]:
+    """As ``flatten_one_level``, each child paired with its key entry."""
+    node = _node_of(type(tree))
+    if node is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux, keys = _children_with_keys(node, tree)
+    return tuple(zip(keys, children)), aux
 
 
 def tree_all(tree: Any, *, is_leaf: IsLeaf = None) -> bool:

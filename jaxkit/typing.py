@@ -5,7 +5,7 @@ from typing import Union
 
 import numpy as np
 
-from jaxkit._array import Array
+from jaxkit.runtime.array import PublicArray as Array
 from jaxkit.core import Tracer
 
 ArrayLike = Union[Array, Tracer, np.ndarray, np.generic, bool, int, float, complex]

@@ -94,8 +94,8 @@ class JaxkitMagics(Magics):
             self.shell.ex(cell)
         call = CallSpec(" ".join(args.call), ns)
         static = _split_names(args.static)
-        if jaxkit._jit.jit_object(call.fn) is not None:
-            jitted, fn = call.fn, jaxkit._jit.jit_object(call.fn)._fun
+        if jaxkit.transforms.jit.jit_object(call.fn) is not None:
+            jitted, fn = call.fn, jaxkit.transforms.jit.jit_object(call.fn)._fun
         else:
             fn = call.fn
             jitted = jaxkit.jit(fn, static_argnames=static or None)
@@ -180,7 +180,7 @@ class JaxkitMagics(Magics):
         """Time a call eagerly (op by op) and under jit; show both and the speedup chart."""
         args = magic_arguments.parse_argstring(self.jit_timeit, line)
         call = CallSpec(" ".join(args.call), self.shell.user_ns)
-        jit_obj = jaxkit._jit.jit_object(call.fn)
+        jit_obj = jaxkit.transforms.jit.jit_object(call.fn)
         fn = call.fn if jit_obj is None else jit_obj._fun
         report = reports.jit_timeit_report(fn, call.args, call.kwargs, call.name, args.repeat,
                                            _split_names(args.static))

@@ -98,7 +98,7 @@ class HloResult:
 
 def hlo_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
                optimized: bool = False, static_argnames: Sequence[str] = ()) -> HloResult:
-    jitted = fn if jaxkit._jit.jit_object(fn) is not None else jaxkit.jit(
+    jitted = fn if jaxkit.transforms.jit.jit_object(fn) is not None else jaxkit.jit(
         fn, static_argnames=tuple(static_argnames) or None)
     lowered = jitted.lower(*args, **kwargs)
     text = lowered.compile().as_text() if optimized else lowered.as_text()

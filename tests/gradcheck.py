@@ -33,7 +33,7 @@ import ml_dtypes
 import numpy as np
 
 from jaxkit import lax, tree_util
-from jaxkit._ad_api import jvp, vjp
+from jaxkit.api import jvp, vjp
 from jaxkit.dtypes import float0
 
 __all__ = ["check_grads", "check_jvp", "check_vjp", "default_eps", "default_tolerance",

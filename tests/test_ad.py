@@ -14,7 +14,7 @@ import pytest
 
 import jaxkit
 from jaxkit import core, dtypes, lax, tree_util
-from jaxkit._ad_api import (
+from jaxkit.api import (
     grad,
     hessian,
     jacfwd,
@@ -25,9 +25,8 @@ from jaxkit._ad_api import (
     value_and_grad,
     vjp,
 )
-from jaxkit._jit import _jaxpr_executables
-from jaxkit._vmap_api import vmap
-from jaxkit.interpreters import ad
+from jaxkit.transforms.vmap import vmap
+from jaxkit.interpreters import ad, dispatch
 
 F32 = np.float32
 
@@ -468,11 +467,11 @@ def test_grad_of_jit_keeps_the_primal_part_known_and_caches():
         return lax.mul(lax.sin(x), x)
 
     grad(f)(F32(1.0))
-    n_programs = len(_jaxpr_executables)
+    n_programs = dispatch.programs.compiles
     for _ in range(3):
         grad(f)(F32(1.0))
     assert len(traces) == 1, "the jit body is traced once; derived jaxprs are cached"
-    assert len(_jaxpr_executables) == n_programs, "derived programs compile once"
+    assert dispatch.programs.compiles == n_programs, "derived programs compile once"
     # vjp through jit: the forward part ran (its value is concrete), the tangent part is a
     # jit equation in the linear jaxpr
     y, _ = vjp(f, F32(1.0))
@@ -531,7 +530,7 @@ def test_grad_error_messages():
             "differentiating with respect to argnums=(0, 3) requires at least 4 positional "
             "arguments to be passed by the caller, but got only 2 positional arguments.")):
         grad(lambda x, y: x, argnums=(0, 3))(F32(1.0), F32(2.0))
-    with pytest.raises(TypeError, match="has_aux=True requires the function .* to return a pair"):
+    with pytest.raises(TypeError, match="to return a two-element tuple"):
         grad(lambda x: x, has_aux=True)(F32(1.0))
     with pytest.raises(TypeError, match="argnums must be an int or a sequence"):
         grad(lambda x: x, argnums="x")
@@ -558,7 +557,7 @@ def test_missing_rules_raise_not_implemented():
     q = core.Primitive("no_transpose_here")
     q.def_impl(lambda x: x)
     q.def_abstract_eval(lambda x: x)
-    ad.jvp_rules[q] = lambda primals, tangents: (q.bind(*primals), q.bind(*tangents))
+    ad.defjvp_rule(q, lambda primals, tangents: (q.bind(*primals), q.bind(*tangents)))
     try:
         assert_close(jvp(q.bind, (F32(1.0),), (F32(2.0),))[1], 2.0)
         with pytest.raises(NotImplementedError, match="transpose rule for 'no_transpose_here'"):

@@ -22,7 +22,7 @@ WORKER = textwrap.dedent("""
     import numpy as np
     import jaxkit
     from jaxkit import distributed
-    from jaxkit._pmap import pmap
+    from jaxkit.transforms.pmap import pmap
     from jaxkit.lax import parallel as P
 
     address, pid, n, timeout = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

@@ -14,7 +14,8 @@ import textwrap
 import pytest
 
 import jaxkit
-from jaxkit import _gpu, _runtime
+from jaxkit.runtime import gpu as _gpu
+from jaxkit.runtime import pjrt as _runtime
 
 
 def make_fake_wheel(site, version="0.10.2", library="jax_plugins/xla_cuda12/xla_cuda_plugin.so"):
@@ -101,7 +102,7 @@ def test_platforms_setting_keeps_the_cpu(site, monkeypatch):
 def test_a_plugin_that_cannot_start_falls_back_to_the_cpu(tmp_path):
     lib = make_fake_wheel(tmp_path / "site")
     script = textwrap.dedent("""
-        import jaxkit, jaxkit._gpu
+        import jaxkit, jaxkit.runtime.gpu
         print("default:", jaxkit.default_backend(), jaxkit.devices())
         try:
             jaxkit.devices("gpu")

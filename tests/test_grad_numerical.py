@@ -21,8 +21,8 @@ from gradcheck import check_grads, check_jvp
 import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit import core, dtypes, lax
-from jaxkit._ad_api import grad, jvp
-from jaxkit._vmap_api import vmap
+from jaxkit.api import grad, jvp
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import ad
 from jaxkit.lax import parallel as lax_parallel
 
@@ -73,6 +73,9 @@ _GDN = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
 _SDN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
                                    scatter_dims_to_operand_dims=(0,))
 OP43 = _u(-1, 1, (4, 3))
+SPD3 = (lambda b: (b @ b.T + 3 * np.eye(3)).astype(F32))(_u(-1, 1, (3, 3)))
+TRI3 = (np.tril(_u(-1, 1, (3, 3))) + 3 * np.eye(3)).astype(F32)
+WELL3 = (_u(-1, 1, (3, 3)) + 3 * np.eye(3)).astype(F32)
 UPD = _u(-1, 1, (2, 3))
 
 ROWS = [
@@ -172,6 +175,24 @@ ROWS = [
     Row("eig", lambda m: lax.reduce_sum(lax.real(lax.integer_pow(lax.linalg.eig(
         m, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0], 3)), (0,)),
         (_u(-1.0, 1.0, (3, 3)),), order=1),
+    # LAPACK decompositions (float32, so first order with float32 finite differences); the
+    # factors compared are those that do not depend on sign/phase conventions.
+    Row("cholesky", lambda a: lax.linalg.cholesky(a), (SPD3,), order=1),
+    Row("triangular_solve", lambda a, b: lax.linalg.triangular_solve(
+        a, b, left_side=True, lower=True), (TRI3, M2), order=2),
+    Row("lu", lambda a: lax.linalg.lu(a)[0], (WELL3,), order=1),
+    Row("qr", lambda a: lax.linalg.qr(a, full_matrices=False), (OP43,), order=1),
+    Row("eigh", lambda a: (lambda v, w: (w, lax.mul(v, v)))(*lax.linalg.eigh(a)), (SPD3,),
+        order=1),
+    Row("svd", lambda a: (lambda u, s, vh: (s, lax.mul(u, u), lax.mul(vh, vh)))(
+        *lax.linalg.svd(a, full_matrices=False)), (OP43,), order=1),
+    Row("tridiagonal_solve", lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
+        (_u(-1, 1, (3,)), _u(3, 4, (3,)), _u(-1, 1, (3,)), M2), order=1),
+    Row("cholesky_update", lambda r, w: lax.linalg.cholesky_update(r, w),
+        (np.triu(SPD3).astype(F32), X), order=1),
+    Row("symmetric_product", lambda a, c: lax.linalg.symmetric_product(a, c, alpha=2.0,
+                                                                       beta=0.5),
+        (M2, SPD3[:3, :3].copy()), order=1),
     Row("conv_general_dilated", lambda lhs, rhs: lax.conv_general_dilated(lhs, rhs, (1,), [(1, 0)]),
         (_u(-1, 1, (1, 2, 5)), _u(-1, 1, (3, 2, 2)))),
     # collectives, through vmap with a named axis
@@ -198,6 +219,15 @@ ROWS = [
     Row("scan_ys_reverse", lambda x: lax.scan(lambda carry, xi: (carry + xi, jnp.tanh(
         carry * xi)), jnp.float32(0.3), x, reverse=True)[1], (X,)),
     Row("fori_loop", lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * x, x), (X,)),
+    # The four FFT kinds (R -> R through real/imag parts; RFFT/IRFFT transpose with their
+    # conjugate-pair weighting).
+    Row("fft", lambda x: lax.real(lax.fft(lax.complex(x, 0.5 * x), "FFT", (4,))),
+        (_u(-1, 1, (2, 4)),)),
+    Row("fft-ifft", lambda x: lax.imag(lax.fft(lax.complex(0.5 * x, x), "IFFT", (4,))),
+        (_u(-1, 1, (2, 4)),)),
+    Row("fft-rfft", lambda x: lax.imag(lax.fft(x, "RFFT", (6,))), (_u(-1, 1, (2, 6)),)),
+    Row("fft-irfft", lambda x: lax.fft(lax.complex(x, 0.5 * x), "IRFFT", (6,)),
+        (_u(-1, 1, (2, 4)),)),
     Row("while", lambda x: lax.while_loop(lambda c: c[0] < 3,
                                           lambda c: (c[0] + 1, jnp.sin(c[1]) * x),
                                           (0, x))[1], (X,), modes=("fwd",)),
@@ -261,6 +291,11 @@ EXEMPT = {
     "zeta": "JAX defines no derivative",
     "pmax": "JAX defines no derivative for pmax",
     "pmin": "JAX defines no derivative for pmin",
+    "schur": "JAX defines no derivative for lax.linalg.schur",
+    "hessenberg": "JAX defines no derivative for lax.linalg.hessenberg",
+    "tridiagonal": "JAX defines no derivative for lax.linalg.tridiagonal",
+    "householder_product": "JAX defines no derivative (differentiate lax.linalg.qr)",
+    "ormqr": "JAX defines no derivative (differentiate lax.linalg.qr)",
 }
 # Primitives with a zero derivative everywhere (defjvp_zero) need no numerical row.
 _LINEAR_NAMES = {  # linear in some argument: need a transpose rule (besides ad.linear_primitives)

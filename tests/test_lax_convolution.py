@@ -1,113 +1,13 @@
 """lax.conv_general_dilated and its conveniences, against NumPy and the jax oracle, with the
-JVP, transpose (both operands) and batching rules."""
+JVP, transpose (both operands) and batching rules beyond the generic checks of ``test_lax_ops.py``
+over the records in ``_lax_records.py``."""
 import numpy as np
 import pytest
-from _lax_checks import (
-    Case,
-    check_batching,
-    check_jit,
-    check_jvp,
-    check_numpy,
-    check_transpose,
-    check_vs_jax,
-)
 
 import jaxkit
 from jaxkit import lax
 
 jax = pytest.importorskip("jax")
-
-
-def f32(*shape):
-    return lambda rng: rng.standard_normal(shape).astype(np.float32)
-
-
-def _args(*makers):
-    return lambda rng: [m(rng) for m in makers]
-
-
-def _np_conv1d_same(x, w):
-    """NCW/OIW cross-correlation with 'SAME' padding, stride 1."""
-    k = w.shape[-1]
-    lo = (k - 1) // 2
-    xp = np.pad(x, [(0, 0), (0, 0), (lo, k - 1 - lo)])
-    n = x.shape[-1]
-    return np.einsum("bcnk,ock->bon", np.stack([xp[..., i:i + k] for i in range(n)], 2), w)
-
-
-BATCH = [(0, 0), (None, 0), (0, None), (1, 2)]
-CASES = [
-    Case("conv1d_same", "conv_general_dilated",
-         lambda l, x, w: l.conv(x, w, (1,), "SAME"), _args(f32(2, 3, 9), f32(4, 3, 3)),
-         np_ref=_np_conv1d_same, diff=(0, 1), linear=(0, 1), rtol=1e-4, batch=BATCH),
-    Case("conv1d_strided_same_lower", "conv_general_dilated",
-         lambda l, x, w: l.conv_general_dilated(x, w, (2,), "SAME_LOWER"),
-         _args(f32(2, 3, 9), f32(4, 3, 4)), diff=(0, 1), linear=(0, 1), rtol=1e-4),
-    Case("conv2d_groups_dilated", "conv_general_dilated",
-         lambda l, x, w: l.conv_general_dilated(x, w, (1, 2), ((1, 0), (2, 1)),
-                                                rhs_dilation=(2, 1), feature_group_count=2),
-         _args(f32(2, 4, 7, 6), f32(6, 2, 3, 2)), diff=(0, 1), linear=(0, 1), rtol=1e-4,
-         batch=BATCH),
-    Case("conv2d_nhwc_lhs_dilation", "conv_general_dilated",
-         lambda l, x, w: l.conv_general_dilated(x, w, (1, 1), ((1, 1), (0, 2)), (2, 1),
-                                                dimension_numbers=("NHWC", "HWIO", "NHWC")),
-         _args(f32(2, 5, 5, 4), f32(3, 3, 4, 6)), diff=(0, 1), linear=(0, 1), rtol=1e-4,
-         batch=BATCH),
-    Case("conv1d_batch_groups", "conv_general_dilated",
-         lambda l, x, w: l.conv_general_dilated(x, w, (1,), "VALID", batch_group_count=2),
-         _args(f32(4, 3, 8), f32(6, 3, 3)), diff=(0, 1), linear=(0, 1), rtol=1e-4,
-         batch=BATCH),
-    Case("conv_transpose", "conv_general_dilated",
-         lambda l, x, w: l.conv_transpose(x, w, (2, 2), "SAME"),
-         _args(f32(1, 5, 5, 2), f32(3, 3, 2, 4)), diff=(0, 1), linear=(0, 1), rtol=1e-4),
-    Case("conv_transpose_kernel", "conv_general_dilated",
-         lambda l, x, w: l.conv_transpose(x, w, (2,), "VALID", transpose_kernel=True),
-         _args(f32(1, 5, 2), f32(3, 4, 2)), rtol=1e-4),
-    Case("conv_complex", "conv_general_dilated",
-         lambda l, x, w: l.conv(x, w, (1,), "SAME"),
-         _args(lambda rng: (rng.standard_normal((1, 2, 6))
-                            + 1j * rng.standard_normal((1, 2, 6))).astype(np.complex64),
-               lambda rng: (rng.standard_normal((3, 2, 3))
-                            + 1j * rng.standard_normal((3, 2, 3))).astype(np.complex64)),
-         rtol=1e-4),
-    Case("conv_int_preferred", "conv_general_dilated",
-         lambda l, x, w: l.conv(x, w, (1,), "VALID", preferred_element_type=np.int32),
-         _args(lambda rng: rng.integers(-3, 4, (1, 2, 5)).astype(np.int8),
-               lambda rng: rng.integers(-3, 4, (2, 2, 2)).astype(np.int8))),
-]
-
-_ids = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_vs_jax(case):
-    check_vs_jax(case, jax.lax)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.np_ref], ids=str)
-def test_vs_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_jit(case):
-    check_jit(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.diff], ids=str)
-def test_jvp(case):
-    check_jvp(case, jax)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.linear], ids=str)
-def test_transpose(case):
-    check_transpose(case, jax)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.batch], ids=str)
-def test_batching(case):
-    check_batching(case, size=2)
-
 
 def test_dimension_numbers_and_padding_helpers():
     dn = lax.conv_dimension_numbers((1, 5, 5, 2), (3, 3, 2, 4), ("NHWC", "HWIO", "NHWC"))

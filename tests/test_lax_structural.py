@@ -1,17 +1,9 @@
 """lax structural primitives: broadcasting, reshaping, transposition, squeeze/expand_dims, rev,
 iota, concatenate/split, convert_element_type and full, against NumPy and the jax oracle, with
-their JVP, transpose and batching rules."""
+their JVP, transpose and batching rules beyond the generic checks of ``test_lax_ops.py``
+over the records in ``_lax_records.py``."""
 import numpy as np
 import pytest
-from _lax_checks import (
-    Case,
-    check_batching,
-    check_jit,
-    check_jvp,
-    check_numpy,
-    check_transpose,
-    check_vs_jax,
-)
 
 import jaxkit
 from jaxkit import lax
@@ -19,98 +11,8 @@ from jaxkit import lax
 jax = pytest.importorskip("jax")
 
 
-def f32(*shape):
-    return lambda rng: rng.standard_normal(shape).astype(np.float32)
-
-
-def _args(*makers):
-    return lambda rng: [m(rng) for m in makers]
-
-
-CASES = [
-    Case("broadcast_in_dim", "broadcast_in_dim",
-         lambda l, x: l.broadcast_in_dim(x, (2, 3, 4), (0, 2)), _args(f32(2, 1)),
-         np_ref=lambda x: np.broadcast_to(x[:, None, :], (2, 3, 4)), diff=(0,), linear=(0,),
-         batch=[(0,), (1,)]),
-    Case("broadcast", "broadcast_in_dim", lambda l, x: l.broadcast(x, (2,)), _args(f32(3)),
-         np_ref=lambda x: np.broadcast_to(x, (2, 3)), diff=(0,), linear=(0,)),
-    Case("expand_dims", "broadcast_in_dim", lambda l, x: l.expand_dims(x, (0, -1)),
-         _args(f32(2, 3)), np_ref=lambda x: x[None, :, :, None], diff=(0,), linear=(0,)),
-    Case("reshape", "reshape", lambda l, x: l.reshape(x, (3, 2)), _args(f32(2, 3)),
-         np_ref=lambda x: x.reshape(3, 2), diff=(0,), linear=(0,), batch=[(0,), (1,)]),
-    Case("reshape_dimensions", "reshape", lambda l, x: l.reshape(x, (6, 4), (2, 0, 1)),
-         _args(f32(2, 3, 4)), np_ref=lambda x: x.transpose(2, 0, 1).reshape(6, 4), diff=(0,),
-         linear=(0,), batch=[(0,), (3,)]),
-    Case("collapse", "reshape", lambda l, x: l.collapse(x, 1), _args(f32(2, 3, 4)),
-         np_ref=lambda x: x.reshape(2, 12), diff=(0,), linear=(0,)),
-    Case("transpose", "transpose", lambda l, x: l.transpose(x, (2, 0, 1)), _args(f32(2, 3, 4)),
-         np_ref=lambda x: x.transpose(2, 0, 1), diff=(0,), linear=(0,), batch=[(0,), (2,)]),
-    Case("squeeze", "squeeze", lambda l, x: l.squeeze(x, (0, -1)), _args(f32(1, 3, 1)),
-         np_ref=lambda x: x[0, :, 0], diff=(0,), linear=(0,), batch=[(0,), (2,)]),
-    Case("rev", "rev", lambda l, x: l.rev(x, (0, 2)), _args(f32(2, 3, 4)),
-         np_ref=lambda x: x[::-1, :, ::-1], diff=(0,), linear=(0,), batch=[(0,), (1,)]),
-    Case("concatenate", "concatenate",
-         lambda l, x, y, z: l.concatenate([x, y, z], 1), _args(f32(2, 1), f32(2, 3), f32(2, 2)),
-         np_ref=lambda x, y, z: np.concatenate([x, y, z], 1), diff=(0, 1, 2), linear=(0, 1, 2),
-         batch=[(0, 0, 0), (None, 1, 0), (1, None, None)]),
-    Case("split", "split", lambda l, x: l.split(x, (1, 0, 3), 1), _args(f32(2, 4)),
-         np_ref=lambda x: np.split(x, [1, 1], 1), diff=(0,), linear=(0,),
-         batch=[(0,), (1,)]),
-    Case("convert_f32_i32", "convert_element_type",
-         lambda l, x: l.convert_element_type(x, np.int32),
-         _args(lambda rng: (rng.standard_normal((2, 3)) * 4).astype(np.float32)),
-         np_ref=lambda x: x.astype(np.int32)),
-    Case("convert_f32_f16", "convert_element_type",
-         lambda l, x: l.convert_element_type(x, np.float16), _args(f32(2, 3)),
-         np_ref=lambda x: x.astype(np.float16), diff=(0,), linear=(0,), rtol=1e-3),
-    Case("convert_to_bool", "convert_element_type",
-         lambda l, x: l.convert_element_type(x, np.bool_),
-         _args(lambda rng: np.array([0.0, -0.0, 2.0, np.nan], np.float32)),
-         np_ref=lambda x: x.astype(np.bool_)),
-    Case("convert_complex_to_real", "convert_element_type",
-         lambda l, x: l.convert_element_type(x, np.float32),
-         _args(lambda rng: np.array([1 + 2j, -3j], np.complex64))),
-    Case("reduce_sum_all", "reduce_sum", lambda l, x: l.reduce_sum(x, (1, 0)),
-         _args(f32(2, 3)), np_ref=lambda x: x.sum(), diff=(0,), linear=(0,)),
-    Case("broadcast_in_dim_unit", "broadcast_in_dim",
-         lambda l, x: l.broadcast_in_dim(x, (4, 3), (0, 1)), _args(f32(1, 3)),
-         np_ref=lambda x: np.broadcast_to(x, (4, 3)), diff=(0,), linear=(0,)),
-]
-
-_ids = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_vs_jax(case):
-    check_vs_jax(case, jax.lax)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.np_ref], ids=str)
-def test_vs_numpy(case):
-    check_numpy(case)
-
-
-@pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_jit(case):
-    check_jit(case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.diff], ids=str)
-def test_jvp(case):
-    check_jvp(case, jax)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.linear], ids=str)
-def test_transpose(case):
-    check_transpose(case, jax)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.batch or c.diff], ids=str)
-def test_batching(case):
-    check_batching(case)
-
-
 # ---- creation ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("fn", [
     lambda l: l.iota(np.int32, 5),

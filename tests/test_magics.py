@@ -60,7 +60,7 @@ def test_cell_jit_replaces_function_and_reports(ip):
             return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
         """))
     assert isinstance(res, reports.JitReport)
-    assert jaxkit._jit.jit_object(ip.user_ns["selu"]) is not None
+    assert jaxkit.transforms.jit.jit_object(ip.user_ns["selu"]) is not None
     assert not res.cache_hit and "first call" in res.miss_reason
     assert res.compile_s > 0 and res.trace_s > 0
     assert "stablehlo.exponential" in res.stablehlo

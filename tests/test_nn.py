@@ -5,8 +5,8 @@ import pytest
 
 import jaxkit
 from jaxkit import nn, random
-from jaxkit._ad_api import grad
-from jaxkit._vmap_api import vmap
+from jaxkit.api import grad
+from jaxkit.transforms.vmap import vmap
 
 jax = pytest.importorskip("jax")
 jnn = jax.nn

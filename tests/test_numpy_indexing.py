@@ -8,7 +8,7 @@ from _numpy_checks import assert_same, check, jax, jjnp, rng_array
 
 import jaxkit
 import jaxkit.numpy as jnp
-from jaxkit.numpy._indexing import NonConcreteBooleanIndexError
+from jaxkit.errors import NonConcreteBooleanIndexError
 
 X = rng_array((4, 5, 6), np.float32)
 I = np.array([0, 2, -1])

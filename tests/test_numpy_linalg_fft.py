@@ -9,7 +9,7 @@ from _numpy_checks import check, jax, jjnp, rng_array
 
 import jaxkit
 import jaxkit.numpy as jnp
-from jaxkit._ad_api import grad
+from jaxkit.api import grad
 
 A = rng_array((4, 4), np.float32)
 A3 = rng_array((2, 3, 3), np.float32, seed=1)
@@ -77,8 +77,10 @@ def test_eigh_decomposition():
     np.testing.assert_allclose(np.abs(np.asarray(v)), np.abs(np.asarray(vj)), atol=1e-3)
     w_jit = jaxkit.jit(jnp.linalg.eigvalsh)(SPD)
     np.testing.assert_allclose(np.asarray(w_jit), np.linalg.eigvalsh(SPD), rtol=1e-4)
-    with pytest.raises(NotImplementedError, match="complex"):
-        jnp.linalg.eigh(CX)
+    herm = (CX @ CX.conj().T + 3 * np.eye(3)).astype(np.complex64)
+    w, v = jnp.linalg.eigh(herm)
+    np.testing.assert_allclose(np.asarray(w), np.linalg.eigvalsh(herm), rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(herm @ v), np.asarray(v * w), rtol=1e-3, atol=1e-3)
 
 
 def test_svd_decomposition():
@@ -243,3 +245,176 @@ def test_linalg_gradients_match_jax(name, fn, x):
     got = grad(lambda a: fn(jnp, a))(jnp.asarray(x))
     want = jax.grad(lambda a: fn(jjnp, a))(jjnp.asarray(x))
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-4)
+
+
+# ---- decompositions over every LAPACK dtype (complex included) -----------------------------
+# jaxkit and JAX call the same LAPACK kernels, so outputs (signs and phases included) agree to
+# float tolerance; gradients are checked numerically in float64/complex128 on functions that do
+# not depend on eigenvector phases.
+
+LAPACK_DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+_DT_TOL = {np.float32: 2e-3, np.float64: 1e-9, np.complex64: 2e-3, np.complex128: 1e-9}
+
+
+def _rnd(rng, shape, dt):
+    x = rng.standard_normal(shape)
+    if np.issubdtype(dt, np.complexfloating):
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dt)
+
+
+def _gen(*shapes):
+    return lambda rng, dt: [_rnd(rng, s, dt) for s in shapes]
+
+
+def _hpd(n, batch=()):
+    def make(rng, dt):
+        a = _rnd(rng, batch + (n, n), dt)
+        return [(a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dt)]
+    return make
+
+
+def _herm(m, x):
+    return (x + m.conj(m.swapaxes(x, -1, -2))) / 2
+
+
+# (name, fn(jnp module, *args), make(rng, dtype), differentiable, linalg primitive for vmap)
+DECOMP = [
+    ("cholesky", lambda m, a: m.linalg.cholesky(_herm(m, a)), _hpd(4), True, "cholesky"),
+    ("cholesky_upper", lambda m, a: m.linalg.cholesky(a, upper=True), _hpd(4), False,
+     "cholesky"),
+    ("eigh", lambda m, a: (lambda w, v: (w, m.abs(v)))(*m.linalg.eigh(_herm(m, a))), _hpd(4),
+     True, "eigh"),
+    ("eigh_U", lambda m, a: m.linalg.eigh(a, UPLO="U", symmetrize_input=False), _hpd(4), False,
+     "eigh"),
+    ("eigvalsh", lambda m, a: m.linalg.eigvalsh(_herm(m, a)), _hpd(4, (2,)), True, "eigh"),
+    ("svd", lambda m, a: m.linalg.svd(a), _gen((4, 3)), False, "svd"),
+    ("svd_thin", lambda m, a: (lambda u, s, vh: (s, (u * s[..., None, :]) @ vh))(
+        *m.linalg.svd(a, full_matrices=False)), _gen((4, 3)), True, "svd"),
+    ("svd_wide_thin", lambda m, a: (lambda u, s, vh: (s, m.abs(u), m.abs(vh)))(
+        *m.linalg.svd(a, full_matrices=False)), _gen((3, 5)), True, "svd"),
+    ("svdvals", lambda m, a: m.linalg.svdvals(a), _gen((2, 3, 4)), True, "svd"),
+    ("svd_hermitian", lambda m, a: m.linalg.svd(_herm(m, a), hermitian=True), _hpd(4), False,
+     "eigh"),
+    ("qr_reduced", lambda m, a: m.linalg.qr(a), _gen((5, 3)), True, "qr"),
+    ("qr_complete", lambda m, a: m.linalg.qr(a, mode="complete"), _gen((5, 3)), False, "qr"),
+    ("qr_r", lambda m, a: m.linalg.qr(a, mode="r"), _gen((3, 5)), False, "qr"),
+    ("qr_raw", lambda m, a: m.linalg.qr(a, mode="raw"), _gen((5, 3)), False, "geqrf"),
+    ("solve", lambda m, a, b: m.linalg.solve(a, b), _gen((4, 4), (4, 2)), True, "lu"),
+    ("solve_vector", lambda m, a, b: m.linalg.solve(a, b), _gen((4, 4), (4,)), True, "lu"),
+    ("solve_batched", lambda m, a, b: m.linalg.solve(a, b), _gen((2, 3, 3), (3, 2)), True,
+     "lu"),
+    ("inv", lambda m, a: m.linalg.inv(a), _gen((2, 4, 4)), True, "lu"),
+    ("det", lambda m, a: m.linalg.det(a), _gen((4, 4)), True, "lu"),
+    ("det_batched", lambda m, a: m.linalg.det(a), _gen((2, 3, 3)), True, "lu"),
+    ("slogdet", lambda m, a: m.linalg.slogdet(a), _gen((2, 4, 4)), True, "lu"),
+    ("pinv", lambda m, a: m.linalg.pinv(a), _gen((5, 3)), True, "svd"),
+    ("pinv_hermitian", lambda m, a: m.linalg.pinv(a, hermitian=True), _hpd(3), False, "eigh"),
+    ("lstsq", lambda m, a, b: m.linalg.lstsq(a, b)[0], _gen((5, 3), (5, 2)), True, "svd"),
+    ("matrix_power_neg", lambda m, a: m.linalg.matrix_power(a, -2), _gen((3, 3)), True, "lu"),
+    ("matrix_power", lambda m, a: m.linalg.matrix_power(a, 5), _gen((3, 3)), True, None),
+    ("matrix_rank", lambda m, a: m.linalg.matrix_rank(a), _gen((4, 3)), False, "svd"),
+    ("norm_nuc", lambda m, a: m.linalg.norm(a, "nuc"), _gen((4, 3)), True, "svd"),
+    ("norm_2", lambda m, a: m.linalg.norm(a, 2), _gen((4, 3)), True, "svd"),
+    ("norm_-2", lambda m, a: m.linalg.norm(a, -2), _gen((3, 3)), True, "svd"),
+    ("cond", lambda m, a: m.linalg.cond(a), _gen((3, 3)), True, "svd"),
+    ("cond_fro", lambda m, a: m.linalg.cond(a, "fro"), _gen((3, 3)), True, "lu"),
+    ("tensorsolve", lambda m, a, b: m.linalg.tensorsolve(a, b), _gen((2, 3, 6), (2, 3)), True,
+     "lu"),
+    ("tensorinv", lambda m, a: m.linalg.tensorinv(a, ind=2), _gen((2, 3, 6)), True, "lu"),
+    ("multi_dot", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), _gen((3, 4), (4, 2), (2,)),
+     True, None),
+]
+DECOMP_CASES = [(row, dt) for row in DECOMP for dt in LAPACK_DTYPES]
+DECOMP_IDS = [f"{row[0]}-{np.dtype(dt).name}" for row, dt in DECOMP_CASES]
+
+
+@pytest.fixture
+def x64():
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    with jaxkit.config.override(jax_enable_x64=True):
+        yield
+    jax.config.update("jax_enable_x64", old)
+
+
+def _assert_trees(got, want, dt):
+    got, want = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+    assert len(got) == len(want)
+    tol = _DT_TOL[dt]
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * (1 + np.abs(w).max(initial=0)))
+
+
+@pytest.mark.parametrize("row,dt", DECOMP_CASES, ids=DECOMP_IDS)
+def test_decompositions_match_jax_all_dtypes(row, dt, x64):
+    name, fn, make, _, _ = row
+    args = make(np.random.default_rng(0), dt)
+    got = fn(jnp, *args)
+    _assert_trees(got, fn(jjnp, *args), dt)
+    _assert_trees(jaxkit.jit(lambda *a: fn(jnp, *a))(*args), got, dt)
+
+
+GRAD_DECOMP = [(row, dt) for row, dt in DECOMP_CASES if row[3] and
+               dt in (np.float64, np.complex128)]
+
+
+@pytest.mark.parametrize("row,dt", GRAD_DECOMP,
+                         ids=[f"{r[0]}-{np.dtype(d).name}" for r, d in GRAD_DECOMP])
+def test_decomposition_numerical_gradients(row, dt, x64):
+    from gradcheck import check_grads
+    name, fn, make, _, _ = row
+    args = make(np.random.default_rng(1), dt)
+    check_grads(lambda *a: fn(jnp, *a), args, order=1, modes=("fwd", "rev"), atol=1e-5,
+                rtol=1e-5)
+
+
+VMAP_DECOMP = [row for row in DECOMP if row[4] is not None]
+
+
+@pytest.mark.parametrize("row", VMAP_DECOMP, ids=[r[0] for r in VMAP_DECOMP])
+def test_decomposition_vmap_is_one_batched_call(row):
+    from vmapcheck import check_vmap
+    name, fn, make, _, prim = row
+    examples = [make(np.random.default_rng(s), np.complex64) for s in range(3)]
+    stacked = [np.stack(xs) for xs in zip(*examples)]
+    check_vmap(lambda *a: fn(jnp, *a), stacked, rtol=2e-3, atol=2e-3)
+    jaxpr = jaxkit.make_jaxpr(jaxkit.vmap(lambda *a: fn(jnp, *a)))(*stacked)
+    names = _primitive_names(jaxpr.jaxpr)
+    assert names.count(prim) == 1, names
+
+
+def _primitive_names(jaxpr) -> list[str]:
+    """The primitives of ``jaxpr``'s equations and of those of its sub-jaxprs (custom_jvp,
+    loops...), in order."""
+    names = []
+    for eqn in jaxpr.eqns:
+        names.append(str(eqn.primitive))
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, (tuple, list)) else (v,):
+                sub = getattr(sub, "jaxpr", sub)
+                if hasattr(sub, "eqns"):
+                    names += _primitive_names(sub)
+    return names
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 2.0], [2.0, 4.0]]),  # rank 1 of 2
+                               np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]]),
+                               np.zeros((3, 3)),  # rank 0: zero adjugate
+                               np.ones((1, 1))],
+                         ids=["rank1-2x2", "rank2-3x3", "zero", "1x1"])
+def test_det_gradient_at_singular_matrices_matches_jax(a):
+    a = a.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(grad(jnp.linalg.det)(a)),
+                               np.asarray(jax.grad(jjnp.linalg.det)(a)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,full", [((0, 3), True), ((3, 0), False), ((2, 0, 0), True)])
+def test_svd_of_empty_matrices_matches_jax(shape, full):
+    x = np.zeros(shape, np.float32)
+    got, want = jnp.linalg.svd(x, full_matrices=full), jjnp.linalg.svd(x, full_matrices=full)
+    for g, w in zip(got, want):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

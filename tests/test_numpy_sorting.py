@@ -107,3 +107,13 @@ def test_sorting_errors():
         jnp.where(jnp.asarray(DUP), 1)
     with pytest.raises(TypeError, match="bincount must have an integer type"):
         jnp.bincount(jnp.asarray(V4))
+
+
+@pytest.mark.parametrize("bins", [V4, V4[::-1].copy(), np.zeros(0, np.float32)],
+                         ids=["increasing", "decreasing", "empty"])
+def test_digitize_is_int32_under_x64(bins):
+    """searchsorted's indices are int32 with or without x64, and so is digitize (as JAX)."""
+    with jaxkit.enable_x64(True):
+        got = jnp.digitize(jnp.asarray(F32, jnp.float64), jnp.asarray(bins, jnp.float64))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(got), np.digitize(F32, bins))

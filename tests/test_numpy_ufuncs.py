@@ -9,7 +9,7 @@ from _numpy_checks import W, assert_same, check, jax, jjnp, rng_array
 
 import jaxkit
 import jaxkit.numpy as jnp
-from jaxkit._ad_api import grad
+from jaxkit.api import grad
 
 F32 = rng_array((3, 4), np.float32)
 POS = rng_array((3, 4), np.float32, seed=1, low=0.2, high=3)

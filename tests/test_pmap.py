@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import jaxkit
-from jaxkit import _runtime_multi, lax
-from jaxkit._ad_api import grad, jvp
-from jaxkit._pmap import ShardedArray, pmap
-from jaxkit._vmap_api import vmap
+from jaxkit import lax
+from jaxkit.runtime import multi_device as _runtime_multi
+from jaxkit.api import grad, jvp
+from jaxkit.transforms.pmap import ShardedArray, pmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import batching
 from jaxkit.lax import parallel as P
 
@@ -320,7 +321,7 @@ def test_default_four_cpu_devices_in_a_fresh_process():
         import sys
         import numpy as np
         import jaxkit
-        from jaxkit._pmap import pmap
+        from jaxkit.transforms.pmap import pmap
         from jaxkit.lax import parallel as P
         assert len(jaxkit.devices()) == 4, jaxkit.devices()
         out = pmap(lambda v: P.psum(v, "i"), "i")(np.arange(8.0, dtype=np.float32).reshape(4, 2))

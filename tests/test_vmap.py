@@ -10,9 +10,9 @@ import pytest
 from vmapcheck import check_vmap, check_vmap_examples, loop_reference
 
 import jaxkit
-from jaxkit import _jit, core, lax
-from jaxkit._vmap_api import vmap
-from jaxkit.interpreters import batching
+from jaxkit import core, lax
+from jaxkit.transforms.vmap import vmap
+from jaxkit.interpreters import batching, dispatch
 
 
 @pytest.fixture(autouse=True)
@@ -184,13 +184,13 @@ def test_jit_of_unbatched_values_is_not_rebatched():
 
 def test_vmap_of_jit_compiles_batched_program_once(monkeypatch):
     compiled = []
-    real = _jit._compile_closed
+    real = dispatch.compile_closed
 
     def counting(name, closed, *args, **kwargs):
         compiled.append(name)
         return real(name, closed, *args, **kwargs)
 
-    monkeypatch.setattr(_jit, "_compile_closed", counting)
+    monkeypatch.setattr(dispatch, "compile_closed", counting)
     f = jaxkit.jit(lambda x: lax.mul(lax.sin(x), 2.0))
     vf = vmap(f)
     for seed in range(4):
@@ -607,8 +607,8 @@ def test_harness_examples_and_axes():
 
 
 def _ad():
-    """The AD API (``jaxkit._ad_api``: grad, jvp, vjp, ...)."""
-    return importlib.import_module("jaxkit._ad_api")
+    """The AD API (``jaxkit.api``: grad, jvp, vjp, ...)."""
+    return importlib.import_module("jaxkit.api")
 
 
 def _loss(w, x):

@@ -23,7 +23,7 @@ from vmapcheck import check_vmap, check_vmap_examples, stack_examples
 
 import jaxkit
 from jaxkit import core, lax
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import batching, mlir
 
 # --------------------------------------------------------------------------------------------
@@ -208,16 +208,16 @@ S_DN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims
 
 
 def _ad_api():
-    return importlib.import_module("jaxkit._ad_api")
+    return importlib.import_module("jaxkit.api")
 
 
 def _checkpoint():
-    return importlib.import_module("jaxkit._checkpoint")
+    return importlib.import_module("jaxkit.transforms.checkpoint")
 
 
 def _custom_jvp_fn():
     """``x * sin(y)`` with a hand-written JVP (the derivative is the true one)."""
-    cd = importlib.import_module("jaxkit._custom_derivatives")
+    cd = importlib.import_module("jaxkit.transforms.custom_derivatives")
 
     @cd.custom_jvp
     def f(x, y):
@@ -234,7 +234,7 @@ def _custom_jvp_fn():
 
 def _custom_vjp_fn():
     """``x * sin(y)`` with a hand-written VJP."""
-    cd = importlib.import_module("jaxkit._custom_derivatives")
+    cd = importlib.import_module("jaxkit.transforms.custom_derivatives")
 
     @cd.custom_vjp
     def f(x, y):
@@ -249,10 +249,6 @@ def _custom_vjp_fn():
 
     f.defvjp(fwd, bwd)
     return f
-
-
-def _cf():
-    return importlib.import_module("jaxkit.lax.control_flow")
 
 
 def _lax(name):
@@ -365,6 +361,36 @@ ROWS = [
     Row("top_k", lambda x: tuple(_lax("top_k")(x, 2)), args(f32(2, 4)), [0, 1, -1]),
     # linear algebra (LAPACK custom call)
     Row("eig", lambda x: tuple(lax.linalg.eig(x)), args(f32(3, 3)), [0, 1, -1]),
+    Row("cholesky", lambda x: lax.linalg.cholesky(x @ x.T + 3 * jnp.eye(3)), args(f32(3, 3)),
+        [0, 1, -1]),
+    Row("triangular_solve", lambda a, b: lax.linalg.triangular_solve(
+        a + 3 * jnp.eye(3), b, left_side=True, lower=True), args(f32(3, 3), f32(3, 2)),
+        _both(2)),
+    Row("lu", lambda x: tuple(lax.linalg.lu(x)), args(f32(4, 3)), [0, 1, -1]),
+    Row("lu_pivots_to_permutation", lambda p: lax.linalg.lu_pivots_to_permutation(p, 4),
+        args(i32(0, 4, 3)), [0, -1]),
+    Row("qr", lambda x: tuple(lax.linalg.qr(x, full_matrices=False)), args(f32(4, 3)),
+        [0, 1, -1]),
+    Row("geqrf", lambda x: tuple(importlib.import_module("jaxkit.lax.linalg.qr").geqrf_p.bind(x)),
+        args(f32(4, 3)), [0, 1, -1]),
+    Row("geqp3", lambda x, p: tuple(importlib.import_module("jaxkit.lax.linalg.qr").geqp3_p.bind(
+        x, p)), args(f32(4, 3), i32(0, 1, 3)), _both(2)),
+    Row("householder_product", lambda a, t: lax.linalg.householder_product(a, t),
+        args(f32(4, 3), f32(2)), _both(2)),
+    Row("ormqr", lambda a, t, c: lax.linalg.ormqr(a, t, c), args(f32(3, 3), f32(3), f32(3, 2)),
+        _both(3)),
+    Row("eigh", lambda x: lax.linalg.eigh(x)[1], args(f32(3, 3)), [0, 1, -1]),
+    Row("svd", lambda x: lax.linalg.svd(x, compute_uv=False), args(f32(4, 3)), [0, 1, -1]),
+    Row("schur", lambda x: lax.linalg.schur(x, compute_schur_vectors=False)[0],
+        args(f32(3, 3)), [0, -1]),
+    Row("hessenberg", lambda x: tuple(lax.linalg.hessenberg(x)), args(f32(3, 3)), [0, -1]),
+    Row("tridiagonal", lambda x: tuple(lax.linalg.tridiagonal(x)), args(f32(3, 3)), [0, -1]),
+    Row("tridiagonal_solve", lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d + 4, du, b),
+        args(f32(3), f32(3), f32(3), f32(3, 2)), _both(4)),
+    Row("cholesky_update", lambda w: lax.linalg.cholesky_update(2 * jnp.eye(3), w),
+        args(f32(3)), [0, -1]),
+    Row("symmetric_product", lambda a, c: lax.linalg.symmetric_product(a, c),
+        args(f32(3, 2), f32(3, 3)), _both(2)),
     # convolution
     Row("conv_general_dilated", lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
         args(f32(1, 2, 5), f32(3, 2, 2)), _both(2) + [(3, 2)]),
@@ -391,20 +417,20 @@ ROWS = [
         _checkpoint().checkpoint(lambda b: lax.sin(lax.sin(b)))(a), (0, 1)))(x),
         args(f32(2, 3))),
     # control flow (the predicate, index, carry and xs batched or not)
-    Row("cond", lambda p, x, y: _cf().cond(p, lambda a, b: lax.mul(a, b),
+    Row("cond", lambda p, x, y: lax.cond(p, lambda a, b: lax.mul(a, b),
                                            lambda a, b: lax.sub(a, b), x, y),
         args(lambda rng: np.bool_(rng.integers(0, 2)), f32(2, 3), f32(2, 3)),
         _both(3) + [(None, 0, 0)]),
-    Row("switch", lambda i, x: _cf().switch(i, [lax.sin, lax.cos, lax.neg], x),
+    Row("switch", lambda i, x: lax.switch(i, [lax.sin, lax.cos, lax.neg], x),
         args(i32(0, 3), f32(2, 3)), _both(2)),
-    Row("while", lambda n, x: _cf().while_loop(
+    Row("while", lambda n, x: lax.while_loop(
         lambda c: lax.lt(c[0], n), lambda c: (lax.add(c[0], 1), lax.mul(c[1], 1.5)),
         (np.int32(0), x))[1], args(i32(0, 4), f32(2, 3)), _both(2)),
-    Row("fori_loop", lambda x: _cf().fori_loop(0, 3, lambda i, c: lax.add(c, lax.sin(c)), x),
+    Row("fori_loop", lambda x: lax.fori_loop(0, 3, lambda i, c: lax.add(c, lax.sin(c)), x),
         args(f32(2, 3))),
-    Row("scan", lambda c, xs: _cf().scan(lambda c, x: (lax.add(c, x), lax.mul(c, x)), c, xs),
+    Row("scan", lambda c, xs: lax.scan(lambda c, x: (lax.add(c, x), lax.mul(c, x)), c, xs),
         args(f32(3), f32(4, 3)), _both(2) + [(0, 2)]),
-    Row("scan_reverse_consts", lambda w, xs: _cf().scan(
+    Row("scan_reverse_consts", lambda w, xs: lax.scan(
         lambda c, x: (lax.add(lax.mul(c, w), x), c), np.zeros(3, np.float32), xs,
         reverse=True), args(f32(3), f32(4, 3)), _both(2)),
     # jit
@@ -690,7 +716,7 @@ def test_random_batched_gamma_shape_parameter():
 
 
 def test_vmap_of_pmap():
-    pmap = importlib.import_module("jaxkit._pmap").pmap
+    pmap = importlib.import_module("jaxkit.transforms.pmap").pmap
     n = jaxkit.device_count()
     x = np.random.default_rng(0).normal(size=(3, n, 4)).astype(np.float32)
     check_vmap(pmap(lambda v: lax.mul(lax.sin(v), 2.0)), (x,))

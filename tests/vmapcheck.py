@@ -23,7 +23,7 @@ import numpy as np
 
 import jaxkit
 from jaxkit import tree_util
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import batching
 
 __all__ = ["check_vmap", "check_vmap_examples", "loop_reference", "stack_examples"]

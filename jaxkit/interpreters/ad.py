@@ -13,7 +13,7 @@ Interpreters (stackless, as JAX's core):
 * ``JVPTrace``/``JVPTracer``: forward mode. A tracer carries a primal and a tangent (a value of
   the parent trace, or a symbolic ``Zero``); rules run with the parent trace current, so nested
   ``jvp``s of closures never confuse their perturbations.
-* ``linearize_flat``: a JVP trace over a ``JaxprTrace`` (``partial_eval_split``): primal work
+* ``linearize_flat``: a JVP trace over a ``JaxprTrace`` (``partial_eval``): primal work
   runs now, tangent work is staged into a *linear jaxpr* whose constants are the residuals.
 * ``backward_pass``: transposes a linear jaxpr (non-linear equations on residuals are
   evaluated forward first), accumulating cotangents with ``add_tangents``.
@@ -35,7 +35,6 @@ from jaxkit import core, dtypes, tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters import partial_eval_split as pes
 
 jvp_rules: dict[core.Primitive, Callable] = {}
 transpose_rules: dict[core.Primitive, Callable] = {}
@@ -50,10 +49,6 @@ class Zero:
 
     def __init__(self, aval: core.ShapedArray):
         self.aval = aval
-
-    @staticmethod
-    def from_primal_value(x) -> Zero:
-        return Zero(core.get_aval(x).to_tangent_aval())
 
     def __repr__(self):
         return f"Zero({self.aval.str_short()})"
@@ -283,7 +278,12 @@ class JVPTracer(core.Tracer):
         return operator.index(self.primal)
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>with<JVPTrace>"
+        # As JAX 0.10.2: under grad/vjp/linearize the tangent is being recorded (its type is
+        # shown); under jvp it is a value.
+        t = self.tangent
+        if isinstance(t, core.Tracer) and type(t._trace).__name__ == "JaxprTrace":
+            return f"GradTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
+        return f"JVPTracer(primal={self.primal}, tangent={t})"
 
 
 class JVPTrace(core.Trace):
@@ -400,12 +400,12 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
 
     ``nonzero[i]`` False marks an input that is not differentiated (integer inputs never
     are). The primal computation runs under the current trace; the tangent computation is
-    staged (see ``partial_eval_split``)."""
+    staged (see ``partial_eval``)."""
     if nonzero is None:
         nonzero = [True] * len(primals)
     in_avals = [core.get_aval(p).to_tangent_aval() for p in primals]
     nonzero = [bool(nz) and a.dtype != dtypes.float0 for nz, a in zip(nonzero, in_avals)]
-    ptrace = pes.JaxprTrace()
+    ptrace = pe.JaxprTrace()
     jtrace = JVPTrace(ptrace)
     try:
         tangents = [ptrace.new_arg(a) if nz else Zero(a) for a, nz in zip(in_avals, nonzero)]
@@ -425,7 +425,7 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
         out_avals = [core.get_aval(p).to_tangent_aval() for p in primals_out]
         out_nonzero = [not is_zero(t) for _, t in pairs]
         jaxpr, consts = ptrace.to_jaxpr([t for _, t in pairs if not is_zero(t)])
-        if aux is not None and any(isinstance(x, pes.JaxprTracer) and x._trace is ptrace
+        if aux is not None and any(isinstance(x, pe.JaxprTracer) and x._trace is ptrace
                                    for x in tree_util.tree_leaves(aux)):
             raise TypeError("the auxiliary output (has_aux=True) depends on tangents")
     finally:

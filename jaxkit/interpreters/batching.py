@@ -79,8 +79,7 @@ class BatchTracer(core.Tracer):
         return self._aval
 
     def __repr__(self):
-        return (f"BatchTracer<{self._aval.str_short()}>(batched along axis {self.batch_dim} of "
-                f"{core.get_aval(self.val).str_short()})")
+        return f"VmapTracer(aval={self._aval}, batched={core.get_aval(self.val)})"
 
 
 class BatchTrace(core.Trace):

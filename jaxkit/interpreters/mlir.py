@@ -7,7 +7,6 @@ flow) are lowered inline with ``jaxpr_subcomp``.
 """
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,7 +20,8 @@ from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _runtime, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.runtime import pjrt
 from jaxkit.interpreters import partial_eval as pe
 
 lowering_rules: dict[core.Primitive, Callable] = {}
@@ -36,6 +36,8 @@ def register_lowering(prim: core.Primitive, rule: Callable) -> Callable:
 # Context and types
 # --------------------------------------------------------------------------------------------
 
+# jaxlib's extension is the only way to register the upstream dialects (func, arith, ...) that
+# StableHLO modules use; the public stablehlo/chlo modules register only themselves.
 _registry = ir.DialectRegistry()
 _jax_mlir_ext.register_dialects(_registry)
 _context: ir.Context | None = None
@@ -263,7 +265,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *entry.arguments)
                 func_dialect.ReturnOp(outs)
         if ctx.host_callbacks:
-            _runtime.module_host_callbacks[module] = ctx.host_callbacks
+            pjrt.module_host_callbacks[module] = ctx.host_callbacks
         return module
 
 
@@ -289,12 +291,6 @@ def _sanitize(name: str) -> str:
 
 def module_to_string(module: ir.Module) -> str:
     return module.operation.get_asm(enable_debug_info=False)
-
-
-def module_to_bytecode(module: ir.Module) -> bytes:
-    out = io.BytesIO()
-    module.operation.write_bytecode(file=out)
-    return out.getvalue()
 
 
 # --------------------------------------------------------------------------------------------
@@ -382,7 +378,7 @@ def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands:
     ``callback`` receives the operands as read-only NumPy arrays and returns a sequence of NumPy
     arrays matching ``result_avals``. It becomes jaxlib's typed-FFI target
     ``xla_ffi_python_cpu_callback``; the attribute ``index`` selects it among the module's
-    ``host_callbacks`` (handed to the compiler by ``_runtime.compile_module``). A call with
+    ``host_callbacks`` (handed to the compiler by ``pjrt.compile_module``). A call with
     ``has_side_effect`` is never removed or duplicated by XLA."""
     if ctx.module_context.num_replicas != 1 or ctx.module_context.axis_env:
         raise NotImplementedError("Python callbacks (pure_callback, debug.print) inside pmap "

@@ -1,12 +1,27 @@
-"""Tracing Python functions to jaxprs, and jaxpr-to-jaxpr passes (DCE, constvar conversion).
+"""Tracing Python functions to jaxprs, partial evaluation, and jaxpr passes (DCE).
 
-``DynamicJaxprTrace`` stages every primitive it sees into a list of equations. Values from
-outside (concrete arrays, tracers of enclosing traces) become constvars; Python scalars become
-inline literals. The trace remembers what it is tracing (``DebugInfo``) so that a concretization
-error can name the function and the arguments the offending value depends on.
+Two traces record equations into a jaxpr, sharing one tracer class and one recorder:
+
+* ``DynamicJaxprTrace`` stages every primitive it sees (``jit``, ``make_jaxpr``, the bodies of
+  control flow). Values from outside (concrete arrays, tracers of enclosing traces) become
+  constvars; Python scalars become inline literals. The trace remembers what it is tracing
+  (``DebugInfo``) so that a concretization error can name the function and the arguments the
+  offending value depends on.
+* ``JaxprTrace`` *partially evaluates*: it splits a computation into a known part, run now, and
+  an unknown part, staged into a jaxpr to run later. This is what ``linearize``/``vjp``/``grad``
+  are built on (JAX's classic design): a JVP trace runs on top of it; primal values are known,
+  so primal operations are bound under the parent trace (they execute eagerly when the parent
+  is the eval trace, which is why Python control flow on primal values works under ``grad``),
+  while tangent values are unknown, so tangent operations are recorded into a linear jaxpr
+  whose constants are the *residuals*. Stackless: a ``JaxprTrace`` boxes only unknown values;
+  every other value (a concrete array, a tracer of an enclosing trace) is known to it. An
+  operation with an unknown input is recorded (its known inputs become residuals), unless its
+  primitive has a rule in ``partial_eval_rules`` (primitives carrying jaxprs, so that their
+  known part runs now). ``partial_eval_jaxpr`` does the same at the level of jaxprs.
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +29,18 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes
+from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
+
+# rule(trace, *args, **params) -> outputs (values for known outputs, tracers for unknown ones).
+# ``args`` mixes known values and the trace's ``JaxprTracer``s; at least one is unknown.
+partial_eval_rules: dict[core.Primitive, Callable] = {}
+
+
+def defpartial_eval(prim: core.Primitive, rule: Callable) -> None:
+    """``rule(trace, *args, **params)``: how a ``JaxprTrace`` splits ``prim`` when some of
+    its inputs are unknown (primitives carrying jaxprs run their known part now)."""
+    partial_eval_rules[prim] = rule
 
 
 @dataclass(frozen=True)
@@ -34,10 +60,13 @@ def debug_info(traced_for: str, fun: Callable, arg_names: Sequence[str]) -> Debu
     return DebugInfo(traced_for, name, src, tuple(arg_names))
 
 
-class DynamicJaxprTracer(core.Tracer):
+class JaxprTracer(core.Tracer):
+    """A value being recorded: a variable of the jaxpr its trace is building (for a
+    ``JaxprTrace``, an unknown value)."""
+
     __slots__ = ("_aval", "_var")
 
-    def __init__(self, trace: DynamicJaxprTrace, aval: ShapedArray, var: Var):
+    def __init__(self, trace: _RecordingTrace, aval: ShapedArray, var: Var):
         self._trace = trace
         self._aval = aval
         self._var = var
@@ -46,32 +75,40 @@ class DynamicJaxprTracer(core.Tracer):
     def aval(self) -> ShapedArray:
         return self._aval
 
+    def __repr__(self):
+        # JAX 0.10.2 prints the tracers of jit/make_jaxpr tracing as ``JitTracer(~float32[])``.
+        if type(self._trace) is DynamicJaxprTrace:
+            return f"JitTracer({self._aval})"
+        return f"Traced<{self._aval}>with<{type(self._trace).__name__}>"
+
 
 _literalable_types = (bool, int, float, complex, np.bool_, np.number,
                       *dtypes.extra_scalar_types())
 
 
-class DynamicJaxprTrace(core.Trace):
-    """Records primitives applied to its tracers as jaxpr equations."""
+class _RecordingTrace(core.Trace):
+    """What both traces share: the jaxpr being recorded (inputs, constants, equations)."""
 
-    __slots__ = ("eqns", "invars", "constvars", "constvals", "_const_ids", "debug")
+    __slots__ = ("_const_ids", "constvals", "constvars", "eqns", "invars")
 
-    def __init__(self, debug: DebugInfo | None = None):
-        super().__init__()
+    def __init__(self, parent: core.Trace | None = None):
+        super().__init__(parent)
         self.eqns: list[JaxprEqn] = []
         self.invars: list[Var] = []
         self.constvars: list[Var] = []
         self.constvals: list[Any] = []
         self._const_ids: dict[int, Var] = {}
-        self.debug = debug
 
-    def new_arg(self, aval: ShapedArray) -> DynamicJaxprTracer:
+    def new_arg(self, aval: ShapedArray) -> JaxprTracer:
+        """A new input of the recorded jaxpr."""
         var = Var(aval)
         self.invars.append(var)
-        return DynamicJaxprTracer(self, aval, var)
+        return JaxprTracer(self, aval, var)
 
     def to_atom(self, x) -> Var | Literal:
-        if isinstance(x, DynamicJaxprTracer) and x._trace is self:
+        """The jaxpr atom for ``x``: its variable if it is this trace's tracer, a literal for
+        scalars, else a constvar whose value is ``x`` (a constant, or a residual)."""
+        if isinstance(x, JaxprTracer) and x._trace is self:
             return x._var
         if isinstance(x, core.Tracer):
             core.check_tracer_live(x)
@@ -80,6 +117,13 @@ class DynamicJaxprTrace(core.Trace):
             # Scalars, rank-0 NumPy arrays among them (rules write constants that way), are
             # inlined as literals, as in JAX: no constant input for XLA to carry.
             return Literal(x, core.get_aval(x))
+        elif type(x) is Array and not x.aval.shape and type(self) is DynamicJaxprTrace \
+                and not x.is_deleted():
+            # A concrete scalar array (``jnp.float32(1.67)``) in a staged program is a literal
+            # too, as in JAX (a weak one as a Python scalar, so it stays weak). Residuals of
+            # linearization stay arrays: user rules receive them.
+            val = np.asarray(x)[()]
+            return Literal(val.item() if x.aval.weak_type else val, x.aval)
         var = self._const_ids.get(id(x))
         if var is None:
             var = self._const_ids[id(x)] = Var(core.get_aval(x))
@@ -87,14 +131,43 @@ class DynamicJaxprTrace(core.Trace):
             self.constvals.append(x)
         return var
 
-    def process_primitive(self, primitive, args, params):
+    def record(self, primitive: core.Primitive, args: Sequence, params: dict):
+        """Record ``primitive`` applied to ``args`` as an equation; return its output
+        tracer(s)."""
         invars = [self.to_atom(x) for x in args]
         out = primitive.abstract_eval(*[v.aval for v in invars], **params)
         out_avals = list(out) if primitive.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(JaxprEqn(primitive, invars, outvars, params))
-        tracers = [DynamicJaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
+        tracers = [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
         return tracers if primitive.multiple_results else tracers[0]
+
+    def stage(self, primitive: core.Primitive, args: Sequence, out_avals: Sequence[ShapedArray],
+              params: dict) -> list[JaxprTracer]:
+        """Record ``primitive`` applied to ``args`` as an equation with outputs of
+        ``out_avals`` (for rules that know them); return the output tracers."""
+        invars = [self.to_atom(x) for x in args]
+        outvars = [Var(a) for a in out_avals]
+        self.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params)))
+        return [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
+
+
+# --------------------------------------------------------------------------------------------
+# Staging everything: DynamicJaxprTrace
+# --------------------------------------------------------------------------------------------
+
+
+class DynamicJaxprTrace(_RecordingTrace):
+    """Records every primitive applied to its tracers as a jaxpr equation."""
+
+    __slots__ = ("debug",)
+
+    def __init__(self, debug: DebugInfo | None = None):
+        super().__init__()
+        self.debug = debug
+
+    def process_primitive(self, primitive, args, params):
+        return self.record(primitive, args, params)
 
     def to_jaxpr(self, outs: Sequence) -> tuple[Jaxpr, list]:
         outvars = [self.to_atom(x) for x in outs]
@@ -109,7 +182,7 @@ class DynamicJaxprTrace(core.Trace):
         where = f" defined at {d.func_src_info}" if d.func_src_info else ""
         text = (f"The problem arose while tracing the function {d.func_name}{where} for "
                 f"{d.traced_for}.")
-        if isinstance(tracer, DynamicJaxprTracer) and tracer._trace is self:
+        if isinstance(tracer, JaxprTracer) and tracer._trace is self:
             deps = _input_dependencies(self, tracer._var)
             names = [d.arg_names[i] for i in deps if i < len(d.arg_names)]
             if names:
@@ -118,7 +191,7 @@ class DynamicJaxprTrace(core.Trace):
         return text
 
 
-def _input_dependencies(trace: DynamicJaxprTrace, var: Var) -> list[int]:
+def _input_dependencies(trace: _RecordingTrace, var: Var) -> list[int]:
     """Indices of the trace's inputs that ``var`` is computed from."""
     producer = {v: e for e in trace.eqns for v in e.outvars}
     index = {v: i for i, v in enumerate(trace.invars)}
@@ -150,10 +223,148 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
         return trace.to_jaxpr(outs)
 
 
-def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
-                          debug: DebugInfo | None = None) -> ClosedJaxpr:
-    jaxpr, consts = trace_to_jaxpr(fun, in_avals, debug)
-    return ClosedJaxpr(jaxpr, consts)
+
+# --------------------------------------------------------------------------------------------
+# Partial evaluation: JaxprTrace
+# --------------------------------------------------------------------------------------------
+
+
+class PartialVal:
+    """A value that is either known (``value``) or unknown (only its abstract value)."""
+
+    __slots__ = ("aval", "is_known", "value")
+
+    def __init__(self, aval: ShapedArray, value: Any, is_known: bool):
+        self.aval = aval
+        self.value = value
+        self.is_known = is_known
+
+    @classmethod
+    def known(cls, value) -> PartialVal:
+        return cls(core.get_aval(value), value, True)
+
+    @classmethod
+    def unknown(cls, aval: ShapedArray) -> PartialVal:
+        return cls(aval, None, False)
+
+    def get_known(self):
+        assert self.is_known
+        return self.value
+
+    def __repr__(self):
+        what = f"known({self.value!r})" if self.is_known else f"unknown({self.aval.str_short()})"
+        return f"PartialVal.{what}"
+
+
+class JaxprTrace(_RecordingTrace):
+    """Runs known operations under its parent and records the others (see module docstring)."""
+
+    # ---- known / unknown ----
+    def is_known(self, x) -> bool:
+        return not (isinstance(x, JaxprTracer) and x._trace is self)
+
+    # ---- primitives ----
+    def process_primitive(self, primitive, args, params):
+        if all(self.is_known(x) for x in args):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        rule = partial_eval_rules.get(primitive)
+        if rule is not None:
+            return rule(self, *args, **params)
+        return self.record(primitive, args, params)  # known inputs become residuals
+
+    def to_jaxpr(self, outs: Sequence) -> tuple[Jaxpr, list]:
+        """The recorded jaxpr with outputs ``outs`` (known ones become residual outputs), and
+        the residual values (one per constvar)."""
+        outvars = [self.to_atom(x) for x in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
+        jaxpr, _ = dce_jaxpr(jaxpr)
+        used = _used_vars(jaxpr)
+        keep = [i for i, v in enumerate(self.constvars) if v in used]
+        jaxpr = Jaxpr([self.constvars[i] for i in keep], jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+        return jaxpr, [self.constvals[i] for i in keep]
+
+
+def _used_vars(jaxpr: Jaxpr) -> set:
+    used = {a for e in jaxpr.eqns for a in e.invars if type(a) is Var}
+    used.update(a for a in jaxpr.outvars if type(a) is Var)
+    return used
+
+
+def trace_to_subjaxpr(fun: Callable, in_pvals: Sequence[PartialVal],
+                      instantiate: bool | Sequence[bool] = False
+                      ) -> tuple[Jaxpr, list[PartialVal], list]:
+    """Partially evaluate ``fun`` (flat values in, flat sequence out) under the current trace.
+
+    Known inputs are passed as they are; unknown ones become inputs of the returned jaxpr.
+    Returns the jaxpr of the unknown part (constvars: residuals, invars: the unknown inputs,
+    outvars: the unknown outputs), the outputs as ``PartialVal``s, and the residual values.
+    Outputs marked in ``instantiate`` are made unknown even if they are known."""
+    trace = JaxprTrace()
+    try:
+        args = [p.value if p.is_known else trace.new_arg(p.aval) for p in in_pvals]
+        with core.set_current_trace(trace):
+            outs = fun(*args)
+        if isinstance(instantiate, bool):
+            instantiate = [instantiate] * len(outs)
+        out_pvals, unknown_outs = [], []
+        for o, inst in zip(outs, instantiate):
+            if trace.is_known(o) and not inst:
+                out_pvals.append(PartialVal.known(o))
+            else:
+                out_pvals.append(PartialVal.unknown(core.get_aval(o)))
+                unknown_outs.append(o)
+        jaxpr, residuals = trace.to_jaxpr(unknown_outs)
+    finally:
+        trace.invalidate()
+    return jaxpr, out_pvals, residuals
+
+
+# ClosedJaxpr -> {(unknowns, instantiate): result}: the same jaxpr object partially evaluated
+# the same way gives the same jaxpr objects, so executables compiled for them are reused.
+_pe_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
+                       instantiate: bool | Sequence[bool]
+                       ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
+    """Split a jaxpr by data dependence on its unknown inputs (JAX's
+    ``partial_eval_jaxpr_nounits``).
+
+    Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` maps the known inputs to
+    ``[*known outputs, *residuals]``; ``unknown`` maps ``[*residuals, *unknown inputs]`` to the
+    unknown outputs; ``out_unknowns[i]`` says whether output ``i`` is unknown (data-dependent on
+    an unknown input, or forced by ``instantiate``). Primitives with a rule in
+    ``partial_eval_rules`` are split recursively. The constants of ``closed`` must be concrete.
+    """
+    n_out = len(closed.out_avals)
+    inst = (instantiate,) * n_out if isinstance(instantiate, bool) else tuple(instantiate)
+    key = (tuple(bool(u) for u in unknowns), inst)
+    cacheable = not any(isinstance(c, core.Tracer) for c in closed.consts)
+    per = _pe_cache.setdefault(closed, {}) if cacheable else {}
+    hit = per.get(key)
+    if hit is not None:
+        return hit
+    cell = []
+
+    def known_fun(*known_vals):
+        it = iter(known_vals)
+        pvals = [PartialVal.unknown(a) if uk else PartialVal.known(next(it))
+                 for a, uk in zip(closed.in_avals, unknowns)]
+        jaxpr_uk, out_pvals, residuals = trace_to_subjaxpr(
+            core.jaxpr_as_fun(closed), pvals, list(inst))
+        cell.append((jaxpr_uk, [not p.is_known for p in out_pvals], len(residuals)))
+        return [p.value for p in out_pvals if p.is_known] + list(residuals)
+
+    known_avals = [a for a, uk in zip(closed.in_avals, unknowns) if not uk]
+    jaxpr_known, consts_known = trace_to_jaxpr(known_fun, known_avals,
+                                                  closed.jaxpr.debug_info)
+    jaxpr_uk, out_unknowns, num_res = cell[0]
+    known = ClosedJaxpr(jaxpr_known, consts_known)
+    unknown = ClosedJaxpr(convert_constvars_jaxpr(jaxpr_uk), [])
+    result = (known, unknown, out_unknowns, num_res)
+    per[key] = result
+    return result
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,12 +378,13 @@ def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
                  jaxpr.debug_info)
 
 
-def close_jaxpr(jaxpr: Jaxpr) -> ClosedJaxpr:
-    return ClosedJaxpr(jaxpr, [])
-
-
 # Primitives whose equations must be kept even when their outputs are unused (side effects).
 effectful_primitives: set[core.Primitive] = set()
+
+
+def defeffectful(prim: core.Primitive) -> None:
+    """``prim`` has side effects: its equations are kept even when their outputs are unused."""
+    effectful_primitives.add(prim)
 
 # Optional per-primitive DCE rules: rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)
 dce_rules: dict[core.Primitive, Callable] = {}
@@ -212,18 +424,3 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     invars = [v for v, u in zip(jaxpr.invars, used_invars) if u] if prune_invars else jaxpr.invars
     constvars = [v for v in jaxpr.constvars if v in live] if prune_invars else jaxpr.constvars
     return Jaxpr(constvars, invars, outvars, new_eqns, jaxpr.debug_info), used_invars
-
-
-def inline_literals_and_dedupe_consts(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Drop constvars that are not used (keeps printed jaxprs and lowered modules small)."""
-    jaxpr = closed.jaxpr
-    used: set = set()
-    for eqn in jaxpr.eqns:
-        used.update(a for a in eqn.invars if type(a) is Var)
-    used.update(a for a in jaxpr.outvars if type(a) is Var)
-    keep = [i for i, v in enumerate(jaxpr.constvars) if v in used]
-    if len(keep) == len(jaxpr.constvars):
-        return closed
-    new = Jaxpr([jaxpr.constvars[i] for i in keep], jaxpr.invars, jaxpr.outvars, jaxpr.eqns,
-                jaxpr.debug_info)
-    return ClosedJaxpr(new, [closed.consts[i] for i in keep])

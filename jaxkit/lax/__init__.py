@@ -5,22 +5,19 @@ functions. Names and signatures follow ``jax.lax``.
 """
 # ruff: noqa: F401, F403
 from jaxkit.interpreters.ad import stop_gradient
-from jaxkit.lax.control_flow import *
-from jaxkit.lax import control_flow_rules  # the rules of cond, while and scan
+from jaxkit.lax.cond import *
+from jaxkit.lax.loops import *
 from jaxkit.lax.convolution import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
+from jaxkit.lax.fft import *
 from jaxkit.lax.clamp import *
 from jaxkit.lax.elementwise import *
 from jaxkit.lax.elementwise_bits import *
 from jaxkit.lax.elementwise_math import *
 from jaxkit.lax.elementwise_special import *
 from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in JAX)
-from jaxkit.lax.indexing import (GatherDimensionNumbers, GatherScatterMode,
-                                 ScatterDimensionNumbers, gather, gather_p)
-from jaxkit.lax.scatter import (scatter, scatter_add, scatter_add_p, scatter_max, scatter_max_p,
-                                scatter_min, scatter_min_p, scatter_mul, scatter_mul_p,
-                                scatter_p, scatter_sub, scatter_sub_p)
+from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.slicing import *
@@ -36,14 +33,14 @@ from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim
 import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
-__all__ = sorted({name for module in ("clamp", "control_flow", "convolution", "cumulative", "dot",
-                                      "elementwise", "elementwise_bits", "elementwise_math",
-                                      "elementwise_special", "parallel", "reductions",
-                                      "slicing", "sorting")
+__all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative",
+                                      "dot", "fft", "elementwise", "elementwise_bits",
+                                      "elementwise_math", "elementwise_special",
+                                      "gather_scatter", "parallel", "reductions", "slicing",
+                                      "sorting")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
     "stop_gradient", "betainc", "regularized_incomplete_beta_p",
-    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
-    "gather", "scatter", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
-    "scatter_sub", "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
+    "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
     "concatenate", "convert_element_type", "expand_dims", "full", "full_like", "iota",
     "reduce_sum", "reshape", "rev", "split", "squeeze", "transpose", "zeros_like_array"})
+from jaxkit.lax import pp_rules as _pp_rules  # noqa: E402,F401  (printing of params)

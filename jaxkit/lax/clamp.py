@@ -3,11 +3,11 @@ conventions as ``elementwise.py``; the result is weakly typed only if every oper
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _any, check_dtype, standard_primitive
+from jaxkit.interpreters.mlir import hlo
+from jaxkit.lax.standard import _any, check_dtype, standard_primitive
 from jaxkit.lax.elementwise import _broadcast_to, _zeros, bitwise_and, gt, lt, select
 from jaxkit.lax.structural import broadcast_in_dim
 from jaxkit.typing import Array, ArrayLike

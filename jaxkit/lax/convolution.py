@@ -14,13 +14,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
-from jaxkit.lax._helpers import _all_weak, as_tuple_of_ints, standard_primitive
+from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.dot import PrecisionLike, _precision_attr, canonicalize_precision
 from jaxkit.lax.structural import convert_element_type, full, reshape, rev
 from jaxkit.typing import Array, ArrayLike, DTypeLike

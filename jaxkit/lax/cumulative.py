@@ -11,16 +11,15 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax import elementwise_math as ewm
-from jaxkit.lax._helpers import standard_primitive
-from jaxkit.lax.control_flow import associative_scan
+from jaxkit.lax.standard import standard_primitive
+from jaxkit.lax.loops import associative_scan
 from jaxkit.lax.reductions import _get_max_identity, _get_min_identity
 from jaxkit.lax.structural import full_like
 from jaxkit.typing import Array, ArrayLike

@@ -12,13 +12,12 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _all_weak, as_tuple_of_ints, standard_primitive
+from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import convert_element_type, transpose
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 

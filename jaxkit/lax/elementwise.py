@@ -15,13 +15,11 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import chlo
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import (
+from jaxkit.interpreters.mlir import chlo, hlo, ir
+from jaxkit.lax.standard import (
     _any,
     _complex,
     _float,

@@ -8,12 +8,12 @@ are linear); the others have zero or no JVP, as in JAX.
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir.dialects import chlo
-from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import (
+from jaxkit.interpreters.mlir import chlo, hlo
+from jaxkit.lax.standard import (
     _float,
     _int,
     check_dtype,
@@ -181,7 +181,7 @@ def copy(x: ArrayLike) -> Array:
 
 
 copy_p = core.Primitive("copy")
-copy_p.def_impl(lambda x: _dispatch.apply_primitive(copy_p, x))
+copy_p.def_impl(lambda x: dispatch.apply_primitive(copy_p, x))
 copy_p.def_abstract_eval(lambda x: x)
 ad.deflinear(copy_p, lambda ct: [copy_p.bind(ct)])
 batching.defvectorized(copy_p)

@@ -9,12 +9,11 @@ lower to CHLO (expanded by XLA) or to a jaxkit function through ``mlir.lower_fun
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir.dialects import chlo
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _float, _inexact, _int, standard_naryop, standard_unop
+from jaxkit.interpreters.mlir import chlo, hlo
+from jaxkit.lax.standard import _float, _inexact, _int, standard_naryop, standard_unop
 from jaxkit.lax.elementwise import (
     _broadcast_to,
     _const,

@@ -14,12 +14,12 @@ import enum
 import functools
 
 import numpy as np
-from jaxlib.mlir.dialects import chlo
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _float, standard_naryop, standard_unop
-from jaxkit.lax.control_flow import while_loop
+from jaxkit.interpreters.mlir import chlo
+from jaxkit.lax.standard import _float, standard_naryop, standard_unop
+from jaxkit.lax.loops import while_loop
 from jaxkit.lax.elementwise import (
     _bcast_rule,
     _const,

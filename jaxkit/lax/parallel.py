@@ -27,11 +27,11 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes, tree_util
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import elementwise
 from jaxkit.lax.elementwise import mul
 from jaxkit.lax.reductions import reduce_max, reduce_min

@@ -12,14 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes, tree_util
+from jaxkit import core, dtypes, tree_util
+from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
-from jaxkit.lax._helpers import as_tuple_of_ints, canonicalize_axis, standard_primitive
+from jaxkit.lax.standard import as_tuple_of_ints, canonicalize_axis, standard_primitive
 from jaxkit.lax.structural import (
     _reduce_batch_rule,
     _reduce_shape_rule,
@@ -349,7 +349,7 @@ def _reduce_lowering(ctx, *values, computation, jaxpr, dimensions):
 
 reduce_p = core.Primitive("reduce")
 reduce_p.multiple_results = True
-reduce_p.def_impl(lambda *args, **params: _dispatch.apply_primitive(reduce_p, *args, **params))
+reduce_p.def_impl(lambda *args, **params: dispatch.apply_primitive(reduce_p, *args, **params))
 reduce_p.def_abstract_eval(_reduce_abstract_eval)
 ad.defjvp_rule(reduce_p, _reduce_jvp)
 batching.defrule(reduce_p, _reduce_batch)

@@ -12,19 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import elementwise as ew
-from jaxkit.lax._helpers import _all_weak, _first_weak, as_tuple_of_ints, standard_primitive
-from jaxkit.lax.indexing import (
-    GatherDimensionNumbers,
-    GatherScatterMode,
-    ScatterDimensionNumbers,
-    _gather_batch,
-)
-from jaxkit.lax.scatter import _scatter_batch, scatter_p
+from jaxkit.lax.standard import _all_weak, _first_weak, as_tuple_of_ints, standard_primitive
+from jaxkit.lax.gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
+                                       ScatterDimensionNumbers, _gather_batch, _scatter_batch,
+                                       scatter_p)
 from jaxkit.lax.structural import (
     broadcast_in_dim,
     concatenate,
@@ -106,12 +103,12 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
     # Eagerly, an unstrided slice runs as a dynamic_slice with constant starts: one compiled
     # program serves every slice of the same size (x[0], x[1], ... in a Python loop).
     if strides is not None and any(s != 1 for s in strides):
-        return _dispatch.apply_primitive(slice_p, x, start_indices=start_indices,
+        return dispatch.apply_primitive(slice_p, x, start_indices=start_indices,
                                          limit_indices=limit_indices, strides=strides)
     _slice_shape_rule(core.get_aval(x), start_indices=start_indices,
                       limit_indices=limit_indices, strides=strides)
     sizes = tuple(li - si for si, li in zip(start_indices, limit_indices))
-    return _dispatch.apply_primitive(dynamic_slice_p, x, *map(np.int32, start_indices),
+    return dispatch.apply_primitive(dynamic_slice_p, x, *map(np.int32, start_indices),
                                      slice_sizes=sizes)
 
 

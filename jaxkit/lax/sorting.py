@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import chlo
-from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import canonicalize_axis
-from jaxkit.lax.indexing import GatherDimensionNumbers, GatherScatterMode, gather
+from jaxkit.interpreters.mlir import chlo, hlo, ir
+from jaxkit.lax.standard import canonicalize_axis
+from jaxkit.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
 from jaxkit.lax.structural import broadcast_in_dim, broadcasted_iota, expand_dims, reshape
 from jaxkit.typing import Array, ArrayLike
 
@@ -149,7 +148,7 @@ def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
 
 sort_p = core.Primitive("sort")
 sort_p.multiple_results = True
-sort_p.def_impl(lambda *args, **params: _dispatch.apply_primitive(sort_p, *args, **params))
+sort_p.def_impl(lambda *args, **params: dispatch.apply_primitive(sort_p, *args, **params))
 sort_p.def_abstract_eval(_sort_abstract_eval)
 ad.defjvp_rule(sort_p, _sort_jvp)
 batching.defrule(sort_p, _sort_batch)
@@ -164,7 +163,7 @@ def top_k(operand: ArrayLike, k: int, *, axis: int = -1) -> tuple[Array, Array]:
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     axis = canonicalize_axis(axis, np.ndim(operand))
-    return tuple(top_k_p.bind(operand, k=k, axis=axis))
+    return list(top_k_p.bind(operand, k=k, axis=axis))  # a list, as JAX returns
 
 
 def _top_k_abstract_eval(operand, *, k, axis):
@@ -223,7 +222,7 @@ def _top_k_lowering(ctx, operand, *, k, axis):
 
 top_k_p = core.Primitive("top_k")
 top_k_p.multiple_results = True
-top_k_p.def_impl(lambda x, **params: _dispatch.apply_primitive(top_k_p, x, **params))
+top_k_p.def_impl(lambda x, **params: dispatch.apply_primitive(top_k_p, x, **params))
 top_k_p.def_abstract_eval(_top_k_abstract_eval)
 ad.defjvp_rule(top_k_p, _top_k_jvp)
 batching.defrule(top_k_p, _top_k_batch)

@@ -13,8 +13,8 @@ import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import _float, standard_naryop
-from jaxkit.lax.control_flow import while_loop
+from jaxkit.lax.standard import _float, standard_naryop
+from jaxkit.lax.loops import while_loop
 from jaxkit.lax.elementwise import (
     _bcast_rule,
     _full,

@@ -12,11 +12,12 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import _dispatch, core, dtypes
+from jaxkit import core, dtypes
+from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.lax._helpers import (
+from jaxkit.interpreters.mlir import hlo
+from jaxkit.lax.standard import (
     _all_weak,
     _any,
     _first_weak,
@@ -87,9 +88,9 @@ batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
 mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions:
                        mlir.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions))
 # Printed as JAX prints it: the shape is the binder's type; empty dimensions are left out.
-core.pp_params_rules[broadcast_in_dim_p] = lambda params: (
+core.defpp_params(broadcast_in_dim_p, lambda params: (
     {"broadcast_dimensions": params["broadcast_dimensions"]}
-    if params["broadcast_dimensions"] else {})
+    if params["broadcast_dimensions"] else {}))
 
 
 def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:
@@ -310,7 +311,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
 
 
 iota_p = core.Primitive("iota")
-iota_p.def_impl(lambda **params: _dispatch.apply_primitive(iota_p, **params))
+iota_p.def_impl(lambda **params: dispatch.apply_primitive(iota_p, **params))
 iota_p.def_abstract_eval(_iota_abstract_eval)
 ad.defjvp_zero(iota_p)
 mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: hlo.IotaOp(
@@ -413,7 +414,7 @@ def _split_lowering(ctx, x, *, sizes, axis):
 
 split_p = core.Primitive("split")
 split_p.multiple_results = True
-split_p.def_impl(lambda x, **params: _dispatch.apply_primitive(split_p, x, **params))
+split_p.def_impl(lambda x, **params: dispatch.apply_primitive(split_p, x, **params))
 split_p.def_abstract_eval(_split_abstract_eval)
 ad.deflinear2(split_p, _split_transpose)
 batching.defrule(split_p, _split_batch)
@@ -574,7 +575,17 @@ def zeros_like_array(x: ArrayLike) -> Array:
 
 # ---- registrations used by the interpreters ------------------------------------------------
 def _zeros_like_aval(aval: core.ShapedArray):
-    return broadcast_in_dim(np.zeros((), aval.dtype)[()], aval.shape, ())
+    # A weakly typed aval gets weak zeros (the gradient with respect to a Python scalar is
+    # weak, as in JAX).
+    zero = np.zeros((), aval.dtype)[()]
+    if core.current_trace() is core.eval_trace:
+        zero = convert_element_type(zero, aval.dtype, aval.weak_type)
+    elif aval.weak_type:
+        if dtypes.dtype(zero.item(), canonicalize=True) == aval.dtype:
+            zero = zero.item()  # a Python scalar: weak, and a literal in jaxprs
+        else:
+            zero = convert_element_type(zero, aval.dtype, True)
+    return zero if aval.shape == () else broadcast_in_dim(zero, aval.shape, ())
 
 
 def _moveaxis(x, src: int, dst: int):

@@ -18,8 +18,8 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._custom_derivatives import custom_jvp
-from jaxkit._jit import jit
+from jaxkit.transforms.custom_derivatives import custom_jvp
+from jaxkit.transforms.jit import jit
 from jaxkit.nn import initializers
 from jaxkit.numpy import tanh
 from jaxkit.typing import Array, ArrayLike, DTypeLike

@@ -11,7 +11,7 @@ this package installs the operators and methods of arrays and tracers
 
 import numpy as _np
 
-from jaxkit._array import Array as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
+from jaxkit.runtime.array import PublicArray as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
 from jaxkit.numpy import _array_methods, fft, linalg  # noqa: F401
 from jaxkit.numpy._creation import (  # noqa: F401
     arange,
@@ -38,6 +38,74 @@ from jaxkit.numpy._creation import (  # noqa: F401
     zeros,
     zeros_like,
 )
+from jaxkit.numpy._bytes import (  # noqa: F401
+    array_repr,
+    array_str,
+    frombuffer,
+    fromfile,
+    fromiter,
+    fromstring,
+    iterable,
+    load,
+    packbits,
+    save,
+    savez,
+    unpackbits,
+)
+from jaxkit.numpy._differences import (  # noqa: F401
+    diff,
+    ediff1d,
+    gradient,
+    interp,
+    trapezoid,
+    unwrap,
+)
+from jaxkit.numpy._elementwise import (  # noqa: F401
+    allclose,
+    angle,
+    around,
+    array_equal,
+    array_equiv,
+    astype,
+    clip,
+    fmax,
+    fmin,
+    gcd,
+    isclose,
+    iscomplex,
+    iscomplexobj,
+    isreal,
+    isrealobj,
+    isscalar,
+    lcm,
+    nan_to_num,
+    piecewise,
+    round,
+    select,
+    trunc,
+)
+from jaxkit.numpy._polynomial import (  # noqa: F401
+    vander,
+)
+from jaxkit.numpy._statistics import (  # noqa: F401
+    corrcoef,
+    cov,
+    histogram,
+    histogram2d,
+    histogram_bin_edges,
+    histogramdd,
+)
+from jaxkit.numpy._vectorize import (  # noqa: F401
+    apply_over_axes,
+)
+from jaxkit.numpy._windows import (  # noqa: F401
+    bartlett,
+    blackman,
+    hamming,
+    hanning,
+    i0,
+    kaiser,
+)
 from jaxkit.numpy._index_tricks import (  # noqa: F401
     c_,
     choose,
@@ -56,7 +124,7 @@ from jaxkit.numpy._index_tricks import (  # noqa: F401
     triu_indices,
     triu_indices_from,
 )
-from jaxkit.numpy._linalg_basic import (  # noqa: F401
+from jaxkit.numpy._contractions import (  # noqa: F401
     cross,
     diag,
     diagflat,
@@ -74,64 +142,6 @@ from jaxkit.numpy._linalg_basic import (  # noqa: F401
     vdot,
     vecdot,
     vecmat,
-)
-from jaxkit.numpy._math_extra import (  # noqa: F401
-    allclose,
-    angle,
-    around,
-    array_equal,
-    array_equiv,
-    astype,
-    clip,
-    diff,
-    ediff1d,
-    fmax,
-    fmin,
-    gcd,
-    interp,
-    isclose,
-    iscomplex,
-    iscomplexobj,
-    isreal,
-    isrealobj,
-    isscalar,
-    lcm,
-    nan_to_num,
-    piecewise,
-    round,
-    select,
-    trapezoid,
-    trunc,
-    unwrap,
-    vander,
-)
-from jaxkit.numpy._misc import (  # noqa: F401
-    apply_over_axes,
-    array_repr,
-    array_str,
-    bartlett,
-    blackman,
-    corrcoef,
-    cov,
-    frombuffer,
-    fromfile,
-    fromiter,
-    fromstring,
-    gradient,
-    hamming,
-    hanning,
-    histogram,
-    histogram2d,
-    histogram_bin_edges,
-    histogramdd,
-    i0,
-    iterable,
-    kaiser,
-    load,
-    packbits,
-    save,
-    savez,
-    unpackbits,
 )
 from jaxkit.numpy._pad import pad  # noqa: F401
 from jaxkit.numpy._polynomial import (  # noqa: F401
@@ -379,7 +389,7 @@ from jaxkit.numpy._ufuncs_special import (  # noqa: F401
     sinc,
     spacing,
 )
-from jaxkit.numpy._utils import (  # noqa: F401
+from jaxkit.numpy._type_queries import (  # noqa: F401
     can_cast,
     dtype,
     finfo,

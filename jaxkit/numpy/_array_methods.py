@@ -14,12 +14,13 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy import (
     _creation,
+    _index_tricks,
     _indexing,
-    _linalg_basic,
-    _math_extra,
+    _contractions,
+    _elementwise,
     _reductions,
     _shape,
     _sorting,
@@ -63,7 +64,7 @@ _binary_ops: dict[str, tuple[str, Callable]] = {
     "add": ("+", _ufuncs.add), "sub": ("-", _ufuncs.subtract),
     "mul": ("*", _ufuncs.multiply), "truediv": ("/", _ufuncs.true_divide),
     "floordiv": ("//", _ufuncs.floor_divide), "mod": ("%", _ufuncs.remainder),
-    "divmod": ("divmod()", _divmod), "matmul": ("@", _linalg_basic.matmul),
+    "divmod": ("divmod()", _divmod), "matmul": ("@", _contractions.matmul),
     "and": ("&", _ufuncs.bitwise_and), "or": ("|", _ufuncs.bitwise_or),
     "xor": ("^", _ufuncs.bitwise_xor), "lshift": ("<<", _ufuncs.left_shift),
     "rshift": (">>", _ufuncs.right_shift),
@@ -95,7 +96,7 @@ def _transpose(self, *args: Any) -> Any:
 
 
 def _astype(self, dtype: Any, copy: bool = False, device: Any = None) -> Any:
-    return _math_extra.astype(self, dtype, copy=copy, device=device)
+    return _elementwise.astype(self, dtype, copy=copy, device=device)
 
 
 def _view(self, dtype: Any = None, type: Any = None) -> Any:
@@ -181,15 +182,15 @@ def _nonzero(self, *, size: int | None = None, fill_value: Any = None) -> Any:
 
 
 def _round(self, decimals: int = 0, out: None = None) -> Any:
-    return _math_extra.round(self, decimals, out)
+    return _elementwise.round(self, decimals, out)
 
 
 def _clip(self, min: Any = None, max: Any = None) -> Any:
-    return _math_extra.clip(self, min, max)
+    return _elementwise.clip(self, min, max)
 
 
 def _dot(self, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    return _linalg_basic.dot(self, b, precision=precision,
+    return _contractions.dot(self, b, precision=precision,
                              preferred_element_type=preferred_element_type)
 
 
@@ -200,29 +201,47 @@ def _len_hint(self) -> int:
 def _round_dunder(self, ndigits: int | None = None) -> Any:
     if ndigits is None:
         return round(float(np.asarray(self)))
-    return _math_extra.round(self, ndigits)
+    return _elementwise.round(self, ndigits)
+
+
+def _byteswap(self, inplace: bool = False) -> Any:
+    """The bytes of each element reversed (as ``np.ndarray.byteswap``)."""
+    if inplace:
+        raise ValueError("Inplace byteswapping not supported.")
+    if self.dtype.itemsize == 1:
+        return self
+    as_bytes = lax.bitcast_convert_type(self, np.uint8)
+    return lax.bitcast_convert_type(lax.rev(as_bytes, (as_bytes.ndim - 1,)), self.dtype)
+
+
+def _flat(self) -> Any:
+    raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider "
+                              "arr.flatten() instead.")
 
 
 _methods: dict[str, Callable] = {
+    "byteswap": _byteswap,
+    "choose": lambda self, choices, out=None, mode="raise": _index_tricks.choose(
+        self, choices, out=out, mode=mode),
     "all": _reductions.all, "any": _reductions.any, "argmax": _reductions.argmax,
     "argmin": _reductions.argmin, "argpartition": _sorting.argpartition,
     "argsort": _sorting.argsort, "astype": _astype, "clip": _clip,
     "compress": lambda self, condition, axis=None, **kw: _sorting.compress(
         condition, self, axis, **kw),
     "conj": _conj, "conjugate": _conj, "copy": _copy, "cumprod": _reductions.cumprod,
-    "cumsum": _reductions.cumsum, "diagonal": _linalg_basic.diagonal, "dot": _dot,
+    "cumsum": _reductions.cumsum, "diagonal": _contractions.diagonal, "dot": _dot,
     "flatten": _flatten, "max": _reductions.max, "mean": _reductions.mean,
     "min": _reductions.min, "nonzero": _nonzero, "prod": _reductions.prod,
     "ptp": _reductions.ptp, "ravel": _shape.ravel, "repeat": _shape.repeat,
     "reshape": _reshape, "round": _round, "searchsorted": _sorting.searchsorted,
     "sort": _sorting.sort, "squeeze": _squeeze, "std": _reductions.std, "sum": _reductions.sum,
-    "swapaxes": _swapaxes, "take": _take.take, "trace": _linalg_basic.trace,
+    "swapaxes": _swapaxes, "take": _take.take, "trace": _contractions.trace,
     "transpose": _transpose, "var": _reductions.var, "view": _view,
     "__getitem__": _getitem, "__round__": _round_dunder, "__length_hint__": _len_hint,
 }
 _properties: dict[str, Callable] = {
     "T": _transpose_property, "mT": _matrix_transpose_property, "real": _real_property,
-    "imag": _imag_property, "at": _at,
+    "imag": _imag_property, "at": _at, "flat": _flat,
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array, device_put_value
+from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._promotion import asarray as _asarray
 from jaxkit.numpy._promotion import (
     broadcast_shapes,
@@ -61,6 +61,11 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order:
         raise ValueError("None is not a valid value for jnp.array")
     leaves = [leaf.__jax_array__() if hasattr(leaf, "__jax_array__") else leaf
               for leaf in leaves]
+    for leaf in leaves:
+        if isinstance(leaf, (str, bytes)):
+            raise TypeError(f"Value {leaf!r} with dtype {np.asarray(leaf).dtype} is not a "
+                            "valid JAX array type. Only arrays of numeric types are supported "
+                            "by JAX.")
     if dtype is None:
         if leaves:
             dt, _ = dtypes.result_type(*leaves, return_weak_type_flag=True)
@@ -80,8 +85,9 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order:
         else:
             try:
                 host = np.asarray(object, dtype=dtype)
-            except (TypeError, ValueError) as e:
+            except TypeError as e:
                 raise TypeError(f"Unexpected input type for array: {type(object)}") from e
+            # A ValueError (a ragged nested list) propagates with NumPy's message, as in JAX.
             out = device_put_value(host, weak_type=weak)
     if ndmin > np.ndim(out):
         out = lax.expand_dims(out, tuple(range(ndmin - np.ndim(out))))
@@ -352,7 +358,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
     N = operator.index(core.concrete_or_error(N, "'N' argument of jnp.tri"))
     M = N if M is None else operator.index(M)
     k = operator.index(core.concrete_or_error(k, "'k' argument of jnp.tri"))
-    dtype = _user_dtype(dtype) or dtypes.default_float_dtype()
+    dtype = _user_dtype(dtype) or np.dtype(np.float32)  # float32 even under x64, as JAX
     return convert(_tri_mask(N, M, k), dtype)
 
 

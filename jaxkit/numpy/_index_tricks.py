@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import arange, array, asarray, linspace, meshgrid, tri
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._promotion import (

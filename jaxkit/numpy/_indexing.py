@@ -23,7 +23,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.errors import NonConcreteBooleanIndexError
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_arrays,
@@ -32,18 +33,6 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._ufuncs import power, true_divide
 from jaxkit.typing import ArrayLike
-
-
-class NonConcreteBooleanIndexError(IndexError):
-    """A boolean mask index was traced: the shape of the result would depend on its values."""
-
-    def __init__(self, aval: core.ShapedArray):
-        super().__init__(
-            f"Array boolean indices must be concrete; got {aval.str_short()}\n\n"
-            "The number of True elements decides the shape of the result, which must be "
-            "known when tracing. Use `jnp.where(mask, x, fill)` to keep the shape, or "
-            "`jnp.nonzero(mask, size=...)` / `jnp.where(mask, size=...)` to get a fixed "
-            "number of indices.")
 
 
 class _Kind(enum.Enum):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jaxkit import core
-from jaxkit._jit import JitFunction
+from jaxkit.transforms.jit import JitFunction
 
 # Types of the leaves jit takes as traced arguments (Array, NumPy values, Python scalars).
 _leaf_types = core.pytype_aval_mappings

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray, linspace
-from jaxkit.numpy._math_extra import round as _round
+from jaxkit.numpy._elementwise import round as _round
 from jaxkit.numpy._promotion import broadcast_to_shape, convert, ensure_arraylike
 from jaxkit.numpy._quantiles import median
 from jaxkit.numpy._reductions import max as _max

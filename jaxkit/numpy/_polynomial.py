@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy import linalg
 from jaxkit.numpy._creation import arange, full, ones, zeros
-from jaxkit.numpy._linalg_basic import diag
+from jaxkit.numpy._contractions import diag
 from jaxkit.numpy._indexing import getitem, scatter_update
-from jaxkit.numpy._math_extra import vander
+from jaxkit.numpy._elementwise import _const
 from jaxkit.numpy._promotion import (
     broadcast_to_shape,
     ensure_arraylike,
@@ -25,6 +25,7 @@ from jaxkit.numpy._reductions import all as all_
 from jaxkit.numpy._reductions import argmin, prod
 from jaxkit.numpy._reductions import sum as sum_
 from jaxkit.numpy._shape import atleast_1d, concatenate, flip, roll, trim_zeros
+from jaxkit.numpy._ufuncs import power
 from jaxkit.numpy._ufuncs import (
     conj,
     equal,
@@ -292,3 +293,18 @@ def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
             "zeros will result in some returned roots being set to NaN."))
         return _roots_no_zeros(getitem(p, slice(num_leading_zeros, None)))
     return _roots_with_zeros(p, num_leading_zeros)
+
+
+def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
+    """``jnp.vander``: the Vandermonde matrix of the 1-D ``x``."""
+    x = ensure_arraylike("vander", x)
+    if x.ndim != 1:
+        raise ValueError("x must be a one-dimensional array")
+    N = x.shape[0] if N is None else operator.index(core.concrete_or_error(
+        N, "'N' argument of jnp.vander()"))
+    if N < 0:
+        raise ValueError("N must be nonnegative")
+    iota = lax.iota(x.dtype, N)
+    if not increasing:
+        iota = lax.sub(_const(iota, N - 1), iota)
+    return power(lax.expand_dims(x, (1,)), lax.expand_dims(iota, (0,)))

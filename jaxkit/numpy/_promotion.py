@@ -7,7 +7,6 @@ weakly typed literals, so ``x + 1`` under ``jit`` reads ``add a 1:i32[]`` as in 
 """
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array, device_put_value
+from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.typing import ArrayLike
 
 _python_scalar_types = (bool, int, float, complex)
@@ -276,10 +275,6 @@ def promote_args_numeric(fun_name: str, *args: ArrayLike) -> list:
     return promote_shapes(fun_name, *promote_dtypes_numeric(*_prepare(fun_name, args)))
 
 
-def promote_args_complex(fun_name: str, *args: ArrayLike) -> list:
-    return promote_shapes(fun_name, *promote_dtypes_complex(*_prepare(fun_name, args)))
-
-
 # --------------------------------------------------------------------------------------------
 # Shapes and axes
 # --------------------------------------------------------------------------------------------
@@ -320,21 +315,6 @@ def canonicalize_axis(axis: Any, ndim: int) -> int:
     return axis % ndim if ndim else axis
 
 
-def canonicalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """``None`` (all axes), an int or a sequence of ints, as a sorted-by-input tuple."""
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, (tuple, list)):
-        axes = tuple(canonicalize_axis(a, ndim) for a in axis)
-        if len(set(axes)) != len(axes):
-            raise ValueError(f"repeated axis in {axis}")
-        return axes
-    return (canonicalize_axis(axis, ndim),)
-
-
 def operator_index(x: Any) -> int:
     return operator.index(x)
 
-
-def size_of(shape: Sequence[int]) -> int:
-    return math.prod(shape)

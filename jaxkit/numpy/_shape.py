@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import array, asarray, full, zeros_like
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._jitted import jitted

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray, zeros
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._promotion import (
@@ -157,18 +157,19 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
         raise ValueError("a should be 1-dimensional")
     a, v = promote_dtypes(a, v)
     a, v = asarray(a), asarray(v)
-    dt = np.dtype(np.int32)
     n = a.shape[0]
+    # int32 whatever the x64 setting, as JAX (int64 only for arrays too long for int32).
+    dt = np.dtype(np.int32 if n <= np.iinfo(np.int32).max // 2 else np.int64)
     if n == 0:
-        return lax.full(v.shape, 0, _int_dtype())
+        return lax.full(v.shape, 0, dt)
     go_left_op = _total_le if side == "left" else _total_lt
     low = lax.full(v.shape, 0, dt)
     high = lax.full(v.shape, n, dt)
     for _ in range(int(np.ceil(np.log2(n + 1)))):
-        mid = lax.div(lax.add(low, high), np.int32(2))
+        mid = lax.div(lax.add(low, high), np.asarray(2, dt))
         go_left = go_left_op(v, take(a, mid, mode="clip"))
         low, high = lax.select(go_left, low, mid), lax.select(go_left, mid, high)
-    return lax.convert_element_type(high, _int_dtype())
+    return high
 
 
 def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
@@ -178,13 +179,14 @@ def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
     right = core.concrete_or_error(right, "right argument of jnp.digitize()")
     if bins_arr.ndim != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
+    # int32 like searchsorted's indices, with or without x64 (as JAX).
     if bins_arr.shape[0] == 0:
-        return lax.full(x.shape, 0, _int_dtype())
+        return lax.full(x.shape, 0, np.int32)
     side = "right" if not right else "left"
     kw = {} if method is None else {"method": method}
     increasing = lax.ge(getitem(bins_arr, -1), getitem(bins_arr, 0))
     up = searchsorted(bins_arr, x, side=side, **kw)
-    down = lax.sub(np.asarray(bins_arr.shape[0], _int_dtype())[()],
+    down = lax.sub(np.asarray(bins_arr.shape[0], np.int32)[()],
                    searchsorted(lax.rev(bins_arr, (0,)), x, side=side, **kw))
     return where3(increasing, up, down)
 

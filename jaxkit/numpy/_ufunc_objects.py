@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, lax
-from jaxkit._jit import jit
+from jaxkit.transforms.jit import jit
 from jaxkit.numpy import _reductions, _ufuncs
 from jaxkit.numpy._creation import asarray
 from jaxkit.numpy._indexing import getitem

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     asarray,

@@ -10,7 +10,7 @@ from functools import partial
 import numpy as np
 
 from jaxkit import dtypes, lax
-from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     check_arraylike,

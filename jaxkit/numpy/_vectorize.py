@@ -10,10 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._creation import asarray
-from jaxkit.numpy._promotion import broadcast_shapes, canonicalize_axis, check_arraylike
+from jaxkit.numpy._promotion import (broadcast_shapes, canonicalize_axis, check_arraylike,
+                                     ensure_arraylike)
 from jaxkit.numpy._shape import expand_dims, squeeze
+from jaxkit.runtime.array import Array
+from jaxkit.typing import ArrayLike
 
 _DIMENSION_NAME = r"\w+"
 _CORE_DIMENSION_LIST = f"(?:{_DIMENSION_NAME}(?:,{_DIMENSION_NAME})*)?"
@@ -164,3 +167,17 @@ def apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwargs
     for _ in range(axis):
         func = vmap(func, in_axes=0, out_axes=0)
     return func(arr)
+
+
+def apply_over_axes(func: Callable, a: ArrayLike, axes: Sequence[int]) -> Array:
+    """``jnp.apply_over_axes``: ``func(a, axis)`` repeatedly, keeping the dimensions."""
+    arr = ensure_arraylike("apply_over_axes", a)
+    for axis in axes:
+        b = func(arr, axis)
+        if b.ndim == arr.ndim:
+            arr = b
+        elif b.ndim == arr.ndim - 1:
+            arr = expand_dims(b, axis)
+        else:
+            raise ValueError("function is not returning an array of the correct shape")
+    return arr

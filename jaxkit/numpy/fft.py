@@ -1,9 +1,7 @@
 """``jaxkit.numpy.fft``: discrete Fourier transforms (``jax.numpy.fft``).
 
-jaxkit.lax has no FFT primitive yet, so each 1-D transform is a dense DFT: a matrix of roots
-of unity (computed on the host in float64) contracted with the data by ``lax.dot_general`` at
-the highest precision. Results match FFTs to a few ulps times ``n``; memory and time grow like
-``n**2`` per transformed axis, which suits the sizes of tutorials but not long signals.
+Every transform is ``lax.fft`` (``stablehlo.fft``, O(n log n)) along one axis at a time,
+with NumPy's ``n`` (crop or zero-pad) and ``norm`` conventions applied around it.
 """
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
 from jaxkit.numpy._promotion import canonicalize_axis, convert, ensure_arraylike
 from jaxkit.numpy._shape import roll
@@ -79,19 +77,25 @@ def _resize(x: Array, n: int, axis: int) -> Array:
     return x
 
 
-def _contract(x: Array, mat: np.ndarray, axis: int) -> Array:
-    """``sum_j x[..., j, ...] * mat[j, k]`` along ``axis``, the result axis in its place."""
-    m = asarray(mat.astype(x.dtype))
-    out = lax.dot_general(x, m, (((axis,), (0,)), ((), ())), precision=lax.Precision.HIGHEST)
-    perm = list(range(x.ndim - 1))
-    perm.insert(axis, x.ndim - 1)
-    return lax.transpose(out, perm)
+def _fft_along(x: Array, axis: int, fft_type: str, n: int) -> Array:
+    """``lax.fft`` of length ``n`` along ``axis`` (moved last for the transform and back)."""
+    last = x.ndim - 1
+    if axis != last:
+        x = lax.transpose(x, [i for i in range(x.ndim) if i != axis] + [axis])
+    out = lax.fft(x, fft_type, (n,))
+    if axis != last:
+        perm = list(range(x.ndim - 1))
+        perm.insert(axis, last)
+        out = lax.transpose(out, perm)
+    return out
 
 
-def _dft_matrix(n_in: int, n_out: int, sign: float, scale: float) -> np.ndarray:
-    j = np.arange(n_in)[:, None]
-    k = np.arange(n_out)[None, :]
-    return scale * np.exp(sign * 2j * np.pi * ((j * k) % max(n_in, 1)) / max(n_in, 1))
+def _scaled(x: Array, n: int, norm: str | None, inverse: bool) -> Array:
+    """Apply ``norm``'s scaling on top of XLA's convention (1/n on the inverse)."""
+    s = _scale(n, norm, inverse) * (n if inverse else 1)
+    if s == 1.0:
+        return x
+    return lax.mul(x, np.asarray(s, x.dtype)[()])
 
 
 def _axis_n(a: Array, n: int | None, axis: int, name: str) -> tuple[int, int]:
@@ -109,8 +113,7 @@ def _c2c(a: ArrayLike, n: int | None, axis: int, norm: str | None, inverse: bool
     a = ensure_arraylike(name, a)
     n, axis = _axis_n(a, n, axis, name)
     x = _resize(convert(a, _complex_dtype(a)), n, axis)
-    return _contract(x, _dft_matrix(n, n, 1.0 if inverse else -1.0,
-                                    _scale(n, norm, inverse)), axis)
+    return _scaled(_fft_along(x, axis, "ifft" if inverse else "fft", n), n, norm, inverse)
 
 
 def fft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
@@ -130,8 +133,8 @@ def rfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = 
     if dtypes.issubdtype(a.dtype, np.complexfloating):
         raise TypeError("jax.numpy.fft.rfft does not support complex input; use fft instead.")
     n, axis = _axis_n(a, n, axis, "rfft")
-    x = _resize(convert(a, _complex_dtype(a)), n, axis)
-    return _contract(x, _dft_matrix(n, n // 2 + 1, -1.0, _scale(n, norm, False)), axis)
+    x = _resize(convert(a, _real_dtype(a)), n, axis)
+    return _scaled(_fft_along(x, axis, "rfft", n), n, norm, False)
 
 
 def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
@@ -143,19 +146,8 @@ def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None =
         n, "The n argument of jnp.fft.irfft"))
     if n < 1:
         raise ValueError(f"Invalid number of data points ({n}) specified")
-    m = n // 2 + 1
-    x = _resize(convert(a, _complex_dtype(a)), m, axis)
-    # x[j] = scale * sum_k w_k (Re X_k cos(2 pi jk/n) - Im X_k sin(2 pi jk/n)), with w_k = 2
-    # for the frequencies that stand for a conjugate pair, else 1.
-    k = np.arange(m)[:, None]
-    j = np.arange(n)[None, :]
-    w = np.where((k == 0) | ((n % 2 == 0) & (k == n // 2)), 1.0, 2.0)
-    angle = 2 * np.pi * ((k * j) % n) / n
-    s = _scale(n, norm, True)
-    rdt = _real_dtype(a)
-    re = _contract(lax.real(x), (s * w * np.cos(angle)).astype(rdt), axis)
-    im = _contract(lax.imag(x), (-s * w * np.sin(angle)).astype(rdt), axis)
-    return lax.add(re, im)
+    x = _resize(convert(a, _complex_dtype(a)), n // 2 + 1, axis)
+    return _scaled(_fft_along(x, axis, "irfft", n), n, norm, True)
 
 
 def _swap_norm(norm: str | None) -> str:

@@ -1,10 +1,10 @@
 """``jaxkit.numpy.linalg``: JAX's ``jax.numpy.linalg``.
 
-Norms, products and the functions derived from them are ordinary jnp code. Decompositions
-(det, solve, inv, cholesky, qr, eigh, svd and what is built on them: pinv, lstsq,
-matrix_rank, cond, ...) use the lax-level algorithms of ``_linalg_algorithms`` until jaxkit.lax
-has linear-algebra primitives. ``eigh`` and ``svd`` support real matrices only. ``eig`` /
-``eigvals`` (general eigenproblems) use the LAPACK-backed ``lax.linalg.eig`` primitive (CPU).
+Norms and products are ordinary jnp code. Decompositions are the ``jaxkit.lax.linalg``
+primitives (LAPACK kernels: ``lu`` for det/slogdet/solve/inv, ``cholesky``, ``qr``, ``eigh``,
+``svd`` and, built on them, pinv, lstsq, matrix_rank, cond, norm 'nuc'/2), for real and complex
+matrices, with JAX's derivative rules. As in JAX, the functions are jitted (``@jitted``), so an
+eager call is one cached dispatch.
 """
 from __future__ import annotations
 
@@ -16,17 +16,18 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit._array import Array
-from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.runtime.array import Array
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.lax import linalg as lax_linalg
-from jaxkit.numpy import _linalg_algorithms as alg
-from jaxkit.numpy._linalg_basic import cross as _cross
-from jaxkit.numpy._linalg_basic import diagonal as _diagonal
-from jaxkit.numpy._linalg_basic import matmul as _matmul
-from jaxkit.numpy._linalg_basic import outer as _outer
-from jaxkit.numpy._linalg_basic import tensordot as _tensordot
-from jaxkit.numpy._linalg_basic import trace as _trace
-from jaxkit.numpy._linalg_basic import vecdot as _vecdot
+from jaxkit.lax.linalg.qr import geqrf
+from jaxkit.numpy._jitted import jitted
+from jaxkit.numpy._contractions import cross as _cross
+from jaxkit.numpy._contractions import diagonal as _diagonal
+from jaxkit.numpy._contractions import matmul as _matmul
+from jaxkit.numpy._contractions import outer as _outer
+from jaxkit.numpy._contractions import tensordot as _tensordot
+from jaxkit.numpy._contractions import trace as _trace
+from jaxkit.numpy._contractions import vecdot as _vecdot
 from jaxkit.numpy._promotion import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -37,7 +38,9 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._reductions import amax, amin
 from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import expand_dims, moveaxis, reshape
+from jaxkit.numpy._shape import expand_dims, flip, moveaxis, reshape
+from jaxkit.numpy._sorting import argsort, sort
+from jaxkit.numpy._take import take_along_axis
 from jaxkit.numpy._shape import matrix_transpose as _matrix_transpose
 from jaxkit.numpy._ufuncs import abs as _abs
 from jaxkit.numpy._ufuncs import (
@@ -50,7 +53,6 @@ from jaxkit.numpy._ufuncs import (
     power,
     real,
     sqrt,
-    subtract,
     where3,
 )
 from jaxkit.typing import ArrayLike
@@ -104,12 +106,6 @@ def _eye_like(a: Array, n: int) -> Array:
     eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0),
                                           lax.broadcasted_iota(np.int32, (n, n), 1)), a.dtype)
     return broadcast_to_shape(eye, a.shape[:-2] + (n, n))
-
-
-def _real_only(name: str, a: Array) -> None:
-    if dtypes.issubdtype(a.dtype, np.complexfloating):
-        raise NotImplementedError(f"jnp.linalg.{name} of complex matrices is not supported by "
-                                  "jaxkit yet (it needs a lax linear-algebra primitive).")
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,81 +302,39 @@ def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
 
 
 # --------------------------------------------------------------------------------------------
-# Determinants, solves, inverses
+# Determinants, solves, inverses (LU: lax.linalg.lu, i.e. LAPACK getrf)
 # --------------------------------------------------------------------------------------------
 
-def _diag_of(u: Array) -> Array:
-    n = u.shape[-1]
-    mask = broadcast_to_shape(lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0),
-                                     lax.broadcasted_iota(np.int32, (n, n), 1)), u.shape)
-    return lax.reduce_sum(lax.select(mask, u, lax.full_like(u, 0)), (u.ndim - 1,))
+def _lu_solve(lu: Array, perm: Array, b: Array) -> Array:
+    """``x`` with ``A x = b`` given ``A[perm] = L U`` (``b`` ``[..., n, k]``, same batch)."""
+    idx = broadcast_to_shape(lax.expand_dims(perm, (perm.ndim,)), b.shape)
+    x = take_along_axis(b, idx, axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+
+
+def _solve_with_lu(a: Array, b: Array) -> Array:
+    """``a^{-1} b``, linear in ``b`` (usable in a JVP rule's tangent computation)."""
+    lu, _, perm = lax_linalg.lu(lax.stop_gradient(a))
+    return _lu_solve(lu, perm, b)
 
 
 @custom_jvp
-def _det(a: Array) -> Array:
-    u, parity = alg.lu_eliminate(a)
-    d = lax.reduce_prod(_diag_of(u), (u.ndim - 2,))
-    return lax.select(parity, lax.neg(d), d)
+def _solve(a: Array, b: Array) -> Array:
+    return _solve_with_lu(a, b)
 
 
-@_det.defjvp
-def _det_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    (a,), (g,) = primals, tangents
-    y = _det(a)
-    return y, multiply(y, _trace_last2(solve(a, g)))
+@_solve.defjvp
+def _solve_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    # d(A^{-1} b) = A^{-1} (db - dA x), reusing the factorization.
+    (a, b), (da, db) = primals, tangents
+    lu, _, perm = lax_linalg.lu(lax.stop_gradient(a))
+    x = _lu_solve(lu, perm, b)
+    rhs = lax.sub(db, _matmul(da, x, precision=lax.Precision.HIGHEST))
+    return x, _lu_solve(lu, perm, rhs)
 
 
-def _trace_last2(x: Array) -> Array:
-    return _trace(x, axis1=-2, axis2=-1)
-
-
-def det(a: ArrayLike) -> Array:
-    """``jnp.linalg.det``: the determinant (LU with partial pivoting)."""
-    return _det(_square("det", a))
-
-
-@custom_jvp
-def _slogdet(a: Array) -> tuple[Array, Array]:
-    u, parity = alg.lu_eliminate(a)
-    diag = _diag_of(u)
-    absd = lax.abs(diag)
-    last = diag.ndim - 1
-    logabs = lax.reduce_sum(log(absd), (last,))
-    is_zero = lax.reduce_or(lax.eq(absd, np.asarray(0, absd.dtype)[()]), (last,))
-    if dtypes.issubdtype(a.dtype, np.complexfloating):
-        safe = lax.select(lax.eq(absd, np.asarray(0, absd.dtype)[()]), lax.full_like(absd, 1),
-                          absd)
-        sign = lax.reduce_prod(lax.div(diag, lax.convert_element_type(safe, a.dtype)), (last,))
-    else:
-        sign = lax.reduce_prod(lax.sign(diag), (last,))
-    sign = lax.select(parity, lax.neg(sign), sign)
-    sign = lax.select(is_zero, lax.full_like(sign, 0), sign)
-    logabs = lax.select(is_zero, lax.full_like(logabs, -np.inf), logabs)
-    return sign, logabs
-
-
-@_slogdet.defjvp
-def _slogdet_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-    (a,), (g,) = primals, tangents
-    sign, logabs = _slogdet(a)
-    dlog = _trace_last2(solve(a, g))
-    if dtypes.issubdtype(a.dtype, np.complexfloating):
-        dsign = multiply(lax.sub(dlog, lax.convert_element_type(real(dlog), a.dtype)), sign)
-        dlog = real(dlog)
-    else:
-        dsign = lax.full_like(sign, 0)
-    return (sign, logabs), (dsign, dlog)
-
-
-def slogdet(a: ArrayLike, *, method: str | None = None) -> SlogdetResult:
-    """``jnp.linalg.slogdet``: sign and log of the absolute value of the determinant."""
-    a = _square("slogdet", a)
-    if method not in (None, "lu"):
-        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
-                         "(`None`).")
-    return SlogdetResult(*_slogdet(a))
-
-
+@jitted
 def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """``jnp.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector only if 1-D."""
     a, b = ensure_arraylike("jnp.linalg.solve", a, b)
@@ -391,19 +345,129 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
         if b.shape[0] != a.shape[-1]:
             raise ValueError(f"solve: b.shape={b.shape} does not match a.shape={a.shape}")
         bm = broadcast_to_shape(lax.reshape(b, (b.shape[0], 1)), a.shape[:-2] + (b.shape[0], 1))
-        return lax.squeeze(alg.gauss_jordan_solve(a, bm), (a.ndim - 1,))
+        return lax.squeeze(_solve(a, bm), (a.ndim - 1,))
     if b.shape[-2] != a.shape[-1]:
         raise ValueError(f"solve: b.shape={b.shape} does not match a.shape={a.shape}")
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a = broadcast_to_shape(a, batch + a.shape[-2:])
-    b = broadcast_to_shape(b, batch + b.shape[-2:])
-    return alg.gauss_jordan_solve(a, b)
+    return _solve(broadcast_to_shape(a, batch + a.shape[-2:]),
+                  broadcast_to_shape(b, batch + b.shape[-2:]))
 
 
+@jitted
 def inv(a: ArrayLike) -> Array:
-    """``jnp.linalg.inv``: the matrix inverse (Gauss-Jordan with partial pivoting)."""
+    """``jnp.linalg.inv``: the matrix inverse (LU with partial pivoting)."""
     a = _square("inv", a)
-    return alg.gauss_jordan_solve(a, _eye_like(a, a.shape[-1]))
+    return _solve(a, _eye_like(a, a.shape[-1]))
+
+
+def _trace_last2(x: Array) -> Array:
+    return _trace(x, axis1=-2, axis2=-1)
+
+
+def _slogdet_lu(a: Array) -> tuple[Array, Array]:
+    lu, pivots, _ = lax_linalg.lu(a)
+    diag = _diagonal(lu, axis1=-2, axis2=-1)
+    last = diag.ndim - 1
+    absd = lax.abs(diag)
+    is_zero = lax.reduce_or(lax.eq(absd, lax.full_like(absd, 0)), (last,))
+    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1))
+    parity = lax.reduce_sum(lax.convert_element_type(swaps, np.int32), (last,))
+    if dtypes.issubdtype(a.dtype, np.complexfloating):
+        safe = lax.select(lax.eq(absd, lax.full_like(absd, 0)), lax.full_like(absd, 1), absd)
+        sign = lax.reduce_prod(lax.div(diag, lax.convert_element_type(safe, a.dtype)), (last,))
+    else:
+        sign = lax.reduce_prod(lax.sign(diag), (last,))
+    odd = lax.eq(lax.rem(parity, lax.full_like(parity, 2)), lax.full_like(parity, 1))
+    sign = lax.select(odd, lax.neg(sign), sign)
+    logabs = lax.reduce_sum(log(absd), (last,))
+    return (lax.select(is_zero, lax.full_like(sign, 0), sign),
+            lax.select(is_zero, lax.full_like(logabs, -np.inf), logabs))
+
+
+@custom_jvp
+def _slogdet(a: Array) -> tuple[Array, Array]:
+    return _slogdet_lu(a)
+
+
+@_slogdet.defjvp
+def _slogdet_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
+    (a,), (g,) = primals, tangents
+    sign, logabs = _slogdet(a)
+    dlog = _trace_last2(_solve_with_lu(a, g))
+    if dtypes.issubdtype(a.dtype, np.complexfloating):
+        dsign = multiply(lax.sub(dlog, lax.convert_element_type(real(dlog), a.dtype)), sign)
+        dlog = real(dlog)
+    else:
+        dsign = lax.full_like(sign, 0)
+    return (sign, logabs), (dsign, dlog)
+
+
+@jitted(static_argnames=("method",))
+def slogdet(a: ArrayLike, *, method: str | None = None) -> SlogdetResult:
+    """``jnp.linalg.slogdet``: sign and log of the absolute value of the determinant."""
+    a = _square("slogdet", a)
+    if method not in (None, "lu"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`).")
+    return SlogdetResult(*_slogdet(a))
+
+
+@custom_jvp
+def _det(a: Array) -> Array:
+    sign, logabs = _slogdet_lu(a)
+    return multiply(sign, lax.convert_element_type(lax.exp(logabs), a.dtype))
+
+
+def _cofactor_solve(a: Array, b: Array) -> tuple[Array, Array]:
+    """``(det(a), det(a) a^{-1} b)``, the second finite even for singular ``a`` (of rank
+    n - 1): the LU solve with the last pivot's division folded into the determinant, so
+    ``d det(a) = trace(adj(a) da)`` holds at singular matrices too (JAX's method). Linear in
+    ``b``."""
+    n = a.shape[-1]
+    if n == 0:
+        return lax.full(a.shape[:-2], 1, a.dtype), b
+    lu, pivots, perm = lax_linalg.lu(lax.stop_gradient(a))
+    diag = _diagonal(lu, axis1=-2, axis2=-1)
+    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1))
+    parity = lax.reduce_sum(lax.convert_element_type(swaps, np.int32), (pivots.ndim - 1,))
+    odd = lax.eq(lax.rem(parity, lax.full_like(parity, 2)), lax.full_like(parity, 1))
+    sign = lax.select(odd, lax.full(odd.shape, -1, a.dtype), lax.full(odd.shape, 1, a.dtype))
+    partial_det = multiply(lax.cumprod(diag, axis=diag.ndim - 1), expand_dims(sign, -1))
+    det_a = partial_det[..., -1]
+    if n > 1:  # U's last pivot becomes 1 / (product of the others): u_nn^{-1} det = that
+        last = lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0) + lax.broadcasted_iota(
+            np.int32, (n, n), 1), np.int32(2 * n - 2))
+        inv_pd = divide(1, partial_det[..., -2])
+        lu = where3(broadcast_to_shape(last, lu.shape), expand_dims(inv_pd, (-1, -2)), lu)
+    # matrices of rank < n - 1 have a zero adjugate: zero their result
+    probe = lax_linalg.triangular_solve(lu, lax.full(a.shape[:-2] + (1, n), 1, a.dtype),
+                                        left_side=False, lower=False)
+    bad = lax.reduce_or(lax.bitwise_or(isnan(probe), lax.bitwise_not(lax.is_finite(
+        lax.abs(probe)))), (probe.ndim - 2, probe.ndim - 1))
+    bad = broadcast_to_shape(expand_dims(bad, (-1, -2)), b.shape)
+    x = where3(bad, lax.full_like(b, 0), b)
+    idx = broadcast_to_shape(lax.expand_dims(perm, (perm.ndim,)), x.shape)
+    x = take_along_axis(x, idx, axis=-2)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    scale = lax.concatenate([broadcast_to_shape(expand_dims(det_a, (-1, -2)),
+                                                a.shape[:-2] + (n - 1, 1)),
+                             lax.full(a.shape[:-2] + (1, 1), 1, a.dtype)], a.ndim - 2)
+    x = multiply(x, scale)
+    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+    return det_a, where3(bad, lax.full_like(x, 0), x)
+
+
+@_det.defjvp
+def _det_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    (a,), (g,) = primals, tangents
+    y, z = _cofactor_solve(a, g)
+    return y, _trace_last2(z)
+
+
+@jitted
+def det(a: ArrayLike) -> Array:
+    """``jnp.linalg.det``: the determinant (LU with partial pivoting)."""
+    return _det(_square("det", a))
 
 
 def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
@@ -437,236 +501,78 @@ def tensorsolve(a: ArrayLike, b: ArrayLike, axes: tuple[int, ...] | None = None)
 
 
 # --------------------------------------------------------------------------------------------
-# Decompositions
+# Decompositions (lax.linalg primitives: LAPACK potrf, geqrf/orgqr, syevd, gesdd, geev)
 # --------------------------------------------------------------------------------------------
 
+@jitted(static_argnames=("upper", "symmetrize_input"))
 def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True) -> Array:
     """``jnp.linalg.cholesky``: the lower (or ``upper``) Cholesky factor; NaNs if ``a`` is
     not positive definite."""
     a = _square("cholesky", a)
-    if symmetrize_input:
-        a = divide(lax.add(a, _H(a)), 2)
-    L = _cholesky(a)
+    L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     return _H(L) if upper else L
 
 
-@custom_jvp
-def _cholesky(a: Array) -> Array:
-    return alg.cholesky(a)
-
-
-@_cholesky.defjvp
-def _cholesky_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    # Forward-mode rule of https://arxiv.org/pdf/1602.07527.pdf, as JAX.
-    (a,), (sigma_dot,) = primals, tangents
-    L = _cholesky(a)
-    tmp = _H(solve(L, _H(sigma_dot)))          # sigma_dot @ L^{-H}
-    y = solve(L, tmp)                          # L^{-1} sigma_dot L^{-H}
-    n = a.shape[-1]
-    rows = lax.broadcasted_iota(np.int32, (n, n), 0)
-    cols = lax.broadcasted_iota(np.int32, (n, n), 1)
-    half = where3(lax.eq(rows, cols), 0.5, where3(lax.gt(rows, cols), 1.0, 0.0))
-    phi = multiply(y, convert(half, y.dtype))  # lower triangle, diagonal halved
-    return L, _matmul(L, phi, precision=lax.Precision.HIGHEST)
-
-
+@jitted(static_argnames=("mode",))
 def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     """``jnp.linalg.qr``: ``Q`` with orthonormal columns and upper-triangular ``R``
-    (``mode`` 'reduced', 'complete' or 'r')."""
+    (``mode`` 'reduced', 'complete', 'r', or 'raw': LAPACK's reflectors and scales)."""
     a = ensure_arraylike("jnp.linalg.qr", a)
     a, = promote_dtypes_inexact(a)
     if a.ndim < 2:
         raise ValueError("Argument to jnp.linalg.qr must have ndims >= 2")
+    if mode == "raw":
+        h, taus = geqrf(a)
+        return QRResult(_matrix_transpose(h), taus)
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
-    q, r = _qr(a, mode != "complete")
-    if mode == "r":
-        return r
-    return QRResult(q, r)
+    q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
 
 
-@partial(custom_jvp, nondiff_argnums=(1,))
-def _qr(a: Array, reduced: bool) -> tuple[Array, Array]:
-    m, n = a.shape[-2:]
-    q, r = alg.householder_qr(a)
-    if reduced and m > n:
-        q = lax.slice_in_dim(q, 0, n, axis=q.ndim - 1)
-        r = lax.slice_in_dim(r, 0, n, axis=r.ndim - 2)
-    return q, r
-
-
-@_qr.defjvp
-def _qr_jvp(reduced: bool, primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-    # See j-towns.github.io/papers/qr-derivative.pdf (JAX's rule).
-    (x,), (dx,) = primals, tangents
-    m, n = x.shape[-2:]
-    if m < n or (not reduced and m != n):
-        raise NotImplementedError("Unimplemented case of QR decomposition derivative")
-    q, r = _qr(x, reduced)
-    dx_rinv = _H(solve(_H(r), _H(dx)))        # dx @ r^{-1}
-    qt_dx_rinv = _matmul(_H(q), dx_rinv, precision=lax.Precision.HIGHEST)
-    rows = lax.broadcasted_iota(np.int32, (n, n), 0)
-    cols = lax.broadcasted_iota(np.int32, (n, n), 1)
-    lower = where3(broadcast_to_shape(lax.gt(rows, cols), qt_dx_rinv.shape), qt_dx_rinv, 0)
-    do = lax.sub(lower, _H(lower))
-    if dtypes.issubdtype(x.dtype, np.complexfloating):
-        eye = broadcast_to_shape(lax.eq(rows, cols), qt_dx_rinv.shape)
-        im = lax.sub(qt_dx_rinv, lax.convert_element_type(real(qt_dx_rinv), x.dtype))
-        do = lax.add(do, where3(eye, im, 0))
-    dq = lax.add(_matmul(q, lax.sub(do, qt_dx_rinv), precision=lax.Precision.HIGHEST), dx_rinv)
-    dr = _matmul(lax.sub(qt_dx_rinv, do), r, precision=lax.Precision.HIGHEST)
-    return (q, r), (dq, dr)
-
-
+@jitted(static_argnames=("UPLO", "symmetrize_input"))
 def eigh(a: ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
-    """``jnp.linalg.eigh``: eigenvalues (ascending) and eigenvectors of a real symmetric
-    matrix (cyclic Jacobi)."""
+    """``jnp.linalg.eigh``: eigenvalues (ascending) and eigenvectors of Hermitian matrices;
+    without ``symmetrize_input`` only the ``UPLO`` triangle is read."""
     a = _square("eigh", a)
-    _real_only("eigh", a)
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
-    if symmetrize_input:
-        a = divide(lax.add(a, _H(a)), 2)
-    else:
-        n = a.shape[-1]
-        lower = lax.ge(lax.broadcasted_iota(np.int32, (n, n), 0),
-                       lax.broadcasted_iota(np.int32, (n, n), 1))
-        if UPLO == "U":
-            lower = lax.bitwise_not(lax.gt(lax.broadcasted_iota(np.int32, (n, n), 0),
-                                           lax.broadcasted_iota(np.int32, (n, n), 1)))
-        tri = where3(broadcast_to_shape(lower, a.shape), a, 0)
-        diag = where3(broadcast_to_shape(lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0),
-                                                lax.broadcasted_iota(np.int32, (n, n), 1)),
-                                         a.shape), a, 0)
-        a = lax.sub(lax.add(tri, _H(tri)), diag)
-    w, v = _eigh(a)
+    v, w = lax_linalg.eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
     return EighResult(w, v)
 
 
-@custom_jvp
-def _eigh(a: Array) -> tuple[Array, Array]:
-    return alg.jacobi_eigh(a)
-
-
-@_eigh.defjvp
-def _eigh_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-    (a,), (a_dot,) = primals, tangents
-    w, v = _eigh(a)
-    n = a.shape[-1]
-    eye = _eye_like(a, n)
-    # F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it (JAX's rule, NaN-free).
-    diffs = subtract(lax.expand_dims(w, (w.ndim - 1,)), lax.expand_dims(w, (w.ndim,)))
-    f = lax.sub(lax.integer_pow(lax.add(eye, convert(diffs, eye.dtype)), -1), eye)
-    hp = lax.Precision.HIGHEST
-    vdag_adot_v = _matmul(_matmul(_H(v), a_dot, precision=hp), v, precision=hp)
-    dv = _matmul(v, lax.mul(f, vdag_adot_v), precision=hp)
-    dw = real(_diagonal(vdag_adot_v, axis1=-2, axis2=-1))
-    return (w, v), (dw, dv)
-
-
+@jitted(static_argnames=("UPLO", "symmetrize_input"))
 def eigvalsh(a: ArrayLike, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Array:
-    """``jnp.linalg.eigvalsh``: the eigenvalues (ascending) of a real symmetric matrix."""
+    """``jnp.linalg.eigvalsh``: the eigenvalues (ascending) of Hermitian matrices."""
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
+@jitted(static_argnames=("full_matrices", "compute_uv", "hermitian", "subset_by_index"))
 def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
         hermitian: bool = False, subset_by_index: tuple[int, int] | None = None) -> Any:
-    """``jnp.linalg.svd``: ``a = U @ diag(S) @ Vh`` of a real matrix (one-sided Jacobi);
-    singular values in descending order."""
+    """``jnp.linalg.svd``: ``a = U @ diag(S) @ Vh``, singular values descending (LAPACK
+    ``gesdd``; through ``eigh`` if ``hermitian``)."""
     a = ensure_arraylike("jnp.linalg.svd", a)
     a, = promote_dtypes_inexact(a)
     if a.ndim < 2:
         raise ValueError("Argument to jnp.linalg.svd must have ndims >= 2")
-    _real_only("svd", a)
-    if subset_by_index is not None:
-        raise NotImplementedError("svd(subset_by_index=...) is not supported by jaxkit.")
+    if hermitian:
+        v, w = lax_linalg.eigh(a, subset_by_index=subset_by_index)
+        s = _abs(w)
+        if not compute_uv:
+            return flip(sort(s, axis=-1), axis=-1)
+        order = argsort(lax.neg(s), axis=-1)
+        s = take_along_axis(s, order, axis=-1)
+        sign = take_along_axis(lax.sign(w), order, axis=-1)
+        u = take_along_axis(v, broadcast_to_shape(lax.expand_dims(order, (order.ndim - 1,)),
+                                                  v.shape), axis=-1)
+        vh = _H(multiply(u, lax.convert_element_type(lax.expand_dims(sign, (sign.ndim - 1,)),
+                                                     u.dtype)))
+        return SVDResult(u, s, vh)
     if not compute_uv:
-        return _svdvals(a)
-    if full_matrices and a.shape[-2] != a.shape[-1]:
-        return SVDResult(*_svd_full(a))
-    return SVDResult(*_svd_thin(a))
-
-
-def _svd_impl(a: Array, full_matrices: bool) -> tuple[Array, Array, Array]:
-    wide = a.shape[-2] < a.shape[-1]
-    work = alg._swap_last2(a) if wide else a
-    u, s, v = alg.jacobi_svd(work)
-    u = alg.complete_basis(u, s, full_matrices)
-    if wide:
-        u, v = v, u
-    return u, s, alg._swap_last2(v)
-
-
-@custom_jvp
-def _svdvals(a: Array) -> Array:
-    return _svd_impl(a, False)[1]
-
-
-@_svdvals.defjvp
-def _svdvals_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    (a,), (da,) = primals, tangents
-    u, s, vh = _svd_thin(a)
-    hp = lax.Precision.HIGHEST
-    ds = real(_diagonal(_matmul(_matmul(_H(u), da, precision=hp), _H(vh), precision=hp),
-                        axis1=-2, axis2=-1))
-    return s, ds
-
-
-@custom_jvp
-def _svd_full(a: Array) -> tuple[Array, Array, Array]:
-    return _svd_impl(a, True)
-
-
-@_svd_full.defjvp
-def _svd_full_jvp(primals: tuple, tangents: tuple) -> tuple:
-    raise NotImplementedError("Singular value decomposition JVP not implemented for full "
-                              "matrices")
-
-
-@custom_jvp
-def _svd_thin(a: Array) -> tuple[Array, Array, Array]:
-    return _svd_impl(a, False)
-
-
-@_svd_thin.defjvp
-def _svd_thin_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-    # JAX's rule (thin SVD).
-    (a,), (da,) = primals, tangents
-    u, s, vt = _svd_thin(a)
-    hp = lax.Precision.HIGHEST
-    mm = lambda x, y: _matmul(x, y, precision=hp)
-    ut, v = _H(u), _H(vt)
-    s_dim = lax.expand_dims(s, (s.ndim - 1,))
-    ds_full = mm(mm(ut, da), v)
-    ds = real(_diagonal(ds_full, axis1=-2, axis2=-1))
-    k = s.shape[-1]
-    eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(np.int32, (k, k), 0),
-                                          lax.broadcasted_iota(np.int32, (k, k), 1)), s.dtype)
-    s_t = _matrix_transpose(s_dim)
-    s_diffs = multiply(lax.add(broadcast_to_shape(s_dim, s_dim.shape[:-2] + (k, k)),
-                               broadcast_to_shape(s_t, s_dim.shape[:-2] + (k, k))),
-                       lax.sub(broadcast_to_shape(s_dim, s_dim.shape[:-2] + (k, k)),
-                               broadcast_to_shape(s_t, s_dim.shape[:-2] + (k, k))))
-    eye_b = broadcast_to_shape(eye, s_diffs.shape)
-    f = lax.sub(divide(1, lax.add(s_diffs, eye_b)), eye_b)
-    dss = multiply(convert(s_dim, a.dtype), ds_full)
-    sds = multiply(convert(s_t, a.dtype), ds_full)
-    s_zeros = convert(lax.eq(s, np.asarray(0, s.dtype)[()]), s.dtype)
-    s_inv = lax.sub(divide(1, lax.add(s, s_zeros)), s_zeros)
-    s_inv_mat = multiply(eye_b, lax.expand_dims(s_inv, (s_inv.ndim - 1,)))
-    dudv_diag = multiply(multiply(0.5, lax.sub(ds_full, _H(ds_full))),
-                         convert(s_inv_mat, a.dtype))
-    fc = convert(f, a.dtype)
-    du = mm(u, lax.add(multiply(fc, lax.add(dss, _H(dss))), dudv_diag))
-    dv = mm(v, multiply(fc, lax.add(sds, _H(sds))))
-    m, n = a.shape[-2:]
-    if m > n:
-        dav = mm(da, v)
-        du = lax.add(du, divide(lax.sub(dav, mm(u, mm(ut, dav))), convert(s_dim, a.dtype)))
-    if n > m:
-        dahu = mm(_H(da), u)
-        dv = lax.add(dv, divide(lax.sub(dahu, mm(v, mm(vt, dahu))), convert(s_dim, a.dtype)))
-    return (u, s, vt), (du, ds, _H(dv))
+        return lax_linalg.svd(a, compute_uv=False, subset_by_index=subset_by_index)
+    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, subset_by_index=subset_by_index)
+    return SVDResult(u, s, vh)
 
 
 def svdvals(x: ArrayLike, /) -> Array:
@@ -674,28 +580,54 @@ def svdvals(x: ArrayLike, /) -> Array:
     return svd(x, compute_uv=False)
 
 
-def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *,
-         rcond: ArrayLike | None = None) -> Array:
-    """``jnp.linalg.pinv``: the Moore-Penrose pseudo-inverse (SVD, small singular values
-    below ``rtol * largest`` dropped)."""
-    arr = ensure_arraylike("jnp.linalg.pinv", a)
-    arr, = promote_dtypes_inexact(arr)
-    if rcond is not None:
-        rtol = rcond
-    m, n = arr.shape[-2:]
+def _pinv_impl(a: Array, rtol, hermitian: bool) -> Array:
+    m, n = a.shape[-2:]
     if m == 0 or n == 0:
-        return lax.full(arr.shape[:-2] + (n, m), 0, arr.dtype)
-    arr = conj(arr)
-    if rtol is None:
-        rtol = 10.0 * max(m, n) * float(dtypes.finfo(arr.dtype).eps)
-    u, s, vh = svd(arr, full_matrices=False, hermitian=hermitian)
+        return lax.full(a.shape[:-2] + (n, m), 0, a.dtype)
+    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     rtol_arr = convert(ensure_arraylike("pinv", rtol), s.dtype)
     cutoff = multiply(expand_dims(rtol_arr, -1) if np.ndim(rtol_arr) else rtol_arr,
                       lax.slice_in_dim(s, 0, 1, axis=s.ndim - 1))
     s = where3(lax.gt(s, broadcast_to_shape(cutoff, s.shape)), s, np.inf)
-    res = _matmul(_matrix_transpose(vh), divide(_matrix_transpose(u), expand_dims(s, -1)),
-                  precision=lax.Precision.HIGHEST)
-    return convert(res, arr.dtype)
+    return _matmul(_H(vh), divide(_H(u), convert(expand_dims(s, -1), a.dtype)),
+                   precision=lax.Precision.HIGHEST)
+
+
+@partial(custom_jvp, nondiff_argnums=(2,))
+def _pinv(a: Array, rtol: Array, hermitian: bool) -> Array:
+    return _pinv_impl(a, rtol, hermitian)
+
+
+@_pinv.defjvp
+def _pinv_jvp(hermitian: bool, primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    # Golub & Pereyra (1973): the derivative of the pseudo-inverse at constant rank.
+    (a, rtol), (da, _) = primals, tangents
+    p = _pinv(a, rtol, hermitian)
+    hp = lax.Precision.HIGHEST
+
+    def mm(x, y):
+        return _matmul(x, y, precision=hp)
+
+    m, n = a.shape[-2:]
+    dp = lax.neg(mm(mm(p, da), p))
+    dp = lax.add(dp, mm(mm(mm(p, _H(p)), _H(da)), lax.sub(_eye_like(a, m), mm(a, p))))
+    dp = lax.add(dp, mm(mm(mm(lax.sub(_eye_like(a, n), mm(p, a)), _H(da)), _H(p)), p))
+    return p, dp
+
+
+@jitted(static_argnames=("hermitian",))
+def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *,
+         rcond: ArrayLike | None = None) -> Array:
+    """``jnp.linalg.pinv``: the Moore-Penrose pseudo-inverse (SVD, singular values below
+    ``rtol * largest`` dropped)."""
+    arr = ensure_arraylike("jnp.linalg.pinv", a)
+    arr, = promote_dtypes_inexact(arr)
+    if rcond is not None:
+        rtol = rcond
+    if rtol is None:
+        rtol = 10.0 * max(arr.shape[-2:]) * float(dtypes.finfo(arr.dtype).eps)
+    rtol = convert(ensure_arraylike("pinv", rtol), dtypes.finfo(arr.dtype).dtype)
+    return _pinv(arr, rtol, hermitian)
 
 
 def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
@@ -735,7 +667,8 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
     return x, resid, rank, s
 
 
-def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, tol: Any = None) -> Array:
+def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
+                tol: Any = None) -> Array:
     """``jnp.linalg.matrix_rank``: the number of singular values above the tolerance."""
     arr = ensure_arraylike("jnp.linalg.matrix_rank", M)
     arr, = promote_dtypes_inexact(arr)
@@ -744,7 +677,7 @@ def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, tol: Any = None)
     if arr.ndim < 2:
         return _sum(lax.ne(arr, np.asarray(0, arr.dtype)[()])) if arr.ndim else \
             convert(lax.ne(arr, np.asarray(0, arr.dtype)[()]), dtypes.default_int_dtype())
-    s = svdvals(arr)
+    s = svd(arr, compute_uv=False, hermitian=hermitian)
     if rtol is None:
         rtol_v = lax.mul(amax(s, axis=-1),
                          np.asarray(max(arr.shape[-2:]) * float(dtypes.finfo(s.dtype).eps),

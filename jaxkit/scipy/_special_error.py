@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.scipy._util import promote_args_complex, promote_args_inexact
 from jaxkit.typing import Array, ArrayLike
 

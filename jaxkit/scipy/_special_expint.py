@@ -15,9 +15,9 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._custom_derivatives import custom_jvp
-from jaxkit._jit import jit
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.custom_derivatives import custom_jvp
+from jaxkit.transforms.jit import jit
+from jaxkit.transforms.vmap import vmap
 from jaxkit.scipy._special_error import _polyval
 from jaxkit.scipy._special_gamma import gammaln
 from jaxkit.scipy._util import concrete, promote_args_inexact, promote_dtypes_inexact
@@ -187,7 +187,13 @@ def expn(n: ArrayLike, x: ArrayLike) -> Array:
 @expn.defjvp
 def _expn_jvp(n, primals, tangents):
     (x,), (dx,) = primals, tangents
-    return expn(n, x), lax.mul(lax.neg(dx), expn(lax.sub(n, np.array(1, np.result_type(n))), x))
+    # dE_n/dx = -E_{n-1}(x); E_{-1} is outside expn's domain (NaN, as JAX 0.10.2 returns), so
+    # n = 0 takes the closed form d/dx exp(-x)/x = -exp(-x) (1 + x) / x**2.
+    n_arr = jnp.asarray(n)
+    previous = expn(jnp.maximum(n_arr - 1, 0).astype(n_arr.dtype), x)
+    slope = jnp.where(n_arr == 0, -jnp.exp(-x) * (1 + x) / (x * x), -previous)
+    out = expn(n, x)
+    return out, dx * slope.astype(out.dtype)
 
 
 def exp1(x: ArrayLike) -> Array:
@@ -215,7 +221,10 @@ def _spence_core(x):
     w = jnp.piecewise(x, [above, below], [lambda v: 1.0 / v - 1.0, lambda v: -v,
                                           lambda v: v - 1.0])
     y = -w * _polyval(_SPENCE_A, w) / _polyval(_SPENCE_B, w)
-    y = jnp.where(below, np.pi ** 2 / 6.0 - jnp.log(x) * jnp.log(1.0 - x) - y, y)
+    # log(1 - x) is NaN where the branch is not taken (x > 1); feeding it 1 there keeps the
+    # derivative of the unselected branch finite (NaN * 0 would poison the gradient).
+    log1mx = jnp.log(jnp.where(below, 1.0 - x, 1.0))
+    y = jnp.where(below, np.pi ** 2 / 6.0 - jnp.log(x) * log1mx - y, y)
     return jnp.where(inverted, -0.5 * jnp.log(x) ** 2 - y, y)
 
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._ad_api import jvp
-from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.api import jvp
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.numpy._jitted import jitted
 from jaxkit.scipy._util import concrete, promote_args_inexact
 from jaxkit.typing import Array, ArrayLike

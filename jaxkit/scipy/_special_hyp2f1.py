@@ -13,8 +13,8 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._custom_derivatives import custom_jvp
-from jaxkit._jit import jit
+from jaxkit.transforms.custom_derivatives import custom_jvp
+from jaxkit.transforms.jit import jit
 from jaxkit.scipy._special_gamma import digamma, gamma
 from jaxkit.scipy._util import promote_args_inexact
 from jaxkit.typing import Array, ArrayLike

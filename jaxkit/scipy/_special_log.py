@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxkit import dtypes, lax, nn
 from jaxkit import numpy as jnp
-from jaxkit._custom_derivatives import custom_jvp
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.scipy._util import promote_args_inexact
 from jaxkit.typing import Array, ArrayLike
 

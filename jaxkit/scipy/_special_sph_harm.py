@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxkit import lax
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
+from jaxkit.transforms.jit import jit
 from jaxkit.scipy._util import concrete
 from jaxkit.typing import Array
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import partial
 
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
+from jaxkit.transforms.jit import jit
 from jaxkit.typing import Array, ArrayLike
 
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._ad_api import jvp
-from jaxkit._jit import jit
+from jaxkit.api import jvp
+from jaxkit.transforms.jit import jit
 from jaxkit.numpy._promotion import check_arraylike, promote_dtypes
 from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
 from jaxkit.scipy.special import comb

@@ -12,7 +12,7 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
+from jaxkit.transforms.jit import jit
 from jaxkit.typing import Array, ArrayLike
 
 

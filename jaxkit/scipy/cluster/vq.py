@@ -4,7 +4,7 @@ from __future__ import annotations
 import operator
 
 from jaxkit import numpy as jnp
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._promotion import check_arraylike
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.typing import Array, ArrayLike

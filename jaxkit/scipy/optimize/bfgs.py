@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxkit import lax
 from jaxkit import numpy as jnp
-from jaxkit._ad_api import value_and_grad
+from jaxkit.api import value_and_grad
 from jaxkit.scipy.optimize.line_search import line_search
 from jaxkit.typing import Array
 

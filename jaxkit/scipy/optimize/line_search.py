@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._ad_api import value_and_grad
+from jaxkit.api import value_and_grad
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.typing import Array
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from functools import partial
 
 from jaxkit import tree_util
-from jaxkit._ad_api import vjp
-from jaxkit._custom_derivatives import closure_convert, custom_vjp
+from jaxkit.api import vjp
+from jaxkit.transforms.custom_derivatives import closure_convert, custom_vjp
 
 
 def linear_solve(matvec: Callable, b, x0, solve: Callable, symmetric: bool = False):

@@ -12,7 +12,7 @@ import numpy as np
 
 from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit._array import Array
+from jaxkit.runtime.array import Array
 from jaxkit.scipy.sparse._implicit import linear_solve
 from jaxkit.tree_util import tree_leaves, tree_map, tree_reduce, tree_structure
 

@@ -8,7 +8,6 @@ from jaxkit import lax
 from jaxkit import numpy as jnp
 from jaxkit.nn import log1mexp
 from jaxkit.scipy._util import promote_args_inexact
-from jaxkit.scipy.special import xlogy
 from jaxkit.typing import Array, ArrayLike
 
 
@@ -20,7 +19,7 @@ def _z(name, x, loc, scale):
 def logpdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """Log of the density."""
     z, ok, scale = _z("logpdf", x, loc, scale)
-    return jnp.where(ok, xlogy(-1, scale) + (-(z + lax.exp(-z))), np.nan)
+    return jnp.where(ok, -(z + lax.exp(-z)) - lax.log(scale), np.nan)
 
 
 def pdf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
@@ -55,5 +54,5 @@ def sf(x: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
 def ppf(p: ArrayLike, loc: ArrayLike = 0, scale: ArrayLike = 1) -> Array:
     """The quantile function ``loc - scale log(-log(p))``; NaN outside (0, 1)."""
     p, loc, scale = promote_args_inexact("gumbel_r.ppf", p, loc, scale)
-    quantile = loc - scale * lax.log(xlogy(-1, p))
+    quantile = loc - scale * lax.log(-lax.log(p))
     return jnp.where((p > 0) & (p < 1), quantile, np.nan)

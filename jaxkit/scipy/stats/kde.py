@@ -9,8 +9,8 @@ import numpy as np
 
 from jaxkit import dtypes, random
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
-from jaxkit._vmap_api import vmap
+from jaxkit.transforms.jit import jit
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._promotion import check_arraylike
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.scipy.special import logsumexp, ndtr

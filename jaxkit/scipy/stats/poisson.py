@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
+from jaxkit.transforms.jit import jit
 from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
 from jaxkit.scipy.special import entr, gammaincc, gammaln, xlogy
 from jaxkit.typing import Array, ArrayLike

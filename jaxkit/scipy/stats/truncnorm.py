@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxkit import lax
 from jaxkit import numpy as jnp
-from jaxkit._jit import jit
+from jaxkit.transforms.jit import jit
 from jaxkit.scipy._util import promote_args_inexact
 from jaxkit.scipy.special import log_ndtr, logsumexp, ndtr
 from jaxkit.scipy.stats import norm

@@ -1,0 +1,271 @@
+"""The rest of JAX's top-level API: ``typeof``, ``ensure_compile_time_eval``,
+``named_scope``/``named_call``, ``linear_transpose``, ``custom_gradient``, ``live_arrays``,
+``clear_caches``, the ``make_array_from_*`` constructors, ``print_environment_info`` and the
+host/process queries."""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import gc
+import importlib.metadata
+import platform
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, tree_util
+from jaxkit.api import device_put, process_count, process_index, vjp
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters import dispatch
+from jaxkit.runtime import compile_cache, pjrt
+from jaxkit.runtime.array import Array
+from jaxkit.transforms import jit as _jit
+from jaxkit.transforms.custom_derivatives import custom_vjp
+
+__all__ = [
+    "clear_caches", "copy_to_host_async", "custom_gradient", "ensure_compile_time_eval",
+    "float0", "host_count", "host_id", "host_ids", "linear_transpose", "live_arrays",
+    "make_array_from_callback", "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays", "named_call", "named_scope",
+    "print_environment_info", "process_indices", "typeof",
+]
+
+float0 = dtypes.float0
+
+
+def typeof(x: Any) -> core.ShapedArray:
+    """The abstract type of ``x`` (shape, dtype, weak type), as ``jax.typeof``."""
+    return core.get_aval(x)
+
+
+# ---- compile-time evaluation ---------------------------------------------------------------
+
+
+class _CompileTimeEvalTrace(core.Trace):
+    """Evaluates operations on concrete values right away (even under jit); operations that
+    involve a tracer go to the enclosing trace."""
+
+    __slots__ = ()
+
+    def process_primitive(self, primitive, args, params):
+        if any(isinstance(x, core.Tracer) for x in args):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        return primitive.impl(*args, **params)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Inside the block, operations on concrete values run eagerly even while tracing (e.g.
+    under jit), so their results are concrete and usable in Python control flow."""
+    with core.set_current_trace(_CompileTimeEvalTrace()):
+        yield
+
+
+# ---- names ---------------------------------------------------------------------------------
+
+_name_stack: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "jaxkit_name_stack", default=())
+
+
+@contextlib.contextmanager
+def named_scope(name: str) -> Iterator[None]:
+    """Push ``name`` on the name stack for the block. In JAX it only annotates the compiled
+    program's op metadata (for profilers); jaxkit keeps the stack but emits no metadata."""
+    if not isinstance(name, str):
+        raise ValueError("named_scope name must be a string.")
+    token = _name_stack.set(_name_stack.get() + (name,))
+    try:
+        yield
+    finally:
+        _name_stack.reset(token)
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """``fun`` run inside ``named_scope(name or fun.__name__)``."""
+    scope = name if name is not None else getattr(fun, "__name__", "named_call")
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        with named_scope(scope):
+            return fun(*args, **kwargs)
+    return wrapped
+
+
+# ---- derivatives ---------------------------------------------------------------------------
+
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
+    """The transpose of the linear function ``fun``, whose inputs look like ``primals``
+    (arrays or ShapeDtypeStructs; only their shapes and dtypes matter)."""
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to transpose is deprecated")
+    flat, in_tree = tree_util.tree_flatten(primals)
+    avals = [core.get_aval(x) if not hasattr(x, "shape") or isinstance(x, (Array, core.Tracer))
+             or np.ndim(x) == 0 and not hasattr(x, "dtype")
+             else core.ShapedArray(tuple(x.shape), np.dtype(x.dtype)) for x in flat]
+    for a in avals:
+        if not dtypes.issubdtype(a.dtype, np.inexact):
+            raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
+                            f"complex], and integer -> integer functions, but got "
+                            f"{a.dtype}")
+    zeros = [np.zeros(a.shape, a.dtype) for a in avals]
+    _, pullback = vjp(lambda *xs: fun(*xs), *tree_util.tree_unflatten(in_tree, zeros))
+
+    def transposed(out_cotangent):
+        return pullback(out_cotangent)
+    return transposed
+
+
+@tree_util.register_pytree_node_class
+class _GradientRule:
+    """The backward rule returned by a ``custom_gradient`` function, as a jaxpr whose
+    constants (the values it closes over) are the residuals."""
+
+    def __init__(self, consts, jaxpr, in_tree, out_tree):
+        self.consts, self.jaxpr, self.in_tree, self.out_tree = consts, jaxpr, in_tree, out_tree
+
+    def tree_flatten(self):
+        return list(self.consts), (self.jaxpr, self.in_tree, self.out_tree)
+
+    @classmethod
+    def tree_unflatten(cls, aux, consts):
+        return cls(consts, *aux)
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """``fun(*args) -> (value, vjp_rule)`` as a function differentiated by ``vjp_rule``
+    (``vjp_rule(cotangent) -> cotangents``, one per argument, or one for a single argument)."""
+
+    @custom_vjp
+    def wrapped(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        ans, rule = fun(*args)
+        ans_flat, out_tree = tree_util.tree_flatten(ans)
+        ct_avals = [core.get_aval(x).to_tangent_aval() for x in ans_flat]
+        cell = []
+
+        def flat_rule(*cts):
+            out = rule(tree_util.tree_unflatten(out_tree, cts))
+            leaves, tree = tree_util.tree_flatten(out)
+            cell.append(tree)
+            return leaves
+
+        jaxpr, consts = pe.trace_to_jaxpr(flat_rule, ct_avals)
+        return ans, _GradientRule(consts, jaxpr, cell[0], out_tree)
+
+    def bwd(res, cts):
+        cts_flat = tree_util.tree_leaves(cts)
+        out = core.eval_jaxpr(res.jaxpr, res.consts, *cts_flat)
+        out = tree_util.tree_unflatten(res.in_tree, out)
+        return out if isinstance(out, tuple) else (out,)
+
+    wrapped.defvjp(fwd, bwd)
+    return functools.wraps(fun)(lambda *args: wrapped(*args))
+
+
+# ---- arrays --------------------------------------------------------------------------------
+
+
+def live_arrays(platform: str | None = None) -> list[Array]:
+    """Every array alive in this process (not yet deleted), as ``jax.live_arrays``."""
+    name = (platform or pjrt.default_backend()).lower()
+    out = []
+    for obj in gc.get_objects():
+        if type(obj) is Array and not obj.is_deleted() and obj.device.platform == name:
+            out.append(obj)
+    return out
+
+
+def clear_caches() -> None:
+    """Drop what this process cached: jit's traced and compiled functions, eager dispatch's
+    programs and the in-memory executables. The persistent cache on disk stays, as in JAX."""
+    for cache in list(_jit._all_fun_caches):
+        cache.clear()
+    dispatch.programs.clear()
+    compile_cache.clear_memory_cache()
+
+
+def _single_device(sharding, what: str):
+    devices = getattr(sharding, "device_set", None)
+    if devices is None or len(devices) != 1:
+        raise NotImplementedError(f"{what}: jaxkit supports single-device shardings only "
+                                  "(multi-device shardings are issue #17)")
+    return next(iter(devices))
+
+
+def make_array_from_callback(shape: Sequence[int], sharding, data_callback: Callable,
+                             dtype=None) -> Array:
+    """An array of ``shape`` on the sharding's device, from ``data_callback(index)`` (the
+    index of the whole array: a slice per dimension)."""
+    device = _single_device(sharding, "make_array_from_callback")
+    data = data_callback(tuple(slice(None, None, None) for _ in shape))
+    if dtype is not None:
+        data = np.asarray(data, dtype)
+    if tuple(np.shape(data)) != tuple(shape):
+        raise ValueError(f"Expected shard shape {tuple(shape)} doesn't match the data shape "
+                         f"{tuple(np.shape(data))}")
+    return device_put(data, device)
+
+
+def make_array_from_single_device_arrays(shape: Sequence[int], sharding,
+                                         arrays: Sequence, *, dtype=None) -> Array:
+    """The global array made of per-device ``arrays`` (one device here)."""
+    _single_device(sharding, "make_array_from_single_device_arrays")
+    if len(arrays) != 1 or tuple(arrays[0].shape) != tuple(shape):
+        raise ValueError(f"make_array_from_single_device_arrays: expected one array of shape "
+                         f"{tuple(shape)}, got {[tuple(a.shape) for a in arrays]}")
+    return arrays[0]
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
+    """The global array from this process's data (one process here: the data itself)."""
+    device = _single_device(sharding, "make_array_from_process_local_data")
+    if global_shape is not None and tuple(global_shape) != tuple(np.shape(local_data)):
+        raise ValueError(f"global_shape {tuple(global_shape)} differs from the local data's "
+                         f"shape {tuple(np.shape(local_data))} in a single-process run")
+    return device_put(local_data, device)
+
+
+def copy_to_host_async(x) -> None:
+    """Start copying the arrays of pytree ``x`` to host memory (jaxkit copies on first use,
+    so there is nothing to start early)."""
+    for leaf in tree_util.tree_leaves(x):
+        if isinstance(leaf, Array):
+            leaf.copy_to_host_async()
+
+
+# ---- processes and environment -------------------------------------------------------------
+
+host_count = process_count
+host_id = process_index
+
+
+def host_ids(backend=None) -> list[int]:
+    return list(range(process_count()))
+
+
+process_indices = host_ids
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+    """The versions and devices jaxkit runs with."""
+    devices = pjrt.local_devices()
+    text = "\n".join([
+        f"jaxkit: {importlib.metadata.version('jaxkit')}",
+        f"jaxlib: {pjrt.jaxlib_version}",
+        f"numpy:  {np.__version__}",
+        f"python: {sys.version}",
+        f"device info: {pjrt.default_backend()}-{len(devices)}, {len(devices)} local devices",
+        f"process_count: {process_count()}",
+        f"platform: {platform.uname()}",
+    ]) + "\n"
+    if return_string:
+        return text
+    print(text)
+    return None

@@ -1,0 +1,66 @@
+"""JAX's top-level configuration flags: ``jax.enable_x64``, ``jax.debug_nans``, ... as State
+objects (``.value``; calling one gives a context manager setting it for a block), and the
+context managers ``disable_jit``, ``default_device``, ``transfer_guard`` and
+``checking_leaks``. Options whose other values jaxkit does not implement raise
+``NotImplementedError`` when set to them (see ``jaxkit._config``)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+from jaxkit._config import State, config
+from jaxkit.runtime import pjrt
+
+__all__ = [
+    "check_tracer_leaks", "checking_leaks", "debug_infs", "debug_key_reuse", "debug_nans",
+    "default_device", "default_matmul_precision", "default_prng_impl", "disable_jit",
+    "enable_checks", "enable_custom_prng", "enable_x64", "explain_cache_misses",
+    "legacy_prng_key", "log_compiles", "numpy_dtype_promotion", "numpy_rank_promotion",
+    "softmax_custom_jvp", "threefry_partitionable", "transfer_guard",
+    "transfer_guard_device_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device",
+]
+
+enable_x64 = State("jax_enable_x64")
+debug_nans = State("jax_debug_nans")
+debug_infs = State("jax_debug_infs")
+explain_cache_misses = State("jax_explain_cache_misses")
+threefry_partitionable = State("jax_threefry_partitionable")
+log_compiles = State("jax_log_compiles")
+check_tracer_leaks = State("jax_check_tracer_leaks")
+checking_leaks = functools.partial(check_tracer_leaks, True)
+enable_checks = State("jax_enable_checks")
+default_matmul_precision = State("jax_default_matmul_precision", None)
+numpy_rank_promotion = State("jax_numpy_rank_promotion", "allow")
+numpy_dtype_promotion = State("jax_numpy_dtype_promotion", "standard")
+default_prng_impl = State("jax_default_prng_impl", "threefry2x32")
+softmax_custom_jvp = State("jax_softmax_custom_jvp")
+enable_custom_prng = State("jax_enable_custom_prng")
+legacy_prng_key = State("jax_legacy_prng_key", "allow")
+debug_key_reuse = State("jax_debug_key_reuse")
+transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device", "allow")
+transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host", "allow")
+transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device", "allow")
+
+
+def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager:
+    """Run jitted functions (and lax control flow bodies under jit) as plain Python inside
+    the block, for debugging."""
+    return config.override(jax_disable_jit=disable)
+
+
+def transfer_guard(new_val: str) -> contextlib.AbstractContextManager:
+    """Set all three transfer guards for a block (jaxkit implements only ``"allow"``)."""
+    return config.override(jax_transfer_guard=new_val)
+
+
+@contextlib.contextmanager
+def default_device(new_val: Any = None) -> Iterator[None]:
+    """Place new arrays on ``new_val`` inside the block. jaxkit has one default device per
+    backend; naming it (or None) is accepted, any other device is not implemented."""
+    if new_val is not None and new_val is not pjrt.default_device():
+        raise NotImplementedError(f"jaxkit cannot make {new_val!r} the default device; "
+                                  "use jax.device_put(x, device) to place arrays on it")
+    yield

@@ -1,0 +1,187 @@
+"""Running jaxprs: compiled programs, the one program cache, and eager execution.
+
+A ``Program`` is a closed jaxpr compiled by XLA: its executable and the buffers of the
+constants it takes first. ``lower_closed``/``compile_closed`` build one (small closed-over
+constants are baked into the module, large ones become leading parameters).
+
+``programs`` is the one cache of compiled programs that are not specialisations of a jitted
+function: eager primitives (a primitive applied to concrete values is a one-equation jaxpr,
+compiled once per primitive, input avals and parameters) and the eager impl of the ``jit``
+primitive (a jaxpr that contains a jit equation, run by ``eval_jaxpr``). It is bounded
+(least recently used entries go first). ``jit`` keeps its own per-function cache of entries
+keyed on call signatures, built from the same ``compile_closed``.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+
+from jaxkit import core
+from jaxkit._config import config
+from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
+from jaxkit.interpreters import debug_nans, mlir
+from jaxkit.runtime import pjrt
+from jaxkit.runtime.array import Array, to_buffer
+
+# --------------------------------------------------------------------------------------------
+# Compiled programs
+# --------------------------------------------------------------------------------------------
+
+
+class Program:
+    """A compiled closed jaxpr: the executable and the constant buffers it takes first."""
+
+    __slots__ = ("const_bufs", "executable")
+
+    def __init__(self, executable: pjrt.Executable, const_bufs: list):
+        self.executable = executable
+        self.const_bufs = const_bufs
+
+    def run(self, bufs: Sequence) -> list:
+        return self.executable(self.const_bufs + list(bufs) if self.const_bufs else bufs)
+
+
+# Closed-over constants up to this many elements are baked into the program, as JAX bakes
+# them all: XLA can then fold work on them (a transposed weight matrix is stored transposed).
+# Larger ones are passed as leading parameters, which keeps modules small and compiles fast.
+_INLINE_CONST_MAX_SIZE = 1 << 16
+
+
+def _const_is_param(c) -> bool:
+    return core.get_aval(c).size > _INLINE_CONST_MAX_SIZE
+
+
+def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool]):
+    """The StableHLO module of ``closed``: small closed-over constants inlined, large ones as
+    leading parameters (``Program.const_bufs``, in the same order)."""
+    jaxpr = closed.jaxpr
+    as_param = [_const_is_param(c) for c in closed.consts]
+    param_vars = [v for v, p in zip(jaxpr.constvars, as_param) if p]
+    lowered = core.Jaxpr([v for v, p in zip(jaxpr.constvars, as_param) if not p],
+                         param_vars + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
+                         jaxpr.debug_info)
+    donated = [False] * len(param_vars) + list(donated_invars)
+    return mlir.lower_jaxpr(name, lowered, donated_invars=donated,
+                            consts=[c for c, p in zip(closed.consts, as_param) if not p])
+
+
+def compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
+                   module=None) -> tuple[Program, float, float]:
+    """Lower (unless ``module`` is given) and compile ``closed``; returns the program and the
+    seconds spent lowering and compiling."""
+    start = time.perf_counter()
+    if module is None:
+        module = lower_closed(name, closed, donated_invars)
+    lowered_at = time.perf_counter()
+    exe = pjrt.compile_module(module, closed.out_avals)
+    compiled_at = time.perf_counter()
+    const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts if _const_is_param(c)]
+    return Program(exe, const_bufs), lowered_at - start, compiled_at - lowered_at
+
+
+# --------------------------------------------------------------------------------------------
+# The program cache
+# --------------------------------------------------------------------------------------------
+
+
+class ProgramCache:
+    """Compiled programs by key, least recently used first out beyond ``capacity``.
+
+    A program is inserted only once it is compiled, so an interrupted compile leaves nothing
+    behind; two threads missing the same key at once may both compile, and the first stays."""
+
+    def __init__(self, capacity: int = 4096):
+        self.capacity = capacity
+        self._programs: collections.OrderedDict[Hashable, Program] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.compiles = 0
+        self.compile_seconds = 0.0
+
+    def get(self, key: Hashable, build: Callable[..., Program], *build_args) -> Program:
+        """The program for ``key``, built by ``build(*build_args)`` on a miss. An unhashable
+        key (parameters holding arrays) builds a program that is not kept."""
+        programs = self._programs
+        try:
+            program = programs.get(key)
+        except TypeError:
+            return build(*build_args)
+        if program is not None:
+            programs.move_to_end(key)  # a hit makes the entry the most recent
+            return program
+        # Built outside any `except` block: an error in the user's program must not come
+        # chained to an internal KeyError.
+        start = time.perf_counter()
+        program = build(*build_args)
+        with self._lock:
+            self.compiles += 1
+            self.compile_seconds += time.perf_counter() - start
+            program = programs.setdefault(key, program)
+            if len(programs) > self.capacity:
+                programs.popitem(last=False)
+        return program
+
+    def clear(self) -> None:
+        with self._lock:
+            self._programs.clear()
+
+    def __len__(self) -> int:
+        return len(self._programs)
+
+
+programs = ProgramCache()
+
+
+def _clear_on_config_change(name, value):
+    if name == "jax_enable_x64":  # programs depend on it
+        programs.clear()
+
+
+config.on_change(_clear_on_config_change)
+
+
+# --------------------------------------------------------------------------------------------
+# Eager execution
+# --------------------------------------------------------------------------------------------
+
+
+def apply_primitive(prim: core.Primitive, *args, **params):
+    """Run ``prim`` on concrete arguments (the impl rule of most primitives): a one-equation
+    jaxpr, compiled once per (primitive, input avals, params) and cached in ``programs``."""
+    avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
+    program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
+                           avals, params)
+    bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
+    outs = program.executable(bufs)
+    if config.jax_debug_nans:
+        debug_nans.check_primitive(prim, [Array(b) for b in outs])
+    if prim.multiple_results:
+        return [Array(b) for b in outs]
+    return Array(outs[0])
+
+
+def primitive_jaxpr(prim: core.Primitive, avals: Sequence[ShapedArray], params: dict) -> Jaxpr:
+    """A jaxpr with a single equation applying ``prim``."""
+    invars = [Var(a) for a in avals]
+    out = prim.abstract_eval(*avals, **params)
+    out_avals = list(out) if prim.multiple_results else [out]
+    outvars = [Var(a) for a in out_avals]
+    return Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, dict(params))])
+
+
+def _compile_primitive(prim, avals, params) -> Program:
+    jaxpr = primitive_jaxpr(prim, avals, params)
+    return Program(pjrt.compile_module(mlir.lower_jaxpr(prim.name, jaxpr), jaxpr.out_avals), [])
+
+
+def _compile_closed_program(name: str, closed: ClosedJaxpr, donated_invars) -> Program:
+    return compile_closed(name, closed, donated_invars)[0]
+
+
+def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], args) -> list:
+    """Run ``closed`` on concrete ``args`` (the eager impl of primitives carrying a jaxpr),
+    compiling it once per jaxpr object."""
+    program = programs.get(closed, _compile_closed_program, name, closed, donated_invars)
+    bufs = [to_buffer(x, a) for x, a in zip(args, closed.in_avals)]
+    return [Array(b) for b in program.run(bufs)]

@@ -1,0 +1,199 @@
+"""What control-flow constructs share: users' functions traced to jaxprs, jaxpr helpers.
+
+``trace_function`` traces a Python function at given avals once per (function, types) (cached
+on the function object, like JAX), closing over constants as explicit operands so enclosing
+transformations see them. The type-check helpers build the messages for carries and branches
+that change type; the small jaxpr helpers are used by the rules of ``cond``, ``while`` and
+``scan`` (``cond.py``, ``loops.py``).
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+
+import inspect
+
+from jaxkit import core, dtypes, tree_util
+from jaxkit.core import ClosedJaxpr, ShapedArray
+from jaxkit.interpreters import ad
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.lax.structural import convert_element_type, full
+
+# --------------------------------------------------------------------------------------------
+# Tracing user functions (cached on the function object, like JAX)
+# --------------------------------------------------------------------------------------------
+
+_trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what: str):
+    """Trace ``fun`` (taking the unflattened ``in_tree``) to a jaxpr without constants.
+
+    Returns ``(closed_jaxpr, consts, out_tree)``: the jaxpr takes ``consts`` first, then the
+    flat arguments. Cached per function object and argument types."""
+    key = (in_tree, tuple(in_avals), what)
+    try:
+        per_fun = _trace_cache.setdefault(fun, {})
+    except TypeError:
+        per_fun = {}
+    hit = per_fun.get(key)
+    if hit is not None:
+        return hit
+    out_tree_box = []
+
+    def flat_fun(*flat_args):
+        out = fun(*tree_util.tree_unflatten(in_tree, flat_args))
+        out_flat, out_tree = tree_util.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        for leaf in out_flat:
+            if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
+                raise TypeError(f"{what} returned a value of type {type(leaf).__name__}, which "
+                                "is not a valid jaxkit type; return arrays (or pytrees of "
+                                "arrays).")
+        return out_flat
+
+    debug = pe.debug_info(what, fun, [f"arg{i}" for i in range(len(in_avals))])
+    jaxpr, consts = pe.trace_to_jaxpr(flat_fun, in_avals, debug)
+    closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    result = (closed, consts, out_tree_box[0])
+    if not any(isinstance(c, core.Tracer) for c in consts):
+        per_fun[key] = result
+    return result
+
+
+def avals_of(flat) -> list[ShapedArray]:
+    return [core.get_aval(x) for x in flat]
+
+
+def _src_info(fun: Callable) -> str:
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def branch_mismatch(kind: str, funs: Sequence[Callable], labels: Sequence[str], tree,
+                    avals_a, avals_b) -> str:
+    """JAX's message for ``cond``/``switch`` branches whose output types differ; ``labels``
+    name the two branches compared (``funs`` are those two)."""
+    paths = [tree_util.keystr(p) for p, _ in
+             tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, avals_a))[0]]
+    a_label, b_label = labels
+    items = []
+    for path, a, b in zip(paths, avals_a, avals_b):
+        reasons = []
+        if a.dtype != b.dtype:
+            reasons.append("the dtypes do not match")
+        if a.shape != b.shape:
+            reasons.append("the shapes do not match")
+        if reasons:
+            at = f" at path {path}" if path else ""
+            items.append(f"the output of {a_label}{at} has type {_long(a)} but the "
+                         f"corresponding output of {b_label} has type {_long(b)}, so "
+                         f"{', and '.join(reasons)}")
+    if len(items) == 1:
+        body = items[0][0].upper() + items[0][1:] + "."
+    else:
+        body = ";\n".join(f"  * {item}" for item in items) + "."
+    srcs = "\n".join(f"{label} is {_src_info(f)}" for label, f in zip(labels, funs))
+    return (f"{kind} branches must have equal output types but they differ.\n\n{srcs}\n\n"
+            f"{body}\n\nRevise {a_label} and/or {b_label} so that all output types match.")
+
+
+def carry_mismatch(what: str, fun: Callable, default_name: str, tree, in_avals, out_avals,
+                   arg_index: int = 0) -> str:
+    """JAX's message for a loop body whose carry output type differs from its input type;
+    components are named from the body's carry parameter (``default_name`` if it has none)."""
+    name = default_name
+    try:
+        params = list(inspect.signature(fun).parameters)
+        name = params[arg_index] if len(params) > arg_index else default_name
+    except (TypeError, ValueError):
+        pass
+    paths = [("component " + name + tree_util.keystr(p)) if p else name for p, _ in
+             tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, in_avals))[0]]
+    items = []
+    for path, a, b in zip(paths, in_avals, out_avals):
+        reasons = []
+        if a.dtype != b.dtype:
+            reasons.append("the dtypes do not match")
+        if a.shape != b.shape:
+            reasons.append("the shapes do not match")
+        if reasons:
+            items.append(f"the input carry {path} has type {_long(a)} but the "
+                         f"corresponding output carry component has type {_long(b)}, "
+                         f"so {', and '.join(reasons)}")
+    if len(items) == 1:
+        body = items[0][0].upper() + items[0][1:] + "."
+    else:
+        body = ";\n".join(f"  * {item}" for item in items) + "."
+    return (f"{what} function carry input and carry output must have equal types, but they "
+            f"differ:\n\n{body}\n\nRevise the function so that all output types match the "
+            "corresponding input types.")
+
+
+def _long(aval) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def promote_weak_carry(vals: Sequence, in_avals, out_avals, promote_strong: bool = True
+                       ) -> tuple[list, bool]:
+    """JAX's rule for loop carries: a weakly typed initial value (a Python scalar) whose
+    update has another type of the same shape (another dtype, or the same one strongly typed)
+    is converted to the promoted type of both, taking the update's type as strong (as JAX
+    does), so the carry becomes strongly typed; the body must then be traced again. Returns
+    the values and whether any changed."""
+    vals, changed = list(vals), False
+    for i, (a, b) in enumerate(zip(in_avals, out_avals)):
+        if a.weak_type and a.shape == b.shape and (a.dtype != b.dtype or not b.weak_type
+                                                   and promote_strong):
+            dt = dtypes.result_type(_AvalOf(a), b.dtype)
+            vals[i] = convert_element_type(vals[i], dt)
+            changed = True
+    return vals, changed
+
+
+class _AvalOf:
+    """An aval as a type-promotion input."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+
+def strip_weak(avals):
+    return [a.strip_weak_type() for a in avals]
+
+
+
+# --------------------------------------------------------------------------------------------
+# Jaxpr helpers for the rules
+# --------------------------------------------------------------------------------------------
+
+
+def make_closed_jaxpr(fun: Callable[..., list], in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """A ClosedJaxpr of ``fun`` (flat arguments in, a flat list out) at ``in_avals``."""
+    jaxpr, consts = pe.trace_to_jaxpr(lambda *a: list(fun(*a)), list(in_avals))
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def run_jaxpr(closed: ClosedJaxpr, *args) -> list:
+    return core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def zeros_of_aval(aval: ShapedArray):
+    return full(aval.shape, 0, aval.dtype)
+
+
+def instantiate(t, aval: ShapedArray):
+    return ad.instantiate_zeros(t) if ad.is_zero(t) else t
+
+
+def split_list(xs, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i:i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out
+
+

@@ -1,0 +1,270 @@
+"""``cond`` and ``switch``: a jaxpr per branch, lowered to ``stablehlo.case``; all rules.
+
+The wrappers trace every branch to a jaxpr (their constants joined so that all branches take the
+same operands) and check that the branches return the same types. The ``cond`` primitive's
+rules: JVP of each branch (their nonzero tangents unified); partial evaluation with the index
+known splits every branch, each branch's residuals padded with zeros to a common list;
+transpose of each branch; batching with a batched index turns into a ``select_n`` over all
+branches' results.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import numpy as np
+
+from jaxkit import core, dtypes, tree_util
+from jaxkit.core import ClosedJaxpr, Jaxpr, Var
+from jaxkit.interpreters import ad, batching, dispatch, mlir
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_closed_jaxpr,
+                               run_jaxpr, strip_weak, trace_function, zeros_of_aval)
+from jaxkit.lax.clamp import clamp
+from jaxkit.lax.elementwise import ne, select_n
+from jaxkit.lax.structural import broadcast_in_dim, convert_element_type
+from jaxkit.typing import ArrayLike
+
+# --------------------------------------------------------------------------------------------
+# cond / switch
+# --------------------------------------------------------------------------------------------
+
+
+def _join_branch_consts(branches: Sequence[ClosedJaxpr], consts: Sequence[list]):
+    """Make every branch take all branches' constants (each ignores the others')."""
+    counts = [len(c) for c in consts]
+    joined = []
+    for i, br in enumerate(branches):
+        j = br.jaxpr
+        own = j.invars[:counts[i]]
+        rest = j.invars[counts[i]:]
+        invars = []
+        for k, c in enumerate(consts):
+            invars += own if k == i else [Var(core.get_aval(x)) for x in c]
+        joined.append(ClosedJaxpr(Jaxpr([], invars + rest, j.outvars, j.eqns, j.debug_info),
+                                  br.consts))
+    return joined, [x for c in consts for x in c]
+
+
+def switch(index: ArrayLike, branches: Sequence[Callable], *operands):
+    """Apply ``branches[index](*operands)``, with ``index`` clamped into range. Staged: all
+    branches are traced; one runs. Lowers to ``stablehlo.case``."""
+    if not branches:
+        raise ValueError("switch requires at least one branch")
+    idx_aval = core.get_aval(index)
+    if idx_aval.shape != ():
+        raise TypeError(f"switch index must be a scalar, got an array of shape {idx_aval.shape}")
+    if not dtypes.issubdtype(idx_aval.dtype, np.integer):
+        raise TypeError(f"switch index must be an integer scalar, got {idx_aval.dtype.name}")
+    index = convert_element_type(index, np.int32)
+    if len(branches) > 1:
+        index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    flat, in_tree = tree_util.tree_flatten(operands)
+    avals = avals_of(flat)
+    traced = [trace_function(b, in_tree, avals, f"branch {i} of switch")
+              for i, b in enumerate(branches)]
+    _check_branch_types([t[0] for t in traced], [t[2] for t in traced], branches)
+    jaxprs, consts = _join_branch_consts([t[0] for t in traced], [t[1] for t in traced])
+    outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs))
+    return tree_util.tree_unflatten(traced[0][2], outs)
+
+
+def _check_branch_types(jaxprs, out_trees, funs):
+    for i, (j, t) in enumerate(zip(jaxprs[1:], out_trees[1:]), start=1):
+        if t != out_trees[0]:
+            raise TypeError(f"switch branches must have the same output structure; branch 0 "
+                            f"returned {out_trees[0]} but branch {i} returned {t}.")
+        if strip_weak(j.out_avals) != strip_weak(jaxprs[0].out_avals):
+            # JAX's wording, "branch1" without a space included.
+            raise TypeError(branch_mismatch("switch", [funs[0], funs[i]],
+                                            ["branch 0", f"branch{i}"], t,
+                                            jaxprs[0].out_avals, j.out_avals))
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged (both are
+    traced, one runs). ``pred`` is a scalar boolean (or number)."""
+    if not callable(true_fun) or not callable(false_fun):
+        raise TypeError("cond: true_fun and false_fun arguments should be callable.")
+    aval = core.get_aval(pred)
+    if aval.shape != ():
+        raise TypeError(f"Pred must be a scalar, got {pred!r} of shape {aval.shape}.")
+    if aval.dtype != np.bool_ and not dtypes.issubdtype(aval.dtype, np.number):
+        raise TypeError(f"Pred type must be either boolean or number, got {aval.dtype}.")
+    if aval.dtype != np.bool_:
+        pred = ne(pred, np.zeros((), aval.dtype))
+    index = convert_element_type(pred, np.int32)
+    flat, in_tree = tree_util.tree_flatten(operands)
+    avals = avals_of(flat)
+    t_false = trace_function(false_fun, in_tree, avals, "false_fun of cond")
+    t_true = trace_function(true_fun, in_tree, avals, "true_fun of cond")
+    if t_true[2] != t_false[2]:
+        raise TypeError("true_fun and false_fun output must have identical types; true_fun "
+                        f"returned the structure {t_true[2]} but false_fun returned "
+                        f"{t_false[2]}.")
+    if strip_weak(t_true[0].out_avals) != strip_weak(t_false[0].out_avals):
+        raise TypeError(branch_mismatch("cond", [true_fun, false_fun],
+                                        ["true_fun", "false_fun"], t_true[2],
+                                        t_true[0].out_avals, t_false[0].out_avals))
+    jaxprs, consts = _join_branch_consts([t_false[0], t_true[0]], [t_false[1], t_true[1]])
+    outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs))
+    return tree_util.tree_unflatten(t_true[2], outs)
+
+
+def _cond_abstract_eval(index, *args, branches):
+    outs = [a.strip_weak_type() if not all(b.out_avals[i].weak_type for b in branches) else a
+            for i, a in enumerate(branches[0].out_avals)]
+    return outs
+
+
+def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches):
+    result_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
+    case = hlo.CaseOp(result_types, index, len(branches))
+    for i, br in enumerate(branches):
+        block = case.regions[i].blocks.append()
+        with ir.InsertionPoint(block):
+            hlo.ReturnOp(mlir.closed_subcomp(ctx.module_context, br, *args))
+    return list(case.results)
+
+
+cond_p = core.Primitive("cond")
+cond_p.multiple_results = True
+cond_p.def_impl(partial(dispatch.apply_primitive, cond_p))
+cond_p.def_abstract_eval(_cond_abstract_eval)
+mlir.register_lowering(cond_p, _cond_lowering)
+
+
+# --------------------------------------------------------------------------------------------
+# cond
+# --------------------------------------------------------------------------------------------
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, ops = primals[0], primals[1:]
+    nonzeros = [not ad.is_zero(t) for t in tangents[1:]]
+    out_nz = [False] * len(branches[0].out_avals)
+    for br in branches:
+        _, nz = ad.jvp_jaxpr(br, nonzeros, instantiate=False)
+        out_nz = [a or b for a, b in zip(out_nz, nz)]
+    jvp_branches = tuple(ad.jvp_jaxpr(br, nonzeros, instantiate=out_nz)[0] for br in branches)
+    tans = [t for t in tangents[1:] if not ad.is_zero(t)]
+    outs = cond_p.bind(index, *ops, *tans, branches=jvp_branches)
+    n = len(branches[0].out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if nz else ad.Zero(a.to_tangent_aval())
+                      for a, nz in zip(branches[0].out_avals, out_nz)]
+
+
+def _join_residuals(knowns: Sequence[ClosedJaxpr], n_known_out: int):
+    """Known branches that all output ``[*known outs, *res_0, *res_1, ...]`` (each branch its
+    own residuals and zeros for the others')."""
+    res_avals = [k.out_avals[n_known_out:] for k in knowns]
+    joined = []
+    for i, k in enumerate(knowns):
+        def fun(*args, k=k, i=i):
+            outs = run_jaxpr(k, *args)
+            padded = list(outs[:n_known_out])
+            for j, avals in enumerate(res_avals):
+                padded += outs[n_known_out:] if j == i else [zeros_of_aval(a) for a in avals]
+            return padded
+        joined.append(make_closed_jaxpr(fun, k.in_avals))
+    return joined, [a for avals in res_avals for a in avals]
+
+
+def _cond_partial_eval(trace: pe.JaxprTrace, index, *ops, branches):
+    if not trace.is_known(index):
+        out_avals = _cond_abstract(branches)
+        return trace.stage(cond_p, [index, *ops], out_avals, {"branches": branches})
+    unknowns = [not trace.is_known(x) for x in ops]
+    out_uk = [False] * len(branches[0].out_avals)
+    for br in branches:
+        out_uk = [a or b for a, b in zip(out_uk, pe.partial_eval_jaxpr(br, unknowns, False)[2])]
+    splits = [pe.partial_eval_jaxpr(br, unknowns, out_uk) for br in branches]
+    n_known_out = sum(1 for u in out_uk if not u)
+    knowns, res_avals = _join_residuals([s[0] for s in splits], n_known_out)
+    known_ops = [x for x, uk in zip(ops, unknowns) if not uk]
+    with core.set_current_trace(trace.parent):
+        known_outs = cond_p.bind(index, *known_ops, branches=tuple(knowns))
+    residuals = known_outs[n_known_out:]
+    unknown_ops = [x for x, uk in zip(ops, unknowns) if uk]
+    offsets = np.cumsum([0] + [s[3] for s in splits])
+    unknown_branches = []
+    for i, (_, unknown, _, nres) in enumerate(splits):
+        def fun(*args, unknown=unknown, i=i):
+            res, rest = args[:len(res_avals)], args[len(res_avals):]
+            return run_jaxpr(unknown, *res[offsets[i]:offsets[i + 1]], *rest)
+        unknown_branches.append(make_closed_jaxpr(fun, res_avals + [core.get_aval(x)
+                                                              for x in unknown_ops]))
+    out_avals = unknown_branches[0].out_avals
+    staged = iter(trace.stage(cond_p, [index, *residuals, *unknown_ops], out_avals,
+                              {"branches": tuple(unknown_branches)}))
+    known_it = iter(known_outs[:n_known_out])
+    return [next(staged) if uk else next(known_it) for uk in out_uk]
+
+
+def _cond_abstract(branches):
+    return cond_p.abstract_eval(None, branches=branches)
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    if ad.is_undefined_primal(index):
+        raise ValueError("cond: the index of a cond cannot be a linear input")
+    linear = [ad.is_undefined_primal(x) for x in ops]
+    ct_avals = [a.to_tangent_aval() for a in branches[0].out_avals]
+    cts = [instantiate(c, a) for c, a in zip(cts, ct_avals)]
+    lin_avals = [x.aval for x, lin in zip(ops, linear) if lin]
+    res = [x for x, lin in zip(ops, linear) if not lin]
+    transposed = []
+    for br in branches:
+        t, nz = ad.transpose_jaxpr(br, linear, [True] * len(cts))
+
+        def fun(*args, t=t, nz=nz):
+            outs = iter(run_jaxpr(t, *args))
+            return [next(outs) if n else zeros_of_aval(a) for n, a in zip(nz, lin_avals)]
+        transposed.append(make_closed_jaxpr(fun, [core.get_aval(r) for r in res] + ct_avals))
+    outs = iter(cond_p.bind(index, *res, *cts, branches=tuple(transposed)))
+    return [None] + [next(outs) if lin else None for lin in linear]
+
+
+def _cond_batch(axis_data, vals, dims, *, branches):
+    index, ops = vals[0], vals[1:]
+    index_dim, op_dims = dims[0], dims[1:]
+    size = axis_data.size
+    if index_dim is not batching.not_mapped:
+        # A batched index: run every branch on the whole batch and select per example.
+        ops = [batching.bdim_at_front(x, d, size) for x, d in zip(ops, op_dims)]
+        outs_per_branch = []
+        for br in branches:
+            bj, _ = batching.batch_jaxpr(br, axis_data, [True] * len(ops), True)
+            outs_per_branch.append(run_jaxpr(bj, *ops))
+        index = batching.moveaxis(index, index_dim, 0)
+        outs = []
+        for k in range(len(branches[0].out_avals)):
+            cases = [o[k] for o in outs_per_branch]
+            shape = core.get_aval(cases[0]).shape
+            which = broadcast_in_dim(convert_element_type(index, np.int32), shape, (0,))
+            outs.append(select_n(which, *cases))
+        return outs, [0] * len(outs)
+    in_batched = [d is not batching.not_mapped for d in op_dims]
+    ops = [batching.moveaxis(x, d, 0) if d is not batching.not_mapped else x
+           for x, d in zip(ops, op_dims)]
+    out_b = [False] * len(branches[0].out_avals)
+    for br in branches:
+        out_b = [a or b for a, b in zip(out_b, batching.batch_jaxpr(br, axis_data, in_batched,
+                                                                    False)[1])]
+    batched = tuple(batching.batch_jaxpr(br, axis_data, in_batched, out_b)[0]
+                    for br in branches)
+    outs = cond_p.bind(index, *ops, branches=batched)
+    return outs, [0 if b else batching.not_mapped for b in out_b]
+
+
+ad.defjvp_rule(cond_p, _cond_jvp)
+ad.deftranspose(cond_p, _cond_transpose)
+pe.defpartial_eval(cond_p, _cond_partial_eval)
+batching.defrule(cond_p, _cond_batch, named_axis=True)
+
+
+
+
+__all__ = ["cond", "cond_p", "switch"]

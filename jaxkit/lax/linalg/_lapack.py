@@ -1,0 +1,194 @@
+"""What the linear-algebra primitives share: the LAPACK typed-FFI custom call, LAPACK's
+``info`` turned into NaNs, dtype/shape checks, and the batched matrix helpers the JVP rules use.
+
+jaxlib's CPU LAPACK kernels (``lapack_?potrf_ffi``, ``lapack_?getrf_ffi``, ...) take any
+number of leading batch dimensions (``num_batch_dims`` frontend attribute) and loop over them
+inside one call, so a vmapped batch of matrices is a single custom call. Matrices travel in
+column-major (Fortran) layout, vectors and scalars in row-major; the kernel's options are
+attributes of the ``mhlo.backend_config`` dictionary, as JAX's ``ffi_lowering`` writes them.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from jaxkit import core, dtypes
+from jaxkit.runtime import pjrt as _runtime
+from jaxkit import lax as _lax
+from jaxkit.interpreters import mlir
+from jaxkit.typing import Array
+from jaxkit.interpreters.mlir import hlo, ir
+
+LAPACK_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
+                                            np.complex128))
+
+
+def check_square(name: str, aval: core.ShapedArray) -> None:
+    if aval.ndim < 2 or aval.shape[-1] != aval.shape[-2]:
+        raise ValueError(f"Argument to {name} must have shape [..., n, n], got shape "
+                         f"{aval.shape}.")
+
+
+def check_matrix(name: str, aval: core.ShapedArray) -> None:
+    if aval.ndim < 2:
+        raise ValueError(f"Argument to {name} must have rank >= 2 (shape [..., m, n]), got "
+                         f"shape {aval.shape}.")
+
+
+def check_dtype(name: str, aval: core.ShapedArray) -> None:
+    if np.dtype(aval.dtype) not in LAPACK_DTYPES:
+        raise TypeError(f"{name} does not accept dtype {np.dtype(aval.dtype).name}; accepted "
+                        "dtypes are float32, float64, complex64 and complex128 (convert the "
+                        "operand with .astype first).")
+
+
+def real_dtype(dtype) -> np.dtype:
+    return np.finfo(np.dtype(dtype)).dtype
+
+
+def is_complex(dtype) -> bool:
+    return dtypes.issubdtype(dtype, np.complexfloating)
+
+
+# ---- the custom call -----------------------------------------------------------------------
+def column_major(ndim: int) -> tuple[int, ...]:
+    """Minor-to-major layout of a batch of Fortran-order matrices."""
+    return (ndim - 2, ndim - 1) + tuple(range(ndim - 3, -1, -1))
+
+
+def _layout(aval: core.ShapedArray, nbatch: int) -> tuple[int, ...]:
+    return column_major(aval.ndim) if aval.ndim - nbatch == 2 else mlir.row_major(aval.ndim)
+
+
+def u8_attr(char: str) -> ir.Attribute:
+    """A LAPACK character option (``'L'``, ``'V'``, ...) as the FFI's ``ui8`` attribute."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(char))
+
+
+def i32_attr(v: int) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(v))
+
+
+def bool_attr(v: bool) -> ir.Attribute:
+    return ir.BoolAttr.get(bool(v))
+
+
+def lapack_call(fn_base: str, dtype, operands: Sequence[ir.Value],
+                operand_avals: Sequence[core.ShapedArray],
+                result_avals: Sequence[core.ShapedArray], nbatch: int,
+                attrs: dict[str, ir.Attribute] | None = None,
+                aliases: dict[int, int] | None = None,
+                target: str | None = None) -> list[ir.Value]:
+    """One call of jaxlib's LAPACK kernel ``lapack_<s|d|c|z><fn_base>`` (or of ``target``, one
+    of the dtype-generic kernels jaxlib registers with them) on a batch of ``nbatch`` leading
+    dimensions. ``aliases`` maps result index -> operand index for results written in place
+    of an operand (as LAPACK does), sparing XLA a copy."""
+    i32 = ir.IntegerType.get_signless(32)
+    name = _runtime.lapack_target(fn_base, dtype)  # also registers the kernels on first use
+    attributes = {
+        "call_target_name": ir.StringAttr.get(target or name),
+        "has_side_effect": ir.BoolAttr.get(False),
+        "backend_config": ir.StringAttr.get(""),
+        "api_version": ir.IntegerAttr.get(i32, 1),
+        "called_computations": ir.ArrayAttr.get([]),
+        "operand_layouts": mlir.layouts_attr([_layout(a, nbatch) for a in operand_avals]),
+        "result_layouts": mlir.layouts_attr([_layout(a, nbatch) for a in result_avals])}
+    if aliases:
+        single = len(result_avals) == 1
+        attributes["output_operand_aliases"] = ir.ArrayAttr.get([
+            hlo.OutputOperandAlias.get([] if single else [r], o, [])
+            for r, o in aliases.items()])
+    op = hlo.CustomCallOp.build_generic(
+        results=[mlir.aval_to_ir_type(a) for a in result_avals], operands=list(operands),
+        attributes=attributes)
+    op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(attrs or {})
+    op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
+        {"num_batch_dims": ir.StringAttr.get(str(nbatch))})
+    return list(op.results)
+
+
+def info_ok(info: ir.Value, batch: Sequence[int], direction: str = "EQ") -> ir.Value:
+    """``info <direction> 0`` per matrix: where LAPACK reported success."""
+    zero = hlo.BroadcastInDimOp(mlir.aval_to_ir_type(core.ShapedArray(tuple(batch), np.int32)),
+                                mlir.ir_constant(np.int32(0)), mlir.i64_attr(())).result
+    return hlo.CompareOp(info, zero, hlo.ComparisonDirectionAttr.get(direction),
+                         compare_type=hlo.ComparisonTypeAttr.get("SIGNED")).result
+
+
+def nan_unless_ok(ok: ir.Value, x: ir.Value, aval: core.ShapedArray, nbatch: int) -> ir.Value:
+    """``x`` where LAPACK reported success for the matrix, else NaN."""
+    ok = hlo.BroadcastInDimOp(mlir.aval_to_ir_type(core.ShapedArray(aval.shape, np.bool_)),
+                              ok, mlir.i64_attr(range(nbatch))).result
+    nan = hlo.BroadcastInDimOp(mlir.aval_to_ir_type(aval),
+                               mlir.ir_constant(np.array(np.nan, aval.dtype)),
+                               mlir.i64_attr(())).result
+    return hlo.SelectOp(ok, x, nan).result
+
+
+def cpu_only(name: str):
+    """The lowering of ``name`` on platforms with no LAPACK kernels."""
+    def rule(ctx, *args, **params):
+        raise NotImplementedError(f"lowering rule for '{name}' on this platform: only the CPU "
+                                  "backend (LAPACK) is supported.")
+    return rule
+
+
+# ---- batched matrix helpers (jaxkit operations, used by the JVP rules and wrappers) ---------
+def matmul(a: Array, b: Array) -> Array:
+    """``a @ b`` over matching leading batch dimensions."""
+    nb = a.ndim - 2
+    batch = tuple(range(nb))
+    return _lax.dot_general(a, b, (((nb + 1,), (nb,)), (batch, batch)),
+                            precision=_lax.Precision.HIGHEST)
+
+
+def T(x: Array) -> Array:
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return _lax.transpose(x, perm)
+
+
+def H(x: Array) -> Array:
+    return _lax.conj(T(x)) if is_complex(x.dtype) else T(x)
+
+
+def _iotas(shape: Sequence[int]) -> tuple[Array, Array]:
+    shape = tuple(shape)
+    return (_lax.broadcasted_iota(np.int32, shape, len(shape) - 2),
+            _lax.broadcasted_iota(np.int32, shape, len(shape) - 1))
+
+
+def tril(x: Array, k: int = 0) -> Array:
+    i, j = _iotas(x.shape)
+    return _lax.select(_lax.ge(_lax.add(i, np.int32(k)), j), x, _lax.full_like(x, 0))
+
+
+def triu(x: Array, k: int = 0) -> Array:
+    i, j = _iotas(x.shape)
+    return _lax.select(_lax.le(_lax.add(i, np.int32(k)), j), x, _lax.full_like(x, 0))
+
+
+def eye(shape: Sequence[int], dtype) -> Array:
+    """Identity matrices (ones where row == column) of ``shape`` ``[..., m, n]``."""
+    i, j = _iotas(shape)
+    return _lax.convert_element_type(_lax.eq(i, j), dtype)
+
+
+def diagonal(x: Array) -> Array:
+    """The main diagonals of a batch of matrices ``[..., m, n]`` -> ``[..., min(m, n)]``."""
+    k = min(x.shape[-2:])
+    x = _lax.slice(x, (0,) * x.ndim, x.shape[:-2] + (k, k))
+    return _lax.reduce_sum(_lax.mul(x, eye(x.shape, x.dtype)), (x.ndim - 1,))
+
+
+def diag(v: Array) -> Array:
+    """Diagonal matrices ``[..., n, n]`` from vectors ``[..., n]``."""
+    n = v.shape[-1]
+    shape = v.shape + (n,)
+    vb = _lax.broadcast_in_dim(v, shape, tuple(range(v.ndim - 1)) + (v.ndim,))
+    return _lax.mul(vb, eye(shape, v.dtype))
+
+
+def symmetrize(x: Array) -> Array:
+    """``(x + x^H) / 2``: the Hermitian part LAPACK's one-triangle kernels assume."""
+    return _lax.div(_lax.add(x, H(x)), _lax.full_like(x, 2))

@@ -1,0 +1,35 @@
+"""How jaxprs print the parameters of some primitives, as JAX 0.10.2 prints them: sharding
+parameters JAX has and jaxkit does not (always ``None`` here), dot dimension numbers as
+lists, and parameters JAX does not show. One table, so the primitives' blocks stay about
+their semantics."""
+from __future__ import annotations
+
+from jaxkit import core
+from jaxkit.lax.dot import dot_general_p
+from jaxkit.lax.loops import scan_p
+from jaxkit.lax.reductions import reduce_sum_p
+from jaxkit.lax.structural import iota_p, reshape_p
+
+
+def _with(**extra):
+    def rule(params: dict) -> dict:
+        return dict(sorted({**params, **extra}.items()))
+    return rule
+
+
+def _dot_general(params: dict) -> dict:
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    out = {k: v for k, v in params.items() if not (k == "precision" and v is None)}
+    out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return dict(sorted(out.items()))
+
+
+def _scan(params: dict) -> dict:
+    return dict(sorted((k, v) for k, v in params.items() if k != "linear"))
+
+
+core.defpp_params(reduce_sum_p, _with(out_sharding=None))
+core.defpp_params(iota_p, _with(sharding=None))
+core.defpp_params(reshape_p, _with(sharding=None))
+core.defpp_params(dot_general_p, _dot_general)
+core.defpp_params(scan_p, _scan)

@@ -1,0 +1,150 @@
+"""Helpers for writing primitives: shape/dtype/weak-type rules and the standard constructors.
+
+A primitive block in ``jaxkit.lax`` reads::
+
+    def sin(x: ArrayLike) -> Array:
+        \"\"\"Elementwise sine. Lowers to ``stablehlo.sine``.\"\"\"
+        return sin_p.bind(x)
+
+    sin_p = standard_unop("sin", _float | _complex)
+    ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+    batching.defvectorized(sin_p)
+    mlir.register_lowering(sin_p, mlir.nary_lowering(hlo.SineOp))
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import numpy as np
+
+from jaxkit import core, dtypes
+from jaxkit.interpreters import dispatch
+from jaxkit.core import ShapedArray
+
+# Dtype categories accepted by primitives (checked with dtypes.issubdtype, which also knows
+# bfloat16 and the float8 types are floating).
+_bool = (np.bool_,)
+_signedint = (np.signedinteger,)
+_unsigned = (np.unsignedinteger,)
+_int = (np.integer,)
+_float = (np.floating,)
+_complex = (np.complexfloating,)
+_inexact = (np.floating, np.complexfloating)
+_num = (np.integer, np.floating, np.complexfloating)
+_any = (np.bool_, np.integer, np.floating, np.complexfloating)
+_int_or_bool = (np.bool_, np.integer)
+_ordered = (np.bool_, np.integer, np.floating)  # comparisons other than eq/ne
+
+
+def _category_names(accepted: Sequence[type]) -> str:
+    return ", ".join(t.__name__ for t in accepted)
+
+
+def check_dtype(name: str, aval: ShapedArray, accepted: Sequence[type], argnum: int | None = None):
+    if not any(dtypes.issubdtype(aval.dtype, t) for t in accepted):
+        which = "" if argnum is None else f" (argument {argnum})"
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}{which}. Accepted dtypes "
+                        f"are subtypes of {_category_names(accepted)}.")
+
+
+def standard_primitive(shape_rule: Callable, dtype_rule: Callable, name: str,
+                       weak_type_rule: Callable | None = None) -> core.Primitive:
+    """A single-result primitive executed eagerly by compiling it alone (cached)."""
+    prim = core.Primitive(name)
+    prim.def_impl(partial(dispatch.apply_primitive, prim))
+    weak_type_rule = weak_type_rule or _no_weak_type
+
+    def abstract_eval(*avals, **params):
+        return ShapedArray(shape_rule(*avals, **params), dtype_rule(*avals, **params),
+                           weak_type_rule(*avals, **params))
+
+    prim.def_abstract_eval(abstract_eval)
+    return prim
+
+
+def standard_multi_result_primitive(abstract_eval: Callable, name: str) -> core.Primitive:
+    prim = core.Primitive(name)
+    prim.multiple_results = True
+    prim.def_impl(partial(dispatch.apply_primitive, prim))
+    prim.def_abstract_eval(abstract_eval)
+    return prim
+
+
+def _no_weak_type(*avals, **params) -> bool:
+    return False
+
+
+def _all_weak(*avals, **params) -> bool:
+    return all(a.weak_type for a in avals)
+
+
+def _first_weak(*avals, **params) -> bool:
+    return avals[0].weak_type
+
+
+# --------------------------------------------------------------------------------------------
+# Elementwise
+# --------------------------------------------------------------------------------------------
+
+
+def standard_unop(name: str, accepted: Sequence[type], result_dtype: Callable | None = None,
+                  weak_type: bool = True) -> core.Primitive:
+    """A unary elementwise primitive. ``result_dtype(dtype)`` maps the operand dtype (default:
+    unchanged); the result is weak if the operand is, unless ``weak_type=False``."""
+
+    def shape_rule(x, **params):
+        return x.shape
+
+    def dtype_rule(x, **params):
+        check_dtype(name, x, accepted)
+        return x.dtype if result_dtype is None else result_dtype(x.dtype)
+
+    return standard_primitive(shape_rule, dtype_rule, name,
+                              _first_weak if weak_type else _no_weak_type)
+
+
+def standard_naryop(name: str, accepted: Sequence[Sequence[type]],
+                    result_dtype: Callable | None = None, weak_type: bool = True,
+                    same_dtypes: bool = True) -> core.Primitive:
+    """An n-ary elementwise primitive: operands of equal shapes (and dtypes), one per entry of
+    ``accepted``; rank-0 operands broadcast (as in JAX, ``mul a 2.0:f32[]``). The result is
+    weak only if every operand is."""
+
+    def shape_rule(*avals, **params):
+        shapes = [a.shape for a in avals]
+        full = [s for s in shapes if s]
+        if any(s != full[0] for s in full[1:]):
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(map(str, shapes))}.")
+        return full[0] if full else ()
+
+    def dtype_rule(*avals, **params):
+        if len(avals) != len(accepted):
+            raise TypeError(f"{name} takes {len(accepted)} operands, got {len(avals)}")
+        for i, (a, acc) in enumerate(zip(avals, accepted)):
+            check_dtype(name, a, acc, i)
+        if same_dtypes and any(a.dtype != avals[0].dtype for a in avals[1:]):
+            raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                            f"{', '.join(a.dtype.name for a in avals)}. (Tip: jaxkit.numpy "
+                            "functions promote dtypes; lax functions do not.)")
+        return avals[0].dtype if result_dtype is None else result_dtype(
+            *[a.dtype for a in avals])
+
+    return standard_primitive(shape_rule, dtype_rule, name,
+                              _all_weak if weak_type else _no_weak_type)
+
+
+def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def as_tuple_of_ints(xs, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(core.concrete_or_error(x, what)) for x in xs)
+    except TypeError as e:
+        if isinstance(e, core.ConcretizationTypeError):
+            raise
+        raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None

@@ -1,0 +1,415 @@
+"""Products and contractions: ``dot``, ``vdot``, ``inner``, ``outer``, ``matmul``,
+``tensordot``, ``einsum``, ``kron``, ``vecdot``/``matvec``/``vecmat``, ``cross``, and the
+diagonal family (``diagonal``, ``diag``, ``diagflat``, ``trace``).
+
+Every contraction is one ``lax.dot_general``; the result dtype is the promoted input dtype
+(weak if both inputs are), passed as ``preferred_element_type`` as JAX does.
+"""
+from __future__ import annotations
+
+import operator
+import string
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit.numpy._creation import eye, zeros_like
+from jaxkit.numpy._indexing import getitem
+from jaxkit.numpy._jitted import jitted
+from jaxkit.numpy._promotion import (
+    broadcast_to_shape,
+    canonicalize_axis,
+    check_arraylike,
+    convert,
+    ensure_arraylike,
+    promote_dtypes,
+)
+from jaxkit.numpy._reductions import sum as _sum
+from jaxkit.numpy._shape import moveaxis, ravel, reshape, stack
+from jaxkit.numpy._ufuncs import conjugate, multiply, subtract, where3
+from jaxkit.typing import Array, ArrayLike
+
+
+def _result_dtype(preferred: Any, *args: Any) -> tuple[np.dtype, bool]:
+    if preferred is None:
+        return dtypes.result_type(*args, return_weak_type_flag=True)
+    return dtypes.canonicalize_dtype(dtypes.dtype(preferred)), False
+
+
+def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
+                 weak: bool) -> Array:
+    if dtypes.dtype(a) != dtypes.dtype(b):
+        a, b = convert(a, out_dtype), convert(b, out_dtype)
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=out_dtype)
+    return lax.convert_element_type(out, out_dtype, weak_type=weak)
+
+
+@jitted(static_argnames=("precision", "preferred_element_type"))
+def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+        preferred_element_type: Any = None) -> Array:
+    """``jnp.dot``: the dot product (matrix product for 2-D inputs, the last axis of ``a``
+    with the second-to-last of ``b`` in general; a product if either is a scalar)."""
+    a, b = ensure_arraylike("dot", a, b)
+    dt, weak = _result_dtype(preferred_element_type, a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        contract = ((), ())
+    elif b.ndim == 1:
+        contract = ((a.ndim - 1,), (0,))
+    else:
+        contract = ((a.ndim - 1,), (b.ndim - 2,))
+    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
+
+
+@jitted(static_argnames=("precision", "preferred_element_type"))
+def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+           preferred_element_type: Any = None) -> Array:
+    """``jnp.matmul`` (``a @ b``): matrix product with broadcast batch dimensions; 1-D
+    operands are vectors."""
+    a, b = ensure_arraylike("matmul", a, b)
+    for i, x in enumerate((a, b)):
+        if x.ndim < 1:
+            raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
+                             f"ndim {x.ndim}")
+    dt, weak = _result_dtype(preferred_element_type, a, b)
+    a_is_mat, b_is_mat = a.ndim > 1, b.ndim > 1
+    a_batch = a.shape[:-2] if a_is_mat else ()
+    b_batch = b.shape[:-2] if b_is_mat else ()
+    nb = max(len(a_batch), len(b_batch))
+    a_batch = (None,) * (nb - len(a_batch)) + tuple(a_batch)
+    b_batch = (None,) * (nb - len(b_batch)) + tuple(b_batch)
+    a_squeeze, b_squeeze, a_bdims, b_bdims = [], [], [], []
+    idx_batch, idx_a_other, idx_b_other = [], [], []
+    for i, (ba, bb) in enumerate(zip(a_batch, b_batch)):
+        if ba is None:
+            idx_b_other.append(i)
+        elif bb is None:
+            idx_a_other.append(i)
+        elif ba == 1:
+            idx_b_other.append(i)
+            a_squeeze.append(len(idx_batch) + len(idx_a_other) + len(a_squeeze))
+        elif bb == 1:
+            idx_a_other.append(i)
+            b_squeeze.append(len(idx_batch) + len(idx_b_other) + len(b_squeeze))
+        elif ba == bb:
+            a_bdims.append(len(idx_batch) + len(idx_a_other))
+            b_bdims.append(len(idx_batch) + len(idx_b_other))
+            idx_batch.append(i)
+        else:
+            raise ValueError(f"Incompatible shapes for matmul arguments: {a.shape} and "
+                             f"{b.shape}")
+    if a_is_mat:
+        idx_a_other.append(nb)
+    if b_is_mat:
+        idx_b_other.append(nb + a_is_mat)
+    perm = np.argsort(np.concatenate([idx_batch, idx_a_other, idx_b_other]).astype(int))
+    a = lax.squeeze(a, tuple(a_squeeze))
+    b = lax.squeeze(b, tuple(b_squeeze))
+    dims = (((a.ndim - 1,), (b.ndim - 1 - b_is_mat,)), (tuple(a_bdims), tuple(b_bdims)))
+    out = _dot_general(a, b, dims, precision, dt, weak)
+    return lax.transpose(out, tuple(int(p) for p in perm))
+
+
+@jitted(static_argnames=("precision", "preferred_element_type"))
+def vdot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+         preferred_element_type: Any = None) -> Array:
+    """``jnp.vdot``: the dot product of the flattened inputs, conjugating ``a``."""
+    a, b = ensure_arraylike("vdot", a, b)
+    if dtypes.issubdtype(a.dtype, np.complexfloating):
+        a = lax.conj(a)
+    return dot(ravel(a), ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
+
+
+@jitted(static_argnames=("axis", "precision", "preferred_element_type"))
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Array:
+    """``jnp.vecdot``: the (conjugated) dot product along ``axis``, batched over the rest."""
+    x1, x2 = ensure_arraylike("vecdot", x1, x2)
+    if x1.shape[axis] != x2.shape[axis]:
+        raise ValueError(f"axes must match; got shapes {x1.shape} and {x2.shape} with "
+                         f"axis={axis}")
+    x1 = lax.expand_dims(moveaxis(conjugate(x1), axis, -1), (-2,))
+    x2 = lax.expand_dims(moveaxis(x2, axis, -1), (-1,))
+    out = matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+    return lax.squeeze(out, (out.ndim - 2, out.ndim - 1))
+
+
+@jitted
+def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """``jnp.matvec``: batched matrix-vector product."""
+    x1, x2 = ensure_arraylike("matvec", x1, x2)
+    out = matmul(x1, lax.expand_dims(x2, (x2.ndim,)))
+    return lax.squeeze(out, (out.ndim - 1,))
+
+
+@jitted
+def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """``jnp.vecmat``: batched (conjugated) vector-matrix product."""
+    x1, x2 = ensure_arraylike("vecmat", x1, x2)
+    out = matmul(lax.expand_dims(conjugate(x1), (x1.ndim - 1,)), x2)
+    return lax.squeeze(out, (out.ndim - 2,))
+
+
+@jitted(static_argnames=("precision", "preferred_element_type"))
+def inner(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+          preferred_element_type: Any = None) -> Array:
+    """``jnp.inner``: contraction over the last axes of ``a`` and ``b``."""
+    a, b = ensure_arraylike("inner", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    return tensordot(a, b, (-1, -1), precision=precision,
+                     preferred_element_type=preferred_element_type)
+
+
+@jitted(static_argnames=("out",))
+def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
+    """``jnp.outer``: ``ravel(a)[:, None] * ravel(b)[None, :]``."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")
+    a, b = ensure_arraylike("outer", a, b)
+    return multiply(lax.expand_dims(ravel(a), (1,)), lax.expand_dims(ravel(b), (0,)))
+
+
+@jitted(static_argnames=("axes", "precision", "preferred_element_type"))
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
+              precision: Any = None, preferred_element_type: Any = None) -> Array:
+    """``jnp.tensordot``: contract the last ``axes`` axes of ``a`` with the first of ``b``, or
+    the given pairs of axes."""
+    a, b = ensure_arraylike("tensordot", a, b)
+    dt, weak = _result_dtype(preferred_element_type, a, b)
+    if type(axes) is int:
+        if axes > min(a.ndim, b.ndim):
+            raise TypeError(f"Number of tensordot axes (axes {axes}) exceeds input ranks "
+                            f"({a.shape} and {b.shape})")
+        contract = tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes))
+    elif isinstance(axes, (tuple, list)) and len(axes) == 2:
+        ax1, ax2 = axes
+        if type(ax1) is int and type(ax2) is int:
+            contract = (canonicalize_axis(ax1, a.ndim),), (canonicalize_axis(ax2, b.ndim),)
+        elif isinstance(ax1, (tuple, list)) and isinstance(ax2, (tuple, list)):
+            if len(ax1) != len(ax2):
+                raise TypeError(f"tensordot requires axes lists to have equal length, got "
+                                f"{ax1} and {ax2}.")
+            contract = (tuple(canonicalize_axis(i, a.ndim) for i in ax1),
+                        tuple(canonicalize_axis(i, b.ndim) for i in ax2))
+        else:
+            raise TypeError(f"tensordot requires both axes lists to be either ints, tuples or "
+                            f"lists, got {ax1} and {ax2}")
+    else:
+        raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair of "
+                        "lists/tuples of ints.")
+    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
+
+
+@jitted
+def kron(a: ArrayLike, b: ArrayLike) -> Array:
+    """``jnp.kron``: the Kronecker product."""
+    check_arraylike("kron", a, b)
+    a, b = promote_dtypes(a, b)
+    a, b = ensure_arraylike("kron", a, b)
+    if a.ndim < b.ndim:
+        a = lax.expand_dims(a, tuple(range(b.ndim - a.ndim)))
+    elif b.ndim < a.ndim:
+        b = lax.expand_dims(b, tuple(range(a.ndim - b.ndim)))
+    a_r = lax.expand_dims(a, tuple(range(1, 2 * a.ndim, 2)))
+    b_r = lax.expand_dims(b, tuple(range(0, 2 * b.ndim, 2)))
+    out_shape = tuple(int(x) * int(y) for x, y in zip(a.shape, b.shape))
+    return reshape(multiply(a_r, b_r), out_shape)
+
+
+def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Array:
+    """``jnp.cross``: the cross product of 2- or 3-vectors."""
+    check_arraylike("cross", a, b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = moveaxis(a, axisa, -1)
+    b = moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("Dimension must be either 2 or 3 for cross product")
+    comp = lambda x, i: getitem(x, (Ellipsis, i))
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return subtract(multiply(comp(a, 0), comp(b, 1)), multiply(comp(a, 1), comp(b, 0)))
+    a0, a1, b0, b1 = comp(a, 0), comp(a, 1), comp(b, 0), comp(b, 1)
+    a2 = comp(a, 2) if a.shape[-1] == 3 else zeros_like(a0)
+    b2 = comp(b, 2) if b.shape[-1] == 3 else zeros_like(b0)
+    c = stack([subtract(multiply(a1, b2), multiply(a2, b1)),
+               subtract(multiply(a2, b0), multiply(a0, b2)),
+               subtract(multiply(a0, b1), multiply(a1, b0))])
+    return moveaxis(c, 0, axisc)
+
+
+# --------------------------------------------------------------------------------------------
+# Diagonals
+# --------------------------------------------------------------------------------------------
+
+@jitted(static_argnames=("offset", "axis1", "axis2"))
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
+    """``jnp.diagonal``: the ``offset`` diagonal of the ``(axis1, axis2)`` planes, as the last
+    axis."""
+    a = ensure_arraylike("diagonal", a)
+    if a.ndim < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions.")
+    offset = operator.index(core.concrete_or_error(offset, "'offset' argument of jnp.diagonal"))
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    n, m = a.shape[-2:]
+    size = max(0, min(n + min(offset, 0), m - max(offset, 0)))
+    i = np.arange(size, dtype=np.int32)
+    j = np.arange(abs(offset), abs(offset) + size, dtype=np.int32)
+    rows, cols = (i, j) if offset >= 0 else (j, i)
+    if size == 0:
+        return lax.full_like(a, 0, shape=a.shape[:-2] + (0,))
+    return getitem(a, (Ellipsis, rows, cols))
+
+
+def diag(v: ArrayLike, k: int = 0) -> Array:
+    """``jnp.diag``: the ``k``-th diagonal of a 2-D array, or a 2-D array with ``v`` on it."""
+    v = ensure_arraylike("diag", v)
+    k = operator.index(core.concrete_or_error(k, "'k' argument of jnp.diag"))
+    if v.ndim == 1:
+        n = v.shape[0] + abs(k)
+        v = lax.pad(v, np.zeros((), v.dtype)[()] if not v.weak_type else
+                    convert(0, v.dtype, True), ((max(0, k), max(0, -k), 0),))
+        mask = eye(n, k=k, dtype=bool)
+        return where3(mask, broadcast_to_shape(v, (n, n)), lax.full_like(v, 0, shape=(n, n)))
+    if v.ndim == 2:
+        return diagonal(v, offset=k)
+    raise ValueError("diag input must be 1d or 2d")
+
+
+def diagflat(v: ArrayLike, k: int = 0) -> Array:
+    """``jnp.diagflat``: a 2-D array with the flattened ``v`` on the ``k``-th diagonal."""
+    v = ensure_arraylike("diagflat", v)
+    return diag(ravel(v), k)
+
+
+@jitted(static_argnames=("offset", "axis1", "axis2", "dtype", "out"))
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+          out: None = None) -> Array:
+    """``jnp.trace``: the sum of the ``offset`` diagonal."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    a = ensure_arraylike("trace", a)
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# einsum
+# --------------------------------------------------------------------------------------------
+
+def _parse_subscripts(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        lhs, out = subscripts.split("->")
+        explicit = True
+    else:
+        lhs, out, explicit = subscripts, "", False
+    inputs = lhs.split(",")
+    if len(inputs) != len(ndims):
+        raise ValueError(f"einsum: {len(inputs)} operand subscripts for {len(ndims)} operands")
+    used = {c for c in subscripts if c.isalpha()}
+    free = [c for c in string.ascii_letters if c not in used]
+    ell_ndim = max([n - (len(s) - 3) for s, n in zip(inputs, ndims) if "..." in s], default=0)
+    ell = "".join(free[:ell_ndim])
+    terms = []
+    for s, n in zip(inputs, ndims):
+        if "..." in s:
+            k = n - (len(s) - 3)
+            s = s.replace("...", ell[ell_ndim - k:] if k else "")
+        if len(s) != n:
+            raise ValueError(f"einsum: subscripts {s!r} do not match an operand of rank {n}")
+        terms.append(s)
+    if explicit:
+        out = out.replace("...", ell)
+        for c in out:
+            if not any(c in t for t in terms):
+                raise ValueError(f"Output character '{c}' did not appear in the input")
+    else:
+        counts = Counter("".join(terms))
+        out = ell + "".join(sorted(c for c in counts if counts[c] == 1 and c not in ell))
+    return terms, out
+
+
+def _einsum_diagonal(x: Array, term: str) -> tuple[Array, str]:
+    """Take the diagonal over repeated letters of one operand (``ii->i``)."""
+    while True:
+        counts = Counter(term)
+        rep = next((c for c in term if counts[c] > 1), None)
+        if rep is None:
+            return x, term
+        i = term.index(rep)
+        j = term.index(rep, i + 1)
+        x = diagonal(x, 0, i, j)
+        term = "".join(c for n, c in enumerate(term) if n not in (i, j)) + rep
+
+
+@jitted(static_argnames=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
+def einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
+           precision: Any = None, preferred_element_type: Any = None) -> Array:
+    """``jnp.einsum``: Einstein summation, as a chain of ``lax.dot_general`` contractions
+    (``optimize`` is accepted; operands are contracted left to right)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("einsum in the interleaved (operand, sublist) form is not "
+                                  "supported; pass a subscripts string.")
+    ops = list(ensure_arraylike("einsum", *operands)) if len(operands) > 1 else \
+        [ensure_arraylike("einsum", *operands)]
+    dt, weak = _result_dtype(preferred_element_type, *ops)
+    ops = [convert(o, dt) for o in ops]
+    terms, out_term = _parse_subscripts(subscripts, [o.ndim for o in ops])
+    sizes: dict[str, int] = {}
+    for t, o in zip(terms, ops):
+        for c, d in zip(t, o.shape):
+            if sizes.get(c, 1) != d and d != 1 and sizes.get(c, 1) != 1:
+                raise ValueError(f"einsum: size of label '{c}' is {sizes[c]} in one operand and "
+                                 f"{d} in another")
+            sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
+    # Per operand: diagonals, broadcast size-1 labels, sum labels seen nowhere else.
+    pending = []
+    for n, (t, o) in enumerate(zip(terms, ops)):
+        o, t = _einsum_diagonal(o, t)
+        target = tuple(sizes[c] for c in t)
+        if o.shape != target:
+            o = broadcast_to_shape(o, target)
+        others = set(out_term).union(*(terms[m] for m in range(len(terms)) if m != n))
+        drop = tuple(i for i, c in enumerate(t) if c not in others)
+        if drop:
+            o = lax.reduce_sum(o, drop)
+            t = "".join(c for i, c in enumerate(t) if i not in drop)
+        pending.append((o, t))
+    x, xt = pending[0]
+    for k in range(1, len(pending)):
+        y, yt = pending[k]
+        later = set(out_term).union(*(t for _, t in pending[k + 1:]))
+        shared = [c for c in xt if c in yt]
+        batch = [c for c in shared if c in later]
+        contract = [c for c in shared if c not in later]
+        dims = ((tuple(xt.index(c) for c in contract), tuple(yt.index(c) for c in contract)),
+                (tuple(xt.index(c) for c in batch), tuple(yt.index(c) for c in batch)))
+        x = lax.dot_general(x, y, dims, precision=precision, preferred_element_type=dt)
+        xt = "".join(batch) + "".join(c for c in xt if c not in shared) + \
+            "".join(c for c in yt if c not in shared)
+        # Labels now in x alone and not needed later are summed right away.
+        drop = tuple(i for i, c in enumerate(xt) if c not in later)
+        if drop:
+            x = lax.reduce_sum(x, drop)
+            xt = "".join(c for i, c in enumerate(xt) if i not in drop)
+    drop = tuple(i for i, c in enumerate(xt) if c not in out_term)
+    if drop:
+        x = lax.reduce_sum(x, drop)
+        xt = "".join(c for i, c in enumerate(xt) if i not in drop)
+    perm = tuple(xt.index(c) for c in out_term)
+    x = lax.transpose(x, perm)
+    return lax.convert_element_type(x, dt, weak_type=weak)
+
+
+def einsum_path(subscripts: str, /, *operands: ArrayLike, optimize: Any = "auto"
+                ) -> tuple[list, str]:
+    """``jnp.einsum_path``: the (left-to-right) contraction order ``einsum`` uses."""
+    n = len(operands)
+    path = [(0, 1)] * max(n - 1, 0) if n > 1 else [(0,)]
+    return ["einsum_path", *path], f"  Contraction order: left to right ({subscripts})"

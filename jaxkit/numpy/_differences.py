@@ -1,0 +1,262 @@
+"""Differences, integration and interpolation along an axis: ``diff``, ``ediff1d``,
+``gradient``, ``trapezoid``, ``interp``, ``unwrap``."""
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit.runtime.array import Array
+from jaxkit.numpy._creation import asarray
+from jaxkit.numpy._elementwise import _const
+from jaxkit.numpy._promotion import (
+    broadcast_to_shape,
+    canonicalize_axis,
+    convert,
+    ensure_arraylike,
+    promote_dtypes,
+    promote_dtypes_inexact,
+)
+from jaxkit.numpy._reductions import cumsum
+from jaxkit.numpy._reductions import sum as _sum
+from jaxkit.numpy._shape import concatenate, moveaxis, ravel
+from jaxkit.numpy._sorting import searchsorted
+from jaxkit.numpy._ufuncs import true_divide
+from jaxkit.numpy._ufuncs import (
+    absolute,
+    add,
+    equal,
+    floor_divide,
+    greater,
+    less,
+    logical_and,
+    multiply,
+    negative,
+    remainder,
+    subtract,
+    where3,
+)
+from jaxkit.typing import ArrayLike
+
+
+def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = None,
+         append: ArrayLike | None = None) -> Array:
+    """``jnp.diff``: the ``n``-th discrete difference along ``axis``."""
+    arr = ensure_arraylike("diff", a)
+    n = operator.index(core.concrete_or_error(n, "'n' argument of jnp.diff"))
+    axis = operator.index(core.concrete_or_error(axis, "'axis' argument of jnp.diff"))
+    if n == 0:
+        return arr
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    if arr.ndim == 0:
+        raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
+    axis = canonicalize_axis(axis, arr.ndim)
+    def edge(extra: ArrayLike) -> Array:
+        extra = ensure_arraylike("diff", extra)
+        if not extra.ndim:
+            shape = list(arr.shape)
+            shape[axis] = 1
+            extra = broadcast_to_shape(extra, tuple(shape))
+        return extra
+
+    combined = ([edge(prepend)] if prepend is not None else []) + [arr] + \
+        ([edge(append)] if append is not None else [])
+    if len(combined) > 1:
+        arr = concatenate(combined, axis)
+    for _ in range(n):
+        size = arr.shape[axis]
+        hi = lax.slice_in_dim(arr, 1, size, axis=axis)
+        lo = lax.slice_in_dim(arr, 0, max(size - 1, 0), axis=axis)
+        arr = lax.ne(hi, lo) if arr.dtype == np.bool_ else lax.sub(hi, lo)
+    return arr
+
+
+def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None,
+            to_begin: ArrayLike | None = None) -> Array:
+    """``jnp.ediff1d``: differences of consecutive elements of the flattened array."""
+    arr = ravel(ensure_arraylike("ediff1d", ary))
+    n = arr.shape[0]
+    result = lax.sub(lax.slice(arr, (1,), (max(n, 1),)), lax.slice(arr, (0,), (max(n - 1, 0),)))
+    if to_begin is not None:
+        to_begin = ensure_arraylike("ediff1d", to_begin)
+        result = concatenate((ravel(lax.convert_element_type(to_begin, arr.dtype)), result))
+    if to_end is not None:
+        to_end = ensure_arraylike("ediff1d", to_end)
+        result = concatenate((result, ravel(lax.convert_element_type(to_end, arr.dtype))))
+    return result
+
+
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
+              axis: int = -1) -> Array:
+    """``jnp.trapezoid``: integral of ``y`` by the trapezoidal rule."""
+    if x is None:
+        y = ensure_arraylike("trapezoid", y)
+        y_arr, = promote_dtypes_inexact(y)
+        dx_arr = asarray(dx)
+        if dx_arr.ndim > 0:
+            dx_arr = lax.expand_dims(dx_arr, tuple(range(y_arr.ndim - dx_arr.ndim)))
+            dx_arr = moveaxis(dx_arr, axis, -1)
+    else:
+        y, x = ensure_arraylike("trapezoid", y, x)
+        y_arr, x_arr = promote_dtypes_inexact(y, x)
+        dx_arr = diff(x_arr) if x_arr.ndim == 1 else moveaxis(diff(x_arr, axis=axis), axis, -1)
+    y_arr = moveaxis(y_arr, axis, -1)
+    n = y_arr.shape[-1]
+    last = y_arr.ndim - 1
+    mid = lax.add(lax.slice_in_dim(y_arr, 1, n, axis=last),
+                  lax.slice_in_dim(y_arr, 0, n - 1, axis=last))
+    return multiply(0.5, _sum(multiply(dx_arr, mid), axis=-1))
+
+
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None = None,
+           right: ArrayLike | str | None = None, period: ArrayLike | None = None) -> Array:
+    """``jnp.interp``: piecewise-linear interpolation of ``(xp, fp)`` at ``x``."""
+    x, xp_arr, fp_arr = ensure_arraylike("interp", x, xp, fp)
+    if xp_arr.ndim != 1 or fp_arr.ndim != 1:
+        raise ValueError("xp and fp must be one-dimensional")
+    if xp_arr.shape[0] != fp_arr.shape[0]:
+        raise ValueError("xp and fp must have the same length")
+    if xp_arr.shape[0] == 0:
+        raise ValueError("xp and fp must be non-empty")
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        raise ValueError("jnp.interp: complex x values not supported.")
+    if period is not None:
+        if left is not None or right is not None:
+            raise ValueError("jnp.interp: left and right are not supported with period")
+        x, xp_arr, period = promote_dtypes_inexact(x, xp_arr, period)
+        period = absolute(period)
+        x = remainder(x, period)
+        xp_arr = remainder(xp_arr, period)
+        order = _argsort1(xp_arr)
+        xp_arr = _take1(xp_arr, order)
+        fp_arr = _take1(fp_arr, order)
+        n = xp_arr.shape[0]
+        xp_arr = concatenate([lax.sub(lax.slice(xp_arr, (n - 1,), (n,)), period), xp_arr,
+                              lax.add(lax.slice(xp_arr, (0,), (1,)), period)])
+        fp_arr = concatenate([lax.slice(fp_arr, (n - 1,), (n,)), fp_arr,
+                              lax.slice(fp_arr, (0,), (1,))])
+    x, xp_arr, fp_arr = promote_dtypes_inexact(x, xp_arr, fp_arr)
+    n = xp_arr.shape[0]
+    i = lax.clamp(np.int32(1), lax.convert_element_type(searchsorted(xp_arr, x, side="right"),
+                                                        np.int32), np.int32(max(n - 1, 1)))
+    xi, xi1 = _take1(xp_arr, i), _take1(xp_arr, lax.sub(i, np.int32(1)))
+    fi, fi1 = _take1(fp_arr, i), _take1(fp_arr, lax.sub(i, np.int32(1)))
+    dx = lax.sub(xi, xi1)
+    delta = lax.sub(x, xi1)
+    eps = float(np.finfo(np.dtype(xp_arr.dtype)).eps) if n > 1 else 0.0
+    small = lax.le(lax.abs(dx), _const(dx, eps))
+    safe_dx = lax.select(small, lax.full_like(dx, 1), dx)
+    f = lax.select(small, fi, lax.add(fi1, lax.mul(lax.div(delta, safe_dx), lax.sub(fi, fi1))))
+    if period is None:
+        first, last = _take1(fp_arr, np.int32(0)), _take1(fp_arr, np.int32(n - 1))
+        left_v = first if left is None else convert(left, f.dtype)
+        right_v = last if right is None else convert(right, f.dtype)
+        x0, xn = _take1(xp_arr, np.int32(0)), _take1(xp_arr, np.int32(n - 1))
+        f = where3(lax.lt(x, x0), left_v, f)
+        f = where3(lax.gt(x, xn), right_v, f)
+    return f
+
+
+def _take1(a: Array, i: Any) -> Array:
+    return lax.gather(a, lax.expand_dims(asarray(i), (np.ndim(i),)),
+                      lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                                 start_index_map=(0,)),
+                      (1,), mode="clip")
+
+
+def _argsort1(a: Array) -> Array:
+    _, idx = lax.sort_key_val(a, lax.iota(np.int32, a.shape[0]))
+    return idx
+
+
+def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
+           period: ArrayLike = 2 * np.pi) -> Array:
+    """``jnp.unwrap``: remove jumps larger than ``discont`` by adding multiples of
+    ``period``."""
+    p = ensure_arraylike("unwrap", p)
+    p, period = promote_dtypes(p, period)
+    if dtypes.issubdtype(dtypes.dtype(p), np.complexfloating):
+        raise ValueError("jnp.unwrap does not support complex inputs.")
+    p = asarray(p)
+    axis = canonicalize_axis(axis, p.ndim)
+    if p.shape[axis] == 0:
+        return p
+    is_int = dtypes.issubdtype(p.dtype, np.integer)
+    interval = floor_divide(period, 2) if is_int else multiply(period, 0.5)
+    if discont is None:
+        discont = interval
+    dd = diff(p, axis=axis)
+    ddmod = subtract(remainder(add(dd, interval), period), interval)
+    ddmod = where3(logical_and(equal(ddmod, negative(interval)), greater(dd, 0)), interval,
+                   ddmod)
+    ph_correct = where3(less(absolute(dd), discont), 0, subtract(ddmod, dd))
+    n = p.shape[axis]
+    head = lax.slice_in_dim(p, 0, 1, axis=axis)
+    tail = add(lax.slice_in_dim(p, 1, n, axis=axis), cumsum(ph_correct, axis=axis))
+    return concatenate((head, tail), axis=axis)
+
+
+def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None = None,
+             edge_order: int | None = None) -> Any:
+    """``jnp.gradient``: second-order central differences inside, first-order at the edges."""
+    if edge_order is not None:
+        raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
+    a, *spacing = promote_dtypes_inexact(*ensure_arraylike("gradient", f, *varargs)) \
+        if varargs else promote_dtypes_inexact(ensure_arraylike("gradient", f))
+
+    def along(a: Array, h: Any, ax: int) -> Array:
+        n = a.shape[ax]
+        def sl(lo: int, hi: int) -> Array:
+            return lax.slice_in_dim(a, lo, hi, axis=ax)
+
+        upper = subtract(sl(1, 2), sl(0, 1))
+        lower = subtract(sl(n - 1, n), sl(n - 2, n - 1))
+        if np.ndim(h) == 0:
+            inner = true_divide(multiply(subtract(sl(2, n), sl(0, n - 2)), 0.5), h)
+            return concatenate((true_divide(upper, h), inner, true_divide(lower, h)), axis=ax)
+        if np.ndim(h) != 1:
+            raise ValueError("Spacing arrays must be 1D arrays or scalars.")
+        if h.shape[0] != n:
+            raise ValueError("Spacing arrays must have the same length as the dimension along "
+                             "which the gradient is calculated.")
+        shape = [1] * a.ndim
+        shape[ax] = n
+        h = lax.reshape(h, tuple(shape))
+
+        def hs(lo: int, hi: int) -> Array:
+            return lax.slice_in_dim(h, lo, hi, axis=ax)
+
+        upper = true_divide(upper, subtract(hs(1, 2), hs(0, 1)))
+        lower = true_divide(lower, subtract(hs(n - 1, n), hs(n - 2, n - 1)))
+        dx1 = subtract(hs(1, n - 1), hs(0, n - 2))
+        dx2 = subtract(hs(2, n), hs(1, n - 1))
+        ca = true_divide(lax.neg(dx2), multiply(dx1, lax.add(dx1, dx2)))
+        cb = true_divide(subtract(dx2, dx1), multiply(dx1, dx2))
+        cc = true_divide(dx1, multiply(dx2, lax.add(dx1, dx2)))
+        inner = lax.add(lax.add(multiply(ca, sl(0, n - 2)), multiply(cb, sl(1, n - 1))),
+                        multiply(cc, sl(2, n)))
+        return concatenate((upper, inner, lower), axis=ax)
+
+    if axis is None:
+        axes = tuple(range(a.ndim))
+    else:
+        axes = tuple(ax % a.ndim for ax in ((axis,) if isinstance(axis, int) else axis))
+    if not axes:
+        return []
+    if min(a.shape[ax] for ax in axes) < 2:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                         "2 elements are required.")
+    if len(spacing) == 0:
+        dx: list = [1.0] * len(axes)
+    elif len(spacing) == 1:
+        dx = list(spacing) * len(axes)
+    elif len(spacing) == len(axes):
+        dx = list(spacing)
+    else:
+        raise TypeError(f"Invalid number of spacing arguments {len(spacing)} for axis={axis}")
+    grads = [along(a, h, ax) for ax, h in zip(axes, dx)]
+    return grads[0] if len(axes) == 1 else grads

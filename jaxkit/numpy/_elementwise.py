@@ -1,0 +1,358 @@
+"""Elementwise functions that are not NumPy ufuncs: ``clip``, ``round``/``around``,
+``trunc``, ``fmax``/``fmin``, ``nan_to_num``, ``isclose``/``allclose``, ``array_equal``,
+``angle``, ``select``/``piecewise``, ``gcd``/``lcm``, ``astype`` and the ``is*obj``
+predicates."""
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit.runtime.array import Array
+from jaxkit.numpy._creation import asarray
+from jaxkit.numpy._jitted import jitted
+from jaxkit.numpy._promotion import (
+    broadcast_all,
+    broadcast_arrays,
+    broadcast_to_shape,
+    check_arraylike,
+    convert,
+    ensure_arraylike,
+    promote_args,
+    promote_args_inexact,
+    promote_args_numeric,
+    promote_dtypes,
+)
+from jaxkit.numpy._reductions import all as _all
+from jaxkit.numpy._reductions import any as _any
+from jaxkit.numpy._shape import concatenate
+from jaxkit.numpy._ufuncs import (
+    absolute,
+    ceil,
+    degrees,
+    floor,
+    floor_divide,
+    imag,
+    isfinite,
+    isnan,
+    isneginf,
+    isposinf,
+    logical_and,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    real,
+    where3,
+)
+from jaxkit.typing import ArrayLike, DTypeLike
+
+
+def _const(x: Any, v: Any) -> np.generic:
+    dt = dtypes.dtype(x)
+    return np.asarray(v).astype(dt)[()]
+
+
+def iscomplexobj(x: Any) -> bool:
+    """``jnp.iscomplexobj``: whether ``x`` has a complex dtype."""
+    if isinstance(x, (complex, np.complexfloating)):
+        return True
+    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+        return False
+    try:
+        typ = x.dtype
+    except AttributeError:
+        typ = asarray(x).dtype
+    return dtypes.issubdtype(typ, np.complexfloating)
+
+
+def isrealobj(x: Any) -> bool:
+    """``jnp.isrealobj``: not ``iscomplexobj``."""
+    return not iscomplexobj(x)
+
+
+def iscomplex(x: ArrayLike) -> Array:
+    """``jnp.iscomplex``: elementwise, whether the imaginary part is nonzero."""
+    i = imag(x)
+    return lax.ne(i, _const(i, 0))
+
+
+def isreal(x: ArrayLike) -> Array:
+    """``jnp.isreal``: elementwise, whether the imaginary part is zero."""
+    i = imag(x)
+    return lax.eq(i, _const(i, 0))
+
+
+def isscalar(element: Any) -> bool:
+    """``jnp.isscalar``: Python/NumPy scalars and zero-dimensional arrays."""
+    if np.isscalar(element):
+        return True
+    if isinstance(element, (np.ndarray, Array, core.Tracer)):
+        return element.ndim == 0
+    if getattr(element, "__jax_array__", None) is not None:
+        return asarray(element).ndim == 0
+    return False
+
+
+@jitted(static_argnames=("dtype", "copy", "device"))
+def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
+           device: Any = None) -> Array:
+    """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed)."""
+    x_arr = ensure_arraylike("astype", x)
+    dt = dtypes.default_float_dtype() if dtype is None else \
+        dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    if dtypes.issubdtype(x_arr.dtype, np.complexfloating) and dt == np.bool_:
+        x_arr = lax.ne(x_arr, _const(x_arr, 0))
+    return lax.convert_element_type(x_arr, dt)
+
+
+def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """``jnp.fmax``: elementwise maximum, ignoring NaNs."""
+    x1, x2 = promote_args("fmax", x1, x2)
+    return where3(lax.bitwise_or(_greater(x1, x2), isnan(x2)), x1, x2)
+
+
+def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """``jnp.fmin``: elementwise minimum, ignoring NaNs."""
+    x1, x2 = promote_args("fmin", x1, x2)
+    return where3(lax.bitwise_or(_greater(x2, x1), isnan(x2)), x1, x2)
+
+
+def _greater(x: Any, y: Any) -> Array:
+    if dtypes.issubdtype(dtypes.dtype(x), np.complexfloating):
+        x, y = broadcast_all("greater", x, y)
+        return lax.select(lax.eq(lax.real(x), lax.real(y)), lax.gt(lax.imag(x), lax.imag(y)),
+                          lax.gt(lax.real(x), lax.real(y)))
+    return lax.gt(x, y)
+
+
+@jitted
+def trunc(x: ArrayLike) -> Array:
+    """``jnp.trunc``: round towards zero."""
+    x = ensure_arraylike("trunc", x)
+    if dtypes.isdtype(x.dtype, ("integral", "bool")):
+        return x
+    return where3(lax.lt(x, _const(x, 0)), ceil(x), floor(x))
+
+
+@jitted(static_argnames=("decimals", "out"))
+def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
+    """``jnp.round``: round to ``decimals`` decimals, ties to even."""
+    a = ensure_arraylike("round", a)
+    decimals = operator.index(core.concrete_or_error(decimals,
+                                                     "'decimals' argument of jnp.round"))
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    dtype = a.dtype
+    if dtypes.issubdtype(dtype, np.integer):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return a
+    if dtype == np.bool_:
+        return a
+
+    def _round_float(x: Any) -> Array:
+        if decimals == 0:
+            return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+        x = lax.convert_element_type(x, np.float32) if dtype == np.float16 else x
+        factor = _const(x, 10 ** decimals)
+        out = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
+        return lax.convert_element_type(out, dtype) if dtype == np.float16 else out
+
+    if decimals > np.log10(float(dtypes.finfo(dtype).max)):
+        return a
+    if dtypes.issubdtype(dtype, np.complexfloating):
+        return lax.complex(_round_float(lax.real(a)), _round_float(lax.imag(a)))
+    return _round_float(a)
+
+
+around = round
+
+
+@jitted
+def clip(arr: ArrayLike | None = None, /, min: ArrayLike | None = None,
+         max: ArrayLike | None = None, *, a: Any = None, a_min: Any = None,
+         a_max: Any = None) -> Array:
+    """``jnp.clip``: ``arr`` limited to ``[min, max]`` (either may be None)."""
+    if a is not None:
+        arr = a
+    if a_min is not None:
+        min = a_min
+    if a_max is not None:
+        max = a_max
+    if arr is None:
+        raise ValueError("No input was provided to the clip function.")
+    check_arraylike("clip", arr)
+    if any(iscomplexobj(t) for t in (arr, min, max)):
+        raise ValueError("Clip received a complex value either through the input or the "
+                         "min/max keywords. Complex values have no ordering and cannot be "
+                         "clipped. Please convert to a real value or array by taking the real "
+                         "or imaginary components via jax.numpy.real/imag respectively.")
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return asarray(arr)
+
+
+def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
+               posinf: ArrayLike | None = None, neginf: ArrayLike | None = None) -> Array:
+    """``jnp.nan_to_num``: NaN and infinities replaced by finite numbers."""
+    x = ensure_arraylike("nan_to_num", x)
+    dtype = x.dtype
+    if not dtypes.issubdtype(dtype, np.inexact):
+        return x
+    if dtypes.issubdtype(dtype, np.complexfloating):
+        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    info = dtypes.finfo(dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where3(isnan(x), asarray(nan, dtype=dtype), x)
+    out = where3(isposinf(out), asarray(posinf, dtype=dtype), out)
+    return where3(isneginf(out), asarray(neginf, dtype=dtype), out)
+
+
+@jitted(static_argnames=("equal_nan",))
+def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+            equal_nan: bool = False) -> Array:
+    """``jnp.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise (infinities must be
+    equal)."""
+    a, b = promote_args("isclose", a, b)
+    a, b = promote_args_inexact("isclose", a, b)
+    dtype = dtypes.dtype(a)
+    if dtypes.issubdtype(dtype, np.complexfloating):
+        dtype = np.array(0, dtype).real.dtype
+    rtol = convert(rtol, dtype)
+    atol = convert(atol, dtype)
+    both_nan = logical_and(isnan(a), isnan(b))
+    check_fin = isfinite(b)
+    a_, b_ = broadcast_all("isclose", a, b)
+    in_range = lax.le(lax.abs(lax.sub(a_, b_)), lax.add(atol, lax.mul(rtol, lax.abs(b_))))
+    out = logical_or(lax.eq(a_, b_), logical_and(check_fin, in_range))
+    return logical_or(out, both_nan) if equal_nan else out
+
+
+def allclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
+             equal_nan: bool = False) -> Array:
+    """``jnp.allclose``: ``all(isclose(a, b))``."""
+    check_arraylike("allclose", a, b)
+    return _all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
+    """``jnp.array_equal``: same shape and elements."""
+    try:
+        a1, a2 = asarray(a1), asarray(a2)
+    except Exception:  # noqa: BLE001  (NumPy returns False for non-arrays as well)
+        return asarray(False)
+    if a1.shape != a2.shape:
+        return asarray(False)
+    a1p, a2p = promote_dtypes(a1, a2)
+    eq = lax.eq(a1p, a2p)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return _all(eq)
+
+
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
+    """``jnp.array_equiv``: equal after broadcasting."""
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        a1, a2 = broadcast_arrays(a1, a2)
+    except ValueError:
+        return asarray(False)
+    a1, a2 = promote_dtypes(a1, a2)
+    return _all(lax.eq(a1, a2))
+
+
+def angle(z: ArrayLike, deg: bool = False) -> Array:
+    """``jnp.angle``: the argument of complex ``z`` (radians, or degrees if ``deg``)."""
+    z = ensure_arraylike("angle", z)
+    re, im = real(z), imag(z)
+    dtype = re.dtype
+    if not dtypes.issubdtype(dtype, np.inexact) or (
+            dtypes.issubdtype(z.dtype, np.floating) and z.ndim == 0):
+        dtype = dtypes.default_float_dtype()
+        re = lax.convert_element_type(re, dtype)
+        im = lax.convert_element_type(im, dtype)
+    result = lax.atan2(im, re)
+    return degrees(result) if deg else result
+
+
+def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike],
+           default: ArrayLike = 0) -> Array:
+    """``jnp.select``: the choice of the first true condition, else ``default``."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
+                         f"{len(choicelist)})")
+    if len(condlist) == 0:
+        raise ValueError("condlist must be non-empty")
+    check_arraylike("select", *condlist, *choicelist, default)
+    default, *choices = promote_dtypes(default, *choicelist)
+    out = default
+    for cond, choice in reversed(list(zip(condlist, choices))):
+        out = where3(cond, choice, out)
+    return asarray(out)
+
+
+def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,
+              **kw: Any) -> Array:
+    """``jnp.piecewise``: ``funclist[i](x)`` where ``condlist[i]`` (last true wins)."""
+    x = ensure_arraylike("piecewise", x)
+    condlist = [asarray(c) for c in (condlist if isinstance(condlist, (list, tuple))
+                                     else [condlist])]
+    nc, nf = len(condlist), len(funclist)
+    if nf == nc + 1:
+        otherwise = funclist[-1]
+        funclist = funclist[:-1]
+        others = lax.bitwise_not(_any(asarray(concatenate(
+            [lax.expand_dims(broadcast_to_shape(c, x.shape), (0,)) for c in condlist])),
+            axis=0))
+        condlist = [*condlist, others]
+        funclist = [*funclist, otherwise]
+    elif nf != nc:
+        raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are "
+                         f"expected; got {nf}")
+    out = lax.full_like(x, 0)
+    for cond, f in zip(condlist, funclist):
+        val = f(x, *args, **kw) if callable(f) else f
+        out = where3(cond, convert(val, x.dtype), out)
+    return out
+
+
+def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """``jnp.gcd``: greatest common divisor (Euclid's algorithm in a ``while_loop``)."""
+    x1, x2 = promote_args_numeric("gcd", x1, x2)
+    if not dtypes.issubdtype(dtypes.dtype(x1), np.integer):
+        raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+    x1, x2 = broadcast_arrays(x1, x2)
+
+    def cond(xs):
+        return _any(lax.ne(xs[1], _const(xs[1], 0)))
+
+    def body(xs):
+        a, b = xs
+        nz = lax.ne(b, _const(b, 0))
+        safe_b = lax.select(nz, b, lax.full_like(b, 1))
+        a, b = lax.select(nz, b, a), lax.select(nz, lax.rem(a, safe_b), lax.full_like(b, 0))
+        lt = lax.lt(a, b)
+        return (lax.select(lt, b, a), lax.select(lt, a, b))
+
+    out, _ = lax.while_loop(cond, body, (absolute(x1), absolute(x2)))
+    return out
+
+
+def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """``jnp.lcm``: least common multiple."""
+    x1, x2 = promote_args_numeric("lcm", x1, x2)
+    x1, x2 = absolute(x1), absolute(x2)
+    if not dtypes.issubdtype(dtypes.dtype(x1), np.integer):
+        raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    d = gcd(x1, x2)
+    zero = lax.eq(d, _const(d, 0))
+    safe_d = lax.select(zero, lax.full_like(d, 1), d)
+    return where3(zero, _const(d, 0), multiply(x1, floor_divide(x2, safe_d)))

@@ -1,0 +1,224 @@
+"""Statistics: ``cov``, ``corrcoef`` and the histograms (``histogram``,
+``histogram_bin_edges``, ``histogram2d``, ``histogramdd``)."""
+from __future__ import annotations
+
+import builtins
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit.runtime.array import Array
+from jaxkit.numpy._creation import asarray, linspace
+from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._contractions import diag, dot
+from jaxkit.numpy._differences import diff
+from jaxkit.numpy._elementwise import clip, iscomplexobj
+from jaxkit.numpy._promotion import (
+    check_arraylike,
+    convert,
+    ensure_arraylike,
+    promote_dtypes_inexact,
+)
+from jaxkit.numpy._reductions import average, ptp
+from jaxkit.numpy._reductions import sum as _sum
+from jaxkit.numpy._shape import atleast_2d, concatenate, expand_dims, reshape
+from jaxkit.numpy._sorting import searchsorted
+from jaxkit.numpy._take import ravel_multi_index
+from jaxkit.numpy._ufuncs import (
+    conj,
+    divide,
+    imag,
+    multiply,
+    real,
+    sqrt,
+    subtract,
+    true_divide,
+    where3,
+)
+from jaxkit.typing import ArrayLike
+
+
+def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
+        ddof: int | None = None, fweights: ArrayLike | None = None,
+        aweights: ArrayLike | None = None) -> Array:
+    """``jnp.cov``: the covariance matrix of the variables in the rows (or columns) of ``m``."""
+    if y is not None:
+        m, y = promote_dtypes_inexact(*ensure_arraylike("cov", m, y))
+        if y.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+    else:
+        m, = promote_dtypes_inexact(ensure_arraylike("cov", m))
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    X = atleast_2d(m)
+    if not rowvar and m.ndim != 1:
+        X = lax.transpose(X, (1, 0))
+    if X.shape[0] == 0:
+        return lax.full((0, 0), 0, X.dtype)
+    if y is not None:
+        y2 = atleast_2d(y)
+        if not rowvar and y2.shape[0] != 1:
+            y2 = lax.transpose(y2, (1, 0))
+        X = concatenate((X, y2), axis=0)
+    if ddof is None:
+        ddof = 1 if not bias else 0
+    w = None
+    if fweights is not None:
+        fw = ensure_arraylike("cov", fweights)
+        if fw.ndim > 1:
+            raise RuntimeError("cannot handle multidimensional fweights")
+        if fw.shape[0] != X.shape[1]:
+            raise RuntimeError("incompatible numbers of samples and fweights")
+        if not dtypes.issubdtype(fw.dtype, np.integer):
+            raise TypeError("fweights must be integer.")
+        w = fw
+    if aweights is not None:
+        aw = ensure_arraylike("cov", aweights)
+        if aw.ndim > 1:
+            raise RuntimeError("cannot handle multidimensional aweights")
+        if aw.shape[0] != X.shape[1]:
+            raise RuntimeError("incompatible numbers of samples and aweights")
+        w = aw if w is None else multiply(w, aw)
+    avg, w_sum = average(X, axis=1, weights=w, returned=True)
+    w_sum = getitem(w_sum, 0)
+    if w is None:
+        f: Any = X.shape[1] - ddof
+    elif ddof == 0:
+        f = w_sum
+    elif aweights is None:
+        f = subtract(w_sum, ddof)
+    else:
+        f = subtract(w_sum, true_divide(multiply(ddof, _sum(multiply(w, aweights))), w_sum))
+    X = subtract(X, expand_dims(avg, 1))
+    X_T = lax.transpose(X if w is None else multiply(X, expand_dims(asarray(w), 0)), (1, 0))
+    out = true_divide(dot(X, conj(X_T)), f)
+    return reshape(out, tuple(d for d in out.shape if d != 1))
+
+
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Array:
+    """``jnp.corrcoef``: Pearson correlation coefficients."""
+    check_arraylike("corrcoef", x)
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return divide(c, c)
+    d = diag(c)
+    stddev = lax.convert_element_type(sqrt(real(d)), c.dtype)
+    c = true_divide(true_divide(c, expand_dims(stddev, 1)), expand_dims(stddev, 0))
+    real_part = clip(real(c), -1, 1)
+    if iscomplexobj(c):
+        return lax.complex(real_part, clip(imag(c), -1, 1))
+    return real_part
+
+
+def histogram_bin_edges(a: ArrayLike, bins: Any = 10, range: Sequence[Any] | None = None,
+                        weights: ArrayLike | None = None) -> Array:
+    """``jnp.histogram_bin_edges``: the bin edges ``histogram`` would use."""
+    if isinstance(bins, str):
+        raise NotImplementedError("string values for `bins` not implemented.")
+    arr = ensure_arraylike("histogram_bin_edges", a)
+    dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(arr.dtype))
+    if np.ndim(bins) == 1:
+        return asarray(bins, dtype=dtype)
+    n = operator.index(core.concrete_or_error(bins, "bins argument of histogram_bin_edges"))
+    if range is None:
+        lo, hi = lax.reduce_min(arr, tuple(builtins.range(arr.ndim))), \
+            lax.reduce_max(arr, tuple(builtins.range(arr.ndim)))
+        rng = lax.concatenate([lax.reshape(convert(lo, dtype), (1,)),
+                               lax.reshape(convert(hi, dtype), (1,))], 0)
+    else:
+        rng = asarray(range, dtype=dtype)
+    if rng.shape != (2,):
+        raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
+    empty = lax.eq(ptp(rng), np.asarray(0, dtype)[()])
+    lo = where3(empty, subtract(getitem(rng, 0), 0.5), getitem(rng, 0))
+    hi = where3(empty, lax.add(getitem(rng, 1), np.asarray(0.5, dtype)[()]), getitem(rng, 1))
+    return linspace(lo, hi, n + 1, dtype=dtype)
+
+
+def histogram(a: ArrayLike, bins: Any = 10, range: Sequence[Any] | None = None,
+              weights: ArrayLike | None = None, density: bool | None = None
+              ) -> tuple[Array, Array]:
+    """``jnp.histogram``: counts (or summed weights) per bin, and the bin edges."""
+    if weights is None:
+        a, = promote_dtypes_inexact(ensure_arraylike("histogram", a))
+        weights = lax.full_like(a, 1)
+    else:
+        a, weights = ensure_arraylike("histogram", a, weights)
+        if a.shape != weights.shape:
+            raise ValueError("weights should have the same shape as a.")
+        a, weights = promote_dtypes_inexact(a, weights)
+    edges = histogram_bin_edges(a, bins, range, weights)
+    n = edges.shape[0]
+    idx = searchsorted(edges, a, side="right")
+    idx = where3(lax.eq(a, getitem(edges, -1)), n - 1, idx)
+    counts = scatter_update(lax.full((n,), 0, weights.dtype), idx, weights, lax.scatter_add,
+                            False, False, "drop")
+    counts = lax.slice(counts, (1,), (n,))
+    if density:
+        counts = true_divide(true_divide(counts, diff(edges)), _sum(counts))
+    return counts, edges
+
+
+def histogramdd(sample: ArrayLike, bins: Any = 10, range: Sequence[Any] | None = None,
+                weights: ArrayLike | None = None, density: bool | None = None
+                ) -> tuple[Array, list[Array]]:
+    """``jnp.histogramdd``: a multidimensional histogram of the rows of ``sample`` (N, D)."""
+    sample = ensure_arraylike("histogramdd", sample)
+    if sample.ndim != 2:
+        raise ValueError(f"sample must be a 2-D array of shape (N, D); got {sample.shape}")
+    n_dims = sample.shape[1]
+    if range is not None and (len(range) != n_dims or
+                              any(r is not None and np.shape(r)[0] != 2 for r in range)):
+        raise ValueError(f"For sample.shape={sample.shape}, range must be a sequence of "
+                         f"{n_dims} pairs or Nones; got range={range}")
+    bins_seq = [bins] * n_dims if isinstance(bins, int) else list(bins)
+    if len(bins_seq) != n_dims:
+        raise ValueError(f"should be a bin for each dimension, got {len(bins_seq)}")
+    edges, idxs = [], []
+    for i in builtins.range(n_dims):
+        col = getitem(sample, (slice(None), i))
+        e = histogram_bin_edges(col, bins_seq[i], None if range is None else range[i])
+        k = searchsorted(e, col, side="right")
+        k = where3(lax.eq(col, getitem(e, -1)), e.shape[0] - 1, k)
+        edges.append(e)
+        idxs.append(k)
+    dims = tuple(e.shape[0] + 1 for e in edges)
+    flat = ravel_multi_index(tuple(idxs), dims, mode="clip")
+    w = lax.full(flat.shape, 1, dtypes.default_int_dtype()) if weights is None else \
+        ensure_arraylike("histogramdd", weights)
+    counts = scatter_update(lax.full((int(np.prod(dims)),), 0, w.dtype), flat, w,
+                            lax.scatter_add, False, False, "drop")
+    counts = lax.reshape(counts, dims)
+    counts = lax.slice(counts, (1,) * n_dims, tuple(d - 1 for d in dims))
+    if density:
+        counts = true_divide(counts, _sum(counts))
+        for i, e in enumerate(edges):
+            shape = [1] * n_dims
+            shape[i] = e.shape[0] - 1
+            counts = true_divide(counts, lax.reshape(diff(e), tuple(shape)))
+    return counts, edges
+
+
+def histogram2d(x: ArrayLike, y: ArrayLike, bins: Any = 10, range: Any = None,
+                weights: ArrayLike | None = None, density: bool | None = None
+                ) -> tuple[Array, Array, Array]:
+    """``jnp.histogram2d``: ``histogramdd`` of the points ``(x, y)``."""
+    x, y = ensure_arraylike("histogram2d", x, y)
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n == 2:
+        bins = list(bins)
+    sample = lax.transpose(concatenate([lax.expand_dims(v, (0,)) for v in
+                                        promote_dtypes_inexact(x, y)]), (1, 0))
+    hist, edges = histogramdd(sample, bins, range, weights, density)
+    return hist, edges[0], edges[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Window functions and i0
+# --------------------------------------------------------------------------------------------

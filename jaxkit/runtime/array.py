@@ -1,0 +1,305 @@
+"""``Array``: an immutable array living in a device buffer.
+
+A thin ``__slots__`` wrapper around jaxlib's ``ArrayImpl`` (which cannot be subclassed, and
+whose class jax itself monkey-patches, so we leave it alone). Results of computations are
+wrapped without copying; conversion to NumPy happens only when asked for (``np.asarray``,
+printing, ``float()``), and the NumPy view is cached.
+
+Operators and NumPy-style methods (``x + y``, ``x.sum()``, ``x[1:]``, ``x.at[...]``) are
+installed by ``jaxkit.numpy`` on this class and on tracers alike.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes
+from jaxkit.runtime import pjrt
+from jaxkit._config import config
+from jaxkit.core import ShapedArray
+
+
+class Array:
+    """An immutable n-dimensional array on a device (like ``jax.Array``)."""
+
+    __slots__ = ("_buf", "aval", "_npy", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, buf: pjrt.ArrayImpl):
+        # Every dispatch makes one of these: _npy (the host copy) stays unset until asked for.
+        self._buf = buf
+        self.aval: ShapedArray = buf.aval
+
+    # ---- metadata ----
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def device(self):
+        return pjrt.device_of(self._buf)
+
+    def devices(self) -> set:
+        return {self.device}
+
+    @property
+    def sharding(self):
+        return self._buf._sharding
+
+    @property
+    def committed(self) -> bool:
+        return True
+
+    # One device holds the whole array: one shard, fully addressable and replicated.
+    is_fully_addressable = True
+    is_fully_replicated = True
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        return [Shard(self.device, tuple(slice(None) for _ in self.shape), 0, self)]
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index: int) -> Array:
+        if index != 0:
+            raise IndexError(f"shard index {index} out of range for an array with 1 shard")
+        return self
+
+    def to_device(self, device, *, stream=None) -> Array:
+        """A copy of this array on ``device`` (the array API's ``to_device``)."""
+        if stream is not None:
+            raise NotImplementedError("to_device(stream=...) is not supported")
+        return Array(pjrt.copy_to_device(self._buf, self.aval, device))
+
+    # ---- synchronisation ----
+    def block_until_ready(self) -> Array:
+        """Wait until the computation producing this array has finished; return self."""
+        self._check_alive()
+        self._buf.block_until_ready()
+        return self
+
+    def is_ready(self) -> bool:
+        return self._buf.is_ready()
+
+    def copy_to_host_async(self) -> None:
+        self._buf.copy_to_host_async()
+
+    def delete(self) -> None:
+        self._buf.delete()
+        try:
+            del self._npy  # the host copy, if it was fetched
+        except AttributeError:
+            pass
+
+    def is_deleted(self) -> bool:
+        return self._buf.is_deleted()
+
+    def _check_alive(self) -> None:
+        if self._buf.is_deleted():
+            raise RuntimeError("Array has been deleted or donated: it was passed to a function "
+                               "with donate_argnums (or .delete() was called). Use the result "
+                               "of that call instead.")
+
+    # ---- conversion to host values ----
+    @property
+    def _value(self) -> np.ndarray:
+        try:
+            return self._npy
+        except AttributeError:  # not fetched yet
+            self._check_alive()
+            npy = self._npy = pjrt.fetch(self._buf)
+            return npy
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        return value.copy() if copy else value
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __float__(self):
+        return float(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self._value)
+
+    def __index__(self):
+        if not np.issubdtype(self.dtype, np.integer):
+            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        return int(self._value)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __format__(self, spec):
+        return format(self._value.item() if self.ndim == 0 else self._value, spec)
+
+    def __repr__(self):
+        if self._buf.is_deleted():
+            return "Array(<deleted>)"
+        prefix = "Array("
+        dtype_text = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=np.get_printoptions()["linewidth"])
+        # JAX's layout: the dtype follows on the last line, after a wider gap when that line
+        # is already long (kept identical so that printed outputs match JAX's).
+        last_line = len(body) - body.rfind("\n") + 1
+        gap = " " * len(prefix) if last_line + len(dtype_text) + 2 > np.get_printoptions()[
+            "linewidth"] else " "
+        return f"{prefix}{body},{gap}{dtype_text})"
+
+    def __str__(self):
+        return str(self._value)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(repr(self))
+
+    def __reduce__(self):
+        return (_reconstruct, (np.array(self._value), self.weak_type))
+
+    def __setitem__(self, idx, value):
+        raise TypeError("jaxkit arrays are immutable and do not support in-place item "
+                        "assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or "
+                        "another .at[] method (add, multiply, min, max, ...).")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _reconstruct(value: np.ndarray, weak_type: bool) -> Array:
+    return device_put_value(value, weak_type=weak_type)
+
+
+core.pytype_aval_mappings[Array] = lambda x: x.aval
+
+
+def device_put_value(x: Any, device=None, weak_type: bool | None = None,
+                     dtype=None) -> Array:
+    """Any array-like (NumPy, Python scalar, Array) -> Array on ``device``."""
+    if type(x) is Array and dtype is None:
+        if device is None or x.device == device:
+            return x
+        return Array(pjrt.copy_to_device(x._buf, x.aval, device))
+    aval = core.get_aval(x)
+    if dtype is not None:
+        aval = aval.update(dtype=dtypes.canonicalize_dtype(dtype), weak_type=False)
+    if weak_type is not None:
+        aval = aval.update(weak_type=weak_type)
+    host = x._value if type(x) is Array else x
+    value = np.asarray(host, dtype=aval.dtype)
+    return Array(pjrt.put(value, aval, device))
+
+
+# (value, type, aval[, sign]) -> device buffer of a Python scalar on the default device: `x * 2.0`
+# in a loop puts the constant once. Safe because buffers are immutable; a donated one is re-put.
+# Floats carry their sign in the key (-0.0 == 0.0); complex scalars are not cached.
+_scalar_buffers: dict = {}
+_cached_scalars = frozenset({int, float, bool})
+config.on_change(lambda name, value: _scalar_buffers.clear())  # e.g. another default device
+
+
+def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
+    """The device buffer for an argument of aval ``aval`` (which came from ``get_aval(x)``)."""
+    if type(x) is Array:
+        if device is not None and x.device != device:
+            return pjrt.copy_to_device(x._buf, x.aval, device)
+        return x._buf
+    t = type(x)
+    if device is None and t in _cached_scalars:
+        key = (x, t, aval, math.copysign(1.0, x)) if t is float else (x, t, aval)
+        buf = _scalar_buffers.get(key)
+        if buf is None or buf.is_deleted():
+            if len(_scalar_buffers) >= 1024:  # NaNs never match: keep the table bounded
+                _scalar_buffers.clear()
+            buf = _scalar_buffers[key] = pjrt.put(np.asarray(x, dtype=aval.dtype), aval)
+        return buf
+    return pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
+
+
+def wrap_buffers(bufs: Sequence[pjrt.ArrayImpl]) -> list[Array]:
+    return [Array(b) for b in bufs]
+
+
+class Shard:
+    """One shard of an array: the device, the index it covers, replica id, and its data."""
+
+    __slots__ = ("device", "index", "replica_id", "data")
+
+    def __init__(self, device, index: tuple, replica_id: int, data: Array):
+        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+
+    def __repr__(self) -> str:
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
+# JAX's concrete array class prints as ``jaxlib._jax.ArrayImpl``; ours does too, so that
+# ``type(x)`` in a user's program prints what it prints under JAX.
+Array.__name__ = Array.__qualname__ = "ArrayImpl"
+Array.__module__ = "jaxlib._jax"
+
+
+class _ArrayMeta(type):
+    """``isinstance(x, jax.Array)`` holds for concrete arrays and for tracers (as in JAX)."""
+
+    def __instancecheck__(cls, x) -> bool:
+        return isinstance(x, (Array, core.Tracer))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return type.__subclasscheck__(cls, sub) or issubclass(sub, (Array, core.Tracer))
+
+
+class PublicArray(metaclass=_ArrayMeta):
+    """The public array type (``jaxkit.Array``, ``jnp.ndarray``): an abstract base covering
+    device arrays and tracers, for ``isinstance`` checks and annotations. Arrays are made by
+    ``jnp.array``, ``device_put`` and every operation, never by calling this class."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("jax.Array cannot be instantiated directly; use jnp.array or "
+                        "jax.device_put to make an array.")
+
+
+PublicArray.__name__ = PublicArray.__qualname__ = "Array"
+PublicArray.__module__ = "jax.jaxlib._jax"

@@ -1,0 +1,353 @@
+"""The runtime: jaxlib's PjRt clients, devices, device buffers, compilation and execution.
+
+With ``interpreters/mlir.py`` this is the only code that imports jaxlib, and nothing imports the
+``jax`` package. The recipes follow ``shared/JAXLIB.md``: results are wrapped by
+``array_result_handler``s built once per executable (never ``disassemble_*``, which makes jaxlib
+attempt a failing ``import jax`` per array), host data is copied on ``put`` unless the library
+owns it, and 64-bit data is canonicalised here because jaxlib would narrow it silently.
+"""
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # silence PjRt start-up info lines
+
+from jaxkit.runtime import allocator  # noqa: E402
+
+allocator.configure()  # before jaxlib starts threads: see allocator.py
+
+import numpy as np  # noqa: E402
+from jaxlib import _jax  # noqa: E402
+from jaxlib import xla_client as xc  # noqa: E402
+
+from jaxkit._config import config  # noqa: E402
+from jaxkit.runtime import compile_cache  # noqa: E402
+
+ArrayImpl = _jax.ArrayImpl
+Device = _jax.Device
+jaxlib_version = _jax.__version__ if hasattr(_jax, "__version__") else "0.10.2"
+
+
+def _collect_jaxlib_garbage(phase: str, info: dict) -> None:
+    """Free the Python objects jaxlib released on threads that did not hold the GIL.
+
+    jaxlib cannot drop a Python reference without the GIL, so it queues those objects (one per
+    ``execute_sharded`` call, ~70 bytes: the leak of issue 21) until ``collect_garbage()``
+    runs. JAX calls it from a ``gc`` callback; so do we, at the end of each collection."""
+    if phase == "stop":
+        _jax.collect_garbage()
+
+
+gc.callbacks.append(_collect_jaxlib_garbage)
+
+
+class _NoJaxFinder:
+    """Makes jaxlib's internal ``import jax._src.sharding_impls`` attempts fail at once.
+
+    jaxlib tries that import on a few slow paths (multi-device shards, bfloat16 fetches); when
+    jax is not installed each failed attempt scans ``sys.path`` (~50 us). Installed only when
+    jax is absent, so a user's later ``import jax`` is unaffected."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "jax" or name.startswith("jax."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+if importlib.util.find_spec("jax") is None:
+    sys.meta_path.insert(0, _NoJaxFinder)
+
+
+class Sharding(_jax.SingleDeviceSharding):
+    """Single-device sharding with the two members jaxlib's C++ code expects.
+
+    jax monkey-patches ``memory_kind`` and ``_to_xla_hlo_sharding`` onto the C++ class; we
+    subclass instead. One instance per device is reused everywhere (compared by identity)."""
+
+    memory_kind = None
+    _replicated = xc.HloSharding.replicate()
+
+    def _to_xla_hlo_sharding(self, ndim):
+        return Sharding._replicated
+
+    # What JAX's SingleDeviceSharding shows and answers (its memory kind on CPU is "device").
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+
+    device_set = property(lambda self: {self._device})
+    addressable_devices = device_set
+    num_devices = 1
+    is_fully_replicated = True
+    is_fully_addressable = True
+
+    def shard_shape(self, global_shape):
+        return tuple(global_shape)
+
+
+Sharding.__name__ = Sharding.__qualname__ = "SingleDeviceSharding"
+Sharding.__module__ = "jax.sharding"
+
+
+class Backend:
+    """One PjRt client with its devices and their shardings."""
+
+    def __init__(self, client):
+        self.client = client
+        self.platform = client.platform
+        self.devices = list(client.devices())
+        self.local_devices = list(client.local_devices())
+        self.shardings = {d: Sharding(d) for d in self.local_devices}
+        self.device_lists = {d: _jax.DeviceList((d,)) for d in self.local_devices}
+
+    def __repr__(self):
+        return f"Backend({self.platform}, {len(self.devices)} devices)"
+
+
+_backends: dict[str, Backend] = {}
+_lock = threading.Lock()
+
+
+def _num_cpu_devices() -> int:
+    value = os.environ.get("JAXKIT_NUM_CPU_DEVICES", "1")
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValueError(f"JAXKIT_NUM_CPU_DEVICES must be a positive integer, got {value!r}")
+    if n < 1:
+        raise ValueError(f"JAXKIT_NUM_CPU_DEVICES must be a positive integer, got {n}")
+    return n
+
+
+def devices(backend: str | None = None) -> list:
+    """All devices of a backend (default: CPU), like ``jax.devices()``."""
+    return list(get_backend(backend).devices)
+
+
+def local_devices(backend: str | None = None) -> list:
+    return list(get_backend(backend).local_devices)
+
+
+def default_device():
+    return get_backend().local_devices[0]
+
+
+def backend_of(device) -> Backend:
+    for backend in _backends.values():
+        if device in backend.shardings:
+            return backend
+    raise ValueError(f"{device!r} is not a device of any jaxkit backend")
+
+
+# --------------------------------------------------------------------------------------------
+# Host <-> device
+# --------------------------------------------------------------------------------------------
+
+_COPY = _jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+_ALIAS = _jax.HostBufferSemantics.ZERO_COPY
+
+
+def put(x: np.ndarray, aval, device=None, may_alias: bool = False) -> ArrayImpl:
+    """Copy a NumPy array (already of ``aval.dtype``) to a device buffer carrying ``aval``.
+
+    ``may_alias=True`` lets the CPU client alias the NumPy memory; only for arrays that the
+    library created and nobody else can mutate."""
+    dev = device if device is not None else default_device()
+    backend = get_backend() if device is None else backend_of(dev)
+    return _jax.batched_device_put(aval, backend.shardings[dev], [x], [dev], True, False,
+                                   _ALIAS if may_alias else _COPY, enable_x64=config.x64)
+
+
+def fetch(buf: ArrayImpl) -> np.ndarray:
+    """Device buffer -> read-only NumPy array (zero-copy view on CPU for standard dtypes)."""
+    try:
+        return np.asarray(memoryview(buf))
+    except BufferError:  # bfloat16, float8, int4 have no buffer-protocol format
+        return buf._single_device_array_to_np_array_did_copy()[0]
+
+
+def device_of(buf: ArrayImpl):
+    return buf._sharding._device
+
+
+def copy_to_device(buf: ArrayImpl, aval, device) -> ArrayImpl:
+    if device_of(buf) == device:
+        return buf
+    return put(np.array(fetch(buf)), aval, device, may_alias=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Compile and execute
+# --------------------------------------------------------------------------------------------
+
+
+class Executable:
+    """A compiled program plus the result handlers that wrap its outputs as device arrays."""
+
+    __slots__ = ("xla_executable", "out_avals", "handlers", "device", "_execute", "cache_source")
+
+    def __init__(self, xla_executable, out_avals: Sequence, device):
+        self.xla_executable = xla_executable
+        self.out_avals = list(out_avals)
+        self.device = device
+        sharding = backend_of(device).shardings[device]
+        self.handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+                         for a in self.out_avals]
+        self._execute = xla_executable.execute_sharded
+        # Where the executable came from: compile_cache.COMPILED ("compiled"), MEMORY
+        # ("memory": the same program compiled earlier in this process) or PERSISTENT
+        # ("persistent": loaded from the on-disk compilation cache).
+        self.cache_source = compile_cache.COMPILED
+
+    def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
+        return self._execute(bufs).consume_with_handlers(self.handlers)
+
+    def as_text(self) -> str:
+        return self.xla_executable.hlo_modules()[0].to_string()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return dict(self.xla_executable.cost_analysis())
+
+    def memory_analysis(self):
+        return self.xla_executable.get_compiled_memory_stats()
+
+
+def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) -> Executable:
+    """Compile a StableHLO module (text, bytecode or ``ir.Module``) for one device."""
+    dev = device if device is not None else default_device()
+    backend = backend_of(dev) if device is not None else get_backend()
+    callbacks = module_host_callbacks.get(module_bytes_or_text) if not isinstance(
+        module_bytes_or_text, (str, bytes)) else None
+    if callbacks:
+        exe = _CallbackExecutable(backend.client.compile_and_load(
+            module_bytes_or_text, backend.device_lists[dev], _jax.CompileOptions(),
+            host_callbacks=list(callbacks)), callbacks)
+        source = compile_cache.COMPILED
+    else:
+        exe, source = compile_cache.compile_and_load(
+            backend.client, module_bytes_or_text, backend.device_lists[dev], (dev,),
+            _jax.CompileOptions())
+    executable = Executable(exe, out_avals, dev)
+    executable.cache_source = source
+    return executable
+
+
+# ---- Python host callbacks (pure_callback, debug.print) ---------------------------------------
+# A lowered module that calls back into Python holds ``custom_call @xla_ffi_python_cpu_callback``
+# ops whose ``mhlo.backend_config = {index = i}`` selects the i-th callable handed to
+# ``compile_and_load(..., host_callbacks=[...])`` (jaxlib's typed-FFI Python callback; no jax
+# needed). The lowering records the callables per module here; compiling picks them up.
+module_host_callbacks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _CallbackExecutable:
+    """A loaded executable with Python host callbacks: each run waits for the program's side
+    effects (prints, callbacks) to finish before returning, so that their output has appeared
+    and their errors are raised at the call, and keeps the callables alive."""
+
+    __slots__ = ("_exe", "host_callbacks")
+
+    def __init__(self, exe, host_callbacks: list):
+        self._exe = exe
+        self.host_callbacks = host_callbacks
+
+    def execute_sharded(self, bufs, with_tokens: bool = False):
+        results = self._exe.execute_sharded(bufs, with_tokens=True)
+        results.consume_token().block_until_ready()
+        return results
+
+    def __getattr__(self, name):
+        return getattr(self._exe, name)
+
+
+def block_until_ready_buffers(bufs: Sequence[ArrayImpl]) -> None:
+    if bufs:
+        _jax.batched_block_until_ready(list(bufs))
+
+
+_LAPACK_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+                  np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+_lapack_lock = threading.Lock()
+_lapack_registered: list[bool] = []
+
+
+def lapack_target(fn_base: str, dtype) -> str:
+    """The name of jaxlib's CPU LAPACK custom-call target for ``fn_base`` (e.g. ``"geev_ffi"``)
+    at ``dtype`` (``lapack_sgeev_ffi``, ...). On first use, registers jaxlib's LAPACK targets
+    with XLA's CPU backend and loads LAPACK (jaxlib takes it from SciPy), as JAX does; done
+    lazily so that programs without LAPACK calls never pay for it."""
+    prefix = _LAPACK_PREFIX.get(np.dtype(dtype))
+    if prefix is None:
+        raise NotImplementedError(f"LAPACK {fn_base} does not support dtype {np.dtype(dtype)}; "
+                                  "use float32, float64, complex64 or complex128.")
+    with _lapack_lock:
+        if not _lapack_registered:
+            from jaxlib import lapack  # noqa: PLC0415  (lazy: loads SciPy's LAPACK)
+            for name, capsule, api_version in lapack.registrations()["cpu"]:
+                xc.register_custom_call_target(name, capsule, platform="cpu",
+                                               api_version=api_version)
+            lapack._lapack.initialize()
+            _lapack_registered.append(True)
+    return f"lapack_{prefix}{fn_base}"
+
+
+# --------------------------------------------------------------------------------------------
+# Backends: the embedded CPU client, plus plugins (the CUDA PJRT plugin, see gpu.py) that
+# register a factory under their platform names.
+# --------------------------------------------------------------------------------------------
+
+_backend_factories: dict[str, tuple[str, Any, Any]] = {}  # alias -> (name, factory, is_default)
+_default_backend_name: list[str] = []
+
+
+def register_backend_factory(names: Sequence[str], factory, is_default) -> None:
+    """Make ``get_backend(name)`` create a backend with ``factory()`` for each of ``names``
+    (the first is the canonical one); ``is_default()`` says whether it should be the default."""
+    for alias in names:
+        _backend_factories[alias.lower()] = (names[0].lower(), factory, is_default)
+
+
+def _make_cpu_backend() -> Backend:
+    return Backend(xc.make_cpu_client(num_devices=_num_cpu_devices()))
+
+
+def get_backend(platform: str | None = None) -> Backend:
+    """The backend for ``platform`` ("cpu", or a registered plugin such as "gpu"), created on
+    first use; the default backend when ``platform`` is None."""
+    name = (platform or default_backend()).lower()
+    backend = _backends.get(name)
+    if backend is not None:
+        return backend
+    if name == "cpu":
+        canonical, factory = "cpu", _make_cpu_backend
+    elif name in _backend_factories:
+        canonical, factory, _ = _backend_factories[name]
+    else:
+        known = sorted({"cpu", *_backend_factories})
+        raise RuntimeError(f"Unknown backend {platform!r}. Available backends: {known}. For "
+                           "NVIDIA GPUs install the CUDA plugin: pip install 'jaxkit[cuda12]'.")
+    with _lock:
+        backend = _backends.get(canonical)
+        if backend is None:
+            backend = _backends[canonical] = factory()
+        _backends[name] = backend
+    return backend
+
+
+def default_backend() -> str:
+    """"cpu", or a registered plugin platform that asks to be the default (decided once)."""
+    if not _default_backend_name:
+        chosen = "cpu"
+        for alias, (canonical, _, is_default) in list(_backend_factories.items()):
+            if alias == canonical and is_default():
+                chosen = canonical
+                break
+        _default_backend_name.append(chosen)
+    return _default_backend_name[0]

@@ -1,0 +1,273 @@
+"""``checkpoint`` (``remat``): trade memory for computation in reverse-mode differentiation.
+
+``checkpoint(f)`` traces ``f`` and binds the ``checkpoint`` primitive carrying its jaxpr. Its
+rules make the difference:
+
+* partial evaluation (under ``linearize``/``vjp``/``grad``) runs the known (primal) part now
+  but saves as residuals only what the ``policy`` allows (nothing by default: only the
+  inputs); the staged (tangent) part is a new ``checkpoint`` equation that *recomputes* the
+  rest from those inputs, so the forward computation appears again in the backward pass;
+* the transpose of such an equation evaluates the recomputation forward, then the linear part
+  backward, inside another ``checkpoint`` (``differentiated=True``), whose lowering puts an
+  optimization barrier on its inputs when ``prevent_cse`` so that XLA does not merge the
+  recomputation with the original forward pass.
+
+A policy is called as ``policy(primitive, *input_avals, **params) -> bool`` for each
+equation of the known part: True means its outputs may be saved. ``checkpoint_policies``
+holds JAX's common ones. ``checkpoint_name(x, name)`` tags values for the name-based policies.
+"""
+from __future__ import annotations
+
+import functools
+import types
+import weakref
+from collections.abc import Callable, Sequence
+
+
+from jaxkit import core, lax, tree_util
+from jaxkit.core import ClosedJaxpr, Jaxpr, Var
+from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.mlir import hlo
+
+__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
+               static_argnums: int | Sequence[int] = ()) -> Callable:
+    """``fun`` whose intermediate values are recomputed in the backward pass instead of
+    being stored (except those ``policy`` allows to be saved). Arguments listed in
+    ``static_argnums`` are not traced (Python values the function may branch on)."""
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    static_argnums = tuple(static_argnums)
+    name = getattr(fun, "__name__", type(fun).__name__)
+
+    @functools.wraps(fun)
+    def fun_remat(*args, **kwargs):
+        statics = {i % len(args): args[i] for i in static_argnums} if args else {}
+        dyn = tuple(a for i, a in enumerate(args) if i not in statics)
+        flat, in_tree = tree_util.tree_flatten((dyn, kwargs))
+        cell = []
+
+        def flat_fun(*xs):
+            d, kw = tree_util.tree_unflatten(in_tree, xs)
+            it = iter(d)
+            full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+            out = fun(*full, **kw)
+            out_flat, out_tree = tree_util.tree_flatten(out)
+            cell.append(out_tree)
+            return out_flat
+
+        debug = pe.debug_info("checkpoint", fun, [f"args[{i}]" for i in range(len(flat))])
+        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, [core.get_aval(x) for x in flat], debug)
+        closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+        outs = checkpoint_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,
+                                 differentiated=False, policy=policy)
+        return tree_util.tree_unflatten(cell[0], outs)
+
+    fun_remat.__name__ = f"checkpoint({name})"
+    return fun_remat
+
+
+remat = checkpoint
+
+
+# --------------------------------------------------------------------------------------------
+# Policies
+# --------------------------------------------------------------------------------------------
+
+
+def _everything_saveable(*_, **__) -> bool:
+    return True
+
+
+def _nothing_saveable(*_, **__) -> bool:
+    return False
+
+
+def _dots_saveable(prim, *_, **__) -> bool:
+    return prim is lax.dot_general_p
+
+
+def _dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
+    if prim is not lax.dot_general_p:
+        return False
+    (_, (lhs_batch, rhs_batch)) = params["dimension_numbers"]
+    return not lhs_batch and not rhs_batch
+
+
+def _save_only_these_names(*names: str) -> Callable:
+    names_set = frozenset(names)
+
+    def policy(prim, *_, **params) -> bool:
+        return prim is name_p and params["name"] in names_set
+    return policy
+
+
+def _save_anything_except_these_names(*names: str) -> Callable:
+    names_set = frozenset(names)
+
+    def policy(prim, *_, **params) -> bool:
+        return not (prim is name_p and params["name"] in names_set)
+    return policy
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=_everything_saveable,
+    nothing_saveable=_nothing_saveable,
+    dots_saveable=_dots_saveable,
+    checkpoint_dots=_dots_saveable,
+    dots_with_no_batch_dims_saveable=_dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=_dots_with_no_batch_dims_saveable,
+    save_only_these_names=_save_only_these_names,
+    save_any_names_but_these=_save_anything_except_these_names,
+    save_anything_except_these_names=_save_anything_except_these_names,
+)
+
+
+def checkpoint_name(x, name: str):
+    """Tag the arrays of ``x`` with ``name`` for the name-based checkpoint policies."""
+    return tree_util.tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
+
+
+name_p = core.Primitive("name")
+name_p.def_impl(lambda x, *, name: x)
+name_p.def_abstract_eval(lambda x, *, name: x)
+ad.deflinear2(name_p, lambda ct, x, *, name: [ct])
+batching.defvectorized(name_p)
+mlir.register_lowering(name_p, lambda ctx, x, *, name: x)
+
+
+# --------------------------------------------------------------------------------------------
+# The checkpoint primitive
+# --------------------------------------------------------------------------------------------
+
+
+def _checkpoint_impl(*args, jaxpr: ClosedJaxpr, **_):
+    return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+
+
+def _checkpoint_abstract_eval(*avals, jaxpr: ClosedJaxpr, **_):
+    return jaxpr.out_avals
+
+
+def _checkpoint_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, prevent_cse: bool,
+                    differentiated: bool, policy):
+    nonzeros = [not ad.is_zero(t) for t in tangents]
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
+    args = [*primals, *(t for t in tangents if not ad.is_zero(t))]
+    outs = checkpoint_p.bind(*args, jaxpr=jvp_closed, prevent_cse=prevent_cse,
+                             differentiated=differentiated, policy=policy)
+    n = len(jaxpr.out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if nz else ad.Zero(a.to_tangent_aval())
+                      for a, nz in zip(jaxpr.out_avals, out_nz)]
+
+
+_remat_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
+    """Split for partial evaluation under ``policy``: ``(known_run, staged, out_unknowns,
+    staged_used)``. ``known_run`` maps the known inputs to ``[*known outputs, *saved]``;
+    ``staged`` maps ``[*known inputs, *saved, *unknown inputs]`` (those marked in
+    ``staged_used``) to the unknown outputs, recomputing every residual that is not saved."""
+    cacheable = not any(isinstance(c, core.Tracer) for c in closed.consts)
+    per = _remat_cache.setdefault(closed, {}) if cacheable else {}
+    hit = per.get((unknowns, policy))
+    if hit is not None:
+        return hit
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed, unknowns, False)
+    kj = known.jaxpr
+    n_known_out = len(kj.outvars) - num_res
+    known_outs, res_outs = kj.outvars[:n_known_out], kj.outvars[n_known_out:]
+    saveable = policy or _nothing_saveable
+    cut: list[Var] = []
+    recompute_eqns = []
+    for eqn in kj.eqns:
+        if saveable(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params):
+            cut.extend(v for v in eqn.outvars if not isinstance(v, core.DropVar))
+        else:
+            recompute_eqns.append(eqn)
+    # Residuals from the kept inputs and the saved (cut) values.
+    recompute = Jaxpr(kj.constvars, kj.invars + cut, res_outs, recompute_eqns)
+    recompute, used = pe.dce_jaxpr(recompute)
+    saved = [v for v, u in zip(cut, used[len(kj.invars):]) if u]
+    recompute = Jaxpr(kj.constvars, kj.invars + saved, recompute.outvars, recompute.eqns)
+    known_run, _ = pe.dce_jaxpr(Jaxpr(kj.constvars, kj.invars, known_outs + saved, kj.eqns))
+    known_run = ClosedJaxpr(known_run, known.consts)
+
+    n_kin, n_saved = len(kj.invars), len(saved)
+
+    def staged_fun(*args):
+        kin, sv, uin = args[:n_kin], args[n_kin:n_kin + n_saved], args[n_kin + n_saved:]
+        res = core.eval_jaxpr(recompute, known.consts, *kin, *sv)
+        return core.eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *uin)
+
+    unknown_in_avals = [a for a, uk in zip(closed.in_avals, unknowns) if uk]
+    staged_avals = [v.aval for v in kj.invars] + [v.aval for v in saved] + unknown_in_avals
+    staged_jaxpr, consts = pe.trace_to_jaxpr(staged_fun, staged_avals, closed.jaxpr.debug_info)
+    staged_jaxpr, staged_used = pe.dce_jaxpr(staged_jaxpr, prune_invars=True)
+    result = (known_run, ClosedJaxpr(staged_jaxpr, consts), out_uk, staged_used)
+    per[(unknowns, policy)] = result
+    return result
+
+
+def _checkpoint_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr,
+                             prevent_cse: bool, differentiated: bool, policy):
+    unknowns = tuple(not trace.is_known(x) for x in args)
+    known_run, staged, out_uk, staged_used = _remat_split(jaxpr, unknowns, policy)
+    known_args = [x for x, uk in zip(args, unknowns) if not uk]
+    with core.set_current_trace(trace.parent):
+        outs = core.eval_jaxpr(known_run.jaxpr, known_run.consts, *known_args)
+    n_known_out = sum(1 for uk in out_uk if not uk)
+    known_outs, saved = outs[:n_known_out], outs[n_known_out:]
+    staged_args = [*known_args, *saved, *(x for x, uk in zip(args, unknowns) if uk)]
+    staged_args = [x for x, u in zip(staged_args, staged_used) if u]
+    params = {"jaxpr": staged, "prevent_cse": prevent_cse, "differentiated": True,
+              "policy": policy}
+    unknown_outs = iter(trace.stage(checkpoint_p, staged_args, staged.out_avals, params))
+    known_it = iter(known_outs)
+    return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
+
+
+def _checkpoint_transpose(cts, *args, jaxpr: ClosedJaxpr, prevent_cse: bool,
+                          differentiated: bool, policy):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    ct_nonzero = [not ad.is_zero(c) for c in cts]
+    t_closed, cts_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
+    ins = [x for x, lin in zip(args, linear) if not lin]
+    ins += [c for c, nz in zip(cts, ct_nonzero) if nz]
+    outs = iter(checkpoint_p.bind(*ins, jaxpr=t_closed, prevent_cse=prevent_cse,
+                                  differentiated=True, policy=policy))
+    nz_it = iter(cts_nz)
+    return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
+            for x, lin in zip(args, linear)]
+
+
+def _checkpoint_batch(axis_data, args, dims, *, jaxpr: ClosedJaxpr, prevent_cse: bool,
+                      differentiated: bool, policy):
+    batched, out_dims = batching.batch_jaxpr_axes(jaxpr, axis_data, dims)
+    outs = checkpoint_p.bind(*args, jaxpr=batched, prevent_cse=prevent_cse,
+                             differentiated=differentiated, policy=policy)
+    return outs, out_dims
+
+
+def _checkpoint_lowering(ctx, *args, jaxpr: ClosedJaxpr, prevent_cse: bool,
+                         differentiated: bool, policy):
+    if prevent_cse and differentiated and args:
+        # Keep XLA from merging the recomputation with the original forward computation.
+        args = hlo.OptimizationBarrierOp(list(args)).results
+    return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
+
+
+checkpoint_p = core.Primitive("remat2")  # the name JAX 0.10.2 prints
+checkpoint_p.multiple_results = True
+checkpoint_p.def_impl(_checkpoint_impl)
+checkpoint_p.def_abstract_eval(_checkpoint_abstract_eval)
+ad.defjvp_rule(checkpoint_p, _checkpoint_jvp)
+ad.deftranspose(checkpoint_p, _checkpoint_transpose)
+pe.defpartial_eval(checkpoint_p, _checkpoint_partial_eval)
+batching.defrule(checkpoint_p, _checkpoint_batch, named_axis=True)
+mlir.register_lowering(checkpoint_p, _checkpoint_lowering)

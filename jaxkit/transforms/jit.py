@@ -1,0 +1,662 @@
+"""``jit``: trace once per argument signature, compile with XLA, call the executable.
+
+Each function (weakly, so re-creating ``jit(f)`` in a loop reuses ``f``'s compilations, as in
+JAX, while a new ``lambda`` or ``partial`` each time does not) and set of jit options has one
+cache: call signature (pytree structure, avals with weak types, static values) -> ``Compiled``.
+A miss goes through the stages themselves (``Traced`` -> ``Lowered`` -> ``Compiled``, in
+``stages.py``); when it happens, ``explain_miss`` says what differs from the closest earlier
+signature (logged under ``jax_explain_cache_misses`` and kept in ``cache_events``).
+
+A call outside any transformation whose traced arguments are leaves (``Array``s, NumPy values,
+Python scalars) passed positionally takes the fast path: a key made of their avals and the
+static values, one lookup, and the entry's ``CallPlan`` for that pattern; no pytree work.
+
+``inline=True`` (used by ``jaxkit.numpy``): under a transformation the function is simply
+called, so its operations are traced in place and no ``jit`` equation appears. Otherwise, under
+another transformation (grad, vmap, an outer jit) the traced program is bound as the ``jit``
+primitive, whose rules are in this file.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+import types
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jaxkit import core, tree_util
+from jaxkit._config import config
+from jaxkit.core import ClosedJaxpr, ShapedArray
+from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.runtime import pjrt
+from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
+from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
+
+logger = logging.getLogger("jaxkit")
+current_trace = core.current_trace
+eval_trace = core.eval_trace
+
+# --------------------------------------------------------------------------------------------
+# The jit primitive
+# --------------------------------------------------------------------------------------------
+
+jit_p = core.Primitive("jit")
+jit_p.multiple_results = True
+
+
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
+    return jaxpr.out_avals
+
+
+jit_p.def_abstract_eval(_jit_abstract_eval)
+
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
+    outs = dispatch.run_closed(name, jaxpr, donated_invars, args)
+    if config.jax_debug_nans:
+        debug_nans.check_jaxpr_call(name, jaxpr, args, outs)
+    return outs
+
+
+jit_p.def_impl(_jit_impl)
+
+
+def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
+    return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
+
+
+mlir.register_lowering(jit_p, _jit_lowering)
+
+
+def _jit_pp_params(params: dict) -> dict:
+    # As JAX prints it: the name first, the body with names of its own, defaults left out.
+    shown = {"name": params["name"]}
+    if any(params["donated_invars"]):
+        shown["donated_invars"] = params["donated_invars"]
+    if params["inline"]:
+        shown["inline"] = True
+    shown["jaxpr"] = core.FreshNames(params["jaxpr"])
+    return shown
+
+
+core.defpp_params(jit_p, _jit_pp_params)
+
+
+# --------------------------------------------------------------------------------------------
+# The fast path: call plans and the dispatcher
+# --------------------------------------------------------------------------------------------
+
+
+class CallPlan:
+    """How calls of one fast-path pattern run a compiled entry.
+
+    The pattern (the fast-path key) fixes which argument positions are traced and which of
+    them are device ``Array``s (they pass their buffer) or NumPy values and Python scalars (put
+    on the device at their aval). ``run(args)`` runs such a call. A ``direct`` plan (one or two
+    ``Array``s, all traced, no constants, one array out) is the commonest call; the dispatcher
+    runs it inline through ``execute`` and ``handlers``, saving a function call."""
+
+    __slots__ = ("direct", "execute", "handlers", "run")
+
+    def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
+                 positions: Sequence[int], kwargs: dict):
+        program = compiled.program
+        self.execute = execute = program.executable.xla_executable.execute_sharded
+        self.handlers = handlers = program.executable.handlers
+        consts, outputs = program.const_bufs, compiled.outputs
+        plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
+        if not consts and len(plan) == len(args) and all(a is None for _, a in plan):
+            self.direct = (compiled.single_leaf and len(handlers) == 1 and not kwargs
+                           and 1 <= len(args) <= 2)
+
+            def run(args):
+                return outputs(execute([x._buf for x in args]).consume_with_handlers(handlers))
+        else:
+            self.direct = False
+
+            def run(args):
+                bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
+                return outputs(execute(consts + bufs if consts else bufs)
+                               .consume_with_handlers(handlers))
+        self.run = run
+
+
+# type -> aval function, for the leaves the fast path accepts (Array, NumPy, Python scalars).
+_leaf_avals = core.pytype_aval_mappings
+
+
+def _leaf_key(x) -> tuple:
+    """Fast-path key of a NumPy value or Python scalar: its type and aval (an ``Array``'s key
+    is its bare aval, so that an all-``Array`` call needs no per-argument type check)."""
+    return type(x), _leaf_avals[type(x)](x)
+
+
+def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
+    """The fast-path key: per argument, the value of a static one or the key of a traced leaf;
+    then the (static) keywords. Raises ``KeyError`` for an argument that is not a leaf and
+    ``TypeError`` for an unhashable one: such calls take the general path."""
+    key = tuple([x if i in static_argnums else x.aval if type(x) is Array else _leaf_key(x)
+                 for i, x in enumerate(args)])
+    return (key, *kwargs.items()) if kwargs else key
+
+
+def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
+                inline: bool, slow: Callable) -> Callable:
+    """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
+
+    Outside any transformation a call whose traced arguments are positional leaves takes the
+    fast path: its key (``_fast_key``), one lookup in ``fast``, its plan. Calls of one or two
+    arguments without statics build their key in place and run direct plans inline: this is
+    the cached-call path whose every bytecode shows in the benchmark."""
+    unrolled = not static_argnums
+
+    def dispatch(*args, **kwargs):
+        if current_trace() is not eval_trace:
+            return fun(*args, **kwargs) if inline else slow(args, kwargs)
+        n = len(args)
+        if n == 1 and unrolled and not kwargs:
+            x, = args
+            # A miss leaves the except block before calling `slow`, so that errors raised
+            # while tracing or compiling do not come chained to this KeyError.
+            try:
+                plan = fast[(x.aval if type(x) is Array else _leaf_key(x),)]
+            except (KeyError, TypeError):  # a new signature, or not a leaf
+                plan = None
+            if plan is None:
+                return slow(args, kwargs)
+            if plan.direct:
+                return Array(plan.execute([x._buf]).consume_with_handlers(plan.handlers)[0])
+        elif n == 2 and unrolled and not kwargs:
+            x, y = args
+            try:
+                plan = fast[x.aval if type(x) is Array else _leaf_key(x),
+                            y.aval if type(y) is Array else _leaf_key(y)]
+            except (KeyError, TypeError):
+                plan = None
+            if plan is None:
+                return slow(args, kwargs)
+            if plan.direct:
+                return Array(plan.execute([x._buf, y._buf])
+                             .consume_with_handlers(plan.handlers)[0])
+        else:
+            try:
+                plan = fast[_fast_key(static_argnums, args, kwargs)]
+            except (KeyError, TypeError):
+                plan = None
+            if plan is None:
+                return slow(args, kwargs)
+        return plan.run(args)
+
+    return dispatch
+
+
+# --------------------------------------------------------------------------------------------
+# The jitted function: one cache of compiled entries per function and options
+# --------------------------------------------------------------------------------------------
+
+
+class _FunCache:
+    """The compiled entries (one ``Compiled`` per call signature), the traces kept for calls
+    under transformations, and the fast-path plans of one function under one set of jit
+    options (shared by every ``jit(f, ...)`` of the same ``f`` and options)."""
+
+    __slots__ = ("entries", "traces", "fast", "__weakref__")
+
+    def __init__(self):
+        self.entries: dict[CallSignature, Compiled] = {}
+        self.traces: dict[CallSignature, tuple] = {}
+        self.fast: dict[tuple, CallPlan] = {}
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.traces.clear()
+        self.fast.clear()
+
+
+# fun -> {options: _FunCache}; weak so that functions can be collected.
+_fun_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_all_fun_caches: weakref.WeakSet = weakref.WeakSet()
+
+
+def _clear_on_config_change(name, value):
+    # Programs depend on x64; the fast path skips the disable_jit and debug_nans checks of the
+    # slow one (which adds no plan while debug_nans is on).
+    if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
+                "jax_threefry_partitionable"):
+        for cache in list(_all_fun_caches):
+            cache.clear()
+
+
+config.on_change(_clear_on_config_change)
+
+
+class JitFunction:
+    """The state and stages of one ``jit(fun, ...)``: its caches, ``lower``/``trace``, and the
+    general call path.
+
+    Users hold ``self.as_function()``, the plain function that ``jit`` returns. Its body is the
+    dispatcher (see ``_dispatcher``) and its attributes are the jit API (``lower``, ``trace``,
+    ``clear_cache``, ``cache_events``...). A plain function because calling one is the
+    cheapest call Python has: an object with a Python ``__call__``, or a ``functools.partial``
+    subclass, costs 0.1-0.2 µs more per call, up to a twentieth of a cached call."""
+
+    def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
+                 donate_argnums=None, donate_argnames=None, inline: bool = False):
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
+        self._fun = fun
+        self._name = getattr(fun, "__name__", type(fun).__name__)
+        self._inline = inline
+        self._static_argnums, self._static_argnames = _infer_argnums_and_argnames(
+            fun, static_argnums, static_argnames)
+        self._donate_argnums, _ = _infer_argnums_and_argnames(
+            fun, donate_argnums, donate_argnames)
+        self._params = _positional_params(fun)
+        _check_static_argnums_in_range(fun, self._static_argnums, self._params)
+        options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline)
+        try:
+            per_fun = _fun_caches.setdefault(fun, {})
+        except TypeError:  # not weak-referenceable: a cache of our own
+            per_fun = {}
+        cache = per_fun.get(options)
+        if cache is None:
+            cache = per_fun[options] = _FunCache()
+            _all_fun_caches.add(cache)
+        self._fun_cache = cache  # keeps it alive while this JitFunction lives
+        self._cache = cache.entries
+        self._traces = cache.traces
+        self._fast = cache.fast
+        self.cache_events: list[CacheEvent] = []
+
+    def as_function(self) -> Callable:
+        """The function ``jit`` returns. It refers to this object (not the other way round, so
+        that dropping it frees the caches at once)."""
+        wrapper = _dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
+                              self._call)
+        functools.update_wrapper(wrapper, self._fun, updated=())
+        if not hasattr(self._fun, "__name__"):  # a callable object: name it after its type
+            wrapper.__name__ = wrapper.__qualname__ = self._name
+        wrapper._jit = self
+        wrapper.lower = self.lower
+        wrapper.trace = self.trace
+        wrapper.clear_cache = self.clear_cache
+        wrapper._cache_size = self._cache_size
+        wrapper.cache_events = self.cache_events
+        return wrapper
+
+    # ---- calls ----
+    def _call(self, args, kwargs):
+        if config.jax_disable_jit:
+            return self._fun(*args, **kwargs)
+        dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
+        flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        sig = CallSignature(in_tree, avals, statics)
+        if current_trace() is not eval_trace:
+            return self._bind(sig, flat, dyn_args, dyn_kwargs)
+        compiled = self._cache.get(sig)
+        if compiled is None:
+            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
+        if config.jax_debug_nans:
+            out = compiled.run_flat(flat, avals)
+            debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
+                                        tree_util.tree_leaves(out))
+            return out
+        if not dyn_kwargs and len(flat) == len(dyn_args) and all(
+                type(x) in _leaf_avals for x in dyn_args):
+            self._add_plan(compiled, avals, args, kwargs)
+        return compiled.run_flat(flat, avals)
+
+    def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
+        """Let later calls like this one (traced arguments all positional leaves) take the
+        fast path."""
+        try:
+            key = _fast_key(self._static_argnums, args, kwargs)
+        except (KeyError, TypeError):  # an unhashable static value: no fast path for it
+            return
+        self._fast[key] = CallPlan(compiled, args, avals, self._traced_positions(len(args)),
+                                   kwargs)
+
+    def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
+        """Under a transformation: bind the traced program as a ``jit`` equation."""
+        closed, out_tree, consts, _ = self._trace_cached(sig, dyn_args, dyn_kwargs)
+        outs = jit_p.bind(*consts, *flat, jaxpr=closed, name=self._name,
+                          donated_invars=(False,) * (len(consts) + len(flat)),
+                          inline=self._inline)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    # ---- arguments ----
+    def _traced_positions(self, n_args: int) -> list[int]:
+        """The positions of the traced (not static) arguments among ``n_args``."""
+        return [i for i in range(n_args) if i not in self._static_argnums]
+
+    def _split_statics(self, args, kwargs):
+        """Separate static arguments (keyed by position or by name) from traced ones."""
+        statics = [(i, _hashable_static(args[i], self._arg_label(i)))
+                   for i in range(len(args)) if i in self._static_argnums]
+        dyn_args = tuple(args[i] for i in self._traced_positions(len(args)))
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_argnames:
+                statics.append((k, _hashable_static(v, k)))
+            else:
+                dyn_kwargs[k] = v
+        return dyn_args, dyn_kwargs, tuple(statics)
+
+    def _flatten_dynamic(self, dyn_args, dyn_kwargs) -> tuple:
+        """The traced leaves, their tree structure and their avals."""
+        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        return flat, in_tree, tuple(self._leaf_aval(x) for x in flat)
+
+    def _flatten(self, args, kwargs) -> tuple:
+        return self._flatten_dynamic(*self._split_statics(args, kwargs)[:2])
+
+    def _leaf_aval(self, x) -> ShapedArray:
+        try:
+            return x.aval if type(x) is Array else core.get_aval(x)
+        except TypeError:
+            raise TypeError(f"Argument {x!r} of type {type(x).__name__} passed to jitted function "
+                            f"{self._name} is not a valid jaxkit type. Pass arrays, NumPy "
+                            "values or Python scalars, or mark the argument static with "
+                            "static_argnums/static_argnames.") from None
+
+    def _arg_label(self, i: int) -> str:
+        return self._params[i] if i < len(self._params) else f"args[{i}]"
+
+    def _merge_statics(self, statics, dyn_args, dyn_kwargs):
+        positional = {k: v for k, v in statics if isinstance(k, int)}
+        it = iter(dyn_args)
+        args = [positional[i] if i in positional else next(it)
+                for i in range(len(dyn_args) + len(positional))]
+        kwargs = dict(dyn_kwargs)
+        kwargs.update({k: v for k, v in statics if isinstance(k, str)})
+        return args, kwargs
+
+    def _dyn_positions_of(self, dyn_args) -> list[int]:
+        """The original positions of ``dyn_args`` (the traced positional arguments)."""
+        return self._traced_positions(len(dyn_args) + len(self._static_argnums))[:len(dyn_args)]
+
+    def _arg_names(self, dyn_args, dyn_kwargs) -> tuple[str, ...]:
+        names = []
+        for pos, a in zip(self._dyn_positions_of(dyn_args), dyn_args):
+            for path, _ in tree_util.tree_flatten_with_path(a)[0]:
+                names.append(self._arg_label(pos) + tree_util.keystr(path))
+        for k, v in dyn_kwargs.items():
+            for path, _ in tree_util.tree_flatten_with_path(v)[0]:
+                names.append(k + tree_util.keystr(path))
+        return tuple(names)
+
+    def _donated(self, dyn_args, dyn_kwargs) -> tuple:
+        donated = []
+        for pos, a in zip(self._dyn_positions_of(dyn_args), dyn_args):
+            donated += [pos in self._donate_argnums] * len(tree_util.tree_leaves(a))
+        for v in dyn_kwargs.values():
+            donated += [False] * len(tree_util.tree_leaves(v))
+        return tuple(donated)
+
+    # ---- tracing and compiling ----
+    def _trace(self, sig: CallSignature, dyn_args, dyn_kwargs):
+        """The jaxpr with the closed-over values as leading inputs (they may be tracers of an
+        enclosing transformation, which must see them as inputs of the jit equation), the
+        output tree, those values, and the seconds tracing took."""
+        arg_names = self._arg_names(dyn_args, dyn_kwargs)
+        debug = pe.debug_info("jit", self._fun, arg_names)
+        out_tree_box = []
+
+        def flat_fun(*flat_args):
+            a, kw = tree_util.tree_unflatten(sig.in_tree, flat_args)
+            full_args, full_kwargs = self._merge_statics(sig.statics, a, kw)
+            out = self._fun(*full_args, **full_kwargs)
+            out_flat, out_tree = tree_util.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            for path, leaf in tree_util.tree_flatten_with_path(out)[0]:
+                if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
+                    raise TypeError(
+                        f"jitted function {self._name} returned a value of type "
+                        f"{type(leaf).__name__} at output{tree_util.keystr(path)}, which is not "
+                        "a valid jaxkit type. Return arrays (or pytrees of arrays) only.")
+            return out_flat
+
+        start = time.perf_counter()
+        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, sig.avals, debug)
+        trace_time = time.perf_counter() - start
+        closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+        return closed, out_tree_box[0], consts, trace_time
+
+    def _trace_cached(self, sig: CallSignature, dyn_args, dyn_kwargs):
+        traced = self._traces.get(sig)
+        if traced is None:
+            traced = self._trace(sig, dyn_args, dyn_kwargs)
+            if not any(isinstance(c, core.Tracer) for c in traced[2]):
+                self._traces[sig] = traced
+        return traced
+
+    def _traced(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Traced:
+        """The ``Traced`` stage at top level, where the closed-over values are concrete: they
+        are kept with the program as its constants."""
+        closed, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
+        return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
+                      out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
+                      Timings(trace=trace_time))
+
+    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Compiled:
+        """A cache miss: trace, lower and compile through the stages, and say why."""
+        sig_named = CallSignature(sig.in_tree, sig.avals, sig.statics,
+                                  self._arg_names(dyn_args, dyn_kwargs),
+                                  {k: self._arg_label(k) for k, _ in sig.statics
+                                   if isinstance(k, int)})
+        reason, diffs = explain_miss(sig_named, list(self._cache))
+        compiled = self._traced(sig, dyn_args, dyn_kwargs).lower().compile()
+        self._cache[sig_named] = compiled
+        event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named,
+                           compiled.cache_source)
+        self.cache_events.append(event)
+        del self.cache_events[:-100]
+        if config.jax_explain_cache_misses and len(self._cache) > 1:
+            logger.warning("TRACING CACHE MISS for jitted function %s: %s", self._name, reason)
+        elif config.jax_explain_cache_misses:
+            logger.warning("Compiling %s for the first time (%s)", self._name,
+                           ", ".join(a.str_short() for a in sig.avals))
+        return compiled
+
+    # ---- stages ----
+    def trace(self, *args, **kwargs) -> Traced:
+        dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
+        _, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        return self._traced(CallSignature(in_tree, avals, statics), dyn_args, dyn_kwargs)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        return self.trace(*args, **kwargs).lower()
+
+    # ---- introspection ----
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        self._fun_cache.clear()
+
+
+def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:
+    """Re-attach the closed-over constants (the jaxpr's leading invars) as constvars."""
+    jaxpr = closed.jaxpr
+    n = len(consts)
+    inner = core.Jaxpr(jaxpr.invars[:n], jaxpr.invars[n:], jaxpr.outvars, jaxpr.eqns,
+                       jaxpr.debug_info)
+    return ClosedJaxpr(inner, consts)
+
+
+def _hashable_static(value, name: str):
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. The static argument {name} is "
+            f"an object of type {type(value).__name__}: {value!r}. The error was: "
+            f"TypeError: {e}. Fix: pass a hashable value (a tuple instead of a list, for "
+            "example), or do not mark the argument static.") from None
+    return value
+
+
+def _positional_params(fun: Callable) -> list[str]:
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _check_static_argnums_in_range(fun: Callable, argnums: frozenset, params: list) -> None:
+    """JAX's error for static_argnums beyond a function's positional parameters."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return
+    if argnums and max(argnums) >= len(params):
+        raise ValueError(f"Jitted function has static_argnums={tuple(sorted(argnums))}, but "
+                         f"only accepts {len(params)} positional arguments.")
+
+
+def _infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, frozenset]:
+    """Normalise argnums/argnames and infer each from the other through the signature."""
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    if isinstance(argnames, str):
+        argnames = (argnames,)
+    argnums = tuple(argnums or ())
+    argnames = tuple(argnames or ())
+    params = _positional_params(fun)
+    try:
+        sig_params = dict(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        sig_params = {}
+    nums = set()
+    for i in argnums:
+        if not isinstance(i, int):
+            raise TypeError(f"argnums must be integers, got {i!r}")
+        if i < 0:
+            if not params:
+                raise ValueError(f"negative argnum {i} needs a function with a signature")
+            i += len(params)
+        nums.add(i)
+    names = set(argnames)
+    for name in argnames:
+        if name in params:
+            nums.add(params.index(name))
+        elif sig_params and name not in sig_params and not any(
+                p.kind == p.VAR_KEYWORD for p in sig_params.values()):
+            raise ValueError(f"static/donated argument name {name!r} is not a parameter of "
+                             f"{getattr(fun, '__name__', fun)}")
+    for i in list(nums):
+        if i < len(params):
+            names.add(params[i])
+    return frozenset(nums), frozenset(names)
+
+
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, inline: bool = False,
+        backend: str | None = None, device=None, keep_unused: bool = False):
+    """Compile ``fun`` with XLA. Works as ``jit(f, ...)``, ``@jit`` and ``@partial(jit, ...)``.
+
+    ``static_argnums``/``static_argnames`` mark arguments that are hashed into the cache key
+    instead of traced (Python control flow may depend on them); ``donate_argnums`` lets XLA
+    reuse those input buffers for outputs."""
+    if backend not in (None, "cpu"):
+        pjrt.get_backend(backend)
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 inline=inline, backend=backend, device=device)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                       inline).as_function()
+
+
+def jit_object(fn: Any) -> JitFunction | None:
+    """The ``JitFunction`` behind a function that ``jit`` returned; ``None`` for anything
+    else."""
+    obj = getattr(fn, "_jit", None) if isinstance(fn, types.FunctionType) else None
+    return obj if isinstance(obj, JitFunction) else None
+
+
+# ---- batching rule of the jit primitive ----
+# The body is batched as a jaxpr (cached per jaxpr object, so the batched program compiles
+# once); each output keeps the batch axis its computation gives it. Registered as an
+# axis-aware rule so that collectives inside the body see the vmapped axis name.
+
+
+def _jit_batching_rule(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, name: str,
+                       donated_invars: tuple, inline: bool):
+    batched, out_dims = batching.batch_jaxpr_axes(jaxpr, axis_data, dims)
+    outs = jit_p.bind(*vals, jaxpr=batched, name=name, donated_invars=donated_invars,
+                      inline=inline)
+    return outs, out_dims
+
+
+batching.defrule(jit_p, _jit_batching_rule, named_axis=True)
+
+
+# ---- autodiff rules of the jit primitive ----
+# The body is differentiated as a jaxpr (cached per jaxpr object, so each derived program is
+# traced and compiled once): the JVP is a jit of the JVP jaxpr; under linearize/vjp the partial
+# evaluation rule binds the known part as a jit now and stages the unknown (tangent) part as a
+# jit; the transpose is a jit of the transposed jaxpr.
+
+
+def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
+             inline: bool):
+    nonzeros = [not ad.is_zero(t) for t in tangents]
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    n_in = len(primals)
+    tangents_nz = [t for t in tangents if not ad.is_zero(t)]
+    assert len(tangents_nz) == len(jvp_closed.in_avals) - n_in
+    args = [*primals, *tangents_nz]
+    outs = jit_p.bind(*args, jaxpr=jvp_closed, name=name,
+                      donated_invars=(False,) * len(args), inline=inline)
+    n_out = len(jaxpr.out_avals)
+    tangents_it = iter(outs[n_out:])
+    tangents_out = [next(tangents_it) if nz else ad.Zero(a.to_tangent_aval())
+                    for a, nz in zip(jaxpr.out_avals, out_nz)]
+    return outs[:n_out], tangents_out
+
+
+def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
+                   inline: bool):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    ct_nonzero = [not ad.is_zero(c) for c in cts]
+    t_closed, cts_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
+    ins = [x for x, lin in zip(args, linear) if not lin]
+    ins += [c for c, nz in zip(cts, ct_nonzero) if nz]
+    outs = iter(jit_p.bind(*ins, jaxpr=t_closed, name=name,
+                           donated_invars=(False,) * len(ins), inline=inline))
+    nz_it = iter(cts_nz)
+    return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
+            for x, lin in zip(args, linear)]
+
+
+def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
+                      donated_invars: tuple, inline: bool):
+    unknowns = [not trace.is_known(x) for x in args]
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
+    known_args = [x for x, uk in zip(args, unknowns) if not uk]
+    with core.set_current_trace(trace.parent):
+        known_outs = jit_p.bind(*known_args, jaxpr=known, name=name,
+                                donated_invars=(False,) * len(known_args), inline=inline)
+    n_known = len(known_outs) - num_res
+    residuals = known_outs[n_known:]
+    unknown_args = [*residuals, *(x for x, uk in zip(args, unknowns) if uk)]
+    params = {"jaxpr": unknown, "name": name,
+              "donated_invars": (False,) * len(unknown_args), "inline": inline}
+    unknown_outs = iter(trace.stage(jit_p, unknown_args, unknown.out_avals, params))
+    known_it = iter(known_outs[:n_known])
+    return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
+
+
+ad.defjvp_rule(jit_p, _jit_jvp)
+ad.deftranspose(jit_p, _jit_transpose)
+pe.defpartial_eval(jit_p, _jit_partial_eval)

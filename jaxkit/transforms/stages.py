@@ -1,0 +1,157 @@
+"""The stages of ``jit``: ``Traced`` -> ``Lowered`` -> ``Compiled``, each with measured times.
+
+``jit(f).trace(*args)`` gives the jaxpr; ``.lower()`` the StableHLO module; ``.compile()`` the
+XLA executable with its optimised HLO, cost and memory analyses. ``jit`` itself goes through
+these objects when a call misses its cache: a ``Compiled`` is what its cache holds. Every stage
+records how long it took, so tools (and the magics) can show where time went.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from jaxkit import core, tree_util
+from jaxkit.interpreters import dispatch, mlir
+from jaxkit.runtime.array import Array, to_buffer
+
+# ``flatten(args, kwargs) -> (flat leaves, in_tree, avals)``: how the jitted function turns a
+# call's arguments into the leaves a program takes (static arguments dropped, avals checked).
+Flatten = Callable[[tuple, dict], tuple]
+
+
+@dataclass
+class Timings:
+    """Seconds spent in each stage (None when the stage did not run)."""
+
+    trace: float | None = None
+    lower: float | None = None
+    compile: float | None = None
+
+    def total(self) -> float:
+        return sum(t for t in (self.trace, self.lower, self.compile) if t)
+
+
+class Traced:
+    """A function traced at particular argument types: its jaxpr (closed-over constants as
+    constvars) and output structure."""
+
+    def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
+                 donated_invars: Sequence[bool], flatten: Flatten, timings: Timings):
+        self.fun_name = name
+        self.jaxpr = closed_jaxpr
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.donated_invars = tuple(donated_invars)
+        self.flatten = flatten
+        self.timings = timings
+
+    @property
+    def out_info(self):
+        return tree_util.tree_unflatten(self.out_tree, self.jaxpr.out_avals)
+
+    def lower(self) -> Lowered:
+        start = time.perf_counter()
+        module = dispatch.lower_closed(self.fun_name, self.jaxpr, self.donated_invars)
+        return Lowered(self, module, Timings(self.timings.trace, time.perf_counter() - start))
+
+
+class Lowered:
+    """A StableHLO module ready to compile."""
+
+    def __init__(self, traced: Traced, module, timings: Timings):
+        self.traced = traced
+        self.fun_name = traced.fun_name
+        self.module = module  # a jaxlib.mlir ir.Module
+        self.timings = timings
+
+    def as_text(self, dialect: str = "stablehlo") -> str:
+        if dialect not in ("stablehlo", "hlo"):
+            raise ValueError(f"unknown dialect {dialect!r}; use 'stablehlo'")
+        return mlir.module_to_string(self.module)
+
+    def compiler_ir(self, dialect: str = "stablehlo"):
+        return self.module
+
+    def compile(self) -> Compiled:
+        traced = self.traced
+        program, _, compile_time = dispatch.compile_closed(
+            self.fun_name, traced.jaxpr, traced.donated_invars, self.module)
+        return Compiled(self, program,
+                        Timings(self.timings.trace, self.timings.lower, compile_time))
+
+    @property
+    def in_avals(self):
+        return self.traced.jaxpr.in_avals
+
+    @property
+    def out_info(self):
+        return self.traced.out_info
+
+
+class Compiled:
+    """An executable for fixed argument types. Calling it runs the program; ``jit`` keeps one
+    per call signature and runs it through ``run_flat`` (or a fast-path call plan)."""
+
+    def __init__(self, lowered: Lowered, program: dispatch.Program, timings: Timings):
+        traced = lowered.traced
+        self.fun_name = lowered.fun_name
+        self.lowered = lowered
+        self.program = program
+        self.executable = program.executable
+        self.timings = timings
+        self.out_tree = traced.out_tree
+        self.single_leaf = (tree_util.treedef_is_leaf(traced.out_tree)
+                            and traced.out_tree.num_leaves == 1)
+
+    def outputs(self, bufs: list):
+        """The outputs as the function returns them, from the program's result buffers."""
+        if self.single_leaf:
+            return Array(bufs[0])
+        return tree_util.tree_unflatten(self.out_tree, [Array(b) for b in bufs])
+
+    def run_flat(self, flat: Sequence, avals: Sequence[core.ShapedArray]):
+        """Run on the flat argument leaves (``Array``s pass their buffer; NumPy values and
+        Python scalars are put on the device at ``avals``)."""
+        bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
+        return self.outputs(self.program.run(bufs))
+
+    def __call__(self, *args, **kwargs):
+        traced = self.lowered.traced
+        flat, in_tree, avals = traced.flatten(args, kwargs)
+        expected = traced.jaxpr.in_avals
+        if in_tree != traced.in_tree or [a.strip_weak_type() for a in avals] != [
+                a.strip_weak_type() for a in expected]:
+            raise TypeError(
+                f"Compiled function {self.fun_name} was called with arguments of types "
+                f"{[a.str_short() for a in avals]} (structure {in_tree}), but it was "
+                f"compiled for {[a.str_short() for a in expected]} (structure "
+                f"{traced.in_tree}). Call jit(f) instead to compile for new types.")
+        return self.run_flat(flat, expected)
+
+    @property
+    def cache_source(self) -> str:
+        """Where the executable came from: ``"compiled"`` (XLA compiled it now), ``"memory"``
+        (the same module was compiled earlier in this process) or ``"persistent"`` (loaded
+        from the on-disk compilation cache)."""
+        return self.executable.cache_source
+
+    def as_text(self) -> str:
+        """The optimised HLO that XLA compiled."""
+        return self.executable.as_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        """XLA's estimate: flops, transcendentals, bytes accessed, ..."""
+        return self.executable.cost_analysis()
+
+    def memory_analysis(self):
+        """XLA's buffer sizes: arguments, outputs, temporaries, generated code."""
+        return self.executable.memory_analysis()
+
+    @property
+    def in_avals(self):
+        return self.lowered.in_avals
+
+    @property
+    def out_info(self):
+        return self.lowered.out_info

@@ -1,0 +1,355 @@
+"""Programs run under JAX 0.10.2 (the test-only oracle) and under jaxkit must print the same.
+
+Each record is a snippet written against ``jax``/``jnp``/``lax``; it runs once with the real
+JAX modules and once with jaxkit's, and what it prints (values, dtypes, reprs, exception
+classes) must agree line by line. Snippets print exceptions as ``type(e).__name__`` plus, where
+the record says so, the key phrase the message must contain."""
+from __future__ import annotations
+
+import contextlib
+import io
+import textwrap
+
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jax_jnp  # noqa: E402
+
+import jaxkit  # noqa: E402
+import jaxkit.numpy as jk_jnp  # noqa: E402
+
+CUSTOM_FUNCTION_NOT_CALLED = """
+@jax.custom_jvp
+def f(x, y):
+    print("called f!")
+    return jnp.sin(x) * y
+
+@f.defjvp
+def f_jvp(primals, tangents):
+    print("called f_jvp!")
+    x, y = primals
+    x_dot, y_dot = tangents
+    return f(x, y), jnp.cos(x) * x_dot * y + jnp.sin(x) * y_dot
+
+print(f(2., 3.))
+print(*jax.jvp(f, (2., 3.), (1., 0.)))
+print(jax.grad(f)(2., 3.))
+print(jax.jit(jax.grad(f))(2., 3.))
+print(jax.grad(jax.jit(f))(2., 3.))
+
+@jax.custom_vjp
+def g(x, y):
+    print("called g!")
+    return jnp.sin(x) * y
+
+def g_fwd(x, y):
+    print("called g_fwd!")
+    return g(x, y), (jnp.cos(x), jnp.sin(x), y)
+
+def g_bwd(res, ct):
+    print("called g_bwd!")
+    cos_x, sin_x, y = res
+    return (cos_x * ct * y, sin_x * ct)
+
+g.defvjp(g_fwd, g_bwd)
+print(g(3., 4.))
+print(jax.grad(g)(3., 4.))
+print(jax.value_and_grad(g)(3., 4.))
+print(jax.vmap(jax.grad(g))(jnp.arange(3.), jnp.ones(3)))
+"""
+
+PYTHON_IF_IN_RULE = """
+@jax.custom_jvp
+def relu(x):
+    return jnp.maximum(x, 0.)
+
+@relu.defjvp
+def relu_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    if x > 0:
+        return relu(x), t
+    return relu(x), 0. * t
+
+print(jax.grad(relu)(3.), jax.grad(relu)(-3.))
+
+@jax.custom_vjp
+def clip_gradient(x):
+    return x
+
+def clip_fwd(x):
+    if x > 10:
+        print("big")
+    return x, None
+
+clip_gradient.defvjp(clip_fwd, lambda _, g: (jnp.clip(g, -1., 1.),))
+print(jax.grad(lambda x: 3. * clip_gradient(x))(20.))
+
+@jax.custom_jvp
+def f(x):
+    if x > 0:
+        return jnp.sin(x)
+    return jnp.cos(x)
+
+@f.defjvp
+def f_jvp(primals, tangents):
+    x, = primals
+    x_dot, = tangents
+    ans = f(x)
+    return (ans, 2 * x_dot) if x > 0 else (ans, 3 * x_dot)
+
+print(jax.grad(f)(1.), jax.grad(f)(-1.))
+"""
+
+LOOP_CARRY_PROMOTION = """
+def t(f):
+    try:
+        print(repr(f()))
+    except Exception as e:
+        print(type(e).__name__, e)
+
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + 0.5, 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + i, 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + jnp.float32(0.5), 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + 0.5, jnp.int32(0)))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + 0.5, 1.0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: c + jnp.float32(0.5), 1.0))
+t(lambda: lax.fori_loop(jnp.int32(0), 3, lambda i, c: c + i, 0))
+t(lambda: lax.fori_loop(0, 3, lambda i, c: (c[0] + 2, c[1] * 1.5), (0, 1)))
+t(lambda: lax.scan(lambda c, x: (c + x, c), 0, jnp.arange(3.)))
+t(lambda: lax.scan(lambda c, x: (c + x, c), 0., jnp.arange(3)))
+t(lambda: lax.scan(lambda c, x: (c + x, c), jnp.int32(0), jnp.arange(3.)))
+t(lambda: lax.scan(lambda c, x: ((c[0] + x, jnp.zeros(3)), c), (jnp.int32(0), jnp.zeros(2)),
+                   jnp.arange(3.)))
+t(lambda: lax.while_loop(lambda c: c < 3, lambda c: c + 0.5, 0))
+t(lambda: lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0))
+t(lambda: lax.while_loop(lambda c: c < 3, lambda c: c + 0.5, jnp.int32(0)))
+t(lambda: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 0.5, c[1] + 1), (0, 0.)))
+t(lambda: jax.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c + 0.5, 0))(3))
+"""
+
+LEGACY_THREEFRY = """
+jax.config.update("jax_threefry_partitionable", False)
+try:
+    key = jax.random.PRNGKey(0)
+    k1, k2 = jax.random.split(key)
+    print(k1, k2, jax.random.split(key, 3))
+    print(jax.random.normal(key, (3,)), jax.random.normal(key, (5,)))
+    print(jax.random.uniform(k1, (2, 3)))
+    print(jax.random.bits(key, (3,), jnp.uint8), jax.random.bits(key, (5,), jnp.uint16))
+    print(jax.random.randint(key, (4,), 0, 10), jax.random.fold_in(key, 7))
+    print(jax.random.permutation(key, 5), jax.random.bernoulli(key, 0.5, (4,)))
+    print(jax.jit(lambda k: jax.random.normal(k, (3,)))(key))
+    jax.config.update("jax_enable_x64", True)
+    print(jax.random.bits(key, (3,), jnp.uint64), jax.random.normal(key, (3,)))
+finally:
+    jax.config.update("jax_enable_x64", False)
+    jax.config.update("jax_threefry_partitionable", True)
+print(jax.random.normal(jax.random.PRNGKey(0), (3,)))
+"""
+
+ERRORS_AND_DTYPES = """
+def t(f):
+    try:
+        print(repr(f()))
+    except Exception as e:
+        print(type(e).__name__, str(e).split("at 0x")[0])
+
+t(lambda: jax.jit(lambda x: x, static_argnums=3)(1.))
+t(lambda: jnp.einsum('ij,jk->iz', jnp.ones((2, 2)), jnp.ones((2, 2))))
+t(lambda: jnp.asarray('abc'))
+t(lambda: jnp.ones(3) + jnp.ones(4))
+t(lambda: jnp.array(None))
+t(lambda: jnp.array([[1, 2], [3]]))
+t(lambda: jnp.array(object()))
+t(lambda: lax.cond(True, lambda: 1., lambda: jnp.int32(1)))
+t(lambda: type(lax.top_k(jnp.arange(5.), 2)))
+t(lambda: jax.jit(lambda x: isinstance(x, jax.Array))(1.))
+t(lambda: jax.grad(lambda x, y: x, argnums=(0, 1))(1., 2.))
+print(type(jnp.ones(2)), jnp.ones(2).sharding)
+jax.config.update("jax_enable_x64", True)
+try:
+    t(lambda: jnp.searchsorted(jnp.arange(5.), 2.).dtype)
+    t(lambda: jnp.tri(3).dtype)
+finally:
+    jax.config.update("jax_enable_x64", False)
+"""
+
+TRACER_REPRS = """
+jax.vmap(lambda x: print(x) or x)(jnp.arange(2))
+jax.vmap(lambda x, y: print(x * 2.) or x, in_axes=(1, None))(jnp.ones((3, 2)), 1.)
+jax.jit(jax.grad(lambda x: print(x) or x))(1.)
+jax.grad(lambda x: print(x * x) or x)(1.)
+jax.jvp(lambda x: print(x * 2) or x, (jnp.ones(2),), (jnp.ones(2),))
+jax.jit(lambda x: print(x, repr(x)))(1)
+jax.jit(lambda x: print(x, repr(x)))(jnp.ones((2, 3), jnp.int32))
+jax.jacfwd(lambda x: print(x) or x)(jnp.ones(2))
+jax.hessian(lambda x: print(x) or x.sum())(jnp.ones(2))
+jax.make_jaxpr(lambda x: print(x) or x)(1.)
+"""
+
+JAXPR_PRINTING = """
+x = jnp.ones((2, 3))
+y = jnp.ones((3, 4))
+for f, args in [(lambda x: x.sum(), (x,)), (lambda x: jnp.max(x, axis=0), (x,)),
+                (lambda x, y: x @ y, (x, y)), (lambda x: x * 1.67, (1.,)),
+                (lambda x: x * jnp.float32(1.67), (1.,)),
+                (lambda x: jnp.exp(x) - 1.67, (jnp.ones(2),)),
+                (lambda x: jax.checkpoint(jnp.sin)(x), (1.,)),
+                (lambda x: jnp.arange(3) * x, (1.,)), (lambda x: x.reshape(3, 2).T, (x,)),
+                (lambda: lax.fori_loop(0, 3, lambda i, c: c + i, 0), ())]:
+    print(jax.make_jaxpr(f)(*args))
+print(jax.typeof(1.), jax.typeof(jnp.ones(3)))
+"""
+
+IO_CALLBACK = """
+import numpy as np
+from jax.experimental import io_callback  # noqa: the alias module maps it to jaxkit's
+
+def cb(x):
+    print('cb', x)
+    return np.asarray(x * 2, np.float32)
+
+sds = jax.ShapeDtypeStruct((), jnp.float32)
+print(io_callback(cb, sds, 1.))
+print(jax.jit(lambda x: io_callback(cb, sds, x, ordered=True))(2.))
+print(jax.vmap(lambda x: io_callback(cb, sds, x))(jnp.arange(2.)))
+for bad in (lambda: jax.grad(lambda x: io_callback(cb, sds, x))(1.),
+            lambda: jax.vmap(lambda x: io_callback(cb, sds, x, ordered=True))(jnp.arange(2.))):
+    try:
+        bad()
+    except Exception as e:
+        print(type(e).__name__, e)
+"""
+
+TREE_NAMESPACE = """
+import dataclasses
+t = {'a': 1, 'b': (2, 3), 'c': [4, {'d': 5}]}
+print(jax.tree.leaves(t), jax.tree.structure(t), jax.tree.map(lambda x: x * 2, t))
+print(jax.tree.flatten(t), jax.tree.unflatten(jax.tree.structure(t), range(5)))
+print(jax.tree.leaves_with_path(t), jax.tree.flatten_with_path(t)[0][:2])
+print(jax.tree.map_with_path(lambda p, x: len(p) + x, t))
+print(jax.tree.reduce(lambda a, b: a + b, t), jax.tree.reduce_associative(lambda a, b: a + b, t))
+print(jax.tree.all(t), jax.tree.all([1, 0]))
+print(jax.tree.broadcast((1, 2), ((3, 4), {'a': 5})), jax.tree.broadcast(1, [1, 2, 3]))
+print(jax.tree.transpose(jax.tree.structure([0, 0]), jax.tree.structure((0, 0)),
+                         [(1, 2), (3, 4)]))
+print(jax.tree_util.flatten_one_level({'a': 1, 'b': (2, 3)}))
+print(jax.tree_util.flatten_one_level_with_keys({'a': 1, 'b': (2, 3)}))
+print(jax.tree_util.tree_broadcast((1, 2), ((3, 4), {'a': 5})))
+try:
+    jax.tree.reduce_associative(lambda a, b: a + b, [])
+except Exception as e:
+    print(type(e).__name__, e)
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Op:
+    x: object
+    op: str = jax.tree.static(default="add")
+
+print(jax.tree.structure(Op(1)), jax.tree.leaves(Op(jnp.ones(2))))
+"""
+
+TOP_LEVEL_NAMES = """
+import numpy as np
+print(jax.typeof(1.), jax.typeof(jnp.ones((2, 3), jnp.int8)), jax.float0)
+with jax.enable_x64(True):
+    print(jnp.ones(2).dtype, jax.enable_x64.value)
+print(jnp.ones(2).dtype, jax.enable_x64.value)
+with jax.disable_jit():
+    jax.jit(lambda x: print(type(x).__name__))(1.)
+
+@jax.jit
+def f(x):
+    with jax.ensure_compile_time_eval():
+        y = jnp.sin(2.)
+        print(y)
+    return x * y
+
+print(f(1.))
+with jax.named_scope("outer"):
+    print(jax.named_call(lambda x: x + 1, name="inc")(1.))
+g = jax.linear_transpose(lambda x: (2. * x, x.sum()), jnp.ones(3))
+print(g((jnp.arange(3.), 1.)))
+
+@jax.custom_gradient
+def h(x):
+    return jnp.sin(x), lambda g: (g * 10.,)
+
+print(h(1.), jax.grad(h)(1.), jax.vmap(jax.grad(h))(jnp.arange(2.)))
+x = jnp.arange(3.)
+print(x.addressable_shards[0].index, x.is_fully_replicated, x.addressable_data(0))
+print(x.byteswap(), jnp.array([0, 1]).choose([jnp.ones(2), jnp.zeros(2)]))
+print(jax.jit(lambda t: (t.nbytes, t.itemsize))(x))
+dev = jax.devices()[0]
+print(jax.make_array_from_callback((2, 2), jnp.ones(1).sharding,
+                                   lambda idx: np.arange(4.).reshape(2, 2)[idx]))
+print(jax.host_count(), jax.host_id(), jax.host_ids(), jax.process_indices())
+print(isinstance(jnp.ones(1), jax.Device), isinstance(dev, jax.Device))
+print(jax.dtypes.itemsize_bits(jnp.int4), jax.dtypes.scalar_type_of(jnp.ones(2, jnp.int8)))
+"""
+
+NAMESPACE_MODULES = """
+from jax.flatten_util import ravel_pytree
+from jax.custom_batching import custom_vmap, sequential_vmap
+from jax.test_util import check_grads
+flat, unravel = ravel_pytree({'a': jnp.ones(2), 'b': (jnp.arange(3), 2.)})
+print(flat, unravel(flat))
+
+@custom_vmap
+def f(x, y):
+    return x + y
+
+@f.def_vmap
+def rule(axis_size, in_batched, xs, ys):
+    print('rule', axis_size, in_batched)
+    return xs + ys, in_batched[0] or in_batched[1]
+
+print(f(1., 2.), jax.vmap(f)(jnp.ones(3), jnp.ones(3)))
+print(jax.vmap(f, in_axes=(0, None))(jnp.ones(3), 2.))
+print(jax.vmap(sequential_vmap(lambda x, y: x * y), in_axes=(0, None))(jnp.ones(3), 3.))
+check_grads(lambda x: jnp.sin(x) * x ** 2, (jnp.arange(3.),), order=2)
+
+@jax.custom_jvp
+def wrong(x):
+    return jnp.sin(x)
+
+wrong.defjvp(lambda p, t: (wrong(p[0]), 2 * t[0]))
+try:
+    check_grads(wrong, (1.,), 1)
+except AssertionError:
+    print("AssertionError")
+"""
+
+RECORDS = {
+    "tree_namespace": TREE_NAMESPACE,
+    "top_level_names": TOP_LEVEL_NAMES,
+    "namespace_modules": NAMESPACE_MODULES,
+    "jaxpr_printing": JAXPR_PRINTING,
+    "io_callback": IO_CALLBACK,
+    "legacy_threefry": LEGACY_THREEFRY,
+    "errors_and_dtypes": ERRORS_AND_DTYPES,
+    "tracer_reprs": TRACER_REPRS,
+    "loop_carry_promotion": LOOP_CARRY_PROMOTION,
+    "custom_function_not_called": CUSTOM_FUNCTION_NOT_CALLED,
+    "python_if_in_rule": PYTHON_IF_IN_RULE,
+}
+
+
+def _run(snippet: str, jax_module, jnp_module) -> str:
+    out = io.StringIO()
+    env = {"jax": jax_module, "jnp": jnp_module, "lax": jax_module.lax}
+    if jax_module is jaxkit:  # `from jax.experimental import ...` inside a snippet
+        snippet = snippet.replace("from jax.", "from jaxkit.")
+    with contextlib.redirect_stdout(out):
+        exec(compile(textwrap.dedent(snippet), "<snippet>", "exec"), env)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(RECORDS))
+def test_prints_as_jax(name):
+    snippet = RECORDS[name]
+    expected = _run(snippet, jax, jax_jnp)
+    got = _run(snippet, jaxkit, jk_jnp)
+    assert got == expected
