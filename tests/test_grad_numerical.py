@@ -108,6 +108,8 @@ ROWS = [
     Row("igamma", lambda a, x: lax.igamma(a, x), (P, P2), order=1, tol=2e-2),
     Row("igammac", lambda a, x: lax.igammac(a, x), (P, P2), order=1, tol=2e-2),
     Row("igamma_x", lambda x: lax.igamma(P, x), (P2,)),
+    Row("regularized_incomplete_beta", lambda x: lax.betainc(P, P2, x), (_u(0.1, 0.9),),
+        tol=2e-2),
     Row("polygamma", lambda x: lax.polygamma(np.full(3, 1.0, F32), x),
         (P + 0.5,), order=1, tol=1e-2),
     # forward mode only: it runs a while loop, and JAX cannot reverse-differentiate it either
