@@ -364,3 +364,17 @@ def test_replicated_program_is_loaded_in_a_second_process(tmp_path):
     assert warm["stats"].get("compiles", 0) == 0
     assert warm["stats"]["persistent_hits"] == cold["stats"]["compiles"]
     assert warm["out"] == cold["out"] == [[6.0, 10.0, 14.0]] * 2
+
+
+def test_jit_says_where_each_executable_came_from(cache_dir):
+    """``Compiled.cache_source`` and each jitted function's ``cache_events`` record whether XLA
+    compiled, or the in-process or on-disk cache answered."""
+    x = jnp.asarray(X)
+    f = jaxkit.jit(lambda a: program(a))
+    f(x)
+    assert f.cache_events[-1].executable_source == "compiled"
+    g = jaxkit.jit(lambda a: program(a))
+    g(x)
+    assert g.cache_events[-1].executable_source == "memory"
+    compile_cache.clear_memory_cache()
+    assert compile_fresh(program, x).cache_source == "persistent"

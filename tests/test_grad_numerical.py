@@ -108,6 +108,8 @@ ROWS = [
     Row("igamma", lambda a, x: lax.igamma(a, x), (P, P2), order=1, tol=2e-2),
     Row("igammac", lambda a, x: lax.igammac(a, x), (P, P2), order=1, tol=2e-2),
     Row("igamma_x", lambda x: lax.igamma(P, x), (P2,)),
+    Row("regularized_incomplete_beta", lambda x: lax.betainc(P, P2, x), (_u(0.1, 0.9),),
+        tol=2e-2),
     Row("polygamma", lambda x: lax.polygamma(np.full(3, 1.0, F32), x),
         (P + 0.5,), order=1, tol=1e-2),
     # forward mode only: it runs a while loop, and JAX cannot reverse-differentiate it either
@@ -217,6 +219,15 @@ ROWS = [
     Row("scan_ys_reverse", lambda x: lax.scan(lambda carry, xi: (carry + xi, jnp.tanh(
         carry * xi)), jnp.float32(0.3), x, reverse=True)[1], (X,)),
     Row("fori_loop", lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * x, x), (X,)),
+    # The four FFT kinds (R -> R through real/imag parts; RFFT/IRFFT transpose with their
+    # conjugate-pair weighting).
+    Row("fft", lambda x: lax.real(lax.fft(lax.complex(x, 0.5 * x), "FFT", (4,))),
+        (_u(-1, 1, (2, 4)),)),
+    Row("fft-ifft", lambda x: lax.imag(lax.fft(lax.complex(0.5 * x, x), "IFFT", (4,))),
+        (_u(-1, 1, (2, 4)),)),
+    Row("fft-rfft", lambda x: lax.imag(lax.fft(x, "RFFT", (6,))), (_u(-1, 1, (2, 6)),)),
+    Row("fft-irfft", lambda x: lax.fft(lax.complex(x, 0.5 * x), "IRFFT", (6,)),
+        (_u(-1, 1, (2, 4)),)),
     Row("while", lambda x: lax.while_loop(lambda c: c[0] < 3,
                                           lambda c: (c[0] + 1, jnp.sin(c[1]) * x),
                                           (0, x))[1], (X,), modes=("fwd",)),

@@ -73,10 +73,12 @@ def test_jaxpr_prints_like_jax(fn):
 
 def test_reshape_jaxpr_params():
     x = np.zeros((2, 3), np.float32)
-    text = str(jaxkit.make_jaxpr(lambda x: lax.reshape(x, (3, 2), (1, 0)))(x))
-    assert "reshape[dimensions=(1, 0) new_sizes=(3, 2)] a" in text
-    text = str(jaxkit.make_jaxpr(lambda x: lax.reshape(x, (6,)))(x))
-    assert "reshape[dimensions=None new_sizes=(6,)] a" in text
+    for args in [((3, 2), (1, 0)), ((6,),)]:
+        ours = str(jaxkit.make_jaxpr(lambda x: lax.reshape(x, *args))(x))
+        theirs = str(jax.make_jaxpr(lambda x: jax.lax.reshape(x, *args))(x))
+        assert ours == theirs
+    assert "reshape[dimensions=(1, 0) new_sizes=(3, 2) sharding=None] a" in str(
+        jaxkit.make_jaxpr(lambda x: lax.reshape(x, (3, 2), (1, 0)))(x))
 
 
 # ---- errors -----------------------------------------------------------------------------

@@ -433,6 +433,10 @@ ROWS = [
     Row("scan_reverse_consts", lambda w, xs: lax.scan(
         lambda c, x: (lax.add(lax.mul(c, w), x), c), np.zeros(3, np.float32), xs,
         reverse=True), args(f32(3), f32(4, 3)), _both(2)),
+    # fft: the transformed axes are the trailing ones, so the batch axis must move in front
+    Row("fft_rfft", lambda x: lax.fft(x, "RFFT", (4,)), args(f32(3, 4)), [0, 1, -1]),
+    Row("fft_fft2", lambda x: lax.fft(lax.convert_element_type(x, np.complex64), "FFT", (3, 4)),
+        args(f32(3, 4)), [0, 1, -1]),
     # jit
     Row("jit", lambda x, y: jaxkit.jit(lambda a, b: lax.mul(lax.sin(a), b))(x, y),
         args(f32(2, 3), f32(2, 3)), _both(2)),
@@ -491,6 +495,8 @@ EXERCISED_ELSEWHERE = {
     "debug_callback": "test_callbacks.py (debug.callback under vmap)",
     "debug_print": "test_callbacks.py (debug.print under vmap)",
     "pure_callback": "test_callbacks.py (every vmap_method, compared with JAX)",
+    "io_callback": "test_jax_parity.py (io_callback under vmap, and ordered=True refused, vs JAX)",
+    "custom_vmap_call": "test_jax_parity.py (custom_vmap rules under vmap, compared with JAX)",
 }
 
 

@@ -21,6 +21,7 @@ from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.slicing import *
+from jaxkit.lax.special import betainc, regularized_incomplete_beta_p
 from jaxkit.lax.sorting import *
 from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim_p,
                                    broadcasted_iota, collapse, concatenate, concatenate_p,
@@ -38,7 +39,8 @@ __all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "
                                       "gather_scatter", "parallel", "reductions", "slicing",
                                       "sorting")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
-    "stop_gradient", "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
+    "stop_gradient", "betainc", "regularized_incomplete_beta_p",
+    "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
     "concatenate", "convert_element_type", "expand_dims", "full", "full_like", "iota",
     "reduce_sum", "reshape", "rev", "split", "squeeze", "transpose", "zeros_like_array"})
 from jaxkit.lax import pp_rules as _pp_rules  # noqa: E402,F401  (printing of params)

@@ -19,7 +19,8 @@ def _with(**extra):
 
 def _dot_general(params: dict) -> dict:
     (lc, rc), (lb, rb) = params["dimension_numbers"]
-    out = {k: v for k, v in params.items() if not (k == "precision" and v is None)}
+    # JAX leaves out the parameters that are None (precision, preferred_element_type).
+    out = {k: v for k, v in params.items() if v is not None}
     out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
     return dict(sorted(out.items()))
 

@@ -25,13 +25,16 @@ class CallSignature:
 
 @dataclass
 class CacheEvent:
-    """One call that missed the cache: why, and what tracing and compiling cost."""
+    """One call that missed the cache: why, what tracing and compiling cost, and where XLA's
+    executable came from: ``"compiled"`` (XLA ran), ``"memory"`` (this process had compiled
+    the same module) or ``"persistent"`` (loaded from the on-disk compilation cache)."""
 
     fun_name: str
     reason: str
     differences: list[str]
     timings: Timings
     signature: CallSignature = field(repr=False, default=None)
+    executable_source: str = "compiled"
 
 
 def explain_miss(sig: CallSignature, previous: Sequence[CallSignature]) -> tuple[str, list[str]]:

@@ -451,7 +451,8 @@ class JitFunction:
         reason, diffs = explain_miss(sig_named, list(self._cache))
         compiled = self._traced(sig, dyn_args, dyn_kwargs).lower().compile()
         self._cache[sig_named] = compiled
-        event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named)
+        event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named,
+                           compiled.cache_source)
         self.cache_events.append(event)
         del self.cache_events[:-100]
         if config.jax_explain_cache_misses and len(self._cache) > 1:

@@ -129,6 +129,13 @@ class Compiled:
                 f"{traced.in_tree}). Call jit(f) instead to compile for new types.")
         return self.run_flat(flat, expected)
 
+    @property
+    def cache_source(self) -> str:
+        """Where the executable came from: ``"compiled"`` (XLA compiled it now), ``"memory"``
+        (the same module was compiled earlier in this process) or ``"persistent"`` (loaded
+        from the on-disk compilation cache)."""
+        return self.executable.cache_source
+
     def as_text(self) -> str:
         """The optimised HLO that XLA compiled."""
         return self.executable.as_text()

@@ -1,0 +1,66 @@
+"""Print, for each submodule of ``jax.scipy``, the public names jaxkit lacks (needs the test
+extra: it imports jax as the reference).
+
+    python bench/missing_scipy_names.py
+
+Submodules jaxkit does not have yet are reported whole; names left out on purpose are listed
+with the reason and not counted.
+"""
+from __future__ import annotations
+
+import importlib
+import types
+
+SUBMODULES = ["cluster", "cluster.vq", "fft", "integrate", "interpolate", "linalg", "ndimage",
+              "optimize", "signal", "sparse", "sparse.linalg", "special", "stats"]
+
+INTENTIONALLY_MISSING: dict[str, str] = {}
+
+
+def public(module) -> set[str]:
+    return {n for n in dir(module) if not n.startswith("_")}
+
+
+def _ours(name: str):
+    try:
+        return importlib.import_module(f"jaxkit.scipy.{name}")
+    except ImportError:
+        return None
+
+
+def main() -> int:
+    total_names = total_missing = total_listed = 0
+    print(f"{'module':<36}{'jax':>6}{'jaxkit':>8}{'missing':>9}")
+    rows = []
+    for name in SUBMODULES:
+        ref = importlib.import_module(f"jax.scipy.{name}")
+        names = public(ref)
+        ours = _ours(name)
+        have = public(ours) if ours is not None else set()
+        missing = sorted(names - have)
+        rows.append((f"jax.scipy.{name}", names, missing))
+        if name == "stats":
+            for dist in sorted(names):
+                sub = getattr(ref, dist)
+                if isinstance(sub, types.ModuleType):
+                    our_sub = getattr(ours, dist, None) if ours is not None else None
+                    sub_names = public(sub)
+                    have_sub = public(our_sub) if our_sub is not None else set()
+                    rows.append((f"jax.scipy.stats.{dist}", sub_names,
+                                 sorted(sub_names - have_sub)))
+    for label, names, missing in rows:
+        counted = [m for m in missing if f"{label}.{m}" not in INTENTIONALLY_MISSING]
+        total_names += len(names)
+        total_missing += len(counted)
+        total_listed += len(missing) - len(counted)
+        print(f"{label:<36}{len(names):>6}{len(names) - len(missing):>8}{len(counted):>9}")
+        for m in missing:
+            reason = INTENTIONALLY_MISSING.get(f"{label}.{m}")
+            print(f"    missing: {label}.{m}" + (f"  (listed: {reason})" if reason else ""))
+    print(f"{total_names} public names in jax.scipy's submodules; {total_missing} missing "
+          f"without a listed reason, {total_listed} listed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,2 @@
+"""``jaxkit.scipy.cluster``: vector quantization (``vq``)."""
+from jaxkit.scipy.cluster import vq  # noqa: F401

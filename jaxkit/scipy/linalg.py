@@ -1,0 +1,463 @@
+"""``jaxkit.scipy.linalg``: the part of ``jax.scipy.linalg`` that needs no new LAPACK-backed
+primitive: the matrix exponential (Pade approximation with scaling and squaring) and its
+Frechet derivative, special matrices (``block_diag``, ``toeplitz``, ``hankel``, ``circulant``,
+``companion``, ``hilbert``, ``pascal``, ``dft``, ...), and ``cholesky``/``det``/``inv``/``solve``
+on top of ``jnp.linalg``.
+
+The factorizations (``lu``, ``qr``, ``svd``, ``eigh``, ``schur``, ``hessenberg``, ...) and the
+solvers built on them (``cho_solve``, ``lu_solve``, ``solve_triangular``, ``sqrtm``, ``polar``,
+...) come with the LAPACK-backed ``lax.linalg`` primitives.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from functools import partial
+
+import numpy as np
+
+from jaxkit import dtypes, lax
+from jaxkit import numpy as jnp
+from jaxkit.api import jvp
+from jaxkit.transforms.jit import jit
+from jaxkit.numpy._promotion import check_arraylike, promote_dtypes
+from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
+from jaxkit.scipy.special import comb
+from jaxkit.typing import Array, ArrayLike
+
+
+# ---- thin layers over jnp.linalg -------------------------------------------------------------
+@partial(jit, static_argnames=("lower",))
+def _cholesky(a, lower):
+    a, = promote_dtypes_inexact(jnp.asarray(a))
+    factor = jnp.linalg.cholesky(a)
+    return factor if lower else jnp.conj(jnp.swapaxes(factor, -1, -2))
+
+
+def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Array:
+    """The Cholesky factor of a Hermitian positive-definite matrix (upper unless ``lower``)."""
+    del overwrite_a, check_finite
+    return _cholesky(a, lower)
+
+
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
+    """The determinant."""
+    del overwrite_a, check_finite
+    return jnp.linalg.det(a)
+
+
+def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
+    """The matrix inverse."""
+    del overwrite_a, check_finite
+    return jnp.linalg.inv(a)
+
+
+def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+          overwrite_b: bool = False, debug: bool = False, check_finite: bool = True,
+          assume_a: str = "gen") -> Array:
+    """Solve ``a x = b``. ``assume_a`` ('gen', 'sym', 'her', 'pos') is checked; every kind is
+    solved by LU with pivoting until the Cholesky/LDL primitives land."""
+    del overwrite_a, overwrite_b, debug, check_finite
+    if assume_a not in {"gen", "sym", "her", "pos"}:
+        raise ValueError(f"Expected assume_a to be one of {{'gen', 'sym', 'her', 'pos'}}, "
+                         f"got {assume_a}.")
+    a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
+    if assume_a != "gen":
+        # Only one triangle is read, as SciPy does.
+        tri = jnp.tril(a) if lower else jnp.triu(a)
+        strict = jnp.swapaxes(jnp.tril(a, -1) if lower else jnp.triu(a, 1), -1, -2)
+        a = tri + (jnp.conj(strict) if assume_a in ("her", "pos") else strict)
+    return jnp.linalg.solve(a, b)
+
+
+# ---- the matrix exponential ------------------------------------------------------------------
+def _dot(a, b):
+    return jnp.dot(a, b, precision=lax.Precision.HIGHEST)
+
+
+# Pade numerator coefficients b_0..b_m for the degrees Higham (2005) uses.
+_PADE = {
+    3: (120., 60., 12., 1.),
+    5: (30240., 15120., 3360., 420., 30., 1.),
+    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
+    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
+        3960., 90., 1.),
+    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+         129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+         40840800., 960960., 16380., 182., 1.),
+}
+
+
+def _pade(degree):
+    """``(U, V)`` with ``exp(A) ~ (V - U)^{-1} (V + U)``: odd and even parts of the
+    numerator."""
+    b = _PADE[degree]
+
+    def uv(a):
+        ident = jnp.eye(*a.shape, dtype=a.dtype)
+        a2 = _dot(a, a)
+        if degree == 13:
+            a4 = _dot(a2, a2)
+            a6 = _dot(a4, a2)
+            u = _dot(a, _dot(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4
+                     + b[3] * a2 + b[1] * ident)
+            v = (_dot(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4
+                 + b[2] * a2 + b[0] * ident)
+            return u, v
+        powers = [ident, a2]
+        for _ in range(2, (degree + 1) // 2):
+            powers.append(_dot(powers[-1], a2))
+        odd = sum(b[2 * k + 1] * p for k, p in reversed(list(enumerate(powers))))
+        even = sum(b[2 * k] * p for k, p in reversed(list(enumerate(powers))))
+        return _dot(a, odd), even
+
+    return uv
+
+
+@jit
+def _pade_parts(a):
+    norm1 = jnp.linalg.norm(a, 1)
+    if a.dtype in (np.float64, np.complex128):
+        max_norm, bounds = 5.371920351148152, (1.495585217958292e-002, 2.539398330063230e-001,
+                                                9.504178996162932e-001, 2.097847961257068e+000)
+        degrees = (3, 5, 7, 9, 13)
+    elif a.dtype in (np.float32, np.complex64):
+        max_norm, bounds = 3.925724783138660, (4.258730016922831e-001, 1.880152677804762e+000)
+        degrees = (3, 5, 7)
+    else:
+        raise TypeError(f"A.dtype={a.dtype} is not supported.")
+    n_squarings = jnp.maximum(0, jnp.floor(jnp.log2(norm1 / max_norm)))
+    a = a / 2 ** n_squarings.astype(a.dtype)
+    index = jnp.digitize(norm1, jnp.array(bounds, dtype=norm1.dtype))
+    u, v = lax.switch(index, [_pade(d) for d in degrees], a)
+    return u + v, -u + v, n_squarings
+
+
+@partial(jit, static_argnames=("upper_triangular", "max_squarings"))
+def expm(A: ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 16) -> Array:
+    """The matrix exponential (batched over leading axes); NaN when more than
+    ``max_squarings`` squarings would be needed."""
+    A, = promote_dtypes_inexact(jnp.asarray(A))
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"Expected A to be a (batched) square matrix, got {A.shape=}.")
+    if A.ndim > 2:
+        return jnp.vectorize(partial(expm, upper_triangular=upper_triangular,
+                                     max_squarings=max_squarings),
+                             signature="(n,n)->(n,n)")(A)
+    p, q, n_squarings = _pade_parts(A)
+
+    def compute(args):
+        _, p, q = args
+        r = jnp.linalg.solve(q, p)
+
+        def square(c, i):
+            return lax.cond(i < n_squarings, lambda x: _dot(x, x), lambda x: x, c), None
+
+        return lax.scan(square, r, jnp.arange(max_squarings, dtype=n_squarings.dtype))[0]
+
+    return lax.cond(n_squarings > max_squarings, lambda args: jnp.full_like(args[0], np.nan),
+                    compute, (A, p, q))
+
+
+@partial(jit, static_argnames=("method", "compute_expm"))
+def expm_frechet(A: ArrayLike, E: ArrayLike, *, method: str | None = None,
+                 compute_expm: bool = True) -> Array | tuple[Array, Array]:
+    """The Frechet derivative of ``expm`` at ``A`` in the direction ``E`` (with ``expm(A)``
+    first unless ``compute_expm=False``): the JVP of ``expm``."""
+    del method
+    A, E = jnp.asarray(A), jnp.asarray(E)
+    if A.ndim < 2 or A.shape[-2] != A.shape[1]:
+        raise ValueError(f"expected A to be a (batched) square matrix, got A.shape={A.shape}")
+    if E.ndim < 2 or E.shape[-2] != E.shape[-1]:
+        raise ValueError(f"expected E to be a (batched) square matrix, got E.shape={E.shape}")
+    if A.shape != E.shape:
+        raise ValueError("expected A and E to be the same shape, got "
+                         f"A.shape={A.shape} E.shape={E.shape}")
+    value, derivative = jvp(partial(expm, upper_triangular=False, max_squarings=16), (A,), (E,))
+    return (value, derivative) if compute_expm else derivative
+
+
+# ---- special matrices ------------------------------------------------------------------------
+@jit
+def block_diag(*arrs: ArrayLike) -> Array:
+    """The block-diagonal matrix of the (at most 2-D) arguments."""
+    if len(arrs) == 0:
+        arrs = (jnp.zeros((1, 0)),)
+    arrs = tuple(jnp.asarray(a) for a in promote_dtypes(*arrs))
+    bad = [i for i, a in enumerate(arrs) if np.ndim(a) > 2]
+    if bad:
+        raise ValueError("Arguments to jax.scipy.linalg.block_diag must have at most 2 "
+                         f"dimensions, got {arrs[bad[0]]} at argument {bad[0]}.")
+    arrs = [jnp.atleast_2d(a) for a in arrs]
+    total = sum(a.shape[1] for a in arrs)
+    rows, col = [], 0
+    for a in arrs:
+        rows.append(lax.pad(a, np.array(0, a.dtype), ((0, 0, 0),
+                                                      (col, total - a.shape[1] - col, 0))))
+        col += a.shape[1]
+    return jnp.concatenate(rows, axis=0)
+
+
+def _diagonal_constant(values, nrows, ncols, flip):
+    """``out[i, j] = values[j - i + nrows - 1]`` (or ``[i + j]`` when ``flip``): the shared
+    indexing of Toeplitz and Hankel matrices."""
+    i, j = np.arange(nrows)[:, None], np.arange(ncols)[None, :]
+    return values[i + j] if flip else values[j - i + nrows - 1]
+
+
+def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
+    """The Toeplitz matrix with first column ``c`` and first row ``r`` (``conj(c)`` by
+    default); batched over leading axes."""
+    if r is None:
+        check_arraylike("toeplitz", c)
+        r = jnp.conjugate(jnp.asarray(c))
+    else:
+        check_arraylike("toeplitz", c, r)
+    return _toeplitz(jnp.atleast_1d(jnp.asarray(c)), jnp.atleast_1d(jnp.asarray(r)))
+
+
+@partial(jnp.vectorize, signature="(m),(n)->(m,n)")
+def _toeplitz(c, r):
+    (m,), (n,) = c.shape, r.shape
+    if m == 0 or n == 0:
+        return jnp.empty((m, n), dtype=jnp.promote_types(c.dtype, r.dtype))
+    values = jnp.concatenate((c[::-1], r[1:]))
+    return _diagonal_constant(values, m, n, flip=False)
+
+
+def hankel(c: ArrayLike, r: ArrayLike | None = None) -> Array:
+    """The Hankel matrix with first column ``c`` and last row ``r`` (zeros by default)."""
+    if r is None:
+        check_arraylike("hankel", c)
+        c = jnp.asarray(c)
+        r = jnp.zeros_like(c)
+    else:
+        check_arraylike("hankel", c, r)
+        c, r = jnp.asarray(c), jnp.asarray(r)
+    if c.ndim == 0:
+        raise ValueError("hankel: c must be at least 1-dimensional, got a scalar.")
+    if r.ndim == 0:
+        raise ValueError("hankel: r must be at least 1-dimensional, got a scalar.")
+    if c.ndim < r.ndim:
+        c = lax.expand_dims(c, range(r.ndim - c.ndim))
+    elif r.ndim < c.ndim:
+        r = lax.expand_dims(r, range(c.ndim - r.ndim))
+    return _hankel(c, r)
+
+
+@partial(jnp.vectorize, signature="(m),(n)->(m,n)")
+def _hankel(c, r):
+    (m,), (n,) = c.shape, r.shape
+    if m == 0 or n == 0:
+        return jnp.empty((m, n), dtype=jnp.result_type(c, r))
+    return _diagonal_constant(jnp.concatenate((c, r[1:])), m, n, flip=True)
+
+
+def circulant(c: ArrayLike) -> Array:
+    """The circulant matrix with first column ``c``."""
+    check_arraylike("circulant", c)
+    return _circulant(jnp.atleast_1d(jnp.asarray(c)))
+
+
+@partial(jnp.vectorize, signature="(n)->(n,n)")
+def _circulant(c):
+    n, = c.shape
+    return c[(np.arange(n)[:, None] - np.arange(n)[None, :]) % n]
+
+
+def leslie(f: ArrayLike, s: ArrayLike) -> Array:
+    """The Leslie matrix of fecundities ``f`` and survival rates ``s``."""
+    check_arraylike("leslie", f, s)
+    f, s = jnp.atleast_1d(f), jnp.atleast_1d(s)
+    if f.shape[-1] < 2:
+        raise ValueError("The length of f along the last axis must be at least 2; got shape "
+                         f"{f.shape}.")
+    if s.shape[-1] != f.shape[-1] - 1:
+        raise ValueError("Incorrect lengths for f and s. The length of s along the last axis "
+                         "must be one less than the length of f; got f shape "
+                         f"{f.shape} and s shape {s.shape}.")
+    return _leslie(f, s)
+
+
+@partial(jnp.vectorize, signature="(n),(m)->(n,n)")
+def _leslie(f, s):
+    f, s = promote_dtypes(f, s)
+    return jnp.diag(s, k=-1).at[0].set(f)
+
+
+def companion(a: ArrayLike) -> Array:
+    """The companion matrix of the polynomial with coefficients ``a`` (highest first)."""
+    a, = promote_args_inexact("companion", a)
+    a = jnp.atleast_1d(a)
+    if a.shape[-1] < 2:
+        raise ValueError("The length of `a` along the last axis must be at least 2; got "
+                         f"shape {a.shape}.")
+    return _companion(a)
+
+
+@partial(jnp.vectorize, signature="(n)->(m,m)")
+def _companion(a):
+    first_row = -a[1:] / a[0]
+    m = a.shape[0] - 1
+    return jnp.eye(m, m, k=-1, dtype=first_row.dtype).at[0].set(first_row)
+
+
+def fiedler(a: ArrayLike) -> Array:
+    """The symmetric Fiedler matrix ``|a_i - a_j|``."""
+    check_arraylike("fiedler", a)
+    a = jnp.atleast_1d(a)
+    return jnp.abs(a[..., None] - a[..., None, :])
+
+
+def fiedler_companion(a: ArrayLike) -> Array:
+    """The Fiedler companion matrix (pentadiagonal) of the polynomial ``a``."""
+    a, = promote_args_inexact("fiedler_companion", a)
+    a = jnp.atleast_1d(a)
+    if a.shape[-1] == 0:
+        raise ValueError("fiedler_companion requires the last axis of 'a' to have nonzero "
+                         f"length, but got an array of shape {a.shape}.")
+    return _fiedler_companion(a)
+
+
+@partial(jnp.vectorize, signature="(n)->(m,m)")
+def _fiedler_companion(a):
+    n = a.shape[0] - 1
+    if n == 0:
+        return jnp.empty_like(a, shape=(0, 0))
+    a = a / a[0]
+    if n == 1:
+        return -a[1:].reshape(1, 1)
+    i, j = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
+    even, odd = i % 2 == 0, i % 2 == 1
+    one, zero = jnp.array(1, dtype=a.dtype), jnp.array(0, dtype=a.dtype)
+    conditions = [(i == 0) & (j == 0), (i == 1) & (j == 0), (j == i + 1) & even,
+                  (j == i + 2) & even, (j == i - 1) & even & (i >= 2),
+                  (j == i - 2) & odd & (i >= 3)]
+    choices = [-a[1], one, -a[jnp.minimum(i + 2, n)], one, -a[jnp.minimum(i + 1, n)], one]
+    return jnp.select(conditions, choices, default=zero)
+
+
+@partial(jit, static_argnames=("n", "mode"))
+def convolution_matrix(a: ArrayLike, n: int, mode: str = "full") -> Array:
+    """The matrix of convolution with ``a`` applied to length-``n`` inputs ('full', 'valid'
+    or 'same' output)."""
+    n = operator.index(n)
+    if n <= 0:
+        raise ValueError(f"n must be a positive integer; got {n}.")
+    check_arraylike("convolution_matrix", a)
+    a = jnp.asarray(a)
+    if a.ndim == 0:
+        raise ValueError("convolution_matrix: a must be at least 1-dimensional, got a scalar.")
+    m = a.shape[-1]
+    if m < 1:
+        raise ValueError(f"len(a) must be at least 1; got shape {a.shape}.")
+    if mode not in ("full", "valid", "same"):
+        raise ValueError(f"mode must be one of 'full', 'valid', 'same'; got {mode!r}.")
+    pad = [(0, 0)] * (a.ndim - 1) + [(0, n - 1)]
+    az, raz = jnp.pad(a, pad), jnp.pad(jnp.flip(a, axis=-1), pad)
+    length = m + n - 1
+    if mode == "same":
+        trim = min(n, m) - 1
+        begin, end = trim // 2, trim - trim // 2
+    elif mode == "valid":
+        begin = end = min(n, m) - 1
+    else:
+        begin = end = 0
+    col0 = lax.slice_in_dim(az, begin, length - end, axis=-1)
+    row0 = lax.slice_in_dim(raz, length - n - begin, length - begin, axis=-1)
+    return toeplitz(col0, row0)
+
+
+@partial(jit, static_argnames=("n",))
+def hilbert(n: int) -> Array:
+    """The Hilbert matrix ``1 / (i + j + 1)``."""
+    a = lax.broadcasted_iota(dtypes.canonicalize_dtype(np.float64), (n, 1), 0)
+    return 1 / (a + a.T + 1)
+
+
+@partial(jit, static_argnames=("n",))
+def invhilbert(n: int) -> Array:
+    """The inverse of the Hilbert matrix (closed form in binomial coefficients)."""
+    a = jnp.arange(n, dtype=dtypes.canonicalize_dtype(np.float64))
+    i, j = a[:, None], a[None, :]
+    s = i + j
+    return ((-1.0) ** s * (s + 1.0) * comb(n + i, n - j - 1) * comb(n + j, n - i - 1)
+            * comb(s, i) ** 2)
+
+
+@jit
+def _binom(n, k):
+    return lax.exp(lax.lgamma(n + 1.0) - lax.lgamma(n - k + 1.0) - lax.lgamma(k + 1.0))
+
+
+def _check_kind(kind):
+    kind = "symmetric" if kind is None else kind
+    valid = ["symmetric", "lower", "upper"]
+    if kind not in valid:
+        raise ValueError(f"Expected kind to be one of: {valid}; got {kind}")
+    return kind
+
+
+@partial(jit, static_argnames=("n", "kind"))
+def pascal(n: int, kind: str | None = None) -> Array:
+    """The Pascal matrix (symmetric, lower or upper)."""
+    kind = _check_kind(kind)
+    a = jnp.arange(n, dtype=np.float32)
+    lower = _binom(a[:, None], a[None, :])
+    return lower if kind == "lower" else lower.T if kind == "upper" else jnp.dot(lower, lower.T)
+
+
+@partial(jit, static_argnames=("n", "kind"))
+def invpascal(n: int, kind: str | None = None) -> Array:
+    """The inverse of the Pascal matrix."""
+    kind = _check_kind(kind)
+    a = jnp.arange(n, dtype=dtypes.canonicalize_dtype(np.float64))
+    i, j = a[:, None], a[None, :]
+    lower = ((-1.0) ** (i - j)) * _binom(i, j)
+    return lower if kind == "lower" else lower.T if kind == "upper" else jnp.dot(lower.T, lower)
+
+
+@partial(jit, static_argnames=("n", "full"))
+def helmert(n: int, full: bool = False) -> Array:
+    """The Helmert matrix (the ``n - 1`` contrast rows, plus the mean row if ``full``)."""
+    if n < 1:
+        raise ValueError(f"n must be a positive integer; got {n}.")
+    i, j = jnp.arange(n - 1)[:, None], jnp.arange(n)[None, :]
+    k = (i + 1).astype(dtypes.canonicalize_dtype(np.float64))
+    denom = jnp.sqrt(k * (k + 1))
+    h = jnp.where(j <= i, 1.0 / denom, jnp.where(j == i + 1, -k / denom, jnp.zeros_like(denom)))
+    if full:
+        h = jnp.concatenate([jnp.full((1, n), 1.0 / jnp.sqrt(n), dtype=h.dtype), h], axis=0)
+    return h
+
+
+@partial(jit, static_argnames=("n", "dtype"))
+def hadamard(n: int, dtype=int) -> Array:
+    """The Sylvester-construction Hadamard matrix of order ``n`` (a power of 2)."""
+    if n < 1 or not math.log2(n).is_integer():
+        raise ValueError(f"n must be a positive power of 2; got {n}.")
+    h = jnp.ones((1, 1), dtype=dtype)
+    for _ in range(int(math.log2(n))):
+        h = jnp.block([[h, h], [h, -h]])
+    return h
+
+
+@partial(jit, static_argnames=("n", "scale", "dtype"))
+def dft(n: int, scale: str | None = None, *, dtype=None) -> Array:
+    """The discrete Fourier transform matrix (scaled by ``1/sqrt(n)`` or ``1/n`` if asked)."""
+    if scale is not None and scale not in ("sqrtn", "n"):
+        raise ValueError(f"scale must be None, 'sqrtn', or 'n'; got {scale!r}.")
+    if dtype is None:
+        dtype = dtypes.canonicalize_dtype(np.complex128)
+    else:
+        dtype = dtypes.canonicalize_dtype(dtype)
+        if not dtypes.issubdtype(dtype, np.complexfloating):
+            raise ValueError(f"dtype must be a complex floating-point type; got {dtype}.")
+    a = jnp.arange(n, dtype=dtype)
+    omegas = jnp.exp(-2j * np.pi * a[:, None] * a[None, :] / n)
+    if scale == "sqrtn":
+        return omegas / jnp.sqrt(n)
+    if scale == "n":
+        return omegas / n
+    return omegas
