@@ -118,7 +118,7 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_threefry_partitionable": (True, _to_bool, ("JAX_THREEFRY_PARTITIONABLE",)),
     "jax_default_prng_impl": ("threefry2x32", _only("threefry2x32"), ()),
     "jax_numpy_dtype_promotion": ("standard", _only("standard"), ()),
-    "jax_log_compiles": (False, _only(False), ()),
+    "jax_log_compiles": (False, _to_bool, ("JAX_LOG_COMPILES",)),
     "jax_debug_infs": (False, _only(False), ()),
     "jax_check_tracer_leaks": (False, _only(False), ()),
     "jax_enable_checks": (False, _only(False), ()),

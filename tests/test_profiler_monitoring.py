@@ -1,7 +1,9 @@
 """jax.profiler (traces written by jaxlib's profiler, memory profiles) and jax.monitoring."""
 from __future__ import annotations
 
+import logging
 import os
+import re
 
 import pytest
 
@@ -68,11 +70,45 @@ def test_monitoring_listeners():
     assert len(seen) == 4
 
 
-def test_unsupported_flag_values_raise():
-    with pytest.raises(NotImplementedError, match="jax_log_compiles"):
-        with jaxkit.log_compiles(True):
-            pass
+def _compile_records(lib, numpy, caplog) -> list[str]:
+    """The "jax" log records of one new jit function's first and second calls, with
+    log_compiles on, times scrubbed."""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="jax"), lib.log_compiles():
+        f = lib.jit(lambda x: x * 3.0 + 1.0)
+        x = numpy.ones(5)
+        f(x)
+        caplog.clear()  # forget the compiles of the eager ones() above
+        f = lib.jit(lambda x: x * 2.0 - 1.0)
+        f(x)
+        f(x)
+    return [(r.name, r.levelname, re.sub(r"[0-9.]+ sec", "T sec", r.getMessage()))
+            for r in caplog.records]
+
+
+def test_log_compiles_logs_as_jax_does(caplog):
+    # One trace, one lowering, one compilation for two calls, at WARNING on JAX's logger names
+    # (code that counts "Finished ... compilation" records to catch recompiles relies on them).
+    jax = pytest.importorskip("jax")
+    ours = _compile_records(jaxkit, jnp, caplog)
+    theirs = _compile_records(jax, jax.numpy, caplog)
+    finished = [m for _, _, m in ours if re.search("Finished .* compilation", m)]
+    assert finished == ["Finished XLA compilation of jit(<lambda>) in T sec"]
+    assert [(n, lv) for n, lv, _ in ours] == [(n, lv) for n, lv, _ in theirs]
+    assert [m.split(" with ")[0] for _, _, m in ours] == [
+        m.split(" with ")[0] for _, _, m in theirs]
     assert jaxkit.log_compiles.value is False
+    with caplog.at_level(logging.DEBUG, logger="jax"):
+        caplog.clear()
+        jaxkit.jit(lambda x: x - 4.0)(jnp.ones(5))
+    assert caplog.records and {r.levelname for r in caplog.records} == {"DEBUG"}
+
+
+def test_unsupported_flag_values_raise():
+    with pytest.raises(NotImplementedError, match="jax_debug_infs"):
+        with jaxkit.debug_infs(True):
+            pass
+    assert jaxkit.debug_infs.value is False
     live = jaxkit.live_arrays()
     x = jnp.arange(7.)
     assert any(a is x for a in jaxkit.live_arrays()) and len(jaxkit.live_arrays()) > len(live) - 1

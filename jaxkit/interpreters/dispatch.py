@@ -14,6 +14,7 @@ keyed on call signatures, built from the same ``compile_closed``.
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -24,6 +25,37 @@ from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import debug_nans, mlir
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, to_buffer
+
+# --------------------------------------------------------------------------------------------
+# Compile logging
+# --------------------------------------------------------------------------------------------
+
+# Each trace, lowering and compilation is logged, at WARNING under ``jax_log_compiles`` and
+# DEBUG otherwise, with JAX's messages on JAX's logger names: code written for JAX watches
+# the "jax" logger (optax's tests count "Finished ... compilation" records to catch
+# recompiles; users raise its level), and under ``import jaxkit as jax`` it should see ours.
+_logger = logging.getLogger("jax._src.dispatch")
+_compiling_logger = logging.getLogger("jax._src.interpreters.pxla")
+
+
+def log_compile_step(message: str, *args, compiling: bool = False) -> None:
+    logger = _compiling_logger if compiling else _logger
+    level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
+    if logger.isEnabledFor(level):
+        logger.log(level, message, *args)
+
+
+def _log_compiling(name: str, in_avals) -> None:
+    log_compile_step("Compiling jit(%s) with global shapes and types %s.", name,
+                     tuple(in_avals), compiling=True)
+
+
+def _log_compile(name: str, lowering_s: float | None, compile_s: float) -> None:
+    if lowering_s is not None:
+        log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec", name,
+                         lowering_s)
+    log_compile_step("Finished XLA compilation of jit(%s) in %.9f sec", name, compile_s)
+
 
 # --------------------------------------------------------------------------------------------
 # Compiled programs
@@ -56,6 +88,7 @@ def _const_is_param(c) -> bool:
 def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool]):
     """The StableHLO module of ``closed``: small closed-over constants inlined, large ones as
     leading parameters (``Program.const_bufs``, in the same order)."""
+    _log_compiling(name, closed.in_avals)
     jaxpr = closed.jaxpr
     as_param = [_const_is_param(c) for c in closed.consts]
     param_vars = [v for v, p in zip(jaxpr.constvars, as_param) if p]
@@ -72,11 +105,13 @@ def compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool
     """Lower (unless ``module`` is given) and compile ``closed``; returns the program and the
     seconds spent lowering and compiling."""
     start = time.perf_counter()
-    if module is None:
+    lowered_here = module is None
+    if lowered_here:
         module = lower_closed(name, closed, donated_invars)
     lowered_at = time.perf_counter()
     exe = pjrt.compile_module(module, closed.out_avals)
     compiled_at = time.perf_counter()
+    _log_compile(name, lowered_at - start if lowered_here else None, compiled_at - lowered_at)
     const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts if _const_is_param(c)]
     return Program(exe, const_bufs), lowered_at - start, compiled_at - lowered_at
 
@@ -172,7 +207,13 @@ def primitive_jaxpr(prim: core.Primitive, avals: Sequence[ShapedArray], params: 
 
 def _compile_primitive(prim, avals, params) -> Program:
     jaxpr = primitive_jaxpr(prim, avals, params)
-    return Program(pjrt.compile_module(mlir.lower_jaxpr(prim.name, jaxpr), jaxpr.out_avals), [])
+    _log_compiling(prim.name, avals)
+    start = time.perf_counter()
+    module = mlir.lower_jaxpr(prim.name, jaxpr)
+    lowered_at = time.perf_counter()
+    program = Program(pjrt.compile_module(module, jaxpr.out_avals), [])
+    _log_compile(prim.name, lowered_at - start, time.perf_counter() - lowered_at)
+    return program
 
 
 def _compile_closed_program(name: str, closed: ClosedJaxpr, donated_invars) -> Program:

@@ -423,6 +423,8 @@ class JitFunction:
         start = time.perf_counter()
         jaxpr, consts = pe.trace_to_jaxpr(flat_fun, sig.avals, debug)
         trace_time = time.perf_counter() - start
+        dispatch.log_compile_step("Finished tracing %s for jit in %.9f sec", self._name,
+                                  trace_time)
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         return closed, out_tree_box[0], consts, trace_time
 

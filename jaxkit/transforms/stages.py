@@ -53,7 +53,10 @@ class Traced:
     def lower(self) -> Lowered:
         start = time.perf_counter()
         module = dispatch.lower_closed(self.fun_name, self.jaxpr, self.donated_invars)
-        return Lowered(self, module, Timings(self.timings.trace, time.perf_counter() - start))
+        seconds = time.perf_counter() - start
+        dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
+                                  self.fun_name, seconds)
+        return Lowered(self, module, Timings(self.timings.trace, seconds))
 
 
 class Lowered:
