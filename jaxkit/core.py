@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -77,6 +78,7 @@ class ShapedArray:
         key = (tuple([int(d) for d in shape]), np.dtype(dtype), bool(weak_type))
         self = cls._interned.get(key)
         if self is None:
+            _check_shape(*key[:2])  # once per distinct aval: interning makes it free after
             self = object.__new__(cls)
             self.shape, self.dtype, self.weak_type = key
             self = cls._interned.setdefault(key, self)  # one winner if threads race
@@ -115,6 +117,24 @@ class ShapedArray:
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
         dims = ",".join(map(str, self.shape))
         return f"{'~' if self.weak_type else ''}{self.dtype.name}[{dims}]"
+
+
+# XLA counts elements and bytes in int64, and aborts the process (an uncaught absl status in
+# C++) when a shape's product overflows it; negative dimensions fail in MLIR with no hint.
+# Every array type passes through ShapedArray, so this is where bad shapes are stopped.
+_MAX_BYTES = 2 ** 63 - 1
+
+
+def _check_shape(shape: tuple[int, ...], dtype: np.dtype) -> None:
+    if any(d < 0 for d in shape):
+        raise TypeError(f"Shapes must have every element be nonnegative, got {shape}. A "
+                        "negative dimension usually comes from a size computed from other "
+                        "shapes; check it before building the array.")
+    size = math.prod(shape)
+    if size * max(dtype.itemsize, 1) > _MAX_BYTES:
+        raise ValueError(f"Array of shape {shape} and dtype {dtype.name} is too big: "
+                         f"{size} elements of {dtype.itemsize} bytes exceed what XLA can "
+                         "address (2**63 - 1 bytes). Use a smaller shape.")
 
 
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:

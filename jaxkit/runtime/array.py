@@ -109,9 +109,7 @@ class Array:
 
     def _check_alive(self) -> None:
         if self._buf.is_deleted():
-            raise RuntimeError("Array has been deleted or donated: it was passed to a function "
-                               "with donate_argnums (or .delete() was called). Use the result "
-                               "of that call instead.")
+            raise RuntimeError(pjrt.deleted_message(self.aval))
 
     # ---- conversion to host values ----
     @property

@@ -269,11 +269,15 @@ class ReplicatedExecutable:
     def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
         with _in_flight_lock:
             _wait_previous()
-            if not self.handlers:  # no result to wait on later: wait for the token now
-                results = self._execute(bufs, with_tokens=True)
-                results.consume_token().block_until_ready()
-                return []
-            outs = self._execute(bufs).consume_with_handlers(self.handlers)
+            try:
+                if not self.handlers:  # no result to wait on later: wait for the token now
+                    results = self._execute(bufs, with_tokens=True)
+                    results.consume_token().block_until_ready()
+                    return []
+                outs = self._execute(bufs).consume_with_handlers(self.handlers)
+            except _jax.JaxRuntimeError:
+                pjrt.raise_if_deleted(bufs)
+                raise
             _in_flight.append(outs[0])
         return outs
 

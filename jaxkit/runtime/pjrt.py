@@ -31,6 +31,7 @@ from jaxkit._config import config  # noqa: E402
 from jaxkit.runtime import compile_cache  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
+JaxRuntimeError = _jax.JaxRuntimeError
 Device = _jax.Device
 jaxlib_version = _jax.__version__ if hasattr(_jax, "__version__") else "0.10.2"
 
@@ -207,7 +208,11 @@ class Executable:
         self.cache_source = compile_cache.COMPILED
 
     def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
-        return self._execute(bufs).consume_with_handlers(self.handlers)
+        try:
+            return self._execute(bufs).consume_with_handlers(self.handlers)
+        except JaxRuntimeError:
+            raise_if_deleted(bufs)
+            raise
 
     def as_text(self) -> str:
         return self.xla_executable.hlo_modules()[0].to_string()
@@ -217,6 +222,23 @@ class Executable:
 
     def memory_analysis(self):
         return self.xla_executable.get_compiled_memory_stats()
+
+
+def deleted_message(aval) -> str:
+    """JAX's message for a deleted array, and what to do about it."""
+    dims = ",".join(map(str, aval.shape))
+    return (f"Array has been deleted with shape={aval.dtype.name}[{dims}]. It was donated to a "
+            "function (donate_argnums) or deleted with .delete(); use that call's result "
+            "instead.")
+
+
+def raise_if_deleted(bufs: Sequence) -> None:
+    """After a failed execute: if an argument was deleted or donated, say so as JAX does
+    (instead of jaxlib's "Invalid buffer passed to Execute()" or a shard-count mismatch).
+    Checked after the failure, so calls that succeed pay nothing for it."""
+    for buf in bufs:
+        if isinstance(buf, ArrayImpl) and buf.is_deleted():
+            raise RuntimeError(deleted_message(buf.aval)) from None
 
 
 def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) -> Executable:

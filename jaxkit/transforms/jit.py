@@ -33,6 +33,7 @@ from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
+from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.runtime.array import Array, to_buffer
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
@@ -155,41 +156,48 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
     unrolled = not static_argnums
 
     def dispatch(*args, **kwargs):
-        if current_trace() is not eval_trace:
-            return fun(*args, **kwargs) if inline else slow(args, kwargs)
-        n = len(args)
-        if n == 1 and unrolled and not kwargs:
-            x, = args
-            # A miss leaves the except block before calling `slow`, so that errors raised
-            # while tracing or compiling do not come chained to this KeyError.
-            try:
-                plan = fast[(x.aval if type(x) is Array else _leaf_key(x),)]
-            except (KeyError, TypeError):  # a new signature, or not a leaf
-                plan = None
-            if plan is None:
-                return slow(args, kwargs)
-            if plan.direct:
-                return Array(plan.execute([x._buf]).consume_with_handlers(plan.handlers)[0])
-        elif n == 2 and unrolled and not kwargs:
-            x, y = args
-            try:
-                plan = fast[x.aval if type(x) is Array else _leaf_key(x),
-                            y.aval if type(y) is Array else _leaf_key(y)]
-            except (KeyError, TypeError):
-                plan = None
-            if plan is None:
-                return slow(args, kwargs)
-            if plan.direct:
-                return Array(plan.execute([x._buf, y._buf])
-                             .consume_with_handlers(plan.handlers)[0])
-        else:
-            try:
-                plan = fast[_fast_key(static_argnums, args, kwargs)]
-            except (KeyError, TypeError):
-                plan = None
-            if plan is None:
-                return slow(args, kwargs)
-        return plan.run(args)
+        # The executables below run the arguments' buffers as they are; a deleted or donated
+        # one fails in jaxlib, and only then are the arguments examined (a try costs nothing).
+        try:
+            if current_trace() is not eval_trace:
+                return fun(*args, **kwargs) if inline else slow(args, kwargs)
+            n = len(args)
+            if n == 1 and unrolled and not kwargs:
+                x, = args
+                # A miss leaves the except block before calling `slow`, so that errors raised
+                # while tracing or compiling do not come chained to this KeyError.
+                try:
+                    plan = fast[(x.aval if type(x) is Array else _leaf_key(x),)]
+                except (KeyError, TypeError):  # a new signature, or not a leaf
+                    plan = None
+                if plan is None:
+                    return slow(args, kwargs)
+                if plan.direct:
+                    return Array(plan.execute([x._buf]).consume_with_handlers(plan.handlers)[0])
+            elif n == 2 and unrolled and not kwargs:
+                x, y = args
+                try:
+                    plan = fast[x.aval if type(x) is Array else _leaf_key(x),
+                                y.aval if type(y) is Array else _leaf_key(y)]
+                except (KeyError, TypeError):
+                    plan = None
+                if plan is None:
+                    return slow(args, kwargs)
+                if plan.direct:
+                    return Array(plan.execute([x._buf, y._buf])
+                                 .consume_with_handlers(plan.handlers)[0])
+            else:
+                try:
+                    plan = fast[_fast_key(static_argnums, args, kwargs)]
+                except (KeyError, TypeError):
+                    plan = None
+                if plan is None:
+                    return slow(args, kwargs)
+            return plan.run(args)
+        except JaxRuntimeError:
+            pjrt.raise_if_deleted([a._buf for a in (*args, *kwargs.values())
+                                   if type(a) is Array])
+            raise
 
     return dispatch
 
