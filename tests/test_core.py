@@ -10,6 +10,7 @@ import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit import core, lax
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.typecheck import check_jaxpr
 
 
 def f32(*shape):
@@ -123,7 +124,7 @@ def test_eval_jaxpr_roundtrip():
 
 def test_check_jaxpr_accepts_traced():
     closed = jaxkit.make_jaxpr(lambda x: lax.mul(lax.sin(x), x))(f32(2))
-    core.check_jaxpr(closed.jaxpr)
+    check_jaxpr(closed.jaxpr)
 
 
 def test_check_jaxpr_rejects_wrong_type():
@@ -132,7 +133,7 @@ def test_check_jaxpr_rejects_wrong_type():
     bad_out = core.Var(core.ShapedArray((5,), np.float32))
     bad = core.Jaxpr([], closed.jaxpr.invars, [bad_out], [eqn.replace(outvars=[bad_out])])
     with pytest.raises(core.JaxprTypeError, match="declared f32\\[5\\]"):
-        core.check_jaxpr(bad)
+        check_jaxpr(bad)
 
 
 def test_check_jaxpr_rejects_unbound_var():
@@ -141,7 +142,7 @@ def test_check_jaxpr_rejects_unbound_var():
     eqn = closed.jaxpr.eqns[0].replace(invars=[stray])
     bad = core.Jaxpr([], closed.jaxpr.invars, closed.jaxpr.outvars, [eqn])
     with pytest.raises(core.JaxprTypeError, match="used before it is bound"):
-        core.check_jaxpr(bad)
+        check_jaxpr(bad)
 
 
 # ---- jit ----------------------------------------------------------------------------------

@@ -497,6 +497,7 @@ EXERCISED_ELSEWHERE = {
     "pure_callback": "test_callbacks.py (every vmap_method, compared with JAX)",
     "io_callback": "test_jax_parity.py (io_callback under vmap, and ordered=True refused, vs JAX)",
     "custom_vmap_call": "test_jax_parity.py (custom_vmap rules under vmap, compared with JAX)",
+    "check": "test_ecosystem.py (checkify under vmap names the failing mapped index)",
 }
 
 

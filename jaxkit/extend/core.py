@@ -10,9 +10,9 @@ import weakref
 import numpy as np
 
 from jaxkit.core import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
-                         Primitive, ShapedArray, Trace, Tracer, Var, check_jaxpr,
-                         concrete_or_error, current_trace, get_aval, jaxpr_as_fun,
-                         set_current_trace, subjaxprs)
+                         Primitive, ShapedArray, Trace, Tracer, Var, concrete_or_error,
+                         current_trace, get_aval, jaxpr_as_fun, set_current_trace, subjaxprs)
+from jaxkit.interpreters.typecheck import check_jaxpr
 from jaxkit.runtime.array import Array
 
 __all__ = ["ClosedJaxpr", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn", "JaxprTypeError",

@@ -170,9 +170,21 @@ def _expn(n, x):
     conds = [(n < 0) | (x < 0), (x == 0) & (n < 2), (x == 0) & (n >= 2), (n == 0) & (x >= 0),
              n >= 5000, x > 1]
     n1 = jnp.where(n == 1, n + n, n)
-    values = [np.nan, np.inf, 1 / n1, jnp.exp(-x) / x, _expn_large_n, _expn_fraction,
-              _expn_series]
+    values = [np.nan, np.inf, 1 / n1, jnp.exp(-x) / x, _expn_large_n, _fraction_in_domain,
+              _series_in_domain]
     return jnp.piecewise(x, conds, values, n=n)
+
+
+# Under vmap (jnp.vectorize) every branch runs on every element, and an iteration runs until
+# all lanes converge: the continued fraction at x = 1e-6 needs ~1e6 steps (45 s on a CPU, as
+# in JAX 0.10.2) and the series diverges for large x. Each branch gets a point of its own
+# domain where it is not selected, so every lane converges in a few dozen steps.
+def _fraction_in_domain(x, n):
+    return _expn_fraction(jnp.where(x > 1, x, jnp.full_like(x, 2.0)), n)
+
+
+def _series_in_domain(x, n):
+    return _expn_series(jnp.where((x > 0) & (x <= 1), x, jnp.full_like(x, 0.5)), n)
 
 
 @partial(custom_jvp, nondiff_argnums=(0,))
