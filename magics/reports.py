@@ -16,7 +16,7 @@ import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit import tree_util
 
-from . import graph, render
+from . import fdcheck, graph, render
 from .timing import Timing, format_seconds, time_call
 
 
@@ -287,65 +287,100 @@ def jit_timeit_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
 
 @dataclass
 class GradReport:
-    """Value and gradient of a scalar function, its forward and gradient programs, and how
-    far the gradient is from central finite differences."""
+    """Value and gradient of a scalar function of any pytrees, its forward and gradient
+    programs, and a finite-difference check (see ``fdcheck``)."""
 
     name: str
     value: Any
     grads: Any
     forward_jaxpr: Any
     grad_jaxpr: Any
-    fd_grads: Any
-    max_abs_error: float
+    argnums: tuple
+    args: tuple
+    check: str
+    probes: list
     eps: float
+    arg_names: tuple = ()
+
+    def arg_name(self, n: int) -> str:
+        return self.arg_names[n] if n < len(self.arg_names) else f"arg {n}"
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((p.error for p in self.probes), default=0.0)
+
+    def grad_rows(self) -> list[tuple[str, str, str, str, str]]:
+        """(path, type, norm, min, max) for every leaf of the gradient."""
+        grads = (self.grads,) if len(self.argnums) == 1 and not isinstance(
+            self.grads, tuple) else self.grads
+        rows = []
+        for n, g in zip(self.argnums, grads):
+            for path, leaf in tree_util.tree_flatten_with_path(g)[0]:
+                a = np.asarray(leaf)
+                finite = a[np.isfinite(a)] if a.size else a
+                rows.append((f"{self.arg_name(n)}{tree_util.keystr(path)}",
+                             f"{a.dtype}{list(a.shape)}",
+                             f"{float(np.linalg.norm(a.astype(np.float64))):.4g}",
+                             f"{float(finite.min()):.4g}" if finite.size else "-",
+                             f"{float(finite.max()):.4g}" if finite.size else "-"))
+        return rows
+
+    def check_rows(self) -> list[tuple[str, str, str, str]]:
+        return [(p.label, f"{p.analytic:.6g}", f"{p.numeric:.6g}", f"{p.error:.3g}")
+                for p in self.probes]
+
+    def check_title(self) -> str:
+        kind = {"directions": "along random directions", "full": "element by element"}
+        return f"central differences {kind[self.check]} (eps={self.eps:g})"
 
     def _repr_pretty_(self, p, cycle):
-        p.text(f"{self.name}: value = {self.value}\n"
-               f"grad = {self.grads}\n"
-               f"finite differences (eps={self.eps:g}) = {self.fd_grads}\n"
-               f"largest |grad - finite difference| = {self.max_abs_error:.3g}")
+        lines = [f"{self.name}: value = {self.value}", "",
+                 render.text_table(self.grad_rows(), ("gradient", "type", "norm", "min",
+                                                      "max"))]
+        if self.check != "none":
+            lines += ["", self.check_title(),
+                      render.text_table(self.check_rows(), ("along", "grad", "finite diff.",
+                                                            "|difference|")),
+                      f"largest |grad - finite difference| = {self.max_abs_error:.3g}"]
+        p.text("\n".join(lines))
 
     def _repr_html_(self):
         fwd = JaxprResult(f"{self.name} (forward)", self.forward_jaxpr)
         bwd = JaxprResult(f"grad({self.name})", self.grad_jaxpr)
-        parts = [render.table([("value", self.value), ("gradient", self.grads),
-                               (f"central differences (eps={self.eps:g})", self.fd_grads),
-                               ("largest abs. error", f"{self.max_abs_error:.3g}")]),
-                 render.details("forward program", render.pre(str(self.forward_jaxpr))
-                                + fwd.graph_html(), open_=False),
-                 render.details("gradient program (forward + transposed backward)",
-                                render.pre(str(self.grad_jaxpr)) + bwd.graph_html())]
+        parts = [render.table([("value", self.value)]),
+                 render.table(self.grad_rows(), ("gradient", "type", "norm", "min", "max"))]
+        if self.check != "none":
+            parts.append(render.details(self.check_title(), render.table(
+                self.check_rows(), ("along", "grad", "finite diff.", "|difference|"))
+                + f"<p>largest |grad - finite difference| = {self.max_abs_error:.3g}</p>",
+                open_=True))
+        parts += [render.details("forward program", render.pre(str(self.forward_jaxpr))
+                                 + fwd.graph_html(), open_=False),
+                  render.details("gradient program (forward + transposed backward)",
+                                 render.pre(str(self.grad_jaxpr)) + bwd.graph_html())]
         return render.report(f"grad of {self.name}", parts)
 
 
-def central_differences(fn: Callable, args: Sequence, argnum: int, eps: float) -> np.ndarray:
-    """d fn / d args[argnum] by central differences, elementwise (float64 on the host)."""
-    x = np.asarray(args[argnum], dtype=np.float64)
-    grad = np.zeros_like(x)
-    flat = grad.reshape(-1)
-    for i in range(x.size):
-        step = np.zeros(x.size)
-        step[i] = eps
-        step = step.reshape(x.shape)
-        plus = list(args)
-        minus = list(args)
-        plus[argnum] = jnp.asarray(x + step, dtype=jnp.asarray(args[argnum]).dtype)
-        minus[argnum] = jnp.asarray(x - step, dtype=jnp.asarray(args[argnum]).dtype)
-        flat[i] = (float(fn(*plus)) - float(fn(*minus))) / (2 * eps)
-    return grad
-
-
 def grad_report(fn: Callable, args: Sequence, name: str, argnums: int | tuple = 0,
-                eps: float = 1e-3) -> GradReport:
+                eps: float = 1e-3, check: str = "directions",
+                arg_names: Sequence[str] = ()) -> GradReport:
+    """``check``: "directions" (a few random directions, two calls each), "full" (every
+    element, two calls each) or "none". ``arg_names``: the arguments as the user wrote them
+    (``params``), naming the gradient's leaves (``params[0][1]``)."""
     value, grads = jaxkit.value_and_grad(fn, argnums=argnums)(*args)
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    fd = [central_differences(fn, args, n, eps) for n in nums]
-    got = [np.asarray(grads)] if isinstance(argnums, int) else [np.asarray(g) for g in grads]
-    err = max(float(np.max(np.abs(g - f))) if g.size else 0.0 for g, f in zip(got, fd))
-    fd_out = fd[0] if isinstance(argnums, int) else tuple(fd)
+    grad_list = [grads] if isinstance(argnums, int) else list(grads)
+    if check == "directions":
+        probes = fdcheck.directions(fn, args, nums, grad_list, eps)
+    elif check == "full":
+        probes = fdcheck.elementwise(fn, args, nums, grad_list, eps, arg_names)
+    elif check == "none":
+        probes = []
+    else:
+        raise ValueError(f"check must be 'directions', 'full' or 'none', got {check!r}")
     return GradReport(name, value, grads, jaxkit.make_jaxpr(fn)(*args),
                       jaxkit.make_jaxpr(jaxkit.grad(fn, argnums=argnums))(*args),
-                      fd_out, err, eps)
+                      nums, tuple(args), check, probes, eps, tuple(arg_names))
 
 
 # --------------------------------------------------------------------------------------------

@@ -117,10 +117,118 @@ def test_devices_magic(ip):
     assert res.rows and res.rows[0][1] == "cpu"
 
 
-def test_bad_call_is_a_clear_error(ip):
-    result = ip.run_cell("%jaxpr sq", store_history=False)
-    assert isinstance(result.error_in_exec, ValueError)
-    assert "expected a call" in str(result.error_in_exec)
+# ---- mistakes and errors ---------------------------------------------------------------
+
+from IPython.core.error import UsageError  # noqa: E402
+
+MISTAKES = [  # (a magic line with a mistake in it, what the one-line message must say)
+    ("%jaxpr sq", "expected a call such as `f(x)`"),
+    ("%grad sq(x", "'(' was never closed"),
+    ("%grad sq(undefined_name)", "name 'undefined_name' is not defined: define it"),
+    ("%grad nosuchfunction(x)", "name 'nosuchfunction' is not defined"),
+    ("%grad jnp.sin(x)", "needs a function with a scalar output; jnp.sin returns float32[8]"),
+    ("%grad --argnums 3 sq(x)", "give positions among 0..0"),
+    ("%grad --argnums a sq(x)", "--argnums takes comma-separated integers"),
+    ("%grad --check some sq(x)", "invalid choice: 'some'"),
+    ("%jit --panels grpah sq(x)", "unknown panel(s) 'grpah' for --panels; choose from graph"),
+    ("%vmap_timeit --hand by_hnd sq x", "--hand by_hnd: no variable named 'by_hnd'"),
+    ("%vmap_timeit --sizes 1,x sq x", "--sizes takes comma-separated integers"),
+    ("%vmap_timeit --in-axes zero sq x", "--in-axes takes integers or None"),
+]
+
+
+@pytest.mark.parametrize("line,message", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_mistakes_in_the_magic_line_are_usage_errors(ip, line, message):
+    result = ip.run_cell(line, store_history=False)
+    assert isinstance(result.error_in_exec, UsageError), repr(result.error_in_exec)
+    assert message in str(result.error_in_exec)
+    assert "\n" not in str(result.error_in_exec)
+
+
+def test_the_users_error_is_shown_without_internal_frames(ip):
+    import os
+
+    import jaxkit.magics
+    run(ip, "def bad_shapes(v):\n    return jnp.sum(jnp.dot(v, jnp.ones(3)))\n")
+    for line in ("%jaxpr bad_shapes(x)", "%grad bad_shapes(x)", "%jit -q bad_shapes(x)"):
+        err = ip.run_cell(line, store_history=False).error_in_exec
+        assert isinstance(err, TypeError) and "dot_general requires contracting" in str(err)
+        files, tb = [], err.__traceback__
+        while tb is not None:
+            files.append(tb.tb_frame.f_code.co_filename)
+            tb = tb.tb_next
+        internal = [f for f in files if f.startswith((os.path.dirname(jaxkit.__file__),
+                                                      os.path.dirname(jaxkit.magics.__file__)))
+                    and not f.endswith(os.path.join("magics", "errors.py"))]
+        assert not internal, (line, internal)
+        # the user's function is still there, where the bad call is
+        assert any(not f.startswith(os.path.dirname(jaxkit.__file__)) and "IPython" not in f
+                   for f in files[-1:]), files
+        assert err.__context__ is None or err.__suppress_context__
+
+
+# ---- %grad on pytrees ---------------------------------------------------------------------
+
+MLP = """
+rng = np.random.default_rng(0)
+params = [(jnp.asarray(rng.normal(size=(4, 8)), jnp.float32), jnp.zeros(8)),
+          (jnp.asarray(rng.normal(size=(8, 1)), jnp.float32), jnp.zeros(1))]
+xs = jnp.asarray(rng.normal(size=(16, 4)), jnp.float32)
+ys = jnp.ones((16, 1))
+def loss(params, x, y):
+    for w, b in params[:-1]:
+        x = jnp.tanh(x @ w + b)
+    w, b = params[-1]
+    return jnp.mean((x @ w + b - y) ** 2)
+"""
+
+
+def test_grad_of_a_list_of_layers(ip):
+    run(ip, MLP)
+    res = run(ip, "%grad -o -q loss(params, xs, ys)")
+    ns = ip.user_ns
+    want = jaxkit.grad(ns["loss"])(ns["params"], ns["xs"], ns["ys"])
+    for g, w in zip(jaxkit.tree_util.tree_leaves(res.grads), jaxkit.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert [r[0] for r in res.grad_rows()] == ["params[0][0]", "params[0][1]", "params[1][0]",
+                                               "params[1][1]"]
+    assert res.grad_rows()[0][1] == "float32[4, 8]"
+    assert res.check == "directions" and len(res.probes) == 3
+    assert res.max_abs_error < 5e-3
+    text = repr_pretty(res)
+    assert "params[1][1]" in text and "random direction 3" in text
+    html = res._repr_html_()
+    assert "params[0][0]" in html and "along random directions" in html
+
+
+def test_grad_checks_full_and_none(ip):
+    run(ip, MLP)
+    full = run(ip, "%grad -o -q --check full loss(params, xs, ys)")
+    assert len(full.probes) == 4 * 8 + 8 + 8 + 1
+    assert full.probes[0].label == "params[0][0][0, 0]" and full.max_abs_error < 5e-3
+    none = run(ip, "%grad -o -q --check none loss(params, xs, ys)")
+    assert none.probes == [] and "finite" not in repr_pretty(none)
+
+
+def test_grad_check_catches_a_wrong_gradient():
+    # A custom_jvp with a deliberately wrong derivative: the directional check must see it.
+    @jaxkit.custom_jvp
+    def f(x):
+        return jaxkit.numpy.sum(x ** 2)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), jaxkit.numpy.sum(3.0 * x * t)  # should be 2 x t
+
+    res = reports.grad_report(f, [jaxkit.numpy.arange(1.0, 5.0)], "f")
+    assert res.max_abs_error > 0.1
+
+
+def test_grad_check_cost_does_not_grow_with_parameters(ip):
+    run(ip, "big = jnp.ones((1000, 1000)) * 0.001\ndef quad(w):\n    return jnp.sum(w * w)\n")
+    res = run(ip, "%grad -o -q quad(big)")
+    assert len(res.probes) == 3 and res.max_abs_error < 1e-2
 
 
 # ---- graphs ---------------------------------------------------------------------------
