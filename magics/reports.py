@@ -6,6 +6,7 @@ text, ``_repr_html_`` adds tables, graphs (SVG when Graphviz's ``dot`` exists) a
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +132,10 @@ class JitReport(_GraphMixin):
     jitted: Timing | None = None
     panels: tuple = ("graph", "jaxpr", "stablehlo", "hlo", "times", "cache", "placement",
                      "cost", "memory", "speed")
+    # False when the function was compiled before this jit object existed (another jit of the
+    # same function): the stage times are then those of rerunning the stages, with XLA's
+    # executable from the in-memory cache, and say nothing about the first compile's cost.
+    compile_recorded: bool = True
 
     @property
     def speedup(self) -> float | None:
@@ -138,19 +143,38 @@ class JitReport(_GraphMixin):
             return None
         return self.eager.best / self.jitted.best
 
+    def break_even_calls(self) -> int | None:
+        """After how many calls compiling (trace + lower + compile) has paid for itself."""
+        if self.eager is None or self.jitted is None or not self.compile_recorded:
+            return None
+        saved = self.eager.best - self.jitted.best
+        cost = sum(t or 0.0 for t in (self.trace_s, self.lower_s, self.compile_s))
+        return math.ceil(cost / saved) if saved > 0 else None
+
+    def _pays_back(self) -> str:
+        if not self.compile_recorded:
+            return "after an unknown number of calls (compiled before this report)"
+        n = self.break_even_calls()
+        return (f"after {n} call{'s' if n != 1 else ''}" if n is not None
+                else "never (not faster per call)")
+
     def summary_lines(self) -> list[str]:
         lines = [f"jit({self.name}): {len(self.jaxpr.eqns)} equations"]
         lines.append(f"  cache: {'hit' if self.cache_hit else 'miss'}"
                      + ("" if self.cache_hit else f" ({self.miss_reason})"))
         lines.append(f"  trace {format_seconds(self.trace_s)}, lower "
-                     f"{format_seconds(self.lower_s)}, compile {format_seconds(self.compile_s)}")
+                     f"{format_seconds(self.lower_s)}, compile {format_seconds(self.compile_s)}"
+                     + ("" if self.compile_recorded else " (stages rerun; the executable "
+                        "came from the in-memory cache)"))
         if self.cost:
             lines.append("  cost: " + ", ".join(f"{k} {self.cost[k]:g}" for k in
                                                 ("flops", "transcendentals", "bytes accessed")
                                                 if k in self.cost))
         if self.eager is not None and self.jitted is not None:
-            lines.append(f"  eager {self.eager}, jit {self.jitted}: speedup "
-                         f"{self.speedup:.2f}x")
+            lines.append(f"  eager {self.eager.summary()}")
+            lines.append(f"  jit   {self.jitted.summary()}")
+            lines.append(f"  speedup {self.speedup:.2f}x (best runs); compiling pays back "
+                         f"{self._pays_back()}")
         return lines
 
     def _repr_pretty_(self, p, cycle):
@@ -167,9 +191,11 @@ class JitReport(_GraphMixin):
                                    ("compile", format_seconds(self.compile_s))],
                                   ("stage", "time")))
         if "speed" in self.panels and self.speedup is not None:
-            s.append(render.table([("eager (op by op)", str(self.eager)),
-                                   ("jit", str(self.jitted)),
-                                   ("speedup", f"{self.speedup:.2f}x")], ("", "time per call")))
+            s.append(render.table([("eager (op by op)", str(self.eager), self.eager.summary()),
+                                   ("jit", str(self.jitted), self.jitted.summary()),
+                                   ("speedup", f"{self.speedup:.2f}x", ""),
+                                   ("compiling pays back", self._pays_back(), "")],
+                                  ("", "best", "mean ± std. dev.")))
         if "graph" in self.panels:
             s.append(render.details("graph", self.graph_html(), open_=True))
         if "jaxpr" in self.panels:
@@ -217,9 +243,16 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
     jaxkit.block_until_ready(out)
     hit = len(jitted.cache_events) == events_before
     reason = None if hit else jitted.cache_events[-1].reason
+    # The texts come from the stages again; XLA does not run twice: the executable comes from
+    # the in-memory compilation cache. The stage times shown are those of the compile that
+    # made the cached entry (recorded in jit's cache events), not of this rerun.
     traced = jitted.trace(*args, **kwargs)
     lowered = traced.lower()
     compiled = lowered.compile()
+    avals = tuple(traced.jaxpr.in_avals)
+    recorded = next((ev.timings for ev in reversed(jitted.cache_events)
+                     if ev.signature is not None and tuple(ev.signature.avals) == avals), None)
+    timings = recorded or compiled.timings
     memory_stats = compiled.memory_analysis()
     memory = {f: getattr(memory_stats, f) for f in _MEMORY_FIELDS if hasattr(memory_stats, f)}
     cost = {k: v for k, v in compiled.cost_analysis().items() if "{" not in k}
@@ -228,9 +261,10 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
         eager_t = time_call(lambda: fn(*args, **kwargs), repeat=repeat)
         jit_t = time_call(lambda: jitted(*args, **kwargs), repeat=repeat)
     report = JitReport(name, traced.jaxpr, lowered.as_text(), compiled.as_text(),
-                       compiled.timings.trace, compiled.timings.lower, compiled.timings.compile,
+                       timings.trace, timings.lower, timings.compile,
                        hit, reason, _placement(list(args)), _placement(out), cost, memory,
                        eager_t, jit_t)
+    report.compile_recorded = recorded is not None
     if panels:
         report.panels = tuple(panels)
     return report
@@ -243,30 +277,58 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
 
 @dataclass
 class SpeedupReport:
-    """Per-call times of several ways to run the same computation."""
+    """Per-call times of several ways to run the same computation; with ``compile_s`` (what
+    the first jit call spent tracing, lowering and compiling), when jit pays that back."""
 
     title: str
     timings: dict[str, Timing]
     baseline: str
+    compile_s: float | None = None
 
     def speedups(self) -> dict[str, float]:
         base = self.timings[self.baseline].best
         return {k: base / t.best for k, t in self.timings.items()}
 
-    def _repr_pretty_(self, p, cycle):
+    def break_even_calls(self) -> int | None:
+        """Calls after which jit (compile once, then its steady time) has cost less than
+        running eagerly every time; None when jit is not faster per call."""
+        if self.compile_s is None or "jit" not in self.timings:
+            return None
+        saved = self.timings[self.baseline].best - self.timings["jit"].best
+        return math.ceil(self.compile_s / saved) if saved > 0 else None
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
         sp = self.speedups()
-        rows = [(k, str(t), f"{sp[k]:.2f}x") for k, t in self.timings.items()]
-        p.text(self.title + "\n" + render.text_table(rows, ("method", "best time",
-                                                            f"speedup vs {self.baseline}")))
+        return [(k, str(t), t.summary(), f"{sp[k]:.2f}x") for k, t in self.timings.items()]
+
+    @property
+    def header(self) -> tuple[str, ...]:
+        return ("method", "best", "mean ± std. dev.", f"speedup vs {self.baseline}")
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.compile_s is not None:
+            n = self.break_even_calls()
+            out.append(f"jit's first call spent {format_seconds(self.compile_s)} tracing, "
+                       "lowering and compiling; "
+                       + (f"jit pays that back after {n} call{'s' if n != 1 else ''}"
+                          if n is not None else "jit is not faster per call here, so it "
+                          "never pays that back"))
+        out += [f"{k}: {w}" for k, t in self.timings.items()
+                if (w := t.variance_warning()) is not None]
+        return out
+
+    def _repr_pretty_(self, p, cycle):
+        p.text("\n".join([self.title, render.text_table(self.rows(), self.header)]
+                         + self.notes()))
 
     def chart(self):
         return render.bar_chart(list(self.timings), [t.best for t in self.timings.values()],
                                 self.title)
 
     def _repr_html_(self):
-        sp = self.speedups()
-        parts = [render.table([(k, str(t), f"{sp[k]:.2f}x") for k, t in self.timings.items()],
-                              ("method", "best time", f"speedup vs {self.baseline}"))]
+        parts = [render.table(self.rows(), self.header)]
+        parts += [f"<p>{render.escape(n)}</p>" for n in self.notes()]
         if render.matplotlib_available():
             parts.append(render.figure_to_svg(self.chart()))
         return render.report(self.title, parts)
@@ -275,9 +337,11 @@ class SpeedupReport:
 def jit_timeit_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
                       repeat: int = 5, static_argnames: Sequence[str] = ()) -> SpeedupReport:
     jitted = jaxkit.jit(fn, static_argnames=tuple(static_argnames) or None)
+    jaxkit.block_until_ready(jitted(*args, **kwargs))  # the compile, timed by jit itself
+    compile_s = jitted.cache_events[-1].timings.total() if jitted.cache_events else None
     timings = {"eager": time_call(lambda: fn(*args, **kwargs), repeat=repeat),
                "jit": time_call(lambda: jitted(*args, **kwargs), repeat=repeat)}
-    return SpeedupReport(f"{name}: eager vs jit", timings, "eager")
+    return SpeedupReport(f"{name}: eager vs jit", timings, "eager", compile_s)
 
 
 # --------------------------------------------------------------------------------------------

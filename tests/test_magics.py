@@ -277,3 +277,40 @@ def test_graph_with_dot_binary():
 def repr_pretty(obj) -> str:
     from IPython.lib.pretty import pretty
     return pretty(obj)
+
+
+# ---- timing ---------------------------------------------------------------------------------
+
+
+def test_timing_reads_like_timeit():
+    from jaxkit.magics.timing import Timing
+    t = Timing(1e-3, [1e-3, 1.2e-3, 1.1e-3], 100)
+    assert t.summary() == ("1.1 ms ± 81.6 µs per loop (mean ± std. dev. of 3 runs, 100 loops "
+                           "each)")
+    assert t.variance_warning() is None
+    slow = Timing(1e-3, [1e-3, 5e-3], 10)
+    assert "The slowest run took 5.00 times longer than the fastest" in slow.variance_warning()
+
+
+def test_jit_timeit_reports_compile_time_and_break_even(ip):
+    run(ip, "def quart(v):\n    return jnp.sum(v ** 4 - v)\n")  # never compiled before
+    res = run(ip, "%jit_timeit -o -q -r 2 quart(x)")
+    assert res.compile_s is not None and res.compile_s > 0
+    saved = res.timings["eager"].best - res.timings["jit"].best
+    n = res.break_even_calls()
+    assert (n is None) == (saved <= 0)
+    if n is not None:
+        assert (n - 1) * saved < res.compile_s <= n * saved
+    text = repr_pretty(res)
+    assert "mean ± std. dev. of 2 runs" in text and "tracing, lowering and compiling" in text
+
+
+def test_jit_report_times_the_one_compile(ip):
+    run(ip, "def cube(v):\n    return jnp.sum(v ** 3)\n")
+    res = run(ip, "%jit -o -q -r 2 cube(x)")
+    assert not res.cache_hit and res.compile_recorded
+    assert res.break_even_calls() is None or res.break_even_calls() >= 1
+    assert "pays back" in "\n".join(res.summary_lines())
+    again = run(ip, "%jit -o -q --no-timeit cube(x)")
+    assert again.cache_hit and not again.compile_recorded
+    assert "in-memory cache" in "\n".join(again.summary_lines())
