@@ -1,7 +1,8 @@
 """IPython magics that show what jaxkit's transformations did: ``%load_ext jaxkit``.
 
 ``%%jit CALL`` / ``%jit CALL``, ``%grad CALL``, ``%vmap_timeit FUNC ARGS``,
-``%jit_timeit CALL``, ``%jaxpr CALL``, ``%hlo CALL``, ``%devices``. Each parses its arguments
+``%jit_timeit CALL``, ``%jaxpr CALL``, ``%hlo CALL``, ``%devices``,
+``%memory [CALL]``. Each parses its arguments
 with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure function in
 ``reports.py`` and returns a result object; ``-o`` returns it, ``-q`` does not display it
 (as ``%timeit`` does).
@@ -18,7 +19,7 @@ from IPython.display import display
 
 import jaxkit
 
-from . import reports
+from . import memory, reports
 from .errors import magic_errors
 from .graph import dot_available, jaxpr_to_dot
 from .timing import Timing, format_seconds, time_call
@@ -143,7 +144,7 @@ class JaxkitMagics(Magics):
         report = reports.jit_report(jitted, fn, call.args, call.kwargs, call.name,
                                     time_it=not args.no_timeit,
                                     panels=panels,
-                                    repeat=args.repeat)
+                                    repeat=args.repeat, arg_names=call.arg_sources)
         return self._finish(report, args)
 
     @magic_arguments.magic_arguments()
@@ -254,8 +255,8 @@ class JaxkitMagics(Magics):
         """The jaxpr of a call, with its graph."""
         args = magic_arguments.parse_argstring(self.jaxpr, line)
         call = CallSpec(" ".join(args.call), self.shell.user_ns)
-        return self._finish(reports.jaxpr_report(call.fn, call.args, call.kwargs, call.name),
-                            args)
+        return self._finish(reports.jaxpr_report(call.fn, call.args, call.kwargs, call.name,
+                                                 call.arg_sources), args)
 
     @magic_arguments.magic_arguments()
     @magic_arguments.argument("-o", action="store_true", help="return the result object")
@@ -285,6 +286,35 @@ class JaxkitMagics(Magics):
         return self._finish(reports.devices_report(), args)
 
 
+@magics_class
+class MemoryMagics(Magics):
+    """``%memory``."""
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("--top", type=int, default=10,
+                              help="how many of the largest live arrays to list")
+    @magic_arguments.argument("call", nargs="*",
+                              help="an example call, e.g. step(params, x): XLA's memory "
+                                   "analysis of its compiled program")
+    @line_magic
+    @magic_errors
+    def memory(self, line: str):
+        """Live arrays by device and the largest of them; or, given a call, the memory XLA's
+        compiled program for it needs (arguments, outputs, temporaries, peak)."""
+        args = magic_arguments.parse_argstring(self.memory, line)
+        if args.call:
+            call = CallSpec(" ".join(args.call), self.shell.user_ns)
+            result = memory.program_memory_report(call.fn, call.args, call.kwargs, call.name)
+        else:
+            result = memory.live_memory_report(args.top)
+        if not args.q:
+            display(result)
+        return result if args.o else None
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext jaxkit`` (or ``jaxkit.magics``)."""
     ipython.register_magics(JaxkitMagics)
+    ipython.register_magics(MemoryMagics)

@@ -35,14 +35,29 @@ def _placement(tree) -> list[tuple[str, str, str]]:
     return rows
 
 
+def input_labels(arg_names: Sequence[str], args: Sequence) -> list[str] | None:
+    """One label per leaf of ``args`` (``params[0][1]``, ``x``), in the order a traced
+    program takes them; None without names."""
+    if not arg_names:
+        return None
+    return [f"{name}{tree_util.keystr(path)}"
+            for name, arg in zip(arg_names, args)
+            for path, _ in tree_util.tree_flatten_with_path(arg)[0]]
+
+
 class _GraphMixin:
     """A traced program shown as a graph: DOT always, SVG when ``dot`` is installed."""
 
     jaxpr: jaxkit.core.ClosedJaxpr
+    input_labels: list[str] | None = None
 
     @property
     def dot(self) -> str:
-        return graph.jaxpr_to_dot(self.jaxpr, getattr(self, "name", "jaxpr"))
+        labels = self.input_labels
+        if labels is not None and len(labels) != len(self.jaxpr.jaxpr.invars):
+            labels = None  # static or keyword arguments: the leaves do not line up
+        return graph.jaxpr_to_dot(self.jaxpr, getattr(self, "name", "jaxpr"),
+                                  input_labels=labels)
 
     def graph_html(self) -> str:
         # The picture depends on the machine (Graphviz's version, or none at all), so it sits
@@ -53,7 +68,11 @@ class _GraphMixin:
             svg = ("<p><i>Graphviz's <code>dot</code> is not installed; the graph as a table "
                    "(install graphviz for a picture):</i></p>"
                    + graph.graph_fallback_html(self.jaxpr))
-        return f"<div class='jaxkit-graph-view'>{svg}</div><!-- /jaxkit-graph-view -->"
+        # A big graph keeps its natural size inside a scrolling box (pan with the scroll bars)
+        # instead of being squeezed to the page width.
+        svg = svg.replace("<svg ", "<svg style='max-width:none' ", 1)
+        return (f"<div class='jaxkit-graph-view' style='overflow:auto; max-height:640px'>{svg}"
+                "</div><!-- /jaxkit-graph-view -->")
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,8 +96,11 @@ class JaxprResult(_GraphMixin):
                                                                       self.graph_html())])
 
 
-def jaxpr_report(fn: Callable, args: Sequence, kwargs: dict, name: str) -> JaxprResult:
-    return JaxprResult(name, jaxkit.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args))
+def jaxpr_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
+                 arg_names: Sequence[str] = ()) -> JaxprResult:
+    result = JaxprResult(name, jaxkit.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args))
+    result.input_labels = input_labels(arg_names, args)
+    return result
 
 
 @dataclass
@@ -235,7 +257,7 @@ _MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_i
 
 def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
                time_it: bool = True, panels: Sequence[str] | None = None,
-               repeat: int = 5) -> JitReport:
+               repeat: int = 5, arg_names: Sequence[str] = ()) -> JitReport:
     """Call ``jitted`` once (recording hit/miss), then trace/lower/compile it afresh for the
     texts and stage times, and optionally time eager against jit."""
     events_before = len(jitted.cache_events)
@@ -265,6 +287,7 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
                        hit, reason, _placement(list(args)), _placement(out), cost, memory,
                        eager_t, jit_t)
     report.compile_recorded = recorded is not None
+    report.input_labels = input_labels(arg_names, args)
     if panels:
         report.panels = tuple(panels)
     return report
@@ -411,6 +434,7 @@ class GradReport:
     def _repr_html_(self):
         fwd = JaxprResult(f"{self.name} (forward)", self.forward_jaxpr)
         bwd = JaxprResult(f"grad({self.name})", self.grad_jaxpr)
+        fwd.input_labels = bwd.input_labels = input_labels(self.arg_names, self.args)
         parts = [render.table([("value", self.value)]),
                  render.table(self.grad_rows(), ("gradient", "type", "norm", "min", "max"))]
         if self.check != "none":

@@ -237,14 +237,14 @@ def test_grad_check_cost_does_not_grow_with_parameters(ip):
 GOLDEN_DOT = r'''digraph "jaxpr" {
   rankdir=TB; node [fontname="Helvetica", fontsize=10]; edge [fontname="Helvetica", fontsize=9, color="#6b7280"];
   a [label="a\nf32[3]", shape=ellipse, style=filled, fillcolor="#dbeafe", color="#1d4ed8"];
-  eqn_b [label="sin\n→ b:f32[3]", shape=box, style="rounded,filled", fillcolor="#fef9c3", color="#a16207"];
-  a -> eqn_b [label="a"];
-  eqn_c [label="mul\n→ c:f32[3]", shape=box, style="rounded,filled", fillcolor="#fef9c3", color="#a16207"];
-  eqn_b -> eqn_c [label="b"];
-  lit_eqn_c_7 [label="2.0:f32[]", shape=plaintext];
-  lit_eqn_c_7 -> eqn_c;
+  eqn0 [label="sin\n→ b:f32[3]", shape=box, style="rounded,filled", fillcolor="#fef9c3", color="#a16207"];
+  a -> eqn0 [label="a"];
+  eqn1 [label="mul\n→ c:f32[3]", shape=box, style="rounded,filled", fillcolor="#fef9c3", color="#a16207"];
+  eqn0 -> eqn1 [label="b"];
+  lit_eqn1_7 [label="2.0:f32[]", shape=plaintext];
+  lit_eqn1_7 -> eqn1;
   out0 [label="out[0]\nf32[3]", shape=ellipse, style=filled, fillcolor="#dcfce7", color="#15803d"];
-  eqn_c -> out0 [label="c"];
+  eqn1 -> out0 [label="c"];
 }'''
 
 
@@ -255,6 +255,69 @@ def small_jaxpr():
 
 def test_golden_dot():
     assert graph.jaxpr_to_dot(small_jaxpr()) == GOLDEN_DOT
+
+
+def _nested_program():
+    jnp = jaxkit.numpy
+
+    def f(x):
+        y = jaxkit.jit(lambda v: jnp.sin(v) * 2)(x)
+        z = jaxkit.lax.cond(y.sum() > 0, lambda v: v + 1, lambda v: v - 1, y)
+        return jnp.dot(z, jnp.ones((3, 2)))
+    return jaxkit.make_jaxpr(f)(jnp.ones(3))
+
+
+def test_graph_names_are_the_jaxpr_texts():
+    import re
+    closed = _nested_program()
+    text, dot = str(closed), graph.jaxpr_to_dot(closed)
+    # every "name:type" binder of the outer jaxpr appears with the same name in the graph
+    outer = [e for e in closed.jaxpr.eqns]
+    for eqn in outer:
+        for v in eqn.outvars:
+            binder = re.search(r"(\w+):" + re.escape(v.aval.str_short()) + r" = "
+                               + eqn.primitive.name, text)
+            assert binder and f"{binder.group(1)}:{v.aval.str_short()}" in dot, eqn
+    # nested jaxprs (jit, cond) are one node each, with their parameters summarised
+    assert "jit\\nname=<lambda>\\njaxpr={2 equations}" in dot
+    assert "branches=[2 jaxprs]" in dot
+    assert "dimension_numbers=(([0], [0]), ([], []))" in dot  # whole, as the text shows it
+    assert "<function" not in dot
+
+
+def test_graph_params_never_show_function_reprs():
+    @jaxkit.custom_jvp
+    def f(x):
+        return jaxkit.numpy.sin(x)
+
+    f.defjvp(lambda p, t: (f(p[0]), jaxkit.numpy.cos(p[0]) * t[0]))
+    dot = graph.jaxpr_to_dot(jaxkit.make_jaxpr(f)(1.0))
+    assert "<function" not in dot and "<locals>" not in dot
+
+
+def test_graph_inputs_named_by_pytree_path(ip):
+    run(ip, "layers = [(jnp.ones((2, 3)), jnp.zeros(3)), (jnp.ones((3, 1)), jnp.zeros(1))]\n"
+            "def net(layers, v):\n"
+            "    for w, b in layers:\n"
+            "        v = jnp.tanh(v @ w + b)\n"
+            "    return jnp.sum(v)\n"
+            "inp = jnp.ones((4, 2))\n")
+    for line in ("%jaxpr -o -q net(layers, inp)", "%jit -o -q --no-timeit net(layers, inp)"):
+        dot = run(ip, line).dot
+        for label in ("layers[0][0]", "layers[0][1]", "layers[1][0]", "layers[1][1]", "inp"):
+            assert f'label="{label}\\n(' in dot, (line, label)
+    grad = run(ip, "%grad -o -q net(layers, inp)")
+    assert "layers[1][0]" in grad._repr_html_()
+
+
+def test_big_programs_are_capped():
+    def deep(x):
+        for _ in range(400):
+            x = jaxkit.numpy.sin(x)
+        return x
+    dot = graph.jaxpr_to_dot(jaxkit.make_jaxpr(deep)(1.0))
+    assert dot.count("label=\"sin") == graph.MAX_EQUATIONS
+    assert "250 more equations" in dot
 
 
 def test_dot_is_deterministic():
@@ -314,3 +377,22 @@ def test_jit_report_times_the_one_compile(ip):
     again = run(ip, "%jit -o -q --no-timeit cube(x)")
     assert again.cache_hit and not again.compile_recorded
     assert "in-memory cache" in "\n".join(again.summary_lines())
+
+
+# ---- %memory --------------------------------------------------------------------------------
+
+
+def test_memory_lists_live_arrays(ip):
+    run(ip, "huge_for_memory_test = jnp.ones((1024, 1024))")  # 4 MiB, the largest here
+    res = run(ip, "%memory -o -q --top 3")
+    assert len(res.largest) <= 3
+    assert res.largest[0] == ("float32[1024, 1024]", "cpu:0", 4 << 20)
+    count, nbytes = res.by_device["cpu:0"]
+    assert count >= 1 and nbytes >= 4 << 20
+    assert "4 MiB" in repr_pretty(res) and "live arrays" in res._repr_html_()
+
+
+def test_memory_of_a_program(ip):
+    res = run(ip, "%memory -o -q sq(x)")
+    assert res.sizes["arguments"] == 8 * 4 and res.sizes["outputs"] == 4
+    assert "peak (XLA's plan)" in res.sizes and "temporaries" in repr_pretty(res)
