@@ -5,7 +5,7 @@ The magics live in the repository's top-level ``magics/`` folder and are *instal
 ``jaxkit`` from the source folder ``./jaxkit/`` instead of the installed copy (the current
 directory comes first on ``sys.path``), and that folder has no ``magics`` subpackage: ``python -m
 jaxkit`` and ``%load_ext jaxkit`` would fail right after a successful install. When this package
-is such a source folder, a finder at the end of ``sys.meta_path`` maps ``jaxkit.magics`` onto
+is such a source folder, a finder at the front of ``sys.meta_path`` maps ``jaxkit.magics`` onto
 the sibling folder; an installed package (which has its own ``magics``) is left alone.
 """
 from __future__ import annotations
@@ -50,4 +50,6 @@ def install(package_dir: str) -> None:
         return
     if any(isinstance(f, CheckoutMagicsFinder) for f in sys.meta_path):
         return
-    sys.meta_path.append(CheckoutMagicsFinder(magics_dir))
+    # First in line: the magics must come from the same checkout as this ``jaxkit`` (an
+    # installed or editable copy elsewhere would otherwise supply another version's).
+    sys.meta_path.insert(0, CheckoutMagicsFinder(magics_dir))

@@ -1,7 +1,8 @@
 """IPython magics that show what jaxkit's transformations did: ``%load_ext jaxkit``.
 
 ``%%jit CALL`` / ``%jit CALL``, ``%grad CALL``, ``%vmap_timeit FUNC ARGS``,
-``%jit_timeit CALL``, ``%jaxpr CALL``, ``%hlo CALL``, ``%devices``. Each parses its arguments
+``%jit_timeit CALL``, ``%jaxpr CALL``, ``%hlo CALL``, ``%devices``,
+``%memory [CALL]``. Each parses its arguments
 with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure function in
 ``reports.py`` and returns a result object; ``-o`` returns it, ``-q`` does not display it
 (as ``%timeit`` does).
@@ -12,12 +13,14 @@ import ast
 from typing import Any
 
 from IPython.core import magic_arguments
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 import jaxkit
 
-from . import reports
+from . import memory, reports
+from .errors import magic_errors
 from .graph import dot_available, jaxpr_to_dot
 from .timing import Timing, format_seconds, time_call
 
@@ -32,31 +35,66 @@ class CallSpec:
         try:
             node = ast.parse(source.strip(), mode="eval").body
         except SyntaxError as e:
-            raise ValueError(f"expected a call such as `f(x)`, got {source!r}: {e.msg}") from None
+            raise UsageError(f"expected a call such as `f(x)`, got {source.strip()!r}: "
+                             f"{e.msg}") from None
         if not isinstance(node, ast.Call):
-            raise ValueError(f"expected a call such as `f(x)`, got {source!r}")
+            raise UsageError(f"expected a call such as `f(x)`, got {source.strip()!r}")
         self.source = source.strip()
         self.name = ast.unparse(node.func)
         self.func_node = node.func
         self.fn = self._eval(node.func, namespace)
         self.args = [self._eval(a, namespace) for a in node.args]
+        self.arg_sources = [ast.unparse(a) for a in node.args]  # how the user named them
         self.kwargs = {k.arg: self._eval(k.value, namespace) for k in node.keywords}
 
     @staticmethod
     def _eval(node: ast.AST, namespace: dict) -> Any:
-        return eval(compile(ast.Expression(node), "<magic call>", "eval"), namespace)
+        try:
+            return eval(compile(ast.Expression(node), "<magic call>", "eval"), namespace)
+        except NameError as e:
+            raise UsageError(f"{e}: define it in a cell first (the magic evaluates "
+                             f"`{ast.unparse(node)}` in the notebook's namespace)") from None
 
 
 def _split_names(text: str | None) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip()) if text else ()
 
 
+def _ints(option: str, text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(n) for n in _split_names(text))
+    except ValueError:
+        raise UsageError(f"{option} takes comma-separated integers, e.g. {option} 0,1; got "
+                         f"{text!r}") from None
+
+
 def _parse_axes(text: str | None):
     if text is None:
         return 0
     items = [t.strip() for t in text.split(",")]
-    axes = [None if t in ("None", "none", "") else int(t) for t in items]
+    try:
+        axes = [None if t in ("None", "none", "") else int(t) for t in items]
+    except ValueError:
+        raise UsageError(f"--in-axes takes integers or None per argument, e.g. 0,None; got "
+                         f"{text!r}") from None
     return axes[0] if len(axes) == 1 else tuple(axes)
+
+
+def _panels(text: str | None) -> tuple[str, ...] | None:
+    panels = _split_names(text)
+    unknown = [p for p in panels if p not in reports.JitReport.panels]
+    if unknown:
+        raise UsageError(f"unknown panel(s) {', '.join(map(repr, unknown))} for --panels; "
+                         f"choose from {', '.join(reports.JitReport.panels)}")
+    return panels or None
+
+
+def _lookup(option: str, name: str, namespace: dict):
+    try:
+        return namespace[name]
+    except KeyError:
+        raise UsageError(f"{option} {name}: no variable named {name!r} in the notebook; "
+                         "define it first or check the spelling") from None
 
 
 @magics_class
@@ -82,6 +120,7 @@ class JaxkitMagics(Magics):
                               help="timing repeats (best is reported)")
     @magic_arguments.argument("call", nargs="+", help="an example call, e.g. selu(x)")
     @line_cell_magic
+    @magic_errors
     def jit(self, line: str, cell: str | None = None):
         """Compile a function with jaxkit.jit for an example call and show what happened:
         the traced graph, jaxpr, StableHLO and optimised HLO, trace/lower/compile times,
@@ -89,6 +128,7 @@ class JaxkitMagics(Magics):
         against jit time. As a cell magic the cell is run first (it defines the function)
         and the function is replaced in the namespace by its jitted version."""
         args = magic_arguments.parse_argstring(self.jit, line)
+        panels = _panels(args.panels)
         ns = self.shell.user_ns
         if cell is not None:
             self.shell.ex(cell)
@@ -103,8 +143,8 @@ class JaxkitMagics(Magics):
                 ns[call.name] = jitted
         report = reports.jit_report(jitted, fn, call.args, call.kwargs, call.name,
                                     time_it=not args.no_timeit,
-                                    panels=_split_names(args.panels) or None,
-                                    repeat=args.repeat)
+                                    panels=panels,
+                                    repeat=args.repeat, arg_names=call.arg_sources)
         return self._finish(report, args)
 
     @magic_arguments.magic_arguments()
@@ -114,18 +154,35 @@ class JaxkitMagics(Magics):
                               help="comma-separated positions to differentiate")
     @magic_arguments.argument("--eps", type=float, default=1e-3,
                               help="finite-difference step")
+    @magic_arguments.argument("--check", default="directions",
+                              choices=("directions", "full", "none"),
+                              help="compare with central differences along a few random "
+                                   "directions (default: two evaluations each, whatever the "
+                                   "parameter count), along every element, or not at all")
     @magic_arguments.argument("call", nargs="+", help="an example call, e.g. loss(w, x)")
     @line_magic
+    @magic_errors
     def grad(self, line: str):
-        """Value and gradient of a scalar function at an example call, the graphs of the
-        forward and of the gradient program, and the largest difference from central finite
-        differences."""
+        """Value and gradient of a scalar function at an example call (arguments may be any
+        pytrees: a list of (w, b) layers, a dict of parameters), the gradient as a tree, the
+        graphs of the forward and of the gradient program, and a finite-difference check."""
         args = magic_arguments.parse_argstring(self.grad, line)
         call = CallSpec(" ".join(args.call), self.shell.user_ns)
-        nums = tuple(int(n) for n in _split_names(args.argnums))
+        nums = _ints("--argnums", args.argnums)
+        if not nums or any(not 0 <= n < len(call.args) for n in nums):
+            raise UsageError(f"--argnums {args.argnums}: {call.name} is called with "
+                             f"{len(call.args)} positional argument(s); give positions "
+                             f"among 0..{len(call.args) - 1}")
         argnums = nums[0] if len(nums) == 1 else nums
         fn = call.fn if not call.kwargs else (lambda *a: call.fn(*a, **call.kwargs))
-        report = reports.grad_report(fn, call.args, call.name, argnums, args.eps)
+        out = jaxkit.eval_shape(fn, *call.args)
+        if not (isinstance(out, jaxkit.ShapeDtypeStruct) and out.shape == ()):
+            shapes = jaxkit.tree_util.tree_map(lambda s: f"{s.dtype}{list(s.shape)}", out)
+            raise UsageError(f"%grad needs a function with a scalar output; {call.name} "
+                             f"returns {shapes}. Reduce it to a scalar (e.g. jnp.sum), or use "
+                             "jax.jacrev / jax.jacfwd for a Jacobian")
+        report = reports.grad_report(fn, call.args, call.name, argnums, args.eps, args.check,
+                                     arg_names=call.arg_sources)
         return self._finish(report, args)
 
     @magic_arguments.magic_arguments()
@@ -141,6 +198,7 @@ class JaxkitMagics(Magics):
     @magic_arguments.argument("examples", nargs="*",
                               help="example (unbatched) arguments, as expressions")
     @line_magic
+    @magic_errors
     def vmap_timeit(self, line: str):
         """Time a per-example function batched four ways (Python loop, eager vmap, jit(vmap),
         and an optional hand-batched version) across batch sizes, with a speedup chart."""
@@ -154,8 +212,8 @@ class JaxkitMagics(Magics):
             examples = [CallSpec._eval(ast.parse(e, mode="eval").body, ns)
                         for e in args.examples]
             name = args.func
-        hand = ns[args.hand] if args.hand else None
-        sizes = [int(s) for s in _split_names(args.sizes)]
+        hand = _lookup("--hand", args.hand, ns) if args.hand else None
+        sizes = list(_ints("--sizes", args.sizes))
         handle = display(f"timing {name} ...", display_id=True) if not args.q else None
 
         def progress(msg):
@@ -176,6 +234,7 @@ class JaxkitMagics(Magics):
                               help="comma-separated static argument names")
     @magic_arguments.argument("call", nargs="+", help="an example call, e.g. selu(x)")
     @line_magic
+    @magic_errors
     def jit_timeit(self, line: str):
         """Time a call eagerly (op by op) and under jit; show both and the speedup chart."""
         args = magic_arguments.parse_argstring(self.jit_timeit, line)
@@ -191,12 +250,13 @@ class JaxkitMagics(Magics):
     @magic_arguments.argument("-q", action="store_true", help="do not display the result")
     @magic_arguments.argument("call", nargs="+", help="an example call, e.g. f(x)")
     @line_magic
+    @magic_errors
     def jaxpr(self, line: str):
         """The jaxpr of a call, with its graph."""
         args = magic_arguments.parse_argstring(self.jaxpr, line)
         call = CallSpec(" ".join(args.call), self.shell.user_ns)
-        return self._finish(reports.jaxpr_report(call.fn, call.args, call.kwargs, call.name),
-                            args)
+        return self._finish(reports.jaxpr_report(call.fn, call.args, call.kwargs, call.name,
+                                                 call.arg_sources), args)
 
     @magic_arguments.magic_arguments()
     @magic_arguments.argument("-o", action="store_true", help="return the result object")
@@ -207,6 +267,7 @@ class JaxkitMagics(Magics):
                               help="comma-separated static argument names")
     @magic_arguments.argument("call", nargs="+", help="an example call, e.g. f(x)")
     @line_magic
+    @magic_errors
     def hlo(self, line: str):
         """The StableHLO module of a call (or, with --optimized, XLA's optimised HLO)."""
         args = magic_arguments.parse_argstring(self.hlo, line)
@@ -218,12 +279,42 @@ class JaxkitMagics(Magics):
     @magic_arguments.argument("-o", action="store_true", help="return the result object")
     @magic_arguments.argument("-q", action="store_true", help="do not display the result")
     @line_magic
+    @magic_errors
     def devices(self, line: str):
         """The devices jaxkit can run on."""
         args = magic_arguments.parse_argstring(self.devices, line)
         return self._finish(reports.devices_report(), args)
 
 
+@magics_class
+class MemoryMagics(Magics):
+    """``%memory``."""
+
+    @magic_arguments.magic_arguments()
+    @magic_arguments.argument("-o", action="store_true", help="return the result object")
+    @magic_arguments.argument("-q", action="store_true", help="do not display the result")
+    @magic_arguments.argument("--top", type=int, default=10,
+                              help="how many of the largest live arrays to list")
+    @magic_arguments.argument("call", nargs="*",
+                              help="an example call, e.g. step(params, x): XLA's memory "
+                                   "analysis of its compiled program")
+    @line_magic
+    @magic_errors
+    def memory(self, line: str):
+        """Live arrays by device and the largest of them; or, given a call, the memory XLA's
+        compiled program for it needs (arguments, outputs, temporaries, peak)."""
+        args = magic_arguments.parse_argstring(self.memory, line)
+        if args.call:
+            call = CallSpec(" ".join(args.call), self.shell.user_ns)
+            result = memory.program_memory_report(call.fn, call.args, call.kwargs, call.name)
+        else:
+            result = memory.live_memory_report(args.top)
+        if not args.q:
+            display(result)
+        return result if args.o else None
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext jaxkit`` (or ``jaxkit.magics``)."""
     ipython.register_magics(JaxkitMagics)
+    ipython.register_magics(MemoryMagics)

@@ -1,7 +1,8 @@
 """Pictures of traced programs: a jaxpr as a Graphviz DOT graph.
 
-Nodes are named deterministically after the jaxpr's own variable names (``a``, ``b``, ...
-in order of appearance), so the same function always gives the same text. DOT is always
+Variables carry the names the printed jaxpr gives them (so the picture and the text can be
+read side by side), inputs can be labelled with the argument they come from
+(``params[0][1]``), and parameters print as in the text. DOT is always
 available; SVG is rendered only when the ``dot`` binary is installed.
 """
 from __future__ import annotations
@@ -19,22 +20,43 @@ _EQN_STYLE = 'shape=box, style="rounded,filled", fillcolor="#fef9c3", color="#a1
 _CALL_STYLE = 'shape=box3d, style=filled, fillcolor="#fde68a", color="#92400e"'
 
 
-def _short_params(params: dict, limit: int = 40) -> str:
-    parts = []
-    for key in sorted(params):
-        value = params[key]
-        if isinstance(value, (core.ClosedJaxpr, core.Jaxpr)):
-            continue
-        if isinstance(value, tuple) and value and isinstance(value[0], (core.ClosedJaxpr,
-                                                                        core.Jaxpr)):
-            parts.append(f"{key}=[{len(value)} jaxprs]")
-            continue
-        text = f"{key}={getattr(value, 'name', value)}"
-        parts.append(text if len(text) <= limit else text[:limit - 3] + "...")
-    return NL.join(parts)
-
-
 NL = "\\n"  # a line break inside a DOT label
+
+# Programs bigger than this draw their first equations and one node for the rest: Graphviz
+# takes seconds beyond a few hundred nodes, and nobody reads such a picture whole.
+MAX_EQUATIONS = 150
+
+
+def _wrap(text: str, width: int = 48) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken after commas or spaces
+    where possible (a parameter is shown whole, never cut off)."""
+    lines = []
+    while len(text) > width:
+        cut = max(text.rfind(", ", 0, width), text.rfind(" ", 0, width))
+        cut = cut + 1 if cut > 0 else width
+        lines.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return lines + [text]
+
+
+def _params_text(eqn: core.JaxprEqn, namer) -> str:
+    """The equation's parameters as the jaxpr text prints them (the same rules: defaults
+    left out, functions by name, dimension numbers as lists), nested jaxprs as a count."""
+    rule = core.pp_params_rules.get(eqn.primitive)
+    params = rule(eqn.params) if rule is not None else dict(sorted(eqn.params.items()))
+    lines = []
+    for key, value in params.items():
+        inner = value.jaxpr if isinstance(value, core.FreshNames) else value
+        if isinstance(inner, (core.ClosedJaxpr, core.Jaxpr)):
+            n = len((inner.jaxpr if isinstance(inner, core.ClosedJaxpr) else inner).eqns)
+            lines.append(f"{key}={{{n} equations}}")
+            continue
+        if isinstance(inner, tuple) and inner and all(
+                isinstance(v, (core.ClosedJaxpr, core.Jaxpr)) for v in inner):
+            lines.append(f"{key}=[{len(inner)} jaxprs]")
+            continue
+        lines += _wrap(f"{key}={core._pp_param_value(value, 0, namer)}")
+    return NL.join(lines)
 
 
 def _quote(text: str) -> str:
@@ -43,11 +65,20 @@ def _quote(text: str) -> str:
 
 
 def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
-                 show_params: bool = True) -> str:
-    """The data-flow graph of ``jaxpr`` as DOT text: inputs, one node per equation, outputs."""
+                 show_params: bool = True, input_labels: list[str] | None = None,
+                 max_equations: int = MAX_EQUATIONS) -> str:
+    """The data-flow graph of ``jaxpr`` as DOT text: inputs, one node per equation (an
+    equation holding a jaxpr, such as jit, cond or scan, is one node), outputs.
+
+    Variables have the names the printed jaxpr gives them (nested jaxprs use up names there,
+    so the names are taken from printing it); ``input_labels`` (one per input, e.g.
+    ``params[0][1]``) says which argument each input is."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
     namer = core._Namer()
+    core.pp_jaxpr(jaxpr, namer=namer)  # assigns every name exactly as the text shows it
+    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not core.Literal}
+    used.update(v for v in jaxpr.outvars if type(v) is not core.Literal)
     lines = [f"digraph {_quote(name)} {{",
              '  rankdir=TB; node [fontname="Helvetica", fontsize=10]; '
              'edge [fontname="Helvetica", fontsize=9, color="#6b7280"];']
@@ -57,22 +88,25 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
         producer[v] = n
         label = _quote(f"{n} (const){NL}{v.aval.str_short()}")
         lines.append(f"  {n} [label={label}, {_CONST_STYLE}];")
-    for v in jaxpr.invars:
+    for i, v in enumerate(jaxpr.invars):
         n = namer(v)
         producer[v] = n
-        label = _quote(f"{n}{NL}{v.aval.str_short()}")
+        title = n if input_labels is None or i >= len(input_labels) else \
+            f"{input_labels[i]}{NL}({n})"
+        label = _quote(f"{title}{NL}{v.aval.str_short()}")
         lines.append(f"  {n} [label={label}, {_INPUT_STYLE}];")
-    for eqn in jaxpr.eqns:
-        outs = [namer(v) for v in eqn.outvars]
-        node = "eqn_" + "_".join(o for o in outs if o != "_") if any(o != "_" for o in outs) \
-            else f"eqn_{len(lines)}"
+    shown = jaxpr.eqns[:max_equations]
+    for k, eqn in enumerate(shown):
+        outs = [namer(v) if v in used else "_" for v in eqn.outvars]
+        node = f"eqn{k}"
         label = eqn.primitive.name
         if show_params and eqn.params:
-            params = _short_params(eqn.params)
+            params = _params_text(eqn, namer)
             if params:
                 label += NL + params
         out_types = ", ".join(f"{o}:{v.aval.str_short()}" for o, v in zip(outs, eqn.outvars))
-        label += NL + "→ " + out_types
+        if out_types:
+            label += NL + "→ " + out_types
         has_sub = any(True for _ in core.subjaxprs(eqn.params))
         lines.append(f"  {node} [label={_quote(label)}, {_CALL_STYLE if has_sub else _EQN_STYLE}];")
         for a in eqn.invars:
@@ -84,6 +118,17 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
                 lines.append(f"  {producer[a]} -> {node} [label={_quote(namer(a))}];")
         for v in eqn.outvars:
             producer[v] = node
+    rest = jaxpr.eqns[len(shown):]
+    if rest:
+        more = "more"
+        text = _quote(f"… {len(rest)} more equations{NL}(the jaxpr text has them all)")
+        lines.append(f'  {more} [label={text}, shape=note, style=filled, fillcolor="#f3f4f6"];')
+        for eqn in rest:
+            for v in eqn.outvars:
+                producer[v] = more
+        fed = {producer[a] for e in rest for a in e.invars
+               if type(a) is not core.Literal and producer[a] != more}
+        lines += [f"  {src} -> {more};" for src in sorted(fed)]
     for i, v in enumerate(jaxpr.outvars):
         out = f"out{i}"
         label = _quote(f"out[{i}]{NL}{v.aval.str_short()}")
@@ -119,6 +164,7 @@ def graph_fallback_html(jaxpr: core.Jaxpr | core.ClosedJaxpr) -> str:
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
     namer = core._Namer()
+    core.pp_jaxpr(jaxpr, namer=namer)  # the names the jaxpr text shows
     ins = ", ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.constvars + jaxpr.invars)
     rows = [f"<tr><td><b>inputs</b></td><td colspan=2>{html.escape(ins)}</td></tr>"]
     for eqn in jaxpr.eqns:

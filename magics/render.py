@@ -16,7 +16,9 @@ STYLE = """<style>
 .jaxkit-report td, .jaxkit-report th { border: 1px solid #d1d5db; padding: 2px 8px;
   text-align: left; }
 .jaxkit-report th { background: #f3f4f6; }
-.jaxkit-report pre { background: #f9fafb; padding: 6px; max-height: 420px; overflow: auto; }
+.jaxkit-report pre { background: #f9fafb; padding: 6px; max-height: 420px; overflow: auto;
+  font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace;
+  white-space: pre; font-size: 12px; line-height: 1.35; }
 .jaxkit-report .hit { color: #15803d; font-weight: bold; }
 .jaxkit-report .miss { color: #b45309; font-weight: bold; }
 </style>"""

@@ -6,6 +6,7 @@ text, ``_repr_html_`` adds tables, graphs (SVG when Graphviz's ``dot`` exists) a
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit import tree_util
 
-from . import graph, render
+from . import fdcheck, graph, render
 from .timing import Timing, format_seconds, time_call
 
 
@@ -34,14 +35,29 @@ def _placement(tree) -> list[tuple[str, str, str]]:
     return rows
 
 
+def input_labels(arg_names: Sequence[str], args: Sequence) -> list[str] | None:
+    """One label per leaf of ``args`` (``params[0][1]``, ``x``), in the order a traced
+    program takes them; None without names."""
+    if not arg_names:
+        return None
+    return [f"{name}{tree_util.keystr(path)}"
+            for name, arg in zip(arg_names, args)
+            for path, _ in tree_util.tree_flatten_with_path(arg)[0]]
+
+
 class _GraphMixin:
     """A traced program shown as a graph: DOT always, SVG when ``dot`` is installed."""
 
     jaxpr: jaxkit.core.ClosedJaxpr
+    input_labels: list[str] | None = None
 
     @property
     def dot(self) -> str:
-        return graph.jaxpr_to_dot(self.jaxpr, getattr(self, "name", "jaxpr"))
+        labels = self.input_labels
+        if labels is not None and len(labels) != len(self.jaxpr.jaxpr.invars):
+            labels = None  # static or keyword arguments: the leaves do not line up
+        return graph.jaxpr_to_dot(self.jaxpr, getattr(self, "name", "jaxpr"),
+                                  input_labels=labels)
 
     def graph_html(self) -> str:
         # The picture depends on the machine (Graphviz's version, or none at all), so it sits
@@ -52,7 +68,11 @@ class _GraphMixin:
             svg = ("<p><i>Graphviz's <code>dot</code> is not installed; the graph as a table "
                    "(install graphviz for a picture):</i></p>"
                    + graph.graph_fallback_html(self.jaxpr))
-        return f"<div class='jaxkit-graph-view'>{svg}</div><!-- /jaxkit-graph-view -->"
+        # A big graph keeps its natural size inside a scrolling box (pan with the scroll bars)
+        # instead of being squeezed to the page width.
+        svg = svg.replace("<svg ", "<svg style='max-width:none' ", 1)
+        return (f"<div class='jaxkit-graph-view' style='overflow:auto; max-height:640px'>{svg}"
+                "</div><!-- /jaxkit-graph-view -->")
 
 
 # --------------------------------------------------------------------------------------------
@@ -76,8 +96,11 @@ class JaxprResult(_GraphMixin):
                                                                       self.graph_html())])
 
 
-def jaxpr_report(fn: Callable, args: Sequence, kwargs: dict, name: str) -> JaxprResult:
-    return JaxprResult(name, jaxkit.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args))
+def jaxpr_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
+                 arg_names: Sequence[str] = ()) -> JaxprResult:
+    result = JaxprResult(name, jaxkit.make_jaxpr(lambda *a: fn(*a, **kwargs))(*args))
+    result.input_labels = input_labels(arg_names, args)
+    return result
 
 
 @dataclass
@@ -131,6 +154,10 @@ class JitReport(_GraphMixin):
     jitted: Timing | None = None
     panels: tuple = ("graph", "jaxpr", "stablehlo", "hlo", "times", "cache", "placement",
                      "cost", "memory", "speed")
+    # False when the function was compiled before this jit object existed (another jit of the
+    # same function): the stage times are then those of rerunning the stages, with XLA's
+    # executable from the in-memory cache, and say nothing about the first compile's cost.
+    compile_recorded: bool = True
 
     @property
     def speedup(self) -> float | None:
@@ -138,19 +165,38 @@ class JitReport(_GraphMixin):
             return None
         return self.eager.best / self.jitted.best
 
+    def break_even_calls(self) -> int | None:
+        """After how many calls compiling (trace + lower + compile) has paid for itself."""
+        if self.eager is None or self.jitted is None or not self.compile_recorded:
+            return None
+        saved = self.eager.best - self.jitted.best
+        cost = sum(t or 0.0 for t in (self.trace_s, self.lower_s, self.compile_s))
+        return math.ceil(cost / saved) if saved > 0 else None
+
+    def _pays_back(self) -> str:
+        if not self.compile_recorded:
+            return "after an unknown number of calls (compiled before this report)"
+        n = self.break_even_calls()
+        return (f"after {n} call{'s' if n != 1 else ''}" if n is not None
+                else "never (not faster per call)")
+
     def summary_lines(self) -> list[str]:
         lines = [f"jit({self.name}): {len(self.jaxpr.eqns)} equations"]
         lines.append(f"  cache: {'hit' if self.cache_hit else 'miss'}"
                      + ("" if self.cache_hit else f" ({self.miss_reason})"))
         lines.append(f"  trace {format_seconds(self.trace_s)}, lower "
-                     f"{format_seconds(self.lower_s)}, compile {format_seconds(self.compile_s)}")
+                     f"{format_seconds(self.lower_s)}, compile {format_seconds(self.compile_s)}"
+                     + ("" if self.compile_recorded else " (stages rerun; the executable "
+                        "came from the in-memory cache)"))
         if self.cost:
             lines.append("  cost: " + ", ".join(f"{k} {self.cost[k]:g}" for k in
                                                 ("flops", "transcendentals", "bytes accessed")
                                                 if k in self.cost))
         if self.eager is not None and self.jitted is not None:
-            lines.append(f"  eager {self.eager}, jit {self.jitted}: speedup "
-                         f"{self.speedup:.2f}x")
+            lines.append(f"  eager {self.eager.summary()}")
+            lines.append(f"  jit   {self.jitted.summary()}")
+            lines.append(f"  speedup {self.speedup:.2f}x (best runs); compiling pays back "
+                         f"{self._pays_back()}")
         return lines
 
     def _repr_pretty_(self, p, cycle):
@@ -167,9 +213,11 @@ class JitReport(_GraphMixin):
                                    ("compile", format_seconds(self.compile_s))],
                                   ("stage", "time")))
         if "speed" in self.panels and self.speedup is not None:
-            s.append(render.table([("eager (op by op)", str(self.eager)),
-                                   ("jit", str(self.jitted)),
-                                   ("speedup", f"{self.speedup:.2f}x")], ("", "time per call")))
+            s.append(render.table([("eager (op by op)", str(self.eager), self.eager.summary()),
+                                   ("jit", str(self.jitted), self.jitted.summary()),
+                                   ("speedup", f"{self.speedup:.2f}x", ""),
+                                   ("compiling pays back", self._pays_back(), "")],
+                                  ("", "best", "mean ± std. dev.")))
         if "graph" in self.panels:
             s.append(render.details("graph", self.graph_html(), open_=True))
         if "jaxpr" in self.panels:
@@ -209,7 +257,7 @@ _MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_i
 
 def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
                time_it: bool = True, panels: Sequence[str] | None = None,
-               repeat: int = 5) -> JitReport:
+               repeat: int = 5, arg_names: Sequence[str] = ()) -> JitReport:
     """Call ``jitted`` once (recording hit/miss), then trace/lower/compile it afresh for the
     texts and stage times, and optionally time eager against jit."""
     events_before = len(jitted.cache_events)
@@ -217,9 +265,16 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
     jaxkit.block_until_ready(out)
     hit = len(jitted.cache_events) == events_before
     reason = None if hit else jitted.cache_events[-1].reason
+    # The texts come from the stages again; XLA does not run twice: the executable comes from
+    # the in-memory compilation cache. The stage times shown are those of the compile that
+    # made the cached entry (recorded in jit's cache events), not of this rerun.
     traced = jitted.trace(*args, **kwargs)
     lowered = traced.lower()
     compiled = lowered.compile()
+    avals = tuple(traced.jaxpr.in_avals)
+    recorded = next((ev.timings for ev in reversed(jitted.cache_events)
+                     if ev.signature is not None and tuple(ev.signature.avals) == avals), None)
+    timings = recorded or compiled.timings
     memory_stats = compiled.memory_analysis()
     memory = {f: getattr(memory_stats, f) for f in _MEMORY_FIELDS if hasattr(memory_stats, f)}
     cost = {k: v for k, v in compiled.cost_analysis().items() if "{" not in k}
@@ -228,9 +283,11 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
         eager_t = time_call(lambda: fn(*args, **kwargs), repeat=repeat)
         jit_t = time_call(lambda: jitted(*args, **kwargs), repeat=repeat)
     report = JitReport(name, traced.jaxpr, lowered.as_text(), compiled.as_text(),
-                       compiled.timings.trace, compiled.timings.lower, compiled.timings.compile,
+                       timings.trace, timings.lower, timings.compile,
                        hit, reason, _placement(list(args)), _placement(out), cost, memory,
                        eager_t, jit_t)
+    report.compile_recorded = recorded is not None
+    report.input_labels = input_labels(arg_names, args)
     if panels:
         report.panels = tuple(panels)
     return report
@@ -243,30 +300,58 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
 
 @dataclass
 class SpeedupReport:
-    """Per-call times of several ways to run the same computation."""
+    """Per-call times of several ways to run the same computation; with ``compile_s`` (what
+    the first jit call spent tracing, lowering and compiling), when jit pays that back."""
 
     title: str
     timings: dict[str, Timing]
     baseline: str
+    compile_s: float | None = None
 
     def speedups(self) -> dict[str, float]:
         base = self.timings[self.baseline].best
         return {k: base / t.best for k, t in self.timings.items()}
 
-    def _repr_pretty_(self, p, cycle):
+    def break_even_calls(self) -> int | None:
+        """Calls after which jit (compile once, then its steady time) has cost less than
+        running eagerly every time; None when jit is not faster per call."""
+        if self.compile_s is None or "jit" not in self.timings:
+            return None
+        saved = self.timings[self.baseline].best - self.timings["jit"].best
+        return math.ceil(self.compile_s / saved) if saved > 0 else None
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
         sp = self.speedups()
-        rows = [(k, str(t), f"{sp[k]:.2f}x") for k, t in self.timings.items()]
-        p.text(self.title + "\n" + render.text_table(rows, ("method", "best time",
-                                                            f"speedup vs {self.baseline}")))
+        return [(k, str(t), t.summary(), f"{sp[k]:.2f}x") for k, t in self.timings.items()]
+
+    @property
+    def header(self) -> tuple[str, ...]:
+        return ("method", "best", "mean ± std. dev.", f"speedup vs {self.baseline}")
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.compile_s is not None:
+            n = self.break_even_calls()
+            out.append(f"jit's first call spent {format_seconds(self.compile_s)} tracing, "
+                       "lowering and compiling; "
+                       + (f"jit pays that back after {n} call{'s' if n != 1 else ''}"
+                          if n is not None else "jit is not faster per call here, so it "
+                          "never pays that back"))
+        out += [f"{k}: {w}" for k, t in self.timings.items()
+                if (w := t.variance_warning()) is not None]
+        return out
+
+    def _repr_pretty_(self, p, cycle):
+        p.text("\n".join([self.title, render.text_table(self.rows(), self.header)]
+                         + self.notes()))
 
     def chart(self):
         return render.bar_chart(list(self.timings), [t.best for t in self.timings.values()],
                                 self.title)
 
     def _repr_html_(self):
-        sp = self.speedups()
-        parts = [render.table([(k, str(t), f"{sp[k]:.2f}x") for k, t in self.timings.items()],
-                              ("method", "best time", f"speedup vs {self.baseline}"))]
+        parts = [render.table(self.rows(), self.header)]
+        parts += [f"<p>{render.escape(n)}</p>" for n in self.notes()]
         if render.matplotlib_available():
             parts.append(render.figure_to_svg(self.chart()))
         return render.report(self.title, parts)
@@ -275,9 +360,11 @@ class SpeedupReport:
 def jit_timeit_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
                       repeat: int = 5, static_argnames: Sequence[str] = ()) -> SpeedupReport:
     jitted = jaxkit.jit(fn, static_argnames=tuple(static_argnames) or None)
+    jaxkit.block_until_ready(jitted(*args, **kwargs))  # the compile, timed by jit itself
+    compile_s = jitted.cache_events[-1].timings.total() if jitted.cache_events else None
     timings = {"eager": time_call(lambda: fn(*args, **kwargs), repeat=repeat),
                "jit": time_call(lambda: jitted(*args, **kwargs), repeat=repeat)}
-    return SpeedupReport(f"{name}: eager vs jit", timings, "eager")
+    return SpeedupReport(f"{name}: eager vs jit", timings, "eager", compile_s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,65 +374,101 @@ def jit_timeit_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
 
 @dataclass
 class GradReport:
-    """Value and gradient of a scalar function, its forward and gradient programs, and how
-    far the gradient is from central finite differences."""
+    """Value and gradient of a scalar function of any pytrees, its forward and gradient
+    programs, and a finite-difference check (see ``fdcheck``)."""
 
     name: str
     value: Any
     grads: Any
     forward_jaxpr: Any
     grad_jaxpr: Any
-    fd_grads: Any
-    max_abs_error: float
+    argnums: tuple
+    args: tuple
+    check: str
+    probes: list
     eps: float
+    arg_names: tuple = ()
+
+    def arg_name(self, n: int) -> str:
+        return self.arg_names[n] if n < len(self.arg_names) else f"arg {n}"
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((p.error for p in self.probes), default=0.0)
+
+    def grad_rows(self) -> list[tuple[str, str, str, str, str]]:
+        """(path, type, norm, min, max) for every leaf of the gradient."""
+        grads = (self.grads,) if len(self.argnums) == 1 and not isinstance(
+            self.grads, tuple) else self.grads
+        rows = []
+        for n, g in zip(self.argnums, grads):
+            for path, leaf in tree_util.tree_flatten_with_path(g)[0]:
+                a = np.asarray(leaf)
+                finite = a[np.isfinite(a)] if a.size else a
+                rows.append((f"{self.arg_name(n)}{tree_util.keystr(path)}",
+                             f"{a.dtype}{list(a.shape)}",
+                             f"{float(np.linalg.norm(a.astype(np.float64))):.4g}",
+                             f"{float(finite.min()):.4g}" if finite.size else "-",
+                             f"{float(finite.max()):.4g}" if finite.size else "-"))
+        return rows
+
+    def check_rows(self) -> list[tuple[str, str, str, str]]:
+        return [(p.label, f"{p.analytic:.6g}", f"{p.numeric:.6g}", f"{p.error:.3g}")
+                for p in self.probes]
+
+    def check_title(self) -> str:
+        kind = {"directions": "along random directions", "full": "element by element"}
+        return f"central differences {kind[self.check]} (eps={self.eps:g})"
 
     def _repr_pretty_(self, p, cycle):
-        p.text(f"{self.name}: value = {self.value}\n"
-               f"grad = {self.grads}\n"
-               f"finite differences (eps={self.eps:g}) = {self.fd_grads}\n"
-               f"largest |grad - finite difference| = {self.max_abs_error:.3g}")
+        lines = [f"{self.name}: value = {self.value}", "",
+                 render.text_table(self.grad_rows(), ("gradient", "type", "norm", "min",
+                                                      "max"))]
+        if self.check != "none":
+            lines += ["", self.check_title(),
+                      render.text_table(self.check_rows(), ("along", "grad", "finite diff.",
+                                                            "|difference|")),
+                      f"largest |grad - finite difference| = {self.max_abs_error:.3g}"]
+        p.text("\n".join(lines))
 
     def _repr_html_(self):
         fwd = JaxprResult(f"{self.name} (forward)", self.forward_jaxpr)
         bwd = JaxprResult(f"grad({self.name})", self.grad_jaxpr)
-        parts = [render.table([("value", self.value), ("gradient", self.grads),
-                               (f"central differences (eps={self.eps:g})", self.fd_grads),
-                               ("largest abs. error", f"{self.max_abs_error:.3g}")]),
-                 render.details("forward program", render.pre(str(self.forward_jaxpr))
-                                + fwd.graph_html(), open_=False),
-                 render.details("gradient program (forward + transposed backward)",
-                                render.pre(str(self.grad_jaxpr)) + bwd.graph_html())]
+        fwd.input_labels = bwd.input_labels = input_labels(self.arg_names, self.args)
+        parts = [render.table([("value", self.value)]),
+                 render.table(self.grad_rows(), ("gradient", "type", "norm", "min", "max"))]
+        if self.check != "none":
+            parts.append(render.details(self.check_title(), render.table(
+                self.check_rows(), ("along", "grad", "finite diff.", "|difference|"))
+                + f"<p>largest |grad - finite difference| = {self.max_abs_error:.3g}</p>",
+                open_=True))
+        parts += [render.details("forward program", render.pre(str(self.forward_jaxpr))
+                                 + fwd.graph_html(), open_=False),
+                  render.details("gradient program (forward + transposed backward)",
+                                 render.pre(str(self.grad_jaxpr)) + bwd.graph_html())]
         return render.report(f"grad of {self.name}", parts)
 
 
-def central_differences(fn: Callable, args: Sequence, argnum: int, eps: float) -> np.ndarray:
-    """d fn / d args[argnum] by central differences, elementwise (float64 on the host)."""
-    x = np.asarray(args[argnum], dtype=np.float64)
-    grad = np.zeros_like(x)
-    flat = grad.reshape(-1)
-    for i in range(x.size):
-        step = np.zeros(x.size)
-        step[i] = eps
-        step = step.reshape(x.shape)
-        plus = list(args)
-        minus = list(args)
-        plus[argnum] = jnp.asarray(x + step, dtype=jnp.asarray(args[argnum]).dtype)
-        minus[argnum] = jnp.asarray(x - step, dtype=jnp.asarray(args[argnum]).dtype)
-        flat[i] = (float(fn(*plus)) - float(fn(*minus))) / (2 * eps)
-    return grad
-
-
 def grad_report(fn: Callable, args: Sequence, name: str, argnums: int | tuple = 0,
-                eps: float = 1e-3) -> GradReport:
+                eps: float = 1e-3, check: str = "directions",
+                arg_names: Sequence[str] = ()) -> GradReport:
+    """``check``: "directions" (a few random directions, two calls each), "full" (every
+    element, two calls each) or "none". ``arg_names``: the arguments as the user wrote them
+    (``params``), naming the gradient's leaves (``params[0][1]``)."""
     value, grads = jaxkit.value_and_grad(fn, argnums=argnums)(*args)
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    fd = [central_differences(fn, args, n, eps) for n in nums]
-    got = [np.asarray(grads)] if isinstance(argnums, int) else [np.asarray(g) for g in grads]
-    err = max(float(np.max(np.abs(g - f))) if g.size else 0.0 for g, f in zip(got, fd))
-    fd_out = fd[0] if isinstance(argnums, int) else tuple(fd)
+    grad_list = [grads] if isinstance(argnums, int) else list(grads)
+    if check == "directions":
+        probes = fdcheck.directions(fn, args, nums, grad_list, eps)
+    elif check == "full":
+        probes = fdcheck.elementwise(fn, args, nums, grad_list, eps, arg_names)
+    elif check == "none":
+        probes = []
+    else:
+        raise ValueError(f"check must be 'directions', 'full' or 'none', got {check!r}")
     return GradReport(name, value, grads, jaxkit.make_jaxpr(fn)(*args),
                       jaxkit.make_jaxpr(jaxkit.grad(fn, argnums=argnums))(*args),
-                      fd_out, err, eps)
+                      nums, tuple(args), check, probes, eps, tuple(arg_names))
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,7 +31,11 @@ def md(text: str):
     return nbformat.v4.new_markdown_cell(text.strip("\n"))
 
 
-def code(text: str, ignore_output: bool = False):
+def code(text: str, ignore_output: bool = False, raises: bool = False):
+    if raises:  # nbclient and nbval both expect the error of a cell tagged so
+        cell = code(text, ignore_output)
+        cell.metadata["tags"] = ["raises-exception"]
+        return cell
     text = text.strip("\n")
     if ignore_output and text.startswith("%%"):  # a cell magic must stay on the first line
         first, _, rest = text.partition("\n")
@@ -765,6 +769,43 @@ r = %grad -o -q loss(w)
 print(r.grads, r.max_abs_error < 1e-3)
 """),
     code("%grad loss(w)", ignore_output=True),
+    md("""
+The arguments can be any pytree. Here an MLP's parameters are a list of `(w, b)` layers: the
+gradient comes back in the same structure, shown leaf by leaf under the names the call used
+(`params[0][1]`). The check against finite differences goes along a few random directions
+(two evaluations each, whatever the parameter count); `--check full` compares every element,
+`--check none` skips it.
+"""),
+    code("""
+def init_mlp(key, sizes):
+    params = []
+    for k, (m, n) in zip(random.split(key, len(sizes) - 1), zip(sizes[:-1], sizes[1:])):
+        params.append((random.normal(k, (m, n)) / np.sqrt(m), jnp.zeros(n)))
+    return params
+
+def mlp_loss(params, x, y):
+    for w, b in params[:-1]:
+        x = jnp.tanh(x @ w + b)
+    w, b = params[-1]
+    return jnp.mean((x @ w + b - y) ** 2)
+
+params = init_mlp(random.PRNGKey(0), [4, 16, 16, 1])
+xs = random.normal(random.PRNGKey(1), (32, 4))
+ys = jnp.sin(xs.sum(axis=1, keepdims=True))
+r = %grad -o -q mlp_loss(params, xs, ys)
+for path, kind, norm, lo, hi in r.grad_rows():
+    print(path, kind)
+print(len(r.probes), r.max_abs_error < 1e-2)
+"""),
+    code("%grad mlp_loss(params, xs, ys)", ignore_output=True),
+    md("""
+Mistakes in the magic line are one-line errors, not tracebacks through the magic; an error in
+your own function shows your frames only:
+"""),
+    code("%grad mlp_loss(parms, xs, ys)", raises=True),
+    md("## `%memory`: what is on the device, and what a program needs"),
+    code("%memory --top 5", ignore_output=True),
+    code("%memory mlp_loss(params, xs, ys)", ignore_output=True),
     md("## `%vmap_timeit`: four ways to batch"),
     code("""
 mat = random.normal(random.PRNGKey(1), (64, 32))
