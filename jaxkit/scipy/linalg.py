@@ -21,8 +21,10 @@ from jaxkit import numpy as jnp
 from jaxkit.api import jvp
 from jaxkit.transforms.jit import jit
 from jaxkit.numpy._promotion import check_arraylike, promote_dtypes
-from jaxkit.scipy._linalg_factor import (cho_factor, cho_solve, eigh, hessenberg, lu, lu_factor,
-                                         lu_solve, polar, qr, schur, solve_triangular, svd)
+# re-exported: the LAPACK-based half of this module
+from jaxkit.scipy._linalg_factor import cho_factor, cho_solve, eigh, hessenberg  # noqa: F401
+from jaxkit.scipy._linalg_factor import lu, lu_factor, lu_solve, polar, qr  # noqa: F401
+from jaxkit.scipy._linalg_factor import schur, solve_triangular, svd  # noqa: F401
 from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
 from jaxkit.scipy.special import comb
 from jaxkit.typing import Array, ArrayLike
