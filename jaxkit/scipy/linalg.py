@@ -4,9 +4,9 @@ Frechet derivative, special matrices (``block_diag``, ``toeplitz``, ``hankel``, 
 ``companion``, ``hilbert``, ``pascal``, ``dft``, ...), and ``cholesky``/``det``/``inv``/``solve``
 on top of ``jnp.linalg``.
 
-The factorizations (``lu``, ``qr``, ``svd``, ``eigh``, ``schur``, ``hessenberg``, ...) and the
-solvers built on them (``cho_solve``, ``lu_solve``, ``solve_triangular``, ``sqrtm``, ``polar``,
-...) come with the LAPACK-backed ``lax.linalg`` primitives.
+The factorizations on LAPACK (``lu``, ``qr``, ``svd``, ``eigh``, ``schur``, ``hessenberg``,
+``polar``) and the solvers built on them (``cho_solve``, ``lu_solve``, ``solve_triangular``)
+live in ``_linalg_factor.py`` and are re-exported here.
 """
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ from jaxkit import numpy as jnp
 from jaxkit.api import jvp
 from jaxkit.transforms.jit import jit
 from jaxkit.numpy._promotion import check_arraylike, promote_dtypes
+# re-exported: the LAPACK-based half of this module
+from jaxkit.scipy._linalg_factor import cho_factor, cho_solve, eigh, hessenberg  # noqa: F401
+from jaxkit.scipy._linalg_factor import lu, lu_factor, lu_solve, polar, qr  # noqa: F401
+from jaxkit.scipy._linalg_factor import schur, solve_triangular, svd  # noqa: F401
 from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
 from jaxkit.scipy.special import comb
 from jaxkit.typing import Array, ArrayLike

@@ -1,0 +1,284 @@
+"""The factorizations of ``jax.scipy.linalg`` and the solvers built on them, on the
+LAPACK-backed ``lax.linalg`` primitives (their derivatives and batching come with them):
+``cho_factor``/``cho_solve``, ``lu``/``lu_factor``/``lu_solve``, ``solve_triangular``,
+``qr``, ``svd``, ``eigh``, ``schur``, ``hessenberg`` and ``polar``. SciPy's conventions:
+``lu`` returns ``p, l, u`` with ``a = p @ l @ u``; ``cho_factor`` returns ``(c, lower)``.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from jaxkit import lax
+from jaxkit import numpy as jnp
+from jaxkit.lax import linalg as lax_linalg
+from jaxkit.scipy._util import promote_dtypes_inexact
+from jaxkit.transforms.jit import jit
+from jaxkit.typing import Array, ArrayLike
+
+
+def _inexact(*xs):
+    return promote_dtypes_inexact(*(jnp.asarray(x) for x in xs))
+
+
+def _check_matrix(name: str, a: Array, square: bool = True) -> None:
+    if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
+        what = "square matrix" if square else "matrix"
+        raise ValueError(f"{name}: expected a (batched) {what}, got shape {a.shape}")
+
+
+def _check_rhs(name: str, a: Array, b: Array) -> None:
+    if b.ndim < 1 or b.shape[0 if b.ndim == 1 else -2] != a.shape[-1]:
+        raise ValueError(f"{name}: b.shape={b.shape} does not match a.shape={a.shape} (b's "
+                         "leading (vector) or second-to-last (matrix) dimension must equal "
+                         "a's size)")
+
+
+def _as_matrix_rhs(a: Array, b: Array):
+    """``b`` as ``[..., n, k]`` broadcast against ``a``'s batch, and how to undo it."""
+    vector = b.ndim == 1
+    bm = b[:, None] if vector else b
+    batch = jnp.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    a = jnp.broadcast_to(a, batch + a.shape[-2:])
+    bm = jnp.broadcast_to(bm, batch + bm.shape[-2:])
+    return a, bm, (lambda x: x[..., 0] if vector else x)
+
+
+# ---- Cholesky ----------------------------------------------------------------------------------
+def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Array, bool]:
+    """``(c, lower)``: the Cholesky factor in the triangle ``lower`` says, for ``cho_solve``."""
+    del overwrite_a, check_finite
+    a, = _inexact(a)
+    _check_matrix("cho_factor", a)
+    factor = lax_linalg.cholesky(a)
+    return (factor if lower else jnp.conj(jnp.swapaxes(factor, -1, -2))), lower
+
+
+@partial(jit, static_argnames=("lower",))
+def _cho_solve(c: Array, b: Array, lower: bool) -> Array:
+    c, b, undo = _as_matrix_rhs(c, b)
+    # a = L L^H (lower) or U^H U (upper): solve with the first factor, then the second
+    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower,
+                                    transpose_a=not lower, conjugate_a=not lower)
+    x = lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower,
+                                    conjugate_a=lower)
+    return undo(x)
+
+
+def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bool = False,
+              check_finite: bool = True) -> Array:
+    """``x`` with ``a @ x == b``, given ``cho_factor(a)``."""
+    del overwrite_b, check_finite
+    c, lower = c_and_lower
+    c, b = _inexact(c, b)
+    _check_matrix("cho_solve", c)
+    _check_rhs("cho_solve", c, b)
+    return _cho_solve(c, b, bool(lower))
+
+
+# ---- LU ----------------------------------------------------------------------------------------
+@partial(jit, static_argnames=("permute_l",))
+def _lu(a: Array, permute_l: bool):
+    lu, _, permutation = lax_linalg.lu(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    # a[permutation] = l @ u, so a = p @ l @ u with p[i, j] = (permutation[j] == i)
+    p = jnp.real((permutation[..., None, :] == jnp.arange(m)[:, None]).astype(a.dtype))
+    lower = jnp.tril(lu[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
+    upper = jnp.triu(lu[..., :k, :])
+    if permute_l:
+        return jnp.matmul(p.astype(a.dtype), lower, precision=lax.Precision.HIGHEST), upper
+    return p, lower, upper
+
+
+def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False,
+       check_finite: bool = True):
+    """``p, l, u`` with ``a = p @ l @ u`` (``l`` unit lower, ``u`` upper); with
+    ``permute_l``, ``(p @ l, u)``."""
+    del overwrite_a, check_finite
+    a, = _inexact(a)
+    _check_matrix("lu", a, square=False)
+    return _lu(a, bool(permute_l))
+
+
+def lu_factor(a: ArrayLike, overwrite_a: bool = False,
+              check_finite: bool = True) -> tuple[Array, Array]:
+    """``(lu, piv)`` as LAPACK's getrf gives them: both factors in one matrix, and the row
+    interchanges (row ``i`` was swapped with row ``piv[i]``)."""
+    del overwrite_a, check_finite
+    a, = _inexact(a)
+    _check_matrix("lu_factor", a, square=False)
+    factors, pivots, _ = lax_linalg.lu(a)
+    return factors, pivots
+
+
+@partial(jit, static_argnames=("trans",))
+def _lu_solve(factors: Array, pivots: Array, b: Array, trans: int) -> Array:
+    m = factors.shape[-1]
+    perm = lax_linalg.lu_pivots_to_permutation(pivots, m)
+    factors, b, undo = _as_matrix_rhs(factors, b)
+    perm = jnp.broadcast_to(perm, factors.shape[:-2] + (m,))
+    index = jnp.broadcast_to(perm[..., :, None], b.shape)
+    if trans == 0:  # a = P^T L U: x = U^-1 L^-1 (P b)
+        x = jnp.take_along_axis(b, index, axis=-2)
+        x = lax_linalg.triangular_solve(factors, x, left_side=True, lower=True,
+                                        unit_diagonal=True)
+        x = lax_linalg.triangular_solve(factors, x, left_side=True, lower=False)
+    else:  # a^T = U^T L^T P (conjugated for trans=2): x = P^T L^-T U^-T b
+        conj = trans == 2
+        y = lax_linalg.triangular_solve(factors, b, left_side=True, lower=False,
+                                        transpose_a=True, conjugate_a=conj)
+        y = lax_linalg.triangular_solve(factors, y, left_side=True, lower=True,
+                                        transpose_a=True, conjugate_a=conj,
+                                        unit_diagonal=True)
+        inverse = jnp.argsort(perm, axis=-1)
+        x = jnp.take_along_axis(y, jnp.broadcast_to(inverse[..., :, None], y.shape), axis=-2)
+    return undo(x)
+
+
+def lu_solve(lu_and_piv: tuple[Array, ArrayLike], b: ArrayLike, trans: int = 0,
+             overwrite_b: bool = False, check_finite: bool = True) -> Array:
+    """``x`` with ``a @ x == b`` (``trans=1``: ``a.T``; ``trans=2``: ``a.conj().T``), given
+    ``lu_factor(a)``."""
+    del overwrite_b, check_finite
+    factors, pivots = lu_and_piv
+    factors, b = _inexact(factors, b)
+    _check_matrix("lu_solve", factors)
+    _check_rhs("lu_solve", factors, b)
+    if trans not in (0, 1, 2):
+        raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}")
+    return _lu_solve(factors, jnp.asarray(pivots), b, trans)
+
+
+# ---- triangular solves ---------------------------------------------------------------------------
+_TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
+
+
+@partial(jit, static_argnames=("trans", "lower", "unit_diagonal"))
+def _solve_triangular(a: Array, b: Array, trans: int, lower: bool,
+                      unit_diagonal: bool) -> Array:
+    a, b, undo = _as_matrix_rhs(a, b)
+    x = lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
+                                    transpose_a=trans != 0, conjugate_a=trans == 2,
+                                    unit_diagonal=unit_diagonal)
+    return undo(x)
+
+
+def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False, debug=None,
+                     check_finite: bool = True) -> Array:
+    """``x`` with ``op(a) @ x == b`` for triangular ``a`` (``trans``: 0/'N' ``a``, 1/'T'
+    ``a.T``, 2/'C' ``a.conj().T``)."""
+    del overwrite_b, debug, check_finite
+    if trans not in _TRANS:
+        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got "
+                         f"{trans!r}")
+    a, b = _inexact(a, b)
+    _check_matrix("solve_triangular", a)
+    _check_rhs("solve_triangular", a, b)
+    return _solve_triangular(a, b, _TRANS[trans], bool(lower), bool(unit_diagonal))
+
+
+# ---- QR, SVD, eigh, Schur, Hessenberg, polar -----------------------------------------------------
+def qr(a: ArrayLike, overwrite_a: bool = False, lwork=None, mode: str = "full",
+       pivoting: bool = False, check_finite: bool = True):
+    """``q, r`` (``mode='full'`` or ``'economic'``), ``r`` alone (``'r'``), with the column
+    permutation last when ``pivoting``."""
+    del overwrite_a, lwork, check_finite
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    a, = _inexact(a)
+    _check_matrix("qr", a, square=False)
+    out = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode == "full")
+    q, r = out[0], out[1]
+    if mode == "r":
+        # SciPy's 'r' mode keeps the full (m, n) r
+        r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=True)[1]
+        return (r, out[2]) if pivoting else (r,)
+    return (q, r, out[2]) if pivoting else (q, r)
+
+
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
+        overwrite_a: bool = False, check_finite: bool = True, lapack_driver: str = "gesdd"):
+    """``u, s, vh`` with ``a = u @ diag(s) @ vh`` (``s`` alone unless ``compute_uv``)."""
+    del overwrite_a, check_finite, lapack_driver
+    a, = _inexact(a)
+    _check_matrix("svd", a, square=False)
+    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True,
+         eigvals_only: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+         turbo: bool = True, eigvals=None, type: int = 1, check_finite: bool = True):
+    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix, read from the triangle
+    ``lower`` says."""
+    del overwrite_a, overwrite_b, turbo, check_finite
+    if b is not None:
+        raise NotImplementedError("Only the b=None case of eigh is implemented")
+    if type != 1:
+        raise NotImplementedError("Only the type=1 case of eigh is implemented.")
+    if eigvals is not None:
+        raise NotImplementedError(
+            "Only the eigvals=None case of eigh is implemented.")
+    a, = _inexact(a)
+    _check_matrix("eigh", a)
+    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False)
+    return w if eigvals_only else (w, v)
+
+
+def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
+    """``t, z`` with ``a = z @ t @ z^H``: ``t`` quasi-upper-triangular (``'real'``) or upper
+    triangular (``'complex'``)."""
+    if output not in ("real", "complex"):
+        raise ValueError(f"Expected 'output' to be either 'real' or 'complex', got "
+                         f"output={output!r}.")
+    a, = _inexact(a)
+    _check_matrix("schur", a)
+    if output == "complex":
+        a = a.astype(jnp.result_type(a.dtype, jnp.complex64))
+    return lax_linalg.schur(a)
+
+
+def hessenberg(a: ArrayLike, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True):
+    """The upper Hessenberg form ``h`` of ``a`` (and ``q`` with ``a = q @ h @ q^H``)."""
+    del overwrite_a, check_finite
+    a, = _inexact(a)
+    _check_matrix("hessenberg", a)
+    packed, taus = lax_linalg.hessenberg(a)
+    h = jnp.triu(packed, -1)
+    if not calc_q:
+        return h
+    if a.shape[-1] == 1:
+        return h, jnp.ones_like(a)
+    # the reflectors are stored below the subdiagonal: q is their product, bordered by e_0
+    inner = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
+    q = jnp.pad(inner, [(0, 0)] * (a.ndim - 2) + [(1, 0), (1, 0)])
+    return h, q.at[..., 0, 0].set(1)
+
+
+def polar(a: ArrayLike, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
+          max_iterations: int | None = None) -> tuple[Array, Array]:
+    """``u, p`` with ``a = u @ p`` (``side='right'``) or ``a = p @ u`` (``'left'``): ``u``
+    unitary, ``p`` Hermitian positive semidefinite."""
+    if side not in ("right", "left"):
+        raise ValueError(f"side={side!r} is not 'right' or 'left'")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"Unknown polar decomposition method {method!r}.")
+    a, = _inexact(a)
+    _check_matrix("polar", a, square=False)
+    if method == "svd":
+        u_svd, s, vh = lax_linalg.svd(a, full_matrices=False)
+        unitary = jnp.matmul(u_svd, vh, precision=lax.Precision.HIGHEST)
+    else:
+        if a.shape[-2] < a.shape[-1]:
+            raise ValueError("The input matrix of shape m x n must have m >= n for the "
+                             f"qdwh method, got shape {a.shape}")
+        unitary = lax_linalg.qdwh(a, max_iterations=max_iterations, eps=eps)[0]
+    h = jnp.conj(jnp.swapaxes(unitary, -1, -2))
+    if side == "right":
+        posdef = jnp.matmul(h, a, precision=lax.Precision.HIGHEST)
+    else:
+        posdef = jnp.matmul(a, h, precision=lax.Precision.HIGHEST)
+    posdef = 0.5 * (posdef + jnp.conj(jnp.swapaxes(posdef, -1, -2)))
+    return unitary, posdef
