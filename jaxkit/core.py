@@ -531,7 +531,7 @@ class JaxprEqn:
         return JaxprEqn(**fields)
 
     def __repr__(self):
-        return pp_eqn(self, _Namer(), 0)
+        return pp_eqn(self, Namer(), 0)
 
 
 class Jaxpr:
@@ -644,7 +644,7 @@ def _encode_name(n: int) -> str:
             return s
 
 
-class _Namer:
+class Namer:
     """Names variables in order of first appearance: a, b, c, ..."""
 
     def __init__(self):
@@ -690,17 +690,17 @@ class FreshNames:
         self.jaxpr = jaxpr
 
 
-def _pp_param_value(value, indent: int, namer: _Namer, lead: int = 0) -> str:
+def pp_param_value(value, indent: int, namer: Namer, lead: int = 0) -> str:
     """``lead``: the width of what precedes the value on its first line (``name=``)."""
     if isinstance(value, FreshNames):
-        return _pp_param_value(value.jaxpr, indent, _Namer(), lead)
+        return pp_param_value(value.jaxpr, indent, Namer(), lead)
     if isinstance(value, ClosedJaxpr):
         return pp_jaxpr(value.jaxpr, indent, namer, lead)
     if isinstance(value, Jaxpr):
         return pp_jaxpr(value, indent, namer, lead)
     if isinstance(value, tuple) and value and all(isinstance(v, (ClosedJaxpr, Jaxpr))
                                                   for v in value):
-        inner = ("\n" + " " * (indent + 2)).join(_pp_param_value(v, indent + 2, namer)
+        inner = ("\n" + " " * (indent + 2)).join(pp_param_value(v, indent + 2, namer)
                                                   for v in value)
         return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
     if isinstance(value, np.dtype):
@@ -723,7 +723,7 @@ def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
     pp_params_rules[prim] = rule
 
 
-def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -> str:
+def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) -> str:
     """One equation. Outputs not in ``used`` print as ``_`` (and take no name), as in JAX."""
     def binder(v):
         unused = isinstance(v, DropVar) or (used is not None and v not in used)
@@ -736,7 +736,7 @@ def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -
     head = f"{lhs} = {eqn.primitive.name}" if lhs else eqn.primitive.name  # no outputs
     if not params:
         return f"{head} {rhs_args}".rstrip()
-    pieces = [f"{k}={_pp_param_value(v, indent + 2, namer, len(k) + 1)}"
+    pieces = [f"{k}={pp_param_value(v, indent + 2, namer, len(k) + 1)}"
               for k, v in params.items()]
     # No rstrip: JAX keeps the space after "]" when there are no operands (``iota[...] ``).
     one_line = f"{head}[{' '.join(pieces)}] {rhs_args}"
@@ -747,11 +747,11 @@ def pp_eqn(eqn: JaxprEqn, namer: _Namer, indent: int, used: set | None = None) -
     return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}"
 
 
-def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None, lead: int = 0) -> str:
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: Namer | None = None, lead: int = 0) -> str:
     """Print a jaxpr the way JAX does: ``{ lambda consts ; args. let eqns in (outs) }``.
 
     Jaxprs nested in parameters continue the enclosing names (``namer``), as JAX's do."""
-    namer = _Namer() if namer is None else namer
+    namer = Namer() if namer is None else namer
     binders = lambda vs: " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
     constvars = binders(jaxpr.constvars)
     invars = binders(jaxpr.invars)

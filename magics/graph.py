@@ -55,7 +55,7 @@ def _params_text(eqn: core.JaxprEqn, namer) -> str:
                 isinstance(v, (core.ClosedJaxpr, core.Jaxpr)) for v in inner):
             lines.append(f"{key}=[{len(inner)} jaxprs]")
             continue
-        lines += _wrap(f"{key}={core._pp_param_value(value, 0, namer)}")
+        lines += _wrap(f"{key}={core.pp_param_value(value, 0, namer)}")
     return NL.join(lines)
 
 
@@ -75,7 +75,7 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
     ``params[0][1]``) says which argument each input is."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
-    namer = core._Namer()
+    namer = core.Namer()
     core.pp_jaxpr(jaxpr, namer=namer)  # assigns every name exactly as the text shows it
     used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not core.Literal}
     used.update(v for v in jaxpr.outvars if type(v) is not core.Literal)
@@ -163,7 +163,7 @@ def graph_fallback_html(jaxpr: core.Jaxpr | core.ClosedJaxpr) -> str:
     """A readable HTML table of the equations when no ``dot`` binary can draw the graph."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
-    namer = core._Namer()
+    namer = core.Namer()
     core.pp_jaxpr(jaxpr, namer=namer)  # the names the jaxpr text shows
     ins = ", ".join(f"{namer(v)}:{v.aval.str_short()}" for v in jaxpr.constvars + jaxpr.invars)
     rows = [f"<tr><td><b>inputs</b></td><td colspan=2>{html.escape(ins)}</td></tr>"]

@@ -1,6 +1,6 @@
 """The package's layout rules that import-linter cannot check: no function-local imports of
-jaxkit modules (a cycle broken by hand means the layering is wrong), and files under the size
-budget."""
+jaxkit modules (a cycle broken by hand means the layering is wrong), files under the size
+budget, and the magics on jaxkit's public API only."""
 import ast
 import pathlib
 import subprocess
@@ -86,3 +86,43 @@ def test_source_checkout_finds_the_magics(tmp_path):
     (tmp_path / "magics").mkdir()
     (tmp_path / "magics" / "__init__.py").write_text("")
     assert _checkout.checkout_magics_dir(str(tmp_path / "jaxkit")) is None
+
+
+# What the magics may use of jaxkit: its public API. import-linter cannot see them (the source
+# folder magics/ is installed as jaxkit.magics), so this test reads their imports and attribute
+# accesses. jaxkit.core is the jaxpr IR (JAX exports it as jax.extend.core), jaxkit.transforms
+# the transformations' public objects.
+MAGICS_MAY_IMPORT = {"jaxkit", "jaxkit.numpy", "jaxkit.lax", "jaxkit.random", "jaxkit.nn",
+                     "jaxkit.tree_util", "jaxkit.core", "jaxkit.transforms.jit"}
+
+
+def _magics_uses():
+    for path in sorted((ROOT / "magics").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
+                    node.module.startswith("jaxkit") and not node.module.startswith(
+                        "jaxkit.magics"):
+                for a in node.names:
+                    yield path.name, node.module, a.name
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("jaxkit") and not a.name.startswith("jaxkit.magics"):
+                        yield path.name, a.name, None
+                        aliases[a.asname or a.name.split(".")[0]] = a.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                    node.value.id in aliases:
+                yield path.name, aliases[node.value.id], node.attr
+
+
+def test_magics_use_only_public_jaxkit():
+    bad = []
+    for file, module, name in _magics_uses():
+        if module not in MAGICS_MAY_IMPORT:
+            bad.append(f"{file}: imports {module}")
+        elif name is not None and name.startswith("_") and not name.endswith("__"):
+            bad.append(f"{file}: uses private {module}.{name}")
+    assert not bad, "magics reach past jaxkit's public API:\n" + "\n".join(sorted(set(bad)))

@@ -3,12 +3,12 @@ output types what its primitive's abstract evaluation rule gives (nested jaxprs 
 from __future__ import annotations
 
 from jaxkit.core import (Atom, DropVar, Jaxpr, JaxprTypeError, Literal, ShapedArray, Var,
-                         _Namer, subjaxprs, typematch)
+                         Namer, subjaxprs, typematch)
 
 
 def check_jaxpr(jaxpr: Jaxpr) -> None:
     """Check that every variable is bound once before use and every equation is well typed."""
-    namer = _Namer()
+    namer = Namer()
     defined: set[Var] = set()
 
     def bind(v: Var, where: str):
