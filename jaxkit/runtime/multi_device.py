@@ -62,11 +62,26 @@ class AxisSharding(_jax.GSPMDSharding):
     def device_set(self) -> set:
         return set(self._devices)
 
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.axis is None
+
     def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
         shape = list(global_shape)
         if self.axis is not None:
             shape[self.axis] //= len(self._devices)
         return tuple(shape)
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        """For every device, the slices of the global array it holds."""
+        out = {}
+        size = None if self.axis is None else global_shape[self.axis] // len(self._devices)
+        for i, device in enumerate(self._devices):
+            index = [slice(None)] * len(global_shape)
+            if size is not None:
+                index[self.axis] = slice(i * size, (i + 1) * size)
+            out[device] = tuple(index)
+        return out
 
     def __repr__(self):
         where = "replicated" if self.axis is None else f"split on axis {self.axis}"
