@@ -243,5 +243,25 @@ def test_shard_map_bad_specs_and_missing_rules(mesh):
     with pytest.raises(ValueError, match="needs a mesh"):
         jax.shard_map(lambda b: b, in_specs=P("x"), out_specs=P("x"))(np.ones(8))
     f = jax.shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
-    with pytest.raises(NotImplementedError, match="shard_map"):
+    with pytest.raises(NotImplementedError, match="partial evaluation rule for 'shard_map'"):
         jax.grad(lambda v: f(v).sum())(np.ones(8, np.float32))
+
+
+def test_shard_map_under_jvp_and_vmap(mesh):
+    f = jax.shard_map(lambda b: jnp.sin(b) * jax.lax.psum(b.sum(), "x"), mesh=mesh,
+                      in_specs=P("x"), out_specs=P("x"))
+    x = np.arange(8, dtype=np.float32) / 8
+
+    def reference(v):  # what every device computes, written for the whole array
+        v = v.astype(np.float64)
+        block_sums = v.reshape(4, 2).sum(1)
+        return np.sin(v) * np.repeat(block_sums.sum(), 8)
+
+    np.testing.assert_allclose(np.asarray(f(x)), reference(x), rtol=1e-5)
+    _, tangent = jax.jvp(f, (x,), (np.ones(8, np.float32),))
+    eps = 1e-4
+    numeric = (reference(x + eps) - reference(x - eps)) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(tangent), numeric, rtol=1e-4)
+    xs = np.stack([x, 2 * x, 3 * x])
+    np.testing.assert_allclose(np.asarray(jax.vmap(f)(xs)),
+                               np.stack([reference(r) for r in xs]), rtol=1e-5)

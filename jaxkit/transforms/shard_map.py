@@ -9,9 +9,11 @@ axes inside a program partitioned over the mesh; its collectives address devices
 partition ids. Outputs are assembled as ``out_specs`` says: a dimension split over an axis
 concatenates the devices' blocks, an axis left out means the blocks are equal (replicated).
 
-Outside ``jit`` the call runs as a jitted program. The JVP, transpose and batching rules
-(grad or vmap *of* a shard_map) and JAX's replication checks (``check_vma``) are not
-implemented yet: the interpreters raise ``NotImplementedError`` naming the missing rule.
+Outside ``jit`` the call runs as a jitted program. ``jvp`` and ``vmap`` of a shard_map
+transform its body (a vmapped axis is never split). Its partial evaluation and transpose
+(so ``grad`` *of* a shard_map; ``grad`` inside the body works) and JAX's replication checks
+(``check_vma``) are not implemented yet: ``grad`` raises ``NotImplementedError`` naming the
+missing rule.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Any
 
 from jaxkit import core, tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import mlir
+from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import ir, sdy
 from jaxkit.lax import parallel
@@ -185,6 +187,60 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Me
     return list(op.results)
 
 
+def _bind(closed: ClosedJaxpr, args, in_specs, out_specs, mesh: Mesh) -> list:
+    """Bind ``shard_map`` on a body that may have constants: they become leading replicated
+    operands, as closed-over values do."""
+    consts = list(closed.consts)
+    if consts:
+        closed = ClosedJaxpr(pe.convert_constvars_jaxpr(closed.jaxpr), [])
+    return shard_map_p.bind(*consts, *args, jaxpr=closed, mesh=mesh,
+                            in_specs=(PartitionSpec(),) * len(consts) + tuple(in_specs),
+                            out_specs=tuple(out_specs))
+
+
+def _jvp(primals, tangents, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
+    nonzeros = [not ad.is_zero(t) for t in tangents]
+    with _mesh_axes_bound(mesh):
+        jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    tangents_nz = [t for t in tangents if not ad.is_zero(t)]
+    t_in = [s for s, nz in zip(in_specs, nonzeros) if nz]
+    t_out = [s for s, nz in zip(out_specs, out_nz) if nz]
+    outs = _bind(jvp_closed, [*primals, *tangents_nz], [*in_specs, *t_in],
+                 [*out_specs, *t_out], mesh)
+    n_out = len(jaxpr.out_avals)
+    tangents_it = iter(outs[n_out:])
+    return outs[:n_out], [next(tangents_it) if nz else ad.Zero(o.aval.to_tangent_aval())
+                          for o, nz in zip(outs[:n_out], out_nz)]
+
+
+def _unsplit_front(spec: PartitionSpec) -> PartitionSpec:
+    return PartitionSpec(None, *spec)
+
+
+def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
+    """vmap of shard_map: the batch axis goes in front, unsplit, through the body."""
+    vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    body_dims = [None if d is None else 0 for d in dims]
+    with _mesh_axes_bound(mesh):
+        batched, _ = batching.batch_jaxpr_axes(jaxpr, axis_data, body_dims,
+                                               [0] * len(jaxpr.out_avals))
+    new_in = [s if d is None else _unsplit_front(s) for s, d in zip(in_specs, dims)]
+    outs = _bind(batched, vals, new_in, [_unsplit_front(s) for s in out_specs], mesh)
+    return outs, [0] * len(outs)
+
+
+def _partial_eval(trace, *args, **params):
+    # Without a rule the whole equation would become unknown, primal outputs included,
+    # which linearize cannot use: say what is missing instead.
+    raise NotImplementedError(
+        "partial evaluation rule for 'shard_map' is not implemented, so a shard_map cannot be "
+        "differentiated in reverse mode (grad, vjp, jacrev) yet; take the gradient inside the "
+        "shard_map body (and psum/pmean it over the mesh axes), or use jvp/jacfwd.")
+
+
 shard_map_p.def_impl(_impl)
 shard_map_p.def_abstract_eval(_abstract_eval)
 mlir.register_lowering(shard_map_p, _lowering)
+ad.defjvp_rule(shard_map_p, _jvp)
+batching.defrule(shard_map_p, _batcher)
+pe.defpartial_eval(shard_map_p, _partial_eval)
