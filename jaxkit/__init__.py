@@ -52,7 +52,7 @@ from jaxkit import nn, random
 from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
 from jaxkit import tree
-from jaxkit import ops
+from jaxkit import image, ops
 from jaxkit import sharding
 from jaxkit.sharding import make_mesh
 from jaxkit.transforms.shard_map import shard_map
@@ -85,7 +85,7 @@ __all__ = [
     "hessian", "install_as_jax", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_device_count", "local_devices", "make_jaxpr", "make_mesh", "shard_map", "sharding",
     "nn",
-    "numpy", "ops", "pmap", "process_count",
+    "numpy", "image", "ops", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",
     "Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",
