@@ -265,3 +265,11 @@ def test_shard_map_under_jvp_and_vmap(mesh):
     xs = np.stack([x, 2 * x, 3 * x])
     np.testing.assert_allclose(np.asarray(jax.vmap(f)(xs)),
                                np.stack([reference(r) for r in xs]), rtol=1e-5)
+
+
+def test_partitioned_stages_report_like_single_device_ones(mesh):
+    x = put(mesh, np.ones((8, 4)), "x", None)
+    compiled = jax.jit(lambda x: jnp.sin(x) @ x.T).lower(x).compile()
+    assert compiled.cost_analysis()["flops"] > 0
+    assert compiled.memory_analysis().output_size_in_bytes > 0
+    assert compiled(x).shape == (8, 8)

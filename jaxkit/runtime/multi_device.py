@@ -299,6 +299,12 @@ class ReplicatedExecutable:
     def as_text(self) -> str:
         return self.xla_executable.hlo_modules()[0].to_string()
 
+    def cost_analysis(self) -> dict[str, float]:
+        return dict(self.xla_executable.cost_analysis())
+
+    def memory_analysis(self):
+        return self.xla_executable.get_compiled_memory_stats()
+
 
 def compile_replicated(module: Any, devices: Sequence, out_avals: Sequence,
                        out_shardings: Sequence[AxisSharding]) -> ReplicatedExecutable:
