@@ -6,6 +6,8 @@ SPMD partitioner, and ``jaxkit.lax.with_sharding_constraint`` pins layouts insid
 """
 from __future__ import annotations
 
+from jaxkit import lax as _lax
+from jaxkit.runtime import pjrt as _pjrt
 from jaxkit.runtime import sharding as _runtime
 from jaxkit.runtime.multi_device import AxisSharding as _AxisSharding
 from jaxkit.runtime.sharding import (AxisType, DuplicateSpecError, IndivisibleError, Mesh,
@@ -49,6 +51,18 @@ def get_mesh() -> Mesh | None:
     return _runtime.current_mesh()
 
 
+def make_single_device_sharding(device) -> SingleDeviceSharding:
+    """The sharding of an array that lives whole on ``device``."""
+    return _pjrt.backend_of(device).shardings[device]
+
+
+def reshard(xs, out_shardings):
+    """``xs`` (a pytree) laid out as ``out_shardings`` (a sharding or ``PartitionSpec`` on the
+    mesh in context, one for all leaves or a pytree prefix): inside ``jit`` a constraint on the
+    layout, outside it a copy in the new layout."""
+    return _lax.with_sharding_constraint(xs, out_shardings)
+
+
 __all__ = ["AxisType", "DuplicateSpecError", "IndivisibleError", "Mesh", "NamedSharding", "P",
            "PartitionSpec", "Sharding", "SingleDeviceSharding", "get_mesh", "make_mesh",
-           "set_mesh", "use_mesh"]
+           "make_single_device_sharding", "reshard", "set_mesh", "use_mesh"]

@@ -273,3 +273,17 @@ def test_partitioned_stages_report_like_single_device_ones(mesh):
     assert compiled.cost_analysis()["flops"] > 0
     assert compiled.memory_analysis().output_size_in_bytes > 0
     assert compiled(x).shape == (8, 8)
+
+
+def test_top_level_names_and_helpers(mesh):
+    from jaxkit.experimental import mesh_utils
+
+    assert jax.NamedSharding is NamedSharding and jax.P is P
+    grid = mesh_utils.create_device_mesh((4, 2), DEVICES)
+    assert grid.shape == (4, 2) and grid[1, 0] is DEVICES[2]
+    x = put(mesh, np.arange(8), "x")
+    y = jax.reshard(x, NamedSharding(mesh, P("y")))
+    assert y.sharding.spec == P("y")
+    np.testing.assert_array_equal(np.asarray(y), np.arange(8))
+    d = DEVICES[3]
+    assert jax.sharding.make_single_device_sharding(d).device_set == {d}
