@@ -52,6 +52,11 @@ from jaxkit import nn, random
 from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
 from jaxkit import tree
+from jaxkit import image, ops
+from jaxkit import sharding
+from jaxkit.sharding import NamedSharding, P, make_mesh, reshard, set_mesh
+from jaxkit.runtime.sharded_array import Shard
+from jaxkit.transforms.shard_map import shard_map
 from jaxkit import custom_batching, custom_derivatives, monitoring, profiler, stages, typing
 from jaxkit.runtime.pjrt import Device
 from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
@@ -79,7 +84,10 @@ __all__ = [
     "custom_jvp", "custom_vjp", "debug", "default_backend", "device_count", "device_get",
     "device_put", "devices", "distributed", "effects_barrier", "errors", "eval_shape", "grad",
     "hessian", "install_as_jax", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize",
-    "local_device_count", "local_devices", "make_jaxpr", "nn", "numpy", "pmap", "process_count",
+    "local_device_count", "local_devices", "make_jaxpr", "make_mesh", "shard_map", "sharding",
+    "NamedSharding", "P", "Shard", "reshard", "set_mesh",
+    "nn",
+    "numpy", "image", "ops", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",
     "Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",

@@ -25,6 +25,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
 from jaxkit.transforms.vmap import vmap
 
@@ -682,9 +683,13 @@ def process_count() -> int:
 
 
 def device_put(x: Any, device=None):
-    """Place every array of the pytree ``x`` on ``device`` (default: the first device)."""
-    if device is not None and not isinstance(device, pjrt.Device):
-        raise TypeError(f"device_put expects a device (from jaxkit.devices()), got {device!r}")
+    """Place every array of the pytree ``x`` on ``device`` (default: the first device), or
+    lay it out as a sharding says (one for all leaves, or a pytree prefix of ``x``)."""
+    if isinstance(device, (NamedSharding, PartitionSpec)) or not (
+            device is None or isinstance(device, (pjrt.Device, pjrt.Sharding))):
+        return _device_put_sharded(x, device)
+    if isinstance(device, pjrt.Sharding):
+        device = device._device
 
     def put(leaf):
         if isinstance(leaf, core.Tracer):
@@ -692,6 +697,32 @@ def device_put(x: Any, device=None):
         return device_put_value(leaf, device)
 
     return tree_util.tree_map(put, x)
+
+
+def _device_put_sharded(x: Any, shardings: Any):
+    is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec, pjrt.Sharding,  # noqa
+                                       pjrt.Device)) or s is None
+    if not is_leaf(shardings):
+        try:
+            shardings = tree_util.tree_broadcast(shardings, x, is_leaf)
+        except (ValueError, TypeError):
+            raise TypeError(f"device_put expects a device, a sharding or a pytree prefix of "
+                            f"the value of them, got {shardings!r}") from None
+        per_leaf = tree_util.tree_leaves(shardings, is_leaf=is_leaf)
+    else:
+        per_leaf = [shardings] * len(tree_util.tree_leaves(x))
+    leaves, treedef = tree_util.tree_flatten(x)
+    outs = []
+    for leaf, s in zip(leaves, per_leaf):
+        if isinstance(s, (NamedSharding, PartitionSpec)):
+            outs.append(lax.with_sharding_constraint(leaf, s))
+        elif isinstance(s, pjrt.Sharding):
+            outs.append(device_put(leaf, s._device))
+        elif s is None or isinstance(s, pjrt.Device):
+            outs.append(device_put(leaf, s))
+        else:
+            raise TypeError(f"device_put expects a device or a sharding, got {s!r}")
+    return tree_util.tree_unflatten(treedef, outs)
 
 
 def device_get(x: Any):

@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxkit.transforms.callback import bind_side_effect, debug_callback, debug_print_p
 
-__all__ = ["callback", "print"]
+__all__ = ["callback", "print", "visualize_array_sharding"]
 
 callback = debug_callback
 
@@ -96,3 +96,52 @@ def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
         raise TypeError(f"debug.print received unexpected arguments in the two-call form: "
                         f"args={args} kwargs={kwargs}")
     return _print
+
+
+def _sharding_cells(arr) -> tuple[list, list, dict]:
+    """Row starts, column starts and, per (row, column) block, the ids of the devices that
+    hold it, for a rank-1 or rank-2 array (a rank-1 array is one row)."""
+    shape = tuple(arr.shape)
+    sharding = arr.sharding
+    if hasattr(sharding, "devices_indices_map"):
+        indices = sharding.devices_indices_map(shape)
+    else:  # one device holds everything
+        indices = {arr.device: tuple(slice(None) for _ in shape)}
+    cells: dict[tuple, list[int]] = {}
+    for device, index in indices.items():
+        spans = [(s.start or 0) for s in index]
+        key = (0, spans[0]) if len(shape) == 1 else (spans[0], spans[1])
+        cells.setdefault(key, []).append(device.id)
+    rows = sorted({r for r, _ in cells})
+    cols = sorted({c for _, c in cells})
+    return rows, cols, cells
+
+
+def visualize_array_sharding(arr, *, use_color: bool = False, scale: float = 1.0,
+                             min_width: int = 9, max_width: int = 80,
+                             color_map=None) -> None:
+    """Draw which devices hold which block of a rank-1 or rank-2 array, as boxes labelled
+    with the devices' platform and ids (``CPU 0,1``: two devices hold copies of the block)."""
+    del use_color, scale, color_map  # text only
+    if len(arr.shape) not in (1, 2):
+        raise ValueError("visualize_array_sharding only works for shapes with 1 or 2 "
+                         f"dimensions, got shape {tuple(arr.shape)}")
+    rows, cols, cells = _sharding_cells(arr)
+    platform = next(iter(arr.devices())).platform.upper()
+    labels = {k: f"{platform} {','.join(str(i) for i in sorted(ids))}"
+              for k, ids in cells.items()}
+    width = max(min(max(len(s) for s in labels.values()) + 2, max_width // len(cols)),
+                min(min_width, max_width // len(cols)))
+    pad_lines = 1 if len(arr.shape) == 2 else 0
+
+    def rule(left: str, mid: str, right: str) -> str:
+        return left + mid.join("─" * width for _ in cols) + right
+
+    lines = [rule("┌", "┬", "┐")]
+    for i, r in enumerate(rows):
+        blank = "│" + "│".join(" " * width for _ in cols) + "│"
+        lines += [blank] * pad_lines
+        lines.append("│" + "│".join(labels[(r, c)].center(width) for c in cols) + "│")
+        lines += [blank] * pad_lines
+        lines.append(rule("├", "┼", "┤") if i < len(rows) - 1 else rule("└", "┴", "┘"))
+    sys.stdout.write("\n".join(lines) + "\n")

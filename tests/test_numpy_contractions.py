@@ -93,3 +93,16 @@ def test_contraction_errors():
         jnp.tensordot(jnp.ones(3), jnp.ones(3), 2)
     with pytest.raises(ValueError, match="Dimension must be either 2 or 3 for cross product"):
         jnp.cross(jnp.ones(4), jnp.ones(4))
+
+
+def test_einsum_interleaved_form_matches_numpy():
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(2, 3, 4)), rng.normal(size=(4, 5))
+    got = jnp.einsum(x, [0, 1, 2], y, [2, 3], [1, 0, 3])
+    np.testing.assert_allclose(np.asarray(got), np.einsum(x, [0, 1, 2], y, [2, 3], [1, 0, 3]),
+                               rtol=1e-5, atol=1e-5)
+    got = jnp.einsum(x, [Ellipsis, 2], y, [2, 3])
+    np.testing.assert_allclose(np.asarray(got), np.einsum(x, [Ellipsis, 2], y, [2, 3]),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="sublist entries"):
+        jnp.einsum(x, [0, 1, "a"])

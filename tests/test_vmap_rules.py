@@ -498,6 +498,8 @@ EXERCISED_ELSEWHERE = {
     "io_callback": "test_jax_parity.py (io_callback under vmap, and ordered=True refused, vs JAX)",
     "custom_vmap_call": "test_jax_parity.py (custom_vmap rules under vmap, compared with JAX)",
     "check": "test_ecosystem.py (checkify under vmap names the failing mapped index)",
+    "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",
+    "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",
 }
 
 

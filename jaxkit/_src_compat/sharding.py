@@ -1,65 +1,29 @@
-"""``jax.sharding`` (Optax and Flax name its classes in annotations and in their sharding
-helpers): jaxkit places every array on one device. ``Sharding`` and ``SingleDeviceSharding``
-are jaxkit's own; ``PartitionSpec`` is the plain description it is in JAX; meshes and named
-shardings, which need SPMD partitioning that jaxkit does not do, raise ``NotImplementedError``
-when made."""
+"""``jax.sharding`` as libraries import it (Optax and Flax name its classes in annotations and
+in their sharding helpers): jaxkit's meshes and shardings, plus the abstract-mesh queries,
+which answer "no mesh axes in the types" (jaxkit partitions with XLA's propagation and keeps
+no shardings in avals)."""
 from __future__ import annotations
 
-import enum
+from jaxkit.sharding import (AxisType, Mesh, NamedSharding, P, PartitionSpec, Sharding,
+                             SingleDeviceSharding, get_mesh, make_mesh, set_mesh, use_mesh)
 
-from jaxkit.runtime.pjrt import Sharding as SingleDeviceSharding
-
-__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "get_abstract_mesh"]
-
-Sharding = SingleDeviceSharding
-
-
-class PartitionSpec(tuple):
-    """How each array axis is split over mesh axes (None: not split)."""
-
-    def __new__(cls, *partitions):
-        return super().__new__(cls, partitions)
-
-    def __repr__(self):
-        return f"PartitionSpec{tuple.__repr__(self)}"
-
-
-P = PartitionSpec
-
-
-class AxisType(enum.Enum):
-    Auto = enum.auto()
-    Explicit = enum.auto()
-    Manual = enum.auto()
-
-
-def _no_spmd(what: str):
-    raise NotImplementedError(f"jax.sharding.{what}: jaxkit runs each computation on one "
-                              "device and has no SPMD partitioner (use pmap for data "
-                              "parallelism)")
-
-
-class Mesh:
-    def __init__(self, *args, **kwargs):
-        _no_spmd("Mesh")
+__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec",
+           "PmapSharding", "Sharding", "SingleDeviceSharding", "get_abstract_mesh",
+           "get_mesh", "make_mesh", "set_mesh", "use_mesh"]
 
 
 class AbstractMesh:
+    """A mesh without devices, as JAX types carry it; jaxkit's avals carry none."""
+
     def __init__(self, *args, **kwargs):
-        _no_spmd("AbstractMesh")
-
-    empty = True
-
-
-class NamedSharding:
-    def __init__(self, *args, **kwargs):
-        _no_spmd("NamedSharding")
+        raise NotImplementedError("jax.sharding.AbstractMesh: jaxkit keeps no shardings in "
+                                  "array types (use Mesh and NamedSharding)")
 
 
 class PmapSharding:
     def __init__(self, *args, **kwargs):
-        _no_spmd("PmapSharding")
+        raise NotImplementedError("jax.sharding.PmapSharding: jaxkit's pmap results carry "
+                                  "their own sharding; use NamedSharding for new code")
 
 
 class _EmptyMesh:
@@ -79,5 +43,5 @@ _empty_mesh = _EmptyMesh()
 
 
 def get_abstract_mesh():
-    """The mesh in context: always the empty one (jaxkit has no meshes)."""
+    """The abstract mesh of the types: always the empty one (jaxkit's avals carry none)."""
     return _empty_mesh

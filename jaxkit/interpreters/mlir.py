@@ -7,6 +7,8 @@ flow) are lowered inline with ``jaxpr_subcomp``.
 """
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,6 +20,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import func as func_dialect
+from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes
@@ -52,6 +55,7 @@ def make_ir_context() -> ir.Context:
         ctx.load_all_available_dialects()
         hlo.register_dialect(ctx)
         chlo.register_dialect(ctx)
+        sdy.register_dialect(ctx)  # Shardy: the sharding annotations XLA partitions by
         _context = ctx
     return _context
 
@@ -176,6 +180,9 @@ class ModuleContext:
     module: ir.Module
     num_replicas: int = 1
     axis_env: tuple = ()  # ((axis_name, size), ...) of pmapped axes, outermost first
+    mesh: Sequence[tuple[str, int]] | None = None  # the Shardy mesh @mesh, when partitioned
+    manual: bool = False  # inside a shard_map body: axis_env names the mesh's axes
+    channels: list = field(default_factory=lambda: [0])  # the last collective channel id
     host_callbacks: list = field(default_factory=list)
 
 
@@ -236,30 +243,51 @@ def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:
 
 
 def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] = (),
-                num_replicas: int = 1, axis_env: tuple = (), consts: Sequence = ()) -> ir.Module:
+                num_replicas: int = 1, axis_env: tuple = (), consts: Sequence = (),
+                mesh: Sequence[tuple[str, int]] | None = None,
+                arg_shardings: Sequence[str | None] = (),
+                result_shardings: Sequence[str | None] = ()) -> ir.Module:
     """A StableHLO module whose ``main`` computes ``jaxpr``; its constvars are ``consts``,
-    emitted as StableHLO constants."""
+    emitted as StableHLO constants.
+
+    With ``mesh`` (``(axis name, size)`` pairs) the module is partitioned over the mesh's
+    devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
+    Shardy attributes given (None: XLA propagates one)."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     with make_ir_context(), ir.Location.unknown():
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
         attrs = module.operation.attributes
-        attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
+        num_partitions = math.prod(size for _, size in mesh) if mesh is not None else 1
+        attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                                          num_partitions)
         attrs["mhlo.num_replicas"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
                                                         num_replicas)
         in_types = [aval_to_ir_type(v.aval) for v in jaxpr.invars]
         out_types = [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
-        ctx = ModuleContext(module, num_replicas, axis_env)
+        ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh)
         with ir.InsertionPoint(module.body):
+            if mesh is not None:
+                axes = ", ".join(f'"{n}"={size}' for n, size in mesh)
+                sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
             fn = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
             aliases = _donation_aliases(jaxpr, donated_invars)
-            if any(a is not None for a in aliases):
-                i32 = ir.IntegerType.get_signless(32)
-                fn.arg_attrs = ir.ArrayAttr.get([
-                    ir.DictAttr.get({} if a is None else
-                                    {"tf.aliasing_output": ir.IntegerAttr.get(i32, a)})
-                    for a in aliases])
+            arg_attrs = [{} for _ in in_types]
+            for attrs_i, a in zip(arg_attrs, aliases):
+                if a is not None:
+                    attrs_i["tf.aliasing_output"] = ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(32), a)
+            for attrs_i, shd in zip(arg_attrs, arg_shardings):
+                if shd is not None:
+                    attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
+            if any(arg_attrs):
+                fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+            if any(shd is not None for shd in result_shardings):
+                fn.result_attrs = ir.ArrayAttr.get([
+                    ir.DictAttr.get({} if shd is None else
+                                    {"sdy.sharding": ir.Attribute.parse(shd)})
+                    for shd in result_shardings])
             entry = fn.add_entry_block()
             with ir.InsertionPoint(entry):
                 outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *entry.arguments)
@@ -287,6 +315,11 @@ def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | 
 def _sanitize(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return f"jit_{cleaned}" if not cleaned.startswith("jit") else cleaned
+
+
+def sharding_constraint(x: ir.Value, sdy_sharding: str) -> ir.Value:
+    """``x`` constrained to the Shardy layout ``sdy_sharding`` (on the module's ``@mesh``)."""
+    return sdy.ShardingConstraintOp(x, ir.Attribute.parse(sdy_sharding)).result
 
 
 def module_to_string(module: ir.Module) -> str:

@@ -20,6 +20,7 @@ from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in 
 from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
+from jaxkit.lax.sharding import *
 from jaxkit.lax.slicing import *
 from jaxkit.lax.special import betainc, regularized_incomplete_beta_p
 from jaxkit.lax.sorting import *

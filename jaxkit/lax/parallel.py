@@ -186,6 +186,20 @@ def replica_groups(axis_env: Sequence[tuple[Any, int]], names: Sequence,
     return groups
 
 
+def _channel(ctx, global_ids: bool = True) -> dict:
+    """Inside a shard_map body (a manual computation of a partitioned program) devices are
+    partitions, not replicas: a collective needs a channel of its own and names devices by
+    their global ids (the partition ids there). Nothing is needed under pmap."""
+    mctx = ctx.module_context
+    if not mctx.manual:
+        return {}
+    mctx.channels[0] += 1
+    kw = {"channel_handle": hlo.ChannelHandle.get(mctx.channels[0], 1)}  # device to device
+    if global_ids:
+        kw["use_global_device_ids"] = True
+    return kw
+
+
 def _groups_attr(groups: Sequence[Sequence[int]]):
     width = max(len(g) for g in groups)
     arr = np.full((len(groups), width), -1, np.int64)  # uneven groups are padded with -1
@@ -273,7 +287,7 @@ def _allreduce_lowering(combine, bool_combine=None):
     def rule(ctx, x, *, axes, axis_index_groups):
         aval = ctx.avals_in[0]
         groups = replica_groups(ctx.module_context.axis_env, axes, axis_index_groups)
-        op = hlo.AllReduceOp([x.type], [x], _groups_attr(groups))
+        op = hlo.AllReduceOp([x.type], [x], _groups_attr(groups), **_channel(ctx))
         op_fn = bool_combine if (bool_combine is not None and aval.dtype == np.bool_) else combine
         _add_reducer_region(op, aval, op_fn)
         return op.results[0]
@@ -434,7 +448,7 @@ def _all_gather_lowering(ctx, x, *, all_gather_dimension, axis_name, axis_index_
                                   [i for i in range(len(shape)) if i != all_gather_dimension])
     groups = replica_groups(ctx.module_context.axis_env, axis_name, axis_index_groups)
     return hlo.AllGatherOp([mlir.aval_to_ir_type(aval_out)], [x], all_gather_dimension,
-                           _groups_attr(groups)).results[0]
+                           _groups_attr(groups), **_channel(ctx)).results[0]
 
 
 all_gather_p = _collective_primitive("all_gather", _all_gather_abstract_eval)
@@ -522,7 +536,7 @@ def _reduce_scatter_lowering(ctx, x, *, scatter_dimension, axis_name, axis_index
     shape[scatter_dimension] //= axis_size
     groups = replica_groups(ctx.module_context.axis_env, axis_name, axis_index_groups)
     op = hlo.ReduceScatterOp(mlir.aval_to_ir_type(aval_in.update(shape=shape)), x,
-                             scatter_dimension, _groups_attr(groups))
+                             scatter_dimension, _groups_attr(groups), **_channel(ctx))
     _add_reducer_region(op, aval_in, hlo.OrOp if aval_in.dtype == np.bool_ else hlo.AddOp)
     if tiled:
         return op.result
@@ -583,7 +597,7 @@ def _ppermute_lowering(ctx, x, *, axis_name, perm):
     groups = replica_groups(ctx.module_context.axis_env, axis_name)
     pairs = np.array([[g[s], g[d]] for g in groups for s, d in perm], np.int64).reshape(-1, 2)
     attr = mlir.ir.DenseIntElementsAttr.get(np.ascontiguousarray(pairs))
-    return hlo.CollectivePermuteOp(x, attr).results[0]
+    return hlo.CollectivePermuteOp(x, attr, **_channel(ctx, global_ids=False)).results[0]
 
 
 ppermute_p = _collective_primitive("ppermute", lambda x, *, axis_name, perm: x.update(
@@ -694,7 +708,7 @@ def _all_to_all_lowering(ctx, x, *, split_axis, concat_axis, axis_name, axis_ind
     if len(groups[0]) == 1:
         return x
     return hlo.AllToAllOp([x], split_axis, concat_axis, len(groups[0]),
-                          _groups_attr(groups)).results[0]
+                          _groups_attr(groups), **_channel(ctx, global_ids=False)).results[0]
 
 
 all_to_all_p = _collective_primitive("all_to_all", _all_to_all_abstract_eval)
@@ -739,7 +753,8 @@ def _axis_index_lowering(ctx, *, axis_name):
     sizes = [s for _, s in env]
     div = mlir.ir_constant(np.array(math.prod(sizes[pos + 1:]), np.uint32))
     mod = mlir.ir_constant(np.array(sizes[pos], np.uint32))
-    index = hlo.RemOp(hlo.DivOp(hlo.ReplicaIdOp().result, div).result, mod).result
+    device = hlo.PartitionIdOp() if ctx.module_context.manual else hlo.ReplicaIdOp()
+    index = hlo.RemOp(hlo.DivOp(device.result, div).result, mod).result
     return hlo.ConvertOp(mlir.aval_to_ir_type(ctx.avals_out[0]), index).result
 
 

@@ -360,3 +360,8 @@ __all__ = [
     "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus",
     "standardize", "swish", "tanh",
 ]
+
+
+from jaxkit.nn.attention import dot_product_attention  # noqa: E402  (uses softmax above)
+
+__all__ += ["dot_product_attention"]

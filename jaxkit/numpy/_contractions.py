@@ -346,16 +346,48 @@ def _einsum_diagonal(x: Array, term: str) -> tuple[Array, str]:
         term = "".join(c for n, c in enumerate(term) if n not in (i, j)) + rep
 
 
-@jitted(static_argnames=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
-def einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
+def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
            precision: Any = None, preferred_element_type: Any = None) -> Array:
     """``jnp.einsum``: Einstein summation, as a chain of ``lax.dot_general`` contractions
-    (``optimize`` is accepted; operands are contracted left to right)."""
+    (``optimize`` is accepted; operands are contracted left to right). Also takes NumPy's
+    interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``."""
+    if not isinstance(subscripts, str):
+        subscripts, operands = _interleaved_subscripts((subscripts, *operands))
+    return _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
+                   preferred_element_type=preferred_element_type)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
+    """``(op, sublist, op, sublist, ..., [output sublist])`` as a subscripts string and the
+    operands (sublist entries are integers below 52, or ``...``)."""
+    def term(sublist) -> str:
+        out = []
+        for label in sublist:
+            if label is Ellipsis:
+                out.append("...")
+            elif isinstance(label, (int, np.integer)) and 0 <= label < len(_LETTERS):
+                out.append(_LETTERS[label])
+            else:
+                raise ValueError(f"einsum sublist entries must be integers in [0, 52) or "
+                                 f"Ellipsis, got {label!r}")
+        return "".join(out)
+
+    pairs, rest = args[:len(args) // 2 * 2], args[len(args) // 2 * 2:]
+    operands = tuple(pairs[0::2])
+    subscripts = ",".join(term(sub) for sub in pairs[1::2])
+    if rest:
+        subscripts += "->" + term(rest[0])
+    return subscripts, operands
+
+
+@jitted(static_argnames=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
+def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
+            precision: Any = None, preferred_element_type: Any = None) -> Array:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
-    if not isinstance(subscripts, str):
-        raise NotImplementedError("einsum in the interleaved (operand, sublist) form is not "
-                                  "supported; pass a subscripts string.")
     ops = list(ensure_arraylike("einsum", *operands)) if len(operands) > 1 else \
         [ensure_arraylike("einsum", *operands)]
     dt, weak = _result_dtype(preferred_element_type, *ops)

@@ -62,11 +62,26 @@ class AxisSharding(_jax.GSPMDSharding):
     def device_set(self) -> set:
         return set(self._devices)
 
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.axis is None
+
     def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
         shape = list(global_shape)
         if self.axis is not None:
             shape[self.axis] //= len(self._devices)
         return tuple(shape)
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        """For every device, the slices of the global array it holds."""
+        out = {}
+        size = None if self.axis is None else global_shape[self.axis] // len(self._devices)
+        for i, device in enumerate(self._devices):
+            index = [slice(None)] * len(global_shape)
+            if size is not None:
+                index[self.axis] = slice(i * size, (i + 1) * size)
+            out[device] = tuple(index)
+        return out
 
     def __repr__(self):
         where = "replicated" if self.axis is None else f"split on axis {self.axis}"
@@ -283,6 +298,12 @@ class ReplicatedExecutable:
 
     def as_text(self) -> str:
         return self.xla_executable.hlo_modules()[0].to_string()
+
+    def cost_analysis(self) -> dict[str, float]:
+        return dict(self.xla_executable.cost_analysis())
+
+    def memory_analysis(self):
+        return self.xla_executable.get_compiled_memory_stats()
 
 
 def compile_replicated(module: Any, devices: Sequence, out_avals: Sequence,

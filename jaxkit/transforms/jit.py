@@ -35,6 +35,8 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
 
@@ -57,6 +59,8 @@ def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
 jit_p.def_abstract_eval(_jit_abstract_eval)
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
+    if spmd.needs_partitioning(jaxpr, args):
+        return spmd.run_closed(name, jaxpr, donated_invars, args)
     outs = dispatch.run_closed(name, jaxpr, donated_invars, args)
     if config.jax_debug_nans:
         debug_nans.check_jaxpr_call(name, jaxpr, args, outs)
@@ -212,17 +216,20 @@ class _FunCache:
     under transformations, and the fast-path plans of one function under one set of jit
     options (shared by every ``jit(f, ...)`` of the same ``f`` and options)."""
 
-    __slots__ = ("entries", "traces", "fast", "__weakref__")
+    __slots__ = ("entries", "traces", "fast", "partitioned", "__weakref__")
 
     def __init__(self):
         self.entries: dict[CallSignature, Compiled] = {}
         self.traces: dict[CallSignature, tuple] = {}
         self.fast: dict[tuple, CallPlan] = {}
+        # (signature, input layouts) -> Compiled, for calls partitioned over a mesh
+        self.partitioned: dict[tuple, Compiled] = {}
 
     def clear(self) -> None:
         self.entries.clear()
         self.traces.clear()
         self.fast.clear()
+        self.partitioned.clear()
 
 
 # fun -> {options: _FunCache}; weak so that functions can be collected.
@@ -253,7 +260,8 @@ class JitFunction:
     subclass, costs 0.1-0.2 µs more per call, up to a twentieth of a cached call."""
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
-                 donate_argnums=None, donate_argnames=None, inline: bool = False):
+                 donate_argnums=None, donate_argnames=None, inline: bool = False,
+                 in_shardings=None, out_shardings=None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         self._fun = fun
@@ -265,7 +273,11 @@ class JitFunction:
             fun, donate_argnums, donate_argnames)
         self._params = _positional_params(fun)
         _check_static_argnums_in_range(fun, self._static_argnums, self._params)
-        options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline)
+        self._in_shardings = in_shardings
+        self._out_shardings = out_shardings
+        self._sharded = in_shardings is not None or out_shardings is not None
+        options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline,
+                   _shardings_key(in_shardings), _shardings_key(out_shardings))
         try:
             per_fun = _fun_caches.setdefault(fun, {})
         except TypeError:  # not weak-referenceable: a cache of our own
@@ -305,6 +317,8 @@ class JitFunction:
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
+        if self._sharded or any(type(x) is ShardedArray for x in flat):
+            return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
         compiled = self._cache.get(sig)
         if compiled is None:
             compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
@@ -313,10 +327,37 @@ class JitFunction:
             debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
                                         tree_util.tree_leaves(out))
             return out
-        if not dyn_kwargs and len(flat) == len(dyn_args) and all(
+        if not dyn_kwargs and len(flat) == len(dyn_args) and not compiled.partitioned and all(
                 type(x) in _leaf_avals for x in dyn_args):
             self._add_plan(compiled, avals, args, kwargs)
         return compiled.run_flat(flat, avals)
+
+    def _call_sharded(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
+        """A call with arrays spread over devices (they never take the fast path). Laid out
+        by a ``NamedSharding`` or given ``in_shardings``/``out_shardings``: a program
+        partitioned over their mesh; a pmap result otherwise: a one-device program."""
+        layouts = self._input_layouts(sig, flat, dyn_args, dyn_kwargs)
+        if layouts is None:
+            compiled = self._cache.get(sig)
+            if compiled is None:
+                compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
+            return compiled.run_flat(flat, sig.avals)
+        key = (sig, layouts)
+        compiled = self._fun_cache.partitioned.get(key)
+        if compiled is None:
+            compiled = self._traced(sig, dyn_args, dyn_kwargs, layouts).lower().compile()
+            self._fun_cache.partitioned[key] = compiled
+            self.cache_events.append(CacheEvent(
+                self._name, "partitioned over a mesh: first call with these layouts", [],
+                compiled.timings, sig, compiled.cache_source))
+            del self.cache_events[:-100]
+        return compiled.run_flat(flat, sig.avals)
+
+    def _input_layouts(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
+        """Every argument leaf's ``NamedSharding`` when the call is partitioned, else None."""
+        if not (self._sharded or any(spmd.is_laid_out(x) for x in flat)):
+            return None
+        return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals)
 
     def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
         """Let later calls like this one (traced arguments all positional leaves) take the
@@ -444,13 +485,23 @@ class JitFunction:
                 self._traces[sig] = traced
         return traced
 
-    def _traced(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Traced:
+    def _traced(self, sig: CallSignature, dyn_args, dyn_kwargs, layouts=None) -> Traced:
         """The ``Traced`` stage at top level, where the closed-over values are concrete: they
-        are kept with the program as its constants."""
+        are kept with the program as its constants. ``layouts`` (one ``NamedSharding`` per
+        argument leaf) makes it a program partitioned over their mesh."""
         closed, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
+        plan = None
+        mesh = spmd.constraint_mesh(closed)
+        if layouts is None and mesh is not None:  # a constraint partitions the program
+            flat = tree_util.tree_leaves((dyn_args, dyn_kwargs))
+            layouts = spmd.input_shardings(None, dyn_args, dyn_kwargs, flat, sig.avals, mesh)
+        if layouts is not None:
+            plan = spmd.ShardingPlan(
+                layouts,
+                spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals))
         return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
                       out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
-                      Timings(trace=trace_time))
+                      Timings(trace=trace_time), plan)
 
     def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Compiled:
         """A cache miss: trace, lower and compile through the stages, and say why."""
@@ -475,15 +526,17 @@ class JitFunction:
     # ---- stages ----
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
-        _, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
-        return self._traced(CallSignature(in_tree, avals, statics), dyn_args, dyn_kwargs)
+        flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        sig = CallSignature(in_tree, avals, statics)
+        return self._traced(sig, dyn_args, dyn_kwargs,
+                            self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
 
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
 
     # ---- introspection ----
     def _cache_size(self) -> int:
-        return len(self._cache)
+        return len(self._cache) + len(self._fun_cache.partitioned)
 
     def clear_cache(self) -> None:
         self._fun_cache.clear()
@@ -568,23 +621,36 @@ def _infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, froz
     return frozenset(nums), frozenset(names)
 
 
-def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+def _shardings_key(shardings) -> Any:
+    """A hashable stand-in for jit's ``in_shardings``/``out_shardings`` (a pytree)."""
+    if shardings is None:
+        return None
+    leaves, treedef = tree_util.tree_flatten(
+        shardings, is_leaf=lambda x: x is None or isinstance(x, spmd.NamedSharding))
+    return tuple(leaves), treedef
+
+
+def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
+        static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, inline: bool = False,
         backend: str | None = None, device=None, keep_unused: bool = False):
     """Compile ``fun`` with XLA. Works as ``jit(f, ...)``, ``@jit`` and ``@partial(jit, ...)``.
 
     ``static_argnums``/``static_argnames`` mark arguments that are hashed into the cache key
     instead of traced (Python control flow may depend on them); ``donate_argnums`` lets XLA
-    reuse those input buffers for outputs."""
+    reuse those input buffers for outputs. ``in_shardings``/``out_shardings`` (a
+    ``NamedSharding`` each, or pytree prefixes of the arguments/outputs) partition the program
+    over their mesh with XLA's SPMD partitioner."""
     if backend not in (None, "cpu"):
         pjrt.get_backend(backend)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  inline=inline, backend=backend, device=device)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       inline).as_function()
+                       inline, in_shardings, out_shardings).as_function()
 
 
 def jit_object(fn: Any) -> JitFunction | None:

@@ -31,6 +31,7 @@ from jaxkit import core, tree_util
 from jaxkit.runtime import pjrt
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.runtime.sharded_array import Shard, ShardedArray
 from jaxkit.transforms.jit import _hashable_static, _infer_argnums_and_argnames
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
@@ -39,110 +40,6 @@ from jaxkit.lax import parallel
 from jaxkit.lax.structural import reshape
 
 __all__ = ["Shard", "ShardedArray", "pmap", "pmap_p"]
-
-
-# --------------------------------------------------------------------------------------------
-# Sharded results
-# --------------------------------------------------------------------------------------------
-
-
-class Shard:
-    """One device's piece of a ``ShardedArray``: ``device``, ``index`` (the slices of the
-    global array it holds), ``replica_id`` and ``data`` (an ``Array`` on that device)."""
-
-    __slots__ = ("_aval", "_buf", "_data", "device", "index", "replica_id")
-
-    def __init__(self, device, index: tuple, replica_id: int, buf, aval: ShapedArray):
-        self.device = device
-        self.index = index
-        self.replica_id = replica_id
-        self._buf = buf
-        self._aval = aval
-        self._data = None
-
-    @property
-    def data(self) -> Array:
-        if self._data is None:
-            self._data = Array(multi_device.wrap_shard(self._buf, self._aval))
-        return self._data
-
-    def __repr__(self):
-        return (f"Shard(device={self.device!r}, index={self.index}, "
-                f"replica_id={self.replica_id}, data={self.data!r})")
-
-
-class ShardedArray(Array):
-    """An array split over several devices along ``mapped_axis`` (or replicated on them when
-    it is None): the result of ``pmap``. Its value is assembled on the host when asked for;
-    passed to a ``pmap`` with the same layout it is used in place."""
-
-    __slots__ = ("mapped_axis",)
-
-    def __init__(self, buf: multi_device.ArrayImpl, aval: ShapedArray,
-                 mapped_axis: int | None):
-        self._buf = buf
-        self.aval = aval
-        self.mapped_axis = mapped_axis
-
-    @property
-    def device(self):
-        raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
-
-    def devices(self) -> set:
-        return set(self._buf._sharding.device_set)
-
-    @property
-    def sharding(self) -> multi_device.AxisSharding:
-        return self._buf._sharding
-
-    @property
-    def is_fully_replicated(self) -> bool:
-        return self.mapped_axis is None
-
-    @property
-    def addressable_shards(self) -> list[Shard]:
-        """This process's pieces, in device order."""
-        self._check_alive()
-        bufs = multi_device.addressable_shards(self._buf)
-        axis, ndim = self.mapped_axis, len(self.aval.shape)
-        shard_shape = list(self.aval.shape)
-        if axis is not None:
-            shard_shape[axis] = 1
-        aval = self.aval.update(shape=shard_shape)
-        shards = []
-        for i, b in enumerate(bufs):
-            index = [slice(None)] * ndim
-            if axis is not None:
-                index[axis] = slice(i, i + 1)
-            shards.append(Shard(b._sharding._device, tuple(index), 0 if axis is not None else i,
-                                b, aval))
-        return shards
-
-    @property
-    def _value(self) -> np.ndarray:
-        try:
-            return self._npy
-        except AttributeError:  # not assembled yet
-            self._check_alive()
-            pieces = multi_device.fetch_shards(self._buf)
-            if self.mapped_axis is None or len(pieces) == 1:
-                npy = pieces[0]
-            else:
-                npy = np.concatenate(pieces, axis=self.mapped_axis)
-                npy.flags.writeable = False
-            self._npy = npy
-        return npy
-
-    def __reduce__(self):
-        return (_runtime_device_put, (np.array(self._value), self.weak_type))
-
-
-def _runtime_device_put(value: np.ndarray, weak_type: bool) -> Array:
-    aval = core.get_aval(value).update(weak_type=weak_type)
-    return Array(pjrt.put(value, aval))
-
-
-core.pytype_aval_mappings[ShardedArray] = lambda x: x.aval
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,7 +173,7 @@ class PmapProgram:
     def run(self, args: Sequence) -> list[ShardedArray]:
         bufs = [self.place(s, x) for s, x in zip(self.in_specs, args)]
         outs = self.executable(bufs)
-        return [ShardedArray(b, a, s.axis)
+        return [ShardedArray(b, a, s.sharding)
                 for b, a, s in zip(outs, self.out_local_avals, self.out_specs)]
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from jaxkit import core, tree_util
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.transforms import spmd
 
 # ``flatten(args, kwargs) -> (flat leaves, in_tree, avals)``: how the jitted function turns a
 # call's arguments into the leaves a program takes (static arguments dropped, avals checked).
@@ -37,8 +38,10 @@ class Traced:
     constvars) and output structure."""
 
     def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
-                 donated_invars: Sequence[bool], flatten: Flatten, timings: Timings):
+                 donated_invars: Sequence[bool], flatten: Flatten, timings: Timings,
+                 sharding_plan: spmd.ShardingPlan | None = None):
         self.fun_name = name
+        self.sharding_plan = sharding_plan  # set: the program is partitioned over a mesh
         self.jaxpr = closed_jaxpr
         self.in_tree = in_tree
         self.out_tree = out_tree
@@ -52,7 +55,11 @@ class Traced:
 
     def lower(self) -> Lowered:
         start = time.perf_counter()
-        module = dispatch.lower_closed(self.fun_name, self.jaxpr, self.donated_invars)
+        if self.sharding_plan is not None:
+            module = spmd.lower(self.fun_name, self.jaxpr, self.donated_invars,
+                                self.sharding_plan)
+        else:
+            module = dispatch.lower_closed(self.fun_name, self.jaxpr, self.donated_invars)
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
                                   self.fun_name, seconds)
@@ -78,6 +85,12 @@ class Lowered:
 
     def compile(self) -> Compiled:
         traced = self.traced
+        if traced.sharding_plan is not None:
+            start = time.perf_counter()
+            program = spmd.PartitionedProgram(self.module, traced.jaxpr, traced.sharding_plan)
+            compile_time = time.perf_counter() - start
+            return Compiled(self, program,
+                            Timings(self.timings.trace, self.timings.lower, compile_time))
         program, _, compile_time = dispatch.compile_closed(
             self.fun_name, traced.jaxpr, traced.donated_invars, self.module)
         return Compiled(self, program,
@@ -106,6 +119,7 @@ class Compiled:
         self.out_tree = traced.out_tree
         self.single_leaf = (tree_util.treedef_is_leaf(traced.out_tree)
                             and traced.out_tree.num_leaves == 1)
+        self.partitioned = traced.sharding_plan is not None
 
     def outputs(self, bufs: list):
         """The outputs as the function returns them, from the program's result buffers."""
@@ -116,6 +130,9 @@ class Compiled:
     def run_flat(self, flat: Sequence, avals: Sequence[core.ShapedArray]):
         """Run on the flat argument leaves (``Array``s pass their buffer; NumPy values and
         Python scalars are put on the device at ``avals``)."""
+        if self.partitioned:
+            outs = self.program.run_flat(flat, avals)
+            return outs[0] if self.single_leaf else tree_util.tree_unflatten(self.out_tree, outs)
         bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
         return self.outputs(self.program.run(bufs))
 

@@ -1,0 +1,93 @@
+"""``with_sharding_constraint``: pin the layout of a value inside a partitioned program.
+
+The ``sharding_constraint`` primitive is the identity on values. Lowered, it is a Shardy
+``sdy.sharding_constraint`` that XLA's partitioner must honour (jit partitions any program
+that has one over the constraint's mesh); evaluated eagerly, it lays the array out as asked.
+It is linear (its transpose constrains the cotangent the same way), and under ``vmap`` the
+batch dimension is left unsplit.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, tree_util
+from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec, current_mesh, put_global
+
+__all__ = ["sharding_constraint_p", "with_sharding_constraint"]
+
+sharding_constraint_p = core.Primitive("sharding_constraint")
+
+
+def _resolve(s: Any) -> NamedSharding:
+    if isinstance(s, NamedSharding):
+        return s
+    if isinstance(s, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"with_sharding_constraint got the bare {s}, which needs a mesh: "
+                             "call it inside `with mesh:` (or jaxkit.sharding.set_mesh(mesh)),"
+                             " or pass NamedSharding(mesh, spec).")
+        return NamedSharding(mesh, s)
+    raise TypeError(f"with_sharding_constraint expects NamedShardings or PartitionSpecs, got "
+                    f"{s!r}")
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """``x`` (a pytree) with each leaf laid out as ``shardings`` says (one sharding for all
+    leaves, or a pytree prefix of ``x``)."""
+    is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec))  # noqa: E731
+    if is_leaf(shardings):
+        per_leaf = [shardings] * len(tree_util.tree_leaves(x))
+    else:
+        per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(shardings, x, is_leaf),
+                                         is_leaf=is_leaf)
+    leaves, treedef = tree_util.tree_flatten(x)
+    outs = []
+    for leaf, s in zip(leaves, per_leaf):
+        named = _resolve(s)
+        named.check_shape(np.shape(leaf))
+        outs.append(sharding_constraint_p.bind(leaf, sharding=named))
+    return tree_util.tree_unflatten(treedef, outs)
+
+
+def _impl(x, *, sharding: NamedSharding):
+    if type(x) is ShardedArray and x.sharding == sharding:
+        return x
+    value = np.asarray(x._value if isinstance(x, Array) else x)
+    aval = core.get_aval(x)
+    return ShardedArray(put_global(value, aval, sharding), aval, sharding)
+
+
+def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
+    mesh = ctx.module_context.mesh
+    if mesh is None:
+        raise NotImplementedError(
+            "sharding_constraint: the lowering rule needs a program partitioned over a mesh "
+            "(inside pmap, use the pmap axis instead)")
+    if tuple(mesh) != sharding.mesh.shape_tuple:
+        raise ValueError(f"with_sharding_constraint on {sharding.mesh} inside a program "
+                         f"partitioned over a mesh of axes {tuple(mesh)}; use one mesh.")
+    return mlir.sharding_constraint(x, sharding.sdy_attr(len(ctx.avals_in[0].shape)))
+
+
+def _batcher(axis_data, args, dims, *, sharding: NamedSharding):
+    (x,), (d,) = args, dims
+    if d is batching.not_mapped:
+        return sharding_constraint_p.bind(x, sharding=sharding), d
+    parts = list(sharding.spec) + [None] * (len(x.shape) - 1 - len(sharding.spec))
+    parts.insert(d, None)
+    return sharding_constraint_p.bind(
+        x, sharding=NamedSharding(sharding.mesh, PartitionSpec(*parts))), d
+
+
+sharding_constraint_p.def_impl(_impl)
+sharding_constraint_p.def_abstract_eval(lambda x, **_: x)
+ad.deflinear(sharding_constraint_p,
+             lambda ct, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
+batching.defrule(sharding_constraint_p, _batcher)
+mlir.register_lowering(sharding_constraint_p, _lowering)

@@ -1,0 +1,166 @@
+"""``ShardedArray``: a global array laid out over several devices.
+
+One jaxlib ``ArrayImpl`` holds every addressable shard (its C++ sharding labels the buffers);
+the array also keeps the user-facing sharding (a ``NamedSharding``, or a pmap axis split),
+whose ``devices_indices_map`` says which slices of the global value each device holds. The
+value is assembled on the host only when asked for.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core
+from jaxkit.core import ShapedArray
+from jaxkit.runtime import multi_device, pjrt
+from jaxkit.runtime.array import Array
+
+__all__ = ["Shard", "ShardedArray"]
+
+
+class Shard:
+    """One device's piece of a ``ShardedArray``: ``device``, ``index`` (the slices of the
+    global array it holds), ``replica_id`` (0 for the first copy of that piece) and ``data``
+    (an ``Array`` on that device)."""
+
+    __slots__ = ("_aval", "_buf", "_data", "device", "index", "replica_id")
+
+    def __init__(self, device, index: tuple, replica_id: int, buf, aval: ShapedArray):
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self._buf = buf
+        self._aval = aval
+        self._data = None
+
+    @property
+    def data(self) -> Array:
+        if self._data is None:
+            self._data = Array(multi_device.wrap_shard(self._buf, self._aval))
+        return self._data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
+def _replica_ids(indices: dict) -> dict:
+    """Per device, how many devices before it (in map order) hold the same slices."""
+    seen: dict[tuple, int] = {}
+    out = {}
+    for device, index in indices.items():
+        key = tuple((s.start, s.stop) for s in index)
+        out[device] = seen.get(key, 0)
+        seen[key] = out[device] + 1
+    return out
+
+
+class ShardedArray(Array):
+    """An array split over (or replicated on) several devices, as its ``sharding`` says."""
+
+    __slots__ = ("_sharding",)
+
+    def __init__(self, buf: multi_device.ArrayImpl, aval: ShapedArray, sharding: Any):
+        self._buf = buf
+        self.aval = aval
+        self._sharding = sharding
+
+    @property
+    def sharding(self):
+        return self._sharding
+
+    @property
+    def mapped_axis(self) -> int | None:
+        """The axis a pmap result is split on (None: replicated)."""
+        return getattr(self._sharding, "axis", None)
+
+    @property
+    def device(self):
+        raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
+
+    def devices(self) -> set:
+        return set(self._sharding.device_set)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        local = multi_device.addressable_devices(list(self._sharding.device_set))
+        return len(local) == len(self._sharding.device_set)
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        """This process's pieces, in the sharding's device order."""
+        self._check_alive()
+        bufs = multi_device.addressable_shards(self._buf)
+        indices = self._sharding.devices_indices_map(self.shape)
+        replica = _replica_ids(indices)
+        shard_aval = self.aval.update(shape=self._sharding.shard_shape(self.shape))
+        shards = []
+        for b in bufs:
+            device = b._sharding._device
+            shards.append(Shard(device, indices[device], replica[device], b, shard_aval))
+        return shards
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index: int) -> Array:
+        return self.addressable_shards[index].data
+
+    @property
+    def _value(self) -> np.ndarray:
+        try:
+            return self._npy
+        except AttributeError:  # not assembled yet
+            self._check_alive()
+            self._npy = npy = self._assemble()
+        return npy
+
+    def _assemble(self) -> np.ndarray:
+        pieces = multi_device.fetch_shards(self._buf)
+        if not self.is_fully_addressable:
+            if self.mapped_axis is None and isinstance(self._sharding,
+                                                       multi_device.AxisSharding):
+                return pieces[0]
+            if self.mapped_axis is not None:  # a pmap result: this process's rows
+                npy = np.concatenate(pieces, axis=self.mapped_axis)
+                npy.flags.writeable = False
+                return npy
+            raise RuntimeError("Fetching value for `jax.Array` that spans non-addressable "
+                               "(non process local) devices is not possible. You can use "
+                               "`jax.experimental.multihost_utils.process_allgather` to "
+                               "collect its value on every process.")
+        indices = self._sharding.devices_indices_map(self.shape)
+        if self._sharding.is_fully_replicated or len(pieces) == 1:
+            return pieces[0]
+        out = np.empty(self.shape, dtype=pieces[0].dtype)
+        bufs = multi_device.addressable_shards(self._buf)
+        for b, piece in zip(bufs, pieces):
+            out[indices[b._sharding._device]] = piece
+        out.flags.writeable = False
+        return out
+
+    def to_device(self, device, *, stream=None) -> Array:
+        if stream is not None:
+            raise NotImplementedError("to_device(stream=...) is not supported")
+        return Array(pjrt.put(np.asarray(self._value), self.aval, device))
+
+    def __reduce__(self):
+        return (_runtime_device_put, (np.array(self._value), self.weak_type))
+
+
+def _runtime_device_put(value: np.ndarray, weak_type: bool) -> Array:
+    aval = core.get_aval(value).update(weak_type=weak_type)
+    return Array(pjrt.put(value, aval))
+
+
+core.pytype_aval_mappings[ShardedArray] = lambda x: x.aval
+
+
+def sharded_arrays(bufs: Sequence, avals: Sequence[ShapedArray],
+                   shardings: Sequence) -> list[ShardedArray]:
+    return [ShardedArray(b, a, s) for b, a, s in zip(bufs, avals, shardings)]

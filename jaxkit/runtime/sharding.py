@@ -1,0 +1,489 @@
+"""Shardings: how a global array is laid out over devices (``jax.sharding``).
+
+A ``Mesh`` names the axes of an n-d grid of devices; a ``NamedSharding(mesh, PartitionSpec)``
+says which mesh axes split each array dimension (the rest replicate). Everything XLA needs is
+derived from that pair, in two forms:
+
+* an ``HloSharding`` (the tile assignment over the devices' positions in ``mesh.devices.flat``),
+  which labels device buffers: each global array is one jaxlib ``ArrayImpl`` holding its
+  shards, made by ``batched_device_put`` or returned by a partitioned executable;
+* a Shardy attribute (``#sdy.sharding<@mesh, [{"x"}, {}]>``), which annotates programs that
+  XLA's SPMD partitioner then splits (``jaxkit.transforms.spmd``).
+
+Going back, ``named_from_hlo`` finds the ``PartitionSpec`` whose layout equals the one XLA chose
+for an output.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib import _jax
+from jaxlib import xla_client as xc
+
+from jaxkit.runtime import compile_cache, multi_device, pjrt
+
+SingleDeviceSharding = pjrt.Sharding
+
+
+class DuplicateSpecError(Exception):
+    """A mesh axis is used by more than one dimension of a ``PartitionSpec``."""
+
+
+class IndivisibleError(ValueError):
+    """An array dimension is not divisible by the number of pieces it is split into."""
+
+
+# --------------------------------------------------------------------------------------------
+# PartitionSpec
+# --------------------------------------------------------------------------------------------
+
+
+class _Unconstrained:
+    def __repr__(self):
+        return "UNCONSTRAINED"
+
+
+class PartitionSpec:
+    """Per array dimension: the mesh axis (a name), axes (a tuple of names, major first) or
+    ``None`` (not split) it is split over. Dimensions past the end are not split."""
+
+    UNCONSTRAINED = _Unconstrained()
+    __slots__ = ("_partitions",)
+
+    def __init__(self, *partitions):
+        for p in partitions:
+            if not (p is None or isinstance(p, str) or p is PartitionSpec.UNCONSTRAINED or (
+                    isinstance(p, tuple) and all(isinstance(a, str) for a in p))):
+                raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
+                                f"tuple of names; got {p!r}")
+        self._partitions = tuple(partitions)
+
+    def __getitem__(self, i):
+        return self._partitions[i]
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    def __iter__(self):
+        return iter(self._partitions)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, PartitionSpec):
+            return self._partitions == other._partitions
+        if isinstance(other, tuple):
+            return self._partitions == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._partitions)
+
+    def __repr__(self) -> str:
+        return f"P{self._partitions!r}" if len(self) == 1 else f"P{self._partitions}"
+
+    def _normalized(self, ndim: int) -> tuple[tuple[str, ...], ...]:
+        """The mesh axes of each of ``ndim`` dimensions (padded with unsplit dimensions)."""
+        out = []
+        for p in self._partitions:
+            out.append(() if p is None or p is PartitionSpec.UNCONSTRAINED else
+                       (p,) if isinstance(p, str) else tuple(p))
+        return tuple(out) + ((),) * (ndim - len(out))
+
+
+P = PartitionSpec
+
+
+# --------------------------------------------------------------------------------------------
+# Meshes
+# --------------------------------------------------------------------------------------------
+
+
+class AxisType(enum.Enum):
+    """How the axes of a mesh take part in typing (jaxkit lets XLA partition all of them as
+    ``Auto`` axes; the names are JAX's)."""
+
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self):
+        return self.name
+
+
+class Mesh:
+    """An n-d array of devices with a name per axis; a context manager that makes it the
+    mesh bare ``PartitionSpec``s refer to."""
+
+    def __init__(self, devices, axis_names, axis_types=None):
+        devices = np.asarray(devices, dtype=object)
+        if isinstance(axis_names, str):
+            axis_names = (axis_names,)
+        axis_names = tuple(axis_names)
+        if devices.ndim != len(axis_names):
+            raise ValueError(f"Mesh requires the ndim of its first argument (`devices`) to "
+                             f"equal the length of its second argument (`axis_names`), but got "
+                             f"devices.ndim == {devices.ndim} and len(axis_names) == "
+                             f"{len(axis_names)}.")
+        if len(set(axis_names)) != len(axis_names):
+            raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+        flat = list(devices.flat)
+        if len(set(flat)) != len(flat):
+            raise ValueError("Mesh devices must be distinct")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(axis_names)
+        axis_types = tuple(axis_types)
+        if len(axis_types) != len(axis_names):
+            raise ValueError(f"Mesh got {len(axis_types)} axis_types for {len(axis_names)} "
+                             "axes")
+        self.devices = devices
+        self.axis_names = axis_names
+        self.axis_types = axis_types
+        self._flat = tuple(flat)
+
+    @property
+    def shape(self) -> collections.OrderedDict:
+        return collections.OrderedDict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def shape_tuple(self) -> tuple:
+        return tuple(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return tuple(self.devices.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self.devices.size)
+
+    @property
+    def empty(self) -> bool:
+        return self.devices.size == 0
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    @property
+    def local_devices(self) -> list:
+        return multi_device.addressable_devices(self._flat)
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len(self.local_devices) != len(self._flat)
+
+    def __enter__(self) -> Mesh:
+        _mesh_stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _mesh_stack.pop()
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Mesh) and self.axis_names == other.axis_names
+                and self.devices.shape == other.devices.shape and self._flat == other._flat
+                and self.axis_types == other.axis_types)
+
+    def __hash__(self) -> int:
+        return hash((self.axis_names, self.devices.shape, self._flat, self.axis_types))
+
+    def _types_str(self) -> str:
+        return "(" + ", ".join(t.name for t in self.axis_types) + \
+            ("," if len(self.axis_types) == 1 else "") + ")"
+
+    def __repr__(self) -> str:
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+                f"axis_types={self._types_str()})")
+
+    def __str__(self) -> str:
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+        return f"Mesh({axes}, axis_types={self._types_str()})"
+
+
+_mesh_stack: list[Mesh] = []
+
+
+def current_mesh() -> Mesh | None:
+    """The innermost mesh entered with ``with mesh:`` / ``set_mesh`` (None outside)."""
+    return _mesh_stack[-1] if _mesh_stack else None
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices=None,
+              axis_types=None) -> Mesh:
+    """A mesh of the given shape over ``devices`` (default: every device of the default
+    backend, in id order). JAX 0.10.2 makes ``Explicit`` axes by default; the type is kept
+    for printing (jaxkit partitions every axis as XLA propagates it)."""
+    axis_shapes, axis_names = tuple(axis_shapes), tuple(axis_names)
+    if len(axis_shapes) != len(axis_names):
+        raise ValueError(f"axis_shapes {axis_shapes} and axis_names {axis_names} must have "
+                         "the same length")
+    if devices is None:
+        devices = pjrt.get_backend().devices
+    devices = list(np.asarray(devices, dtype=object).flat)
+    need = math.prod(axis_shapes)
+    if need != len(devices):
+        raise ValueError(f"Number of devices {len(devices)} must equal the product of "
+                         f"mesh_shape {axis_shapes}")
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(axis_names)
+    grid = np.empty(len(devices), dtype=object)
+    grid[:] = devices
+    return Mesh(grid.reshape(axis_shapes), axis_names, axis_types)
+
+
+# --------------------------------------------------------------------------------------------
+# NamedSharding
+# --------------------------------------------------------------------------------------------
+
+
+class GlobalSharding(_jax.GSPMDSharding):
+    """The label of a global device buffer: jaxlib's C++ sharding over a device list, with
+    the two members jax normally adds."""
+
+    memory_kind = None
+
+    def _to_xla_hlo_sharding(self, ndim):
+        return self._hlo_sharding
+
+
+_global_shardings: dict[tuple, GlobalSharding] = {}
+
+
+class NamedSharding:
+    """An array laid out over ``mesh`` as ``spec`` says."""
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *,
+                 memory_kind: str | None = None):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"NamedSharding expects a Mesh, got {type(mesh).__name__}")
+        if not isinstance(spec, PartitionSpec):
+            if isinstance(spec, (tuple, list)) or spec is None:
+                spec = PartitionSpec(*(spec or ()))
+            else:
+                raise TypeError(f"NamedSharding expects a PartitionSpec, got {spec!r}")
+        if memory_kind not in (None, "device"):
+            raise ValueError(f"memory_kind {memory_kind!r} is not supported; jaxkit places "
+                             "arrays in device memory ('device')")
+        self.mesh = mesh
+        self.spec = spec
+        seen: set[str] = set()
+        for axes in spec._normalized(0):
+            for a in axes:
+                if a not in mesh.axis_names:
+                    raise ValueError(f"Resource axis: {a} of {spec} is not found in mesh: "
+                                     f"{mesh.axis_names}.")
+                if a in seen:
+                    raise DuplicateSpecError(
+                        "A single NamedSharding spec specification can map every mesh axis "
+                        f"to at most one positional dimension, but {spec} has duplicate "
+                        f"entries for `{a}`")
+                seen.add(a)
+
+    memory_kind = "device"
+
+    # ---- what JAX's Sharding interface offers ----
+    @property
+    def device_set(self) -> set:
+        return set(self.mesh._flat)
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
+    @property
+    def addressable_devices(self) -> set:
+        return set(self.mesh.local_devices)
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return not self.mesh.is_multi_process
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        sizes = self.mesh.shape
+        return all(sizes[a] == 1 for axes in self.spec._normalized(0) for a in axes)
+
+    @property
+    def _device_assignment(self) -> tuple:
+        return self.mesh._flat
+
+    def with_memory_kind(self, kind: str) -> NamedSharding:
+        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
+
+    def update(self, **kw) -> NamedSharding:
+        return NamedSharding(kw.get("mesh", self.mesh), kw.get("spec", self.spec))
+
+    def _tiling(self, ndim: int) -> list[int]:
+        sizes = self.mesh.shape
+        return [math.prod(sizes[a] for a in axes) for axes in self.spec._normalized(ndim)]
+
+    def check_shape(self, shape: Sequence[int]) -> None:
+        """Raise unless ``shape`` can be laid out this way (rank and divisibility)."""
+        if len(self.spec) > len(shape):
+            raise ValueError(f"Sharding {self!r} is only valid for values of rank at least "
+                             f"{len(self.spec)}, but was applied to a value of rank "
+                             f"{len(shape)}.")
+        tiling = self._tiling(len(shape))
+        for d, (n, t) in enumerate(zip(shape, tiling)):
+            if n % t:
+                raise IndivisibleError(
+                    f"Sharding {self!r} implies that array axis {d} is partitioned {t} times, "
+                    f"but the dimension size is {n} (full shape: {tuple(shape)}, "
+                    f"per-dimension tiling factors: {tiling} should evenly divide the shape)")
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+        self.check_shape(global_shape)
+        return tuple(n // t for n, t in zip(global_shape, self._tiling(len(global_shape))))
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        """For every device, the slices of the global array it holds."""
+        shape = tuple(global_shape)
+        self.check_shape(shape)
+        norm = self.spec._normalized(len(shape))
+        names = self.mesh.axis_names
+        sizes = self.mesh.shape
+        out = {}
+        for pos, device in zip(np.ndindex(*self.mesh.axis_sizes), self.mesh._flat):
+            coord = dict(zip(names, pos))
+            index = []
+            for n, axes in zip(shape, norm):
+                if not axes:
+                    index.append(slice(None))
+                    continue
+                k = 0
+                for a in axes:  # the first axis is the major one
+                    k = k * sizes[a] + coord[a]
+                size = n // math.prod(sizes[a] for a in axes)
+                index.append(slice(k * size, (k + 1) * size))
+            out[device] = tuple(index)
+        return out
+
+    def addressable_devices_indices_map(self, global_shape: Sequence[int]) -> dict:
+        local = set(self.mesh.local_devices)
+        return {d: i for d, i in self.devices_indices_map(global_shape).items() if d in local}
+
+    # ---- what XLA needs ----
+    def _to_xla_hlo_sharding(self, ndim: int) -> xc.HloSharding:
+        return hlo_sharding(self.mesh, self.spec, ndim)
+
+    def runtime_sharding(self, ndim: int) -> GlobalSharding:
+        """The C++ sharding that labels this layout's rank-``ndim`` device buffers (one object
+        per layout: jaxlib compares them by identity)."""
+        hlo = self._to_xla_hlo_sharding(ndim)
+        key = (self.mesh._flat, repr(hlo))
+        shd = _global_shardings.get(key)
+        if shd is None:
+            shd = _global_shardings[key] = GlobalSharding(
+                multi_device.device_list(self.mesh._flat), hlo)
+        return shd
+
+    def sdy_attr(self, ndim: int, mesh_name: str = "mesh") -> str:
+        """The Shardy attribute text of this layout for a rank-``ndim`` value."""
+        dims = ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}"
+                         for axes in self.spec._normalized(ndim))
+        return f"#sdy.sharding<@{mesh_name}, [{dims}]>"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, NamedSharding):
+            return NotImplemented
+        if self.mesh != other.mesh:
+            return False
+        n = max(len(self.spec), len(other.spec))
+        return self.spec._normalized(n) == other.spec._normalized(n)
+
+    def __hash__(self) -> int:
+        return hash((self.mesh, tuple(a for a in self.spec._normalized(0))))
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind=device)"
+
+
+def hlo_sharding(mesh: Mesh, spec: PartitionSpec, ndim: int) -> xc.HloSharding:
+    """The tile assignment of ``spec`` on ``mesh``: devices are numbered by their position in
+    ``mesh.devices.flat`` (the executable's device assignment)."""
+    norm = spec._normalized(ndim)
+    names = list(mesh.axis_names)
+    sizes = mesh.shape
+    used = [a for axes in norm for a in axes]
+    unused = [a for a in names if a not in used]
+    tiles = [math.prod(sizes[a] for a in axes) for axes in norm]
+    replicas = math.prod(sizes[a] for a in unused)
+    if math.prod(tiles) == 1:
+        return xc.HloSharding.replicate()
+    ids = np.arange(mesh.size).reshape(mesh.axis_sizes)
+    order = ids.transpose([names.index(a) for a in used + unused])
+    op = xc.OpSharding()
+    op.type = xc.OpSharding.Type.OTHER
+    op.tile_assignment_dimensions = tiles + ([replicas] if replicas > 1 else [])
+    op.tile_assignment_devices = [int(i) for i in order.flat]
+    op.replicate_on_last_tile_dim = replicas > 1
+    return xc.HloSharding.from_proto(op)
+
+
+def named_from_hlo(mesh: Mesh, hlo: xc.HloSharding, ndim: int) -> NamedSharding | None:
+    """The ``NamedSharding`` on ``mesh`` whose layout is ``hlo`` (the simplest spec: fewest
+    split dimensions, mesh order within a dimension), or None when there is none."""
+    if hlo.is_replicated():
+        return NamedSharding(mesh, PartitionSpec())
+    names = mesh.axis_names
+    for placement in itertools.product(range(-1, ndim), repeat=len(names)):
+        dims: list[list[str]] = [[] for _ in range(ndim)]
+        for axis, d in zip(names, placement):
+            if d >= 0:
+                dims[d].append(axis)
+        for orders in itertools.product(*[itertools.permutations(d) for d in dims]):
+            parts = [None if not o else o[0] if len(o) == 1 else tuple(o) for o in orders]
+            while parts and parts[-1] is None:
+                parts.pop()
+            spec = PartitionSpec(*parts)
+            if hlo_sharding(mesh, spec, ndim) == hlo:
+                return NamedSharding(mesh, spec)
+    return None
+
+
+def put_global(value: np.ndarray, aval, sharding: NamedSharding) -> Any:
+    """One global device array of ``aval`` laid out as ``sharding`` from the host ``value``
+    (each addressable device gets its slice).
+
+    The shards are put one by one and assembled: jaxlib's ``batched_device_put`` fails
+    (``bad_function_call``) on partially replicated layouts unless jax is imported."""
+    indices = sharding.addressable_devices_indices_map(value.shape)
+    shard_aval = aval.update(shape=sharding.shard_shape(value.shape))
+    shards = [pjrt.put(np.ascontiguousarray(value[index]), shard_aval, device)
+              for device, index in indices.items()]
+    return multi_device.ArrayImpl(aval, sharding.runtime_sharding(value.ndim), shards, True,
+                                  True)
+
+
+# --------------------------------------------------------------------------------------------
+# Programs partitioned over a mesh
+# --------------------------------------------------------------------------------------------
+
+
+def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
+    """Compile a Shardy-annotated module as ``len(devices)`` SPMD partitions (partition ``i``
+    on ``devices[i]``); XLA's partitioner splits it. Returns the executable and where it
+    came from (compiled, memory, persistent cache)."""
+    backend = multi_device.backend_of_devices(devices)
+    opts = _jax.CompileOptions()
+    opts.num_replicas = 1
+    opts.num_partitions = len(devices)
+    opts.device_assignment = _jax.DeviceAssignment.create(
+        np.array([[d.id for d in devices]], dtype=np.int32))
+    build = opts.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    return compile_cache.compile_and_load(backend.client, module,
+                                          multi_device.device_list(devices), devices, opts)
+
+
+def output_hlo_shardings(executable: Any) -> list[xc.HloSharding]:
+    """The layouts XLA chose for a partitioned executable's outputs."""
+    return [xc.HloSharding.from_proto(op) for op in executable.get_output_shardings()]

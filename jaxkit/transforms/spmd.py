@@ -1,0 +1,249 @@
+"""``jit`` over a mesh: programs that XLA's SPMD partitioner splits over many devices.
+
+A jitted call is partitioned when ``jit`` was given ``in_shardings``/``out_shardings`` or an
+argument is an array laid out by a ``NamedSharding``. jaxkit then only *annotates*: the
+module declares the mesh and each parameter's layout in Shardy attributes (results too, when
+``out_shardings`` fixes them; ``with_sharding_constraint`` pins values inside), and XLA
+partitions it, propagating layouts and inserting the collectives. The layouts XLA chose for
+the outputs are read back from the executable and become the results' ``NamedSharding``s.
+
+Arguments that carry no layout (NumPy values, single-device arrays) are replicated over the
+mesh; a ``ShardedArray`` already in the layout its parameter wants is passed as it is, any
+other is laid out again through the host.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, tree_util
+from jaxkit.core import ClosedJaxpr, ShapedArray
+from jaxkit.interpreters import mlir
+from jaxkit.lax.sharding import sharding_constraint_p
+from jaxkit.runtime import multi_device
+from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.runtime.sharding import (Mesh, NamedSharding, PartitionSpec, compile_partitioned,
+                                     named_from_hlo, output_hlo_shardings, put_global)
+
+__all__ = ["ShardingPlan", "PartitionedProgram", "is_laid_out", "input_shardings",
+           "output_shardings"]
+
+
+def is_laid_out(x: Any) -> bool:
+    """Whether ``x`` is an array laid out over a mesh (its calls are partitioned)."""
+    return type(x) is ShardedArray and type(x._sharding) is NamedSharding
+
+
+def _is_sharding_leaf(x: Any) -> bool:
+    return x is None or isinstance(x, NamedSharding)
+
+
+def _check_sharding(s: Any, what: str) -> None:
+    if not _is_sharding_leaf(s):
+        raise TypeError(f"jit's {what} must be NamedShardings (or None for 'unspecified'), "
+                        f"got {s!r}")
+
+
+def _per_leaf(prefix: Any, full: Any, what: str) -> list:
+    """One sharding (or None) per leaf of ``full``, from ``prefix`` (one sharding for all, or a
+    pytree prefix of ``full``)."""
+    n = len(tree_util.tree_leaves(full))
+    if _is_sharding_leaf(prefix):
+        return [prefix] * n
+    leaves, prefix_def = tree_util.tree_flatten(prefix, is_leaf=_is_sharding_leaf)
+    for s in leaves:
+        _check_sharding(s, what)
+    try:
+        subtrees = prefix_def.flatten_up_to(full)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"jit's {what} must be a single sharding or a pytree prefix of the "
+                         f"{'arguments' if what == 'in_shardings' else 'outputs'}: {e}") from None
+    return [s for s, sub in zip(leaves, subtrees) for _ in tree_util.tree_leaves(sub)]
+
+
+def _common_mesh(shardings: Sequence[NamedSharding | None], mesh: Mesh | None = None) -> Mesh:
+    meshes = [] if mesh is None else [mesh]
+    for s in shardings:
+        if s is not None and s.mesh not in meshes:
+            meshes.append(s.mesh)
+    if len(meshes) > 1:
+        raise ValueError(f"jit got arrays laid out on different meshes ({meshes[0]} and "
+                         f"{meshes[1]}); lay them out on one mesh (jaxkit.device_put(x, "
+                         "NamedSharding(mesh, spec))) before the call.")
+    return meshes[0]
+
+
+def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequence,
+                    avals: Sequence[ShapedArray],
+                    mesh: Mesh | None = None) -> tuple[NamedSharding, ...]:
+    """The layout of every argument leaf: jit's ``in_shardings`` (for positional arguments),
+    else the argument's own, else replicated over the mesh (all of them on one mesh, which
+    is ``mesh`` when given)."""
+    wanted = _per_leaf(given, dyn_args, "in_shardings") if given is not None else \
+        [None] * len(tree_util.tree_leaves(dyn_args))
+    wanted += [None] * (len(flat) - len(wanted))  # keyword arguments: their own layout
+    chosen = []
+    for w, x, a in zip(wanted, flat, avals):
+        own = x._sharding if is_laid_out(x) else None
+        if w is not None and own is not None and w != own:
+            raise ValueError(
+                "Sharding passed to jit does not match the sharding on the respective arg. "
+                f"Got jit sharding: {w},\narg sharding: {own} for arg type: {a.str_short()}")
+        chosen.append(w if w is not None else own)
+    mesh = _common_mesh(chosen, mesh)
+    out = []
+    for s, a in zip(chosen, avals):
+        s = s if s is not None else NamedSharding(mesh, PartitionSpec())
+        s.check_shape(a.shape)
+        out.append(s)
+    return tuple(out)
+
+
+class ShardingPlan:
+    """The layouts of one partitioned program: every input's, and the outputs' that
+    ``out_shardings`` fixes (None: XLA propagates one)."""
+
+    __slots__ = ("in_shardings", "mesh", "out_shardings")
+
+    def __init__(self, in_shardings: Sequence[NamedSharding],
+                 out_shardings: Sequence[NamedSharding | None]):
+        self.in_shardings = tuple(in_shardings)
+        self.out_shardings = tuple(out_shardings)
+        self.mesh = _common_mesh(list(self.in_shardings) + list(self.out_shardings))
+
+
+def output_shardings(given: Any, out_tree, out_avals: Sequence[ShapedArray]) -> list:
+    """One sharding (or None) per output from jit's ``out_shardings``."""
+    if given is None:
+        return [None] * len(out_avals)
+    full = tree_util.tree_unflatten(out_tree, [0] * len(out_avals))
+    shardings = _per_leaf(given, full, "out_shardings")
+    for s, a in zip(shardings, out_avals):
+        if s is not None:
+            s.check_shape(a.shape)
+    return shardings
+
+
+def constraint_mesh(closed: ClosedJaxpr) -> Mesh | None:
+    """The mesh of the first ``with_sharding_constraint`` or ``shard_map`` in the program (a
+    program that has one is partitioned over its mesh), or None. Remembered per jaxpr."""
+    try:
+        return _constraint_meshes[closed]
+    except KeyError:
+        pass
+    mesh = _find_constraint_mesh(closed.jaxpr)
+    _constraint_meshes[closed] = mesh
+    return mesh
+
+
+_constraint_meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
+    """The mesh of the first sharding constraint, or of the first equation with a ``mesh``
+    parameter (``shard_map``)."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is sharding_constraint_p:
+            return eqn.params["sharding"].mesh
+        if isinstance(eqn.params.get("mesh"), Mesh):
+            return eqn.params["mesh"]
+        for sub in core.subjaxprs(eqn.params):
+            mesh = _find_constraint_mesh(sub)
+            if mesh is not None:
+                return mesh
+    return None
+
+
+def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
+          plan: ShardingPlan):
+    """The Shardy-annotated module of a partitioned program (closed-over constants inline)."""
+    jaxpr = closed.jaxpr
+    return mlir.lower_jaxpr(
+        name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
+        mesh=plan.mesh.shape_tuple,
+        arg_shardings=[s.sdy_attr(len(v.aval.shape)) for s, v in
+                       zip(plan.in_shardings, jaxpr.invars)],
+        result_shardings=[None if s is None else s.sdy_attr(len(v.aval.shape))
+                          for s, v in zip(plan.out_shardings, jaxpr.outvars)])
+
+
+class PartitionedProgram:
+    """A partitioned executable with its arguments' and results' layouts."""
+
+    def __init__(self, module: Any, closed: ClosedJaxpr, plan: ShardingPlan):
+        mesh = plan.mesh
+        devices = mesh._flat
+        exe, source = compile_partitioned(module, devices)
+        self.plan = plan
+        self.in_avals = closed.in_avals
+        self.out_avals = closed.out_avals
+        self.out_shardings = []
+        # Layouts the plan names are kept as written (P('x', None) stays so) when XLA
+        # chose the same layout for an output of the same rank.
+        known = [(len(v.aval.shape), s._to_xla_hlo_sharding(len(v.aval.shape)), s)
+                 for s, v in zip(plan.in_shardings + plan.out_shardings,
+                                 list(closed.jaxpr.invars) + list(closed.jaxpr.outvars))
+                 if s is not None]
+        for i, (hlo, aval) in enumerate(zip(output_hlo_shardings(exe), self.out_avals)):
+            ndim = len(aval.shape)
+            named = next((s for n, h, s in known if n == ndim and h == hlo), None) or \
+                named_from_hlo(mesh, hlo, ndim)
+            if named is None:
+                raise NotImplementedError(
+                    f"XLA laid output {i} ({aval.str_short()}) out as {hlo}, which no "
+                    f"PartitionSpec on {mesh} describes; pass out_shardings to jit to choose "
+                    "its layout.")
+            self.out_shardings.append(named)
+        self.executable = multi_device.ReplicatedExecutable(
+            exe, devices, self.out_avals,
+            [s.runtime_sharding(len(a.shape)) for s, a in zip(self.out_shardings,
+                                                               self.out_avals)])
+        self.executable.cache_source = source
+
+    def run_flat(self, flat: Sequence, avals: Sequence[ShapedArray]) -> list[ShardedArray]:
+        bufs = [_place(x, a, s) for x, a, s in zip(flat, self.in_avals,
+                                                   self.plan.in_shardings)]
+        outs = self.executable(bufs)
+        return [ShardedArray(b, a, s) for b, a, s in zip(outs, self.out_avals,
+                                                         self.out_shardings)]
+
+
+def _place(x: Any, aval: ShapedArray, sharding: NamedSharding):
+    """The global device array of one argument, in ``sharding``'s layout."""
+    runtime = sharding.runtime_sharding(len(aval.shape))
+    if type(x) is ShardedArray and x._buf._sharding is runtime and x.dtype == aval.dtype:
+        x._check_alive()
+        return x._buf
+    host = x._value if isinstance(x, Array) else x
+    if isinstance(host, core.Tracer):
+        raise TypeError("a partitioned program got a tracer as an argument")
+    return put_global(np.asarray(host, dtype=aval.dtype), aval, sharding)
+
+
+# ---- the jit primitive's evaluation, when its program is partitioned ----
+
+_programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def needs_partitioning(closed: ClosedJaxpr, args: Sequence) -> bool:
+    """Whether evaluating the jit equation ``closed`` on ``args`` runs partitioned."""
+    return any(is_laid_out(a) for a in args) or constraint_mesh(closed) is not None
+
+
+def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
+               args: Sequence) -> list:
+    """Evaluate a jit equation partitioned over the mesh of its arguments or constraints
+    (compiled once per jaxpr and argument layouts)."""
+    avals = closed.in_avals
+    layouts = input_shardings(None, tuple(args), {}, args, avals, constraint_mesh(closed))
+    per_jaxpr = _programs.setdefault(closed, {})
+    program = per_jaxpr.get(layouts)
+    if program is None:
+        plan = ShardingPlan(layouts, [None] * len(closed.out_avals))
+        program = per_jaxpr[layouts] = PartitionedProgram(
+            lower(name, closed, donated_invars, plan), closed, plan)
+    return program.run_flat(args, avals)
