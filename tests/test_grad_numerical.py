@@ -19,6 +19,7 @@ import pytest
 from gradcheck import check_grads, check_jvp
 
 import jaxkit
+from jaxkit.sharding import NamedSharding, PartitionSpec
 import jaxkit.numpy as jnp
 from jaxkit import core, dtypes, lax
 from jaxkit.api import grad, jvp
@@ -96,6 +97,10 @@ ROWS = [
     Row("select_n", lambda a, b: lax.select_n(np.array([True, False, True]),
                                                              a, b), (X, P)),
     Row("copy", lax.copy, (X,)),
+    # a layout constraint is the identity on values (a one-device mesh keeps it cheap here)
+    Row("sharding_constraint", lambda x: lax.with_sharding_constraint(
+        x * x, NamedSharding(jaxkit.make_mesh((1,), ("x",), devices=jaxkit.devices()[:1]),
+                             PartitionSpec("x"))), (X,)),
     # transcendental
     unary("exp"), unary("exp2"), unary("log", P), unary("expm1"), unary("log1p", P),
     unary("tanh"), unary("logistic"), unary("sin"), unary("cos"), unary("tan"),
