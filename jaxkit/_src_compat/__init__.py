@@ -7,3 +7,7 @@ module says which library reaches it and for what; each name is jaxkit's own obj
 exists, and what a library could call but jaxkit does not do raises ``NotImplementedError``
 naming it. These modules are no part of jaxkit's own API.
 """
+
+# Libraries reach some of these as attributes of ``jax._src`` without importing them (chex's
+# ``fake`` reads ``jax._src.xla_bridge._backends``), so they are loaded with the package.
+from jaxkit._src_compat import xla_bridge  # noqa: E402,F401
