@@ -633,17 +633,10 @@ def eval_shape(fun: Callable, *args, **kwargs):
     """The output shapes and dtypes of ``fun(*args)``, without computing anything."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     avals = [core.get_aval(x) for x in flat]
-    out_tree_box = []
-
-    def flat_fun(*flat_args):
-        a, kw = tree_util.tree_unflatten(in_tree, flat_args)
-        out_flat, out_tree = tree_util.tree_flatten(fun(*a, **kw))
-        out_tree_box.append(out_tree)
-        return out_flat
-
-    jaxpr, _ = pe.trace_to_jaxpr(flat_fun, avals, pe.debug_info("eval_shape", fun, []))
+    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(lambda ak: fun(*ak[0], **ak[1]), in_tree, avals,
+                                                pe.debug_info("eval_shape", fun, []))
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
-    return tree_util.tree_unflatten(out_tree_box[0], shapes)
+    return tree_util.tree_unflatten(out_tree, shapes)
 
 
 # --------------------------------------------------------------------------------------------

@@ -148,16 +148,8 @@ def custom_gradient(fun: Callable) -> Callable:
         ans, rule = fun(*args)
         ans_flat, out_tree = tree_util.tree_flatten(ans)
         ct_avals = [core.get_aval(x).to_tangent_aval() for x in ans_flat]
-        cell = []
-
-        def flat_rule(*cts):
-            out = rule(tree_util.tree_unflatten(out_tree, cts))
-            leaves, tree = tree_util.tree_flatten(out)
-            cell.append(tree)
-            return leaves
-
-        jaxpr, consts = pe.trace_to_jaxpr(flat_rule, ct_avals)
-        return ans, _GradientRule(consts, jaxpr, cell[0], out_tree)
+        jaxpr, consts, in_tree = pe.trace_tree_to_jaxpr(rule, out_tree, ct_avals)
+        return ans, _GradientRule(consts, jaxpr, in_tree, out_tree)
 
     def bwd(res, cts):
         cts_flat = tree_util.tree_leaves(cts)

@@ -367,23 +367,16 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable[..., tupl
     def checked(*args, **kwargs):
         global _under_checkify
         flat, in_tree = tree_util.tree_flatten((args, kwargs))
-        out_tree_box = []
-
-        def flat_fun(*flat_args):
-            a, kw = tree_util.tree_unflatten(in_tree, flat_args)
-            out_flat, out_tree = tree_util.tree_flatten(f(*a, **kw))
-            out_tree_box.append(out_tree)
-            return out_flat
-
         previous, _under_checkify = _under_checkify, True
         try:
-            jaxpr, consts = pe.trace_to_jaxpr(flat_fun, [core.get_aval(x) for x in flat],
-                                              pe.debug_info("checkify", f, ()))
+            jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
+                lambda ak: f(*ak[0], **ak[1]), in_tree, [core.get_aval(x) for x in flat],
+                pe.debug_info("checkify", f, ()))
         finally:
             _under_checkify = previous
         state = _ErrorState(errors)
         outs = _eval_checked(jaxpr, consts, flat, state)
-        return state.error(), tree_util.tree_unflatten(out_tree_box[0], outs)
+        return state.error(), tree_util.tree_unflatten(out_tree, outs)
 
     return checked
 

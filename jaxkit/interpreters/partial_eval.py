@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes
+from jaxkit import core, dtypes, tree_util
 from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
@@ -221,6 +221,23 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
         if not isinstance(outs, (list, tuple)):
             raise TypeError(f"internal: traced function must return a sequence, got {outs!r}")
         return trace.to_jaxpr(outs)
+
+
+def trace_tree_to_jaxpr(fun: Callable, in_tree, in_avals: Sequence[ShapedArray],
+                        debug: DebugInfo | None = None) -> tuple[Jaxpr, list, Any]:
+    """Trace ``fun`` (one pytree of structure ``in_tree`` in, any pytree out) at ``in_avals``,
+    the avals of the input's leaves: the jaxpr, its constvar values (as ``trace_to_jaxpr``)
+    and the output's tree structure."""
+    out_trees = []
+
+    def flat_fun(*leaves):
+        out_flat, out_tree = tree_util.tree_flatten(fun(tree_util.tree_unflatten(in_tree,
+                                                                                 leaves)))
+        out_trees.append(out_tree)
+        return out_flat
+
+    jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals, debug)
+    return jaxpr, consts, out_trees[0]
 
 
 

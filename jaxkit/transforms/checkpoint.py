@@ -48,23 +48,19 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
         statics = {i % len(args): args[i] for i in static_argnums} if args else {}
         dyn = tuple(a for i, a in enumerate(args) if i not in statics)
         flat, in_tree = tree_util.tree_flatten((dyn, kwargs))
-        cell = []
-
-        def flat_fun(*xs):
-            d, kw = tree_util.tree_unflatten(in_tree, xs)
+        def call(dyn_and_kwargs):
+            d, kw = dyn_and_kwargs
             it = iter(d)
-            full = [statics[i] if i in statics else next(it) for i in range(len(args))]
-            out = fun(*full, **kw)
-            out_flat, out_tree = tree_util.tree_flatten(out)
-            cell.append(out_tree)
-            return out_flat
+            return fun(*[statics[i] if i in statics else next(it) for i in range(len(args))],
+                       **kw)
 
         debug = pe.debug_info("checkpoint", fun, [f"args[{i}]" for i in range(len(flat))])
-        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, [core.get_aval(x) for x in flat], debug)
+        jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
+            call, in_tree, [core.get_aval(x) for x in flat], debug)
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         outs = checkpoint_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,
                                  differentiated=False, policy=policy)
-        return tree_util.tree_unflatten(cell[0], outs)
+        return tree_util.tree_unflatten(out_tree, outs)
 
     fun_remat.__name__ = f"checkpoint({name})"
     return fun_remat

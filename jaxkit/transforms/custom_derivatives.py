@@ -138,19 +138,11 @@ def _trace_primal(fun: Callable, dyn_args: tuple, name: str):
             raise TypeError(f"custom derivative function {name} got an argument of type "
                             f"{type(x).__name__}, which is not a valid jaxkit type; mark "
                             "non-array arguments with nondiff_argnums")
-    cell = []
-
-    def flat_fun(*xs):
-        out = fun(*tree_util.tree_unflatten(in_tree, xs))
-        out_flat, out_tree = tree_util.tree_flatten(out)
-        cell.append(out_tree)
-        return out_flat
-
     avals = [core.get_aval(x) for x in flat]
     debug = pe.debug_info("custom derivative", fun, [f"args[{i}]" for i in range(len(flat))])
-    jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals, debug)
+    jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: fun(*a), in_tree, avals, debug)
     closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
-    return closed, consts, flat, in_tree, cell[0]
+    return closed, consts, flat, in_tree, out_tree
 
 
 def _check_avals_match(what: str, got: Sequence, expected: Sequence[core.ShapedArray],
@@ -741,16 +733,8 @@ def closure_convert(fun: Callable, *example_args) -> tuple[Callable, list]:
     closed-over values: pass ``consts`` as arguments instead. Only inexact (differentiable)
     constants are hoisted; the others stay closed over."""
     flat, in_tree = tree_util.tree_flatten(example_args)
-    cell = []
-
-    def flat_fun(*xs):
-        out = fun(*tree_util.tree_unflatten(in_tree, xs))
-        out_flat, out_tree = tree_util.tree_flatten(out)
-        cell.append(out_tree)
-        return out_flat
-
-    jaxpr, consts = pe.trace_to_jaxpr(flat_fun, [core.get_aval(x) for x in flat])
-    out_tree = cell[0]
+    jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: fun(*a), in_tree,
+                                                     [core.get_aval(x) for x in flat])
     hoist = [isinstance(c, core.Tracer) or
              dtypes.issubdtype(core.get_aval(c).dtype, np.inexact) for c in consts]
     kept = [c for c, h in zip(consts, hoist) if not h]

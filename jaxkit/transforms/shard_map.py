@@ -115,17 +115,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                                    args, "in_specs")
         avals = [core.get_aval(x) for x in flat]
         local = [_local_aval(the_mesh, s, a, "in_specs") for s, a in zip(specs_in, avals)]
-        out_tree_box = []
-
-        def body(*xs):
-            out = f(*tree_util.tree_unflatten(in_tree, xs))
-            leaves, out_tree = tree_util.tree_flatten(out)
-            out_tree_box.append(out_tree)
-            return leaves
-
         with _mesh_axes_bound(the_mesh):
-            jaxpr, consts = pe.trace_to_jaxpr(body, local, pe.debug_info("shard_map", f, ()))
-        out_tree = out_tree_box[0]
+            jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
+                lambda a: f(*a), in_tree, local, pe.debug_info("shard_map", f, ()))
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         full_out = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         specs_out = _specs_per_leaf(out_specs, full_out, "out_specs")
