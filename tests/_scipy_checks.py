@@ -62,15 +62,6 @@ def modules(sub: str):
             importlib.import_module(f"scipy.{sub}"))
 
 
-def enable_x64():
-    """The body of each test module's ``x64`` fixture: float64 on in jaxkit and JAX."""
-    jaxkit.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jaxkit.config.update("jax_enable_x64", False)
-    jax.config.update("jax_enable_x64", False)
-
-
 def kinds_for(rec: Fn, kinds: tuple[str, ...]) -> list[str]:
     """The generic checks that apply to ``rec``: none of the derivative checks for a piecewise
     constant function, no comparison with JAX's derivative where JAX has none."""

@@ -9,9 +9,32 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 _CACHE_DIR = tempfile.mkdtemp(prefix="jaxkit-test-xla-cache-")
 os.environ["JAXKIT_COMPILATION_CACHE_DIR"] = _CACHE_DIR
 
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def x64():
+    """float64 on for the test, in jaxkit and in the JAX oracle (when installed); both are
+    restored afterwards."""
+    import jaxkit  # noqa: PLC0415  (imported when a test asks: some tests check a bare process)
+
+    try:
+        import jax  # noqa: PLC0415
+    except ImportError:
+        jax = None
+    old = jax.config.jax_enable_x64 if jax is not None else None
+    if jax is not None:
+        jax.config.update("jax_enable_x64", True)
+    try:
+        with jaxkit.config.override(jax_enable_x64=True):
+            yield
+    finally:
+        if jax is not None:
+            jax.config.update("jax_enable_x64", old)

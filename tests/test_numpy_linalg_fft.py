@@ -329,15 +329,6 @@ DECOMP_CASES = [(row, dt) for row in DECOMP for dt in LAPACK_DTYPES]
 DECOMP_IDS = [f"{row[0]}-{np.dtype(dt).name}" for row, dt in DECOMP_CASES]
 
 
-@pytest.fixture
-def x64():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    with jaxkit.config.override(jax_enable_x64=True):
-        yield
-    jax.config.update("jax_enable_x64", old)
-
-
 def _assert_trees(got, want, dt):
     got, want = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
     assert len(got) == len(want)

@@ -31,15 +31,6 @@ def assert_close(x, ref, rtol=2e-5, atol=2e-6):
         np.testing.assert_allclose(x, ref, rtol=rtol, atol=atol, equal_nan=True)
 
 
-@pytest.fixture
-def x64():
-    jaxkit.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jaxkit.config.update("jax_enable_x64", False)
-    jax.config.update("jax_enable_x64", False)
-
-
 # --------------------------------------------------------------------------------------------
 # Key derivations: identical bits
 # --------------------------------------------------------------------------------------------

@@ -17,15 +17,6 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 TOL = {np.float32: 2e-4, np.complex64: 2e-4, np.float64: 1e-10, np.complex128: 1e-10}
 
 
-@pytest.fixture
-def x64():
-    jaxkit.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jaxkit.config.update("jax_enable_x64", False)
-    jax.config.update("jax_enable_x64", False)
-
-
 def _mat(rng, shape, dtype):
     a = rng.normal(size=shape)
     if np.issubdtype(dtype, np.complexfloating):

@@ -11,7 +11,6 @@ import scipy.interpolate as sinterp
 import scipy.linalg as sla
 import scipy.ndimage as sndi
 import scipy.optimize as sopt
-from _scipy_checks import enable_x64
 from gradcheck import check_grads
 
 import jaxkit
@@ -30,10 +29,6 @@ import jax.scipy.sparse.linalg  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
-
-@pytest.fixture
-def x64():
-    yield from enable_x64()
 
 
 def close(a, b, rtol=1e-6, atol=0.0):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.special as sps
-from _scipy_checks import (KINDS32, KINDS64, Fn, enable_x64, modules, params, resolve,
+from _scipy_checks import (KINDS32, KINDS64, Fn, modules, params, resolve,
                            run_generic)
 from gradcheck import check_grads
 
@@ -17,10 +17,6 @@ import jaxkit.scipy.special as jsp
 jax = pytest.importorskip("jax")
 ours_mod, jax_mod, scipy_mod = modules("special")
 
-
-@pytest.fixture
-def x64():
-    yield from enable_x64()
 
 X_REAL = lambda: (np.array([-30., -5.5, -2.2, -0.7, 0., 0.3, 1., 2.5, 7.25, 40.]),)  # noqa: E731
 X_POS = lambda: (np.array([1e-8, 1e-3, 0.2, 0.9, 1., 1.7, 4.4, 12., 150., 1e5]),)  # noqa: E731

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.stats as sst
-from _scipy_checks import (KINDS32, KINDS64, Fn, enable_x64, modules, params, resolve,
+from _scipy_checks import (KINDS32, KINDS64, Fn, modules, params, resolve,
                            run_generic)
 from gradcheck import check_grads
 
@@ -16,10 +16,6 @@ import jaxkit.scipy.stats as st
 jax = pytest.importorskip("jax")
 ours_mod, jax_mod, scipy_mod = modules("stats")
 
-
-@pytest.fixture
-def x64():
-    yield from enable_x64()
 
 X = np.array([-40., -3., -0.5, 0., 0.7, 2., 9., 60.])
 XG = np.array([-1.3, 0.4, 2.2])            # where derivatives are checked (smooth points)
