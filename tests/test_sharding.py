@@ -245,6 +245,10 @@ def test_shard_map_bad_specs_and_missing_rules(mesh):
     f = jax.shard_map(lambda b: b * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
     with pytest.raises(NotImplementedError, match="partial evaluation rule for 'shard_map'"):
         jax.grad(lambda v: f(v).sum())(np.ones(8, np.float32))
+    small = jax.make_mesh((2,), ("x",), devices=DEVICES[:2])
+    g = jax.shard_map(lambda b: b * 2, mesh=small, in_specs=P("x"), out_specs=P("x"))
+    with pytest.raises(NotImplementedError, match="shard_map inside pmap"):
+        jax.pmap(g, backend="spmd8")(np.ones((8, 4), np.float32))
 
 
 def test_shard_map_under_jvp_and_vmap(mesh):

@@ -159,9 +159,12 @@ def _per_value_attr(mesh: Mesh, specs, avals) -> ir.Attribute:
 def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
               out_specs):
     mctx = ctx.module_context
-    if mctx.mesh is None or tuple(mctx.mesh) != mesh.shape_tuple:
-        raise ValueError(f"shard_map over {mesh} inside a program partitioned over "
-                         f"{mctx.mesh}; use one mesh")
+    if mctx.mesh is None:  # inside a pmap body: its programs are replicated, not partitioned
+        raise NotImplementedError("shard_map inside pmap is not supported; use shard_map (or "
+                                  "pmap) alone over the devices")
+    if tuple(mctx.mesh) != mesh.shape_tuple:
+        raise ValueError(f"shard_map over {mesh} inside a program partitioned over a mesh of "
+                         f"axes {tuple(mctx.mesh)}; use one mesh")
     if mctx.manual:
         raise NotImplementedError("shard_map: a shard_map inside another one is not "
                                   "implemented")
