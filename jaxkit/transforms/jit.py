@@ -102,10 +102,11 @@ class CallPlan:
     The pattern (the fast-path key) fixes which argument positions are traced and which of
     them are device ``Array``s (they pass their buffer) or NumPy values and Python scalars (put
     on the device at their aval). ``run(args)`` runs such a call. A ``direct`` plan (one or two
-    ``Array``s, all traced, no constants, one array out) is the commonest call; the dispatcher
-    runs it inline through ``execute`` and ``handlers``, saving a function call."""
+    ``Array``s, all traced, no constants) is the commonest call; the dispatcher runs it inline
+    through ``execute`` and ``handlers`` and makes the outputs with ``build`` (or, when
+    ``single``, wraps the one result itself), saving function calls."""
 
-    __slots__ = ("direct", "execute", "handlers", "run")
+    __slots__ = ("build", "direct", "execute", "handlers", "run", "single")
 
     def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
                  positions: Sequence[int], kwargs: dict):
@@ -113,15 +114,16 @@ class CallPlan:
         self.execute = execute = program.executable.xla_executable.execute_sharded
         self.handlers = handlers = program.executable.handlers
         consts, outputs = program.const_bufs, compiled.outputs
+        self.build = outputs
         plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
         if not consts and len(plan) == len(args) and all(a is None for _, a in plan):
-            self.direct = (compiled.single_leaf and len(handlers) == 1 and not kwargs
-                           and 1 <= len(args) <= 2)
+            self.direct = not kwargs and 1 <= len(args) <= 2
+            self.single = compiled.single_leaf and len(handlers) == 1
 
             def run(args):
                 return outputs(execute([x._buf for x in args]).consume_with_handlers(handlers))
         else:
-            self.direct = False
+            self.direct = self.single = False
 
             def run(args):
                 bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
@@ -177,7 +179,8 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 if plan is None:
                     return slow(args, kwargs)
                 if plan.direct:
-                    return Array(plan.execute([x._buf]).consume_with_handlers(plan.handlers)[0])
+                    out = plan.execute([x._buf]).consume_with_handlers(plan.handlers)
+                    return Array(out[0]) if plan.single else plan.build(out)
             elif n == 2 and unrolled and not kwargs:
                 x, y = args
                 try:
@@ -188,8 +191,8 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 if plan is None:
                     return slow(args, kwargs)
                 if plan.direct:
-                    return Array(plan.execute([x._buf, y._buf])
-                                 .consume_with_handlers(plan.handlers)[0])
+                    out = plan.execute([x._buf, y._buf]).consume_with_handlers(plan.handlers)
+                    return Array(out[0]) if plan.single else plan.build(out)
             else:
                 try:
                     plan = fast[_fast_key(static_argnums, args, kwargs)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 from jaxkit import core, tree_util
@@ -105,6 +106,24 @@ class Lowered:
         return self.traced.out_info
 
 
+def _output_builder(out_tree) -> Callable[[list], Any]:
+    """The function that makes a program's result buffers into the outputs as the function
+    returns them. A single array, or a tuple or namedtuple of arrays (``eigh``, ``qr``,
+    ``(loss, grads)`` of leaves) is built directly: the cached-call path pays for every step
+    of a general ``tree_unflatten``."""
+    if tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1:
+        return lambda bufs: Array(bufs[0])
+    children = tree_util.treedef_children(out_tree)
+    if children and all(tree_util.treedef_is_leaf(c) and c.num_leaves == 1 for c in children):
+        node = tree_util.tree_unflatten(out_tree, range(len(children)))
+        if type(node) is tuple:
+            return lambda bufs: tuple(map(Array, bufs))
+        if isinstance(node, tuple) and hasattr(type(node), "_make"):  # a namedtuple
+            make = type(node)._make
+            return lambda bufs: make(map(Array, bufs))
+    return lambda bufs: tree_util.tree_unflatten(out_tree, list(map(Array, bufs)))
+
+
 class Compiled:
     """An executable for fixed argument types. Calling it runs the program; ``jit`` keeps one
     per call signature and runs it through ``run_flat`` (or a fast-path call plan)."""
@@ -120,12 +139,7 @@ class Compiled:
         self.single_leaf = (tree_util.treedef_is_leaf(traced.out_tree)
                             and traced.out_tree.num_leaves == 1)
         self.partitioned = traced.sharding_plan is not None
-
-    def outputs(self, bufs: list):
-        """The outputs as the function returns them, from the program's result buffers."""
-        if self.single_leaf:
-            return Array(bufs[0])
-        return tree_util.tree_unflatten(self.out_tree, [Array(b) for b in bufs])
+        self.outputs = _output_builder(traced.out_tree)
 
     def run_flat(self, flat: Sequence, avals: Sequence[core.ShapedArray]):
         """Run on the flat argument leaves (``Array``s pass their buffer; NumPy values and
