@@ -194,3 +194,164 @@ def test_bad_input_names_the_problem():
         jsl.qr(np.eye(2), mode="raw")
     with pytest.raises(NotImplementedError, match="b=None"):
         jsl.eigh(np.eye(2), np.eye(2))
+
+
+# ---- functions of matrices and the rest of scipy.linalg's solvers --------------------------
+def _quasi_schur(rng, dtype):
+    """A real Schur form (T, Z) with 2x2 blocks, from SciPy (rsf2csf's input)."""
+    return tuple(x.astype(dtype) for x in sl.schur(rng.normal(size=(5, 5))))
+
+
+def _poly(x):  # funm's scalar function: plain arithmetic, so every library can call it
+    return x * x - 2 * x + 1
+
+
+# (name, make(rng, dtype) -> args, kwargs, dtypes SciPy accepts (None: all), compare by)
+MATFUN_RECORDS = [
+    # eigenvalues off the negative real axis, where the principal root is unique (a real
+    # matrix's negative eigenvalue has two conjugate roots, and the libraries pick either)
+    ("sqrtm", lambda r, d: ((_mat(r, (4, 4), d) + 4 * np.eye(4)).astype(d),), {}, None,
+     "values"),
+    ("sqrtm", lambda r, d: (_hpd(r, 3, d),), {}, None, "values"),
+    ("funm", lambda r, d: (_mat(r, (4, 4), d), _poly), {}, None, "values"),
+    ("funm", lambda r, d: (_mat(r, (3, 3), d), _poly), {"disp": False}, None, "values"),
+    ("rsf2csf", _quasi_schur, {}, (np.float32, np.float64), "values"),
+    ("solve_sylvester", lambda r, d: (_mat(r, (4, 4), d), _mat(r, (3, 3), d),
+                                      _mat(r, (4, 3), d)), {}, None, "sylvester"),
+    ("solve_sylvester", lambda r, d: (_mat(r, (3, 3), d), _mat(r, (2, 2), d),
+                                      _mat(r, (3, 2), d)), {"method": "eigen"}, None,
+     "sylvester"),
+    ("qr_multiply", lambda r, d: (_mat(r, (5, 3), d), _mat(r, (2, 5), d)), {}, None, "values"),
+    ("qr_multiply", lambda r, d: (_mat(r, (5, 3), d), _mat(r, (3, 2), d)), {"mode": "left"},
+     None, "values"),
+    ("qr_multiply", lambda r, d: (_mat(r, (3, 5), d), _mat(r, (3,), d)),
+     {"mode": "left", "conjugate": True}, None, "values"),
+    ("qr_multiply", lambda r, d: (_mat(r, (4, 4), d), _mat(r, (4,), d)),
+     {"pivoting": True, "conjugate": True}, None, "values"),
+    ("eigh_tridiagonal", lambda r, d: (_mat(r, (6,), d).real.astype(d),
+                                       _mat(r, (5,), d).real.astype(d)),
+     {"eigvals_only": True}, (np.float32, np.float64), "values"),
+    ("eigh_tridiagonal", lambda r, d: (_mat(r, (6,), d), _mat(r, (5,), d)),
+     {"eigvals_only": True, "select": "i", "select_range": (1, 3)},
+     (np.float32, np.float64), "values"),
+    ("eigh_tridiagonal", lambda r, d: (_mat(r, (5,), d), _mat(r, (4,), d)), {}, None,
+     "eigh_tridiagonal"),
+]
+MATFUN_IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}"
+              for n, _, kw, _, _ in MATFUN_RECORDS]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,make,kw,scipy_dtypes,kind", MATFUN_RECORDS, ids=MATFUN_IDS)
+def test_matfun_vs_scipy_and_jax(name, make, kw, scipy_dtypes, kind, dtype, x64):
+    rng = np.random.default_rng(3)
+    args = make(rng, dtype)
+    ours = getattr(jsl, name)(*args, **kw)
+    theirs = getattr(jax_sl, name)(*args, **kw)
+    for g, w in zip(_leaves(ours), _leaves(theirs)):
+        assert np.asarray(g).dtype == np.asarray(w).dtype, name
+        assert np.shape(g) == np.shape(w), name
+    tol = TOL[dtype] * 50  # Schur-based recurrences lose a few digits on random matrices
+    if kind == "eigh_tridiagonal":  # eigenvectors up to sign: check what defines them
+        (w, v), (d, e) = ours, args
+        full = np.diag(np.real(d)) + np.diag(e, 1) + np.diag(np.conj(e), -1)  # JAX's convention
+        np.testing.assert_allclose(full @ np.asarray(v), np.asarray(v) * np.asarray(w),
+                                   atol=tol)
+        np.testing.assert_allclose(np.asarray(w), np.asarray(theirs[0]), atol=tol)
+        return
+    if kind == "sylvester":  # A X + X B = C, against JAX and SciPy
+        a, b, c = (np.asarray(x, np.complex128) for x in args)
+        x = np.asarray(ours)
+        np.testing.assert_allclose(a @ x + x @ b, c, atol=tol * 10)
+    if scipy_dtypes is None or dtype in scipy_dtypes:
+        # SciPy has one Sylvester solver (Bartels-Stewart): no method argument
+        want = getattr(sl, name)(*args, **{k: v for k, v in kw.items() if k != "method"})
+        if name == "funm" and not kw.get("disp", True):
+            want = want[0]  # SciPy's error estimate is its own
+            np.testing.assert_allclose(np.asarray(ours[0]), want, atol=tol, rtol=tol)
+        else:
+            _close_tol(ours, want, tol, f"{name} vs scipy")
+    _close_tol(ours, theirs, tol, f"{name} vs jax")
+
+
+def _close_tol(got, want, tol, label):
+    for g, w in zip(_leaves(got), _leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol, atol=tol,
+                                   err_msg=label)
+
+
+@pytest.mark.parametrize("name,make,kw,scipy_dtypes,kind", MATFUN_RECORDS, ids=MATFUN_IDS)
+def test_matfun_jit_and_vmap(name, make, kw, scipy_dtypes, kind):
+    rng = np.random.default_rng(4)
+    fn = getattr(jsl, name)
+    examples = [make(rng, np.float32) for _ in range(3)]
+    if name == "funm":  # the scalar function is static
+        examples = [ex[:1] for ex in examples]
+        call = lambda a: fn(a, _poly, **kw)  # noqa: E731
+    else:
+        call = lambda *a: fn(*a, **kw)  # noqa: E731
+    for ex in examples:
+        for e, j in zip(_leaves(call(*ex)), _leaves(jaxkit.jit(call)(*ex))):
+            np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-4, atol=1e-4)
+    if kind == "eigh_tridiagonal":
+        return  # eigenvector signs may differ between a batched and a single LAPACK call
+    stacked = [np.stack(xs) for xs in zip(*examples)]
+    batched = jaxkit.vmap(call)(*stacked)
+    for i, ex in enumerate(examples):
+        for b, e in zip(_leaves(batched), _leaves(call(*ex))):
+            np.testing.assert_allclose(np.asarray(b)[i], np.asarray(e), rtol=1e-4, atol=1e-4)
+
+
+def test_matfun_identities(x64):
+    rng = np.random.default_rng(5)
+    a = _hpd(rng, 4, np.float64)
+    root = np.asarray(jsl.sqrtm(a))
+    np.testing.assert_allclose(root @ root, a, atol=1e-10)
+    # funm of exp is expm; of the identity, the matrix itself
+    m = rng.normal(size=(4, 4))
+    np.testing.assert_allclose(np.asarray(jsl.funm(m, jaxkit.numpy.exp)), sl.expm(m),
+                               atol=1e-9)
+    np.testing.assert_allclose(np.asarray(jsl.funm(m, lambda x: x)), m, atol=1e-12)
+    # a singular sqrtm (zero eigenvalues): finite, as JAX gives
+    assert np.isfinite(np.asarray(jsl.sqrtm(np.zeros((3, 3))))).all()
+    # A and -A share eigenvalues: A X - X A = C has no unique solution, so NaN as in JAX
+    assert np.isnan(np.asarray(jsl.solve_sylvester(m, -m, m))).all()
+    # batch axes broadcast in rsf2csf and solve_sylvester
+    t, z = sl.schur(m)
+    ct, cz = jsl.rsf2csf(np.stack([t, t]), z)
+    assert ct.shape == (2, 4, 4) and cz.shape == (2, 4, 4)
+    x = jsl.solve_sylvester(np.stack([a, 2 * a]), a, m)
+    np.testing.assert_allclose(np.asarray(x[1]), sl.solve_sylvester(2 * a, a, m), atol=1e-9)
+
+
+def test_matfun_gradients(x64):
+    rng = np.random.default_rng(6)
+    d, e = rng.normal(size=5), rng.normal(size=4)
+    check_grads(lambda d, e: jsl.eigh_tridiagonal(d, e, eigvals_only=True), (d, e), order=1,
+                modes=("fwd", "rev"))
+    # qr_multiply, as JAX's, is not differentiable: ormqr has no JVP rule, and says so
+    with pytest.raises(NotImplementedError, match="ormqr"):
+        jaxkit.grad(lambda c: jsl.qr_multiply(np.eye(3), c)[0].sum())(np.ones((2, 3)))
+
+
+def test_matfun_bad_input_names_the_problem(x64):
+    with pytest.raises(ValueError, match="square 2-D matrix"):
+        jsl.sqrtm(np.ones((2, 3)))
+    with pytest.raises(NotImplementedError, match="Blocked"):
+        jsl.sqrtm(np.eye(2), blocksize=2)
+    with pytest.raises(ValueError, match="expected square"):
+        jsl.funm(np.ones(3), _poly)
+    with pytest.raises(ValueError, match="Incompatible shapes for Sylvester"):
+        jsl.solve_sylvester(np.eye(2), np.eye(3), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="Unrecognized method"):
+        jsl.solve_sylvester(np.eye(2), np.eye(2), np.eye(2), method="bartels")
+    with pytest.raises(ValueError, match="mode must be"):
+        jsl.qr_multiply(np.eye(2), np.eye(2), mode="up")
+    with pytest.raises(ValueError, match="not compatible for c @ Q"):
+        jsl.qr_multiply(np.eye(3), np.ones((2, 2)))
+    with pytest.raises(TypeError, match="same dtype"):
+        jsl.eigh_tridiagonal(np.ones(3, np.float32), np.ones(2, np.float64))
+    with pytest.raises(NotImplementedError, match="select='v'"):
+        jsl.eigh_tridiagonal(np.ones(3), np.ones(2), select="v")
+    with pytest.raises(ValueError, match="select_range must be specified"):
+        jsl.eigh_tridiagonal(np.ones(3), np.ones(2), select="i")

@@ -1,16 +1,20 @@
 """The factorizations of ``jax.scipy.linalg`` and the solvers built on them, on the
 LAPACK-backed ``lax.linalg`` primitives (their derivatives and batching come with them):
 ``cho_factor``/``cho_solve``, ``lu``/``lu_factor``/``lu_solve``, ``solve_triangular``,
-``qr``, ``svd``, ``eigh``, ``schur``, ``hessenberg`` and ``polar``. SciPy's conventions:
+``qr``, ``qr_multiply``, ``svd``, ``eigh``, ``eigh_tridiagonal``, ``schur``, ``hessenberg`` and
+``polar``. SciPy's conventions:
 ``lu`` returns ``p, l, u`` with ``a = p @ l @ u``; ``cho_factor`` returns ``(c, lower)``.
 """
 from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 from jaxkit import lax
 from jaxkit import numpy as jnp
 from jaxkit.lax import linalg as lax_linalg
+from jaxkit.lax.linalg.qr import geqp3_p, geqrf
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
 from jaxkit.typing import Array, ArrayLike
@@ -282,3 +286,109 @@ def polar(a: ArrayLike, side: str = "right", *, method: str = "qdwh", eps: float
         posdef = jnp.matmul(a, h, precision=lax.Precision.HIGHEST)
     posdef = 0.5 * (posdef + jnp.conj(jnp.swapaxes(posdef, -1, -2)))
     return unitary, posdef
+
+
+def qr_multiply(a: ArrayLike, c: ArrayLike, mode: str = "right", pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False, overwrite_c: bool = False):
+    """``(Q @ c, R)`` (``mode='left'``) or ``(c @ Q, R)`` (``'right'``) for ``a = Q R``,
+    applying the Householder reflectors of ``a``'s QR without forming ``Q`` (LAPACK
+    ``ormqr``); ``conj(Q)`` if ``conjugate``, the column permutation last if ``pivoting``.
+    A 1-D ``c`` is a column (left) or a row (right), and the product is 1-D."""
+    del overwrite_a, overwrite_c
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    a, c = _inexact(a, c)
+    _check_matrix("qr_multiply", a, square=False)
+    one_dim = c.ndim == 1
+    if one_dim:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if mode == "left" and c.shape[-2] != k:
+        raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {k} columns, but c has {c.shape[-2]} "
+                         f"rows (expected {k}).")
+    if mode == "right" and c.shape[-1] != m:
+        raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {m} rows, but c has {c.shape[-1]} "
+                         f"columns (expected {m}).")
+    batch = jnp.broadcast_shapes(a.shape[:-2], c.shape[:-2])
+    a = jnp.broadcast_to(a, batch + a.shape[-2:])
+    c = jnp.broadcast_to(c, batch + c.shape[-2:])
+    return _qr_multiply(a, c, mode, pivoting, conjugate, one_dim)
+
+
+@partial(jit, static_argnums=(2, 3, 4, 5))
+def _qr_multiply(a, c, mode, pivoting, conjugate, one_dim):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    perm = None
+    if pivoting:
+        packed, perm, taus = geqp3_p.bind(
+            a, jnp.zeros(a.shape[:-2] + (n,), jnp.int32))
+        perm = perm - 1  # LAPACK's column indices count from 1
+    else:
+        packed, taus = geqrf(a)
+    if mode == "left" and m > n:  # Q is m x m: c's rows beyond k meet zero columns of Q's k
+        c = jnp.concatenate([c, jnp.zeros(c.shape[:-2] + (m - k, c.shape[-1]), c.dtype)], -2)
+    # conj(Q) @ c = (c^T @ Q^H)^T and c @ conj(Q) = (Q^H @ c^T)^T: conjugation is the
+    # transpose of the other side's product with Q^H, which ormqr does without a copy.
+    if conjugate:
+        c = jnp.swapaxes(c, -1, -2)
+    product = lax_linalg.ormqr(packed, taus, c, left=(mode == "left") != conjugate,
+                               transpose=conjugate)
+    if conjugate:
+        product = jnp.swapaxes(product, -1, -2)
+    if mode == "right":
+        product = product[..., :k]
+    if one_dim:
+        product = product.ravel()
+    r = jnp.triu(packed[..., :k, :])
+    return (product, r, perm) if pivoting else (product, r)
+
+
+def eigh_tridiagonal(d: ArrayLike, e: ArrayLike, *, eigvals_only: bool = False,
+                     select: str = "a", select_range: tuple[float, float] | None = None,
+                     tol: float | None = None, key=None):
+    """Eigenvalues (ascending), and eigenvectors unless ``eigvals_only``, of the symmetric
+    (Hermitian) tridiagonal matrix with diagonal ``d`` and off-diagonal ``e``.
+
+    ``select='i'`` keeps the eigenvalues of indices ``select_range[0] .. select_range[1]``.
+    The matrix is formed and solved by LAPACK's ``syevd``/``heevd``: exact to rounding, where
+    JAX bisects on Sturm sequences to ``tol`` (accepted, and without effect here) and finds
+    vectors by inverse iteration from ``key`` (accepted, unused). Eigenvectors are defined up
+    to sign (phase), and so may differ from JAX's by one."""
+    del tol, key
+    alpha, beta = jnp.asarray(d), jnp.asarray(e)
+    if alpha.dtype != beta.dtype:
+        raise TypeError("diagonal and off-diagonal values must have same dtype, got "
+                        f"{alpha.dtype} and {beta.dtype}")
+    if alpha.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise TypeError("Only float32 and float64 inputs are supported as inputs to "
+                        f"jax.scipy.linalg.eigh_tridiagonal, got {alpha.dtype} and "
+                        f"{beta.dtype}")
+    if alpha.ndim != 1 or beta.shape != (max(alpha.shape[0] - 1, 0),):
+        raise ValueError(f"eigh_tridiagonal expects d of shape (n,) and e of shape (n - 1,), "
+                         f"got {alpha.shape} and {beta.shape}.")
+    n = alpha.shape[0]
+    if select == "a":
+        first, last = 0, n - 1
+    elif select == "i":
+        if select_range is None:
+            raise ValueError("for select='i', select_range must be specified.")
+        if select_range[0] > select_range[1]:
+            raise ValueError("Got empty index range in select_range.")
+        first, last = int(select_range[0]), int(select_range[1])
+    elif select == "v":
+        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
+    else:
+        raise ValueError("'select must have a value in {'a', 'i', 'v'}.")
+    if n <= 1:
+        values = jnp.real(alpha)
+        return values if eigvals_only else (values, jnp.eye(n, dtype=alpha.dtype))
+    # JAX's Hermitian convention: e above the diagonal, conj(e) below, the real part of d
+    matrix = (jnp.diag(jnp.real(alpha).astype(alpha.dtype)) + jnp.diag(beta, 1)
+              + jnp.diag(jnp.conj(beta), -1))
+    vectors, values = lax_linalg.eigh(matrix, lower=True, symmetrize_input=False)
+    values, vectors = values[first:last + 1], vectors[:, first:last + 1]
+    return values if eigvals_only else (values, vectors)

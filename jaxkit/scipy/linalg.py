@@ -25,6 +25,8 @@ from jaxkit.numpy._promotion import check_arraylike, promote_dtypes
 from jaxkit.scipy._linalg_factor import cho_factor, cho_solve, eigh, hessenberg  # noqa: F401
 from jaxkit.scipy._linalg_factor import lu, lu_factor, lu_solve, polar, qr  # noqa: F401
 from jaxkit.scipy._linalg_factor import schur, solve_triangular, svd  # noqa: F401
+from jaxkit.scipy._linalg_factor import eigh_tridiagonal, qr_multiply  # noqa: F401
+from jaxkit.scipy._linalg_matfun import funm, rsf2csf, solve_sylvester, sqrtm  # noqa: F401
 from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
 from jaxkit.scipy.special import comb
 from jaxkit.typing import Array, ArrayLike
