@@ -1,4 +1,5 @@
-"""``jaxkit.scipy.signal``: convolution, correlation and detrending (``jax.scipy.signal``).
+"""``jaxkit.scipy.signal``: convolution, correlation and detrending (``jax.scipy.signal``), and
+the spectral estimators ``stft``/``istft``/``welch``/``csd`` (in ``_signal_spectral.py``).
 
 Direct convolutions run as one ``lax.conv_general_dilated`` (the kernel flipped, padded for
 the ``mode``); ``fftconvolve`` multiplies spectra from ``jnp.fft`` (O(n log n)).
@@ -192,3 +193,7 @@ def detrend(data: ArrayLike, axis: int = -1, type: str = "linear", bp: int | Seq
                       lax.mul(lax.broadcast_in_dim(slope, seg.shape, others), tb))
         pieces.append(lax.sub(seg, fit))
     return lax.concatenate(pieces, axis)
+
+
+# the spectral estimators build on detrend above
+from jaxkit.scipy._signal_spectral import csd, istft, stft, welch  # noqa: E402,F401
