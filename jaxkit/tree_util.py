@@ -198,8 +198,10 @@ register_pytree_with_keys(
 def _children(node: _Node, x: Any) -> tuple[Sequence, Any]:
     """One level of flattening: ``(children, aux data)``."""
     kind = node.kind
-    if kind <= _LIST or kind == _NAMEDTUPLE:
+    if kind <= _LIST:
         return x, None
+    if kind == _NAMEDTUPLE:  # its fields, whatever __len__/__getitem__ a subclass defines
+        return tuple(tuple.__iter__(x)), None
     if kind == _DICT:
         keys = _sorted_keys(x)
         return [x[k] for k in keys], keys
@@ -418,7 +420,8 @@ def _flatten(x: Any, leaves: list, nodes: list) -> None:
                 leaves.append(x)
                 nodes.append(_LEAF)
                 return
-            children, aux, n = x, None, len(x)  # a namedtuple
+            # a namedtuple: its own tuple length (a subclass may define __len__, as Rotation)
+            children, aux, n = tuple.__iter__(x), None, tuple.__len__(x)
         elif node.kind == _NONE:
             nodes.append(_NONE_RECORD)
             return

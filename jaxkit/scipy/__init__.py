@@ -4,7 +4,7 @@ works after ``import jaxkit``, without paying for every submodule at start-up.""
 import importlib
 
 _SUBMODULES = frozenset({"cluster", "fft", "integrate", "interpolate", "linalg", "ndimage",
-                         "optimize", "signal", "sparse", "special", "stats"})
+                         "optimize", "signal", "sparse", "spatial", "special", "stats"})
 
 
 def __getattr__(name: str):

@@ -118,9 +118,9 @@ def _output_builder(out_tree) -> Callable[[list], Any]:
         node = tree_util.tree_unflatten(out_tree, range(len(children)))
         if type(node) is tuple:
             return lambda bufs: tuple(map(Array, bufs))
-        if isinstance(node, tuple) and hasattr(type(node), "_make"):  # a namedtuple
-            make = type(node)._make
-            return lambda bufs: make(map(Array, bufs))
+        if isinstance(node, tuple) and hasattr(type(node), "_fields"):  # a namedtuple
+            make = type(node)  # called with the fields (its _make calls len(), which a
+            return lambda bufs: make(*map(Array, bufs))  # subclass may redefine)
     return lambda bufs: tree_util.tree_unflatten(out_tree, list(map(Array, bufs)))
 
 
