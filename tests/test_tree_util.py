@@ -5,10 +5,12 @@ import dataclasses
 import functools
 import pickle
 import re
+import typing
 
 import numpy as np
 import pytest
 
+import jaxkit
 from jaxkit import tree_util as tu
 
 # ---- example trees ------------------------------------------------------------------------
@@ -597,3 +599,26 @@ def test_partial_matches_jax_structure(jtu):
     assert repr(tu.tree_structure(p)) == repr(jtu.tree_structure(jp))
     assert [tu.keystr(k) for k, _ in tu.tree_leaves_with_path(p)] == \
         [jtu.keystr(k) for k, _ in jtu.tree_leaves_with_path(jp)]
+
+
+def test_jit_outputs_of_namedtuples_keep_their_registration():
+    # a namedtuple registered with its fields in another order, and one redefining __len__
+    class Swapped(typing.NamedTuple):
+        a: object
+        b: object
+
+    jaxkit.tree_util.register_pytree_node(Swapped, lambda s: ((s.b, s.a), None),
+                                          lambda _, c: Swapped(c[1], c[0]))
+
+    class Sized(typing.NamedTuple):
+        x: object
+
+        def __len__(self):
+            return 99
+
+    one, two = jaxkit.numpy.ones(2), 2 * jaxkit.numpy.ones(3)
+    out = jaxkit.jit(lambda a, b: Swapped(a, b))(one, two)
+    assert out.a.shape == (2,) and out.b.shape == (3,)
+    sized = jaxkit.jit(lambda x: Sized(x + 1))(one)
+    assert type(sized) is Sized and sized.x.shape == (2,)
+    assert jaxkit.tree_util.tree_leaves(sized)[0].shape == (2,)

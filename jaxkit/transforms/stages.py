@@ -119,8 +119,11 @@ def _output_builder(out_tree) -> Callable[[list], Any]:
         if type(node) is tuple:
             return lambda bufs: tuple(map(Array, bufs))
         if isinstance(node, tuple) and hasattr(type(node), "_fields"):  # a namedtuple
-            make = type(node)  # called with the fields (its _make calls len(), which a
-            return lambda bufs: make(*map(Array, bufs))  # subclass may redefine)
+            # called with the fields (its _make calls len(), which a subclass may redefine),
+            # unless a custom registration flattens the fields in another order
+            make = type(node)
+            if tuple.__eq__(make(*range(len(children))), node):
+                return lambda bufs: make(*map(Array, bufs))
     return lambda bufs: tree_util.tree_unflatten(out_tree, list(map(Array, bufs)))
 
 
