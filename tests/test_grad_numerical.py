@@ -168,6 +168,12 @@ ROWS = [
     Row("cummax", lambda x: lax.cummax(x, 0), (DISTINCT,)),
     Row("cummin", lambda x: lax.cummin(x, 0), (DISTINCT,)),
     Row("cumlogsumexp", lambda x: lax.cumlogsumexp(x, 0), (X,)),
+    Row("reduce_window_sum", lambda m: lax.reduce_window(m, F32(0), lax.add, (2, 2), (1, 1),
+                                                         ((1, 0), (0, 1)), (1, 2)), (M,)),
+    Row("reduce_window_max", lambda x: lax.reduce_window(x, -np.inf, lax.max, (2,), (1,),
+                                                         "SAME"), (DISTINCT,)),
+    Row("reduce_window_min", lambda x: lax.reduce_window(x, np.inf, lax.min, (3,), (2,),
+                                                         ((1, 1),), None, (1,)), (DISTINCT,)),
     Row("sort", lambda x: lax.sort(x), (DISTINCT,)),
     Row("sort_key_val", lambda k, v: lax.sort_key_val(k, v), (DISTINCT, _u(-1, 1, (4,)))),
     Row("top_k", lambda x: lax.top_k(x, 2)[0], (DISTINCT,)),
@@ -301,6 +307,8 @@ EXEMPT = {
     "tridiagonal": "JAX defines no derivative for lax.linalg.tridiagonal",
     "householder_product": "JAX defines no derivative (differentiate lax.linalg.qr)",
     "ormqr": "JAX defines no derivative (differentiate lax.linalg.qr)",
+    "reduce_window": "a general computation has no derivative (sum/max/min have their own "
+                     "primitives, which do)",
 }
 # Primitives with a zero derivative everywhere (defjvp_zero) need no numerical row.
 _LINEAR_NAMES = {  # linear in some argument: need a transpose rule (besides ad.linear_primitives)

@@ -282,6 +282,16 @@ ROWS = [
     # reductions
     Row("reduce_sum", lambda x: lax.reduce_sum(x, (0, 2)), args(f32(2, 3, 4)), [0, 1, 2, -1]),
     Row("reduce_max", lambda x: lax.reduce_max(x, (1,)), args(f32(2, 3)), [0, 1, -1]),
+    Row("reduce_window_sum", lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 2),
+                                                         ((1, 0), (0, 1)), (2, 1)),
+        args(f32(3, 4)), [0, 1, -1]),
+    Row("reduce_window_max", lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1),
+                                                         "SAME"), args(f32(3, 4)), [0, 2]),
+    Row("reduce_window_min", lambda x: lax.reduce_window(x, np.inf, lax.min, (3,), (2,),
+                                                         "VALID"), args(f32(5)), [0, -1]),
+    Row("reduce_window_general", lambda x, y: lax.reduce_window(
+        (x, y), (0.0, 1.0), lambda a, b: (lax.add(a[0], b[0]), lax.mul(a[1], b[1])), (2,),
+        (1,), "VALID"), args(f32(4), f32(4)), [0, (0, None), (None, 0)]),
     Row("reduce_min", lambda x: lax.reduce_min(x, (0,)), args(f32(2, 3)), [0, 1, -1]),
     Row("reduce_prod", lambda x: lax.reduce_prod(x, (0, 1)), args(f32(2, 3)), [0, 1, -1]),
     Row("reduce_and", lambda x: lax.reduce_and(lax.gt(x, 0.0), (1,)), args(f32(2, 3))),

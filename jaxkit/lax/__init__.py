@@ -22,6 +22,7 @@ from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.sharding import *
 from jaxkit.lax.slicing import *
+from jaxkit.lax.windowed_reductions import *
 from jaxkit.lax.special import betainc, regularized_incomplete_beta_p
 from jaxkit.lax.sorting import *
 from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim_p,

@@ -1,7 +1,7 @@
 """A Flax + Optax training smoke test, run by tests/test_ecosystem.py both on JAX and on jaxkit
 (through ``install_as_jax``); prints one JSON line of losses and accuracies to compare.
 
-Linen: Conv, BatchNorm, Dropout with an RNG stream, Dense, ``nn.scan`` over a stack of layers,
+Linen: Conv, BatchNorm, max and average pooling, Dropout with an RNG stream, Dense, ``nn.scan`` over a stack of layers,
 ``TrainState``. NNX: Linear, BatchNorm, Dropout with ``nnx.Rngs``, ``nnx.scan`` over layers
 made with ``nnx.vmap``, ``nnx.Optimizer``. Data: a fixed synthetic MNIST-like set.
 """
@@ -36,7 +36,8 @@ class LinenCNN(nn.Module):
         x = nn.Conv(8, (3, 3))(x)
         x = nn.BatchNorm(use_running_average=not train, momentum=0.9)(x)
         x = nn.relu(x)
-        x = nn.Conv(8, (3, 3), strides=(2, 2))(x)  # (jaxkit has no lax.reduce_window yet)
+        x = nn.max_pool(x, (2, 2), strides=(2, 2))  # lax.reduce_window's max and its gradient
+        x = nn.avg_pool(x, (3, 3), padding="SAME")  # the windowed sum and its transpose
         x = x.reshape((x.shape[0], -1))
         x = nn.Dense(16)(x)
         x = nn.Dropout(0.1, deterministic=not train)(x)
