@@ -21,6 +21,7 @@ from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.sharding import *
+from jaxkit.lax.shape_helpers import *
 from jaxkit.lax.slicing import *
 from jaxkit.lax.windowed_reductions import *
 from jaxkit.lax.special import betainc, regularized_incomplete_beta_p

@@ -556,6 +556,54 @@ def conv_transpose(lhs: ArrayLike, rhs: ArrayLike, strides: Sequence[int], paddi
                                 preferred_element_type=preferred_element_type)
 
 
+# ---- shape helpers (as jax.lax exports them) ---------------------------------------------------
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1) -> tuple:
+    """The output shape of a convolution of an (N, C, spatial...) input with an (O, I,
+    spatial...) kernel; ``pads`` is a padding name or (low, high) pairs."""
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    return tuple(int(d) for d in _conv_shape_tuple(tuple(lhs_shape), tuple(rhs_shape),
+                                                   tuple(strides), list(pads),
+                                                   batch_group_count))
+
+
+def _permuted_shapes(lhs_shape, rhs_shape, dimension_numbers):
+    dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    lhs = tuple(lhs_shape[i] for i in dnums.lhs_spec)
+    rhs = tuple(rhs_shape[i] for i in dnums.rhs_spec)
+    return dnums, lhs, rhs
+
+
+def _unpermute(canonical, out_spec) -> tuple:
+    out = [0] * len(canonical)
+    for size, axis in zip(canonical, out_spec):
+        out[axis] = int(size)
+    return tuple(out)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                             dimension_numbers) -> tuple:
+    """The output shape of ``conv_general_dilated`` (no dilation) in the output layout of
+    ``dimension_numbers``."""
+    dnums, lhs, rhs = _permuted_shapes(lhs_shape, rhs_shape, dimension_numbers)
+    return _unpermute(conv_shape_tuple(lhs, rhs, window_strides, padding), dnums.out_spec)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers) -> tuple:
+    """The output shape of ``conv_transpose`` in the output layout of
+    ``dimension_numbers``: each spatial size (i - 1) * stride + kernel, less the padding the
+    transposed convolution removes."""
+    dnums, lhs, rhs = _permuted_shapes(lhs_shape, rhs_shape, dimension_numbers)
+    if isinstance(padding, str):
+        padding = [_conv_transpose_padding(k, s, padding)
+                   for k, s in zip(rhs[2:], window_strides)]
+    space = [(i - 1) * s - k + 2 + lo + hi
+             for i, k, s, (lo, hi) in zip(lhs[2:], rhs[2:], window_strides, padding)]
+    return _unpermute((lhs[0], rhs[0], *space), dnums.out_spec)
+
+
 __all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
-           "conv_general_dilated_p", "conv_general_permutations", "conv_transpose",
+           "conv_general_dilated_p", "conv_general_permutations", "conv_general_shape_tuple",
+           "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
            "conv_with_general_padding", "padtype_to_pads"]
