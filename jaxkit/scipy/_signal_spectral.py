@@ -47,6 +47,19 @@ def _positive(name: str, value) -> int:
     return value
 
 
+def _fft_length_and_step(nperseg: int, nfft, noverlap, default_nfft: int) -> tuple[int, int]:
+    """The FFT length (``default_nfft`` if None) and the hop between segments (``noverlap``
+    defaults to half a segment), checked as SciPy checks them."""
+    if nfft is None:
+        nfft = default_nfft
+    elif nfft < nperseg:
+        raise ValueError("nfft must be greater than or equal to nperseg.")
+    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    return int(nfft), nperseg - noverlap
+
+
 def _extend(x: Array, n: int, boundary: str) -> Array:
     """``x`` extended by ``n`` points at both ends of its last axis (SciPy's ``*_ext``)."""
     if boundary == "zeros":
@@ -95,15 +108,7 @@ def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend, return_oneside
     if nperseg is not None:
         nperseg = _positive("nperseg", nperseg)
     win, nperseg = _window(window, nperseg, x.shape[-1])
-    if nfft is None:
-        nfft = nperseg
-    elif nfft < nperseg:
-        raise ValueError("nfft must be greater than or equal to nperseg.")
-    nfft = int(nfft)
-    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
-    if noverlap >= nperseg:
-        raise ValueError("noverlap must be less than nperseg.")
-    step = nperseg - noverlap
+    nfft, step = _fft_length_and_step(nperseg, nfft, noverlap, default_nfft=nperseg)
     signals = [x] if same else [x, y]
     if boundary is not None:
         signals = [_extend(s, nperseg // 2, boundary) for s in signals]
@@ -228,15 +233,10 @@ def istft(Zxx: ArrayLike, fs: ArrayLike = 1.0, window: str = "hann",
     nseg = zxx.shape[time_axis]
     n_default = 2 * (zxx.shape[freq_axis] - 1) if input_onesided else zxx.shape[freq_axis]
     nperseg = n_default if nperseg is None else _positive("nperseg", nperseg)
-    if nfft is None:
-        nfft = nperseg if input_onesided and nperseg == n_default + 1 else n_default
-    elif nfft < nperseg:
-        raise ValueError("nfft must be greater than or equal to nperseg.")
-    nfft = int(nfft)
-    noverlap = nperseg // 2 if noverlap is None else int(noverlap)
-    if noverlap >= nperseg:
-        raise ValueError("noverlap must be less than nperseg.")
-    step = nperseg - noverlap
+    # an odd segment length leaves one more frequency than 2 * (n - 1) implies: no padding
+    nfft, step = _fft_length_and_step(
+        nperseg, nfft, noverlap,
+        default_nfft=nperseg if input_onesided and nperseg == n_default + 1 else n_default)
     # (..., freq, time): the other axes in order, then frequency and time
     outer = [i for i in range(zxx.ndim) if i not in (freq_axis, time_axis)]
     zxx = jnp.transpose(zxx, outer + [freq_axis, time_axis])
