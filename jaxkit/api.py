@@ -675,21 +675,36 @@ def process_count() -> int:
     return distributed.process_count()
 
 
-def device_put(x: Any, device=None):
+def device_put(x: Any, device=None, *, src=None, donate: bool = False,
+               may_alias: bool | None = None):
     """Place every array of the pytree ``x`` on ``device`` (default: the first device), or
-    lay it out as a sharding says (one for all leaves, or a pytree prefix of ``x``)."""
+    lay it out as a sharding says (one for all leaves, or a pytree prefix of ``x``).
+
+    ``may_alias=False`` always copies; ``donate=True`` lets the input's buffer be reused.
+    Inside a trace the placement is a ``device_put`` equation of the traced program."""
+    if donate and may_alias:
+        raise ValueError("may_alias and donate cannot both be True")
     if isinstance(device, (NamedSharding, PartitionSpec)) or not (
             device is None or isinstance(device, (pjrt.Device, pjrt.Sharding))):
         return _device_put_sharded(x, device)
+    copy = (lax.ArrayCopySemantics.DONATE_INPUT if donate else
+            lax.ArrayCopySemantics.ALWAYS_COPY if may_alias is False else
+            lax.ArrayCopySemantics.REUSE_INPUT)
+    leaves, treedef = tree_util.tree_flatten(x)
+    if any(isinstance(leaf, core.Tracer) for leaf in leaves):
+        n = len(leaves)
+        outs = lax.device_put_p.bind(*leaves, devices=(device,) * n, srcs=(src,) * n,
+                                     copy_semantics=(copy,) * n)
+        return tree_util.tree_unflatten(treedef, outs)
     if isinstance(device, pjrt.Sharding):
         device = device._device
-
-    def put(leaf):
-        if isinstance(leaf, core.Tracer):
-            return leaf
-        return device_put_value(leaf, device)
-
-    return tree_util.tree_map(put, x)
+    outs = []
+    for leaf in leaves:
+        moved = device_put_value(leaf, device)
+        if moved is leaf and copy != lax.ArrayCopySemantics.REUSE_INPUT:
+            moved = lax.copy(leaf)  # a fresh buffer, as may_alias=False / donate promise
+        outs.append(moved)
+    return tree_util.tree_unflatten(treedef, outs)
 
 
 def _device_put_sharded(x: Any, shardings: Any):

@@ -158,8 +158,9 @@ def check_transpose(case: Case, jax):
             full[i] = a
             return (case.jax_fn or case.fn)(jax.lax, *full)
 
-        _, vjp = jax.vjp(f, args[i])
-        (ref,) = vjp(cts if prim.multiple_results else cts[0])
+        primal_out, vjp = jax.vjp(f, args[i])
+        # the cotangent takes the structure of the function's output (a tuple, list or array)
+        (ref,) = vjp(type(primal_out)(cts) if isinstance(primal_out, (list, tuple)) else cts[0])
         g = got[positions.index(i)]
         g = ad.instantiate_zeros(g) if type(g) is ad.Zero else g
         assert_same(g, ref, max(case.rtol, 1e-4))
@@ -184,5 +185,7 @@ def check_batching(case: Case, size: int = 3):
         outs = out if prim.multiple_results else [out]
         out_dims = out_dim if prim.multiple_results else [out_dim]
         for j, (o, od) in enumerate(zip(outs, out_dims)):
+            if od is None:  # an unbatched output: the same value for every example
+                o, od = np.broadcast_to(np.asarray(o), (size, *np.shape(o))), 0
             ref = np.stack([np.asarray(e[j] if prim.multiple_results else e) for e in exp], 0)
             assert_same(np.moveaxis(np.asarray(o), od, 0), ref, case.rtol)

@@ -428,4 +428,53 @@ CONVOLUTION = [
 ]
 
 
-RECORDS = STRUCTURAL + SLICING + REDUCTIONS + CONVOLUTION
+# ---- stacking, integer and staging primitives ----------------------------------------------
+def ints(lo, hi, shape, dtype):
+    return lambda rng: rng.integers(lo, hi, shape, dtype=np.int64).astype(dtype)
+
+
+_BIG = np.iinfo(np.int32)
+_COPY_SEMANTICS = (lax.ArrayCopySemantics.REUSE_INPUT,)
+
+STACKING_AND_STAGING = [
+    Case("stack", "stack", lambda l, x, y: l.stack([x, y], 1), _args(f32(2, 3), f32(2, 3)),
+         np_ref=lambda x, y: np.stack([x, y], 1), diff=(0, 1), linear=(0, 1),
+         batch=[(0, 0), (None, 1), (1, None)]),
+    Case("stack_last", "stack", lambda l, x: l.stack([x], -1), _args(f32(3)),
+         np_ref=lambda x: x[:, None], diff=(0,), linear=(0,)),
+    Case("unstack", "unstack", lambda l, x: l.unstack(x, 1), _args(f32(2, 3, 4)),
+         np_ref=lambda x: [x[:, i] for i in range(3)], diff=(0,), linear=(0,),
+         batch=[(0,), (1,), (2,), (3,)]),
+    Case("tile", "tile", lambda l, x: l.tile(x, (2, 1, 3)), _args(f32(2, 3, 1)),
+         np_ref=lambda x: np.tile(x, (2, 1, 3)), diff=(0,), linear=(0,), batch=[(0,), (2,)]),
+    Case("tile_zero_reps", "tile", lambda l, x: l.tile(x, (0, 2)), _args(f32(2, 3)),
+         np_ref=lambda x: np.tile(x, (0, 2))),
+    *[Case(f"mulhi_{np.dtype(dt).name}", "mulhi", lambda l, x, y: l.mulhi(x, y),
+           _args(ints(lo, hi, (7,), dt), ints(lo, hi, (7,), dt)),
+           np_ref=lambda x, y, dt=dt: ((x.astype(object) * y.astype(object))
+                                       >> np.iinfo(dt).bits).astype(dt),
+           batch=[(0, 0), (None, 0)])
+      for dt, lo, hi in [(np.int32, _BIG.min, _BIG.max), (np.uint32, 0, 2**32),
+                         (np.int8, -128, 128), (np.uint16, 0, 2**16)]],
+    Case("optimization_barrier", "optimization_barrier",
+         lambda l, x, y: l.optimization_barrier((x, y)), _args(f32(2, 3), f32(2, 3)),
+         np_ref=lambda x, y: (x, y), diff=(0, 1), batch=[(0, 0), (None, 1)]),
+    *[Case(name, name, lambda l, x, y, name=name: getattr(l, f"{name}_p").bind(x, y),
+           _args(lambda rng: np.array([np.nan, 0.0, -0.0, 1.0, -np.inf, 2.0], np.float32),
+                 lambda rng: np.array([np.nan, -0.0, 0.0, np.nan, -np.inf, 1.0], np.float32)),
+           batch=[(0, 0), (None, 0)])
+      for name in ("eq_to", "le_to", "lt_to")],
+    Case("device_put", "device_put",
+         lambda l, x: l.device_put_p.bind(x, devices=(None,), srcs=(None,),
+                                          copy_semantics=_COPY_SEMANTICS)[0],
+         _args(f32(2, 3)), np_ref=lambda x: x, diff=(0,), linear=(0,), batch=[(0,), (1,)]),
+    Case("rng_bit_generator", "rng_bit_generator",
+         lambda l, k: l.rng_bit_generator(k, (2, 3)),
+         _args(lambda rng: np.array([1, 2, 3, 4], np.uint32))),
+    Case("rng_bit_generator_philox_u8", "rng_bit_generator",
+         lambda l, k: l.rng_bit_generator(k, (5,), np.uint8, l.RandomAlgorithm.RNG_PHILOX),
+         _args(lambda rng: np.array([9, 8, 7, 6], np.uint32))),
+]
+
+
+RECORDS = STRUCTURAL + SLICING + REDUCTIONS + CONVOLUTION + STACKING_AND_STAGING

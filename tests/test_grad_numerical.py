@@ -134,6 +134,14 @@ ROWS = [
     Row("rev", lambda m: lax.rev(m, (1,)), (M,)),
     Row("concatenate", lambda a, b: lax.concatenate([a, b], 0), (X, P)),
     Row("split", lambda x: lax.split(x, (1, 2)), (X,)),
+    Row("stack", lambda a, b: lax.stack([a, b, a], 1), (X, P)),
+    Row("unstack", lambda m: lax.unstack(m, 1), (M,)),
+    Row("tile", lambda m: lax.tile(m, (2, 3)), (M,)),
+    Row("optimization_barrier", lambda a, b: lax.optimization_barrier((a, lax.mul(a, b))), (X, P)),
+    Row("stage", lambda x: lax.mul(x, lax.stage_p.bind(x)), (X,)),
+    Row("device_put", lambda x: lax.device_put_p.bind(
+        x, devices=(None,), srcs=(None,), copy_semantics=(lax.ArrayCopySemantics.REUSE_INPUT,)
+    )[0], (X,)),
     Row("convert_element_type", lambda x: lax.convert_element_type(lax.convert_element_type(x, np.float16), F32),
         (X,), tol=3e-2, eps=1e-2),
     Row("reduce_precision", lambda x: lax.reduce_precision(x, 8, 23), (X,)),
@@ -307,6 +315,7 @@ EXEMPT = {
     "tridiagonal": "JAX defines no derivative for lax.linalg.tridiagonal",
     "householder_product": "JAX defines no derivative (differentiate lax.linalg.qr)",
     "ormqr": "JAX defines no derivative (differentiate lax.linalg.qr)",
+    "rng_uniform": "JAX defines no derivative (XLA's stateful generator)",
     "reduce_window": "a general computation has no derivative (sum/max/min have their own "
                      "primitives, which do)",
 }
@@ -381,4 +390,5 @@ def test_every_differentiable_primitive_is_in_the_table():
 # test_zero_derivative_primitives_give_zero_tangents rather than by finite differences.
 _ZERO_DERIVATIVE = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin", "is_finite",
                     "sign", "floor", "ceil", "round", "bitcast_convert_type",
-                    "stop_gradient"}
+                    "stop_gradient", "eq_to", "le_to", "lt_to", "mulhi", "dce_sink",
+                    "rng_bit_generator", "empty"}

@@ -279,6 +279,21 @@ ROWS = [
     Row("split", lambda x: tuple(lax.split(x, (1, 2), axis=1)), args(f32(2, 3)), [0, 1, -1]),
     Row("convert_element_type", lambda x: lax.convert_element_type(x, np.int32),
         args(f32(2, 3))),
+    Row("stack", lambda x, y: lax.stack([x, y, x], 1), args(f32(2, 3), f32(2, 3)),
+        _both(2) + [(1, 0)]),
+    Row("unstack", lambda x: lax.unstack(x, 1), args(f32(2, 3, 4)), [0, 1, 2, -1]),
+    Row("tile", lambda x: lax.tile(x, (2, 1, 3)), args(f32(2, 3, 1)), [0, 1, -1]),
+    Row("mulhi", lambda x, y: lax.mulhi(x, y), args(i32(-2**31, 2**31 - 1, 4),
+                                                    i32(-2**31, 2**31 - 1, 4)), _both(2)),
+    Row("optimization_barrier", lambda x, y: lax.optimization_barrier((x, lax.mul(x, y))),
+        args(f32(2, 3), f32(2, 3)), _both(2)),
+    Row("dce_sink", lambda x: (lax.dce_sink(lax.sin(x)), lax.cos(x))[1], args(f32(2, 3))),
+    Row("stage", lambda x: lax.add(x, lax.stage_p.bind(x)), args(f32(2, 3))),
+    Row("device_put", lambda x: lax.device_put_p.bind(
+        x, devices=(None,), srcs=(None,), copy_semantics=(lax.ArrayCopySemantics.REUSE_INPUT,)
+    )[0], args(f32(2, 3)), [0, 1]),
+    *[Row(name, lambda x, y, name=name: getattr(lax, f"{name}_p").bind(x, y),
+          args(f32(4), f32(4)), _both(2)) for name in ("eq_to", "le_to", "lt_to")],
     # reductions
     Row("reduce_sum", lambda x: lax.reduce_sum(x, (0, 2)), args(f32(2, 3, 4)), [0, 1, 2, -1]),
     Row("reduce_max", lambda x: lax.reduce_max(x, (1,)), args(f32(2, 3)), [0, 1, -1]),
@@ -494,6 +509,10 @@ NO_RULE = {
     # Nothing to batch: no array operands (vmap never sees them batched).
     "iota": "no operands",
     "iota_2x32_shape": "no operands",
+    "empty": "no operands",
+    # JAX defines no batching rule for XLA's stateful generator either: a batch of draws is
+    # one draw of the batched shape, which vmap of a bound scalar range cannot express.
+    "rng_uniform": "stateful; JAX has no batching rule for it",
 }
 
 # Primitives with a batching rule exercised by other test files (named here).
@@ -508,6 +527,7 @@ EXERCISED_ELSEWHERE = {
     "io_callback": "test_jax_parity.py (io_callback under vmap, and ordered=True refused, vs JAX)",
     "custom_vmap_call": "test_jax_parity.py (custom_vmap rules under vmap, compared with JAX)",
     "check": "test_ecosystem.py (checkify under vmap names the failing mapped index)",
+    "rng_bit_generator": "test_lax_staging.py (JAX's rule: the first key draws the batch)",
     "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",
     "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",
 }

@@ -347,7 +347,8 @@ def nary_lowering(op: Callable) -> Callable:
     return rule
 
 
-def compare_lowering(direction: str) -> Callable:
+def compare_lowering(direction: str, total_order: bool = False) -> Callable:
+    """``stablehlo.compare``; with ``total_order`` floats compare in IEEE total order."""
     def rule(ctx: LoweringRuleContext, x, y):
         x, y = broadcast_scalar_operands(ctx, (x, y))
         dtype = ctx.avals_in[0].dtype
@@ -356,7 +357,7 @@ def compare_lowering(direction: str) -> Callable:
         elif np.issubdtype(dtype, np.integer):
             kind = "SIGNED"
         else:
-            kind = "FLOAT"
+            kind = "TOTALORDER" if total_order else "FLOAT"
         return hlo.CompareOp(x, y, hlo.ComparisonDirectionAttr.get(direction),
                              compare_type=hlo.ComparisonTypeAttr.get(kind)).result
 

@@ -20,9 +20,12 @@ from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in 
 from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
+from jaxkit.lax.rng import *
 from jaxkit.lax.sharding import *
 from jaxkit.lax.shape_helpers import *
 from jaxkit.lax.slicing import *
+from jaxkit.lax.stacking import *
+from jaxkit.lax.staging import *
 from jaxkit.lax.windowed_reductions import *
 from jaxkit.lax.special import betainc, regularized_incomplete_beta_p
 from jaxkit.lax.sorting import *
@@ -39,8 +42,9 @@ import sys as _sys  # noqa: E402
 __all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative",
                                       "dot", "fft", "elementwise", "elementwise_bits",
                                       "elementwise_math", "elementwise_special",
-                                      "gather_scatter", "parallel", "reductions", "slicing",
-                                      "sorting")
+                                      "gather_scatter", "parallel", "reductions", "rng", "sharding",
+                                      "shape_helpers", "slicing", "sorting", "stacking",
+                                      "staging", "windowed_reductions")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
     "stop_gradient", "betainc", "regularized_incomplete_beta_p",
     "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",

@@ -514,11 +514,12 @@ def ge(x: ArrayLike, y: ArrayLike) -> Array:
     return ge_p.bind(x, y)
 
 
-def _compare_primitive(name: str, accepted, direction: str) -> core.Primitive:
+def _compare_primitive(name: str, accepted, direction: str,
+                       total_order: bool = False) -> core.Primitive:
     prim = standard_naryop(name, [accepted, accepted], _bool_result)
     ad.defjvp_zero(prim)
     batching.defbroadcasting(prim)
-    mlir.register_lowering(prim, mlir.compare_lowering(direction))
+    mlir.register_lowering(prim, mlir.compare_lowering(direction, total_order))
     return prim
 
 

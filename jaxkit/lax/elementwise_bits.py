@@ -56,10 +56,17 @@ def shift_right_arithmetic(x: ArrayLike, y: ArrayLike) -> Array:
     return shift_right_arithmetic_p.bind(x, y)
 
 
+def mulhi(x: ArrayLike, y: ArrayLike, /) -> Array:
+    """Elementwise high half of the double-width product ``x * y`` (signed for signed
+    integers). Lowers to ``chlo.mulhi``."""
+    return mulhi_p.bind(x, y)
+
+
 shift_left_p = _integer_binop("shift_left", _int, hlo.ShiftLeftOp)
 shift_right_logical_p = _integer_binop("shift_right_logical", _int, hlo.ShiftRightLogicalOp)
 shift_right_arithmetic_p = _integer_binop("shift_right_arithmetic", _int,
                                           hlo.ShiftRightArithmeticOp)
+mulhi_p = _integer_binop("mulhi", _int, chlo.MulhiOp)
 
 
 # ---- population_count / clz ----------------------------------------------------------------
@@ -189,7 +196,7 @@ mlir.register_lowering(copy_p, lambda ctx, x: x)
 
 __all__ = [
     "bitcast_convert_type", "bitcast_convert_type_p", "clz", "clz_p", "copy", "copy_p",
-    "nextafter", "nextafter_p", "population_count", "population_count_p", "reduce_precision",
-    "reduce_precision_p", "shift_left", "shift_left_p", "shift_right_arithmetic",
+    "mulhi", "mulhi_p", "nextafter", "nextafter_p", "population_count", "population_count_p",
+    "reduce_precision", "reduce_precision_p", "shift_left", "shift_left_p", "shift_right_arithmetic",
     "shift_right_arithmetic_p", "shift_right_logical", "shift_right_logical_p",
 ]

@@ -32,6 +32,7 @@ from jaxkit.runtime import compile_cache  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
 JaxRuntimeError = _jax.JaxRuntimeError
+ArrayCopySemantics = _jax.ArrayCopySemantics
 Device = _jax.Device
 jaxlib_version = _jax.__version__ if hasattr(_jax, "__version__") else "0.10.2"
 
