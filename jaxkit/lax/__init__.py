@@ -18,6 +18,7 @@ from jaxkit.lax.elementwise_math import *
 from jaxkit.lax.elementwise_special import *
 from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in JAX)
 from jaxkit.lax.gather_scatter import *
+from jaxkit.lax.linear_solve import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.sharding import *
@@ -39,8 +40,8 @@ import sys as _sys  # noqa: E402
 __all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative",
                                       "dot", "fft", "elementwise", "elementwise_bits",
                                       "elementwise_math", "elementwise_special",
-                                      "gather_scatter", "parallel", "reductions", "slicing",
-                                      "sorting")
+                                      "gather_scatter", "linear_solve", "parallel",
+                                      "reductions", "slicing", "sorting")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
     "stop_gradient", "betainc", "regularized_incomplete_beta_p",
     "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
