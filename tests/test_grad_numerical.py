@@ -247,6 +247,14 @@ ROWS = [
     Row("fft-rfft", lambda x: lax.imag(lax.fft(x, "RFFT", (6,))), (_u(-1, 1, (2, 6)),)),
     Row("fft-irfft", lambda x: lax.fft(lax.complex(x, 0.5 * x), "IRFFT", (6,)),
         (_u(-1, 1, (2, 4)),)),
+    # implicitly differentiated solves (the solver itself is never differentiated)
+    Row("custom_linear_solve", lambda m, b: lax.custom_linear_solve(
+        lambda x: jnp.dot(m, x), b, lambda mv, y: jnp.linalg.solve(m, y),
+        lambda vm, y: jnp.linalg.solve(m.T, y)), (WELL3, X)),
+    Row("custom_root", lambda p: lax.custom_root(
+        lambda x: x * x - p, jnp.ones(3, F32),
+        lambda f, x0: lax.fori_loop(0, 20, lambda i, x: x - f(x) / (2 * x), x0),
+        lambda g, y: y / g(jnp.ones(3, F32))), (P,)),
     Row("while", lambda x: lax.while_loop(lambda c: c[0] < 3,
                                           lambda c: (c[0] + 1, jnp.sin(c[1]) * x),
                                           (0, x))[1], (X,), modes=("fwd",)),

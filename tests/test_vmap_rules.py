@@ -526,6 +526,9 @@ EXERCISED_ELSEWHERE = {
     "pure_callback": "test_callbacks.py (every vmap_method, compared with JAX)",
     "io_callback": "test_jax_parity.py (io_callback under vmap, and ordered=True refused, vs JAX)",
     "custom_vmap_call": "test_jax_parity.py (custom_vmap rules under vmap, compared with JAX)",
+    "custom_linear_solve": "test_lax_linear_solve.py (batched b, batched matrix, both, against "
+                           "a loop; vmap of grad and grad of vmap)",
+    "custom_root": "test_lax_linear_solve.py (scalar and vector roots against a loop)",
     "check": "test_ecosystem.py (checkify under vmap names the failing mapped index)",
     "rng_bit_generator": "test_lax_staging.py (JAX's rule: the first key draws the batch)",
     "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",

@@ -18,6 +18,7 @@ from jaxkit.lax.elementwise_math import *
 from jaxkit.lax.elementwise_special import *
 from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in JAX)
 from jaxkit.lax.gather_scatter import *
+from jaxkit.lax.linear_solve import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.rng import *
@@ -39,12 +40,32 @@ from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim
 import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
-__all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative",
-                                      "dot", "fft", "elementwise", "elementwise_bits",
-                                      "elementwise_math", "elementwise_special",
-                                      "gather_scatter", "parallel", "reductions", "rng", "sharding",
-                                      "shape_helpers", "slicing", "sorting", "stacking",
-                                      "staging", "windowed_reductions")
+_STAR_MODULES = (
+    "clamp",
+    "cond",
+    "convolution",
+    "cumulative",
+    "dot",
+    "elementwise",
+    "elementwise_bits",
+    "elementwise_math",
+    "elementwise_special",
+    "fft",
+    "gather_scatter",
+    "linear_solve",
+    "loops",
+    "parallel",
+    "reductions",
+    "rng",
+    "sharding",
+    "shape_helpers",
+    "slicing",
+    "sorting",
+    "stacking",
+    "staging",
+    "windowed_reductions",
+)
+__all__ = sorted({name for module in _STAR_MODULES
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
     "stop_gradient", "betainc", "regularized_incomplete_beta_p",
     "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",

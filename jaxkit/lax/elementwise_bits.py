@@ -197,6 +197,7 @@ mlir.register_lowering(copy_p, lambda ctx, x: x)
 __all__ = [
     "bitcast_convert_type", "bitcast_convert_type_p", "clz", "clz_p", "copy", "copy_p",
     "mulhi", "mulhi_p", "nextafter", "nextafter_p", "population_count", "population_count_p",
-    "reduce_precision", "reduce_precision_p", "shift_left", "shift_left_p", "shift_right_arithmetic",
-    "shift_right_arithmetic_p", "shift_right_logical", "shift_right_logical_p",
+    "reduce_precision", "reduce_precision_p", "shift_left", "shift_left_p",
+    "shift_right_arithmetic", "shift_right_arithmetic_p", "shift_right_logical",
+    "shift_right_logical_p",
 ]
