@@ -8,6 +8,7 @@ from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax.cond import *
 from jaxkit.lax.loops import *
 from jaxkit.lax.convolution import *
+from jaxkit.lax.convolution_patches import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
 from jaxkit.lax.fft import *
@@ -26,6 +27,7 @@ from jaxkit.lax.slicing import *
 from jaxkit.lax.windowed_reductions import *
 from jaxkit.lax.special import betainc, regularized_incomplete_beta_p
 from jaxkit.lax.sorting import *
+from jaxkit.lax.approx_top_k import *
 from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim_p,
                                    broadcasted_iota, collapse, concatenate, concatenate_p,
                                    convert_element_type, convert_element_type_p, expand_dims,
@@ -36,7 +38,8 @@ from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim
 import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
-__all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative",
+__all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution",
+                                      "convolution_patches", "approx_top_k", "cumulative",
                                       "dot", "fft", "elementwise", "elementwise_bits",
                                       "elementwise_math", "elementwise_special",
                                       "gather_scatter", "parallel", "reductions", "slicing",
