@@ -46,9 +46,11 @@ def approx_top_k_output_size(input_size: int, rank: int, k: int, recall_target: 
     """(size of the reduction dimension in the result, log2 of the TPU algorithm's reduction
     factor), as XLA computes them; -1 for the latter when the result is aggregated to k.
 
-    Each of ``2**r`` windows keeps its best element; the expected recall of the top k with M
-    windows is about ``exp((1 - k) / M)``, so M = (1 - k) / log(recall_target), rounded to
-    the tiling and capped by the input size."""
+    The TPU algorithm splits the dimension into M windows and keeps the best of each; a
+    top-k element is lost when another shares its window, so the expected recall is about
+    ``exp((1 - k) / M)``: M = (1 - k) / log(recall_target), at least one tile and at most
+    the logical input size. The reduction is the largest power of two that leaves M
+    windows."""
     if aggregate_to_topk:
         return k, -1
     tiling = _CHUNK_TILING if rank == 1 else _LANE_TILING
@@ -66,7 +68,7 @@ def approx_top_k_output_size(input_size: int, rank: int, k: int, recall_target: 
         return input_size, 0
     if not 0.0 < recall <= 1.0:
         raise JaxRuntimeError("INVALID_ARGUMENT: recall_target should range in (0,1]")
-    windows = min(max(int((1.0 - k) / math.log(recall)), tiling), input_size)
+    windows = min(max(int((1.0 - k) / math.log(recall)), tiling), logical_size)
     log2_reduction = _log2_floor(logical_size // windows)
     if log2_reduction == 0:
         return input_size, 0
@@ -81,9 +83,10 @@ def approx_max_k(operand: ArrayLike, k: int, reduction_dimension: int = -1,
                  recall_target: float = 0.95, reduction_input_size_override: int = -1,
                  aggregate_to_topk: bool = True) -> list[Array]:
     """The ``k`` largest values along ``reduction_dimension`` (decreasing) and their int32
-    indices. Approximate on TPU only; exact elsewhere (ties go to the lower index, NaN ranks
-    highest). With ``aggregate_to_topk=False`` at least ``k`` (sorted) entries come back.
-    Lowers to ``stablehlo.sort`` and ``stablehlo.slice``."""
+    indices. Approximate on TPU only; exact here, as JAX is on CPU (ties go to the lower
+    index; NaN ranks highest when ``k`` is below the size, else NaNs stay where an IEEE
+    comparison sort leaves them). With ``aggregate_to_topk=False`` at least ``k`` sorted
+    entries come back. Lowers to ``stablehlo.sort`` and ``stablehlo.slice``."""
     return _bind(operand, k, reduction_dimension, recall_target, True,
                  reduction_input_size_override, aggregate_to_topk)
 
