@@ -185,6 +185,7 @@ ROWS = [
     Row("sort", lambda x: lax.sort(x), (DISTINCT,)),
     Row("sort_key_val", lambda k, v: lax.sort_key_val(k, v), (DISTINCT, _u(-1, 1, (4,)))),
     Row("top_k", lambda x: lax.top_k(x, 2)[0], (DISTINCT,)),
+    Row("approx_top_k", lambda x: lax.approx_max_k(x, 2)[0], (DISTINCT,)),
     # linear algebra
     Row("dot_general", lambda a, b: lax.dot_general(a, b, _MM), (M, M2)),
     Row("dot_general_batch", lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),

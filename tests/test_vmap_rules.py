@@ -384,6 +384,8 @@ ROWS = [
     Row("sort_multi_operand", lambda k, v: tuple(_lax("sort")((k, v), dimension=1, num_keys=1)),
         args(f32(2, 3), f32(2, 3)), _both(2)),
     Row("top_k", lambda x: tuple(_lax("top_k")(x, 2)), args(f32(2, 4)), [0, 1, -1]),
+    Row("approx_top_k", lambda x: tuple(_lax("approx_min_k")(x, 2, reduction_dimension=0)),
+        args(f32(3, 4)), [0, 1, -1]),
     # linear algebra (LAPACK custom call)
     Row("eig", lambda x: tuple(lax.linalg.eig(x)), args(f32(3, 3)), [0, 1, -1]),
     Row("cholesky", lambda x: lax.linalg.cholesky(x @ x.T + 3 * jnp.eye(3)), args(f32(3, 3)),

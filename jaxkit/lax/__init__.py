@@ -8,6 +8,7 @@ from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax.cond import *
 from jaxkit.lax.loops import *
 from jaxkit.lax.convolution import *
+from jaxkit.lax.convolution_patches import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
 from jaxkit.lax.fft import *
@@ -30,6 +31,7 @@ from jaxkit.lax.staging import *
 from jaxkit.lax.windowed_reductions import *
 from jaxkit.lax.special import betainc, regularized_incomplete_beta_p
 from jaxkit.lax.sorting import *
+from jaxkit.lax.approx_top_k import *
 from jaxkit.lax.structural import (broadcast, broadcast_in_dim, broadcast_in_dim_p,
                                    broadcasted_iota, collapse, concatenate, concatenate_p,
                                    convert_element_type, convert_element_type_p, expand_dims,
@@ -41,9 +43,11 @@ import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
 _STAR_MODULES = (
+    "approx_top_k",
     "clamp",
     "cond",
     "convolution",
+    "convolution_patches",
     "cumulative",
     "dot",
     "elementwise",
