@@ -138,6 +138,8 @@ ROWS = [
     Row("unstack", lambda m: lax.unstack(m, 1), (M,)),
     Row("tile", lambda m: lax.tile(m, (2, 3)), (M,)),
     Row("optimization_barrier", lambda a, b: lax.optimization_barrier((a, lax.mul(a, b))), (X, P)),
+    Row("composite", lambda a, b: lax.composite(lambda x, y: lax.mul(x, lax.sin(y)),
+                                                 name="test.op")(a, b), (X, P)),
     Row("stage", lambda x: lax.mul(x, lax.stage_p.bind(x)), (X,)),
     Row("device_put", lambda x: lax.device_put_p.bind(
         x, devices=(None,), srcs=(None,), copy_semantics=(lax.ArrayCopySemantics.REUSE_INPUT,)

@@ -532,6 +532,7 @@ EXERCISED_ELSEWHERE = {
                            "a loop; vmap of grad and grad of vmap)",
     "custom_root": "test_lax_linear_solve.py (scalar and vector roots against a loop)",
     "check": "test_ecosystem.py (checkify under vmap names the failing mapped index)",
+    "composite": "test_lax_composite.py (vmap of a composite against the unbatched calls)",
     "rng_bit_generator": "test_lax_staging.py (JAX's rule: the first key draws the batch)",
     "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",
     "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",

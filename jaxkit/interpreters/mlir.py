@@ -236,6 +236,20 @@ def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr,
     return jaxpr_subcomp(ctx, closed.jaxpr, _constants(closed.jaxpr, closed.consts), *args)
 
 
+def private_function(ctx: ModuleContext, name: str, closed: core.ClosedJaxpr) -> str:
+    """Emit ``closed`` as a private ``func.func`` of the module (renamed if ``name`` is
+    taken); return its symbol name, for ops that call it (``stablehlo.composite``)."""
+    in_types = [aval_to_ir_type(a) for a in closed.in_avals]
+    out_types = [aval_to_ir_type(a) for a in closed.out_avals]
+    with ir.InsertionPoint(ctx.module.body):
+        fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
+        fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        entry = fn.add_entry_block()
+        with ir.InsertionPoint(entry):
+            func_dialect.ReturnOp(closed_subcomp(ctx, closed, *entry.arguments))
+    return ir.StringAttr(ir.SymbolTable(ctx.module.operation).insert(fn)).value
+
+
 def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:
     """The constvars' values as StableHLO constants of the constvars' dtypes (a NumPy int64
     constant is int32 in a program without x64)."""

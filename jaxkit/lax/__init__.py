@@ -13,6 +13,7 @@ from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
 from jaxkit.lax.fft import *
 from jaxkit.lax.clamp import *
+from jaxkit.lax.composite import *
 from jaxkit.lax.elementwise import *
 from jaxkit.lax.elementwise_bits import *
 from jaxkit.lax.elementwise_math import *
@@ -45,6 +46,7 @@ import sys as _sys  # noqa: E402
 _STAR_MODULES = (
     "approx_top_k",
     "clamp",
+    "composite",
     "cond",
     "convolution",
     "convolution_patches",
