@@ -10,6 +10,7 @@ from jaxkit.lax.loops import *
 from jaxkit.lax.convolution import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
+from jaxkit.lax.dot_algorithms import *
 from jaxkit.lax.fft import *
 from jaxkit.lax.clamp import *
 from jaxkit.lax.elementwise import *
@@ -19,6 +20,7 @@ from jaxkit.lax.elementwise_special import *
 from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in JAX)
 from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.parallel import *
+from jaxkit.lax.ragged_dot import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.sharding import *
 from jaxkit.lax.shape_helpers import *
@@ -37,10 +39,10 @@ import sys as _sys  # noqa: E402
 
 # Module objects by name: ``from jaxkit.lax.dot import *`` rebinds ``dot`` to the function.
 __all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "cumulative",
-                                      "dot", "fft", "elementwise", "elementwise_bits",
-                                      "elementwise_math", "elementwise_special",
-                                      "gather_scatter", "parallel", "reductions", "slicing",
-                                      "sorting")
+                                      "dot", "dot_algorithms", "fft", "elementwise",
+                                      "elementwise_bits", "elementwise_math",
+                                      "elementwise_special", "gather_scatter", "parallel",
+                                      "ragged_dot", "reductions", "slicing", "sorting")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
     "stop_gradient", "betainc", "regularized_incomplete_beta_p",
     "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
