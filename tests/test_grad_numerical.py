@@ -307,6 +307,7 @@ EXEMPT = {
     "tridiagonal": "JAX defines no derivative for lax.linalg.tridiagonal",
     "householder_product": "JAX defines no derivative (differentiate lax.linalg.qr)",
     "ormqr": "JAX defines no derivative (differentiate lax.linalg.qr)",
+    "scaled_dot": "JAX defines no derivative for lax.scaled_dot",
     "reduce_window": "a general computation has no derivative (sum/max/min have their own "
                      "primitives, which do)",
 }

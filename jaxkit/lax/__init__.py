@@ -22,6 +22,7 @@ from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.ragged_dot import *
 from jaxkit.lax.reductions import *
+from jaxkit.lax.scaled_dot import *
 from jaxkit.lax.sharding import *
 from jaxkit.lax.shape_helpers import *
 from jaxkit.lax.slicing import *
@@ -42,7 +43,8 @@ __all__ = sorted({name for module in ("clamp", "cond", "loops", "convolution", "
                                       "dot", "dot_algorithms", "fft", "elementwise",
                                       "elementwise_bits", "elementwise_math",
                                       "elementwise_special", "gather_scatter", "parallel",
-                                      "ragged_dot", "reductions", "slicing", "sorting")
+                                      "ragged_dot", "reductions", "scaled_dot", "slicing",
+                                      "sorting")
                   for name in _sys.modules[f"jaxkit.lax.{module}"].__all__} | {
     "stop_gradient", "betainc", "regularized_incomplete_beta_p",
     "broadcast", "broadcast_in_dim", "broadcasted_iota", "collapse",
