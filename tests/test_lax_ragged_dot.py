@@ -102,6 +102,24 @@ def test_tolerance_matches_jax(kwargs):
         assert ours.tolist() == theirs.tolist()
 
 
+ACCURACY_FNS = ["exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan",
+                "sqrt", "rsqrt", "cbrt"]
+
+
+@pytest.mark.parametrize("name", ACCURACY_FNS)
+def test_transcendental_accuracy_argument_matches_jax(name):
+    x = np.linspace(0.1, 3.0, 7).astype(F32)
+    for make in (lambda L: L.Tolerance(atol=1e-3), lambda L: L.Tolerance(rtol=1e-20, ulps=1),
+                 lambda L: L.AccuracyMode.HIGHEST, lambda L: L.AccuracyMode.DEFAULT,
+                 lambda L: 1e-3):
+        ours = _outcome(lambda: jaxkit.jit(
+            lambda x: getattr(lax, name)(x, accuracy=make(lax)))(x))
+        theirs = _outcome(lambda: getattr(jl, name)(x, accuracy=make(jl)))
+        _assert_same(ours, theirs, exact=True)
+        if isinstance(theirs, Exception):
+            assert str(ours) == str(theirs)
+
+
 # --------------------------------------------------------------------------------------------
 # Dot products with an algorithm
 # --------------------------------------------------------------------------------------------
