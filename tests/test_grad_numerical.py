@@ -327,6 +327,7 @@ EXEMPT = {
     "householder_product": "JAX defines no derivative (differentiate lax.linalg.qr)",
     "ormqr": "JAX defines no derivative (differentiate lax.linalg.qr)",
     "rng_uniform": "JAX defines no derivative (XLA's stateful generator)",
+    "scaled_dot": "JAX defines no derivative for lax.scaled_dot",
     "reduce_window": "a general computation has no derivative (sum/max/min have their own "
                      "primitives, which do)",
 }

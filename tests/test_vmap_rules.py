@@ -379,6 +379,9 @@ ROWS = [
     Row("dot_general_int_preferred", lambda a, b: lax.dot_general(
         a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.float32),
         args(i32(-3, 3, 2, 3), i32(-3, 3, 3, 2)), _both(2)),
+    Row("scaled_dot", lambda a, b, s: lax.scaled_dot(
+        a, b, lhs_scale=s, preferred_element_type=np.float32),
+        args(f32(2, 4), f32(4, 3), f32(2, 2)), _both(3)),
     # sorting
     Row("sort", lambda x: _lax("sort")(x, dimension=0), args(f32(3, 2)), [0, 1, -1]),
     Row("sort_multi_operand", lambda k, v: tuple(_lax("sort")((k, v), dimension=1, num_keys=1)),

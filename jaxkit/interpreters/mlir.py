@@ -65,7 +65,9 @@ def _float8_types() -> dict:
     for name, ir_name in [("float8_e4m3fn", "Float8E4M3FNType"), ("float8_e5m2", "Float8E5M2Type"),
                           ("float8_e4m3fnuz", "Float8E4M3FNUZType"),
                           ("float8_e5m2fnuz", "Float8E5M2FNUZType"),
-                          ("float8_e4m3b11fnuz", "Float8E4M3B11FNUZType")]:
+                          ("float8_e4m3b11fnuz", "Float8E4M3B11FNUZType"),
+                          ("float8_e3m4", "Float8E3M4Type"), ("float8_e4m3", "Float8E4M3Type"),
+                          ("float8_e8m0fnu", "Float8E8M0FNUType")]:
         if hasattr(ml_dtypes, name) and hasattr(ir, ir_name):
             table[np.dtype(getattr(ml_dtypes, name))] = getattr(ir, ir_name).get
     return table

@@ -11,6 +11,7 @@ from jaxkit.lax.convolution import *
 from jaxkit.lax.convolution_patches import *
 from jaxkit.lax.cumulative import *
 from jaxkit.lax.dot import *
+from jaxkit.lax.dot_algorithms import *
 from jaxkit.lax.fft import *
 from jaxkit.lax.clamp import *
 from jaxkit.lax.composite import *
@@ -22,8 +23,10 @@ from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in 
 from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.linear_solve import *
 from jaxkit.lax.parallel import *
+from jaxkit.lax.ragged_dot import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.rng import *
+from jaxkit.lax.scaled_dot import *
 from jaxkit.lax.sharding import *
 from jaxkit.lax.shape_helpers import *
 from jaxkit.lax.slicing import *
@@ -52,6 +55,7 @@ _STAR_MODULES = (
     "convolution_patches",
     "cumulative",
     "dot",
+    "dot_algorithms",
     "elementwise",
     "elementwise_bits",
     "elementwise_math",
@@ -61,8 +65,10 @@ _STAR_MODULES = (
     "linear_solve",
     "loops",
     "parallel",
+    "ragged_dot",
     "reductions",
     "rng",
+    "scaled_dot",
     "sharding",
     "shape_helpers",
     "slicing",

@@ -17,6 +17,7 @@ from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, compute_types
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import convert_element_type, transpose
 from jaxkit.typing import Array, ArrayLike, DTypeLike
@@ -49,24 +50,32 @@ _precision_strings = {
     None: Precision.DEFAULT,
 }
 
-PrecisionLike = None | str | Precision | tuple
+PrecisionLike = None | str | Precision | tuple | DotAlgorithm | DotAlgorithmPreset
+CanonicalPrecision = None | tuple[Precision, Precision] | DotAlgorithm | DotAlgorithmPreset
 
 
-def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precision] | None:
-    """``None`` or a pair of ``Precision`` values (one per operand)."""
+def canonicalize_precision(precision: PrecisionLike) -> CanonicalPrecision:
+    """``None``, a pair of ``Precision`` values (one per operand), or a dot algorithm."""
     if precision is None:
         default = config.jax_default_matmul_precision
         if default is None:
             return None
-        if default not in _precision_strings:
-            raise NotImplementedError(f"jax_default_matmul_precision={default!r}: dot algorithm "
-                                      "presets are not supported by jaxkit")
-        return canonicalize_precision(default)
-    if isinstance(precision, str) and precision in _precision_strings:
-        return Precision(precision), Precision(precision)
-    if isinstance(precision, Precision):
+        try:
+            return canonicalize_precision(default)
+        except ValueError:
+            raise ValueError("jax_default_matmul_precision flag must be set to None, a value in "
+                             f"{list(_precision_strings)}, or the name of a "
+                             f"lax.DotAlgorithmPreset, but got {default}") from None
+    if isinstance(precision, str):
+        if precision in _precision_strings:
+            return Precision(precision), Precision(precision)
+        if precision in DotAlgorithmPreset.__members__:
+            return DotAlgorithmPreset[precision]
+    elif isinstance(precision, Precision):
         return precision, precision
-    if isinstance(precision, (list, tuple)) and len(precision) == 2:
+    elif isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        return precision
+    elif isinstance(precision, (list, tuple)) and len(precision) == 2:
         if all(isinstance(p, Precision) for p in precision):
             return tuple(precision)
         if all(isinstance(p, str) for p in precision):
@@ -74,7 +83,9 @@ def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precisi
                     canonicalize_precision(precision[1])[0])
     raise ValueError("Precision argument must be one of:\n- None,\n"
                      f"- a string in {list(_precision_strings)},\n- a lax.Precision value,\n"
-                     f"- a tuple of two lax.Precision values or strings;\nbut got {precision}.")
+                     "- a tuple of two lax.Precision values or strings,\n"
+                     "- a lax.DotAlgorithmPreset or the name of one of these presets, or\n"
+                     f"- a lax.DotAlgorithm value;\nbut got {precision}.")
 
 
 # ---- dot_general ---------------------------------------------------------------------------
@@ -195,7 +206,9 @@ def _dot_general_dtype_rule(lhs, rhs, *, dimension_numbers, precision, preferred
         result = lhs.dtype
     if preferred_element_type is None or result == preferred_element_type:
         return result
-    if not dtypes.issubdtype(result, np.floating) and \
+    # An algorithm fixes the accumulation type, so any result type is a conversion of it.
+    has_algorithm = isinstance(precision, (DotAlgorithm, DotAlgorithmPreset))
+    if not has_algorithm and not dtypes.issubdtype(result, np.floating) and \
             _bit_width(preferred_element_type) < _bit_width(result):
         raise TypeError("`preferred_element_type` must not be narrower than the original type, "
                         f"got preferred_element_type of {preferred_element_type} for result "
@@ -279,26 +292,73 @@ def _dot_general_batch(axis_data, args, dims, *, dimension_numbers, precision,
 
 
 def _precision_attr(precision) -> ir.ArrayAttr:
-    pair = (Precision.DEFAULT, Precision.DEFAULT) if precision is None else precision
+    pair = precision if isinstance(precision, tuple) else (Precision.DEFAULT, Precision.DEFAULT)
     return ir.ArrayAttr.get([hlo.PrecisionAttr.get(str(p)) for p in pair])
+
+
+# XLA CPU ignores the algorithm attribute, so only the presets it computes faithfully (their
+# types are the operands' or are emulated exactly) are accepted, as JAX accepts on CPU.
+_CPU_ALGORITHMS = {
+    DotAlgorithmPreset.DEFAULT: None,
+    DotAlgorithmPreset.F16_F16_F16: DotAlgorithm(np.float16, np.float16, np.float16),
+    DotAlgorithmPreset.F32_F32_F32: DotAlgorithm(np.float32, np.float32, np.float32),
+    DotAlgorithmPreset.F64_F64_F64: DotAlgorithm(np.float64, np.float64, np.float64),
+    DotAlgorithmPreset.BF16_BF16_F32: DotAlgorithm(dtypes.bfloat16, dtypes.bfloat16, np.float32),
+    DotAlgorithmPreset.BF16_BF16_F32_X3: DotAlgorithm(dtypes.bfloat16, dtypes.bfloat16,
+                                                      np.float32, num_primitive_operations=3),
+    DotAlgorithmPreset.BF16_BF16_F32_X6: DotAlgorithm(dtypes.bfloat16, dtypes.bfloat16,
+                                                      np.float32, num_primitive_operations=6),
+}
+
+
+def _algorithm_attr(algorithm: DotAlgorithm):
+    return hlo.DotAlgorithm.get(
+        mlir.dtype_to_ir_type(np.dtype(algorithm.lhs_precision_type)),
+        mlir.dtype_to_ir_type(np.dtype(algorithm.rhs_precision_type)),
+        mlir.dtype_to_ir_type(np.dtype(algorithm.accumulation_type)),
+        algorithm.lhs_component_count, algorithm.rhs_component_count,
+        algorithm.num_primitive_operations, algorithm.allow_imprecise_accumulation)
+
+
+def _dot_operands_and_algorithm(ctx, lhs, rhs, precision):
+    """The operands converted to the types the product is computed in, the type of the
+    accumulator, and the ``algorithm`` keyword of ``stablehlo.dot_general`` (if any)."""
+    lhs_aval, rhs_aval = ctx.avals_in[:2]
+    aval_out = ctx.avals_out[0]
+    if not isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        if lhs_aval.dtype != rhs_aval.dtype:
+            # XLA accepts mixed operand types in principle; the CPU backend does not compile
+            # them, so convert both to the result type (as JAX does).
+            lhs = mlir.convert(lhs, lhs_aval.update(dtype=aval_out.dtype))
+            rhs = mlir.convert(rhs, rhs_aval.update(dtype=aval_out.dtype))
+        return lhs, rhs, aval_out.dtype, {}
+    if precision not in _CPU_ALGORITHMS:
+        raise ValueError(f"The precision '{precision}' is not supported by dot_general on CPU")
+    # An explicit algorithm always computes in its own types: convert the operands to them.
+    lhs_dtype, rhs_dtype, acc_dtype = compute_types(precision, lhs_aval.dtype, rhs_aval.dtype,
+                                                    aval_out.dtype)
+    if lhs_dtype != lhs_aval.dtype:
+        lhs = mlir.convert(lhs, lhs_aval.update(dtype=lhs_dtype))
+    if rhs_dtype != rhs_aval.dtype:
+        rhs = mlir.convert(rhs, rhs_aval.update(dtype=rhs_dtype))
+    algorithm = _CPU_ALGORITHMS[precision]
+    return lhs, rhs, acc_dtype, ({} if algorithm is None
+                                 else {"algorithm": _algorithm_attr(algorithm)})
 
 
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                           preferred_element_type):
-    lhs_aval, rhs_aval = ctx.avals_in
     aval_out = ctx.avals_out[0]
-    if lhs_aval.dtype != rhs_aval.dtype:
-        # XLA accepts mixed operand types in principle; the CPU backend does not compile
-        # them, so convert both to the result type (as JAX does).
-        lhs = mlir.convert(lhs, lhs_aval.update(dtype=aval_out.dtype))
-        rhs = mlir.convert(rhs, rhs_aval.update(dtype=aval_out.dtype))
+    lhs, rhs, acc_dtype, algorithm = _dot_operands_and_algorithm(ctx, lhs, rhs, precision)
     (lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch) = dimension_numbers
     dnums = hlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
         lhs_contracting_dimensions=list(lhs_contracting),
         rhs_contracting_dimensions=list(rhs_contracting))
-    return hlo.DotGeneralOp(mlir.aval_to_ir_type(aval_out), lhs, rhs, dnums,
-                            precision_config=_precision_attr(precision)).result
+    acc_aval = aval_out.update(dtype=acc_dtype)
+    out = hlo.DotGeneralOp(mlir.aval_to_ir_type(acc_aval), lhs, rhs, dnums,
+                           precision_config=_precision_attr(precision), **algorithm).result
+    return out if acc_dtype == aval_out.dtype else mlir.convert(out, aval_out)
 
 
 dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_rule,

@@ -241,10 +241,11 @@ _all_fun_caches: weakref.WeakSet = weakref.WeakSet()
 
 
 def _clear_on_config_change(name, value):
-    # Programs depend on x64; the fast path skips the disable_jit and debug_nans checks of the
-    # slow one (which adds no plan while debug_nans is on).
+    # Programs depend on x64 and on the default matmul precision (a dot algorithm preset
+    # changes the computation); the fast path skips the disable_jit and debug_nans checks of
+    # the slow one (which adds no plan while debug_nans is on).
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
-                "jax_threefry_partitionable"):
+                "jax_threefry_partitionable", "jax_default_matmul_precision"):
         for cache in list(_all_fun_caches):
             cache.clear()
 
