@@ -10,6 +10,7 @@ import pytest
 from vmapcheck import check_vmap
 
 import jaxkit
+import jaxkit.numpy as jnp
 from jaxkit import core, lax
 from jaxkit.api import grad, jacfwd, jacrev, jvp, value_and_grad, vjp
 from jaxkit.transforms.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
@@ -487,3 +488,23 @@ def test_batching_rules_against_a_loop(kind, in_axes):
     check_vmap(lambda x, y: fun(x, y), args, in_axes)
     check_vmap(grad(f, (0, 1)), args, in_axes)
     check_vmap(lambda x, y: grad(f, (0, 1))(x, y), args, in_axes, jit=True)
+
+
+def test_custom_jvp_function_applied_to_tangents_transposes_through_its_body():
+    # jnp.linalg.solve is a custom_jvp function: linearized in b, its equation is applied to
+    # tangents and reverse mode transposes its body (JAX inlines it there).
+    a = np.array([[3.0, 1.0], [2.0, 2.0]], np.float32)
+    lin = jaxkit.linearize(lambda b: jnp.linalg.solve(a, b), np.ones(2, np.float32))[1]
+    (ct,) = jaxkit.vjp(lin, np.ones(2, np.float32))[1](np.array([1.0, 2.0], np.float32))
+    np.testing.assert_allclose(ct, np.linalg.solve(a.T, [1.0, 2.0]), rtol=1e-5)
+
+    def cube_root(p):  # a tangent_solve that calls jnp.linalg.solve, differentiated by grad
+        newton = lambda f, x0: jaxkit.lax.fori_loop(  # noqa: E731
+            0, 30, lambda i, x: x - f(x) / (3 * x ** 2), x0)
+        tangent_solve = lambda g, y: jnp.linalg.solve(  # noqa: E731
+            jaxkit.jacobian(g)(jnp.zeros_like(y)), y)
+        return jaxkit.lax.custom_root(lambda x: x ** 3 - p, jnp.ones(2), newton,
+                                      tangent_solve).sum()
+
+    p = np.array([8.0, 27.0], np.float32)
+    np.testing.assert_allclose(jaxkit.grad(cube_root)(p), 1 / (3 * p ** (2 / 3)), rtol=1e-5)

@@ -431,11 +431,19 @@ def _custom_jvp_call_batch(axis_data, args, dims, *, call_jaxpr: ClosedJaxpr, jv
     return outs, [0] * len(outs)
 
 
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr: ClosedJaxpr, jvp: Callable,
+                               num_consts: int, symbolic_zeros: bool, name: str):
+    # A custom_jvp function applied to tangents (inside a tangent_solve or a linear map) is
+    # linear in them: transpose its body as written, as JAX does by inlining it there.
+    return ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
+
+
 custom_jvp_call_p = core.Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
 custom_jvp_call_p.def_impl(_call_jaxpr_impl)
 custom_jvp_call_p.def_abstract_eval(_call_jaxpr_abstract_eval)
 ad.defjvp_rule(custom_jvp_call_p, _custom_jvp_call_jvp)
+ad.deftranspose(custom_jvp_call_p, _custom_jvp_call_transpose)
 batching.defrule(custom_jvp_call_p, _custom_jvp_call_batch, named_axis=True)
 mlir.register_lowering(custom_jvp_call_p, _call_jaxpr_lowering)
 
