@@ -387,6 +387,9 @@ def _select_and_scatter(operand: Any, select: Callable, window_dimensions: Seque
     elements in row-major order) and combine that window's ``source`` element into it with
     ``scatter``. Private, as in JAX. Lowers to ``stablehlo.select_and_scatter``."""
     aval = core.get_aval(init_value).strip_weak_type()
+    if aval.shape != ():  # before tracing the computations at it, which would blame them
+        raise TypeError(f"select_and_scatter: init_value must be a scalar of the operand's "
+                        f"dtype, got {aval.str_short()}.")
     select_jaxpr, select_consts = _scalar_jaxpr("select", select, aval, np.dtype(np.bool_))
     scatter_jaxpr, scatter_consts = _scalar_jaxpr("scatter", scatter, aval, aval.dtype)
     return select_and_scatter_p.bind(
