@@ -44,6 +44,11 @@ M2 = _u(-1.0, 1.0, (3, 2))
 Z = (_u(-1, 1) + 1j * _u(-1, 1)).astype(C64)
 DISTINCT = np.array([0.3, -1.1, 0.8, 2.0], F32)  # no ties for max/min/sort
 IDX = np.array([[2], [0]], np.int32)
+# Pooling inputs from a generator of their own, so the other rows keep their values.
+_pool_rng = np.random.RandomState(7)
+POOL = _pool_rng.permutation(12).astype(F32).reshape(3, 4)  # distinct: no ties in a window
+POOL_SRC = _pool_rng.uniform(-1, 1, (3, 2)).astype(F32)
+M34 = _pool_rng.uniform(-1, 1, (3, 4)).astype(F32)
 
 
 @dataclasses.dataclass
@@ -184,6 +189,15 @@ ROWS = [
                                                          "SAME"), (DISTINCT,)),
     Row("reduce_window_min", lambda x: lax.reduce_window(x, np.inf, lax.min, (3,), (2,),
                                                          ((1, 1),), None, (1,)), (DISTINCT,)),
+    Row("reduce_window_max-dilated", lambda m: lax.reduce_window(
+        m, -np.inf, lax.max, (2, 2), (1, 1), "SAME", (1, 2), (2, 1)), (POOL,)),
+    # max/min pooling's derivatives: linear in their first argument, the operand fixed
+    Row("select_and_scatter_add", lambda s: lax.select_and_scatter_add_p.bind(
+        s, POOL, select_prim=lax.ge_p, window_dimensions=(2, 2), window_strides=(1, 2),
+        padding=((1, 0), (0, 1))), (POOL_SRC,)),
+    Row("select_and_gather_add", lambda t: lax.select_and_gather_add_p.bind(
+        t, POOL, select_prim=lax.le_p, window_dimensions=(2, 2), window_strides=(1, 1),
+        padding=((0, 1), (1, 0)), base_dilation=(1, 2), window_dilation=(2, 1)), (M34,)),
     Row("sort", lambda x: lax.sort(x), (DISTINCT,)),
     Row("sort_key_val", lambda k, v: lax.sort_key_val(k, v), (DISTINCT, _u(-1, 1, (4,)))),
     Row("top_k", lambda x: lax.top_k(x, 2)[0], (DISTINCT,)),
@@ -330,6 +344,8 @@ EXEMPT = {
     "scaled_dot": "JAX defines no derivative for lax.scaled_dot",
     "reduce_window": "a general computation has no derivative (sum/max/min have their own "
                      "primitives, which do)",
+    "select_and_scatter": "JAX defines no derivative for the general form (its add form, "
+                          "select_and_scatter_add, has one)",
 }
 # Primitives with a zero derivative everywhere (defjvp_zero) need no numerical row.
 _LINEAR_NAMES = {  # linear in some argument: need a transpose rule (besides ad.linear_primitives)
@@ -338,7 +354,7 @@ _LINEAR_NAMES = {  # linear in some argument: need a transpose rule (besides ad.
     "slice", "pad", "dynamic_slice", "dynamic_update_slice", "gather", "scatter-add",
     "scatter-sub", "select_n", "convert_element_type", "real", "imag", "complex", "conj",
     "copy", "reduce_precision", "psum", "all_gather", "ppermute", "reduce_scatter",
-    "all_to_all", "div",
+    "all_to_all", "div", "select_and_scatter_add", "select_and_gather_add",
 }
 
 

@@ -307,6 +307,13 @@ ROWS = [
     Row("reduce_window_general", lambda x, y: lax.reduce_window(
         (x, y), (0.0, 1.0), lambda a, b: (lax.add(a[0], b[0]), lax.mul(a[1], b[1])), (2,),
         (1,), "VALID"), args(f32(4), f32(4)), [0, (0, None), (None, 0)]),
+    Row("select_and_scatter_add", lambda s, x: lax.select_and_scatter_add_p.bind(
+        s, x, select_prim=lax.ge_p, window_dimensions=(2, 2), window_strides=(1, 2),
+        padding=((1, 0), (0, 1))), args(f32(3, 2), f32(3, 4)), _both(2)),
+    Row("select_and_gather_add", lambda t, x: lax.select_and_gather_add_p.bind(
+        t, x, select_prim=lax.le_p, window_dimensions=(2, 2), window_strides=(1, 1),
+        padding=((0, 1), (1, 0)), base_dilation=(1, 2), window_dilation=(2, 1)),
+        args(f32(3, 4), f32(3, 4)), _both(2)),
     Row("reduce_min", lambda x: lax.reduce_min(x, (0,)), args(f32(2, 3)), [0, 1, -1]),
     Row("reduce_prod", lambda x: lax.reduce_prod(x, (0, 1)), args(f32(2, 3)), [0, 1, -1]),
     Row("reduce_and", lambda x: lax.reduce_and(lax.gt(x, 0.0), (1,)), args(f32(2, 3))),
@@ -518,6 +525,8 @@ NO_RULE = {
     # JAX defines no batching rule for XLA's stateful generator either: a batch of draws is
     # one draw of the batched shape, which vmap of a bound scalar range cannot express.
     "rng_uniform": "stateful; JAX has no batching rule for it",
+    # JAX batches only the add form (select_and_scatter_add), which all of its uses bind.
+    "select_and_scatter": "JAX has no batching rule for the general form",
 }
 
 # Primitives with a batching rule exercised by other test files (named here).

@@ -1,14 +1,18 @@
 """Windowed reductions: ``lax.reduce_window`` and its primitives ``reduce_window_sum_p``,
 ``reduce_window_max_p``, ``reduce_window_min_p`` and the general ``reduce_window_p`` (a
-traced computation over pytrees of operands), as in ``jax.lax``. Pooling layers (Flax's
-``avg_pool``/``max_pool``) are built on them.
+traced computation over pytrees of operands), as in ``jax.lax``, with the select-and-scatter
+primitives that differentiate the max and min. Pooling layers (Flax's ``avg_pool``/
+``max_pool``) are built on them.
 
-All lower to one ``stablehlo.reduce_window``. The sum is linear: its transpose spreads each
-output's cotangent back over its window, which is itself a windowed sum of the cotangent
-dilated by the strides. The max and min differentiate as JAX's do (the tangent at the
-window's first extremum), written with differentiable pads and strided slices, one per window
-offset. The windows are small (pooling), so no select-and-scatter primitive is needed, and
-the same rule transposes for reverse mode.
+The reductions lower to one ``stablehlo.reduce_window``. The sum is linear: its transpose
+spreads each output's cotangent back over its window, which is itself a windowed sum of the
+cotangent dilated by the strides. The max and min differentiate as JAX's do:
+``select_and_gather_add_p`` takes, in each window, the tangent where the operand is selected
+(its maximum for ``ge_p``, minimum for ``le_p``; a two-operand reduce_window), and transposes
+into ``select_and_scatter_add_p``, which adds each cotangent back at that position (the
+general ``select_and_scatter_p``, ``stablehlo.select_and_scatter``). XLA's select_and_scatter
+has no window dilation, so for dilated windows (where JAX refuses the VJP) the transpose is
+written with one strided slice per window offset.
 """
 from __future__ import annotations
 
@@ -21,15 +25,17 @@ import numpy as np
 
 from jaxkit import core, dtypes, tree_util
 from jaxkit.interpreters import ad, batching, dispatch, mlir
+from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax.convolution import padtype_to_pads
 from jaxkit.lax.reductions import _get_max_identity, _get_min_identity, _reduction_jaxpr
 from jaxkit.lax.slicing import pad, slice
-from jaxkit.lax.standard import standard_primitive
+from jaxkit.lax.standard import _all_weak, standard_primitive
 
 __all__ = ["reduce_window", "reduce_window_max_p", "reduce_window_min_p", "reduce_window_p",
-           "reduce_window_shape_tuple", "reduce_window_sum_p"]
+           "reduce_window_shape_tuple", "reduce_window_sum_p", "select_and_gather_add_p",
+           "select_and_scatter_add_p", "select_and_scatter_p"]
 
 
 # ---- shapes ---------------------------------------------------------------------------------
@@ -52,20 +58,20 @@ def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: S
 
 
 def _check_params(shape, window_dimensions, window_strides, padding, base_dilation,
-                  window_dilation):
+                  window_dilation, prim_name="reduce_window"):
     ndim = len(shape)
     for name, value in (("window_dimensions", window_dimensions),
                         ("window_strides", window_strides), ("padding", padding),
                         ("base_dilation", base_dilation),
                         ("window_dilation", window_dilation)):
         if len(value) != ndim:
-            raise TypeError(f"reduce_window: {name} must have one entry per operand "
+            raise TypeError(f"{prim_name}: {name} must have one entry per operand "
                             f"dimension ({ndim}), got {tuple(value)}.")
     for name, value in (("window_dimensions", window_dimensions),
                         ("window_strides", window_strides), ("base_dilation", base_dilation),
                         ("window_dilation", window_dilation)):
         if any(v < 1 for v in value):
-            raise TypeError(f"reduce_window: {name} must be positive, got {tuple(value)}.")
+            raise TypeError(f"{prim_name}: {name} must be positive, got {tuple(value)}.")
 
 
 def _shape_rule(x, *, window_dimensions, window_strides, padding, base_dilation,
@@ -103,16 +109,15 @@ def _monoid_lowering(op_class, identity):
 
 
 # ---- batching: the batch axis gets a window of one ------------------------------------------
-def _widen(params, at: int):
-    def ins(seq, value):
-        seq = list(seq)
-        seq.insert(at, value)
-        return tuple(seq)
-    return dict(window_dimensions=ins(params["window_dimensions"], 1),
-                window_strides=ins(params["window_strides"], 1),
-                padding=ins(params["padding"], (0, 0)),
-                base_dilation=ins(params["base_dilation"], 1),
-                window_dilation=ins(params["window_dilation"], 1))
+_UNIT_WINDOW = dict(window_dimensions=1, window_strides=1, padding=(0, 0), base_dilation=1,
+                    window_dilation=1)
+
+
+def _widen(params, at: int) -> dict:
+    """``params`` with a new dimension at ``at`` that every window covers alone; parameters
+    that are not about windows (``select_prim``) pass through."""
+    return {k: tuple(v[:at]) + (_UNIT_WINDOW[k],) + tuple(v[at:]) if k in _UNIT_WINDOW else v
+            for k, v in params.items()}
 
 
 def _monoid_batch(prim):
@@ -167,23 +172,11 @@ def _windows(x, fill, window_dimensions, window_strides, padding, base_dilation,
     return views
 
 
-def _chooser_jvp(prim, better, identity):
-    def rule(primals, tangents, **params):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x, **params)
-        if type(t) is ad.Zero:
-            return out, ad.Zero(core.get_aval(out).to_tangent_aval())
-        dtype = core.get_aval(x).dtype
-        shape = core.get_aval(out).shape
-        args = (params["window_dimensions"], params["window_strides"], params["padding"],
-                params["base_dilation"], params["window_dilation"], shape)
-        xs = _windows(x, np.asarray(identity(dtype), dtype)[()], *args)
-        ts = _windows(t, np.zeros((), core.get_aval(t).dtype)[()], *args)
-        best, t_out = xs[0], ts[0]
-        for xv, tv in zip(xs[1:], ts[1:]):  # the first extremum wins ties, as in JAX
-            take = better(xv, best)
-            best, t_out = ew.select(take, xv, best), ew.select(take, tv, t_out)
-        return out, t_out
+def _chooser_jvp(select_prim):
+    """The tangent of a windowed max (min): in each window, the tangent at the operand's
+    selected position, as JAX's ``select_and_gather_add``."""
+    def rule(t, x, **params):
+        return select_and_gather_add_p.bind(t, x, select_prim=select_prim, **params)
     return rule
 
 
@@ -211,12 +204,10 @@ reduce_window_sum_p = _monoid_primitive("reduce_window_sum", hlo.AddOp, lambda d
 ad.deflinear2(reduce_window_sum_p, _sum_transpose)
 reduce_window_max_p = _monoid_primitive("reduce_window_max", hlo.MaxOp, _get_max_identity,
                                         _is_ordered)
-ad.defjvp_rule(reduce_window_max_p, _chooser_jvp(reduce_window_max_p, ew.gt,
-                                                 _get_max_identity))
+ad.defjvp(reduce_window_max_p, _chooser_jvp(ew.ge_p))
 reduce_window_min_p = _monoid_primitive("reduce_window_min", hlo.MinOp, _get_min_identity,
                                         _is_ordered)
-ad.defjvp_rule(reduce_window_min_p, _chooser_jvp(reduce_window_min_p, ew.lt,
-                                                 _get_min_identity))
+ad.defjvp(reduce_window_min_p, _chooser_jvp(ew.le_p))
 
 
 # ---- the general reduce_window: a traced computation over several operands -----------------
@@ -329,3 +320,272 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable,
     closed, out_tree = _reduction_jaxpr(computation, init_avals, init_tree)
     outs = reduce_window_p.bind(*flat_operands, *flat_inits, jaxpr=closed, **params)
     return tree_util.tree_unflatten(out_tree, outs)
+
+
+# ---- select-and-scatter: the derivatives of max/min pooling, as JAX writes them ------------
+def _check_select_prim(name: str, select_prim) -> None:
+    if select_prim is not ew.ge_p and select_prim is not ew.le_p:
+        raise TypeError(f"{name}: select_prim must be lax.ge_p (select the maximum) or "
+                        f"lax.le_p (select the minimum), got {select_prim!r}.")
+
+
+def _check_windows(name: str, shape, window_dimensions, window_strides, padding) -> None:
+    ones = (1,) * len(shape)
+    _check_params(shape, window_dimensions, window_strides, padding, ones, ones, name)
+
+
+def _check_source(name: str, source, operand, window_dimensions, window_strides, padding):
+    expected = reduce_window_shape_tuple(operand.shape, window_dimensions, window_strides,
+                                         padding)
+    if source.shape != expected:
+        raise TypeError(f"{name}: source must have the shape of the windowed operand, "
+                        f"{expected} for operand shape {operand.shape}, window_dimensions "
+                        f"{tuple(window_dimensions)}, window_strides {tuple(window_strides)} "
+                        f"and padding {tuple(padding)}; got {source.shape}.")
+    if source.dtype != operand.dtype:
+        raise TypeError(f"{name}: source and operand must have the same dtype, got "
+                        f"{source.dtype.name} and {operand.dtype.name}.")
+
+
+def _selection_identity(select_prim: core.Primitive, dtype: np.dtype) -> Any:
+    """The value a window selects only when nothing else is there: the identity of the max
+    (``ge_p``) or of the min (``le_p``). Padding holds it."""
+    identity = _get_max_identity if select_prim is ew.ge_p else _get_min_identity
+    return np.asarray(identity(dtype), dtype)[()]
+
+
+def _batch_at_front(prim: core.Primitive):
+    """Batch dimension first, covered by windows of one."""
+    def rule(axis_data, args, dims, **params):
+        size = batching.batch_size(args, dims)
+        args = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+        return prim.bind(*args, **_widen(params, 0)), 0
+    return rule
+
+
+# ---- select_and_scatter: the general form, with traced select and scatter computations ------
+def _scalar_jaxpr(name: str, fn: Callable, aval: core.ShapedArray,
+                  out_dtype: np.dtype) -> tuple[core.Jaxpr, tuple]:
+    """``fn`` of two scalars of ``aval``, traced; it must return one scalar of ``out_dtype``."""
+    jaxpr, consts = pe.trace_to_jaxpr(lambda x, y: [fn(x, y)], [aval, aval])
+    if any(isinstance(c, core.Tracer) for c in consts):
+        raise NotImplementedError(f"select_and_scatter: the {name} computation can't close over "
+                                  "traced values.")
+    outs = [a.strip_weak_type() for a in jaxpr.out_avals]
+    if outs != [core.ShapedArray((), out_dtype)]:
+        raise TypeError(f"select_and_scatter: the {name} computation must return one "
+                        f"{np.dtype(out_dtype).name}[] scalar, got "
+                        f"{[a.str_short() for a in outs]}.")
+    return jaxpr, tuple(consts)
+
+
+def _select_and_scatter(operand: Any, select: Callable, window_dimensions: Sequence[int],
+                        window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
+                        source: Any, init_value: Any, scatter: Callable) -> Any:
+    """Start from an operand-shaped array of ``init_value``; for each window of ``operand``,
+    pick one position (``select(current, candidate)`` true keeps the current pick, window
+    elements in row-major order) and combine that window's ``source`` element into it with
+    ``scatter``. Private, as in JAX. Lowers to ``stablehlo.select_and_scatter``."""
+    aval = core.get_aval(init_value).strip_weak_type()
+    if aval.shape != ():  # before tracing the computations at it, which would blame them
+        raise TypeError(f"select_and_scatter: init_value must be a scalar of the operand's "
+                        f"dtype, got {aval.str_short()}.")
+    select_jaxpr, select_consts = _scalar_jaxpr("select", select, aval, np.dtype(np.bool_))
+    scatter_jaxpr, scatter_consts = _scalar_jaxpr("scatter", scatter, aval, aval.dtype)
+    return select_and_scatter_p.bind(
+        operand, source, init_value, select_jaxpr=select_jaxpr, select_consts=select_consts,
+        scatter_jaxpr=scatter_jaxpr, scatter_consts=scatter_consts,
+        window_dimensions=tuple(int(w) for w in window_dimensions),
+        window_strides=tuple(int(s) for s in window_strides), padding=_as_pairs(padding))
+
+
+def _select_and_scatter_shape_rule(operand, source, init_value, *, select_jaxpr, select_consts,
+                                   scatter_jaxpr, scatter_consts, window_dimensions,
+                                   window_strides, padding):
+    name = "select_and_scatter"
+    _check_windows(name, operand.shape, window_dimensions, window_strides, padding)
+    _check_source(name, source, operand, window_dimensions, window_strides, padding)
+    if init_value.shape != () or init_value.dtype != operand.dtype:
+        raise TypeError(f"{name}: init_value must be a scalar of the operand's dtype "
+                        f"{operand.dtype.name}, got {init_value.str_short()}.")
+    return operand.shape
+
+
+def _select_and_scatter_lowering(ctx, operand, source, init_value, *, select_jaxpr,
+                                 select_consts, scatter_jaxpr, scatter_consts,
+                                 window_dimensions, window_strides, padding):
+    aval = ctx.avals_in[0]
+    pads = np.asarray(padding, np.int64).reshape(aval.ndim, 2)
+    op = hlo.SelectAndScatterOp(
+        mlir.aval_to_ir_type(ctx.avals_out[0]), operand, source, init_value,
+        window_dimensions=mlir.i64_attr(window_dimensions),
+        window_strides=mlir.i64_attr(window_strides),
+        padding=ir.DenseIntElementsAttr.get(pads, shape=[aval.ndim, 2]))
+    scalar = mlir.aval_to_ir_type(core.ShapedArray((), aval.dtype))
+    for region, jaxpr, consts in ((op.select, select_jaxpr, select_consts),
+                                  (op.scatter, scatter_jaxpr, scatter_consts)):
+        block = region.blocks.append(scalar, scalar)
+        with ir.InsertionPoint(block):
+            hlo.ReturnOp(mlir.closed_subcomp(ctx.module_context, core.ClosedJaxpr(jaxpr, consts),
+                                             *block.arguments))
+    return op.result
+
+
+select_and_scatter_p = standard_primitive(_select_and_scatter_shape_rule,
+                                          lambda operand, *_, **__: operand.dtype,
+                                          "select_and_scatter", _all_weak)
+# No JVP and no batching rule, as in JAX: only its add form is differentiated and batched.
+mlir.register_lowering(select_and_scatter_p, _select_and_scatter_lowering)
+
+
+# ---- select_and_scatter_add: source added at each window's max (ge_p) or min (le_p) ---------
+def _select_and_scatter_add_shape_rule(source, operand, *, select_prim, window_dimensions,
+                                       window_strides, padding):
+    name = "select_and_scatter_add"
+    _check_select_prim(name, select_prim)
+    _check_windows(name, operand.shape, window_dimensions, window_strides, padding)
+    _check_source(name, source, operand, window_dimensions, window_strides, padding)
+    return operand.shape
+
+
+def _select_and_scatter_add_by_general(source, operand, *, select_prim, window_dimensions,
+                                       window_strides, padding):
+    """The general select_and_scatter over the operand padded explicitly with the selection
+    identity, the padding then cut off: JAX does so on CPU and GPU, where XLA's own padding
+    in select_and_scatter has crashed, and it keeps the results identical to JAX's there."""
+    dtype = core.get_aval(operand).dtype
+    zero = np.zeros((), dtype)[()]
+    padded = pad(operand, _selection_identity(select_prim, dtype),
+                 [(lo, hi, 0) for lo, hi in padding])
+    scatter = ew.bitwise_or if dtype == np.bool_ else ew.add
+    out = _select_and_scatter(padded, select_prim.bind, window_dimensions, window_strides,
+                              ((0, 0),) * len(padding), source, zero, scatter)
+    return pad(out, zero, [(-lo, -hi, 0) for lo, hi in padding])
+
+
+def _select_and_scatter_add_transpose(ct, source, operand, *, select_prim, window_dimensions,
+                                      window_strides, padding):
+    if ad.is_undefined_primal(operand):
+        raise NotImplementedError("select_and_scatter_add is linear in its source only; it "
+                                  "cannot be transposed with respect to the operand.")
+    if type(ct) is ad.Zero:
+        return [ad.Zero(source.aval), None]
+    ones = (1,) * len(window_dimensions)
+    return [select_and_gather_add_p.bind(
+        ct, operand, select_prim=select_prim, window_dimensions=window_dimensions,
+        window_strides=window_strides, padding=padding, base_dilation=ones,
+        window_dilation=ones), None]
+
+
+select_and_scatter_add_p = standard_primitive(
+    _select_and_scatter_add_shape_rule, lambda source, operand, **_: operand.dtype,
+    "select_and_scatter_add", _all_weak)
+# Linear in the source; the operand only decides where it goes (a zero derivative).
+ad.defjvp(select_and_scatter_add_p,
+          lambda g, source, operand, **p: select_and_scatter_add_p.bind(g, operand, **p), None)
+ad.deftranspose(select_and_scatter_add_p, _select_and_scatter_add_transpose)
+batching.defrule(select_and_scatter_add_p, _batch_at_front(select_and_scatter_add_p))
+mlir.register_lowering(select_and_scatter_add_p,
+                       mlir.lower_fun(_select_and_scatter_add_by_general))
+
+
+# ---- select_and_gather_add: each window's tangent at its operand's max (ge_p) or min (le_p) -
+def _select_and_gather_add_shape_rule(tangents, operand, *, select_prim, window_dimensions,
+                                      window_strides, padding, base_dilation, window_dilation):
+    name = "select_and_gather_add"
+    _check_select_prim(name, select_prim)
+    if tangents.shape != operand.shape or tangents.dtype != operand.dtype:
+        raise TypeError(f"{name}: tangents and operand must have the same shape and dtype, "
+                        f"got {tangents.str_short()} and {operand.str_short()}.")
+    _check_params(operand.shape, window_dimensions, window_strides, padding, base_dilation,
+                  window_dilation, name)
+    return reduce_window_shape_tuple(operand.shape, window_dimensions, window_strides, padding,
+                                     base_dilation, window_dilation)
+
+
+def _select_and_gather_add_by_reduce_window(tangents, operand, *, select_prim, **window):
+    """A two-operand reduce_window over (operand, tangents) pairs keeping the selected pair
+    (JAX's portable lowering; its GPU one packs each pair into one wider integer)."""
+    dtype = core.get_aval(operand).dtype
+
+    def keep_selected(a, b):
+        which = select_prim.bind(a[0], b[0])
+        return ew.select(which, a[0], b[0]), ew.select(which, a[1], b[1])
+
+    inits = (_selection_identity(select_prim, dtype), np.zeros((), dtype)[()])
+    return reduce_window((operand, tangents), inits, keep_selected, **window)[1]
+
+
+def _scatter_to_selected(ct, operand, *, select_prim, window_dimensions, window_strides,
+                         padding, base_dilation, window_dilation):
+    """``ct`` added back at each window's selected position when windows are dilated, which
+    XLA's select_and_scatter cannot express (JAX refuses this VJP): per window offset, one
+    strided slice of the padded, dilated operand; the pick follows select_and_scatter (a
+    later element replaces the pick when ``select(pick, element)`` is false); and each
+    offset's share of ``ct`` is put back where its slice read, by the slice's transpose (a
+    pad)."""
+    out_shape = core.get_aval(ct).shape
+    ct_dtype = core.get_aval(ct).dtype
+    views = _windows(operand, _selection_identity(select_prim, core.get_aval(operand).dtype),
+                     window_dimensions, window_strides, padding, base_dilation, window_dilation,
+                     out_shape)
+    pick, chosen = views[0], np.zeros(out_shape, np.int32)
+    for k, view in enumerate(views[1:], 1):
+        move = ew.bitwise_not(select_prim.bind(pick, view))
+        pick = ew.select(move, view, pick)
+        chosen = ew.select(move, np.full(out_shape, k, np.int32), chosen)
+    padded_shape = [(0 if d == 0 else (d - 1) * b + 1) + lo + hi for d, b, (lo, hi) in
+                    zip(core.get_aval(operand).shape, base_dilation, padding)]
+    zero, zeros = np.zeros((), ct_dtype)[()], np.zeros(out_shape, ct_dtype)
+    total = None
+    offsets = itertools.product(*(range(w) for w in window_dimensions))
+    for k, offset in enumerate(offsets):
+        share = ew.select(ew.eq(chosen, np.full(out_shape, k, np.int32)), ct, zeros)
+        config = []
+        for o, wd, n, s, size in zip(offset, window_dilation, out_shape, window_strides,
+                                     padded_shape):
+            extent = (n - 1) * s + 1 if n else 0
+            config.append((o * wd, size - o * wd - extent, s - 1))
+        spread = pad(share, zero, config)
+        total = spread if total is None else ew.add(total, spread)
+    out = pad(total, zero, [(-lo, -hi, 0) for lo, hi in padding])
+    if any(b != 1 for b in base_dilation):
+        out = slice(out, (0,) * len(out_shape), core.get_aval(out).shape, base_dilation)
+    return out
+
+
+def _select_and_gather_add_transpose(ct, tangents, operand, *, select_prim, window_dimensions,
+                                     window_strides, padding, base_dilation, window_dilation):
+    if ad.is_undefined_primal(operand):
+        raise NotImplementedError("select_and_gather_add is linear in its tangents only; it "
+                                  "cannot be transposed with respect to the operand.")
+    if type(ct) is ad.Zero:
+        return [ad.Zero(tangents.aval), None]
+    if any(d != 1 for d in window_dilation):
+        return [_scatter_to_selected(
+            ct, operand, select_prim=select_prim, window_dimensions=window_dimensions,
+            window_strides=window_strides, padding=padding, base_dilation=base_dilation,
+            window_dilation=window_dilation), None]
+    dilated = any(b != 1 for b in base_dilation)
+    if dilated:  # the holes of the dilated operand are never selected over a real element
+        dtype = core.get_aval(operand).dtype
+        operand = pad(operand, _selection_identity(select_prim, dtype),
+                      [(0, 0, b - 1) for b in base_dilation])
+    out = select_and_scatter_add_p.bind(ct, operand, select_prim=select_prim,
+                                        window_dimensions=window_dimensions,
+                                        window_strides=window_strides, padding=padding)
+    if dilated:
+        out = slice(out, (0,) * len(base_dilation), core.get_aval(out).shape, base_dilation)
+    return [out, None]
+
+
+select_and_gather_add_p = standard_primitive(
+    _select_and_gather_add_shape_rule, lambda tangents, operand, **_: operand.dtype,
+    "select_and_gather_add", _all_weak)
+# Linear in the tangents; the operand only decides which one each window takes.
+ad.defjvp(select_and_gather_add_p,
+          lambda g, tangents, operand, **p: select_and_gather_add_p.bind(g, operand, **p), None)
+ad.deftranspose(select_and_gather_add_p, _select_and_gather_add_transpose)
+batching.defrule(select_and_gather_add_p, _batch_at_front(select_and_gather_add_p))
+mlir.register_lowering(select_and_gather_add_p,
+                       mlir.lower_fun(_select_and_gather_add_by_reduce_window))
