@@ -21,6 +21,7 @@ from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in 
 from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.linear_solve import *
 from jaxkit.lax.parallel import *
+from jaxkit.lax.parallel_extra import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.rng import *
 from jaxkit.lax.sharding import *
@@ -59,6 +60,7 @@ _STAR_MODULES = (
     "linear_solve",
     "loops",
     "parallel",
+    "parallel_extra",
     "reductions",
     "rng",
     "sharding",
