@@ -232,9 +232,11 @@ def _ragged_transpose(ct, operand, output, input_offsets, send_sizes, output_off
                                               axis_index_groups=axis_index_groups)
     if ad.is_undefined_primal(output):
         rows = np.shape(ct)[0]
-        row = broadcasted_iota(np.int32, (rows, 1), 0)
-        start = reshape(convert_element_type(recv_at, np.int32), (1, -1))
-        stop = add(start, reshape(convert_element_type(recv_sizes, np.int32), (1, -1)))
+        k = np.shape(recv_at)[0]
+        row = broadcasted_iota(np.int32, (rows, k), 0)
+        start = broadcast_in_dim(convert_element_type(recv_at, np.int32), (rows, k), (1,))
+        stop = add(start, broadcast_in_dim(convert_element_type(recv_sizes, np.int32),
+                                           (rows, k), (1,)))
         overwritten = reduce_or(bitwise_and(ge(row, start), lt(row, stop)), (1,))
         mask = broadcast_in_dim(overwritten, np.shape(ct), (0,))
         output_ct = select(mask, zeros_like_array(ct), ct)
@@ -276,9 +278,10 @@ def _ragged_batcher(axis_data, vals, dims, *, axis_name, axis_index_groups):
 
     tables[0] = shifted(tables[0], n_rows)
     tables[2] = shifted(tables[2], m_rows)
-    flat = [reshape(t, (-1,)) for t in tables]
-    out = ragged_all_to_all_p.bind(reshape(operand, (-1, *operand.shape[2:])),
-                                   reshape(output, (-1, *output.shape[2:])), *flat, **params)
+    flat = [reshape(t, (t.shape[0] * b,)) for t in tables]
+    out = ragged_all_to_all_p.bind(reshape(operand, (b * n_rows, *operand.shape[2:])),
+                                   reshape(output, (b * m_rows, *output.shape[2:])), *flat,
+                                   **params)
     return reshape(out, output.shape), 0
 
 
