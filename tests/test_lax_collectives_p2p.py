@@ -424,6 +424,9 @@ def test_psend_precv_errors_match_jax_on_cpu(oracle):
     # over the vmapped axis there is nothing to send between (JAX fails with an assertion)
     with pytest.raises(NotImplementedError, match="vmapped axis"):
         vmap(lambda v: lax.psend(v, "i", PERM), axis_name="i")(X)
+    with pytest.raises(NotImplementedError, match="precv over a vmapped axis"):
+        vmap(lambda v: lax.precv(np.zeros((), np.bool_), jaxkit.ShapeDtypeStruct(
+            (3,), np.float32), "i", PERM), axis_name="i")(X)
 
 
 def test_psend_under_plain_vmap_keeps_one_send():
