@@ -218,8 +218,7 @@ def _ragged_transpose(ct, operand, output, input_offsets, send_sizes, output_off
         operand_ct = ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None
         output_ct = ad.Zero(output.aval) if ad.is_undefined_primal(output) else None
         return [operand_ct, output_ct, None, None, None, None]
-    # Where this index's rows went: the receivers' offsets, exchanged back.
-    def exchange(t):
+    def exchange(t):  # the senders' view of a table <-> the receivers' view
         return all_to_all(t, axis_name, 0, 0, axis_index_groups=axis_index_groups, tiled=True)
 
     recv_at = exchange(output_offsets)  # where this index received its rows
