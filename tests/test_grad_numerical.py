@@ -42,6 +42,9 @@ G = _u(1.2, 3.0)              # > 1
 M = _u(-1.0, 1.0, (2, 3))
 M2 = _u(-1.0, 1.0, (3, 2))
 Z = (_u(-1, 1) + 1j * _u(-1, 1)).astype(C64)
+# ragged_all_to_all tables for an axis of size 2 (JAX's docstring example), one per index
+_RAGGED_TABLES = tuple(np.array(t, np.int32) for t in (
+    [[0, 1], [0, 1]], [[1, 2], [1, 1]], [[0, 0], [1, 2]], [[1, 1], [2, 1]]))
 DISTINCT = np.array([0.3, -1.1, 0.8, 2.0], F32)  # no ties for max/min/sort
 IDX = np.array([[2], [0]], np.int32)
 # Pooling inputs from a generator of their own, so the other rows keep their values.
@@ -240,6 +243,16 @@ ROWS = [
         (_u(-1, 1, (2, 4)),)),
     Row("all_to_all", lambda x: vmap(lambda y: lax_parallel.all_to_all(y, "i", 0, 0, tiled=True), axis_name="i")(x),
         (_u(-1, 1, (2, 4)),)),
+    Row("pbroadcast", lambda x: vmap(lambda y: lax.pbroadcast(y, "i", 1), axis_name="i")(x), (M,)),
+    # vmap(grad) puts the JVP trace inside the vmap: pbroadcast's own transpose runs
+    Row("pbroadcast_transpose", lambda x: vmap(grad(lambda y: lax.reduce_sum(lax.mul(
+        lax.pbroadcast(y, "i", 1), y), (0,))), axis_name="i")(x), (M,)),
+    Row("ragged_all_to_all", lambda a, b: vmap(lambda u, v, *t: lax.ragged_all_to_all(
+        u, v, *t, axis_name="i"), axis_name="i")(a, b, *_RAGGED_TABLES),
+        (_u(-1, 1, (2, 3, 2)), _u(-1, 1, (2, 4, 2)))),
+    Row("ragged_all_to_all_transpose", lambda a, b: vmap(grad(lambda u, v, *t: lax.reduce_sum(
+        lax.square(lax.ragged_all_to_all(u, v, *t, axis_name="i")), (0, 1)), argnums=(0, 1)),
+        axis_name="i")(a, b, *_RAGGED_TABLES), (_u(-1, 1, (2, 3, 2)), _u(-1, 1, (2, 4, 2)))),
     # compositions: chains of rules, and jit inside
     Row("composition", lambda x, y: lax.reduce_sum(lax.mul(lax.sin(x), lax.exp(lax.mul(x, y))), (0,)), (X, P)),
     Row("jit_inside", jaxkit.jit(lambda x, y: lax.mul(lax.sin(x), y)), (X, P)),
@@ -342,6 +355,8 @@ EXEMPT = {
     "ormqr": "JAX defines no derivative (differentiate lax.linalg.qr)",
     "rng_uniform": "JAX defines no derivative (XLA's stateful generator)",
     "scaled_dot": "JAX defines no derivative for lax.scaled_dot",
+    "psend": "JAX defines no derivative for psend (it returns an ordering token)",
+    "precv": "JAX defines no derivative for precv",
     "reduce_window": "a general computation has no derivative (sum/max/min have their own "
                      "primitives, which do)",
     "select_and_scatter": "JAX defines no derivative for the general form (its add form, "
@@ -355,6 +370,7 @@ _LINEAR_NAMES = {  # linear in some argument: need a transpose rule (besides ad.
     "scatter-sub", "select_n", "convert_element_type", "real", "imag", "complex", "conj",
     "copy", "reduce_precision", "psum", "all_gather", "ppermute", "reduce_scatter",
     "all_to_all", "div", "select_and_scatter_add", "select_and_gather_add",
+    "pbroadcast", "ragged_all_to_all",
 }
 
 

@@ -546,6 +546,10 @@ EXERCISED_ELSEWHERE = {
     "check": "test_ecosystem.py (checkify under vmap names the failing mapped index)",
     "composite": "test_lax_composite.py (vmap of a composite against the unbatched calls)",
     "rng_bit_generator": "test_lax_staging.py (JAX's rule: the first key draws the batch)",
+    "ragged_all_to_all": "test_lax_collectives_p2p.py (over the vmapped axis name and a plain "
+                         "vmap of it inside pmap, against NumPy)",
+    "psend": "test_lax_collectives_p2p.py (plain vmap keeps one send; over its axis it raises)",
+    "precv": "test_lax_collectives_p2p.py (vmap over its axis raises, as it needs devices)",
     "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",
     "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",
 }
@@ -679,11 +683,12 @@ COLLECTIVES = [
     ("psum_scatter", lambda L, x: L.psum_scatter(x, "i", scatter_dimension=1, tiled=True)),
     ("ppermute", lambda L, x: L.ppermute(x, "i", [(0, 1), (1, 2), (2, 0)])),
     ("all_to_all", lambda L, x: L.all_to_all(x, "i", 1, 0)),
+    ("pbroadcast", lambda L, x: L.pbroadcast(x, "i", 1)),
     ("axis_index", lambda L, x: L.mul(x, L.convert_element_type(L.axis_index("i"),
                                                                 np.float32))),
 ]
 COLLECTIVE_PRIMS = {"psum", "pmax", "pmin", "all_gather", "reduce_scatter", "ppermute",
-                    "all_to_all", "axis_index"}
+                    "all_to_all", "axis_index", "pbroadcast"}
 
 
 def _parallel():

@@ -23,6 +23,7 @@ from jaxkit.lax import linalg  # noqa: F401  (lax.linalg.eig, a submodule as in 
 from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.linear_solve import *
 from jaxkit.lax.parallel import *
+from jaxkit.lax.parallel_extra import *
 from jaxkit.lax.ragged_dot import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.rng import *
@@ -65,6 +66,7 @@ _STAR_MODULES = (
     "linear_solve",
     "loops",
     "parallel",
+    "parallel_extra",
     "ragged_dot",
     "reductions",
     "rng",
