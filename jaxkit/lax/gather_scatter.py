@@ -454,9 +454,9 @@ def _trace_update_jaxpr(computation: Callable, dtype: np.dtype, unary: bool
         out = computation(x) if unary else computation(x, y)
         try:
             out_aval = core.get_aval(out)
-        except TypeError:
-            raise TypeError(f"scatter_apply: func must return an array, got {type(out).__name__}"
-                            f" from {name}: {out!r}") from None
+        except TypeError:  # (ValueError, as JAX raises for it)
+            raise ValueError(f"scatter_apply: func must return an array, got "
+                             f"{type(out).__name__} from {name}: {out!r}") from None
         if out_aval.shape != () or out_aval.dtype != dtype:
             raise TypeError(f"scatter_apply: func must map a scalar of the operand's type "
                             f"{aval.str_short()} to the same type, but {name} returns "
