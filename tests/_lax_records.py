@@ -208,6 +208,14 @@ SLICING = [
     Case("scatter_int_clip", "scatter",
          lambda l, x, i, u: l.scatter(x, i, u, _sdn(l, **ROW_SCATTER), mode="clip"),
          _args(_ints(9, 5, 3), OOB_IDX, _ints(9, 4, 3))),
+    Case("scatter_apply_rows", "scatter",
+         lambda l, x, i: l.scatter_apply(x, i, l.sin, _sdn(l, **ROW_SCATTER), update_shape=(3, 3)),
+         _args(f32(5, 3), DUP_IDX), batch=[(0, None, None), (None, 0, None), (1, 0, None)]),
+    Case("scatter_apply_points_clip", "scatter",
+         lambda l, x, i: l.scatter_apply(x, i, lambda v: v * 2 - 1, _sdn(l, **POINT_SCATTER),
+                                         update_shape=(4,), mode="clip"),
+         _args(_ints(9, 5, 3), lambda rng: np.array([[0, 1], [4, 2], [9, 9], [0, 1]], np.int32)),
+         batch=[(0, None, None), (None, 0, None), (0, 0, 0)]),
 ]
 
 

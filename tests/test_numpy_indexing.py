@@ -91,6 +91,14 @@ def test_at_updates(name, method):
     assert_same(got, want, rtol=1e-5, what=f"{name}.{method}")
 
 
+@pytest.mark.parametrize("name", [n for n in INDEXES if n not in ("empty array",)])
+def test_at_apply(name):
+    # Through lax.scatter_apply (func applied once per occurrence of an index), as in JAX.
+    want = jjnp.asarray(X).at[_idx(name, jjnp)].apply(lambda v: v * 2 + 1)
+    got = jnp.asarray(X).at[_idx(name, jnp)].apply(lambda v: v * 2 + 1)
+    assert_same(got, want, what=f"{name}.apply")
+
+
 @pytest.mark.parametrize("name", ["int", "slice", "reverse", "array", "broadcast arrays",
                                   "split arrays", "mask", "newaxes", "neg step"])
 def test_at_set_array_values_and_jit(name):

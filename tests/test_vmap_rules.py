@@ -358,6 +358,9 @@ ROWS = [
         args(f32(4, 3), i32(0, 4, 2, 1), f32(2, 3)), _both(3)),
     Row("scatter-max", lambda x, idx, u: lax.scatter_max(x, idx, u, S_DN, mode="drop"),
         args(f32(4, 3), i32(-1, 5, 2, 1), f32(2, 3)), _both(3)),
+    Row("scatter_apply", lambda x, idx: lax.scatter_apply(x, idx, lax.exp, S_DN,
+                                                           update_shape=(3, 3), mode="clip"),
+        args(f32(4, 3), i32(-1, 5, 3, 1)), _both(2)),
     # elementwise primitives with params
     Row("integer_pow", lambda x: lax.integer_pow(x, 3), args(f32(2, 3))),
     Row("round", lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)

@@ -2,27 +2,33 @@
 
 ``gather`` reads slices of an operand at traced start indices; the ``scatter`` family
 (``scatter`` and ``scatter_add``/``sub``/``mul``/``min``/``max``) writes, or combines, slices of
-updates into it. The index vector is always the last axis of the indices (``index_vector_dim``
-is implicit, as in JAX). Batched indices are expressed with StableHLO's
-``operand_batching_dims``, which is also how the batching rules vectorise these primitives.
+updates into it; ``scatter_apply`` applies a unary function at the indices instead. As in JAX,
+every scatter primitive carries its scalar combiner as a jaxpr (``update_jaxpr``, with its
+constants ``update_consts``; ``None`` for ``scatter``, whose updates replace), and one lowering
+builds the body of ``stablehlo.scatter`` from it. The index vector is always the last axis of
+the indices (``index_vector_dim`` is implicit, as in JAX). Batched indices are expressed with
+StableHLO's ``operand_batching_dims``, which is also how the batching rules vectorise these
+primitives.
 
 One module because their rules refer to each other: gather is linear in its operand and
 transposes to ``scatter_add``; ``scatter_add`` and ``scatter_sub`` are linear in operand and
 updates and transpose to gather. ``scatter``, ``scatter_mul``, ``scatter_min`` and
 ``scatter_max`` have JAX's JVP rules (updates that lose a collision get no tangent; ties of
-min/max share the tangent equally). Dimension numbers, modes and checks are in
-``gather_scatter_dims.py``.
+min/max share the tangent equally); ``scatter_apply`` is not differentiable, as in JAX.
+Dimension numbers, modes and checks are in ``gather_scatter_dims.py``.
 """
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax import reductions
@@ -34,7 +40,7 @@ from jaxkit.lax.gather_scatter_dims import (GatherDimensionNumbers, GatherScatte
 from jaxkit.lax.standard import _first_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import (broadcast_in_dim, convert_element_type, full, full_like, iota,
                                    reshape)
-from jaxkit.typing import Array, ArrayLike
+from jaxkit.typing import Array, ArrayLike, Shape
 
 
 # ---- gather --------------------------------------------------------------------------------
@@ -251,8 +257,8 @@ mlir.register_lowering(gather_p, _gather_lowering)
 
 
 # ---- scatter family: shared rules ----------------------------------------------------------
-def _scatter_shape_rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-                        unique_indices, mode):
+def _scatter_shape_rule(operand, indices, updates, *, update_jaxpr, update_consts,
+                        dimension_numbers, indices_are_sorted, unique_indices, mode):
     """The checks of XLA's ShapeInference::InferScatterShape, with JAX's messages."""
     dn = dimension_numbers
     window_dims, inserted = dn.update_window_dims, dn.inserted_window_dims
@@ -340,8 +346,9 @@ def _zeros(x):
     return full_like(x, 0)
 
 
-def _scatter_batch(prim, axis_data, args, dims, *, dimension_numbers, indices_are_sorted,
-                   unique_indices, mode):
+def _scatter_batch(prim, axis_data, args, dims, *, update_jaxpr, update_consts,
+                   dimension_numbers, indices_are_sorted, unique_indices, mode):
+    # The combiner is scalar, so it is the same for the batched scatter.
     (operand, indices, updates), (operand_bdim, indices_bdim, updates_bdim) = args, dims
     dn = dimension_numbers
     size = batching.batch_size(args, dims)
@@ -362,7 +369,8 @@ def _scatter_batch(prim, axis_data, args, dims, *, dimension_numbers, indices_ar
             scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
             operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
             scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims))
-    return prim.bind(operand, indices, updates, dimension_numbers=dnums,
+    return prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                     update_consts=update_consts, dimension_numbers=dnums,
                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                      mode=mode), 0
 
@@ -381,48 +389,100 @@ def _clamp_scatter_indices(ctx, operand_aval, indices, updates_aval, dn):
     return hlo.ClampOp(zero, indices, upper).result
 
 
-def _scatter_lowering(combine):
-    """``combine(current, update)`` builds the StableHLO body that merges an update into the
-    operand (``None``: the update replaces it)."""
+def _scatter_lowering(ctx, operand, indices, updates, *, update_jaxpr, update_consts,
+                      dimension_numbers, indices_are_sorted, unique_indices, mode):
+    """One ``stablehlo.scatter`` whose body is ``update_jaxpr(current, update)`` lowered inline
+    (``None``: the update replaces the current value)."""
+    dn = dimension_numbers
+    operand_aval, _, updates_aval = ctx.avals_in
+    if mode == GatherScatterMode.CLIP:
+        indices = _clamp_scatter_indices(ctx, operand_aval, indices, updates_aval, dn)
+    # FILL_OR_DROP and PROMISE_IN_BOUNDS: XLA drops out-of-bounds windows itself.
+    dnums = hlo.ScatterDimensionNumbers.get(
+        update_window_dims=list(dn.update_window_dims),
+        inserted_window_dims=list(dn.inserted_window_dims),
+        input_batching_dims=list(dn.operand_batching_dims),
+        scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
+        scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),
+        index_vector_dim=ctx.avals_in[1].ndim - 1)
+    op = hlo.ScatterOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [operand], indices,
+                       [updates], dnums,
+                       indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
+                       unique_indices=ir.BoolAttr.get(unique_indices))
+    scalar = mlir.aval_to_ir_type(core.ShapedArray((), operand_aval.dtype))
+    block = op.update_computation.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        current, update = block.arguments
+        if update_jaxpr is None:
+            hlo.ReturnOp([update])
+        else:
+            combiner = core.ClosedJaxpr(update_jaxpr, list(update_consts))
+            hlo.ReturnOp(mlir.closed_subcomp(ctx.module_context, combiner, current, update))
+    return op.results[0]
 
-    def rule(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-             unique_indices, mode):
-        dn = dimension_numbers
-        operand_aval, _, updates_aval = ctx.avals_in
-        if mode == GatherScatterMode.CLIP:
-            indices = _clamp_scatter_indices(ctx, operand_aval, indices, updates_aval, dn)
-        # FILL_OR_DROP and PROMISE_IN_BOUNDS: XLA drops out-of-bounds windows itself.
-        dnums = hlo.ScatterDimensionNumbers.get(
-            update_window_dims=list(dn.update_window_dims),
-            inserted_window_dims=list(dn.inserted_window_dims),
-            input_batching_dims=list(dn.operand_batching_dims),
-            scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
-            scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),
-            index_vector_dim=ctx.avals_in[1].ndim - 1)
-        op = hlo.ScatterOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [operand], indices,
-                           [updates], dnums,
-                           indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
-                           unique_indices=ir.BoolAttr.get(unique_indices))
-        scalar = mlir.aval_to_ir_type(core.ShapedArray((), operand_aval.dtype))
-        block = op.update_computation.blocks.append(scalar, scalar)
-        with ir.InsertionPoint(block):
-            current, update = block.arguments
-            hlo.ReturnOp([update if combine is None else combine(current, update)])
-        return op.results[0]
 
-    return rule
+# primitive -> the scalar ``combine(current, update)`` its wrapper traces to ``update_jaxpr``
+_combiners: dict[core.Primitive, Callable | None] = {}
 
 
-def _scatter_primitive(name: str, combine) -> core.Primitive:
+def _scatter_primitive(name: str, combine: Callable | None) -> core.Primitive:
     prim = standard_primitive(_scatter_shape_rule, _scatter_dtype_rule, name, _first_weak)
     batching.defrule(prim, partial(_scatter_batch, prim))
-    mlir.register_lowering(prim, _scatter_lowering(combine))
+    mlir.register_lowering(prim, _scatter_lowering)
+    _combiners[prim] = combine
     return prim
+
+
+def _update_jaxpr(computation: Callable, dtype: np.dtype, unary: bool = False
+                  ) -> tuple[core.Jaxpr, tuple]:
+    """The ``update_jaxpr`` and ``update_consts`` of a scatter: ``computation(current,
+    update)`` traced on scalars of ``dtype`` (``unary``: ``computation(current)``). Cached by
+    function, so that equal scatters share one jaxpr object (and one eager program)."""
+    try:
+        hash(computation)
+    except TypeError:
+        return _trace_update_jaxpr(computation, dtype, unary)
+    return _cached_update_jaxpr(computation, dtype, unary)
+
+
+def _trace_update_jaxpr(computation: Callable, dtype: np.dtype, unary: bool
+                        ) -> tuple[core.Jaxpr, tuple]:
+    aval = core.ShapedArray((), dtype)
+    name = getattr(computation, "__name__", type(computation).__name__)
+
+    def combine(x, y):
+        out = computation(x) if unary else computation(x, y)
+        try:
+            out_aval = core.get_aval(out)
+        except TypeError:  # (ValueError, as JAX raises for it)
+            raise ValueError(f"scatter_apply: func must return an array, got "
+                             f"{type(out).__name__} from {name}: {out!r}") from None
+        if out_aval.shape != () or out_aval.dtype != dtype:
+            raise TypeError(f"scatter_apply: func must map a scalar of the operand's type "
+                            f"{aval.str_short()} to the same type, but {name} returns "
+                            f"{out_aval.str_short()}.")
+        return [out]
+
+    jaxpr, consts = pe.trace_to_jaxpr(combine, [aval, aval])
+    if any(isinstance(c, core.Tracer) for c in consts):
+        raise NotImplementedError(
+            f"scatter_apply: func ({name}) closes over a traced value; a scatter's update "
+            "computation can only close over constants. Compute the value with the "
+            "operand instead (e.g. x.at[idx].multiply(y) rather than "
+            "x.at[idx].apply(lambda v: v * y)).")
+    return jaxpr, tuple(consts)
+
+
+_cached_update_jaxpr = functools.lru_cache(maxsize=512)(_trace_update_jaxpr)
 
 
 def _bind_scatter(prim, operand, indices, updates, dimension_numbers, indices_are_sorted,
                   unique_indices, mode):
-    return prim.bind(operand, indices, updates,
+    combine = _combiners[prim]
+    update_jaxpr, update_consts = (None, ()) if combine is None else \
+        _update_jaxpr(combine, core.get_aval(operand).dtype)
+    return prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                     update_consts=update_consts,
                      dimension_numbers=_canonical_scatter_dnums(dimension_numbers),
                      indices_are_sorted=bool(indices_are_sorted),
                      unique_indices=bool(unique_indices),
@@ -460,8 +520,9 @@ def _scatter_addsub_jvp(prim, primals, tangents, **params):
                           ad.instantiate_zeros(g_updates), **params)
 
 
-def _scatter_addsub_transpose(prim, ct, operand, indices, updates, *, dimension_numbers,
-                              indices_are_sorted, unique_indices, mode):
+def _scatter_addsub_transpose(prim, ct, operand, indices, updates, *, update_jaxpr,
+                              update_consts, dimension_numbers, indices_are_sorted,
+                              unique_indices, mode):
     if type(ct) is ad.Zero:
         return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None, None,
                 ad.Zero(updates.aval) if ad.is_undefined_primal(updates) else None]
@@ -476,8 +537,8 @@ def _scatter_addsub_transpose(prim, ct, operand, indices, updates, *, dimension_
     return [operand_t, None, updates_t]
 
 
-scatter_add_p = _scatter_primitive("scatter-add", lambda a, b: hlo.AddOp(a, b).result)
-scatter_sub_p = _scatter_primitive("scatter-sub", lambda a, b: hlo.SubtractOp(a, b).result)
+scatter_add_p = _scatter_primitive("scatter-add", ew.add)
+scatter_sub_p = _scatter_primitive("scatter-sub", ew.sub)
 for _p in (scatter_add_p, scatter_sub_p):
     ad.defjvp_rule(_p, partial(_scatter_addsub_jvp, _p))
     ad.deftranspose(_p, partial(_scatter_addsub_transpose, _p))
@@ -494,8 +555,8 @@ def scatter_mul(operand: ArrayLike, scatter_indices: ArrayLike, updates: ArrayLi
                          indices_are_sorted, unique_indices, mode)
 
 
-def _scatter_mul_jvp_updates(g, x, i, y, *, dimension_numbers, indices_are_sorted,
-                             unique_indices, mode):
+def _scatter_mul_jvp_updates(g, x, i, y, *, update_jaxpr, update_consts, dimension_numbers,
+                             indices_are_sorted, unique_indices, mode):
     if not unique_indices:
         raise NotImplementedError("scatter_mul gradients are only implemented if "
                                   "`unique_indices=True`")
@@ -504,8 +565,8 @@ def _scatter_mul_jvp_updates(g, x, i, y, *, dimension_numbers, indices_are_sorte
                                  unique_indices=unique_indices, mode=mode))
 
 
-def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
-                           indices_are_sorted, unique_indices, mode):
+def _scatter_mul_transpose(ct, operand, indices, updates, *, update_jaxpr, update_consts,
+                           dimension_numbers, indices_are_sorted, unique_indices, mode):
     if type(ct) is ad.Zero:
         return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None, None,
                 ad.Zero(updates.aval) if ad.is_undefined_primal(updates) else None]
@@ -525,7 +586,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
     return [operand_t, None, updates_t]
 
 
-scatter_mul_p = _scatter_primitive("scatter-mul", lambda a, b: hlo.MulOp(a, b).result)
+scatter_mul_p = _scatter_primitive("scatter-mul", ew.mul)
 ad.defjvp(scatter_mul_p, lambda g, x, i, y, **params: scatter_mul_p.bind(g, i, y, **params),
           None, _scatter_mul_jvp_updates)
 ad.deftranspose(scatter_mul_p, _scatter_mul_transpose)
@@ -552,14 +613,15 @@ def scatter_max(operand: ArrayLike, scatter_indices: ArrayLike, updates: ArrayLi
                          indices_are_sorted, unique_indices, mode)
 
 
-def _scatter_extremal_jvp(prim, primals, tangents, *, dimension_numbers, indices_are_sorted,
-                          unique_indices, mode):
+def _scatter_extremal_jvp(prim, primals, tangents, *, update_jaxpr, update_consts,
+                          dimension_numbers, indices_are_sorted, unique_indices, mode):
     """JAX's rule: the winners of each location (the operand value and/or colliding updates
     equal to the result) share its tangent equally."""
     operand, indices, updates = primals
     g_operand, _, g_updates = tangents
     dn = dimension_numbers
-    out = prim.bind(operand, indices, updates, dimension_numbers=dn,
+    out = prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                    update_consts=update_consts, dimension_numbers=dn,
                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                     mode=mode)
     if type(g_operand) is ad.Zero and type(g_updates) is ad.Zero:
@@ -597,8 +659,8 @@ def _scatter_extremal_jvp(prim, primals, tangents, *, dimension_numbers, indices
                             unique_indices=unique_indices, mode=mode)
 
 
-scatter_min_p = _scatter_primitive("scatter-min", lambda a, b: hlo.MinOp(a, b).result)
-scatter_max_p = _scatter_primitive("scatter-max", lambda a, b: hlo.MaxOp(a, b).result)
+scatter_min_p = _scatter_primitive("scatter-min", ew.min)
+scatter_max_p = _scatter_primitive("scatter-max", ew.max)
 for _p in (scatter_min_p, scatter_max_p):
     ad.defjvp_rule(_p, partial(_scatter_extremal_jvp, _p))
 
@@ -614,13 +676,16 @@ def scatter(operand: ArrayLike, scatter_indices: ArrayLike, updates: ArrayLike,
                          indices_are_sorted, unique_indices, mode)
 
 
-def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
-                 mode):
+def _scatter_jvp(primals, tangents, *, update_jaxpr, update_consts, dimension_numbers,
+                 indices_are_sorted, unique_indices, mode):
+    if update_jaxpr is not None:
+        raise NotImplementedError("scatter_apply JVP not implemented")
     operand, indices, updates = primals
     g_operand, _, g_updates = tangents
     dn = dimension_numbers
-    params = {"dimension_numbers": dn, "indices_are_sorted": indices_are_sorted,
-                  "unique_indices": unique_indices, "mode": mode}
+    params = {"update_jaxpr": None, "update_consts": (), "dimension_numbers": dn,
+              "indices_are_sorted": indices_are_sorted, "unique_indices": unique_indices,
+              "mode": mode}
     if type(g_operand) is ad.Zero and type(g_updates) is ad.Zero:
         out = scatter_p.bind(operand, indices, updates, **params)
         return out, ad.Zero(core.get_aval(out).to_tangent_aval())
@@ -651,7 +716,7 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
         return ew.select_n(mask, _zeros(x), x)
 
     add_params = {"indices_are_sorted": indices_are_sorted, "unique_indices": unique_indices,
-                      "mode": mode}
+                  "mode": mode}
     out = scatter_add(keep(untouched, operand), indices, keep(winners, updates), dn,
                       **add_params)
     tangent = scatter_add(keep(untouched, g_operand), indices, keep(winners, g_updates), dn,
@@ -659,8 +724,10 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
     return out, tangent
 
 
-def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
-                       indices_are_sorted, unique_indices, mode):
+def _scatter_transpose(ct, operand, indices, updates, *, update_jaxpr, update_consts,
+                       dimension_numbers, indices_are_sorted, unique_indices, mode):
+    if update_jaxpr is not None:  # not linear (JAX never gets here: its JVP fails first)
+        raise NotImplementedError("scatter_apply transpose not implemented")
     if not unique_indices:
         raise NotImplementedError("scatter transpose is only implemented where "
                                   "unique_indices=True")
@@ -686,7 +753,30 @@ ad.defjvp_rule(scatter_p, _scatter_jvp)
 ad.deftranspose(scatter_p, _scatter_transpose)
 
 
+# ---- scatter_apply: scatter_p with a unary update_jaxpr ------------------------------------
+def scatter_apply(operand: ArrayLike, scatter_indices: ArrayLike, func: Callable[[Array], Array],
+                  dimension_numbers: ScatterDimensionNumbers, *, update_shape: Shape = (),
+                  indices_are_sorted: bool = False, unique_indices: bool = False,
+                  mode: str | GatherScatterMode | None = None) -> Array:
+    """Replace the values of ``operand`` at ``scatter_indices`` by ``func`` of them; an index
+    that occurs ``n`` times gets ``func`` applied ``n`` times. ``func`` maps a scalar of the
+    operand's type to one of the same type; ``update_shape`` is the shape the updates of an
+    ordinary scatter with these indices would have. Lowers to ``stablehlo.scatter`` whose body
+    is ``func`` (the updates are placeholder zeros). Not differentiable, as in JAX."""
+    dtype = core.get_aval(operand).dtype
+    update_shape = as_tuple_of_ints(update_shape, "scatter_apply update_shape")
+    # A scalar placeholder is a NumPy constant, so that it stages as a literal (as JAX's does).
+    placeholder = full(update_shape, 0, dtype) if update_shape else np.zeros((), dtype)[()]
+    update_jaxpr, update_consts = _update_jaxpr(func, dtype, unary=True)
+    return scatter_p.bind(operand, scatter_indices, placeholder, update_jaxpr=update_jaxpr,
+                          update_consts=update_consts,
+                          dimension_numbers=_canonical_scatter_dnums(dimension_numbers),
+                          indices_are_sorted=bool(indices_are_sorted),
+                          unique_indices=bool(unique_indices),
+                          mode=GatherScatterMode.from_any(mode))
+
+
 __all__ = ["GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
-           "gather_p", "scatter", "scatter_add", "scatter_add_p", "scatter_max", "scatter_max_p",
-           "scatter_min", "scatter_min_p", "scatter_mul", "scatter_mul_p", "scatter_p",
-           "scatter_sub", "scatter_sub_p"]
+           "gather_p", "scatter", "scatter_add", "scatter_add_p", "scatter_apply", "scatter_max",
+           "scatter_max_p", "scatter_min", "scatter_min_p", "scatter_mul", "scatter_mul_p",
+           "scatter_p", "scatter_sub", "scatter_sub_p"]

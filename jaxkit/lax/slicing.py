@@ -405,7 +405,8 @@ def _dynamic_update_slice_batch(axis_data, args, dims):
                                     scatter_dims_to_operand_dims=axes)
     index, index_bdim = _batch_dynamic_slice_indices(starts, start_bdims)
     return _scatter_batch(scatter_p, axis_data, [operand, index, update],
-                          [operand_bdim, index_bdim, update_bdim], dimension_numbers=dnums,
+                          [operand_bdim, index_bdim, update_bdim], update_jaxpr=None,
+                          update_consts=(), dimension_numbers=dnums,
                           indices_are_sorted=True, unique_indices=True,
                           mode=GatherScatterMode.CLIP)
 

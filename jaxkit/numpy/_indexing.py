@@ -633,11 +633,15 @@ class _IndexUpdateRef:
 
     def apply(self, func: Callable, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: Any = None) -> Any:
-        """``x[idx] = func(x[idx])``, out of place (``func`` must be elementwise)."""
-        current = getitem(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                          unique_indices=unique_indices, mode=mode)
-        return scatter_update(self.array, self.index, func(current), lax.scatter,
-                              indices_are_sorted, unique_indices, mode)
+        """``x[idx] = func(x[idx])``, out of place, by ``lax.scatter_apply``: ``func`` maps a
+        scalar to a scalar of the same type, and is applied once per occurrence of an index
+        (``x.at[[0, 0]].apply(f)`` sets ``x[0]`` to ``f(f(x[0]))``)."""
+        def scatter_apply(x, indices, y, dnums, **kwargs):
+            return lax.scatter_apply(x, indices, func, dnums, update_shape=np.shape(y), **kwargs)
+
+        zero = np.zeros((), asarray(self.array).dtype)[()]
+        return scatter_update(self.array, self.index, zero, scatter_apply, indices_are_sorted,
+                              unique_indices, mode)
 
 
 class _IndexUpdateHelper:
