@@ -262,14 +262,6 @@ def _raised(fn):
     return None
 
 
-@pytest.mark.parametrize("call", [c[1] for c in PATCH_ERRORS], ids=[c[0] for c in PATCH_ERRORS])
-def test_patch_errors_match_jax(call):
-    theirs = _raised(lambda: call(jax.lax))
-    assert theirs is not None
-    ours = _raised(lambda: call(lax))
-    assert ours is not None and issubclass(ours, theirs), (ours, theirs)
-
-
 # --------------------------------------------------------------------------------------------
 # approx_max_k / approx_min_k
 # --------------------------------------------------------------------------------------------
@@ -465,8 +457,9 @@ TOPK_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("call", [c[1] for c in TOPK_ERRORS], ids=[c[0] for c in TOPK_ERRORS])
-def test_approx_top_k_errors_match_jax(call):
+@pytest.mark.parametrize("call", [c[1] for c in PATCH_ERRORS + TOPK_ERRORS],
+                         ids=[c[0] for c in PATCH_ERRORS + TOPK_ERRORS])
+def test_errors_match_jax(call):
     theirs = _raised(lambda: call(jax.lax))
     assert theirs is not None
     ours = _raised(lambda: call(lax))

@@ -477,10 +477,14 @@ _cached_update_jaxpr = functools.lru_cache(maxsize=512)(_trace_update_jaxpr)
 
 
 def _bind_scatter(prim, operand, indices, updates, dimension_numbers, indices_are_sorted,
-                  unique_indices, mode):
-    combine = _combiners[prim]
-    update_jaxpr, update_consts = (None, ()) if combine is None else \
-        _update_jaxpr(combine, core.get_aval(operand).dtype)
+                  unique_indices, mode, update=None):
+    """Bind a scatter primitive with canonical params; ``update`` is ``(update_jaxpr,
+    update_consts)`` when given (scatter_apply), else the primitive's own combiner's."""
+    if update is None:
+        combine = _combiners[prim]
+        update = (None, ()) if combine is None else \
+            _update_jaxpr(combine, core.get_aval(operand).dtype)
+    update_jaxpr, update_consts = update
     return prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
                      update_consts=update_consts,
                      dimension_numbers=_canonical_scatter_dnums(dimension_numbers),
@@ -767,13 +771,9 @@ def scatter_apply(operand: ArrayLike, scatter_indices: ArrayLike, func: Callable
     update_shape = as_tuple_of_ints(update_shape, "scatter_apply update_shape")
     # A scalar placeholder is a NumPy constant, so that it stages as a literal (as JAX's does).
     placeholder = full(update_shape, 0, dtype) if update_shape else np.zeros((), dtype)[()]
-    update_jaxpr, update_consts = _update_jaxpr(func, dtype, unary=True)
-    return scatter_p.bind(operand, scatter_indices, placeholder, update_jaxpr=update_jaxpr,
-                          update_consts=update_consts,
-                          dimension_numbers=_canonical_scatter_dnums(dimension_numbers),
-                          indices_are_sorted=bool(indices_are_sorted),
-                          unique_indices=bool(unique_indices),
-                          mode=GatherScatterMode.from_any(mode))
+    return _bind_scatter(scatter_p, operand, scatter_indices, placeholder, dimension_numbers,
+                         indices_are_sorted, unique_indices, mode,
+                         update=_update_jaxpr(func, dtype, unary=True))
 
 
 __all__ = ["GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",

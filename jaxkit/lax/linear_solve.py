@@ -159,27 +159,28 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
     return tree_util.tree_unflatten(solve_tree, outs)
 
 
-def _linear_solve_abstract_eval(*args, const_lengths, jaxprs):
-    # The solution has b's shapes (checked when tracing); its types, and the auxiliary
-    # outputs', are what solve returns.
-    return list(jaxprs.solve.out_avals)
+def _solving_primitive(name: str) -> core.Primitive:
+    """A primitive whose forward computation is its ``jaxprs.solve`` applied to that jaxpr's
+    constants and the trailing operands (``b`` or the initial guess): both solves here. The
+    results' types are what ``solve`` returns (their shapes were checked when tracing)."""
+
+    def impl(*args, const_lengths, jaxprs):
+        consts, rest = _split(args, const_lengths)
+        return run_jaxpr(jaxprs.solve, *consts.solve, *rest)
+
+    def lowering(ctx: mlir.LoweringRuleContext, *args, const_lengths, jaxprs):
+        consts, rest = _split(args, const_lengths)
+        return mlir.closed_subcomp(ctx.module_context, jaxprs.solve, *consts.solve, *rest)
+
+    prim = core.Primitive(name)
+    prim.multiple_results = True
+    prim.def_impl(impl)
+    prim.def_abstract_eval(lambda *args, const_lengths, jaxprs: list(jaxprs.solve.out_avals))
+    mlir.register_lowering(prim, lowering)
+    return prim
 
 
-def _linear_solve_impl(*args, const_lengths, jaxprs):
-    consts, b = _split(args, const_lengths)
-    return run_jaxpr(jaxprs.solve, *consts.solve, *b)
-
-
-def _linear_solve_lowering(ctx: mlir.LoweringRuleContext, *args, const_lengths, jaxprs):
-    consts, b = _split(args, const_lengths)
-    return mlir.closed_subcomp(ctx.module_context, jaxprs.solve, *consts.solve, *b)
-
-
-linear_solve_p = core.Primitive("custom_linear_solve")
-linear_solve_p.multiple_results = True
-linear_solve_p.def_impl(_linear_solve_impl)
-linear_solve_p.def_abstract_eval(_linear_solve_abstract_eval)
-mlir.register_lowering(linear_solve_p, _linear_solve_lowering)
+linear_solve_p = _solving_primitive("custom_linear_solve")
 
 
 def _matvec_tangent(matvec: ClosedJaxpr, consts: list, consts_dot: list, x: list) -> list:
@@ -332,25 +333,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
     return tree_util.tree_unflatten(solution_tree, outs)
 
 
-def _root_abstract_eval(*args, const_lengths, jaxprs):
-    return list(jaxprs.solve.out_avals)
-
-
-def _root_impl(*args, const_lengths, jaxprs):
-    consts, guess = _split(args, const_lengths)
-    return run_jaxpr(jaxprs.solve, *consts.solve, *guess)
-
-
-def _root_lowering(ctx: mlir.LoweringRuleContext, *args, const_lengths, jaxprs):
-    consts, guess = _split(args, const_lengths)
-    return mlir.closed_subcomp(ctx.module_context, jaxprs.solve, *consts.solve, *guess)
-
-
-custom_root_p = core.Primitive("custom_root")
-custom_root_p.multiple_results = True
-custom_root_p.def_impl(_root_impl)
-custom_root_p.def_abstract_eval(_root_abstract_eval)
-mlir.register_lowering(custom_root_p, _root_lowering)
+custom_root_p = _solving_primitive("custom_root")
 
 
 def _root_jvp(primals, tangents, *, const_lengths, jaxprs):
