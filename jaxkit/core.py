@@ -119,6 +119,51 @@ class ShapedArray:
         return f"{'~' if self.weak_type else ''}{self.dtype.name}[{dims}]"
 
 
+class AbstractToken(ShapedArray):
+    """The abstract value of an XLA token, which orders side effects and carries no data
+    (JAX's ``AbstractToken``, printed ``Tok``). It is a ShapedArray of ``bool[0]``, the
+    buffer a token travels as across a program's boundary; inside a program it lowers to
+    ``!stablehlo.token``."""
+
+    __slots__ = ()
+    _interned: dict = {}  # apart from ShapedArray's: a token is not the bool[0] array
+
+    def __new__(cls):
+        return super().__new__(cls, (0,), np.bool_)
+
+    def __reduce__(self):
+        return AbstractToken, ()
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> AbstractToken:
+        return self
+
+    def to_tangent_aval(self) -> AbstractToken:
+        return self
+
+    def str_short(self) -> str:
+        return "Tok"
+
+    def __str__(self):
+        return "AbstractToken()"
+
+    __repr__ = __str__
+
+
+
+class Token:
+    """A token value, as ``lax.create_token`` returns (JAX's ``core.Token``): it only orders
+    side effects. It holds the zero-sized buffer it crosses program boundaries as."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self, buf):
+        self._buf = buf
+
+    def block_until_ready(self) -> Token:
+        self._buf.block_until_ready()
+        return self
+
+
 # XLA counts elements and bytes in int64, and aborts the process (an uncaught absl status in
 # C++) when a shape's product overflows it; negative dimensions fail in MLIR with no hint.
 # Every array type passes through ShapedArray, so this is where bad shapes are stopped.
@@ -135,6 +180,9 @@ def _check_shape(shape: tuple[int, ...], dtype: np.dtype) -> None:
         raise ValueError(f"Array of shape {shape} and dtype {dtype.name} is too big: "
                          f"{size} elements of {dtype.itemsize} bytes exceed what XLA can "
                          "address (2**63 - 1 bytes). Use a smaller shape.")
+
+
+abstract_token = AbstractToken()
 
 
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:
@@ -165,6 +213,7 @@ def _numpy_aval(x) -> ShapedArray:
 for _t in (int, float, complex, bool):
     pytype_aval_mappings[_t] = _python_scalar_aval
 pytype_aval_mappings[np.ndarray] = _numpy_aval
+pytype_aval_mappings[Token] = lambda _: abstract_token
 for _t in set(np.sctypeDict.values()):
     pytype_aval_mappings[_t] = _numpy_aval
 for _t in dtypes.extra_scalar_types():
@@ -734,8 +783,8 @@ def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) ->
     rule = pp_params_rules.get(eqn.primitive)
     params = rule(eqn.params) if rule is not None else dict(sorted(eqn.params.items()))
     head = f"{lhs} = {eqn.primitive.name}" if lhs else eqn.primitive.name  # no outputs
-    if not params:
-        return f"{head} {rhs_args}".rstrip()
+    if not params:  # as JAX, a space after the name even with no operands (``create_token ``)
+        return f"{head} {rhs_args}" if lhs else f"{head} {rhs_args}".rstrip()
     pieces = [f"{k}={pp_param_value(v, indent + 2, namer, len(k) + 1)}"
               for k, v in params.items()]
     # No rstrip: JAX keeps the space after "]" when there are no operands (``iota[...] ``).

@@ -39,6 +39,8 @@ JAXPRS = [
     ("grad_device_put", lambda A, L, N, x: A.grad(lambda x: A.device_put(x).sum())(x), (X,)),
     ("rng_bit_generator", lambda A, L, N, k: L.rng_bit_generator(k, (3,)), (KEY,)),
     ("rng_uniform", lambda A, L, N: L.rng_uniform(0.0, 1.0, (3,)), ()),
+    ("create_token", lambda A, L, N: L.create_token(), ()),
+    ("after_all", lambda A, L, N: L.after_all(L.create_token(), L.create_token()), ()),
 ]
 
 
@@ -47,6 +49,26 @@ def test_jaxpr_prints_like_jax(name, fn, args):
     ours = jaxkit.make_jaxpr(lambda *a: fn(jaxkit, klax, knp, *a))(*args)
     theirs = jax.make_jaxpr(lambda *a: fn(jax, jax.lax, jjnp, *a))(*args)
     assert str(ours) == str(theirs)
+
+
+def test_tokens_are_values_like_jax():
+    token = klax.create_token()
+    assert type(token) is jaxkit.core.Token and token.block_until_ready() is token
+    assert jaxkit.core.get_aval(token) is jaxkit.core.abstract_token
+    assert str(jaxkit.core.abstract_token) == str(jax.typeof(jax.lax.create_token()))
+    for out in (jaxkit.jit(klax.create_token)(), klax.after_all(token, token),
+                jaxkit.jit(lambda t: t)(token), jaxkit.jit(klax.after_all)(token, token)):
+        assert type(out) is jaxkit.core.Token
+    t, y = jaxkit.jit(lambda t, x: (klax.after_all(t), x + 1))(token, X)
+    assert type(t) is jaxkit.core.Token
+    np.testing.assert_array_equal(y, X + 1)
+    # a token in a program is XLA's token type; at the program's boundary a bool[0]
+    text = jaxkit.jit(lambda: klax.after_all(klax.create_token())).lower().as_text()
+    assert "!stablehlo.token" in text and "-> tensor<0xi1>" in text
+    # tokens ride along under grad and vmap
+    assert float(jaxkit.grad(lambda x: (klax.create_token(), x * x)[1])(3.0)) == 6.0
+    np.testing.assert_array_equal(
+        jaxkit.vmap(lambda x: (klax.create_token(), x * 2)[1])(X), X * 2)
 
 
 def test_empty_jaxpr_names_its_params_like_jax():
@@ -162,6 +184,7 @@ ERRORS = [
     (lambda: klax.rng_uniform(np.zeros(2), np.ones(2), (2,)), ValueError, "must be scalars"),
     (lambda: klax.empty((-1,), np.float32), ValueError, "negative dimensions"),
     (lambda: jaxkit.device_put(X, donate=True, may_alias=True), ValueError, "cannot both"),
+    (lambda: klax.after_all(X), TypeError, "after_all must be tokens, got f32\\[2,3\\]"),
 ]
 
 

@@ -525,6 +525,8 @@ NO_RULE = {
     "iota": "no operands",
     "iota_2x32_shape": "no operands",
     "empty": "no operands",
+    "create_token": "no operands",
+    "after_all": "its operands are tokens, which vmap never maps (they carry no data)",
     # JAX defines no batching rule for XLA's stateful generator either: a batch of draws is
     # one draw of the batched shape, which vmap of a bound scalar range cannot express.
     "rng_uniform": "stateful; JAX has no batching rule for it",

@@ -24,7 +24,7 @@ from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import debug_nans, mlir
 from jaxkit.runtime import pjrt
-from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.runtime.array import Array, to_buffer, wrap_result
 
 # --------------------------------------------------------------------------------------------
 # Compile logging
@@ -192,8 +192,8 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     if config.jax_debug_nans:
         debug_nans.check_primitive(prim, [Array(b) for b in outs])
     if prim.multiple_results:
-        return [Array(b) for b in outs]
-    return Array(outs[0])
+        return [wrap_result(b) for b in outs]
+    return wrap_result(outs[0])
 
 
 def primitive_jaxpr(prim: core.Primitive, avals: Sequence[ShapedArray], params: dict) -> Jaxpr:
@@ -225,4 +225,4 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], a
     compiling it once per jaxpr object."""
     program = programs.get(closed, _compile_closed_program, name, closed, donated_invars)
     bufs = [to_buffer(x, a) for x, a in zip(args, closed.in_avals)]
-    return [Array(b) for b in program.run(bufs)]
+    return [wrap_result(b) for b in program.run(bufs)]

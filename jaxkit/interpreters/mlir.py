@@ -105,8 +105,24 @@ def dtype_to_ir_type(dtype) -> ir.Type:
         raise TypeError(f"dtype {np.dtype(dtype)} has no StableHLO element type") from None
 
 
-def aval_to_ir_type(aval: core.ShapedArray) -> ir.RankedTensorType:
+def aval_to_ir_type(aval: core.ShapedArray) -> ir.Type:
+    if type(aval) is core.AbstractToken:
+        return hlo.TokenType.get()
     return ir.RankedTensorType.get(list(aval.shape), dtype_to_ir_type(aval.dtype))
+
+
+def _boundary_type(aval: core.ShapedArray) -> ir.RankedTensorType:
+    """The type of ``main``'s parameter or result for ``aval``: a token crosses a program's
+    boundary as the ``bool[0]`` buffer of its value (PjRt passes no token buffers)."""
+    return ir.RankedTensorType.get(list(aval.shape), dtype_to_ir_type(aval.dtype))
+
+
+def _token_from_boundary(aval: core.ShapedArray, x: ir.Value) -> ir.Value:
+    return hlo.AfterAllOp([]).result if type(aval) is core.AbstractToken else x
+
+
+def _token_to_boundary(aval: core.ShapedArray, x: ir.Value) -> ir.Value:
+    return ir_constant(np.zeros(0, np.bool_)) if type(aval) is core.AbstractToken else x
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,8 +295,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                                                           num_partitions)
         attrs["mhlo.num_replicas"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
                                                         num_replicas)
-        in_types = [aval_to_ir_type(v.aval) for v in jaxpr.invars]
-        out_types = [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
+        in_types = [_boundary_type(v.aval) for v in jaxpr.invars]
+        out_types = [_boundary_type(v.aval) for v in jaxpr.outvars]
         ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh)
         with ir.InsertionPoint(module.body):
             if mesh is not None:
@@ -306,8 +322,11 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     for shd in result_shardings])
             entry = fn.add_entry_block()
             with ir.InsertionPoint(entry):
-                outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *entry.arguments)
-                func_dialect.ReturnOp(outs)
+                args = [_token_from_boundary(v.aval, x)
+                        for v, x in zip(jaxpr.invars, entry.arguments)]
+                outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *args)
+                func_dialect.ReturnOp([_token_to_boundary(v.aval, x)
+                                       for v, x in zip(jaxpr.outvars, outs)])
         if ctx.host_callbacks:
             pjrt.module_host_callbacks[module] = ctx.host_callbacks
         return module

@@ -382,28 +382,6 @@ mlir.register_lowering(ragged_all_to_all_p, _ragged_lowering)
 # --------------------------------------------------------------------------------------------
 
 
-class TokenAval(ShapedArray):
-    """The abstract value of the ordering token ``psend`` returns and ``precv`` takes (JAX's
-    ``AbstractToken``, printed ``Tok``). It carries no data."""
-
-    __slots__ = ()
-    _interned: dict = {}  # tokens are interned apart from the bool[] arrays they look like
-
-    def __new__(cls, shape=(), dtype=np.bool_, weak_type=False):
-        return super().__new__(cls, (), np.bool_)
-
-    def __reduce__(self):
-        return TokenAval, ()
-
-    def str_short(self) -> str:
-        return "Tok"
-
-    def __str__(self):
-        return "AbstractToken()"
-
-    __repr__ = __str__
-
-
 def _perm_param(perm) -> tuple:
     return tuple(tuple(int(i) for i in pair) for pair in perm)
 
@@ -442,7 +420,7 @@ def _p2p_batcher(prim, axis_data, vals, dims, **params):
 
 psend_p = core.Primitive("psend")
 psend_p.def_impl(lambda x, *, axis_name, perm: _unbound(axis_name, "psend"))
-psend_p.def_abstract_eval(lambda x, *, axis_name, perm: TokenAval())
+psend_p.def_abstract_eval(lambda x, *, axis_name, perm: core.abstract_token)
 pe.defeffectful(psend_p)
 batching.defrule(psend_p, lambda axis_data, vals, dims, **params: _p2p_batcher(
     psend_p, axis_data, vals, dims, **params), named_axis=True)

@@ -25,11 +25,45 @@ from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import device_put_value
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
-__all__ = ["optimization_barrier", "optimization_barrier_p", "dce_sink", "dce_sink_p", "stage",
+__all__ = ["create_token", "create_token_p", "after_all", "after_all_p",
+           "optimization_barrier", "optimization_barrier_p", "dce_sink", "dce_sink_p", "stage",
            "stage_p", "empty", "empty_p", "device_put_p", "ArrayCopySemantics",
            "stop_gradient_p", "eq_to_p", "le_to_p", "lt_to_p"]
 
 ArrayCopySemantics = pjrt.ArrayCopySemantics
+
+
+# ---- tokens --------------------------------------------------------------------------------
+def create_token(_=None) -> core.Token:
+    """A fresh token, with nothing to wait for (the argument is ignored, as in JAX). Lowers to
+    ``stablehlo.after_all`` of no tokens."""
+    return create_token_p.bind()
+
+
+def after_all(*operands: core.Token) -> core.Token:
+    """A token that is ready when all of ``operands`` (tokens) are. Lowers to
+    ``stablehlo.after_all``."""
+    return after_all_p.bind(*operands)
+
+
+def _after_all_abstract_eval(*avals):
+    if any(type(a) is not core.AbstractToken for a in avals):
+        raise TypeError("Arguments to after_all must be tokens, got "
+                        f"{', '.join(a.str_short() for a in avals)}")
+    return core.abstract_token
+
+
+create_token_p = core.Primitive("create_token")
+create_token_p.def_impl(lambda: dispatch.apply_primitive(create_token_p))
+create_token_p.def_abstract_eval(lambda: core.abstract_token)
+ad.defjvp_zero(create_token_p)
+mlir.register_lowering(create_token_p, lambda ctx: hlo.AfterAllOp([]).result)
+
+after_all_p = core.Primitive("after_all")
+after_all_p.def_impl(lambda *tokens: dispatch.apply_primitive(after_all_p, *tokens))
+after_all_p.def_abstract_eval(_after_all_abstract_eval)
+ad.defjvp_zero(after_all_p)
+mlir.register_lowering(after_all_p, lambda ctx, *tokens: hlo.AfterAllOp(list(tokens)).result)
 
 
 # ---- optimization_barrier ------------------------------------------------------------------

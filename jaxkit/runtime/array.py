@@ -245,6 +245,8 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
             return pjrt.copy_to_device(x._buf, x.aval, device)
         return x._buf
     t = type(x)
+    if t is core.Token:
+        return x._buf
     if device is None and t in _cached_scalars:
         key = (x, t, aval, math.copysign(1.0, x)) if t is float else (x, t, aval)
         buf = _scalar_buffers.get(key)
@@ -254,6 +256,12 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
             buf = _scalar_buffers[key] = pjrt.put(np.asarray(x, dtype=aval.dtype), aval)
         return buf
     return pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
+
+
+def wrap_result(buf) -> Array | core.Token:
+    """A program's result as a value: an ``Array``, or the ``Token`` a token result's handler
+    already made."""
+    return buf if type(buf) is core.Token else Array(buf)
 
 
 def wrap_buffers(bufs: Sequence[pjrt.ArrayImpl]) -> list[Array]:

@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 from jaxlib import _jax  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
 
+from jaxkit import core  # noqa: E402
 from jaxkit._config import config  # noqa: E402
 from jaxkit.runtime import compile_cache  # noqa: E402
 
@@ -190,6 +191,11 @@ def copy_to_device(buf: ArrayImpl, aval, device) -> ArrayImpl:
 # --------------------------------------------------------------------------------------------
 
 
+def _token_result(bufs: list) -> core.Token:
+    """A token result of a program (its ``bool[0]`` buffer) as a ``Token``."""
+    return core.Token(bufs[0])
+
+
 class Executable:
     """A compiled program plus the result handlers that wrap its outputs as device arrays."""
 
@@ -200,7 +206,8 @@ class Executable:
         self.out_avals = list(out_avals)
         self.device = device
         sharding = backend_of(device).shardings[device]
-        self.handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+        self.handlers = [_token_result if type(a) is core.AbstractToken else
+                         _jax.array_result_handler(a, sharding, True, _skip_checks=True)
                          for a in self.out_avals]
         self._execute = xla_executable.execute_sharded
         # Where the executable came from: compile_cache.COMPILED ("compiled"), MEMORY

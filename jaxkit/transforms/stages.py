@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from jaxkit import core, tree_util
 from jaxkit.interpreters import dispatch, mlir
-from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd
 
 # ``flatten(args, kwargs) -> (flat leaves, in_tree, avals)``: how the jitted function turns a
@@ -106,11 +106,13 @@ class Lowered:
         return self.traced.out_info
 
 
-def _output_builder(out_tree) -> Callable[[list], Any]:
+def _output_builder(out_tree, has_tokens: bool = False) -> Callable[[list], Any]:
     """The function that makes a program's result buffers into the outputs as the function
     returns them. A single array, or a tuple or namedtuple of arrays (``eigh``, ``qr``,
     ``(loss, grads)`` of leaves) is built directly: the cached-call path pays for every step
-    of a general ``tree_unflatten``."""
+    of a general ``tree_unflatten``. Token results come back as ``Token``s."""
+    if has_tokens:
+        return lambda bufs: tree_util.tree_unflatten(out_tree, list(map(wrap_result, bufs)))
     if tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1:
         return lambda bufs: Array(bufs[0])
     children = tree_util.treedef_children(out_tree)
@@ -139,10 +141,11 @@ class Compiled:
         self.executable = program.executable
         self.timings = timings
         self.out_tree = traced.out_tree
+        has_tokens = any(type(a) is core.AbstractToken for a in traced.jaxpr.out_avals)
         self.single_leaf = (tree_util.treedef_is_leaf(traced.out_tree)
-                            and traced.out_tree.num_leaves == 1)
+                            and traced.out_tree.num_leaves == 1 and not has_tokens)
         self.partitioned = traced.sharding_plan is not None
-        self.outputs = _output_builder(traced.out_tree)
+        self.outputs = _output_builder(traced.out_tree, has_tokens)
 
     def run_flat(self, flat: Sequence, avals: Sequence[core.ShapedArray]):
         """Run on the flat argument leaves (``Array``s pass their buffer; NumPy values and
