@@ -710,6 +710,20 @@ class Namer:
             name = self.names[v] = _encode_name(next(self.counter))
         return name
 
+    def suggest_same_names(self, for_vars: Sequence[Atom], like_vars: Sequence[Atom]) -> None:
+        """Name each of ``for_vars`` (not yet named) like the var at its position in
+        ``like_vars`` (naming that one first if needed), each of those at most once: a nested
+        jaxpr's binders then read like the operands and results of its equation, as JAX
+        prints ``jit``."""
+        if len(for_vars) != len(like_vars):
+            return
+        taken: set = set()
+        for for_v, like_v in zip(for_vars, like_vars):
+            if (type(like_v) is Var and like_v not in taken and type(for_v) is Var
+                    and for_v not in self.names):
+                taken.add(like_v)
+                self.names[for_v] = self(like_v)
+
 
 def pp_literal(lit: Literal) -> str:
     """``2.0:f32[]``. As JAX: a literal holding a Python float prints that float (``1.67``);
@@ -729,20 +743,8 @@ def pp_literal(lit: Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-class FreshNames:
-    """A jaxpr parameter printed with names of its own (``a, b, ...``) instead of continuing the
-    enclosing jaxpr's, as JAX prints the body of a ``jit`` equation."""
-
-    __slots__ = ("jaxpr",)
-
-    def __init__(self, jaxpr: Jaxpr | ClosedJaxpr):
-        self.jaxpr = jaxpr
-
-
 def pp_param_value(value, indent: int, namer: Namer, lead: int = 0) -> str:
     """``lead``: the width of what precedes the value on its first line (``name=``)."""
-    if isinstance(value, FreshNames):
-        return pp_param_value(value.jaxpr, indent, Namer(), lead)
     if isinstance(value, ClosedJaxpr):
         return pp_jaxpr(value.jaxpr, indent, namer, lead)
     if isinstance(value, Jaxpr):
@@ -766,6 +768,11 @@ def pp_param_value(value, indent: int, namer: Namer, lead: int = 0) -> str:
 pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
 
 
+# primitive -> (eqn, namer) -> None: names chosen before an equation prints (see
+# ``Namer.suggest_same_names``).
+pp_naming_rules: dict[Primitive, Callable[[JaxprEqn, Namer], None]] = {}
+
+
 def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
     """How an equation of ``prim`` shows its parameters: ``rule(params) -> params to print``
     (as JAX prints them: defaults left out, nested jaxprs with names of their own, ...)."""
@@ -778,6 +785,9 @@ def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) ->
         unused = isinstance(v, DropVar) or (used is not None and v not in used)
         return f"{'_' if unused else namer(v)}:{v.aval.str_short()}"
 
+    naming = pp_naming_rules.get(eqn.primitive)
+    if naming is not None:
+        naming(eqn, namer)
     lhs = " ".join(binder(v) for v in eqn.outvars)
     rhs_args = " ".join(namer(a) for a in eqn.invars)
     rule = pp_params_rules.get(eqn.primitive)

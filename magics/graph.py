@@ -46,14 +46,13 @@ def _params_text(eqn: core.JaxprEqn, namer) -> str:
     params = rule(eqn.params) if rule is not None else dict(sorted(eqn.params.items()))
     lines = []
     for key, value in params.items():
-        inner = value.jaxpr if isinstance(value, core.FreshNames) else value
-        if isinstance(inner, (core.ClosedJaxpr, core.Jaxpr)):
-            n = len((inner.jaxpr if isinstance(inner, core.ClosedJaxpr) else inner).eqns)
+        if isinstance(value, (core.ClosedJaxpr, core.Jaxpr)):
+            n = len((value.jaxpr if isinstance(value, core.ClosedJaxpr) else value).eqns)
             lines.append(f"{key}={{{n} equations}}")
             continue
-        if isinstance(inner, tuple) and inner and all(
-                isinstance(v, (core.ClosedJaxpr, core.Jaxpr)) for v in inner):
-            lines.append(f"{key}=[{len(inner)} jaxprs]")
+        if isinstance(value, tuple) and value and all(
+                isinstance(v, (core.ClosedJaxpr, core.Jaxpr)) for v in value):
+            lines.append(f"{key}=[{len(value)} jaxprs]")
             continue
         lines += _wrap(f"{key}={core.pp_param_value(value, 0, namer)}")
     return NL.join(lines)

@@ -88,7 +88,7 @@ def test_pp_control_flow_bodies_continue_the_names():
     assert "{ lambda ; h:f32[3]. let  in (h,) }" in cond  # JAX's spacing for an empty body
 
 
-def test_pp_jit_body_has_names_of_its_own_and_hides_defaults():
+def test_pp_jit_body_is_named_like_its_equation_and_hides_defaults():
     inner = jaxkit.jit(lambda y: y * 2)
     text = str(jaxkit.make_jaxpr(lambda x: inner(x) + 1)(f32(3)))
     assert text == textwrap.dedent("""\

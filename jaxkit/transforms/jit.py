@@ -58,6 +58,17 @@ def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
 
 jit_p.def_abstract_eval(_jit_abstract_eval)
 
+
+def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
+    # As JAX prints jit: the body's binders and results take the names of the equation's
+    # operands and results.
+    body = eqn.params["jaxpr"].jaxpr
+    namer.suggest_same_names(body.invars, eqn.invars)
+    namer.suggest_same_names(body.outvars, eqn.outvars)
+
+
+core.pp_naming_rules[jit_p] = _jit_pp_naming
+
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
     if spmd.needs_partitioning(jaxpr, args):
         return spmd.run_closed(name, jaxpr, donated_invars, args)
@@ -78,13 +89,14 @@ mlir.register_lowering(jit_p, _jit_lowering)
 
 
 def _jit_pp_params(params: dict) -> dict:
-    # As JAX prints it: the name first, the body with names of its own, defaults left out.
+    # As JAX prints it: the name first, defaults left out; the body continues the enclosing
+    # names (its binders named like the equation's operands by _jit_pp_naming).
     shown = {"name": params["name"]}
     if any(params["donated_invars"]):
         shown["donated_invars"] = params["donated_invars"]
     if params["inline"]:
         shown["inline"] = True
-    shown["jaxpr"] = core.FreshNames(params["jaxpr"])
+    shown["jaxpr"] = params["jaxpr"]
     return shown
 
 
