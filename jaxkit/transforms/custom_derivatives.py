@@ -443,6 +443,18 @@ custom_jvp_call_p.multiple_results = True
 custom_jvp_call_p.def_impl(_call_jaxpr_impl)
 custom_jvp_call_p.def_abstract_eval(_call_jaxpr_abstract_eval)
 ad.defjvp_rule(custom_jvp_call_p, _custom_jvp_call_jvp)
+
+
+def _custom_call_pp_params(params: dict) -> dict:
+    # As JAX prints custom_jvp_call/custom_vjp_call: the name first, then the rest sorted, a
+    # zero num_consts left out. jaxkit's custom_vjp has no symbolic-zeros mode, so its
+    # equations show the value JAX shows for a custom_vjp defined without one.
+    rest = {k: v for k, v in params.items() if k != "name" and (k != "num_consts" or v)}
+    rest.setdefault("symbolic_zeros", False)
+    return {"name": params["name"], **dict(sorted(rest.items()))}
+
+
+core.defpp_params(custom_jvp_call_p, _custom_call_pp_params)
 ad.deftranspose(custom_jvp_call_p, _custom_jvp_call_transpose)
 batching.defrule(custom_jvp_call_p, _custom_jvp_call_batch, named_axis=True)
 mlir.register_lowering(custom_jvp_call_p, _call_jaxpr_lowering)
@@ -686,6 +698,7 @@ custom_vjp_call_p.multiple_results = True
 custom_vjp_call_p.def_impl(_call_jaxpr_impl)
 custom_vjp_call_p.def_abstract_eval(_call_jaxpr_abstract_eval)
 ad.defjvp_rule(custom_vjp_call_p, _custom_vjp_call_jvp)
+core.defpp_params(custom_vjp_call_p, _custom_call_pp_params)
 batching.defrule(custom_vjp_call_p, _custom_vjp_call_batch, named_axis=True)
 mlir.register_lowering(custom_vjp_call_p, _call_jaxpr_lowering)
 
