@@ -2,7 +2,8 @@
 SPMD partitioner (Shardy), with_sharding_constraint and the sharding picture.
 
 Runs on an extra 8-device CPU backend in this process. The printed forms and error texts
-are JAX 0.10.2's (taken from it on 8 CPU devices); values are checked against NumPy.
+are JAX 0.10.2's (taken from it on 8 CPU devices); values are checked against NumPy, and the
+derivatives of shard_maps also against JAX run on 8 CPU devices in a subprocess.
 """
 import importlib.util
 import os
@@ -201,8 +202,9 @@ def test_shard_map_collectives(mesh):
     scaled = jax.shard_map(lambda b: b * jax.lax.axis_index("x"), mesh=mesh, in_specs=P("x"),
                            out_specs=P("x"))
     np.testing.assert_array_equal(np.asarray(scaled(a)), a * np.repeat(np.arange(4), 2)[:, None])
+    # all_gather's result is replicated, but (as in JAX) not seen to be: check_vma=False
     gathered = jax.shard_map(lambda b: jax.lax.all_gather(b, "x", tiled=True), mesh=mesh,
-                             in_specs=P("x"), out_specs=P())
+                             in_specs=P("x"), out_specs=P(), check_vma=False)
     np.testing.assert_array_equal(np.asarray(gathered(a)), a)
     shifted = jax.shard_map(lambda b: jax.lax.ppermute(b, "x", [(i, (i + 1) % 4)
                                                                 for i in range(4)]),
@@ -539,3 +541,69 @@ def test_reverse_mode_of_shard_map_matches_jax_and_finite_differences(mesh, jax_
         assert got.shape == oracle.shape == np.shape(want) and got.dtype == oracle.dtype
         np.testing.assert_allclose(got, oracle, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * max(1, np.abs(want).max()))
+
+
+_VARYING = "which implies that the corresponding output value is only varying across mesh axes"
+_REPLICATED = "which implies that the corresponding output value is replicated across mesh axis"
+
+
+# The texts are JAX 0.10.2's under jit (its eager path names an internal function instead).
+@pytest.mark.parametrize("body, in_spec, out_spec, lines", [
+    (lambda b: b * 2, P("x"), P(),
+     [f"out_specs is P() {_VARYING} {{}} and not {{x}}, but it was inferred to be possibly "
+      "varying over {x}"]),
+    (lambda b: b * 2, P(("x", "y")), P("x"),
+     [f"out_specs is P('x',) {_REPLICATED} 'y', but could not infer replication over any "
+      "axes"]),
+    (lambda b: (b, jax.lax.psum(b, "x")), P("x", "y"), (P(), P("x")),
+     [f"* out_specs[0] is P() {_VARYING} {{}} and not {{x,y}}, but it was inferred to be "
+      "possibly varying over {x,y}",
+      f"* out_specs[1] is P('x',) {_REPLICATED} 'y', but could not infer replication over "
+      "any axes"]),
+    (lambda b: {"u": b.sum(), "v": jax.lax.psum(b.sum(), ("x", "y"))}, P("x", "y"), P(),
+     [f"out_specs is P() {_VARYING} {{}} and not {{x,y}}, but it was inferred to be possibly "
+      "varying over {x,y}"]),
+    (lambda b: b + jax.lax.axis_index("y"), P("x"), P("x"),
+     [f"out_specs is P('x',) {_REPLICATED} 'y', but could not infer replication over any "
+      "axes"]),
+    (lambda b: jax.lax.all_gather(b, "x", tiled=True), P("x"), P(),
+     [f"out_specs is P() {_VARYING} {{}} and not {{x}}, but it was inferred to be possibly "
+      "varying over {x}"]),
+    (lambda b: jax.jit(lambda c: jax.lax.psum(c, "x"))(b), P("x"), P(), None),
+    (lambda b: jax.lax.pmean(b * 3, "x") + 1.0, P("x"), P(), None),
+])
+def test_shard_map_check_vma_requires_seen_replication(mesh, body, in_spec, out_spec, lines):
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    f = jax.shard_map(body, mesh=mesh, in_specs=in_spec, out_specs=out_spec)
+    if lines is None:
+        f(x)
+    else:
+        with pytest.raises(ValueError) as info:
+            f(x)
+        assert str(info.value) == (
+            "shard_map applied to the function '<lambda>' was given out_specs which require "
+            "replication which can't be statically inferred given the mesh:\n\nThe mesh given "
+            "has shape (4, 2) with corresponding axis names ('x', 'y').\n\n"
+            + "\n\n".join(lines) + "\n\nCheck if these output values are meant to be "
+            "replicated over those mesh axes. If not, consider revising the corresponding "
+            "out_specs entries. If so, consider disabling the check by passing the "
+            "check_vma=False argument to `jax.shard_map`.")
+    # Unchecked, the body runs: the blocks of an output over an axis its spec leaves out are
+    # assumed to be equal.
+    jax.shard_map(body, mesh=mesh, in_specs=in_spec, out_specs=out_spec, check_vma=False)(x)
+
+
+def test_shard_map_check_vma_false_differentiates_the_same(mesh):
+    x = np.arange(8, dtype=np.float32) / 8
+
+    def loss(check):
+        f = jax.shard_map(lambda b, w: jax.lax.psum(jnp.sum(jnp.sin(b * w)), "x"), mesh=mesh,
+                          in_specs=(P("x"), P()), out_specs=P(), check_vma=check)
+        return jax.grad(f, argnums=(0, 1))(x, np.float32(1.5))
+
+    for a, b in zip(loss(True), loss(False)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_allclose(np.asarray(loss(False)[1]), np.sum(x * np.cos(1.5 * x)),
+                               rtol=1e-5)
+    with pytest.raises(TypeError, match="check_rep"):
+        jax.shard_map(lambda b: b, mesh=mesh, in_specs=P(), out_specs=P(), check_rep=False)

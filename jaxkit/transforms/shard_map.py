@@ -13,11 +13,13 @@ Outside ``jit`` the call runs as a jitted program. ``jvp`` and ``vmap`` of a sha
 transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
 ``linearize``, ``jacrev`` of a shard_map) splits the body into a known shard_map, run now,
 whose per-device residuals come out split over all the mesh's axes, and an unknown one taking
-them back; the transpose is a shard_map of the transposed body. jaxkit does not track which
-mesh axes a value varies over (JAX's ``check_vma`` types), so differentiation follows JAX's
-``check_vma=False`` rules, which give the same derivatives: the cotangent of an output
-replicated over some axes is shared out among those devices, and the cotangent of an input
-replicated over some axes is ``psum``-med over them.
+them back; the transpose is a shard_map of the transposed body. jaxkit does not give values
+JAX's varying-manual-axes types, so differentiation follows JAX's ``check_vma=False`` rules,
+which give the same derivatives: the cotangent of an output replicated over some axes is
+shared out among those devices, and the cotangent of an input replicated over some axes is
+``psum``-med over them. ``check_vma=True`` (the default) infers from the traced body which
+mesh axes each output may vary over and raises JAX's error when ``out_specs`` claims
+replication over one of them; ``check_vma=False`` skips the check.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import ir, sdy
-from jaxkit.lax import parallel
+from jaxkit.lax import parallel, parallel_extra
 from jaxkit.lax.elementwise import div
 from jaxkit.lax.structural import reshape
 from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
@@ -100,14 +102,14 @@ def _mesh_axes_bound(mesh: Mesh):
 
 
 def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None,
-              mesh: Mesh | None = None, axis_names=None, check_vma: bool = True,
-              check_rep: bool | None = None) -> Callable:
+              mesh: Mesh | None = None, axis_names=None, check_vma: bool = True) -> Callable:
     """``f`` run on every device of ``mesh`` on its block of the arguments (split as
-    ``in_specs`` says), its results assembled as ``out_specs`` says."""
+    ``in_specs`` says), its results assembled as ``out_specs`` says. With ``check_vma``, an
+    output whose spec leaves out a mesh axis must be seen to be replicated over it (computed
+    from replicated inputs, or reduced over the axis by a collective)."""
     if f is None:
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs,
-                                 mesh=mesh, axis_names=axis_names, check_vma=check_vma,
-                                 check_rep=check_rep)
+                                 mesh=mesh, axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
         raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
     if axis_names is not None and mesh is not None and set(axis_names) != set(mesh.axis_names):
@@ -136,12 +138,119 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             if len(s) > len(a.shape):
                 raise ValueError(f"shard_map out_specs {s} has {len(s)} entries for an output "
                                  f"of rank {len(a.shape)} ({a.str_short()})")
+        if check_vma:
+            _check_replication(f, the_mesh, closed.jaxpr, specs_in, out_specs, full_out,
+                               len(consts))
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
         outs = shard_map_p.bind(*consts, *flat, jaxpr=closed, mesh=the_mesh,
                                 in_specs=specs_in, out_specs=specs_out)
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+# ---- check_vma: which mesh axes each value of the body may vary over ----
+#
+# A value varies over the axes its input's spec splits it over, and over an axis whose
+# ``axis_index`` or point-to-point collective it depends on; a reduction over an axis (psum,
+# pmax, pmin, pbroadcast) makes it the same on every device of that axis. Other primitives
+# vary over what their operands vary over; a jit-like body is followed inside, other control
+# flow is not (its outputs are taken as varying over nothing, so no replication error is
+# raised that JAX might not raise). JAX raises the same error from its own type system.
+
+
+def _axis_names_param(params: dict) -> frozenset:
+    names = params.get("axis_name", params.get("axes"))
+    return frozenset(names if isinstance(names, (tuple, list)) else (names,))
+
+
+def _vma_reduces(ins, params):
+    return frozenset().union(*ins) - _axis_names_param(params)
+
+
+def _vma_varies(ins, params):
+    return frozenset().union(*ins) | _axis_names_param(params)
+
+
+_vma_rules: dict[core.Primitive, Callable] = {
+    parallel.psum_p: _vma_reduces, parallel.pmax_p: _vma_reduces,
+    parallel.pmin_p: _vma_reduces, parallel_extra.pbroadcast_p: _vma_reduces,
+    parallel.all_gather_p: _vma_varies, parallel.reduce_scatter_p: _vma_varies,
+    parallel.ppermute_p: _vma_varies, parallel.all_to_all_p: _vma_varies,
+    parallel.axis_index_p: _vma_varies, parallel_extra.ragged_all_to_all_p: _vma_varies,
+}
+
+
+def _varying_axes(jaxpr: core.Jaxpr, in_vmas) -> list[frozenset]:
+    env = dict(zip(jaxpr.invars, in_vmas))
+
+    def read(a):
+        return env.get(a, frozenset()) if type(a) is core.Var else frozenset()
+
+    for eqn in jaxpr.eqns:
+        ins = [read(a) for a in eqn.invars]
+        rule = _vma_rules.get(eqn.primitive)
+        subs = list(core.subjaxprs(eqn.params))
+        if rule is not None:
+            outs = [rule(ins, eqn.params)] * len(eqn.outvars)
+        elif not subs:
+            outs = [frozenset().union(*ins)] * len(eqn.outvars)
+        elif len(subs) == 1 and not subs[0].constvars and len(subs[0].invars) == len(ins) \
+                and len(subs[0].outvars) == len(eqn.outvars):
+            outs = _varying_axes(subs[0], ins)
+        else:
+            outs = [frozenset()] * len(eqn.outvars)
+        env.update(zip(eqn.outvars, outs))
+    return [read(a) for a in jaxpr.outvars]
+
+
+def _spec_axes(spec: PartitionSpec) -> set:
+    return {a for axes in spec._normalized(0) for a in axes}
+
+
+def _check_replication(f, mesh: Mesh, jaxpr: core.Jaxpr, in_specs, out_specs, out_tree_value,
+                       n_consts: int) -> None:
+    """Raise JAX's error if an output may vary over a mesh axis its spec leaves out."""
+    in_vmas = [frozenset()] * n_consts + [frozenset(_spec_axes(s)) for s in in_specs]
+    out_vmas = _varying_axes(jaxpr, in_vmas)
+    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
+    spec_paths = tree_util.tree_flatten_with_path(out_specs, is_leaf=is_spec)[0]
+    index_tree = tree_util.tree_unflatten(tree_util.tree_structure(out_specs, is_spec),
+                                          range(len(spec_paths)))
+    per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(index_tree, out_tree_value))
+    order = list(mesh.axis_names)
+    msgs = []
+    for vma, i in zip(out_vmas, per_leaf):
+        path, spec = spec_paths[i]
+        spec = spec or PartitionSpec()
+        unmentioned = [a for a in order if a not in _spec_axes(spec)]
+        if not any(a in vma for a in unmentioned):
+            continue
+        where = f"* out_specs{tree_util.keystr(path)} is {spec} which implies that the " \
+                "corresponding output value is"
+        if len(unmentioned) > 1:
+            need = ",".join(a for a in order if a in _spec_axes(spec))
+            diff = ",".join(a for a in unmentioned if a in vma)
+            got = ",".join(a for a in order if a in vma)
+            msgs.append(f"{where} only varying across mesh axes {{{need}}} and not "
+                        f"{{{diff}}}, but it was inferred to be possibly varying over "
+                        f"{{{got}}}")
+        else:
+            msgs.append(f"{where} replicated across mesh axis '{unmentioned[0]}', but could "
+                        "not infer replication over any axes")
+    if not msgs:
+        return
+    if len(msgs) == 1:
+        msgs = [msgs[0][2:]]
+    name = getattr(f, "__name__", str(f))
+    raise ValueError(
+        f"shard_map applied to the function '{name}' was given out_specs which require "
+        "replication which can't be statically inferred given the mesh:\n\n"
+        f"The mesh given has shape {tuple(mesh.shape.values())} with corresponding axis "
+        f"names {tuple(mesh.axis_names)}.\n\n" + "\n\n".join(msgs) + "\n\n"
+        "Check if these output values are meant to be replicated over those mesh axes. If "
+        "not, consider revising the corresponding out_specs entries. If so, consider "
+        "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
 
 
 def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
