@@ -10,25 +10,37 @@ partition ids. Outputs are assembled as ``out_specs`` says: a dimension split ov
 concatenates the devices' blocks, an axis left out means the blocks are equal (replicated).
 
 Outside ``jit`` the call runs as a jitted program. ``jvp`` and ``vmap`` of a shard_map
-transform its body (a vmapped axis is never split). Its partial evaluation and transpose
-(so ``grad`` *of* a shard_map; ``grad`` inside the body works) and JAX's replication checks
-(``check_vma``) are not implemented yet: ``grad`` raises ``NotImplementedError`` naming the
-missing rule.
+transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
+``linearize``, ``jacrev`` of a shard_map) splits the body into a known shard_map, run now,
+whose per-device residuals come out split over all the mesh's axes, and an unknown one taking
+them back; the transpose is a shard_map of the transposed body. jaxkit does not give values
+JAX's varying-manual-axes types, so differentiation follows JAX's ``check_vma=False`` rules,
+which give the same derivatives: the cotangent of an output replicated over some axes is
+shared out among those devices, and the cotangent of an input replicated over some axes is
+``psum``-med over them. ``check_vma=True`` (the default) infers from the traced body which
+mesh axes each output may vary over and raises JAX's error when ``out_specs`` claims
+replication over one of them; ``check_vma=False`` skips the check.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import functools
+import math
+import weakref
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from jaxkit import core, tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import ir, sdy
-from jaxkit.lax import parallel
+from jaxkit.lax import parallel, parallel_extra
+from jaxkit.lax.elementwise import div
+from jaxkit.lax.structural import reshape
 from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
 from jaxkit.transforms.jit import jit
 
@@ -90,14 +102,14 @@ def _mesh_axes_bound(mesh: Mesh):
 
 
 def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None,
-              mesh: Mesh | None = None, axis_names=None, check_vma: bool = True,
-              check_rep: bool | None = None) -> Callable:
+              mesh: Mesh | None = None, axis_names=None, check_vma: bool = True) -> Callable:
     """``f`` run on every device of ``mesh`` on its block of the arguments (split as
-    ``in_specs`` says), its results assembled as ``out_specs`` says."""
+    ``in_specs`` says), its results assembled as ``out_specs`` says. With ``check_vma``, an
+    output whose spec leaves out a mesh axis must be seen to be replicated over it (computed
+    from replicated inputs, or reduced over the axis by a collective)."""
     if f is None:
         return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs,
-                                 mesh=mesh, axis_names=axis_names, check_vma=check_vma,
-                                 check_rep=check_rep)
+                                 mesh=mesh, axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
         raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
     if axis_names is not None and mesh is not None and set(axis_names) != set(mesh.axis_names):
@@ -126,12 +138,119 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             if len(s) > len(a.shape):
                 raise ValueError(f"shard_map out_specs {s} has {len(s)} entries for an output "
                                  f"of rank {len(a.shape)} ({a.str_short()})")
+        if check_vma:
+            _check_replication(f, the_mesh, closed.jaxpr, specs_in, out_specs, full_out,
+                               len(consts))
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
         outs = shard_map_p.bind(*consts, *flat, jaxpr=closed, mesh=the_mesh,
                                 in_specs=specs_in, out_specs=specs_out)
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+# ---- check_vma: which mesh axes each value of the body may vary over ----
+#
+# A value varies over the axes its input's spec splits it over, and over an axis whose
+# ``axis_index`` or point-to-point collective it depends on; a reduction over an axis (psum,
+# pmax, pmin, pbroadcast) makes it the same on every device of that axis. Other primitives
+# vary over what their operands vary over; a jit-like body is followed inside, other control
+# flow is not (its outputs are taken as varying over nothing, so no replication error is
+# raised that JAX might not raise). JAX raises the same error from its own type system.
+
+
+def _axis_names_param(params: dict) -> frozenset:
+    names = params.get("axis_name", params.get("axes"))
+    return frozenset(names if isinstance(names, (tuple, list)) else (names,))
+
+
+def _vma_reduces(ins, params):
+    return frozenset().union(*ins) - _axis_names_param(params)
+
+
+def _vma_varies(ins, params):
+    return frozenset().union(*ins) | _axis_names_param(params)
+
+
+_vma_rules: dict[core.Primitive, Callable] = {
+    parallel.psum_p: _vma_reduces, parallel.pmax_p: _vma_reduces,
+    parallel.pmin_p: _vma_reduces, parallel_extra.pbroadcast_p: _vma_reduces,
+    parallel.all_gather_p: _vma_varies, parallel.reduce_scatter_p: _vma_varies,
+    parallel.ppermute_p: _vma_varies, parallel.all_to_all_p: _vma_varies,
+    parallel.axis_index_p: _vma_varies, parallel_extra.ragged_all_to_all_p: _vma_varies,
+}
+
+
+def _varying_axes(jaxpr: core.Jaxpr, in_vmas) -> list[frozenset]:
+    env = dict(zip(jaxpr.invars, in_vmas))
+
+    def read(a):
+        return env.get(a, frozenset()) if type(a) is core.Var else frozenset()
+
+    for eqn in jaxpr.eqns:
+        ins = [read(a) for a in eqn.invars]
+        rule = _vma_rules.get(eqn.primitive)
+        subs = list(core.subjaxprs(eqn.params))
+        if rule is not None:
+            outs = [rule(ins, eqn.params)] * len(eqn.outvars)
+        elif not subs:
+            outs = [frozenset().union(*ins)] * len(eqn.outvars)
+        elif len(subs) == 1 and not subs[0].constvars and len(subs[0].invars) == len(ins) \
+                and len(subs[0].outvars) == len(eqn.outvars):
+            outs = _varying_axes(subs[0], ins)
+        else:
+            outs = [frozenset()] * len(eqn.outvars)
+        env.update(zip(eqn.outvars, outs))
+    return [read(a) for a in jaxpr.outvars]
+
+
+def _spec_axes(spec: PartitionSpec) -> set:
+    return {a for axes in spec._normalized(0) for a in axes}
+
+
+def _check_replication(f, mesh: Mesh, jaxpr: core.Jaxpr, in_specs, out_specs, out_tree_value,
+                       n_consts: int) -> None:
+    """Raise JAX's error if an output may vary over a mesh axis its spec leaves out."""
+    in_vmas = [frozenset()] * n_consts + [frozenset(_spec_axes(s)) for s in in_specs]
+    out_vmas = _varying_axes(jaxpr, in_vmas)
+    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
+    spec_paths = tree_util.tree_flatten_with_path(out_specs, is_leaf=is_spec)[0]
+    index_tree = tree_util.tree_unflatten(tree_util.tree_structure(out_specs, is_spec),
+                                          range(len(spec_paths)))
+    per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(index_tree, out_tree_value))
+    order = list(mesh.axis_names)
+    msgs = []
+    for vma, i in zip(out_vmas, per_leaf):
+        path, spec = spec_paths[i]
+        spec = spec or PartitionSpec()
+        unmentioned = [a for a in order if a not in _spec_axes(spec)]
+        if not any(a in vma for a in unmentioned):
+            continue
+        where = f"* out_specs{tree_util.keystr(path)} is {spec} which implies that the " \
+                "corresponding output value is"
+        if len(unmentioned) > 1:
+            need = ",".join(a for a in order if a in _spec_axes(spec))
+            diff = ",".join(a for a in unmentioned if a in vma)
+            got = ",".join(a for a in order if a in vma)
+            msgs.append(f"{where} only varying across mesh axes {{{need}}} and not "
+                        f"{{{diff}}}, but it was inferred to be possibly varying over "
+                        f"{{{got}}}")
+        else:
+            msgs.append(f"{where} replicated across mesh axis '{unmentioned[0]}', but could "
+                        "not infer replication over any axes")
+    if not msgs:
+        return
+    if len(msgs) == 1:
+        msgs = [msgs[0][2:]]
+    name = getattr(f, "__name__", str(f))
+    raise ValueError(
+        f"shard_map applied to the function '{name}' was given out_specs which require "
+        "replication which can't be statically inferred given the mesh:\n\n"
+        f"The mesh given has shape {tuple(mesh.shape.values())} with corresponding axis "
+        f"names {tuple(mesh.axis_names)}.\n\n" + "\n\n".join(msgs) + "\n\n"
+        "Check if these output values are meant to be replicated over those mesh axes. If "
+        "not, consider revising the corresponding out_specs entries. If so, consider "
+        "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
 
 
 def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
@@ -182,14 +301,18 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Me
     return list(op.results)
 
 
-def _bind(closed: ClosedJaxpr, args, in_specs, out_specs, mesh: Mesh) -> list:
-    """Bind ``shard_map`` on a body that may have constants: they become leading replicated
-    operands, as closed-over values do."""
+def _without_consts(closed: ClosedJaxpr, args, in_specs):
+    """A body's constants become leading replicated operands, as closed-over values do."""
     consts = list(closed.consts)
     if consts:
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(closed.jaxpr), [])
-    return shard_map_p.bind(*consts, *args, jaxpr=closed, mesh=mesh,
-                            in_specs=(PartitionSpec(),) * len(consts) + tuple(in_specs),
+    return closed, [*consts, *args], (PartitionSpec(),) * len(consts) + tuple(in_specs)
+
+
+def _bind(closed: ClosedJaxpr, args, in_specs, out_specs, mesh: Mesh) -> list:
+    """Bind ``shard_map`` on a body that may have constants."""
+    closed, args, in_specs = _without_consts(closed, args, in_specs)
+    return shard_map_p.bind(*args, jaxpr=closed, mesh=mesh, in_specs=in_specs,
                             out_specs=tuple(out_specs))
 
 
@@ -213,24 +336,159 @@ def _unsplit_front(spec: PartitionSpec) -> PartitionSpec:
 
 
 def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
-    """vmap of shard_map: the batch axis goes in front, unsplit, through the body."""
+    """vmap of shard_map: the batch axis goes in front, unsplit, through the body; outputs
+    that do not depend on a batched input stay unbatched."""
     vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    body_dims = [None if d is None else 0 for d in dims]
     with _mesh_axes_bound(mesh):
-        batched, _ = batching.batch_jaxpr_axes(jaxpr, axis_data, body_dims,
-                                               [0] * len(jaxpr.out_avals))
+        batched, out_batched = batching.batch_jaxpr(jaxpr, axis_data,
+                                                    [d is not None for d in dims], False)
     new_in = [s if d is None else _unsplit_front(s) for s, d in zip(in_specs, dims)]
-    outs = _bind(batched, vals, new_in, [_unsplit_front(s) for s in out_specs], mesh)
-    return outs, [0] * len(outs)
+    new_out = [_unsplit_front(s) if b else s for s, b in zip(out_specs, out_batched)]
+    outs = _bind(batched, vals, new_in, new_out, mesh)
+    return outs, [0 if b else None for b in out_batched]
 
 
-def _partial_eval(trace, *args, **params):
-    # Without a rule the whole equation would become unknown, primal outputs included,
-    # which linearize cannot use: say what is missing instead.
-    raise NotImplementedError(
-        "partial evaluation rule for 'shard_map' is not implemented, so a shard_map cannot be "
-        "differentiated in reverse mode (grad, vjp, jacrev) yet; take the gradient inside the "
-        "shard_map body (and psum/pmean it over the mesh axes), or use jvp/jacfwd.")
+# ---- reverse mode ----
+#
+# Partial evaluation runs the known part of the body as one shard_map now and stages the
+# unknown part as another. Residuals are per-device values: each leaves the known shard_map
+# with its leading dimension split over all the mesh's axes (a scalar first becomes a
+# one-element vector), so the global residual holds every device's block and the unknown
+# shard_map hands each device its own back. A residual that is a known input is passed as
+# that input, with its spec.
+#
+# The transpose follows the SPMD view the collectives' transposes take (``psum`` transposes
+# to ``psum``): the body is transposed as a map over all devices' values. An output replicated
+# over some axes (its spec does not mention them) is one value held by those devices, so its
+# cotangent is shared out among them (divided by their number); an input replicated over
+# some axes was broadcast to those devices, so its cotangent is the sum (``psum``) of theirs.
+
+def _unmentioned(mesh: Mesh, spec: PartitionSpec) -> tuple:
+    """The mesh axes ``spec`` does not split over, in mesh order."""
+    named = {a for axes in spec._normalized(0) for a in axes}
+    return tuple(a for a in mesh.axis_names if a not in named)
+
+
+def _residual_spec(mesh: Mesh) -> PartitionSpec:
+    return PartitionSpec(tuple(mesh.axis_names))
+
+
+# known body -> (known body with promoted residual outputs, unknown body taking them back,
+# per residual: the index of the known input it is, or None). The bodies that
+# partial_eval_jaxpr returns are cached per jaxpr, so these are too: the programs compiled for
+# them are reused.
+_residual_plans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _residual_plan(known: ClosedJaxpr, unknown: ClosedJaxpr, num_res: int):
+    hit = _residual_plans.get(known)
+    if hit is not None:
+        return hit
+    n_known_out = len(known.out_avals) - num_res
+    invar_index = {v: i for i, v in enumerate(known.jaxpr.invars)}
+    res_atoms = known.jaxpr.outvars[n_known_out:]
+    fwd = [invar_index.get(a) if type(a) is core.Var else None for a in res_atoms]
+    res_avals = known.out_avals[n_known_out:]
+    promoted = [f is None and not a.shape for f, a in zip(fwd, res_avals)]
+
+    def known_body(*args):
+        outs = core.eval_jaxpr(known.jaxpr, known.consts, *args)
+        res = [reshape(r, (1,)) if p else r
+               for r, f, p in zip(outs[n_known_out:], fwd, promoted) if f is None]
+        return [*outs[:n_known_out], *res]
+
+    def unknown_body(*args):
+        res = [reshape(r, ()) if p else r for r, p in zip(args[:num_res], promoted)]
+        return core.eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *args[num_res:])
+
+    jaxpr, consts = pe.trace_to_jaxpr(known_body, known.in_avals, known.jaxpr.debug_info)
+    known_w = ClosedJaxpr(jaxpr, consts)
+    uk_avals = [a.update(shape=(1,)) if p else a for a, p in zip(res_avals, promoted)]
+    jaxpr, consts = pe.trace_to_jaxpr(unknown_body, [*uk_avals, *unknown.in_avals[num_res:]],
+                                      unknown.jaxpr.debug_info)
+    plan = (known_w, ClosedJaxpr(jaxpr, consts), fwd)
+    _residual_plans[known] = plan
+    return plan
+
+
+def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
+                  out_specs):
+    unknowns = [not trace.is_known(x) for x in args]
+    with _mesh_axes_bound(mesh):
+        known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
+        known, unknown, fwd = _residual_plan(known, unknown, num_res)
+    known_args = [x for x, uk in zip(args, unknowns) if not uk]
+    known_specs = [s for s, uk in zip(in_specs, unknowns) if not uk]
+    n_res_out = sum(f is None for f in fwd)
+    known_out_specs = [s for s, uk in zip(out_specs, out_uk) if not uk]
+    known_out_specs += [_residual_spec(mesh)] * n_res_out
+    known_outs = []
+    if known_out_specs:
+        with core.set_current_trace(trace.parent):
+            known_outs = _bind(known, known_args, known_specs, known_out_specs, mesh)
+    n_known = len(known_outs) - n_res_out
+    res_out = iter(known_outs[n_known:])
+    residuals, res_specs = [], []
+    for f in fwd:
+        residuals.append(next(res_out) if f is None else known_args[f])
+        res_specs.append(_residual_spec(mesh) if f is None else known_specs[f])
+    unknown, uk_args, uk_specs = _without_consts(
+        unknown, [*residuals, *(x for x, uk in zip(args, unknowns) if uk)],
+        [*res_specs, *(s for s, uk in zip(in_specs, unknowns) if uk)])
+    params = {"jaxpr": unknown, "mesh": mesh, "in_specs": uk_specs,
+              "out_specs": tuple(s for s, uk in zip(out_specs, out_uk) if uk)}
+    out_avals = _abstract_eval(**params)
+    unknown_outs = iter(trace.stage(shard_map_p, uk_args, out_avals, params))
+    known_it = iter(known_outs[:n_known])
+    return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
+
+
+# transposed body -> {(mesh, specs, which cotangents): the body with the cotangents of
+# replicated outputs shared out and those of replicated inputs summed}
+_transposed_bodies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, n_res: int, ct_specs,
+                          lin_specs) -> ClosedJaxpr:
+    key = (mesh, tuple(ct_specs), tuple(lin_specs), n_res)
+    per = _transposed_bodies.setdefault(t_closed, {})
+    hit = per.get(key)
+    if hit is not None:
+        return hit
+    sizes = mesh.shape
+
+    def share(ct, spec):
+        n = math.prod(sizes[a] for a in _unmentioned(mesh, spec))
+        return ct if n == 1 else div(ct, np.array(n, ct.aval.dtype))
+
+    def body(*args):
+        cts = [share(c, s) for c, s in zip(args[n_res:], ct_specs)]
+        outs = core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[:n_res], *cts)
+        return [parallel.psum_p.bind(o, axes=axes, axis_index_groups=None) if axes else o
+                for o, axes in ((o, _unmentioned(mesh, s)) for o, s in zip(outs, lin_specs))]
+
+    jaxpr, consts = pe.trace_to_jaxpr(body, t_closed.in_avals, t_closed.jaxpr.debug_info)
+    per[key] = result = ClosedJaxpr(jaxpr, consts)
+    return result
+
+
+def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    ct_nonzero = [not ad.is_zero(c) for c in cts]
+    with _mesh_axes_bound(mesh):
+        t_closed, lin_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
+        lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+        nz_specs = [s for s, nz in zip(lin_specs, lin_nz) if nz]
+        ct_specs = [s for s, nz in zip(out_specs, ct_nonzero) if nz]
+        n_res = len(args) - sum(linear)
+        body = _spmd_transposed_body(t_closed, mesh, n_res, ct_specs, nz_specs)
+    ins = [x for x, lin in zip(args, linear) if not lin]
+    ins_specs = [s for s, lin in zip(in_specs, linear) if not lin]
+    outs = iter(_bind(body, [*ins, *(c for c, nz in zip(cts, ct_nonzero) if nz)],
+                      [*ins_specs, *ct_specs], nz_specs, mesh) if nz_specs else ())
+    nz_it = iter(lin_nz)
+    return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
+            for x, lin in zip(args, linear)]
 
 
 shard_map_p.def_impl(_impl)
@@ -239,3 +497,4 @@ mlir.register_lowering(shard_map_p, _lowering)
 ad.defjvp_rule(shard_map_p, _jvp)
 batching.defrule(shard_map_p, _batcher)
 pe.defpartial_eval(shard_map_p, _partial_eval)
+ad.deftranspose(shard_map_p, _transpose)
