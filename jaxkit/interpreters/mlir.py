@@ -203,6 +203,7 @@ class ModuleContext:
     channels: list = field(default_factory=lambda: [0])  # the last collective channel id
     host_callbacks: list = field(default_factory=list)
     name_stack: str = ""  # ``jit(f)``: the op_name prefix of every equation's ops
+    locations: dict = field(default_factory=dict)  # (primitive, SourceInfo) -> ir.Location
 
 
 @dataclass
@@ -255,10 +256,16 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
     """``name_stack/primitive`` around the equation's file and line, as JAX writes them: XLA
     turns it into ``metadata={op_name=... source_file=... source_line=...}``."""
-    info = eqn.source_info
-    child = (ir.Location.name(info.function, childLoc=ir.Location.file(info.file, info.line, 0))
-             if info is not None else ir.Location.unknown())
-    return ir.Location.name(f"{ctx.name_stack}/{eqn.primitive.name}", childLoc=child)
+    key = (eqn.primitive, eqn.source_info)
+    loc = ctx.locations.get(key)
+    if loc is None:  # one per line and primitive: a loop's body repeats them
+        info = eqn.source_info
+        child = (ir.Location.name(info.function,
+                                  childLoc=ir.Location.file(info.file, info.line, 0))
+                 if info is not None else ir.Location.unknown())
+        loc = ctx.locations[key] = ir.Location.name(
+            f"{ctx.name_stack}/{eqn.primitive.name}", childLoc=child)
+    return loc
 
 
 def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr,
