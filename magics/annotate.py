@@ -5,7 +5,8 @@ For every source line: the jaxpr equations traced from it (each equation remembe
 line, ``eqn.source_info``), the instructions of XLA's optimised HLO attributed to it (the
 lowering gives every equation's ops the line as an MLIR location, which XLA keeps as the
 instructions' ``metadata``; an instruction inside a fusion is attributed by its own metadata,
-so one fusion can feed several lines), and the flops and bytes of those instructions,
+so one fusion can feed several lines; one XLA added itself, with no metadata, goes to the
+line of the instruction using its result), and the flops and bytes of those instructions,
 *estimated* from their shapes (see ``hlo_cost``). The whole program's ``cost_analysis``
 (XLA's own count) is shown beside them for reference.
 """
@@ -20,6 +21,14 @@ from dataclasses import dataclass, field
 import jaxkit
 
 from . import hlo_cost, render
+
+# HLO opcodes XLA may re-create without metadata, and the primitives they come from: when
+# one source line alone has such an equation, the instruction goes to that line.
+_OPCODE_PRIMITIVES = {"convolution": ("conv_general_dilated",), "dot": ("dot_general",),
+                      "fft": ("fft",), "sort": ("sort",),
+                      "reduce": ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
+                                 "reduce_and", "reduce_or", "argmax", "argmin")}
+_INHERITED = "°"
 
 # Top-level instructions that move no data of their own (a loop's or call's traffic is that
 # of the instructions it runs, counted there).
@@ -113,9 +122,13 @@ class AnnotateReport:
             est += f", transcendentals {trans:g}"
         xla = ", ".join(f"{k} {self.cost[k]:g}" for k in
                         ("flops", "transcendentals", "bytes accessed") if k in self.cost)
-        return [f"annotated jit({self.name}): {len(self.jaxpr.eqns)} equations",
-                f"  {est}, bytes {nbytes:g}",
-                f"  XLA's cost_analysis (whole program): {xla or 'not available'}"]
+        out = [f"annotated jit({self.name}): {len(self.jaxpr.eqns)} equations",
+               f"  {est}, bytes {nbytes:g}",
+               f"  XLA's cost_analysis (whole program): {xla or 'not available'}"]
+        if any(_INHERITED in h for r in self.lines + self.other for h in r.hlo):
+            out.append(f"  {_INHERITED} made by XLA without a source line; shown at the line "
+                       "doing that operation, or using its result")
+        return out
 
     def text(self) -> str:
         top, own = self._max_flops(), {id(r) for r in self.lines}
@@ -229,7 +242,19 @@ def annotate_report(jitted, args: Sequence, kwargs: dict, name: str,
     for r, texts in eqns_by_row.values():
         r.equations = _grouped(texts)
 
+    prim_lines: dict[str, set[tuple[str, int]]] = {}
+    for eqn in _walk_eqns(traced.jaxpr.jaxpr):
+        if eqn.source_info is not None:
+            prim_lines.setdefault(eqn.primitive.name, set()).add(
+                (eqn.source_info.file, eqn.source_info.line))
+
+    def same_operation(inst: hlo_cost.Instruction) -> tuple[str, int] | None:
+        found = set().union(*(prim_lines.get(p, set())
+                              for p in _OPCODE_PRIMITIVES.get(inst.opcode, ())))
+        return found.pop() if len(found) == 1 else None
+
     module = hlo_cost.parse_hlo(hlo_text)
+    hlo_cost.inherit_locations(module, same_operation)
     shapes = module.shapes()
     hlo_by_row: dict[int, tuple[AnnotatedLine, list[str]]] = {}
     fusion_rows: dict[str, set[int]] = {}
@@ -247,8 +272,9 @@ def annotate_report(jitted, args: Sequence, kwargs: dict, name: str,
         if inst.opcode == "fusion":
             continue  # listed through its fused instructions (below, if none is here)
         where = f" in {fusion.name}" if fusion is not None else ""
+        mark = _INHERITED if inst.inherited else ""
         hlo_by_row.setdefault(id(r), (r, []))[1].append(
-            f"{inst.opcode} {_short_shape(inst.shape)}{where}")
+            f"{inst.opcode}{mark} {_short_shape(inst.shape)}{where}")
         if fusion is not None:
             fusion_rows.setdefault(fusion.name, set()).add(id(r))
     for inst, fusion in hlo_cost.executed_instructions(module):

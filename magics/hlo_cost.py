@@ -5,21 +5,24 @@ opcode, result shape, operand names, the computations it calls, and its source l
 the ``metadata``: either ``source_file``/``source_line`` or, in newer XLA, a ``stack_frame_id``
 into the module's ``FileLocations``/``StackFrames`` tables).
 
-``executed_instructions(module)`` walks what runs: the entry computation, the bodies of
-fusions, loops, conditionals and calls (each once, whatever the trip count), but not the
-``to_apply`` regions of reductions, whose cost is counted on the reduction.
+``inherit_locations(module)`` gives the instructions XLA adds (with no metadata) the location
+of their user. ``executed_instructions(module)`` walks what runs: the entry computation, the
+bodies of fusions, loops, conditionals and calls (each once, whatever the trip count), but not
+the ``to_apply`` regions of reductions, whose cost is counted on the reduction.
 
 ``estimate_cost(inst, shapes)`` is an estimate, by shapes, in the spirit of XLA's
 ``HloCostAnalysis``: a dot costs ``2 * output elements * contracted size`` flops, a
 convolution ``2 * output elements * kernel elements / output features``, a reduction one flop
-per reduced element, an elementwise op one flop per output element (a transcendental one, such
-as ``exponential``, counts as a transcendental instead); data movement (broadcast, reshape,
+per element it folds in (``input - output`` elements; a window of ``n`` costs ``n - 1`` per
+output), an elementwise op one flop per output element (a transcendental one, such as
+``exponential``, counts as a transcendental instead); data movement (broadcast, reshape,
 slice, copy, ...) costs no flops. Bytes are the result's bytes plus the operands'.
 """
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _ELEMENT_BYTES = {"pred": 1, "s2": 0.25, "u2": 0.25, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1,
@@ -60,6 +63,7 @@ class Instruction:
     op_name: str | None = None
     file: str | None = None
     line: int | None = None
+    inherited: bool = False  # no metadata of its own: located by ``inherit_locations``
 
 
 @dataclass
@@ -172,6 +176,46 @@ def parse_hlo(text: str) -> HloModule:
     return HloModule(computations, entry or "")
 
 
+# Instructions that never take a location from their neighbours: they are shown only where
+# their own metadata puts them (they cost nothing).
+_NO_INHERIT = frozenset("parameter constant tuple get-tuple-element bitcast".split())
+
+
+def inherit_locations(module: HloModule,
+                      hint: Callable[[Instruction], tuple[str, int] | None] | None = None
+                      ) -> None:
+    """Give the instructions XLA made itself (a convolution rewritten for a layout, a
+    reduction split in two), which carry no metadata, a location: ``hint(inst)``'s (the
+    caller may know the one line doing that operation), else that of the first instruction
+    using their result, else that of the fusion they are inside. They are marked
+    ``inherited``."""
+    done: set[str] = set()
+
+    def resolve(name: str, outer: Instruction | None):
+        if name in done:
+            return
+        done.add(name)
+        insts = module.computations.get(name, [])
+        users: dict[str, list[Instruction]] = {}
+        for inst in insts:
+            for operand in inst.operands:
+                users.setdefault(operand, []).append(inst)
+        for inst in reversed(insts):  # users come after what they use
+            if inst.line is None and inst.opcode not in _NO_INHERIT:
+                src = next((u for u in users.get(inst.name, ()) if u.line is not None), outer)
+                known = hint(inst) if hint is not None else None
+                if known is None and src is not None and src.line is not None:
+                    known = (src.file, src.line)
+                if known is not None:
+                    inst.file, inst.line = known
+                    inst.inherited = True
+        for inst in insts:
+            for callee in inst.calls:
+                resolve(callee, inst if inst.opcode == "fusion" else None)
+
+    resolve(module.entry, None)
+
+
 def executed_instructions(module: HloModule) -> list[tuple[Instruction, Instruction | None]]:
     """(instruction, the top-level fusion it is inside, or None) for everything that runs:
     the entry computation and, recursively, what its fusions, loops, conditionals and calls
@@ -219,7 +263,7 @@ def estimate_cost(inst: Instruction, shapes: dict[str, str]) -> tuple[float, flo
         if op == "reduce-window":
             window = re.search(r"size=([\dx]+)", inst.attrs)
             size = math.prod(int(s) for s in window.group(1).split("x")) if window else 1
-            return float(out * size), 0.0
+            return float(out * (size - 1)), 0.0
         return float(max(ins - out, 0)), 0.0
     if op in _NO_FLOPS:
         return 0.0, 0.0

@@ -135,3 +135,22 @@ def test_hlo_cost_reads_inline_metadata_and_fusions():
     assert hlo_cost.estimate_cost(by_name["d"], shapes) == (2 * 2 * 4 * 3, 0)
     assert hlo_cost.estimate_cost(by_name["t"], shapes) == (0, 8)
     assert hlo_cost.instruction_bytes(by_name["f"], shapes) == 4 * (8 + 6 + 12)
+
+
+def test_instructions_without_metadata_take_a_location():
+    text = HLO.replace(', metadata={op_name="jit(f)/tanh" source_file="a.py" source_line=4}\n}',
+                       "\n}", 1).replace(
+        "  ROOT %f = f32[2,4]{1,0} fusion(%a, %b)",
+        "  %c = f32[2,3]{1,0} copy(%a)\n  ROOT %f = f32[2,4]{1,0} fusion(%c, %b)")
+    module = hlo_cost.parse_hlo(text)
+    hlo_cost.inherit_locations(module)
+    by_name = {i.name: i for i, _ in hlo_cost.executed_instructions(module)}
+    # the copy XLA added goes to the line of the fusion using it; the fused tanh, without
+    # metadata now, to its fusion's
+    assert (by_name["c"].line, by_name["c"].inherited) == (4, True)
+    assert (by_name["t"].line, by_name["t"].inherited) == (4, True)
+    assert (by_name["d"].line, by_name["d"].inherited) == (3, False)
+    assert not by_name["a"].inherited and by_name["a"].line is None  # parameters stay put
+    hlo_cost.inherit_locations(module := hlo_cost.parse_hlo(text), lambda i: ("b.py", 9))
+    assert {(i.file, i.line) for i, _ in hlo_cost.executed_instructions(module)
+            if i.inherited} == {("b.py", 9)}
