@@ -60,7 +60,7 @@ predict(jnp.ones((64, 128)), jnp.ones((128, 32)), jnp.zeros(32))
     code("""
 r = %jit -a -o -q predict(jnp.ones((64, 128)), jnp.ones((128, 32)), jnp.zeros(32))
 for line in r.lines:
-    print(f"{line.number}  {line.text:44} {', '.join(line.equations)}")
+    print(f"{line.number}  {line.text:44} {', '.join(line.equations)}".rstrip())
 matmul = next(line for line in r.lines if "x @ w" in line.text)
 print(matmul.flops >= 2 * 64 * 128 * 32, any("dot" in h for h in matmul.hlo))
 """),
