@@ -212,7 +212,10 @@ def annotate_report(jitted, args: Sequence, kwargs: dict, name: str,
         wrapped = jaxkit.transforms.jit.jit_object(jitted)
         source = SourceLines.of_function(wrapped._fun if wrapped is not None else jitted)
     traced = jitted.trace(*args, **kwargs)
-    compiled = traced.lower().compile()
+    # Off the persistent cache: an executable from another process may carry the lines of an
+    # older version of this source in its metadata (the in-process cache keys on the lines).
+    with jaxkit.config.override(jax_enable_compilation_cache=False):
+        compiled = traced.lower().compile()
     hlo_text = compiled.as_text()
     cost = {k: v for k, v in compiled.cost_analysis().items() if "{" not in k}
 

@@ -89,3 +89,24 @@ def test_same_source_same_cache_key():
     first = jaxkit.jit(mlp).lower(X, W)
     second = jaxkit.jit(mlp).lower(X, W)
     assert compile_cache._module_bytes(first.module) == compile_cache._module_bytes(second.module)
+
+
+def mlp_moved(x, w):
+    # the same program as mlp, written two lines lower
+
+    y = x @ w
+    y = jnp.maximum(y, 0.0)  # relu
+    return jnp.sum(jnp.sin(y))
+
+
+def test_moved_source_keeps_its_persistent_key_but_not_its_in_process_one():
+    here = jaxkit.jit(mlp).lower(X, W).module
+    moved = jaxkit.jit(mlp_moved).lower(X, W).module
+    # the in-process cache keys on the lines (an executable's metadata names them) ...
+    assert compile_cache._module_bytes(here) != compile_cache._module_bytes(moved)
+    # ... the persistent one does not: another process finds the program wherever it moved
+    # (the jit names differ, so compare the bodies)
+    strip = lambda m: compile_cache._module_bytes_without_locations(m).replace(  # noqa: E731
+        b"mlp_moved", b"mlp")
+    assert strip(here) == strip(moved)
+    assert b"loc(" not in compile_cache._module_bytes_without_locations(here)
