@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import dtypes
+from jaxkit import source_info as source_info_util
 from jaxkit._config import config
 
 # --------------------------------------------------------------------------------------------
@@ -562,20 +563,23 @@ Atom = Var | Literal
 
 
 class JaxprEqn:
-    """One equation: ``outvars = primitive[params] invars``."""
+    """One equation: ``outvars = primitive[params] invars``. ``source_info`` is the user's
+    line that produced it (``source_info.SourceInfo``, None when unknown); it is carried
+    through transformations and lowered to MLIR locations, but never printed."""
 
-    __slots__ = ("primitive", "invars", "outvars", "params")
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
 
     def __init__(self, primitive: Primitive, invars: list[Atom], outvars: list[Var],
-                 params: dict):
+                 params: dict, source_info: source_info_util.SourceInfo | None = None):
         self.primitive = primitive
         self.invars = invars
         self.outvars = outvars
         self.params = params
+        self.source_info = source_info
 
     def replace(self, **kw) -> JaxprEqn:
         fields = dict(primitive=self.primitive, invars=self.invars, outvars=self.outvars,
-                      params=self.params)
+                      params=self.params, source_info=self.source_info)
         fields.update(kw)
         return JaxprEqn(**fields)
 
@@ -645,7 +649,8 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        with source_info_util.user_context(eqn.source_info):
+            outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = (outs,)
         for v, x in zip(eqn.outvars, outs):

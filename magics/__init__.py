@@ -1,7 +1,7 @@
 """IPython magics that show what jaxkit's transformations did: ``%load_ext jaxkit``.
 
-``%%jit CALL`` / ``%jit CALL``, ``%grad CALL``, ``%vmap_timeit FUNC ARGS``,
-``%jit_timeit CALL``, ``%jaxpr CALL``, ``%hlo CALL``, ``%devices``,
+``%%jit CALL`` / ``%jit CALL`` (``-a``: the source annotated line by line), ``%grad CALL``,
+``%vmap_timeit FUNC ARGS``, ``%jit_timeit CALL``, ``%jaxpr CALL``, ``%hlo CALL``, ``%devices``,
 ``%memory [CALL]``. Each parses its arguments
 with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure function in
 ``reports.py`` and returns a result object; ``-o`` returns it, ``-q`` does not display it
@@ -10,6 +10,7 @@ with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure fu
 from __future__ import annotations
 
 import ast
+import os
 from typing import Any
 
 from IPython.core import magic_arguments
@@ -18,14 +19,18 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.display import display
 
 import jaxkit
+from jaxkit.extend import source_info_util
 
-from . import memory, reports
+from . import annotate, memory, reports
 from .errors import magic_errors
 from .graph import dot_available, jaxpr_to_dot
 from .timing import Timing, format_seconds, time_call
 
-__all__ = ["JaxkitMagics", "load_ipython_extension", "reports", "jaxpr_to_dot",
+__all__ = ["JaxkitMagics", "load_ipython_extension", "reports", "annotate", "jaxpr_to_dot",
            "dot_available", "Timing", "format_seconds", "time_call"]
+
+# Equations traced while a magic runs are located in the user's code, not in the magics.
+source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 class CallSpec:
@@ -54,6 +59,23 @@ class CallSpec:
         except NameError as e:
             raise UsageError(f"{e}: define it in a cell first (the magic evaluates "
                              f"`{ast.unparse(node)}` in the notebook's namespace)") from None
+
+
+def _split_cell(cell: str, call: str) -> tuple[str, str]:
+    """(the code to run, the example call): the call is the magic line's ``call`` or, when
+    that is empty, the cell's last line, which must then be a call (``f(x)``)."""
+    try:
+        tree = ast.parse(cell)
+    except SyntaxError as e:
+        raise UsageError(f"the cell has a syntax error at line {e.lineno}: {e.msg}") from None
+    if call:
+        return cell, call
+    last = tree.body[-1] if tree.body else None
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)):
+        raise UsageError("%%jit needs an example call: on the magic line (%%jit f(x)) or as "
+                         "the cell's last line")
+    lines = cell.splitlines()
+    return "\n".join(lines[:last.lineno - 1]), "\n".join(lines[last.lineno - 1:last.end_lineno])
 
 
 def _split_names(text: str | None) -> tuple[str, ...]:
@@ -118,7 +140,13 @@ class JaxkitMagics(Magics):
                               help="do not time eager against jit")
     @magic_arguments.argument("-r", "--repeat", type=int, default=5,
                               help="timing repeats (best is reported)")
-    @magic_arguments.argument("call", nargs="+", help="an example call, e.g. selu(x)")
+    @magic_arguments.argument("-a", "--annotate", action="store_true",
+                              help="show the source annotated line by line: the jaxpr "
+                                   "equations, optimised HLO instructions and estimated "
+                                   "flops/bytes of each line")
+    @magic_arguments.argument("call", nargs="*",
+                              help="an example call, e.g. selu(x) (in a cell, it may be the "
+                                   "cell's last line instead)")
     @line_cell_magic
     @magic_errors
     def jit(self, line: str, cell: str | None = None):
@@ -126,13 +154,25 @@ class JaxkitMagics(Magics):
         the traced graph, jaxpr, StableHLO and optimised HLO, trace/lower/compile times,
         cache hit or miss (and why), device placement, cost and memory analysis, and eager
         against jit time. As a cell magic the cell is run first (it defines the function)
-        and the function is replaced in the namespace by its jitted version."""
+        and the function is replaced in the namespace by its jitted version; the call may be
+        the cell's last line. With -a, the source (the cell's, or the function's) annotated
+        line by line, as Cython's %%cython -a does."""
         args = magic_arguments.parse_argstring(self.jit, line)
         panels = _panels(args.panels)
         ns = self.shell.user_ns
+        source = None
         if cell is not None:
-            self.shell.ex(cell)
-        call = CallSpec(" ".join(args.call), ns)
+            code, call_text = _split_cell(cell, " ".join(args.call))
+            # Compiled under a file name of its own (registered with linecache, as IPython
+            # does for cells), so that tracebacks and the equations' locations name its lines.
+            filename = self.shell.compile.cache(code, self.shell.execution_count)
+            exec(compile(code, filename, "exec"), self.shell.user_global_ns, ns)
+            source = annotate.SourceLines(filename, 1, code.splitlines())
+        elif not args.call:
+            raise UsageError("%jit needs an example call, e.g. %jit f(x)")
+        else:
+            call_text = " ".join(args.call)
+        call = CallSpec(call_text, ns)
         static = _split_names(args.static)
         if jaxkit.transforms.jit.jit_object(call.fn) is not None:
             jitted, fn = call.fn, jaxkit.transforms.jit.jit_object(call.fn)._fun
@@ -141,6 +181,14 @@ class JaxkitMagics(Magics):
             jitted = jaxkit.jit(fn, static_argnames=static or None)
             if cell is not None and isinstance(call.func_node, ast.Name):
                 ns[call.name] = jitted
+        if args.annotate:
+            if source is None:
+                try:
+                    source = annotate.SourceLines.of_function(fn)
+                except ValueError as e:
+                    raise UsageError(str(e)) from None
+            return self._finish(annotate.annotate_report(jitted, call.args, call.kwargs,
+                                                         call.name, source), args)
         report = reports.jit_report(jitted, fn, call.args, call.kwargs, call.name,
                                     time_it=not args.no_timeit,
                                     panels=panels,

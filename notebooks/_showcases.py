@@ -38,6 +38,32 @@ print(report.cache_hit, report.miss_reason)
     md("## `%jaxpr` and `%hlo`"),
     code("%jaxpr selu(x)"),
     code("%hlo selu(x)"),
+    md("""
+## `%%jit -a`: the source annotated line by line
+
+Like Cython's `%%cython -a`: each line of the cell with the jaxpr equations traced from it,
+the instructions of XLA's optimised HLO that came from it (XLA keeps every equation's source
+line in its instructions' metadata, through fusion), and the flops and bytes of those
+instructions, estimated from their shapes, with a bar per line. XLA's own `cost_analysis` of
+the whole program is shown beside the estimate. The call can be the cell's last line.
+"""),
+    code("""
+%%jit -a
+def predict(x, w, b):
+    # one dense layer with a ReLU, then a scalar
+    h = x @ w + b
+    h = jnp.maximum(h, 0.0)
+    return jnp.sum(h ** 2)
+
+predict(jnp.ones((64, 128)), jnp.ones((128, 32)), jnp.zeros(32))
+""", ignore_output=True),
+    code("""
+r = %jit -a -o -q predict(jnp.ones((64, 128)), jnp.ones((128, 32)), jnp.zeros(32))
+for line in r.lines:
+    print(f"{line.number}  {line.text:44} {', '.join(line.equations)}".rstrip())
+matmul = next(line for line in r.lines if "x @ w" in line.text)
+print(matmul.flops >= 2 * 64 * 128 * 32, any("dot" in h for h in matmul.hlo))
+"""),
     md("## `%jit_timeit`: eager against jit, measured here"),
     code("big = jnp.linspace(-3.0, 3.0, 1_000_000)\n%jit_timeit selu(big)", ignore_output=True),
     md("## `%grad`: gradient, programs and a finite-difference check"),

@@ -14,6 +14,7 @@ from jaxkit.core import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, 
                          current_trace, get_aval, jaxpr_as_fun, set_current_trace, subjaxprs)
 from jaxkit.interpreters.typecheck import check_jaxpr
 from jaxkit.runtime.array import Array
+from jaxkit.source_info import SourceInfo
 
 __all__ = ["ClosedJaxpr", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn", "JaxprTypeError",
            "Literal", "Primitive", "Token", "Var", "array_types", "check_jaxpr",
@@ -54,9 +55,10 @@ def valid_jaxtype(x) -> bool:
 
 def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=None,
                   ctx=None) -> JaxprEqn:
-    """An equation ``outvars = primitive[params] invars`` (effects and source info are kept
-    by jaxkit's tracer, not the equation)."""
-    return JaxprEqn(primitive, list(invars), list(outvars), dict(params))
+    """An equation ``outvars = primitive[params] invars`` (effects are kept by jaxkit's
+    tracer, not the equation; ``source_info`` is kept when it is a jaxkit ``SourceInfo``)."""
+    return JaxprEqn(primitive, list(invars), list(outvars), dict(params),
+                    source_info if isinstance(source_info, SourceInfo) else None)
 
 
 def jaxprs_in_params(params: dict):

@@ -1,23 +1,18 @@
 """``jax.extend.source_info_util``: which source files tracebacks and source locations skip.
 
-Libraries register their own files so that user-facing locations point at user code. jaxkit
-keeps one set of excluded path prefixes, read by ``user_frame``.
+Libraries register their own files so that user-facing locations (the ``source_info`` of
+equations, and through it the HLO metadata) point at user code. The set of excluded path
+prefixes is ``jaxkit.source_info``'s; jaxkit's own directory is always in it.
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 
-__all__ = ["current", "excluded_paths", "new_name_stack", "register_exclusion", "user_context",
-           "user_frame"]
+from jaxkit import source_info
+from jaxkit.source_info import SourceInfo, excluded_paths, register_exclusion
 
-excluded_paths: list[str] = []
-
-
-def register_exclusion(path: str) -> None:
-    """Skip frames whose file starts with ``path`` when locating user code."""
-    if path not in excluded_paths:
-        excluded_paths.append(path)
+__all__ = ["SourceInfo", "current", "excluded_paths", "new_name_stack", "register_exclusion",
+           "user_context", "user_frame"]
 
 
 def user_frame():
@@ -30,15 +25,16 @@ def user_frame():
     return None
 
 
-def current():
-    """The current source location: the innermost user frame."""
-    return user_frame()
+def current() -> SourceInfo | None:
+    """The current source location: the innermost user frame (file, line, function)."""
+    return source_info.current()
 
 
 def new_name_stack(name: str = "") -> str:
     return name
 
 
-@contextlib.contextmanager
-def user_context(c, *, name_stack=None):
-    yield
+def user_context(c, *, name_stack=None) -> source_info.user_context:
+    """Equations recorded inside get the location ``c`` (a ``SourceInfo``; anything else,
+    such as a JAX traceback, leaves locations as they are)."""
+    return source_info.user_context(c if isinstance(c, SourceInfo) else None)

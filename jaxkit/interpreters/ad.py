@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes, tree_util
+from jaxkit import core, dtypes, source_info, tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -473,7 +473,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
             linear_eqns.append(eqn)
             linear.update(eqn.outvars)
             continue
-        outs = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
+        with source_info.user_context(eqn.source_info):
+            outs = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
         for v, x in zip(eqn.outvars, outs if eqn.primitive.multiple_results else (outs,)):
             primal_env[v] = x
 
@@ -498,7 +499,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
         if rule is None:
             _missing_transpose(eqn.primitive)
         ct = cts_in if eqn.primitive.multiple_results else cts_in[0]
-        cts = rule(ct, *invals, **eqn.params)
+        with source_info.user_context(eqn.source_info):  # the transpose keeps the line
+            cts = rule(ct, *invals, **eqn.params)
         for a, c in zip(eqn.invars, cts):
             write_ct(a, c)
     return [(ct_env.get(v) if v in ct_env else Zero(v.aval.to_tangent_aval()))

@@ -23,7 +23,7 @@ from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import core, dtypes
+from jaxkit import core, dtypes, source_info
 from jaxkit.runtime import pjrt
 from jaxkit.interpreters import partial_eval as pe
 
@@ -202,6 +202,8 @@ class ModuleContext:
     manual: bool = False  # inside a shard_map body: axis_env names the mesh's axes
     channels: list = field(default_factory=lambda: [0])  # the last collective channel id
     host_callbacks: list = field(default_factory=list)
+    name_stack: str = ""  # ``jit(f)``: the op_name prefix of every equation's ops
+    locations: dict = field(default_factory=dict)  # (primitive, SourceInfo) -> ir.Location
 
 
 @dataclass
@@ -238,7 +240,10 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
                                       "implemented")
         rule_ctx = LoweringRuleContext(ctx, [a.aval for a in eqn.invars],
                                        [v.aval for v in eqn.outvars], eqn.primitive)
-        outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
+        # The equation's ops carry its user location (and the jaxprs a rule traces inherit
+        # it), which XLA keeps as the HLO instructions' metadata.
+        with eqn_location(ctx, eqn), source_info.user_context(eqn.source_info):
+            outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]
         outs = list(outs)
@@ -246,6 +251,21 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         for v, x in zip(eqn.outvars, outs):
             env[v] = x
     return [read(v) for v in jaxpr.outvars]
+
+
+def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
+    """``name_stack/primitive`` around the equation's file and line, as JAX writes them: XLA
+    turns it into ``metadata={op_name=... source_file=... source_line=...}``."""
+    key = (eqn.primitive, eqn.source_info)
+    loc = ctx.locations.get(key)
+    if loc is None:  # one per line and primitive: a loop's body repeats them
+        info = eqn.source_info
+        child = (ir.Location.name(info.function,
+                                  childLoc=ir.Location.file(info.file, info.line, 0))
+                 if info is not None else ir.Location.unknown())
+        loc = ctx.locations[key] = ir.Location.name(
+            f"{ctx.name_stack}/{eqn.primitive.name}", childLoc=child)
+    return loc
 
 
 def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr,
@@ -297,7 +317,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                                                         num_replicas)
         in_types = [_boundary_type(v.aval) for v in jaxpr.invars]
         out_types = [_boundary_type(v.aval) for v in jaxpr.outvars]
-        ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh)
+        ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh,
+                            name_stack=_name_stack(_sanitize(name)))
         with ir.InsertionPoint(module.body):
             if mesh is not None:
                 axes = ", ".join(f'"{n}"={size}' for n, size in mesh)
@@ -350,6 +371,14 @@ def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | 
 def _sanitize(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return f"jit_{cleaned}" if not cleaned.startswith("jit") else cleaned
+
+
+def _name_stack(name: str) -> str:
+    """``jit_f`` (a module's name) -> ``jit(f)``, the op_name prefix JAX writes."""
+    for kind in ("jit", "pmap"):
+        if name.startswith(kind + "_"):
+            return f"{kind}({name[len(kind) + 1:]})"
+    return name
 
 
 def sharding_constraint(x: ir.Value, sdy_sharding: str) -> ir.Value:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes, tree_util
+from jaxkit import core, dtypes, source_info, tree_util
 from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
@@ -138,7 +138,9 @@ class _RecordingTrace(core.Trace):
         out = primitive.abstract_eval(*[v.aval for v in invars], **params)
         out_avals = list(out) if primitive.multiple_results else [out]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(primitive, invars, outvars, params))
+        # Where the user asked for it: above this method and its caller (a trace's
+        # process_primitive or a rule), both jaxkit's.
+        self.eqns.append(JaxprEqn(primitive, invars, outvars, params, source_info.current(3)))
         tracers = [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
         return tracers if primitive.multiple_results else tracers[0]
 
@@ -148,7 +150,8 @@ class _RecordingTrace(core.Trace):
         ``out_avals`` (for rules that know them); return the output tracers."""
         invars = [self.to_atom(x) for x in args]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params)))
+        self.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params),
+                                  source_info.current(3)))
         return [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
 
 

@@ -94,6 +94,16 @@ def _module_bytes(module: Any) -> bytes:
     return buf.getvalue()
 
 
+def _module_bytes_without_locations(module: Any) -> bytes:
+    """The module as text without source locations: the persistent key, so that a program
+    whose source moved (a line added above it, a notebook cell's file named after the
+    kernel's process) is still found in another process. The executable found may then carry
+    the old lines in its HLO metadata; ``%%jit -a`` compiles with the persistent cache off."""
+    if isinstance(module, (bytes, str)):
+        return _module_bytes(module)
+    return module.operation.get_asm(binary=False, enable_debug_info=False).encode()
+
+
 _host_fingerprint: list[bytes] = []
 
 
@@ -372,14 +382,18 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
 
     Returns ``(loaded_executable, source)`` with ``source`` one of ``COMPILED``, ``MEMORY``,
     ``PERSISTENT``. ``compile_fn`` (default: that ``compile_and_load`` call) runs on a miss."""
+    # In this process an executable is reused only for the same source lines (its HLO
+    # metadata names them); across processes, for the same program wherever it was written.
     key = cache_key(_module_bytes(module), client, devices, options)
     exe = _memory_get(key)
     if exe is not None:
         stats["memory_hits"] += 1
         return exe, MEMORY
     directory = cache_dir()
+    disk_key = None
     if directory is not None:
-        payload = read_entry(directory, key)
+        disk_key = cache_key(_module_bytes_without_locations(module), client, devices, options)
+        payload = read_entry(directory, disk_key)
         if payload is not None:
             try:
                 exe = client.deserialize_executable(payload, device_list, options)
@@ -387,7 +401,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
                 stats["corrupt"] += 1
                 logger.warning("jaxkit persistent compilation cache: could not load an entry "
                                "(%s: %s); compiling instead", type(err).__name__, err)
-                _unlink_quietly(_entry_path(directory, key))
+                _unlink_quietly(_entry_path(directory, disk_key))
             else:
                 stats["persistent_hits"] += 1
                 _memory_put(key, exe)
@@ -408,5 +422,5 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
             _cache_error("serializing an executable", directory, err)
         else:
             if len(payload) >= config.jax_persistent_cache_min_entry_size_bytes:
-                write_entry(directory, key, payload)
+                write_entry(directory, disk_key, payload)
     return exe, COMPILED
