@@ -35,8 +35,9 @@ __all__ = ["DivisionByZeroError", "Error", "ErrorCategory", "FailedCheckError", 
            "index_checks", "nan_checks", "user_checks"]
 
 
-class JaxRuntimeError(RuntimeError):
-    """What ``Error.throw()`` and a failing ``check`` outside ``checkify`` raise."""
+class JaxRuntimeError(ValueError):
+    """What ``Error.throw()`` and a failing ``check`` outside ``checkify`` raise (a
+    ``ValueError``, as in JAX, so callers catching that see failed checks)."""
 
 
 class JaxException:

@@ -484,6 +484,10 @@ def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
                                           multi_device.device_list(devices), devices, opts)
 
 
-def output_hlo_shardings(executable: Any) -> list[xc.HloSharding]:
-    """The layouts XLA chose for a partitioned executable's outputs."""
-    return [xc.HloSharding.from_proto(op) for op in executable.get_output_shardings()]
+def output_hlo_shardings(executable: Any, num_outputs: int) -> list[xc.HloSharding]:
+    """The layouts XLA chose for a partitioned executable's outputs (replicated when it was
+    partitioned over one device: XLA then reports no shardings)."""
+    protos = executable.get_output_shardings()
+    if protos is None:
+        return [xc.HloSharding.replicate()] * num_outputs
+    return [xc.HloSharding.from_proto(op) for op in protos]
