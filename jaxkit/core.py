@@ -61,6 +61,10 @@ class UnexpectedTracerError(Exception):
 # --------------------------------------------------------------------------------------------
 
 
+def aval_sharding_rule(aval: ShapedArray):
+    raise NotImplementedError("the sharding of a type needs jaxkit.runtime.sharding loaded")
+
+
 class ShapedArray:
     """The abstract value of an array: shape, dtype and whether the dtype is weak.
 
@@ -74,7 +78,6 @@ class ShapedArray:
     # jit fast path looks its executables up by argument avals on every call.
     __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
     array_abstraction_level = 1
-    sharding = None  # JAX avals carry one; jaxkit's arrays each live on one device
     _interned: dict[tuple, ShapedArray] = {}
 
     def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False):
@@ -91,6 +94,13 @@ class ShapedArray:
         return ShapedArray, (self.shape, self.dtype, self.weak_type)
 
     ndim = property(lambda self: len(self.shape))
+
+    @property
+    def sharding(self):
+        """The sharding in the type, as JAX avals carry one: jaxkit's types carry no mesh
+        axes, so it is every dimension replicated over the empty abstract mesh (the object is
+        built by ``jaxkit.runtime.sharding``, which sets ``aval_sharding_rule``)."""
+        return aval_sharding_rule(self)
 
     @property
     def size(self) -> int:

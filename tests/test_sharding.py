@@ -291,3 +291,18 @@ def test_top_level_names_and_helpers(mesh):
     np.testing.assert_array_equal(np.asarray(y), np.arange(8))
     d = DEVICES[3]
     assert jax.sharding.make_single_device_sharding(d).device_set == {d}
+
+
+def test_type_sharding_is_replicated_on_the_empty_abstract_mesh_as_in_jax():
+    real = pytest.importorskip("jax")
+    for shape in [(), (3,), (2, 3)]:
+        ours = jax.typeof(jnp.zeros(shape)).sharding
+        theirs = real.typeof(real.numpy.zeros(shape)).sharding
+        assert repr(ours) == repr(theirs)
+        assert ours.is_fully_replicated and ours.mesh.empty and ours.mesh.size == 0
+    with pytest.raises(ValueError, match="device_set is not implemented for "
+                                         "`jax.sharding.AbstractMesh`"):
+        jax.typeof(jnp.zeros(3)).sharding.device_set
+    seen = []
+    jax.jit(lambda x: seen.append(jax.typeof(x).sharding) or x)(jnp.ones(2))
+    assert repr(seen[0]) == "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))"
