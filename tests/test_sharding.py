@@ -306,3 +306,13 @@ def test_type_sharding_is_replicated_on_the_empty_abstract_mesh_as_in_jax():
     seen = []
     jax.jit(lambda x: seen.append(jax.typeof(x).sharding) or x)(jnp.ones(2))
     assert repr(seen[0]) == "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))"
+
+
+def test_jax_shapedarray_takes_a_types_own_sharding():
+    # Flax rebuilds avals as ShapedArray(shape, dtype, sharding=aval.sharding).
+    from jaxkit._src_compat.core import ShapedArray
+    aval = jax.typeof(jnp.ones(3))
+    assert ShapedArray((3,), np.float32, sharding=aval.sharding) is aval
+    mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+    with pytest.raises(NotImplementedError, match="no sharded avals"):
+        ShapedArray((3,), np.float32, sharding=NamedSharding(mesh, P("x")))
