@@ -32,9 +32,9 @@ _ODE_HELPER = ("a module-level helper or import of JAX's own solver, not in JAX'
                "(which list odeint only); jaxkit's solver works on pytrees, not raveled arrays")
 INTENTIONALLY_MISSING: dict[str, str] = {
     f"jax.experimental.ode.{n}": _ODE_HELPER for n in (
-        "abs2", "api_util", "custom_derivatives", "lu", "op", "fit_4th_order_polynomial", "initial_step_size", "interp_fit_dopri", "jax",
-        "map", "mean_error_ratio", "optimal_step_size", "promote_dtypes_inexact",
-        "ravel_first_arg", "ravel_first_arg_", "ravel_pytree", "runge_kutta_step",
+        "abs2", "api_util", "custom_derivatives", "fit_4th_order_polynomial",
+        "initial_step_size", "interp_fit_dopri", "jax", "lu", "map", "mean_error_ratio", "optimal_step_size", "promote_dtypes_inexact",
+        "op", "ravel_first_arg", "ravel_first_arg_", "ravel_pytree", "runge_kutta_step",
         "safe_map", "safe_zip", "tree_leaves", "tree_map", "zip")}
 
 

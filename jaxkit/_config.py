@@ -120,7 +120,7 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_numpy_dtype_promotion": ("standard", _only("standard"), ()),
     "jax_log_compiles": (False, _to_bool, ("JAX_LOG_COMPILES",)),
     "jax_debug_infs": (False, _only(False), ()),
-    "jax_check_tracer_leaks": (False, _only(False), ()),
+    "jax_check_tracer_leaks": (False, _to_bool, ("JAX_CHECK_TRACER_LEAKS",)),
     "jax_enable_checks": (False, _only(False), ()),
     "jax_transfer_guard": ("allow", _only("allow"), ()),
     "jax_transfer_guard_host_to_device": ("allow", _only("allow"), ()),

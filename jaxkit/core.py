@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import itertools
 import math
+import types
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -59,6 +62,10 @@ class UnexpectedTracerError(Exception):
 # --------------------------------------------------------------------------------------------
 
 
+def aval_sharding_rule(aval: ShapedArray):
+    raise NotImplementedError("the sharding of a type needs jaxkit.runtime.sharding loaded")
+
+
 class ShapedArray:
     """The abstract value of an array: shape, dtype and whether the dtype is weak.
 
@@ -72,7 +79,6 @@ class ShapedArray:
     # jit fast path looks its executables up by argument avals on every call.
     __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
     array_abstraction_level = 1
-    sharding = None  # JAX avals carry one; jaxkit's arrays each live on one device
     _interned: dict[tuple, ShapedArray] = {}
 
     def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False):
@@ -89,6 +95,13 @@ class ShapedArray:
         return ShapedArray, (self.shape, self.dtype, self.weak_type)
 
     ndim = property(lambda self: len(self.shape))
+
+    @property
+    def sharding(self):
+        """The sharding in the type, as JAX avals carry one: jaxkit's types carry no mesh
+        axes, so it is every dimension replicated over the empty abstract mesh (the object is
+        built by ``jaxkit.runtime.sharding``, which sets ``aval_sharding_rule``)."""
+        return aval_sharding_rule(self)
 
     @property
     def size(self) -> int:
@@ -355,6 +368,37 @@ def new_trace(trace: Trace) -> Iterator[Trace]:
             trace.invalidate()
 
 
+def check_no_leaks(trace_ref: weakref.ref) -> None:
+    """With ``jax_check_tracer_leaks`` on (``jax.checking_leaks()``), raise if tracers of an
+    ended trace are still reachable: a function saved an intermediate value somewhere that
+    outlives its transformation. Callers drop their own references to the trace and its
+    tracers first and pass a weak reference."""
+    if not config.jax_check_tracer_leaks:
+        return
+    trace = trace_ref()
+    if trace is None:
+        return
+    gc.collect()  # tracers alive only through reference cycles are unreachable, not leaked
+    leaked = [r for r in gc.get_referrers(trace) if isinstance(r, Tracer)]
+    if leaked:
+        msgs = []
+        for t in leaked:
+            msgs.append(f"{t!r} of type {t.aval.str_short()}, created {_tracer_origin(t)} and "
+                        f"kept after that transformation ended.{_why_alive(t, leaked)}")
+        raise Exception(f"Leaked trace {trace!r}. Leaked tracer(s):\n\n" + "\n\n".join(msgs)
+                        + "\n")
+
+
+def _why_alive(x: Any, ignore: list) -> str:
+    """What holds ``x`` (its direct referrers), to find where it leaked."""
+    lines = []
+    for r in gc.get_referrers(x):
+        if r is not ignore and not isinstance(r, types.FrameType):
+            lines.append(f"\n<{type(x).__name__} {id(x)}> is referred to by "
+                         f"<{type(r).__name__} {id(r)}>")
+    return "".join(lines)
+
+
 def trace_is_live(trace: Trace) -> bool:
     t = _current_trace.get()
     while t is not None:
@@ -379,19 +423,23 @@ _TRACE_TRANSFORMATIONS = {
 }
 
 
-def leaked_tracer_message(tracer: Tracer) -> str:
-    """What leaked (its type), from which transformation and function, and how to fix it."""
+def _tracer_origin(tracer: Tracer) -> str:
+    """"while tracing the function f defined at ... for jit" (or "by vmap", ...)."""
     trace = tracer._trace
     kind = _TRACE_TRANSFORMATIONS.get(type(trace).__name__, type(trace).__name__)
     debug = getattr(trace, "debug", None)
     if debug is not None and hasattr(debug, "func_name"):
         where = f" defined at {debug.func_src_info}" if debug.func_src_info else ""
-        origin = (f"It was created while tracing the function {debug.func_name}{where} for "
-                  f"{debug.traced_for}.")
-    elif isinstance(debug, str) and debug:
-        origin = f"It was created by {kind} of the function {debug}."
-    else:
-        origin = f"It was created by {kind}."
+        return f"while tracing the function {debug.func_name}{where} for {debug.traced_for}"
+    if isinstance(debug, str) and debug:
+        return f"by {kind} of the function {debug}"
+    return f"by {kind}"
+
+
+def leaked_tracer_message(tracer: Tracer) -> str:
+    """What leaked (its type), from which transformation and function, and how to fix it."""
+    trace = tracer._trace
+    origin = f"It was created {_tracer_origin(tracer)}."
     state = ("that transformation has already finished" if trace._invalid else
              "that transformation is not active here (the value was carried into another "
              "function or transformation as a hidden input)")

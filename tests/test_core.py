@@ -1,4 +1,5 @@
 """Core: jaxpr IR and printing, eval and type checking, jit caching and stages, errors."""
+import inspect
 import subprocess
 import sys
 import textwrap
@@ -230,6 +231,15 @@ def test_jit_decorator_forms():
 
     np.testing.assert_allclose(a(f32(2)), [0.0, -1.0])
     np.testing.assert_allclose(b(f32(2), 5), [0.0, 5.0])
+
+
+def test_jit_keeps_the_signature_even_unwrapped():
+    # As JAX's PjitFunction: libraries bind arguments with inspect.signature(f,
+    # follow_wrapped=False) (chex's fake_pmap turns keyword arguments into positional ones).
+    def f(x, y=2, *, z):
+        return x
+    assert str(inspect.signature(jaxkit.jit(f), follow_wrapped=False)) == "(x, y=2, *, z)"
+    assert jaxkit.jit(print).__name__ == "print"  # no signature to copy: still wrapped
 
 
 def test_jit_pytree_in_and_out():

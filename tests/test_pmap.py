@@ -338,3 +338,19 @@ def test_default_four_cpu_devices_in_a_fresh_process():
     assert lines[0] == "[[12.0, 16.0], [12.0, 16.0], [12.0, 16.0], [12.0, 16.0]] [0, 1, 2, 3]"
     assert lines[1] == "bfloat16 [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]"
     assert lines[2] == "jax imported: False"
+
+
+@pytest.mark.parametrize("env,count", [
+    ({"XLA_FLAGS": "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=3"}, 3),
+    ({"JAX_NUM_CPU_DEVICES": "2", "XLA_FLAGS": "--xla_force_host_platform_device_count=3"}, 2),
+])
+def test_cpu_device_count_from_jax_settings(env, count):
+    # As JAX: JAX_NUM_CPU_DEVICES, else XLA_FLAGS' host device count (chex's
+    # set_n_cpu_devices sets the latter before the backend starts).
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("JAXKIT_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES", "XLA_FLAGS")}
+    proc = subprocess.run([sys.executable, "-c", "import jaxkit; print(len(jaxkit.devices()))"],
+                          env={**clean, **env}, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(count)

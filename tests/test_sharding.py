@@ -607,3 +607,28 @@ def test_shard_map_check_vma_false_differentiates_the_same(mesh):
                                rtol=1e-5)
     with pytest.raises(TypeError, match="check_rep"):
         jax.shard_map(lambda b: b, mesh=mesh, in_specs=P(), out_specs=P(), check_rep=False)
+
+
+def test_type_sharding_is_replicated_on_the_empty_abstract_mesh_as_in_jax():
+    real = pytest.importorskip("jax")
+    for shape in [(), (3,), (2, 3)]:
+        ours = jax.typeof(jnp.zeros(shape)).sharding
+        theirs = real.typeof(real.numpy.zeros(shape)).sharding
+        assert repr(ours) == repr(theirs)
+        assert ours.is_fully_replicated and ours.mesh.empty and ours.mesh.size == 0
+    with pytest.raises(ValueError, match="device_set is not implemented for "
+                                         "`jax.sharding.AbstractMesh`"):
+        jax.typeof(jnp.zeros(3)).sharding.device_set
+    seen = []
+    jax.jit(lambda x: seen.append(jax.typeof(x).sharding) or x)(jnp.ones(2))
+    assert repr(seen[0]) == "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))"
+
+
+def test_jax_shapedarray_takes_a_types_own_sharding():
+    # Flax rebuilds avals as ShapedArray(shape, dtype, sharding=aval.sharding).
+    from jaxkit._src_compat.core import ShapedArray
+    aval = jax.typeof(jnp.ones(3))
+    assert ShapedArray((3,), np.float32, sharding=aval.sharding) is aval
+    mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
+    with pytest.raises(NotImplementedError, match="no sharded avals"):
+        ShapedArray((3,), np.float32, sharding=NamedSharding(mesh, P("x")))

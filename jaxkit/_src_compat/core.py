@@ -7,6 +7,7 @@ from jaxkit.core import (ClosedJaxpr, Jaxpr, Primitive, Trace, Tracer,  # noqa: 
                          current_trace, eval_jaxpr, get_aval)
 from jaxkit.extend.core import (Effect, find_top_trace, get_opaque_trace_state,  # noqa: F401
                                 mapped_aval, unmapped_aval, valid_jaxtype)
+from jaxkit.runtime.sharding import NamedSharding, empty_abstract_mesh
 
 
 
@@ -24,7 +25,10 @@ class ShapedArray(metaclass=_AvalMeta):
     accepted when they say what jaxkit does anyway (no sharding)."""
 
     def __new__(cls, shape, dtype, weak_type=False, *, sharding=None, **placement):
-        if sharding is not None:
+        # A type's own sharding (``aval.sharding``: on the empty abstract mesh) says "no
+        # sharding", as does None.
+        if sharding is not None and not (isinstance(sharding, NamedSharding)
+                                         and sharding.mesh == empty_abstract_mesh):
             raise NotImplementedError("ShapedArray(sharding=...): jaxkit has no sharded avals")
         return _core.ShapedArray(shape, dtype, weak_type)
 

@@ -187,13 +187,16 @@ def batch_subtrace(fun: Callable, axis_data: AxisData, in_dims: Sequence[int | N
                     for v, d in zip(vals, in_dims)]
             outs = fun(*args)
         res_vals, res_dims = [], []
-        for i, o in enumerate(outs):
-            v, d = trace.to_batch_info(o)
+        for i in range(len(outs)):
+            v, d = trace.to_batch_info(outs[i])
             dst = None if out_dims is None else out_dims[i]
             if dst is not None:
                 v, d = matchaxis(d, dst, v, axis_data.size), dst
             res_vals.append(v)
             res_dims.append(d)
+        trace_ref = weakref.ref(trace)
+        del trace, args, outs
+        core.check_no_leaks(trace_ref)
         return res_vals, res_dims
 
     return batched

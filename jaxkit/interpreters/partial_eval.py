@@ -223,7 +223,11 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
         outs = fun(*args)
         if not isinstance(outs, (list, tuple)):
             raise TypeError(f"internal: traced function must return a sequence, got {outs!r}")
-        return trace.to_jaxpr(outs)
+        result = trace.to_jaxpr(outs)
+    trace_ref = weakref.ref(trace)
+    del trace, args, outs
+    core.check_no_leaks(trace_ref)
+    return result
 
 
 def trace_tree_to_jaxpr(fun: Callable, in_tree, in_avals: Sequence[ShapedArray],

@@ -133,8 +133,12 @@ def make_gpu_backend() -> pjrt.Backend:
     library mismatch)."""
     path = find_cuda_plugin()
     if path is None:
+        # JAX's words first (libraries match them), then what to install.
+        present = ", ".join(sorted({b.platform for b in pjrt._backends.values()})) or "cpu"
         raise PluginNotFoundError(
-            "No GPU backend: the CUDA PJRT plugin is not installed. Install it with "
+            "Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are "
+            f"present. Platforms present are: {present}. The CUDA PJRT plugin is not "
+            "installed: install it with "
             f"`{INSTALL_HINT}` (the {PLUGIN_DISTRIBUTION} wheel matching jaxlib "
             f"{pjrt.jaxlib_version}), or set JAXKIT_CUDA_PLUGIN_PATH to its "
             "xla_cuda_plugin.so.")

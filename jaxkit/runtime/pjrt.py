@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import re
 import sys
 import threading
 import weakref
@@ -119,13 +120,23 @@ _lock = threading.Lock()
 
 
 def _num_cpu_devices() -> int:
-    value = os.environ.get("JAXKIT_NUM_CPU_DEVICES", "1")
+    """How many CPU devices the CPU backend gets: ``JAXKIT_NUM_CPU_DEVICES``, else JAX's
+    ``JAX_NUM_CPU_DEVICES``, else XLA's ``--xla_force_host_platform_device_count`` in
+    ``XLA_FLAGS`` (as JAX reads them when its backend starts), else 1."""
+    for name in ("JAXKIT_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
+        if name in os.environ:
+            value = os.environ[name]
+            break
+    else:
+        found = re.findall(r"--xla_force_host_platform_device_count=(\S*)",
+                           os.environ.get("XLA_FLAGS", ""))
+        name, value = "--xla_force_host_platform_device_count", found[-1] if found else "1"
     try:
         n = int(value)
     except ValueError:
-        raise ValueError(f"JAXKIT_NUM_CPU_DEVICES must be a positive integer, got {value!r}")
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if n < 1:
-        raise ValueError(f"JAXKIT_NUM_CPU_DEVICES must be a positive integer, got {n}")
+        raise ValueError(f"{name} must be a positive integer, got {n}")
     return n
 
 

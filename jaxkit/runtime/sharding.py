@@ -26,6 +26,7 @@ import numpy as np
 from jaxlib import _jax
 from jaxlib import xla_client as xc
 
+from jaxkit import core
 from jaxkit.runtime import compile_cache, multi_device, pjrt
 
 SingleDeviceSharding = pjrt.Sharding
@@ -207,6 +208,46 @@ class Mesh:
         return f"Mesh({axes}, axis_types={self._types_str()})"
 
 
+class AbstractMesh:
+    """A mesh without devices (axis names, sizes and types), as JAX's array types carry one.
+    jaxkit's types carry no mesh axes (XLA propagates layouts), so the sharding of every type
+    is on the empty abstract mesh, replicated (see ``type_sharding``)."""
+
+    def __init__(self, axis_sizes: tuple = (), axis_names: tuple = (), axis_types=None):
+        axis_sizes, axis_names = tuple(axis_sizes), tuple(axis_names)
+        if len(axis_sizes) != len(axis_names):
+            raise ValueError(f"AbstractMesh got {len(axis_sizes)} axis sizes for "
+                             f"{len(axis_names)} axis names")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(axis_names)
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = axis_names
+        self.axis_types = tuple(axis_types)
+
+    shape = property(lambda self: collections.OrderedDict(zip(self.axis_names,
+                                                              self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes) if self.axis_sizes else 0)
+    empty = property(lambda self: self.size == 0)
+    abstract_mesh = property(lambda self: self)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AbstractMesh) and self.shape_tuple == other.shape_tuple \
+            and self.axis_types == other.axis_types
+
+    def __hash__(self) -> int:
+        return hash((self.shape_tuple, self.axis_types))
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple) or "()"
+        types = "(" + ", ".join(t.name for t in self.axis_types) + \
+            ("," if len(self.axis_types) == 1 else "") + ")"
+        return f"AbstractMesh({axes}, axis_types={types})"
+
+
+empty_abstract_mesh = AbstractMesh()
 _mesh_stack: list[Mesh] = []
 
 
@@ -261,7 +302,7 @@ class NamedSharding:
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *,
                  memory_kind: str | None = None):
-        if not isinstance(mesh, Mesh):
+        if not isinstance(mesh, (Mesh, AbstractMesh)):
             raise TypeError(f"NamedSharding expects a Mesh, got {type(mesh).__name__}")
         if not isinstance(spec, PartitionSpec):
             if isinstance(spec, (tuple, list)) or spec is None:
@@ -288,17 +329,23 @@ class NamedSharding:
 
     memory_kind = "device"
 
+    def _devices(self, what: str) -> tuple:
+        if isinstance(self.mesh, AbstractMesh):
+            raise ValueError(f"{what} is not implemented for `jax.sharding.AbstractMesh`.")
+        return self.mesh._flat
+
     # ---- what JAX's Sharding interface offers ----
     @property
     def device_set(self) -> set:
-        return set(self.mesh._flat)
+        return set(self._devices("device_set"))
 
     @property
     def num_devices(self) -> int:
-        return self.mesh.size
+        return len(self._devices("num_devices"))
 
     @property
     def addressable_devices(self) -> set:
+        self._devices("addressable_devices")
         return set(self.mesh.local_devices)
 
     @property
@@ -402,7 +449,18 @@ class NamedSharding:
         return hash((self.mesh, tuple(a for a in self.spec._normalized(0))))
 
     def __repr__(self) -> str:
+        if isinstance(self.mesh, AbstractMesh):  # a type's sharding: in no memory yet
+            return f"NamedSharding(mesh={self.mesh}, spec={self.spec})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind=device)"
+
+
+def type_sharding(aval: core.ShapedArray) -> NamedSharding:
+    """The sharding in a type (``jax.typeof(x).sharding``): every dimension replicated over
+    the empty abstract mesh, as JAX gives unsharded values."""
+    return NamedSharding(empty_abstract_mesh, PartitionSpec(*[None] * aval.ndim))
+
+
+core.aval_sharding_rule = type_sharding
 
 
 def hlo_sharding(mesh: Mesh, spec: PartitionSpec, ndim: int) -> xc.HloSharding:
@@ -484,6 +542,10 @@ def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
                                           multi_device.device_list(devices), devices, opts)
 
 
-def output_hlo_shardings(executable: Any) -> list[xc.HloSharding]:
-    """The layouts XLA chose for a partitioned executable's outputs."""
-    return [xc.HloSharding.from_proto(op) for op in executable.get_output_shardings()]
+def output_hlo_shardings(executable: Any, num_outputs: int) -> list[xc.HloSharding]:
+    """The layouts XLA chose for a partitioned executable's outputs (replicated when it was
+    partitioned over one device: XLA then reports no shardings)."""
+    protos = executable.get_output_shardings()
+    if protos is None:
+        return [xc.HloSharding.replicate()] * num_outputs
+    return [xc.HloSharding.from_proto(op) for op in protos]

@@ -314,6 +314,10 @@ class JitFunction:
         wrapper = _dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
                               self._call)
         functools.update_wrapper(wrapper, self._fun, updated=())
+        try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
+            wrapper.__signature__ = inspect.signature(self._fun)
+        except (TypeError, ValueError):  # a callable without one (a builtin, ...)
+            pass
         if not hasattr(self._fun, "__name__"):  # a callable object: name it after its type
             wrapper.__name__ = wrapper.__qualname__ = self._name
         wrapper._jit = self

@@ -527,11 +527,14 @@ class PmapFunction:
                     for i in range(len(a) + len(statics))]
             out = fun(*full, **kw)
             out_flat, out_tree = tree_util.tree_flatten(out)
-            out_box.append((out_tree, out))
             for leaf in out_flat:
                 if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
                     raise TypeError(f"pmapped function {self._name} returned a value of type "
                                     f"{type(leaf).__name__}, which is not a valid jaxkit type")
+            # The output's structure with avals for leaves: tracers kept past the trace would
+            # be leaks (``jax.checking_leaks``).
+            out_avals = [core.get_aval(leaf) for leaf in out_flat]
+            out_box.append((out_tree, tree_util.tree_unflatten(out_tree, out_avals)))
             return out_flat
 
         names = [f"args[{i}]" for i in range(len(body_avals))]

@@ -188,7 +188,8 @@ class PartitionedProgram:
                  for s, v in zip(plan.in_shardings + plan.out_shardings,
                                  list(closed.jaxpr.invars) + list(closed.jaxpr.outvars))
                  if s is not None]
-        for i, (hlo, aval) in enumerate(zip(output_hlo_shardings(exe), self.out_avals)):
+        out_hlos = output_hlo_shardings(exe, len(self.out_avals))
+        for i, (hlo, aval) in enumerate(zip(out_hlos, self.out_avals)):
             ndim = len(aval.shape)
             named = next((s for n, h, s in known if n == ndim and h == hlo), None) or \
                 named_from_hlo(mesh, hlo, ndim)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -87,6 +88,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         out_paths = [p for p, _ in tree_util.tree_flatten_with_path(out)[0]]
         results = [_from_batch(trace, o, dst, spec_path, path, size, axis_name)
                    for o, (dst, spec_path), path in zip(out_flat, out_specs, out_paths)]
+        trace_ref = weakref.ref(trace)
+        del trace, in_vals, out, out_flat
+        core.check_no_leaks(trace_ref)
         return tree_util.tree_unflatten(out_tree, results)
 
     vmap_f.__doc__ = (f"Vectorized version of {fun_name}. Takes similar arguments as "
