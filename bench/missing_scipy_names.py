@@ -33,9 +33,10 @@ _ODE_HELPER = ("a module-level helper or import of JAX's own solver, not in JAX'
 INTENTIONALLY_MISSING: dict[str, str] = {
     f"jax.experimental.ode.{n}": _ODE_HELPER for n in (
         "abs2", "api_util", "custom_derivatives", "fit_4th_order_polynomial",
-        "initial_step_size", "interp_fit_dopri", "jax", "lu", "map", "mean_error_ratio", "optimal_step_size", "promote_dtypes_inexact",
-        "op", "ravel_first_arg", "ravel_first_arg_", "ravel_pytree", "runge_kutta_step",
-        "safe_map", "safe_zip", "tree_leaves", "tree_map", "zip")}
+        "initial_step_size", "interp_fit_dopri", "jax", "lu", "map", "mean_error_ratio", "op",
+        "optimal_step_size", "promote_dtypes_inexact", "ravel_first_arg", "ravel_first_arg_",
+        "ravel_pytree", "runge_kutta_step", "safe_map", "safe_zip", "tree_leaves", "tree_map",
+        "zip",)}
 
 
 def public(module) -> set[str]:
