@@ -92,8 +92,11 @@ def test_source_checkout_finds_the_magics(tmp_path):
 # folder magics/ is installed as jaxkit.magics), so this test reads their imports and attribute
 # accesses. jaxkit.core is the jaxpr IR (JAX exports it as jax.extend.core), jaxkit.transforms
 # the transformations' public objects.
+# jaxkit.extend.source_info_util is JAX's public hook (register_exclusion) for libraries
+# whose frames should not count as the user's line.
 MAGICS_MAY_IMPORT = {"jaxkit", "jaxkit.numpy", "jaxkit.lax", "jaxkit.random", "jaxkit.nn",
-                     "jaxkit.tree_util", "jaxkit.core", "jaxkit.transforms.jit"}
+                     "jaxkit.tree_util", "jaxkit.core", "jaxkit.transforms.jit",
+                     "jaxkit.extend", "jaxkit.extend.source_info_util"}
 
 
 def _magics_uses():

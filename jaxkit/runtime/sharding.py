@@ -26,7 +26,7 @@ import numpy as np
 from jaxlib import _jax
 from jaxlib import xla_client as xc
 
-from jaxkit import core
+from jaxkit import avals, core
 from jaxkit.runtime import compile_cache, multi_device, pjrt
 
 SingleDeviceSharding = pjrt.Sharding
@@ -460,7 +460,7 @@ def type_sharding(aval: core.ShapedArray) -> NamedSharding:
     return NamedSharding(empty_abstract_mesh, PartitionSpec(*[None] * aval.ndim))
 
 
-core.aval_sharding_rule = type_sharding
+avals.aval_sharding_rule = type_sharding
 
 
 def hlo_sharding(mesh: Mesh, spec: PartitionSpec, ndim: int) -> xc.HloSharding:
