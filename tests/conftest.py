@@ -5,6 +5,7 @@ the test session gets a private, empty one instead (removed at the end), so that
 read entries left by earlier runs nor fill the user's cache. Subprocesses started by tests
 inherit it through the environment.
 """
+import contextlib
 import os
 import shutil
 import tempfile
@@ -19,10 +20,9 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
-@pytest.fixture
-def x64():
-    """float64 on for the test, in jaxkit and in the JAX oracle (when installed); both are
-    restored afterwards."""
+@contextlib.contextmanager
+def _float64_on():
+    """float64 on in jaxkit and in the JAX oracle (when installed); both restored after."""
     import jaxkit  # noqa: PLC0415  (imported when a test asks: some tests check a bare process)
 
     try:
@@ -38,3 +38,17 @@ def x64():
     finally:
         if jax is not None:
             jax.config.update("jax_enable_x64", old)
+
+
+@pytest.fixture
+def x64():
+    """float64 on for the test, in jaxkit and in the JAX oracle."""
+    with _float64_on():
+        yield
+
+
+@pytest.fixture(scope="module")
+def x64_module():
+    """float64 on for a whole module (``pytestmark = pytest.mark.usefixtures("x64_module")``)."""
+    with _float64_on():
+        yield

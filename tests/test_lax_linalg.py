@@ -26,13 +26,7 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 _TOL = {np.float32: 2e-4, np.float64: 1e-10, np.complex64: 2e-4, np.complex128: 1e-10}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _x64():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    with jaxkit.config.override(jax_enable_x64=True):
-        yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64_module")
 
 
 def _rand(rng, shape, dtype):

@@ -20,13 +20,7 @@ from jaxkit import lax
 TOL = 1e-10
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _x64():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    with jaxkit.config.override(jax_enable_x64=True):
-        yield
-    jax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64_module")
 
 
 _rng = np.random.default_rng(0)

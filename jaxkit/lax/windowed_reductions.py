@@ -477,16 +477,22 @@ def _select_and_scatter_add_transpose(ct, source, operand, *, select_prim, windo
         window_dilation=ones), None]
 
 
-select_and_scatter_add_p = standard_primitive(
-    _select_and_scatter_add_shape_rule, lambda source, operand, **_: operand.dtype,
-    "select_and_scatter_add", _all_weak)
-# Linear in the source; the operand only decides where it goes (a zero derivative).
-ad.defjvp(select_and_scatter_add_p,
-          lambda g, source, operand, **p: select_and_scatter_add_p.bind(g, operand, **p), None)
-ad.deftranspose(select_and_scatter_add_p, _select_and_scatter_add_transpose)
-batching.defrule(select_and_scatter_add_p, _batch_at_front(select_and_scatter_add_p))
-mlir.register_lowering(select_and_scatter_add_p,
-                       mlir.lower_fun(_select_and_scatter_add_by_general))
+def _select_window_primitive(name: str, shape_rule, transpose_rule, lowering
+                             ) -> core.Primitive:
+    """``prim(values, operand, ...)``: linear in ``values``, while ``operand`` only decides
+    which window position each value is taken from or sent to (a zero derivative)."""
+    prim = standard_primitive(shape_rule, lambda values, operand, **_: operand.dtype, name,
+                              _all_weak)
+    ad.defjvp(prim, lambda g, values, operand, **p: prim.bind(g, operand, **p), None)
+    ad.deftranspose(prim, transpose_rule)
+    batching.defrule(prim, _batch_at_front(prim))
+    mlir.register_lowering(prim, mlir.lower_fun(lowering))
+    return prim
+
+
+select_and_scatter_add_p = _select_window_primitive(
+    "select_and_scatter_add", _select_and_scatter_add_shape_rule,
+    _select_and_scatter_add_transpose, _select_and_scatter_add_by_general)
 
 
 # ---- select_and_gather_add: each window's tangent at its operand's max (ge_p) or min (le_p) -
@@ -579,13 +585,6 @@ def _select_and_gather_add_transpose(ct, tangents, operand, *, select_prim, wind
     return [out, None]
 
 
-select_and_gather_add_p = standard_primitive(
-    _select_and_gather_add_shape_rule, lambda tangents, operand, **_: operand.dtype,
-    "select_and_gather_add", _all_weak)
-# Linear in the tangents; the operand only decides which one each window takes.
-ad.defjvp(select_and_gather_add_p,
-          lambda g, tangents, operand, **p: select_and_gather_add_p.bind(g, operand, **p), None)
-ad.deftranspose(select_and_gather_add_p, _select_and_gather_add_transpose)
-batching.defrule(select_and_gather_add_p, _batch_at_front(select_and_gather_add_p))
-mlir.register_lowering(select_and_gather_add_p,
-                       mlir.lower_fun(_select_and_gather_add_by_reduce_window))
+select_and_gather_add_p = _select_window_primitive(
+    "select_and_gather_add", _select_and_gather_add_shape_rule,
+    _select_and_gather_add_transpose, _select_and_gather_add_by_reduce_window)
