@@ -16,3 +16,18 @@ def test_i0_gradient_at_zero_is_zero():
     theirs = jax.vmap(jax.grad(jax.numpy.i0))(x)
     np.testing.assert_allclose(ours, theirs, rtol=1e-5)
     assert float(ours[0]) == 0.0
+
+
+@pytest.mark.parametrize("fn", ["gcd", "lcm"])
+def test_gcd_lcm_reject_bools_like_jax(fn):
+    # Numeric promotion turned bools into int32; JAX and NumPy reject them.
+    with pytest.raises(ValueError, match="must be integers"):
+        getattr(jnp, fn)(np.array([True]), np.array([False]))
+    assert getattr(jnp, fn)(np.int8(4), 6).dtype == getattr(jax.numpy, fn)(np.int8(4), 6).dtype
+
+
+def test_round_rejects_bool_like_jax():
+    with pytest.raises(ValueError, match="bool"):
+        jnp.round(np.array([True, False]))
+    with pytest.raises(ValueError):
+        jax.numpy.round(np.array([True, False]))
