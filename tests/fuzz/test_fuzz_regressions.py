@@ -31,3 +31,30 @@ def test_round_rejects_bool_like_jax():
         jnp.round(np.array([True, False]))
     with pytest.raises(ValueError):
         jax.numpy.round(np.array([True, False]))
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod", "nancumsum"])
+def test_cumulative_explicit_axis_of_0d_array_is_out_of_bounds(fn):
+    # JAX flattens only Python scalars (weakly typed) when an axis is given; a 0-d array with
+    # axis=0 is out of bounds there, and was silently flattened here.
+    with pytest.raises(ValueError, match="out of bounds"):
+        getattr(jnp, fn)(np.array(1.0, np.float32), axis=0)
+    np.testing.assert_array_equal(getattr(jnp, fn)(2.0, axis=0), [2.0])
+    np.testing.assert_array_equal(getattr(jnp, fn)(np.array(2.0, np.float32)), [2.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.mean(np.ones(()), axis=0),          # JAX: IndexError (indexes the shape)
+    lambda m: m.argmax(np.ones(()), axis=0),        # JAX: IndexError
+    lambda m: m.swapaxes(np.ones((2, 2)), 2, 0),    # JAX: IndexError
+    lambda m: m.sum(np.ones((2, 2)), axis=3),       # JAX: ValueError
+    lambda m: m.cumsum(np.ones(2), axis=1),         # JAX: ValueError
+])
+def test_out_of_range_axis_is_numpy_axis_error(call):
+    # JAX raises ValueError or IndexError depending on the function; NumPy's AxisError is both,
+    # so code written against either class catches jaxkit's.
+    with pytest.raises(Exception) as theirs:
+        call(jax.numpy)
+    with pytest.raises(np.exceptions.AxisError) as ours:
+        call(jnp)
+    assert isinstance(ours.value, type(theirs.value))
