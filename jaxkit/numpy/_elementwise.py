@@ -23,7 +23,6 @@ from jaxkit.numpy._promotion import (
     ensure_arraylike,
     promote_args,
     promote_args_inexact,
-    promote_args_numeric,
     promote_dtypes,
 )
 from jaxkit.numpy._reductions import all as _all
