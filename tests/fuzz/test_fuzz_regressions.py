@@ -58,3 +58,9 @@ def test_out_of_range_axis_is_numpy_axis_error(call):
     with pytest.raises(np.exceptions.AxisError) as ours:
         call(jnp)
     assert isinstance(ours.value, type(theirs.value))
+
+
+def test_diff_of_empty_axis_is_empty():
+    for x in (np.zeros((0,), np.float32), np.zeros((3, 0), bool)):
+        ours, theirs = jnp.diff(x, axis=-1), jax.numpy.diff(x, axis=-1)
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
