@@ -5,9 +5,9 @@ every mismatch, allowed (with the allowlist entry's reason) or not.
     PYTHONPATH=. python bench/fuzz_long.py [--minutes 10] [--examples 40] [--programs 400]
                                            [--seed 0] [--areas elementwise,lax]
 
-Records run round-robin, ``--examples`` examples per record per round, until the time is up;
-then ``--programs`` random programs. A case is one drawn input checked in up to four modes
-(eager, jit, vmap, grad); figures count both."""
+Records run round-robin, ``--examples`` examples per record per round, until ``--minutes``
+are up (a record started before then finishes); then ``--programs`` random programs. A case
+is one drawn input checked in up to four modes (eager, jit, vmap, grad); figures count both."""
 from __future__ import annotations
 
 import argparse
@@ -79,7 +79,11 @@ def main():
         for op in records:
             if time.time() >= deadline:
                 break
+            before = len(found)
             run_record(op, args.examples, args.seed + rounds, cases, modes, found)
+            # Progress as it goes: a run cut short still leaves its findings on the screen.
+            print(f"  {op.area:<12}{op.name:<32}{len(found) - before:4d} mismatch(es)",
+                  flush=True)
         rounds += 1
     run_programs(args.programs, args.seed, cases, found)
     elapsed = time.time() - start
