@@ -69,7 +69,8 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
         arr = concatenate(combined, axis)
     for _ in range(n):
         size = arr.shape[axis]
-        hi = lax.slice_in_dim(arr, 1, size, axis=axis)
+        # ``a[1:]`` of an empty axis is empty (the start clamps), as in JAX.
+        hi = lax.slice_in_dim(arr, min(1, size), size, axis=axis)
         lo = lax.slice_in_dim(arr, 0, max(size - 1, 0), axis=axis)
         arr = lax.ne(hi, lo) if arr.dtype == np.bool_ else lax.sub(hi, lo)
     return arr

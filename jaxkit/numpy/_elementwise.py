@@ -23,7 +23,6 @@ from jaxkit.numpy._promotion import (
     ensure_arraylike,
     promote_args,
     promote_args_inexact,
-    promote_args_numeric,
     promote_dtypes,
 )
 from jaxkit.numpy._reductions import all as _all
@@ -152,7 +151,9 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
     if dtype == np.bool_:
-        return a
+        # JAX rejects bools (NumPy's finfo error); say so plainly.
+        raise ValueError("jnp.round needs a numeric array, got bool; convert it first, "
+                         "e.g. x.astype(int).")
 
     def _round_float(x: Any) -> Array:
         if decimals == 0:
@@ -326,7 +327,9 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,
 
 def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.gcd``: greatest common divisor (Euclid's algorithm in a ``while_loop``)."""
-    x1, x2 = promote_args_numeric("gcd", x1, x2)
+    # Plain promotion, not the numeric one, which would turn bools into int32: bools are not
+    # integers here (as in JAX and NumPy).
+    x1, x2 = promote_dtypes(*ensure_arraylike("gcd", x1, x2))
     if not dtypes.issubdtype(dtypes.dtype(x1), np.integer):
         raise ValueError("Arguments to jax.numpy.gcd must be integers.")
     x1, x2 = broadcast_arrays(x1, x2)
@@ -348,10 +351,10 @@ def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
 
 def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.lcm``: least common multiple."""
-    x1, x2 = promote_args_numeric("lcm", x1, x2)
-    x1, x2 = absolute(x1), absolute(x2)
+    x1, x2 = promote_dtypes(*ensure_arraylike("lcm", x1, x2))
     if not dtypes.issubdtype(dtypes.dtype(x1), np.integer):
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    x1, x2 = absolute(x1), absolute(x2)
     d = gcd(x1, x2)
     zero = lax.eq(d, _const(d, 0))
     safe_d = lax.select(zero, lax.full_like(d, 1), d)

@@ -311,7 +311,10 @@ def canonicalize_axis(axis: Any, ndim: int) -> int:
         raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer"
                         ) from None
     if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+        # NumPy's AxisError is both a ValueError and an IndexError: JAX raises one or the
+        # other depending on the function (an IndexError where it indexes the shape first), and
+        # an ``except`` written for either catches this.
+        raise np.exceptions.AxisError(axis, ndim)
     return axis % ndim if ndim else axis
 
 

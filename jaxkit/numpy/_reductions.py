@@ -545,7 +545,9 @@ def _cumulative_reduction(name: str, lax_fn: str, a: ArrayLike, axis: int | None
     a = ensure_arraylike(name, a)
     if out is not None:
         raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported")
-    if axis is None or a.ndim == 0:
+    # A Python scalar (weakly typed) counts as 1-D, as in JAX; an explicit axis of a 0-d array
+    # is out of bounds.
+    if axis is None or (a.ndim == 0 and dtypes.is_weakly_typed(a)):
         a = lax.reshape(a, (a.size,))
     if axis is None:
         axis = 0

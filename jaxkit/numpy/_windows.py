@@ -8,6 +8,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
+from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.numpy._creation import ones
 from jaxkit.numpy._promotion import (
     ensure_arraylike,
@@ -78,7 +79,21 @@ def i0(x: ArrayLike) -> Array:
     x, = promote_dtypes_inexact(x)
     if dtypes.issubdtype(x.dtype, np.complexfloating):
         raise ValueError("i0 does not support complex-valued inputs.")
+    return _i0(x)
+
+
+@custom_jvp
+def _i0(x: Array) -> Array:
     return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
+
+
+@_i0.defjvp
+def _i0_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    # I0' = I1 = exp(|x|) i1e(x), which is 0 at 0; differentiating the formula above instead
+    # would carry abs's one-sided derivative there and give 1 (JAX gives 0 too).
+    x, = primals
+    g, = tangents
+    return _i0(x), lax.mul(g, lax.mul(lax.exp(lax.abs(x)), lax.bessel_i1e(x)))
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,66 @@
+"""Regressions for the mismatches with JAX that the differential fuzzer found (one test per
+fix; the fuzzer's own tests are test_fuzz_ops.py and test_fuzz_programs.py)."""
+import numpy as np
+import pytest
+
+import jaxkit
+import jaxkit.numpy as jnp
+
+jax = pytest.importorskip("jax")
+
+
+def test_i0_gradient_at_zero_is_zero():
+    # I0' = I1 vanishes at 0; differentiating exp(|x|) * i0e(x) gave abs's one-sided 1 there.
+    x = np.array([0.0, 1.0, -2.0, 30.0], np.float32)
+    ours = jaxkit.vmap(jaxkit.grad(jnp.i0))(x)
+    theirs = jax.vmap(jax.grad(jax.numpy.i0))(x)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+    assert float(ours[0]) == 0.0
+
+
+@pytest.mark.parametrize("fn", ["gcd", "lcm"])
+def test_gcd_lcm_reject_bools_like_jax(fn):
+    # Numeric promotion turned bools into int32; JAX and NumPy reject them.
+    with pytest.raises(ValueError, match="must be integers"):
+        getattr(jnp, fn)(np.array([True]), np.array([False]))
+    assert getattr(jnp, fn)(np.int8(4), 6).dtype == getattr(jax.numpy, fn)(np.int8(4), 6).dtype
+
+
+def test_round_rejects_bool_like_jax():
+    with pytest.raises(ValueError, match="bool"):
+        jnp.round(np.array([True, False]))
+    with pytest.raises(ValueError):
+        jax.numpy.round(np.array([True, False]))
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod", "nancumsum"])
+def test_cumulative_explicit_axis_of_0d_array_is_out_of_bounds(fn):
+    # JAX flattens only Python scalars (weakly typed) when an axis is given; a 0-d array with
+    # axis=0 is out of bounds there, and was silently flattened here.
+    with pytest.raises(ValueError, match="out of bounds"):
+        getattr(jnp, fn)(np.array(1.0, np.float32), axis=0)
+    np.testing.assert_array_equal(getattr(jnp, fn)(2.0, axis=0), [2.0])
+    np.testing.assert_array_equal(getattr(jnp, fn)(np.array(2.0, np.float32)), [2.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.mean(np.ones(()), axis=0),          # JAX: IndexError (indexes the shape)
+    lambda m: m.argmax(np.ones(()), axis=0),        # JAX: IndexError
+    lambda m: m.swapaxes(np.ones((2, 2)), 2, 0),    # JAX: IndexError
+    lambda m: m.sum(np.ones((2, 2)), axis=3),       # JAX: ValueError
+    lambda m: m.cumsum(np.ones(2), axis=1),         # JAX: ValueError
+])
+def test_out_of_range_axis_is_numpy_axis_error(call):
+    # JAX raises ValueError or IndexError depending on the function; NumPy's AxisError is both,
+    # so code written against either class catches jaxkit's.
+    with pytest.raises(Exception) as theirs:
+        call(jax.numpy)
+    with pytest.raises(np.exceptions.AxisError) as ours:
+        call(jnp)
+    assert isinstance(ours.value, type(theirs.value))
+
+
+def test_diff_of_empty_axis_is_empty():
+    for x in (np.zeros((0,), np.float32), np.zeros((3, 0), bool)):
+        ours, theirs = jnp.diff(x, axis=-1), jax.numpy.diff(x, axis=-1)
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
