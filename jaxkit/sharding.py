@@ -10,9 +10,9 @@ from jaxkit import lax as _lax
 from jaxkit.runtime import pjrt as _pjrt
 from jaxkit.runtime import sharding as _runtime
 from jaxkit.runtime.multi_device import AxisSharding as _AxisSharding
-from jaxkit.runtime.sharding import (AxisType, DuplicateSpecError, IndivisibleError, Mesh,
-                                     NamedSharding, P, PartitionSpec, SingleDeviceSharding,
-                                     make_mesh)
+from jaxkit.runtime.sharding import (AbstractDevice, AbstractMesh, AxisType,
+                                     DuplicateSpecError, IndivisibleError, Mesh, NamedSharding, P,
+                                     PartitionSpec, SingleDeviceSharding, make_mesh)
 
 
 class _ShardingMeta(type):
@@ -51,6 +51,30 @@ def get_mesh() -> Mesh | None:
     return _runtime.current_mesh()
 
 
+class use_abstract_mesh:  # noqa: N801  (a context manager, as in JAX)
+    """Make ``mesh`` (an ``AbstractMesh``) the abstract mesh ``get_abstract_mesh`` returns
+    within the block: what tracing sees when no concrete mesh is at hand."""
+
+    def __init__(self, mesh: AbstractMesh):
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError("Expected mesh of type `jax.sharding.AbstractMesh`. Got type: "
+                             f"{type(mesh)}")
+        self._mesh = mesh
+
+    def __enter__(self) -> AbstractMesh:
+        _runtime._abstract_mesh_stack.append(self._mesh)
+        return self._mesh
+
+    def __exit__(self, *exc) -> None:
+        _runtime._abstract_mesh_stack.pop()
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh in context: from ``use_abstract_mesh``, else that of the mesh set
+    with ``set_mesh``/``with mesh:``, else the empty one."""
+    return _runtime.current_abstract_mesh()
+
+
 def make_single_device_sharding(device) -> SingleDeviceSharding:
     """The sharding of an array that lives whole on ``device``."""
     return _pjrt.backend_of(device).shardings[device]
@@ -63,6 +87,8 @@ def reshard(xs, out_shardings):
     return _lax.with_sharding_constraint(xs, out_shardings)
 
 
-__all__ = ["AxisType", "DuplicateSpecError", "IndivisibleError", "Mesh", "NamedSharding", "P",
-           "PartitionSpec", "Sharding", "SingleDeviceSharding", "get_mesh", "make_mesh",
-           "make_single_device_sharding", "reshard", "set_mesh", "use_mesh"]
+__all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "DuplicateSpecError",
+           "IndivisibleError", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
+           "SingleDeviceSharding", "get_abstract_mesh", "get_mesh", "make_mesh",
+           "make_single_device_sharding", "reshard", "set_mesh", "use_abstract_mesh",
+           "use_mesh"]

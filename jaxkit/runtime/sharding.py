@@ -195,6 +195,14 @@ class Mesh:
     def __hash__(self) -> int:
         return hash((self.axis_names, self.devices.shape, self._flat, self.axis_types))
 
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        """The mesh without its devices: axis names, sizes and types, and the devices' kind."""
+        first = self._flat[0]
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
+                            abstract_device=AbstractDevice(first.device_kind, None,
+                                                           first.platform))
+
     def _types_str(self) -> str:
         return "(" + ", ".join(t.name for t in self.axis_types) + \
             ("," if len(self.axis_types) == 1 else "") + ")"
@@ -213,7 +221,8 @@ class AbstractMesh:
     jaxkit's types carry no mesh axes (XLA propagates layouts), so the sharding of every type
     is on the empty abstract mesh, replicated (see ``type_sharding``)."""
 
-    def __init__(self, axis_sizes: tuple = (), axis_names: tuple = (), axis_types=None):
+    def __init__(self, axis_sizes: tuple = (), axis_names: tuple = (), axis_types=None, *,
+                 abstract_device: AbstractDevice | None = None):
         axis_sizes, axis_names = tuple(axis_sizes), tuple(axis_names)
         if len(axis_sizes) != len(axis_names):
             raise ValueError(f"AbstractMesh got {len(axis_sizes)} axis sizes for "
@@ -225,6 +234,7 @@ class AbstractMesh:
         self.axis_sizes = tuple(int(n) for n in axis_sizes)
         self.axis_names = axis_names
         self.axis_types = tuple(axis_types)
+        self.abstract_device = abstract_device
 
     shape = property(lambda self: collections.OrderedDict(zip(self.axis_names,
                                                               self.axis_sizes)))
@@ -233,22 +243,60 @@ class AbstractMesh:
     empty = property(lambda self: self.size == 0)
     abstract_mesh = property(lambda self: self)
 
+    @property
+    def devices(self):
+        raise ValueError("AbstractMesh does not implement devices")
+
     def __eq__(self, other) -> bool:
         return isinstance(other, AbstractMesh) and self.shape_tuple == other.shape_tuple \
-            and self.axis_types == other.axis_types
+            and self.axis_types == other.axis_types \
+            and self.abstract_device == other.abstract_device
 
     def __hash__(self) -> int:
-        return hash((self.shape_tuple, self.axis_types))
+        return hash((self.shape_tuple, self.axis_types, self.abstract_device))
 
     def __repr__(self) -> str:
         axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple) or "()"
         types = "(" + ", ".join(t.name for t in self.axis_types) + \
             ("," if len(self.axis_types) == 1 else "") + ")"
-        return f"AbstractMesh({axes}, axis_types={types})"
+        d = self.abstract_device
+        device = "" if d is None else (f", device_kind={d.device_kind}, "
+                                       f"num_cores={d.num_cores}, platform={d.platform}")
+        return f"AbstractMesh({axes}, axis_types={types}{device})"
+
+
+class AbstractDevice:
+    """What an abstract mesh knows of its devices: their kind, core count and platform."""
+
+    __slots__ = ("device_kind", "num_cores", "platform")
+
+    def __init__(self, device_kind: str, num_cores: int | None, platform: str):
+        self.device_kind, self.num_cores, self.platform = device_kind, num_cores, platform
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AbstractDevice) and (
+            self.device_kind, self.num_cores, self.platform) == (
+            other.device_kind, other.num_cores, other.platform)
+
+    def __hash__(self) -> int:
+        return hash((self.device_kind, self.num_cores, self.platform))
+
+    def __repr__(self) -> str:
+        return (f"AbstractDevice(device_kind={self.device_kind}, num_cores={self.num_cores}, "
+                f"platform={self.platform})")
 
 
 empty_abstract_mesh = AbstractMesh()
 _mesh_stack: list[Mesh] = []
+_abstract_mesh_stack: list[AbstractMesh] = []
+
+
+def current_abstract_mesh() -> AbstractMesh:
+    """The innermost mesh entered with ``use_abstract_mesh``, else the abstract mesh of the
+    concrete mesh in context, else the empty abstract mesh."""
+    if _abstract_mesh_stack:
+        return _abstract_mesh_stack[-1]
+    return _mesh_stack[-1].abstract_mesh if _mesh_stack else empty_abstract_mesh
 
 
 def current_mesh() -> Mesh | None:
