@@ -7,11 +7,16 @@ every mismatch, allowed (with the allowlist entry's reason) or not.
 
 Records run round-robin, ``--examples`` examples per record per round, until ``--minutes``
 are up (a record started before then finishes); then ``--programs`` random programs. A case
-is one drawn input checked in up to four modes (eager, jit, vmap, grad); figures count both."""
+is one drawn input checked in up to four modes (eager, jit, vmap, grad); figures count both.
+
+Known hang, kept out of the records: ``jnp.gcd``/``jnp.lcm`` with the extremes of an integer
+type (``gcd(int32(-2**31), 6)``) loop forever in JAX 0.10.2 and in jaxkit alike (Euclid's
+``while_loop`` on ``abs(INT_MIN) == INT_MIN``), so their record draws small integers only."""
 from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import os
 import sys
 import time
@@ -70,7 +75,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--areas", default=",".join(AREAS))
     args = ap.parse_args()
-    records = [op for op in RECORDS if op.area in args.areas.split(",")]
+    # Areas interleaved (one record of each in turn), so a short run samples every area.
+    by_area = [[op for op in RECORDS if op.area == a] for a in args.areas.split(",")]
+    records = [op for group in itertools.zip_longest(*by_area) for op in group if op]
     cases, modes, found = collections.Counter(), collections.Counter(), []
     start = time.time()
     deadline = start + args.minutes * 60

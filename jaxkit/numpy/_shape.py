@@ -107,7 +107,9 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
         axes = tuple(range(a.ndim - 1, -1, -1))
     axes = tuple(canonicalize_axis(i, a.ndim) for i in _index_tuple(axes))
     if sorted(axes) != list(range(a.ndim)):
-        raise ValueError("axes don't match array")
+        # TypeError, as JAX (lax.transpose's check; NumPy says ValueError).
+        raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, "
+                        f"got permutation {axes} for operand shape {a.shape}.")
     return lax.transpose(a, axes)
 
 

@@ -527,8 +527,27 @@ def _replace_inf(x: Array) -> Array:
     return lax.select(isposinf(real(x)), lax.full_like(x, 0), x)
 
 
+def _wrap_between(x: Array, a: float) -> Array:
+    """``x`` wrapped into ``[-a, a)``."""
+    rem = lax.rem(lax.add(x, _const(x, a)), _const(x, 2 * a))
+    rem = lax.select(lax.lt(rem, _const(x, 0)), lax.add(rem, _const(x, 2 * a)), rem)
+    return lax.sub(rem, _const(x, a))
+
+
+def _complex_logaddexp(x1: Array, x2: Array, exp, scale: float, period: float) -> Array:
+    # JAX's complex branch: amax + scale*log1p(exp(x1 + x2 - 2 amax)), the imaginary part
+    # wrapped to one period (the real-valued form takes abs of the difference, which a complex
+    # number does not fit).
+    amax = lax.max(x1, x2)
+    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _const(amax, 2)))
+    out = lax.add(amax, lax.mul(_const(amax, scale), lax.log1p(exp(delta))))
+    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), period))
+
+
 @custom_jvp
 def _logaddexp(x1: Array, x2: Array) -> Array:
+    if dtypes.issubdtype(x1.dtype, np.complexfloating):
+        return _complex_logaddexp(x1, x2, lax.exp, 1.0, np.pi)
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     return lax.select(_isnan(delta), lax.add(x1, x2),
@@ -548,6 +567,8 @@ def _logaddexp_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
 
 @custom_jvp
 def _logaddexp2(x1: Array, x2: Array) -> Array:
+    if dtypes.issubdtype(x1.dtype, np.complexfloating):
+        return _complex_logaddexp(x1, x2, lax.exp2, 1 / np.log(2), np.pi / np.log(2))
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
     inv_ln2 = _const(amax, 1 / np.log(2))

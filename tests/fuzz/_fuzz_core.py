@@ -311,8 +311,14 @@ def check_case(op: Op, arrays, params, rng: np.random.Generator, modes=("eager",
     if "vmap" in modes and op.vmap and arrays:
         size = int(rng.choice([1, 2, 3]))
         in_axes = [int(rng.integers(0, 2)) == 0 or i == 0 for i in range(len(arrays))]
-        batched = [np.stack([a] + [values(rng, a.shape, a.dtype) for _ in range(size - 1)])
-                   if b else a for a, b in zip(arrays, in_axes)]
+        # Fresh batch members for generic arguments; records with their own argument maker
+        # (well-conditioned matrices, keys, gcd's small integers) repeat theirs, since fresh
+        # values would leave the domain the maker keeps to.
+        def member(a):
+            return values(rng, a.shape, a.dtype) if op.args is None else a
+
+        batched = [np.stack([a] + [member(a) for _ in range(size - 1)]) if b else a
+                   for a, b in zip(arrays, in_axes)]
         axes = tuple(0 if b else None for b in in_axes)
         both("vmap", lambda ns: ns.vmap(lambda *a: op.fn(ns, *a, **params), axes)(*batched))
     if ("grad" in modes and op.grad and not isinstance(theirs, Raised)

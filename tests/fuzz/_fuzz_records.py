@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from _fuzz_core import ALL, BF16, BOOL, FLOAT, INEXACT, INT, NUMBER, SINT, UINT, Op, \
-    shape_st, values
+    shape_st, shapes_st, values
 from hypothesis import strategies as st
 
 REAL = INT + FLOAT
@@ -277,6 +277,13 @@ def rdtype_p(dtypes=FLOAT):
     return p
 
 
+def small_int_args(draw, rng):
+    """Two integer arguments in [-10, 10] (bools sometimes), without the edge values."""
+    shapes = draw(shapes_st(2, (0, 3), True))
+    return [values(rng, shape, draw(st.sampled_from(INT + BOOL)), special=0.0)
+            for shape in shapes]
+
+
 # ---- the registry --------------------------------------------------------------------------
 def _u(names, dtypes=ALL, **kw):
     return [Op("jnp." + n, "elementwise", 1, dtypes, **kw) for n in names.split()]
@@ -296,7 +303,11 @@ ELEMENTWISE = [
         "float_power maximum minimum fmax fmin equal not_equal less less_equal greater "
         "greater_equal logical_and logical_or logical_xor"),
     *_b("arctan2 hypot copysign nextafter logaddexp logaddexp2 heaviside", REAL_FLOAT + SINT),
-    *_b("bitwise_and bitwise_or bitwise_xor left_shift right_shift gcd lcm", INT + BOOL),
+    *_b("bitwise_and bitwise_or bitwise_xor left_shift right_shift", INT + BOOL),
+    # gcd/lcm on small values only: with the extremes of the integer types (|INT_MIN| wraps
+    # to itself, among others) Euclid's loop never ends, in JAX 0.10.2 and in jaxkit alike (a
+    # hang, not a mismatch: a known gap, see bench/fuzz_long.py's docstring).
+    *[Op("jnp." + n, "elementwise", 2, INT + BOOL, args=small_int_args) for n in ("gcd", "lcm")],
     Op("jnp.where", "elementwise", 3, ALL),
     Op("jnp.clip", "elementwise", 1, REAL, params=clip_p),
     Op("jnp.frexp", "elementwise", 1, FLOAT),

@@ -64,3 +64,22 @@ def test_diff_of_empty_axis_is_empty():
     for x in (np.zeros((0,), np.float32), np.zeros((3, 0), bool)):
         ours, theirs = jnp.diff(x, axis=-1), jax.numpy.diff(x, axis=-1)
         assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+
+
+@pytest.mark.parametrize("fn", ["logaddexp", "logaddexp2"])
+def test_logaddexp_of_complex_matches_jax(fn):
+    # The real-valued formula took abs of a complex difference and added it to a complex max
+    # (lax.add(complex64, float32) failed); JAX has a complex branch.
+    x = np.array([1 + 2j, -3 + 0.5j, 100 + 4j, np.inf + 1j], np.complex64)
+    y = np.array([0.5 - 1j, 2 + 3j, -1j, 1], np.complex64)
+    for a, b in ((x, y), (np.float32(1), y)):
+        ours, theirs = getattr(jnp, fn)(a, b), getattr(jax.numpy, fn)(a, b)
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_transpose_with_wrong_axes_is_type_error_like_jax():
+    with pytest.raises(TypeError, match="permutation"):
+        jax.numpy.transpose(np.ones((3, 1)), (0,))
+    with pytest.raises(TypeError, match=r"got permutation \(0,\) for operand shape \(3, 1\)"):
+        jnp.transpose(np.ones((3, 1)), (0,))
