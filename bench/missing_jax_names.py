@@ -96,17 +96,28 @@ def jax_modules() -> list[str]:
     return sorted(names)
 
 
+def _from_stdlib(obj) -> bool:
+    """Whether ``obj`` is a standard-library function, class or typing form (``Any``,
+    ``partial``, ``lru_cache``): a module's ``from typing import Any`` is not its API."""
+    mod = getattr(obj, "__module__", None)
+    if not isinstance(mod, str) or isinstance(obj, (int, float, str, bytes, tuple, dict)):
+        return False
+    return mod.split(".")[0] in sys.stdlib_module_names
+
+
 def public(module) -> set[str]:
-    """Public names, less imported third-party/stdlib modules and ``from __future__``
-    features (a module's ``import os`` is not its API)."""
+    """Public names, less imported modules that are not a JAX submodule (``import os``,
+    ``import jax`` inside ``jax.experimental.jet``), standard-library imports and
+    ``from __future__`` features."""
     out = set()
     for n in dir(module):
         if n.startswith("_"):
             continue
         obj = getattr(module, n, None)
-        if type(obj) is type(jax) and not obj.__name__.startswith(("jax", "jaxkit")):
+        if type(obj) is type(jax) and (not obj.__name__.startswith(("jax", "jaxkit"))
+                                       or obj.__name__ in ("jax", "jaxkit")):
             continue
-        if type(obj).__name__ == "_Feature":
+        if type(obj).__name__ == "_Feature" or _from_stdlib(obj):
             continue
         out.add(n)
     return out
