@@ -92,7 +92,8 @@ def main():
             print(f"  {op.area:<12}{op.name:<32}{len(found) - before:4d} mismatch(es)",
                   flush=True)
         rounds += 1
-    run_programs(args.programs, args.seed, cases, found)
+    if args.programs:
+        run_programs(args.programs, args.seed, cases, found)
     elapsed = time.time() - start
 
     print(f"fuzz_long: {elapsed / 60:.1f} min, {len(records)} records, {rounds} round(s)")

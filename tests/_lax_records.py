@@ -485,4 +485,39 @@ STACKING_AND_STAGING = [
 ]
 
 
-RECORDS = STRUCTURAL + SLICING + REDUCTIONS + CONVOLUTION + STACKING_AND_STAGING
+# ---- elementwise broadcasting: size-1 dimensions of equal-rank operands (f32[4,1] with
+# f32[1,3] is f32[4,3]), as JAX's lax broadcasts them; gradients sum back over them ---------
+def pos32(*shape):
+    return lambda rng: rng.uniform(0.5, 2.0, shape).astype(np.float32)
+
+
+def i32(*shape):
+    return lambda rng: rng.integers(-8, 8, shape).astype(np.int32)
+
+
+SIZE1 = [(0, 0), (None, 0), (0, None), (1, 2)]
+BROADCASTING = [
+    Case("add_size1", "add", lambda l, x, y: l.add(x, y), _args(f32(4, 1), f32(1, 3)),
+         np_ref=np.add, diff=(0, 1), linear=(0, 1), batch=SIZE1),
+    Case("sub_size1", "sub", lambda l, x, y: l.sub(x, y), _args(f32(1, 3), f32(4, 3)),
+         np_ref=np.subtract, diff=(0, 1), linear=(0, 1), batch=SIZE1),
+    Case("mul_size1", "mul", lambda l, x, y: l.mul(x, y), _args(f32(2, 1, 3), f32(1, 4, 1)),
+         np_ref=np.multiply, diff=(0, 1), linear=(0,), batch=SIZE1),
+    Case("div_size1", "div", lambda l, x, y: l.div(x, y), _args(f32(4, 1), pos32(4, 3)),
+         np_ref=np.divide, diff=(0, 1), linear=(0,), batch=SIZE1),
+    Case("max_size1", "max", lambda l, x, y: l.max(x, y), _args(f32(4, 1), f32(1, 3)),
+         np_ref=np.maximum, diff=(0, 1), batch=SIZE1),
+    Case("pow_size1", "pow", lambda l, x, y: l.pow(x, y), _args(pos32(1, 3), f32(4, 1)),
+         np_ref=np.power, diff=(0, 1), batch=SIZE1, rtol=1e-4),
+    Case("atan2_size1", "atan2", lambda l, x, y: l.atan2(x, y), _args(f32(4, 1), f32(1, 3)),
+         np_ref=np.arctan2, diff=(0, 1), batch=SIZE1),
+    Case("lt_size1", "lt", lambda l, x, y: l.lt(x, y), _args(f32(4, 1), f32(1, 3)),
+         np_ref=np.less, batch=SIZE1),
+    Case("and_size1", "and", lambda l, x, y: l.bitwise_and(x, y), _args(i32(1, 3), i32(4, 1)),
+         np_ref=np.bitwise_and, batch=SIZE1),
+    Case("add_size0_size1", "add", lambda l, x, y: l.add(x, y), _args(f32(0, 1), f32(1, 3)),
+         np_ref=np.add, diff=(0, 1), linear=(0, 1)),
+]
+
+RECORDS = (STRUCTURAL + SLICING + REDUCTIONS + CONVOLUTION + STACKING_AND_STAGING
+           + BROADCASTING)

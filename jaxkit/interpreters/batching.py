@@ -373,34 +373,38 @@ def defvectorized(prim: core.Primitive) -> None:
 
 
 def broadcast_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
-    """Rule of an n-ary elementwise primitive whose rank-0 operands broadcast.
+    """Rule of an n-ary elementwise primitive (rank-0 operands and size-1 dimensions
+    broadcast).
 
     The batch axis of the result is that of the first operand batched with the full rank.
-    Operands batched elsewhere are moved there, unbatched arrays broadcast along it, and
-    per-example rank-0 operands broadcast to the batched shape; unbatched rank-0 operands
-    broadcast by themselves. Aligned operands cost nothing."""
-    example = ()
-    for x, d in zip(batched_args, batch_dims):
-        s = unmapped_aval(d, core.get_aval(x)).shape
-        if s:
-            example = s
-            break
-    rank = len(example) + 1
+    Operands batched elsewhere are moved there; unbatched arrays and per-example rank-0
+    operands get a size-1 axis there (the primitive broadcasts it, as JAX's rule does, so
+    nothing is copied); unbatched rank-0 operands broadcast by themselves."""
+    rank = 1 + next((len(unmapped_aval(d, core.get_aval(x)).shape)
+                     for x, d in zip(batched_args, batch_dims)
+                     if unmapped_aval(d, core.get_aval(x)).shape), 0)
     dim = next((d for x, d in zip(batched_args, batch_dims)
                 if d is not not_mapped and _ndim(x) == rank), 0)
-    size = batch_size(batched_args, batch_dims)
     args = []
     for x, d in zip(batched_args, batch_dims):
         if d is not_mapped:
-            args.append(x if _ndim(x) == 0 else broadcast(x, size, dim))
+            args.append(x if _ndim(x) == 0 else _insert_unit_axis(x, dim))
         elif _ndim(x) != rank:  # one rank-0 value per example, beside arrays
-            shape = list(example)
-            shape.insert(dim, size)
+            shape = [1] * rank
+            shape[dim] = core.get_aval(x).shape[0]
             args.append(_axis_ops["broadcast_in_dim"](x, tuple(shape), (dim,)))
         else:
             args.append(moveaxis(x, d, dim))
     out = prim.bind(*args, **params)
     return (out, [dim] * len(out)) if prim.multiple_results else (out, dim)
+
+
+def _insert_unit_axis(x, dim: int):
+    """``x`` with a new axis of size 1 at ``dim``."""
+    shape = list(core.get_aval(x).shape)
+    shape.insert(dim, 1)
+    return _axis_ops["broadcast_in_dim"](
+        x, tuple(shape), tuple(i + (i >= dim) for i in range(len(shape) - 1)))
 
 
 def defbroadcasting(prim: core.Primitive) -> None:

@@ -396,9 +396,11 @@ def module_to_string(module: ir.Module) -> str:
 
 
 def broadcast_scalar_operands(ctx: LoweringRuleContext, args: Sequence[ir.Value]) -> list:
-    """Elementwise primitives accept rank-0 operands beside arrays; StableHLO does not."""
+    """Elementwise primitives broadcast rank-0 operands and size-1 dimensions of equal-rank
+    ones; StableHLO's elementwise ops take equal shapes, so both become a broadcast_in_dim."""
     shape = ctx.avals_out[0].shape
-    return [broadcast_in_dim(x, aval.update(shape=shape), ()) if aval.shape != shape else x
+    return [x if aval.shape == shape else
+            broadcast_in_dim(x, aval.update(shape=shape), tuple(range(len(aval.shape))))
             for x, aval in zip(args, ctx.avals_in)]
 
 

@@ -29,12 +29,13 @@ from jaxkit.lax.standard import (
     _num,
     _ordered,
     _signedint,
+    broadcast_elementwise_shapes,
     check_dtype,
     standard_naryop,
     standard_primitive,
     standard_unop,
 )
-from jaxkit.lax.structural import _reduce_sum, broadcast_in_dim
+from jaxkit.lax.structural import _reduce_sum, broadcast_in_dim, reshape
 from jaxkit.typing import Array, ArrayLike
 
 # --------------------------------------------------------------------------------------------
@@ -43,23 +44,28 @@ from jaxkit.typing import Array, ArrayLike
 
 
 def _unbroadcast(aval: core.ShapedArray, ct):
-    """The cotangent of an operand that was broadcast from rank 0: sum it back."""
+    """The cotangent of an operand that broadcast (from rank 0, or along size-1 dimensions):
+    summed over the dimensions it was broadcast along, back to the operand's shape."""
     ct_shape = core.get_aval(ct).shape
     if ct_shape == aval.shape:
         return ct
-    return _reduce_sum(ct, tuple(range(len(ct_shape))))
+    if not aval.shape:
+        return _reduce_sum(ct, tuple(range(len(ct_shape))))
+    axes = tuple(i for i, (a, c) in enumerate(zip(aval.shape, ct_shape)) if a != c)
+    return reshape(_reduce_sum(ct, axes), aval.shape)
 
 
 def _broadcast_to(x, shape):
-    """A tangent of a rank-0 operand, broadcast to the output shape."""
-    if core.get_aval(x).shape == tuple(shape):
+    """A tangent of a broadcast operand (rank 0, or size-1 dimensions), at the output shape."""
+    x_shape = core.get_aval(x).shape
+    if x_shape == tuple(shape):
         return x
-    return broadcast_in_dim(x, shape, ())
+    return broadcast_in_dim(x, shape, tuple(range(len(x_shape))))
 
 
 def _out_shape(*xs) -> tuple[int, ...]:
-    """The shape of an elementwise result: that of the operands which are not rank 0."""
-    return next((s for s in (core.get_aval(x).shape for x in xs) if s), ())
+    """The shape of an elementwise result, the operands broadcast together."""
+    return broadcast_elementwise_shapes("elementwise", *(core.get_aval(x).shape for x in xs))
 
 
 def _bcast_rule(rule):

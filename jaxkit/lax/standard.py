@@ -104,20 +104,37 @@ def standard_unop(name: str, accepted: Sequence[type], result_dtype: Callable | 
                               _first_weak if weak_type else _no_weak_type)
 
 
+def broadcast_elementwise_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The result shape of an elementwise primitive: rank-0 shapes are ignored; the others
+    must have one rank, and along each dimension be equal or 1."""
+    full = [tuple(s) for s in shapes if s]
+    if not full:
+        return ()
+    if len({len(s) for s in full}) != 1:
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
+                        f"{{{', '.join(map(str, sorted({len(s) for s in full})))}}}. (Tip: jaxkit.numpy "
+                        "functions broadcast ranks; lax functions do not.)")
+    out = []
+    for dims in zip(*full):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(map(str, full))}.")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
 def standard_naryop(name: str, accepted: Sequence[Sequence[type]],
                     result_dtype: Callable | None = None, weak_type: bool = True,
                     same_dtypes: bool = True) -> core.Primitive:
-    """An n-ary elementwise primitive: operands of equal shapes (and dtypes), one per entry of
-    ``accepted``; rank-0 operands broadcast (as in JAX, ``mul a 2.0:f32[]``). The result is
-    weak only if every operand is."""
+    """An n-ary elementwise primitive: operands of equal dtypes, one per entry of
+    ``accepted``. Shapes broadcast as in JAX's lax: rank-0 operands against anything
+    (``mul a 2.0:f32[]``), and operands of equal rank along their size-1 dimensions
+    (``add f32[4,1] f32[1,3]`` is ``f32[4,3]``); ranks never grow. The result is weak only if
+    every operand is."""
 
     def shape_rule(*avals, **params):
-        shapes = [a.shape for a in avals]
-        full = [s for s in shapes if s]
-        if any(s != full[0] for s in full[1:]):
-            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                            f"{', '.join(map(str, shapes))}.")
-        return full[0] if full else ()
+        return broadcast_elementwise_shapes(name, *(a.shape for a in avals))
 
     def dtype_rule(*avals, **params):
         if len(avals) != len(accepted):

@@ -62,14 +62,6 @@ ALLOW = [
 # Real jaxkit gaps the fuzzer found and this round did not close: listed (not skipped) so that
 # the CI slice stays green while the long run keeps counting them. Each is a bug to fix.
 KNOWN_GAPS = [
-    # JAX's lax binary ops broadcast size-1 dimensions of equal-rank operands
-    # (lax.add(f32[4,1], f32[1,3]) -> f32[4,3]); jaxkit's standard_naryop accepts only equal
-    # shapes or rank 0. Needs the shape rule, the lowering's operand broadcast, the tangent
-    # broadcast and _unbroadcast in the transposes to learn size-1 dimensions.
-    Allow(r"lax\.(add|sub|mul|div|rem|pow|max|min|atan2|nextafter|eq|ne|lt|le|gt|ge|shift_\w+"
-          r"|bitwise_\w+|igamma|igammac|clamp|select_n)",
-          r"jaxkit raised TypeError: \w+ got incompatible shapes for broadcasting",
-          "GAP: lax size-1 broadcasting of equal-rank operands"),
     # det of 1x1..3x3 and slogdet of 1x1/2x2 float16/bfloat16 matrices: JAX uses closed forms
     # that need no LAPACK kernel; jaxkit always factorizes and rejects the dtype.
     Allow(r"jnp\.linalg\.(det|slogdet)",
