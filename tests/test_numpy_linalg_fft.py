@@ -306,8 +306,14 @@ DECOMP = [
      "lu"),
     ("inv", lambda m, a: m.linalg.inv(a), _gen((2, 4, 4)), True, "lu"),
     ("det", lambda m, a: m.linalg.det(a), _gen((4, 4)), True, "lu"),
-    ("det_batched", lambda m, a: m.linalg.det(a), _gen((2, 3, 3)), True, "lu"),
+    ("det_batched", lambda m, a: m.linalg.det(a), _gen((2, 4, 4)), True, "lu"),
     ("slogdet", lambda m, a: m.linalg.slogdet(a), _gen((2, 4, 4)), True, "lu"),
+    # 1x1-3x3 determinants and 1x1/2x2 slogdets are closed forms in JAX (no LAPACK call)
+    ("det_1x1", lambda m, a: m.linalg.det(a), _gen((3, 1, 1)), True, None),
+    ("det_2x2", lambda m, a: m.linalg.det(a), _gen((2, 2)), True, None),
+    ("det_3x3", lambda m, a: m.linalg.det(a), _gen((2, 3, 3)), True, None),
+    ("slogdet_1x1", lambda m, a: m.linalg.slogdet(a), _gen((3, 1, 1)), True, None),
+    ("slogdet_2x2", lambda m, a: m.linalg.slogdet(a), _gen((2, 2, 2)), True, None),
     ("pinv", lambda m, a: m.linalg.pinv(a), _gen((5, 3)), True, "svd"),
     ("pinv_hermitian", lambda m, a: m.linalg.pinv(a, hermitian=True), _hpd(3), False, "eigh"),
     ("lstsq", lambda m, a, b: m.linalg.lstsq(a, b)[0], _gen((5, 3), (5, 2)), True, "svd"),
@@ -394,12 +400,47 @@ def _primitive_names(jaxpr) -> list[str]:
 @pytest.mark.parametrize("a", [np.array([[1.0, 2.0], [2.0, 4.0]]),  # rank 1 of 2
                                np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]]),
                                np.zeros((3, 3)),  # rank 0: zero adjugate
-                               np.ones((1, 1))],
-                         ids=["rank1-2x2", "rank2-3x3", "zero", "1x1"])
+                               np.ones((1, 1)), np.full((1, 1), 0.7)],
+                         ids=["rank1-2x2", "rank2-3x3", "zero", "1x1", "1x1-not-one"])
 def test_det_gradient_at_singular_matrices_matches_jax(a):
     a = a.astype(np.float32)
     np.testing.assert_allclose(np.asarray(grad(jnp.linalg.det)(a)),
                                np.asarray(jax.grad(jjnp.linalg.det)(a)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_small_determinants_in_half_precision_match_jax(dt, n):
+    # JAX's closed forms need no LAPACK kernel, so half precision works up to the sizes they
+    # cover (det: 3x3, slogdet: 2x2); beyond, both reject the dtype.
+    a = np.random.default_rng(n).standard_normal((2, n, n)).astype(np.float32)
+    for fn in (lambda m, x: m.linalg.det(x), lambda m, x: m.linalg.slogdet(x)):
+        try:
+            want = fn(jjnp, jjnp.asarray(a, dt))
+        except Exception as e:  # noqa: BLE001  (the oracle's class is the expectation)
+            with pytest.raises((type(e), TypeError, NotImplementedError)):
+                fn(jnp, jnp.asarray(a, dt))
+            continue
+        got = fn(jnp, jnp.asarray(a, dt))
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            assert (np.asarray(g).dtype, np.asarray(g).shape) == (w.dtype, w.shape)
+            np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(w, np.float32),
+                                       rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_slogdet_qr_matches_jax(dt, x64):
+    a = _rnd(np.random.default_rng(2), (3, 4, 4), dt)
+    fn = lambda m, x: m.linalg.slogdet(x, method="qr")  # noqa: E731
+    _assert_trees(fn(jnp, a), fn(jjnp, a), dt)
+    got = grad(lambda x: fn(jnp, x)[1].sum())(a)
+    want = jax.grad(lambda x: fn(jjnp, x)[1].sum())(a)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=_DT_TOL[dt],
+                               atol=_DT_TOL[dt])
+    with pytest.raises(NotImplementedError, match="method='qr' not implemented for complex"):
+        fn(jnp, a.astype(np.complex64))
+    with pytest.raises(ValueError, match="Unknown slogdet method 'cholesky'"):
+        jnp.linalg.slogdet(a, method="cholesky")
 
 
 @pytest.mark.parametrize("shape,full", [((0, 3), True), ((3, 0), False), ((2, 0, 0), True)])

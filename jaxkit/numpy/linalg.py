@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from jaxkit.numpy._contractions import tensordot as _tensordot
 from jaxkit.numpy._contractions import trace as _trace
 from jaxkit.numpy._contractions import vecdot as _vecdot
 from jaxkit.numpy._promotion import (
-    broadcast_shapes,
     broadcast_to_shape,
     canonicalize_axis,
     convert,
@@ -38,7 +37,7 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._reductions import amax, amin
 from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import expand_dims, flip, moveaxis, reshape
+from jaxkit.numpy._shape import expand_dims, flip, moveaxis
 from jaxkit.numpy._sorting import argsort, sort
 from jaxkit.numpy._take import take_along_axis
 from jaxkit.numpy._shape import matrix_transpose as _matrix_transpose
@@ -48,7 +47,6 @@ from jaxkit.numpy._ufuncs import (
     divide,
     greater_equal,
     isnan,
-    log,
     multiply,
     power,
     real,
@@ -57,55 +55,29 @@ from jaxkit.numpy._ufuncs import (
 )
 from jaxkit.typing import ArrayLike
 
+from jaxkit.numpy._linalg_base import (
+    EighResult,
+    EigResult,
+    QRResult,
+    SVDResult,
+    _eye_like,
+    _H,
+    _square,
+)
+from jaxkit.numpy._linalg_solve import (
+    det,
+    inv,
+    slogdet,
+    solve,
+    tensorinv,
+    tensorsolve,
+)
+
 __all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh",
            "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank",
            "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve",
            "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot",
            "vector_norm"]
-
-
-class EigResult(NamedTuple):
-    eigenvalues: Array
-    eigenvectors: Array
-
-
-class EighResult(NamedTuple):
-    eigenvalues: Array
-    eigenvectors: Array
-
-
-class QRResult(NamedTuple):
-    Q: Array
-    R: Array
-
-
-class SlogdetResult(NamedTuple):
-    sign: Array
-    logabsdet: Array
-
-
-class SVDResult(NamedTuple):
-    U: Array
-    S: Array
-    Vh: Array
-
-
-def _square(name: str, a: ArrayLike) -> Array:
-    a = ensure_arraylike(name, a)
-    a, = promote_dtypes_inexact(a)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"Argument to {name}() must have shape [..., n, n], got {a.shape}.")
-    return a
-
-
-def _H(x: Array) -> Array:
-    return conj(_matrix_transpose(x))
-
-
-def _eye_like(a: Array, n: int) -> Array:
-    eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0),
-                                          lax.broadcasted_iota(np.int32, (n, n), 1)), a.dtype)
-    return broadcast_to_shape(eye, a.shape[:-2] + (n, n))
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,205 +271,6 @@ def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
     """``jnp.linalg.diagonal``: the diagonal of the last two axes."""
     x = ensure_arraylike("jnp.linalg.diagonal", x)
     return _diagonal(x, offset=offset, axis1=-2, axis2=-1)
-
-
-# --------------------------------------------------------------------------------------------
-# Determinants, solves, inverses (LU: lax.linalg.lu, i.e. LAPACK getrf)
-# --------------------------------------------------------------------------------------------
-
-def _lu_solve(lu: Array, perm: Array, b: Array) -> Array:
-    """``x`` with ``A x = b`` given ``A[perm] = L U`` (``b`` ``[..., n, k]``, same batch)."""
-    idx = broadcast_to_shape(lax.expand_dims(perm, (perm.ndim,)), b.shape)
-    x = take_along_axis(b, idx, axis=-2)
-    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-    return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-
-
-def _solve_with_lu(a: Array, b: Array) -> Array:
-    """``a^{-1} b``, linear in ``b`` (usable in a JVP rule's tangent computation)."""
-    lu, _, perm = lax_linalg.lu(lax.stop_gradient(a))
-    return _lu_solve(lu, perm, b)
-
-
-@custom_jvp
-def _solve(a: Array, b: Array) -> Array:
-    return _solve_with_lu(a, b)
-
-
-@_solve.defjvp
-def _solve_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    # d(A^{-1} b) = A^{-1} (db - dA x), reusing the factorization.
-    (a, b), (da, db) = primals, tangents
-    lu, _, perm = lax_linalg.lu(lax.stop_gradient(a))
-    x = _lu_solve(lu, perm, b)
-    rhs = lax.sub(db, _matmul(da, x, precision=lax.Precision.HIGHEST))
-    return x, _lu_solve(lu, perm, rhs)
-
-
-@jitted
-def solve(a: ArrayLike, b: ArrayLike) -> Array:
-    """``jnp.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector only if 1-D."""
-    a, b = ensure_arraylike("jnp.linalg.solve", a, b)
-    a, b = promote_dtypes_inexact(a, b)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"a must be a (batched) square matrix, got shape {a.shape}")
-    if b.ndim == 1:
-        if b.shape[0] != a.shape[-1]:
-            raise ValueError(f"solve: b.shape={b.shape} does not match a.shape={a.shape}")
-        bm = broadcast_to_shape(lax.reshape(b, (b.shape[0], 1)), a.shape[:-2] + (b.shape[0], 1))
-        return lax.squeeze(_solve(a, bm), (a.ndim - 1,))
-    if b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"solve: b.shape={b.shape} does not match a.shape={a.shape}")
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    return _solve(broadcast_to_shape(a, batch + a.shape[-2:]),
-                  broadcast_to_shape(b, batch + b.shape[-2:]))
-
-
-@jitted
-def inv(a: ArrayLike) -> Array:
-    """``jnp.linalg.inv``: the matrix inverse (LU with partial pivoting)."""
-    a = _square("inv", a)
-    return _solve(a, _eye_like(a, a.shape[-1]))
-
-
-def _trace_last2(x: Array) -> Array:
-    return _trace(x, axis1=-2, axis2=-1)
-
-
-def _slogdet_lu(a: Array) -> tuple[Array, Array]:
-    lu, pivots, _ = lax_linalg.lu(a)
-    diag = _diagonal(lu, axis1=-2, axis2=-1)
-    last = diag.ndim - 1
-    absd = lax.abs(diag)
-    is_zero = lax.reduce_or(lax.eq(absd, lax.full_like(absd, 0)), (last,))
-    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1))
-    parity = lax.reduce_sum(lax.convert_element_type(swaps, np.int32), (last,))
-    if dtypes.issubdtype(a.dtype, np.complexfloating):
-        safe = lax.select(lax.eq(absd, lax.full_like(absd, 0)), lax.full_like(absd, 1), absd)
-        sign = lax.reduce_prod(lax.div(diag, lax.convert_element_type(safe, a.dtype)), (last,))
-    else:
-        sign = lax.reduce_prod(lax.sign(diag), (last,))
-    odd = lax.eq(lax.rem(parity, lax.full_like(parity, 2)), lax.full_like(parity, 1))
-    sign = lax.select(odd, lax.neg(sign), sign)
-    logabs = lax.reduce_sum(log(absd), (last,))
-    return (lax.select(is_zero, lax.full_like(sign, 0), sign),
-            lax.select(is_zero, lax.full_like(logabs, -np.inf), logabs))
-
-
-@custom_jvp
-def _slogdet(a: Array) -> tuple[Array, Array]:
-    return _slogdet_lu(a)
-
-
-@_slogdet.defjvp
-def _slogdet_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-    (a,), (g,) = primals, tangents
-    sign, logabs = _slogdet(a)
-    dlog = _trace_last2(_solve_with_lu(a, g))
-    if dtypes.issubdtype(a.dtype, np.complexfloating):
-        dsign = multiply(lax.sub(dlog, lax.convert_element_type(real(dlog), a.dtype)), sign)
-        dlog = real(dlog)
-    else:
-        dsign = lax.full_like(sign, 0)
-    return (sign, logabs), (dsign, dlog)
-
-
-@jitted(static_argnames=("method",))
-def slogdet(a: ArrayLike, *, method: str | None = None) -> SlogdetResult:
-    """``jnp.linalg.slogdet``: sign and log of the absolute value of the determinant."""
-    a = _square("slogdet", a)
-    if method not in (None, "lu"):
-        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
-                         "(`None`).")
-    return SlogdetResult(*_slogdet(a))
-
-
-@custom_jvp
-def _det(a: Array) -> Array:
-    sign, logabs = _slogdet_lu(a)
-    return multiply(sign, lax.convert_element_type(lax.exp(logabs), a.dtype))
-
-
-def _cofactor_solve(a: Array, b: Array) -> tuple[Array, Array]:
-    """``(det(a), det(a) a^{-1} b)``, the second finite even for singular ``a`` (of rank
-    n - 1): the LU solve with the last pivot's division folded into the determinant, so
-    ``d det(a) = trace(adj(a) da)`` holds at singular matrices too (JAX's method). Linear in
-    ``b``."""
-    n = a.shape[-1]
-    if n == 0:
-        return lax.full(a.shape[:-2], 1, a.dtype), b
-    lu, pivots, perm = lax_linalg.lu(lax.stop_gradient(a))
-    diag = _diagonal(lu, axis1=-2, axis2=-1)
-    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1))
-    parity = lax.reduce_sum(lax.convert_element_type(swaps, np.int32), (pivots.ndim - 1,))
-    odd = lax.eq(lax.rem(parity, lax.full_like(parity, 2)), lax.full_like(parity, 1))
-    sign = lax.select(odd, lax.full(odd.shape, -1, a.dtype), lax.full(odd.shape, 1, a.dtype))
-    partial_det = multiply(lax.cumprod(diag, axis=diag.ndim - 1), expand_dims(sign, -1))
-    det_a = partial_det[..., -1]
-    if n > 1:  # U's last pivot becomes 1 / (product of the others): u_nn^{-1} det = that
-        last = lax.eq(lax.broadcasted_iota(np.int32, (n, n), 0) + lax.broadcasted_iota(
-            np.int32, (n, n), 1), np.int32(2 * n - 2))
-        inv_pd = divide(1, partial_det[..., -2])
-        lu = where3(broadcast_to_shape(last, lu.shape), expand_dims(inv_pd, (-1, -2)), lu)
-    # matrices of rank < n - 1 have a zero adjugate: zero their result
-    probe = lax_linalg.triangular_solve(lu, lax.full(a.shape[:-2] + (1, n), 1, a.dtype),
-                                        left_side=False, lower=False)
-    bad = lax.reduce_or(lax.bitwise_or(isnan(probe), lax.bitwise_not(lax.is_finite(
-        lax.abs(probe)))), (probe.ndim - 2, probe.ndim - 1))
-    bad = broadcast_to_shape(expand_dims(bad, (-1, -2)), b.shape)
-    x = where3(bad, lax.full_like(b, 0), b)
-    idx = broadcast_to_shape(lax.expand_dims(perm, (perm.ndim,)), x.shape)
-    x = take_along_axis(x, idx, axis=-2)
-    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-    scale = lax.concatenate([broadcast_to_shape(expand_dims(det_a, (-1, -2)),
-                                                a.shape[:-2] + (n - 1, 1)),
-                             lax.full(a.shape[:-2] + (1, 1), 1, a.dtype)], a.ndim - 2)
-    x = multiply(x, scale)
-    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-    return det_a, where3(bad, lax.full_like(x, 0), x)
-
-
-@_det.defjvp
-def _det_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    (a,), (g,) = primals, tangents
-    y, z = _cofactor_solve(a, g)
-    return y, _trace_last2(z)
-
-
-@jitted
-def det(a: ArrayLike) -> Array:
-    """``jnp.linalg.det``: the determinant (LU with partial pivoting)."""
-    return _det(_square("det", a))
-
-
-def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
-    """``jnp.linalg.tensorinv``: the inverse with respect to ``tensordot(., ., ind)``."""
-    arr = ensure_arraylike("tensorinv", a)
-    ind = operator.index(ind)
-    if ind <= 0:
-        raise ValueError(f"ind must be a positive integer; got ind={ind}")
-    contracting, batch = arr.shape[:ind], arr.shape[ind:]
-    flat = int(np.prod(contracting))
-    if flat != int(np.prod(batch)):
-        raise ValueError(f"tensorinv: product of first {ind} dimensions must equal product of "
-                         f"remaining dimensions. got a.shape={arr.shape}, ind={ind}.")
-    return reshape(inv(reshape(arr, (flat, -1))), batch + contracting)
-
-
-def tensorsolve(a: ArrayLike, b: ArrayLike, axes: tuple[int, ...] | None = None) -> Array:
-    """``jnp.linalg.tensorsolve``: ``x`` with ``tensordot(a, x, x.ndim) == b``."""
-    a_arr, b_arr = ensure_arraylike("tensorsolve", a, b)
-    if axes is not None:
-        a_arr = moveaxis(a_arr, axes, len(axes) * (a_arr.ndim - 1,))
-    out_shape = a_arr.shape[b_arr.ndim:]
-    if a_arr.shape[:b_arr.ndim] != b_arr.shape:
-        raise ValueError("b.shape must match the leading dimensions of a.shape; got "
-                         f"a.shape={a_arr.shape}, b.shape={b_arr.shape}")
-    flat = int(np.prod(out_shape))
-    if a_arr.size != flat ** 2:
-        raise ValueError(f"tensorsolve: product of trailing dimensions of a must equal the "
-                         f"product of the leading dimensions; got a.shape={a_arr.shape}")
-    return reshape(solve(reshape(a_arr, (flat, flat)), reshape(b_arr, (flat,))), out_shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -729,3 +502,4 @@ def eigvals(a: ArrayLike) -> Array:
     (a,) = promote_dtypes_inexact(a)
     return lax_linalg.eig(a, compute_left_eigenvectors=False,
                           compute_right_eigenvectors=False)[0]
+
