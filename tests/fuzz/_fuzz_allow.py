@@ -59,15 +59,11 @@ ALLOW = [
 ]
 
 
-# Real jaxkit gaps the fuzzer found and this round did not close: listed (not skipped) so that
-# the CI slice stays green while the long run keeps counting them. Each is a bug to fix.
-KNOWN_GAPS = [
-    # det of 1x1..3x3 and slogdet of 1x1/2x2 float16/bfloat16 matrices: JAX uses closed forms
-    # that need no LAPACK kernel; jaxkit always factorizes and rejects the dtype.
-    Allow(r"jnp\.linalg\.(det|slogdet)",
-          r"jaxkit raised TypeError: lu does not accept dtype b?float16",
-          "GAP: closed-form small det/slogdet for half-precision dtypes"),
-]
+# Real jaxkit gaps the fuzzer found and a round did not close: listed (not skipped) so that
+# the CI slice stays green while the long run keeps counting them. Each is a bug to fix. None
+# is open: the last two (lax size-1 broadcasting, half-precision closed-form det/slogdet) are
+# fixed.
+KNOWN_GAPS: list[Allow] = []
 ALLOW = ALLOW + KNOWN_GAPS
 
 
