@@ -53,6 +53,11 @@ def test_exported_fields_match_jax(case):
     assert (k.nr_devices, k.platforms) == (j.nr_devices, j.platforms)
     assert k.calling_convention_version == j.calling_convention_version
     assert k.module_kept_var_idx == j.module_kept_var_idx
+    mesh = jax.sharding.Mesh(jax.devices()[:1], "x")
+    assert k.in_shardings_jax(mesh) == j.in_shardings_jax(mesh)
+    assert k.out_shardings_jax(mesh) == j.out_shardings_jax(mesh)
+    assert (k.ordered_effects, k.unordered_effects, k.uses_global_constants) == (
+        j.ordered_effects, j.unordered_effects, j.uses_global_constants)
     assert k.mlir_module_serialized.startswith(b"ML\xefR")  # a StableHLO portable artifact
     assert "func.func public @main" in k.mlir_module()
 
@@ -276,3 +281,19 @@ def test_symbolic_arithmetic_and_args_specs():
             jexport.symbolic_args_specs(args, specs))
     assert not export.is_symbolic_dim(3) and not export.is_symbolic_dim(np.int32(3))
     assert "created at" in str(export.SymbolicScope())
+
+
+def test_grad_with_integer_inputs_and_outputs():
+    kf = jaxkit.jit(lambda i, x: (x * i.astype(jnp.float32), i * 2))
+    jf = jax.jit(lambda i, x: (x * i.astype(jax.numpy.float32), i * 2))
+    args = (np.arange(4, dtype=np.int32), np.full(4, 1.5, np.float32))
+    exp = export.deserialize(export.export(kf)(*args).serialize(vjp_order=1))
+    jexp = jexport.export(jf)(*args)
+    # float0 cotangents cross the exported VJP as bool zeros (XLA has no empty element type)
+    assert [str(a) for a in exp.vjp().in_avals[:3]] == [str(a) for a in jexp.vjp().in_avals[:3]]
+    got = jaxkit.grad(lambda i, x: exp.call(i, x)[0].sum(), argnums=(0, 1), allow_int=True)(
+        *args)
+    want = jax.grad(lambda i, x: jexp.call(i, x)[0].sum(), argnums=(0, 1), allow_int=True)(
+        *args)
+    assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
+    np.testing.assert_allclose(got[1], want[1])

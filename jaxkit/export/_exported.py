@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import api, core, tree_util
+from jaxkit import api, core, dtypes, tree_util
+from jaxkit import numpy as jnp
 from jaxkit.export import _shape_poly
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.runtime import pjrt, stablehlo_io
@@ -119,6 +120,15 @@ class Exported:
             module = stablehlo_io.deserialize(context, self.mlir_module_serialized)
             return stablehlo_io.module_text(module)
 
+    def in_shardings_jax(self, mesh: Any) -> tuple:
+        """The input shardings on ``mesh``: None for each input (jaxkit exports single-device
+        programs, whose HLO shardings are all None)."""
+        return tuple(None for _ in self.in_shardings_hlo)
+
+    def out_shardings_jax(self, mesh: Any) -> tuple:
+        """The output shardings on ``mesh`` (all None; see ``in_shardings_jax``)."""
+        return tuple(None for _ in self.out_shardings_hlo)
+
     def has_vjp(self) -> bool:
         """Whether ``vjp()`` is available (and so ``grad`` of ``call``)."""
         return self._get_vjp is not None
@@ -211,9 +221,15 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
     return do_export
 
 
+def _differentiable(aval: core.ShapedArray) -> bool:
+    return bool(np.issubdtype(aval.dtype, np.inexact))
+
+
 def _export_vjp(fun_jit, exp: Exported, platforms, disabled_checks) -> Exported:
     """Export the VJP of ``fun_jit`` at ``exp``'s types: ``(*primals, *out_cts) -> in_cts``,
-    all flat, as JAX's exported VJPs are."""
+    all flat, as JAX's exported VJPs are. The ``float0`` cotangents of integer and boolean
+    values cross the boundary as ``bool`` zeros (XLA has no empty element type; JAX lowers
+    them the same way)."""
     n_in = len(exp.in_avals)
 
     def fun_vjp_jax(*primals_and_cts):
@@ -224,9 +240,15 @@ def _export_vjp(fun_jit, exp: Exported, platforms, disabled_checks) -> Exported:
             return tree_util.tree_leaves(fun_jit(*args, **kwargs))
 
         _, pullback = api.vjp(flat_fun, *primals)
-        return list(pullback(list(cts)))
+        cts = [ct if _differentiable(a) else np.zeros(a.shape, dtypes.float0)
+               for ct, a in zip(cts, exp.out_avals)]
+        in_cts = pullback(list(cts))
+        return [ct if _differentiable(a) else jnp.zeros(a.shape, np.bool_)
+                for ct, a in zip(in_cts, exp.in_avals)]
 
-    specs = [api.ShapeDtypeStruct(a.shape, a.dtype) for a in (*exp.in_avals, *exp.out_avals)]
+    specs = [api.ShapeDtypeStruct(a.shape, a.dtype) for a in exp.in_avals]
+    specs += [api.ShapeDtypeStruct(a.shape, a.dtype if _differentiable(a) else np.bool_)
+              for a in exp.out_avals]
     return export(jit(fun_vjp_jax), platforms=platforms,
                   disabled_checks=disabled_checks)(*specs)
 
@@ -282,7 +304,12 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
         return f_flat(*xs), xs
 
     def f_flat_vjp_bwd(residuals, cts):
-        return tuple(exp.vjp().call(*residuals, *cts))
+        # integer and boolean values have float0 cotangents: bool zeros in the exported VJP
+        cts = [ct if _differentiable(a) else np.zeros(a.shape, np.bool_)
+               for ct, a in zip(cts, exp.out_avals)]
+        in_cts = exp.vjp().call(*residuals, *cts)
+        return tuple(ct if _differentiable(a) else np.zeros(a.shape, dtypes.float0)
+                     for ct, a in zip(in_cts, exp.in_avals))
 
     f_flat.defvjp(f_flat_vjp_fwd, f_flat_vjp_bwd)
     return tree_util.tree_unflatten(exp.out_tree, list(f_flat(*flat)))
