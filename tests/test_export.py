@@ -297,3 +297,14 @@ def test_grad_with_integer_inputs_and_outputs():
         *args)
     assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
     np.testing.assert_allclose(got[1], want[1])
+
+
+def test_export_of_a_function_calling_exports():
+    x = np.linspace(0, 1, 3, dtype=np.float32)
+    inner = export.export(jaxkit.jit(lambda x: jnp.sin(x) + 1))(x)
+    outer = export.export(jaxkit.jit(lambda x: inner.call(inner.call(x)) * 2))(x)
+    back = export.deserialize(outer.serialize(vjp_order=1))
+    np.testing.assert_allclose(back.call(x), 2 * (np.sin(np.sin(x) + 1) + 1), rtol=1e-6)
+    assert back.mlir_module().count("func.func private") == 2  # each call inlined once
+    got = jaxkit.jit(jaxkit.grad(lambda x: back.call(x).sum()))(x)
+    np.testing.assert_allclose(got, 2 * np.cos(np.sin(x) + 1) * np.cos(x), rtol=1e-5)
