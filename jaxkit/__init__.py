@@ -73,6 +73,7 @@ from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
                               make_array_from_process_local_data,
                               make_array_from_single_device_arrays, named_call, named_scope,
                               print_environment_info, process_indices, typeof)
+from jaxkit import dlpack, export, ffi
 from jaxkit.install import install_as_jax
 
 __version__ = "0.1.0"
@@ -102,7 +103,7 @@ __all__ = [
     "threefry_partitionable", "transfer_guard", "transfer_guard_device_to_device",
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
-    "typing",
+    "typing", "dlpack", "export", "ffi",
 ]
 
 

@@ -13,6 +13,7 @@ import numpy as _np
 
 from jaxkit.runtime.array import PublicArray as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
 from jaxkit.numpy import _array_methods, fft, linalg  # noqa: F401
+from jaxkit.numpy._dlpack import from_dlpack  # noqa: F401
 from jaxkit.numpy._creation import (  # noqa: F401
     arange,
     array,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes
-from jaxkit.runtime import pjrt
+from jaxkit.runtime import dlpack_io, pjrt
 from jaxkit._config import config
 from jaxkit.core import ShapedArray
 
@@ -126,6 +126,22 @@ class Array:
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)
         return value.copy() if copy else value
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None):
+        """A DLPack capsule of this array's device memory (a copy with ``copy=True``)."""
+        self._check_alive()
+        if dl_device is not None and tuple(dl_device) != tuple(self.__dlpack_device__()):
+            raise BufferError(f"__dlpack__: the array is on {self.device}, which DLPack "
+                              f"names {self.__dlpack_device__()}; copying to {dl_device} is "
+                              "not supported: device_put the array there first.")
+        buf = self._buf
+        if copy:
+            buf = pjrt.put(np.array(self._value), self.aval, self.device, may_alias=True)
+        return dlpack_io.to_dlpack(buf, stream)
+
+    def __dlpack_device__(self) -> tuple:
+        return dlpack_io.dlpack_device(self.device)
 
     def item(self, *args):
         return self._value.item(*args)
