@@ -318,10 +318,12 @@ del _p
 def _reduce_chooser_jet_rule(prim, primals_in, series_in, *, axes, **params):
     operand, = primals_in
     primal_out = prim.bind(operand, axes=axes, **params)
-    keep_shape = [1 if i in axes else d for i, d in enumerate(jnp.shape(operand))]
+    shape = jnp.shape(operand)
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
     series = series_in[0]
-    hits = lax.convert_element_type(lax.eq(operand, lax.reshape(primal_out, keep_shape)),
-                                    series[0].dtype)
+    # Where the operand attains the extremum; ties share the coefficients equally.
+    hits = lax.convert_element_type(
+        lax.eq(operand, lax.broadcast_in_dim(primal_out, shape, kept)), series[0].dtype)
     counts = lax.reduce_sum(hits, axes)
     return primal_out, [lax.div(lax.reduce_sum(lax.mul(t, hits), axes), counts) for t in series]
 
