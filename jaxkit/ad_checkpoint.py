@@ -1,7 +1,8 @@
-"""``jax.ad_checkpoint``: rematerialization (``checkpoint``), naming values for policies
-(``checkpoint_name``), the policies and the answers a policy may give (``Recompute``,
-``Saveable``, ``Offloadable``), and ``print_saved_residuals``, which lists what reverse-mode
-differentiation of a function keeps from its forward pass."""
+"""``jax.ad_checkpoint``: naming values for rematerialization policies (``checkpoint_name``),
+the policies and the answers a policy may give (``Recompute``, ``Saveable``, ``Offloadable``),
+and ``print_saved_residuals``, which lists what reverse-mode differentiation of a function keeps
+from its forward pass. ``checkpoint`` itself is ``jaxkit.checkpoint``: as in JAX 0.10, this
+module's old aliases ``checkpoint`` and ``remat`` are gone and say where to look instead."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -9,12 +10,21 @@ from collections.abc import Callable, Sequence
 from jaxkit import api, tree_util
 from jaxkit.core import Jaxpr, Literal, ShapedArray
 from jaxkit.lax import reduce_precision_p
-from jaxkit.transforms.checkpoint import (Offloadable, Recompute, Saveable, checkpoint,
-                                          checkpoint_name, checkpoint_policies, name_p, remat)
+from jaxkit.transforms.checkpoint import (Offloadable, Recompute, Saveable, checkpoint_name,
+                                          checkpoint_policies, name_p)
 from jaxkit.transforms.jit import jit_p
 
-__all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
-           "checkpoint_policies", "print_saved_residuals", "remat"]
+__all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint_name", "checkpoint_policies",
+           "print_saved_residuals"]
+
+_REMOVED = {name: (f"jax.ad_checkpoint.{name} was deprecated in JAX v0.8.2 and removed in JAX "
+                   f"v0.10.0; use jax.{name} instead.") for name in ("checkpoint", "remat")}
+
+
+def __getattr__(name: str):
+    if name in _REMOVED:
+        raise AttributeError(_REMOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def print_saved_residuals(f: Callable, *args, **kwargs) -> None:

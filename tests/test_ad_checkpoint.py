@@ -103,3 +103,16 @@ def test_offloadable_is_a_value_and_offloading_is_refused():
     f = jaxkit.checkpoint(kjnp.sin, policy=lambda *_, **__: o)
     with pytest.raises(NotImplementedError, match="offloading residuals to another memory"):
         jaxkit.grad(f)(1.0)
+
+
+@pytest.mark.parametrize("name", ["checkpoint", "remat"])
+def test_removed_aliases_say_where_to_look_as_jax(name):
+    with pytest.raises(AttributeError) as got:
+        getattr(kad, name)
+    with pytest.raises(AttributeError) as want:
+        getattr(jad, name)
+    assert str(got.value) == str(want.value)
+
+
+def test_public_names_match_jax():
+    assert sorted(kad.__all__) == sorted(n for n in dir(jad) if not n.startswith("_"))
