@@ -111,6 +111,13 @@ RECORDS = [
     ("where", lambda m: lambda x, y: m.jnp.where(x > 0, x * y, m.jnp.sin(y)), (S, P), True),
     ("compare_round_sign", lambda m: lambda x: m.jnp.floor(x) + m.jnp.sign(x) * x
      + m.jnp.round(x) * (x > 0), (S,), True),
+    ("boolean_ops", lambda m: lambda x: m.jnp.where((x > 0) & ~(x > 1) | (x < -1) ^ (x > 5),
+                                                    m.jnp.ceil(x) * x, m.jnp.exp(x)), (S,), True),
+    ("fft", lambda m: lambda x: m.jnp.fft.fft(m.jnp.sin(x)).real, (S,), True),
+    ("complex_parts", lambda m: lambda x, y: m.jnp.imag(m.jnp.conj(
+        m.lax.complex(x, y * y))) + m.jnp.real(m.lax.complex(m.jnp.exp(x), y)), (S, P), True),
+    ("device_put_copy", lambda m: lambda x: m.jax.device_put(x) * m.jnp.array(x, copy=True),
+     (S,), True),
     ("stop_gradient", lambda m: lambda x: m.lax.stop_gradient(x) * x, (S,), True),
     ("reduce_sum", lambda m: lambda x: m.jnp.sum(m.jnp.sin(x), axis=1), (M,), True),
     ("reduce_max", lambda m: lambda x: m.jnp.max(x * x, axis=0), (M,), True),
