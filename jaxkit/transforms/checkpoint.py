@@ -12,8 +12,9 @@ rules make the difference:
   optimization barrier on its inputs when ``prevent_cse`` so that XLA does not merge the
   recomputation with the original forward pass.
 
-A policy is called as ``policy(primitive, *input_avals, **params) -> bool`` for each
-equation of the known part: True means its outputs may be saved. ``checkpoint_policies``
+A policy is called as ``policy(primitive, *input_avals, **params)`` for each equation of the
+known part: True (or ``Saveable``) means its outputs may be saved, False (or ``Recompute``)
+that they are recomputed. ``checkpoint_policies``
 holds JAX's common ones. ``checkpoint_name(x, name)`` tags values for the name-based policies.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ import functools
 import types
 import weakref
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 
 from jaxkit import core, lax, tree_util
@@ -30,7 +32,8 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
 
-__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]
+__all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
+           "checkpoint_policies", "remat"]
 
 
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
@@ -109,6 +112,53 @@ def _save_anything_except_these_names(*names: str) -> Callable:
     return policy
 
 
+class RecomputeType:
+    """The type of ``Recompute``: a policy's answer "recompute this value in the backward
+    pass" (the same as ``False``)."""
+
+
+Recompute = RecomputeType()
+
+
+class SaveableType:
+    """The type of ``Saveable``: a policy's answer "save this value as a residual" (the same
+    as ``True``)."""
+
+
+Saveable = SaveableType()
+
+
+class Offloadable(NamedTuple):
+    """A policy's answer "save this value in memory space ``dst``, moving it from ``src``"
+    (e.g. ``Offloadable("device", "pinned_host")``)."""
+
+    src: Any
+    dst: Any
+
+
+def _saves(case) -> bool:
+    """Whether a policy's answer means save; bad answers are refused as JAX refuses them."""
+    if isinstance(case, bool):
+        return case
+    if isinstance(case, SaveableType):
+        return True
+    if isinstance(case, RecomputeType):
+        return False
+    if isinstance(case, Offloadable):
+        # Offloading needs arrays placed in a memory space other than the device's (their
+        # type says where: f32<host>[]); jaxkit's arrays have one memory space per device.
+        raise NotImplementedError(
+            f"checkpoint policy returned {case!r}: offloading residuals to another memory "
+            "space is not supported by jaxkit (its arrays have no memory kinds). Return "
+            "Saveable to keep the residual on the device, or Recompute.")
+    msg = ("Value returned by a remat policy should be a bool or `ad_checkpoint.Recompute`, "
+           "`ad_checkpoint.Saveable` or `ad_checkpoint.Offloadable(...)`. "
+           f"Got {case} of type {type(case)}.")
+    if case is Offloadable:
+        msg += " Did you return `Offloadable` instead of an instantiated `Offloadable(...)`?"
+    raise TypeError(msg)
+
+
 checkpoint_policies = types.SimpleNamespace(
     everything_saveable=_everything_saveable,
     nothing_saveable=_nothing_saveable,
@@ -182,7 +232,7 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
     cut: list[Var] = []
     recompute_eqns = []
     for eqn in kj.eqns:
-        if saveable(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params):
+        if _saves(saveable(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params)):
             cut.extend(v for v in eqn.outvars if not isinstance(v, core.DropVar))
         else:
             recompute_eqns.append(eqn)
