@@ -65,17 +65,24 @@ def _quote(text: str) -> str:
 
 def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
                  show_params: bool = True, input_labels: list[str] | None = None,
-                 max_equations: int = MAX_EQUATIONS) -> str:
+                 max_equations: int = MAX_EQUATIONS, namer: core.Namer | None = None,
+                 call_links: dict[int, str] | None = None) -> str:
     """The data-flow graph of ``jaxpr`` as DOT text: inputs, one node per equation (an
     equation holding a jaxpr, such as jit, cond or scan, is one node), outputs.
 
     Variables have the names the printed jaxpr gives them (nested jaxprs use up names there,
     so the names are taken from printing it); ``input_labels`` (one per input, e.g.
-    ``params[0][1]``) says which argument each input is."""
+    ``params[0][1]``) says which argument each input is.
+
+    ``namer``: the names of an enclosing jaxpr's text, for a nested jaxpr drawn on its own
+    (its variables then read as in the enclosing text). ``call_links``: equation index ->
+    URL, a link on the node of an equation holding jaxprs (the fold view opens the nested
+    graph from it)."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
-    namer = core.Namer()
-    core.pp_jaxpr(jaxpr, namer=namer)  # assigns every name exactly as the text shows it
+    if namer is None:
+        namer = core.Namer()
+        core.pp_jaxpr(jaxpr, namer=namer)  # assigns every name exactly as the text shows it
     used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not core.Literal}
     used.update(v for v in jaxpr.outvars if type(v) is not core.Literal)
     lines = [f"digraph {_quote(name)} {{",
@@ -107,7 +114,11 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
         if out_types:
             label += NL + "→ " + out_types
         has_sub = any(True for _ in core.subjaxprs(eqn.params))
-        lines.append(f"  {node} [label={_quote(label)}, {_CALL_STYLE if has_sub else _EQN_STYLE}];")
+        style = _CALL_STYLE if has_sub else _EQN_STYLE
+        if has_sub and call_links and k in call_links:
+            tip = _quote("unfold " + eqn.primitive.name)
+            style += f", URL={_quote(call_links[k])}, tooltip={tip}"
+        lines.append(f"  {node} [label={_quote(label)}, {style}];")
         for a in eqn.invars:
             if type(a) is core.Literal:
                 lit = f"lit_{node}_{len(lines)}"

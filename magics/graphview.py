@@ -1,0 +1,220 @@
+"""The interactive graph view: a big program's picture that stays readable.
+
+Two pieces, both self-contained HTML (no external JavaScript, nothing to install), so that
+they work alike in JupyterLab, in the classic notebook and in a static HTML render:
+
+* a **zoom/pan viewer**: the SVG at its natural size in a scrolling box, with zoom buttons
+  (−, +, fit to width, 1:1), ctrl+wheel zoom and drag to pan. Without JavaScript (a
+  sanitised render) the box still scrolls, which is the old behaviour;
+* **folding**: an equation that holds jaxprs (``jit``, ``custom_jvp_call``, ``scan``'s
+  body, ``cond``'s branches, ...) is one node of its graph; each such node has a folded
+  ``<details>`` section under the graph holding the nested program's own graph (folded the
+  same way, recursively). ``<details>`` opens without JavaScript; with it, clicking the node
+  in the picture opens its section and scrolls to it.
+
+The handlers are inline attributes rather than a ``<script>``: notebook front ends run
+those in trusted outputs without evaluating scripts, and each output stays independent.
+"""
+from __future__ import annotations
+
+import html
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from jaxkit import core
+
+from . import graph
+
+# Past this many nested graphs one view stops unfolding (the rest are listed, not drawn):
+# each costs one Graphviz run, and a page of hundreds of pictures helps nobody.
+MAX_NESTED_VIEWS = 40
+
+# Graphviz sizes SVGs in points; the browser lays out CSS pixels (96 per inch, 72 points).
+_PX_PER_PT = 96 / 72
+
+_view_ids = itertools.count()
+
+
+@dataclass
+class Nested:
+    """One jaxpr held by an equation: where it sits, what to call it, and what it holds."""
+
+    path: str  # "3", "3.0.1": equation indices (and jaxpr positions) from the top
+    title: str  # "jit name=layer", "scan jaxpr", "cond branches[1]"
+    jaxpr: core.Jaxpr
+    children: list[Nested] = field(default_factory=list)
+
+
+def _param_jaxprs(eqn: core.JaxprEqn) -> Iterator[tuple[str, core.Jaxpr]]:
+    """(name, jaxpr) for every jaxpr among ``eqn``'s parameters, in parameter order."""
+    for key, value in eqn.params.items():
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        many = isinstance(value, (tuple, list)) and len(items) > 1
+        for i, item in enumerate(items):
+            if isinstance(item, (core.ClosedJaxpr, core.Jaxpr)):
+                inner = item.jaxpr if isinstance(item, core.ClosedJaxpr) else item
+                yield (f"{key}[{i}]" if many else key), inner
+
+
+def _title(eqn: core.JaxprEqn, key: str, count: int) -> str:
+    name = eqn.params.get("name")
+    head = eqn.primitive.name + (f" {name}" if isinstance(name, str) else "")
+    return head if count == 1 else f"{head} {key}"
+
+
+def nested_tree(jaxpr: core.Jaxpr, prefix: str = "") -> list[Nested]:
+    """The jaxprs nested in ``jaxpr``'s equations, as a tree in equation order."""
+    out = []
+    for k, eqn in enumerate(jaxpr.eqns):
+        subs = list(_param_jaxprs(eqn))
+        for j, (key, inner) in enumerate(subs):
+            path = f"{prefix}{k}" if len(subs) == 1 else f"{prefix}{k}.{j}"
+            out.append(Nested(path, _title(eqn, key, len(subs)), inner,
+                              nested_tree(inner, path + ".")))
+    return out
+
+
+def _svg_size(svg: str) -> tuple[float, float] | None:
+    """The SVG's natural size in CSS pixels, from Graphviz's ``width="..pt"`` attributes."""
+    w = re.search(r'<svg[^>]*?\swidth="([\d.]+)pt"', svg)
+    h = re.search(r'<svg[^>]*?\sheight="([\d.]+)pt"', svg)
+    if not (w and h):
+        return None
+    return float(w.group(1)) * _PX_PER_PT, float(h.group(1)) * _PX_PER_PT
+
+
+# The viewer's handlers. ``v`` is the viewer, ``s`` its SVG; the zoom factor is kept in the
+# viewer's data-k. Factor 0 fits the width of the box, factor 1 resets to natural size.
+_ZOOM_JS = ("var v=this.closest('.jaxkit-zoom'),s=v.querySelector('.jk-canvas svg');"
+            "if(!s)return;var c=v.querySelector('.jk-canvas'),f={f},"
+            "k=f===0?c.clientWidth/s.dataset.w:f===1?1:parseFloat(v.dataset.k||'1')*f;"
+            "k=Math.max(0.05,Math.min(k,8));v.dataset.k=k;"
+            "s.style.width=(s.dataset.w*k)+'px';s.style.height=(s.dataset.h*k)+'px';"
+            "v.querySelector('.jk-pct').textContent=Math.round(k*100)+'%';")
+_WHEEL_JS = ("if(!event.ctrlKey)return;event.preventDefault();"
+             "var b=this.parentNode.querySelector(event.deltaY<0?'.jk-in':'.jk-out');"
+             "if(b)b.click();")
+_PAN_JS = ("if(event.button!==0||event.target.closest('a'))return;"
+           "var c=this,x=event.clientX,y=event.clientY,l=c.scrollLeft,t=c.scrollTop;"
+           "function m(e){c.scrollLeft=l-(e.clientX-x);c.scrollTop=t-(e.clientY-y);}"
+           "function u(){document.removeEventListener('mousemove',m);"
+           "document.removeEventListener('mouseup',u);c.style.cursor='grab';}"
+           "document.addEventListener('mousemove',m);document.addEventListener('mouseup',u);"
+           "c.style.cursor='grabbing';event.preventDefault();")
+# A click on a folded node (an SVG link to "#<section id>") opens that section.
+_OPEN_JS = ("var a=event.target.closest('a');if(!a)return;"
+            "var h=a.getAttribute('href')||a.getAttribute('xlink:href')||'';"
+            "var d=h.charAt(0)==='#'&&document.getElementById(h.slice(1));"
+            "if(!d)return;event.preventDefault();d.open=true;"
+            "for(var p=d.parentElement;p;p=p.parentElement){if(p.tagName==='DETAILS')p.open=true;}"
+            "d.scrollIntoView({block:'nearest'});")
+
+STYLE = """<style>
+.jaxkit-zoom { margin: 4px 0; }
+.jaxkit-zoom .jk-toolbar { font-size: 12px; margin-bottom: 2px; }
+.jaxkit-zoom .jk-toolbar button { font-size: 12px; padding: 0 6px; margin-right: 2px; }
+.jaxkit-zoom .jk-canvas { overflow: auto; max-height: 640px; border: 1px solid #e5e7eb;
+  cursor: grab; }
+.jaxkit-zoom .jk-canvas svg { max-width: none; }
+.jaxkit-fold { margin: 2px 0 2px 12px; }
+.jaxkit-fold > summary { cursor: pointer; }
+</style>"""
+
+
+def _attr(js: str) -> str:
+    return html.escape(js, quote=True)
+
+
+def zoom_viewer(svg: str) -> str:
+    """``svg`` at natural size in a scrolling box with zoom buttons; other content (the
+    table shown without Graphviz) in the same box without the buttons."""
+    size = _svg_size(svg) if svg.startswith("<svg") else None
+    if size is None:
+        return f"<div class='jaxkit-zoom'><div class='jk-canvas'>{svg}</div></div>"
+    w, h = size
+    svg = svg.replace("<svg ", f"<svg data-w='{w:.1f}' data-h='{h:.1f}' ", 1)
+    buttons = "".join(
+        f"<button type='button' class='{cls}' title='{tip}' "
+        f"onclick=\"{_attr(_ZOOM_JS.format(f=factor))}\">{text}</button>"
+        for cls, tip, factor, text in (("jk-out", "zoom out", "0.8", "−"),
+                                       ("jk-in", "zoom in", "1.25", "+"),
+                                       ("jk-fit", "fit to width", "0", "fit"),
+                                       ("jk-one", "natural size", "1", "1:1")))
+    return (f"<div class='jaxkit-zoom'><div class='jk-toolbar'>{buttons} "
+            f"<span class='jk-pct'>100%</span> <span style='color:#6b7280'>(drag to pan, "
+            f"ctrl+wheel to zoom)</span></div>"
+            f"<div class='jk-canvas' onwheel=\"{_attr(_WHEEL_JS)}\" "
+            f"onmousedown=\"{_attr(_PAN_JS)}\" onclick=\"{_attr(_OPEN_JS)}\">{svg}</div></div>")
+
+
+def _picture(dot: str, jaxpr: core.Jaxpr) -> str:
+    svg = graph.dot_to_svg(dot)
+    if svg is None:
+        return ("<p><i>Graphviz's <code>dot</code> is not installed; the graph as a table "
+                "(install graphviz for a picture):</i></p>" + graph.graph_fallback_html(jaxpr))
+    return svg
+
+
+class _Budget:
+    def __init__(self, n: int):
+        self.left = n
+
+
+def _sections(nested: list[Nested], namer: core.Namer, view: str, budget: _Budget) -> str:
+    """The folded ``<details>`` of each nested jaxpr (with their own nested ones inside)."""
+    out = []
+    for node in nested:
+        n_eqns = len(node.jaxpr.eqns)
+        inner = sum(1 for _ in _walk(node.children))
+        summary = (f"{node.title} (equation {node.path}): {n_eqns} equation"
+                   f"{'s' if n_eqns != 1 else ''}"
+                   + (f", {inner} nested jaxpr{'s' if inner != 1 else ''}" if inner else ""))
+        if budget.left <= 0:
+            out.append(f"<div class='jaxkit-fold'>▸ {html.escape(summary)} <i>(not drawn: "
+                       f"more than {MAX_NESTED_VIEWS} nested graphs; the jaxpr text has "
+                       "them)</i></div>")
+            continue
+        budget.left -= 1
+        out.append(f"<details class='jaxkit-fold' id='{view}-{node.path}'><summary>"
+                   f"{html.escape(summary)}</summary>"
+                   + _graph_block(node.jaxpr, node.title, namer, view, budget,
+                                  node.children, f"{node.path}.")
+                   + "</details>")
+    return "".join(out)
+
+
+def _walk(nested: list[Nested]) -> Iterator[Nested]:
+    for node in nested:
+        yield node
+        yield from _walk(node.children)
+
+
+def _graph_block(jaxpr: core.Jaxpr, name: str, namer: core.Namer, view: str,
+                 budget: _Budget, nested: list[Nested], prefix: str,
+                 input_labels: list[str] | None = None) -> str:
+    links = {}
+    for node in nested:
+        k = int(node.path[len(prefix):].split(".")[0])
+        links.setdefault(k, f"#{view}-{node.path}")
+    dot = graph.jaxpr_to_dot(jaxpr, name, input_labels=input_labels, namer=namer,
+                             call_links=links)
+    return zoom_viewer(_picture(dot, jaxpr)) + _sections(nested, namer, view, budget)
+
+
+def graph_view_html(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
+                    input_labels: list[str] | None = None) -> str:
+    """The whole view: the zoomable top-level graph, nested programs folded under it.
+
+    It sits between fixed markers (``<div class='jaxkit-graph-view'>`` ...
+    ``<!-- /jaxkit-graph-view -->``) that notebooks/sanitize.cfg folds into one token: the
+    picture depends on the machine's Graphviz, so nbval checks graphs through their text."""
+    if isinstance(jaxpr, core.ClosedJaxpr):
+        jaxpr = jaxpr.jaxpr
+    namer = core.Namer()
+    core.pp_jaxpr(jaxpr, namer=namer)  # nested graphs then use the names the text shows
+    view = f"jkg{next(_view_ids)}"
+    body = _graph_block(jaxpr, name, namer, view, _Budget(MAX_NESTED_VIEWS),
+                        nested_tree(jaxpr), "", input_labels)
+    return f"<div class='jaxkit-graph-view'>{STYLE}{body}</div><!-- /jaxkit-graph-view -->"
