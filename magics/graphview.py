@@ -115,12 +115,16 @@ STYLE = """<style>
 .jaxkit-zoom { margin: 4px 0; }
 .jaxkit-zoom .jk-toolbar { font-size: 12px; margin-bottom: 2px; }
 .jaxkit-zoom .jk-toolbar button { font-size: 12px; padding: 0 6px; margin-right: 2px; }
-.jaxkit-zoom .jk-canvas { overflow: auto; max-height: 640px; border: 1px solid #e5e7eb;
+.jaxkit-zoom .jk-canvas { border: 1px solid #e5e7eb;
   cursor: grab; }
 .jaxkit-zoom .jk-canvas svg { max-width: none; }
 .jaxkit-fold { margin: 2px 0 2px 12px; }
 .jaxkit-fold > summary { cursor: pointer; }
 </style>"""
+
+
+# The scrolling box's own style attribute: it scrolls even where a sanitiser drops <style>.
+_CANVAS = "<div class='jk-canvas' style='overflow:auto; max-height:640px'"
 
 
 def _attr(js: str) -> str:
@@ -132,7 +136,7 @@ def zoom_viewer(svg: str) -> str:
     table shown without Graphviz) in the same box without the buttons."""
     size = _svg_size(svg) if svg.startswith("<svg") else None
     if size is None:
-        return f"<div class='jaxkit-zoom'><div class='jk-canvas'>{svg}</div></div>"
+        return f"<div class='jaxkit-zoom'>{_CANVAS}>{svg}</div></div>"
     w, h = size
     svg = svg.replace("<svg ", f"<svg data-w='{w:.1f}' data-h='{h:.1f}' ", 1)
     buttons = "".join(
@@ -145,7 +149,7 @@ def zoom_viewer(svg: str) -> str:
     return (f"<div class='jaxkit-zoom'><div class='jk-toolbar'>{buttons} "
             f"<span class='jk-pct'>100%</span> <span style='color:#6b7280'>(drag to pan, "
             f"ctrl+wheel to zoom)</span></div>"
-            f"<div class='jk-canvas' onwheel=\"{_attr(_WHEEL_JS)}\" "
+            f"{_CANVAS} onwheel=\"{_attr(_WHEEL_JS)}\" "
             f"onmousedown=\"{_attr(_PAN_JS)}\" onclick=\"{_attr(_OPEN_JS)}\">{svg}</div></div>")
 
 
