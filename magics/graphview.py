@@ -45,17 +45,7 @@ class Nested:
     title: str  # "jit name=layer", "scan jaxpr", "cond branches[1]"
     jaxpr: core.Jaxpr
     children: list[Nested] = field(default_factory=list)
-
-
-def _param_jaxprs(eqn: core.JaxprEqn) -> Iterator[tuple[str, core.Jaxpr]]:
-    """(name, jaxpr) for every jaxpr among ``eqn``'s parameters, in parameter order."""
-    for key, value in eqn.params.items():
-        items = value if isinstance(value, (tuple, list)) else (value,)
-        many = isinstance(value, (tuple, list)) and len(items) > 1
-        for i, item in enumerate(items):
-            if isinstance(item, (core.ClosedJaxpr, core.Jaxpr)):
-                inner = item.jaxpr if isinstance(item, core.ClosedJaxpr) else item
-                yield (f"{key}[{i}]" if many else key), inner
+    eqn_path: str = ""  # the path of the equation holding it (``graph.jaxpr_to_dot``'s expand)
 
 
 def _title(eqn: core.JaxprEqn, key: str, count: int) -> str:
@@ -68,11 +58,11 @@ def nested_tree(jaxpr: core.Jaxpr, prefix: str = "") -> list[Nested]:
     """The jaxprs nested in ``jaxpr``'s equations, as a tree in equation order."""
     out = []
     for k, eqn in enumerate(jaxpr.eqns):
-        subs = list(_param_jaxprs(eqn))
+        subs = graph.param_jaxprs(eqn)
         for j, (key, inner) in enumerate(subs):
             path = f"{prefix}{k}" if len(subs) == 1 else f"{prefix}{k}.{j}"
             out.append(Nested(path, _title(eqn, key, len(subs)), inner,
-                              nested_tree(inner, path + ".")))
+                              nested_tree(inner, path + "."), f"{prefix}{k}"))
     return out
 
 
@@ -170,11 +160,7 @@ def _sections(nested: list[Nested], namer: core.Namer, view: str, budget: _Budge
     """The folded ``<details>`` of each nested jaxpr (with their own nested ones inside)."""
     out = []
     for node in nested:
-        n_eqns = len(node.jaxpr.eqns)
-        inner = sum(1 for _ in _walk(node.children))
-        summary = (f"{node.title} (equation {node.path}): {n_eqns} equation"
-                   f"{'s' if n_eqns != 1 else ''}"
-                   + (f", {inner} nested jaxpr{'s' if inner != 1 else ''}" if inner else ""))
+        summary = _summary(node)
         if budget.left <= 0:
             out.append(f"<div class='jaxkit-fold'>▸ {html.escape(summary)} <i>(not drawn: "
                        f"more than {MAX_NESTED_VIEWS} nested graphs; the jaxpr text has "
@@ -222,3 +208,82 @@ def graph_view_html(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
     body = _graph_block(jaxpr, name, namer, view, _Budget(MAX_NESTED_VIEWS),
                         nested_tree(jaxpr), "", input_labels)
     return f"<div class='jaxkit-graph-view'>{STYLE}{body}</div><!-- /jaxkit-graph-view -->"
+
+
+def _summary(node: Nested) -> str:
+    n_eqns = len(node.jaxpr.eqns)
+    inner = sum(1 for _ in _walk(node.children))
+    return (f"{node.title} (equation {node.path}): {n_eqns} equation{'s' if n_eqns != 1 else ''}"
+            + (f", {inner} nested jaxpr{'s' if inner != 1 else ''}" if inner else ""))
+
+
+def expand_paths(tree: list[Nested], chosen) -> frozenset[str]:
+    """The equation paths to unfold so that each chosen nested jaxpr (by ``path``) is drawn:
+    its own equation's and those of every jaxpr around it."""
+    out: set[str] = set()
+
+    def visit(nodes: list[Nested], above: tuple[str, ...]) -> None:
+        for node in nodes:
+            here = above + (node.eqn_path,)
+            if node.path in chosen:
+                out.update(here)
+            visit(node.children, here)
+    visit(tree, ())
+    return frozenset(out)
+
+
+class UnfoldView:
+    """The graph with a list of its nested jaxprs: choosing some (``select``) redraws the
+    graph with them unfolded in place, in boxes. Used through ``widget()`` (ipywidgets)."""
+
+    def __init__(self, jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
+                 input_labels: list[str] | None = None):
+        self.jaxpr = jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr
+        self.name, self.input_labels = name, input_labels
+        self.namer = core.Namer()
+        core.pp_jaxpr(self.jaxpr, namer=self.namer)
+        self.tree = nested_tree(self.jaxpr)
+        self.chosen: tuple[str, ...] = ()
+
+    def options(self) -> list[tuple[str, str]]:
+        """(indented summary, path) of every nested jaxpr, in the order of the text."""
+        def rows(nodes, depth):
+            for node in nodes:
+                yield "    " * depth + _summary(node), node.path
+                yield from rows(node.children, depth + 1)
+        return list(rows(self.tree, 0))
+
+    def dot(self) -> str:
+        return graph.jaxpr_to_dot(self.jaxpr, self.name, input_labels=self.input_labels,
+                                  namer=self.namer,
+                                  expand=expand_paths(self.tree, set(self.chosen)))
+
+    def select(self, paths) -> str:
+        """Unfold the nested jaxprs at ``paths`` (and fold the others); the view's HTML."""
+        known = {p for _, p in self.options()}
+        unknown = [p for p in paths if p not in known]
+        if unknown:
+            raise ValueError(f"no nested jaxpr at {', '.join(map(repr, unknown))}; the "
+                             f"paths are {', '.join(sorted(known)) or 'none'}")
+        self.chosen = tuple(paths)
+        return self.html()
+
+    def html(self) -> str:
+        return STYLE + zoom_viewer(_picture(self.dot(), self.jaxpr))
+
+    def widget(self):
+        """An ipywidgets box: a multiple-choice list of the nested jaxprs above the graph."""
+        import ipywidgets
+
+        picture = ipywidgets.HTML(self.html())
+        options = self.options()
+        if not options:
+            return ipywidgets.VBox([picture])
+        chooser = ipywidgets.SelectMultiple(
+            options=options, value=self.chosen, rows=min(8, len(options)),
+            description="unfold", layout=ipywidgets.Layout(width="100%"))
+
+        def redraw(change):
+            picture.value = self.select(change["new"])
+        chooser.observe(redraw, names="value")
+        return ipywidgets.VBox([chooser, picture])

@@ -67,6 +67,14 @@ class _GraphMixin:
             labels = None
         return graphview.graph_view_html(self.jaxpr, getattr(self, "name", "jaxpr"), labels)
 
+    def graph_widget(self):
+        """The graph as an ipywidgets box: choose nested jaxprs to unfold them in place."""
+        labels = self.input_labels
+        if labels is not None and len(labels) != len(self.jaxpr.jaxpr.invars):
+            labels = None
+        return graphview.UnfoldView(self.jaxpr, getattr(self, "name", "jaxpr"),
+                                    labels).widget()
+
 
 # --------------------------------------------------------------------------------------------
 # %jaxpr and %hlo
@@ -235,7 +243,7 @@ class JitReport(_GraphMixin):
         """Tabs (graph / jaxpr / StableHLO / HLO) as an ipywidgets widget."""
         import ipywidgets
 
-        tabs = ipywidgets.Tab(children=[ipywidgets.HTML(self.graph_html()),
+        tabs = ipywidgets.Tab(children=[self.graph_widget(),
                                         ipywidgets.HTML(render.pre(str(self.jaxpr))),
                                         ipywidgets.HTML(render.pre(self.stablehlo)),
                                         ipywidgets.HTML(render.pre(self.optimized_hlo))])

@@ -117,7 +117,9 @@ A graph is drawn at its natural size in a box you can scroll, drag (pan) and zoo
 1:1, or ctrl+wheel). An equation that holds a program of its own (a `jit`, a `custom_jvp`
 function, a `scan` body, `cond`'s branches) is one 3-D node; under the graph each such
 program is folded away, and clicking its node (or its line) unfolds its own graph, folded the
-same way. Here a 25-layer MLP whose layer is a jitted function: 25 nodes, not 75.
+same way. Here a 25-layer MLP whose layer is a jitted function: 25 nodes, not 75. With
+ipywidgets, `report.graph_widget()` (or the graph tab of `report.widget()`) lists the nested
+programs: choose some and the graph is redrawn with them unfolded in place, each in a box.
 """),
     code("""
 @jit

@@ -303,3 +303,65 @@ def test_magics_show_progress_in_a_terminal(ip, monkeypatch):
     assert "\rcompiling sq… " in text and "timing jit(sq), run 2 of 2… " in text
     assert text.endswith("\r") and text.rsplit("\r", 2)[-2].strip() == ""
     assert res.timings["jit"].best > 0
+
+
+# ---- unfolding in place (ipywidgets) ------------------------------------------------------
+
+
+GOLDEN_UNFOLDED = r'''digraph "jaxpr" {
+  rankdir=TB; node [fontname="Helvetica", fontsize=10]; edge [fontname="Helvetica", fontsize=9, color="#6b7280"];
+  a [label="a\nf32[3]", shape=ellipse, style=filled, fillcolor="#dbeafe", color="#1d4ed8"];
+  eqn0 [label="jit\nname=sin\njaxpr={1 equations}\n→ b:f32[3]", shape=box3d, style=filled, fillcolor="#fde68a", color="#92400e"];
+  a -> eqn0 [label="a"];
+  eqn0_end [label="end jit\nf32[3]", shape=box3d, style=filled, fillcolor="#fef3c7", color="#92400e"];
+  subgraph cluster_x0 {
+    label="jit sin"; style="rounded,dashed"; color="#92400e"; fontname="Helvetica"; fontsize=10;
+    x0_in0 [label="a\nf32[3]", shape=ellipse, fontsize=9];
+    x0_eqn0 [label="sin\n→ b:f32[3]", shape=box, style="rounded,filled", fillcolor="#fef9c3", color="#a16207"];
+    x0_in0 -> x0_eqn0 [label="a"];
+  }
+  eqn0 -> x0_in0 [style=dotted];
+  x0_eqn0 -> eqn0_end [label="b"];
+  eqn1 [label="mul\n→ c:f32[3]", shape=box, style="rounded,filled", fillcolor="#fef9c3", color="#a16207"];
+  eqn0_end -> eqn1 [label="b"];
+  lit_eqn1_16 [label="2.0:f32[]", shape=plaintext];
+  lit_eqn1_16 -> eqn1;
+  out0 [label="out[0]\nf32[3]", shape=ellipse, style=filled, fillcolor="#dcfce7", color="#15803d"];
+  eqn1 -> out0 [label="c"];
+}'''
+
+
+def test_golden_unfolded_dot():
+    closed = jaxkit.make_jaxpr(lambda v: jaxkit.jit(lax.sin)(v) * 2.0)(jnp.ones(3))
+    assert graph.jaxpr_to_dot(closed, expand={"0"}) == GOLDEN_UNFOLDED
+
+
+def test_unfolding_a_nested_jaxpr_unfolds_those_around_it():
+    view = graphview.UnfoldView(layered_program(layers=3), "mlp")
+    paths = [p for _, p in view.options()]
+    assert paths == ["0", "1", "2", "3", "3.0", "7.0", "7.1"]
+    assert view.options()[4][0].startswith("    custom_jvp_call")  # indented under scan
+    assert graphview.expand_paths(view.tree, {"3.0"}) == {"3", "3.0"}
+    assert graphview.expand_paths(view.tree, {"7.1"}) == {"7"}
+    view.select(["3.0"])
+    dot = view.dot()
+    assert "subgraph cluster_x3 {" in dot and "subgraph cluster_x3_0 {" in dot
+    assert dot.count("subgraph cluster") == 2
+    assert "eqn3_end ->" in dot  # the scan's results come out of its end node
+    # the folded jits stay one node each
+    assert "cluster_x0" not in dot and dot.count('label="jit\\n') == 3
+    with pytest.raises(ValueError, match="no nested jaxpr at '9'; the paths are 0, 1, 2"):
+        view.select(["9"])
+
+
+@needs_dot
+def test_unfold_widget_redraws_on_choice():
+    pytest.importorskip("ipywidgets")
+    box = reports.JaxprResult("mlp", layered_program(layers=2)).graph_widget()
+    chooser, picture = box.children
+    assert [p for _, p in chooser.options][:2] == ["0", "1"]
+    assert "end jit" not in picture.value and "<svg" in picture.value
+    chooser.value = ("1",)
+    assert "end jit" in picture.value and picture.value.count("class=\"cluster\"") == 1
+    chooser.value = ()
+    assert "end jit" not in picture.value
