@@ -8,6 +8,7 @@ available; SVG is rendered only when the ``dot`` binary is installed.
 from __future__ import annotations
 
 import html
+import re
 import shutil
 import subprocess
 
@@ -252,6 +253,22 @@ def dot_to_svg(dot: str) -> str | None:
         return None
     svg = done.stdout.decode()
     return svg[svg.find("<svg"):] if "<svg" in svg else svg
+
+
+def dots_to_svgs(dots: list[str]) -> list[str | None]:
+    """Render several DOT graphs in one run of ``dot`` (it writes one SVG per graph): a view
+    with dozens of nested graphs then costs one process start, not dozens (~40 ms each)."""
+    if not dots:
+        return []
+    exe = shutil.which("dot")
+    if exe is None:
+        return [None] * len(dots)
+    done = subprocess.run([exe, "-Tsvg"], input="\n".join(dots).encode(), capture_output=True,
+                          timeout=120)
+    svgs = re.findall(r"<svg\b.*?</svg>", done.stdout.decode(), re.S)
+    if done.returncode != 0 or len(svgs) != len(dots):
+        return [dot_to_svg(d) for d in dots]  # find which one failed, graph by graph
+    return svgs
 
 
 def graph_fallback_html(jaxpr: core.Jaxpr | core.ClosedJaxpr) -> str:

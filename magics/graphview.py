@@ -143,17 +143,35 @@ def zoom_viewer(svg: str) -> str:
             f"onmousedown=\"{_attr(_PAN_JS)}\" onclick=\"{_attr(_OPEN_JS)}\">{svg}</div></div>")
 
 
-def _picture(dot: str, jaxpr: core.Jaxpr) -> str:
-    svg = graph.dot_to_svg(dot)
+def _picture(dot: str, jaxpr: core.Jaxpr, svg: str | None = "") -> str:
+    """``svg`` (rendered from ``dot`` unless given; None when Graphviz is missing), or the
+    equations as a table."""
+    svg = graph.dot_to_svg(dot) if svg == "" else svg
     if svg is None:
-        return ("<p><i>Graphviz's <code>dot</code> is not installed; the graph as a table "
-                "(install graphviz for a picture):</i></p>" + graph.graph_fallback_html(jaxpr))
+        why = ("Graphviz's <code>dot</code> failed on this graph" if graph.dot_available()
+               else "Graphviz's <code>dot</code> is not installed")
+        return (f"<p><i>{why}; the graph as a table (install graphviz for a picture):</i></p>"
+                + graph.graph_fallback_html(jaxpr))
     return svg
 
 
 class _Budget:
+    """What one view may still draw, and the graphs it has drawn (rendered together at the
+    end, in one run of Graphviz; the HTML holds a placeholder for each until then)."""
+
     def __init__(self, n: int):
         self.left = n
+        self.graphs: list[tuple[str, core.Jaxpr]] = []
+
+    def placeholder(self, dot: str, jaxpr: core.Jaxpr) -> str:
+        self.graphs.append((dot, jaxpr))
+        return f"\x00graph{len(self.graphs) - 1}\x00"
+
+    def fill(self, page: str) -> str:
+        svgs = graph.dots_to_svgs([dot for dot, _ in self.graphs])
+        pictures = [zoom_viewer(_picture(dot, jaxpr, svg))
+                    for (dot, jaxpr), svg in zip(self.graphs, svgs)]
+        return re.sub("\x00graph(\\d+)\x00", lambda m: pictures[int(m.group(1))], page)
 
 
 def _sections(nested: list[Nested], namer: core.Namer, view: str, budget: _Budget) -> str:
@@ -190,7 +208,7 @@ def _graph_block(jaxpr: core.Jaxpr, name: str, namer: core.Namer, view: str,
         links.setdefault(k, f"#{view}-{node.path}")
     dot = graph.jaxpr_to_dot(jaxpr, name, input_labels=input_labels, namer=namer,
                              call_links=links)
-    return zoom_viewer(_picture(dot, jaxpr)) + _sections(nested, namer, view, budget)
+    return budget.placeholder(dot, jaxpr) + _sections(nested, namer, view, budget)
 
 
 def graph_view_html(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
@@ -205,8 +223,9 @@ def graph_view_html(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
     namer = core.Namer()
     core.pp_jaxpr(jaxpr, namer=namer)  # nested graphs then use the names the text shows
     view = f"jkg{next(_view_ids)}"
-    body = _graph_block(jaxpr, name, namer, view, _Budget(MAX_NESTED_VIEWS),
-                        nested_tree(jaxpr), "", input_labels)
+    budget = _Budget(MAX_NESTED_VIEWS)
+    body = budget.fill(_graph_block(jaxpr, name, namer, view, budget, nested_tree(jaxpr), "",
+                                    input_labels))
     return f"<div class='jaxkit-graph-view'>{STYLE}{body}</div><!-- /jaxkit-graph-view -->"
 
 

@@ -365,3 +365,14 @@ def test_unfold_widget_redraws_on_choice():
     assert "end jit" in picture.value and picture.value.count("class=\"cluster\"") == 1
     chooser.value = ()
     assert "end jit" not in picture.value
+
+
+@needs_dot
+def test_many_graphs_render_in_one_graphviz_run_in_order():
+    dots = [f'digraph "g{i}" {{ n{i} [label="node {i}"]; }}' for i in range(3)]
+    svgs = graph.dots_to_svgs(dots)
+    assert [("node 0" in s, "node 1" in s, "node 2" in s) for s in svgs] == [
+        (True, False, False), (False, True, False), (False, False, True)]
+    # one broken graph: the others are still drawn, that one is None
+    svgs = graph.dots_to_svgs([dots[0], "digraph { a -> }", dots[2]])
+    assert "node 0" in svgs[0] and svgs[1] is None and "node 2" in svgs[2]
