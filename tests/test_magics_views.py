@@ -376,3 +376,13 @@ def test_many_graphs_render_in_one_graphviz_run_in_order():
     # one broken graph: the others are still drawn, that one is None
     svgs = graph.dots_to_svgs([dots[0], "digraph { a -> }", dots[2]])
     assert "node 0" in svgs[0] and svgs[1] is None and "node 2" in svgs[2]
+
+
+def test_vmap_timeit_in_a_terminal_prints_the_report_once(ip, monkeypatch, capsys):
+    out = FakeTerminal()
+    monkeypatch.setattr("sys.stderr", out)
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    run(ip, "%vmap_timeit --sizes 1 -r 1 apply_matrix v")
+    shown = capsys.readouterr().out
+    assert "vmap timings for apply_matrix" in shown and "timing apply_matrix ..." not in shown
+    assert "\rtiming apply_matrix: batch 1: jit(vmap)… " in out.getvalue()
