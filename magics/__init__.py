@@ -6,6 +6,11 @@
 with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure function in
 ``reports.py`` and returns a result object; ``-o`` returns it, ``-q`` does not display it
 (as ``%timeit`` does).
+
+Graphs are shown in a zoom/pan viewer with nested programs (jit, custom_jvp, scan bodies,
+cond branches) folded into one node each and unfoldable (``graphview``); timing tables draw
+the spread of their repeats as sparklines; in a terminal, long compiles and timings show a
+progress line on stderr (``progress``).
 """
 from __future__ import annotations
 

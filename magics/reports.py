@@ -214,11 +214,14 @@ class JitReport(_GraphMixin):
                                    ("compile", format_seconds(self.compile_s))],
                                   ("stage", "time")))
         if "speed" in self.panels and self.speedup is not None:
-            s.append(render.table([("eager (op by op)", str(self.eager), self.eager.summary()),
-                                   ("jit", str(self.jitted), self.jitted.summary()),
-                                   ("speedup", f"{self.speedup:.2f}x", ""),
-                                   ("compiling pays back", self._pays_back(), "")],
-                                  ("", "best", "mean ± std. dev.")))
+            e = render.escape
+            s.append(render.html_table(
+                [("eager (op by op)", e(self.eager), f"{self.eager.sparkline()} "
+                  f"{e(self.eager.summary())}"),
+                 ("jit", e(self.jitted), f"{self.jitted.sparkline()} {e(self.jitted.summary())}"),
+                 ("speedup", f"{self.speedup:.2f}x", ""),
+                 ("compiling pays back", e(self._pays_back()), "")],
+                ("", "best", "mean ± std. dev.")))
         if "graph" in self.panels:
             s.append(render.details("graph", self.graph_html(), open_=True))
         if "jaxpr" in self.panels:

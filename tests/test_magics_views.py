@@ -386,3 +386,10 @@ def test_vmap_timeit_in_a_terminal_prints_the_report_once(ip, monkeypatch, capsy
     shown = capsys.readouterr().out
     assert "vmap timings for apply_matrix" in shown and "timing apply_matrix ..." not in shown
     assert "\rtiming apply_matrix: batch 1: jit(vmap)… " in out.getvalue()
+
+
+def test_jit_report_speed_panel_has_sparklines(ip):
+    res = run(ip, "%jit -o -q -r 2 --panels speed sq(x)")
+    doc = Tags(res._repr_html_())
+    assert len(doc.find("svg", "jaxkit-sparkline")) == 2
+    assert "<svg" not in pretty(res)
