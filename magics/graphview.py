@@ -78,7 +78,8 @@ def _svg_size(svg: str) -> tuple[float, float] | None:
 # The viewer's handlers. ``v`` is the viewer, ``s`` its SVG; the zoom factor is kept in the
 # viewer's data-k. Factor 0 fits the width of the box, factor 1 resets to natural size.
 _ZOOM_JS = ("var v=this.closest('.jaxkit-zoom'),s=v.querySelector('.jk-canvas svg');"
-            "if(!s)return;var c=v.querySelector('.jk-canvas'),f={f},"
+            "var c=v.querySelector('.jk-canvas'),f={f};if(!s||f===0&&!c.clientWidth)return;"
+            "var "
             "k=f===0?c.clientWidth/s.dataset.w:f===1?1:parseFloat(v.dataset.k||'1')*f;"
             "k=Math.max(0.05,Math.min(k,8));v.dataset.k=k;"
             "s.style.width=(s.dataset.w*k)+'px';s.style.height=(s.dataset.h*k)+'px';"

@@ -2,7 +2,10 @@
 timing runs, and terminal progress. HTML is checked by structure (parsed), text by golden
 strings, and the magics are driven through a real IPython InteractiveShell."""
 import io
+import json
 import re
+import shutil
+import subprocess
 import textwrap
 from html.parser import HTMLParser
 
@@ -393,3 +396,41 @@ def test_jit_report_speed_panel_has_sparklines(ip):
     doc = Tags(res._repr_html_())
     assert len(doc.find("svg", "jaxkit-sparkline")) == 2
     assert "<svg" not in pretty(res)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@needs_dot
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed here")
+def test_viewer_handlers_run_in_a_browser(tmp_path):
+    """The inline handlers, run by headless Chromium: zoom buttons resize the SVG, clicking a
+    folded node opens its section."""
+    page = graphview.graph_view_html(layered_program(layers=3), "mlp")
+    probe = """<script>
+      var v = document.querySelector('.jaxkit-zoom'), s = v.querySelector('svg');
+      var w0 = parseFloat(s.dataset.w);
+      v.querySelector('.jk-in').click(); v.querySelector('.jk-in').click();
+      var zoomed = parseFloat(s.style.width) / w0, pct = v.querySelector('.jk-pct').textContent;
+      v.querySelector('.jk-one').click();
+      var reset = parseFloat(s.style.width) / w0;
+      var link = v.querySelectorAll('.jk-canvas a')[1];
+      link.querySelector('text').dispatchEvent(new MouseEvent('click', {bubbles: true,
+                                                                        cancelable: true}));
+      var opened = Array.from(document.querySelectorAll('details.jaxkit-fold[open]'))
+                        .map(function (d) { return d.id.split('-').slice(1).join('-'); });
+      document.body.setAttribute('data-result', JSON.stringify(
+          {zoomed: zoomed, pct: pct, reset: reset, opened: opened}));
+    </script>"""
+    html_path = tmp_path / "view.html"
+    html_path.write_text(f"<html><body>{page}{probe}</body></html>")
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--dump-dom", html_path.as_uri()],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    found = re.search(r"data-result=\"([^\"]*)\"", dom)
+    assert found, dom[-2000:]
+    result = json.loads(found.group(1).replace("&quot;", '"'))
+    assert result["zoomed"] == pytest.approx(1.25 * 1.25, rel=1e-3)
+    assert result["pct"] == "156%"
+    assert result["reset"] == pytest.approx(1.0)
+    assert result["opened"] == ["1"]  # the second jit's section, and only it
