@@ -27,8 +27,8 @@ from jaxkit import core
 
 from . import graph
 
-# Past this many nested graphs one view stops unfolding (the rest are listed, not drawn):
-# each costs one Graphviz run, and a page of hundreds of pictures helps nobody.
+# Past this many nested graphs one view stops drawing them (the rest are listed): each adds
+# a picture to the page (the output is saved in the notebook), and hundreds help nobody.
 MAX_NESTED_VIEWS = 40
 
 # Graphviz sizes SVGs in points; the browser lays out CSS pixels (96 per inch, 72 points).
@@ -42,7 +42,7 @@ class Nested:
     """One jaxpr held by an equation: where it sits, what to call it, and what it holds."""
 
     path: str  # "3", "3.0.1": equation indices (and jaxpr positions) from the top
-    title: str  # "jit name=layer", "scan jaxpr", "cond branches[1]"
+    title: str  # "jit layer", "scan", "cond branches[1]"
     jaxpr: core.Jaxpr
     children: list[Nested] = field(default_factory=list)
     eqn_path: str = ""  # the path of the equation holding it (``graph.jaxpr_to_dot``'s expand)
