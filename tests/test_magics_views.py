@@ -434,3 +434,12 @@ def test_viewer_handlers_run_in_a_browser(tmp_path):
     assert result["pct"] == "156%"
     assert result["reset"] == pytest.approx(1.0)
     assert result["opened"] == ["1"]  # the second jit's section, and only it
+
+
+def test_jit_report_widget_graph_tab_is_the_unfold_view(ip):
+    pytest.importorskip("ipywidgets")
+    run(ip, "def twice_sin(v):\n    return jax.jit(jnp.sin)(v) * 2\n")
+    tabs = run(ip, "%jit -o -q --no-timeit twice_sin(x)").widget()
+    chooser, picture = tabs.children[0].children
+    assert [p for _, p in chooser.options] == ["0"] and "jaxkit-zoom" in picture.value
+    assert tabs.get_title(0) == "graph"
