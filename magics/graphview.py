@@ -163,6 +163,10 @@ class _Budget:
     def __init__(self, n: int):
         self.left = n
         self.graphs: list[tuple[str, core.Jaxpr]] = []
+        # A jaxpr traced once and called many times (a jitted layer in a loop) is one object
+        # and draws the same (the text names its variables the same at each call): it is
+        # drawn at its first section, the others link there. id -> (section id, path).
+        self.drawn: dict[int, tuple[str, str]] = {}
 
     def placeholder(self, dot: str, jaxpr: core.Jaxpr) -> str:
         self.graphs.append((dot, jaxpr))
@@ -180,12 +184,20 @@ def _sections(nested: list[Nested], namer: core.Namer, view: str, budget: _Budge
     out = []
     for node in nested:
         summary = _summary(node)
+        first = budget.drawn.get(id(node.jaxpr))
+        if first is not None:
+            out.append(f"<details class='jaxkit-fold' id='{view}-{node.path}'><summary>"
+                       f"{html.escape(summary)}</summary><p class='jk-same'>The same jaxpr "
+                       f"as equation <a href='#{first[0]}' onclick=\"{_attr(_OPEN_JS)}\">"
+                       f"{first[1]}</a>'s, drawn there.</p></details>")
+            continue
         if budget.left <= 0:
             out.append(f"<div class='jaxkit-fold'>▸ {html.escape(summary)} <i>(not drawn: "
                        f"more than {MAX_NESTED_VIEWS} nested graphs; the jaxpr text has "
                        "them)</i></div>")
             continue
         budget.left -= 1
+        budget.drawn[id(node.jaxpr)] = (f"{view}-{node.path}", node.path)
         out.append(f"<details class='jaxkit-fold' id='{view}-{node.path}'><summary>"
                    f"{html.escape(summary)}</summary>"
                    + _graph_block(node.jaxpr, node.title, namer, view, budget,

@@ -54,10 +54,11 @@ class Tags(HTMLParser):
                 if t == tag and (cls is None or cls in a.get("class", "").split())]
 
 
-def layered_program(layers=25):
+def layered_program(layers=25, shared=True):
     """A 25-layer MLP whose layer is a jit, then a scan and a cond: nested jaxprs of all
-    kinds, inside one another (the scan's body holds a custom_jvp call)."""
-    layer = jaxkit.jit(lambda x, w: jnp.tanh(x @ w))
+    kinds, inside one another (the scan's body holds a custom_jvp call). ``shared``: one
+    jitted layer function (traced once: one jaxpr object in every layer), or one each."""
+    shared_layer = jaxkit.jit(lambda x, w: jnp.tanh(x @ w))
 
     @jaxkit.custom_jvp
     def soft(v):
@@ -67,6 +68,7 @@ def layered_program(layers=25):
 
     def mlp(x, ws):
         for w in ws:
+            layer = shared_layer if shared else jaxkit.jit(lambda x, w: jnp.tanh(x @ w))
             x = layer(x, w)
 
         def body(c, _):
@@ -109,8 +111,14 @@ def test_fold_view_structure():
     assert doc.summaries[0] == "jit <lambda> (equation 0): 2 equations"
     scan = next(s for s in doc.summaries if s.startswith("scan"))
     assert re.fullmatch(r"scan \(equation 25\): \d+ equations?, 1 nested jaxpr", scan), scan
-    # every graph, the top one and each nested one, sits in its own zoom viewer
-    assert len(doc.find("div", "jaxkit-zoom")) == len(every) + 1
+    # every graph, the top one and each nested one, sits in its own zoom viewer; the one
+    # jitted layer's jaxpr (one object in all 25 layers) is drawn once, at its first section
+    distinct = {id(n.jaxpr) for n in every}
+    assert len(distinct) == 5 and len(doc.find("div", "jaxkit-zoom")) == len(distinct) + 1
+    assert page.count("The same jaxpr as equation <a href='#") == 24
+    assert len(doc.find("div", "jaxkit-zoom")) == len(
+        Tags(graphview.graph_view_html(layered_program(shared=False), "mlp")).find(
+            "div", "jaxkit-zoom")) - 24
 
 
 @needs_dot
@@ -149,7 +157,7 @@ def test_call_links_golden_dot():
 
 def test_too_many_nested_graphs_are_listed_not_drawn(monkeypatch):
     monkeypatch.setattr(graphview, "MAX_NESTED_VIEWS", 5)
-    page = graphview.graph_view_html(layered_program(layers=8), "mlp")
+    page = graphview.graph_view_html(layered_program(layers=8, shared=False), "mlp")
     doc = Tags(page)
     assert len(doc.find("details", "jaxkit-fold")) == 5
     # the rest of the top level listed (the scan's one nested jaxpr counted in its line)
