@@ -6,6 +6,11 @@
 with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure function in
 ``reports.py`` and returns a result object; ``-o`` returns it, ``-q`` does not display it
 (as ``%timeit`` does).
+
+Graphs are shown in a zoom/pan viewer with nested programs (jit, custom_jvp, scan bodies,
+cond branches) folded into one node each and unfoldable (``graphview``); timing tables draw
+the spread of their repeats as sparklines; in a terminal, long compiles and timings show a
+progress line on stderr (``progress``).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from jaxkit.extend import source_info_util
 from . import annotate, memory, reports
 from .errors import magic_errors
 from .graph import dot_available, jaxpr_to_dot
+from .progress import TerminalProgress, stderr_is_terminal
 from .timing import Timing, format_seconds, time_call
 
 __all__ = ["JaxkitMagics", "load_ipython_extension", "reports", "annotate", "jaxpr_to_dot",
@@ -187,12 +193,16 @@ class JaxkitMagics(Magics):
                     source = annotate.SourceLines.of_function(fn)
                 except ValueError as e:
                     raise UsageError(str(e)) from None
-            return self._finish(annotate.annotate_report(jitted, call.args, call.kwargs,
-                                                         call.name, source), args)
-        report = reports.jit_report(jitted, fn, call.args, call.kwargs, call.name,
-                                    time_it=not args.no_timeit,
-                                    panels=panels,
-                                    repeat=args.repeat, arg_names=call.arg_sources)
+            with TerminalProgress(f"compiling {call.name}"):
+                result = annotate.annotate_report(jitted, call.args, call.kwargs, call.name,
+                                                  source)
+            return self._finish(result, args)
+        with TerminalProgress(f"compiling {call.name}") as bar:
+            report = reports.jit_report(jitted, fn, call.args, call.kwargs, call.name,
+                                        time_it=not args.no_timeit,
+                                        panels=panels,
+                                        repeat=args.repeat, arg_names=call.arg_sources,
+                                        progress=bar.update)
         return self._finish(report, args)
 
     @magic_arguments.magic_arguments()
@@ -262,16 +272,23 @@ class JaxkitMagics(Magics):
             name = args.func
         hand = _lookup("--hand", args.hand, ns) if args.hand else None
         sizes = list(_ints("--sizes", args.sizes))
-        handle = display(f"timing {name} ...", display_id=True) if not args.q else None
+        # In a terminal the progress is a line on stderr, erased when done; in a notebook it
+        # is the output itself, replaced by the report at the end.
+        terminal = stderr_is_terminal()
+        handle = display(f"timing {name} ...", display_id=True) \
+            if not args.q and not terminal else None
+        with TerminalProgress(f"timing {name}") as bar:
+            def progress(msg):
+                bar.update(f"timing {name}: {msg}")
+                if handle is not None:
+                    handle.update(f"timing {name}: {msg}")
 
-        def progress(msg):
-            if handle is not None:
-                handle.update(f"timing {name}: {msg}")
-
-        report = reports.vmap_timeit_report(fn, examples, name, _parse_axes(args.in_axes),
-                                            sizes, hand, args.repeat, progress)
+            report = reports.vmap_timeit_report(fn, examples, name, _parse_axes(args.in_axes),
+                                                sizes, hand, args.repeat, progress)
         if handle is not None:
             handle.update(report)
+        elif not args.q:
+            display(report)
         return report if args.o else None
 
     @magic_arguments.magic_arguments()
@@ -289,8 +306,10 @@ class JaxkitMagics(Magics):
         call = CallSpec(" ".join(args.call), self.shell.user_ns)
         jit_obj = jaxkit.transforms.jit.jit_object(call.fn)
         fn = call.fn if jit_obj is None else jit_obj._fun
-        report = reports.jit_timeit_report(fn, call.args, call.kwargs, call.name, args.repeat,
-                                           _split_names(args.static))
+        with TerminalProgress(f"compiling {call.name}") as bar:
+            report = reports.jit_timeit_report(fn, call.args, call.kwargs, call.name,
+                                               args.repeat, _split_names(args.static),
+                                               progress=bar.update)
         return self._finish(report, args)
 
     @magic_arguments.magic_arguments()
@@ -320,8 +339,11 @@ class JaxkitMagics(Magics):
         """The StableHLO module of a call (or, with --optimized, XLA's optimised HLO)."""
         args = magic_arguments.parse_argstring(self.hlo, line)
         call = CallSpec(" ".join(args.call), self.shell.user_ns)
-        return self._finish(reports.hlo_report(call.fn, call.args, call.kwargs, call.name,
-                                               args.optimized, _split_names(args.static)), args)
+        with TerminalProgress(f"compiling {call.name}" if args.optimized
+                              else f"lowering {call.name}"):
+            result = reports.hlo_report(call.fn, call.args, call.kwargs, call.name,
+                                        args.optimized, _split_names(args.static))
+        return self._finish(result, args)
 
     @magic_arguments.magic_arguments()
     @magic_arguments.argument("-o", action="store_true", help="return the result object")
@@ -354,7 +376,9 @@ class MemoryMagics(Magics):
         args = magic_arguments.parse_argstring(self.memory, line)
         if args.call:
             call = CallSpec(" ".join(args.call), self.shell.user_ns)
-            result = memory.program_memory_report(call.fn, call.args, call.kwargs, call.name)
+            with TerminalProgress(f"compiling {call.name}"):
+                result = memory.program_memory_report(call.fn, call.args, call.kwargs,
+                                                      call.name)
         else:
             result = memory.live_memory_report(args.top)
         if not args.q:

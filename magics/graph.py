@@ -8,6 +8,7 @@ available; SVG is rendered only when the ``dot`` binary is installed.
 from __future__ import annotations
 
 import html
+import re
 import shutil
 import subprocess
 
@@ -65,19 +66,27 @@ def _quote(text: str) -> str:
 
 def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
                  show_params: bool = True, input_labels: list[str] | None = None,
-                 max_equations: int = MAX_EQUATIONS) -> str:
+                 max_equations: int = MAX_EQUATIONS, namer: core.Namer | None = None,
+                 call_links: dict[int, str] | None = None,
+                 expand: frozenset[str] | set[str] = frozenset()) -> str:
     """The data-flow graph of ``jaxpr`` as DOT text: inputs, one node per equation (an
     equation holding a jaxpr, such as jit, cond or scan, is one node), outputs.
 
     Variables have the names the printed jaxpr gives them (nested jaxprs use up names there,
     so the names are taken from printing it); ``input_labels`` (one per input, e.g.
-    ``params[0][1]``) says which argument each input is."""
+    ``params[0][1]``) says which argument each input is.
+
+    ``namer``: the names of an enclosing jaxpr's text, for a nested jaxpr drawn on its own
+    (its variables then read as in the enclosing text). ``call_links``: equation index ->
+    URL, a link on the node of an equation holding jaxprs (the fold view opens the nested
+    graph from it). ``expand``: paths of equations holding jaxprs (``"3"``, the fourth
+    equation; ``"3.1"``, the second equation of its jaxpr) drawn unfolded, their jaxprs
+    inside a box in place, between the equation's node and an end node."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
-    namer = core.Namer()
-    core.pp_jaxpr(jaxpr, namer=namer)  # assigns every name exactly as the text shows it
-    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not core.Literal}
-    used.update(v for v in jaxpr.outvars if type(v) is not core.Literal)
+    if namer is None:
+        namer = core.Namer()
+        core.pp_jaxpr(jaxpr, namer=namer)  # assigns every name exactly as the text shows it
     lines = [f"digraph {_quote(name)} {{",
              '  rankdir=TB; node [fontname="Helvetica", fontsize=10]; '
              'edge [fontname="Helvetica", fontsize=9, color="#6b7280"];']
@@ -94,40 +103,8 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
             f"{input_labels[i]}{NL}({n})"
         label = _quote(f"{title}{NL}{v.aval.str_short()}")
         lines.append(f"  {n} [label={label}, {_INPUT_STYLE}];")
-    shown = jaxpr.eqns[:max_equations]
-    for k, eqn in enumerate(shown):
-        outs = [namer(v) if v in used else "_" for v in eqn.outvars]
-        node = f"eqn{k}"
-        label = eqn.primitive.name
-        if show_params and eqn.params:
-            params = _params_text(eqn, namer)
-            if params:
-                label += NL + params
-        out_types = ", ".join(f"{o}:{v.aval.str_short()}" for o, v in zip(outs, eqn.outvars))
-        if out_types:
-            label += NL + "→ " + out_types
-        has_sub = any(True for _ in core.subjaxprs(eqn.params))
-        lines.append(f"  {node} [label={_quote(label)}, {_CALL_STYLE if has_sub else _EQN_STYLE}];")
-        for a in eqn.invars:
-            if type(a) is core.Literal:
-                lit = f"lit_{node}_{len(lines)}"
-                lines.append(f"  {lit} [label={_quote(core.pp_literal(a))}, shape=plaintext];")
-                lines.append(f"  {lit} -> {node};")
-            else:
-                lines.append(f"  {producer[a]} -> {node} [label={_quote(namer(a))}];")
-        for v in eqn.outvars:
-            producer[v] = node
-    rest = jaxpr.eqns[len(shown):]
-    if rest:
-        more = "more"
-        text = _quote(f"… {len(rest)} more equations{NL}(the jaxpr text has them all)")
-        lines.append(f'  {more} [label={text}, shape=note, style=filled, fillcolor="#f3f4f6"];')
-        for eqn in rest:
-            for v in eqn.outvars:
-                producer[v] = more
-        fed = {producer[a] for e in rest for a in e.invars
-               if type(a) is not core.Literal and producer[a] != more}
-        lines += [f"  {src} -> {more};" for src in sorted(fed)]
+    _Body(lines, namer, show_params, max_equations, call_links or {}, set(expand)).emit(
+        jaxpr, producer, "", "", "  ")
     for i, v in enumerate(jaxpr.outvars):
         out = f"out{i}"
         label = _quote(f"out[{i}]{NL}{v.aval.str_short()}")
@@ -139,6 +116,126 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
             lines.append(f"  {producer[v]} -> {out} [label={_quote(namer(v))}];")
     lines.append("}")
     return "\n".join(lines)
+
+
+def param_jaxprs(eqn: core.JaxprEqn) -> list[tuple[str, core.Jaxpr]]:
+    """(parameter name, jaxpr) for every jaxpr among ``eqn``'s parameters, in order (a tuple
+    of several, such as cond's branches, as ``branches[0]``, ``branches[1]``)."""
+    out = []
+    for key, value in eqn.params.items():
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        many = isinstance(value, (tuple, list)) and len(items) > 1
+        for i, item in enumerate(items):
+            if isinstance(item, (core.ClosedJaxpr, core.Jaxpr)):
+                inner = item.jaxpr if isinstance(item, core.ClosedJaxpr) else item
+                out.append(((f"{key}[{i}]" if many else key), inner))
+    return out
+
+
+class _Body:
+    """Writes a jaxpr's equations (and, for unfolded ones, their jaxprs in boxes)."""
+
+    def __init__(self, lines, namer, show_params, max_equations, call_links, expand):
+        self.lines, self.namer, self.show_params = lines, namer, show_params
+        self.max_equations, self.call_links, self.expand = max_equations, call_links, expand
+
+    def emit(self, jaxpr: core.Jaxpr, producer: dict, prefix: str, path: str,
+             indent: str) -> None:
+        """``prefix`` keeps node ids of a nested jaxpr apart (its names may repeat the
+        enclosing ones); ``path`` is the equation path of the jaxpr (``""`` at the top)."""
+        lines, namer = self.lines, self.namer
+        used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not core.Literal}
+        used.update(v for v in jaxpr.outvars if type(v) is not core.Literal)
+        shown = jaxpr.eqns[:self.max_equations]
+        for k, eqn in enumerate(shown):
+            outs = [namer(v) if v in used else "_" for v in eqn.outvars]
+            node = f"{prefix}eqn{k}"
+            label = eqn.primitive.name
+            if self.show_params and eqn.params:
+                params = _params_text(eqn, namer)
+                if params:
+                    label += NL + params
+            out_types = ", ".join(f"{o}:{v.aval.str_short()}"
+                                  for o, v in zip(outs, eqn.outvars))
+            if out_types:
+                label += NL + "→ " + out_types
+            subs = param_jaxprs(eqn)
+            style = _CALL_STYLE if subs else _EQN_STYLE
+            if subs and not prefix and k in self.call_links:
+                tip = _quote("unfold " + eqn.primitive.name)
+                style += f", URL={_quote(self.call_links[k])}, tooltip={tip}"
+            lines.append(f"{indent}{node} [label={_quote(label)}, {style}];")
+            for a in eqn.invars:
+                if type(a) is core.Literal:
+                    lit = f"lit_{node}_{len(lines)}"
+                    lines.append(f"{indent}{lit} [label={_quote(core.pp_literal(a))}, "
+                                 "shape=plaintext];")
+                    lines.append(f"{indent}{lit} -> {node};")
+                else:
+                    lines.append(f"{indent}{producer[a]} -> {node} "
+                                 f"[label={_quote(namer(a))}];")
+            eqn_path = f"{path}{k}"
+            end = node
+            if subs and eqn_path in self.expand:
+                end = self._unfold(node, eqn, subs, eqn_path, indent)
+            for v in eqn.outvars:
+                producer[v] = end
+        rest = jaxpr.eqns[len(shown):]
+        if rest:
+            more = f"{prefix}more"
+            text = _quote(f"… {len(rest)} more equations{NL}(the jaxpr text has them all)")
+            lines.append(f'{indent}{more} [label={text}, shape=note, style=filled, '
+                         'fillcolor="#f3f4f6"];')
+            for eqn in rest:
+                for v in eqn.outvars:
+                    producer[v] = more
+            fed = {producer[a] for e in rest for a in e.invars
+                   if type(a) is not core.Literal and producer[a] != more}
+            lines += [f"{indent}{src} -> {more};" for src in sorted(fed)]
+
+    def _unfold(self, node: str, eqn: core.JaxprEqn, subs, eqn_path: str,
+                indent: str) -> str:
+        """Draw ``eqn``'s jaxprs in boxes below its node; return the id of the end node that
+        its results come from. Which operand feeds which inner input depends on the
+        primitive (cond's predicate, scan's consts), so the node feeds every inner input
+        and the inner inputs are named as the jaxpr text names them."""
+        lines, namer = self.lines, self.namer
+        end = f"{node}_end"
+        types = ", ".join(v.aval.str_short() for v in eqn.outvars)
+        lines.append(f"{indent}{end} [label={_quote('end ' + eqn.primitive.name + NL + types)}"
+                     ", shape=box3d, style=filled, fillcolor=\"#fef3c7\", color=\"#92400e\"];")
+        for j, (key, inner) in enumerate(subs):
+            sub_path = eqn_path if len(subs) == 1 else f"{eqn_path}.{j}"
+            prefix = f"x{sub_path.replace('.', '_')}_"
+            title = f"{eqn.primitive.name} {key}" if len(subs) > 1 else \
+                f"{eqn.primitive.name} {eqn.params.get('name', key)}"
+            lines.append(f"{indent}subgraph cluster_{prefix[:-1]} {{")
+            inner_indent = indent + "  "
+            lines.append(f'{inner_indent}label={_quote(title)}; style="rounded,dashed"; '
+                         'color="#92400e"; fontname="Helvetica"; fontsize=10;')
+            producer: dict[core.Var, str] = {}
+            # Edges into and out of the box are written after it: an edge written inside a
+            # subgraph would pull the equation's node and the end node into the box.
+            outside = []
+            for i, v in enumerate(list(inner.constvars) + list(inner.invars)):
+                n = f"{prefix}in{i}"
+                producer[v] = n
+                label = _quote(f"{namer(v)}{NL}{v.aval.str_short()}")
+                lines.append(f"{inner_indent}{n} [label={label}, shape=ellipse, fontsize=9];")
+                outside.append(f"{indent}{node} -> {n} [style=dotted];")
+            self.emit(inner, producer, prefix, sub_path + ".", inner_indent)
+            for i, v in enumerate(inner.outvars):
+                if type(v) is core.Literal:
+                    lit = f"lit_{prefix}out{i}"
+                    lines.append(f"{inner_indent}{lit} [label={_quote(core.pp_literal(v))}, "
+                                 "shape=plaintext];")
+                    outside.append(f"{indent}{lit} -> {end};")
+                else:
+                    outside.append(f"{indent}{producer[v]} -> {end} "
+                                   f"[label={_quote(namer(v))}];")
+            lines.append(f"{indent}}}")
+            lines += outside
+        return end
 
 
 def dot_available() -> bool:
@@ -156,6 +253,22 @@ def dot_to_svg(dot: str) -> str | None:
         return None
     svg = done.stdout.decode()
     return svg[svg.find("<svg"):] if "<svg" in svg else svg
+
+
+def dots_to_svgs(dots: list[str]) -> list[str | None]:
+    """Render several DOT graphs in one run of ``dot`` (it writes one SVG per graph): a view
+    with dozens of nested graphs then costs one process start, not dozens (~40 ms each)."""
+    if not dots:
+        return []
+    exe = shutil.which("dot")
+    if exe is None:
+        return [None] * len(dots)
+    done = subprocess.run([exe, "-Tsvg"], input="\n".join(dots).encode(), capture_output=True,
+                          timeout=120)
+    svgs = re.findall(r"<svg\b.*?</svg>", done.stdout.decode(), re.S)
+    if done.returncode != 0 or len(svgs) != len(dots):
+        return [dot_to_svg(d) for d in dots]  # find which one failed, graph by graph
+    return svgs
 
 
 def graph_fallback_html(jaxpr: core.Jaxpr | core.ClosedJaxpr) -> str:

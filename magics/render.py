@@ -114,3 +114,44 @@ def line_chart(sizes: Sequence[int], series: dict[str, Sequence[float]], title: 
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def html_table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) -> str:
+    """Like ``table``, for cells that are already HTML (a sparkline beside a number)."""
+    out = ["<table>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def sparkline(runs: Sequence[float], mean: float, std: float, width: int = 96,
+              height: int = 16, fmt=str) -> str:
+    """The spread of per-run times as a small inline SVG: one tick per run on a time axis
+    from the fastest to the slowest run, the band mean ± std shaded, the mean a dot and the
+    fastest run (what speedups compare) green. ``fmt`` formats seconds for its tooltip."""
+    lo, hi = min(runs), max(runs)
+    span = hi - lo
+    pad = 3.0
+
+    def x(t: float) -> float:
+        # All runs equal (or one run): everything sits in the middle.
+        return width / 2 if span <= 0 else pad + (t - lo) / span * (width - 2 * pad)
+
+    band_lo, band_hi = x(max(lo, mean - std)), x(min(hi, mean + std))
+    parts = [f"<rect x='{band_lo:.1f}' y='2' width='{max(band_hi - band_lo, 1):.1f}' "
+             f"height='{height - 4}' fill='#dbeafe'/>"]
+    best = runs.index(lo)
+    for i, t in enumerate(runs):
+        color = "#15803d" if i == best else "#1f2937"
+        parts.append(f"<line x1='{x(t):.1f}' x2='{x(t):.1f}' y1='3' y2='{height - 3}' "
+                     f"stroke='{color}' stroke-width='1.5'/>")
+    parts.append(f"<circle cx='{x(mean):.1f}' cy='{height / 2:.1f}' r='2.5' fill='#2563eb'/>")
+    title = (f"{len(runs)} runs from {fmt(lo)} to {fmt(hi)}; mean {fmt(mean)} ± {fmt(std)} "
+             "(shaded); fastest in green")
+    return (f"<svg class='jaxkit-sparkline' width='{width}' height='{height}' "
+            f"viewBox='0 0 {width} {height}' style='vertical-align:middle' role='img' "
+            f"aria-label='{escape(title)}'><title>{escape(title)}</title>"
+            + "".join(parts) + "</svg>")

@@ -17,7 +17,7 @@ import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit import tree_util
 
-from . import fdcheck, graph, render
+from . import fdcheck, graph, graphview, render
 from .timing import Timing, format_seconds, time_call
 
 
@@ -60,19 +60,20 @@ class _GraphMixin:
                                   input_labels=labels)
 
     def graph_html(self) -> str:
-        # The picture depends on the machine (Graphviz's version, or none at all), so it sits
-        # between fixed markers that notebooks/sanitize.cfg folds into one token: nbval then
-        # checks the graph through the text output, which is the same everywhere.
-        svg = graph.dot_to_svg(self.dot)
-        if svg is None:
-            svg = ("<p><i>Graphviz's <code>dot</code> is not installed; the graph as a table "
-                   "(install graphviz for a picture):</i></p>"
-                   + graph.graph_fallback_html(self.jaxpr))
-        # A big graph keeps its natural size inside a scrolling box (pan with the scroll bars)
-        # instead of being squeezed to the page width.
-        svg = svg.replace("<svg ", "<svg style='max-width:none' ", 1)
-        return (f"<div class='jaxkit-graph-view' style='overflow:auto; max-height:640px'>{svg}"
-                "</div><!-- /jaxkit-graph-view -->")
+        """The graph in a zoom/pan viewer, nested programs folded under it (see graphview);
+        a table of the equations when Graphviz is not installed."""
+        labels = self.input_labels
+        if labels is not None and len(labels) != len(self.jaxpr.jaxpr.invars):
+            labels = None
+        return graphview.graph_view_html(self.jaxpr, getattr(self, "name", "jaxpr"), labels)
+
+    def graph_widget(self):
+        """The graph as an ipywidgets box: choose nested jaxprs to unfold them in place."""
+        labels = self.input_labels
+        if labels is not None and len(labels) != len(self.jaxpr.jaxpr.invars):
+            labels = None
+        return graphview.UnfoldView(self.jaxpr, getattr(self, "name", "jaxpr"),
+                                    labels).widget()
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,11 +214,14 @@ class JitReport(_GraphMixin):
                                    ("compile", format_seconds(self.compile_s))],
                                   ("stage", "time")))
         if "speed" in self.panels and self.speedup is not None:
-            s.append(render.table([("eager (op by op)", str(self.eager), self.eager.summary()),
-                                   ("jit", str(self.jitted), self.jitted.summary()),
-                                   ("speedup", f"{self.speedup:.2f}x", ""),
-                                   ("compiling pays back", self._pays_back(), "")],
-                                  ("", "best", "mean ± std. dev.")))
+            e = render.escape
+            s.append(render.html_table(
+                [("eager (op by op)", e(self.eager), f"{self.eager.sparkline()} "
+                  f"{e(self.eager.summary())}"),
+                 ("jit", e(self.jitted), f"{self.jitted.sparkline()} {e(self.jitted.summary())}"),
+                 ("speedup", f"{self.speedup:.2f}x", ""),
+                 ("compiling pays back", e(self._pays_back()), "")],
+                ("", "best", "mean ± std. dev.")))
         if "graph" in self.panels:
             s.append(render.details("graph", self.graph_html(), open_=True))
         if "jaxpr" in self.panels:
@@ -242,7 +246,7 @@ class JitReport(_GraphMixin):
         """Tabs (graph / jaxpr / StableHLO / HLO) as an ipywidgets widget."""
         import ipywidgets
 
-        tabs = ipywidgets.Tab(children=[ipywidgets.HTML(self.graph_html()),
+        tabs = ipywidgets.Tab(children=[self.graph_widget(),
                                         ipywidgets.HTML(render.pre(str(self.jaxpr))),
                                         ipywidgets.HTML(render.pre(self.stablehlo)),
                                         ipywidgets.HTML(render.pre(self.optimized_hlo))])
@@ -255,11 +259,21 @@ _MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_i
                   "alias_size_in_bytes", "generated_code_size_in_bytes")
 
 
+def _runs(say: Callable[[str], None], what: str) -> Callable[[int, int], None]:
+    """A ``time_call`` progress callback telling ``say`` "what, run i of n"."""
+    say(what)
+    return lambda i, n: say(f"{what}, run {min(i + 1, n)} of {n}")
+
+
 def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
                time_it: bool = True, panels: Sequence[str] | None = None,
-               repeat: int = 5, arg_names: Sequence[str] = ()) -> JitReport:
+               repeat: int = 5, arg_names: Sequence[str] = (),
+               progress: Callable[[str], None] | None = None) -> JitReport:
     """Call ``jitted`` once (recording hit/miss), then trace/lower/compile it afresh for the
-    texts and stage times, and optionally time eager against jit."""
+    texts and stage times, and optionally time eager against jit. ``progress`` is told
+    each step as it starts (the magic shows it in a terminal)."""
+    say = progress or (lambda msg: None)
+    say(f"compiling {name}")
     events_before = len(jitted.cache_events)
     out = jitted(*args, **kwargs)
     jaxkit.block_until_ready(out)
@@ -280,8 +294,10 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
     cost = {k: v for k, v in compiled.cost_analysis().items() if "{" not in k}
     eager_t = jit_t = None
     if time_it:
-        eager_t = time_call(lambda: fn(*args, **kwargs), repeat=repeat)
-        jit_t = time_call(lambda: jitted(*args, **kwargs), repeat=repeat)
+        eager_t = time_call(lambda: fn(*args, **kwargs), repeat=repeat,
+                            progress=_runs(say, f"timing {name} eagerly"))
+        jit_t = time_call(lambda: jitted(*args, **kwargs), repeat=repeat,
+                          progress=_runs(say, f"timing jit({name})"))
     report = JitReport(name, traced.jaxpr, lowered.as_text(), compiled.as_text(),
                        timings.trace, timings.lower, timings.compile,
                        hit, reason, _placement(list(args)), _placement(out), cost, memory,
@@ -350,7 +366,11 @@ class SpeedupReport:
                                 self.title)
 
     def _repr_html_(self):
-        parts = [render.table(self.rows(), self.header)]
+        # Each row's mean ± std. dev. with the spread of its repeats drawn beside it.
+        rows = [(render.escape(k), render.escape(best), f"{t.sparkline()} {render.escape(s)}",
+                 render.escape(sp)) for (k, best, s, sp), t in zip(self.rows(),
+                                                                   self.timings.values())]
+        parts = [render.html_table(rows, self.header)]
         parts += [f"<p>{render.escape(n)}</p>" for n in self.notes()]
         if render.matplotlib_available():
             parts.append(render.figure_to_svg(self.chart()))
@@ -358,12 +378,17 @@ class SpeedupReport:
 
 
 def jit_timeit_report(fn: Callable, args: Sequence, kwargs: dict, name: str,
-                      repeat: int = 5, static_argnames: Sequence[str] = ()) -> SpeedupReport:
+                      repeat: int = 5, static_argnames: Sequence[str] = (),
+                      progress: Callable[[str], None] | None = None) -> SpeedupReport:
+    say = progress or (lambda msg: None)
     jitted = jaxkit.jit(fn, static_argnames=tuple(static_argnames) or None)
+    say(f"compiling {name}")
     jaxkit.block_until_ready(jitted(*args, **kwargs))  # the compile, timed by jit itself
     compile_s = jitted.cache_events[-1].timings.total() if jitted.cache_events else None
-    timings = {"eager": time_call(lambda: fn(*args, **kwargs), repeat=repeat),
-               "jit": time_call(lambda: jitted(*args, **kwargs), repeat=repeat)}
+    timings = {"eager": time_call(lambda: fn(*args, **kwargs), repeat=repeat,
+                                  progress=_runs(say, f"timing {name} eagerly")),
+               "jit": time_call(lambda: jitted(*args, **kwargs), repeat=repeat,
+                                progress=_runs(say, f"timing jit({name})"))}
     return SpeedupReport(f"{name}: eager vs jit", timings, "eager", compile_s)
 
 
@@ -483,6 +508,8 @@ class VmapTimeitReport:
     name: str
     sizes: list[int]
     series: dict[str, list[float]] = field(default_factory=dict)
+    # The full measurement behind each number of ``series`` (its repeats, for sparklines).
+    timings: dict[str, list[Timing]] = field(default_factory=dict)
 
     def rows(self):
         methods = list(self.series)
@@ -506,7 +533,17 @@ class VmapTimeitReport:
     def _repr_html_(self):
         rows, header = self.rows()
         srows, sheader = self.speedup_rows()
-        parts = [render.table(rows, header), "<p>speedup over the Python loop</p>",
+        if all(len(self.timings.get(m, ())) == len(self.sizes) for m in self.series):
+            # best time per call, the spread of the repeats beside it, mean ± std as tooltip
+            rows = [[render.escape(row[0])] + [
+                f"<span title='{render.escape(t.summary())}'>{render.escape(cell)}</span> "
+                f"{t.sparkline()}" for cell, t in zip(row[1:], (self.timings[m][i]
+                                                               for m in self.series))]
+                for i, row in enumerate(rows)]
+            table = render.html_table(rows, header)
+        else:
+            table = render.table(rows, header)
+        parts = [table, "<p>speedup over the Python loop</p>",
                  render.table(srows, sheader)]
         if render.matplotlib_available():
             parts.append(render.figure_to_svg(self.chart()))
@@ -539,6 +576,7 @@ def vmap_timeit_report(fn: Callable, examples: Sequence, name: str,
         methods["hand-batched jit"] = jhand
     for m in methods:
         report.series[m] = []
+        report.timings[m] = []
     for size in sizes:
         batch = [_batch_of(e, size, a) for e, a in zip(examples, axes)]
 
@@ -551,7 +589,9 @@ def vmap_timeit_report(fn: Callable, examples: Sequence, name: str,
             if progress is not None:
                 progress(f"batch {size}: {m}")
             call = loop if f is None else (lambda f=f, batch=batch: f(*batch))
-            report.series[m].append(time_call(call, repeat=repeat, min_window=0.02).best)
+            timing = time_call(call, repeat=repeat, min_window=0.02)
+            report.series[m].append(timing.best)
+            report.timings[m].append(timing)
     return report
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import jaxkit
 
+from . import render
+
 
 @dataclass
 class Timing:
@@ -48,6 +50,10 @@ class Timing:
             return (f"The slowest run took {self.worst / self.best:.2f} times longer than the "
                     "fastest. This could mean that an intermediate result is being cached.")
         return None
+
+    def sparkline(self) -> str:
+        """The spread of the repeats as a small inline SVG (see ``render.sparkline``)."""
+        return render.sparkline(self.all_runs, self.mean, self.std, fmt=format_seconds)
 
     def __str__(self) -> str:
         return format_seconds(self.best)

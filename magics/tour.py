@@ -14,6 +14,7 @@ import jaxkit as jax
 import jaxkit.numpy as jnp
 from jaxkit import random
 from jaxkit.magics import render
+from jaxkit.magics.progress import TerminalProgress
 from jaxkit.magics.reports import vmap_timeit_report
 from jaxkit.magics.timing import format_seconds, time_call
 
@@ -62,8 +63,10 @@ def main(argv: list[str] | None = None) -> None:
         return jnp.dot(vs, mat.T)
 
     sizes = [1, 10, 100] if args.quick else [1, 10, 100, 1000]
-    report = vmap_timeit_report(apply_matrix, [jnp.ones(100)], "apply_matrix", 0, sizes,
-                                by_hand, repeat=2 if args.quick else 3)
+    with TerminalProgress("timing apply_matrix") as bar:  # the longest step: show it moving
+        report = vmap_timeit_report(apply_matrix, [jnp.ones(100)], "apply_matrix", 0, sizes,
+                                    by_hand, repeat=2 if args.quick else 3,
+                                    progress=lambda msg: bar.update(f"timing apply_matrix: {msg}"))
     rows, header = report.rows()
     print(render.text_table(rows, header))
     srows, sheader = report.speedup_rows()

@@ -110,6 +110,44 @@ Mistakes in the magic line are one-line errors, not tracebacks through the magic
 your own function shows your frames only:
 """),
     code("%grad mlp_loss(parms, xs, ys)", raises=True),
+    md("""
+## Big programs: folded, zoomable graphs
+
+A graph is drawn at its natural size in a box you can scroll, drag (pan) and zoom (−, +, fit,
+1:1, or ctrl+wheel). An equation that holds a program of its own (a `jit`, a `custom_jvp`
+function, a `scan` body, `cond`'s branches) is one 3-D node; under the graph each such
+program is folded away, and clicking its node (or its line) unfolds its own graph, folded the
+same way. Here a 25-layer MLP whose layer is a jitted function: 25 nodes, not 75. With
+ipywidgets, `report.graph_widget()` (or the graph tab of `report.widget()`) lists the nested
+programs: choose some and the graph is redrawn with them unfolded in place, each in a box.
+"""),
+    code("""
+@jit
+def dense(x, w, b):
+    return jnp.tanh(x @ w + b)
+
+def deep_mlp(params, x):
+    for w, b in params:
+        x = dense(x, w, b)
+    return jnp.sum(x)
+
+deep = init_mlp(random.PRNGKey(2), [16] * 26)  # 25 layers
+xb = jnp.ones((8, 16))
+"""),
+    code("%jit --no-timeit --panels graph deep_mlp(deep, xb)", ignore_output=True),
+    code("""
+from jaxkit.magics import graphview
+r = %jaxpr -o -q deep_mlp(deep, xb)
+folded = graphview.nested_tree(r.jaxpr.jaxpr)
+print(len(r.jaxpr.eqns), "equations;", len(folded), "of them fold a program:",
+      folded[0].title, "with", len(folded[0].jaxpr.eqns), "equations")
+"""),
+    md("""
+Timings (`%jit_timeit` above, `%vmap_timeit` below) draw the spread of their repeats next to
+mean ± std. dev.: one tick per run, the fastest in green, mean ± std. dev. shaded. In a
+terminal IPython, long compiles and timings show a progress line on stderr (`compiling f…
+1.2 s`) that is erased when done; notebooks get none.
+"""),
     md("## `%memory`: what is on the device, and what a program needs"),
     code("%memory --top 5", ignore_output=True),
     code("%memory mlp_loss(params, xs, ys)", ignore_output=True),
