@@ -11,7 +11,10 @@ For each operation and size n (float32 n x n matrices) it measures, for both lib
 
 and prints the jaxkit/JAX ratio of each. Both libraries run the same LAPACK kernels, so the
 steady-state ratios measure dispatch overhead, and the first-call ratios the cost of tracing,
-lowering and compiling.
+lowering and compiling. So that they do, jaxkit's executable caches, which JAX does not have
+by default, are kept out of every first call: the persistent cache is off for the run and the
+in-memory one (keyed by the program, so a fresh ``jit`` of the same function would hit it) is
+cleared before each first call. ``bench_compile_cache.py`` measures those caches.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from _timing import best_per_call
 
 import jaxkit
 import jaxkit.numpy as kjnp
+from jaxkit.runtime import compile_cache
 
 try:
     import jax
@@ -55,7 +59,9 @@ def _inputs(op: str, n: int):
     return a, rng.standard_normal((n,)).astype(np.float32)
 
 
-def _first_call(fn) -> float:
+def _first_call(fn, lib) -> float:
+    if lib is jaxkit:
+        compile_cache.clear_memory_cache()
     # A first call allocates a great deal (tracing, lowering, compiling): a cyclic garbage
     # collection of everything both libraries hold can land in it and add 50-100 ms to one
     # library's single sample. Collect before, and not during, the timed call.
@@ -92,13 +98,13 @@ def main():
             first = {}
             for name, (lib, jnp) in libs.items():  # interleaved: jaxkit then JAX, per case
                 x, y = dev[name]
-                first[(name, "eager")] = _first_call(lambda: fn(jnp, x, y))
+                first[(name, "eager")] = _first_call(lambda: fn(jnp, x, y), lib)
             jit_firsts = {name: [] for name in libs}
             for _ in range(first_repeats):  # a fresh jit each time: median of the first calls
                 for name, (lib, jnp) in libs.items():
                     x, y = dev[name]
                     jitted = lib.jit(lambda x, y, jnp=jnp: fn(jnp, x, y))
-                    jit_firsts[name].append(_first_call(lambda: jitted(x, y)))
+                    jit_firsts[name].append(_first_call(lambda: jitted(x, y), lib))
             for name in libs:
                 first[(name, "jit")] = statistics.median(jit_firsts[name])
             steady_fns = {}
@@ -130,4 +136,5 @@ def _print_row(op, n, first, steady):
 
 
 if __name__ == "__main__":
-    main()
+    with jaxkit.config.override(jax_enable_compilation_cache=False):
+        main()
