@@ -1,6 +1,7 @@
 """``jax.experimental.mesh_utils``: arrays of devices to build a ``Mesh`` from."""
 from __future__ import annotations
 
+import collections
 import math
 from collections.abc import Sequence
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from jaxkit.runtime import pjrt
 
-__all__ = ["create_device_mesh"]
+__all__ = ["create_device_mesh", "create_hybrid_device_mesh"]
 
 
 def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence | None = None, *,
@@ -27,3 +28,41 @@ def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence | None = Non
     grid = np.empty(len(devices), dtype=object)
     grid[:] = devices
     return grid.reshape(tuple(mesh_shape))
+
+
+def create_hybrid_device_mesh(mesh_shape: Sequence[int], dcn_mesh_shape: Sequence[int],
+                              devices: Sequence | None = None, *,
+                              process_is_granule: bool = False,
+                              should_sort_granules_by_key: bool = True,
+                              allow_split_physical_axes: bool = False) -> np.ndarray:
+    """A device array for two-level parallelism: the devices are grouped into granules
+    (slices, or processes with ``process_is_granule``), each granule becomes a mesh of
+    ``mesh_shape``, and the granules are tiled as ``dcn_mesh_shape``; the result has shape
+    ``mesh_shape * dcn_mesh_shape`` (elementwise)."""
+    if devices is None:
+        devices = pjrt.get_backend().devices
+    devices = list(np.asarray(devices, dtype=object).flat)
+    attr = "process_index" if process_is_granule else "slice_index"
+    if not hasattr(devices[0], attr):
+        raise ValueError(f"Device {devices[0]} does not have attribute {attr}. See "
+                         "`process_is_granule` option.")
+    by_key: dict = collections.defaultdict(list)
+    for d in devices:
+        by_key[getattr(d, attr)].append(d)
+    granules = [by_key[k] for k in sorted(by_key)] if should_sort_granules_by_key \
+        else list(by_key.values())
+    mesh_shape, dcn_mesh_shape = tuple(mesh_shape), tuple(dcn_mesh_shape)
+    if math.prod(dcn_mesh_shape) != len(granules):
+        raise ValueError(f"Number of slices {len(granules)} must equal the product of "
+                         f"dcn_mesh_shape {dcn_mesh_shape}")
+    if len(mesh_shape) != len(dcn_mesh_shape):
+        raise ValueError(f"mesh_shape {mesh_shape} and dcn_mesh_shape {dcn_mesh_shape} must "
+                         "have the same length (one entry per mesh axis)")
+    inner = [create_device_mesh(mesh_shape, g, allow_split_physical_axes=allow_split_physical_axes)
+             for g in granules]
+    out = np.empty(tuple(m * n for m, n in zip(mesh_shape, dcn_mesh_shape)), dtype=object)
+    # Granule g sits at block position ``outer`` of the dcn grid; its mesh fills that block.
+    for g, outer in enumerate(np.ndindex(*dcn_mesh_shape)):
+        block = tuple(slice(o * m, (o + 1) * m) for o, m in zip(outer, mesh_shape))
+        out[block] = inner[g]
+    return out

