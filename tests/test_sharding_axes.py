@@ -117,6 +117,27 @@ CASES = {
         "           dict(in_specs=P('x'), out_specs=P(), axis_names={'z'})]:\n"
         "    try:\n        jax.shard_map(lambda u: u, mesh=mesh, **kw)(c)\n"
         "    except (TypeError, ValueError) as e:\n        print(type(e).__name__, e)"),
+    "smap": (
+        "with jax.sharding.set_mesh(mesh):\n"
+        "    f = jax.smap(lambda u: jax.lax.psum(u, 'x'), in_axes=0, out_axes=None, "
+        "axis_name='x')\n"
+        "    r = jax.jit(f)(c)\n    print(r.shape, r.sharding.spec, np.asarray(r).sum())\n"
+        "    g = jax.smap(in_axes=(1, None), out_axes=1, axis_name='y')(lambda u, w: u * w)\n"
+        "    r = g(c, np.float32(2))\n    print(r.shape, r.sharding.spec, np.asarray(r).sum())\n"
+        "    h = jax.smap(lambda u: {'a': u + jax.lax.axis_index('y')}, in_axes=1,\n"
+        "                 out_axes={'a': 1}, axis_name='y')\n"
+        "    print(np.asarray(h(c)['a'])[0])"),
+    "smap_errors": (
+        "for kw in [dict(in_axes=0, out_axes=0, axis_name=('x',)),\n"
+        "           dict(in_axes=[0], out_axes=0, axis_name='x'),\n"
+        "           dict(in_axes=0, out_axes='a', axis_name='x'),\n"
+        "           dict(out_axes=0, axis_name='x')]:\n"
+        "    try:\n"
+        "        with jax.sharding.set_mesh(mesh):\n"
+        "            jax.smap(lambda u: u, **kw)(c)\n"
+        "    except (TypeError, ValueError) as e:\n        print(type(e).__name__, e)\n"
+        "try:\n    jax.smap(lambda u: u, in_axes=0, out_axes=0, axis_name='x')(c)\n"
+        "except ValueError as e:\n    print(e)"),
 }
 
 JAX_DRIVER = """

@@ -49,7 +49,7 @@ from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding
                                      PartitionSpec, current_mesh)
 from jaxkit.transforms.jit import jit
 
-__all__ = ["shard_map", "shard_map_p"]
+__all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
 
 shard_map_p = core.Primitive("shard_map")
 shard_map_p.multiple_results = True
@@ -204,6 +204,66 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         outs = shard_map_p.bind(*consts, *flat, jaxpr=closed, mesh=the_mesh,
                                 in_specs=specs_in, out_specs=specs_out, manual_axes=manual)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    return mapped
+
+
+class _InferFromArgs:
+    def __repr__(self):
+        return "jax.sharding.Infer"
+
+
+Infer = _InferFromArgs()
+
+
+def _axes_to_spec(axis_name, axis: int | None) -> PartitionSpec:
+    return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+
+def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
+         axis_name: Any) -> Callable:
+    """``f`` mapped over one mesh axis of the mesh in context (``jax.set_mesh``): a shard_map
+    manual over ``axis_name`` only, each argument split along its ``in_axes`` dimension and
+    each output assembled along its ``out_axes`` dimension (``None``: not split)."""
+    if f is None:
+        return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got "
+                        f"{axis_name}")
+    if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or a tuple of "
+                        "entries corresponding to the positional arguments passed to the "
+                        f"function, but got {in_axes}.")
+    if in_axes is not Infer and not all(isinstance(a, int)
+                                        for a in tree_util.tree_leaves(in_axes)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or (nested) "
+                        f"container with those types as leaves, but got {in_axes}.")
+    if not all(isinstance(a, int) for a in tree_util.tree_leaves(out_axes)):
+        raise TypeError("smap out_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {out_axes}.")
+    to_spec = functools.partial(_axes_to_spec, axis_name)
+    is_none = lambda x: x is None  # noqa: E731
+    out_specs = tree_util.tree_map(to_spec, out_axes, is_leaf=is_none)
+
+    @functools.wraps(f)
+    def mapped(*args):
+        the_mesh = current_mesh() or (_body_stack[-1][0] if _body_stack else None)
+        if the_mesh is None:
+            raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to "
+                             "enter into a mesh context")
+        if in_axes is Infer:
+            kind = dict(zip(the_mesh.axis_names, the_mesh.axis_types)).get(axis_name)
+            if kind is not AxisType.Explicit:
+                raise TypeError(f"in_axes was not specified when "
+                                f"axis_name={frozenset({axis_name})} was of type {kind}")
+            raise NotImplementedError(
+                "smap without in_axes infers them from the arguments' sharding types, which "
+                "jaxkit's types do not carry (explicit sharding); pass in_axes")
+        in_specs = tree_util.tree_map(to_spec, in_axes, is_leaf=is_none)
+        if isinstance(in_axes, tuple):
+            in_specs = tuple(in_specs)
+        return shard_map(f, mesh=the_mesh, in_specs=in_specs, out_specs=out_specs,
+                         axis_names={axis_name})(*args)
 
     return mapped
 
