@@ -138,6 +138,30 @@ CASES = {
         "    except (TypeError, ValueError) as e:\n        print(type(e).__name__, e)\n"
         "try:\n    jax.smap(lambda u: u, in_axes=0, out_axes=0, axis_name='x')(c)\n"
         "except ValueError as e:\n    print(e)"),
+    "auto_and_explicit_axes": (
+        "mesh_e = jax.make_mesh((4, 2), ('x', 'y'), **MESH_KW)\n"
+        "def inner(t):\n    print('inside', jax.sharding.get_abstract_mesh())\n"
+        "    return t * 2\n"
+        "with jax.sharding.set_mesh(mesh_e):\n"
+        "    xe = jax.device_put(c, NS(mesh_e, P('x', None)))\n"
+        "    r = jax.jit(lambda u: jax.sharding.auto_axes(inner, out_sharding=P(None, 'y'))(u))"
+        "(xe)\n"
+        "    print(r.sharding.spec, float(r.sum()))\n"
+        "    r = jax.sharding.auto_axes(inner, axes='x', out_sharding=NS(mesh_e, P('y')))(xe)\n"
+        "    print(r.sharding.spec)\n"
+        "    r = jax.jit(lambda u: jax.sharding.explicit_axes(inner, in_sharding=P('x', 'y'))"
+        "(u))(c)\n"
+        "    print(r.sharding.spec, float(r.sum()))\n"
+        "    r = jax.sharding.explicit_axes(inner)(c, in_sharding=P('x'))\n"
+        "    print(r.sharding.spec)\n"
+        "    try:\n        jax.sharding.auto_axes(inner)(xe)\n"
+        "    except TypeError as e:\n        print(e)\n"
+        "print(jax.sharding.auto_axes(inner, out_sharding=P('x'))(c).sum())\n"
+        "r = jax.sharding.auto_axes(inner, out_sharding=NS(mesh, P('x')))(a)\n"
+        "print(r.sharding.spec)\n"
+        "try:\n    jax.sharding.explicit_axes(inner, in_sharding=P('x'))(c)\n"
+        "except ValueError as e:\n    print(e)\n"
+        "print(jax.sharding.reshard(put(c, 'x'), NS(mesh_e, P('y'))).sharding.spec)"),
 }
 
 JAX_DRIVER = """
