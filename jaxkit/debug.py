@@ -17,6 +17,9 @@ import numpy as np
 from jaxkit import core, tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.runtime import multi_device
+from jaxkit.runtime.sharding import (GlobalSharding, Mesh, NamedSharding, PartitionSpec,
+                                     named_from_hlo)
 from jaxkit.transforms.callback import bind_side_effect, debug_callback, debug_print_p
 
 __all__ = ["callback", "inspect_array_sharding", "print", "visualize_array_sharding",
@@ -192,9 +195,9 @@ def visualize_array_sharding(arr, **kwargs) -> None:
 # ---- inspect_array_sharding ----
 #
 # The callback gets the sharding as soon as it is known: for an array (eagerly, and under
-# ``grad``/``vmap`` where the values are concrete) at once. Inside ``jit`` JAX learns it
-# from XLA's partitioner at compile time; that needs the program's devices while lowering,
-# which jaxkit's lowering context does not carry, so that rule is missing (and says so).
+# ``grad``/``vmap`` where the values are concrete) at once; inside a ``jit`` partitioned over
+# a mesh when XLA's partitioner has chosen the layout, while the program compiles (so not
+# again when the compiled program comes from a cache).
 
 
 def inspect_array_sharding(value: Any, *, callback: Callable[[Any], None]) -> None:
@@ -251,11 +254,34 @@ def _inspect_sharding_batch(axis_data, args, dims, *, callback):
     return [], []
 
 
+# Callbacks XLA will call while compiling: they must outlive the lowering (each is small).
+_pending_inspections: list = []
+
+
 def _inspect_sharding_lowering(ctx: mlir.LoweringRuleContext, value, *, callback):
-    raise NotImplementedError(
-        "lowering rule for 'inspect_sharding' is not implemented: jaxkit cannot yet report "
-        "the layout XLA chooses inside jit; call jaxkit.debug.inspect_array_sharding on the "
-        "arrays outside jit (or read the jitted result's .sharding)")
+    mctx = ctx.module_context
+    if mctx.mesh is None:
+        raise NotImplementedError(
+            "lowering rule for 'inspect_sharding' outside a program partitioned over a mesh "
+            "is not implemented: jaxkit's one-device programs do not know their device while "
+            "lowering; lay the arguments out on a mesh, or inspect the arrays outside jit")
+    names = [n for n, _ in mctx.mesh]
+    grid = np.empty(len(mctx.device_assignment), dtype=object)
+    grid[:] = mctx.device_assignment
+    mesh = Mesh(grid.reshape([s for _, s in mctx.mesh]), names)
+    ndim = len(ctx.avals_in[0].shape)
+
+    def on_sharding(hlo_sharding) -> None:
+        if hlo_sharding.is_manual():  # inside a shard_map body
+            callback(NamedSharding(mesh, PartitionSpec()))
+            return
+        named = named_from_hlo(mesh, hlo_sharding, ndim)
+        callback(named if named is not None else
+                 GlobalSharding(multi_device.device_list(mesh._flat), hlo_sharding))
+
+    _pending_inspections.append(on_sharding)
+    mlir.inspect_sharding(value, on_sharding)
+    return []
 
 
 ad.defjvp_rule(inspect_sharding_p, _inspect_sharding_jvp)
