@@ -29,7 +29,7 @@ def _placement(tree) -> list[tuple[str, str, str]]:
         if isinstance(leaf, jaxkit.Array):
             devices = leaf.devices()
             where = str(next(iter(devices))) if len(devices) == 1 else \
-                f"{len(devices)} devices, {leaf.sharding.spec} (see sharding)"
+                f"{len(devices)} devices, {getattr(leaf.sharding, 'spec', leaf.sharding)}"
             rows.append((name, leaf.aval.str_short(), where))
         elif isinstance(leaf, np.ndarray):
             rows.append((name, f"{leaf.dtype}{list(leaf.shape)}", "host (NumPy, copied per call)"))

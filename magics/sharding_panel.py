@@ -108,8 +108,9 @@ def _placement(role: str, label: str, leaf) -> Placement:
         return Placement(role, label, kind, "host value", "", 0)
     sharding = leaf.sharding
     spread = len(sharding.device_set)
-    if not isinstance(sharding, jaxkit.sharding.NamedSharding):
-        return Placement(role, label, leaf.aval.str_short(), str(leaf.device), "", spread)
+    if not isinstance(sharding, jaxkit.sharding.NamedSharding):  # one device, or pmap's
+        where = str(next(iter(sharding.device_set))) if spread == 1 else repr(sharding)
+        return Placement(role, label, leaf.aval.str_short(), where, "", spread)
     blocks, rows, cols = _blocks(leaf) if leaf.ndim in (1, 2) else ((), 0, 0)
     return Placement(role, label, leaf.aval.str_short(), str(sharding.spec),
                      str(sharding.mesh), spread, blocks, rows, cols)

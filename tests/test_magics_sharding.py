@@ -156,7 +156,7 @@ def test_panel_text_and_html(ip):
     assert "collectives XLA inserted: all-reduce &times;2" in html
     assert "jit(f)/dot_general" in html and "jit(f)/reduce_sum" in html
     # The placement panel names the layout instead of failing on a many-device array.
-    assert ("[0]", "f32[8,4]", "8 devices, P('x', 'y') (see sharding)") in report.inputs
+    assert ("[0]", "f32[8,4]", "8 devices, P('x', 'y')") in report.inputs
 
 
 def test_panel_says_when_there_is_no_collective(ip):
@@ -217,3 +217,12 @@ HLO_LINES = [
 def test_collectives_are_read_from_hlo_lines(line, want):
     found = [(c.kind, c.groups) for c in sharding_panel.collectives_from_hlo(line)]
     assert found == ([] if want is None else [want])
+
+
+def test_pmap_results_are_placed_without_a_mesh_panel(ip):
+    ip.run_cell("pm = jax.pmap(lambda r: r * 2, backend='spmd8')(np.ones((8, 3), np.float32))",
+                store_history=False).raise_error()
+    report = jit_cell(ip, "def k(r):\n    return r + 1", "k(pm)")
+    assert report.sharding is None
+    assert report.inputs == [("[0]", "f32[8,3]",
+                              "8 devices, AxisSharding(split on axis 0 over 8 devices)")]
