@@ -95,6 +95,22 @@ CASES = {
         "try:\n    mesh_utils.create_hybrid_device_mesh((4,), (2,), devices=DEVICES,\n"
         "                                        process_is_granule=True)\n"
         "except ValueError as e:\n    print(e)"),
+    "device_kind_handler": (
+        "seen = []\n"
+        "def handler(shape, devs, *, contiguous_submeshes):\n"
+        "    seen.append((shape, contiguous_submeshes))\n"
+        "    if shape == (8,):\n        return None  # falls back to the default order\n"
+        "    grid = np.empty(len(devs), dtype=object)\n    grid[:] = devs[::-1]\n"
+        "    return grid.reshape(shape)\n"
+        "kind = DEVICES[0].device_kind\n"
+        "print(kind in mesh_utils.device_kind_handler_dict)\n"
+        "mesh_utils.device_kind_handler_dict[kind] = handler\n"
+        "try:\n"
+        "    for shape in [(4, 2), (8,)]:\n"
+        "        m = mesh_utils.create_device_mesh(shape, DEVICES, contiguous_submeshes=True)\n"
+        "        print(np.vectorize(lambda d: d.id)(m).tolist())\n"
+        "finally:\n    del mesh_utils.device_kind_handler_dict[kind]\n"
+        "print(seen)"),
     # shard_map manual over some of the mesh's axes, and nested
     "shard_map_subset": (
         "def body(u):\n    print('local', u.shape, jax.sharding.get_abstract_mesh())\n"

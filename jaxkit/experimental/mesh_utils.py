@@ -3,28 +3,40 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from jaxkit.runtime import pjrt
 
-__all__ = ["create_device_mesh", "create_hybrid_device_mesh"]
+__all__ = ["create_device_mesh", "create_hybrid_device_mesh", "device_kind_handler_dict"]
+
+# Device kind -> handler(mesh_shape, devices, *, contiguous_submeshes) returning the device
+# array for that kind, or None to fall back to the default order. JAX ships handlers for TPU
+# generations' physical topologies; jaxkit runs on CPU and GPU, so none are registered here.
+device_kind_handler_dict: dict[str, Callable[..., np.ndarray | None]] = {}
 
 
 def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence | None = None, *,
                        contiguous_submeshes: bool = False,
                        allow_split_physical_axes: bool = False) -> np.ndarray:
     """The devices (default: all of the default backend's, in id order) as an array of
-    ``mesh_shape``. CPU devices have no physical topology, so the order is the id order, as
-    JAX gives it on CPU."""
-    del contiguous_submeshes, allow_split_physical_axes  # topology options: none on CPU
+    ``mesh_shape``: a handler registered for the devices' kind in
+    ``device_kind_handler_dict`` decides first; otherwise the order is the id order, as JAX
+    gives it on CPU (which has no physical topology)."""
+    del allow_split_physical_axes  # a topology option: no topology on CPU
     if devices is None:
         devices = pjrt.get_backend().devices
     devices = list(np.asarray(devices, dtype=object).flat)
+    mesh_shape = tuple(mesh_shape)
     if math.prod(mesh_shape) != len(devices):
         raise ValueError(f"Number of devices {len(devices)} must equal the product of "
-                         f"mesh_shape {tuple(mesh_shape)}")
+                         f"mesh_shape {mesh_shape}")
+    handler = device_kind_handler_dict.get(getattr(devices[-1], "device_kind", None))
+    if handler is not None:
+        grid = handler(mesh_shape, devices, contiguous_submeshes=contiguous_submeshes)
+        if grid is not None:
+            return grid
     grid = np.empty(len(devices), dtype=object)
     grid[:] = devices
     return grid.reshape(tuple(mesh_shape))
