@@ -114,6 +114,73 @@ def _spelled_for_rank(s, ndim: int):
     return NamedSharding(mesh, PartitionSpec(*spec, *[None] * (ndim - len(spec))))
 
 
+class ManualAxisType:
+    """How a value inside a ``shard_map`` relates to its manual mesh axes: the axes it varies
+    over, and those over which it is an unreduced or a reduced sum. Immutable and interned
+    (equal ones are the same object), as JAX's. jaxkit's types do not carry one: its
+    ``shard_map`` infers variation from the traced body instead (``check_vma``)."""
+
+    __slots__ = ("varying", "unreduced", "reduced", "__weakref__")
+    _interned: dict = {}
+
+    def __new__(cls, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+        if set(varying) & set(unreduced):
+            raise ValueError("varying and unreduced cannot have common mesh axes. Got "
+                             f"varying={varying} and unreduced={unreduced}")
+        if set(varying) & set(reduced):
+            raise ValueError("varying and reduced cannot have common mesh axes. Got "
+                             f"varying={varying} and reduced={reduced}")
+        key = (frozenset(varying), frozenset(unreduced), frozenset(reduced))
+        self = cls._interned.get(key)
+        if self is None:
+            self = object.__new__(cls)
+            for name, value in zip(cls.__slots__, key):
+                object.__setattr__(self, name, value)
+            self = cls._interned.setdefault(key, self)
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cannot assign to field '{name}'")
+
+    def __getnewargs_ex__(self):
+        return (), {"varying": self.varying, "unreduced": self.unreduced,
+                    "reduced": self.reduced}
+
+    def __getstate__(self):
+        return None  # __new__ rebuilds (and interns) it from the fields above
+
+    def __repr__(self) -> str:
+        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+                f"reduced={self.reduced})")
+
+    def update(self, **kwargs) -> ManualAxisType:
+        """The same with the fields given replaced."""
+        fields = {"varying": self.varying, "unreduced": self.unreduced,
+                  "reduced": self.reduced}
+        return ManualAxisType(**{**fields, **kwargs})
+
+    def to_ct_mat(self) -> ManualAxisType:
+        """The type of the cotangent: unreduced and reduced swap."""
+        return self.update(unreduced=self.reduced, reduced=self.unreduced)
+
+    @property
+    def empty(self) -> bool:
+        return self is _empty_manual_axis_type
+
+    @property
+    def vur(self) -> frozenset:
+        """Every axis the value varies over or is a partial sum over."""
+        return self.varying | self.unreduced | self.reduced
+
+    def invarying(self, mesh) -> frozenset:
+        """The manual axes of ``mesh`` the value is the same over."""
+        manual = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t is AxisType.Manual}
+        return frozenset(manual) - self.vur
+
+
+_empty_manual_axis_type = ManualAxisType()
+
+
 def _mesh_with_axis_types(name: str, axes, axis_type: AxisType,
                           shardings=None) -> tuple[AbstractMesh, AbstractMesh] | None:
     """(the abstract mesh in context, the same with ``axes`` of ``axis_type``) as
@@ -199,7 +266,7 @@ def explicit_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, in_sh
 
 
 __all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "DuplicateSpecError",
-           "IndivisibleError", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "auto_axes", "explicit_axes", "get_abstract_mesh",
+           "IndivisibleError", "ManualAxisType", "Mesh", "NamedSharding", "P", "PartitionSpec",
+           "Sharding", "SingleDeviceSharding", "auto_axes", "explicit_axes", "get_abstract_mesh",
            "get_mesh", "make_mesh", "make_single_device_sharding", "reshard", "set_mesh",
            "use_abstract_mesh", "use_mesh"]

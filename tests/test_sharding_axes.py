@@ -111,6 +111,19 @@ CASES = {
         "        print(np.vectorize(lambda d: d.id)(m).tolist())\n"
         "finally:\n    del mesh_utils.device_kind_handler_dict[kind]\n"
         "print(seen)"),
+    "manual_axis_type": (
+        "M, AxisType = jax.sharding.ManualAxisType, jax.sharding.AxisType\n"
+        "m = M(varying={'x'}, reduced={'y'})\n"
+        "print(repr(m), repr(M()), M() is M(), M(varying={'x'}, reduced={'y'}) is m)\n"
+        "print(m.update(unreduced={'z'}), m.to_ct_mat(), m.empty, M().empty, m.vur)\n"
+        "am = jax.sharding.AbstractMesh((2, 2, 2), ('x', 'y', 'z'),\n"
+        "                               axis_types=(AxisType.Manual,) * 3)\n"
+        "print(m.invarying(am))\n"
+        "for kw in [dict(varying={'x'}, unreduced={'x'}), dict(varying={'x'}, reduced={'x'})]:\n"
+        "    try:\n        M(**kw)\n    except ValueError as e:\n        print(e)\n"
+        "try:\n    m.varying = 1\nexcept AttributeError as e:\n    print(e)\n"
+        "import pickle\nprint(pickle.loads(pickle.dumps(m)) is m, "
+        "hash(m) == hash(M(varying={'x'}, reduced={'y'})))"),
     # shard_map manual over some of the mesh's axes, and nested
     "shard_map_subset": (
         "def body(u):\n    print('local', u.shape, jax.sharding.get_abstract_mesh())\n"
