@@ -56,7 +56,7 @@ from jaxkit import image, ops
 from jaxkit import sharding
 from jaxkit.sharding import NamedSharding, P, make_mesh, reshard, set_mesh
 from jaxkit.runtime.sharded_array import Shard
-from jaxkit.transforms.shard_map import shard_map
+from jaxkit.transforms.shard_map import shard_map, smap
 from jaxkit import custom_batching, custom_derivatives, monitoring, profiler, stages, typing
 from jaxkit.runtime.pjrt import Device
 from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
@@ -86,7 +86,7 @@ __all__ = [
     "device_put", "devices", "distributed", "effects_barrier", "errors", "eval_shape", "grad",
     "hessian", "install_as_jax", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_device_count", "local_devices", "make_jaxpr", "make_mesh", "shard_map", "sharding",
-    "NamedSharding", "P", "Shard", "reshard", "set_mesh",
+    "smap", "NamedSharding", "P", "Shard", "reshard", "set_mesh",
     "nn",
     "numpy", "image", "ops", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",

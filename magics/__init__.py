@@ -141,7 +141,8 @@ class JaxkitMagics(Magics):
                               help="comma-separated static argument names")
     @magic_arguments.argument("--panels", default=None,
                               help="comma-separated panels to show: graph, jaxpr, stablehlo, "
-                                   "hlo, times, cache, placement, cost, memory, speed")
+                                   "hlo, times, cache, placement, cost, memory, speed, "
+                                   "sharding")
     @magic_arguments.argument("--no-timeit", action="store_true",
                               help="do not time eager against jit")
     @magic_arguments.argument("-r", "--repeat", type=int, default=5,

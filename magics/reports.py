@@ -17,7 +17,7 @@ import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit import tree_util
 
-from . import fdcheck, graph, graphview, render
+from . import fdcheck, graph, graphview, render, sharding_panel
 from .timing import Timing, format_seconds, time_call
 
 
@@ -27,7 +27,10 @@ def _placement(tree) -> list[tuple[str, str, str]]:
     for path, leaf in tree_util.tree_flatten_with_path(tree)[0]:
         name = tree_util.keystr(path) or "(value)"
         if isinstance(leaf, jaxkit.Array):
-            rows.append((name, leaf.aval.str_short(), str(leaf.device)))
+            devices = leaf.devices()
+            where = str(next(iter(devices))) if len(devices) == 1 else \
+                f"{len(devices)} devices, {getattr(leaf.sharding, 'spec', leaf.sharding)}"
+            rows.append((name, leaf.aval.str_short(), where))
         elif isinstance(leaf, np.ndarray):
             rows.append((name, f"{leaf.dtype}{list(leaf.shape)}", "host (NumPy, copied per call)"))
         else:
@@ -154,7 +157,9 @@ class JitReport(_GraphMixin):
     eager: Timing | None = None
     jitted: Timing | None = None
     panels: tuple = ("graph", "jaxpr", "stablehlo", "hlo", "times", "cache", "placement",
-                     "cost", "memory", "speed")
+                     "cost", "memory", "speed", "sharding")
+    # Layouts on the mesh and XLA's collectives; None when the call is not sharded.
+    sharding: sharding_panel.ShardingPanel | None = None
     # False when the function was compiled before this jit object existed (another jit of the
     # same function): the stage times are then those of rerunning the stages, with XLA's
     # executable from the in-memory cache, and say nothing about the first compile's cost.
@@ -198,6 +203,8 @@ class JitReport(_GraphMixin):
             lines.append(f"  jit   {self.jitted.summary()}")
             lines.append(f"  speedup {self.speedup:.2f}x (best runs); compiling pays back "
                          f"{self._pays_back()}")
+        if "sharding" in self.panels and self.sharding is not None:
+            lines += self.sharding.summary_lines()
         return lines
 
     def _repr_pretty_(self, p, cycle):
@@ -222,6 +229,8 @@ class JitReport(_GraphMixin):
                  ("speedup", f"{self.speedup:.2f}x", ""),
                  ("compiling pays back", e(self._pays_back()), "")],
                 ("", "best", "mean ± std. dev.")))
+        if "sharding" in self.panels and self.sharding is not None:
+            s.append(self.sharding.html())
         if "graph" in self.panels:
             s.append(render.details("graph", self.graph_html(), open_=True))
         if "jaxpr" in self.panels:
@@ -304,6 +313,8 @@ def jit_report(jitted, fn: Callable, args: Sequence, kwargs: dict, name: str,
                        eager_t, jit_t)
     report.compile_recorded = recorded is not None
     report.input_labels = input_labels(arg_names, args)
+    report.sharding = sharding_panel.sharding_panel(args, out, report.optimized_hlo,
+                                                    report.input_labels)
     if panels:
         report.panels = tuple(panels)
     return report

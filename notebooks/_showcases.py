@@ -380,10 +380,28 @@ for _ in range(50):
     q = one_device_step(q, xs, ys)
 print(all(np.allclose(p[k], q[k], atol=1e-6) for k in p))"""),
     md("""
+## The `%%jit` sharding panel
+
+With `%load_ext jaxkit`, `%%jit` on laid-out arrays adds a *sharding* panel: each input's and
+output's blocks on the mesh (which devices hold which block), and the collectives XLA's
+partitioner inserted, read from the optimised HLO. Its text form:"""),
+    code("""
+%load_ext jaxkit
+report = %jit -o -q --no-timeit layer(x, w)
+print('\\n'.join(report.sharding.summary_lines()))
+report = %jit -o -q --no-timeit (lambda a, b: a @ b)(a, b)
+print('\\n'.join(report.sharding.summary_lines()))
+for c in report.sharding.collectives:
+    print(c.kind, c.shape, c.groups, c.source)"""),
+    md("and the grid the notebook shows (the whole report's HTML holds it too):"),
+    code("""
+from IPython.display import HTML
+HTML(report.sharding.html())"""),
+    md("""
 ## What is not there yet
 
-`grad` *of* a `shard_map` (its partial-evaluation and transpose rules), JAX's replication
-checks, and arrays whose layout is part of their type (JAX's `Explicit` mesh axes: jaxkit
-keeps the axis types for printing but lets XLA propagate every layout) are still to come;
-so are several processes with sharded arrays. `grad` inside the body, as above, works."""),
+Arrays whose layout is part of their type (JAX's `Explicit` mesh axes and `jax.typeof(x)`
+printing `f32[8@x,4]`: jaxkit keeps the axis types, switches them in `auto_axes` /
+`explicit_axes`, but lets XLA propagate every layout), `jax.experimental.layout` and
+`custom_partitioning` are still to come."""),
 ]

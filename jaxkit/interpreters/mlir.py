@@ -16,6 +16,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from jaxlib import xla_client as _xc
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo
@@ -199,6 +200,7 @@ class ModuleContext:
     num_replicas: int = 1
     axis_env: tuple = ()  # ((axis_name, size), ...) of pmapped axes, outermost first
     mesh: Sequence[tuple[str, int]] | None = None  # the Shardy mesh @mesh, when partitioned
+    device_assignment: tuple = ()  # the devices of the partitions, in order (when partitioned)
     manual: bool = False  # inside a shard_map body: axis_env names the mesh's axes
     channels: list = field(default_factory=lambda: [0])  # the last collective channel id
     host_callbacks: list = field(default_factory=list)
@@ -298,13 +300,15 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 num_replicas: int = 1, axis_env: tuple = (), consts: Sequence = (),
                 mesh: Sequence[tuple[str, int]] | None = None,
                 arg_shardings: Sequence[str | None] = (),
-                result_shardings: Sequence[str | None] = ()) -> ir.Module:
+                result_shardings: Sequence[str | None] = (),
+                device_assignment: tuple = ()) -> ir.Module:
     """A StableHLO module whose ``main`` computes ``jaxpr``; its constvars are ``consts``,
     emitted as StableHLO constants.
 
     With ``mesh`` (``(axis name, size)`` pairs) the module is partitioned over the mesh's
     devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
-    Shardy attributes given (None: XLA propagates one)."""
+    Shardy attributes given (None: XLA propagates one); ``device_assignment`` names the device
+    of each partition, for rules that report on them (``inspect_array_sharding``)."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     with make_ir_context(), ir.Location.unknown():
         module = ir.Module.create()
@@ -318,6 +322,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
         in_types = [_boundary_type(v.aval) for v in jaxpr.invars]
         out_types = [_boundary_type(v.aval) for v in jaxpr.outvars]
         ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh,
+                            device_assignment=tuple(device_assignment),
                             name_stack=_name_stack(_sanitize(name)))
         with ir.InsertionPoint(module.body):
             if mesh is not None:
@@ -351,6 +356,19 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
         if ctx.host_callbacks:
             pjrt.module_host_callbacks[module] = ctx.host_callbacks
         return module
+
+
+def inspect_sharding(value: ir.Value, callback: Callable[[Any], None]) -> None:
+    """Emit XLA's ``InspectSharding`` custom call on ``value``: when the SPMD partitioner has
+    chosen the value's layout it calls ``callback`` with that ``HloSharding`` (at compile
+    time; the caller keeps ``callback`` alive until then)."""
+    hlo.CustomCallOp([value.type], [value], call_target_name=ir.StringAttr.get("InspectSharding"),
+                     has_side_effect=ir.BoolAttr.get(True),
+                     api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+                     called_computations=ir.ArrayAttr.get([]),
+                     backend_config=ir.StringAttr.get(
+                         _xc.encode_inspect_sharding_callback(callback)),
+                     operand_layouts=None, result_layouts=None)
 
 
 def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | None]:

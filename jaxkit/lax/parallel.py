@@ -751,6 +751,24 @@ def _axis_index_lowering(ctx, *, axis_name):
         raise NameError(f"unbound axis name: {axis_name}")
     pos = names.index(axis_name)
     sizes = [s for _, s in env]
+    manual = ctx.module_context.manual
+    # In a shard_map manual over some of the mesh's axes, XLA's partitioner cannot split a
+    # partition id over the others: it is computed in a region manual over those too.
+    free = [n for n in names if n not in manual] if isinstance(manual, frozenset) else []
+    if not free:
+        return _axis_index_value(ctx, sizes, pos)
+    out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    op = mlir.sdy.ManualComputationOp(
+        [out_type], [], mlir.ir.Attribute.parse("#sdy.sharding_per_value<[]>"),
+        mlir.ir.Attribute.parse("#sdy.sharding_per_value<[<@mesh, []>]>"),
+        mlir.ir.Attribute.parse("#sdy<manual_axes{" + ", ".join(f'"{n}"' for n in free)
+                                + "}>"))
+    with mlir.ir.InsertionPoint(op.body.blocks.append()):
+        mlir.sdy.ReturnOp([_axis_index_value(ctx, sizes, pos)])
+    return op.results[0]
+
+
+def _axis_index_value(ctx, sizes: list, pos: int):
     div = mlir.ir_constant(np.array(math.prod(sizes[pos + 1:]), np.uint32))
     mod = mlir.ir_constant(np.array(sizes[pos], np.uint32))
     device = hlo.PartitionIdOp() if ctx.module_context.manual else hlo.ReplicaIdOp()

@@ -1,18 +1,21 @@
 """``shard_map``: per-device code over a mesh, with collectives over its named axes.
 
 ``shard_map(f, mesh=mesh, in_specs=P('x'), out_specs=P())`` traces ``f`` once on the *local*
-block types (each dimension divided by the mesh axes its spec splits it over) while every
-mesh axis is bound in the axis environment, so ``psum``, ``all_gather``, ``ppermute``,
-``psum_scatter``, ``all_to_all`` and ``axis_index`` name them. The body is bound as the
-``shard_map`` primitive, lowered to a Shardy ``sdy.manual_computation`` over all the mesh's
-axes inside a program partitioned over the mesh; its collectives address devices by their
-partition ids. Outputs are assembled as ``out_specs`` says: a dimension split over an axis
-concatenates the devices' blocks, an axis left out means the blocks are equal (replicated).
+block types (each dimension divided by the mesh axes its spec splits it over) while its
+*manual* axes are bound in the axis environment, so ``psum``, ``all_gather``, ``ppermute``,
+``psum_scatter``, ``all_to_all`` and ``axis_index`` name them. The manual axes are all the
+mesh's, or those of ``axis_names``: the others stay with XLA, which may split the blocks over
+them too (specs may name manual axes only). A shard_map inside another one takes its mesh and
+is manual over further axes. The body is bound as the ``shard_map`` primitive, lowered to a
+Shardy ``sdy.manual_computation`` over its manual axes (nested ones inside) in a program
+partitioned over the mesh; its collectives address devices by their partition ids. Outputs
+are assembled as ``out_specs`` says: a dimension split over an axis concatenates the devices'
+blocks, an axis left out means the blocks are equal (replicated).
 
 Outside ``jit`` the call runs as a jitted program. ``jvp`` and ``vmap`` of a shard_map
 transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
 ``linearize``, ``jacrev`` of a shard_map) splits the body into a known shard_map, run now,
-whose per-device residuals come out split over all the mesh's axes, and an unknown one taking
+whose per-device residuals come out split over all its manual axes, and an unknown one taking
 them back; the transpose is a shard_map of the transposed body. jaxkit does not give values
 JAX's varying-manual-axes types, so differentiation follows JAX's ``check_vma=False`` rules,
 which give the same derivatives: the cotangent of an output replicated over some axes is
@@ -41,10 +44,12 @@ from jaxkit.interpreters.mlir import ir, sdy
 from jaxkit.lax import parallel, parallel_extra
 from jaxkit.lax.elementwise import div
 from jaxkit.lax.structural import reshape
-from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
+from jaxkit.runtime import sharding as _sharding
+from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
+                                     PartitionSpec, current_mesh)
 from jaxkit.transforms.jit import jit
 
-__all__ = ["shard_map", "shard_map_p"]
+__all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
 
 shard_map_p = core.Primitive("shard_map")
 shard_map_p.multiple_results = True
@@ -93,12 +98,61 @@ def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ..
     return tuple(s or PartitionSpec() for s in tree_util.tree_leaves(full, is_leaf=is_spec))
 
 
+# The shard_map bodies being traced, innermost last: (mesh, the axes manual there, outer
+# ones included). A shard_map inside another takes its mesh from here and is manual over
+# axes that are not manual yet.
+_body_stack: list[tuple[Mesh, frozenset]] = []
+
+
+def _enclosing_manual(mesh: Mesh) -> frozenset:
+    return _body_stack[-1][1] if _body_stack and _body_stack[-1][0] == mesh else frozenset()
+
+
 @contextlib.contextmanager
-def _mesh_axes_bound(mesh: Mesh):
+def _mesh_axes_bound(mesh: Mesh, manual_axes: tuple):
+    """Trace a body: its manual axes are bound for collectives, and the abstract mesh shows
+    them (and those of enclosing shard_maps) as ``Manual``, as JAX's does."""
+    manual = _enclosing_manual(mesh) | set(manual_axes)
+    types = tuple(AxisType.Manual if n in manual else t
+                  for n, t in zip(mesh.axis_names, mesh.axis_types))
+    abstract = AbstractMesh(mesh.axis_sizes, mesh.axis_names, types,
+                            abstract_device=mesh.abstract_mesh.abstract_device)
+    sizes = mesh.shape
     with contextlib.ExitStack() as stack:
-        for name, size in mesh.shape_tuple:
-            stack.enter_context(parallel.extend_axis_env(name, size))
-        yield
+        for name in manual_axes:
+            stack.enter_context(parallel.extend_axis_env(name, sizes[name]))
+        _body_stack.append((mesh, frozenset(manual)))
+        _sharding._abstract_mesh_stack.append(abstract)
+        try:
+            yield
+        finally:
+            _sharding._abstract_mesh_stack.pop()
+            _body_stack.pop()
+
+
+def _check_specs_manual(specs: Any, manual: frozenset, what: str) -> None:
+    """JAX's error for a spec naming a mesh axis the shard_map is not manual over."""
+    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
+    msgs = []
+    for path, spec in tree_util.tree_flatten_with_path(specs, is_leaf=is_spec)[0]:
+        for axes in (spec or PartitionSpec())._normalized(0):
+            msgs += [f"  {what}{tree_util.keystr(path)} refers to {a!r}" for a in axes
+                     if a not in manual]
+    if msgs:
+        raise ValueError(f"shard_map {what} argument must refer to an axis marked as manual "
+                         f"({manual}), but:\n\n" + "\n\n".join(msgs) + "\n\n"
+                         f"Check the {what} values passed to shard_map.")
+
+
+def _manual_axes(mesh: Mesh, axis_names) -> tuple:
+    """The axes a shard_map is newly manual over, in mesh order: ``axis_names`` (all the
+    mesh's axes when empty) less those an enclosing shard_map is already manual over."""
+    names = frozenset(axis_names) if axis_names else frozenset(mesh.axis_names)
+    if not names <= set(mesh.axis_names):
+        raise ValueError(f"jax.shard_map requires axis_names={names} to be a subset of "
+                         f"mesh.axis_names={frozenset(mesh.axis_names)}")
+    names -= _enclosing_manual(mesh)
+    return tuple(a for a in mesh.axis_names if a in names)
 
 
 def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None,
@@ -112,22 +166,27 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                                  mesh=mesh, axis_names=axis_names, check_vma=check_vma)
     if not callable(f):
         raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
-    if axis_names is not None and mesh is not None and set(axis_names) != set(mesh.axis_names):
-        raise NotImplementedError("shard_map over some of the mesh's axes (axis_names) is not "
-                                  "implemented; it is manual over all of them")
+    if axis_names is not None and not isinstance(axis_names, (set, frozenset)):
+        raise TypeError("`axis_names` argument of shard_map should be of type `frozenset` or "
+                        f"`set`. Got type: {type(axis_names)}")
 
     @functools.wraps(f)
     def mapped(*args):
         the_mesh = mesh if mesh is not None else current_mesh()
+        if the_mesh is None and _body_stack:
+            the_mesh = _body_stack[-1][0]  # nested: the enclosing shard_map's mesh
         if the_mesh is None:
             raise ValueError("shard_map needs a mesh: pass mesh=..., or call it inside "
                              "`with mesh:` / jaxkit.sharding.set_mesh(mesh)")
+        manual = _manual_axes(the_mesh, axis_names)
+        _check_specs_manual(in_specs, frozenset(manual), "in_specs")
+        _check_specs_manual(out_specs, frozenset(manual), "out_specs")
         flat, in_tree = tree_util.tree_flatten(args)
         specs_in = _specs_per_leaf(in_specs if in_specs is not None else PartitionSpec(),
                                    args, "in_specs")
         avals = [core.get_aval(x) for x in flat]
         local = [_local_aval(the_mesh, s, a, "in_specs") for s, a in zip(specs_in, avals)]
-        with _mesh_axes_bound(the_mesh):
+        with _mesh_axes_bound(the_mesh, manual):
             jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
                 lambda a: f(*a), in_tree, local, pe.debug_info("shard_map", f, ()))
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
@@ -139,12 +198,72 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                 raise ValueError(f"shard_map out_specs {s} has {len(s)} entries for an output "
                                  f"of rank {len(a.shape)} ({a.str_short()})")
         if check_vma:
-            _check_replication(f, the_mesh, closed.jaxpr, specs_in, out_specs, full_out,
-                               len(consts))
+            _check_replication(f, the_mesh, manual, closed.jaxpr, specs_in, out_specs,
+                               full_out, len(consts))
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
         outs = shard_map_p.bind(*consts, *flat, jaxpr=closed, mesh=the_mesh,
-                                in_specs=specs_in, out_specs=specs_out)
+                                in_specs=specs_in, out_specs=specs_out, manual_axes=manual)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    return mapped
+
+
+class _InferFromArgs:
+    def __repr__(self):
+        return "jax.sharding.Infer"
+
+
+Infer = _InferFromArgs()
+
+
+def _axes_to_spec(axis_name, axis: int | None) -> PartitionSpec:
+    return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+
+def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
+         axis_name: Any) -> Callable:
+    """``f`` mapped over one mesh axis of the mesh in context (``jax.set_mesh``): a shard_map
+    manual over ``axis_name`` only, each argument split along its ``in_axes`` dimension and
+    each output assembled along its ``out_axes`` dimension (``None``: not split)."""
+    if f is None:
+        return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+    if isinstance(axis_name, (list, tuple)):
+        raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got "
+                        f"{axis_name}")
+    if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or a tuple of "
+                        "entries corresponding to the positional arguments passed to the "
+                        f"function, but got {in_axes}.")
+    if in_axes is not Infer and not all(isinstance(a, int)
+                                        for a in tree_util.tree_leaves(in_axes)):
+        raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or (nested) "
+                        f"container with those types as leaves, but got {in_axes}.")
+    if not all(isinstance(a, int) for a in tree_util.tree_leaves(out_axes)):
+        raise TypeError("smap out_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {out_axes}.")
+    to_spec = functools.partial(_axes_to_spec, axis_name)
+    is_none = lambda x: x is None  # noqa: E731
+    out_specs = tree_util.tree_map(to_spec, out_axes, is_leaf=is_none)
+
+    @functools.wraps(f)
+    def mapped(*args):
+        the_mesh = current_mesh() or (_body_stack[-1][0] if _body_stack else None)
+        if the_mesh is None:
+            raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to "
+                             "enter into a mesh context")
+        if in_axes is Infer:
+            kind = dict(zip(the_mesh.axis_names, the_mesh.axis_types)).get(axis_name)
+            if kind is not AxisType.Explicit:
+                raise TypeError(f"in_axes was not specified when "
+                                f"axis_name={frozenset({axis_name})} was of type {kind}")
+            raise NotImplementedError(
+                "smap without in_axes infers them from the arguments' sharding types, which "
+                "jaxkit's types do not carry (explicit sharding); pass in_axes")
+        in_specs = tree_util.tree_map(to_spec, in_axes, is_leaf=is_none)
+        if isinstance(in_axes, tuple):
+            in_specs = tuple(in_specs)
+        return shard_map(f, mesh=the_mesh, in_specs=in_specs, out_specs=out_specs,
+                         axis_names={axis_name})(*args)
 
     return mapped
 
@@ -208,8 +327,8 @@ def _spec_axes(spec: PartitionSpec) -> set:
     return {a for axes in spec._normalized(0) for a in axes}
 
 
-def _check_replication(f, mesh: Mesh, jaxpr: core.Jaxpr, in_specs, out_specs, out_tree_value,
-                       n_consts: int) -> None:
+def _check_replication(f, mesh: Mesh, manual: tuple, jaxpr: core.Jaxpr, in_specs, out_specs,
+                       out_tree_value, n_consts: int) -> None:
     """Raise JAX's error if an output may vary over a mesh axis its spec leaves out."""
     in_vmas = [frozenset()] * n_consts + [frozenset(_spec_axes(s)) for s in in_specs]
     out_vmas = _varying_axes(jaxpr, in_vmas)
@@ -218,7 +337,7 @@ def _check_replication(f, mesh: Mesh, jaxpr: core.Jaxpr, in_specs, out_specs, ou
     index_tree = tree_util.tree_unflatten(tree_util.tree_structure(out_specs, is_spec),
                                           range(len(spec_paths)))
     per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(index_tree, out_tree_value))
-    order = list(mesh.axis_names)
+    order = list(manual)
     msgs = []
     for vma, i in zip(out_vmas, per_leaf):
         path, spec = spec_paths[i]
@@ -253,7 +372,7 @@ def _check_replication(f, mesh: Mesh, jaxpr: core.Jaxpr, in_specs, out_specs, ou
         "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
 
 
-def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
+def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs, manual_axes):
     return [_global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
 
 
@@ -261,22 +380,28 @@ def _impl(*args, **params):
     return _run_jitted(*args, **params)
 
 
-@functools.partial(jit, static_argnames=("jaxpr", "mesh", "in_specs", "out_specs"))
-def _run_jitted(*args, jaxpr, mesh, in_specs, out_specs):
+@functools.partial(jit, static_argnames=("jaxpr", "mesh", "in_specs", "out_specs",
+                                         "manual_axes"))
+def _run_jitted(*args, jaxpr, mesh, in_specs, out_specs, manual_axes):
     return shard_map_p.bind(*args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
-                            out_specs=out_specs)
+                            out_specs=out_specs, manual_axes=manual_axes)
 
 
-def _per_value_attr(mesh: Mesh, specs, avals) -> ir.Attribute:
+def _per_value_attr(mesh: Mesh, specs, avals, open_dims: bool) -> ir.Attribute:
+    """The layouts of a manual computation's operands or results. With axes left to XLA
+    (not manual), every dimension is open (``?``) so it may also be split over them."""
     items = []
     for s, a in zip(specs, avals):
-        attr = NamedSharding(mesh, s).sdy_attr(len(a.shape))
-        items.append(attr[len("#sdy.sharding"):])
+        dims = []
+        for axes in s._normalized(len(a.shape)):
+            names = [f'"{n}"' for n in axes] + (["?"] if open_dims else [])
+            dims.append("{" + ", ".join(names) + "}")
+        items.append(f"<@mesh, [{', '.join(dims)}]>")
     return ir.Attribute.parse(f"#sdy.sharding_per_value<[{', '.join(items)}]>")
 
 
 def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
-              out_specs):
+              out_specs, manual_axes):
     mctx = ctx.module_context
     if mctx.mesh is None:  # inside a pmap body: its programs are replicated, not partitioned
         raise NotImplementedError("shard_map inside pmap is not supported; use shard_map (or "
@@ -284,17 +409,20 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Me
     if tuple(mctx.mesh) != mesh.shape_tuple:
         raise ValueError(f"shard_map over {mesh} inside a program partitioned over a mesh of "
                          f"axes {tuple(mctx.mesh)}; use one mesh")
-    if mctx.manual:
-        raise NotImplementedError("shard_map: a shard_map inside another one is not "
-                                  "implemented")
-    names = ", ".join(f'"{n}"' for n in mesh.axis_names)
+    # Over some of the mesh's axes (or nested in a shard_map over others), dimensions stay
+    # open to the axes that are not manual here, as JAX's lowering leaves them.
+    open_dims = len(manual_axes) < len(mesh.axis_names)
+    names = ", ".join(f'"{n}"' for n in manual_axes)
     op = sdy.ManualComputationOp(
         [mlir.aval_to_ir_type(a) for a in ctx.avals_out], list(args),
-        _per_value_attr(mesh, in_specs, ctx.avals_in),
-        _per_value_attr(mesh, out_specs, ctx.avals_out),
+        _per_value_attr(mesh, in_specs, ctx.avals_in, open_dims),
+        _per_value_attr(mesh, out_specs, ctx.avals_out, open_dims),
         ir.Attribute.parse(f"#sdy<manual_axes{{{names}}}>"))
     block = op.body.blocks.append(*[mlir.aval_to_ir_type(a) for a in jaxpr.in_avals])
-    inner = dataclasses.replace(mctx, axis_env=mesh.shape_tuple, manual=True)
+    # ``manual``: the axes manual in the region (those of enclosing shard_maps too).
+    outer = mctx.manual if isinstance(mctx.manual, frozenset) else frozenset()
+    inner = dataclasses.replace(mctx, axis_env=mesh.shape_tuple,
+                                manual=outer | frozenset(manual_axes))
     with ir.InsertionPoint(block):
         outs = mlir.closed_subcomp(inner, jaxpr, *block.arguments)
         sdy.ReturnOp(outs)
@@ -309,22 +437,23 @@ def _without_consts(closed: ClosedJaxpr, args, in_specs):
     return closed, [*consts, *args], (PartitionSpec(),) * len(consts) + tuple(in_specs)
 
 
-def _bind(closed: ClosedJaxpr, args, in_specs, out_specs, mesh: Mesh) -> list:
+def _bind(closed: ClosedJaxpr, args, in_specs, out_specs, mesh: Mesh, manual_axes) -> list:
     """Bind ``shard_map`` on a body that may have constants."""
     closed, args, in_specs = _without_consts(closed, args, in_specs)
     return shard_map_p.bind(*args, jaxpr=closed, mesh=mesh, in_specs=in_specs,
-                            out_specs=tuple(out_specs))
+                            out_specs=tuple(out_specs), manual_axes=manual_axes)
 
 
-def _jvp(primals, tangents, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
+def _jvp(primals, tangents, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
+         manual_axes):
     nonzeros = [not ad.is_zero(t) for t in tangents]
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, manual_axes):
         jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     tangents_nz = [t for t in tangents if not ad.is_zero(t)]
     t_in = [s for s, nz in zip(in_specs, nonzeros) if nz]
     t_out = [s for s, nz in zip(out_specs, out_nz) if nz]
     outs = _bind(jvp_closed, [*primals, *tangents_nz], [*in_specs, *t_in],
-                 [*out_specs, *t_out], mesh)
+                 [*out_specs, *t_out], mesh, manual_axes)
     n_out = len(jaxpr.out_avals)
     tangents_it = iter(outs[n_out:])
     return outs[:n_out], [next(tangents_it) if nz else ad.Zero(o.aval.to_tangent_aval())
@@ -335,16 +464,17 @@ def _unsplit_front(spec: PartitionSpec) -> PartitionSpec:
     return PartitionSpec(None, *spec)
 
 
-def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
+def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
+             manual_axes):
     """vmap of shard_map: the batch axis goes in front, unsplit, through the body; outputs
     that do not depend on a batched input stay unbatched."""
     vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, manual_axes):
         batched, out_batched = batching.batch_jaxpr(jaxpr, axis_data,
                                                     [d is not None for d in dims], False)
     new_in = [s if d is None else _unsplit_front(s) for s, d in zip(in_specs, dims)]
     new_out = [_unsplit_front(s) if b else s for s, b in zip(out_specs, out_batched)]
-    outs = _bind(batched, vals, new_in, new_out, mesh)
+    outs = _bind(batched, vals, new_in, new_out, mesh, manual_axes)
     return outs, [0 if b else None for b in out_batched]
 
 
@@ -352,7 +482,7 @@ def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
 #
 # Partial evaluation runs the known part of the body as one shard_map now and stages the
 # unknown part as another. Residuals are per-device values: each leaves the known shard_map
-# with its leading dimension split over all the mesh's axes (a scalar first becomes a
+# with its leading dimension split over all the manual axes (a scalar first becomes a
 # one-element vector), so the global residual holds every device's block and the unknown
 # shard_map hands each device its own back. A residual that is a known input is passed as
 # that input, with its spec.
@@ -363,14 +493,14 @@ def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
 # cotangent is shared out among them (divided by their number); an input replicated over
 # some axes was broadcast to those devices, so its cotangent is the sum (``psum``) of theirs.
 
-def _unmentioned(mesh: Mesh, spec: PartitionSpec) -> tuple:
-    """The mesh axes ``spec`` does not split over, in mesh order."""
+def _unmentioned(manual_axes: tuple, spec: PartitionSpec) -> tuple:
+    """The manual axes ``spec`` does not split over, in mesh order."""
     named = {a for axes in spec._normalized(0) for a in axes}
-    return tuple(a for a in mesh.axis_names if a not in named)
+    return tuple(a for a in manual_axes if a not in named)
 
 
-def _residual_spec(mesh: Mesh) -> PartitionSpec:
-    return PartitionSpec(tuple(mesh.axis_names))
+def _residual_spec(manual_axes: tuple) -> PartitionSpec:
+    return PartitionSpec(tuple(manual_axes))
 
 
 # known body -> (known body with promoted residual outputs, unknown body taking them back,
@@ -412,31 +542,33 @@ def _residual_plan(known: ClosedJaxpr, unknown: ClosedJaxpr, num_res: int):
 
 
 def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
-                  out_specs):
+                  out_specs, manual_axes):
     unknowns = [not trace.is_known(x) for x in args]
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, manual_axes):
         known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
         known, unknown, fwd = _residual_plan(known, unknown, num_res)
     known_args = [x for x, uk in zip(args, unknowns) if not uk]
     known_specs = [s for s, uk in zip(in_specs, unknowns) if not uk]
     n_res_out = sum(f is None for f in fwd)
     known_out_specs = [s for s, uk in zip(out_specs, out_uk) if not uk]
-    known_out_specs += [_residual_spec(mesh)] * n_res_out
+    known_out_specs += [_residual_spec(manual_axes)] * n_res_out
     known_outs = []
     if known_out_specs:
         with core.set_current_trace(trace.parent):
-            known_outs = _bind(known, known_args, known_specs, known_out_specs, mesh)
+            known_outs = _bind(known, known_args, known_specs, known_out_specs, mesh,
+                               manual_axes)
     n_known = len(known_outs) - n_res_out
     res_out = iter(known_outs[n_known:])
     residuals, res_specs = [], []
     for f in fwd:
         residuals.append(next(res_out) if f is None else known_args[f])
-        res_specs.append(_residual_spec(mesh) if f is None else known_specs[f])
+        res_specs.append(_residual_spec(manual_axes) if f is None else known_specs[f])
     unknown, uk_args, uk_specs = _without_consts(
         unknown, [*residuals, *(x for x, uk in zip(args, unknowns) if uk)],
         [*res_specs, *(s for s, uk in zip(in_specs, unknowns) if uk)])
     params = {"jaxpr": unknown, "mesh": mesh, "in_specs": uk_specs,
-              "out_specs": tuple(s for s, uk in zip(out_specs, out_uk) if uk)}
+              "out_specs": tuple(s for s, uk in zip(out_specs, out_uk) if uk),
+              "manual_axes": manual_axes}
     out_avals = _abstract_eval(**params)
     unknown_outs = iter(trace.stage(shard_map_p, uk_args, out_avals, params))
     known_it = iter(known_outs[:n_known])
@@ -448,9 +580,9 @@ def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, i
 _transposed_bodies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, n_res: int, ct_specs,
-                          lin_specs) -> ClosedJaxpr:
-    key = (mesh, tuple(ct_specs), tuple(lin_specs), n_res)
+def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, manual_axes: tuple, n_res: int,
+                          ct_specs, lin_specs) -> ClosedJaxpr:
+    key = (mesh, manual_axes, tuple(ct_specs), tuple(lin_specs), n_res)
     per = _transposed_bodies.setdefault(t_closed, {})
     hit = per.get(key)
     if hit is not None:
@@ -458,34 +590,37 @@ def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, n_res: int, ct_spec
     sizes = mesh.shape
 
     def share(ct, spec):
-        n = math.prod(sizes[a] for a in _unmentioned(mesh, spec))
+        n = math.prod(sizes[a] for a in _unmentioned(manual_axes, spec))
         return ct if n == 1 else div(ct, np.array(n, ct.aval.dtype))
 
     def body(*args):
         cts = [share(c, s) for c, s in zip(args[n_res:], ct_specs)]
         outs = core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[:n_res], *cts)
         return [parallel.psum_p.bind(o, axes=axes, axis_index_groups=None) if axes else o
-                for o, axes in ((o, _unmentioned(mesh, s)) for o, s in zip(outs, lin_specs))]
+                for o, axes in ((o, _unmentioned(manual_axes, s))
+                                for o, s in zip(outs, lin_specs))]
 
     jaxpr, consts = pe.trace_to_jaxpr(body, t_closed.in_avals, t_closed.jaxpr.debug_info)
     per[key] = result = ClosedJaxpr(jaxpr, consts)
     return result
 
 
-def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs):
+def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
+               manual_axes):
     linear = [ad.is_undefined_primal(x) for x in args]
     ct_nonzero = [not ad.is_zero(c) for c in cts]
-    with _mesh_axes_bound(mesh):
+    with _mesh_axes_bound(mesh, manual_axes):
         t_closed, lin_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
         lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
         nz_specs = [s for s, nz in zip(lin_specs, lin_nz) if nz]
         ct_specs = [s for s, nz in zip(out_specs, ct_nonzero) if nz]
         n_res = len(args) - sum(linear)
-        body = _spmd_transposed_body(t_closed, mesh, n_res, ct_specs, nz_specs)
+        body = _spmd_transposed_body(t_closed, mesh, manual_axes, n_res, ct_specs, nz_specs)
     ins = [x for x, lin in zip(args, linear) if not lin]
     ins_specs = [s for s, lin in zip(in_specs, linear) if not lin]
     outs = iter(_bind(body, [*ins, *(c for c, nz in zip(cts, ct_nonzero) if nz)],
-                      [*ins_specs, *ct_specs], nz_specs, mesh) if nz_specs else ())
+                      [*ins_specs, *ct_specs], nz_specs, mesh, manual_axes)
+                if nz_specs else ())
     nz_it = iter(lin_nz)
     return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
             for x, lin in zip(args, linear)]

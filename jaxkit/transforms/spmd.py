@@ -164,7 +164,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     jaxpr = closed.jaxpr
     return mlir.lower_jaxpr(
         name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
-        mesh=plan.mesh.shape_tuple,
+        mesh=plan.mesh.shape_tuple, device_assignment=plan.mesh._flat,
         arg_shardings=[s.sdy_attr(len(v.aval.shape)) for s, v in
                        zip(plan.in_shardings, jaxpr.invars)],
         result_shardings=[None if s is None else s.sdy_attr(len(v.aval.shape))
