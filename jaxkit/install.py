@@ -39,7 +39,6 @@ _RENAMED = {
     "jax.api_util": "jaxkit._src_compat.api_util",
     "jax.interpreters.partial_eval": "jaxkit._src_compat.partial_eval",
     "jax.experimental.hijax": "jaxkit._src_compat.hijax",
-    "jax.sharding": "jaxkit._src_compat.sharding",
     "jax.experimental.layout": "jaxkit._src_compat.layout",
 }
 _RENAMED_PREFIXES = (

@@ -48,12 +48,14 @@ assert jax.jit is jaxkit.jit and jax.grad is jaxkit.grad
 assert jax.version.__version__ == "0.10.2"
 assert "jaxlib" not in [m.split(".")[0] for m in sys.modules if m == "jax" or m.startswith("jax.")]
 assert float(jax.jit(lambda x: jnp.sin(x) * 2)(0.5)) == float(2 * jnp.sin(0.5))
-try:
-    import jax.export
+import jax.export
+assert jax.export is jaxkit.export
+try:  # a module jaxkit does not have (multi-host IFRT colocated Python) names itself
+    import jax.experimental.colocated_python
 except ModuleNotFoundError as e:
-    assert "jaxkit has no 'jaxkit.export'" in str(e), e
+    assert "jaxkit has no 'jaxkit.experimental.colocated_python'" in str(e), e
 else:
-    raise AssertionError("jax.export resolved to something")
+    raise AssertionError("jax.experimental.colocated_python resolved to something")
 print("ok")
 """
 

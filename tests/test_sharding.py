@@ -184,9 +184,10 @@ def test_visualize_array_sharding(mesh, capsys):
 
 
 def test_jax_sharding_names_resolve_to_jaxkit():
-    from jaxkit._src_compat import sharding as compat
+    # ``import jax.sharding`` under install_as_jax is jaxkit.sharding itself, not a copy
+    from jaxkit import install
 
-    assert compat.NamedSharding is NamedSharding and compat.PartitionSpec is P
+    assert install.jaxkit_name("jax.sharding") == "jaxkit.sharding"
     assert isinstance(jnp.ones(2).sharding, jax.sharding.Sharding)
 
 
