@@ -36,6 +36,7 @@ class _State:
     num_processes: int
     service: Any
     client: Any
+    preemption_sync_manager: Any = None
 
 
 _state: _State | None = None
@@ -136,7 +137,8 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
             if service is not None:
                 service.shutdown()
             raise
-        _state = _State(address, pid, n, service, client)
+        _state = _State(address, pid, n, service, client,
+                        multi_device.start_preemption_sync_manager(client))
     atexit.register(shutdown)
 
 
@@ -169,6 +171,9 @@ def shutdown() -> None:
         with pjrt._lock:
             pjrt._backends.pop("cpu", None)
         errors = []
+        if state.preemption_sync_manager is not None:
+            # Before the client: the manager talks to the coordination service through it.
+            state.preemption_sync_manager.shutdown()
         try:
             state.client.shutdown()
         except RuntimeError as e:
@@ -194,3 +199,17 @@ def process_index() -> int:
 def process_count() -> int:
     """The number of processes (1 without ``initialize``)."""
     return _state.num_processes if _state is not None else 1
+
+
+def preemption_sync_manager() -> Any:
+    """jaxlib's preemption sync manager of this process group (None without
+    ``initialize``); ``multihost_utils.reached_preemption_sync_point`` asks it."""
+    return _state.preemption_sync_manager if _state is not None else None
+
+
+def live_processes(process_ids: list[int]) -> dict[int, int]:
+    """Of ``process_ids``, those the coordination service sees alive, each with its
+    incarnation id (a barrier among the live ones). Needs ``initialize``."""
+    if _state is None:
+        raise RuntimeError("Distributed JAX not initialized.")
+    return dict(_state.client.get_live_nodes(list(process_ids)))
