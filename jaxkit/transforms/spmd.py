@@ -112,7 +112,7 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
                 "numpy inputs to a jax.Array which you can pass to jit. If the numpy input is "
                 "the same on each process, then you can use `jax.make_array_from_callback(...) "
                 f"to create a `jax.Array` which you can pass to jit. Got arg type: "
-                f"{a.str_short()}")
+                f"{a.dtype.name}[{','.join(map(str, a.shape))}]")
         chosen.append(w if w is not None else own)
     mesh = _common_mesh(chosen, mesh)
     out = []
