@@ -288,7 +288,7 @@ def _make_view_primitive(name: str, impl, to_global: bool) -> core.Primitive:
 
     prim.def_abstract_eval(abstract_eval)
     ad.deflinear(prim, lambda ct, **params: [prim.bind(ct, **params)])
-    mlir.register_lowering(prim, lambda ctx, x, **params: [x])
+    mlir.register_lowering(prim, lambda ctx, x, **params: x)
     return prim
 
 

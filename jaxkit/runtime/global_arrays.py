@@ -45,6 +45,11 @@ def _check_dtype(dtypes_seen: Sequence[np.dtype], dtype: Any, fname: str) -> np.
     return dtype
 
 
+def _long_name(aval: core.ShapedArray) -> str:
+    """``float32[8]``: how JAX's errors about per-device arrays name the global type."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
 def _assemble(shape: tuple, dtype: np.dtype, sharding: NamedSharding,
               bufs_by_device: dict) -> ShardedArray:
     """One global array from a buffer per addressable device of ``sharding`` (any order)."""
@@ -97,7 +102,7 @@ def from_single_device_arrays(shape: Sequence[int], sharding: NamedSharding,
         if tuple(a.shape) != expected:
             raise ValueError(f"Expected shard shape {expected} doesn't match the single device "
                              f"array shape {tuple(a.shape)}. Shape of Array is "
-                             f"{aval.str_short()} with sharding {sharding}")
+                             f"{_long_name(aval)} with sharding {sharding}")
         a._check_alive()
         by_device[pjrt.device_of(a._buf)] = a._buf
     return _assemble(shape, dtype, sharding, by_device)
@@ -127,7 +132,7 @@ def from_callback(shape: Sequence[int], sharding: NamedSharding,
                              f"Got {v.dtype}, expected {dtype} for buffer: {v}")
         if v.shape != expected:
             raise ValueError(f"Expected shard shape {expected} doesn't match the single device "
-                             f"array shape {v.shape}. Shape of Array is {aval.str_short()} "
+                             f"array shape {v.shape}. Shape of Array is {_long_name(aval)} "
                              f"with sharding {sharding}")
         bufs[d] = pjrt.put(np.ascontiguousarray(v), aval.update(shape=expected), d)
     return _assemble(shape, dtype, sharding, bufs)
