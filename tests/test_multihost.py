@@ -57,6 +57,11 @@ WORKER = textwrap.dedent("""
         jax.make_array_from_callback((8,), split, lambda i: np.arange(8.0, dtype=np.float32)[i]))
     record("allgather_global", lambda: mu.process_allgather(y, tiled=True).tolist())
     record("allgather_global_untiled", lambda: mu.process_allgather(y))
+    record("device_put_replicated", lambda: np.asarray(
+        jax.device_put(y, sh.NamedSharding(mesh, P()))).tolist())
+    record("device_put_regrid", lambda: info(jax.device_put(
+        y, sh.NamedSharding(mesh, P(None)))))
+    record("local_devices_of_1", lambda: [d.id for d in jax.local_devices(process_index=1)])
     record("broadcast", lambda: mu.broadcast_one_to_all(mine).tolist())
     record("broadcast_from_1", lambda: mu.broadcast_one_to_all(
         {"x": mine}, is_source=pid == 1)["x"].tolist())
@@ -129,6 +134,8 @@ def test_values_across_two_processes(records):
         assert r["allgather_tiled"] == [0, 1, 2, 3, 10, 11, 12, 13]
         assert r["allgather_global"] == [0, 2, 4, 6, 8, 10, 12, 14]
         assert r["allgather_global_untiled"]["error"] == "ValueError"
+        assert r["device_put_replicated"] == r["allgather_global"]
+        assert r["local_devices_of_1"] == [2048, 2049]
         assert r["broadcast"] == [0, 1, 2, 3] and r["broadcast_from_1"] == [10, 11, 12, 13]
         assert r["sync"] is None and r["assert_equal_same"] is None
         assert r["assert_equal_differs"] == {
