@@ -61,6 +61,15 @@ WORKER = textwrap.dedent("""
         jax.device_put(y, sh.NamedSharding(mesh, P()))).tolist())
     record("device_put_regrid", lambda: info(jax.device_put(
         y, sh.NamedSharding(mesh, P(None)))))
+    mesh_utils = importlib.import_module(lib + ".experimental.mesh_utils")
+    record("hybrid_mesh", lambda: [[d.id for d in row] for row in
+                                   mesh_utils.create_hybrid_device_mesh(
+                                       (1, 2), (2, 1), process_is_granule=True)])
+    record("hybrid_mesh_1d", lambda: [d.id for d in mesh_utils.create_hybrid_device_mesh(
+        (2,), (2,), process_is_granule=True)])
+    record("hybrid_mesh_slices", lambda: mesh_utils.create_hybrid_device_mesh((2,), (2,)))
+    record("hybrid_mesh_bad", lambda: mesh_utils.create_hybrid_device_mesh(
+        (1,), (4,), process_is_granule=True))
     record("local_devices_of_1", lambda: [d.id for d in jax.local_devices(process_index=1)])
     record("broadcast", lambda: mu.broadcast_one_to_all(mine).tolist())
     record("broadcast_from_1", lambda: mu.broadcast_one_to_all(
@@ -136,6 +145,8 @@ def test_values_across_two_processes(records):
         assert r["allgather_global_untiled"]["error"] == "ValueError"
         assert r["device_put_replicated"] == r["allgather_global"]
         assert r["local_devices_of_1"] == [2048, 2049]
+        assert r["hybrid_mesh"] == [[0, 1], [2048, 2049]]
+        assert r["hybrid_mesh_slices"]["error"] == "ValueError"
         assert r["broadcast"] == [0, 1, 2, 3] and r["broadcast_from_1"] == [10, 11, 12, 13]
         assert r["sync"] is None and r["assert_equal_same"] is None
         assert r["assert_equal_differs"] == {

@@ -243,7 +243,10 @@ def _host(x: Any) -> np.ndarray:
     return np.asarray(value, dtypes.canonicalize_dtype(value.dtype))
 
 
-def _ltg_impl(x: Any, *, global_mesh: Mesh, pspec: PartitionSpec) -> ShardedArray:
+def host_local_array_to_global_array_impl(x: Any, *, global_mesh: Mesh,
+                                          pspec: PartitionSpec) -> ShardedArray:
+    """Evaluate ``host_local_array_to_global_array_p``: this process's value becomes its
+    devices' pieces of the global array (an array already spanning processes is kept)."""
     _check_pspec(pspec)
     if _not_fully_addressable(x):  # already global
         return x
@@ -256,7 +259,10 @@ def _ltg_impl(x: Any, *, global_mesh: Mesh, pspec: PartitionSpec) -> ShardedArra
                                              NamedSharding(global_mesh, pspec), pieces)
 
 
-def _gtl_impl(x: Any, *, global_mesh: Mesh, pspec: PartitionSpec) -> Any:
+def global_array_to_host_local_array_impl(x: Any, *, global_mesh: Mesh,
+                                          pspec: PartitionSpec) -> Any:
+    """Evaluate ``global_array_to_host_local_array_p``: this process's pieces of the global
+    array, as an array over ``global_mesh.local_mesh`` (laid out first if need be)."""
     _check_pspec(pspec)
     if isinstance(x, Array) and not _not_fully_addressable(x):  # already host-local
         return x
@@ -293,12 +299,13 @@ def _make_view_primitive(name: str, impl, to_global: bool) -> core.Primitive:
 
 
 host_local_array_to_global_array_p = _make_view_primitive(
-    "host_local_array_to_global_array", _ltg_impl, to_global=True)
+    "host_local_array_to_global_array", host_local_array_to_global_array_impl, to_global=True)
 global_array_to_host_local_array_p = _make_view_primitive(
-    "global_array_to_host_local_array", _gtl_impl, to_global=False)
+    "global_array_to_host_local_array", global_array_to_host_local_array_impl,
+    to_global=False)
 
 
-def _ltg_batcher(axis_data, args, dims, *, global_mesh: Mesh, pspec: PartitionSpec):
+def ltg_batcher(axis_data, args, dims, *, global_mesh: Mesh, pspec: PartitionSpec):
     """The batch axis is not split (or split over the vmap's SPMD axis name, if any)."""
     (x,), (d,) = args, dims
     parts = list(pspec)
@@ -308,7 +315,7 @@ def _ltg_batcher(axis_data, args, dims, *, global_mesh: Mesh, pspec: PartitionSp
         x, global_mesh=global_mesh, pspec=P(*parts)), d
 
 
-batching.defrule(host_local_array_to_global_array_p, _ltg_batcher)
+batching.defrule(host_local_array_to_global_array_p, ltg_batcher)
 batching.defvectorized(global_array_to_host_local_array_p)
 
 
