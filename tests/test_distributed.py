@@ -125,6 +125,14 @@ GLOBAL_MESH_WORKER = textwrap.dedent("""
         np.asarray(y)
     except RuntimeError as e:
         out["fetch_error"] = str(e)
+    summed = jax.jit(jax.shard_map(lambda v: jax.lax.psum(v, "d"), mesh=mesh,
+                                   in_specs=sh.PartitionSpec("d"),
+                                   out_specs=sh.PartitionSpec("d")))(xg)
+    out["shard_map_psum"] = [np.asarray(s.data).tolist() for s in summed.addressable_shards]
+    odd = jax.jit(lambda v: v[1::2] + 1)(xg)  # layouts from the arguments, none given
+    out["propagated"] = [repr(odd.sharding), [np.asarray(s.data).tolist()
+                                              for s in odd.addressable_shards]]
+    out["eager"] = [float(xg.sum()), float(jax.numpy.mean(xg * xg))]
     print(json.dumps(out), flush=True)
     jax.distributed.shutdown()
 """)
@@ -152,6 +160,9 @@ def test_jit_over_a_global_mesh_holds_each_process_shards(tmp_path):
         assert r["y_shards"] == [[d, a, b, 0, [2.0 * a, 2.0 * a + 2]]
                                  for d, (a, b) in zip(r["local_devices"], rows)]
         assert "spans non-addressable" in r["fetch_error"]
+        assert r["shard_map_psum"] == [[12.0, 16.0], [12.0, 16.0]]
+        assert r["propagated"][1] == [[[2.0], [4.0]], [[6.0], [8.0]]][pid]
+        assert r["eager"] == [28.0, 17.5]
     if have_jax:  # the same program on JAX prints and answers the same
         assert run_library(tmp_path, GLOBAL_MESH_WORKER, "jax", 2, devices=2) == results
 

@@ -71,6 +71,8 @@ WORKER = textwrap.dedent("""
     record("hybrid_mesh_bad", lambda: mesh_utils.create_hybrid_device_mesh(
         (1,), (4,), process_is_granule=True))
     record("local_devices_of_1", lambda: [d.id for d in jax.local_devices(process_index=1)])
+    pmapped = jax.pmap(lambda v: v * 2)(np.full((2, 3), pid, np.float32))
+    record("allgather_pmap", lambda: mu.process_allgather(pmapped, tiled=True).tolist())
     record("broadcast", lambda: mu.broadcast_one_to_all(mine).tolist())
     record("broadcast_from_1", lambda: mu.broadcast_one_to_all(
         {"x": mine}, is_source=pid == 1)["x"].tolist())
@@ -143,6 +145,7 @@ def test_values_across_two_processes(records):
         assert r["allgather_tiled"] == [0, 1, 2, 3, 10, 11, 12, 13]
         assert r["allgather_global"] == [0, 2, 4, 6, 8, 10, 12, 14]
         assert r["allgather_global_untiled"]["error"] == "ValueError"
+        assert r["allgather_pmap"] == [[0.0] * 3] * 2 + [[2.0] * 3] * 2
         assert r["device_put_replicated"] == r["allgather_global"]
         assert r["local_devices_of_1"] == [2048, 2049]
         assert r["hybrid_mesh"] == [[0, 1], [2048, 2049]]

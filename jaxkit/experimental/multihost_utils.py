@@ -23,7 +23,7 @@ import numpy as np
 from jaxkit import api, core, distributed, dtypes, tree_util
 from jaxkit import numpy as jnp
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.runtime import global_arrays
+from jaxkit.runtime import global_arrays, multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec
@@ -90,8 +90,9 @@ def _as_named(x: ShardedArray) -> ShardedArray:
     mesh = Mesh(np.array(devices, dtype=object), ("pmap",))
     spec = P() if axis is None else P(*([None] * axis + ["pmap"]))
     named = NamedSharding(mesh, spec)
-    shards = {s.device: s._buf for s in x.addressable_shards}
-    return global_arrays.from_device_buffers(x.shape, x.dtype, named, shards)
+    # A multi-process pmap result shows this process's rows; its buffer has the global shape.
+    shards = {b._sharding._device: b for b in multi_device.addressable_shards(x._buf)}
+    return global_arrays.from_device_buffers(x._buf.aval.shape, x.dtype, named, shards)
 
 
 def _allgather_leaf(x: Any, tiled: bool) -> np.ndarray:

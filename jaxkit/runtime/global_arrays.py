@@ -21,14 +21,7 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import NamedSharding
 
 __all__ = ["from_callback", "from_device_buffers", "from_process_local_data",
-           "from_single_device_arrays",
-           "local_to_global_shape", "process_count"]
-
-
-def process_count() -> int:
-    """How many processes own devices of the default backend (1 without
-    ``jaxkit.distributed.initialize``)."""
-    return len({d.process_index for d in pjrt.get_backend().devices})
+           "from_single_device_arrays", "local_to_global_shape"]
 
 
 def _check_dtype(dtypes_seen: Sequence[np.dtype], dtype: Any, fname: str) -> np.dtype:
