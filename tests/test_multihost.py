@@ -73,6 +73,10 @@ WORKER = textwrap.dedent("""
     record("local_devices_of_1", lambda: [d.id for d in jax.local_devices(process_index=1)])
     pmapped = jax.pmap(lambda v: v * 2)(np.full((2, 3), pid, np.float32))
     record("allgather_pmap", lambda: mu.process_allgather(pmapped, tiled=True).tolist())
+    record("pmap_result", lambda: [list(pmapped.shape), pmapped.is_fully_addressable,
+                                   repr(pmapped), sorted(d.id for d in pmapped.devices()),
+                                   [[s.device.id, s.index[0].start, s.index[0].stop,
+                                     s.replica_id] for s in pmapped.addressable_shards]])
     record("broadcast", lambda: mu.broadcast_one_to_all(mine).tolist())
     record("broadcast_from_1", lambda: mu.broadcast_one_to_all(
         {"x": mine}, is_source=pid == 1)["x"].tolist())
@@ -146,6 +150,7 @@ def test_values_across_two_processes(records):
         assert r["allgather_global"] == [0, 2, 4, 6, 8, 10, 12, 14]
         assert r["allgather_global_untiled"]["error"] == "ValueError"
         assert r["allgather_pmap"] == [[0.0] * 3] * 2 + [[2.0] * 3] * 2
+        assert r["pmap_result"][:2] == [[2, 3], True]  # this process's rows, as in JAX
         assert r["device_put_replicated"] == r["allgather_global"]
         assert r["local_devices_of_1"] == [2048, 2049]
         assert r["hybrid_mesh"] == [[0, 1], [2048, 2049]]

@@ -23,7 +23,7 @@ import numpy as np
 from jaxkit import api, core, distributed, dtypes, tree_util
 from jaxkit import numpy as jnp
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.runtime import global_arrays, multi_device
+from jaxkit.runtime import global_arrays
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec
@@ -80,27 +80,11 @@ def broadcast_one_to_all(in_tree: Any, is_source: bool | None = None) -> Any:
     return tree_util.tree_map(lambda x: api.device_get(x.addressable_data(0)), out)
 
 
-def _as_named(x: ShardedArray) -> ShardedArray:
-    """A pmap result relabelled with the equivalent ``NamedSharding`` (same buffers), so that
-    a partitioned ``jit`` takes it; arrays laid out by a NamedSharding are returned as is."""
-    if isinstance(x.sharding, NamedSharding):
-        return x
-    devices = list(x.sharding.devices)
-    axis = x.mapped_axis
-    mesh = Mesh(np.array(devices, dtype=object), ("pmap",))
-    spec = P() if axis is None else P(*([None] * axis + ["pmap"]))
-    named = NamedSharding(mesh, spec)
-    # A multi-process pmap result shows this process's rows; its buffer has the global shape.
-    shards = {b._sharding._device: b for b in multi_device.addressable_shards(x._buf)}
-    return global_arrays.from_device_buffers(x._buf.aval.shape, x.dtype, named, shards)
-
-
 def _allgather_leaf(x: Any, tiled: bool) -> np.ndarray:
     if _not_fully_addressable(x):
         if not tiled:
             raise ValueError("Gathering global non-fully-addressable arrays only supports "
                              "tiled=True")
-        x = _as_named(x)
         out = jit(_identity, out_shardings=x.sharding.update(spec=P()))(x)
         return np.asarray(out.addressable_data(0))
     host = np.asarray(x)
@@ -274,7 +258,7 @@ def global_array_to_host_local_array_impl(x: Any, *, global_mesh: Mesh,
         shape = _rescale(value.shape, pspec, global_mesh.local_mesh.shape, global_mesh.shape)
         return global_arrays.from_callback(shape, local, lambda i: value[i], value.dtype)
     if x.sharding != global_sharding:
-        x = jit(_identity, out_shardings=global_sharding)(_as_named(x))
+        x = jit(_identity, out_shardings=global_sharding)(x)
     shape = _rescale(x.shape, pspec, global_mesh.local_mesh.shape, global_mesh.shape)
     shards = {s.device: s._buf for s in x.addressable_shards}
     return global_arrays.from_device_buffers(shape, x.dtype, local, shards)

@@ -69,7 +69,18 @@ class ShardedArray(Array):
 
     @property
     def sharding(self):
-        return self._sharding
+        return self._view()
+
+    def _view(self) -> Any:
+        """The layout the array presents. A pmap result in a multi-process run is this
+        process's rows (its buffer spans every process's devices): as in JAX, it presents
+        itself as split over this process's devices only, and is fully addressable."""
+        s = self._sharding
+        if isinstance(s, multi_device.AxisSharding):
+            local = multi_device.addressable_devices(s.devices)
+            if len(local) != len(s.devices):
+                return multi_device.axis_sharding(local, self.ndim, s.axis)
+        return s
 
     @property
     def mapped_axis(self) -> int | None:
@@ -81,7 +92,7 @@ class ShardedArray(Array):
         raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
 
     def devices(self) -> set:
-        return set(self._sharding.device_set)
+        return set(self._view().device_set)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -89,17 +100,18 @@ class ShardedArray(Array):
 
     @property
     def is_fully_addressable(self) -> bool:
-        local = multi_device.addressable_devices(list(self._sharding.device_set))
-        return len(local) == len(self._sharding.device_set)
+        devices = list(self._view().device_set)
+        return len(multi_device.addressable_devices(devices)) == len(devices)
 
     @property
     def addressable_shards(self) -> list[Shard]:
         """This process's pieces, in the sharding's device order."""
         self._check_alive()
         bufs = multi_device.addressable_shards(self._buf)
-        indices = self._sharding.devices_indices_map(self.shape)
+        view = self._view()
+        indices = view.devices_indices_map(self.shape)
         replica = _replica_ids(indices)
-        shard_aval = self.aval.update(shape=self._sharding.shard_shape(self.shape))
+        shard_aval = self.aval.update(shape=view.shard_shape(self.shape))
         shards = []
         for b in bufs:
             device = b._sharding._device
@@ -124,15 +136,10 @@ class ShardedArray(Array):
         pieces = multi_device.fetch_shards(self._buf)
         if not pieces:
             raise RuntimeError(_NOT_ADDRESSABLE)
-        if self.mapped_axis is not None and not self.is_fully_addressable:
-            # A multi-process pmap result: this process's rows (what it passed in).
-            npy = np.concatenate(pieces, axis=self.mapped_axis)
-            npy.flags.writeable = False
-            return npy
         if self._sharding.is_fully_replicated or len(pieces) == 1 and \
                 self.is_fully_addressable:
             return pieces[0]
-        indices = self._sharding.devices_indices_map(self.shape)
+        indices = self._view().devices_indices_map(self.shape)
         bufs = multi_device.addressable_shards(self._buf)
         if not self.is_fully_addressable:
             # As JAX: a process may read a multi-process array only when its own devices
