@@ -13,6 +13,7 @@ through), a change of view between the process's part and the global array when 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import zlib
 from collections.abc import Iterator
@@ -236,12 +237,19 @@ def host_local_array_to_global_array_impl(x: Any, *, global_mesh: Mesh,
     if _not_fully_addressable(x):  # already global
         return x
     value = _host(x)
+    shape, sharding, indices = _ltg_plan(global_mesh, pspec, value.shape)
+    return global_arrays.from_host_pieces(shape, value.dtype, sharding,
+                                          {d: value[i] for d, i in indices})
+
+
+@functools.lru_cache(maxsize=256)
+def _ltg_plan(global_mesh: Mesh, pspec: PartitionSpec, local_shape: tuple) -> tuple:
+    """The global shape, global sharding and each local device's slices of the local value
+    (computed once per mesh, spec and local shape: the call is on every training step)."""
     local = NamedSharding(global_mesh.local_mesh, pspec)
-    shape = _rescale(value.shape, pspec, global_mesh.shape, global_mesh.local_mesh.shape)
-    pieces = {d: api.device_put(np.ascontiguousarray(value[i]), d)._buf
-              for d, i in local.devices_indices_map(value.shape).items()}
-    return global_arrays.from_device_buffers(shape, value.dtype,
-                                             NamedSharding(global_mesh, pspec), pieces)
+    shape = _rescale(local_shape, pspec, global_mesh.shape, global_mesh.local_mesh.shape)
+    return shape, NamedSharding(global_mesh, pspec), \
+        tuple(local.devices_indices_map(local_shape).items())
 
 
 def global_array_to_host_local_array_impl(x: Any, *, global_mesh: Mesh,

@@ -20,7 +20,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import NamedSharding
 
-__all__ = ["from_callback", "from_device_buffers", "from_process_local_data",
+__all__ = ["from_callback", "from_device_buffers", "from_host_pieces", "from_process_local_data",
            "from_single_device_arrays", "local_to_global_shape"]
 
 
@@ -47,14 +47,14 @@ def _assemble(shape: tuple, dtype: np.dtype, sharding: NamedSharding,
               bufs_by_device: dict) -> ShardedArray:
     """One global array from a buffer per addressable device of ``sharding`` (any order)."""
     aval = core.ShapedArray(shape, dtype)
-    local = sharding.addressable_devices_indices_map(shape)
+    local = sharding.mesh.local_devices  # the order of the device list, as jaxlib wants
     missing = [d for d in local if d not in bufs_by_device]
     extra = [d for d in bufs_by_device if d not in local]
     if missing or extra:
         raise ValueError(f"The arrays must be one per addressable device of the sharding "
-                         f"{sharding} ({len(local)} devices: {list(local)}); missing "
+                         f"{sharding} ({len(local)} devices: {local}); missing "
                          f"{missing}, not addressable by it {extra}.")
-    bufs = [bufs_by_device[d] for d in local]  # in the device list's order, as jaxlib wants
+    bufs = [bufs_by_device[d] for d in local]
     buf = multi_device.ArrayImpl(aval, sharding.runtime_sharding(len(shape)), bufs, True, True)
     return ShardedArray(buf, aval, sharding)
 
@@ -64,6 +64,17 @@ def from_device_buffers(shape: Sequence[int], dtype: Any, sharding: NamedShardin
     """The global array of ``shape`` laid out as ``sharding`` whose addressable shards are the
     given single-device buffers (one per addressable device; no copy)."""
     return _assemble(tuple(int(n) for n in shape), np.dtype(dtype), sharding, bufs_by_device)
+
+
+def from_host_pieces(shape: Sequence[int], dtype: Any, sharding: NamedSharding,
+                     pieces_by_device: dict) -> ShardedArray:
+    """The global array of ``shape`` laid out as ``sharding`` from one host piece (of the
+    shard shape and ``dtype``) per addressable device; the pieces are copied."""
+    shape = tuple(int(n) for n in shape)
+    piece_aval = core.ShapedArray(sharding.shard_shape(shape), np.dtype(dtype))
+    bufs = {d: pjrt.put(np.ascontiguousarray(v), piece_aval, d)
+            for d, v in pieces_by_device.items()}
+    return _assemble(shape, np.dtype(dtype), sharding, bufs)
 
 
 def from_single_device_arrays(shape: Sequence[int], sharding: NamedSharding,

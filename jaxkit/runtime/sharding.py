@@ -179,7 +179,14 @@ class Mesh:
     @property
     def local_mesh(self) -> Mesh:
         """The sub-mesh of this process's devices (they must form a contiguous block of the
-        mesh: host-local data is laid out over it)."""
+        mesh: host-local data is laid out over it). Computed once per mesh."""
+        try:
+            return self._local_mesh
+        except AttributeError:
+            self._local_mesh = local = self._find_local_mesh()
+        return local
+
+    def _find_local_mesh(self) -> Mesh:
         mine = np.vectorize(lambda d: d.process_index == _process_of(self._flat),
                             otypes=[bool])(self.devices)
         block = []
