@@ -133,6 +133,18 @@ GLOBAL_MESH_WORKER = textwrap.dedent("""
     out["propagated"] = [repr(odd.sharding), [np.asarray(s.data).tolist()
                                               for s in odd.addressable_shards]]
     out["eager"] = [float(xg.sum()), float(jax.numpy.mean(xg * xg))]
+    # data x model: the batch split over processes, the weights' columns over each one's devices
+    grid = sh.Mesh(np.array(jax.devices()).reshape(2, 2), ("data", "model"))
+    w = jax.make_array_from_callback(
+        (4, 6), sh.NamedSharding(grid, sh.PartitionSpec(None, "model")),
+        lambda i: np.arange(24, dtype=np.float32).reshape(4, 6)[i] / 50)
+    xb = jax.make_array_from_process_local_data(
+        sh.NamedSharding(grid, sh.PartitionSpec("data")), np.full((3, 4), pid + 1.0, np.float32))
+    col = jax.jit(lambda x, w: jax.numpy.tanh(x @ w).sum(axis=0),
+                  out_shardings=sh.NamedSharding(grid, sh.PartitionSpec("model")))(xb, w)
+    out["model_parallel"] = [list(xb.shape), repr(col.sharding),
+                             [[s.device.id, s.index[0].start, s.replica_id,
+                               np.asarray(s.data).tolist()] for s in col.addressable_shards]]
     print(json.dumps(out), flush=True)
     jax.distributed.shutdown()
 """)
@@ -163,6 +175,13 @@ def test_jit_over_a_global_mesh_holds_each_process_shards(tmp_path):
         assert r["shard_map_psum"] == [[12.0, 16.0], [12.0, 16.0]]
         assert r["propagated"][1] == [[[2.0], [4.0]], [[6.0], [8.0]]][pid]
         assert r["eager"] == [28.0, 17.5]
+        w = np.arange(24, dtype=np.float32).reshape(4, 6) / 50
+        want = 3 * np.tanh(np.ones((1, 4), np.float32) @ w)[0] + \
+            3 * np.tanh(2 * np.ones((1, 4), np.float32) @ w)[0]
+        shape, _, shards = r["model_parallel"]
+        assert shape == [6, 4] and [s[:3] for s in shards] == [
+            [r["local_devices"][0], 0, pid], [r["local_devices"][1], 3, pid]]
+        np.testing.assert_allclose(np.concatenate([s[3] for s in shards]), want, rtol=1e-6)
     if have_jax:  # the same program on JAX prints and answers the same
         assert run_library(tmp_path, GLOBAL_MESH_WORKER, "jax", 2, devices=2) == results
 
