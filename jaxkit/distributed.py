@@ -5,7 +5,10 @@ in process 0, connects every process to it, and replaces jaxkit's CPU backend wi
 devices are those of *all* processes (``jaxkit.devices()``) while each process owns its own
 (``jaxkit.local_devices()``); collectives between processes travel over gloo TCP. A ``pmap``
 then spans every device: each process passes its local slice of the mapped axis and gets its
-local slice of the results, and ``psum`` & co. reduce over all processes.
+local slice of the results, and ``psum`` & co. reduce over all processes. A ``Mesh`` over
+``jaxkit.devices()`` is a global mesh: arrays laid out on it (``make_array_from_*``,
+``experimental.multihost_utils``) hold only this process's shards, and ``jit`` over it runs
+one SPMD program in every process.
 
 Failure modes are bounded: a process that cannot reach every peer within
 ``initialization_timeout`` seconds raises ``TimeoutError`` naming the coordinator and the
