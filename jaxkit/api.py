@@ -26,7 +26,8 @@ from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
-from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params, jit
 from jaxkit.transforms.vmap import vmap
 
 __all__ = ["ShapeDtypeStruct", "block_until_ready", "default_backend", "device_count",
@@ -650,7 +651,10 @@ def devices(backend: str | None = None) -> list:
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
-    return pjrt.local_devices(backend)
+    """The devices of process ``process_index`` (default: this process) on ``backend``."""
+    if process_index is None:
+        return pjrt.local_devices(backend)
+    return [d for d in pjrt.devices(backend) if d.process_index == process_index]
 
 
 def device_count(backend: str | None = None) -> int:
@@ -722,7 +726,11 @@ def _device_put_sharded(x: Any, shardings: Any):
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
-        if isinstance(s, (NamedSharding, PartitionSpec)):
+        if isinstance(s, NamedSharding) and isinstance(leaf, ShardedArray) and \
+                not leaf.is_fully_addressable:
+            # No process can read the whole value: XLA moves the pieces between devices.
+            outs.append(_reshard(s)(leaf))
+        elif isinstance(s, (NamedSharding, PartitionSpec)):
             outs.append(lax.with_sharding_constraint(leaf, s))
         elif isinstance(s, pjrt.Sharding):
             outs.append(device_put(leaf, s._device))
@@ -731,6 +739,12 @@ def _device_put_sharded(x: Any, shardings: Any):
         else:
             raise TypeError(f"device_put expects a device or a sharding, got {s!r}")
     return tree_util.tree_unflatten(treedef, outs)
+
+
+@functools.lru_cache(maxsize=64)
+def _reshard(sharding: NamedSharding) -> Callable:
+    """A partitioned identity whose output is laid out as ``sharding`` (one per layout)."""
+    return jit(lambda x: x, out_shardings=sharding)
 
 
 def device_get(x: Any):

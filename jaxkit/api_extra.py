@@ -20,8 +20,9 @@ from jaxkit import core, dtypes, tree_util
 from jaxkit.api import device_put, process_count, process_index, vjp
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import dispatch
-from jaxkit.runtime import compile_cache, pjrt
+from jaxkit.runtime import compile_cache, global_arrays, pjrt
 from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharding import NamedSharding
 from jaxkit.transforms import jit as _jit
 from jaxkit.transforms.custom_derivatives import custom_vjp
 
@@ -186,15 +187,17 @@ def clear_caches() -> None:
 def _single_device(sharding, what: str):
     devices = getattr(sharding, "device_set", None)
     if devices is None or len(devices) != 1:
-        raise NotImplementedError(f"{what}: jaxkit supports single-device shardings only "
-                                  "(multi-device shardings are issue #17)")
+        raise TypeError(f"{what}: sharding should be a NamedSharding or a single-device "
+                        f"sharding, got {sharding!r}")
     return next(iter(devices))
 
 
 def make_array_from_callback(shape: Sequence[int], sharding, data_callback: Callable,
                              dtype=None) -> Array:
-    """An array of ``shape`` on the sharding's device, from ``data_callback(index)`` (the
-    index of the whole array: a slice per dimension)."""
+    """The global array of ``shape`` laid out as ``sharding``: each addressable device's
+    shard is ``data_callback(index)`` (``index``: the shard's slices of the whole array)."""
+    if isinstance(sharding, NamedSharding):
+        return global_arrays.from_callback(shape, sharding, data_callback, dtype)
     device = _single_device(sharding, "make_array_from_callback")
     data = data_callback(tuple(slice(None, None, None) for _ in shape))
     if dtype is not None:
@@ -207,7 +210,10 @@ def make_array_from_callback(shape: Sequence[int], sharding, data_callback: Call
 
 def make_array_from_single_device_arrays(shape: Sequence[int], sharding,
                                          arrays: Sequence, *, dtype=None) -> Array:
-    """The global array made of per-device ``arrays`` (one device here)."""
+    """The global array made of per-device ``arrays``: one single-device array per
+    addressable device of ``sharding`` (this process's shards in a multi-process run)."""
+    if isinstance(sharding, NamedSharding):
+        return global_arrays.from_single_device_arrays(shape, sharding, arrays, dtype)
     _single_device(sharding, "make_array_from_single_device_arrays")
     if len(arrays) != 1 or tuple(arrays[0].shape) != tuple(shape):
         raise ValueError(f"make_array_from_single_device_arrays: expected one array of shape "
@@ -216,12 +222,39 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding,
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None) -> Array:
-    """The global array from this process's data (one process here: the data itself)."""
-    device = _single_device(sharding, "make_array_from_process_local_data")
-    if global_shape is not None and tuple(global_shape) != tuple(np.shape(local_data)):
-        raise ValueError(f"global_shape {tuple(global_shape)} differs from the local data's "
-                         f"shape {tuple(np.shape(local_data))} in a single-process run")
-    return device_put(local_data, device)
+    """The global array of which ``local_data`` (a pytree of host arrays) is this process's
+    part; ``sharding`` and ``global_shape`` are one for all leaves or a pytree prefix. With
+    one process the data is the whole array."""
+    leaves, treedef = tree_util.tree_flatten(local_data)
+    shardings = _broadcast_prefix(sharding, local_data)
+    shapes = _broadcast_prefix(global_shape, local_data,
+                               is_leaf=lambda x: x is None or isinstance(x, tuple))
+    if process_count() == 1:
+        for s, d in zip(shapes, leaves):
+            if s is not None and tuple(s) != tuple(np.shape(d)):
+                raise ValueError("When calling `make_array_from_process_local_data` on a "
+                                 "single process, global_shape should be None or equal to "
+                                 f"local_data.shape.Got global_shape={tuple(s)} and "
+                                 f"local_data.shape={tuple(np.shape(d))}.")
+        return device_put(local_data, sharding)
+    out = []
+    for s, d, shape in zip(shardings, leaves, shapes):
+        if not isinstance(s, NamedSharding):
+            raise TypeError("make_array_from_process_local_data over several processes needs "
+                            f"NamedShardings, got {s!r}")
+        out.append(global_arrays.from_process_local_data(s, d, shape))
+    return tree_util.tree_unflatten(treedef, out)
+
+
+def _broadcast_prefix(prefix, full, is_leaf=None) -> list:
+    """One entry of the pytree prefix ``prefix`` per leaf of ``full``."""
+    n = len(tree_util.tree_leaves(full))
+    if prefix is None or isinstance(prefix, NamedSharding) or (
+            is_leaf is not None and is_leaf(prefix)):
+        return [prefix] * n
+    entries, prefix_def = tree_util.tree_flatten(prefix, is_leaf=is_leaf)
+    subtrees = prefix_def.flatten_up_to(full)
+    return [e for e, sub in zip(entries, subtrees) for _ in tree_util.tree_leaves(sub)]
 
 
 def copy_to_host_async(x) -> None:

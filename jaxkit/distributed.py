@@ -5,7 +5,10 @@ in process 0, connects every process to it, and replaces jaxkit's CPU backend wi
 devices are those of *all* processes (``jaxkit.devices()``) while each process owns its own
 (``jaxkit.local_devices()``); collectives between processes travel over gloo TCP. A ``pmap``
 then spans every device: each process passes its local slice of the mapped axis and gets its
-local slice of the results, and ``psum`` & co. reduce over all processes.
+local slice of the results, and ``psum`` & co. reduce over all processes. A ``Mesh`` over
+``jaxkit.devices()`` is a global mesh: arrays laid out on it (``make_array_from_*``,
+``experimental.multihost_utils``) hold only this process's shards, and ``jit`` over it runs
+one SPMD program in every process.
 
 Failure modes are bounded: a process that cannot reach every peer within
 ``initialization_timeout`` seconds raises ``TimeoutError`` naming the coordinator and the
@@ -36,6 +39,7 @@ class _State:
     num_processes: int
     service: Any
     client: Any
+    preemption_sync_manager: Any = None
 
 
 _state: _State | None = None
@@ -136,7 +140,8 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
             if service is not None:
                 service.shutdown()
             raise
-        _state = _State(address, pid, n, service, client)
+        _state = _State(address, pid, n, service, client,
+                        multi_device.start_preemption_sync_manager(client))
     atexit.register(shutdown)
 
 
@@ -169,6 +174,9 @@ def shutdown() -> None:
         with pjrt._lock:
             pjrt._backends.pop("cpu", None)
         errors = []
+        if state.preemption_sync_manager is not None:
+            # Before the client: the manager talks to the coordination service through it.
+            state.preemption_sync_manager.shutdown()
         try:
             state.client.shutdown()
         except RuntimeError as e:
@@ -194,3 +202,17 @@ def process_index() -> int:
 def process_count() -> int:
     """The number of processes (1 without ``initialize``)."""
     return _state.num_processes if _state is not None else 1
+
+
+def preemption_sync_manager() -> Any:
+    """jaxlib's preemption sync manager of this process group (None without
+    ``initialize``); ``multihost_utils.reached_preemption_sync_point`` asks it."""
+    return _state.preemption_sync_manager if _state is not None else None
+
+
+def live_processes(process_ids: list[int]) -> dict[int, int]:
+    """Of ``process_ids``, those the coordination service sees alive, each with its
+    incarnation id (a barrier among the live ones). Needs ``initialize``."""
+    if _state is None:
+        raise RuntimeError("Distributed JAX not initialized.")
+    return dict(_state.client.get_live_nodes(list(process_ids)))

@@ -129,6 +129,12 @@ def _process_index(devices: Sequence) -> int:
     return backend_of_devices(devices).client.process_index()
 
 
+def backend_process_count(devices: Sequence) -> int:
+    """How many processes own devices of the backend of ``devices`` (1 unless
+    ``jaxkit.distributed.initialize`` made a multi-process backend)."""
+    return len({d.process_index for d in backend_of_devices(devices).devices})
+
+
 def backend_of_devices(devices: Sequence) -> pjrt.Backend:
     """The backend whose client owns ``devices`` (all of them global device objects)."""
     first = devices[0]
@@ -358,6 +364,14 @@ def connect_distributed_client(address: str, process_id: int, *, init_timeout: i
         shutdown_timeout=shutdown_timeout, missed_heartbeat_callback=_ignore_client_error)
     client.connect()
     return client
+
+
+def start_preemption_sync_manager(client: Any) -> Any:
+    """jaxlib's preemption sync manager on ``client``: it learns of a preemption notice
+    (SIGTERM) in any process and agrees on the step at which every process checkpoints."""
+    manager = _jax.create_preemption_sync_manager()
+    manager.initialize(client)
+    return manager
 
 
 def make_distributed_cpu_client(client: Any, process_id: int, num_processes: int,

@@ -69,7 +69,18 @@ class ShardedArray(Array):
 
     @property
     def sharding(self):
-        return self._sharding
+        return self._view()
+
+    def _view(self) -> Any:
+        """The layout the array presents. A pmap result in a multi-process run is this
+        process's rows (its buffer spans every process's devices): as in JAX, it presents
+        itself as split over this process's devices only, and is fully addressable."""
+        s = self._sharding
+        if isinstance(s, multi_device.AxisSharding):
+            local = multi_device.addressable_devices(s.devices)
+            if len(local) != len(s.devices):
+                return multi_device.axis_sharding(local, self.ndim, s.axis)
+        return s
 
     @property
     def mapped_axis(self) -> int | None:
@@ -81,7 +92,7 @@ class ShardedArray(Array):
         raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
 
     def devices(self) -> set:
-        return set(self._sharding.device_set)
+        return set(self._view().device_set)
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -89,17 +100,18 @@ class ShardedArray(Array):
 
     @property
     def is_fully_addressable(self) -> bool:
-        local = multi_device.addressable_devices(list(self._sharding.device_set))
-        return len(local) == len(self._sharding.device_set)
+        devices = list(self._view().device_set)
+        return len(multi_device.addressable_devices(devices)) == len(devices)
 
     @property
     def addressable_shards(self) -> list[Shard]:
         """This process's pieces, in the sharding's device order."""
         self._check_alive()
         bufs = multi_device.addressable_shards(self._buf)
-        indices = self._sharding.devices_indices_map(self.shape)
+        view = self._view()
+        indices = view.devices_indices_map(self.shape)
         replica = _replica_ids(indices)
-        shard_aval = self.aval.update(shape=self._sharding.shard_shape(self.shape))
+        shard_aval = self.aval.update(shape=view.shard_shape(self.shape))
         shards = []
         for b in bufs:
             device = b._sharding._device
@@ -122,27 +134,32 @@ class ShardedArray(Array):
 
     def _assemble(self) -> np.ndarray:
         pieces = multi_device.fetch_shards(self._buf)
-        if not self.is_fully_addressable:
-            if self.mapped_axis is None and isinstance(self._sharding,
-                                                       multi_device.AxisSharding):
-                return pieces[0]
-            if self.mapped_axis is not None:  # a pmap result: this process's rows
-                npy = np.concatenate(pieces, axis=self.mapped_axis)
-                npy.flags.writeable = False
-                return npy
-            raise RuntimeError("Fetching value for `jax.Array` that spans non-addressable "
-                               "(non process local) devices is not possible. You can use "
-                               "`jax.experimental.multihost_utils.process_allgather` to "
-                               "collect its value on every process.")
-        indices = self._sharding.devices_indices_map(self.shape)
-        if self._sharding.is_fully_replicated or len(pieces) == 1:
+        if not pieces:
+            raise RuntimeError(_NOT_ADDRESSABLE)
+        if self._sharding.is_fully_replicated or len(pieces) == 1 and \
+                self.is_fully_addressable:
             return pieces[0]
-        out = np.empty(self.shape, dtype=pieces[0].dtype)
+        indices = self._view().devices_indices_map(self.shape)
         bufs = multi_device.addressable_shards(self._buf)
+        if not self.is_fully_addressable:
+            # As JAX: a process may read a multi-process array only when its own devices
+            # hold every distinct piece (e.g. split over the devices of one process only).
+            mine = {_index_key(indices[b._sharding._device]) for b in bufs}
+            if len(mine) != len({_index_key(i) for i in indices.values()}):
+                raise RuntimeError(_NOT_ADDRESSABLE)
+        out = np.empty(self.shape, dtype=pieces[0].dtype)
         for b, piece in zip(bufs, pieces):
             out[indices[b._sharding._device]] = piece
         out.flags.writeable = False
         return out
+
+    def __repr__(self):
+        if not self._buf.is_deleted() and not (self.is_fully_addressable
+                                               or self.is_fully_replicated):
+            # JAX prints no values for an array whose pieces live in other processes.
+            weak = ", weak_type=True" if self.weak_type else ""
+            return f"Array(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        return super().__repr__()
 
     def to_device(self, device, *, stream=None) -> Array:
         if stream is not None:
@@ -151,6 +168,17 @@ class ShardedArray(Array):
 
     def __reduce__(self):
         return (_runtime_device_put, (np.array(self._value), self.weak_type))
+
+
+_NOT_ADDRESSABLE = (
+    "Fetching value for `jax.Array` that spans non-addressable (non process local) devices is "
+    "not possible. You can use `jax.experimental.multihost_utils.process_allgather` to print "
+    "the global array or use `.addressable_shards` method of jax.Array to inspect the "
+    "addressable (process local) shards.")
+
+
+def _index_key(index: tuple) -> tuple:
+    return tuple((s.start, s.stop) for s in index)
 
 
 def _runtime_device_put(value: np.ndarray, weak_type: bool) -> Array:

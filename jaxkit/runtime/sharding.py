@@ -177,6 +177,30 @@ class Mesh:
         return multi_device.addressable_devices(self._flat)
 
     @property
+    def local_mesh(self) -> Mesh:
+        """The sub-mesh of this process's devices (they must form a contiguous block of the
+        mesh: host-local data is laid out over it). Computed once per mesh."""
+        try:
+            return self._local_mesh
+        except AttributeError:
+            self._local_mesh = local = self._find_local_mesh()
+        return local
+
+    def _find_local_mesh(self) -> Mesh:
+        mine = np.vectorize(lambda d: d.process_index == _process_of(self._flat),
+                            otypes=[bool])(self.devices)
+        block = []
+        for axis in range(self.devices.ndim):
+            others = tuple(a for a in range(self.devices.ndim) if a != axis)
+            hit = np.flatnonzero(mine.any(axis=others))
+            block.append(slice(int(hit.min()), int(hit.max()) + 1))
+        if not mine[tuple(block)].all():
+            raise ValueError("When passing host local inputs to pjit, devices connected to a "
+                             "single host must form a contiguous subcube of the global device "
+                             "mesh")
+        return Mesh(self.devices[tuple(block)], self.axis_names)
+
+    @property
     def is_multi_process(self) -> bool:
         return len(self.local_devices) != len(self._flat)
 
@@ -214,6 +238,11 @@ class Mesh:
     def __str__(self) -> str:
         axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
         return f"Mesh({axes}, axis_types={self._types_str()})"
+
+
+def _process_of(devices: Sequence) -> int:
+    """This process's index in the backend that owns ``devices``."""
+    return multi_device.backend_of_devices(devices).client.process_index()
 
 
 class AbstractMesh:

@@ -377,7 +377,8 @@ class JitFunction:
         """Every argument leaf's ``NamedSharding`` when the call is partitioned, else None."""
         if not (self._sharded or any(spmd.is_laid_out(x) for x in flat)):
             return None
-        return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals)
+        return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals,
+                                    spmd.first_mesh(self._out_shardings))
 
     def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
         """Let later calls like this one (traced arguments all positional leaves) take the

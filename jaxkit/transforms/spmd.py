@@ -29,7 +29,7 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (Mesh, NamedSharding, PartitionSpec, compile_partitioned,
                                      named_from_hlo, output_hlo_shardings, put_global)
 
-__all__ = ["ShardingPlan", "PartitionedProgram", "is_laid_out", "input_shardings",
+__all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
 
 
@@ -77,6 +77,14 @@ def _common_mesh(shardings: Sequence[NamedSharding | None], mesh: Mesh | None = 
     return meshes[0]
 
 
+def first_mesh(shardings: Any) -> Mesh | None:
+    """The mesh of the first ``NamedSharding`` in a pytree of shardings (None if none): the
+    mesh that arguments without a layout are replicated over when only ``out_shardings``
+    names one."""
+    leaves = tree_util.tree_leaves(shardings, is_leaf=_is_sharding_leaf)
+    return next((s.mesh for s in leaves if isinstance(s, NamedSharding)), None)
+
+
 def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequence,
                     avals: Sequence[ShapedArray],
                     mesh: Mesh | None = None) -> tuple[NamedSharding, ...]:
@@ -93,6 +101,18 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
             raise ValueError(
                 "Sharding passed to jit does not match the sharding on the respective arg. "
                 f"Got jit sharding: {w},\narg sharding: {own} for arg type: {a.str_short()}")
+        if (w is not None and isinstance(x, (np.ndarray, np.generic))
+                and not w.is_fully_replicated
+                and multi_device.backend_process_count(w.mesh._flat) > 1):
+            # Each process would contribute its own host value as the global array.
+            raise ValueError(
+                "Passing non-trivial shardings for numpy inputs is not allowed. To fix this "
+                "error, either specify a replicated sharding explicitly or use "
+                "`jax.make_array_from_process_local_data(...)` to convert your host local "
+                "numpy inputs to a jax.Array which you can pass to jit. If the numpy input is "
+                "the same on each process, then you can use `jax.make_array_from_callback(...) "
+                f"to create a `jax.Array` which you can pass to jit. Got arg type: "
+                f"{a.dtype.name}[{','.join(map(str, a.shape))}]")
         chosen.append(w if w is not None else own)
     mesh = _common_mesh(chosen, mesh)
     out = []
