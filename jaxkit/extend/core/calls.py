@@ -36,10 +36,15 @@ def call_impl(f: lu.WrappedFun | Callable, *args, **params) -> list:
 
 
 class CallPrimitive(core.Primitive):
-    """A primitive whose equation calls a jaxpr, ``call_jaxpr`` (an open ``Jaxpr``)."""
+    """A primitive whose equation calls a jaxpr, ``call_jaxpr`` (an open ``Jaxpr``). Every
+    instance gets the full rule set (a library's own call primitive too)."""
 
     multiple_results = True
     call_primitive = True
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        _make_rules(self)
 
     def bind(self, *args, **params):
         if "call_jaxpr" in params:
@@ -173,5 +178,3 @@ def _lowering_for(prim: CallPrimitive) -> Callable[..., Any]:
 
 call_p: CallPrimitive = CallPrimitive("call")
 closed_call_p: ClosedCallPrimitive = ClosedCallPrimitive("closed_call")
-_make_rules(call_p)
-_make_rules(closed_call_p)
