@@ -96,10 +96,6 @@ class NameStack:
     def transform(self, transform_name: str) -> NameStack:
         return NameStack((*self.stack, Transform(transform_name)))
 
-    def wrap_name(self, name: str) -> str:
-        """``name`` inside this stack's scopes."""
-        return f"{self}/{name}" if self.stack else name
-
     def __getitem__(self, idx: slice) -> NameStack:
         return NameStack(self.stack[idx])
 
