@@ -3,7 +3,9 @@
 A pass is a Python function given the serialized ``HloModuleProto`` of each module XLA compiles
 and returning the rewritten proto (or None to leave it); jaxlib runs it at the chosen stage of
 the compilation pipeline. The CPU client runs in this process and takes passes directly; a
-plugin backend (GPU) takes them through the PjRt C API once it is initialised.
+plugin backend (GPU) already initialised takes them through the PjRt C API. Unlike JAX, a
+plugin initialised after the call does not get them (jaxkit has no backend-initialisation
+hook): initialise it first, e.g. with ``jax.devices("gpu")``.
 """
 from __future__ import annotations
 
