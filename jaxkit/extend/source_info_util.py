@@ -1,17 +1,29 @@
-"""``jax.extend.source_info_util``: which source files tracebacks and source locations skip.
+"""``jax.extend.source_info_util``: source locations and name stacks.
 
-Libraries register their own files so that user-facing locations (the ``source_info`` of
-equations, and through it the HLO metadata) point at user code. The set of excluded path
-prefixes is ``jaxkit.source_info``'s; jaxkit's own directory is always in it.
+Locations: libraries register their own files so that user-facing locations (the
+``source_info`` of equations, and through it the HLO metadata) point at user code; the set of
+excluded path prefixes is ``jaxkit.source_info``'s, and jaxkit's own directory is always in it.
+A jaxkit location is a ``SourceInfo(file, line, function)``, or None where none is known.
+
+Name stacks: the scopes ``jax.named_scope`` opens, and the transformations wrapped around
+them (``jvp(f)``). ``extend_name_stack``/``set_name_stack``/``reset_name_stack``/
+``transform_name_stack`` change the very stack ``jax.named_scope`` pushes onto, so each sees
+the other's scopes.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import sys
+from collections.abc import Callable
+from typing import NamedTuple
 
-from jaxkit import source_info
+from jaxkit import api_extra, source_info
 from jaxkit.source_info import SourceInfo, excluded_paths, register_exclusion
 
-__all__ = ["SourceInfo", "current", "excluded_paths", "new_name_stack", "register_exclusion",
+__all__ = ["NameStack", "SourceInfo", "current", "current_name_stack", "excluded_paths",
+           "extend_name_stack", "new_name_stack", "new_source_info", "register_exclusion",
+           "reset_name_stack", "set_name_stack", "summarize", "transform_name_stack",
            "user_context", "user_frame"]
 
 
@@ -30,11 +42,145 @@ def current() -> SourceInfo | None:
     return source_info.current()
 
 
-def new_name_stack(name: str = "") -> str:
-    return name
+def new_source_info() -> SourceInfo | None:
+    """A location that says nothing (jaxkit's unknown location: None)."""
+    return None
+
+
+def summarize(info: SourceInfo | None, num_frames: int = 1) -> str:
+    """``file:line (function)`` of a location, ``"unknown"`` without one (a jaxkit location
+    is one frame, so ``num_frames`` adds nothing)."""
+    del num_frames
+    return "unknown" if info is None else f"{info.file}:{info.line} ({info.function})"
 
 
 def user_context(c, *, name_stack=None) -> source_info.user_context:
     """Equations recorded inside get the location ``c`` (a ``SourceInfo``; anything else,
     such as a JAX traceback, leaves locations as they are)."""
     return source_info.user_context(c if isinstance(c, SourceInfo) else None)
+
+
+# ---- name stacks -----------------------------------------------------------------------------
+
+
+class Scope(NamedTuple):
+    """A named scope: ``jax.named_scope(name)``."""
+
+    name: str
+
+    def wrap(self, stack: list[str]) -> None:
+        stack.append(self.name)
+
+
+class Transform(NamedTuple):
+    """A transformation around the scopes inside it: printed ``name(inner)``."""
+
+    name: str
+
+    def wrap(self, stack: list[str]) -> None:
+        if stack:
+            stack[-1] = f"{self.name}({stack[-1]})"
+        else:
+            stack.append(f"{self.name}()")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NameStack:
+    """Scopes and transformations, outermost first; printed as ``a/jvp(b)/c``."""
+
+    stack: tuple[Scope | Transform, ...] = ()
+
+    def extend(self, name: str) -> NameStack:
+        return NameStack((*self.stack, Scope(name)))
+
+    def transform(self, transform_name: str) -> NameStack:
+        return NameStack((*self.stack, Transform(transform_name)))
+
+    def __getitem__(self, idx: slice) -> NameStack:
+        return NameStack(self.stack[idx])
+
+    def __len__(self) -> int:
+        return len(self.stack)
+
+    def __add__(self, other: NameStack) -> NameStack:
+        return NameStack(self.stack + other.stack)
+
+    def __radd__(self, other: NameStack) -> NameStack:
+        return NameStack(other.stack + self.stack)
+
+    def __str__(self) -> str:
+        # Walk innermost first: a transformation wraps the scope just inside it.
+        scopes: list[str] = []
+        for elem in self.stack[::-1]:
+            elem.wrap(scopes)
+        return "/".join(reversed(scopes))
+
+
+def new_name_stack(name: str = "") -> NameStack:
+    """An empty stack, or one holding the scope ``name``."""
+    return NameStack().extend(name) if name else NameStack()
+
+
+# The stack lives in jax.named_scope's context variable (a tuple whose plain strings are the
+# scopes named_scope pushed), so the two APIs see one stack.
+_stack_var = api_extra._name_stack
+
+
+def current_name_stack() -> NameStack:
+    """The name stack of the code running now."""
+    return NameStack(tuple(Scope(e) if isinstance(e, str) else e for e in _stack_var.get()))
+
+
+class set_name_stack:
+    """``with set_name_stack(stack):`` the block runs with ``stack`` as its name stack (also
+    usable as a decorator)."""
+
+    __slots__ = ("arg", "_token")
+
+    def __init__(self, arg):
+        self.arg = arg  # the stack to set (subclasses: the name to push)
+        self._token = None
+
+    def _new_stack(self) -> NameStack:
+        return self.arg
+
+    def __enter__(self) -> NameStack:
+        stack = self._new_stack()
+        self._token = _stack_var.set(stack.stack)
+        return stack
+
+    def __exit__(self, *exc) -> bool:
+        _stack_var.reset(self._token)
+        return False
+
+    def __call__(self, func: Callable) -> Callable:
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with type(self)(self.arg):
+                return func(*args, **kwargs)
+        return wrapper
+
+
+class extend_name_stack(set_name_stack):
+    """``with extend_name_stack(name):`` the block runs inside the scope ``name`` (as
+    ``jax.named_scope``); yields the new stack."""
+
+    __slots__ = ()
+
+    def _new_stack(self) -> NameStack:
+        return current_name_stack().extend(self.arg)
+
+
+class transform_name_stack(set_name_stack):
+    """``with transform_name_stack(name):`` the scopes opened in the block are wrapped in the
+    transformation ``name``."""
+
+    __slots__ = ()
+
+    def _new_stack(self) -> NameStack:
+        return current_name_stack().transform(self.arg)
+
+
+def reset_name_stack() -> set_name_stack:
+    """``with reset_name_stack():`` the block starts from an empty name stack."""
+    return set_name_stack(NameStack())

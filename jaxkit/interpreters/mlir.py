@@ -7,11 +7,13 @@ flow) are lowered inline with ``jaxpr_subcomp``.
 """
 from __future__ import annotations
 
+import importlib
 import math
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from types import ModuleType
 from typing import Any
 
 import ml_dtypes
@@ -44,7 +46,29 @@ def register_lowering(prim: core.Primitive, rule: Callable) -> Callable:
 # StableHLO modules use; the public stablehlo/chlo modules register only themselves.
 _registry = ir.DialectRegistry()
 _jax_mlir_ext.register_dialects(_registry)
+upstream_dialects = _registry  # the name jax.extend.lowering gives it
 _context: ir.Context | None = None
+
+# The jaxlib modules that ``jax.extend`` re-exports unchanged (MLIR bindings and dialects, the
+# portable-artifact functions, IFRT programs and proxy, the XLA client's sharding protos, the
+# registry of HLO module passes).
+# jaxkit.extend reaches them here because only this module and the runtime may import jaxlib.
+REEXPORTED_JAXLIB_MODULES = frozenset({
+    "jaxlib.mlir.ir", "jaxlib.mlir.passmanager", "jaxlib._jax.mlir",
+    "jaxlib._jax.ifrt_programs", "jaxlib._ifrt_proxy", "jaxlib.xla_client", "jaxlib._xla",
+    *(f"jaxlib.mlir.dialects.{d}" for d in (
+        "arith", "builtin", "chlo", "func", "math", "memref", "mpmd", "scf", "sdy",
+        "sparse_tensor", "stablehlo", "vector")),
+})
+
+
+def jaxlib_module(name: str) -> ModuleType:
+    """The jaxlib module ``name``, one of ``REEXPORTED_JAXLIB_MODULES`` (imported on first
+    use, so that ``import jaxkit`` does not load dialects nobody asked for)."""
+    if name not in REEXPORTED_JAXLIB_MODULES:
+        raise ValueError(f"{name!r} is not a jaxlib module jaxkit re-exports; choose one of "
+                         f"{sorted(REEXPORTED_JAXLIB_MODULES)}")
+    return importlib.import_module(name)
 
 
 def make_ir_context() -> ir.Context:

@@ -1,18 +1,29 @@
 """``jax.extend.core``: jaxkit's primitives and jaxpr IR under the names JAX 0.10.2 exports.
 
 A library defines a ``Primitive``, binds it, reads and evaluates ``ClosedJaxpr``s with these;
-they are the very classes jaxkit's own transformations use, not copies.
+they are the very classes jaxkit's own transformations use, not copies. ``primitives`` holds
+jaxkit's primitives under JAX's names; ``CallPrimitive`` and ``call_impl`` come from
+``calls``, ``DebugInfo`` from ``debug_info``.
 """
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from jaxkit.core import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
-                         Primitive, ShapedArray, Trace, Tracer, Var, concrete_or_error,
+from jaxkit import dtypes
+from jaxkit.core import (AbstractToken, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError,
+                         Literal, Primitive, ShapedArray, Trace, Tracer, Var, concrete_or_error,
                          current_trace, get_aval, jaxpr_as_fun, set_current_trace, subjaxprs)
+from jaxkit.errors import InconclusiveDimensionOperation
+from jaxkit.extend.core import primitives
+from jaxkit.extend.core.calls import CallPrimitive, call_impl
+from jaxkit.extend.core.debug_info import DebugInfo
+from jaxkit.interpreters import batching, partial_eval
 from jaxkit.interpreters.typecheck import check_jaxpr
+from jaxkit.lax import parallel
 from jaxkit.runtime.array import Array
 from jaxkit.source_info import SourceInfo
 
@@ -131,4 +142,74 @@ def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
     return OpaqueTraceState(current_trace(), convention)
 
 
-__all__ += ["OpaqueTraceState", "ShapedArray", "Tracer"]
+class TraceTag:
+    """Identifies the transformation a trace belongs to (JAX's ``core.TraceTag``).
+
+    As in JAX, every tag hashes and compares equal to every other: tags key caches of
+    transformed functions, where a function defined in an outer scope cannot close over the
+    tracers a tag distinguishes."""
+
+    def __hash__(self):
+        return hash(TraceTag)
+
+    def __eq__(self, other):
+        return isinstance(other, TraceTag)
+
+
+def gensym(suffix: str = "") -> Callable[[Any], Var]:
+    """A factory of fresh jaxpr variables: ``gensym()(aval)`` is a new ``Var`` of ``aval``
+    (variables are named when a jaxpr is printed, so ``suffix`` names nothing)."""
+    del suffix
+    return Var
+
+
+def primal_dtype_to_tangent_dtype(primal_dtype):
+    """The dtype of tangents of ``primal_dtype``: itself if inexact, else ``float0``."""
+    if dtypes.issubdtype(primal_dtype, np.inexact):
+        return primal_dtype
+    return dtypes.float0
+
+
+def _trace_chain() -> list[Trace]:
+    out, t = [], current_trace()
+    while t is not None:
+        out.append(t)
+        t = t.parent
+    return out
+
+
+def unsafe_am_i_under_a_jit() -> bool:
+    """Whether the caller runs while a function is staged out (jit, make_jaxpr, pmap, control
+    flow bodies): some enclosing trace records a jaxpr."""
+    return any(isinstance(t, partial_eval.DynamicJaxprTrace) for t in _trace_chain())
+
+
+def unsafe_am_i_under_a_vmap() -> bool:
+    """Whether some enclosing trace is a ``vmap``."""
+    return any(isinstance(t, batching.BatchTrace) for t in _trace_chain())
+
+
+def unsafe_get_axis_names() -> list:
+    """The named axes in scope, outermost first: those of enclosing ``pmap``s (and
+    ``shard_map`` meshes), then those of enclosing named ``vmap``s."""
+    # The pmap frames are the axis environment's own list; jaxkit.lax.parallel keeps it.
+    pmapped = [name for name, _ in parallel._axis_env.frames]
+    return pmapped + batching.axis_names_in_scope()[::-1]
+
+
+def nonempty_axis_env() -> bool:
+    """Whether any named axis is in scope."""
+    return bool(unsafe_get_axis_names())
+
+
+# JAX exports these under names that say not to rely on them.
+unsafe_am_i_under_a_jit_DO_NOT_USE = unsafe_am_i_under_a_jit
+unsafe_am_i_under_a_vmap_DO_NOT_USE = unsafe_am_i_under_a_vmap
+unsafe_get_axis_names_DO_NOT_USE = unsafe_get_axis_names
+nonempty_axis_env_DO_NOT_USE = nonempty_axis_env
+
+__all__ += ["AbstractToken", "CallPrimitive", "DebugInfo", "InconclusiveDimensionOperation",
+            "OpaqueTraceState", "ShapedArray", "TraceTag", "Tracer", "call_impl", "gensym",
+            "nonempty_axis_env_DO_NOT_USE", "primal_dtype_to_tangent_dtype", "primitives",
+            "unsafe_am_i_under_a_jit_DO_NOT_USE", "unsafe_am_i_under_a_vmap_DO_NOT_USE",
+            "unsafe_get_axis_names_DO_NOT_USE"]
