@@ -1,0 +1,351 @@
+"""``jax.experimental.sparse.bcoo``: the ``BCOO`` (batched coordinate) sparse array and its
+public operations. The primitives live in ``_bcoo_core`` (conversions), ``_bcoo_dot``
+(products) and ``_bcoo_ops`` (reorganizing stored elements); arithmetic operators are
+installed by ``transform`` through ``sparsify``, as in JAX."""
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+
+import numpy as np
+
+from jaxkit import core, dtypes
+from jaxkit import numpy as jnp
+from jaxkit.experimental.sparse import _bcoo_ops as ops
+from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse._bcoo_core import (
+    bcoo_extract_p, bcoo_fromdense_p, bcoo_todense_p, bcoo_transpose_p, validate_bcoo)
+from jaxkit.experimental.sparse._bcoo_dot import (
+    bcoo_dot_general_dense, bcoo_dot_general_p, bcoo_rdot_general_dense)
+from jaxkit.experimental.sparse._bcoo_ops import bcoo_sort_indices_p, bcoo_sum_duplicates_p
+from jaxkit.experimental.sparse.util import SparseInfo, _count_stored_elements
+from jaxkit.tree_util import register_pytree_node_class
+
+__all__ = ["BCOO", "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p",
+           "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense",
+           "bcoo_fromdense_p", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
+           "bcoo_slice", "bcoo_sort_indices", "bcoo_sort_indices_p", "bcoo_squeeze",
+           "bcoo_sum_duplicates", "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p",
+           "bcoo_transpose", "bcoo_transpose_p"]
+
+
+@register_pytree_node_class
+class BCOO(JAXSparse):
+    """Batched COO sparse array: ``data`` of shape ``batch + (nse,) + dense`` and ``indices``
+    of shape ``batch + (nse, n_sparse)``; duplicate indices are summed."""
+
+    def __init__(self, args: tuple, *, shape: Sequence[int], indices_sorted: bool = False,
+                 unique_indices: bool = False):
+        self.data, self.indices = map(jnp.asarray, args)
+        self.indices_sorted = indices_sorted
+        self.unique_indices = unique_indices
+        super().__init__(args, shape=tuple(shape))
+        validate_bcoo(self.data, self.indices, self.shape)
+
+    @property
+    def _info(self) -> SparseInfo:
+        return SparseInfo(self.shape, self.indices_sorted, self.unique_indices)
+
+    @property
+    def _bufs(self):
+        return self.data, self.indices
+
+    @property
+    def nse(self) -> int:
+        return self.indices.shape[-2]
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def n_batch(self) -> int:
+        return self.indices.ndim - 2
+
+    @property
+    def n_sparse(self) -> int:
+        return self.indices.shape[-1]
+
+    @property
+    def n_dense(self) -> int:
+        return self.data.ndim - 1 - self.n_batch
+
+    def _repr_extra(self) -> str:
+        extra = f", n_batch={self.n_batch}" if self.n_batch else ""
+        return extra + (f", n_dense={self.n_dense}" if self.n_dense else "")
+
+    @classmethod
+    def fromdense(cls, mat, *, nse: int | None = None, index_dtype=np.int32,
+                  n_dense: int = 0, n_batch: int = 0) -> BCOO:
+        """Create a BCOO array from a (dense) array."""
+        return bcoo_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense,
+                              n_batch=n_batch)
+
+    @classmethod
+    def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense: int = 0,
+                          n_batch: int = 0) -> BCOO:
+        """Create a BCOO array from a ``scipy.sparse`` array (2-D, no batch or dense dims)."""
+        if n_dense != 0 or n_batch != 0:
+            raise NotImplementedError("BCOO.from_scipy_sparse with n_dense or n_batch")
+        mat = mat.tocoo()
+        data = jnp.asarray(mat.data)
+        indices = jnp.column_stack([mat.row, mat.col]).astype(index_dtype or jnp.int32)
+        return cls((data, indices), shape=mat.shape, indices_sorted=False,
+                   unique_indices=False)
+
+    @classmethod
+    def _empty(cls, shape, *, dtype=None, index_dtype="int32", n_dense: int = 0,
+               n_batch: int = 0, nse: int = 0) -> BCOO:
+        shape = tuple(shape)
+        n_sparse = len(shape) - n_dense - n_batch
+        if n_sparse < 0 or n_dense < 0 or n_batch < 0 or nse < 0:
+            raise ValueError(f"Invalid inputs: shape={shape}, n_dense={n_dense}, "
+                             f"n_batch={n_batch}, nse={nse}")
+        batch, sparse = shape[:n_batch], shape[n_batch:n_batch + n_sparse]
+        data = jnp.zeros((*batch, nse, *shape[n_batch + n_sparse:]), dtype)
+        indices = jnp.full((*batch, nse, n_sparse), jnp.array(sparse, index_dtype), index_dtype)
+        return cls((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
+
+    @classmethod
+    def _eye(cls, N: int, M: int, k: int, *, dtype=None, index_dtype="int32",
+             n_batch: int = 0, n_dense: int = 0) -> BCOO:
+        if 2 - n_batch - n_dense < 0 or n_dense < 0 or n_batch < 0:
+            raise ValueError(f"Invalid inputs: shape={(N, M)}, n_dense={n_dense}, "
+                             f"n_batch={n_batch}")
+        diag = min(N, M - k) if k > 0 else min(N + k, M)
+        if diag <= 0:
+            return cls._empty((N, M), dtype=dtype, index_dtype=index_dtype, n_batch=n_batch,
+                              n_dense=n_dense)
+        if n_dense > 0 or n_batch > 1:
+            return cls.fromdense(jnp.eye(N, M, k, dtype=dtype), n_batch=n_batch,
+                                 n_dense=n_dense, index_dtype=index_dtype)
+        if n_batch == 0:
+            idx = np.arange(diag)
+            rows, cols = idx - min(k, 0), idx + max(k, 0)
+            data = jnp.ones(diag, dtype=dtype)
+            indices = jnp.asarray(np.stack([rows, cols], 1), index_dtype)
+        else:
+            # One stored element per row; rows off the diagonal store zero at column M.
+            cols = np.arange(N) + k
+            valid = (cols >= 0) & (cols < M)
+            data = jnp.asarray(valid.astype(dtypes.canonicalize_dtype(dtype or float)))[:, None]
+            indices = jnp.asarray(np.where(valid, cols, M), index_dtype)[:, None, None]
+        return cls((data, indices), shape=(N, M), indices_sorted=True, unique_indices=True)
+
+    def sum_duplicates(self, nse: int | None = None, remove_zeros: bool = True) -> BCOO:
+        """A copy with duplicate indices summed (and explicit zeros removed)."""
+        if remove_zeros:
+            return bcoo_eliminate_zeros(self, nse=nse)
+        return bcoo_sum_duplicates(self, nse=nse)
+
+    def sort_indices(self) -> BCOO:
+        """A copy with indices sorted lexicographically."""
+        return bcoo_sort_indices(self)
+
+    def todense(self):
+        """The dense array."""
+        return bcoo_todense(self)
+
+    def transpose(self, axes: Sequence[int] | None = None) -> BCOO:
+        """The transposed array (batch, sparse and dense dimensions permute among themselves)."""
+        perm = list(range(self.ndim)[::-1] if axes is None else axes)
+        out = bcoo_transpose(self, permutation=perm)
+        sparse_perm = [p - self.n_batch for p in perm[self.n_batch:self.n_batch + self.n_sparse]]
+        keeps_order = tuple(sparse_perm) == tuple(range(self.n_sparse))
+        return BCOO(out._bufs, shape=out.shape,
+                    indices_sorted=self.indices_sorted and keeps_order,
+                    unique_indices=self.unique_indices)
+
+    def tree_flatten(self):
+        return (self.data, self.indices), (self.shape, self.n_batch, self.indices_sorted,
+                                           self.unique_indices)
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, children):
+        shape, n_batch, indices_sorted, unique_indices = aux_data
+        obj = object.__new__(cls)
+        obj.data, obj.indices = children
+        # Under vmap the buffers lose (or gain) a leading batch axis: the shape follows them,
+        # so a BCOO mapped over axis 0 is a BCOO of one batch element (JAX's vmappable BCOO).
+        nd = getattr(obj.indices, "ndim", None)
+        if isinstance(nd, int) and nd - 2 == n_batch - 1 and n_batch >= 1:
+            shape = shape[1:]
+        elif isinstance(nd, int) and nd - 2 == n_batch + 1:
+            shape = (max(obj.data.shape[0], obj.indices.shape[0]), *shape)
+        obj.shape, obj.indices_sorted, obj.unique_indices = shape, indices_sorted, unique_indices
+        return obj
+
+
+# ---- conversions ---------------------------------------------------------------------------
+
+def bcoo_todense(mat: BCOO):
+    """The dense array of a BCOO array."""
+    return bcoo_todense_p.bind(mat.data, mat.indices, spinfo=mat._info)
+
+
+def bcoo_fromdense(mat, *, nse: int | None = None, n_batch: int = 0, n_dense: int = 0,
+                   index_dtype=jnp.int32) -> BCOO:
+    """A BCOO array holding the nonzeros of ``mat``; ``nse`` is needed under transformations."""
+    mat = jnp.asarray(mat)
+    if nse is None:
+        nse = _count_stored_elements(mat, n_batch, n_dense)
+    nse = core.concrete_or_error(nse, "The error arose for the nse argument of "
+                                      "bcoo_fromdense. In order for BCOO.fromdense() to be "
+                                      "used in traced/compiled code, you must pass a concrete "
+                                      "value to the nse (number of stored elements) argument.")
+    nse = operator.index(np.asarray(nse).item() if hasattr(nse, "shape") else nse)
+    data, indices = bcoo_fromdense_p.bind(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
+                                          index_dtype=np.dtype(index_dtype))
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
+
+
+def bcoo_extract(sparr: BCOO, arr, *, assume_unique: bool | None = None) -> BCOO:
+    """The values of dense ``arr`` at the stored indices of ``sparr``, as a BCOO array."""
+    if not isinstance(sparr, BCOO):
+        raise TypeError(f"First argument to bcoo_extract should be a BCOO array. Got "
+                        f"type(sparr)={type(sparr)}")
+    arr = jnp.asarray(arr)
+    if arr.shape != sparr.shape:
+        raise ValueError(f"shape mismatch: sparr.shape={sparr.shape} arr.shape={arr.shape}")
+    if assume_unique is None:
+        assume_unique = sparr.unique_indices
+    data = bcoo_extract_p.bind(sparr.indices, arr, assume_unique=bool(assume_unique))
+    return BCOO((data, sparr.indices), **sparr._info._asdict())
+
+
+def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
+    """Permute the dimensions of ``mat`` (never mixing batch, sparse and dense ones)."""
+    permutation = tuple(int(p) for p in permutation)
+    data, indices = bcoo_transpose_p.bind(mat.data, mat.indices, permutation=permutation,
+                                          spinfo=mat._info)
+    shape = tuple(mat.shape[p] for p in permutation)
+    return BCOO((data, indices), shape=shape, indices_sorted=False,
+                unique_indices=mat.unique_indices)
+
+
+def bcoo_sort_indices(mat: BCOO) -> BCOO:
+    """A copy of ``mat`` with indices sorted."""
+    data, indices = bcoo_sort_indices_p.bind(mat.data, mat.indices, spinfo=mat._info)
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True,
+                unique_indices=mat.unique_indices)
+
+
+def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
+    """A copy of ``mat`` with duplicate indices summed; without ``nse``, the smallest that
+    holds them (needs concrete indices)."""
+    if nse is None and not isinstance(mat.indices, core.Tracer):
+        nse = ops.unique_count(mat.indices, mat.shape)
+    elif nse is not None:
+        nse = core.concrete_or_error(nse, "nse argument of bcoo_sum_duplicates.")
+        nse = operator.index(nse)
+    data, indices = bcoo_sum_duplicates_p.bind(mat.data, mat.indices, spinfo=mat._info,
+                                               nse=nse)
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
+
+
+def bcoo_eliminate_zeros(mat: BCOO, nse: int | None = None) -> BCOO:
+    """Drop explicitly stored zeros (their indices become out-of-bounds), then sum
+    duplicates."""
+    n_batch, n_sparse, _, _ = validate_bcoo(mat.data, mat.indices, mat.shape)
+    zero = (mat.data == 0).all(tuple(range(n_batch + 1, mat.data.ndim)))
+    zero = zero.all(tuple(i for i, s in enumerate(mat.indices.shape[:n_batch]) if s == 1),
+                    keepdims=True)
+    fill = jnp.array(mat.shape[n_batch:n_batch + n_sparse], dtype=mat.indices.dtype)
+    indices = jnp.where(zero[..., None], fill, mat.indices)
+    return bcoo_sum_duplicates(BCOO((mat.data, indices), shape=mat.shape), nse=nse)
+
+
+# ---- products and arithmetic ---------------------------------------------------------------
+
+def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
+                     preferred_element_type=None, out_sharding=None):
+    """``lax.dot_general`` with a BCOO operand (the other dense); returns a dense array."""
+    if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
+        raise NotImplementedError("bcoo_dot_general of two BCOO arrays (bcoo_spdot_general) "
+                                  "is not implemented in jaxkit; densify one operand with "
+                                  ".todense()")
+    if isinstance(lhs, BCOO):
+        return bcoo_dot_general_dense(lhs.data, lhs.indices, rhs,
+                                      dimension_numbers=dimension_numbers,
+                                      preferred_element_type=preferred_element_type,
+                                      lhs_spinfo=lhs._info)
+    if isinstance(rhs, BCOO):
+        return bcoo_rdot_general_dense(lhs, rhs.data, rhs.indices,
+                                       dimension_numbers=dimension_numbers,
+                                       preferred_element_type=preferred_element_type,
+                                       rhs_spinfo=rhs._info)
+    raise TypeError("bcoo_dot_general needs at least one BCOO operand, got "
+                    f"{type(lhs).__name__} and {type(rhs).__name__}")
+
+
+def bcoo_multiply_dense(sp_mat: BCOO, v):
+    """Elementwise product of a BCOO array and a dense array: the new stored data."""
+    return ops.multiply_dense(sp_mat.data, sp_mat.indices, v, sp_mat._info)
+
+
+def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
+    """Elementwise product of two BCOO arrays."""
+    data, indices, shape = ops.multiply_sparse(lhs._bufs, rhs._bufs, lhs._info, rhs._info)
+    return BCOO((data, indices), shape=shape)
+
+
+def bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
+    """Sum over ``axes``; the result is a BCOO array."""
+    data, indices, shape = ops.reduce_sum(mat.data, mat.indices, mat._info, axes)
+    return BCOO((data, indices), shape=shape)
+
+
+def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
+    """Remove size-1 ``dimensions`` (summing over a size-1 axis is exactly squeezing it)."""
+    dims = sorted({int(d) % arr.ndim for d in dimensions})
+    if any(arr.shape[d] != 1 for d in dims):
+        raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                         f"one, got shape={arr.shape} and dimensions={tuple(dimensions)}")
+    return bcoo_reduce_sum(arr, axes=dims)
+
+
+def bcoo_concatenate(operands: Sequence[BCOO], *, dimension: int) -> BCOO:
+    """Concatenate BCOO arrays along ``dimension``."""
+    if not all(isinstance(op, BCOO) for op in operands):
+        raise ValueError("bcoo_concatenate: expected operands to be a sequence of BCOO arrays. "
+                         f"Got {operands}")
+    data, indices, shape = ops.concatenate([(op.data, op.indices, op._info) for op in operands],
+                                           dimension)
+    return BCOO((data, indices), shape=shape)
+
+
+def bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequence[int],
+               strides: Sequence[int] | None = None) -> BCOO:
+    """A static slice of a BCOO array (as ``lax.slice``)."""
+    strides = [1] * mat.ndim if strides is None else list(strides)
+    if not len(start_indices) == len(limit_indices) == mat.ndim:
+        raise ValueError(f"bcoo_slice: indices must have size mat.ndim={mat.ndim}")
+    if len(strides) != mat.ndim:
+        raise ValueError(f"len(strides) = {len(strides)}; expected {mat.ndim}")
+    if any(s <= 0 for s in strides):
+        raise ValueError(f"strides must be a sequence of positive integers; got {strides}")
+    if not all(0 <= a <= b <= n for a, b, n in zip(start_indices, limit_indices, mat.shape)):
+        raise ValueError(f"bcoo_slice: invalid indices. Got start_indices={start_indices}, "
+                         f"limit_indices={limit_indices} and shape={mat.shape}")
+    nb, ns = mat.n_batch, mat.n_sparse
+    sl = [slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides)]
+    data_sl = [sl[i] if mat.data.shape[i] == mat.shape[i] else slice(None) for i in range(nb)]
+    ind_sl = [sl[i] if mat.indices.shape[i] == mat.shape[i] else slice(None) for i in range(nb)]
+    data = mat.data[(*data_sl, slice(None), *sl[nb + ns:])]
+    indices = mat.indices[(*ind_sl, slice(None), slice(None))]
+    shape = tuple((b - a + s - 1) // s for a, b, s in zip(start_indices, limit_indices, strides))
+    if ns:
+        starts = jnp.array(start_indices[nb:nb + ns], indices.dtype)
+        ends = jnp.array(limit_indices[nb:nb + ns], indices.dtype)
+        steps = jnp.array(strides[nb:nb + ns], indices.dtype)
+        keep = jnp.all((indices >= starts) & (indices < ends) & ((indices - starts) % steps == 0),
+                       axis=-1, keepdims=True)
+        indices = jnp.where(keep, (indices - starts + steps - 1) // steps,
+                            (ends - starts + steps - 1) // steps)
+        keep_data = keep[..., 0][(Ellipsis,) + (None,) * mat.n_dense]
+        data = jnp.where(keep_data, data, jnp.zeros((), data.dtype))
+        new_nse = int(np.prod(shape[nb:nb + ns]))
+        if mat.nse > new_nse:
+            data, indices = bcoo_sum_duplicates_p.bind(data, indices,
+                                                       spinfo=SparseInfo(shape), nse=new_nse)
+    return BCOO((data, indices), shape=shape)
