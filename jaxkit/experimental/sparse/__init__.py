@@ -9,6 +9,11 @@ from jaxkit.experimental.sparse.bcoo import (
     bcoo_squeeze, bcoo_sum_duplicates, bcoo_sum_duplicates_p, bcoo_todense, bcoo_todense_p,
     bcoo_transpose, bcoo_transpose_p)
 from jaxkit.experimental.sparse.util import SparseEfficiencyError, SparseEfficiencyWarning
+from jaxkit.experimental.sparse.transform import sparsify
+from jaxkit.experimental.sparse.ad import grad, jacfwd, jacrev, value_and_grad
+from jaxkit.experimental.sparse.api import empty, eye, todense
+from jaxkit.experimental.sparse.random import random_bcoo
+from jaxkit.experimental.sparse import bcoo, transform, api, ad, random  # noqa: F401
 
 __all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarning",
            "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p", "bcoo_eliminate_zeros",
@@ -16,4 +21,5 @@ __all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarnin
            "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_slice",
            "bcoo_sort_indices", "bcoo_sort_indices_p", "bcoo_squeeze", "bcoo_sum_duplicates",
            "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p", "bcoo_transpose",
-           "bcoo_transpose_p"]
+           "bcoo_transpose_p", "sparsify", "grad", "value_and_grad", "jacfwd", "jacrev", "empty",
+           "eye", "todense", "random_bcoo", "util", "bcoo", "transform", "api", "ad", "random"]
