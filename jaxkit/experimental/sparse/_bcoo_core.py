@@ -122,7 +122,11 @@ def _todense_batch(axis_data, batched_args, batch_dims, *, spinfo):
 
 
 bcoo_todense_p = define_sparse_primitive("bcoo_todense", _todense_impl, _todense_abstract_eval)
-ad.deflinear2(bcoo_todense_p, _todense_transpose)
+# Linear in the data only: the indices are integers (float0 tangents), never bound as tangents.
+ad.defjvp(bcoo_todense_p, lambda t, data, indices, **p: bcoo_todense_p.bind(t, indices, **p),
+          None)
+ad.deftranspose(bcoo_todense_p, _todense_transpose)
+ad.linear_primitives.add(bcoo_todense_p)
 batching.defrule(bcoo_todense_p, _todense_batch)
 
 
@@ -184,7 +188,10 @@ def _extract_batch(axis_data, batched_args, batch_dims, *, assume_unique):
 
 
 bcoo_extract_p = define_sparse_primitive("bcoo_extract", _extract_impl, _extract_abstract_eval)
-ad.deflinear2(bcoo_extract_p, _extract_transpose)
+ad.defjvp(bcoo_extract_p, None,
+          lambda t, indices, arr, **p: bcoo_extract_p.bind(indices, t, **p))
+ad.deftranspose(bcoo_extract_p, _extract_transpose)
+ad.linear_primitives.add(bcoo_extract_p)
 batching.defrule(bcoo_extract_p, _extract_batch)
 
 

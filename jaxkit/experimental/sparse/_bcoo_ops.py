@@ -220,7 +220,8 @@ def multiply_dense(data, indices, v, spinfo: SparseInfo):
 
     def mul(d, i, w):
         idx = tuple(i[:, k] if s != 1 else 0 for k, s in enumerate(w.shape[:n_sparse]))
-        return d * w[idx]
+        # Padding entries (out-of-bounds indices) read 0, so their data gets no gradient.
+        return d * w.at[idx].get(mode="fill", fill_value=0)
 
     return nfold_vmap(mul, n_batch)(data, indices, v)
 
