@@ -102,6 +102,11 @@ RECORDS = [
      lambda sp, np_, lax, m: sp.bcoo_extract(m, np_.asarray(M34 * 5 + 1)), False),
     ("squeeze", M234[:1], 0, 0, lambda sp, np_, lax, m: sp.bcoo_squeeze(m, dimensions=(0,)),
      True),
+    ("reshape", M234, 0, 0, lambda sp, np_, lax, m: m.reshape(6, 4), True),
+    ("reshape_batch", M234, 1, 0, lambda sp, np_, lax, m: m.reshape(2, 12), True),
+    ("reshape_sparsify", M34, 0, 0, lambda sp, np_, lax, m: sp.sparsify(
+        lambda x: x.reshape(2, 6) * 2)(m), True),
+    ("rev", M234, 1, 0, lambda sp, np_, lax, m: sp.bcoo_rev(m, (1, 2)), True),
     ("sparsify_chain", M34, 0, 0,
      lambda sp, np_, lax, m: sp.sparsify(lambda x, v: (np_.tanh(x) * 2).T @ v)(
          m, np_.asarray(V3)), True),

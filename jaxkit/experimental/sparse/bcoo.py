@@ -15,6 +15,7 @@ from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse._bcoo_core import (
     bcoo_extract_p, bcoo_fromdense_p, bcoo_todense_p, bcoo_transpose_p, validate_bcoo)
+from jaxkit.experimental.sparse._bcoo_core import validate_permutation as ops_validate_permutation
 from jaxkit.experimental.sparse._bcoo_dot import (
     bcoo_dot_general_dense, bcoo_dot_general_p, bcoo_rdot_general_dense)
 from jaxkit.experimental.sparse._bcoo_ops import bcoo_sort_indices_p, bcoo_sum_duplicates_p
@@ -24,7 +25,8 @@ from jaxkit.tree_util import register_pytree_node_class
 __all__ = ["BCOO", "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p",
            "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense",
            "bcoo_fromdense_p", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
-           "bcoo_slice", "bcoo_sort_indices", "bcoo_sort_indices_p", "bcoo_squeeze",
+           "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_sort_indices_p",
+           "bcoo_squeeze",
            "bcoo_sum_duplicates", "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p",
            "bcoo_transpose", "bcoo_transpose_p"]
 
@@ -349,3 +351,83 @@ def bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequen
             data, indices = bcoo_sum_duplicates_p.bind(data, indices,
                                                        spinfo=SparseInfo(shape), nse=new_nse)
     return BCOO((data, indices), shape=shape)
+
+
+def _split_sizes(new_sizes, batch_size: int, sparse_size: int):
+    """Where the new shape's batch, sparse and dense parts begin (by cumulative size)."""
+    cum = np.cumprod(new_sizes) if len(new_sizes) else np.array([], int)
+    i1 = int(np.searchsorted(cum, batch_size, side="right")) if batch_size > 1 else 0
+    i2 = int(np.searchsorted(cum, batch_size * sparse_size, side="right"))
+    if i2 < i1:
+        i2 = i1
+    return tuple(new_sizes[:i1]), tuple(new_sizes[i1:i2]), tuple(new_sizes[i2:])
+
+
+def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None,
+                 sharding=None) -> BCOO:
+    """Reshape a BCOO array; batch, sparse and dense dimensions must reshape among
+    themselves."""
+    if (tuple(mat.indices.shape[:mat.n_batch]) != tuple(mat.shape[:mat.n_batch])
+            or tuple(mat.data.shape[:mat.n_batch]) != tuple(mat.shape[:mat.n_batch])):
+        raise NotImplementedError("reshape of arrays with broadcasted batch dimensions.")
+    nb, ns = mat.n_batch, mat.n_sparse
+    new_sizes = tuple(int(s) for s in new_sizes)
+    batch_shape, sparse_shape = mat.shape[:nb], mat.shape[nb:nb + ns]
+    dense_shape = mat.shape[nb + ns:]
+    if dimensions is None:
+        sparse_perm = tuple(range(ns))
+        batch_perm, dense_perm = tuple(range(nb)), tuple(range(len(dense_shape)))
+    else:
+        from_validate = ops_validate_permutation(dimensions, nb, ns, mat.n_dense, mat.shape)
+        batch_perm, sparse_perm, dense_perm = from_validate
+    if int(np.prod(new_sizes)) != mat.size:
+        raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
+                        f"for shape {mat.shape}.")
+    new_batch, new_sparse, new_dense = _split_sizes(new_sizes, int(np.prod(batch_shape)),
+                                                    int(np.prod(sparse_shape)))
+    if (np.prod(batch_shape) != np.prod(new_batch) or np.prod(sparse_shape) !=
+            np.prod(new_sparse) or np.prod(dense_shape) != np.prod(new_dense)):
+        raise ValueError("bcoo_reshape: new shape cannot mix batch, sparse, and dense "
+                         f"dimensions; got shape={mat.shape} new_shape={new_sizes} with "
+                         f"n_batch={nb}, n_dense={mat.n_dense}")
+    data = jnp.transpose(mat.data, (*batch_perm, nb, *(d + nb + 1 for d in dense_perm)))
+    data = data.reshape((*new_batch, mat.nse, *new_dense))
+    indices = jnp.transpose(mat.indices, (*batch_perm, nb, nb + 1)).reshape(
+        (*new_batch, mat.nse, ns))
+    if ns == 0:
+        indices = jnp.zeros((*new_batch, mat.nse, len(new_sparse)), indices.dtype)
+    else:
+        cols = tuple(indices[..., i] for i in sparse_perm)
+        dims = tuple(sparse_shape[i] for i in sparse_perm)
+        oob = (indices >= jnp.array(sparse_shape, indices.dtype)).any(-1, keepdims=True)
+        flat = jnp.ravel_multi_index(cols, dims, mode="clip")
+        new_cols = jnp.unravel_index(flat, new_sparse) if new_sparse else ()
+        indices = (jnp.stack(new_cols, axis=-1).astype(indices.dtype) if new_sparse else
+                   jnp.zeros((*indices.shape[:-1], 0), indices.dtype))
+        indices = jnp.where(oob, jnp.array(new_sparse, indices.dtype), indices)
+    return BCOO((data, indices), shape=new_sizes)
+
+
+def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
+    """Reverse ``operand`` along ``dimensions``."""
+    nb, ns = operand.n_batch, operand.n_sparse
+    dims = sorted({int(d) % operand.ndim for d in dimensions})
+    batch = [d for d in dims if d < nb]
+    sparse = [d - nb for d in dims if nb <= d < nb + ns]
+    dense = [d - nb - ns for d in dims if d >= nb + ns]
+    data = operand.data
+    indices = operand.indices
+    for d in batch:
+        if data.shape[d] > 1:
+            data = jnp.flip(data, d)
+        if indices.shape[d] > 1:
+            indices = jnp.flip(indices, d)
+    if dense:
+        data = jnp.flip(data, tuple(nb + 1 + d for d in dense))
+    if sparse:
+        sizes = jnp.array([operand.shape[nb + d] for d in sparse], indices.dtype)
+        cols = np.array(sparse, np.int32)
+        sel = indices[..., cols]
+        flipped = jnp.where(sel < sizes, sizes - 1 - sel, sel)  # padding stays out of bounds
+        indices = indices.at[..., cols].set(flipped)
+    return BCOO((data, indices), shape=operand.shape)

@@ -17,7 +17,7 @@ from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse.bcoo import (
     BCOO, bcoo_concatenate, bcoo_dot_general, bcoo_multiply_sparse, bcoo_reduce_sum,
-    bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
+    bcoo_reshape, bcoo_rev, bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
 from jaxkit.tree_util import tree_flatten, tree_unflatten
@@ -160,6 +160,9 @@ def _concatenate_rule(*operands, dimension):
 
 
 sparse_rules_bcoo[lax.concatenate_p] = _concatenate_rule
+sparse_rules_bcoo[lax.reshape_p] = lambda x, *, new_sizes, dimensions, **_: bcoo_reshape(
+    x, new_sizes=new_sizes, dimensions=dimensions)
+sparse_rules_bcoo[lax.rev_p] = lambda x, *, dimensions: bcoo_rev(x, dimensions)
 
 
 def _jit_rule(*args, jaxpr, **_):
@@ -228,7 +231,8 @@ def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
 
 
 def _reshape(self, *args, **kwargs):
-    return sparsify(jnp.reshape)(self, *args, **kwargs)
+    # The new shape is static: closed over, never traced.
+    return sparsify(lambda x: x.reshape(*args, **kwargs))(self)
 
 
 def _astype(self, *args, **kwargs):
