@@ -14,7 +14,13 @@ from jaxkit.experimental.sparse.transform import sparsify
 from jaxkit.experimental.sparse.ad import grad, jacfwd, jacrev, value_and_grad
 from jaxkit.experimental.sparse.api import empty, eye, todense
 from jaxkit.experimental.sparse.random import random_bcoo
-from jaxkit.experimental.sparse import bcoo, transform, api, ad, random  # noqa: F401
+from jaxkit.experimental.sparse.coo import (
+    COO, coo_fromdense, coo_fromdense_p, coo_matmat, coo_matmat_p, coo_matvec, coo_matvec_p,
+    coo_todense, coo_todense_p)
+from jaxkit.experimental.sparse.csr import (
+    CSC, CSR, csr_fromdense, csr_fromdense_p, csr_matmat, csr_matmat_p, csr_matvec,
+    csr_matvec_p, csr_todense, csr_todense_p)
+from jaxkit.experimental.sparse import bcoo, transform, api, ad, random, coo, csr  # noqa: F401
 
 __all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarning",
            "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p", "bcoo_eliminate_zeros",
@@ -24,4 +30,8 @@ __all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarnin
            "bcoo_sort_indices", "bcoo_sort_indices_p", "bcoo_squeeze", "bcoo_sum_duplicates",
            "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p", "bcoo_transpose",
            "bcoo_transpose_p", "sparsify", "grad", "value_and_grad", "jacfwd", "jacrev", "empty",
-           "eye", "todense", "random_bcoo", "util", "bcoo", "transform", "api", "ad", "random"]
+           "eye", "todense", "random_bcoo", "util", "bcoo", "transform", "api", "ad", "random",
+           "COO", "coo_fromdense", "coo_fromdense_p", "coo_matmat", "coo_matmat_p", "coo_matvec",
+           "coo_matvec_p", "coo_todense", "coo_todense_p", "CSC", "CSR", "csr_fromdense",
+           "csr_fromdense_p", "csr_matmat", "csr_matmat_p", "csr_matvec", "csr_matvec_p",
+           "csr_todense", "csr_todense_p", "coo", "csr"]

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse.bcoo import BCOO
+from jaxkit.experimental.sparse.coo import COO
+from jaxkit.experimental.sparse.csr import CSC, CSR
 
 __all__ = ["empty", "eye", "todense"]
 
-_FORMATS = {"bcoo": BCOO}
+_FORMATS = {"bcoo": BCOO, "coo": COO, "csr": CSR, "csc": CSC}
 
 
 def _format(sparse_format: str):
