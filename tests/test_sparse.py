@@ -107,6 +107,13 @@ RECORDS = [
     ("reshape_sparsify", M34, 0, 0, lambda sp, np_, lax, m: sp.sparsify(
         lambda x: x.reshape(2, 6) * 2)(m), True),
     ("rev", M234, 1, 0, lambda sp, np_, lax, m: sp.bcoo_rev(m, (1, 2)), True),
+    ("spdot_matmul", M34, 0, 0, lambda sp, np_, lax, m: m @ m.T, False),
+    ("spdot_batch", M234, 1, 0, lambda sp, np_, lax, m: sp.bcoo_dot_general(
+        m, m, dimension_numbers=_dn((2,), (2,), (0,), (0,))), False),
+    ("spdot_free_batch", M234, 1, 0, lambda sp, np_, lax, m: sp.bcoo_dot_general(
+        m, sp.BCOO.fromdense(np_.asarray(M34), nse=5), dimension_numbers=_dn((2,), (1,))), False),
+    ("spdot_vec", M34, 0, 0, lambda sp, np_, lax, m: m.T @ sp.BCOO.fromdense(
+        np_.asarray(V3), nse=3), False),
     ("sparsify_chain", M34, 0, 0,
      lambda sp, np_, lax, m: sp.sparsify(lambda x, v: (np_.tanh(x) * 2).T @ v)(
          m, np_.asarray(V3)), True),
@@ -346,3 +353,20 @@ def test_format_eye_empty_match_jax(fmt, args):
     k, j = ksparse.empty((2, 5), sparse_format=fmt), jsparse.empty((2, 5), sparse_format=fmt)
     assert repr(k) == repr(j)
     np.testing.assert_array_equal(np.asarray(k.todense()), np.asarray(j.todense()))
+
+
+def test_spdot_jvp_and_vmap_match_jax():
+    def run(sp, np_, top):
+        m = sp.BCOO.fromdense(np_.asarray(M34))
+
+        def f(d):
+            a = sp.BCOO((d, m.indices), shape=m.shape)
+            return (a @ a.T).todense()
+
+        primal, tangent = top.jvp(f, (m.data,), (np_.arange(m.nse, dtype=np.float32),))
+        mb = sp.BCOO.fromdense(np_.asarray(M234), n_batch=1)
+        batched = top.vmap(lambda a: (a @ a.T).todense())(mb)
+        return primal, tangent, batched
+
+    for a, b in zip(run(ksparse, kjnp, jaxkit), run(jsparse, jjnp, jax)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)

@@ -6,7 +6,7 @@ from jaxkit.experimental.sparse.bcoo import (
     BCOO, bcoo_concatenate, bcoo_dot_general, bcoo_dot_general_p, bcoo_eliminate_zeros,
     bcoo_extract, bcoo_extract_p, bcoo_fromdense, bcoo_fromdense_p, bcoo_multiply_dense,
     bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_sort_indices,
-    bcoo_sort_indices_p,
+    bcoo_sort_indices_p, bcoo_spdot_general_p,
     bcoo_squeeze, bcoo_sum_duplicates, bcoo_sum_duplicates_p, bcoo_todense, bcoo_todense_p,
     bcoo_transpose, bcoo_transpose_p)
 from jaxkit.experimental.sparse.util import SparseEfficiencyError, SparseEfficiencyWarning
@@ -27,7 +27,8 @@ __all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarnin
            "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense", "bcoo_fromdense_p",
            "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
            "bcoo_rev", "bcoo_slice",
-           "bcoo_sort_indices", "bcoo_sort_indices_p", "bcoo_squeeze", "bcoo_sum_duplicates",
+           "bcoo_sort_indices", "bcoo_sort_indices_p", "bcoo_spdot_general_p", "bcoo_squeeze",
+           "bcoo_sum_duplicates",
            "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p", "bcoo_transpose",
            "bcoo_transpose_p", "sparsify", "grad", "value_and_grad", "jacfwd", "jacrev", "empty",
            "eye", "todense", "random_bcoo", "util", "bcoo", "transform", "api", "ad", "random",

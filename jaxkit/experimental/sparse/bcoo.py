@@ -19,6 +19,7 @@ from jaxkit.experimental.sparse._bcoo_core import validate_permutation as ops_va
 from jaxkit.experimental.sparse._bcoo_dot import (
     bcoo_dot_general_dense, bcoo_dot_general_p, bcoo_rdot_general_dense)
 from jaxkit.experimental.sparse._bcoo_ops import bcoo_sort_indices_p, bcoo_sum_duplicates_p
+from jaxkit.experimental.sparse._bcoo_spdot import bcoo_spdot_general_p, spdot_general
 from jaxkit.experimental.sparse.util import SparseInfo, _count_stored_elements
 from jaxkit.tree_util import register_pytree_node_class
 
@@ -26,6 +27,7 @@ __all__ = ["BCOO", "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p",
            "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense",
            "bcoo_fromdense_p", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
            "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_sort_indices_p",
+           "bcoo_spdot_general_p",
            "bcoo_squeeze",
            "bcoo_sum_duplicates", "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p",
            "bcoo_transpose", "bcoo_transpose_p"]
@@ -263,9 +265,9 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
                      preferred_element_type=None, out_sharding=None):
     """``lax.dot_general`` with a BCOO operand (the other dense); returns a dense array."""
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        raise NotImplementedError("bcoo_dot_general of two BCOO arrays (bcoo_spdot_general) "
-                                  "is not implemented in jaxkit; densify one operand with "
-                                  ".todense()")
+        data, indices, shape = spdot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                                             preferred_element_type=preferred_element_type)
+        return BCOO((data, indices), shape=shape)
     if isinstance(lhs, BCOO):
         return bcoo_dot_general_dense(lhs.data, lhs.indices, rhs,
                                       dimension_numbers=dimension_numbers,
