@@ -370,3 +370,21 @@ def test_spdot_jvp_and_vmap_match_jax():
 
     for a, b in zip(run(ksparse, kjnp, jaxkit), run(jsparse, jjnp, jax)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+def test_spsolve_matches_jax():
+    a = np.array([[4.0, 1, 0, 0], [1, 3, 0, 1], [0, 2, 5, 0], [1, 0, 0, 2]], np.float32)
+    b = np.array([1.0, 2, 3, 4], np.float32)
+
+    def run(sp, np_, top):
+        m = sp.CSR.fromdense(np_.asarray(a))
+        solve = lambda d, rhs: sp.linalg.spsolve(d, m.indices, m.indptr, rhs)
+        x = top.jit(solve)(m.data, np_.asarray(b))
+        gd, gb = top.grad(lambda d, rhs: (solve(d, rhs) * np_.arange(4.0)).sum(), (0, 1))(
+            m.data, np_.asarray(b))
+        return x, gd, gb
+
+    for k, j in zip(run(ksparse, kjnp, jaxkit), run(jsparse, jjnp, jax)):
+        np.testing.assert_allclose(np.asarray(k), np.asarray(j), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(run(ksparse, kjnp, jaxkit)[0]),
+                               np.linalg.solve(a, b), rtol=1e-5)
