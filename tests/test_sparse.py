@@ -351,6 +351,8 @@ def test_format_eye_empty_match_jax(fmt, args):
     for a, b in zip(k.tree_flatten()[0], j.tree_flatten()[0]):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     k, j = ksparse.empty((2, 5), sparse_format=fmt), jsparse.empty((2, 5), sparse_format=fmt)
+    with pytest.raises(KeyError):  # JAX's constructors know no "bcsr" format
+        ksparse.eye(3, sparse_format="bcsr")
     assert repr(k) == repr(j)
     np.testing.assert_array_equal(np.asarray(k.todense()), np.asarray(j.todense()))
 
@@ -388,3 +390,50 @@ def test_spsolve_matches_jax():
         np.testing.assert_allclose(np.asarray(k), np.asarray(j), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(run(ksparse, kjnp, jaxkit)[0]),
                                np.linalg.solve(a, b), rtol=1e-5)
+
+
+# ---- BCSR ----------------------------------------------------------------------------------
+
+BCSR_CASES = [
+    ("todense", M34, 0, 0, lambda sp, np_, m: m.todense()),
+    ("todense_batch", M234, 1, 0, lambda sp, np_, m: m.todense()),
+    ("todense_dense_dim", M234, 0, 1, lambda sp, np_, m: m.todense()),
+    ("matvec", M34, 0, 0, lambda sp, np_, m: m @ np_.asarray(V4)),
+    ("matmat", M34, 0, 0, lambda sp, np_, m: m @ np_.asarray(A42)),
+    ("batched_dot", M234, 1, 0, lambda sp, np_, m: sp.bcsr_dot_general(
+        m, np_.asarray(B24), dimension_numbers=_dn((2,), (1,), (0,), (0,)))),
+    ("sin", M34, 0, 0, lambda sp, np_, m: sp.sparsify(np_.sin)(m).todense()),
+    ("to_bcoo", M234, 1, 0, lambda sp, np_, m: m.to_bcoo().todense()),
+    ("from_bcoo", M34, 0, 0, lambda sp, np_, m: sp.BCSR.from_bcoo(m.to_bcoo().T).todense()),
+    ("extract", M34, 0, 0, lambda sp, np_, m: sp.bcsr_extract(m.indices, m.indptr,
+                                                              np_.asarray(M34 * 3 + 1))),
+]
+
+
+@pytest.mark.parametrize("transform", [None, "jit"])
+@pytest.mark.parametrize("case", BCSR_CASES, ids=[c[0] for c in BCSR_CASES])
+def test_bcsr_matches_jax(case, transform):
+    _, dense, n_batch, n_dense, f = case
+    outs = []
+    for sp, np_, top in ((ksparse, kjnp, jaxkit), (jsparse, jjnp, jax)):
+        m = sp.BCSR.fromdense(np_.asarray(dense), n_batch=n_batch, n_dense=n_dense)
+        outs.append((m, (top.jit(lambda m: f(sp, np_, m)) if transform else
+                         (lambda m: f(sp, np_, m)))(m)))
+    (mk, ok), (mj, oj) = outs
+    assert repr(mk) == repr(mj)
+    for a, b in zip(mk.tree_flatten()[0], mj.tree_flatten()[0]):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_allclose(np.asarray(ok), np.asarray(oj), rtol=1e-5, atol=1e-6)
+
+
+def test_bcsr_grad_and_vmap_match_jax():
+    def run(sp, np_, top):
+        m = sp.BCSR.fromdense(np_.asarray(M234), n_batch=1)
+        g = sp.grad(lambda m, v: np_.sin(top.vmap(lambda a, x: a @ x)(m, v)).sum())(
+            m, np_.asarray(B24[:, :, 0]))
+        gx = top.grad(lambda x: (sp.BCSR.fromdense(x, nse=5) @ np_.arange(4.0)).sum())(
+            np_.asarray(M34))
+        return g.data, gx
+
+    for a, b in zip(run(ksparse, kjnp, jaxkit), run(jsparse, jjnp, jax)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)

@@ -22,6 +22,11 @@ from jaxkit.experimental.sparse.csr import (
     csr_matvec_p, csr_todense, csr_todense_p)
 from jaxkit.experimental.sparse import bcoo, transform, api, ad, random, coo, csr  # noqa: F401
 from jaxkit.experimental.sparse import linalg  # noqa: F401
+from jaxkit.experimental.sparse.bcsr import (
+    BCSR, bcsr_dot_general, bcsr_dot_general_p, bcsr_eliminate_zeros, bcsr_extract,
+    bcsr_extract_p, bcsr_fromdense, bcsr_fromdense_p, bcsr_sum_duplicates, bcsr_todense,
+    bcsr_todense_p)
+from jaxkit.experimental.sparse import bcsr  # noqa: F401
 
 __all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarning",
            "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p", "bcoo_eliminate_zeros",
@@ -36,4 +41,7 @@ __all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarnin
            "COO", "coo_fromdense", "coo_fromdense_p", "coo_matmat", "coo_matmat_p", "coo_matvec",
            "coo_matvec_p", "coo_todense", "coo_todense_p", "CSC", "CSR", "csr_fromdense",
            "csr_fromdense_p", "csr_matmat", "csr_matmat_p", "csr_matvec", "csr_matvec_p",
-           "csr_todense", "csr_todense_p", "coo", "csr", "linalg"]
+           "csr_todense", "csr_todense_p", "coo", "csr", "linalg", "BCSR", "bcsr_dot_general",
+           "bcsr_dot_general_p", "bcsr_eliminate_zeros", "bcsr_extract", "bcsr_extract_p",
+           "bcsr_fromdense", "bcsr_fromdense_p", "bcsr_sum_duplicates", "bcsr_todense",
+           "bcsr_todense_p", "bcsr"]

@@ -16,8 +16,8 @@ _FORMATS = {"bcoo": BCOO, "coo": COO, "csr": CSR, "csc": CSC}
 
 
 def _format(sparse_format: str):
-    if sparse_format not in _FORMATS:
-        raise ValueError(f"sparse_format={sparse_format!r} not recognized; must be one of "
+    if sparse_format not in _FORMATS:  # KeyError, as JAX's lookup raises
+        raise KeyError(f"sparse_format={sparse_format!r} not recognized; must be one of "
                          f"{list(_FORMATS)}")
     return _FORMATS[sparse_format]
 

@@ -17,31 +17,37 @@ from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse.bcoo import (
     BCOO, bcoo_concatenate, bcoo_dot_general, bcoo_multiply_sparse, bcoo_reduce_sum,
-    bcoo_reshape, bcoo_rev, bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
+    bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
+from jaxkit.experimental.sparse.bcsr import BCSR, bcsr_dot_general
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
 from jaxkit.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["sparsify", "sparse_rules_bcoo"]
+__all__ = ["sparsify", "sparse_rules_bcoo", "sparse_rules_bcsr"]
 
-# primitive -> rule(*invals, **params); an inval is a BCOO or a dense array.
+# primitive -> rule(*invals, **params); an inval is a sparse array or a dense array. BCSR
+# operands use their own (smaller) table, as in JAX.
 sparse_rules_bcoo: dict[core.Primitive, Callable] = {}
+sparse_rules_bcsr: dict[core.Primitive, Callable] = {}
 
 
 def _is_sparse(x) -> bool:
     return isinstance(x, JAXSparse)
 
 
-def _with_data(mat: BCOO, data, **info) -> BCOO:
-    kw = dict(shape=mat.shape, indices_sorted=mat.indices_sorted,
-              unique_indices=mat.unique_indices)
-    kw.update(info)
-    return BCOO((data, mat.indices), **kw)
+def _with_data(mat, data):
+    """The same sparse array (any format) with new stored data."""
+    bufs, aux = mat.tree_flatten()
+    return type(mat).tree_unflatten(aux, (data, *bufs[1:]))
 
 
-def _unique(mat: BCOO) -> BCOO:
+def _unique(mat):
     """A nonlinear elementwise op needs each position stored once (nse is kept: static)."""
-    return mat if mat.unique_indices else bcoo_sum_duplicates(mat, nse=mat.nse)
+    if mat.unique_indices:
+        return mat
+    if isinstance(mat, BCSR):
+        return BCSR.from_bcoo(bcoo_sum_duplicates(mat.to_bcoo(), nse=mat.nse))
+    return bcoo_sum_duplicates(mat, nse=mat.nse)
 
 
 def _linear_unop(prim):
@@ -59,11 +65,11 @@ def _zero_preserving_unop(prim):
 
 for _p in (lax.neg_p, lax.real_p, lax.imag_p, lax.conj_p, lax.copy_p,
            lax.convert_element_type_p):
-    sparse_rules_bcoo[_p] = _linear_unop(_p)
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _linear_unop(_p)
 for _p in (lax.sin_p, lax.sinh_p, lax.tan_p, lax.tanh_p, lax.asin_p, lax.asinh_p, lax.atan_p,
            lax.atanh_p, lax.abs_p, lax.sign_p, lax.sqrt_p, lax.cbrt_p, lax.expm1_p,
            lax.log1p_p, lax.floor_p, lax.ceil_p, lax.round_p, lax.erf_p):
-    sparse_rules_bcoo[_p] = _zero_preserving_unop(_p)
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _zero_preserving_unop(_p)
 
 
 def _integer_pow_rule(mat, *, y):
@@ -76,7 +82,7 @@ def _integer_pow_rule(mat, *, y):
     return _with_data(mat, lax.integer_pow_p.bind(mat.data, y=y))
 
 
-sparse_rules_bcoo[lax.integer_pow_p] = _integer_pow_rule
+sparse_rules_bcoo[lax.integer_pow_p] = sparse_rules_bcsr[lax.integer_pow_p] = _integer_pow_rule
 
 
 def _mul_rule(x, y):
@@ -136,6 +142,17 @@ def _dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None,
 
 
 sparse_rules_bcoo[lax.dot_general_p] = _dot_general_rule
+
+
+def _bcsr_dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None,
+                           preferred_element_type=None, **_):
+    return bcsr_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                            preferred_element_type=preferred_element_type)
+
+
+sparse_rules_bcsr[lax.dot_general_p] = _bcsr_dot_general_rule
+sparse_rules_bcoo[lax.slice_p] = lambda x, *, start_indices, limit_indices, strides: bcoo_slice(
+    x, start_indices=start_indices, limit_indices=limit_indices, strides=strides)
 sparse_rules_bcoo[lax.transpose_p] = lambda x, *, permutation: bcoo_transpose(
     x, permutation=permutation)
 
@@ -185,7 +202,9 @@ def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
         if any(_is_sparse(x) for x in invals):
-            rule = sparse_rules_bcoo.get(eqn.primitive)
+            table = (sparse_rules_bcsr if any(isinstance(x, BCSR) for x in invals)
+                     else sparse_rules_bcoo)
+            rule = table.get(eqn.primitive)
             if rule is None:
                 raise NotImplementedError(f"sparse rule for {eqn.primitive} is not "
                                           "implemented.")
@@ -251,7 +270,11 @@ for _name, _op in _binops.items():
     setattr(BCOO, _name, (lambda op: lambda self, other: sparsify(op)(self, other))(_op))
     _rname = "__r" + _name[2:]
     setattr(BCOO, _rname, (lambda op: lambda self, other: sparsify(op)(other, self))(_op))
+BCOO.__abs__ = lambda self: sparsify(jnp.abs)(self)
+BCOO.__pow__ = lambda self, y: sparsify(lambda x: jnp.power(x, y))(self)
 BCOO.__neg__ = lambda self: sparsify(jnp.negative)(self)
+BCSR.__matmul__ = lambda self, other: sparsify(jnp.matmul)(self, other)
+BCSR.__rmatmul__ = lambda self, other: sparsify(jnp.matmul)(other, self)
 BCOO.__pos__ = lambda self: sparsify(jnp.positive)(self)
 BCOO.reshape = _reshape
 BCOO.astype = _astype
