@@ -114,6 +114,9 @@ RECORDS = [
         m, sp.BCOO.fromdense(np_.asarray(M34), nse=5), dimension_numbers=_dn((2,), (1,))), False),
     ("spdot_vec", M34, 0, 0, lambda sp, np_, lax, m: m.T @ sp.BCOO.fromdense(
         np_.asarray(V3), nse=3), False),
+    ("expand_dims", M34, 0, 0, lambda sp, np_, lax, m: sp.sparsify(lambda x: x[None])(m), True),
+    ("broadcast_in_dim", M234, 1, 1, lambda sp, np_, lax, m: sp.bcoo_broadcast_in_dim(
+        m, shape=(5, 2, 3, 4, 2), broadcast_dimensions=(1, 2, 3)), True),
     ("sparsify_chain", M34, 0, 0,
      lambda sp, np_, lax, m: sp.sparsify(lambda x, v: (np_.tanh(x) * 2).T @ v)(
          m, np_.asarray(V3)), True),
@@ -437,3 +440,20 @@ def test_bcsr_grad_and_vmap_match_jax():
 
     for a, b in zip(run(ksparse, kjnp, jaxkit), run(jsparse, jjnp, jax)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
+def test_dot_general_sampled_matches_jax():
+    a = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    b = rng.standard_normal((2, 5, 4)).astype(np.float32)
+    dims = _dn((2,), (1,), (0,), (0,))
+
+    def run(sp, np_, top):
+        m = sp.BCOO.fromdense(np_.asarray(M234), n_batch=1)
+        f = lambda x, y: sp.bcoo_dot_general_sampled(x, y, m.indices, dimension_numbers=dims)
+        out = top.jit(f)(np_.asarray(a), np_.asarray(b))
+        ga, gb = top.grad(lambda x, y: np_.sin(f(x, y)).sum(), (0, 1))(np_.asarray(a),
+                                                                       np_.asarray(b))
+        return out, ga, gb
+
+    for k, j in zip(run(ksparse, kjnp, jaxkit), run(jsparse, jjnp, jax)):
+        np.testing.assert_allclose(np.asarray(k), np.asarray(j), rtol=1e-5, atol=1e-5)

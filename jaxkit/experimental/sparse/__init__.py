@@ -3,7 +3,8 @@ JVP, transpose, batching and lowering rules, so ``jit``, ``grad`` and ``vmap`` g
 from jaxkit.experimental.sparse import util  # noqa: F401
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse.bcoo import (
-    BCOO, bcoo_concatenate, bcoo_dot_general, bcoo_dot_general_p, bcoo_eliminate_zeros,
+    BCOO, bcoo_broadcast_in_dim, bcoo_dot_general_sampled, bcoo_dot_general_sampled_p,
+    bcoo_concatenate, bcoo_dot_general, bcoo_dot_general_p, bcoo_eliminate_zeros,
     bcoo_extract, bcoo_extract_p, bcoo_fromdense, bcoo_fromdense_p, bcoo_multiply_dense,
     bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_sort_indices,
     bcoo_sort_indices_p, bcoo_spdot_general_p,
@@ -28,7 +29,8 @@ from jaxkit.experimental.sparse.bcsr import (
     bcsr_todense_p)
 from jaxkit.experimental.sparse import bcsr  # noqa: F401
 
-__all__ = ["JAXSparse", "BCOO", "SparseEfficiencyError", "SparseEfficiencyWarning",
+__all__ = ["JAXSparse", "BCOO", "bcoo_broadcast_in_dim", "bcoo_dot_general_sampled",
+           "bcoo_dot_general_sampled_p", "SparseEfficiencyError", "SparseEfficiencyWarning",
            "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p", "bcoo_eliminate_zeros",
            "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense", "bcoo_fromdense_p",
            "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",

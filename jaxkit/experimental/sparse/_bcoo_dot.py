@@ -178,3 +178,85 @@ def bcoo_rdot_general_dense(lhs, rhs_data, rhs_indices, *, dimension_numbers,
     perm = (*range(n_b), *range(n_b + n_rhs_free, n_b + n_rhs_free + n_lhs_free),
             *range(n_b, n_b + n_rhs_free))
     return lax.transpose(out, perm)
+
+
+# ---- bcoo_dot_general_sampled --------------------------------------------------------------
+# The product of two dense arrays read only at given BCOO indices: the cotangent of the stored
+# data of a sparse operand of dot_general. Computed as the dense product gathered at the
+# indices (JAX's reference evaluation).
+
+def _sampled_impl(A, B, indices, *, dimension_numbers):
+    dense = lax.dot_general(A, B, dimension_numbers)
+    n_batch, n_sparse = indices.ndim - 2, indices.shape[-1]
+    indices = broadcast_batch(indices, tuple(dense.shape[:n_batch]))
+
+    def gather(i, d):
+        return d.at[tuple(i[:, k] for k in range(n_sparse))].get(mode="fill", fill_value=0)
+
+    f = gather
+    for _ in range(n_batch):
+        f = vmap(f)
+    if n_sparse == 0:
+        return jnp.broadcast_to(lax.expand_dims(dense, (n_batch,)),
+                                (*dense.shape[:n_batch], indices.shape[-2],
+                                 *dense.shape[n_batch:]))
+    return f(indices, dense)
+
+
+def _sampled_abstract_eval(A, B, indices, *, dimension_numbers):
+    out = eval_shape(lambda a, b: lax.dot_general(a, b, dimension_numbers),
+                     ShapeDtypeStruct(A.shape, A.dtype), ShapeDtypeStruct(B.shape, B.dtype))
+    n_batch, n_sparse = indices.ndim - 2, indices.shape[-1]
+    if n_batch + n_sparse > len(out.shape):
+        raise ValueError(f"bcoo_dot_general_sampled: indices {indices.str_short()} address "
+                         f"more dimensions than the product shape {tuple(out.shape)}")
+    shape = (*out.shape[:n_batch], indices.shape[-2], *out.shape[n_batch + n_sparse:])
+    return core.ShapedArray(tuple(shape), out.dtype)
+
+
+def _sampled_batch(axis_data, args, dims, *, dimension_numbers):
+    size = batching.batch_size(args, dims)
+    A = batching.bdim_at_front(args[0], dims[0], size)
+    B = batching.bdim_at_front(args[1], dims[1], size)
+    (indices,) = batched_bufs_to_front(args[2:], dims[2:], size)
+    (lc, rc), (lb, rb) = dimension_numbers
+    inc = lambda ds: tuple(d + 1 for d in ds)
+    dims_out = ((inc(lc), inc(rc)), ((0, *inc(lb)), (0, *inc(rb))))
+    return bcoo_dot_general_sampled_p.bind(A, B, indices, dimension_numbers=dims_out), 0
+
+
+def _sampled_transpose(ct, A, B, indices, *, dimension_numbers):
+    if ad.is_undefined_primal(indices):
+        raise ValueError("Cannot transpose with respect to sparse indices")
+    out = [None, None, None]
+    for i, x in ((0, A), (1, B)):
+        if not ad.is_undefined_primal(x):
+            continue
+        if type(ct) is ad.Zero:
+            out[i] = ad.Zero(x.aval)
+            continue
+
+        def f(v, i=i):
+            args = [A, B]
+            args[i] = v
+            return _sampled_impl(*args, indices, dimension_numbers=dimension_numbers)
+
+        (out[i],) = linear_transpose(f, ShapeDtypeStruct(x.aval.shape, x.aval.dtype))(ct)
+    return out
+
+
+bcoo_dot_general_sampled_p = define_sparse_primitive(
+    "bcoo_dot_general_sampled", _sampled_impl, _sampled_abstract_eval)
+ad.defjvp(bcoo_dot_general_sampled_p,
+          lambda t, A, B, i, **p: bcoo_dot_general_sampled_p.bind(t, B, i, **p),
+          lambda t, A, B, i, **p: bcoo_dot_general_sampled_p.bind(A, t, i, **p), None)
+ad.deftranspose(bcoo_dot_general_sampled_p, _sampled_transpose)
+ad.linear_primitives.add(bcoo_dot_general_sampled_p)
+batching.defrule(bcoo_dot_general_sampled_p, _sampled_batch)
+
+
+def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
+    """``lax.dot_general(A, B)`` evaluated only at BCOO ``indices``: the new stored data."""
+    A, B = jnp.asarray(A), jnp.asarray(B)
+    dims = canonical_dimension_numbers(dimension_numbers, A.ndim, B.ndim)
+    return bcoo_dot_general_sampled_p.bind(A, B, jnp.asarray(indices), dimension_numbers=dims)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxkit import core, dtypes
+from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
@@ -17,13 +17,15 @@ from jaxkit.experimental.sparse._bcoo_core import (
     bcoo_extract_p, bcoo_fromdense_p, bcoo_todense_p, bcoo_transpose_p, validate_bcoo)
 from jaxkit.experimental.sparse._bcoo_core import validate_permutation as ops_validate_permutation
 from jaxkit.experimental.sparse._bcoo_dot import (
-    bcoo_dot_general_dense, bcoo_dot_general_p, bcoo_rdot_general_dense)
+    bcoo_dot_general_dense, bcoo_dot_general_p, bcoo_dot_general_sampled,
+    bcoo_dot_general_sampled_p, bcoo_rdot_general_dense)
 from jaxkit.experimental.sparse._bcoo_ops import bcoo_sort_indices_p, bcoo_sum_duplicates_p
 from jaxkit.experimental.sparse._bcoo_spdot import bcoo_spdot_general_p, spdot_general
 from jaxkit.experimental.sparse.util import SparseInfo, _count_stored_elements
 from jaxkit.tree_util import register_pytree_node_class
 
-__all__ = ["BCOO", "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p",
+__all__ = ["BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general_sampled",
+           "bcoo_dot_general_sampled_p", "bcoo_dot_general", "bcoo_dot_general_p",
            "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense",
            "bcoo_fromdense_p", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
            "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_sort_indices_p",
@@ -433,3 +435,37 @@ def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
         flipped = jnp.where(sel < sizes, sizes - 1 - sel, sel)  # padding stays out of bounds
         indices = indices.at[..., cols].set(flipped)
     return BCOO((data, indices), shape=operand.shape)
+
+
+def bcoo_broadcast_in_dim(mat: BCOO, *, shape: Sequence[int],
+                          broadcast_dimensions: Sequence[int], sharding=None) -> BCOO:
+    """``lax.broadcast_in_dim`` of a BCOO array: new leading dimensions become batch
+    dimensions, new trailing ones dense; sparse dimensions may only gain size-1 axes."""
+    shape = tuple(int(s) for s in shape)
+    bdims = tuple(int(d) for d in broadcast_dimensions)
+    if len(mat.shape) != len(bdims):
+        raise ValueError(f"spinfo.shape={mat.shape} and broadcast_dimensions={bdims} must have "
+                         "the same length")
+    nb, ns, nd, nse = mat.n_batch, mat.n_sparse, mat.n_dense, mat.nse
+    batch_dims, sparse_dims, dense_dims = bdims[:nb], bdims[nb:nb + ns], bdims[nb + ns:]
+    if max(batch_dims, default=0) > min(sparse_dims, default=len(shape)):
+        raise ValueError("Cannot mix batch and sparse dimensions during broadcast_in_dim")
+    if max(sparse_dims, default=0) > min(dense_dims, default=len(shape)):
+        raise ValueError("Cannot mix sparse and dense dimensions during broadcast_in_dim")
+    new_nb = min(bdims[nb:], default=len(shape))
+    new_nd = nd and len(shape) - min(bdims[-nd:])
+    new_ns = len(shape) - new_nb - new_nd
+    if int(np.prod(mat.shape[nb:nb + ns])) != int(np.prod(shape[new_nb:new_nb + new_ns])):
+        raise NotImplementedError("Adding sparse dimensions with lengths != 1")
+    data, indices = mat.data, mat.indices
+    if (new_nb, new_nd) != (nb, nd):
+        data = lax.broadcast_in_dim(
+            data, (*shape[:new_nb], nse, *shape[new_nb + new_ns:]),
+            (*batch_dims, new_nb, *(b + 1 - new_ns for b in dense_dims)))
+        indices = lax.broadcast_in_dim(indices, (*shape[:new_nb], nse, ns),
+                                       (*batch_dims, new_nb, new_nb + 1))
+    if new_ns != ns:
+        cols = np.array(sparse_dims, np.int32) - new_nb
+        indices = jnp.zeros((*indices.shape[:-1], new_ns), indices.dtype).at[..., cols].set(
+            indices)
+    return BCOO((data, indices), shape=shape)

@@ -16,8 +16,9 @@ from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse.bcoo import (
-    BCOO, bcoo_concatenate, bcoo_dot_general, bcoo_multiply_sparse, bcoo_reduce_sum,
-    bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
+    BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_multiply_sparse,
+    bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_sum_duplicates,
+    bcoo_transpose)
 from jaxkit.experimental.sparse.bcsr import BCSR, bcsr_dot_general
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
@@ -179,6 +180,9 @@ def _concatenate_rule(*operands, dimension):
 sparse_rules_bcoo[lax.concatenate_p] = _concatenate_rule
 sparse_rules_bcoo[lax.reshape_p] = lambda x, *, new_sizes, dimensions, **_: bcoo_reshape(
     x, new_sizes=new_sizes, dimensions=dimensions)
+sparse_rules_bcoo[lax.broadcast_in_dim_p] = (
+    lambda x, *, shape, broadcast_dimensions, **_: bcoo_broadcast_in_dim(
+        x, shape=shape, broadcast_dimensions=broadcast_dimensions))
 sparse_rules_bcoo[lax.rev_p] = lambda x, *, dimensions: bcoo_rev(x, dimensions)
 
 
