@@ -457,3 +457,19 @@ def test_dot_general_sampled_matches_jax():
 
     for k, j in zip(run(ksparse, kjnp, jaxkit), run(jsparse, jjnp, jax)):
         np.testing.assert_allclose(np.asarray(k), np.asarray(j), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", [(1, 0), (0, 1), (1, 1), (2, 0)])
+def test_update_layout_matches_jax(layout):
+    nb, nd = layout
+    outs = []
+    for sp, np_ in ((ksparse, kjnp), (jsparse, jjnp)):
+        m = sp.BCOO.fromdense(np_.asarray(M234))
+        t = m.update_layout(n_batch=nb, n_dense=nd, on_inefficient=None)
+        outs.append((t, t.update_layout(n_batch=0, n_dense=0)))
+    for k, j in zip(*outs):
+        assert repr(k) == repr(j)
+        np.testing.assert_array_equal(np.asarray(k.data), np.asarray(j.data))
+        np.testing.assert_array_equal(np.asarray(k.indices), np.asarray(j.indices))
+    with pytest.raises(ksparse.SparseEfficiencyError, match="increasing n_batch"):
+        ksparse.BCOO.fromdense(kjnp.asarray(M234)).update_layout(n_batch=1)

@@ -5,6 +5,7 @@ installed by ``transform`` through ``sparsify``, as in JAX."""
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +22,10 @@ from jaxkit.experimental.sparse._bcoo_dot import (
     bcoo_dot_general_sampled_p, bcoo_rdot_general_dense)
 from jaxkit.experimental.sparse._bcoo_ops import bcoo_sort_indices_p, bcoo_sum_duplicates_p
 from jaxkit.experimental.sparse._bcoo_spdot import bcoo_spdot_general_p, spdot_general
-from jaxkit.experimental.sparse.util import SparseInfo, _count_stored_elements
+from jaxkit.experimental.sparse._bcoo_core import broadcast_batch
+from jaxkit.experimental.sparse.util import (
+    SparseEfficiencyError, SparseEfficiencyWarning, SparseInfo, _count_stored_elements,
+    nfold_vmap)
 from jaxkit.tree_util import register_pytree_node_class
 
 __all__ = ["BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general_sampled",
@@ -32,7 +36,7 @@ __all__ = ["BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_genera
            "bcoo_spdot_general_p",
            "bcoo_squeeze",
            "bcoo_sum_duplicates", "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p",
-           "bcoo_transpose", "bcoo_transpose_p"]
+           "bcoo_transpose", "bcoo_transpose_p", "bcoo_update_layout"]
 
 
 @register_pytree_node_class
@@ -137,6 +141,12 @@ class BCOO(JAXSparse):
             data = jnp.asarray(valid.astype(dtypes.canonicalize_dtype(dtype or float)))[:, None]
             indices = jnp.asarray(np.where(valid, cols, M), index_dtype)[:, None, None]
         return cls((data, indices), shape=(N, M), indices_sorted=True, unique_indices=True)
+
+    def update_layout(self, *, n_batch: int | None = None, n_dense: int | None = None,
+                      on_inefficient: str | None = "error") -> BCOO:
+        """The same array with another storage layout (see ``bcoo_update_layout``)."""
+        return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
+                                  on_inefficient=on_inefficient)
 
     def sum_duplicates(self, nse: int | None = None, remove_zeros: bool = True) -> BCOO:
         """A copy with duplicate indices summed (and explicit zeros removed)."""
@@ -468,4 +478,92 @@ def bcoo_broadcast_in_dim(mat: BCOO, *, shape: Sequence[int],
         cols = np.array(sparse_dims, np.int32) - new_nb
         indices = jnp.zeros((*indices.shape[:-1], new_ns), indices.dtype).at[..., cols].set(
             indices)
+    return BCOO((data, indices), shape=shape)
+
+
+def bcoo_update_layout(mat: BCOO, *, n_batch: int | None = None, n_dense: int | None = None,
+                       on_inefficient: str | None = "error") -> BCOO:
+    """The same array with ``n_batch`` batch and ``n_dense`` dense dimensions. Turning sparse
+    dimensions of size > 1 into batch or dense ones stores many zeros: that raises
+    ``SparseEfficiencyError`` (or warns) as ``on_inefficient`` says."""
+    n_batch = mat.n_batch if n_batch is None else operator.index(n_batch)
+    n_dense = mat.n_dense if n_dense is None else operator.index(n_dense)
+    if (n_batch, n_dense) == (mat.n_batch, mat.n_dense):
+        return mat
+    n_sparse = mat.ndim - n_batch - n_dense
+    if on_inefficient not in ("error", "warn", None):
+        raise ValueError(f"on_inefficent={on_inefficient!r}; expected one of "
+                         "['error', 'warn', None].")
+    if n_batch < 0:
+        raise ValueError(f"n_batch must be non-negative; got {n_batch}")
+    if n_dense < 0:
+        raise ValueError(f"n_dense must be non-negative; got {n_dense}")
+    if n_sparse < 0:
+        raise ValueError(f"sum of n_batch={n_batch} and n_dense={n_dense} cannot be larger "
+                         f"than mat.ndim={mat.ndim}.")
+
+    def inefficient(msg):
+        if on_inefficient == "error":
+            raise SparseEfficiencyError(msg + " To disable this error, set the on_inefficient "
+                                        "argument of bcoo_update_layout to 'warn' or None.")
+        if on_inefficient == "warn":
+            warnings.warn(msg + " To disable this warning, set the on_inefficient argument of "
+                          "bcoo_update_layout to None.", category=SparseEfficiencyWarning)
+
+    shape = mat.shape
+    if n_dense > mat.n_dense and any(d > 1 for d in shape[-n_dense:mat.ndim - mat.n_dense]):
+        inefficient(f"For matrix of shape {shape}, increasing n_dense from {mat.n_dense} to "
+                    f"{n_dense} results in inefficient storage.")
+    if n_batch > mat.n_batch and any(d > 1 for d in shape[mat.n_batch:n_batch]):
+        inefficient(f"For matrix of shape {shape}, increasing n_batch from {mat.n_batch} to "
+                    f"{n_batch} results in inefficient storage.")
+    nb, nd = mat.n_batch, mat.n_dense
+    data = broadcast_batch(mat.data, shape[:nb])
+    indices = broadcast_batch(mat.indices, shape[:nb])
+    if n_dense < nd:  # leading dense dimensions become sparse: one element per position
+        n = nd - n_dense
+
+        def dense_to_sparse(d, i):
+            count = int(np.prod(d.shape[:n]))
+            grid = np.indices(d.shape[:n]).reshape(n, count).T.astype(i.dtype)
+            new_i = jnp.concatenate([jnp.broadcast_to(i, (count, i.shape[0])),
+                                     jnp.asarray(grid)], axis=1)
+            return d.reshape((count, *d.shape[n:])), new_i
+
+        data, indices = nfold_vmap(dense_to_sparse, nb + 1, broadcasted=False)(data, indices)
+        data = data.reshape((*data.shape[:nb], -1, *data.shape[nb + 2:]))
+        indices = indices.reshape((*indices.shape[:nb], -1, indices.shape[-1]))
+        nd = n_dense
+    if n_batch < nb:  # trailing batch dimensions fold into the stored elements
+        n = nb - n_batch
+
+        def batch_to_sparse(d, i):
+            lead = (*i.shape[:n], i.shape[n])
+            grid = np.indices(lead).reshape(len(lead), -1)[:-1].T.astype(i.dtype)
+            new_i = jnp.concatenate([jnp.asarray(grid), i.reshape(-1, i.shape[-1])], axis=1)
+            return d.reshape((-1, *d.shape[n + 1:])), new_i
+
+        data, indices = nfold_vmap(batch_to_sparse, n_batch, broadcasted=False)(data, indices)
+        nb = n_batch
+    if n_dense > nd:  # trailing sparse dimensions become dense
+        n = n_dense - nd
+
+        def sparse_to_dense(d, i):
+            cols = tuple(i[-n:][k] for k in range(n))
+            out = jnp.zeros(shape[len(shape) - n_dense:], d.dtype)
+            return out.at[cols].set(d, mode="drop"), i[:-n]
+
+        data, indices = nfold_vmap(sparse_to_dense, nb + 1, broadcasted=False)(data, indices)
+        nd = n_dense
+    if n_batch > nb:  # leading sparse dimensions become batch dimensions
+        n = n_batch - nb
+
+        def sparse_to_batch(d, i):
+            nse = i.shape[0]
+            idx = tuple(i[:, k] for k in range(n)) + (jnp.arange(nse),)
+            new_i = jnp.broadcast_to(i[:, n:], (*shape[nb:n_batch], nse, i.shape[1] - n))
+            new_d = jnp.zeros((*shape[nb:n_batch], nse, *d.shape[1:]), d.dtype)
+            return new_d.at[idx].set(d, mode="drop"), new_i
+
+        data, indices = nfold_vmap(sparse_to_batch, nb, broadcasted=False)(data, indices)
     return BCOO((data, indices), shape=shape)
