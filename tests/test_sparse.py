@@ -117,6 +117,11 @@ RECORDS = [
     ("expand_dims", M34, 0, 0, lambda sp, np_, lax, m: sp.sparsify(lambda x: x[None])(m), True),
     ("broadcast_in_dim", M234, 1, 1, lambda sp, np_, lax, m: sp.bcoo_broadcast_in_dim(
         m, shape=(5, 2, 3, 4, 2), broadcast_dimensions=(1, 2, 3)), True),
+    ("getitem_row", M34, 0, 0, lambda sp, np_, lax, m: m[1], True),
+    ("getitem_slices", M234, 1, 0, lambda sp, np_, lax, m: m[:, 1:3, ::-1], True),
+    ("getitem_int_col", M34, 0, 0, lambda sp, np_, lax, m: m[1:, 2], True),
+    ("iter", M34, 0, 0, lambda sp, np_, lax, m: sp.bcoo_concatenate(
+        [r[None] for r in m], dimension=0), True),
     ("sparsify_chain", M34, 0, 0,
      lambda sp, np_, lax, m: sp.sparsify(lambda x, v: (np_.tanh(x) * 2).T @ v)(
          m, np_.asarray(V3)), True),

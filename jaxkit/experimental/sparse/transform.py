@@ -274,6 +274,10 @@ for _name, _op in _binops.items():
     setattr(BCOO, _name, (lambda op: lambda self, other: sparsify(op)(self, other))(_op))
     _rname = "__r" + _name[2:]
     setattr(BCOO, _rname, (lambda op: lambda self, other: sparsify(op)(other, self))(_op))
+# Static indexing lowers to slice/squeeze/rev, each with a sparse rule; the index is closed
+# over (static), never traced.
+BCOO.__getitem__ = lambda self, idx: sparsify(lambda x: x[idx])(self)
+BCOO.__iter__ = lambda self: iter(self[i] for i in range(self.shape[0]))
 BCOO.__abs__ = lambda self: sparsify(jnp.abs)(self)
 BCOO.__pow__ = lambda self, y: sparsify(lambda x: jnp.power(x, y))(self)
 BCOO.__neg__ = lambda self: sparsify(jnp.negative)(self)
