@@ -122,6 +122,10 @@ RECORDS = [
     ("getitem_int_col", M34, 0, 0, lambda sp, np_, lax, m: m[1:, 2], True),
     ("iter", M34, 0, 0, lambda sp, np_, lax, m: sp.bcoo_concatenate(
         [r[None] for r in m], dimension=0), True),
+    ("dynamic_slice", M234, 1, 0, lambda sp, np_, lax, m: sp.bcoo_dynamic_slice(
+        m, (np_.int32(1), np_.int32(1), np_.int32(3)), (1, 2, 2)), True),
+    ("dynamic_slice_sparsify", M34, 0, 0, lambda sp, np_, lax, m: sp.sparsify(
+        lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 2)))(m, np_.int32(2)), True),
     ("sparsify_chain", M34, 0, 0,
      lambda sp, np_, lax, m: sp.sparsify(lambda x, v: (np_.tanh(x) * 2).T @ v)(
          m, np_.asarray(V3)), True),

@@ -3,13 +3,13 @@ JVP, transpose, batching and lowering rules, so ``jit``, ``grad`` and ``vmap`` g
 from jaxkit.experimental.sparse import util  # noqa: F401
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse.bcoo import (
-    BCOO, bcoo_broadcast_in_dim, bcoo_dot_general_sampled, bcoo_dot_general_sampled_p,
-    bcoo_concatenate, bcoo_dot_general, bcoo_dot_general_p, bcoo_eliminate_zeros,
+    BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_dot_general_p,
+    bcoo_dot_general_sampled, bcoo_dot_general_sampled_p, bcoo_dynamic_slice, bcoo_eliminate_zeros,
     bcoo_extract, bcoo_extract_p, bcoo_fromdense, bcoo_fromdense_p, bcoo_multiply_dense,
     bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_sort_indices,
-    bcoo_sort_indices_p, bcoo_spdot_general_p,
-    bcoo_squeeze, bcoo_sum_duplicates, bcoo_sum_duplicates_p, bcoo_todense, bcoo_todense_p,
-    bcoo_transpose, bcoo_transpose_p, bcoo_update_layout)
+    bcoo_sort_indices_p, bcoo_spdot_general_p, bcoo_squeeze, bcoo_sum_duplicates,
+    bcoo_sum_duplicates_p, bcoo_todense, bcoo_todense_p, bcoo_transpose, bcoo_transpose_p,
+    bcoo_update_layout)
 from jaxkit.experimental.sparse.util import SparseEfficiencyError, SparseEfficiencyWarning
 from jaxkit.experimental.sparse.transform import sparsify
 from jaxkit.experimental.sparse.ad import grad, jacfwd, jacrev, value_and_grad
@@ -32,10 +32,10 @@ from jaxkit.experimental.sparse import bcsr  # noqa: F401
 __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "JAXSparse", "SparseEfficiencyError",
            "SparseEfficiencyWarning", "ad", "api", "bcoo", "bcoo_broadcast_in_dim",
            "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p",
-           "bcoo_dot_general_sampled", "bcoo_dot_general_sampled_p", "bcoo_eliminate_zeros",
-           "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense", "bcoo_fromdense_p",
-           "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
-           "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_sort_indices_p",
+           "bcoo_dot_general_sampled", "bcoo_dot_general_sampled_p", "bcoo_dynamic_slice",
+           "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense",
+           "bcoo_fromdense_p", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
+           "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_sort_indices_p",
            "bcoo_spdot_general_p", "bcoo_squeeze", "bcoo_sum_duplicates", "bcoo_sum_duplicates_p",
            "bcoo_todense", "bcoo_todense_p", "bcoo_transpose", "bcoo_transpose_p",
            "bcoo_update_layout", "bcsr", "bcsr_dot_general", "bcsr_dot_general_p",

@@ -36,7 +36,7 @@ __all__ = ["BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_genera
            "bcoo_spdot_general_p",
            "bcoo_squeeze",
            "bcoo_sum_duplicates", "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p",
-           "bcoo_transpose", "bcoo_transpose_p", "bcoo_update_layout"]
+           "bcoo_transpose", "bcoo_transpose_p", "bcoo_update_layout", "bcoo_dynamic_slice"]
 
 
 @register_pytree_node_class
@@ -567,3 +567,48 @@ def bcoo_update_layout(mat: BCOO, *, n_batch: int | None = None, n_dense: int | 
 
         data, indices = nfold_vmap(sparse_to_batch, nb, broadcasted=False)(data, indices)
     return BCOO((data, indices), shape=shape)
+
+
+def bcoo_dynamic_slice(mat: BCOO, start_indices: Sequence, slice_sizes: Sequence[int]) -> BCOO:
+    """``lax.dynamic_slice`` of a BCOO array: traced starts, static sizes; starts are clamped
+    so the slice fits, as in lax."""
+    if not isinstance(mat, BCOO):
+        raise TypeError(f"bcoo_slice: input should be BCOO array, got type(mat)={type(mat)}")
+    sizes = tuple(operator.index(s) for s in slice_sizes)
+    if not len(start_indices) == len(sizes) == mat.ndim:
+        raise ValueError(f"bcoo_dynamic_slice: indices must have size mat.ndim={mat.ndim}")
+    if not all(0 <= s <= n for s, n in zip(sizes, mat.shape)):
+        raise TypeError("slice_sizes must be less than or equal to operand shape, got "
+                        f"slice_sizes {sizes} for operand shape {mat.shape}")
+    starts = [jnp.asarray(i) for i in start_indices]
+    if any(not np.issubdtype(s.dtype, np.integer) or s.shape != () for s in starts):
+        raise TypeError("bcoo_dynamic_slice: start_indices must be scalar integers")
+    nb, ns = mat.n_batch, mat.n_sparse
+    zero = jnp.zeros((), starts[0].dtype if starts else np.int32)
+    d_start, d_size, i_start, i_size = [], [], [], []
+    for i in range(nb):
+        d_b = mat.data.shape[i] != mat.shape[i]  # broadcast (size-1) batch axis stays as is
+        i_b = mat.indices.shape[i] != mat.shape[i]
+        d_start.append(zero if d_b else starts[i])
+        d_size.append(1 if d_b else sizes[i])
+        i_start.append(zero if i_b else starts[i])
+        i_size.append(1 if i_b else sizes[i])
+    data = lax.dynamic_slice(mat.data, (*d_start, zero, *starts[nb + ns:]),
+                             (*d_size, mat.nse, *sizes[nb + ns:]))
+    indices = lax.dynamic_slice(mat.indices, (*i_start, zero, zero),
+                                (*i_size, mat.nse, ns))
+    if ns:
+        dt = indices.dtype
+        st = jnp.stack([s.astype(dt) for s in starts[nb:nb + ns]])
+        sz = jnp.array(sizes[nb:nb + ns], dt)
+        full = jnp.array(mat.shape[nb:nb + ns], dt)
+        st = jnp.clip(jnp.where(st < 0, st + full, st), 0, full - sz)
+        keep = jnp.all((indices >= st) & (indices < st + sz), -1, keepdims=True)
+        indices = jnp.where(keep, indices - st, sz)
+        data = jnp.where(keep[..., 0][(Ellipsis,) + (None,) * mat.n_dense], data,
+                         jnp.zeros((), data.dtype))
+        new_nse = int(np.prod(sizes[nb:nb + ns]))
+        if mat.nse > new_nse:
+            data, indices = bcoo_sum_duplicates_p.bind(data, indices,
+                                                       spinfo=SparseInfo(sizes), nse=new_nse)
+    return BCOO((data, indices), shape=sizes)

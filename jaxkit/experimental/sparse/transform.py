@@ -16,9 +16,9 @@ from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse.bcoo import (
-    BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_multiply_sparse,
-    bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_sum_duplicates,
-    bcoo_transpose)
+    BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_dynamic_slice,
+    bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze,
+    bcoo_sum_duplicates, bcoo_transpose)
 from jaxkit.experimental.sparse.bcsr import BCSR, bcsr_dot_general
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
@@ -183,6 +183,8 @@ sparse_rules_bcoo[lax.reshape_p] = lambda x, *, new_sizes, dimensions, **_: bcoo
 sparse_rules_bcoo[lax.broadcast_in_dim_p] = (
     lambda x, *, shape, broadcast_dimensions, **_: bcoo_broadcast_in_dim(
         x, shape=shape, broadcast_dimensions=broadcast_dimensions))
+sparse_rules_bcoo[lax.dynamic_slice_p] = lambda x, *starts, slice_sizes, **_: (
+    bcoo_dynamic_slice(x, starts, slice_sizes))
 sparse_rules_bcoo[lax.rev_p] = lambda x, *, dimensions: bcoo_rev(x, dimensions)
 
 
