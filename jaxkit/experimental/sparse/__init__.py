@@ -10,9 +10,10 @@ from jaxkit.experimental.sparse.bcoo import (
     bcoo_sort_indices_p, bcoo_spdot_general_p, bcoo_squeeze, bcoo_sum_duplicates,
     bcoo_sum_duplicates_p, bcoo_todense, bcoo_todense_p, bcoo_transpose, bcoo_transpose_p,
     bcoo_update_layout)
-from jaxkit.experimental.sparse.util import SparseEfficiencyError, SparseEfficiencyWarning
+from jaxkit.experimental.sparse.util import (
+    CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
 from jaxkit.experimental.sparse.transform import sparsify
-from jaxkit.experimental.sparse.ad import grad, jacfwd, jacrev, value_and_grad
+from jaxkit.experimental.sparse.ad import grad, jacfwd, jacobian, jacrev, value_and_grad
 from jaxkit.experimental.sparse.api import empty, eye, todense
 from jaxkit.experimental.sparse.random import random_bcoo
 from jaxkit.experimental.sparse.coo import (
@@ -29,9 +30,9 @@ from jaxkit.experimental.sparse.bcsr import (
     bcsr_todense_p)
 from jaxkit.experimental.sparse import bcsr  # noqa: F401
 
-__all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "JAXSparse", "SparseEfficiencyError",
-           "SparseEfficiencyWarning", "ad", "api", "bcoo", "bcoo_broadcast_in_dim",
-           "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p",
+__all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JAXSparse",
+           "SparseEfficiencyError", "SparseEfficiencyWarning", "ad", "api", "bcoo",
+           "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general", "bcoo_dot_general_p",
            "bcoo_dot_general_sampled", "bcoo_dot_general_sampled_p", "bcoo_dynamic_slice",
            "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_extract_p", "bcoo_fromdense",
            "bcoo_fromdense_p", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
@@ -44,5 +45,6 @@ __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "JAXSparse", "SparseEfficiencyEr
            "coo_fromdense", "coo_fromdense_p", "coo_matmat", "coo_matmat_p", "coo_matvec",
            "coo_matvec_p", "coo_todense", "coo_todense_p", "csr", "csr_fromdense",
            "csr_fromdense_p", "csr_matmat", "csr_matmat_p", "csr_matvec", "csr_matvec_p",
-           "csr_todense", "csr_todense_p", "empty", "eye", "grad", "jacfwd", "jacrev", "linalg",
-           "random", "random_bcoo", "sparsify", "todense", "transform", "util", "value_and_grad"]
+           "csr_todense", "csr_todense_p", "empty", "eye", "grad", "jacfwd", "jacobian", "jacrev",
+           "linalg", "random", "random_bcoo", "sparsify", "todense", "transform", "util",
+           "value_and_grad"]

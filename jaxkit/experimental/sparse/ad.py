@@ -10,7 +10,7 @@ from jaxkit import api
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["grad", "value_and_grad", "jacfwd", "jacrev"]
+__all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian"]
 
 
 def _flatten_for_sparse_ad(fun: Callable, argnums, args: tuple):
@@ -97,3 +97,6 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         return (post(out[0]), out[1]) if has_aux else post(out)
 
     return jacrev_fun
+
+
+jacobian = jacrev  # as in JAX: the reverse-mode Jacobian
