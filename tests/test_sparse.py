@@ -482,3 +482,22 @@ def test_update_layout_matches_jax(layout):
         np.testing.assert_array_equal(np.asarray(k.indices), np.asarray(j.indices))
     with pytest.raises(ksparse.SparseEfficiencyError, match="increasing n_batch"):
         ksparse.BCOO.fromdense(kjnp.asarray(M234)).update_layout(n_batch=1)
+
+
+def test_vmap_of_coo_csr_and_spsolve_against_a_loop():
+    """JAX has no batching rules for these; jaxkit's vmap them and must equal a loop."""
+    xs = np.stack([M34, 2 * M34 + (M34 != 0)])
+    for fmt in ("COO", "CSR"):
+        cls = getattr(ksparse, fmt)
+        f = lambda x: (cls.fromdense(x, nse=6) @ kjnp.asarray(V4),
+                       cls.fromdense(x, nse=6).todense())
+        out = jaxkit.vmap(f)(kjnp.asarray(xs))
+        for i in range(2):
+            for a, b in zip(out, f(kjnp.asarray(xs[i]))):
+                np.testing.assert_allclose(np.asarray(a[i]), np.asarray(b), rtol=1e-6)
+    a = np.array([[4.0, 1, 0], [1, 3, 0], [0, 2, 5]], np.float32)
+    m = ksparse.CSR.fromdense(kjnp.asarray(a))
+    bs = rng.standard_normal((3, 3)).astype(np.float32)
+    out = jaxkit.vmap(lambda b: ksparse.linalg.spsolve(m.data, m.indices, m.indptr, b))(
+        kjnp.asarray(bs))
+    np.testing.assert_allclose(np.asarray(out), np.linalg.solve(a, bs.T).T, rtol=1e-5)

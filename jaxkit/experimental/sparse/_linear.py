@@ -1,6 +1,7 @@
 """Rules shared by the COO/CSR primitives, which are linear in their stored data (and, for
-products, in the dense operand): the JVP binds the primitive on one tangent at a time, and
-each transpose is the linear transpose of the primitive's own jaxkit computation."""
+products, in the dense operand): the JVP binds the primitive on one tangent at a time, each
+transpose is the linear transpose of the primitive's own jaxkit computation, and batching
+vmaps that computation."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -8,7 +9,8 @@ from collections.abc import Callable, Sequence
 from jaxkit.api import ShapeDtypeStruct
 from jaxkit.api_extra import linear_transpose
 from jaxkit.core import Primitive
-from jaxkit.interpreters import ad
+from jaxkit.interpreters import ad, batching
+from jaxkit.transforms.vmap import vmap
 
 
 def deflinear_in(prim: Primitive, impl: Callable, linear_argnums: Sequence[int]) -> None:
@@ -45,3 +47,17 @@ def deflinear_in(prim: Primitive, impl: Callable, linear_argnums: Sequence[int])
 
     ad.deftranspose(prim, transpose)
     ad.linear_primitives.add(prim)
+
+
+def defbatch_by_vmap(prim: Primitive, impl: Callable) -> None:
+    """Batch ``prim`` by vmapping its own jaxkit computation (JAX gives the COO/CSR
+    primitives no batching rule; the computation batches like any jaxkit code)."""
+
+    def rule(axis_data, args, dims, **params):
+        in_axes = tuple(None if d is batching.not_mapped else d for d in dims)
+        out = vmap(lambda *xs: impl(*xs, **params), in_axes=in_axes)(*args)
+        if prim.multiple_results:
+            return list(out), [0] * len(out)
+        return out, 0
+
+    batching.defrule(prim, rule)

@@ -11,7 +11,7 @@ from jaxkit import core, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse._bcoo_core import define_sparse_primitive
-from jaxkit.experimental.sparse._linear import deflinear_in
+from jaxkit.experimental.sparse._linear import defbatch_by_vmap, deflinear_in
 from jaxkit.interpreters import ad
 from jaxkit.tree_util import register_pytree_node_class
 
@@ -136,6 +136,7 @@ def _todense_abstract_eval(data, row, col, *, spinfo):
 
 coo_todense_p = define_sparse_primitive("coo_todense", _todense_impl, _todense_abstract_eval)
 deflinear_in(coo_todense_p, _todense_impl, (0,))
+defbatch_by_vmap(coo_todense_p, _todense_impl)
 
 
 def coo_todense(mat: COO):
@@ -173,6 +174,7 @@ def _fromdense_jvp(primals, tangents, *, nse, index_dtype):
 coo_fromdense_p = define_sparse_primitive("coo_fromdense", _fromdense_impl,
                                           _fromdense_abstract_eval, multiple_results=True)
 ad.defjvp_rule(coo_fromdense_p, _fromdense_jvp)
+defbatch_by_vmap(coo_fromdense_p, _fromdense_impl)
 
 
 def coo_fromdense(mat, *, nse: int | None = None, index_dtype=jnp.int32) -> COO:
@@ -215,6 +217,8 @@ coo_matvec_p = define_sparse_primitive("coo_matvec", _product_impl, _product_abs
 deflinear_in(coo_matvec_p, _product_impl, (0, 3))
 coo_matmat_p = define_sparse_primitive("coo_matmat", _product_impl, _product_abstract_eval(2))
 deflinear_in(coo_matmat_p, _product_impl, (0, 3))
+defbatch_by_vmap(coo_matvec_p, _product_impl)
+defbatch_by_vmap(coo_matmat_p, _product_impl)
 
 
 def coo_matvec(mat: COO, v, transpose: bool = False):

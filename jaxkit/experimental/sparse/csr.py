@@ -10,7 +10,7 @@ from jaxkit import core
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse._bcoo_core import define_sparse_primitive
-from jaxkit.experimental.sparse._linear import deflinear_in
+from jaxkit.experimental.sparse._linear import defbatch_by_vmap, deflinear_in
 from jaxkit.experimental.sparse.coo import COOInfo
 from jaxkit.interpreters import ad
 from jaxkit.tree_util import register_pytree_node_class
@@ -161,6 +161,7 @@ def _todense_abstract_eval(data, indices, indptr, *, spinfo):
 
 csr_todense_p = define_sparse_primitive("csr_todense", _todense_impl, _todense_abstract_eval)
 deflinear_in(csr_todense_p, _todense_impl, (0,))
+defbatch_by_vmap(csr_todense_p, _todense_impl)
 
 
 def csr_todense(mat: CSR):
@@ -205,6 +206,7 @@ def _fromdense_jvp(primals, tangents, *, nse, index_dtype):
 csr_fromdense_p = define_sparse_primitive("csr_fromdense", _fromdense_impl,
                                           _fromdense_abstract_eval, multiple_results=True)
 ad.defjvp_rule(csr_fromdense_p, _fromdense_jvp)
+defbatch_by_vmap(csr_fromdense_p, _fromdense_impl)
 
 
 def csr_fromdense(mat, *, nse: int | None = None, index_dtype=np.int32) -> CSR:
@@ -246,6 +248,8 @@ csr_matvec_p = define_sparse_primitive("csr_matvec", _product_impl, _product_abs
 deflinear_in(csr_matvec_p, _product_impl, (0, 3))
 csr_matmat_p = define_sparse_primitive("csr_matmat", _product_impl, _product_abstract_eval(2))
 deflinear_in(csr_matmat_p, _product_impl, (0, 3))
+defbatch_by_vmap(csr_matvec_p, _product_impl)
+defbatch_by_vmap(csr_matmat_p, _product_impl)
 
 
 def _csr_product(prim, data, indices, indptr, rhs, shape, transpose):

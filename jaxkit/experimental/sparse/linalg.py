@@ -1,6 +1,7 @@
 """``jax.experimental.sparse.linalg``: ``spsolve``, a direct solve of a CSR system. As in JAX
 on CPU, the solve itself is SciPy's ``scipy.sparse.linalg.spsolve`` run as a host callback;
-JVP (both operands) and transpose (right-hand side) rules make it differentiable."""
+JVP (both operands) and transpose (right-hand side) rules make it differentiable, and under
+vmap the systems are solved one after another (JAX has no batching rule for it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -85,9 +86,10 @@ mlir.register_lowering(spsolve_p, mlir.lower_fun(_spsolve_impl))
 
 
 def _spsolve_batch(axis_data, args, dims, **kw):
-    raise NotImplementedError("batching rule for 'spsolve' is not implemented: the host "
-                              "solver takes one system at a time (as in JAX); loop with "
-                              "lax.map instead of vmap")
+    # The host solver takes one system at a time: solve the batch in a loop (lax.map).
+    size = batching.batch_size(args, dims)
+    args = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+    return lax.map(lambda xs: spsolve_p.bind(*xs, **kw), tuple(args)), 0
 
 
 batching.defrule(spsolve_p, _spsolve_batch)
