@@ -1,0 +1,291 @@
+"""``sparsify``: run a function written for dense arrays on BCOO inputs.
+
+The function is traced to a jaxpr with each BCOO argument standing in as a dense array of its
+shape; the jaxpr is then evaluated with a table of sparse rules: an equation whose inputs are
+all dense binds its primitive as usual, one with a sparse input runs the primitive's sparse
+rule (a missing rule raises NotImplementedError naming the primitive). The BCOO operators
+(``@``, ``*``, ``+``, ``-``, ``sum`` ...) are installed here through ``sparsify``, as in JAX."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from jaxkit import core, lax
+from jaxkit import numpy as jnp
+from jaxkit.experimental.sparse import _bcoo_ops as ops
+from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse.bcoo import (
+    BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_dynamic_slice,
+    bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze,
+    bcoo_sum_duplicates, bcoo_transpose)
+from jaxkit.experimental.sparse.bcsr import BCSR, bcsr_dot_general
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.transforms.jit import jit_p
+from jaxkit.tree_util import tree_flatten, tree_unflatten
+
+__all__ = ["sparsify", "sparse_rules_bcoo", "sparse_rules_bcsr"]
+
+# primitive -> rule(*invals, **params); an inval is a sparse array or a dense array. BCSR
+# operands use their own (smaller) table, as in JAX.
+sparse_rules_bcoo: dict[core.Primitive, Callable] = {}
+sparse_rules_bcsr: dict[core.Primitive, Callable] = {}
+
+
+def _is_sparse(x) -> bool:
+    return isinstance(x, JAXSparse)
+
+
+def _with_data(mat, data):
+    """The same sparse array (any format) with new stored data."""
+    bufs, aux = mat.tree_flatten()
+    return type(mat).tree_unflatten(aux, (data, *bufs[1:]))
+
+
+def _unique(mat):
+    """A nonlinear elementwise op needs each position stored once (nse is kept: static)."""
+    if mat.unique_indices:
+        return mat
+    if isinstance(mat, BCSR):
+        return BCSR.from_bcoo(bcoo_sum_duplicates(mat.to_bcoo(), nse=mat.nse))
+    return bcoo_sum_duplicates(mat, nse=mat.nse)
+
+
+def _linear_unop(prim):
+    def rule(mat, **params):
+        return _with_data(mat, prim.bind(mat.data, **params))
+    return rule
+
+
+def _zero_preserving_unop(prim):
+    def rule(mat, **params):
+        mat = _unique(mat)
+        return _with_data(mat, prim.bind(mat.data, **params))
+    return rule
+
+
+for _p in (lax.neg_p, lax.real_p, lax.imag_p, lax.conj_p, lax.copy_p,
+           lax.convert_element_type_p):
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _linear_unop(_p)
+for _p in (lax.sin_p, lax.sinh_p, lax.tan_p, lax.tanh_p, lax.asin_p, lax.asinh_p, lax.atan_p,
+           lax.atanh_p, lax.abs_p, lax.sign_p, lax.sqrt_p, lax.cbrt_p, lax.expm1_p,
+           lax.log1p_p, lax.floor_p, lax.ceil_p, lax.round_p, lax.erf_p):
+    sparse_rules_bcoo[_p] = sparse_rules_bcsr[_p] = _zero_preserving_unop(_p)
+
+
+def _integer_pow_rule(mat, *, y):
+    if y <= 0:
+        raise NotImplementedError(f"sparse rule for integer_pow with non-positive exponent {y} "
+                                  "is not implemented because it would result in dense "
+                                  "output. If this is your intent, use sparse.todense() to "
+                                  "convert your arguments to a dense array.")
+    mat = _unique(mat)
+    return _with_data(mat, lax.integer_pow_p.bind(mat.data, y=y))
+
+
+sparse_rules_bcoo[lax.integer_pow_p] = sparse_rules_bcsr[lax.integer_pow_p] = _integer_pow_rule
+
+
+def _mul_rule(x, y):
+    if _is_sparse(x) and _is_sparse(y):
+        return bcoo_multiply_sparse(x, y)
+    sp, dense = (x, y) if _is_sparse(x) else (y, x)
+    data = ops.multiply_dense(sp.data, sp.indices, dense, sp._info)
+    return _with_data(sp, data)
+
+
+def _div_rule(x, y):
+    if _is_sparse(x) and not _is_sparse(y) and np.ndim(y) == 0:
+        return _with_data(x, lax.div(x.data, jnp.asarray(y, x.data.dtype)))
+    raise NotImplementedError("sparse rule for div is only implemented for a sparse "
+                              "numerator and a scalar denominator")
+
+
+def _add_rule(x, y, *, negate=False):
+    if not (_is_sparse(x) and _is_sparse(y)):
+        raise NotImplementedError("Addition between sparse matrices and dense matrices is not "
+                                  "implemented (it would give a dense result); use "
+                                  "sparse.todense() on the sparse operand.")
+    if x.shape != y.shape:
+        raise NotImplementedError("Addition between sparse matrices of different shapes: "
+                                  f"{x.shape} and {y.shape}")
+    if negate:
+        y = _with_data(y, lax.neg(y.data))
+    if (x.n_batch, x.n_dense) != (y.n_batch, y.n_dense):
+        raise NotImplementedError("Addition between sparse matrices with different batch/dense "
+                                  f"layouts: n_batch={x.n_batch}/{y.n_batch}, "
+                                  f"n_dense={x.n_dense}/{y.n_dense}")
+    # Stored elements of both operands side by side; duplicates sum when read.
+    data, indices, shape = _concat_nse(x, y)
+    return BCOO((data, indices), shape=shape)
+
+
+def _concat_nse(x: BCOO, y: BCOO):
+    batch = tuple(x.shape[:x.n_batch])
+    bx = lambda a: jnp.broadcast_to(a, batch + tuple(a.shape[x.n_batch:]))
+    dtype = jnp.result_type(x.data.dtype, y.data.dtype)
+    data = jnp.concatenate([bx(x.data).astype(dtype), bx(y.data).astype(dtype)], x.n_batch)
+    indices = jnp.concatenate([bx(x.indices), bx(y.indices).astype(x.indices.dtype)],
+                              x.n_batch)
+    return data, indices, x.shape
+
+
+sparse_rules_bcoo[lax.mul_p] = _mul_rule
+sparse_rules_bcoo[lax.div_p] = _div_rule
+sparse_rules_bcoo[lax.add_p] = _add_rule
+sparse_rules_bcoo[lax.sub_p] = lambda x, y: _add_rule(x, y, negate=True)
+
+
+def _dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None,
+                      preferred_element_type=None, **_):
+    return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                            preferred_element_type=preferred_element_type)
+
+
+sparse_rules_bcoo[lax.dot_general_p] = _dot_general_rule
+
+
+def _bcsr_dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None,
+                           preferred_element_type=None, **_):
+    return bcsr_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                            preferred_element_type=preferred_element_type)
+
+
+sparse_rules_bcsr[lax.dot_general_p] = _bcsr_dot_general_rule
+sparse_rules_bcoo[lax.slice_p] = lambda x, *, start_indices, limit_indices, strides: bcoo_slice(
+    x, start_indices=start_indices, limit_indices=limit_indices, strides=strides)
+sparse_rules_bcoo[lax.transpose_p] = lambda x, *, permutation: bcoo_transpose(
+    x, permutation=permutation)
+
+
+def _reduce_sum_rule(x, *, axes, **_):
+    mat = bcoo_reduce_sum(x, axes=axes)
+    # A full reduction is a dense scalar, as JAX returns it.
+    return mat.data.sum() if mat.shape == () else mat
+
+
+sparse_rules_bcoo[lax.reduce_sum_p] = _reduce_sum_rule
+sparse_rules_bcoo[lax.squeeze_p] = lambda x, *, dimensions: bcoo_squeeze(
+    x, dimensions=dimensions)
+
+
+def _concatenate_rule(*operands, dimension):
+    if not all(_is_sparse(o) for o in operands):
+        raise NotImplementedError("sparse rule for concatenate of sparse and dense operands "
+                                  "is not implemented; convert them with sparse.todense() or "
+                                  "BCOO.fromdense().")
+    return bcoo_concatenate(operands, dimension=dimension)
+
+
+sparse_rules_bcoo[lax.concatenate_p] = _concatenate_rule
+sparse_rules_bcoo[lax.reshape_p] = lambda x, *, new_sizes, dimensions, **_: bcoo_reshape(
+    x, new_sizes=new_sizes, dimensions=dimensions)
+sparse_rules_bcoo[lax.broadcast_in_dim_p] = (
+    lambda x, *, shape, broadcast_dimensions, **_: bcoo_broadcast_in_dim(
+        x, shape=shape, broadcast_dimensions=broadcast_dimensions))
+sparse_rules_bcoo[lax.dynamic_slice_p] = lambda x, *starts, slice_sizes, **_: (
+    bcoo_dynamic_slice(x, starts, slice_sizes))
+sparse_rules_bcoo[lax.rev_p] = lambda x, *, dimensions: bcoo_rev(x, dimensions)
+
+
+def _jit_rule(*args, jaxpr, **_):
+    return _eval_sparse(jaxpr.jaxpr, jaxpr.consts, args)
+
+
+sparse_rules_bcoo[jit_p] = _jit_rule
+
+
+def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
+    env: dict = {}
+
+    def read(a):
+        return a.val if type(a) is core.Literal else env[a]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = c
+    for v, a in zip(jaxpr.invars, args):
+        env[v] = a
+    for eqn in jaxpr.eqns:
+        invals = [read(a) for a in eqn.invars]
+        if any(_is_sparse(x) for x in invals):
+            table = (sparse_rules_bcsr if any(isinstance(x, BCSR) for x in invals)
+                     else sparse_rules_bcoo)
+            rule = table.get(eqn.primitive)
+            if rule is None:
+                raise NotImplementedError(f"sparse rule for {eqn.primitive} is not "
+                                          "implemented.")
+            outs = rule(*invals, **eqn.params)
+        else:
+            outs = eqn.primitive.bind(*invals, **eqn.params)
+        if eqn.primitive.multiple_results:
+            outs = list(outs)
+        else:
+            outs = [outs]
+        for v, x in zip(eqn.outvars, outs):
+            if type(v) is core.Var:
+                env[v] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
+    """Let ``f`` (written for dense arrays) take and return BCOO arrays."""
+    if use_tracer:
+        raise NotImplementedError("sparsify(use_tracer=True) is not implemented in jaxkit; "
+                                  "the default jaxpr-based sparsify covers the same rules")
+
+    def wrapped(*args, **kwargs):
+        leaves, in_tree = tree_flatten((args, kwargs), is_leaf=_is_sparse)
+        avals = [core.ShapedArray(x.shape, x.dtype) if _is_sparse(x) else
+                 core.get_aval(x) for x in leaves]
+        out_tree = []
+
+        def flat_fun(*flat):
+            a, k = tree_unflatten(in_tree, list(flat))
+            out = f(*a, **k)
+            out_leaves, tree = tree_flatten(out, is_leaf=_is_sparse)
+            out_tree.append(tree)
+            return [jnp.asarray(x) for x in out_leaves]
+
+        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
+        outs = _eval_sparse(jaxpr, consts, leaves)
+        return tree_unflatten(out_tree[0], outs)
+
+    wrapped.__name__ = getattr(f, "__name__", "sparsified")
+    wrapped.__doc__ = getattr(f, "__doc__", None)
+    return wrapped
+
+
+def _reshape(self, *args, **kwargs):
+    # The new shape is static: closed over, never traced.
+    return sparsify(lambda x: x.reshape(*args, **kwargs))(self)
+
+
+def _astype(self, *args, **kwargs):
+    return sparsify(lambda x: x.astype(*args, **kwargs))(self)
+
+
+def _sum(self, *args, **kwargs):
+    return sparsify(lambda x: x.sum(*args, **kwargs))(self)
+
+
+_binops = {
+    "__matmul__": jnp.matmul, "__mul__": jnp.multiply, "__add__": jnp.add,
+    "__sub__": jnp.subtract, "__truediv__": jnp.divide,
+}
+for _name, _op in _binops.items():
+    setattr(BCOO, _name, (lambda op: lambda self, other: sparsify(op)(self, other))(_op))
+    _rname = "__r" + _name[2:]
+    setattr(BCOO, _rname, (lambda op: lambda self, other: sparsify(op)(other, self))(_op))
+# Static indexing lowers to slice/squeeze/rev, each with a sparse rule; the index is closed
+# over (static), never traced.
+BCOO.__getitem__ = lambda self, idx: sparsify(lambda x: x[idx])(self)
+BCOO.__iter__ = lambda self: iter(self[i] for i in range(self.shape[0]))
+BCOO.__abs__ = lambda self: sparsify(jnp.abs)(self)
+BCOO.__pow__ = lambda self, y: sparsify(lambda x: jnp.power(x, y))(self)
+BCOO.__neg__ = lambda self: sparsify(jnp.negative)(self)
+BCSR.__matmul__ = lambda self, other: sparsify(jnp.matmul)(self, other)
+BCSR.__rmatmul__ = lambda self, other: sparsify(jnp.matmul)(other, self)
+BCOO.__pos__ = lambda self: sparsify(jnp.positive)(self)
+BCOO.reshape = _reshape
+BCOO.astype = _astype
+BCOO.sum = _sum
