@@ -105,6 +105,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 # --------------------------------------------------------------------------------------------
 
 
+def _maps_itself(x) -> bool:
+    return not isinstance(x, type) and hasattr(x, "_vmap_leaf_axes")
+
+
 def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
     """For each leaf of ``tree``: the axis ``spec`` (a pytree prefix of ``tree`` with int or
     None leaves) gives it, and the key path of that entry of ``spec``."""
@@ -112,7 +116,13 @@ def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
 
     def walk(s, x, path):
         if s is None or type(s) is int:
-            out.extend([(s, path)] * len(tree_util.tree_leaves(x)))
+            # A node that knows how it is mapped (a batched sparse array: all its buffers
+            # along one batch axis, checked by the node) gives its leaves' axes itself.
+            for node in tree_util.tree_leaves(x, is_leaf=_maps_itself):
+                if s is not None and _maps_itself(node):
+                    out.extend((a, path) for a in node._vmap_leaf_axes(s, what))
+                else:
+                    out.extend([(s, path)] * len(tree_util.tree_leaves(node)))
             return
         s_kids, s_def = tree_util.tree_flatten_with_path(s, is_leaf=lambda y: y is not s)
         x_kids, x_def = tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)

@@ -69,6 +69,41 @@ class JAXSparse:
         raise NotImplementedError(f"{type(self)}.tree_flatten")
 
 
+class BatchedSparse(JAXSparse):
+    """A format with leading batch dimensions shared by all its buffers (BCOO, BCSR), which
+    ``vmap`` can map over: it maps the buffers along the same axis, and ``tree_unflatten``
+    drops (or adds back) the leading dimension of the shape to follow them."""
+
+    n_batch: int
+
+    def _vmap_leaf_axes(self, axis: int, what: str) -> list[int]:
+        """The axis of each buffer when vmap maps this array along ``axis`` (``what``: "vmap
+        in_axes" or "vmap out_axes"); raises where the buffers would be mapped along the
+        wrong axis. Out of vmap, an array gains a new leading batch dimension."""
+        name = type(self).__name__
+        leaves = self.tree_flatten()[0]
+        if "out" in what:
+            if axis != 0:
+                raise NotImplementedError(f"{what}={axis} for a {name} result: jaxkit stacks "
+                                          "sparse results along a new leading batch "
+                                          "dimension only (out_axes=0).")
+            return [0] * len(leaves)
+        if not 0 <= axis < self.n_batch:
+            raise ValueError(f"Cannot map in_axis={axis} for {name} array with n_batch="
+                             f"{self.n_batch}. in_axes for batched {name} operations must "
+                             "correspond to a batch dimension.")
+        if axis != 0:
+            raise NotImplementedError(f"{what}={axis} for a {name} array: jaxkit maps sparse "
+                                      "arrays along their leading batch dimension only; "
+                                      "transpose that dimension first.")
+        sizes = {leaf.shape[0] for leaf in leaves}
+        if len(sizes) != 1:
+            raise NotImplementedError(f"vmap of a {name} array whose buffers broadcast along "
+                                      f"the batch dimension (sizes {sorted(sizes)}): give "
+                                      "every buffer the full batch size first.")
+        return [0] * len(leaves)
+
+
 def _unimplemented(name):
     def method(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self)}.{name}")

@@ -13,7 +13,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
-from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse._base import BatchedSparse
 from jaxkit.experimental.sparse._bcoo_core import (
     bcoo_extract_p, bcoo_fromdense_p, bcoo_todense_p, bcoo_transpose_p, validate_bcoo)
 from jaxkit.experimental.sparse._bcoo_core import validate_permutation as ops_validate_permutation
@@ -40,7 +40,7 @@ __all__ = ["BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_genera
 
 
 @register_pytree_node_class
-class BCOO(JAXSparse):
+class BCOO(BatchedSparse):
     """Batched COO sparse array: ``data`` of shape ``batch + (nse,) + dense`` and ``indices``
     of shape ``batch + (nse, n_sparse)``; duplicate indices are summed."""
 

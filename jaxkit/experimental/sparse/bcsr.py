@@ -13,7 +13,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_core, _bcoo_dot
-from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse._base import BatchedSparse, JAXSparse
 from jaxkit.experimental.sparse._bcoo_core import define_sparse_primitive
 from jaxkit.experimental.sparse._linear import deflinear_in
 from jaxkit.experimental.sparse.bcoo import BCOO, bcoo_sum_duplicates
@@ -86,7 +86,7 @@ def _bcoo_to_bcsr(indices, *, shape, index_dtype):
 
 
 @register_pytree_node_class
-class BCSR(JAXSparse):
+class BCSR(BatchedSparse):
     """Batched CSR sparse array: two sparse dimensions after ``n_batch`` batch dimensions."""
 
     def __init__(self, args, *, shape: Sequence[int], indices_sorted: bool = False,
