@@ -437,9 +437,10 @@ def test_defleading_moves_batch_axes_front():
 def test_defbroadcasting_avoids_moving_aligned_axes():
     text = str(jaxkit.make_jaxpr(vmap(lambda x, w, s: lax.mul(lax.add(x, w), s), (1, None, 0), 1))(
         f32(2, 3), f32(2), f32(3)))
+    # the unbatched and per-example operands get a size-1 axis, which the op broadcasts
     assert "transpose" not in text
-    assert "d:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0,)] b" in text
-    assert "f:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,)] c" in text
+    assert "d:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] b" in text
+    assert "f:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,)] c" in text
 
 
 def test_defbroadcasting_scalar_operands():
