@@ -33,7 +33,7 @@ from jaxkit import core, dtypes, lax, tree_util
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
-from jaxkit.runtime.array import Array
+from jaxkit.runtime.array import Array, PublicArray
 from jaxkit.transforms.jit import jit
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
@@ -378,6 +378,7 @@ class PRNGKeyArray:
                         "underlying integer array.")
 
 
+PublicArray.register(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                                lambda _, children: PRNGKeyArray(children[0]))
 
