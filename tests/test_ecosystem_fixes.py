@@ -4,6 +4,9 @@
 Each block names the library tests it came from. Checks run in this process on jaxkit and on
 the real ``jax`` (the oracle, skipped where it is not installed) side by side.
 """
+import re
+
+import numpy as np
 import pytest
 
 import jaxkit
@@ -43,3 +46,50 @@ def test_key_arrays_are_jax_arrays(name, make):
 def test_non_arrays_are_still_not_jax_arrays():
     for x in (0, 1.5, [1, 2], (jnp.ones(2),), None, "a"):
         assert not isinstance(x, jaxkit.Array)
+
+
+# --------------------------------------------------------------------------------------------
+# Lowered.as_text("hlo") / compiler_ir("hlo") give XLA HLO (optax numerics_test
+# test_abs_sqr_hlo_equivalence*, which reads compiler_ir(dialect="hlo").as_hlo_text())
+# --------------------------------------------------------------------------------------------
+
+HLO_FUNS = [
+    ("square_mul", lambda m: lambda x: x * x, 3.0),
+    ("square_pow", lambda m: lambda x: x ** 2, 3.0),
+    ("jnp_square", lambda m: m.numpy.square, [4.0, 5.2]),
+    ("complex_abs_sq", lambda m: lambda x: (x.conj() * x).real, 3.0 + 1j),
+    ("two_outputs", lambda m: lambda x, y: (m.numpy.sin(x) + y, x @ y), ([[1.0]], [[2.0]])),
+]
+
+
+def _entry_opcodes(hlo_text: str) -> list[str]:
+    """The instruction opcodes of the ENTRY computation (names and argument labels left out:
+    jaxkit names parameters Arg_i where JAX uses the Python argument names)."""
+    entry = hlo_text[hlo_text.index("ENTRY"):]
+    return re.findall(r"= \S+ ([\w-]+)\(", entry)
+
+
+@pytest.mark.parametrize("name,make,arg", HLO_FUNS, ids=[r[0] for r in HLO_FUNS])
+def test_lowered_hlo_dialect(name, make, arg):
+    jax = _oracle()
+    args = arg if isinstance(arg, tuple) else (arg,)
+    texts = {}
+    for mod in (jaxkit, jax):
+        lowered = mod.jit(make(mod)).lower(*map(np.asarray, args))
+        text = lowered.as_text(dialect="hlo")
+        assert text == lowered.compiler_ir(dialect="hlo").as_hlo_text()
+        assert text.startswith("HloModule ")
+        texts[mod.__name__] = text
+    assert _entry_opcodes(texts["jaxkit"]) == _entry_opcodes(texts["jax"]), texts
+
+
+def test_lowered_dialect_default_and_errors():
+    jax = _oracle()
+    for mod in (jaxkit, jax):
+        lowered = mod.jit(lambda x: x + 1).lower(1.0)
+        assert lowered.as_text().startswith("module @")
+        assert lowered.as_text(dialect="stablehlo") == lowered.as_text()
+        with pytest.raises(ValueError, match="unknown dialect: mhlo"):
+            lowered.as_text(dialect="mhlo")
+        with pytest.raises(ValueError, match="unknown dialect: mhlo"):
+            lowered.compiler_ir(dialect="mhlo")
