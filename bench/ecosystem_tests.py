@@ -92,6 +92,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per test file")
     parser.add_argument("--files", help="only test files whose name contains this")
     parser.add_argument("--log", help="write each file's pytest output tail here")
+    parser.add_argument("--start", help="skip the suite's files before the first whose path "
+                        "contains this (resume a cut-off run)")
     parser.add_argument("--backends", default="jax,jaxkit",
                         help="which of jax,jaxkit to run (re-measure one side only)")
     args = parser.parse_args()
@@ -104,6 +106,9 @@ def main() -> None:
     for suite in args.suites.split(","):
         files = [f for f in suite_files(py, suite, workdir)
                  if not args.files or args.files in f.name]
+        if args.start:
+            first = next((i for i, f in enumerate(files) if args.start in str(f)), len(files))
+            files = files[first:]
         backends = args.backends.split(",")
         per: dict = {b: {} for b in backends}
         for f in files:

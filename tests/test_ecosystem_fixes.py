@@ -93,3 +93,19 @@ def test_lowered_dialect_default_and_errors():
             lowered.as_text(dialect="mhlo")
         with pytest.raises(ValueError, match="unknown dialect: mhlo"):
             lowered.compiler_ir(dialect="mhlo")
+
+
+# --------------------------------------------------------------------------------------------
+# jax.typeof of a key array (Flax nnx's is_array_ref on every Rngs stream key: nnx
+# rngs_test went from 45 failures to 15 with this and the isinstance fix above)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,make", KEY_MAKERS[:3], ids=[k[0] for k in KEY_MAKERS[:3]])
+def test_typeof_key_array(name, make):
+    jax = _oracle()
+    mine, theirs = jaxkit.typeof(make(jaxkit)), jax.typeof(make(jax))
+    assert (repr(mine), str(mine.dtype), mine.shape, mine.ndim, mine.str_short()) == \
+        (repr(theirs), str(theirs.dtype), theirs.shape, theirs.ndim, theirs.str_short())
+    assert jaxkit.dtypes.issubdtype(mine.dtype, jaxkit.dtypes.prng_key)
+    assert mine == jaxkit.typeof(make(jaxkit)) and mine != jaxkit.typeof(jnp.zeros(mine.shape))

@@ -378,6 +378,40 @@ class PRNGKeyArray:
                         "underlying integer array.")
 
 
+class KeyAval:
+    """The abstract type of a key array, as ``jax.typeof`` gives it: its shape and the key
+    element type, printed ``ShapedArray(key<fry>[...])`` as JAX prints it. jaxkit's
+    transformations see keys as their ``uint32`` data (keys are pytree nodes), so this type
+    only describes keys to user code; it never reaches a jaxpr."""
+
+    __slots__ = ("shape",)
+    dtype = key_dtype
+    weak_type = False
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = tuple(shape)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def str_short(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
+
+    def __eq__(self, other):
+        return isinstance(other, KeyAval) and self.shape == other.shape
+
+    def __hash__(self):
+        return hash((KeyAval, self.shape))
+
+
+def key_aval(key: PRNGKeyArray) -> KeyAval:
+    """``jax.typeof`` of a key array."""
+    return KeyAval(key.shape)
+
+
 PublicArray.register(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                                lambda _, children: PRNGKeyArray(children[0]))
