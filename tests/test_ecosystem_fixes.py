@@ -109,3 +109,35 @@ def test_typeof_key_array(name, make):
         (repr(theirs), str(theirs.dtype), theirs.shape, theirs.ndim, theirs.str_short())
     assert jaxkit.dtypes.issubdtype(mine.dtype, jaxkit.dtypes.prng_key)
     assert mine == jaxkit.typeof(make(jaxkit)) and mine != jaxkit.typeof(jnp.zeros(mine.shape))
+
+
+# --------------------------------------------------------------------------------------------
+# out_sharding= on lax.dot_general, lax.dot and jnp.dot (Flax nnx Linear passes
+# out_sharding=None to dot_general; nnx Embed.attend to jnp.dot)
+# --------------------------------------------------------------------------------------------
+
+DOT_CALLS = [
+    ("dot_general", lambda m, x, y, s: m.lax.dot_general(x, y, (((1,), (0,)), ((), ())),
+                                                         out_sharding=s)),
+    ("lax_dot", lambda m, x, y, s: m.lax.dot(x, y, out_sharding=s)),
+    ("jnp_dot", lambda m, x, y, s: m.numpy.dot(x, y, out_sharding=s)),
+]
+
+
+@pytest.mark.parametrize("name,call", DOT_CALLS, ids=[c[0] for c in DOT_CALLS])
+def test_dot_out_sharding_none(name, call):
+    jax = _oracle()
+    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    y = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    mine, theirs = (call(m, m.numpy.asarray(x), m.numpy.asarray(y), None) for m in (jaxkit, jax))
+    np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+    assert mine.dtype == theirs.dtype
+
+
+@pytest.mark.parametrize("name,call", DOT_CALLS, ids=[c[0] for c in DOT_CALLS])
+def test_dot_out_sharding_refused(name, call):
+    """A layout jaxkit cannot honour (it has no Explicit mesh axes) is refused, never ignored."""
+    mesh = jaxkit.sharding.Mesh(np.array(jaxkit.devices()[:1]), ("a",))
+    s = jaxkit.sharding.NamedSharding(mesh, jaxkit.sharding.PartitionSpec("a"))
+    with pytest.raises(NotImplementedError, match="out_sharding=None only"):
+        call(jaxkit, jnp.ones((4, 3)), jnp.ones((3, 2)), s)
