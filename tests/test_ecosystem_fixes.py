@@ -141,3 +141,35 @@ def test_dot_out_sharding_refused(name, call):
     s = jaxkit.sharding.NamedSharding(mesh, jaxkit.sharding.PartitionSpec("a"))
     with pytest.raises(NotImplementedError, match="out_sharding=None only"):
         call(jaxkit, jnp.ones((4, 3)), jnp.ones((3, 2)), s)
+
+
+# --------------------------------------------------------------------------------------------
+# Samplers take out_sharding=None (Flax nnx Dropout calls bernoulli so); key arrays copy()
+# (Flax nnx rngs_test test_fork_rngs*)
+# --------------------------------------------------------------------------------------------
+
+SAMPLER_CALLS = [
+    ("bernoulli", lambda m, k, s: m.random.bernoulli(k, 0.3, (5,), out_sharding=s)),
+    ("uniform", lambda m, k, s: m.random.uniform(k, (2, 3), out_sharding=s)),
+    ("normal", lambda m, k, s: m.random.normal(k, (4,), out_sharding=s)),
+    ("exponential", lambda m, k, s: m.random.exponential(k, (3,), out_sharding=s)),
+]
+
+
+@pytest.mark.parametrize("name,call", SAMPLER_CALLS, ids=[c[0] for c in SAMPLER_CALLS])
+def test_sampler_out_sharding(name, call):
+    jax = _oracle()
+    mine, theirs = (call(m, m.random.key(7), None) for m in (jaxkit, jax))
+    np.testing.assert_array_equal(np.asarray(mine), np.asarray(theirs))
+    mesh = jaxkit.sharding.Mesh(np.array(jaxkit.devices()[:1]), ("a",))
+    s = jaxkit.sharding.NamedSharding(mesh, jaxkit.sharding.PartitionSpec())
+    with pytest.raises(NotImplementedError, match=f"{name}\\(out_sharding="):
+        call(jaxkit, jaxkit.random.key(7), s)
+
+
+def test_key_array_copy():
+    jax = _oracle()
+    mine, theirs = (m.random.split(m.random.key(5), 2).copy() for m in (jaxkit, jax))
+    assert repr(mine) == repr(theirs)
+    np.testing.assert_array_equal(np.asarray(jaxkit.random.key_data(mine)),
+                                  np.asarray(jax.random.key_data(theirs)))

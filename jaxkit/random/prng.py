@@ -346,6 +346,10 @@ class PRNGKeyArray:
     def ravel(self):
         return self.reshape(-1)
 
+    def copy(self) -> PRNGKeyArray:
+        """A key array over a copy of the key data (Flax nnx copies its stream keys)."""
+        return PRNGKeyArray(self._base_array.copy())
+
     flatten = ravel
 
     def __eq__(self, other):
