@@ -173,3 +173,16 @@ def test_key_array_copy():
     assert repr(mine) == repr(theirs)
     np.testing.assert_array_equal(np.asarray(jaxkit.random.key_data(mine)),
                                   np.asarray(jax.random.key_data(theirs)))
+
+
+@pytest.mark.parametrize("name,call", SAMPLER_CALLS,
+                         ids=[c[0] for c in SAMPLER_CALLS])
+def test_out_sharding_over_an_empty_mesh(name, call):
+    """Flax passes NamedSharding(AbstractMesh((), ()), P(None, ...)): it lays nothing out."""
+    jax = _oracle()
+    outs = []
+    for m in (jaxkit, jax):
+        s = m.sharding.NamedSharding(m.sharding.AbstractMesh((), (), axis_types=()),
+                                     m.sharding.PartitionSpec(None))
+        outs.append(np.asarray(call(m, m.random.key(3), s)))
+    np.testing.assert_array_equal(*outs)

@@ -18,6 +18,7 @@ from jaxkit._config import config
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, compute_types
+from jaxkit.runtime.sharding import PartitionSpec
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import convert_element_type, transpose
 from jaxkit.typing import Array, ArrayLike, DTypeLike
@@ -111,8 +112,12 @@ def check_out_sharding(name: str, out_sharding) -> None:
     """JAX's ``out_sharding=`` of the contractions names a layout over a mesh's Explicit axes
     (JAX refuses Auto ones). jaxkit has no Explicit-axis sharding-in-types mode, so it takes
     ``None`` (what libraries such as Flax pass by default) and refuses anything else rather
-    than ignore it."""
-    if out_sharding is not None:
+    than ignore it. A sharding over a mesh with no axes (Flax passes
+    ``NamedSharding(AbstractMesh((), ...), P(None, ...))``) lays nothing out and is taken too."""
+    mesh_axes = getattr(getattr(out_sharding, "mesh", None), "axis_names", ())
+    spec = getattr(out_sharding, "spec", out_sharding)
+    names_no_axis = isinstance(spec, PartitionSpec) and all(p is None or p == () for p in spec)
+    if out_sharding is not None and not (names_no_axis and not mesh_axes):
         raise NotImplementedError(
             f"{name}(out_sharding={out_sharding!r}): jaxkit implements out_sharding=None only "
             "(no Explicit mesh axes); lay the result out with "
