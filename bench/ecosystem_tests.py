@@ -92,6 +92,10 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per test file")
     parser.add_argument("--files", help="only test files whose name contains this")
     parser.add_argument("--log", help="write each file's pytest output tail here")
+    parser.add_argument("--start", help="skip the suite's files before the first whose path "
+                        "contains this (resume a cut-off run)")
+    parser.add_argument("--backends", default="jax,jaxkit",
+                        help="which of jax,jaxkit to run (re-measure one side only)")
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="jaxkit-eco-"))
@@ -102,9 +106,13 @@ def main() -> None:
     for suite in args.suites.split(","):
         files = [f for f in suite_files(py, suite, workdir)
                  if not args.files or args.files in f.name]
-        per = {"jax": {}, "jaxkit": {}}
+        if args.start:
+            first = next((i for i, f in enumerate(files) if args.start in str(f)), len(files))
+            files = files[first:]
+        backends = args.backends.split(",")
+        per: dict = {b: {} for b in backends}
         for f in files:
-            for backend in ("jax", "jaxkit"):
+            for backend in backends:
                 c = run_file(py, f, backend == "jaxkit", args.timeout, env)
                 for k, v in c.items():
                     if k != "tail":

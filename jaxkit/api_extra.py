@@ -20,6 +20,7 @@ from jaxkit import core, dtypes, tree_util
 from jaxkit.api import device_put, process_count, process_index, vjp
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import dispatch
+from jaxkit.random import prng
 from jaxkit.runtime import compile_cache, global_arrays, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharding import NamedSharding
@@ -37,8 +38,10 @@ __all__ = [
 float0 = dtypes.float0
 
 
-def typeof(x: Any) -> core.ShapedArray:
+def typeof(x: Any) -> core.ShapedArray | prng.KeyAval:
     """The abstract type of ``x`` (shape, dtype, weak type), as ``jax.typeof``."""
+    if isinstance(x, prng.PRNGKeyArray):
+        return prng.key_aval(x)
     return core.get_aval(x)
 
 

@@ -8,6 +8,7 @@ flow) are lowered inline with ``jaxpr_subcomp``.
 from __future__ import annotations
 
 import importlib
+import io
 import math
 
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from jaxlib import _hlo, _jax
 from jaxlib import xla_client as _xc
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
@@ -428,8 +430,23 @@ def sharding_constraint(x: ir.Value, sdy_sharding: str) -> ir.Value:
     return sdy.ShardingConstraintOp(x, ir.Attribute.parse(sdy_sharding)).result
 
 
-def module_to_string(module: ir.Module) -> str:
-    return module.operation.get_asm(enable_debug_info=False)
+def module_to_string(module: ir.Module, enable_debug_info: bool = False) -> str:
+    return module.operation.get_asm(enable_debug_info=enable_debug_info)
+
+
+def module_to_xla_computation(module: ir.Module) -> Any:
+    """The module as XLA's ``XlaComputation`` (HLO): what ``Lowered.compiler_ir("hlo")``
+    returns, with ``as_hlo_text()``, ``as_hlo_module()`` and the serialized proto."""
+    buf = io.BytesIO()
+    module.operation.write_bytecode(file=buf)
+    return _jax.mlir.mlir_module_to_xla_computation(buf.getvalue(), use_tuple_args=False)
+
+
+def module_to_hlo_text(module: ir.Module, debug_info: bool = False) -> str:
+    """The module as HLO text, printed with XLA's short parsable options as JAX prints it."""
+    options = _hlo.HloPrintOptions.short_parsable()
+    options.print_metadata = debug_info
+    return module_to_xla_computation(module).as_hlo_module().to_string(options)
 
 
 # --------------------------------------------------------------------------------------------

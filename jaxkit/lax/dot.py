@@ -18,6 +18,7 @@ from jaxkit._config import config
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, compute_types
+from jaxkit.runtime.sharding import PartitionSpec
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import convert_element_type, transpose
 from jaxkit.typing import Array, ArrayLike, DTypeLike
@@ -90,18 +91,41 @@ def canonicalize_precision(precision: PrecisionLike) -> CanonicalPrecision:
 
 # ---- dot_general ---------------------------------------------------------------------------
 def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: PrecisionLike = None,
-                preferred_element_type: DTypeLike | None = None) -> Array:
+                preferred_element_type: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Contract ``lhs`` and ``rhs`` over the contracting dimensions, pairing the batch
-    dimensions. Lowers to ``stablehlo.dot_general``."""
+    dimensions. Lowers to ``stablehlo.dot_general``. ``out_sharding`` is accepted as ``None``
+    only (see ``check_out_sharding``)."""
     return dot(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
-               preferred_element_type=preferred_element_type)
+               preferred_element_type=preferred_element_type, out_sharding=out_sharding)
 
 
 def dot(lhs: ArrayLike, rhs: ArrayLike, *, dimension_numbers=None,
-        precision: PrecisionLike = None, preferred_element_type: DTypeLike | None = None
-        ) -> Array:
+        precision: PrecisionLike = None, preferred_element_type: DTypeLike | None = None,
+        out_sharding=None) -> Array:
     """General dot product. Without ``dimension_numbers``: the matrix-matrix, matrix-vector or
     vector-vector product of operands of rank 1 or 2. Lowers to ``stablehlo.dot_general``."""
+    check_out_sharding("dot_general", out_sharding)
+    return _dot(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+
+
+def check_out_sharding(name: str, out_sharding) -> None:
+    """JAX's ``out_sharding=`` of the contractions names a layout over a mesh's Explicit axes
+    (JAX refuses Auto ones). jaxkit has no Explicit-axis sharding-in-types mode, so it takes
+    ``None`` (what libraries such as Flax pass by default) and refuses anything else rather
+    than ignore it. A sharding over a mesh with no axes (Flax passes
+    ``NamedSharding(AbstractMesh((), ...), P(None, ...))``) lays nothing out and is taken too."""
+    mesh_axes = getattr(getattr(out_sharding, "mesh", None), "axis_names", ())
+    spec = getattr(out_sharding, "spec", out_sharding)
+    names_no_axis = isinstance(spec, PartitionSpec) and all(p is None or p == () for p in spec)
+    if out_sharding is not None and not (names_no_axis and not mesh_axes):
+        raise NotImplementedError(
+            f"{name}(out_sharding={out_sharding!r}): jaxkit implements out_sharding=None only "
+            "(no Explicit mesh axes); lay the result out with "
+            "jax.lax.with_sharding_constraint instead.")
+
+
+def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: PrecisionLike,
+         preferred_element_type: DTypeLike | None) -> Array:
     lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
     if dimension_numbers is None:
         if 1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2 and \

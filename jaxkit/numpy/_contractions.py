@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.lax.dot import check_out_sharding
 from jaxkit.numpy._creation import eye, zeros_like
 from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
@@ -47,11 +48,18 @@ def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
     return lax.convert_element_type(out, out_dtype, weak_type=weak)
 
 
-@jitted(static_argnames=("precision", "preferred_element_type"))
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-        preferred_element_type: Any = None) -> Array:
+        preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.dot``: the dot product (matrix product for 2-D inputs, the last axis of ``a``
-    with the second-to-last of ``b`` in general; a product if either is a scalar)."""
+    with the second-to-last of ``b`` in general; a product if either is a scalar).
+    ``out_sharding`` is accepted as ``None`` only (``check_out_sharding``)."""
+    check_out_sharding("dot", out_sharding)
+    return _dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
+
+
+@jitted(static_argnames=("precision", "preferred_element_type"))
+def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+         preferred_element_type: Any = None) -> Array:
     a, b = ensure_arraylike("dot", a, b)
     dt, weak = _result_dtype(preferred_element_type, a, b)
     if a.ndim == 0 or b.ndim == 0:

@@ -33,7 +33,7 @@ from jaxkit import core, dtypes, lax, tree_util
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
-from jaxkit.runtime.array import Array
+from jaxkit.runtime.array import Array, PublicArray
 from jaxkit.transforms.jit import jit
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
@@ -346,6 +346,10 @@ class PRNGKeyArray:
     def ravel(self):
         return self.reshape(-1)
 
+    def copy(self) -> PRNGKeyArray:
+        """A key array over a copy of the key data (Flax nnx copies its stream keys)."""
+        return PRNGKeyArray(self._base_array.copy())
+
     flatten = ravel
 
     def __eq__(self, other):
@@ -378,6 +382,41 @@ class PRNGKeyArray:
                         "underlying integer array.")
 
 
+class KeyAval:
+    """The abstract type of a key array, as ``jax.typeof`` gives it: its shape and the key
+    element type, printed ``ShapedArray(key<fry>[...])`` as JAX prints it. jaxkit's
+    transformations see keys as their ``uint32`` data (keys are pytree nodes), so this type
+    only describes keys to user code; it never reaches a jaxpr."""
+
+    __slots__ = ("shape",)
+    dtype = key_dtype
+    weak_type = False
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = tuple(shape)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def str_short(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
+
+    def __eq__(self, other):
+        return isinstance(other, KeyAval) and self.shape == other.shape
+
+    def __hash__(self):
+        return hash((KeyAval, self.shape))
+
+
+def key_aval(key: PRNGKeyArray) -> KeyAval:
+    """``jax.typeof`` of a key array."""
+    return KeyAval(key.shape)
+
+
+PublicArray.register(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
                                lambda _, children: PRNGKeyArray(children[0]))
 

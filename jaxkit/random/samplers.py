@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
+from jaxkit.lax.dot import check_out_sharding
 from jaxkit.transforms.jit import jit
 from jaxkit.random.prng import (
     UINT_DTYPES,
@@ -50,7 +51,9 @@ def _standard_sampler(kinds=np.floating, what: str = "a float"):
         impl.__name__ = impl.__qualname__ = f"_{name}"
         jitted = jit(impl, static_argnums=(1, 2))
 
-        def sampler(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+        def sampler(key, shape: Shape = (), dtype: DTypeLike | None = None, *,
+                    out_sharding=None) -> Array:
+            check_out_sharding(name, out_sharding)
             key, _ = check_prng_key(name, key)
             dtype = float_dtype(name, dtype, kinds, what)
             return jitted(key, canonicalize_shape(shape), dtype)
@@ -67,8 +70,9 @@ def _standard_sampler(kinds=np.floating, what: str = "a float"):
 
 
 def uniform(key, shape: Shape = (), dtype: DTypeLike | None = None, minval: ArrayLike = 0.,
-            maxval: ArrayLike = 1.) -> Array:
+            maxval: ArrayLike = 1., *, out_sharding=None) -> Array:
     """Uniform floats in ``[minval, maxval)``."""
+    check_out_sharding("uniform", out_sharding)
     key, _ = check_prng_key("uniform", key)
     dtype = user_dtype(float if dtype is None else dtype)
     shape = canonicalize_shape(shape)
@@ -301,8 +305,10 @@ def _truncated_normal(key, lower, upper, shape, dtype) -> Array:
                     lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype)))
 
 
-def bernoulli(key, p: ArrayLike = 0.5, shape: Shape | None = None, mode: str = "low") -> Array:
+def bernoulli(key, p: ArrayLike = 0.5, shape: Shape | None = None, mode: str = "low", *,
+              out_sharding=None) -> Array:
     """Booleans that are True with probability ``p``."""
+    check_out_sharding("bernoulli", out_sharding)
     if shape is not None:
         shape = canonicalize_shape(shape)
     if mode not in ("high", "low"):

@@ -304,13 +304,22 @@ Array.__module__ = "jaxlib._jax"
 
 
 class _ArrayMeta(type):
-    """``isinstance(x, jax.Array)`` holds for concrete arrays and for tracers (as in JAX)."""
+    """``isinstance(x, jax.Array)`` holds for concrete arrays and for tracers (as in JAX), and
+    for the array types of higher layers that ``register`` adds (typed PRNG key arrays, which
+    JAX makes ``jax.Array`` subclasses: Flax accepts a key only if it is one)."""
+
+    _members: tuple[type, ...] = (Array, core.Tracer)
 
     def __instancecheck__(cls, x) -> bool:
-        return isinstance(x, (Array, core.Tracer))
+        return isinstance(x, cls._members)
 
     def __subclasscheck__(cls, sub) -> bool:
-        return type.__subclasscheck__(cls, sub) or issubclass(sub, (Array, core.Tracer))
+        return type.__subclasscheck__(cls, sub) or issubclass(sub, cls._members)
+
+    def register(cls, sub: type) -> type:
+        """Count instances of ``sub`` as ``jax.Array`` (an ABC's ``register``)."""
+        cls._members = (*cls._members, sub)
+        return sub
 
 
 class PublicArray(metaclass=_ArrayMeta):

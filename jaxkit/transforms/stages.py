@@ -67,6 +67,14 @@ class Traced:
         return Lowered(self, module, Timings(self.timings.trace, seconds))
 
 
+def _check_dialect(dialect: str | None) -> str:
+    if dialect is None:
+        return "stablehlo"
+    if dialect not in ("stablehlo", "hlo"):
+        raise ValueError(f"unknown dialect: {dialect}")
+    return dialect
+
+
 class Lowered:
     """A StableHLO module ready to compile."""
 
@@ -76,12 +84,17 @@ class Lowered:
         self.module = module  # a jaxlib.mlir ir.Module
         self.timings = timings
 
-    def as_text(self, dialect: str = "stablehlo") -> str:
-        if dialect not in ("stablehlo", "hlo"):
-            raise ValueError(f"unknown dialect {dialect!r}; use 'stablehlo'")
-        return mlir.module_to_string(self.module)
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """The program as StableHLO text, or as XLA HLO text with ``dialect="hlo"``."""
+        dialect = _check_dialect(dialect)
+        if dialect == "hlo":
+            return mlir.module_to_hlo_text(self.module, debug_info)
+        return mlir.module_to_string(self.module, enable_debug_info=debug_info)
 
-    def compiler_ir(self, dialect: str = "stablehlo"):
+    def compiler_ir(self, dialect: str | None = None):
+        """The MLIR module, or XLA's ``XlaComputation`` with ``dialect="hlo"``."""
+        if _check_dialect(dialect) == "hlo":
+            return mlir.module_to_xla_computation(self.module)
         return self.module
 
     def compile(self) -> Compiled:
