@@ -74,6 +74,8 @@ from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
                               make_array_from_single_device_arrays, named_call, named_scope,
                               print_environment_info, process_indices, typeof)
 from jaxkit import dlpack, export, ffi
+from jaxkit import ref
+from jaxkit.ref import Ref, empty_ref, free_ref, freeze, new_ref
 from jaxkit.install import install_as_jax
 
 __version__ = "0.1.0"

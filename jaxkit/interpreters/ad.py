@@ -35,6 +35,7 @@ from jaxkit import core, dtypes, source_info, tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters import state
 
 jvp_rules: dict[core.Primitive, Callable] = {}
 transpose_rules: dict[core.Primitive, Callable] = {}
@@ -454,6 +455,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
     linear variable are evaluated forward first (residual computations, e.g. recomputation
     inside ``checkpoint``); the others are transposed in reverse order. Returns one entry per
     argument: its cotangent (possibly ``Zero``) if it was undefined, else None."""
+    if state.jaxpr_has_refs(jaxpr):
+        # Refs made inside a linear program (tangent refs): transpose its pure equivalent.
+        pure, pure_consts = state.discharge_jaxpr(pe.convert_constvars_jaxpr(jaxpr))
+        return backward_pass(pure, pure_consts, [*consts, *args], cts_out)[len(consts):]
     primal_env: dict[Var, Any] = {}
     linear: set[Var] = set()
 

@@ -30,7 +30,7 @@ from typing import Any
 from jaxkit import core, tree_util
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir
+from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
@@ -70,6 +70,8 @@ def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
 core.pp_naming_rules[jit_p] = _jit_pp_naming
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
+    if any(type(a) is state.Ref for a in args):
+        return _jit_impl_with_refs(args, jaxpr, name)
     if spmd.needs_partitioning(jaxpr, args):
         return spmd.run_closed(name, jaxpr, donated_invars, args)
     outs = dispatch.run_closed(name, jaxpr, donated_invars, args)
@@ -79,6 +81,32 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inlin
 
 
 jit_p.def_impl(_jit_impl)
+
+
+def _jit_impl_with_refs(args, jaxpr: ClosedJaxpr, name: str) -> list:
+    """A call taking refs: run the discharged program on their values, then store their
+    final values back (the refs are, in effect, donated)."""
+    state.check_no_ref_aliasing(args, name)
+    discharged = state.discharge_closed(jaxpr)
+    vals = [a._buf if type(a) is state.Ref else a for a in args]
+    outs = dispatch.run_closed(name, discharged, (False,) * len(vals), vals)
+    n = len(jaxpr.out_avals)
+    for ref, new in zip((a for a in args if type(a) is state.Ref), outs[n:]):
+        ref._buf = new
+    return outs[:n]
+
+
+def _jit_discharge(in_avals, *vals, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
+                   inline: bool):
+    discharged = state.discharge_closed(jaxpr)
+    outs = jit_p.bind(*vals, jaxpr=discharged, name=name,
+                      donated_invars=(False,) * len(vals), inline=inline)
+    n = len(jaxpr.out_avals)
+    finals = iter(outs[n:])
+    return [next(finals) if state.is_ref_aval(a) else None for a in in_avals], outs[:n]
+
+
+state.defdischarge(jit_p, _jit_discharge)
 
 
 def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
@@ -341,6 +369,10 @@ class JitFunction:
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
         compiled = self._cache.get(sig)
         if compiled is None:
+            if any(type(x) is state.Ref for x in flat) or any(
+                    type(c) is state.Ref for c in self._trace_cached(sig, dyn_args, dyn_kwargs)[2]):
+                # Refs passed in or closed over: the less optimised path that writes them back.
+                return self._bind(sig, flat, dyn_args, dyn_kwargs)
             compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
         if config.jax_debug_nans:
             out = compiled.run_flat(flat, avals)
@@ -482,6 +514,8 @@ class JitFunction:
             out_flat, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
             for path, leaf in tree_util.tree_flatten_with_path(out)[0]:
+                if state.is_ref_aval(getattr(leaf, "aval", None)):
+                    raise ValueError(_returned_ref_message(self, leaf, flat_args, arg_names))
                 if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
                     raise TypeError(
                         f"jitted function {self._name} returned a value of type "
@@ -560,6 +594,18 @@ class JitFunction:
 
     def clear_cache(self) -> None:
         self._fun_cache.clear()
+
+
+def _returned_ref_message(jf: JitFunction, leaf, flat_args, arg_names) -> str:
+    where = ""
+    for i, a in enumerate(flat_args):
+        if a is leaf and i < len(arg_names):
+            where = ("\n\nThe returned mutable array was passed in as the argument "
+                     f"{arg_names[i]}.")
+    d = pe.debug_info("jit", jf._fun, ())
+    src = f" at {d.func_src_info}" if d.func_src_info else ""
+    return (f"function {jf._name}{src} traced for jit returned a mutable array reference of "
+            f"type {leaf.aval}, but mutable array references cannot be returned.{where}")
 
 
 def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:

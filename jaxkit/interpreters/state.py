@@ -1,0 +1,258 @@
+"""Mutable array references: their type (``AbstractRef``), their eager value (``Ref``), and the
+*discharge* pass that turns a jaxpr using refs into a pure one.
+
+A ref in a jaxpr is a variable of type ``Ref{f32[3]}``; the primitives that read and write it
+(``get``, ``swap``, ``addupdate``, ``new_ref``, ``freeze``, defined in ``jaxkit.ref``) are state
+effects. XLA has no mutable values, so before a jaxpr with refs is lowered (or transposed) it is
+discharged: each ref becomes the value it currently holds, threaded through the equations, and
+each ref input of the jaxpr becomes a value input plus an extra output holding its final value.
+How an equation is discharged is its primitive's ``discharge_rules`` entry; primitives that carry
+a jaxpr (``jit``) discharge their body the same way. One mechanism serves eager execution, jit,
+lowering and autodiff.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core
+from jaxkit.core import ClosedJaxpr, Jaxpr, ShapedArray
+from jaxkit.interpreters import partial_eval as pe
+
+
+class AbstractRef:
+    """The type of a mutable array reference: ``Ref{f32[3]}`` holding an ``f32[3]`` array."""
+
+    __slots__ = ("inner_aval", "__weakref__")
+
+    def __init__(self, inner_aval: ShapedArray):
+        self.inner_aval = inner_aval
+
+    shape = property(lambda self: self.inner_aval.shape)
+    dtype = property(lambda self: self.inner_aval.dtype)
+    weak_type = property(lambda self: self.inner_aval.weak_type)
+    ndim = property(lambda self: self.inner_aval.ndim)
+    size = property(lambda self: self.inner_aval.size)
+
+    def __eq__(self, other):
+        return type(other) is AbstractRef and other.inner_aval == self.inner_aval
+
+    def __hash__(self):
+        return hash((AbstractRef, self.inner_aval))
+
+    def to_tangent_aval(self) -> AbstractRef:
+        return AbstractRef(self.inner_aval.to_tangent_aval())
+
+    def strip_weak_type(self) -> AbstractRef:
+        return AbstractRef(self.inner_aval.strip_weak_type())
+
+    def str_short(self) -> str:
+        return f"Ref{{{self.inner_aval.str_short()}}}"
+
+    def __str__(self):
+        return f"Ref{{{self.inner_aval.dtype.name}[{','.join(map(str, self.shape))}]}}"
+
+    __repr__ = __str__
+
+
+def is_ref_aval(aval: Any) -> bool:
+    return type(aval) is AbstractRef
+
+
+class Ref:
+    """A mutable array: ``ref[idx]`` reads, ``ref[idx] = v`` writes in place. Made by
+    ``jax.new_ref``; usable eagerly, closed over or passed into ``jit``, and in pure functions
+    under ``grad`` and ``vmap``. Its current value is the array ``_buf``, replaced on writes."""
+
+    __slots__ = ("_aval", "_buf", "__weakref__")
+
+    def __init__(self, aval: AbstractRef, buf):
+        self._aval = aval
+        self._buf = buf
+
+    aval = property(lambda self: self._aval)
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+    ndim = property(lambda self: self._aval.ndim)
+    size = property(lambda self: self._aval.size)
+    sharding = property(lambda self: self._buf.sharding)
+    committed = property(lambda self: True)
+
+    # Reading and writing are the ref primitives; ``jaxkit.ref`` installs them (they need
+    # NumPy-style indexing, which lives above this layer).
+    def __getitem__(self, idx):
+        return ref_methods["getitem"](self, idx)
+
+    def __setitem__(self, idx, value):
+        ref_methods["setitem"](self, idx, value)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def addupdate(self, x, idx=()) -> None:
+        ref_methods["addupdate"](self, idx, x)
+
+    def unsafe_buffer_pointer(self) -> int:
+        return self._buf.unsafe_buffer_pointer()
+
+    def block_until_ready(self) -> Ref:
+        self._buf.block_until_ready()
+        return self
+
+    def __repr__(self):
+        return "Ref" + repr(self._buf)[5:]  # "Array(...)" -> "Ref(...)"
+
+    __str__ = __repr__
+
+    @property
+    def at(self):
+        raise NotImplementedError("Ref.at is not supported (as in JAX 0.10.2): read the value "
+                                  "with ref[...] and use .at on the array.")
+
+
+ref_methods: dict[str, Callable] = {}
+core.pytype_aval_mappings[Ref] = lambda r: r._aval
+
+
+# --------------------------------------------------------------------------------------------
+# Discharge
+# --------------------------------------------------------------------------------------------
+
+# primitive -> rule(in_avals, *vals, **params) -> (new_vals, outs): ``vals`` are the operands
+# with each ref replaced by its current value; ``new_vals`` has one entry per operand (the
+# ref's new value, or None where it is unchanged, always None for non-refs); ``outs`` are the
+# results (a ref result is given as its initial value).
+discharge_rules: dict[core.Primitive, Callable] = {}
+
+
+def defdischarge(prim: core.Primitive, rule: Callable) -> None:
+    discharge_rules[prim] = rule
+
+
+def _eqn_has_refs(eqn: core.JaxprEqn) -> bool:
+    return any(is_ref_aval(a.aval) for a in eqn.invars) or any(
+        is_ref_aval(v.aval) for v in eqn.outvars)
+
+
+_has_refs_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
+    """Whether any variable of ``jaxpr`` (or of a jaxpr nested in it) is a ref."""
+    found = _has_refs_cache.get(jaxpr)
+    if found is None:
+        found = any(is_ref_aval(v.aval) for v in jaxpr.constvars + jaxpr.invars) or any(
+            _eqn_has_refs(e) or any(jaxpr_has_refs(s) for s in core.subjaxprs(e.params))
+            for e in jaxpr.eqns)
+        _has_refs_cache[jaxpr] = found
+    return found
+
+
+def run_discharged(jaxpr: Jaxpr, consts: Sequence, args: Sequence) -> tuple[list, list]:
+    """Evaluate ``jaxpr`` under the current trace with refs as values: ``consts`` and
+    ``args`` give ref inputs as their current values. Returns the outputs and the final
+    values of the ref inputs (constvars first, then invars, in order)."""
+    env: dict[core.Var, Any] = {}
+
+    def read(a):
+        return a.val if type(a) is core.Literal else env[a]
+
+    for v, x in zip(jaxpr.constvars + jaxpr.invars, list(consts) + list(args)):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        vals = [read(a) for a in eqn.invars]
+        if not (_eqn_has_refs(eqn) or eqn.primitive in discharge_rules and any(
+                jaxpr_has_refs(s) for s in core.subjaxprs(eqn.params))):
+            outs = eqn.primitive.bind(*vals, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        else:
+            rule = discharge_rules.get(eqn.primitive)
+            if rule is None:
+                raise NotImplementedError(f"discharge rule for '{eqn.primitive.name}' is not "
+                                          "implemented: it cannot take or make refs")
+            new_vals, outs = rule([a.aval for a in eqn.invars], *vals, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for a, nv in zip(eqn.invars, new_vals):
+                if nv is not None:
+                    env[a] = nv
+        for v, x in zip(eqn.outvars, outs):
+            env[v] = x
+    refs = [v for v in jaxpr.constvars + jaxpr.invars if is_ref_aval(v.aval)]
+    return [read(v) for v in jaxpr.outvars], [env[v] for v in refs]
+
+
+def _value_aval(aval):
+    return aval.inner_aval if is_ref_aval(aval) else aval
+
+
+_discharged: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def discharge_jaxpr(jaxpr: Jaxpr) -> tuple[Jaxpr, list]:
+    """The pure jaxpr computing what ``jaxpr`` does: its inputs are ``jaxpr``'s constvars then
+    invars (each ref as the value it holds), its outputs ``jaxpr``'s outputs then the final
+    value of each ref input. Returns it with the values of its own constvars."""
+    found = _discharged.get(jaxpr)
+    if found is None:
+        n_consts = len(jaxpr.constvars)
+        in_avals = [_value_aval(v.aval) for v in jaxpr.constvars + jaxpr.invars]
+
+        def fun(*args):
+            outs, finals = run_discharged(jaxpr, args[:n_consts], args[n_consts:])
+            for v, o in zip(jaxpr.outvars, outs):
+                if is_ref_aval(core.get_aval(o)):
+                    raise ValueError("a mutable array reference cannot be returned "
+                                     f"(output of type {v.aval.str_short()})")
+            return [*outs, *finals]
+
+        found = _discharged[jaxpr] = pe.trace_to_jaxpr(fun, in_avals)
+    return found
+
+
+def discharge_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """``discharge_jaxpr`` of a closed jaxpr: the same inputs (refs as values), its outputs
+    then the final values of its ref inputs."""
+    jaxpr, consts = discharge_jaxpr(pe.convert_constvars_jaxpr(closed.jaxpr))
+    k = len(closed.consts)
+    return ClosedJaxpr(Jaxpr(jaxpr.constvars + jaxpr.invars[:k], jaxpr.invars[k:],
+                             jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info),
+                       list(consts) + list(closed.consts))
+
+
+def check_no_ref_aliasing(args: Sequence, name: str) -> None:
+    """JAX's rule: a ref may be passed to a ``jit`` function at most once (closing over it and
+    passing it counts twice), so that no two refs of a program alias."""
+    seen: dict[int, int] = {}
+    for i, x in enumerate(args):
+        if type(x) is Ref:
+            if id(x) in seen:
+                raise ValueError(
+                    f"only one reference to a mutable array may be passed as an argument to a "
+                    f"function, but when tracing {name} the mutable array reference of type "
+                    f"{x.aval.str_short()} appeared at both argument {seen[id(x)]} and "
+                    f"argument {i}. Pass each ref once, and do not both close over a ref and "
+                    "pass it in.")
+            seen[id(x)] = i
+
+
+def impl_via_discharge(prim: core.Primitive) -> None:
+    """Make ``prim``'s eager rule its discharge rule applied to the refs' current values:
+    new values are stored into the ``Ref`` objects, new refs are made for ref results."""
+    def impl(*args, **params):
+        in_avals = [core.get_aval(a) for a in args]
+        vals = [a._buf if type(a) is Ref else a for a in args]
+        new_vals, outs = discharge_rules[prim](in_avals, *vals, **params)
+        for a, nv in zip(args, new_vals):
+            if nv is not None:
+                a._buf = nv
+        out_avals = prim.abstract_eval(*in_avals, **params)
+        if not prim.multiple_results:
+            return Ref(out_avals, outs) if is_ref_aval(out_avals) else outs
+        return [Ref(a, o) if is_ref_aval(a) else o for a, o in zip(out_avals, outs)]
+
+    prim.def_impl(impl)

@@ -1,0 +1,344 @@
+"""``jax.ref``: mutable array references (``Ref``) and their primitives.
+
+``new_ref(x)`` makes a ``Ref``; ``ref[idx]`` is ``get``, ``ref[idx] = v`` is ``swap``,
+``ref[idx] += v`` is a ``get`` and a ``swap`` (``addupdate`` adds in place), and ``freeze``
+gives the final value. Each primitive is written here with all its rules: the shape rule, the
+jaxpr printing JAX uses (``c:f32[] <- a[1]``, ``a[...] <- d``, ``a[...] += i``), the
+*discharge* rule (what it does to the value a ref holds, see ``interpreters.state``: eager
+execution, ``jit`` and lowering all go through it), JVP (a ref's tangent is a ref), partial
+evaluation (a ref written with an unknown value becomes unknown) and batching.
+
+An index is kept as a static ``indexer`` parameter, one entry per dimension of the ref: an
+int, a slice ``(start, stop, step)``, or ``None`` for "the next dynamic operand" (an integer
+array or traced scalar); ``indexer=None`` is the whole ref (``ref[...]``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes, lax
+from jaxkit import numpy as jnp
+from jaxkit.interpreters import ad, batching
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters.state import (AbstractRef, Ref, defdischarge, impl_via_discharge,
+                                      is_ref_aval, ref_methods)
+
+__all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
+           "new_ref", "set", "swap"]
+
+_FULL = "full"  # marker in an indexer for a whole dimension (printed ``:``)
+
+
+# --------------------------------------------------------------------------------------------
+# Indexers
+# --------------------------------------------------------------------------------------------
+
+
+def _check_ref(ref, what: str) -> None:
+    if not is_ref_aval(_aval(ref)):
+        raise TypeError(f"jax.ref.{what} expects a Ref (made by jax.new_ref), got a value of "
+                        f"type {type(ref).__name__}; index arrays directly, or make a ref "
+                        "with jax.new_ref.")
+
+
+def _aval(x):
+    try:
+        return core.get_aval(x)
+    except TypeError:
+        return None
+
+
+def _parse_index(shape: tuple, idx: Any) -> tuple[tuple | None, list]:
+    """``(indexer, dynamic operands)`` for a NumPy-style ``idx`` into a ref of ``shape``."""
+    if idx is None or idx is Ellipsis or idx == ():
+        return None, []
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if any(i is None for i in idx):
+        raise ValueError("Ref indexing does not support np.newaxis (None); read the value "
+                         "with ref[...] and add the axis to the array.")
+    n_ell = sum(i is Ellipsis for i in idx)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    n_real = len(idx) - n_ell
+    if n_real > len(shape):
+        raise IndexError(f"Too many indices for a Ref of shape {shape}: got {n_real} "
+                         f"indices for {len(shape)} dimensions.")
+    if n_ell:
+        k = idx.index(Ellipsis)
+        idx = idx[:k] + (slice(None),) * (len(shape) - n_real) + idx[k + 1:]
+    idx = idx + (slice(None),) * (len(shape) - len(idx))
+    indexer, dyn = [], []
+    for dim, i in zip(shape, idx):
+        if isinstance(i, slice):
+            if any(isinstance(b, core.Tracer) for b in (i.start, i.stop, i.step)):
+                raise TypeError("Ref slices must have static bounds; for a traced start use "
+                                "jax.lax.dynamic_slice on ref[...] or an index array.")
+            start, stop, step = i.indices(dim)
+            indexer.append(_FULL if (start, stop, step) == (0, dim, 1)
+                           else (start, stop, step))
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+            indexer.append(int(i))
+        else:
+            aval = _aval(i)
+            if aval is None or not dtypes.issubdtype(aval.dtype, np.integer):
+                raise TypeError(f"Ref indices must be integers, slices, ellipsis or integer "
+                                f"arrays; got {i!r}.")
+            indexer.append(None)
+            dyn.append(i)
+    return tuple(indexer), dyn
+
+
+def _to_numpy_index(indexer: tuple | None, dyn) -> tuple:
+    if indexer is None:
+        return ()
+    it = iter(dyn)
+    out = []
+    for i in indexer:
+        if i is None:
+            out.append(next(it))
+        elif i == _FULL:
+            out.append(slice(None))
+        elif isinstance(i, tuple):
+            out.append(slice(*i))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+def _indexed_shape(shape: tuple, indexer, dyn_avals) -> tuple:
+    # NumPy's indexing on a zero-stride stand-in: the result shape without the memory.
+    dummy = np.broadcast_to(np.zeros((), bool), shape)
+    return dummy[_to_numpy_index(indexer, [np.zeros(a.shape, np.intp) for a in dyn_avals])].shape
+
+
+def _pp_indexer(eqn: core.JaxprEqn, namer: core.Namer, ref_aval, indexer, dyn) -> str:
+    if indexer is None:
+        return "..."
+    it = iter(dyn)
+    parts = []
+    for dim, i in zip(ref_aval.shape, indexer):
+        if i is None:
+            parts.append(namer(next(it)))
+        elif i == _FULL:
+            parts.append(":")
+        elif isinstance(i, tuple):  # as JAX: start and end, blank at the ends of the axis
+            start, stop, step = i
+            size = max(0, -(-(stop - start) // step))
+            end = start + size
+            parts.append(f"{start or ''}:{'' if end == dim else end}")
+        else:
+            parts.append(str(i))
+    return ",".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# new_ref and freeze
+# --------------------------------------------------------------------------------------------
+
+
+def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None) -> Ref:
+    """A new mutable array reference holding ``init_val`` (``jax.new_ref``)."""
+    if kind not in (None, "no_grad_no_remat"):
+        raise ValueError(f"new_ref kind must be None or 'no_grad_no_remat', got {kind!r}")
+    if is_ref_aval(_aval(init_val)):
+        raise TypeError("new_ref of a Ref: higher-order refs (refs to refs) are not supported")
+    if not isinstance(init_val, core.Tracer):
+        init_val = jnp.asarray(init_val)
+    return new_ref_p.bind(init_val, memory_space=memory_space, kind=kind)
+
+
+new_ref_p = core.Primitive("new_ref")
+new_ref_p.def_abstract_eval(lambda aval, **_: AbstractRef(aval))
+defdischarge(new_ref_p, lambda in_avals, x, **_: ([None], x))
+core.defpp_params(new_ref_p, lambda p: {"kind": p["kind"], "memory_space": p["memory_space"]})
+
+
+def empty_ref(ty, *, memory_space: Any = None) -> Ref:
+    """A new ref of type ``ty`` (a ``ShapeDtypeStruct`` or aval) whose contents are unspecified
+    until written (``jax.empty_ref``); jaxkit fills it with zeros."""
+    aval = core.ShapedArray(ty.shape, ty.dtype)
+    return new_ref(lax.full(aval.shape, 0, aval.dtype), memory_space=memory_space)
+
+
+def freeze(ref: Ref) -> Any:
+    """The final value of ``ref`` (``jax.freeze``); the ref should not be used afterwards."""
+    _check_ref(ref, "freeze")
+    return freeze_p.bind(ref)
+
+
+freeze_p = core.Primitive("freeze")
+freeze_p.def_abstract_eval(lambda ref_aval: ref_aval.inner_aval)
+defdischarge(freeze_p, lambda in_avals, x: ([None], x))
+pe.defeffectful(freeze_p)
+
+
+def free_ref(ref: Ref) -> None:
+    """Release ``ref`` (``jax.free_ref``): its buffer is deleted and it must not be used."""
+    _check_ref(ref, "free_ref")
+    if isinstance(ref, Ref):
+        ref._buf.delete()
+
+
+# --------------------------------------------------------------------------------------------
+# get, swap, addupdate
+# --------------------------------------------------------------------------------------------
+
+
+def get(ref: Ref, idx: Any = ()) -> Any:
+    """``ref[idx]`` (``jax.ref.get``)."""
+    _check_ref(ref, "get")
+    indexer, dyn = _parse_index(_aval(ref).shape, idx)
+    return get_p.bind(ref, *dyn, indexer=indexer)
+
+
+def _get_abstract_eval(ref_aval, *dyn_avals, indexer):
+    inner = ref_aval.inner_aval
+    return inner.update(shape=_indexed_shape(inner.shape, indexer, dyn_avals))
+
+
+def _get_discharge(in_avals, x, *dyn, indexer):
+    return [None] * (1 + len(dyn)), x[_to_numpy_index(indexer, dyn)] if indexer else x
+
+
+def _get_pp(eqn, namer, binder):
+    ref, *dyn = eqn.invars
+    return (f"{binder(eqn.outvars[0])} <- {namer(ref)}"
+            f"[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]")
+
+
+get_p = core.Primitive("get")
+get_p.def_abstract_eval(_get_abstract_eval)
+defdischarge(get_p, _get_discharge)
+core.pp_eqn_rules[get_p] = _get_pp
+
+
+def _implicit_cast(dtype, value):
+    # As JAX: a weakly typed float into a float ref (and any integer into an integer ref) takes
+    # the ref's dtype; other mismatches are errors.
+    aval = _aval(value)
+    if aval is None or is_ref_aval(aval):
+        return value
+    floats = dtypes.issubdtype(dtype, np.floating) and dtypes.issubdtype(aval.dtype, np.floating)
+    ints = dtypes.issubdtype(dtype, np.integer) and dtypes.issubdtype(aval.dtype, np.integer)
+    if aval.weak_type and floats or ints:
+        return lax.convert_element_type(value, dtype)
+    return value
+
+
+def _check_value(name: str, ref_aval, indexer, dyn, value) -> Any:
+    value = _implicit_cast(ref_aval.dtype, value)
+    if not isinstance(value, core.Tracer):
+        value = jnp.asarray(value)
+    v_aval = _aval(value)
+    expected = _indexed_shape(ref_aval.shape, indexer, [_aval(d) for d in dyn])
+    if v_aval.shape != expected:
+        raise ValueError(f"Invalid shape for `{name}`. Ref shape: {ref_aval.shape}. Expected "
+                         f"shape: {expected}. Value shape: {v_aval.shape}. Refs do not "
+                         "broadcast: give a value of the indexed shape.")
+    if v_aval.dtype != ref_aval.dtype:
+        raise ValueError(f"Invalid dtype for `{name}`. Ref dtype: {ref_aval.dtype}. Value "
+                         f"dtype: {v_aval.dtype}. Convert the value with .astype first.")
+    return value
+
+
+def swap(ref: Ref, idx: Any, value: Any) -> Any:
+    """Write ``value`` at ``ref[idx]`` and return what was there (``jax.ref.swap``)."""
+    _check_ref(ref, "swap")
+    aval = _aval(ref)
+    indexer, dyn = _parse_index(aval.shape, idx)
+    value = _check_value("swap", aval, indexer, dyn, value)
+    return swap_p.bind(ref, value, *dyn, indexer=indexer)
+
+
+def set(ref: Ref, idx: Any, value: Any) -> None:  # noqa: A001  (JAX's name)
+    """``ref[idx] = value`` (``jax.ref.set``)."""
+    swap(ref, idx, value)
+
+
+def _swap_discharge(in_avals, x, v, *dyn, indexer):
+    if indexer is None:
+        return [v] + [None] * (1 + len(dyn)), x
+    i = _to_numpy_index(indexer, dyn)
+    return [x.at[i].set(v)] + [None] * (1 + len(dyn)), x[i]
+
+
+def _swap_pp(eqn, namer, binder):
+    ref, val, *dyn = eqn.invars
+    where = f"{namer(ref)}[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]"
+    out = eqn.outvars[0]
+    if isinstance(out, core.DropVar) or binder(out).startswith("_:"):
+        return f"{where} <- {namer(val)}"
+    return f"{binder(out)}, {where} <- {where}, {namer(val)}"
+
+
+swap_p = core.Primitive("swap")
+swap_p.def_abstract_eval(lambda ref_aval, v_aval, *dyn, indexer: v_aval)
+defdischarge(swap_p, _swap_discharge)
+core.pp_eqn_rules[swap_p] = _swap_pp
+pe.defeffectful(swap_p)
+
+
+def addupdate(ref: Ref, idx: Any, value: Any) -> None:
+    """``ref[idx] += value``, in place (``jax.ref.addupdate``)."""
+    _check_ref(ref, "addupdate")
+    aval = _aval(ref)
+    indexer, dyn = _parse_index(aval.shape, idx)
+    value = _check_value("addupdate", aval, indexer, dyn, value)
+    addupdate_p.bind(ref, value, *dyn, indexer=indexer)
+
+
+def _addupdate_discharge(in_avals, x, v, *dyn, indexer):
+    new = x + v if indexer is None else x.at[_to_numpy_index(indexer, dyn)].add(v)
+    return [new] + [None] * (1 + len(dyn)), []
+
+
+def _addupdate_pp(eqn, namer, binder):
+    ref, val, *dyn = eqn.invars
+    where = f"{namer(ref)}[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]"
+    return f"{where} += {namer(val)}"
+
+
+addupdate_p = core.Primitive("addupdate")
+addupdate_p.multiple_results = True
+addupdate_p.def_abstract_eval(lambda ref_aval, v_aval, *dyn, indexer: [])
+defdischarge(addupdate_p, _addupdate_discharge)
+core.pp_eqn_rules[addupdate_p] = _addupdate_pp
+pe.defeffectful(addupdate_p)
+
+ref_primitives = (new_ref_p, freeze_p, get_p, swap_p, addupdate_p)
+
+for _p in ref_primitives:
+    impl_via_discharge(_p)
+
+
+# --------------------------------------------------------------------------------------------
+# Indexing syntax, on Ref values and on traced refs
+# --------------------------------------------------------------------------------------------
+
+
+def _setitem(ref, idx, value) -> None:
+    swap(ref, idx, value)
+
+
+ref_methods.update(getitem=get, setitem=_setitem, addupdate=addupdate)
+_array_getitem = core.Tracer.__getitem__
+_array_setitem = core.Tracer.__setitem__
+
+
+def _tracer_getitem(self, idx):
+    if is_ref_aval(self.aval):
+        return get(self, idx)
+    return _array_getitem(self, idx)
+
+
+def _tracer_setitem(self, idx, value):
+    if is_ref_aval(self.aval):
+        return swap(self, idx, value)
+    return _array_setitem(self, idx, value)
+
+
+core.Tracer.__getitem__ = _tracer_getitem
+core.Tracer.__setitem__ = _tracer_setitem
