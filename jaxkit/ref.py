@@ -342,3 +342,82 @@ def _tracer_setitem(self, idx, value):
 
 core.Tracer.__getitem__ = _tracer_getitem
 core.Tracer.__setitem__ = _tracer_setitem
+
+
+# --------------------------------------------------------------------------------------------
+# Autodiff: a ref's tangent is a ref of tangents
+# --------------------------------------------------------------------------------------------
+
+
+def _new_ref_jvp(primals, tangents, **params):
+    (x,), (t,) = primals, tangents
+    return new_ref_p.bind(x, **params), new_ref_p.bind(ad.instantiate_zeros(t), **params)
+
+
+def _freeze_jvp(primals, tangents):
+    (t,) = tangents
+    return freeze_p.bind(primals[0]), t if ad.is_zero(t) else freeze_p.bind(t)
+
+
+def _get_jvp(primals, tangents, *, indexer):
+    ref, *dyn = primals
+    out = get_p.bind(ref, *dyn, indexer=indexer)
+    t_ref = tangents[0]
+    if ad.is_zero(t_ref):
+        return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+    return out, get_p.bind(t_ref, *dyn, indexer=indexer)
+
+
+def _plumbing_error(name: str):
+    return ValueError(
+        f"{name} of a value with a nonzero tangent into a Ref that is not differentiated (a "
+        "ref passed in or closed over by the differentiated function): refs that are not "
+        "differentiated may only be used for plumbing. Wrap the value in "
+        "jax.lax.stop_gradient, or create the ref inside the differentiated function.")
+
+
+def _swap_jvp(primals, tangents, *, indexer):
+    ref, val, *dyn = primals
+    t_ref, t_val = tangents[:2]
+    out = swap_p.bind(ref, val, *dyn, indexer=indexer)
+    if ad.is_zero(t_ref):
+        if not ad.is_zero(t_val):
+            raise _plumbing_error("swap")
+        return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+    return out, swap_p.bind(t_ref, ad.instantiate_zeros(t_val), *dyn, indexer=indexer)
+
+
+def _addupdate_jvp(primals, tangents, *, indexer):
+    ref, val, *dyn = primals
+    t_ref, t_val = tangents[:2]
+    addupdate_p.bind(ref, val, *dyn, indexer=indexer)
+    if ad.is_zero(t_ref):
+        if not ad.is_zero(t_val):
+            raise _plumbing_error("addupdate")
+    elif not ad.is_zero(t_val):
+        addupdate_p.bind(t_ref, t_val, *dyn, indexer=indexer)
+    return [], []
+
+
+for _p, _rule in [(new_ref_p, _new_ref_jvp), (freeze_p, _freeze_jvp), (get_p, _get_jvp),
+                  (swap_p, _swap_jvp), (addupdate_p, _addupdate_jvp)]:
+    ad.defjvp_rule(_p, _rule)
+    ad.jvp_always_rules.add(_p)
+
+
+def _write_partial_eval(prim, trace: pe.JaxprTrace, ref, val, *dyn, **params):
+    # An unknown value written into a known ref (a tangent ref made from known zeros, when
+    # linearizing): from here on the ref is unknown. A staged ref takes over, made from the
+    # value the known one holds now; the trace uses it wherever the known ref appears later.
+    if trace.is_known(ref):
+        with core.set_current_trace(trace.parent):
+            current = get_p.bind(ref, indexer=None)
+        staged = trace.record(new_ref_p, [current], {"memory_space": None, "kind": None})
+        trace.__dict__.setdefault("ref_subst", {})[id(ref)] = (ref, staged)
+        ref = staged
+    return trace.record(prim, [ref, val, *dyn], params)
+
+
+pe.defpartial_eval(swap_p, lambda trace, *a, **p: _write_partial_eval(swap_p, trace, *a, **p))
+pe.defpartial_eval(addupdate_p,
+                   lambda trace, *a, **p: _write_partial_eval(addupdate_p, trace, *a, **p))

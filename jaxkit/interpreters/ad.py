@@ -117,6 +117,11 @@ def add_tangents(x, y):
 # --------------------------------------------------------------------------------------------
 
 
+# Primitives whose JVP rule runs even when every tangent is zero (the ref primitives: a ref
+# made from a constant still needs a tangent ref, which later writes may make nonzero).
+jvp_always_rules: set[core.Primitive] = set()
+
+
 def defjvp_rule(prim: core.Primitive, rule: Callable) -> None:
     """The whole JVP rule: ``rule(primals, tangents, **params) -> (primal_out, tangent_out)``;
     tangents may be symbolic ``Zero``s."""
@@ -307,7 +312,7 @@ class JVPTrace(core.Trace):
             p, t = self.to_primal_tangent_pair(x)
             primals.append(p)
             tangents.append(t)
-        if all(type(t) is Zero for t in tangents):
+        if all(type(t) is Zero for t in tangents) and primitive not in jvp_always_rules:
             with core.set_current_trace(self.parent):
                 return primitive.bind(*primals, **params)
         rule = jvp_rules.get(primitive)
