@@ -372,6 +372,8 @@ class JitFunction:
             if any(type(x) is state.Ref for x in flat) or any(
                     type(c) is state.Ref for c in self._trace_cached(sig, dyn_args, dyn_kwargs)[2]):
                 # Refs passed in or closed over: the less optimised path that writes them back.
+                self._check_ref_aliasing(flat, dyn_args, dyn_kwargs,
+                                         self._trace_cached(sig, dyn_args, dyn_kwargs)[2])
                 return self._bind(sig, flat, dyn_args, dyn_kwargs)
             compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
         if config.jax_debug_nans:
@@ -410,6 +412,28 @@ class JitFunction:
         if not (self._sharded or any(spmd.is_laid_out(x) for x in flat)):
             return None
         return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals)
+
+    def _check_ref_aliasing(self, flat, dyn_args, dyn_kwargs, consts) -> None:
+        """JAX's rule against aliasing: each ref reaches a jitted function at most once (as
+        one argument, or closed over)."""
+        names = self._arg_names(dyn_args, dyn_kwargs)
+        src = pe.debug_info("jit", self._fun, ()).func_src_info
+        where = f"{self._name} at {src}" if src else self._name
+        seen: dict[int, int] = {}
+        closed = {id(c) for c in consts if type(c) is state.Ref}
+        for i, x in enumerate(flat):
+            if type(x) is not state.Ref:
+                continue
+            if id(x) in seen:
+                raise ValueError(
+                    "only one reference to a mutable array may be passed as an argument to a "
+                    f"function, but when tracing {where} for jit the mutable array reference "
+                    f"of type {x.aval} appeared at both {names[seen[id(x)]]} and {names[i]}.")
+            if id(x) in closed:
+                raise ValueError(
+                    f"when tracing {where} for jit, a mutable array reference of type "
+                    f"{x.aval} was both closed over and passed as the argument {names[i]}")
+            seen[id(x)] = i
 
     def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
         """Let later calls like this one (traced arguments all positional leaves) take the
