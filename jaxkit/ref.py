@@ -421,3 +421,67 @@ def _write_partial_eval(prim, trace: pe.JaxprTrace, ref, val, *dyn, **params):
 pe.defpartial_eval(swap_p, lambda trace, *a, **p: _write_partial_eval(swap_p, trace, *a, **p))
 pe.defpartial_eval(addupdate_p,
                    lambda trace, *a, **p: _write_partial_eval(addupdate_p, trace, *a, **p))
+
+
+# --------------------------------------------------------------------------------------------
+# Batching: a batched ref holds the whole batch, with a batch axis like an array's
+# --------------------------------------------------------------------------------------------
+
+
+def _batched_indexer(indexer, ref_dim: int, ndim: int, prim_name: str):
+    """The indexer of the batched ref (a whole dimension inserted at ``ref_dim``) and where the
+    batch axis lands in the indexed result."""
+    if indexer is None:
+        return None, ref_dim
+    if any(i is None for i in indexer):
+        raise NotImplementedError(f"batching rule for '{prim_name}' with array indices into a "
+                                  "batched Ref is not implemented; index with ints and slices")
+    new = indexer[:ref_dim] + (_FULL,) + indexer[ref_dim:]
+    return new, sum(not isinstance(i, int) for i in indexer[:ref_dim])
+
+
+def _check_ref_batched(prim_name: str, ref_dim, dyn_dims, what: str) -> None:
+    if any(d is not batching.not_mapped for d in dyn_dims):
+        raise NotImplementedError(f"batching rule for '{prim_name}' with vmapped indices is "
+                                  "not implemented")
+    if ref_dim is batching.not_mapped:
+        raise ValueError(what)
+
+
+def _new_ref_batch(axis_data, vals, dims, **params):
+    return new_ref_p.bind(vals[0], **params), dims[0]
+
+
+def _freeze_batch(axis_data, vals, dims):
+    return freeze_p.bind(vals[0]), dims[0]
+
+
+def _get_batch(axis_data, vals, dims, *, indexer):
+    ref, *dyn = vals
+    _check_ref_batched("get", dims[0], dims[1:], "internal: get of an unbatched ref")
+    new, out_dim = _batched_indexer(indexer, dims[0], core.get_aval(ref).ndim - 1, "get")
+    return get_p.bind(ref, *dyn, indexer=new), out_dim
+
+
+def _unbatched_ref_message(op: str, ref) -> str:
+    return (f"performing a {op} operation with vmapped value on an unbatched array reference "
+            f"of type {core.get_aval(ref)}. Move the array reference to be an argument to the "
+            "vmapped function?")
+
+
+def _write_batch(prim, op: str, axis_data, vals, dims, *, indexer):
+    ref, val, *dyn = vals
+    _check_ref_batched(prim.name, dims[0], dims[2:], _unbatched_ref_message(op, ref))
+    new, out_dim = _batched_indexer(indexer, dims[0], core.get_aval(ref).ndim - 1, prim.name)
+    val = batching.matchaxis(dims[1], out_dim, val, axis_data.size)
+    out = prim.bind(ref, val, *dyn, indexer=new)
+    return (out, out_dim) if prim is swap_p else ([], [])
+
+
+batching.batch_rules[new_ref_p] = _new_ref_batch
+batching.batch_rules[freeze_p] = _freeze_batch
+batching.batch_rules[get_p] = _get_batch
+batching.batch_rules[swap_p] = lambda ad_, v, d, **p: _write_batch(swap_p, "set/swap", ad_, v,
+                                                                  d, **p)
+batching.batch_rules[addupdate_p] = lambda ad_, v, d, **p: _write_batch(
+    addupdate_p, "addupdate", ad_, v, d, **p)

@@ -43,6 +43,9 @@ class AbstractRef:
     def __hash__(self):
         return hash((AbstractRef, self.inner_aval))
 
+    def update(self, shape=None, dtype=None, weak_type=None) -> AbstractRef:
+        return AbstractRef(self.inner_aval.update(shape, dtype, weak_type))
+
     def to_tangent_aval(self) -> AbstractRef:
         return AbstractRef(self.inner_aval.to_tangent_aval())
 
