@@ -22,8 +22,10 @@ from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.interpreters import ad, batching
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters.state import (AbstractRef, Ref, defdischarge, impl_via_discharge,
-                                      is_ref_aval, ref_methods)
+from jaxkit.interpreters.state import (AbstractRef, Ref, accept_refs_eagerly, defdischarge,
+                                      discharge_closed, impl_via_discharge, is_ref_aval,
+                                      ref_methods)
+from jaxkit.lax import loops
 
 __all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
            "new_ref", "set", "swap"]
@@ -485,3 +487,49 @@ batching.batch_rules[swap_p] = lambda ad_, v, d, **p: _write_batch(swap_p, "set/
                                                                   d, **p)
 batching.batch_rules[addupdate_p] = lambda ad_, v, d, **p: _write_batch(
     addupdate_p, "addupdate", ad_, v, d, **p)
+
+
+# --------------------------------------------------------------------------------------------
+# Control flow: refs closed over by a scan body become carried values
+# --------------------------------------------------------------------------------------------
+
+
+def _scan_discharge(in_avals, *vals, jaxpr, length, reverse, num_consts, num_carry, unroll,
+                    linear):
+    is_ref = [is_ref_aval(a) for a in in_avals]
+    if any(is_ref[num_consts:]):
+        raise ValueError("a Ref cannot be a scan carry or scanned-over value; close over it "
+                         "in the body instead")
+    body = discharge_closed(jaxpr)  # outs: carry, ys, then the refs' final values
+    n_refs = sum(is_ref)
+    ref_pos = [i for i in range(num_consts) if is_ref[i]]
+    plain_pos = [i for i in range(num_consts) if not is_ref[i]]
+
+    def new_body(*args):
+        plain, ref_vals = args[:len(plain_pos)], args[len(plain_pos):len(plain_pos) + n_refs]
+        rest = args[len(plain_pos) + n_refs:]
+        consts = [None] * num_consts
+        for i, v in zip(plain_pos, plain):
+            consts[i] = v
+        for i, v in zip(ref_pos, ref_vals):
+            consts[i] = v
+        outs = core.eval_jaxpr(body.jaxpr, body.consts, *consts, *rest)
+        return [*outs[len(outs) - n_refs:], *outs[:len(outs) - n_refs]]
+
+    new_avals = ([body.in_avals[i] for i in plain_pos]
+                 + [body.in_avals[i].strip_weak_type() for i in ref_pos]
+                 + body.in_avals[num_consts:])
+    new_jaxpr, consts = pe.trace_to_jaxpr(new_body, new_avals)
+    new = core.ClosedJaxpr(new_jaxpr, consts)
+    # A ref's carried value takes the ref's dtype strongly, as the body's writes produce it.
+    ref_vals = [lax.convert_element_type(vals[i], in_avals[i].dtype) for i in ref_pos]
+    args = [vals[i] for i in plain_pos] + ref_vals + list(vals[num_consts:])
+    outs = loops.scan_p.bind(*args, jaxpr=new, length=length, reverse=reverse,
+                             num_consts=len(plain_pos), num_carry=n_refs + num_carry,
+                             unroll=unroll, linear=(False,) * len(args))
+    finals = iter(outs[:n_refs])
+    return [next(finals) if r else None for r in is_ref], outs[n_refs:]
+
+
+defdischarge(loops.scan_p, _scan_discharge)
+accept_refs_eagerly(loops.scan_p)

@@ -259,3 +259,23 @@ def impl_via_discharge(prim: core.Primitive) -> None:
         return [Ref(a, o) if is_ref_aval(a) else o for a, o in zip(out_avals, outs)]
 
     prim.def_impl(impl)
+
+
+def accept_refs_eagerly(prim: core.Primitive) -> None:
+    """Let ``prim`` (a primitive carrying a jaxpr, with a discharge rule) take ``Ref`` values
+    eagerly: such a call runs the discharge rule on the refs' values and stores their new
+    values back; calls without refs keep the primitive's own eager rule."""
+    plain_impl = prim.impl
+
+    def impl(*args, **params):
+        if not any(type(a) is Ref for a in args):
+            return plain_impl(*args, **params)
+        in_avals = [core.get_aval(a) for a in args]
+        vals = [a._buf if type(a) is Ref else a for a in args]
+        new_vals, outs = discharge_rules[prim](in_avals, *vals, **params)
+        for a, nv in zip(args, new_vals):
+            if nv is not None:
+                a._buf = nv
+        return outs
+
+    prim.def_impl(impl)
