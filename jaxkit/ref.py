@@ -54,7 +54,7 @@ def _aval(x):
 
 def _parse_index(shape: tuple, idx: Any) -> tuple[tuple | None, list]:
     """``(indexer, dynamic operands)`` for a NumPy-style ``idx`` into a ref of ``shape``."""
-    if idx is None or idx is Ellipsis or idx == ():
+    if idx is None or idx is Ellipsis or (isinstance(idx, tuple) and not idx):
         return None, []
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -370,12 +370,11 @@ def _get_jvp(primals, tangents, *, indexer):
     return out, get_p.bind(t_ref, *dyn, indexer=indexer)
 
 
-def _plumbing_error(name: str):
-    return ValueError(
-        f"{name} of a value with a nonzero tangent into a Ref that is not differentiated (a "
-        "ref passed in or closed over by the differentiated function): refs that are not "
-        "differentiated may only be used for plumbing. Wrap the value in "
-        "jax.lax.stop_gradient, or create the ref inside the differentiated function.")
+def _plumbing_error(op: str, ref) -> Exception:
+    # JAX raises a bare Exception here (and for vmap below); jaxkit raises the same class.
+    return Exception(f"performing a {op} operation with a differentiated value on a "
+                     f"non-differentiated array reference of type {core.get_aval(ref)}. Move "
+                     "the array reference to be an argument of the differentiated function?")
 
 
 def _swap_jvp(primals, tangents, *, indexer):
@@ -384,7 +383,7 @@ def _swap_jvp(primals, tangents, *, indexer):
     out = swap_p.bind(ref, val, *dyn, indexer=indexer)
     if ad.is_zero(t_ref):
         if not ad.is_zero(t_val):
-            raise _plumbing_error("swap")
+            raise _plumbing_error("set/swap", ref)
         return out, ad.Zero(core.get_aval(out).to_tangent_aval())
     return out, swap_p.bind(t_ref, ad.instantiate_zeros(t_val), *dyn, indexer=indexer)
 
@@ -395,7 +394,7 @@ def _addupdate_jvp(primals, tangents, *, indexer):
     addupdate_p.bind(ref, val, *dyn, indexer=indexer)
     if ad.is_zero(t_ref):
         if not ad.is_zero(t_val):
-            raise _plumbing_error("addupdate")
+            raise _plumbing_error("addupdate", ref)
     elif not ad.is_zero(t_val):
         addupdate_p.bind(t_ref, t_val, *dyn, indexer=indexer)
     return [], []
@@ -447,7 +446,7 @@ def _check_ref_batched(prim_name: str, ref_dim, dyn_dims, what: str) -> None:
         raise NotImplementedError(f"batching rule for '{prim_name}' with vmapped indices is "
                                   "not implemented")
     if ref_dim is batching.not_mapped:
-        raise ValueError(what)
+        raise Exception(what)  # JAX's class for this error
 
 
 def _new_ref_batch(axis_data, vals, dims, **params):
