@@ -16,7 +16,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 
 from jaxkit import core
 from jaxkit.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -227,20 +226,62 @@ def discharge_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
                        list(consts) + list(closed.consts))
 
 
-def check_no_ref_aliasing(args: Sequence, name: str) -> None:
-    """JAX's rule: a ref may be passed to a ``jit`` function at most once (closing over it and
-    passing it counts twice), so that no two refs of a program alias."""
+def call_with_refs(name: str, closed: ClosedJaxpr, args: Sequence, run: Callable) -> list:
+    """Eagerly call a program taking ``Ref`` values: ``run(name, closed, donated, values)`` the
+    discharged program on the refs' values, then store their final values back (the refs
+    are, in effect, donated)."""
+    discharged = discharge_closed(closed)
+    vals = [a._buf if type(a) is Ref else a for a in args]
+    outs = run(name, discharged, (False,) * len(vals), vals)
+    n = len(closed.out_avals)
+    for ref, new in zip((a for a in args if type(a) is Ref), outs[n:]):
+        ref._buf = new
+    return outs[:n]
+
+
+def defcall_discharge(prim: core.Primitive) -> None:
+    """The discharge rule of a call-like primitive (its ``jaxpr`` parameter applied to all its
+    operands): call the discharged body, whose extra outputs are the refs' final values."""
+    def rule(in_avals, *vals, jaxpr: ClosedJaxpr, **params):
+        outs = prim.bind(*vals, jaxpr=discharge_closed(jaxpr), **params)
+        n = len(jaxpr.out_avals)
+        finals = iter(outs[n:])
+        return [next(finals) if is_ref_aval(a) else None for a in in_avals], outs[:n]
+
+    discharge_rules[prim] = rule
+
+
+def check_jit_ref_aliasing(where: str, flat: Sequence, names: Sequence[str],
+                           consts: Sequence) -> None:
+    """JAX's rule against aliasing: each ref reaches a jitted function at most once (as one
+    argument, or closed over)."""
     seen: dict[int, int] = {}
-    for i, x in enumerate(args):
-        if type(x) is Ref:
-            if id(x) in seen:
-                raise ValueError(
-                    f"only one reference to a mutable array may be passed as an argument to a "
-                    f"function, but when tracing {name} the mutable array reference of type "
-                    f"{x.aval.str_short()} appeared at both argument {seen[id(x)]} and "
-                    f"argument {i}. Pass each ref once, and do not both close over a ref and "
-                    "pass it in.")
-            seen[id(x)] = i
+    closed = {id(c) for c in consts if type(c) is Ref}
+    for i, x in enumerate(flat):
+        if type(x) is not Ref:
+            continue
+        if id(x) in seen:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {where} for jit the mutable array reference "
+                f"of type {x.aval} appeared at both {names[seen[id(x)]]} and {names[i]}.")
+        if id(x) in closed:
+            raise ValueError(
+                f"when tracing {where} for jit, a mutable array reference of type "
+                f"{x.aval} was both closed over and passed as the argument {names[i]}")
+        seen[id(x)] = i
+
+
+def returned_ref_message(where: str, leaf, flat_args: Sequence, arg_names: Sequence[str]
+                         ) -> str:
+    """JAX's error for a jitted function returning a ref."""
+    passed = ""
+    for i, a in enumerate(flat_args):
+        if a is leaf and i < len(arg_names):
+            passed = ("\n\nThe returned mutable array was passed in as the argument "
+                      f"{arg_names[i]}.")
+    return (f"function {where} traced for jit returned a mutable array reference of type "
+            f"{leaf.aval}, but mutable array references cannot be returned.{passed}")
 
 
 def impl_via_discharge(prim: core.Primitive) -> None:

@@ -71,7 +71,7 @@ core.pp_naming_rules[jit_p] = _jit_pp_naming
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
     if any(type(a) is state.Ref for a in args):
-        return _jit_impl_with_refs(args, jaxpr, name)
+        return state.call_with_refs(name, jaxpr, args, dispatch.run_closed)
     if spmd.needs_partitioning(jaxpr, args):
         return spmd.run_closed(name, jaxpr, donated_invars, args)
     outs = dispatch.run_closed(name, jaxpr, donated_invars, args)
@@ -83,30 +83,7 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inlin
 jit_p.def_impl(_jit_impl)
 
 
-def _jit_impl_with_refs(args, jaxpr: ClosedJaxpr, name: str) -> list:
-    """A call taking refs: run the discharged program on their values, then store their
-    final values back (the refs are, in effect, donated)."""
-    state.check_no_ref_aliasing(args, name)
-    discharged = state.discharge_closed(jaxpr)
-    vals = [a._buf if type(a) is state.Ref else a for a in args]
-    outs = dispatch.run_closed(name, discharged, (False,) * len(vals), vals)
-    n = len(jaxpr.out_avals)
-    for ref, new in zip((a for a in args if type(a) is state.Ref), outs[n:]):
-        ref._buf = new
-    return outs[:n]
-
-
-def _jit_discharge(in_avals, *vals, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
-                   inline: bool):
-    discharged = state.discharge_closed(jaxpr)
-    outs = jit_p.bind(*vals, jaxpr=discharged, name=name,
-                      donated_invars=(False,) * len(vals), inline=inline)
-    n = len(jaxpr.out_avals)
-    finals = iter(outs[n:])
-    return [next(finals) if state.is_ref_aval(a) else None for a in in_avals], outs[:n]
-
-
-state.defdischarge(jit_p, _jit_discharge)
+state.defcall_discharge(jit_p)
 
 
 def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
@@ -372,8 +349,9 @@ class JitFunction:
             if any(type(x) is state.Ref for x in flat) or any(
                     type(c) is state.Ref for c in self._trace_cached(sig, dyn_args, dyn_kwargs)[2]):
                 # Refs passed in or closed over: the less optimised path that writes them back.
-                self._check_ref_aliasing(flat, dyn_args, dyn_kwargs,
-                                         self._trace_cached(sig, dyn_args, dyn_kwargs)[2])
+                state.check_jit_ref_aliasing(
+                    self._where(), flat, self._arg_names(dyn_args, dyn_kwargs),
+                    self._trace_cached(sig, dyn_args, dyn_kwargs)[2])
                 return self._bind(sig, flat, dyn_args, dyn_kwargs)
             compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
         if config.jax_debug_nans:
@@ -412,28 +390,6 @@ class JitFunction:
         if not (self._sharded or any(spmd.is_laid_out(x) for x in flat)):
             return None
         return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals)
-
-    def _check_ref_aliasing(self, flat, dyn_args, dyn_kwargs, consts) -> None:
-        """JAX's rule against aliasing: each ref reaches a jitted function at most once (as
-        one argument, or closed over)."""
-        names = self._arg_names(dyn_args, dyn_kwargs)
-        src = pe.debug_info("jit", self._fun, ()).func_src_info
-        where = f"{self._name} at {src}" if src else self._name
-        seen: dict[int, int] = {}
-        closed = {id(c) for c in consts if type(c) is state.Ref}
-        for i, x in enumerate(flat):
-            if type(x) is not state.Ref:
-                continue
-            if id(x) in seen:
-                raise ValueError(
-                    "only one reference to a mutable array may be passed as an argument to a "
-                    f"function, but when tracing {where} for jit the mutable array reference "
-                    f"of type {x.aval} appeared at both {names[seen[id(x)]]} and {names[i]}.")
-            if id(x) in closed:
-                raise ValueError(
-                    f"when tracing {where} for jit, a mutable array reference of type "
-                    f"{x.aval} was both closed over and passed as the argument {names[i]}")
-            seen[id(x)] = i
 
     def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
         """Let later calls like this one (traced arguments all positional leaves) take the
@@ -488,6 +444,11 @@ class JitFunction:
                             "values or Python scalars, or mark the argument static with "
                             "static_argnums/static_argnames.") from None
 
+    def _where(self) -> str:
+        """``name at file:line``, as JAX names a traced function in its errors."""
+        src = pe.debug_info("jit", self._fun, ()).func_src_info
+        return f"{self._name} at {src}" if src else self._name
+
     def _arg_label(self, i: int) -> str:
         return self._params[i] if i < len(self._params) else f"args[{i}]"
 
@@ -539,7 +500,8 @@ class JitFunction:
             out_tree_box.append(out_tree)
             for path, leaf in tree_util.tree_flatten_with_path(out)[0]:
                 if state.is_ref_aval(getattr(leaf, "aval", None)):
-                    raise ValueError(_returned_ref_message(self, leaf, flat_args, arg_names))
+                    raise ValueError(state.returned_ref_message(self._where(), leaf, flat_args,
+                                                                arg_names))
                 if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
                     raise TypeError(
                         f"jitted function {self._name} returned a value of type "
@@ -618,18 +580,6 @@ class JitFunction:
 
     def clear_cache(self) -> None:
         self._fun_cache.clear()
-
-
-def _returned_ref_message(jf: JitFunction, leaf, flat_args, arg_names) -> str:
-    where = ""
-    for i, a in enumerate(flat_args):
-        if a is leaf and i < len(arg_names):
-            where = ("\n\nThe returned mutable array was passed in as the argument "
-                     f"{arg_names[i]}.")
-    d = pe.debug_info("jit", jf._fun, ())
-    src = f" at {d.func_src_info}" if d.func_src_info else ""
-    return (f"function {jf._name}{src} traced for jit returned a mutable array reference of "
-            f"type {leaf.aval}, but mutable array references cannot be returned.{where}")
 
 
 def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:
