@@ -529,7 +529,7 @@ class JitFunction:
         """The ``Traced`` stage at top level, where the closed-over values are concrete: they
         are kept with the program as its constants. ``layouts`` (one ``NamedSharding`` per
         argument leaf) makes it a program partitioned over their mesh."""
-        closed, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
+        closed, out_tree, consts, trace_time = self._trace_cached(sig, dyn_args, dyn_kwargs)
         plan = None
         mesh = spmd.constraint_mesh(closed)
         if layouts is None and mesh is not None:  # a constraint partitions the program
