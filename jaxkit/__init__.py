@@ -74,7 +74,7 @@ from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
                               make_array_from_single_device_arrays, named_call, named_scope,
                               print_environment_info, process_indices, typeof)
 from jaxkit import dlpack, export, ffi
-from jaxkit import ref
+from jaxkit import api_util, ref
 from jaxkit.ref import Ref, empty_ref, free_ref, freeze, new_ref
 from jaxkit.install import install_as_jax
 
@@ -106,7 +106,7 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
     "typing", "dlpack", "export", "ffi",
-    "ref", "Ref", "empty_ref", "free_ref", "freeze", "new_ref",
+    "api_util", "ref", "Ref", "empty_ref", "free_ref", "freeze", "new_ref",
 ]
 
 

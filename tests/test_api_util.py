@@ -1,0 +1,81 @@
+"""``jax.api_util`` against the JAX oracle: each record runs the same code on both and compares
+what it prints (results, tree structures, argument names, errors)."""
+from __future__ import annotations
+
+import pytest
+
+import jaxkit
+import jaxkit.extend.linear_util
+
+jax = pytest.importorskip("jax")
+pytest.importorskip("jax.api_util")  # makes jax.api_util and jax.extend.linear_util attributes
+pytest.importorskip("jax.extend.linear_util")
+
+
+def _err(fn):
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001  (the error is the result compared)
+        return type(e).__name__, str(e).split(" for function")[0]
+
+
+def _argnums_partial(J):
+    au, lu = J.api_util, J.extend.linear_util
+    f = lu.wrap_init(lambda x, y, z: x * y + z,
+                     debug_info=au.debug_info("t", lambda x, y, z: 0, (1, 2, 3), {}))
+    g, dyn = au.argnums_partial(f, (0, -1), (1.0, 2.0, 3.0))
+    return dyn, g.call_wrapped(*dyn), _err(lambda: au.argnums_partial(f, 0, (1.0, [2], 3.0)))
+
+
+def _flatten_fun(J):
+    au, lu = J.api_util, J.extend.linear_util
+    tree = J.tree_util.tree_structure(((1, 2), {"k": 3}))
+    f = lu.wrap_init(lambda a, b, k: {"s": a + b, "k": [k]},
+                     debug_info=au.debug_info("t", lambda a, b, k: 0, (1, 2), {"k": 3}))
+    ff, out_tree = au.flatten_fun(f, tree)
+    flat = ff.call_wrapped(1, 2, 3)
+    g = lu.wrap_init(lambda a, b: (a, b), debug_info=au.debug_info("t", lambda a, b: 0,
+                                                                     (1, 2), {}))
+    gg, g_tree = au.flatten_fun_nokwargs(g, J.tree_util.tree_structure((1, (2, 3))))
+    return flat, str(out_tree()), gg.call_wrapped(1, 2, 3), str(g_tree())
+
+
+RECORDS = [
+    ("rebase_donate_argnums", lambda J: [J.api_util.rebase_donate_argnums((3, 4), (0, 1)),
+                                         J.api_util.rebase_donate_argnums((2, 0), ()),
+                                         _err(lambda: J.api_util.rebase_donate_argnums(
+                                             (1,), (1,)))[0]]),
+    ("safe_map", lambda J: [J.api_util.safe_map(lambda a, b: a + b, [1, 2], (3, 4)),
+                            _err(lambda: J.api_util.safe_map(lambda a, b: a, [1, 2], [1])),
+                            _err(lambda: J.api_util.safe_map(lambda a, b: a, [1], [1, 2]))]),
+    ("shaped_abstractify", lambda J: [
+        str(J.api_util.shaped_abstractify(x)) for x in
+        (J.numpy.ones((2,), "int32"), 1.0, True, J.ShapeDtypeStruct((3,), "float32"))]),
+    ("donation_vector", lambda J: J.api_util.donation_vector(
+        (1,), ("a",), J.tree_util.tree_structure(((1, (2, 3)), {"b": 4, "a": [5, 6]})))),
+    ("flatten_axes", lambda J: [
+        J.api_util.flatten_axes("vmap in_axes", J.tree_util.tree_structure((1, (2, 3))),
+                                (0, None)),
+        J.api_util.flatten_axes("vmap in_axes", J.tree_util.tree_structure(((1, 2), 3)),
+                                ((1, 0), None)),
+        _err(lambda: J.api_util.flatten_axes("vmap in_axes",
+                                             J.tree_util.tree_structure((1, 2)),
+                                             (0, 1, 2)))[0]]),
+    ("debug_info", lambda J: [
+        (d.traced_for, d.arg_names) for d in (
+            J.api_util.debug_info("jit", lambda x, y: 0, (1, {"k": 2}), {}),
+            J.api_util.debug_info("jit", lambda x, y, *, z: 0, (1, 2), {"z": [3]},
+                                  static_argnums=(0,)))]),
+    ("argnums_partial", _argnums_partial),
+    ("flatten_fun", _flatten_fun),
+]
+
+
+@pytest.mark.parametrize("name,run", RECORDS, ids=[r[0] for r in RECORDS])
+def test_api_util_matches_jax(name, run):
+    assert repr(run(jaxkit)) == repr(run(jax))
+
+
+def test_api_util_names_match_jax():
+    assert sorted(jaxkit.api_util.__all__) == sorted(
+        n for n in dir(jax.api_util) if not n.startswith("_"))
