@@ -261,3 +261,29 @@ def print_environment_info(return_string: bool = False) -> str | None:
         return text
     print(text)
     return None
+
+
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """``fwd(*args)`` is ``vjp`` of ``fun`` in the arguments ``argnums``, returning
+    ``(out, vjp_fun)`` (and ``aux``); ``bwd(vjp_fun, ct)`` applies it. Jitted (the default),
+    both compile once and are reused across iterations (``jax.fwd_and_bwd``)."""
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun}")
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    def fwd(*args):
+        def partial_fun(*dyn):
+            full = list(args)
+            for i, d in zip(nums, dyn):
+                full[i] = d
+            return fun(*full)
+        return vjp(partial_fun, *[args[i] for i in nums], has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if isinstance(argnums, int) else g
+
+    if jitted:
+        fwd, bwd = _jit.jit(fwd), _jit.jit(bwd)
+    return fwd, bwd

@@ -79,3 +79,28 @@ def test_api_util_matches_jax(name, run):
 def test_api_util_names_match_jax():
     assert sorted(jaxkit.api_util.__all__) == sorted(
         n for n in dir(jax.api_util) if not n.startswith("_"))
+
+
+@pytest.mark.parametrize("argnums,has_aux,jitted", [((0, 1), False, True), (1, True, False)])
+def test_fwd_and_bwd_matches_vjp_of_jax(argnums, has_aux, jitted):
+    def run(J):
+        jnp = J.numpy
+        x = w = ct = jnp.arange(16.0).reshape(4, 4) / 10
+
+        def f(x, w):
+            y = jnp.sin(x @ w)
+            return (y, 3) if has_aux else y
+
+        fwd, bwd = J.fwd_and_bwd(f, argnums=argnums, has_aux=has_aux, jitted=jitted)
+        results = []
+        for _ in range(2):
+            y, res, *aux = fwd(x, w)
+            results.append((y, aux, bwd(res, ct)))
+        return J.tree_util.tree_map(lambda a: a.tolist() if hasattr(a, "tolist") else a,
+                                    results), bwd
+
+    got, bwd = run(jaxkit)
+    want, _ = run(jax)
+    assert repr(got) == repr(want)
+    if jitted:  # the backward pass is compiled once and reused
+        assert bwd._cache_size() == 1
