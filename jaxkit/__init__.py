@@ -63,7 +63,8 @@ from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_
                           debug_nans, default_device, default_matmul_precision,
                           default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
                           enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
-                          numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                          no_tracing, numpy_dtype_promotion, numpy_rank_promotion,
+                          softmax_custom_jvp,
                           threefry_partitionable, transfer_guard,
                           transfer_guard_device_to_device, transfer_guard_device_to_host,
                           transfer_guard_host_to_device)
@@ -106,7 +107,7 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
     "typing", "dlpack", "export", "ffi",
-    "api_util", "fwd_and_bwd", "ref", "Ref", "empty_ref", "free_ref", "freeze", "new_ref",
+    "api_util", "fwd_and_bwd", "no_tracing", "ref", "Ref", "empty_ref", "free_ref", "freeze", "new_ref",
 ]
 
 

@@ -2,6 +2,7 @@
 what it prints (results, tree structures, argument names, errors)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import jaxkit
@@ -104,3 +105,18 @@ def test_fwd_and_bwd_matches_vjp_of_jax(argnums, has_aux, jitted):
     assert repr(got) == repr(want)
     if jitted:  # the backward pass is compiled once and reused
         assert bwd._cache_size() == 1
+
+
+def test_no_tracing_refuses_a_jit_cache_miss_as_jax():
+    @jaxkit.jit
+    def f(x):
+        return x * 2
+
+    f(1.0)
+    with jaxkit.no_tracing(True):
+        assert float(f(2.0)) == 4.0  # cached: no tracing needed
+        with pytest.raises(RuntimeError, match="re-tracing function f at .* for `jit`, but "
+                                               "'no_tracing' is set"):
+            f(np.ones(2, np.float32))
+    assert jaxkit.no_tracing.value is False
+    assert float(f(np.float32(3))) == 6.0

@@ -488,6 +488,9 @@ class JitFunction:
         """The jaxpr with the closed-over values as leading inputs (they may be tracers of an
         enclosing transformation, which must see them as inputs of the jit equation), the
         output tree, those values, and the seconds tracing took."""
+        if config.jax_no_tracing:
+            raise RuntimeError(f"re-tracing function {self._where()} for `jit`, but "
+                               "'no_tracing' is set")
         arg_names = self._arg_names(dyn_args, dyn_kwargs)
         debug = pe.debug_info("jit", self._fun, arg_names)
         out_tree_box = []
