@@ -107,7 +107,8 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
     "typing", "dlpack", "export", "ffi",
-    "api_util", "fwd_and_bwd", "no_tracing", "ref", "Ref", "empty_ref", "free_ref", "freeze", "new_ref",
+    "api_util", "fwd_and_bwd", "no_tracing", "ref", "Ref", "empty_ref", "free_ref", "freeze",
+    "new_ref",
 ]
 
 
