@@ -71,7 +71,7 @@ from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_
 from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient, fwd_and_bwd,
                               ensure_compile_time_eval, float0, host_count, host_id, host_ids,
                               linear_transpose, live_arrays, make_array_from_callback,
-                              make_array_from_process_local_data,
+                              make_array_from_process_local_data, make_user_context,
                               make_array_from_single_device_arrays, named_call, named_scope,
                               print_environment_info, process_indices, typeof)
 from jaxkit import dlpack, export, ffi
@@ -107,8 +107,8 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
     "typing", "dlpack", "export", "ffi",
-    "api_util", "fwd_and_bwd", "no_tracing", "ref", "Ref", "empty_ref", "free_ref", "freeze",
-    "new_ref",
+    "api_util", "fwd_and_bwd", "make_user_context", "no_tracing", "ref", "Ref", "empty_ref",
+    "free_ref", "freeze", "new_ref",
 ]
 
 

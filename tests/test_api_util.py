@@ -120,3 +120,25 @@ def test_no_tracing_refuses_a_jit_cache_miss_as_jax():
             f(np.ones(2, np.float32))
     assert jaxkit.no_tracing.value is False
     assert float(f(np.float32(3))) == 6.0
+
+
+def test_make_user_context_retraces_jit_when_its_value_changes_as_jax():
+    def run(J):
+        traces = []
+        ctx = J.make_user_context(default_value=None)
+
+        @J.jit
+        def f(x):
+            traces.append(ctx.value)
+            return x * 2
+
+        f(1.0)
+        with ctx(1):
+            f(1.0)
+            f(1.0)  # same value: cached
+            inside = ctx.value
+        with ctx(2):
+            f(1.0)
+        return traces, inside, ctx.value, ctx.get_global()
+
+    assert run(jaxkit) == run(jax) == ([None, 1, 2], 1, None, None)
