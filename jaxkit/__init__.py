@@ -59,7 +59,8 @@ from jaxkit.runtime.sharded_array import Shard
 from jaxkit.transforms.shard_map import shard_map
 from jaxkit import custom_batching, custom_derivatives, monitoring, profiler, stages, typing
 from jaxkit.runtime.pjrt import Device
-from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+from jaxkit.flags import (allow_f16_reductions, check_tracer_leaks, checking_leaks, debug_infs,
+                          debug_key_reuse,
                           debug_nans, default_device, default_matmul_precision,
                           default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
                           enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
@@ -107,7 +108,8 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
     "typing", "dlpack", "export", "ffi",
-    "api_util", "fwd_and_bwd", "make_user_context", "no_tracing", "ref", "Ref", "empty_ref",
+    "allow_f16_reductions", "api_util", "fwd_and_bwd", "make_user_context", "no_tracing", "ref",
+    "Ref", "empty_ref",
     "free_ref", "freeze", "new_ref",
 ]
 

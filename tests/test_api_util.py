@@ -142,3 +142,19 @@ def test_make_user_context_retraces_jit_when_its_value_changes_as_jax():
         return traces, inside, ctx.value, ctx.get_global()
 
     assert run(jaxkit) == run(jax) == ([None, 1, 2], 1, None, None)
+
+
+def _f16_reductions(J):
+    x = J.numpy.ones((3, 1), J.numpy.float16)
+    out = [J.lax.reduce_sum(x, (0,)).tolist()]
+    with J.allow_f16_reductions(False):
+        out.append(J.lax.reduce_sum(x, (1,)).tolist())  # over a length-1 axis: allowed
+        for f in (lambda: J.lax.reduce_sum(x, (0,)),
+                  lambda: J.jit(lambda y: J.lax.reduce_sum(y, (0,)))(x)):
+            out.append(_err(f))
+    out.append((J.lax.reduce_sum(x, (0,)).tolist(), J.allow_f16_reductions.value))
+    return out
+
+
+def test_allow_f16_reductions_as_jax():
+    assert _f16_reductions(jaxkit) == _f16_reductions(jax)

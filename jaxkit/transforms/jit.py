@@ -262,7 +262,8 @@ def _clear_on_config_change(name, value):
     # changes the computation); the fast path skips the disable_jit and debug_nans checks of
     # the slow one (which adds no plan while debug_nans is on).
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
-                "jax_threefry_partitionable", "jax_default_matmul_precision"):
+                "jax_threefry_partitionable", "jax_default_matmul_precision",
+                "jax_allow_f16_reductions"):
         for cache in list(_all_fun_caches):
             cache.clear()
 
