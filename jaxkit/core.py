@@ -684,8 +684,8 @@ pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
 pp_naming_rules: dict[Primitive, Callable[[JaxprEqn, Namer], None]] = {}
 
 
-# primitive -> (eqn, namer, binder) -> text: equations printed in a syntax of their own (the
-# ref primitives: ``c:f32[] <- a[1]``); ``binder(v)`` prints an output binder.
+# primitive -> (eqn, namer, binder, indent) -> text: equations printed in a syntax of their
+# own (the ref primitives: ``c:f32[] <- a[1]``); ``binder(v)`` prints an output binder.
 pp_eqn_rules: dict[Primitive, Callable] = {}
 
 
@@ -703,7 +703,7 @@ def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) ->
 
     custom = pp_eqn_rules.get(eqn.primitive)
     if custom is not None:
-        return custom(eqn, namer, binder)
+        return custom(eqn, namer, binder, indent)
     naming = pp_naming_rules.get(eqn.primitive)
     if naming is not None:
         naming(eqn, namer)

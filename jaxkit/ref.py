@@ -205,7 +205,7 @@ def _get_discharge(in_avals, x, *dyn, indexer):
     return [None] * (1 + len(dyn)), x[_to_numpy_index(indexer, dyn)] if indexer else x
 
 
-def _get_pp(eqn, namer, binder):
+def _get_pp(eqn, namer, binder, indent):
     ref, *dyn = eqn.invars
     return (f"{binder(eqn.outvars[0])} <- {namer(ref)}"
             f"[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]")
@@ -226,6 +226,8 @@ def _implicit_cast(dtype, value):
     floats = dtypes.issubdtype(dtype, np.floating) and dtypes.issubdtype(aval.dtype, np.floating)
     ints = dtypes.issubdtype(dtype, np.integer) and dtypes.issubdtype(aval.dtype, np.integer)
     if aval.weak_type and floats or ints:
+        if isinstance(value, (int, float, np.generic, np.ndarray)):  # a constant: fold it
+            return np.asarray(value, dtype)
         return lax.convert_element_type(value, dtype)
     return value
 
@@ -267,13 +269,16 @@ def _swap_discharge(in_avals, x, v, *dyn, indexer):
     return [x.at[i].set(v)] + [None] * (1 + len(dyn)), x[i]
 
 
-def _swap_pp(eqn, namer, binder):
+def _swap_pp(eqn, namer, binder, indent):
     ref, val, *dyn = eqn.invars
     where = f"{namer(ref)}[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]"
     out = eqn.outvars[0]
-    if isinstance(out, core.DropVar) or binder(out).startswith("_:"):
+    # As JAX prints it: a write whose old value is unused is ``a[i] <- v`` in a top-level
+    # jaxpr (where JAX drops unused results); jaxprs nested in an equation keep the result.
+    top_level = indent <= 4
+    if isinstance(out, core.DropVar) or top_level and binder(out).startswith("_:"):
         return f"{where} <- {namer(val)}"
-    return f"{binder(out)}, {where} <- {where}, {namer(val)}"
+    return f"{namer(out)}:{out.aval.str_short()}, {where} <- {where}, {namer(val)}"
 
 
 swap_p = core.Primitive("swap")
@@ -297,7 +302,7 @@ def _addupdate_discharge(in_avals, x, v, *dyn, indexer):
     return [new] + [None] * (1 + len(dyn)), []
 
 
-def _addupdate_pp(eqn, namer, binder):
+def _addupdate_pp(eqn, namer, binder, indent):
     ref, val, *dyn = eqn.invars
     where = f"{namer(ref)}[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]"
     return f"{where} += {namer(val)}"
@@ -342,8 +347,15 @@ def _tracer_setitem(self, idx, value):
     return _array_setitem(self, idx, value)
 
 
+def _tracer_addupdate(self, x, idx=()):
+    if not is_ref_aval(self.aval):
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute 'addupdate'")
+    addupdate(self, idx, x)
+
+
 core.Tracer.__getitem__ = _tracer_getitem
 core.Tracer.__setitem__ = _tracer_setitem
+core.Tracer.addupdate = _tracer_addupdate
 
 
 # --------------------------------------------------------------------------------------------
