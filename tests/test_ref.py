@@ -248,8 +248,30 @@ def _pp_ref_arg(J, jnp):
     return h, (J.new_ref(jnp.zeros(3)), jnp.ones(3))
 
 
+def _pp_jit_closed(J, jnp):
+    f, args = _pp_closed(J, jnp)
+    return J.jit(f), args
+
+
+def _pp_jit_ref_arg(J, jnp):
+    h, args = _pp_ref_arg(J, jnp)
+    return J.jit(lambda r, x: (h(r, x), jnp.sin(x))[1]), args
+
+
+def _pp_jit_internal(J, jnp):
+    def h(x):
+        r = J.new_ref(x)
+        r[...] = r[...] + 1
+        r.addupdate(x)
+        r[0] = 2.0
+        return J.freeze(r)
+    return J.jit(h), (jnp.ones(3),)
+
+
 PP_RECORDS = [("closed", _pp_closed), ("new_freeze", _pp_new_freeze),
-              ("indexers", _pp_indexers), ("ref_arg", _pp_ref_arg)]
+              ("indexers", _pp_indexers), ("ref_arg", _pp_ref_arg),
+              ("jit_closed", _pp_jit_closed), ("jit_ref_arg", _pp_jit_ref_arg),
+              ("jit_internal", _pp_jit_internal)]
 
 
 @pytest.mark.parametrize("name,make", PP_RECORDS, ids=[r[0] for r in PP_RECORDS])

@@ -320,3 +320,23 @@ def accept_refs_eagerly(prim: core.Primitive) -> None:
         return outs
 
     prim.def_impl(impl)
+
+
+_refs_last_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def closed_over_refs_last(closed: ClosedJaxpr, consts: list) -> tuple[ClosedJaxpr, list, list]:
+    """As JAX orders a jit equation's operands: closed-over refs after the arguments (other
+    closed-over values before them). Returns the reordered jaxpr, the other constants and
+    the refs."""
+    is_ref = [is_ref_aval(core.get_aval(c)) for c in consts]
+    reordered = _refs_last_cache.get(closed)
+    if reordered is None:
+        jaxpr, k = closed.jaxpr, len(consts)
+        const_vars = jaxpr.invars[:k]
+        invars = ([v for v, r in zip(const_vars, is_ref) if not r] + jaxpr.invars[k:]
+                  + [v for v, r in zip(const_vars, is_ref) if r])
+        reordered = _refs_last_cache[closed] = ClosedJaxpr(
+            Jaxpr([], invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info), [])
+    return (reordered, [c for c, r in zip(consts, is_ref) if not r],
+            [c for c, r in zip(consts, is_ref) if r])

@@ -405,8 +405,11 @@ class JitFunction:
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
         closed, out_tree, consts, _ = self._trace_cached(sig, dyn_args, dyn_kwargs)
-        outs = jit_p.bind(*consts, *flat, jaxpr=closed, name=self._name,
-                          donated_invars=(False,) * (len(consts) + len(flat)),
+        refs: list = []
+        if any(state.is_ref_aval(core.get_aval(c)) for c in consts):
+            closed, consts, refs = state.closed_over_refs_last(closed, consts)
+        outs = jit_p.bind(*consts, *flat, *refs, jaxpr=closed, name=self._name,
+                          donated_invars=(False,) * (len(consts) + len(flat) + len(refs)),
                           inline=self._inline)
         return tree_util.tree_unflatten(out_tree, outs)
 
