@@ -25,6 +25,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.state import (AbstractRef, Ref, accept_refs_eagerly, defdischarge,
                                       discharge_closed, impl_via_discharge, is_ref_aval,
                                       ref_methods)
+from jaxkit.lax.cond import cond_p
 from jaxkit.lax import loops
 
 __all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get",
@@ -544,3 +545,89 @@ def _scan_discharge(in_avals, *vals, jaxpr, length, reverse, num_consts, num_car
 
 defdischarge(loops.scan_p, _scan_discharge)
 accept_refs_eagerly(loops.scan_p)
+
+
+def _while_discharge(in_avals, *vals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    # Refs closed over by the body become carried values; the condition may not read refs.
+    if any(is_ref_aval(a) for a in in_avals[:cond_nconsts]):
+        raise NotImplementedError("discharge rule for 'while' with a Ref read by cond_fun is "
+                                  "not implemented: read the ref in body_fun and carry the "
+                                  "value instead")
+    n_b = body_nconsts
+    b_avals = in_avals[cond_nconsts:cond_nconsts + n_b]
+    if any(is_ref_aval(a) for a in in_avals[cond_nconsts + n_b:]):
+        raise ValueError("a Ref cannot be a while_loop carry; close over it in the body")
+    cc, bc = vals[:cond_nconsts], vals[cond_nconsts:cond_nconsts + n_b]
+    carry = vals[cond_nconsts + n_b:]
+    ref_pos = [i for i, a in enumerate(b_avals) if is_ref_aval(a)]
+    plain_pos = [i for i, a in enumerate(b_avals) if not is_ref_aval(a)]
+    n_refs = len(ref_pos)
+    body = discharge_closed(body_jaxpr)  # outs: carry, then the refs' final values
+    ref_avals = [b_avals[i].inner_aval.strip_weak_type() for i in ref_pos]
+    carry_avals = body_jaxpr.out_avals
+
+    def new_body(*args):
+        plain, refs, c = args[:len(plain_pos)], args[len(plain_pos):-len(carry)], \
+            args[len(args) - len(carry):]
+        consts = [None] * n_b
+        for i, v in zip(plain_pos, plain):
+            consts[i] = v
+        for i, v in zip(ref_pos, refs):
+            consts[i] = v
+        outs = core.eval_jaxpr(body.jaxpr, body.consts, *consts, *c)
+        return [*outs[len(carry):], *outs[:len(carry)]]
+
+    def new_cond(*args):
+        return core.eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts,
+                               *args[:cond_nconsts], *args[cond_nconsts + n_refs:])
+
+    b_in = [b_avals[i] for i in plain_pos] + ref_avals + list(carry_avals)
+    body_j, body_c = pe.trace_to_jaxpr(new_body, b_in)
+    cond_j, cond_c = pe.trace_to_jaxpr(new_cond, list(in_avals[:cond_nconsts]) + ref_avals
+                                       + list(carry_avals))
+    ref_vals = [lax.convert_element_type(bc[i], b_avals[i].dtype) for i in ref_pos]
+    outs = loops.while_p.bind(*cc, *[bc[i] for i in plain_pos], *ref_vals, *carry,
+                              cond_jaxpr=core.ClosedJaxpr(cond_j, cond_c),
+                              body_jaxpr=core.ClosedJaxpr(body_j, body_c),
+                              cond_nconsts=cond_nconsts, body_nconsts=len(plain_pos))
+    finals = iter(outs[:n_refs])
+    new_vals = [None] * cond_nconsts + [next(finals) if is_ref_aval(a) else None
+                                        for a in b_avals] + [None] * len(carry)
+    return new_vals, outs[n_refs:]
+
+
+def _cond_discharge(in_avals, index, *ops, branches):
+    # Each branch takes the refs' values and returns their final values after its results.
+    # A ref closed over by several branches is one operand per branch: each branch's copy
+    # starts from, and its result is, the value of the one ref.
+    aliases = [a - 1 for a in getattr(in_avals, "aliases", range(len(in_avals)))[1:]]
+    ref_pos = [i for i, a in enumerate(in_avals[1:]) if is_ref_aval(a)]
+    firsts = sorted({aliases[i] for i in ref_pos})
+
+    def merged(branch):
+        body = discharge_closed(branch)
+        n = len(branch.out_avals)
+
+        def run(*args):
+            outs = core.eval_jaxpr(body.jaxpr, body.consts, *args)
+            final = dict(zip(ref_pos, outs[n:]))
+            # The copy this branch wrote (the one differing from its input) wins.
+            result = {f: args[f] for f in firsts}
+            for i in ref_pos:
+                if final[i] is not args[i]:
+                    result[aliases[i]] = final[i]
+            return [*outs[:n], *(result[f] for f in firsts)]
+
+        avals = [a.inner_aval if is_ref_aval(a) else a for a in in_avals[1:]]
+        j, c = pe.trace_to_jaxpr(run, avals)
+        return core.ClosedJaxpr(j, c)
+
+    outs = cond_p.bind(index, *ops, branches=tuple(merged(b) for b in branches))
+    n = len(branches[0].out_avals)
+    new = dict(zip(firsts, outs[n:]))
+    return [None] + [new.get(i) for i in range(len(ops))], outs[:n]
+
+
+for _p, _rule in [(loops.while_p, _while_discharge), (cond_p, _cond_discharge)]:
+    defdischarge(_p, _rule)
+    accept_refs_eagerly(_p)

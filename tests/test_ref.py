@@ -70,9 +70,38 @@ def _int_ref_scan(J, jnp):
     return r, f, (jnp.arange(10),)
 
 
+def _while_closed(J, jnp):
+    r = J.new_ref(0)
+
+    def f():
+        def body(i):
+            r[...] += i
+            return i + 1
+        return J.lax.while_loop(lambda i: i < 5, body, 0)
+
+    return r, f, ()
+
+
+def _cond_closed(J, jnp):
+    s = J.new_ref(jnp.zeros(2))
+
+    def f(p, x):
+        def t(x):
+            s[0] = x
+            return x * 2
+
+        def e(x):
+            s[1] = x
+            return x * 3
+        return J.lax.cond(p, t, e, x), J.lax.cond(jnp.logical_not(p), t, e, x + 1)
+
+    return s, f, (True, 1.0)
+
+
 # (name, make(J, jnp) -> (ref, function, args))
 RECORDS = [("inc_closed", _inc_closed), ("sin_inplace", _sin_inplace),
-           ("indexing", _indexing), ("ref_api", _ref_api), ("int_ref_scan", _int_ref_scan)]
+           ("indexing", _indexing), ("ref_api", _ref_api), ("int_ref_scan", _int_ref_scan),
+           ("while_closed", _while_closed), ("cond_closed", _cond_closed)]
 
 
 def _run(make, lib, use_jit: bool, calls: int = 2):
@@ -123,8 +152,32 @@ def _plumbing_stop_gradient(J, jnp):
     return f
 
 
+def _pure_while(J, jnp):
+    def f(x):
+        q = J.new_ref(x)
+
+        def body(i):
+            q[...] = q[...] * x
+            return i + 1
+        J.lax.while_loop(lambda i: i < 3, body, 0)
+        return q[...]
+    return f
+
+
 GRAD_RECORDS = [("internal", _pure_internal), ("written_later", _pure_written_later),
                 ("plumbing", _plumbing_stop_gradient)]
+VALUE_RECORDS = GRAD_RECORDS + [("while", _pure_while)]
+
+
+@pytest.mark.parametrize("wrap", ["plain", "jit"])
+@pytest.mark.parametrize("name,make", VALUE_RECORDS, ids=[r[0] for r in VALUE_RECORDS])
+def test_pure_functions_using_refs_match_jax(name, make, wrap):
+    def value_of(J, jnp):
+        f = make(J, jnp)
+        return (J.jit(f) if wrap == "jit" else f)(1.3)
+
+    np.testing.assert_allclose(value_of(jaxkit, jaxkit.numpy), value_of(jax, jax.numpy),
+                               rtol=1e-6)
 
 
 @pytest.mark.parametrize("wrap", ["plain", "jit"])

@@ -155,6 +155,22 @@ def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
     return found
 
 
+class InAvals(list):
+    """The operand types a discharge rule receives; ``aliases[i]`` is the position of the
+    first operand that is the same variable as operand ``i`` (a ref passed twice, as
+    ``cond`` passes a ref closed over by two branches), else ``i``."""
+
+    aliases: tuple[int, ...] = ()
+
+
+def _in_avals(eqn: core.JaxprEqn) -> InAvals:
+    avals = InAvals(a.aval for a in eqn.invars)
+    first: dict = {}
+    avals.aliases = tuple(first.setdefault(a, i) if type(a) is core.Var else i
+                          for i, a in enumerate(eqn.invars))
+    return avals
+
+
 def run_discharged(jaxpr: Jaxpr, consts: Sequence, args: Sequence) -> tuple[list, list]:
     """Evaluate ``jaxpr`` under the current trace with refs as values: ``consts`` and
     ``args`` give ref inputs as their current values. Returns the outputs and the final
@@ -177,7 +193,7 @@ def run_discharged(jaxpr: Jaxpr, consts: Sequence, args: Sequence) -> tuple[list
             if rule is None:
                 raise NotImplementedError(f"discharge rule for '{eqn.primitive.name}' is not "
                                           "implemented: it cannot take or make refs")
-            new_vals, outs = rule([a.aval for a in eqn.invars], *vals, **eqn.params)
+            new_vals, outs = rule(_in_avals(eqn), *vals, **eqn.params)
             outs = outs if eqn.primitive.multiple_results else [outs]
             for a, nv in zip(eqn.invars, new_vals):
                 if nv is not None:
@@ -311,7 +327,10 @@ def accept_refs_eagerly(prim: core.Primitive) -> None:
     def impl(*args, **params):
         if not any(type(a) is Ref for a in args):
             return plain_impl(*args, **params)
-        in_avals = [core.get_aval(a) for a in args]
+        in_avals = InAvals(core.get_aval(a) for a in args)
+        first: dict = {}
+        in_avals.aliases = tuple(first.setdefault(id(a), i) if type(a) is Ref else i
+                                 for i, a in enumerate(args))
         vals = [a._buf if type(a) is Ref else a for a in args]
         new_vals, outs = discharge_rules[prim](in_avals, *vals, **params)
         for a, nv in zip(args, new_vals):
