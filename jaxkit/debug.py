@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from jaxkit import source_info
+from jaxkit.debugger import breakpoint
 from jaxkit.transforms.callback import bind_side_effect, debug_callback, debug_print_p
 
-__all__ = ["DebugEffect", "OrderedDebugEffect", "callback", "log", "print",
+__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "log", "print",
            "visualize_array_sharding"]
 
 logger = logging.getLogger("jaxkit.debug")

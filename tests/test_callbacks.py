@@ -348,3 +348,31 @@ def test_debug_effects_print_as_jax():
     jax = pytest.importorskip("jax")
     assert str(jaxkit.debug.DebugEffect()) == str(jax.debug.DebugEffect())
     assert str(jaxkit.debug.OrderedDebugEffect()) == str(jax.debug.OrderedDebugEffect())
+
+
+def _breakpoint_session(J, use_jit):
+    import io  # noqa: PLC0415  (only this test reads a scripted session)
+
+    out = io.StringIO()
+    commands = "p y\npp y * 2\np z + 1\nnope\nd\nl\nw\nu\nc\n"
+
+    def f(x):
+        y = J.numpy.sin(x)
+        z = 3
+        J.debug.breakpoint(num_frames=2, stdin=io.StringIO(commands), stdout=out)
+        return y + z
+
+    def caller(x):
+        return f(x)
+
+    (J.jit(caller) if use_jit else caller)(J.numpy.arange(3.0))
+    J.effects_barrier()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("use_jit", [False, True], ids=["eager", "jit"])
+def test_debug_breakpoint_session_reads_as_jax(use_jit):
+    jax = pytest.importorskip("jax")
+    got = _breakpoint_session(jaxkit, use_jit)
+    assert got == _breakpoint_session(jax, use_jit)
+    assert "Array([0.       , 1.6829419, 1.8185948], dtype=float32)" in got
