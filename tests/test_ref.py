@@ -346,3 +346,8 @@ def test_ref_types_and_names():
     assert e.shape == (2,) and e.dtype == np.float32
     with pytest.raises(ValueError, match="Invalid shape for `swap`"):
         r[0] = jaxkit.numpy.ones(2, "int32")
+
+
+def test_unsafe_buffer_pointer_is_the_current_buffer_address():
+    r = jaxkit.new_ref(jaxkit.numpy.arange(3.0))
+    assert r.unsafe_buffer_pointer() == r._buf._buf.unsafe_buffer_pointer() != 0

@@ -100,7 +100,9 @@ class Ref:
         ref_methods["addupdate"](self, idx, x)
 
     def unsafe_buffer_pointer(self) -> int:
-        return self._buf.unsafe_buffer_pointer()
+        """The device address of the ref's current buffer. jaxkit writes a new buffer when a
+        jitted function updates the ref (JAX updates it in place), so the address changes."""
+        return self._buf._buf.unsafe_buffer_pointer()
 
     def block_until_ready(self) -> Ref:
         self._buf.block_until_ready()
