@@ -59,21 +59,25 @@ from jaxkit.runtime.sharded_array import Shard
 from jaxkit.transforms.shard_map import shard_map, smap
 from jaxkit import custom_batching, custom_derivatives, monitoring, profiler, stages, typing
 from jaxkit.runtime.pjrt import Device
-from jaxkit.flags import (check_tracer_leaks, checking_leaks, debug_infs, debug_key_reuse,
+from jaxkit.flags import (allow_f16_reductions, check_tracer_leaks, checking_leaks, debug_infs,
+                          debug_key_reuse,
                           debug_nans, default_device, default_matmul_precision,
                           default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
                           enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
-                          numpy_dtype_promotion, numpy_rank_promotion, softmax_custom_jvp,
+                          no_tracing, numpy_dtype_promotion, numpy_rank_promotion,
+                          softmax_custom_jvp,
                           threefry_partitionable, transfer_guard,
                           transfer_guard_device_to_device, transfer_guard_device_to_host,
                           transfer_guard_host_to_device)
-from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
+from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient, fwd_and_bwd,
                               ensure_compile_time_eval, float0, host_count, host_id, host_ids,
                               linear_transpose, live_arrays, make_array_from_callback,
-                              make_array_from_process_local_data,
+                              make_array_from_process_local_data, make_user_context,
                               make_array_from_single_device_arrays, named_call, named_scope,
                               print_environment_info, process_indices, typeof)
 from jaxkit import dlpack, export, ffi
+from jaxkit import api_util, ref
+from jaxkit.ref import Ref, empty_ref, free_ref, freeze, new_ref
 from jaxkit.install import install_as_jax
 
 __version__ = "0.1.0"
@@ -104,6 +108,9 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
     "typing", "dlpack", "export", "ffi",
+    "allow_f16_reductions", "api_util", "fwd_and_bwd", "make_user_context", "no_tracing", "ref",
+    "Ref", "empty_ref",
+    "free_ref", "freeze", "new_ref",
 ]
 
 

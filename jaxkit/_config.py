@@ -121,6 +121,10 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_log_compiles": (False, _to_bool, ("JAX_LOG_COMPILES",)),
     "jax_debug_infs": (False, _only(False), ()),
     "jax_check_tracer_leaks": (False, _to_bool, ("JAX_CHECK_TRACER_LEAKS",)),
+    # False: reduce_sum of float16/bfloat16 over a dimension longer than 1 is an error.
+    "jax_allow_f16_reductions": (True, _to_bool, ()),
+    # jit raises instead of tracing (a cache miss) while set.
+    "jax_no_tracing": (False, _to_bool, ()),
     "jax_enable_checks": (False, _only(False), ()),
     "jax_transfer_guard": ("allow", _only("allow"), ()),
     "jax_transfer_guard_host_to_device": ("allow", _only("allow"), ()),

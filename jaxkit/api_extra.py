@@ -297,3 +297,102 @@ def print_environment_info(return_string: bool = False) -> str | None:
         return text
     print(text)
     return None
+
+
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """``fwd(*args)`` is ``vjp`` of ``fun`` in the arguments ``argnums``, returning
+    ``(out, vjp_fun)`` (and ``aux``); ``bwd(vjp_fun, ct)`` applies it. Jitted (the default),
+    both compile once and are reused across iterations (``jax.fwd_and_bwd``)."""
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun}")
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    def fwd(*args):
+        def partial_fun(*dyn):
+            full = list(args)
+            for i, d in zip(nums, dyn):
+                full[i] = d
+            return fun(*full)
+        return vjp(partial_fun, *[args[i] for i in nums], has_aux=has_aux)
+
+    def bwd(f_vjp, outgrad):
+        g = f_vjp(outgrad)
+        return g[0] if isinstance(argnums, int) else g
+
+    if jitted:
+        fwd, bwd = _jit.jit(fwd), _jit.jit(bwd)
+    return fwd, bwd
+
+
+def _clear_jit_caches() -> None:
+    for cache in list(_jit._all_fun_caches):
+        cache.clear()
+
+
+class UserContext:
+    """``with ctx(value):`` — sets a user context's value for the block (``make_user_context``)."""
+
+    __slots__ = ("_config", "_new_value", "_token")
+
+    def __init__(self, config: UserConfig, new_value: Any):
+        self._config = config
+        self._new_value = new_value
+
+    def __enter__(self) -> None:
+        before = self._config.value
+        self._token = self._config._local.set(self._new_value)
+        self._config._changed(before)
+
+    def __exit__(self, *exc) -> None:
+        before = self._config.value
+        self._config._local.reset(self._token)
+        self._config._changed(before)
+
+
+_UNSET = object()
+
+
+class UserConfig:
+    """A value that ``jit`` depends on (``jax.make_user_context``): changing it makes jitted
+    functions trace and compile again. jaxkit's jit keys carry no user values, so a change
+    drops the traced and compiled functions (JAX keeps one entry per value)."""
+
+    def __init__(self, default_value: Any = None):
+        self._global = default_value
+        self._local: contextvars.ContextVar = contextvars.ContextVar("user_context",
+                                                                     default=_UNSET)
+
+    @property
+    def value(self) -> Any:
+        local = self._local.get()
+        return self._global if local is _UNSET else local
+
+    def get_global(self) -> Any:
+        return self._global
+
+    def set_global(self, new_value: Any) -> None:
+        before = self.value
+        self._global = new_value
+        self._changed(before)
+
+    def _changed(self, before: Any) -> None:
+        after = self.value
+        if after is not before and not _same_value(after, before):
+            _clear_jit_caches()
+
+    def __call__(self, new_value: Any) -> UserContext:
+        return UserContext(self, new_value)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001  (values that cannot be compared count as different)
+        return False
+
+
+def make_user_context(default_value: Any = None) -> UserConfig:
+    """A context whose value ``jit``'s caches depend on: ``ctx = make_user_context(None)``,
+    then ``with ctx(1): f(x)`` traces ``f`` anew when the value differs."""
+    return UserConfig(default_value)

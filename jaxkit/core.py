@@ -496,7 +496,7 @@ class JaxprEqn:
 class Jaxpr:
     """A first-order, typed program: constvars and invars in, equations, outvars out."""
 
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "__weakref__")
 
     def __init__(self, constvars: list[Var], invars: list[Var], outvars: list[Atom],
                  eqns: list[JaxprEqn], debug_info: Any = None):
@@ -684,6 +684,11 @@ pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
 pp_naming_rules: dict[Primitive, Callable[[JaxprEqn, Namer], None]] = {}
 
 
+# primitive -> (eqn, namer, binder, indent) -> text: equations printed in a syntax of their
+# own (the ref primitives: ``c:f32[] <- a[1]``); ``binder(v)`` prints an output binder.
+pp_eqn_rules: dict[Primitive, Callable] = {}
+
+
 def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
     """How an equation of ``prim`` shows its parameters: ``rule(params) -> params to print``
     (as JAX prints them: defaults left out, nested jaxprs with names of their own, ...)."""
@@ -696,6 +701,9 @@ def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) ->
         unused = isinstance(v, DropVar) or (used is not None and v not in used)
         return f"{'_' if unused else namer(v)}:{v.aval.str_short()}"
 
+    custom = pp_eqn_rules.get(eqn.primitive)
+    if custom is not None:
+        return custom(eqn, namer, binder, indent)
     naming = pp_naming_rules.get(eqn.primitive)
     if naming is not None:
         naming(eqn, namer)

@@ -7,6 +7,7 @@ the primal values. ``print`` binds the ``debug_print`` primitive of ``jaxkit.tra
 """
 from __future__ import annotations
 
+import logging
 import string
 import sys
 from collections.abc import Callable, Sequence
@@ -14,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, tree_util
+from jaxkit import core, source_info, tree_util
+from jaxkit.debugger import breakpoint
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import multi_device
@@ -22,8 +24,11 @@ from jaxkit.runtime.sharding import (GlobalSharding, Mesh, NamedSharding, Partit
                                      named_from_hlo)
 from jaxkit.transforms.callback import bind_side_effect, debug_callback, debug_print_p
 
-__all__ = ["callback", "inspect_array_sharding", "print", "visualize_array_sharding",
+__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
+           "inspect_array_sharding", "log", "print", "visualize_array_sharding",
            "visualize_sharding"]
+
+logger = logging.getLogger("jaxkit.debug")
 
 callback = debug_callback
 
@@ -31,12 +36,16 @@ callback = debug_callback
 class _Printer:
     """Formats and writes one ``debug.print`` message (hashable: same format, same options)."""
 
-    __slots__ = ("fmt", "np_printoptions", "has_placeholders")
+    __slots__ = ("fmt", "np_printoptions", "has_placeholders", "log_site")
 
-    def __init__(self, fmt: str, np_printoptions: tuple, has_placeholders: bool):
+    def __init__(self, fmt: str, np_printoptions: tuple, has_placeholders: bool,
+                 log_site: tuple | None = None):
         self.fmt = fmt
         self.np_printoptions = np_printoptions
         self.has_placeholders = has_placeholders
+        # (file, line) of a ``debug.log`` call: the message goes to ``logger`` at INFO level,
+        # attributed to that line, instead of standard output.
+        self.log_site = log_site
 
     def __call__(self, *args, **kwargs) -> None:
         if self.has_placeholders:
@@ -44,10 +53,15 @@ class _Printer:
                 msg = self.fmt.format(*args, **kwargs)
         else:
             msg = " ".join((self.fmt, *(str(a) for a in args)))
+        if self.log_site is not None:
+            file, line = self.log_site
+            logger.handle(logger.makeRecord(logger.name, logging.INFO, file, line, msg, (),
+                                            None))
+            return
         sys.stdout.write(msg + "\n")
 
     def _key(self):
-        return (self.fmt, self.np_printoptions, self.has_placeholders)
+        return (self.fmt, self.np_printoptions, self.has_placeholders, self.log_site)
 
     def __eq__(self, other):
         return type(other) is _Printer and self._key() == other._key()
@@ -81,7 +95,8 @@ _checker = _FormatChecker()
 
 def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
         fmt: str | None = None, *args: Any, ordered: bool = False, partitioned: bool = False,
-        skip_format_check: bool = False, **kwargs: Any) -> Callable[..., None] | None:
+        skip_format_check: bool = False, _use_logging: bool = False,
+        **kwargs: Any) -> Callable[..., None] | None:
     """Print ``fmt.format(*args, **kwargs)`` with the values the arrays have at run time.
 
     Use placeholders, not f-strings: ``jaxkit.debug.print("x = {x}", x=x)``. Like JAX, also
@@ -93,7 +108,11 @@ def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
         if not skip_format_check:
             _checker.format(fmt, *args, **kwargs)  # wrong placeholders fail here, not later
         has_placeholders = bool(fmt) and next(iter(_checker.parse(fmt)))[1] is not None
-        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+        site = None
+        if _use_logging:
+            info = source_info.current()
+            site = (info.file, info.line) if info is not None else ("(unknown file)", 0)
+        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, site)
         bind_side_effect(debug_print_p, printer, args, kwargs, ordered)
 
     if fmt is not None:
@@ -103,6 +122,38 @@ def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
         raise TypeError(f"debug.print received unexpected arguments in the two-call form: "
                         f"args={args} kwargs={kwargs}")
     return _print
+
+
+def log(fmt: str | None = None, *args: Any, ordered: bool = False, partitioned: bool = False,
+        skip_format_check: bool = False, **kwargs: Any) -> Callable[..., None] | None:
+    """As ``print``, but the message is logged at INFO level by the ``jaxkit.debug`` logger
+    (attributed to the calling line) when the values are known (``jax.debug.log``)."""
+    return print(fmt, *args, ordered=ordered, partitioned=partitioned,
+                 skip_format_check=skip_format_check, _use_logging=True, **kwargs)
+
+
+class DebugEffect:
+    """The effect of an unordered debug callback (``jax.debug.DebugEffect``; prints
+    ``Debug``). jaxkit keeps such equations through DCE by their primitive rather than by an
+    effect object; this type names the effect for code that inspects it."""
+
+    def __str__(self):
+        return "Debug"
+
+    __repr__ = __str__
+
+
+class OrderedDebugEffect:
+    """The effect of an ordered debug callback (``ordered=True``; prints ``OrderedDebug``)."""
+
+    def __str__(self):
+        return "OrderedDebug"
+
+    __repr__ = __str__
+
+
+debug_effect = DebugEffect()
+ordered_debug_effect = OrderedDebugEffect()
 
 
 def _blocks(shape: tuple, sharding) -> dict[tuple[int, int], tuple[set, float, float | None]]:

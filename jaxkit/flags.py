@@ -14,10 +14,12 @@ from jaxkit._config import State, config
 from jaxkit.runtime import pjrt
 
 __all__ = [
-    "check_tracer_leaks", "checking_leaks", "debug_infs", "debug_key_reuse", "debug_nans",
+    "allow_f16_reductions", "check_tracer_leaks", "checking_leaks", "debug_infs",
+    "debug_key_reuse", "debug_nans",
     "default_device", "default_matmul_precision", "default_prng_impl", "disable_jit",
     "enable_checks", "enable_custom_prng", "enable_x64", "explain_cache_misses",
-    "legacy_prng_key", "log_compiles", "numpy_dtype_promotion", "numpy_rank_promotion",
+    "legacy_prng_key", "log_compiles", "no_tracing", "numpy_dtype_promotion",
+    "numpy_rank_promotion",
     "softmax_custom_jvp", "threefry_partitionable", "transfer_guard",
     "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device",
@@ -30,6 +32,8 @@ explain_cache_misses = State("jax_explain_cache_misses")
 threefry_partitionable = State("jax_threefry_partitionable")
 log_compiles = State("jax_log_compiles")
 check_tracer_leaks = State("jax_check_tracer_leaks")
+no_tracing = State("jax_no_tracing")
+allow_f16_reductions = State("jax_allow_f16_reductions", True)
 checking_leaks = functools.partial(check_tracer_leaks, True)
 enable_checks = State("jax_enable_checks")
 default_matmul_precision = State("jax_default_matmul_precision", None)

@@ -36,7 +36,6 @@ JAX_VERSION = "0.10.2"
 _RENAMED = {
     "jax.core": "jaxkit._src_compat.core",
     "jax.version": "jaxkit._src_compat.version",
-    "jax.api_util": "jaxkit._src_compat.api_util",
     "jax.interpreters.partial_eval": "jaxkit._src_compat.partial_eval",
     "jax.experimental.hijax": "jaxkit._src_compat.hijax",
     "jax.experimental.layout": "jaxkit._src_compat.layout",

@@ -325,3 +325,54 @@ def test_stages_and_effects_barrier(capsys):
 def test_callback_inside_pmap_is_a_clear_error():
     with pytest.raises(NotImplementedError, match="inside pmap"):
         jaxkit.pmap(lambda x: (jaxkit.debug.print("{}", x), x)[1])(jnp.ones((1, 2)))
+
+
+@pytest.mark.parametrize("use_jit", [False, True], ids=["eager", "jit"])
+def test_debug_log_logs_at_info_from_the_calling_line(caplog, capsys, use_jit):
+    def f(x):
+        jaxkit.debug.log("x = {x}", x=x * 2)
+        return x
+
+    line = f.__code__.co_firstlineno + 1
+    with caplog.at_level("INFO", logger="jaxkit.debug"):
+        (jaxkit.jit(f) if use_jit else f)(jnp.arange(3.0))
+        jaxkit.effects_barrier()
+    records = [r for r in caplog.records if r.name == "jaxkit.debug"]
+    assert [(r.levelname, r.getMessage(), r.lineno) for r in records] == [
+        ("INFO", "x = [0. 2. 4.]", line)]
+    assert records[0].pathname == __file__
+    assert capsys.readouterr().out == ""  # logged, not printed
+
+
+def test_debug_effects_print_as_jax():
+    jax = pytest.importorskip("jax")
+    assert str(jaxkit.debug.DebugEffect()) == str(jax.debug.DebugEffect())
+    assert str(jaxkit.debug.OrderedDebugEffect()) == str(jax.debug.OrderedDebugEffect())
+
+
+def _breakpoint_session(J, use_jit):
+    import io  # noqa: PLC0415  (only this test reads a scripted session)
+
+    out = io.StringIO()
+    commands = "p y\npp y * 2\np z + 1\nnope\nd\nl\nw\nu\nc\n"
+
+    def f(x):
+        y = J.numpy.sin(x)
+        z = 3
+        J.debug.breakpoint(num_frames=2, stdin=io.StringIO(commands), stdout=out)
+        return y + z
+
+    def caller(x):
+        return f(x)
+
+    (J.jit(caller) if use_jit else caller)(J.numpy.arange(3.0))
+    J.effects_barrier()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("use_jit", [False, True], ids=["eager", "jit"])
+def test_debug_breakpoint_session_reads_as_jax(use_jit):
+    jax = pytest.importorskip("jax")
+    got = _breakpoint_session(jaxkit, use_jit)
+    assert got == _breakpoint_session(jax, use_jit)
+    assert "Array([0.       , 1.6829419, 1.8185948], dtype=float32)" in got

@@ -35,6 +35,7 @@ from jaxkit import core, dtypes, source_info, tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters import state
 
 jvp_rules: dict[core.Primitive, Callable] = {}
 transpose_rules: dict[core.Primitive, Callable] = {}
@@ -114,6 +115,11 @@ def add_tangents(x, y):
 # --------------------------------------------------------------------------------------------
 # Helpers that fill ``jvp_rules`` / ``transpose_rules`` from one-line rules
 # --------------------------------------------------------------------------------------------
+
+
+# Primitives whose JVP rule runs even when every tangent is zero (the ref primitives: a ref
+# made from a constant still needs a tangent ref, which later writes may make nonzero).
+jvp_always_rules: set[core.Primitive] = set()
 
 
 def defjvp_rule(prim: core.Primitive, rule: Callable) -> None:
@@ -306,7 +312,7 @@ class JVPTrace(core.Trace):
             p, t = self.to_primal_tangent_pair(x)
             primals.append(p)
             tangents.append(t)
-        if all(type(t) is Zero for t in tangents):
+        if all(type(t) is Zero for t in tangents) and primitive not in jvp_always_rules:
             with core.set_current_trace(self.parent):
                 return primitive.bind(*primals, **params)
         rule = jvp_rules.get(primitive)
@@ -454,6 +460,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
     linear variable are evaluated forward first (residual computations, e.g. recomputation
     inside ``checkpoint``); the others are transposed in reverse order. Returns one entry per
     argument: its cotangent (possibly ``Zero``) if it was undefined, else None."""
+    if state.jaxpr_has_refs(jaxpr):
+        # Refs made inside a linear program (tangent refs): transpose its pure equivalent.
+        pure, pure_consts = state.discharge_jaxpr(pe.convert_constvars_jaxpr(jaxpr))
+        return backward_pass(pure, pure_consts, [*consts, *args], cts_out)[len(consts):]
     primal_env: dict[Var, Any] = {}
     linear: set[Var] = set()
 

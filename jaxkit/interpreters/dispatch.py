@@ -169,7 +169,7 @@ programs = ProgramCache()
 
 
 def _clear_on_config_change(name, value):
-    if name == "jax_enable_x64":  # programs depend on it
+    if name in ("jax_enable_x64", "jax_allow_f16_reductions"):  # shape rules read them
         programs.clear()
 
 

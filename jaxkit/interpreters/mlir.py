@@ -31,6 +31,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxkit import core, dtypes, source_info
 from jaxkit.runtime import pjrt
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters import state
 
 lowering_rules: dict[core.Primitive, Callable] = {}
 
@@ -250,6 +251,12 @@ class LoweringRuleContext:
 def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Value],
                   *args: ir.Value) -> list[ir.Value]:
     """Emit the equations of ``jaxpr`` at the current insertion point; return its outputs."""
+    if state.jaxpr_has_refs(jaxpr):  # refs made and used inside: lower the pure equivalent
+        if any(state.is_ref_aval(v.aval) for v in jaxpr.constvars + jaxpr.invars):
+            raise NotImplementedError("lowering a jaxpr that takes refs as inputs: discharge "
+                                      "it first (interpreters.state.discharge_jaxpr)")
+        pure, pure_consts = state.discharge_jaxpr(jaxpr)
+        return jaxpr_subcomp(ctx, pure, _constants(pure, pure_consts), *consts, *args)
     env: dict[core.Var, ir.Value] = {}
 
     def read(a):

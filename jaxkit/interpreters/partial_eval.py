@@ -289,6 +289,9 @@ class JaxprTrace(_RecordingTrace):
 
     # ---- primitives ----
     def process_primitive(self, primitive, args, params):
+        subst = self.__dict__.get("ref_subst")
+        if subst:  # known refs that unknown writes have made unknown (see ``jaxkit.ref``)
+            args = [subst[id(x)][1] if id(x) in subst else x for x in args]
         if all(self.is_known(x) for x in args):
             with core.set_current_trace(self.parent):
                 return primitive.bind(*args, **params)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jaxkit import core, dtypes
+from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
@@ -529,6 +530,10 @@ def reduce_lowering(op, init_value):
 
 def _sum_dtype_rule(x, *, axes):
     check_dtype("reduce_sum", x, _any[1:])
+    if (not config.jax_allow_f16_reductions and x.dtype in (np.float16, dtypes.bfloat16)
+            and any(x.shape[d] != 1 for d in axes)):
+        raise ValueError(f"reduce_sum on operand {x.str_short()} is not allowed when "
+                         "jax_allow_f16_reductions=False.")
     return x.dtype
 
 

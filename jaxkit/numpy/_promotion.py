@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.interpreters.state import is_ref_aval
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.typing import ArrayLike
 
@@ -26,6 +27,8 @@ def is_array(x: Any) -> bool:
 
 
 def _arraylike(x: Any) -> bool:
+    if isinstance(x, core.Tracer) and is_ref_aval(x.aval):  # a traced Ref is not an array
+        return False
     return (isinstance(x, (Array, core.Tracer, np.ndarray, np.generic))
             or type(x) in _python_scalar_types or hasattr(x, "__jax_array__"))
 

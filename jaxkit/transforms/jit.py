@@ -30,7 +30,7 @@ from typing import Any
 from jaxkit import core, tree_util
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir
+from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
@@ -70,6 +70,8 @@ def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
 core.pp_naming_rules[jit_p] = _jit_pp_naming
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
+    if any(type(a) is state.Ref for a in args):
+        return state.call_with_refs(name, jaxpr, args, dispatch.run_closed)
     if spmd.needs_partitioning(jaxpr, args):
         return spmd.run_closed(name, jaxpr, donated_invars, args)
     outs = dispatch.run_closed(name, jaxpr, donated_invars, args)
@@ -79,6 +81,9 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inlin
 
 
 jit_p.def_impl(_jit_impl)
+
+
+state.defcall_discharge(jit_p)
 
 
 def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
@@ -257,7 +262,8 @@ def _clear_on_config_change(name, value):
     # changes the computation); the fast path skips the disable_jit and debug_nans checks of
     # the slow one (which adds no plan while debug_nans is on).
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
-                "jax_threefry_partitionable", "jax_default_matmul_precision"):
+                "jax_threefry_partitionable", "jax_default_matmul_precision",
+                "jax_allow_f16_reductions"):
         for cache in list(_all_fun_caches):
             cache.clear()
 
@@ -341,6 +347,13 @@ class JitFunction:
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
         compiled = self._cache.get(sig)
         if compiled is None:
+            if any(type(x) is state.Ref for x in flat) or any(
+                    type(c) is state.Ref for c in self._trace_cached(sig, dyn_args, dyn_kwargs)[2]):
+                # Refs passed in or closed over: the less optimised path that writes them back.
+                state.check_jit_ref_aliasing(
+                    self._where(), flat, self._arg_names(dyn_args, dyn_kwargs),
+                    self._trace_cached(sig, dyn_args, dyn_kwargs)[2])
+                return self._bind(sig, flat, dyn_args, dyn_kwargs)
             compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
         if config.jax_debug_nans:
             out = compiled.run_flat(flat, avals)
@@ -393,8 +406,11 @@ class JitFunction:
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
         closed, out_tree, consts, _ = self._trace_cached(sig, dyn_args, dyn_kwargs)
-        outs = jit_p.bind(*consts, *flat, jaxpr=closed, name=self._name,
-                          donated_invars=(False,) * (len(consts) + len(flat)),
+        refs: list = []
+        if any(state.is_ref_aval(core.get_aval(c)) for c in consts):
+            closed, consts, refs = state.closed_over_refs_last(closed, consts)
+        outs = jit_p.bind(*consts, *flat, *refs, jaxpr=closed, name=self._name,
+                          donated_invars=(False,) * (len(consts) + len(flat) + len(refs)),
                           inline=self._inline)
         return tree_util.tree_unflatten(out_tree, outs)
 
@@ -432,6 +448,11 @@ class JitFunction:
                             f"{self._name} is not a valid jaxkit type. Pass arrays, NumPy "
                             "values or Python scalars, or mark the argument static with "
                             "static_argnums/static_argnames.") from None
+
+    def _where(self) -> str:
+        """``name at file:line``, as JAX names a traced function in its errors."""
+        src = pe.debug_info("jit", self._fun, ()).func_src_info
+        return f"{self._name} at {src}" if src else self._name
 
     def _arg_label(self, i: int) -> str:
         return self._params[i] if i < len(self._params) else f"args[{i}]"
@@ -472,6 +493,9 @@ class JitFunction:
         """The jaxpr with the closed-over values as leading inputs (they may be tracers of an
         enclosing transformation, which must see them as inputs of the jit equation), the
         output tree, those values, and the seconds tracing took."""
+        if config.jax_no_tracing:
+            raise RuntimeError(f"re-tracing function {self._where()} for `jit`, but "
+                               "'no_tracing' is set")
         arg_names = self._arg_names(dyn_args, dyn_kwargs)
         debug = pe.debug_info("jit", self._fun, arg_names)
         out_tree_box = []
@@ -483,6 +507,9 @@ class JitFunction:
             out_flat, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
             for path, leaf in tree_util.tree_flatten_with_path(out)[0]:
+                if state.is_ref_aval(getattr(leaf, "aval", None)):
+                    raise ValueError(state.returned_ref_message(self._where(), leaf, flat_args,
+                                                                arg_names))
                 if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
                     raise TypeError(
                         f"jitted function {self._name} returned a value of type "
@@ -510,7 +537,7 @@ class JitFunction:
         """The ``Traced`` stage at top level, where the closed-over values are concrete: they
         are kept with the program as its constants. ``layouts`` (one ``NamedSharding`` per
         argument leaf) makes it a program partitioned over their mesh."""
-        closed, out_tree, consts, trace_time = self._trace(sig, dyn_args, dyn_kwargs)
+        closed, out_tree, consts, trace_time = self._trace_cached(sig, dyn_args, dyn_kwargs)
         plan = None
         mesh = spmd.constraint_mesh(closed)
         if layouts is None and mesh is not None:  # a constraint partitions the program

@@ -1,6 +1,5 @@
-"""``jax._src.state.types`` (reached by Flax NNX to recognise mutable array references):
-jaxkit has no mutable array references, so no value is an ``AbstractRef``."""
+"""``jax._src.state.types`` (reached by Flax NNX to recognise mutable array references): the
+type of a ``Ref`` is jaxkit's ``AbstractRef``."""
+from jaxkit.interpreters.state import AbstractRef
 
-
-class AbstractRef:
-    """The abstract value of a mutable array reference; jaxkit creates none."""
+__all__ = ["AbstractRef"]
