@@ -214,7 +214,8 @@ class _Body:
         lines, namer = self.lines, self.namer
         end = f"{node}_end"
         types = ", ".join(v.aval.str_short() for v in eqn.outvars)
-        lines.append(f"{indent}{end} [label={_quote('end ' + eqn.primitive.name + NL + types)}"
+        what = eqn.params["name"] if eqn.primitive is scope_p else eqn.primitive.name
+        lines.append(f"{indent}{end} [label={_quote('end ' + what + NL + types)}"
                      ", shape=box3d, style=filled, fillcolor=\"#fef3c7\", color=\"#92400e\"];")
         for j, (key, inner) in enumerate(subs):
             sub_path = eqn_path if len(subs) == 1 else f"{eqn_path}.{j}"
