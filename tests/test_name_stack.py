@@ -369,3 +369,20 @@ def test_flax_linen_mlp_graph_folds_to_one_node_per_layer():
     labels = re.findall(r'^  eqn\d+ \[label="([^\\"]*)', got["dot"], re.M)
     assert labels == ["Dense_0", "custom_jvp_call", "Dense_1", "custom_jvp_call", "Dense_2"]
 
+
+
+@needs_jax
+def test_extend_user_context_sets_the_name_stack_like_jax():
+    from jax._src import source_info_util as jsiu
+    import jax
+    import jax.numpy as jnp
+
+    def make(jx, np_, mod):
+        def f(x):
+            with jx.named_scope("dropped"), mod.user_context(
+                    None, name_stack=mod.new_name_stack("set").transform("vmap")):
+                return np_.sin(x)
+        return f
+    want = str(jax.make_jaxpr(make(jax, jnp, jsiu))(1.0).eqns[0].source_info.name_stack)
+    got = str(jaxkit.make_jaxpr(make(jaxkit, knp, siu))(1.0).eqns[0].source_info.name_stack)
+    assert got == want == "set/vmap()"

@@ -12,9 +12,10 @@ them (``jvp(f)``). ``extend_name_stack``/``set_name_stack``/``reset_name_stack``
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from jaxkit import source_info
 from jaxkit.source_info import (NameStack, SourceInfo, current_name_stack, excluded_paths,
@@ -53,10 +54,18 @@ def summarize(info: SourceInfo | None, num_frames: int = 1) -> str:
     return "unknown" if info is None else f"{info.file}:{info.line} ({info.function})"
 
 
-def user_context(c, *, name_stack=None) -> source_info.user_context:
+@contextlib.contextmanager
+def user_context(c, *, name_stack: NameStack | None = None) -> Iterator[None]:
     """Equations recorded inside get the location ``c`` (a ``SourceInfo``; anything else,
-    such as a JAX traceback, leaves locations as they are)."""
-    return source_info.user_context(c if isinstance(c, SourceInfo) else None)
+    such as a JAX traceback, leaves locations as they are) and, when given, the name stack
+    ``name_stack`` (as JAX's; ``c``'s own names are not used)."""
+    loc = c._replace(name_stack=NameStack()) if isinstance(c, SourceInfo) else None
+    with source_info.user_context(loc):
+        if name_stack is None:
+            yield
+        else:
+            with source_info.name_stack_context(name_stack):
+                yield
 
 
 # ---- name stacks -----------------------------------------------------------------------------
