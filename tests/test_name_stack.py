@@ -386,3 +386,26 @@ def test_extend_user_context_sets_the_name_stack_like_jax():
     want = str(jax.make_jaxpr(make(jax, jnp, jsiu))(1.0).eqns[0].source_info.name_stack)
     got = str(jaxkit.make_jaxpr(make(jaxkit, knp, siu))(1.0).eqns[0].source_info.name_stack)
     assert got == want == "set/vmap()"
+
+
+@needs_jax
+def test_nested_jit_ops_are_named_inside_jit_of_their_function():
+    import jax
+    import jax.numpy as jnp
+
+    def make(jx, np_):
+        @jx.jit
+        def g(x):
+            return np_.tanh(x)
+
+        def h(x):
+            with jx.named_scope("outer"):
+                return g(x) + 1.0
+        return h
+
+    def op_names(jx, np_):
+        text = jx.jit(make(jx, np_)).lower(np_.ones(3)).compile().as_text()
+        return {n for n in re.findall(r'op_name="([^"]*)"', text) if "/" in n}
+
+    assert op_names(jaxkit, knp) == op_names(jax, jnp) == {"jit(h)/outer/add",
+                                                          "jit(h)/outer/jit(g)/tanh"}
