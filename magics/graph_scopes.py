@@ -13,6 +13,7 @@ does. It is only ever drawn, never run: ``scope`` has no rules.
 from __future__ import annotations
 
 from jaxkit import core
+from jaxkit.source_info import Transform
 
 __all__ = ["fold_scopes", "scope_components", "scope_p", "scope_size"]
 
@@ -23,16 +24,23 @@ scope_p.multiple_results = True
 
 
 def scope_components(eqn: core.JaxprEqn) -> list[str]:
-    """The equation's name stack as its printed parts, outermost first:
-    ``jvp(MLP)/Dense_0`` -> ``["jvp(MLP)", "Dense_0"]`` (no scope: ``[]``)."""
+    """The scopes of the equation's name stack as printed, outermost first:
+    ``jvp(MLP)/Dense_0`` -> ``["jvp(MLP)", "Dense_0"]``. A transformation with no scope
+    inside (``jvp()``, which every equation under ``grad`` has) names nothing the user
+    chose, so it is left out: ``transpose(jvp())`` -> ``[]``."""
     info = eqn.source_info
     stack = getattr(getattr(info, "name_stack", None), "stack", ())
-    if not stack:
-        return []
-    parts: list[str] = []
+    parts: list[tuple[str, bool]] = []  # (printed part, holds a scope)
     for elem in stack[::-1]:  # innermost first: a transformation wraps the part inside it
-        elem.wrap(parts)
-    return parts[::-1]
+        if isinstance(elem, Transform):
+            if parts:
+                inner, named = parts[-1]
+                parts[-1] = (f"{elem.name}({inner})", named)
+            else:
+                parts.append((f"{elem.name}()", False))
+        else:
+            parts.append((elem.name, True))
+    return [text for text, named in parts[::-1] if named]
 
 
 def scope_size(eqn: core.JaxprEqn) -> int:

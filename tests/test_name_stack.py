@@ -409,3 +409,14 @@ def test_nested_jit_ops_are_named_inside_jit_of_their_function():
 
     assert op_names(jaxkit, knp) == op_names(jax, jnp) == {"jit(h)/outer/add",
                                                           "jit(h)/outer/jit(g)/tanh"}
+
+
+def test_transformations_alone_do_not_fold():
+    """Under ``grad`` every equation is in ``jvp()`` or ``transpose(jvp())``: no scope the
+    user named, so nothing folds; a scope under the transformation still does."""
+    plain = jaxkit.make_jaxpr(jaxkit.grad(lambda x: knp.sin(x).sum() * 2.0))(knp.ones(3))
+    assert graph.fold_scopes(plain) is plain.jaxpr
+    scoped = jaxkit.make_jaxpr(jaxkit.grad(_scoped(jaxkit, knp)))(knp.ones(3))
+    names = [e.params["name"] for e in graph.fold_scopes(scoped).eqns
+             if e.primitive is graph.scope_p]
+    assert names == ["jvp(layer1)", "jvp(nc)", "transpose(jvp(nc))", "transpose(jvp(layer1))"]
