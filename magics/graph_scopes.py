@@ -13,7 +13,7 @@ does. It is only ever drawn, never run: ``scope`` has no rules.
 from __future__ import annotations
 
 from jaxkit import core
-from jaxkit.source_info import Transform
+from jaxkit.extend.source_info_util import Transform
 
 __all__ = ["fold_scopes", "scope_components", "scope_p", "scope_size"]
 

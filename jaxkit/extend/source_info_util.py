@@ -18,13 +18,13 @@ import sys
 from collections.abc import Callable, Iterator
 
 from jaxkit import source_info
-from jaxkit.source_info import (NameStack, SourceInfo, current_name_stack, excluded_paths,
-                                register_exclusion)
+from jaxkit.source_info import (NameStack, Scope, SourceInfo, Transform, current_name_stack,
+                                excluded_paths, register_exclusion)
 
-__all__ = ["NameStack", "SourceInfo", "current", "current_name_stack", "excluded_paths",
-           "extend_name_stack", "new_name_stack", "new_source_info", "register_exclusion",
-           "reset_name_stack", "set_name_stack", "summarize", "transform_name_stack",
-           "user_context", "user_frame"]
+__all__ = ["NameStack", "Scope", "SourceInfo", "Transform", "current", "current_name_stack",
+           "excluded_paths", "extend_name_stack", "new_name_stack", "new_source_info",
+           "register_exclusion", "reset_name_stack", "set_name_stack", "summarize",
+           "transform_name_stack", "user_context", "user_frame"]
 
 
 def user_frame():
