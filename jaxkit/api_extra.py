@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes, tree_util
+from jaxkit import core, dtypes, source_info, tree_util
 from jaxkit.api import device_put, process_count, process_index, vjp
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import dispatch
@@ -71,21 +71,16 @@ def ensure_compile_time_eval() -> Iterator[None]:
 
 # ---- names ---------------------------------------------------------------------------------
 
-_name_stack: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
-    "jaxkit_name_stack", default=())
-
 
 @contextlib.contextmanager
 def named_scope(name: str) -> Iterator[None]:
-    """Push ``name`` on the name stack for the block. In JAX it only annotates the compiled
-    program's op metadata (for profilers); jaxkit keeps the stack but emits no metadata."""
+    """Push ``name`` on the name stack for the block: equations traced inside record it
+    (``eqn.source_info.name_stack``) and the compiled program's ops are named
+    ``jit(f)/name/primitive`` (HLO ``op_name`` metadata, for profilers)."""
     if not isinstance(name, str):
         raise ValueError("named_scope name must be a string.")
-    token = _name_stack.set(_name_stack.get() + (name,))
-    try:
+    with source_info.name_stack_context(source_info.current_name_stack().extend(name)):
         yield
-    finally:
-        _name_stack.reset(token)
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:

@@ -21,18 +21,114 @@ import os
 import sys
 from typing import NamedTuple
 
-__all__ = ["SourceInfo", "current", "excluded_paths", "register_exclusion", "user_context"]
+__all__ = ["NameStack", "Scope", "SourceInfo", "Transform", "current", "current_name_stack",
+           "excluded_paths", "name_stack_context", "register_exclusion", "user_context"]
+
+
+class Scope(NamedTuple):
+    """A named scope: ``jax.named_scope(name)``."""
+
+    name: str
+
+    def wrap(self, stack: list[str]) -> None:
+        stack.append(self.name)
+
+
+class Transform(NamedTuple):
+    """A transformation around the scopes inside it: printed ``name(inner)``."""
+
+    name: str
+
+    def wrap(self, stack: list[str]) -> None:
+        if stack:
+            stack[-1] = f"{self.name}({stack[-1]})"
+        else:
+            stack.append(f"{self.name}()")
+
+
+class NameStack(NamedTuple):
+    """Scopes and transformations, outermost first; printed as ``a/jvp(b)/c``. A tuple
+    subclass so that building one per equation costs no Python-level ``__init__``."""
+
+    stack: tuple[Scope | Transform, ...] = ()
+
+    def extend(self, name: str) -> NameStack:
+        return NameStack((*self.stack, Scope(name)))
+
+    def transform(self, transform_name: str) -> NameStack:
+        return NameStack((*self.stack, Transform(transform_name)))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return NameStack(self.stack[idx])
+        return self.stack[idx]
+
+    def __len__(self) -> int:
+        return len(self.stack)
+
+    def __bool__(self) -> bool:
+        return bool(self.stack)
+
+    def __add__(self, other: NameStack) -> NameStack:
+        return NameStack(self.stack + other.stack)
+
+    def __radd__(self, other: NameStack) -> NameStack:
+        return NameStack(other.stack + self.stack)
+
+    def __str__(self) -> str:
+        # Walk innermost first: a transformation wraps the scope just inside it.
+        scopes: list[str] = []
+        for elem in self.stack[::-1]:
+            elem.wrap(scopes)
+        return "/".join(reversed(scopes))
+
+    def __repr__(self) -> str:
+        return f"NameStack(stack={self.stack!r})"
+
+
+_EMPTY = NameStack()
+_name_stack: contextvars.ContextVar[NameStack] = contextvars.ContextVar(
+    "jaxkit_name_stack", default=_EMPTY)
+
+
+def current_name_stack() -> NameStack:
+    """The name stack of the code running now."""
+    return _name_stack.get()
+
+
+class name_stack_context:
+    """``with name_stack_context(stack):`` the block runs with ``stack`` as its name stack.
+    A class, not a generator: tracing enters one per jaxpr it starts."""
+
+    __slots__ = ("stack", "_token")
+
+    def __init__(self, stack: NameStack):
+        self.stack = stack
+        self._token = None
+
+    def __enter__(self) -> NameStack:
+        self._token = _name_stack.set(self.stack)
+        return self.stack
+
+    def __exit__(self, *exc) -> bool:
+        _name_stack.reset(self._token)
+        return False
 
 
 class SourceInfo(NamedTuple):
-    """A user frame: ``file``, ``line`` (1-based) and ``function`` name."""
+    """A user frame: ``file``, ``line`` (1-based) and ``function`` name, and the equation's
+    ``name_stack`` (printed apart: ``str()`` is the location)."""
 
     file: str
     line: int
     function: str
+    name_stack: NameStack = _EMPTY
 
     def __str__(self):
         return f"{self.file}:{self.line} ({self.function})"
+
+    def replace(self, **kw) -> SourceInfo:
+        return self._replace(**kw)
 
 
 # jaxkit's own package directory (with the separator, so that ``jaxkit_extras/`` is not in it).
@@ -53,23 +149,30 @@ _override: contextvars.ContextVar[SourceInfo | None] = contextvars.ContextVar(
     "jaxkit_source_info", default=None)
 
 
-def current(depth: int = 1) -> SourceInfo | None:
+def current(depth: int = 1, name_prefix: int = 0) -> SourceInfo | None:
     """The source location to record now: the one set by ``user_context`` if any, else the
-    innermost frame outside the excluded paths (None when every frame is excluded).
+    innermost frame outside the excluded paths (None when every frame is excluded and no
+    scope is open), with the current name stack less its first ``name_prefix`` entries (a
+    trace records names relative to the stack it started under).
 
     The walk starts ``depth`` frames up (1: the caller). A jaxkit caller that knows its own
     callers are jaxkit's passes more: each frame looked at costs Python a frame object, the
     main cost of the walk."""
+    names = _name_stack.get()
+    if name_prefix:
+        names = _make(NameStack, (names.stack[name_prefix:],))
     info = _override.get()
     if info is not None:
-        return info
+        return _make(SourceInfo, (info.file, info.line, info.function, names))
     excluded = _excluded
     frame = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
         if not code.co_filename.startswith(excluded):
-            return _make(SourceInfo, (code.co_filename, frame.f_lineno, code.co_name))
+            return _make(SourceInfo, (code.co_filename, frame.f_lineno, code.co_name, names))
         frame = frame.f_back
+    if names.stack:
+        return _make(SourceInfo, ("", 0, "", names))
     return None
 
 
@@ -77,22 +180,32 @@ _make = tuple.__new__  # SourceInfo(...) without NamedTuple's Python-level __new
 
 
 class user_context:
-    """``with user_context(info):`` equations recorded inside get ``info`` (when it is not
-    None) instead of the frame that records them. A class, not a generator, because it wraps
-    every equation an interpreter re-emits."""
+    """``with user_context(info):`` equations recorded inside get the location of ``info``
+    (when it is not None) instead of the frame that records them, and the current name stack
+    extended by ``info.name_stack``. A class, not a generator, because it wraps every
+    equation an interpreter re-emits."""
 
-    __slots__ = ("info", "_token")
+    __slots__ = ("info", "_token", "_names_token")
 
     def __init__(self, info: SourceInfo | None):
         self.info = info
         self._token = None
+        self._names_token = None
 
     def __enter__(self):
-        if self.info is not None:
-            self._token = _override.set(self.info)
-        return self.info
+        info = self.info
+        if info is not None:
+            if info.file:  # a location-less info only carries names
+                self._token = _override.set(info)
+            if info.name_stack.stack:
+                self._names_token = _name_stack.set(_make(
+                    NameStack, (_name_stack.get().stack + info.name_stack.stack,)))
+        return info
 
     def __exit__(self, *exc):
+        if self._names_token is not None:
+            _name_stack.reset(self._names_token)
+            self._names_token = None
         if self._token is not None:
             _override.reset(self._token)
             self._token = None

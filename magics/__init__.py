@@ -8,7 +8,8 @@ with ``IPython.core.magic_arguments`` (so ``%jit?`` shows help), calls a pure fu
 (as ``%timeit`` does).
 
 Graphs are shown in a zoom/pan viewer with nested programs (jit, custom_jvp, scan bodies,
-cond branches) folded into one node each and unfoldable (``graphview``); timing tables draw
+cond branches) and named scopes (``jax.named_scope``, Flax layers: ``graph_scopes``) folded
+into one node each and unfoldable (``graphview``); timing tables draw
 the spread of their repeats as sparklines; in a terminal, long compiles and timings show a
 progress line on stderr (``progress``).
 """

@@ -14,6 +14,8 @@ import subprocess
 
 from jaxkit import core
 
+from .graph_scopes import fold_scopes, scope_p, scope_size
+
 _INPUT_STYLE = 'shape=ellipse, style=filled, fillcolor="#dbeafe", color="#1d4ed8"'
 _OUTPUT_STYLE = 'shape=ellipse, style=filled, fillcolor="#dcfce7", color="#15803d"'
 _CONST_STYLE = 'shape=ellipse, style=filled, fillcolor="#f3f4f6", color="#6b7280"'
@@ -68,7 +70,8 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
                  show_params: bool = True, input_labels: list[str] | None = None,
                  max_equations: int = MAX_EQUATIONS, namer: core.Namer | None = None,
                  call_links: dict[int, str] | None = None,
-                 expand: frozenset[str] | set[str] = frozenset()) -> str:
+                 expand: frozenset[str] | set[str] = frozenset(),
+                 fold: bool = True) -> str:
     """The data-flow graph of ``jaxpr`` as DOT text: inputs, one node per equation (an
     equation holding a jaxpr, such as jit, cond or scan, is one node), outputs.
 
@@ -81,12 +84,18 @@ def jaxpr_to_dot(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
     URL, a link on the node of an equation holding jaxprs (the fold view opens the nested
     graph from it). ``expand``: paths of equations holding jaxprs (``"3"``, the fourth
     equation; ``"3.1"``, the second equation of its jaxpr) drawn unfolded, their jaxprs
-    inside a box in place, between the equation's node and an end node."""
+    inside a box in place, between the equation's node and an end node.
+
+    ``fold``: runs of equations in one name scope (``jax.named_scope``, a Flax layer) are
+    drawn as one node holding them (``graph_scopes.fold_scopes``; the paths above count the
+    folded equations). Pass False for a jaxpr folded already."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
     if namer is None:
         namer = core.Namer()
         core.pp_jaxpr(jaxpr, namer=namer)  # assigns every name exactly as the text shows it
+    if fold:
+        jaxpr = fold_scopes(jaxpr)  # after naming: the folded equations keep the text's names
     lines = [f"digraph {_quote(name)} {{",
              '  rankdir=TB; node [fontname="Helvetica", fontsize=10]; '
              'edge [fontname="Helvetica", fontsize=9, color="#6b7280"];']
@@ -151,7 +160,10 @@ class _Body:
             outs = [namer(v) if v in used else "_" for v in eqn.outvars]
             node = f"{prefix}eqn{k}"
             label = eqn.primitive.name
-            if self.show_params and eqn.params:
+            if eqn.primitive is scope_p:  # a folded name scope: its name and size
+                n = scope_size(eqn)
+                label = f"{eqn.params['name']}{NL}({n} equation{'s' if n != 1 else ''})"
+            elif self.show_params and eqn.params:
                 params = _params_text(eqn, namer)
                 if params:
                     label += NL + params
@@ -202,7 +214,8 @@ class _Body:
         lines, namer = self.lines, self.namer
         end = f"{node}_end"
         types = ", ".join(v.aval.str_short() for v in eqn.outvars)
-        lines.append(f"{indent}{end} [label={_quote('end ' + eqn.primitive.name + NL + types)}"
+        what = eqn.params["name"] if eqn.primitive is scope_p else eqn.primitive.name
+        lines.append(f"{indent}{end} [label={_quote('end ' + what + NL + types)}"
                      ", shape=box3d, style=filled, fillcolor=\"#fef3c7\", color=\"#92400e\"];")
         for j, (key, inner) in enumerate(subs):
             sub_path = eqn_path if len(subs) == 1 else f"{eqn_path}.{j}"

@@ -7,7 +7,8 @@ they work alike in JupyterLab, in the classic notebook and in a static HTML rend
   (−, +, fit to width, 1:1), ctrl+wheel zoom and drag to pan. Without JavaScript (a
   sanitised render) the box still scrolls, which is the old behaviour;
 * **folding**: an equation that holds jaxprs (``jit``, ``custom_jvp_call``, ``scan``'s
-  body, ``cond``'s branches, ...) is one node of its graph; each such node has a folded
+  body, ``cond``'s branches, ...), and a run of equations in one name scope (a Flax layer,
+  see ``graph_scopes``), is one node of its graph; each such node has a folded
   ``<details>`` section under the graph holding the nested program's own graph (folded the
   same way, recursively). ``<details>`` opens without JavaScript; with it, clicking the node
   in the picture opens its section and scrolls to it.
@@ -220,7 +221,7 @@ def _graph_block(jaxpr: core.Jaxpr, name: str, namer: core.Namer, view: str,
         k = int(node.path[len(prefix):].split(".")[0])
         links.setdefault(k, f"#{view}-{node.path}")
     dot = graph.jaxpr_to_dot(jaxpr, name, input_labels=input_labels, namer=namer,
-                             call_links=links)
+                             call_links=links, fold=False)
     return budget.placeholder(dot, jaxpr) + _sections(nested, namer, view, budget)
 
 
@@ -235,6 +236,7 @@ def graph_view_html(jaxpr: core.Jaxpr | core.ClosedJaxpr, name: str = "jaxpr",
         jaxpr = jaxpr.jaxpr
     namer = core.Namer()
     core.pp_jaxpr(jaxpr, namer=namer)  # nested graphs then use the names the text shows
+    jaxpr = graph.fold_scopes(jaxpr)  # a named scope (a Flax layer) folds like a jit
     view = f"jkg{next(_view_ids)}"
     budget = _Budget(MAX_NESTED_VIEWS)
     body = budget.fill(_graph_block(jaxpr, name, namer, view, budget, nested_tree(jaxpr), "",
@@ -274,6 +276,7 @@ class UnfoldView:
         self.name, self.input_labels = name, input_labels
         self.namer = core.Namer()
         core.pp_jaxpr(self.jaxpr, namer=self.namer)
+        self.jaxpr = graph.fold_scopes(self.jaxpr)  # named scopes fold like jits
         self.tree = nested_tree(self.jaxpr)
         self.chosen: tuple[str, ...] = ()
 
@@ -287,7 +290,7 @@ class UnfoldView:
 
     def dot(self) -> str:
         return graph.jaxpr_to_dot(self.jaxpr, self.name, input_labels=self.input_labels,
-                                  namer=self.namer,
+                                  namer=self.namer, fold=False,
                                   expand=expand_paths(self.tree, set(self.chosen)))
 
     def select(self, paths) -> str:

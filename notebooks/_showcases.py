@@ -235,6 +235,19 @@ def train_step(state, x, y, dropout_key):
     loss, grads = jax.value_and_grad(loss_fn)(state.params, x, y, dropout_key)
     return state.apply_gradients(grads=grads), loss
 """, ignore_output=True),
+    md("""
+The graph folds the model the way JAX names its operations (each equation's
+`source_info.name_stack`, which also names the compiled ops, `jit(train_step)/jvp(CNN)/Dense_0/…`):
+the forward pass is one node, `jvp(CNN)`, the backward pass another, `transpose(jvp(CNN))`;
+unfolding either shows one node per layer. The same folding of the loss, as text:
+"""),
+    code("""
+from jaxkit.magics import graph
+r = %jaxpr -o -q loss_fn(state.params, xb, yb, key0)
+model_node = graph.fold_scopes(r.jaxpr).eqns[0]
+print(model_node.params['name'], '->',
+      [e.params.get('name', e.primitive.name) for e in model_node.params['jaxpr'].eqns])
+"""),
     md("## Training: 20 epochs of batches of 64, in a fixed shuffled order"),
     code("""
 @jax.jit

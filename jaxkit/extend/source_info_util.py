@@ -7,24 +7,24 @@ A jaxkit location is a ``SourceInfo(file, line, function)``, or None where none 
 
 Name stacks: the scopes ``jax.named_scope`` opens, and the transformations wrapped around
 them (``jvp(f)``). ``extend_name_stack``/``set_name_stack``/``reset_name_stack``/
-``transform_name_stack`` change the very stack ``jax.named_scope`` pushes onto, so each sees
-the other's scopes.
+``transform_name_stack`` change the very stack ``jax.named_scope`` pushes onto (the one
+``jaxkit.source_info`` records on equations), so each sees the other's scopes.
 """
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import functools
 import sys
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
 
-from jaxkit import api_extra, source_info
-from jaxkit.source_info import SourceInfo, excluded_paths, register_exclusion
+from jaxkit import source_info
+from jaxkit.source_info import (NameStack, Scope, SourceInfo, Transform, current_name_stack,
+                                excluded_paths, register_exclusion)
 
-__all__ = ["NameStack", "SourceInfo", "current", "current_name_stack", "excluded_paths",
-           "extend_name_stack", "new_name_stack", "new_source_info", "register_exclusion",
-           "reset_name_stack", "set_name_stack", "summarize", "transform_name_stack",
-           "user_context", "user_frame"]
+__all__ = ["NameStack", "Scope", "SourceInfo", "Transform", "current", "current_name_stack",
+           "excluded_paths", "extend_name_stack", "new_name_stack", "new_source_info",
+           "register_exclusion", "reset_name_stack", "set_name_stack", "summarize",
+           "transform_name_stack", "user_context", "user_frame"]
 
 
 def user_frame():
@@ -54,81 +54,26 @@ def summarize(info: SourceInfo | None, num_frames: int = 1) -> str:
     return "unknown" if info is None else f"{info.file}:{info.line} ({info.function})"
 
 
-def user_context(c, *, name_stack=None) -> source_info.user_context:
+@contextlib.contextmanager
+def user_context(c, *, name_stack: NameStack | None = None) -> Iterator[None]:
     """Equations recorded inside get the location ``c`` (a ``SourceInfo``; anything else,
-    such as a JAX traceback, leaves locations as they are)."""
-    return source_info.user_context(c if isinstance(c, SourceInfo) else None)
+    such as a JAX traceback, leaves locations as they are) and, when given, the name stack
+    ``name_stack`` (as JAX's; ``c``'s own names are not used)."""
+    loc = c._replace(name_stack=NameStack()) if isinstance(c, SourceInfo) else None
+    with source_info.user_context(loc):
+        if name_stack is None:
+            yield
+        else:
+            with source_info.name_stack_context(name_stack):
+                yield
 
 
 # ---- name stacks -----------------------------------------------------------------------------
 
 
-class Scope(NamedTuple):
-    """A named scope: ``jax.named_scope(name)``."""
-
-    name: str
-
-    def wrap(self, stack: list[str]) -> None:
-        stack.append(self.name)
-
-
-class Transform(NamedTuple):
-    """A transformation around the scopes inside it: printed ``name(inner)``."""
-
-    name: str
-
-    def wrap(self, stack: list[str]) -> None:
-        if stack:
-            stack[-1] = f"{self.name}({stack[-1]})"
-        else:
-            stack.append(f"{self.name}()")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class NameStack:
-    """Scopes and transformations, outermost first; printed as ``a/jvp(b)/c``."""
-
-    stack: tuple[Scope | Transform, ...] = ()
-
-    def extend(self, name: str) -> NameStack:
-        return NameStack((*self.stack, Scope(name)))
-
-    def transform(self, transform_name: str) -> NameStack:
-        return NameStack((*self.stack, Transform(transform_name)))
-
-    def __getitem__(self, idx: slice) -> NameStack:
-        return NameStack(self.stack[idx])
-
-    def __len__(self) -> int:
-        return len(self.stack)
-
-    def __add__(self, other: NameStack) -> NameStack:
-        return NameStack(self.stack + other.stack)
-
-    def __radd__(self, other: NameStack) -> NameStack:
-        return NameStack(other.stack + self.stack)
-
-    def __str__(self) -> str:
-        # Walk innermost first: a transformation wraps the scope just inside it.
-        scopes: list[str] = []
-        for elem in self.stack[::-1]:
-            elem.wrap(scopes)
-        return "/".join(reversed(scopes))
-
-
 def new_name_stack(name: str = "") -> NameStack:
     """An empty stack, or one holding the scope ``name``."""
     return NameStack().extend(name) if name else NameStack()
-
-
-# The stack lives in jax.named_scope's context variable (a tuple whose plain strings are the
-# scopes named_scope pushed), so the two APIs see one stack.
-_stack_var = api_extra._name_stack
-
-
-def current_name_stack() -> NameStack:
-    """The name stack of the code running now."""
-    return NameStack(tuple(Scope(e) if isinstance(e, str) else e for e in _stack_var.get()))
 
 
 class set_name_stack:
@@ -146,11 +91,11 @@ class set_name_stack:
 
     def __enter__(self) -> NameStack:
         stack = self._new_stack()
-        self._token = _stack_var.set(stack.stack)
+        self._token = source_info._name_stack.set(stack)
         return stack
 
     def __exit__(self, *exc) -> bool:
-        _stack_var.reset(self._token)
+        source_info._name_stack.reset(self._token)
         return False
 
     def __call__(self, func: Callable) -> Callable:

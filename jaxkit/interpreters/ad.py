@@ -332,18 +332,20 @@ class JVPTrace(core.Trace):
         return JVPTracer(self, primal, tangent)
 
 
-def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: bool = False
-             ) -> tuple[list, list, Any]:
+def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: bool = False,
+             transform_stack: bool = True) -> tuple[list, list, Any]:
     """Forward mode on a flat function (flat values in, flat sequence out).
 
     ``tangents`` may hold symbolic ``Zero``s (and ``float0`` values, taken as zeros). Returns
     ``(primals_out, tangents_out, aux)`` with symbolic ``Zero``s among the output tangents.
     With ``has_aux``, ``fun`` returns ``(outs, aux)``; ``aux`` comes back with this trace's
-    tracers replaced by their primals."""
+    tracers replaced by their primals. With ``transform_stack`` (not for a jaxpr's JVP,
+    whose names stay relative to it) the scopes opened inside are named ``jvp(...)``."""
     trace = JVPTrace()
     with core.new_trace(trace):
         ins = [p if is_zero(t) else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
-        outs = fun(*ins)
+        with _transform_names("jvp" if transform_stack else None):
+            outs = fun(*ins)
         aux = None
         if has_aux:
             outs, aux = outs
@@ -418,7 +420,8 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
         with core.new_trace(jtrace):
             ins = [JVPTracer(jtrace, p, t) if nz else p
                    for p, t, nz in zip(primals, tangents, nonzero)]
-            outs = fun(*ins)
+            with _transform_names("jvp"):
+                outs = fun(*ins)
             aux = None
             if has_aux:
                 outs, aux = outs
@@ -452,18 +455,27 @@ def _missing_transpose(prim: core.Primitive):
         "one in ad.transpose_rules (or declare the primitive with ad.deflinear2).")
 
 
-def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence) -> list:
+def _transform_names(name: str | None) -> source_info.name_stack_context:
+    """The name stack wrapped in the transformation ``name`` (left as it is for None)."""
+    stack = source_info.current_name_stack()
+    return source_info.name_stack_context(stack if name is None else stack.transform(name))
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence,
+                  transform_stack: bool = True) -> list:
     """Transpose ``jaxpr`` with respect to its ``UndefinedPrimal`` arguments.
 
     ``args`` holds one entry per invar: an ``UndefinedPrimal`` for a linear input, a value
     otherwise; ``cts_out`` one cotangent (or ``Zero``) per outvar. Equations that read no
     linear variable are evaluated forward first (residual computations, e.g. recomputation
     inside ``checkpoint``); the others are transposed in reverse order. Returns one entry per
-    argument: its cotangent (possibly ``Zero``) if it was undefined, else None."""
+    argument: its cotangent (possibly ``Zero``) if it was undefined, else None. With
+    ``transform_stack`` the transposed equations' names are wrapped in ``transpose(...)``."""
     if state.jaxpr_has_refs(jaxpr):
         # Refs made inside a linear program (tangent refs): transpose its pure equivalent.
         pure, pure_consts = state.discharge_jaxpr(pe.convert_constvars_jaxpr(jaxpr))
-        return backward_pass(pure, pure_consts, [*consts, *args], cts_out)[len(consts):]
+        return backward_pass(pure, pure_consts, [*consts, *args], cts_out,
+                             transform_stack=transform_stack)[len(consts):]
     primal_env: dict[Var, Any] = {}
     linear: set[Var] = set()
 
@@ -497,6 +509,14 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         write_ct(v, ct)
+    with _transform_names("transpose" if transform_stack else None):
+        _transpose_eqns(linear_eqns, ct_env, linear, read_primal, write_ct)
+    return [(ct_env.get(v) if v in ct_env else Zero(v.aval.to_tangent_aval()))
+            if is_undefined_primal(a) else None for v, a in zip(jaxpr.invars, args)]
+
+
+def _transpose_eqns(linear_eqns, ct_env, linear, read_primal, write_ct) -> None:
+    """Run the transpose rules of ``linear_eqns``, last first (``backward_pass``)."""
     for eqn in reversed(linear_eqns):
         cts_in = [ct_env.pop(v, None) for v in eqn.outvars]
         if all(ct is None for ct in cts_in):
@@ -513,8 +533,6 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
             cts = rule(ct, *invals, **eqn.params)
         for a, c in zip(eqn.invars, cts):
             write_ct(a, c)
-    return [(ct_env.get(v) if v in ct_env else Zero(v.aval.to_tangent_aval()))
-            if is_undefined_primal(a) else None for v, a in zip(jaxpr.invars, args)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,7 +572,8 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool],
         primals, nz_tangents = args[:n_in], iter(args[n_in:])
         tangents = [next(nz_tangents) if nz else Zero(a.to_tangent_aval())
                     for a, nz in zip(closed.in_avals, nonzeros)]
-        p_out, t_out, _ = jvp_flat(core.jaxpr_as_fun(closed), primals, tangents)
+        p_out, t_out, _ = jvp_flat(core.jaxpr_as_fun(closed), primals, tangents,
+                                  transform_stack=False)
         t_out = [instantiate_zeros(t) if i and is_zero(t) and
                  core.get_aval(p).to_tangent_aval().dtype != dtypes.float0 else t
                  for p, t, i in zip(p_out, t_out, inst)]
@@ -589,7 +608,8 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool], ct_nonzero: Seq
                    for a, lin in zip(closed.in_avals, linear)]
         cts = [next(cts_nz) if nz else Zero(a.to_tangent_aval())
                for a, nz in zip(closed.out_avals, ct_nonzero)]
-        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts)
+        cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts,
+                               transform_stack=False)
         lin_cts = [c for c, lin in zip(cts_in, linear) if lin]
         nz = [not is_zero(c) for c in lin_cts]
         nz_cell.append(nz)

@@ -291,15 +291,19 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
     """``name_stack/primitive`` around the equation's file and line, as JAX writes them: XLA
     turns it into ``metadata={op_name=... source_file=... source_line=...}``."""
-    key = (eqn.primitive, eqn.source_info)
+    # The equation's names are relative to the equation holding its jaxpr, whose names the
+    # lowering of that equation made current (``user_context`` in ``jaxpr_subcomp``).
+    outer = source_info.current_name_stack()
+    key = (eqn.primitive, eqn.source_info, outer)
     loc = ctx.locations.get(key)
     if loc is None:  # one per line and primitive: a loop's body repeats them
         info = eqn.source_info
         child = (ir.Location.name(info.function,
                                   childLoc=ir.Location.file(info.file, info.line, 0))
-                 if info is not None else ir.Location.unknown())
-        loc = ctx.locations[key] = ir.Location.name(
-            f"{ctx.name_stack}/{eqn.primitive.name}", childLoc=child)
+                 if info is not None and info.file else ir.Location.unknown())
+        names = str(outer + info.name_stack) if info is not None else str(outer)
+        op_name = "/".join(n for n in (ctx.name_stack, names, eqn.primitive.name) if n)
+        loc = ctx.locations[key] = ir.Location.name(op_name, childLoc=child)
     return loc
 
 
@@ -343,7 +347,9 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     Shardy attributes given (None: XLA propagates one); ``device_assignment`` names the device
     of each partition, for rules that report on them (``inspect_array_sharding``)."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
-    with make_ir_context(), ir.Location.unknown():
+    # Op names start from the module's own name, whatever scope the caller is in.
+    with make_ir_context(), ir.Location.unknown(), source_info.name_stack_context(
+            source_info.NameStack()):
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
         attrs = module.operation.attributes

@@ -89,10 +89,12 @@ _literalable_types = (bool, int, float, complex, np.bool_, np.number,
 class _RecordingTrace(core.Trace):
     """What both traces share: the jaxpr being recorded (inputs, constants, equations)."""
 
-    __slots__ = ("_const_ids", "constvals", "constvars", "eqns", "invars")
+    __slots__ = ("_const_ids", "_names_prefix", "constvals", "constvars", "eqns", "invars")
 
     def __init__(self, parent: core.Trace | None = None):
         super().__init__(parent)
+        # Equations record name stacks relative to the one this trace started under.
+        self._names_prefix = len(source_info.current_name_stack())
         self.eqns: list[JaxprEqn] = []
         self.invars: list[Var] = []
         self.constvars: list[Var] = []
@@ -140,7 +142,8 @@ class _RecordingTrace(core.Trace):
         outvars = [Var(a) for a in out_avals]
         # Where the user asked for it: above this method and its caller (a trace's
         # process_primitive or a rule), both jaxkit's.
-        self.eqns.append(JaxprEqn(primitive, invars, outvars, params, source_info.current(3)))
+        self.eqns.append(JaxprEqn(primitive, invars, outvars, params,
+                                  source_info.current(3, self._names_prefix)))
         tracers = [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
         return tracers if primitive.multiple_results else tracers[0]
 
@@ -151,7 +154,7 @@ class _RecordingTrace(core.Trace):
         invars = [self.to_atom(x) for x in args]
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params),
-                                  source_info.current(3)))
+                                  source_info.current(3, self._names_prefix)))
         return [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
 
 
@@ -211,14 +214,19 @@ def _input_dependencies(trace: _RecordingTrace, var: Var) -> list[int]:
     return sorted(found)
 
 
+_NO_NAMES = source_info.NameStack()
+
+
 def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
                    debug: DebugInfo | None = None) -> tuple[Jaxpr, list]:
     """Trace ``fun`` (flat arguments in, flat sequence out) at ``in_avals``.
 
     Returns the jaxpr and the values of its constvars (concrete arrays or tracers of enclosing
-    traces, which the caller must pass back in under its own trace)."""
-    trace = DynamicJaxprTrace(debug)
-    with core.new_trace(trace):
+    traces, which the caller must pass back in under its own trace). As in JAX, the jaxpr's
+    name stacks start empty: they are relative to the equation that holds it."""
+    with source_info.name_stack_context(_NO_NAMES):
+        trace = DynamicJaxprTrace(debug)
+    with core.new_trace(trace), source_info.name_stack_context(_NO_NAMES):
         args = [trace.new_arg(a) for a in in_avals]
         outs = fun(*args)
         if not isinstance(outs, (list, tuple)):

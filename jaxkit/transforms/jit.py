@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxkit import core, tree_util
+from jaxkit import core, source_info, tree_util
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir, state
@@ -87,7 +87,10 @@ state.defcall_discharge(jit_p)
 
 
 def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
-    return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
+    # The inlined ops are named inside ``jit(name)``, as JAX's HLO ``op_name``s are.
+    names = source_info.current_name_stack().extend(f"jit({params.get('name', 'jit')})")
+    with source_info.name_stack_context(names):
+        return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
 
 
 mlir.register_lowering(jit_p, _jit_lowering)

@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from jaxkit import core, tree_util
+from jaxkit import core, source_info, tree_util
 from jaxkit.interpreters import batching
 from jaxkit.interpreters.batching import AxisData, BatchTrace, BatchTracer
 
@@ -81,8 +81,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         trace = BatchTrace(AxisData(axis_name, size, spmd_axis_name), debug=fun_name)
         with core.new_trace(trace):
             in_vals = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
-            out = fun(*tree_util.tree_unflatten(args_tree, in_vals[:len(flat_args)]),
-                      **tree_util.tree_unflatten(kwargs_tree, in_vals[len(flat_args):]))
+            with source_info.name_stack_context(source_info.current_name_stack().transform(
+                    "vmap")):  # scopes opened inside are named ``vmap(...)``, as in JAX
+                out = fun(*tree_util.tree_unflatten(args_tree, in_vals[:len(flat_args)]),
+                          **tree_util.tree_unflatten(kwargs_tree, in_vals[len(flat_args):]))
         out_flat, out_tree = tree_util.tree_flatten(out)
         out_specs = _flatten_axes("vmap out_axes", out_axes, out)
         out_paths = [p for p, _ in tree_util.tree_flatten_with_path(out)[0]]
