@@ -186,3 +186,15 @@ def test_out_sharding_over_an_empty_mesh(name, call):
                                      m.sharding.PartitionSpec(None))
         outs.append(np.asarray(call(m, m.random.key(3), s)))
     np.testing.assert_array_equal(*outs)
+
+
+def test_jit_with_shardings_that_are_all_unspecified():
+    # Flax's nnx.jit passes in_shardings as a pytree of None ("unspecified"): no mesh is
+    # named, so the call is an ordinary one (it used to fail looking for the mesh).
+    def f(a, b):
+        return {"y": a * 2 + b["c"]}
+
+    args = (np.arange(3.0, dtype=np.float32), {"c": np.float32(1)})
+    got = jaxkit.jit(f, in_shardings=(None, {"c": None}), out_shardings=None)(*args)
+    want = _oracle().jit(f, in_shardings=(None, {"c": None}), out_shardings=None)(*args)
+    np.testing.assert_array_equal(np.asarray(got["y"]), np.asarray(want["y"]))

@@ -65,7 +65,8 @@ def _per_leaf(prefix: Any, full: Any, what: str) -> list:
     return [s for s, sub in zip(leaves, subtrees) for _ in tree_util.tree_leaves(sub)]
 
 
-def _common_mesh(shardings: Sequence[NamedSharding | None], mesh: Mesh | None = None) -> Mesh:
+def _common_mesh(shardings: Sequence[NamedSharding | None],
+                 mesh: Mesh | None = None) -> Mesh | None:
     meshes = [] if mesh is None else [mesh]
     for s in shardings:
         if s is not None and s.mesh not in meshes:
@@ -74,7 +75,7 @@ def _common_mesh(shardings: Sequence[NamedSharding | None], mesh: Mesh | None = 
         raise ValueError(f"jit got arrays laid out on different meshes ({meshes[0]} and "
                          f"{meshes[1]}); lay them out on one mesh (jaxkit.device_put(x, "
                          "NamedSharding(mesh, spec))) before the call.")
-    return meshes[0]
+    return meshes[0] if meshes else None
 
 
 def first_mesh(shardings: Any) -> Mesh | None:
@@ -87,10 +88,12 @@ def first_mesh(shardings: Any) -> Mesh | None:
 
 def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequence,
                     avals: Sequence[ShapedArray],
-                    mesh: Mesh | None = None) -> tuple[NamedSharding, ...]:
+                    mesh: Mesh | None = None) -> tuple[NamedSharding, ...] | None:
     """The layout of every argument leaf: jit's ``in_shardings`` (for positional arguments),
     else the argument's own, else replicated over the mesh (all of them on one mesh, which
-    is ``mesh`` when given)."""
+    is ``mesh`` when given). None when nothing names a mesh (``in_shardings`` a pytree of
+    None, which is "unspecified", as Flax's ``nnx.jit`` passes): the call is not
+    partitioned."""
     wanted = _per_leaf(given, dyn_args, "in_shardings") if given is not None else \
         [None] * len(tree_util.tree_leaves(dyn_args))
     wanted += [None] * (len(flat) - len(wanted))  # keyword arguments: their own layout
@@ -115,6 +118,8 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
                 f"{a.dtype.name}[{','.join(map(str, a.shape))}]")
         chosen.append(w if w is not None else own)
     mesh = _common_mesh(chosen, mesh)
+    if mesh is None:
+        return None
     out = []
     for s, a in zip(chosen, avals):
         s = s if s is not None else NamedSharding(mesh, PartitionSpec())
