@@ -5,7 +5,8 @@ As in JAX (whose jnp functions are ``jit(..., inline=True)``), such a function i
 of ``jnp.dot(mat, v)`` costs one cached dispatch per call instead of one per primitive; under a
 transformation (``inline``) the body is traced in place, so jaxprs show its operations and no
 ``jit`` equation. The functions JAX wraps in a plain ``jit`` use ``inline=False`` and stage a
-nested ``jit`` equation, as JAX's do. Non-array parameters (``axis``, ``dtype``, ``keepdims``...) are named static.
+nested ``jit`` equation, as JAX's do. Non-array parameters (``axis``, ``dtype``,
+``keepdims``...) are named static.
 
 A call that jit cannot take as it is (a list where an array is expected, an unhashable static
 value such as ``axis=[0, 1]``) runs the function directly, as a plain function would: same
