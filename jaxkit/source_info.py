@@ -25,14 +25,18 @@ __all__ = ["SourceInfo", "current", "excluded_paths", "register_exclusion", "use
 
 
 class SourceInfo(NamedTuple):
-    """A user frame: ``file``, ``line`` (1-based) and ``function`` name."""
+    """A user frame: ``file``, ``line`` (1-based) and ``function`` (qualified) name, and the 0-based
+    ``column`` where the expression running there starts (-1 when unknown)."""
 
     file: str
     line: int
     function: str
+    column: int = -1
 
     def __str__(self):
-        return f"{self.file}:{self.line} ({self.function})"
+        # As JAX summarizes a frame: ``file:line:column (function)``.
+        col = f":{self.column}" if self.column >= 0 else ""
+        return f"{self.file}:{self.line}{col} ({self.function})"
 
 
 # jaxkit's own package directory (with the separator, so that ``jaxkit_extras/`` is not in it).
@@ -68,9 +72,31 @@ def current(depth: int = 1) -> SourceInfo | None:
     while frame is not None:
         code = frame.f_code
         if not code.co_filename.startswith(excluded):
-            return _make(SourceInfo, (code.co_filename, frame.f_lineno, code.co_name))
+            return _make(SourceInfo, (code.co_filename, frame.f_lineno, code.co_qualname,
+                                      _column(code, frame.f_lasti)))
         frame = frame.f_back
     return None
+
+
+_columns: dict = {}
+
+
+def _column(code, lasti: int) -> int:
+    """The start column of the instruction at ``lasti`` (the call being made), cached per
+    instruction: finding it walks the code's position table."""
+    key = (code, lasti)
+    col = _columns.get(key)
+    if col is None:
+        col = -1
+        if lasti >= 0:
+            for i, pos in enumerate(code.co_positions()):
+                if i == lasti // 2:
+                    col = -1 if pos[2] is None else pos[2]
+                    break
+        if len(_columns) > 100_000:  # bounded: code objects of dead functions stay otherwise
+            _columns.clear()
+        _columns[key] = col
+    return col
 
 
 _make = tuple.__new__  # SourceInfo(...) without NamedTuple's Python-level __new__
