@@ -373,7 +373,17 @@ x = jnp.arange(5.0)
 print(f(x), jax.jit(f)(x), jax.vmap(f)(x))
 """
 
+# Writing_custom_interpreters_in_Jax.md: a closed jaxpr's constants are also ``literals``.
+CLOSED_JAXPR_LITERALS = """
+closed = jax.make_jaxpr(lambda x: jnp.exp(jnp.tanh(x)))(jnp.ones(5))
+print(closed.jaxpr)
+print(closed.literals)
+closed = jax.make_jaxpr(lambda x: x + jnp.arange(3.0))(jnp.ones(3))
+print(len(closed.literals), closed.literals is closed.consts or closed.literals == closed.consts)
+"""
+
 RECORDS = {
+    "closed_jaxpr_literals": CLOSED_JAXPR_LITERALS,
     "nested_jit_jnp": NESTED_JIT_JNP,
     "jaxpr_layout": JAXPR_LAYOUT,
     "shape_dtype_struct_like": SHAPE_DTYPE_STRUCT_LIKE,
