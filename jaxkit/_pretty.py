@@ -9,7 +9,8 @@ of variables whose separators are each their own group fills lines (``pp_vars`` 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import collections
+from collections.abc import Callable, Hashable, Sequence
 
 # Document nodes are tuples, cheap to build: ("text", s), ("brk", s), ("nest", n, doc),
 # ("group", doc), ("concat", docs).
@@ -90,3 +91,45 @@ def format(doc: Doc, width: int = 80) -> str:  # noqa: A001 (JAX's name for it)
         else:  # group
             agenda.append((indent, _FLAT if _fits(d[1], width - col) else _BREAK, d[1]))
     return "".join(out)
+
+
+def encode_name(n: int) -> str:
+    """0 -> a, 25 -> z, 26 -> ba, ... (JAX's variable naming)."""
+    s = ""
+    while True:
+        n, r = divmod(n, 26)
+        s = chr(ord("a") + r) + s
+        if n == 0:
+            return s
+
+
+def shared_names(top: Hashable, children: Callable[[Hashable], list]) -> dict:
+    """The nested programs JAX prints once, before the top one, as ``let name = ... in``:
+    those reached more than once, or with more than 10 equations; ``children(p)`` lists, per
+    equation of ``p``, ``(its name parameter or None, the programs in its parameters)``.
+    Each is named after the first equation with a string ``name`` that holds it (``jaxpr``
+    otherwise), numbered when names repeat; the search is breadth first, as JAX's."""
+    counts: dict = {}
+    names: dict = {}
+    queue = collections.deque([top])
+    while queue:
+        prog = queue.popleft()
+        kids = children(prog)
+        counts[prog] = counts.get(prog, 0) + 1 + (prog is not top and len(kids) > 10)
+        for name, subs in kids:
+            for sub in subs:
+                queue.append(sub)
+                if isinstance(name, str):
+                    names.setdefault(sub, name.strip("<>"))
+    shared: dict = {}
+    used: dict[str, int] = {}
+    for prog, count in counts.items():
+        if count > 1:
+            name = names.get(prog, "jaxpr")
+            n = used.get(name, 0)
+            used[name] = n + 1
+            if n:
+                name += str(n)
+                used[name] = used.get(name, 0) + 1
+            shared[prog] = name
+    return shared

@@ -12,7 +12,6 @@ Everything above this module (interpreters, lax, numpy, api) speaks in these ter
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import contextvars
 import gc
@@ -597,16 +596,6 @@ class JaxprTypeError(TypeError):
 _WIDTH = 80
 
 
-def _encode_name(n: int) -> str:
-    """0 -> a, 25 -> z, 26 -> ba, ... (JAX's variable naming)."""
-    s = ""
-    while True:
-        n, r = divmod(n, 26)
-        s = chr(ord("a") + r) + s
-        if n == 0:
-            return s
-
-
 class Namer:
     """Names variables in order of first appearance: a, b, c, ... skipping the names of the
     jaxprs printed once at the top (``shared``: jaxpr -> name), which print by name."""
@@ -615,7 +604,7 @@ class Namer:
         self.names: dict[Var, str] = {}
         self.shared = shared or {}
         taken = set(self.shared.values())
-        self.counter = (name for name in map(_encode_name, itertools.count())
+        self.counter = (name for name in map(pp.encode_name, itertools.count())
                         if name not in taken)
 
     def __call__(self, v: Atom) -> str:
@@ -743,50 +732,11 @@ def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) ->
     return pp.format(doc, _WIDTH)[indent:]
 
 
-def _jaxprs_in_params(params: dict) -> Iterator[Jaxpr]:
-    for value in params.values():
-        for v in value if isinstance(value, tuple) else (value,):
-            if isinstance(v, ClosedJaxpr):
-                yield v.jaxpr
-            elif isinstance(v, Jaxpr):
-                yield v
-
-
-def _shared_jaxprs(top: Jaxpr) -> dict[Jaxpr, str]:
-    """The nested jaxprs JAX prints once, before the program, as ``let name = { ... } in``:
-    those reached more than once, or with more than 10 equations. Each is named after the
-    first equation with a ``name`` parameter that holds it (``jaxpr`` otherwise), numbered
-    when names repeat; the search is breadth first, as JAX's."""
-    counts: dict[Jaxpr, int] = {}
-    names: dict[Jaxpr, str] = {}
-    queue = collections.deque([top])
-    while queue:
-        jaxpr = queue.popleft()
-        counts[jaxpr] = counts.get(jaxpr, 0) + 1 + (jaxpr is not top and len(jaxpr.eqns) > 10)
-        for eqn in jaxpr.eqns:
-            name = eqn.params.get("name")
-            for sub in _jaxprs_in_params(eqn.params):
-                queue.append(sub)
-                if isinstance(name, str):
-                    names.setdefault(sub, name.strip("<>"))
-    shared: dict[Jaxpr, str] = {}
-    used: dict[str, int] = {}
-    for jaxpr, count in counts.items():
-        if count > 1:
-            name = names.get(jaxpr, "jaxpr")
-            n = used.get(name, 0)
-            used[name] = n + 1
-            if n:
-                name += str(n)
-                used[name] = used.get(name, 0) + 1
-            shared[jaxpr] = name
-    return shared
-
-
 def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> str:
     """A whole program, as ``str(jaxpr)`` prints it: the shared jaxprs first (``let name =
     { ... } in``), then the program, its equations referring to them by name."""
-    shared = _shared_jaxprs(jaxpr)
+    shared = pp.shared_names(jaxpr, lambda j: [(e.params.get("name"), list(subjaxprs(e.params)))
+                                               for e in j.eqns])
     namer = Namer(shared)
     docs = [pp.concat([pp.text(f"let {name} = "), _jaxpr_doc(sub, namer), pp.text(" in"),
                        pp.brk()]) for sub, name in shared.items()]
