@@ -382,7 +382,23 @@ closed = jax.make_jaxpr(lambda x: x + jnp.arange(3.0))(jnp.ones(3))
 print(len(closed.literals), closed.literals is closed.consts or closed.literals == closed.consts)
 """
 
+# vmapped_log_probs.md: jnp's broadcasting error is a ValueError listing the shapes when the
+# ranks differ (equal ranks reach the lax operation, whose error is a TypeError).
+JNP_BROADCAST_ERROR = """
+import numpy as np
+for f in [lambda: jnp.add(np.ones(100), np.ones((100, 10))),
+          lambda: jnp.add(np.ones(3), np.ones(4)),
+          lambda: jnp.ones(100) * jnp.ones((100, 10)),
+          lambda: jnp.where(jnp.ones(3) > 0, jnp.ones(4), 0.),
+          lambda: jax.jit(lambda a, b: a - b)(jnp.ones(3), jnp.ones((2, 4)))]:
+    try:
+        f()
+    except Exception as e:
+        print(type(e).__name__, e)
+"""
+
 RECORDS = {
+    "jnp_broadcast_error": JNP_BROADCAST_ERROR,
     "closed_jaxpr_literals": CLOSED_JAXPR_LITERALS,
     "nested_jit_jnp": NESTED_JIT_JNP,
     "jaxpr_layout": JAXPR_LAYOUT,
