@@ -38,7 +38,9 @@ if MODE == "jaxkit":
     class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path=None, target=None):
             if name == "jax" or name.startswith("jax."):
-                target = "jaxkit" + name[3:]
+                # jax._src.X: the compatibility modules that stand for JAX's private ones.
+                target = ("jaxkit._src_compat" + name[8:] if name.startswith("jax._src")
+                          else "jaxkit" + name[3:])
                 try:
                     spec = importlib.util.find_spec(target)
                 except ImportError:
@@ -48,7 +50,10 @@ if MODE == "jaxkit":
                 return importlib.util.spec_from_loader(name, self, is_package=True)
             return None
         def create_module(self, spec):
-            return importlib.import_module("jaxkit" + spec.name[3:])
+            name = spec.name
+            return importlib.import_module("jaxkit._src_compat" + name[8:]
+                                           if name.startswith("jax._src")
+                                           else "jaxkit" + name[3:])
         def exec_module(self, module):
             pass
     sys.meta_path.insert(0, _Alias())

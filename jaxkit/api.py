@@ -614,6 +614,13 @@ class ShapeDtypeStruct:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
 
+    @classmethod
+    def like(cls, x: Any) -> ShapeDtypeStruct:
+        """The shape, dtype and weak type of ``x`` (an array, a tracer, a NumPy value, a
+        Python scalar or another ``ShapeDtypeStruct``)."""
+        aval = core.get_aval(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type)
+
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
                 and self.dtype == other.dtype)

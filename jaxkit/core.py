@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit import _pretty as pp
 from jaxkit import dtypes
 from jaxkit.avals import (AbstractToken, ShapedArray, Token, abstract_token,  # noqa: F401
                            typematch)
@@ -510,7 +511,7 @@ class Jaxpr:
     out_avals = property(lambda self: [v.aval for v in self.outvars])
 
     def __str__(self):
-        return pp_jaxpr(self)
+        return pp_toplevel_jaxpr(self)
 
     __repr__ = __str__
 
@@ -531,9 +532,10 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    literals = property(lambda self: self.consts)  # JAX's other name for the constants
 
     def __str__(self):
-        return pp_jaxpr(self.jaxpr)
+        return pp_toplevel_jaxpr(self.jaxpr)
 
     __repr__ = __str__
 
@@ -594,22 +596,16 @@ class JaxprTypeError(TypeError):
 _WIDTH = 80
 
 
-def _encode_name(n: int) -> str:
-    """0 -> a, 25 -> z, 26 -> ba, ... (JAX's variable naming)."""
-    s = ""
-    while True:
-        n, r = divmod(n, 26)
-        s = chr(ord("a") + r) + s
-        if n == 0:
-            return s
-
-
 class Namer:
-    """Names variables in order of first appearance: a, b, c, ..."""
+    """Names variables in order of first appearance: a, b, c, ... skipping the names of the
+    jaxprs printed once at the top (``shared``: jaxpr -> name), which print by name."""
 
-    def __init__(self):
+    def __init__(self, shared: dict[Jaxpr, str] | None = None):
         self.names: dict[Var, str] = {}
-        self.counter = itertools.count()
+        self.shared = shared or {}
+        taken = set(self.shared.values())
+        self.counter = (name for name in map(pp.encode_name, itertools.count())
+                        if name not in taken)
 
     def __call__(self, v: Atom) -> str:
         if type(v) is Literal:
@@ -618,7 +614,7 @@ class Namer:
             return "_"
         name = self.names.get(v)
         if name is None:
-            name = self.names[v] = _encode_name(next(self.counter))
+            name = self.names[v] = next(self.counter)
         return name
 
     def suggest_same_names(self, for_vars: Sequence[Atom], like_vars: Sequence[Atom]) -> None:
@@ -654,24 +650,32 @@ def pp_literal(lit: Literal) -> str:
     return f"{text}:{lit.aval.str_short()}"
 
 
-def pp_param_value(value, indent: int, namer: Namer, lead: int = 0) -> str:
-    """``lead``: the width of what precedes the value on its first line (``name=``)."""
+def _param_doc(value, namer: Namer) -> pp.Doc:
     if isinstance(value, ClosedJaxpr):
-        return pp_jaxpr(value.jaxpr, indent, namer, lead)
+        return _jaxpr_ref_doc(value.jaxpr, namer)
     if isinstance(value, Jaxpr):
-        return pp_jaxpr(value, indent, namer, lead)
-    if isinstance(value, tuple) and value and all(isinstance(v, (ClosedJaxpr, Jaxpr))
-                                                  for v in value):
-        inner = ("\n" + " " * (indent + 2)).join(pp_param_value(v, indent + 2, namer)
-                                                  for v in value)
-        return f"(\n{' ' * (indent + 2)}{inner}\n{' ' * indent})"
+        return _jaxpr_ref_doc(value, namer)
+    if type(value) is tuple and value and all(isinstance(v, (ClosedJaxpr, Jaxpr))
+                                              for v in value):
+        subs = [_jaxpr_ref_doc(v.jaxpr if isinstance(v, ClosedJaxpr) else v, namer)
+                for v in value]
+        return pp.group(pp.concat([pp.nest(2, pp.concat([pp.text("("), pp.brk(""),
+                                                         pp.join(pp.brk(), subs)])),
+                                   pp.brk(""), pp.text(")")]))
     if isinstance(value, np.dtype):
-        return value.name
+        return pp.text(value.name)
     if isinstance(value, type) and issubclass(value, np.generic):
-        return np.dtype(value).name
+        return pp.text(np.dtype(value).name)
     if callable(value) and hasattr(value, "__name__"):
-        return value.__name__
-    return str(value)
+        return pp.text(value.__name__)
+    return pp.text(str(value))
+
+
+def pp_param_value(value, indent: int, namer: Namer, lead: int = 0) -> str:
+    """A parameter's value as an equation prints it (``lead``: the width of what precedes it
+    on its first line, ``name=``)."""
+    doc = pp.nest(indent, pp.concat([pp.text(" " * (indent + lead)), _param_doc(value, namer)]))
+    return pp.format(doc, _WIDTH)[indent + lead:]
 
 
 # primitive -> params -> the params to print, in order. JAX leaves out what the binder's type
@@ -684,8 +688,9 @@ pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
 pp_naming_rules: dict[Primitive, Callable[[JaxprEqn, Namer], None]] = {}
 
 
-# primitive -> (eqn, namer, binder, indent) -> text: equations printed in a syntax of their
-# own (the ref primitives: ``c:f32[] <- a[1]``); ``binder(v)`` prints an output binder.
+# primitive -> (eqn, namer, binder, top_level) -> text: equations printed in a syntax of their
+# own (the ref primitives: ``c:f32[] <- a[1]``); ``binder(v)`` prints an output binder,
+# ``top_level`` says whether the equation is in the printed jaxpr itself (not a nested one).
 pp_eqn_rules: dict[Primitive, Callable] = {}
 
 
@@ -695,54 +700,88 @@ def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
     pp_params_rules[prim] = rule
 
 
-def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) -> str:
-    """One equation. Outputs not in ``used`` print as ``_`` (and take no name), as in JAX."""
+def _vars_doc(names: Sequence[str], sep: str = "") -> pp.Doc:
+    """JAX's ``pp_vars``: each separator a group of its own, so the list fills lines."""
+    return pp.nest(2, pp.group(pp.join(pp.concat([pp.text(sep), pp.group(pp.brk())]),
+                                       [pp.text(n) for n in names])))
+
+
+def _eqn_doc(eqn: JaxprEqn, namer: Namer, used: set | None = None,
+             top_level: bool = True) -> pp.Doc:
     def binder(v):
         unused = isinstance(v, DropVar) or (used is not None and v not in used)
         return f"{'_' if unused else namer(v)}:{v.aval.str_short()}"
 
     custom = pp_eqn_rules.get(eqn.primitive)
     if custom is not None:
-        return custom(eqn, namer, binder, indent)
+        return pp.text(custom(eqn, namer, binder, top_level))
     naming = pp_naming_rules.get(eqn.primitive)
     if naming is not None:
         naming(eqn, namer)
-    lhs = " ".join(binder(v) for v in eqn.outvars)
-    rhs_args = " ".join(namer(a) for a in eqn.invars)
+    lhs = _vars_doc([binder(v) for v in eqn.outvars])
+    rhs_args = _vars_doc([namer(a) for a in eqn.invars])
     rule = pp_params_rules.get(eqn.primitive)
     params = rule(eqn.params) if rule is not None else dict(sorted(eqn.params.items()))
-    head = f"{lhs} = {eqn.primitive.name}" if lhs else eqn.primitive.name  # no outputs
-    if not params:  # as JAX, a space after the name even with no operands (``create_token ``)
-        return f"{head} {rhs_args}" if lhs else f"{head} {rhs_args}".rstrip()
-    pieces = [f"{k}={pp_param_value(v, indent + 2, namer, len(k) + 1)}"
-              for k, v in params.items()]
-    # No rstrip: JAX keeps the space after "]" when there are no operands (``iota[...] ``).
-    one_line = f"{head}[{' '.join(pieces)}] {rhs_args}"
-    if len(one_line.rstrip()) + indent <= _WIDTH and "\n" not in one_line:
-        return one_line
-    pad = " " * (indent + 2)
-    body = "\n".join(pad + p for p in pieces)
-    return f"{head}[\n{body}\n{' ' * indent}] {rhs_args}"
+    rhs = [pp.text(eqn.primitive.name)]
+    if params:
+        pairs = [pp.concat([pp.text(f"{k}="), _param_doc(v, namer)]) for k, v in params.items()]
+        rhs.append(pp.group(pp.concat([
+            pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)])),
+            pp.brk(""), pp.text("]")])))
+    if eqn.invars or eqn.outvars or params:
+        # As JAX, a space after the name (or "]") even with no operands (``iota[...] ``).
+        rhs += [pp.text(" "), rhs_args]
+    if eqn.outvars:
+        return pp.concat([lhs, pp.text(" = "), *rhs])
+    return pp.concat(rhs)
+
+
+def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) -> str:
+    """One equation. Outputs not in ``used`` print as ``_`` (and take no name), as in JAX."""
+    doc = pp.nest(indent, pp.concat([pp.text(" " * indent), _eqn_doc(eqn, namer, used)]))
+    return pp.format(doc, _WIDTH)[indent:]
+
+
+def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> str:
+    """A whole program, as ``str(jaxpr)`` prints it: the shared jaxprs first (``let name =
+    { ... } in``), then the program, its equations referring to them by name."""
+    shared = pp.shared_names(jaxpr, lambda j: [(e.params.get("name"), list(subjaxprs(e.params)))
+                                               for e in j.eqns])
+    namer = Namer(shared)
+    docs = [pp.concat([pp.text(f"let {name} = "), _jaxpr_doc(sub, namer, False),
+                       pp.text(" in"), pp.brk()]) for sub, name in shared.items()]
+    return pp.format(pp.concat([*docs, _jaxpr_doc(jaxpr, namer, True)]), _WIDTH)
 
 
 def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: Namer | None = None, lead: int = 0) -> str:
-    """Print a jaxpr the way JAX does: ``{ lambda consts ; args. let eqns in (outs) }``.
+    """Print a jaxpr the way JAX does: ``{ lambda consts ; args. let eqns in (outs) }``, or
+    the name of a shared jaxpr (see ``pp_toplevel_jaxpr``).
 
     Jaxprs nested in parameters continue the enclosing names (``namer``), as JAX's do."""
     namer = Namer() if namer is None else namer
-    binders = lambda vs: " ".join(f"{namer(v)}:{v.aval.str_short()}" for v in vs)  # noqa: E731
+    doc = pp.nest(indent, pp.concat([pp.text(" " * (indent + lead)),
+                                     _jaxpr_ref_doc(jaxpr, namer)]))
+    return pp.format(doc, _WIDTH)[indent + lead:]
+
+
+def _jaxpr_ref_doc(jaxpr: Jaxpr, namer: Namer) -> pp.Doc:
+    name = namer.shared.get(jaxpr)
+    return pp.text(name) if name is not None else _jaxpr_doc(jaxpr, namer, False)
+
+
+def _jaxpr_doc(jaxpr: Jaxpr, namer: Namer, top_level: bool) -> pp.Doc:
+    """JAX's jaxpr skeleton: one group, flat when it fits (equations joined by ``; ``)."""
+    def binders(vs):
+        return _vars_doc([f"{namer(v)}:{v.aval.str_short()}" for v in vs])
+
     constvars = binders(jaxpr.constvars)
     invars = binders(jaxpr.invars)
-    head = f"{{ lambda {constvars}; {invars}. let"
     used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
     used.update(v for v in jaxpr.outvars if type(v) is not Literal)
-    eqn_texts = [pp_eqn(e, namer, indent + 4, used) for e in jaxpr.eqns]
-    outs = "(" + ", ".join(namer(v) for v in jaxpr.outvars) + ("," if len(jaxpr.outvars) == 1
-                                                                else "") + ")"
-    one_line = f"{head} {' '.join(eqn_texts)} in {outs} }}"
-    if len(eqn_texts) <= 1 and "\n" not in one_line and \
-            len(one_line) + indent + lead <= _WIDTH:
-        return one_line
-    pad = " " * (indent + 4)
-    body = "\n".join(pad + t for t in eqn_texts)
-    return f"{head}\n{body}\n{' ' * (indent + 2)}in {outs} }}"
+    eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, used, top_level) for e in jaxpr.eqns])
+    outs = pp.concat([pp.text("("), _vars_doc([namer(v) for v in jaxpr.outvars], sep=","),
+                      pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])
+    return pp.group(pp.concat([pp.nest(2, pp.concat([
+        pp.text("{ lambda "), constvars, pp.text("; "), invars, pp.text(". let"),
+        pp.nest(2, pp.concat([pp.brk(), eqns])), pp.brk(), pp.text("in "), outs])),
+        pp.text(" }")]))

@@ -206,7 +206,7 @@ def _get_discharge(in_avals, x, *dyn, indexer):
     return [None] * (1 + len(dyn)), x[_to_numpy_index(indexer, dyn)] if indexer else x
 
 
-def _get_pp(eqn, namer, binder, indent):
+def _get_pp(eqn, namer, binder, top_level):
     ref, *dyn = eqn.invars
     return (f"{binder(eqn.outvars[0])} <- {namer(ref)}"
             f"[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]")
@@ -270,13 +270,12 @@ def _swap_discharge(in_avals, x, v, *dyn, indexer):
     return [x.at[i].set(v)] + [None] * (1 + len(dyn)), x[i]
 
 
-def _swap_pp(eqn, namer, binder, indent):
+def _swap_pp(eqn, namer, binder, top_level):
     ref, val, *dyn = eqn.invars
     where = f"{namer(ref)}[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]"
     out = eqn.outvars[0]
     # As JAX prints it: a write whose old value is unused is ``a[i] <- v`` in a top-level
     # jaxpr (where JAX drops unused results); jaxprs nested in an equation keep the result.
-    top_level = indent <= 4
     if isinstance(out, core.DropVar) or top_level and binder(out).startswith("_:"):
         return f"{where} <- {namer(val)}"
     return f"{namer(out)}:{out.aval.str_short()}, {where} <- {where}, {namer(val)}"
@@ -303,7 +302,7 @@ def _addupdate_discharge(in_avals, x, v, *dyn, indexer):
     return [new] + [None] * (1 + len(dyn)), []
 
 
-def _addupdate_pp(eqn, namer, binder, indent):
+def _addupdate_pp(eqn, namer, binder, top_level):
     ref, val, *dyn = eqn.invars
     where = f"{namer(ref)}[{_pp_indexer(eqn, namer, ref.aval, eqn.params['indexer'], dyn)}]"
     return f"{where} += {namer(val)}"

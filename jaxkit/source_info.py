@@ -116,16 +116,20 @@ class name_stack_context:
 
 
 class SourceInfo(NamedTuple):
-    """A user frame: ``file``, ``line`` (1-based) and ``function`` name, and the equation's
-    ``name_stack`` (printed apart: ``str()`` is the location)."""
+    """A user frame: ``file``, ``line`` (1-based) and ``function`` (qualified) name, the
+    equation's ``name_stack`` (printed apart: ``str()`` is the location), and the 0-based
+    ``column`` where the expression running there starts (-1 when unknown)."""
 
     file: str
     line: int
     function: str
     name_stack: NameStack = _EMPTY
+    column: int = -1
 
     def __str__(self):
-        return f"{self.file}:{self.line} ({self.function})"
+        # As JAX summarizes a frame: ``file:line:column (function)``.
+        col = f":{self.column}" if self.column >= 0 else ""
+        return f"{self.file}:{self.line}{col} ({self.function})"
 
     def replace(self, **kw) -> SourceInfo:
         return self._replace(**kw)
@@ -163,17 +167,39 @@ def current(depth: int = 1, name_prefix: int = 0) -> SourceInfo | None:
         names = _make(NameStack, (names.stack[name_prefix:],))
     info = _override.get()
     if info is not None:
-        return _make(SourceInfo, (info.file, info.line, info.function, names))
+        return _make(SourceInfo, (info.file, info.line, info.function, names, info.column))
     excluded = _excluded
     frame = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
         if not code.co_filename.startswith(excluded):
-            return _make(SourceInfo, (code.co_filename, frame.f_lineno, code.co_name, names))
+            return _make(SourceInfo, (code.co_filename, frame.f_lineno, code.co_qualname,
+                                      names, _column(code, frame.f_lasti)))
         frame = frame.f_back
     if names.stack:
-        return _make(SourceInfo, ("", 0, "", names))
+        return _make(SourceInfo, ("", 0, "", names, -1))
     return None
+
+
+_columns: dict = {}
+
+
+def _column(code, lasti: int) -> int:
+    """The start column of the instruction at ``lasti`` (the call being made), cached per
+    instruction: finding it walks the code's position table."""
+    key = (code, lasti)
+    col = _columns.get(key)
+    if col is None:
+        col = -1
+        if lasti >= 0:
+            for i, pos in enumerate(code.co_positions()):
+                if i == lasti // 2:
+                    col = -1 if pos[2] is None else pos[2]
+                    break
+        if len(_columns) > 100_000:  # bounded: code objects of dead functions stay otherwise
+            _columns.clear()
+        _columns[key] = col
+    return col
 
 
 _make = tuple.__new__  # SourceInfo(...) without NamedTuple's Python-level __new__

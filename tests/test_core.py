@@ -27,11 +27,14 @@ def test_pp_single_equation_is_one_line():
 
 
 def test_pp_multi_equation_with_literal():
+    # As JAX 0.10.2: a jaxpr that fits in 80 columns is one line, equations joined by "; ".
     text = str(jaxkit.make_jaxpr(lambda x: lax.mul(lax.sin(x), 2.0))(f32(3)))
+    assert text == "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b 2.0:f32[] in (c,) }"
+    text = str(jaxkit.make_jaxpr(lambda x: lax.mul(lax.sin(x), 2.0))(f32(300)))
     assert text == textwrap.dedent("""\
-        { lambda ; a:f32[3]. let
-            b:f32[3] = sin a
-            c:f32[3] = mul b 2.0:f32[]
+        { lambda ; a:f32[300]. let
+            b:f32[300] = sin a
+            c:f32[300] = mul b 2.0:f32[]
           in (c,) }""")
 
 

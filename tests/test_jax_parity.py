@@ -322,7 +322,87 @@ except AssertionError:
     print("AssertionError")
 """
 
+# Tutorial cells (jax-ml/jax docs at jax-v0.10.2): jnp functions JAX wraps in a plain jit
+# stage a nested ``jit[name=...]`` equation; jaxprs lay out as JAX's pretty-printer lays them
+# out (one line when they fit, variable lists filling lines, big or repeated bodies printed
+# once as ``let name = ... in``); ``ShapeDtypeStruct.like`` (external-callbacks.md).
+NESTED_JIT_JNP = """
+x = jnp.arange(4.0)
+selu = lambda x: 1.05 * jnp.where(x > 0, x, 1.67 * jnp.exp(x) - 1.67)
+print(jax.make_jaxpr(selu)(x))
+print(jax.make_jaxpr(jax.grad(lambda x: jnp.where(x > 0, x, 0.01 * x).sum()))(x))
+print(jax.make_jaxpr(jax.vmap(lambda x: jnp.where(x > 0, x, 1.0)))(x))
+print(jax.make_jaxpr(lambda x: jnp.where(x[0] > 1, x, 2))(x))
+print(jax.make_jaxpr(lambda x: jnp.where(x, 1, 2))(x))
+print(jax.make_jaxpr(lambda x: jnp.clip(x, 0, 1))(x))
+print(jax.make_jaxpr(lambda x: jnp.clip(x, -1.5, x[0]))(x))
+print(jax.make_jaxpr(lambda x: jnp.round(x, 1))(x))
+print(jax.make_jaxpr(lambda x: jnp.cumsum(x))(x))
+print(jax.make_jaxpr(jax.grad(lambda x: jnp.cumsum(x).sum()))(x))
+print(jnp.where(x > 1, x, 0.0), jnp.clip(x, 1, 2), jnp.round(x / 3, 2), jnp.cumprod(x + 1))
+"""
+
+JAXPR_LAYOUT = """
+import numpy as np
+ones = [np.ones(3, np.float32)] * 30
+print(jax.make_jaxpr(lambda x: jnp.cos(jnp.sin(x)))(1.0))
+print(jax.make_jaxpr(lambda *xs: jnp.concatenate(xs))(*ones))
+print(jax.make_jaxpr(lambda *xs: jax.jit(lambda *a: a[0] * 2)(*xs))(*ones[:12]))
+print(jax.make_jaxpr(lambda: jax.lax.rng_uniform(0.0, 1.0, (3,)))())
+def permissive_sum(*xs):
+    return sum(xs)
+print(jax.make_jaxpr(permissive_sum)(*range(10)))
+g = jax.jit(lambda y: y * 2 + 1)
+print(jax.make_jaxpr(lambda x: g(x) + g(x))(1.0))
+def big(x):
+    for _ in range(11):
+        x = jnp.sin(x)
+    return x
+print(jax.make_jaxpr(lambda x: jax.jit(big)(x) * 2)(1.0))
+print(jax.make_jaxpr(jax.grad(lambda x: jnp.clip(x, 0.0, 1.0).sum()))(np.ones(4, np.float32)))
+"""
+
+SHAPE_DTYPE_STRUCT_LIKE = """
+import numpy as np
+print(jax.ShapeDtypeStruct.like(jnp.arange(5.0)), jax.ShapeDtypeStruct.like(2.0))
+print(jax.ShapeDtypeStruct.like(jax.ShapeDtypeStruct((2,), jnp.int32)))
+def f(x):
+    return jax.pure_callback(lambda v: np.sin(v).astype(v.dtype), jax.ShapeDtypeStruct.like(x),
+                             x, vmap_method='sequential')
+x = jnp.arange(5.0)
+print(f(x), jax.jit(f)(x), jax.vmap(f)(x))
+"""
+
+# Writing_custom_interpreters_in_Jax.md: a closed jaxpr's constants are also ``literals``.
+CLOSED_JAXPR_LITERALS = """
+closed = jax.make_jaxpr(lambda x: jnp.exp(jnp.tanh(x)))(jnp.ones(5))
+print(closed.jaxpr)
+print(closed.literals)
+closed = jax.make_jaxpr(lambda x: x + jnp.arange(3.0))(jnp.ones(3))
+print(len(closed.literals), closed.literals is closed.consts or closed.literals == closed.consts)
+"""
+
+# vmapped_log_probs.md: jnp's broadcasting error is a ValueError listing the shapes when the
+# ranks differ (equal ranks reach the lax operation, whose error is a TypeError).
+JNP_BROADCAST_ERROR = """
+import numpy as np
+for f in [lambda: jnp.add(np.ones(100), np.ones((100, 10))),
+          lambda: jnp.add(np.ones(3), np.ones(4)),
+          lambda: jnp.ones(100) * jnp.ones((100, 10)),
+          lambda: jnp.where(jnp.ones(3) > 0, jnp.ones(4), 0.),
+          lambda: jax.jit(lambda a, b: a - b)(jnp.ones(3), jnp.ones((2, 4)))]:
+    try:
+        f()
+    except Exception as e:
+        print(type(e).__name__, e)
+"""
+
 RECORDS = {
+    "jnp_broadcast_error": JNP_BROADCAST_ERROR,
+    "closed_jaxpr_literals": CLOSED_JAXPR_LITERALS,
+    "nested_jit_jnp": NESTED_JIT_JNP,
+    "jaxpr_layout": JAXPR_LAYOUT,
+    "shape_dtype_struct_like": SHAPE_DTYPE_STRUCT_LIKE,
     "tree_namespace": TREE_NAMESPACE,
     "top_level_names": TOP_LEVEL_NAMES,
     "namespace_modules": NAMESPACE_MODULES,

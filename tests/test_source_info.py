@@ -35,7 +35,7 @@ W = np.ones((8, 3), np.float32)
 def test_equations_carry_the_user_line():
     jaxpr = jaxkit.make_jaxpr(mlp)(X, W).jaxpr
     by_prim = {e.primitive.name: e.source_info for e in jaxpr.eqns}
-    assert by_prim["dot_general"] == SourceInfo(__file__, _line_of(mlp, "x @ w"), "mlp")
+    assert by_prim["dot_general"][:3] == SourceInfo(__file__, _line_of(mlp, "x @ w"), "mlp")[:3]
     assert by_prim["max"].line == _line_of(mlp, "relu")
     assert by_prim["sin"].line == by_prim["reduce_sum"].line == _line_of(mlp, "jnp.sum")
     # never printed: the jaxpr text stays JAX's

@@ -137,7 +137,7 @@ def trunc(x: ArrayLike) -> Array:
     return where3(lax.lt(x, _const(x, 0)), ceil(x), floor(x))
 
 
-@jitted(static_argnames=("decimals", "out"))
+@jitted(static_argnames=("decimals", "out"), inline=False)
 def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     """``jnp.round``: round to ``decimals`` decimals, ties to even."""
     a = ensure_arraylike("round", a)
@@ -173,7 +173,7 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
 around = round
 
 
-@jitted
+@jitted(inline=False)
 def clip(arr: ArrayLike | None = None, /, min: ArrayLike | None = None,
          max: ArrayLike | None = None, *, a: Any = None, a_min: Any = None,
          a_max: Any = None) -> Array:
@@ -217,7 +217,7 @@ def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
     return where3(isneginf(out), asarray(neginf, dtype=dtype), out)
 
 
-@jitted(static_argnames=("equal_nan",))
+@jitted(static_argnames=("equal_nan",), inline=False)
 def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
             equal_nan: bool = False) -> Array:
     """``jnp.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise (infinities must be

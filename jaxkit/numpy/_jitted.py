@@ -4,7 +4,9 @@ As in JAX (whose jnp functions are ``jit(..., inline=True)``), such a function i
 ``inline=True``: outside any transformation a call goes through jit's cache, so a Python loop
 of ``jnp.dot(mat, v)`` costs one cached dispatch per call instead of one per primitive; under a
 transformation (``inline``) the body is traced in place, so jaxprs show its operations and no
-``jit`` equation. Non-array parameters (``axis``, ``dtype``, ``keepdims``...) are named static.
+``jit`` equation. The functions JAX wraps in a plain ``jit`` use ``inline=False`` and stage a
+nested ``jit`` equation, as JAX's do. Non-array parameters (``axis``, ``dtype``,
+``keepdims``...) are named static.
 
 A call that jit cannot take as it is (a list where an array is expected, an unhashable static
 value such as ``axis=[0, 1]``) runs the function directly, as a plain function would: same
@@ -29,6 +31,12 @@ def _hashable(x) -> bool:
     return True
 
 
+def _traceable(x) -> bool:
+    """Whether jit takes ``x`` as a traced argument as it is (a tracer reaches here only for
+    ``inline=False`` functions: inline ones are traced in place without coming to jit)."""
+    return x is None or type(x) in _leaf_types or isinstance(x, core.Tracer)
+
+
 class JnpFunction(JitFunction):
     """A jnp function: ``jit(fun, static_argnames=..., inline=True)`` that falls back to a
     plain call for arguments jit cannot take."""
@@ -41,20 +49,22 @@ class JnpFunction(JitFunction):
     def _jittable(self, args, kwargs) -> bool:
         static_nums, static_names = self._static_argnums, self._static_argnames
         for i, x in enumerate(args):
-            if not (_hashable(x) if i in static_nums else
-                    x is None or type(x) in _leaf_types):
+            if not (_hashable(x) if i in static_nums else _traceable(x)):
                 return False
         for k, x in kwargs.items():
-            if not (_hashable(x) if k in static_names else
-                    x is None or type(x) in _leaf_types):
+            if not (_hashable(x) if k in static_names else _traceable(x)):
                 return False
         return True
 
 
 def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
-           static_argnums: Sequence[int] = ()):
-    """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``."""
+           static_argnums: Sequence[int] = (), inline: bool = True):
+    """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``.
+
+    ``inline=False`` is for the functions JAX 0.10.2 wraps in a plain ``jit`` (``_where``,
+    ``clip``, ``linalg.norm``...): traced, they stage one nested ``jit[name=...]`` equation,
+    so printed jaxprs read as JAX's do."""
     if fun is None:
         return lambda f: JnpFunction(f, static_argnums, static_argnames,
-                                     inline=True).as_function()
-    return JnpFunction(fun, static_argnums, static_argnames, inline=True).as_function()
+                                     inline=inline).as_function()
+    return JnpFunction(fun, static_argnums, static_argnames, inline=inline).as_function()

@@ -69,7 +69,7 @@ def _solve_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     return x, _lu_solve(lu, perm, rhs)
 
 
-@jitted
+@jitted(inline=False)
 def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """``jnp.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector only if 1-D."""
     a, b = ensure_arraylike("jnp.linalg.solve", a, b)
@@ -88,7 +88,7 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
                   broadcast_to_shape(b, batch + b.shape[-2:]))
 
 
-@jitted
+@jitted(inline=False)
 def inv(a: ArrayLike) -> Array:
     """``jnp.linalg.inv``: the matrix inverse (LU with partial pivoting)."""
     a = _square("inv", a)
@@ -280,7 +280,7 @@ def _det_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     return y, _trace_last2(z)
 
 
-@jitted
+@jitted(inline=False)
 def det(a: ArrayLike) -> Array:
     """``jnp.linalg.det``: the determinant; 2x2 and 3x3 in closed form (differentiated as
     written), larger ones by LU with partial pivoting and the cofactor JVP, as JAX."""

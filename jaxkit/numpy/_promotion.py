@@ -243,9 +243,17 @@ def promote_shapes(fun_name: str, *args: Any) -> list:
         return list(args)
     out_shape = _try_broadcast_shapes(shapes)
     if out_shape is None:
-        raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
-                        f"{', '.join(map(str, shapes))}.")
+        if len({len(s) for s in shapes}) == 1:
+            # Equal ranks go to the lax operation as they are (as in JAX), which refuses them.
+            raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(map(str, shapes))}.")
+        raise _incompatible(shapes)
     return [a if not s else broadcast_to_shape(a, out_shape) for a, s in zip(args, shapes)]
+
+
+def _incompatible(shapes: list) -> ValueError:
+    # jnp's message and class when the ranks differ (JAX's lax.broadcast_shapes).
+    return ValueError(f"Incompatible shapes for broadcasting: shapes={list(map(tuple, shapes))}")
 
 
 def broadcast_all(fun_name: str, *args: Any) -> list:
@@ -253,8 +261,7 @@ def broadcast_all(fun_name: str, *args: Any) -> list:
     shapes = [_shape_of(a) for a in args]
     out_shape = _try_broadcast_shapes(shapes)
     if out_shape is None:
-        raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
-                        f"{', '.join(map(str, shapes))}.")
+        raise _incompatible(shapes)
     return [broadcast_to_shape(a, out_shape) for a in args]
 
 

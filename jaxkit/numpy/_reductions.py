@@ -571,14 +571,14 @@ def _cumulative_reduction(name: str, lax_fn: str, a: ArrayLike, axis: int | None
     return lax.convert_element_type(result, result_type)
 
 
-@jitted(static_argnames=("axis", "dtype", "out"))
+@jitted(static_argnames=("axis", "dtype", "out"), inline=False)
 def cumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
            out: None = None) -> Array:
     """``jnp.cumsum``: the running sum along ``axis`` (of the flattened array by default)."""
     return _cumulative_reduction("cumsum", "cumsum", a, axis, dtype, out)
 
 
-@jitted(static_argnames=("axis", "dtype", "out"))
+@jitted(static_argnames=("axis", "dtype", "out"), inline=False)
 def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
             out: None = None) -> Array:
     """``jnp.cumprod``: the running product along ``axis``."""

@@ -76,15 +76,25 @@ def _isnan(x: Array) -> Array:
     return lax.ne(x, x)
 
 
-@jitted
-def where3(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:
-    """``jnp.where(condition, x, y)``: ``x`` where ``condition`` is true, else ``y``."""
+@jitted(inline=False)
+def _where(condition: ArrayLike, x: ArrayLike, y: ArrayLike) -> Array:
+    """``jnp.where(condition, x, y)``: ``x`` where ``condition`` is true, else ``y``. A nested
+    ``jit`` named ``_where`` when traced, as in JAX (which jits it so that eager calls with
+    scalar branches do not materialize broadcast constants)."""
     check_arraylike("where", condition, x, y)
     if _dtype(condition) != np.bool_:
         condition = lax.ne(condition, _const(condition, 0))
     x, y = promote_dtypes(x, y)
-    condition, x, y = broadcast_all("where", condition, x, y)
-    return lax.select(condition, x, y)
+    if np.ndim(condition) == 0:
+        # select_n takes a scalar predicate as it is: only the branches are broadcast.
+        x, y = broadcast_all("where", x, y)
+    else:
+        condition, x, y = broadcast_all("where", condition, x, y)
+    # An empty result needs no select (JAX returns the broadcast ``x``).
+    return x if 0 in np.shape(x) else lax.select(condition, x, y)
+
+
+where3 = _where
 
 
 def _to_bool(x: Array) -> Array:

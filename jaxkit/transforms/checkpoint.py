@@ -104,6 +104,15 @@ def _save_only_these_names(*names: str) -> Callable:
     return policy
 
 
+def _save_any_names_but_these(*names: str) -> Callable:
+    # Only named values are saved (unlike save_anything_except_these_names), as in JAX.
+    names_set = frozenset(names)
+
+    def policy(prim, *_, **params) -> bool:
+        return prim is name_p and params["name"] not in names_set
+    return policy
+
+
 def _save_anything_except_these_names(*names: str) -> Callable:
     names_set = frozenset(names)
 
@@ -167,7 +176,7 @@ checkpoint_policies = types.SimpleNamespace(
     dots_with_no_batch_dims_saveable=_dots_with_no_batch_dims_saveable,
     checkpoint_dots_with_no_batch_dims=_dots_with_no_batch_dims_saveable,
     save_only_these_names=_save_only_these_names,
-    save_any_names_but_these=_save_anything_except_these_names,
+    save_any_names_but_these=_save_any_names_but_these,
     save_anything_except_these_names=_save_anything_except_these_names,
 )
 

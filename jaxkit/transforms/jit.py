@@ -766,14 +766,48 @@ def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, donated_invars: tu
             for x, lin in zip(args, linear)]
 
 
+_forwarding_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _forwarding(known: ClosedJaxpr, num_res: int
+                ) -> tuple[ClosedJaxpr, list[int | None], list[int | None]]:
+    """Drop from ``known``'s outputs those that are one of its inputs (``in_fwd[i]``: that
+    input's position) and the residuals that are also a primal output (``out_fwd[i]``: that
+    output's position among the kept ones), as JAX does: the outer program then uses the
+    value it already has instead of a copy coming out of the ``jit``. Cached per ``known``
+    (itself cached per body), so the pruned program is one object and compiles once."""
+    hit = _forwarding_cache.get(known)
+    if hit is not None:
+        return hit
+    jaxpr = known.jaxpr
+    n_primal = len(jaxpr.outvars) - num_res
+    in_pos = {v: i for i, v in enumerate(jaxpr.invars)}
+    in_fwd = [in_pos.get(v) if type(v) is core.Var else None for v in jaxpr.outvars]
+    kept = [v for v, f in zip(jaxpr.outvars, in_fwd) if f is None]
+    n_kept_primal = sum(f is None for f in in_fwd[:n_primal])
+    primal_pos = {v: i for i, v in enumerate(kept[:n_kept_primal]) if type(v) is core.Var}
+    out_fwd = [None] * n_kept_primal + [primal_pos.get(v) for v in kept[n_kept_primal:]]
+    outvars = [v for v, f in zip(kept, out_fwd) if f is None]
+    pruned = ClosedJaxpr(core.Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, jaxpr.eqns,
+                                    jaxpr.debug_info), known.consts)
+    hit = _forwarding_cache[known] = (pruned, in_fwd, out_fwd)
+    return hit
+
+
 def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
                       donated_invars: tuple, inline: bool):
     unknowns = [not trace.is_known(x) for x in args]
     known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
+    known, in_fwd, out_fwd = _forwarding(known, num_res)
     known_args = [x for x, uk in zip(args, unknowns) if not uk]
     with core.set_current_trace(trace.parent):
-        known_outs = jit_p.bind(*known_args, jaxpr=known, name=name,
-                                donated_invars=(False,) * len(known_args), inline=inline)
+        outs = jit_p.bind(*known_args, jaxpr=known, name=name,
+                          donated_invars=(False,) * len(known_args), inline=inline)
+    outs_it = iter(outs)
+    kept = [next(outs_it) if f is None else None for f in out_fwd]
+    kept = [kept[f] if f is not None else x for x, f in zip(kept, out_fwd)]
+    kept_it = iter(kept)
+    known_outs = [next(kept_it) if f is None else known_args[f] for f in in_fwd]
     n_known = len(known_outs) - num_res
     residuals = known_outs[n_known:]
     unknown_args = [*residuals, *(x for x, uk in zip(args, unknowns) if uk)]
