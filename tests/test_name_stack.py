@@ -139,8 +139,8 @@ def test_eqn_source_keeps_its_location():
     """The name stack rides along with the user's line, which ``str`` still prints."""
     eqn = jaxkit.make_jaxpr(_scoped(jaxkit, knp))(knp.ones(3)).eqns[0]
     info = eqn.source_info
-    assert info.file == __file__ and info.function == "f"
-    assert str(info) == f"{info.file}:{info.line} (f)"
+    assert info.file == __file__ and info.function == "_scoped.<locals>.f"
+    assert str(info) == f"{info.file}:{info.line}:{info.column} (_scoped.<locals>.f)"
 
 
 # ---- lowering: op names / locations ---------------------------------------------------------

@@ -1,0 +1,193 @@
+"""The ``jit`` primitive: an equation that carries a traced program (``jaxpr``), with its
+full rule set (abstract eval, eager impl, lowering, printing, batching, JVP, transpose and
+partial evaluation). ``jit.py`` builds ``JitFunction`` (tracing, caches, dispatch) on it; under
+a transformation a jitted function binds this primitive."""
+from __future__ import annotations
+
+from __future__ import annotations
+import weakref
+from jaxkit import core, source_info
+from jaxkit._config import config
+from jaxkit.core import ClosedJaxpr
+from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir, state
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.transforms import spmd
+
+# --------------------------------------------------------------------------------------------
+# The jit primitive
+# --------------------------------------------------------------------------------------------
+
+jit_p = core.Primitive("jit")
+jit_p.multiple_results = True
+
+
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
+    return jaxpr.out_avals
+
+
+jit_p.def_abstract_eval(_jit_abstract_eval)
+
+
+def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
+    # As JAX prints jit: the body's binders and results take the names of the equation's
+    # operands and results.
+    body = eqn.params["jaxpr"].jaxpr
+    namer.suggest_same_names(body.invars, eqn.invars)
+    namer.suggest_same_names(body.outvars, eqn.outvars)
+
+
+core.pp_naming_rules[jit_p] = _jit_pp_naming
+
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
+    if any(type(a) is state.Ref for a in args):
+        return state.call_with_refs(name, jaxpr, args, dispatch.run_closed)
+    if spmd.needs_partitioning(jaxpr, args):
+        return spmd.run_closed(name, jaxpr, donated_invars, args)
+    outs = dispatch.run_closed(name, jaxpr, donated_invars, args)
+    if config.jax_debug_nans:
+        debug_nans.check_jaxpr_call(name, jaxpr, args, outs)
+    return outs
+
+
+jit_p.def_impl(_jit_impl)
+
+
+state.defcall_discharge(jit_p)
+
+
+def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
+    # The inlined ops are named inside ``jit(name)``, as JAX's HLO ``op_name``s are.
+    names = source_info.current_name_stack().extend(f"jit({params.get('name', 'jit')})")
+    with source_info.name_stack_context(names):
+        return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
+
+
+mlir.register_lowering(jit_p, _jit_lowering)
+
+
+def _jit_pp_params(params: dict) -> dict:
+    # As JAX prints it: the name first, defaults left out; the body continues the enclosing
+    # names (its binders named like the equation's operands by _jit_pp_naming).
+    shown = {"name": params["name"]}
+    if any(params["donated_invars"]):
+        shown["donated_invars"] = params["donated_invars"]
+    if params["inline"]:
+        shown["inline"] = True
+    shown["jaxpr"] = params["jaxpr"]
+    return shown
+
+
+core.defpp_params(jit_p, _jit_pp_params)
+
+
+# ---- batching rule of the jit primitive ----
+# The body is batched as a jaxpr (cached per jaxpr object, so the batched program compiles
+# once); each output keeps the batch axis its computation gives it. Registered as an
+# axis-aware rule so that collectives inside the body see the vmapped axis name.
+
+
+def _jit_batching_rule(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, name: str,
+                       donated_invars: tuple, inline: bool):
+    batched, out_dims = batching.batch_jaxpr_axes(jaxpr, axis_data, dims)
+    outs = jit_p.bind(*vals, jaxpr=batched, name=name, donated_invars=donated_invars,
+                      inline=inline)
+    return outs, out_dims
+
+
+batching.defrule(jit_p, _jit_batching_rule, named_axis=True)
+
+
+# ---- autodiff rules of the jit primitive ----
+# The body is differentiated as a jaxpr (cached per jaxpr object, so each derived program is
+# traced and compiled once): the JVP is a jit of the JVP jaxpr; under linearize/vjp the partial
+# evaluation rule binds the known part as a jit now and stages the unknown (tangent) part as a
+# jit; the transpose is a jit of the transposed jaxpr.
+
+
+def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
+             inline: bool):
+    nonzeros = [not ad.is_zero(t) for t in tangents]
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    n_in = len(primals)
+    tangents_nz = [t for t in tangents if not ad.is_zero(t)]
+    assert len(tangents_nz) == len(jvp_closed.in_avals) - n_in
+    args = [*primals, *tangents_nz]
+    outs = jit_p.bind(*args, jaxpr=jvp_closed, name=name,
+                      donated_invars=(False,) * len(args), inline=inline)
+    n_out = len(jaxpr.out_avals)
+    tangents_it = iter(outs[n_out:])
+    tangents_out = [next(tangents_it) if nz else ad.Zero(a.to_tangent_aval())
+                    for a, nz in zip(jaxpr.out_avals, out_nz)]
+    return outs[:n_out], tangents_out
+
+
+def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
+                   inline: bool):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    ct_nonzero = [not ad.is_zero(c) for c in cts]
+    t_closed, cts_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
+    ins = [x for x, lin in zip(args, linear) if not lin]
+    ins += [c for c, nz in zip(cts, ct_nonzero) if nz]
+    outs = iter(jit_p.bind(*ins, jaxpr=t_closed, name=name,
+                           donated_invars=(False,) * len(ins), inline=inline))
+    nz_it = iter(cts_nz)
+    return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
+            for x, lin in zip(args, linear)]
+
+
+_forwarding_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _forwarding(known: ClosedJaxpr, num_res: int
+                ) -> tuple[ClosedJaxpr, list[int | None], list[int | None]]:
+    """Drop from ``known``'s outputs those that are one of its inputs (``in_fwd[i]``: that
+    input's position) and the residuals that are also a primal output (``out_fwd[i]``: that
+    output's position among the kept ones), as JAX does: the outer program then uses the
+    value it already has instead of a copy coming out of the ``jit``. Cached per ``known``
+    (itself cached per body), so the pruned program is one object and compiles once."""
+    hit = _forwarding_cache.get(known)
+    if hit is not None:
+        return hit
+    jaxpr = known.jaxpr
+    n_primal = len(jaxpr.outvars) - num_res
+    in_pos = {v: i for i, v in enumerate(jaxpr.invars)}
+    in_fwd = [in_pos.get(v) if type(v) is core.Var else None for v in jaxpr.outvars]
+    kept = [v for v, f in zip(jaxpr.outvars, in_fwd) if f is None]
+    n_kept_primal = sum(f is None for f in in_fwd[:n_primal])
+    primal_pos = {v: i for i, v in enumerate(kept[:n_kept_primal]) if type(v) is core.Var}
+    out_fwd = [None] * n_kept_primal + [primal_pos.get(v) for v in kept[n_kept_primal:]]
+    outvars = [v for v, f in zip(kept, out_fwd) if f is None]
+    pruned = ClosedJaxpr(core.Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, jaxpr.eqns,
+                                    jaxpr.debug_info), known.consts)
+    hit = _forwarding_cache[known] = (pruned, in_fwd, out_fwd)
+    return hit
+
+
+def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
+                      donated_invars: tuple, inline: bool):
+    unknowns = [not trace.is_known(x) for x in args]
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
+    known, in_fwd, out_fwd = _forwarding(known, num_res)
+    known_args = [x for x, uk in zip(args, unknowns) if not uk]
+    with core.set_current_trace(trace.parent):
+        outs = jit_p.bind(*known_args, jaxpr=known, name=name,
+                          donated_invars=(False,) * len(known_args), inline=inline)
+    outs_it = iter(outs)
+    kept = [next(outs_it) if f is None else None for f in out_fwd]
+    kept = [kept[f] if f is not None else x for x, f in zip(kept, out_fwd)]
+    kept_it = iter(kept)
+    known_outs = [next(kept_it) if f is None else known_args[f] for f in in_fwd]
+    n_known = len(known_outs) - num_res
+    residuals = known_outs[n_known:]
+    unknown_args = [*residuals, *(x for x, uk in zip(args, unknowns) if uk)]
+    params = {"jaxpr": unknown, "name": name,
+              "donated_invars": (False,) * len(unknown_args), "inline": inline}
+    unknown_outs = iter(trace.stage(jit_p, unknown_args, unknown.out_avals, params))
+    known_it = iter(known_outs[:n_known])
+    return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
+
+
+ad.defjvp_rule(jit_p, _jit_jvp)
+ad.deftranspose(jit_p, _jit_transpose)
+pe.defpartial_eval(jit_p, _jit_partial_eval)
+
