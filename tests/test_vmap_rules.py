@@ -532,6 +532,12 @@ NO_RULE = {
     "rng_uniform": "stateful; JAX has no batching rule for it",
     # JAX batches only the add form (select_and_scatter_add), which all of its uses bind.
     "select_and_scatter": "JAX has no batching rule for the general form",
+    # JAX has none either; test_export.py and test_linear_call.py check that vmap raises.
+    "call_exported": "JAX has no batching rule (vmap of Exported.call raises, as in JAX)",
+    "linear_call": "JAX has no batching rule (test_linear_call.py: both raise)",
+    # Made by test_extend.py to show a user-defined primitive (extend.core.Primitive); it is
+    # registered when that file runs in the same process, and is not jaxkit's.
+    "fma": "a user primitive defined by test_extend.py, with no batching rule on purpose",
 }
 
 # Primitives with a batching rule exercised by other test files (named here).
@@ -557,7 +563,27 @@ EXERCISED_ELSEWHERE = {
     "precv": "test_lax_collectives_p2p.py (vmap over its axis raises, as it needs devices)",
     "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",
     "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",
+    "my_call": "test_extend.py (a user CallPrimitive under vmap)",
+    "call": "test_extend.py (call_p under vmap and vmap of grad, against JAX)",
+    "closed_call": "test_extend.py (closed_call_p under vmap, against JAX)",
+    "ffi_call": "test_ffi.py (a C++ handler under vmap with every vmap_method)",
+    "inspect_sharding": "test_sharding_axes.py (inspect_array_sharding under vmap, vs JAX)",
+    "shard_alike": "test_sharding_axes.py (shard_alike under vmap, vs JAX)",
+    "host_local_array_to_global_array": "test_multihost.py (vmap jaxprs against JAX)",
+    "global_array_to_host_local_array": "test_multihost.py (vmap jaxprs against JAX)",
+    "spsolve": "test_sparse.py (batched against a loop)",
 }
+EXERCISED_ELSEWHERE.update({p: "test_ref.py (vmap over refs and of functions making refs)"
+                            for p in ("get", "swap", "addupdate", "new_ref", "freeze")})
+EXERCISED_ELSEWHERE.update({p: "test_sparse.py (vmap over sparse arrays, against JAX/a loop)"
+                            for p in ("bcoo_dot_general", "bcoo_dot_general_sampled",
+                                      "bcoo_extract", "bcoo_fromdense", "bcoo_sort_indices",
+                                      "bcoo_spdot_general", "bcoo_sum_duplicates",
+                                      "bcoo_todense", "bcoo_transpose", "bcsr_dot_general",
+                                      "bcsr_extract", "bcsr_fromdense", "bcsr_todense",
+                                      "coo_fromdense", "coo_matmat", "coo_matvec",
+                                      "coo_todense", "csr_fromdense", "csr_matmat",
+                                      "csr_matvec", "csr_todense")})
 
 
 def test_every_primitive_without_batching_rule_is_justified():
