@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, lax
+from jaxkit import core
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.runtime import ffi_registry
+from jaxkit.transforms.callback import batch_by_vmap_method
 
 __all__ = ["build_ffi_lowering_function", "ffi_call", "ffi_lowering", "include_dir",
            "pycapsule", "register_ffi_target", "register_ffi_target_as_batch_partitionable",
@@ -373,38 +374,20 @@ def _batched_layouts(layouts: tuple) -> tuple:
 
 
 def _ffi_call_batch(axis_data, args, dims, *, vmap_method, result_avals, **params):
-    size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
-    args = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
-    batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
-    if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
-        params = dict(params, output_layouts=_batched_layouts(params["output_layouts"]))
-        if vmap_method == "legacy_vectorized":
-            params["input_layouts"] = tuple(
-                lay if d is None else _batched_layouts((lay,))[0]
-                for lay, d in zip(params["input_layouts"], dims))
-        else:
-            n = size if vmap_method == "broadcast_all" else 1
-            args = [lax.broadcast(x, (n,)) if d is None else x for x, d in zip(args, dims)]
-            params["input_layouts"] = _batched_layouts(params["input_layouts"])
-        outs = ffi_call_p.bind(*args, vmap_method=vmap_method, result_avals=batched_avals,
+    def bind_vectorized(args, batched, avals):
+        # the batch axis is each batched operand's and every result's new major axis
+        layouts = dict(
+            params, output_layouts=_batched_layouts(params["output_layouts"]),
+            input_layouts=tuple(_batched_layouts((lay,))[0] if b else lay
+                                for lay, b in zip(params["input_layouts"], batched)))
+        return ffi_call_p.bind(*args, vmap_method=vmap_method, result_avals=avals, **layouts)
+
+    def bind_one(args):
+        return ffi_call_p.bind(*args, vmap_method=vmap_method, result_avals=result_avals,
                                **params)
-    elif vmap_method in ("sequential", "sequential_unrolled"):
-        batched = [d is not None for d in dims]
-        fixed = [x for x, b in zip(args, batched) if not b]
 
-        def one(xs):
-            it_b, it_f = iter(xs), iter(fixed)
-            merged = [next(it_b) if b else next(it_f) for b in batched]
-            return ffi_call_p.bind(*merged, vmap_method=vmap_method, result_avals=result_avals,
-                                   **params)
-
-        outs = lax.map(one, [x for x, b in zip(args, batched) if b])
-    else:
-        raise NotImplementedError(
-            "vmap is only supported for the ffi_call primitive when vmap_method is one of "
-            "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
-            f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
-    return list(outs), [0] * len(outs)
+    return batch_by_vmap_method("ffi_call", args, dims, result_avals, vmap_method,
+                                bind_vectorized, bind_one)
 
 
 def _ffi_call_dce(used_outputs: Sequence[bool], eqn: core.JaxprEqn):

@@ -145,33 +145,52 @@ def _pure_callback_transpose(cts, *args, **params):
                      "(here `jaxkit.custom_vjp`) to use callbacks while taking gradients.")
 
 
-def _pure_callback_batch(axis_data, args, dims, *, callback, result_avals, vmap_method):
+def batch_by_vmap_method(name: str, args: Sequence, dims: Sequence, result_avals: Sequence,
+                        vmap_method: str | None, bind_vectorized: Callable,
+                        bind_one: Callable) -> tuple[list, list]:
+    """The batching rule of a primitive that calls foreign code (``pure_callback``,
+    ``ffi_call``), as its ``vmap_method`` says (JAX 0.10.2's semantics).
+
+    ``expand_dims``/``broadcast_all``/``legacy_vectorized`` make one call on the whole batch:
+    ``bind_vectorized(args, batched_inputs, batched_avals)`` gets the arguments with the batch
+    axis leading (unbatched ones given a leading axis of 1, or of the batch size, except under
+    ``legacy_vectorized``), which of them have that axis, and the result avals with it.
+    ``sequential``/``sequential_unrolled`` call ``bind_one(args)`` once per example in a
+    ``lax.map``. ``name`` is the primitive's, for the error naming the allowed methods."""
     size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
     args = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
-    batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
+    batched = [d is not None for d in dims]
     if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
         if vmap_method != "legacy_vectorized":
             n = size if vmap_method == "broadcast_all" else 1
-            args = [lax.broadcast(x, (n,)) if d is None else x for x, d in zip(args, dims)]
-        outs = pure_callback_p.bind(*args, callback=callback, result_avals=batched_avals,
-                                    vmap_method=vmap_method)
+            args = [x if b else lax.broadcast(x, (n,)) for x, b in zip(args, batched)]
+            batched = [True] * len(args)
+        batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
+        outs = bind_vectorized(args, batched, batched_avals)
     elif vmap_method in ("sequential", "sequential_unrolled"):
-        batched = [d is not None for d in dims]
         fixed = [x for x, b in zip(args, batched) if not b]
 
         def one(xs):
             it_b, it_f = iter(xs), iter(fixed)
-            merged = [next(it_b) if b else next(it_f) for b in batched]
-            return pure_callback_p.bind(*merged, callback=callback, result_avals=result_avals,
-                                        vmap_method=vmap_method)
+            return bind_one([next(it_b) if b else next(it_f) for b in batched])
 
         outs = lax.map(one, [x for x, b in zip(args, batched) if b])
     else:
         raise NotImplementedError(
-            "vmap is only supported for the pure_callback primitive when vmap_method is one of "
+            f"vmap is only supported for the {name} primitive when vmap_method is one of "
             "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
             f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
     return list(outs), [0] * len(outs)
+
+
+def _pure_callback_batch(axis_data, args, dims, *, callback, result_avals, vmap_method):
+    def bind(args, avals):
+        return pure_callback_p.bind(*args, callback=callback, result_avals=avals,
+                                    vmap_method=vmap_method)
+
+    return batch_by_vmap_method(
+        "pure_callback", args, dims, result_avals, vmap_method,
+        lambda args, batched, avals: bind(args, avals), lambda args: bind(args, result_avals))
 
 
 def _pure_callback_lowering(ctx: mlir.LoweringRuleContext, *args, callback, result_avals,
