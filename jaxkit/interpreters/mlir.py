@@ -467,7 +467,7 @@ def module_to_hlo_text(module: ir.Module, debug_info: bool = False) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def broadcast_scalar_operands(ctx: LoweringRuleContext, args: Sequence[ir.Value]) -> list:
+def broadcast_operands_to_output(ctx: LoweringRuleContext, args: Sequence[ir.Value]) -> list:
     """Elementwise primitives broadcast rank-0 operands and size-1 dimensions of equal-rank
     ones; StableHLO's elementwise ops take equal shapes, so both become a broadcast_in_dim."""
     shape = ctx.avals_out[0].shape
@@ -480,7 +480,7 @@ def nary_lowering(op: Callable) -> Callable:
     """Rule for an elementwise StableHLO op whose result type equals the first operand's."""
 
     def rule(ctx: LoweringRuleContext, *args, **params):
-        return op(*broadcast_scalar_operands(ctx, args)).result
+        return op(*broadcast_operands_to_output(ctx, args)).result
 
     return rule
 
@@ -488,7 +488,7 @@ def nary_lowering(op: Callable) -> Callable:
 def compare_lowering(direction: str, total_order: bool = False) -> Callable:
     """``stablehlo.compare``; with ``total_order`` floats compare in IEEE total order."""
     def rule(ctx: LoweringRuleContext, x, y):
-        x, y = broadcast_scalar_operands(ctx, (x, y))
+        x, y = broadcast_operands_to_output(ctx, (x, y))
         dtype = ctx.avals_in[0].dtype
         if np.issubdtype(dtype, np.bool_) or np.issubdtype(dtype, np.unsignedinteger):
             kind = "UNSIGNED"

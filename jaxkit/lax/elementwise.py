@@ -286,7 +286,7 @@ def _minmax_lowering(op, direction):
     build = minmax_hlo(op, direction)
 
     def rule(ctx, x, y):
-        x, y = mlir.broadcast_scalar_operands(ctx, (x, y))
+        x, y = mlir.broadcast_operands_to_output(ctx, (x, y))
         return build(x, y).result
 
     return rule

@@ -394,7 +394,7 @@ def _pow_jvp_rhs(g, ans, x, y):
 
 
 def _pow_lowering(ctx, x, y):
-    x, y = mlir.broadcast_scalar_operands(ctx, (x, y))
+    x, y = mlir.broadcast_operands_to_output(ctx, (x, y))
     aval_out = ctx.avals_out[0]
     if ctx.avals_in[1].dtype != aval_out.dtype:  # an integer exponent
         y = mlir.convert(y, aval_out)
