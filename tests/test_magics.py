@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 IPython = pytest.importorskip("IPython")
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from _shell import magic_shell, run  # noqa: E402
 
 import jaxkit  # noqa: E402
 from jaxkit.magics import graph, reports  # noqa: E402
@@ -13,23 +13,14 @@ from jaxkit.magics import graph, reports  # noqa: E402
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = InteractiveShell.instance()
-    shell.run_cell("%load_ext jaxkit", store_history=False)
-    shell.run_cell(textwrap.dedent("""
+    return magic_shell("""
         import numpy as np
         import jaxkit as jax
         import jaxkit.numpy as jnp
         x = jnp.arange(8.0)
         def sq(v):
             return jnp.sum(jnp.sin(v) * v)
-    """), store_history=False)
-    return shell
-
-
-def run(ip, code):
-    result = ip.run_cell(code, store_history=False)
-    result.raise_error()
-    return result.result
+    """)
 
 
 def test_magics_registered(ip):

@@ -5,7 +5,7 @@ import pytest
 
 IPython = pytest.importorskip("IPython")
 from IPython.core.error import UsageError  # noqa: E402
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from _shell import magic_shell, run  # noqa: E402
 
 import jaxkit  # noqa: E402
 from jaxkit.magics import annotate, hlo_cost  # noqa: E402
@@ -26,16 +26,7 @@ CELL = textwrap.dedent(f"""\
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = InteractiveShell.instance()
-    shell.run_cell("%load_ext jaxkit", store_history=False)
-    shell.run_cell("import jaxkit\nimport jaxkit.numpy as jnp\n", store_history=False)
-    return shell
-
-
-def run(ip, code):
-    result = ip.run_cell(code, store_history=False)
-    result.raise_error()
-    return result.result
+    return magic_shell("import jaxkit\nimport jaxkit.numpy as jnp\n")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 IPython = pytest.importorskip("IPython")
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from _shell import magic_shell  # noqa: E402
 
 from jaxkit.magics import reports, sharding_panel  # noqa: E402
 from jaxkit.runtime import multi_device  # noqa: E402
@@ -99,13 +99,8 @@ def jax_runs():
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = InteractiveShell.instance()
-    shell.run_cell("%load_ext jaxkit", store_history=False)
-    shell.user_ns["MESH_KW"] = {"devices": DEVICES}
-    result = shell.run_cell("import jaxkit as jax\nimport jaxkit.numpy as jnp\n" + PRELUDE,
-                            store_history=False)
-    result.raise_error()
-    return shell
+    return magic_shell("import jaxkit as jax\nimport jaxkit.numpy as jnp\n" + PRELUDE,
+                       MESH_KW={"devices": DEVICES})
 
 
 def jit_cell(ip, cell: str, call: str, options: str = "") -> reports.JitReport:

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import pytest
 
 IPython = pytest.importorskip("IPython")
-from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from _shell import magic_shell, run  # noqa: E402
 from IPython.lib.pretty import pretty  # noqa: E402
 
 import jaxkit  # noqa: E402
@@ -232,9 +232,7 @@ def test_sparkline_of_equal_runs():
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = InteractiveShell.instance()
-    shell.run_cell("%load_ext jaxkit", store_history=False)
-    shell.run_cell(textwrap.dedent("""
+    return magic_shell("""
         import jaxkit as jax
         import jaxkit.numpy as jnp
         x = jnp.arange(8.0)
@@ -243,14 +241,7 @@ def ip():
         mat = jnp.ones((4, 3)); v = jnp.ones(3)
         def apply_matrix(v):
             return jnp.dot(mat, v)
-    """), store_history=False)
-    return shell
-
-
-def run(ip, code):
-    result = ip.run_cell(code, store_history=False)
-    result.raise_error()
-    return result.result
+    """)
 
 
 def test_jit_timeit_html_has_a_sparkline_per_method(ip):
