@@ -24,7 +24,6 @@ import importlib.util
 import sys
 import types
 
-from jaxkit._src_compat import jax_extras
 
 __all__ = ["install_as_jax", "is_installed", "jaxkit_name"]
 
@@ -100,8 +99,6 @@ def _make_facade(jax_name: str) -> types.ModuleType:
             return getattr(target, name)
         except AttributeError:
             pass
-        if jax_name == "jax" and name in jax_extras.__all__:
-            return getattr(jax_extras, name)
         if not name.startswith("__"):
             try:
                 return importlib.import_module(child)
