@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
+import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -88,10 +89,13 @@ class _CallInfo:
             for (dims, dtype), s in zip(values, shardings)])
 
 
-# backend_config -> its call's information; modules keep their calls' entries alive.
+# backend_config -> its call's information; modules keep their calls' entries alive. Keys are
+# unique to this process, so that the compilation cache never serves a module compiled with
+# another process's partition rules (the rules are Python code the module does not contain).
 _calls: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _module_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _call_ids = itertools.count()
+_process_key = uuid.uuid4().hex
 
 
 def _hlo_shardings(what: str, tree: Any, shardings: Any, values: list) -> list:
@@ -216,7 +220,7 @@ def _lowering(ctx: mlir.LoweringRuleContext, *values, call: core.ClosedJaxpr, in
                          "program, but def_partition was not called to give its partition "
                          "rule")
     info = _CallInfo(partition, in_tree, out_tree, mesh, static_args, decode_shardings)
-    key = str(next(_call_ids))
+    key = f"{_process_key}:{next(_call_ids)}"
     _calls[key] = info
     _module_calls.setdefault(mctx.module, []).append(info)
     result_types = [mlir.aval_to_ir_type(a) for a in call.out_avals]
