@@ -1,15 +1,22 @@
 """``jax.experimental.layout`` on jaxkit against the JAX oracle (one CPU device each):
 ``Layout``/``Format`` printing, equality and errors, ``x.format``, ``Compiled.input_formats``
-and ``output_formats``, and ``with_layout_constraint`` eagerly, under jit (the
+and ``output_formats`` (also over 8 devices, against JAX in a subprocess), and
+``with_layout_constraint`` eagerly, under jit (the
 ``LayoutConstraint`` custom call), vmap, grad and in jaxprs."""
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit.experimental import layout as klayout
+from jaxkit.runtime import multi_device
 
-jax = pytest.importorskip("jax")
+jax = pytest.importorskip("jax")  # the oracle, in this process with one CPU device
 jlayout = pytest.importorskip("jax.experimental.layout")
 X = np.arange(6.0, dtype=np.float32).reshape(2, 3)
 
@@ -131,3 +138,30 @@ def test_bad_with_layout_constraint_raises_as_jax(x, layouts, prefix):
         with pytest.raises(ValueError) as error:
             module.with_layout_constraint(x, layouts(module))
         assert str(error.value).startswith(prefix)
+
+
+# ---- formats of arrays and executables partitioned over 8 devices ---------------------------
+SHARDED_FORMATS = """
+import numpy as np
+mesh = J.make_mesh((4, 2), ("x", "y"), devices=devs, axis_types=(J.sharding.AxisType.Auto,) * 2)
+NS, P = J.sharding.NamedSharding, J.sharding.PartitionSpec
+x = J.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), NS(mesh, P("x", "y")))
+out = [repr(x.format)]
+c = J.jit(lambda a: (a * 2).T).lower(x).compile()
+out += [repr(c.input_formats), repr(c.output_formats)]
+c = J.jit(lambda a, b: {"s": a + b}, out_shardings=NS(mesh, P("y"))).lower(x, 1.0).compile()
+out += [repr(c.input_formats), repr(c.output_formats)]
+"""
+
+
+def test_sharded_formats_match_jax_on_8_devices():
+    ns = {"J": jaxkit, "devs": multi_device.add_cpu_backend("spmd8", 8).devices}
+    exec(SHARDED_FORMATS, ns)
+    driver = ("import json, sys, jax\nns = {'J': jax, 'devs': jax.devices()}\n"
+              "exec(sys.argv[1], ns)\nprint(json.dumps(ns['out']))")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    proc = subprocess.run([sys.executable, "-c", driver, SHARDED_FORMATS], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ns["out"] == json.loads(proc.stdout.strip().splitlines()[-1])
