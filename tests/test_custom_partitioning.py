@@ -242,3 +242,12 @@ def test_no_batching_or_differentiation_rules_as_in_jax(transform):
         f.def_partition(None, sharding_rule="i -> i")
         with pytest.raises(NotImplementedError, match="custom_partitioning"):
             transform(J, f)
+
+
+def test_only_def_attributes_are_forwarded_to_the_function_as_in_jax():
+    for J, M in ((jaxkit, cp), (jax, jcp)):
+        inner = J.custom_jvp(J.numpy.sin)
+        f = M.custom_partitioning(inner)
+        assert f.defjvp == inner.defjvp
+        with pytest.raises(AttributeError):
+            f.__wrapped_name__  # noqa: B018

@@ -274,7 +274,11 @@ class custom_partitioning:  # noqa: N801  (JAX's name)
         self.sharding_rule = None
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["fun"], name)
+        # As JAX's custom decorators: ``def*`` reaches a wrapped custom function's rules
+        # (``custom_partitioning(custom_jvp_fn).defjvp``); nothing else is forwarded.
+        if name.startswith("def"):
+            return getattr(self.__dict__["fun"], name)
+        raise AttributeError(name)
 
     def def_partition(self, partition: Callable,
                       infer_sharding_from_operands: Callable | None = None,
