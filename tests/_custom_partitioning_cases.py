@@ -115,6 +115,16 @@ def run_cases(J, jnp, lax, cp, devices) -> dict:
         (cp.ArrayMapping("i", "j", "k"),)))
     d = np.arange(64.0).reshape(16, 4)
     results["compound_factor"] = _summary(J, split, [put(d, mesh1, "x")], calls)
+
+    # decode_shardings=False: partition sees XLA's shardings as GSPMDShardings
+    def raw_partition(mesh, arg_shapes, result_shape):
+        record(arg_shapes, result_shape, type(arg_shapes[0].sharding).__name__)
+        s = arg_shapes[0].sharding
+        return mesh, jnp.sin, s, (s,)
+
+    raw = cp.custom_partitioning(jnp.sin)
+    raw.def_partition(raw_partition, decode_shardings=False, sharding_rule="i j -> i j")
+    results["undecoded"] = _summary(J, raw, [put(x, mesh2, "x", "y")], calls)
     return results
 
 

@@ -26,7 +26,7 @@ from jaxkit.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 DEVICES = multi_device.add_cpu_backend("spmd8", 8).devices
 CASES = ["rows", "rule_callable", "matmul_psum", "batching_gather", "static_two_results",
-         "compound_factor"]
+         "compound_factor", "undecoded"]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,8 @@ def test_partitioned_values_match_numpy(ours):
     d = np.arange(64.0, dtype=np.float32).reshape(16, 4)
     expected = {"rows": [rows], "rule_callable": [rows], "matmul_psum": [a @ b],
                 "batching_gather": [np.cumsum(c, -1)],
-                "static_two_results": [x * 3, x + 1], "compound_factor": [d.reshape(8, 2, 4)]}
+                "static_two_results": [x * 3, x + 1], "compound_factor": [d.reshape(8, 2, 4)],
+                "undecoded": [np.sin(x)]}
     for case, values in expected.items():
         for got, want in zip(ours[case]["values"], values):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -62,6 +62,18 @@ class _ShardedShape(api.ShapeDtypeStruct):
 _ShardedShape.__name__ = _ShardedShape.__qualname__ = "ShapeDtypeStruct"
 
 
+class _GSPMDSharding(GlobalSharding):
+    """What ``partition`` sees for a sharding it did not ask to decode (``decode_shardings=
+    False``) or that no ``NamedSharding`` on the mesh expresses: XLA's ``HloSharding`` on the
+    mesh's devices, printed as JAX prints its ``GSPMDSharding``."""
+
+    def __repr__(self) -> str:
+        return f"GSPMDSharding({self._hlo_sharding!r}, memory_kind=device)"
+
+
+_GSPMDSharding.__name__ = _GSPMDSharding.__qualname__ = "GSPMDSharding"
+
+
 class _CallInfo:
     """What the partitioner callbacks need to know about one lowered call."""
 
@@ -81,7 +93,7 @@ class _CallInfo:
         if named is not None:  # JAX spells out every dimension: P('x', None)
             spec = tuple(named.spec)
             return NamedSharding(self.mesh, PartitionSpec(*spec, *[None] * (ndim - len(spec))))
-        return GlobalSharding(multi_device.device_list(self.mesh._flat), hlo_sharding)
+        return _GSPMDSharding(multi_device.device_list(self.mesh._flat), hlo_sharding)
 
     def shapes(self, tree: Any, values: list, shardings: list) -> Any:
         return tree_util.tree_unflatten(tree, [
