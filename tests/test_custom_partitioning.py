@@ -51,7 +51,11 @@ def theirs(tmp_path_factory):
 @pytest.mark.parametrize("case", CASES)
 def test_partitioned_call_matches_jax(ours, theirs, case):
     mine, jax_ = ours[case], theirs[case]
-    assert mine["custom_call"] == jax_["custom_call"]
+    # jaxkit's call target has a name of its own: XLA keeps one partitioner per name, and JAX
+    # registers its own for "CustomSPMDPartitioning" when both libraries share a process.
+    assert [line.replace("@JaxkitCustomSPMDPartitioning", "@CustomSPMDPartitioning")
+            for line in mine["custom_call"]] == jax_["custom_call"]
+    assert all("@JaxkitCustomSPMDPartitioning(" in line for line in mine["custom_call"])
     assert mine["partition_calls"] == jax_["partition_calls"]
     assert mine["collectives"] == jax_["collectives"]
     assert mine["shardings"] == jax_["shardings"]

@@ -3,13 +3,15 @@
 ``f = custom_partitioning(fun)`` with ``f.def_partition(partition, sharding_rule=...)`` runs
 ``fun`` unpartitioned where nothing is partitioned (eagerly, in a single-device program, inside
 a ``shard_map`` that is manual over every mesh axis). In a program partitioned over a mesh it
-lowers to XLA's ``CustomSPMDPartitioning`` custom call: Shardy propagates shardings through it
-with ``sharding_rule`` (an einsum-like string, an ``SdyShardingRule`` or a callable making
-one), and XLA's SPMD partitioner then calls ``partition(*static_args, mesh, arg_shapes,
-result_shape)`` back (the shapes are ``ShapeDtypeStruct``s carrying the ``NamedSharding`` it
-proposes). ``partition`` returns the mesh, a per-device ``lower_fn`` and the shardings it
-wants; the operands are resharded to those, and ``lower_fn``, traced at the per-device shapes
-with the mesh axes bound for collectives, is inlined for every device.
+lowers to a custom call that XLA partitions with Python callbacks (JAX's
+``CustomSPMDPartitioning``; jaxkit's target is ``JaxkitCustomSPMDPartitioning``, see
+``_CALL_TARGET``). Shardy propagates shardings through it with ``sharding_rule`` (an
+einsum-like string, an ``SdyShardingRule`` or a callable making one), and XLA's SPMD
+partitioner then calls ``partition(*static_args, mesh, arg_shapes, result_shape)`` back (the
+shapes are ``ShapeDtypeStruct``s carrying the ``NamedSharding`` XLA proposes). ``partition``
+returns the mesh, a per-device ``lower_fn`` and the shardings it wants; the operands are
+resharded to those, and ``lower_fn``, traced at the per-device shapes with the mesh axes bound
+for collectives, is inlined for every device.
 
 The callbacks reach XLA through ``runtime.custom_partitioner``; the call's ``backend_config``
 is the key of the information they need, kept alive as long as the lowered module.
@@ -42,7 +44,10 @@ from jaxkit.runtime.sharding import (GlobalSharding, Mesh, NamedSharding, Partit
 __all__ = ["BATCHING", "ArrayMapping", "CompoundFactor", "SdyShardingRule",
            "custom_partitioning", "custom_partitioning_p"]
 
-_CALL_TARGET = "CustomSPMDPartitioning"
+# XLA keeps one partitioner per custom-call target name, process-wide. JAX registers its own
+# for "CustomSPMDPartitioning" when it is imported, so jaxkit's calls use a name of their own
+# (both libraries' calls then partition in the same process).
+_CALL_TARGET = "JaxkitCustomSPMDPartitioning"
 
 
 class _ShardedShape(api.ShapeDtypeStruct):
