@@ -51,6 +51,7 @@ from jaxkit import numpy  # installs array methods and operators
 from jaxkit import nn, random
 from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
+from jaxkit.experimental import layout as _layout  # noqa: F401  (installs .format)
 from jaxkit import tree
 from jaxkit import image, ops
 from jaxkit import sharding

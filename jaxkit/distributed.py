@@ -19,17 +19,20 @@ processes it waited for; a peer that dies later is detected by the coordination 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jaxkit.runtime import pjrt
-from jaxkit.runtime import multi_device
+from jaxkit.runtime import gpu, multi_device, pjrt
 
 __all__ = ["initialize", "is_initialized", "process_count", "process_index", "shutdown"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,6 +43,7 @@ class _State:
     service: Any
     client: Any
     preemption_sync_manager: Any = None
+    local_device_ids: list[int] | None = None
 
 
 _state: _State | None = None
@@ -69,8 +73,33 @@ def _reachable(host: str, port: int) -> bool:
         return False
 
 
+def _local_device_ids(ids: int | Sequence[int] | None) -> list[int] | None:
+    """``local_device_ids`` as a list (an int is one id; None reads ``JAX_LOCAL_DEVICE_IDS``,
+    a comma-separated list, as JAX does)."""
+    if ids is None:
+        env = _env("JAXKIT_LOCAL_DEVICE_IDS", "JAX_LOCAL_DEVICE_IDS")
+        if not env:
+            return None
+        try:
+            return [int(i) for i in env.split(",")]
+        except ValueError:
+            raise ValueError(f"JAX_LOCAL_DEVICE_IDS must be comma-separated device ids, got "
+                             f"{env!r}") from None
+    if isinstance(ids, int):
+        ids = [ids]
+    try:
+        ids = list(ids)
+    except TypeError:
+        raise TypeError(f"local_device_ids must be an int or a sequence of ints, got "
+                        f"{ids!r}") from None
+    if not all(isinstance(i, int) and i >= 0 for i in ids):
+        raise ValueError(f"local_device_ids must be non-negative device ids, got {ids!r}")
+    return ids
+
+
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
-               process_id: int | None = None, local_device_ids: Any = None, *,
+               process_id: int | None = None,
+               local_device_ids: int | Sequence[int] | None = None, *,
                initialization_timeout: int = 300, heartbeat_timeout_seconds: int = 100,
                shutdown_timeout_seconds: int = 300, coordinator_bind_address: str | None = None,
                gloo_hostname: str | None = None) -> None:
@@ -81,11 +110,19 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     ``jaxkit.devices()``). Missing arguments are read from ``JAXKIT_COORDINATOR_ADDRESS``,
     ``JAXKIT_NUM_PROCESSES`` and ``JAXKIT_PROCESS_ID`` (or the ``JAX_*`` names). Each process
     gets ``JAXKIT_NUM_CPU_DEVICES`` CPU devices (default 1). Raises ``TimeoutError`` when not
-    every process connects within ``initialization_timeout`` seconds."""
+    every process connects within ``initialization_timeout`` seconds.
+
+    ``local_device_ids`` (an id, a list of ids, or ``JAX_LOCAL_DEVICE_IDS``) restricts, as in
+    JAX, the *GPUs* a process sees; JAX's CPU client ignores it, and so does jaxkit's. jaxkit's
+    GPU client takes no visible-devices option yet, so with the CUDA plugin installed it is
+    refused rather than ignored."""
     global _state
-    if local_device_ids is not None:
-        raise NotImplementedError("local_device_ids is not supported: jaxkit's CPU backend uses "
-                                  "JAXKIT_NUM_CPU_DEVICES devices per process")
+    local_device_ids = _local_device_ids(local_device_ids)
+    if local_device_ids and gpu.find_cuda_plugin() is not None:
+        raise NotImplementedError(
+            "jaxkit.distributed.initialize(local_device_ids=...) with the CUDA plugin: jaxkit's "
+            "GPU client cannot be restricted to some GPUs yet; set CUDA_VISIBLE_DEVICES for "
+            "each process instead")
     address = coordinator_address or _env("JAXKIT_COORDINATOR_ADDRESS", "JAX_COORDINATOR_ADDRESS")
     n = num_processes if num_processes is not None else _env("JAXKIT_NUM_PROCESSES",
                                                              "JAX_NUM_PROCESSES")
@@ -141,7 +178,11 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                 service.shutdown()
             raise
         _state = _State(address, pid, n, service, client,
-                        multi_device.start_preemption_sync_manager(client))
+                        multi_device.start_preemption_sync_manager(client), local_device_ids)
+        if local_device_ids:
+            logger.info("jaxkit distributed initialized with visible devices: %s (only GPUs "
+                        "are restricted; the CPU devices are all visible)",
+                        ",".join(map(str, local_device_ids)))
     atexit.register(shutdown)
 
 

@@ -535,6 +535,7 @@ NO_RULE = {
     # JAX has none either; test_export.py and test_linear_call.py check that vmap raises.
     "call_exported": "JAX has no batching rule (vmap of Exported.call raises, as in JAX)",
     "linear_call": "JAX has no batching rule (test_linear_call.py: both raise)",
+    "custom_partitioning": "JAX has no batching rule (test_custom_partitioning.py: both raise)",
     # Made by test_extend.py to show a user-defined primitive (extend.core.Primitive); it is
     # registered when that file runs in the same process, and is not jaxkit's.
     "fma": "a user primitive defined by test_extend.py, with no batching rule on purpose",
@@ -569,6 +570,7 @@ EXERCISED_ELSEWHERE = {
     "ffi_call": "test_ffi.py (a C++ handler under vmap with every vmap_method)",
     "inspect_sharding": "test_sharding_axes.py (inspect_array_sharding under vmap, vs JAX)",
     "shard_alike": "test_sharding_axes.py (shard_alike under vmap, vs JAX)",
+    "layout_constraint": "test_layout_api.py (with_layout_constraint under vmap, vs JAX)",
     "host_local_array_to_global_array": "test_multihost.py (vmap jaxprs against JAX)",
     "global_array_to_host_local_array": "test_multihost.py (vmap jaxprs against JAX)",
     "spsolve": "test_sparse.py (batched against a loop)",

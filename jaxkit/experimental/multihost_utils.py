@@ -32,8 +32,9 @@ from jaxkit.transforms.jit import jit
 
 __all__ = [
     "ProcessFailureError", "assert_equal", "broadcast_one_to_all",
-    "global_array_to_host_local_array", "global_array_to_host_local_array_p",
+    "global_array_to_host_local_array", "global_array_to_host_local_array_p", "gtl_abstract_eval",
     "host_local_array_to_global_array", "host_local_array_to_global_array_p", "live_devices",
+    "ltg_abstract_eval",
     "process_allgather", "reached_preemption_sync_point", "sync_global_devices",
 ]
 
@@ -272,19 +273,26 @@ def global_array_to_host_local_array_impl(x: Any, *, global_mesh: Mesh,
     return global_arrays.from_device_buffers(shape, x.dtype, local, shards)
 
 
-def _make_view_primitive(name: str, impl, to_global: bool) -> core.Primitive:
+def ltg_abstract_eval(arr: Any, *, global_mesh: Mesh, pspec: PartitionSpec) -> core.ShapedArray:
+    """The type of the global array whose process-local part has the type of ``arr``: each
+    dimension split by ``pspec`` grows by the ratio of the global mesh axes to the local."""
+    return core.ShapedArray(_rescale(arr.shape, pspec, global_mesh.shape,
+                                     global_mesh.local_mesh.shape), arr.dtype)
+
+
+def gtl_abstract_eval(arr: Any, *, global_mesh: Mesh, pspec: PartitionSpec) -> core.ShapedArray:
+    """The type of this process's part of a global array of the type of ``arr`` (the inverse
+    of ``ltg_abstract_eval``)."""
+    return core.ShapedArray(_rescale(arr.shape, pspec, global_mesh.local_mesh.shape,
+                                     global_mesh.shape), arr.dtype)
+
+
+def _make_view_primitive(name: str, impl, abstract_eval) -> core.Primitive:
     """One of the two primitives: ``impl`` when evaluated, the operand itself when lowered
     (the program already works on the global array), linear with itself as transpose (as
     JAX defines them)."""
     prim = core.Primitive(name)
     prim.def_impl(impl)
-
-    def abstract_eval(x, *, global_mesh: Mesh, pspec: PartitionSpec):
-        local_shape = global_mesh.local_mesh.shape
-        num, den = (global_mesh.shape, local_shape) if to_global else \
-            (local_shape, global_mesh.shape)
-        return core.ShapedArray(_rescale(x.shape, pspec, num, den), x.dtype)
-
     prim.def_abstract_eval(abstract_eval)
     ad.deflinear(prim, lambda ct, **params: [prim.bind(ct, **params)])
     mlir.register_lowering(prim, lambda ctx, x, **params: x)
@@ -292,10 +300,10 @@ def _make_view_primitive(name: str, impl, to_global: bool) -> core.Primitive:
 
 
 host_local_array_to_global_array_p = _make_view_primitive(
-    "host_local_array_to_global_array", host_local_array_to_global_array_impl, to_global=True)
+    "host_local_array_to_global_array", host_local_array_to_global_array_impl, ltg_abstract_eval)
 global_array_to_host_local_array_p = _make_view_primitive(
     "global_array_to_host_local_array", global_array_to_host_local_array_impl,
-    to_global=False)
+    gtl_abstract_eval)
 
 
 def ltg_batcher(axis_data, args, dims, *, global_mesh: Mesh, pspec: PartitionSpec):

@@ -1,0 +1,242 @@
+"""``jax.experimental.layout``: how an array's elements lie in device memory.
+
+``Layout(major_to_minor)`` names the dimensions from the slowest-varying to the fastest
+(``(0, 1)`` is C order for a matrix, ``(1, 0)`` Fortran order); ``Format(layout, sharding)``
+pairs one with a sharding. ``x.format`` reports a device array's, ``Compiled.input_formats``
+and ``output_formats`` those XLA chose for an executable, and ``with_layout_constraint``
+pins the layout of an intermediate value: it lowers to XLA's ``LayoutConstraint`` custom call.
+Eagerly it keeps the array's row-major layout (see ``_layout_constraint_impl``).
+
+The ``format`` property of arrays and the ``input_formats``/``output_formats`` properties of
+``Compiled`` are installed on those classes here (as ``jaxkit.numpy`` installs the array
+methods), since ``Format`` lives above the runtime; ``import jaxkit`` imports this module.
+"""
+from __future__ import annotations
+
+from typing import Any, Union
+
+from jaxkit import core, tree_util
+from jaxkit import sharding as jsharding
+from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.runtime import layouts, pjrt
+from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.transforms.stages import Compiled
+
+__all__ = ["Format", "Layout", "with_layout_constraint"]
+
+Shape = tuple[int, ...]
+
+
+class AutoLayoutSingleton:
+    """``Layout.AUTO``: let the compiler choose the layout."""
+
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+AutoLayout = AutoLayoutSingleton()
+
+
+class Layout:
+    """A memory layout: ``major_to_minor`` dimension order, optional ``tiling`` (tile shapes,
+    outermost first) and the bit width of sub-byte elements (0: the dtype's own)."""
+
+    AUTO = AutoLayout
+
+    def __init__(self, major_to_minor: tuple[int, ...],
+                 tiling: tuple[tuple[int, ...], ...] | None = None,
+                 sub_byte_element_size_in_bits: int = 0):
+        self.major_to_minor = tuple(major_to_minor)
+        self.tiling = None if tiling is None else tuple(map(tuple, tiling))
+        self.sub_byte_element_size_in_bits = sub_byte_element_size_in_bits
+
+    @staticmethod
+    def _from_tuple(layout: layouts.LayoutTuple) -> Layout:
+        return Layout(*layout)
+
+    def __repr__(self) -> str:
+        return (f"Layout(major_to_minor={self.major_to_minor}, tiling={self.tiling}, "
+                f"sub_byte_element_size_in_bits={self.sub_byte_element_size_in_bits})")
+
+    def __hash__(self) -> int:
+        return hash((self.major_to_minor, self.tiling, self.sub_byte_element_size_in_bits))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and (
+            (self.major_to_minor, self.tiling, self.sub_byte_element_size_in_bits)
+            == (other.major_to_minor, other.tiling, other.sub_byte_element_size_in_bits))
+
+    def update(self, **kwargs) -> Layout:
+        """A copy with the given fields replaced."""
+        fields = {"major_to_minor": self.major_to_minor, "tiling": self.tiling,
+                  "sub_byte_element_size_in_bits": self.sub_byte_element_size_in_bits}
+        fields.update(kwargs)
+        return Layout(**fields)
+
+    def check_compatible_aval(self, aval_shape: Shape) -> None:
+        """Raise ``ValueError`` unless the layout names as many dimensions as the shape has."""
+        if len(self.major_to_minor) != len(aval_shape):
+            raise ValueError(
+                f"Length of major_to_minor and the rank of the value should match. Got "
+                f"major_to_minor={self.major_to_minor} and shape={aval_shape}")
+
+
+LayoutOptions = Union[Layout, None, AutoLayoutSingleton]
+
+
+class Format:
+    """A ``Layout`` (or ``Layout.AUTO``/None) together with a sharding."""
+
+    __slots__ = ["layout", "sharding"]
+
+    def __init__(self, layout: LayoutOptions = None, sharding: Any = None):
+        if isinstance(layout, Layout) and sharding is None:
+            raise ValueError(
+                f"Sharding has to be concrete when layout is of type {type(layout)}. Please "
+                f"pass a `jax.sharding.NamedSharding` or `jax.sharding.SingleDeviceSharding` "
+                f"to the sharding argument. Got sharding {sharding}")
+        if not isinstance(layout, (Layout, type(None), AutoLayoutSingleton)):
+            raise TypeError(
+                f"Invalid value received for the layout argument. Expected values are `None`, "
+                f"`Layout.AUTO` or an instance of `Layout`. Got {layout} of type "
+                f"{type(layout)}")
+        if not (sharding is None or isinstance(sharding, jsharding.Sharding)):
+            raise TypeError(
+                f"Invalid value received for the sharding argument. Expected values are "
+                f"`None` or an instance of `jax.Sharding`. Got {sharding} of type "
+                f"{type(sharding)}")
+        self.layout = layout
+        self.sharding = sharding
+
+    def __repr__(self) -> str:
+        return f"Format(layout={self.layout}, sharding={self.sharding})"
+
+    def __hash__(self) -> int:
+        return hash((self.layout, self.sharding))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Format) and (self.layout, self.sharding) == (
+            other.layout, other.sharding)
+
+
+# ---- .format of arrays and of compiled executables --------------------------------------------
+def _array_format(self: Array) -> Format:
+    """The array's layout in device memory and its sharding."""
+    if self.is_deleted():
+        return Format(None, self.sharding)
+    found = layouts.buffer_layout(self._buf)
+    return Format(None if found is None else Layout._from_tuple(found), self.sharding)
+
+
+def _compiled_formats(compiled: Compiled) -> tuple[list[Format], list[Format]]:
+    exe = compiled.executable
+    params, outs = layouts.executable_layouts(exe.xla_executable)
+    if compiled.partitioned:
+        in_shardings = list(compiled.program.plan.in_shardings)
+        out_shardings = list(compiled.program.out_shardings)
+    else:
+        single = pjrt.Sharding(exe.device)
+        in_shardings, out_shardings = [single] * len(params), [single] * len(outs)
+    # Large closed-over constants are leading parameters of the executable: not arguments.
+    params = params[len(params) - len(in_shardings):]
+    return ([Format(Layout._from_tuple(p), s) for p, s in zip(params, in_shardings)],
+            [Format(Layout._from_tuple(o), s) for o, s in zip(outs, out_shardings)])
+
+
+def _input_formats(self: Compiled) -> Any:
+    """The formats of the arguments, as ``(args, kwargs)``."""
+    ins, _ = _compiled_formats(self)
+    return tree_util.tree_unflatten(self.lowered.traced.in_tree, ins)
+
+
+def _output_formats(self: Compiled) -> Any:
+    """The formats of the results, in the results' tree structure."""
+    _, outs = _compiled_formats(self)
+    return tree_util.tree_unflatten(self.out_tree, outs)
+
+
+Array.format = property(_array_format)
+ShardedArray.format = property(_array_format)
+Compiled.input_formats = property(_input_formats)
+Compiled.output_formats = property(_output_formats)
+
+
+# ---- with_layout_constraint -----------------------------------------------------------------
+def with_layout_constraint(x: Any, layouts: Any) -> Any:
+    """``x`` (a pytree of arrays) with every leaf laid out as its ``Layout`` in ``layouts``
+    (a tree prefix of ``x``); lowers to XLA's ``LayoutConstraint`` custom call."""
+    leaves, tree = tree_util.tree_flatten(x)
+    avals = [core.get_aval(leaf) for leaf in leaves]
+    flat = _broadcast_prefix(tree, layouts)
+    if any(not isinstance(layout, Layout) for layout in flat):
+        raise ValueError(f"layouts passed to `with_layout_constraint` must be of type "
+                         f"`Layout`. Got {[type(layout) for layout in flat]}")
+    for aval, layout in zip(avals, flat):
+        try:
+            layout.check_compatible_aval(aval.shape)
+        except ValueError as e:
+            raise ValueError(f"One of with_layout_constraint arguments is incompatible with "
+                             f"its layout annotation {layout}: {e}") from None
+    outs = [layout_constraint_p.bind(leaf, layout=layout) for leaf, layout in zip(leaves, flat)]
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def _broadcast_prefix(tree: Any, layouts: Any) -> list:
+    """The layout of every leaf of ``tree``, given ``layouts`` (a tree prefix of it)."""
+    dummy = tree_util.tree_unflatten(tree, [0] * tree.num_leaves)
+    prefix, prefix_tree = tree_util.tree_flatten(layouts, is_leaf=lambda x: x is None)
+    try:
+        subtrees = prefix_tree.flatten_up_to(dummy)
+    except ValueError as e:
+        raise ValueError(f"with_layout_constraint layouts specification must be a tree prefix "
+                         f"of the corresponding value, got specification {layouts!r}: {e}"
+                         ) from None
+    return [layout for layout, sub in zip(prefix, subtrees)
+            for _ in range(len(tree_util.tree_leaves(sub)))]
+
+
+def _layout_constraint_impl(x: Any, *, layout: Layout) -> Any:
+    if not isinstance(x, Array):
+        raise ValueError(f"with_layout_constraint in eager mode can only be applied to "
+                         f"jax.Arrays. Got {type(x)}")
+    # JAX copies the array into ``layout`` here. jaxkit's executables are compiled for
+    # row-major parameters and hand buffers to PjRt without checking their layouts, so an
+    # array in another layout would be read wrongly by the next computation: the value is
+    # returned as it is (the same elements; only its memory order differs from JAX's).
+    return x
+
+
+def _layout_constraint_lowering(ctx: Any, x: Any, *, layout: Layout) -> Any:
+    aval, = ctx.avals_in
+    result_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    op = hlo.CustomCallOp(
+        [result_type], [x], call_target_name=ir.StringAttr.get("LayoutConstraint"),
+        has_side_effect=ir.BoolAttr.get(False), backend_config=ir.StringAttr.get(""),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        # The operand's layout is ignored by XLA; JAX writes the identity permutation.
+        operand_layouts=mlir.layouts_attr([list(range(aval.ndim))]),
+        result_layouts=mlir.layouts_attr([layout.major_to_minor[::-1]]))
+    return op.result
+
+
+def _layout_constraint_batcher(axis_data: Any, args: Any, dims: Any, *, layout: Layout):
+    x, = args
+    d, = dims
+    if d is None:
+        return layout_constraint_p.bind(x, layout=layout), None
+    # JAX's rule, kept for the same layouts: every dimension number shifts up by one and
+    # dimension 0 takes position ``d`` of ``major_to_minor``.
+    shifted = tuple(m + 1 for m in layout.major_to_minor)
+    batched = layout.update(major_to_minor=(*shifted[:d], 0, *shifted[d:]))
+    return layout_constraint_p.bind(x, layout=batched), d
+
+
+layout_constraint_p = core.Primitive("layout_constraint")
+layout_constraint_p.def_impl(_layout_constraint_impl)
+layout_constraint_p.def_abstract_eval(lambda x, **_: x)
+ad.deflinear2(layout_constraint_p,
+              lambda ct, x, **params: [layout_constraint_p.bind(ct, **params)])
+batching.defrule(layout_constraint_p, _layout_constraint_batcher)
+mlir.register_lowering(layout_constraint_p, _layout_constraint_lowering)

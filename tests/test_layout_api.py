@@ -1,0 +1,167 @@
+"""``jax.experimental.layout`` on jaxkit against the JAX oracle (one CPU device each):
+``Layout``/``Format`` printing, equality and errors, ``x.format``, ``Compiled.input_formats``
+and ``output_formats`` (also over 8 devices, against JAX in a subprocess), and
+``with_layout_constraint`` eagerly, under jit (the
+``LayoutConstraint`` custom call), vmap, grad and in jaxprs."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jaxkit
+import jaxkit.numpy as jnp
+from jaxkit.experimental import layout as klayout
+from jaxkit.runtime import multi_device
+
+jax = pytest.importorskip("jax")  # the oracle, in this process with one CPU device
+jlayout = pytest.importorskip("jax.experimental.layout")
+X = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+
+
+def _both(build):
+    """``build(jax_like, layout_module)`` on jaxkit and on JAX, as text."""
+    return build(jaxkit, klayout), build(jax, jlayout)
+
+
+@pytest.mark.parametrize("build", [
+    lambda J, L: repr(L.Layout((1, 0))),
+    lambda J, L: repr(L.Layout((0, 1), ((8, 128),), 4)),
+    lambda J, L: repr(L.Layout.AUTO),
+    lambda J, L: repr(L.Format()),
+    lambda J, L: repr(L.Format(L.Layout.AUTO)),
+    lambda J, L: repr(L.Format(L.Layout((0,)), J.sharding.SingleDeviceSharding(J.devices()[0]))),
+    lambda J, L: repr(L.Layout((1, 0)).update(tiling=((2,),))),
+    lambda J, L: (L.Layout((1, 0)) == L.Layout((1, 0)), L.Layout((1, 0)) == L.Layout((0, 1)),
+                  L.Layout((0,)) == (0,), L.Format() == L.Format(None, None),
+                  hash(L.Layout((1, 0))) == hash(L.Layout((1, 0)))),
+])
+def test_layout_and_format_print_and_compare_as_jax(build):
+    ours, theirs = _both(build)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("args, error", [
+    ((3,), TypeError), ((None, 3), TypeError), (("layout",), ValueError)])
+def test_format_refuses_bad_arguments_as_jax(args, error):
+    def make(L):
+        return L.Format(*[L.Layout((0,)) if a == "layout" else a for a in args])
+    with pytest.raises(error) as theirs:
+        make(jlayout)
+    with pytest.raises(error) as ours:
+        make(klayout)
+    assert str(ours.value) == str(theirs.value).replace("jax._src.layout",
+                                                        "jaxkit.experimental.layout")
+
+
+@pytest.mark.parametrize("value", [X, np.float32(3.0), np.ones((2, 3, 4), np.int32)])
+def test_array_format_matches_jax(value):
+    ours, theirs = _both(lambda J, L: repr(J.numpy.asarray(value).format))
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("fun, args, kwargs", [
+    (lambda x: x.T, (X,), {}),
+    (lambda x, y: (x.T, {"a": y}), (X,), {"y": 3.0}),
+    (lambda x, y: x @ y, (X, X.T), {}),
+])
+def test_compiled_formats_match_jax(fun, args, kwargs):
+    def build(J, L):
+        compiled = J.jit(fun).lower(*args, **kwargs).compile()
+        return repr(compiled.input_formats), repr(compiled.output_formats)
+    ours, theirs = _both(build)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("m2m", [(1, 0), (0, 1)])
+def test_eager_with_layout_constraint_keeps_the_values(m2m):
+    def build(J, L):
+        y = L.with_layout_constraint(J.numpy.asarray(X), L.Layout(m2m))
+        return np.asarray(y).tolist(), y.shape, y.dtype
+    ours, theirs = _both(build)
+    assert ours == theirs
+    # JAX copies into ``m2m``; jaxkit keeps row-major (its executables assume it).
+    y = klayout.with_layout_constraint(jnp.asarray(X), klayout.Layout(m2m))
+    assert y.format.layout == klayout.Layout((0, 1), ())
+
+
+def test_jit_lowers_to_the_layout_constraint_custom_call_as_jax():
+    def build(J, L):
+        f = J.jit(lambda x: L.with_layout_constraint(x * 2, L.Layout((1, 0))))
+        text = f.lower(X).as_text()
+        return [line.strip() for line in text.splitlines() if "LayoutConstraint" in line], (
+            np.asarray(f(X)).tolist())
+    ours, theirs = _both(build)
+    assert ours == theirs
+    assert ours[1] == (X * 2).tolist()
+
+
+@pytest.mark.parametrize("transform", [
+    lambda J, L: J.make_jaxpr(lambda x: L.with_layout_constraint(x, L.Layout((0, 1))))(X),
+    lambda J, L: J.make_jaxpr(J.vmap(lambda x: L.with_layout_constraint(x, L.Layout((0,))),
+                                     in_axes=1))(X),
+    lambda J, L: J.make_jaxpr(J.vmap(lambda x: L.with_layout_constraint(x, L.Layout((0,)))))(X),
+    lambda J, L: J.make_jaxpr(J.grad(
+        lambda x: L.with_layout_constraint(x, L.Layout((1, 0))).sum()))(X),
+    lambda J, L: J.make_jaxpr(lambda x: L.with_layout_constraint(
+        {"a": x, "b": x[0]}, {"a": L.Layout((1, 0)), "b": L.Layout((0,))}))(X),
+])
+def test_jaxprs_of_with_layout_constraint_match_jax(transform):
+    ours, theirs = _both(lambda J, L: str(transform(J, L)))
+    assert ours == theirs
+
+
+def test_values_under_transforms_match_numpy():
+    f = lambda x: klayout.with_layout_constraint(jnp.sin(x), klayout.Layout((1, 0)))  # noqa: E731
+    np.testing.assert_allclose(jaxkit.jit(f)(X), np.sin(X), rtol=1e-6)
+    np.testing.assert_allclose(jaxkit.grad(lambda x: f(x).sum())(X), np.cos(X), rtol=1e-6)
+    stacked = jnp.asarray(np.stack([X, X + 1], 2))
+    for g in (jaxkit.vmap(f, in_axes=2), jaxkit.jit(jaxkit.vmap(f, in_axes=2))):
+        np.testing.assert_allclose(g(stacked), np.sin(np.stack([X, X + 1])), rtol=1e-6)
+
+
+@pytest.mark.parametrize("x, layouts, prefix", [
+    (X, lambda L: L.Layout((0,)), "One of with_layout_constraint arguments is incompatible "
+     "with its layout annotation Layout(major_to_minor=(0,), tiling=None, "
+     "sub_byte_element_size_in_bits=0): Length of major_to_minor and the rank of the value "
+     "should match. Got major_to_minor=(0,) and shape=(2, 3)"),
+    (X, lambda L: (1, 0), "with_layout_constraint layouts specification must be a tree prefix "
+     "of the corresponding value"),
+    (1.0, lambda L: L.Layout(()), "with_layout_constraint in eager mode can only be applied to "
+     "jax.Arrays. Got <class "),
+])
+def test_bad_with_layout_constraint_raises_as_jax(x, layouts, prefix):
+    # The texts after ``prefix`` name each library's own pytree error and scalar class.
+    for module in (jlayout, klayout):
+        with pytest.raises(ValueError) as error:
+            module.with_layout_constraint(x, layouts(module))
+        assert str(error.value).startswith(prefix)
+
+
+# ---- formats of arrays and executables partitioned over 8 devices ---------------------------
+SHARDED_FORMATS = """
+import numpy as np
+mesh = J.make_mesh((4, 2), ("x", "y"), devices=devs, axis_types=(J.sharding.AxisType.Auto,) * 2)
+NS, P = J.sharding.NamedSharding, J.sharding.PartitionSpec
+x = J.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), NS(mesh, P("x", "y")))
+out = [repr(x.format)]
+c = J.jit(lambda a: (a * 2).T).lower(x).compile()
+out += [repr(c.input_formats), repr(c.output_formats)]
+c = J.jit(lambda a, b: {"s": a + b}, out_shardings=NS(mesh, P("y"))).lower(x, 1.0).compile()
+out += [repr(c.input_formats), repr(c.output_formats)]
+"""
+
+
+def test_sharded_formats_match_jax_on_8_devices():
+    ns = {"J": jaxkit, "devs": multi_device.add_cpu_backend("spmd8", 8).devices}
+    exec(SHARDED_FORMATS, ns)
+    driver = ("import json, sys, jax\nns = {'J': jax, 'devs': jax.devices()}\n"
+              "exec(sys.argv[1], ns)\nprint(json.dumps(ns['out']))")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    proc = subprocess.run([sys.executable, "-c", driver, SHARDED_FORMATS], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ns["out"] == json.loads(proc.stdout.strip().splitlines()[-1])
