@@ -572,6 +572,8 @@ EXERCISED_ELSEWHERE = {
     "host_local_array_to_global_array": "test_multihost.py (vmap jaxprs against JAX)",
     "global_array_to_host_local_array": "test_multihost.py (vmap jaxprs against JAX)",
     "spsolve": "test_sparse.py (batched against a loop)",
+    "xla_metadata_call": "test_scheduling_fused.py (vmap and vmap of grad, against JAX)",
+    "fused_call": "test_scheduling_fused.py (vmap jaxprs against JAX; it runs on CUDA only)",
 }
 EXERCISED_ELSEWHERE.update({p: "test_ref.py (vmap over refs and of functions making refs)"
                             for p in ("get", "swap", "addupdate", "new_ref", "freeze")})
