@@ -363,3 +363,32 @@ def test_stateful_rng_errors(make):
     with pytest.raises(type(theirs.value)) as ours:
         make(jaxkit, krandom)
     assert str(ours.value) == str(theirs.value)
+
+
+# ---- vjp(...)[1].with_refs and the jax.ad markers ----------------------------------------
+
+def _with_refs(m):
+    np_ = m.numpy
+    out = []
+    _, f = m.vjp(lambda x, y: (x * y).sum(), np_.arange(3.), np_.ones(3))
+    r = m.new_ref(np_.ones(3))
+    out.append(f.with_refs(m.ad.GradValue(), m.ad.DontWant())(1.))
+    out.append(f.with_refs(r, m.ad.GradValue())(1.))
+    out.append(f.with_refs(r, r)(2.))
+    out.append(m.jit(lambda r: f.with_refs(r, m.ad.DontWant())(1.))(r))
+    out.append(r[...])
+    _, g = m.vjp(lambda d: d["a"] * 2, {"a": np_.ones(2), "b": 1.})
+    out.append(g.with_refs({"a": m.ad.DontWant(), "b": m.ad.GradValue()})(np_.ones(2)))
+    return out
+
+
+def test_vjp_with_refs_matches_jax():
+    for ours, theirs in zip(_with_refs(jaxkit), _with_refs(jax), strict=True):
+        ol, tl = jaxkit.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)
+        assert len(ol) == len(tl)
+        for a, b in zip(ol, tl):
+            np.testing.assert_array_equal(a, b)
+        assert [type(x).__name__ for x in jaxkit.tree_util.tree_flatten(
+            ours, is_leaf=lambda x: type(x).__name__ in ("GradRef", "DidntWant"))[0]] == \
+            [type(x).__name__ for x in jax.tree_util.tree_flatten(
+                theirs, is_leaf=lambda x: type(x).__name__ in ("GradRef", "DidntWant"))[0]]

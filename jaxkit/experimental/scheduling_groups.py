@@ -16,6 +16,7 @@ from jaxkit._util import (safe_map, safe_zip, split_list, subs_list,  # noqa: F4
                           unzip2, weakref_lru_cache)
 from jaxkit.experimental._jaxpr_call import bind_traced, call_body, make_jaxpr_call
 from jaxkit.interpreters import mlir, partial_eval as pe
+from jaxkit.interpreters.partial_eval import debug_info  # noqa: F401  (a name JAX's module has)
 from jaxkit.tree_util import tree_flatten, tree_unflatten  # noqa: F401
 
 __all__ = ["scheduling_group", "xla_metadata_call", "xla_metadata_call_p"]
