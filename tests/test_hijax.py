@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import jaxkit
+from jaxkit._src_compat import hijax as compat_hijax
 from jaxkit.experimental import hijax as khijax
 from jaxkit.interpreters import partial_eval as pe
 
@@ -167,3 +168,11 @@ def test_reexported_names():
     assert khijax.ShapedArray is type(jaxkit.typeof(jaxkit.numpy.ones(2)))
     assert khijax.is_undefined_primal(jaxkit.interpreters.ad.UndefinedPrimal(
         jaxkit.typeof(jaxkit.numpy.ones(2))))
+
+
+def test_install_as_jax_module_has_the_real_names():
+    # install_as_jax maps jax.experimental.hijax to the compatibility module Flax imports.
+    assert compat_hijax.VJPHiPrimitive is khijax.VJPHiPrimitive
+    assert compat_hijax.instantiate_zeros is khijax.instantiate_zeros
+    zero = khijax.Zero(jaxkit.typeof(jaxkit.numpy.ones(2)))
+    np.testing.assert_array_equal(compat_hijax.instantiate_zeros(zero), np.zeros(2))
