@@ -5,12 +5,15 @@ NumPy indexing and updates, ``jax.errors.JaxRuntimeError``, ``tree_util.default_
 ``custom_derivatives.CustomVJPPrimal``, ``random.random_gamma_p``, ``nn.initializers.
 Initializer``, the block-scaled products of ``jax.nn`` and jet's ``call_param_updaters``."""
 import dataclasses
+import gc
+import weakref
 
 import numpy as np
 import pytest
 
 import jaxkit
 import jaxkit.numpy as jnp
+from jaxkit import _util
 from jaxkit import custom_derivatives as kcd
 from jaxkit.experimental import control_deps as kcd_deps
 from jaxkit.experimental import jet as kjet
@@ -392,3 +395,33 @@ def test_vjp_with_refs_matches_jax():
             ours, is_leaf=lambda x: type(x).__name__ in ("GradRef", "DidntWant"))[0]] == \
             [type(x).__name__ for x in jax.tree_util.tree_flatten(
                 theirs, is_leaf=lambda x: type(x).__name__ in ("GradRef", "DidntWant"))[0]]
+
+
+# ---- the jax._src.util helpers JAX's modules expose (jaxkit/_util.py) ----------------------
+
+def test_util_helpers():
+    assert _util.safe_zip([1, 2], "ab") == [(1, "a"), (2, "b")]
+    with pytest.raises(ValueError, match="length mismatch"):
+        _util.safe_map(lambda a, b: a, [1], [1, 2])
+    assert _util.unzip2([(1, "a"), (2, "b")]) == ((1, 2), ("a", "b"))
+    assert _util.split_list(range(6), [1, 2]) == [[0], [1, 2], [3, 4, 5]]
+    assert _util.subs_list([None, 0, None], ["x"], [1, 2]) == [1, "x", 2]
+
+
+def test_weakref_lru_cache():
+    calls = []
+
+    @_util.weakref_lru_cache
+    def traced(f, n):
+        calls.append(n)
+        return f(n)
+
+    def double(n):
+        return 2 * n
+
+    assert traced(double, 3) == traced(double, 3) == 6 and calls == [3]
+    assert traced(double, 4) == 8 and calls == [3, 4]
+    ref = weakref.ref(double)
+    del double
+    gc.collect()
+    assert ref() is None  # the cache does not keep the function alive
