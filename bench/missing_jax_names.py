@@ -69,6 +69,13 @@ NOT_COUNTED = {
     "jax.experimental.ode": "helpers of JAX's ODE solver; its API, odeint, is present",
 }
 
+# Names jaxkit has but that raise NotImplementedError on every backend it runs: listed with
+# the reason instead of being counted as present or missing.
+HARDWARE_ONLY = {
+    ("jax.nn", n): "cuDNN block-scaled matmul (NVIDIA Blackwell); JAX raises on CPU too"
+    for n in ("scaled_matmul", "scaled_dot_general")
+}
+
 
 def _prefix_lookup(table: dict, module: str):
     best = None
@@ -177,6 +184,8 @@ def main() -> int:
         print(f"{name}: {len(missing)} missing{where} [{tag}]")
         shown = missing if show_all else missing[:25]
         print("    " + ", ".join(shown) + (" ..." if len(shown) < len(missing) else ""))
+    for (module, n), why in sorted(HARDWARE_ONLY.items()):
+        print(f"{module}.{n}: present, raises NotImplementedError [not counted: {why}]")
     unowned = totals["missing"] - totals["owned"]
     print()
     print(f"missing names: {totals['missing']} counted; {totals['owned']} owned by other "

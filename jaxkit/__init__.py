@@ -66,7 +66,8 @@ from jaxkit.flags import (allow_f16_reductions, check_tracer_leaks, checking_lea
                           default_prng_impl, disable_jit, enable_checks, enable_custom_prng,
                           enable_x64, explain_cache_misses, legacy_prng_key, log_compiles,
                           no_tracing, numpy_dtype_promotion, numpy_rank_promotion,
-                          softmax_custom_jvp,
+                          softmax_custom_jvp, no_execution, thread_guard,
+                          array_garbage_collection_guard, jax2tf_associative_scan_reductions,
                           threefry_partitionable, transfer_guard,
                           transfer_guard_device_to_device, transfer_guard_device_to_host,
                           transfer_guard_host_to_device)
@@ -80,6 +81,8 @@ from jaxkit import dlpack, export, ffi
 from jaxkit import api_util, ref
 from jaxkit.ref import Ref, empty_ref, free_ref, freeze, new_ref
 from jaxkit.install import install_as_jax
+from jaxkit.api_namespaces import ad, memory
+from jaxkit.indexing import ds
 
 __version__ = "0.1.0"
 
@@ -112,6 +115,8 @@ __all__ = [
     "allow_f16_reductions", "api_util", "fwd_and_bwd", "make_user_context", "no_tracing", "ref",
     "Ref", "empty_ref",
     "free_ref", "freeze", "new_ref",
+    "ad", "array_garbage_collection_guard", "ds", "jax2tf_associative_scan_reductions",
+    "memory", "no_execution", "thread_guard",
 ]
 
 

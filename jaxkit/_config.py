@@ -94,6 +94,15 @@ def _only(*supported: Any) -> Callable[[str, Any], Any]:
     return check
 
 
+def _gc_guard(name: str, value: Any) -> Any:
+    """jax_array_garbage_collection_guard: JAX's enum check, then the one level jaxkit has."""
+    allowed = ["allow", "log", "fatal"]
+    if value is not None and value not in allowed:
+        raise ValueError(f"new enum value must be None or in {allowed}, got {value} of type "
+                         f"{type(value)}.")
+    return _only(None, "allow")(name, value)
+
+
 # name -> (default, validator/coercer, environment variables read at start-up, first wins)
 _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_enable_x64": (False, _to_bool, ("JAXKIT_ENABLE_X64", "JAX_ENABLE_X64")),
@@ -134,6 +143,18 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_enable_custom_prng": (False, _only(False), ()),
     "jax_legacy_prng_key": ("allow", _only("allow"), ()),
     "jax_debug_key_reuse": (False, _only(False), ()),
+    # Executing any compiled program raises while set (tracing and lowering still work).
+    "jax_no_execution": (False, _to_bool, ()),
+    # Multi-process only: raise when a collective program is launched from another thread
+    # than the one that set it. jaxkit launches multi-process programs from the calling
+    # thread only, so the check can never fire; the option is accepted for JAX code.
+    "jax_thread_guard": (False, _to_bool, ()),
+    # jax2tf's lowering choice for cumulative reductions; jaxkit has no jax2tf, so it is read
+    # by nothing, as in JAX without TensorFlow.
+    "jax2tf_associative_scan_reductions": (False, _to_bool, ()),
+    # 'log'/'fatal' report an Array freed by the cycle collector through hooks of jaxlib's
+    # guard library that JAX's own Array wires up; jaxkit implements the default, 'allow'.
+    "jax_array_garbage_collection_guard": (None, _gc_guard, ()),
 }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, distributed, dtypes, lax, tree_util
+from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
@@ -305,7 +306,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = 
     out_tree = cell[0]
     name = getattr(fun, "__name__", type(fun).__name__)
     spec = _VJPSpec(lin, in_tree, out_tree, [core.get_aval(o) for o in out], name)
-    vjp_fun = tree_util.Partial(functools.partial(_vjp_pullback, spec), list(lin.consts))
+    vjp_fun = VJPFunction(functools.partial(_vjp_pullback, spec), list(lin.consts))
     result = (tree_util.tree_unflatten(out_tree, out), vjp_fun)
     return (*result, aux) if has_aux else result
 

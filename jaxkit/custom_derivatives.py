@@ -2,6 +2,7 @@
 (a linear function with a user-given transpose) and ``zero_from_primal``."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from jaxkit import core, tree_util
@@ -12,8 +13,9 @@ from jaxkit.transforms.custom_derivatives import (SymbolicZero, closure_convert,
                                                   custom_vjp_call_p)
 from jaxkit.transforms.linear_call import linear_call
 
-__all__ = ["SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
-           "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p", "linear_call",
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
+           "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",
+           "custom_vjp_primal_tree_values", "linear_call",
            "zero_from_primal"]
 
 
@@ -25,3 +27,22 @@ def zero_from_primal(val: Any, symbolic_zeros: bool = False) -> Any:
         aval = core.get_aval(x).to_tangent_aval()
         return SymbolicZero(aval) if symbolic_zeros else ad.zeros_like_aval(aval)
     return tree_util.tree_map(zero, val)
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+    """A primal argument of a ``custom_vjp`` forward rule in JAX's ``symbolic_zeros`` mode:
+    the ``value`` and whether it is ``perturbed`` (has a nonzero tangent)."""
+
+    value: Any
+    perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree: Any) -> Any:
+    """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its ``value`` (what a
+    ``symbolic_zeros`` forward rule does to get its plain arguments back)."""
+    def value(leaf):
+        if type(leaf) is not CustomVJPPrimal:
+            raise TypeError(f"unexpected leaf type {type(leaf)}")
+        return leaf.value
+    return tree_util.tree_map(value, tree)

@@ -6,9 +6,14 @@ from jaxkit.core import (ConcretizationTypeError, JaxprTypeError, TracerArrayCon
 from jaxkit.core import JaxkitTypeError as JAXTypeError
 
 __all__ = ["ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
+           "JaxRuntimeError",
            "JAXTypeError", "JaxprTypeError", "KeyReuseError", "NonConcreteBooleanIndexError",
            "TracerArrayConversionError", "TracerBoolConversionError",
            "TracerIntegerConversionError", "UnexpectedTracerError"]
+
+# jaxlib's error for failures while compiling or running a program (a RuntimeError). Set by
+# jaxkit.runtime.pjrt when it loads jaxlib: this module is below the runtime and may not.
+JaxRuntimeError: type[RuntimeError]
 
 
 class JAXIndexError(IndexError):

@@ -14,13 +14,15 @@ from jaxkit._config import State, config
 from jaxkit.runtime import pjrt
 
 __all__ = [
-    "allow_f16_reductions", "check_tracer_leaks", "checking_leaks", "debug_infs",
+    "allow_f16_reductions", "array_garbage_collection_guard",
+    "check_tracer_leaks", "checking_leaks", "debug_infs",
     "debug_key_reuse", "debug_nans",
     "default_device", "default_matmul_precision", "default_prng_impl", "disable_jit",
     "enable_checks", "enable_custom_prng", "enable_x64", "explain_cache_misses",
-    "legacy_prng_key", "log_compiles", "no_tracing", "numpy_dtype_promotion",
+    "jax2tf_associative_scan_reductions", "legacy_prng_key", "log_compiles", "no_execution",
+    "no_tracing", "numpy_dtype_promotion",
     "numpy_rank_promotion",
-    "softmax_custom_jvp", "threefry_partitionable", "transfer_guard",
+    "softmax_custom_jvp", "thread_guard", "threefry_partitionable", "transfer_guard",
     "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device",
 ]
@@ -47,6 +49,10 @@ debug_key_reuse = State("jax_debug_key_reuse")
 transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device", "allow")
 transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host", "allow")
 transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device", "allow")
+no_execution = State("jax_no_execution")
+thread_guard = State("jax_thread_guard")
+jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions")
+array_garbage_collection_guard = State("jax_array_garbage_collection_guard", None)
 
 
 def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager:

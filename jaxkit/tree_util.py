@@ -34,7 +34,7 @@ __all__ = [
     "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
     "tree_map", "tree_map_with_path", "tree_reduce", "tree_reduce_associative",
     "tree_structure", "tree_transpose", "tree_unflatten", "treedef_children",
-    "treedef_is_leaf", "treedef_tuple",
+    "treedef_is_leaf", "treedef_tuple", "default_registry",
 ]
 
 T = TypeVar("T")
@@ -782,3 +782,19 @@ register_pytree_node(
     Partial,
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]))
+
+
+
+
+
+class PyTreeRegistry:
+    """The pytree registry (JAX's ``default_registry``); a leaf flattens one level to None."""
+    flatten, flatten_with_path = staticmethod(tree_flatten), staticmethod(tree_flatten_with_path)
+    is_node, register_node = staticmethod(is_tree_node), staticmethod(register_pytree_node)
+    register_dataclass_node = staticmethod(register_dataclass)
+    flatten_one_level = staticmethod(lambda t: flatten_one_level(t) if _node_of(type(t)) else None)
+    flatten_one_level_with_keys = staticmethod(
+        lambda t: flatten_one_level_with_keys(t) if is_tree_node(type(t)) else None)
+
+
+default_registry = PyTreeRegistry()

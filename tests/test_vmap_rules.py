@@ -539,6 +539,8 @@ NO_RULE = {
     # Made by test_extend.py to show a user-defined primitive (extend.core.Primitive); it is
     # registered when that file runs in the same process, and is not jaxkit's.
     "fma": "a user primitive defined by test_extend.py, with no batching rule on purpose",
+    # Only between a VJPHiPrimitive's JVP and its transpose; JAX's rule raises as well.
+    "call_hi_primitive_linearized": "JAX's batching rule for it only raises",
 }
 
 # Primitives with a batching rule exercised by other test files (named here).
@@ -574,6 +576,9 @@ EXERCISED_ELSEWHERE = {
     "host_local_array_to_global_array": "test_multihost.py (vmap jaxprs against JAX)",
     "global_array_to_host_local_array": "test_multihost.py (vmap jaxprs against JAX)",
     "spsolve": "test_sparse.py (batched against a loop)",
+    "xla_metadata_call": "test_scheduling_fused.py (vmap and vmap of grad, against JAX)",
+    "fused_call": "test_scheduling_fused.py (vmap jaxprs against JAX; it runs on CUDA only)",
+    "call_hi_primitive": "test_hijax.py (vmap through batch_dim_rule, grad of vmap, vs JAX)",
 }
 EXERCISED_ELSEWHERE.update({p: "test_ref.py (vmap over refs and of functions making refs)"
                             for p in ("get", "swap", "addupdate", "new_ref", "freeze")})

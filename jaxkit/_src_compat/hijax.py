@@ -1,15 +1,19 @@
 """``jax.experimental.hijax`` (imported by Flax NNX's ``variablelib`` at module level, used only
 when Flax's ``flax_hijax_variable`` option is on, off by default): JAX's "high-level types"
 extension point. jaxkit has no high-level types: the base classes exist so that Flax's module
-defines its classes, and any use raises ``NotImplementedError``."""
+defines its classes, and any use raises ``NotImplementedError``. What jaxkit does implement,
+user primitives (``VJPHiPrimitive``) and the AD helpers, comes from ``jaxkit.experimental.hijax``
+(``install_as_jax`` maps ``jax.experimental.hijax`` here)."""
 from __future__ import annotations
 
 from jaxkit.core import Primitive, ShapedArray
-from jaxkit.interpreters.ad import Zero  # noqa: F401
+from jaxkit.experimental.hijax import (AbstractRef, VJPHiPrimitive, Zero,  # noqa: F401
+                                       instantiate_zeros, is_undefined_primal)
 
-__all__ = ["AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "MutableHiType", "Zero",
-           "aval_method", "aval_property", "control_flow_allowed_effects",
-           "instantiate_zeros", "is_undefined_primal", "register_hitype"]
+__all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive",
+           "MutableHiType", "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method",
+           "aval_property", "control_flow_allowed_effects", "instantiate_zeros",
+           "is_undefined_primal", "register_hitype"]
 
 AbstractValue = ShapedArray
 
@@ -74,10 +78,3 @@ def register_hitype(cls: type, to_aval) -> None:
     """Recorded only: jaxkit never creates values of high-level types."""
     _hitypes[cls] = to_aval
 
-
-def instantiate_zeros(x):
-    _unsupported("instantiate_zeros")
-
-
-def is_undefined_primal(x) -> bool:
-    _unsupported("is_undefined_primal")

@@ -41,6 +41,10 @@ from jaxkit.experimental._jet_trace import (
 from jaxkit.interpreters import ad
 from jaxkit.transforms.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from jaxkit.transforms.jit import jit_p
+# Names JAX's jet module imports and so exposes; kept for code that reaches them there.
+from jaxkit._util import safe_zip, unzip2, weakref_lru_cache  # noqa: F401
+from jaxkit.tree_util import (register_pytree_node, tree_flatten,  # noqa: F401
+                              tree_structure, tree_unflatten, treedef_is_leaf)
 
 __all__ = ["JetTrace", "JetTracer", "ZeroSeries", "ZeroTerm", "def_comp", "def_deriv",
            "deflinear", "defzero", "deriv_prop", "fact", "jet", "jet2", "jet_rules",
@@ -370,16 +374,27 @@ jet_rules[lax.min_p] = partial(_extremum_jet_rule, lax.lt)
 
 
 # ---- primitives that carry jaxprs ----
-def _jit_jet_rule(primals_in, series_in, *, jaxpr, name: str, donated_invars: tuple,
-                  inline: bool):
+# Per call primitive: (params, number of inputs of its jet) -> the params of the jet's call,
+# for the params that describe each input (as JAX's jet keeps them).
+call_param_updaters: dict[core.Primitive, Callable[[dict, int], dict]] = {}
+
+
+def _jit_update_params(params: dict, num_inputs: int) -> dict:
+    donated = tuple(params["donated_invars"])
+    return dict(params, donated_invars=donated + (False,) * (num_inputs - len(donated)))
+
+
+call_param_updaters[jit_p] = _jit_update_params
+
+
+def _jit_jet_rule(primals_in, series_in, *, jaxpr, **params):
     # A jit of the jet of the body: inputs are the primals then each input's coefficients,
     # outputs the same (every output coefficient instantiated).
     order = len(series_in[0])
     args = [*primals_in, *(t for terms in series_in for t in terms)]
     jet_closed = jet_jaxpr(jaxpr, order, [core.get_aval(a) for a in args])
-    donated = tuple(donated_invars) + (False,) * (len(args) - len(primals_in))
-    outs = jit_p.bind(*args, jaxpr=jet_closed, name=name, donated_invars=donated,
-                      inline=inline)
+    outs = jit_p.bind(*args, jaxpr=jet_closed,
+                      **call_param_updaters[jit_p](params, len(args)))
     n = len(jaxpr.out_avals)
     return outs[:n], [outs[n + i * order:n + (i + 1) * order] for i in range(n)]
 

@@ -364,4 +364,11 @@ __all__ = [
 
 from jaxkit.nn.attention import dot_product_attention  # noqa: E402  (uses softmax above)
 
-__all__ += ["dot_product_attention"]
+from jaxkit.nn.scaled import (  # noqa: E402
+    get_scaled_dot_general_config,
+    scaled_dot_general,
+    scaled_matmul,
+)
+
+__all__ += ["dot_product_attention", "get_scaled_dot_general_config", "scaled_dot_general",
+            "scaled_matmul"]

@@ -7,8 +7,8 @@ An initialiser is a function ``init(key, shape, dtype=None) -> Array``; the cons
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -16,8 +16,17 @@ from jaxkit import dtypes, random
 from jaxkit import numpy as jnp
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
-Initializer = Callable[..., Array]
 RealNumeric = Any
+
+
+@runtime_checkable
+class Initializer(Protocol):
+    """What the constructors below return: ``init(key, shape, dtype=None,
+    out_sharding=None) -> Array`` (``isinstance(f, Initializer)`` checks for a callable)."""
+
+    def __call__(self, key: Array, shape: Sequence[int], dtype: DTypeLike | None = None,
+                 out_sharding: Any = None) -> Array:
+        raise NotImplementedError
 
 
 def _default(dtype) -> Any:

@@ -24,6 +24,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.errors import NonConcreteBooleanIndexError
+from jaxkit.indexing import Slice
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._promotion import (
     asarray,
@@ -478,10 +479,70 @@ def _index_to_gather(parsed: list[_Idx], shape: tuple[int, ...],
                           tuple(newaxis_dims), scalar_bool_dims)
 
 
+def _apply_dslices(arr: Any, idx: Any) -> tuple[Any, tuple]:
+    """Apply the ``jax.ds`` entries of ``idx`` to ``arr`` along their own axes; returns the
+    sliced array and ``idx`` with those entries replaced by ``:``."""
+    items = _as_tuple(idx)
+    plain = tuple(slice(None) if isinstance(i, Slice) else i for i in items)
+    for item, p in zip(items, _parse(plain, arr.shape)):
+        if isinstance(item, Slice):
+            arr = _dslice_axis(arr, item, p.axes[0])
+    return arr, plain
+
+
+def _dslice_axis(arr: Any, s: Slice, axis: int) -> Any:
+    """``size`` elements of ``arr`` along ``axis`` from ``start`` every ``stride``: a
+    ``dynamic_slice`` for unit stride (start clamped so the window fits), else a gather of
+    the clamped indices. A negative unit-stride start counts from the end."""
+    try:
+        size = operator.index(s.size)
+    except TypeError:
+        raise IndexError(f"jax.ds size must be a static integer, got {s.size!r}; the shape of "
+                         "the result depends on it. Pass it as a Python int (a static "
+                         "argument under jit).") from None
+    if s.stride == 1:
+        return lax.dynamic_slice_in_dim(arr, _normalize(s.start, arr.shape[axis]), size, axis)
+    # Strided: each index start + k * stride is clamped into range (a negative start is not
+    # counted from the end here, as in JAX).
+    idx = asarray(s.start) + s.stride * lax.iota(np.int32, size)
+    idx = lax.clamp(lax.full_like(idx, 0), idx, lax.full_like(idx, arr.shape[axis] - 1))
+    return getitem(arr, (slice(None),) * axis + (idx,))
+
+
+def _dslice_update_index(idx: Any, shape: tuple[int, ...]) -> tuple:
+    """The index of an update through one ``jax.ds`` entry as an integer-array index, with
+    JAX's rule for out-of-bounds windows: a unit-stride window that does not fit is dropped
+    whole, a strided one element by element (a negative start is not counted from the end)."""
+    items = _as_tuple(idx)
+    if sum(isinstance(i, Slice) or _kind_of(i) in (_Kind.INTEGER, _Kind.ARRAY, _Kind.BOOLEAN)
+           for i in items) > 1:
+        raise NotImplementedError(
+            "jaxkit implements indexed updates through jax.ds only when it is the one "
+            "non-slice index (with ':' , '...' and None around it); got "
+            f"{items!r}. Apply the other indices with a separate .at[] update.")
+    plain = tuple(slice(None) if isinstance(i, Slice) else i for i in items)
+    out = list(plain)
+    for n, (item, p) in enumerate(zip(items, _parse(plain, shape))):
+        if isinstance(item, Slice):
+            dim, size = shape[p.axes[0]], operator.index(item.size)
+            start = asarray(item.start)
+            steps = item.stride * lax.iota(start.dtype, size)
+            if item.stride == 1:
+                outside = lax.bitwise_or(lax.lt(start, lax.full_like(start, 0)),
+                                         lax.gt(start, lax.full_like(start, dim - size)))
+                start = lax.select(outside, lax.full_like(start, dim), start)
+            where = start + steps
+            out[n] = lax.select(lax.lt(where, lax.full_like(where, 0)),
+                                lax.full_like(where, dim), where)
+    return tuple(out)
+
+
 def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None, fill_value: Any = None) -> Any:
     """``arr[idx]`` with NumPy semantics (out-of-bounds integer indices are clamped)."""
     arr = asarray(arr)
+    if any(isinstance(i, Slice) for i in _as_tuple(idx)):
+        arr, idx = _apply_dslices(arr, idx)
     parsed = _parse(idx, arr.shape)
     if mode is None or lax.GatherScatterMode.from_any(mode) in (
             lax.GatherScatterMode.PROMISE_IN_BOUNDS, lax.GatherScatterMode.CLIP):
@@ -534,6 +595,8 @@ def scatter_update(x: ArrayLike, idx: Any, y: ArrayLike, scatter_op: Callable,
     else:
         y = asarray(y)
     dtype, weak = x.dtype, x.weak_type
+    if any(isinstance(i, Slice) for i in _as_tuple(idx)):
+        idx = _dslice_update_index(idx, x.shape)
     parsed = _expand_bool_indices(_parse(idx, x.shape), x.shape)
     indexer = _index_to_gather(parsed, x.shape, normalize_indices)
     if 0 in indexer.slice_shape:

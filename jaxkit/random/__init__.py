@@ -33,6 +33,7 @@ from jaxkit.random.gamma import (
                           loggamma,
                           multinomial,
                           poisson,
+                          random_gamma_p,
                           t,
 )
 from jaxkit.random.samplers import (
@@ -69,6 +70,6 @@ __all__ = [
     "exponential", "f", "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key",
     "key_data", "key_dtype", "key_impl", "laplace", "loggamma", "logistic", "lognormal",
     "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto",
-    "permutation", "poisson", "rademacher", "randint", "rayleigh", "split", "t",
+    "permutation", "poisson", "rademacher", "random_gamma_p", "randint", "rayleigh", "split", "t",
     "triangular", "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
 ]

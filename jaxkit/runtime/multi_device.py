@@ -288,6 +288,8 @@ class ReplicatedExecutable:
         self._execute = xla_executable.execute_sharded
 
     def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
+        if config.jax_no_execution:
+            pjrt.raise_no_execution(self.xla_executable)
         with _in_flight_lock:
             _wait_previous()
             try:

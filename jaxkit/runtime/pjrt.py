@@ -28,12 +28,15 @@ import numpy as np  # noqa: E402
 from jaxlib import _jax  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
 
-from jaxkit import core  # noqa: E402
+from jaxkit import core, errors  # noqa: E402
 from jaxkit._config import config  # noqa: E402
 from jaxkit.runtime import compile_cache  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
 JaxRuntimeError = _jax.JaxRuntimeError
+# jax.errors.JaxRuntimeError is jaxlib's class; jaxkit.errors sits below the runtime layer (it
+# may not import jaxlib), so the runtime, which loads jaxlib, hands it the class.
+errors.JaxRuntimeError = JaxRuntimeError
 ArrayCopySemantics = _jax.ArrayCopySemantics
 Device = _jax.Device
 jaxlib_version = _jax.__version__ if hasattr(_jax, "__version__") else "0.10.2"
@@ -227,6 +230,8 @@ class Executable:
         self.cache_source = compile_cache.COMPILED
 
     def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
+        if config.jax_no_execution:
+            raise_no_execution(self.xla_executable)
         try:
             return self._execute(bufs).consume_with_handlers(self.handlers)
         except JaxRuntimeError:
@@ -241,6 +246,16 @@ class Executable:
 
     def memory_analysis(self):
         return self.xla_executable.get_compiled_memory_stats()
+
+
+def raise_no_execution(xla_executable) -> None:
+    """JAX's error for running a program while ``jax.no_execution`` is set, naming the
+    program as JAX does (module ``jit_f`` -> ``jit(f)``)."""
+    name = xla_executable.hlo_modules()[0].name
+    if name.startswith("jit_"):
+        name = f"jit({name[4:]})"
+    raise RuntimeError(f"JAX tried to execute function {name}, but the no_execution config "
+                       "option is set")
 
 
 def deleted_message(aval) -> str:
