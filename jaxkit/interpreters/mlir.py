@@ -321,7 +321,8 @@ def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
     if loc is None:  # one per line and primitive: a loop's body repeats them
         info = eqn.source_info
         child = (ir.Location.name(info.function,
-                                  childLoc=ir.Location.file(info.file, info.line, 0))
+                                  childLoc=ir.Location.file(info.file, info.line,
+                                                            max(info.column, 0)))
                  if info is not None and info.file else ir.Location.unknown())
         names = str(outer + info.name_stack) if info is not None else str(outer)
         op_name = "/".join(n for n in (ctx.name_stack, names, eqn.primitive.name) if n)
