@@ -138,3 +138,21 @@ def test_context_is_restored_after_block():
 def test_primitive_params_print_like_jax():
     assert "xla_metadata_value[xla_metadata_kvs=(('flag', True), ('k', 1))]" in str(
         jaxkit.make_jaxpr(_value_form(KIT))(1.0))
+
+
+def test_jit_lowered_inside_a_block_is_tagged_like_jax():
+    def run(m):
+        f = m.jax.jit(lambda x: m.jnp.sin(x) * 2)
+
+        def tagged(text):
+            return [op for op, _ in _tagged_ops(text)]
+        seen = [tagged(f.lower(1.0).as_text())]
+        with m.set_xla_metadata(a="1"):
+            seen.append(tagged(f.lower(1.0).as_text()))
+            seen.append(float(f(1.0)))
+        seen.append(tagged(f.lower(1.0).as_text()))
+        with m.set_xla_metadata(a="2"):
+            seen.append(_tagged_ops(f.lower(1.0).as_text()))
+        return seen
+
+    assert run(KIT) == run(JAX)

@@ -371,8 +371,12 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     of each partition, for rules that report on them (``inspect_array_sharding``)."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     # Op names start from the module's own name, whatever scope the caller is in.
+    # A program starts with no names, but keeps the XLA metadata of the ``set_xla_metadata``
+    # blocks it is lowered in (a jit traced inside one carries them, as in JAX).
+    outer_metadata = source_info.NameStack(tuple(
+        e for e in source_info.current_name_stack().stack if type(e) is source_info.Metadata))
     with make_ir_context(), ir.Location.unknown(), source_info.name_stack_context(
-            source_info.NameStack()):
+            outer_metadata):
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
         attrs = module.operation.attributes
