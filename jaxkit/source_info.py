@@ -19,10 +19,11 @@ from __future__ import annotations
 import contextvars
 import os
 import sys
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["NameStack", "Scope", "SourceInfo", "Transform", "current", "current_name_stack",
-           "excluded_paths", "name_stack_context", "register_exclusion", "user_context"]
+__all__ = ["Metadata", "NameStack", "Scope", "SourceInfo", "Transform", "current",
+           "current_name_stack", "excluded_paths", "metadata_of", "name_stack_context",
+           "register_exclusion", "user_context"]
 
 
 class Scope(NamedTuple):
@@ -46,17 +47,41 @@ class Transform(NamedTuple):
             stack.append(f"{self.name}()")
 
 
+class Metadata(NamedTuple):
+    """XLA frontend attributes for the ops of the equations inside: ``set_xla_metadata``'s
+    context form. Carried with the scopes so that it follows equations through tracing and
+    nested jaxprs as names do, and printed as nothing."""
+
+    items: tuple[tuple[str, Any], ...]
+
+    def wrap(self, stack: list[str]) -> None:
+        pass
+
+
+def metadata_of(names: NameStack) -> dict[str, Any]:
+    """The frontend attributes that the ``Metadata`` entries of ``names`` set, inner ones
+    overriding outer ones and a ``None`` value removing a key."""
+    out: dict[str, Any] = {}
+    for elem in names.stack:
+        if type(elem) is Metadata:
+            out.update(elem.items)
+    return {k: v for k, v in out.items() if v is not None}
+
+
 class NameStack(NamedTuple):
     """Scopes and transformations, outermost first; printed as ``a/jvp(b)/c``. A tuple
     subclass so that building one per equation costs no Python-level ``__init__``."""
 
-    stack: tuple[Scope | Transform, ...] = ()
+    stack: tuple[Scope | Transform | Metadata, ...] = ()
 
     def extend(self, name: str) -> NameStack:
         return NameStack((*self.stack, Scope(name)))
 
     def transform(self, transform_name: str) -> NameStack:
         return NameStack((*self.stack, Transform(transform_name)))
+
+    def with_metadata(self, items: tuple[tuple[str, Any], ...]) -> NameStack:
+        return NameStack((*self.stack, Metadata(items)))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):

@@ -279,13 +279,35 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         # it), which XLA keeps as the HLO instructions' metadata.
         with eqn_location(ctx, eqn), source_info.user_context(eqn.source_info):
             outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
+            names = source_info.current_name_stack()
         if not eqn.primitive.multiple_results:
             outs = [outs]
         outs = list(outs)
+        if names.stack:
+            metadata = source_info.metadata_of(names)
+            if metadata:  # set_xla_metadata's context form: tag the ops that make the results
+                for x in outs:
+                    set_frontend_attributes(x, metadata)
         assert len(outs) == len(eqn.outvars), (eqn.primitive, len(outs), len(eqn.outvars))
         for v, x in zip(eqn.outvars, outs):
             env[v] = x
     return [read(v) for v in jaxpr.outvars]
+
+
+def set_frontend_attributes(value: ir.Value, attributes: dict[str, Any]) -> None:
+    """Add ``attributes`` (values written as strings, booleans in lower case) to the
+    ``mhlo.frontend_attributes`` of the op that produces ``value``; XLA copies them into the
+    HLO instruction. A function argument has no op and is left alone."""
+    owner = value.owner if isinstance(value, ir.Value) else None
+    if owner is None or isinstance(owner, ir.Block):
+        return
+    op = owner.operation
+    merged = {k: ir.StringAttr.get(str(v).lower() if isinstance(v, bool) else str(v))
+              for k, v in attributes.items()}
+    if "mhlo.frontend_attributes" in op.attributes:  # what an inner scope set stays, as in JAX
+        for a in ir.DictAttr(op.attributes["mhlo.frontend_attributes"]):
+            merged[a.name] = a.attr
+    op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(merged)
 
 
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
@@ -299,7 +321,8 @@ def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
     if loc is None:  # one per line and primitive: a loop's body repeats them
         info = eqn.source_info
         child = (ir.Location.name(info.function,
-                                  childLoc=ir.Location.file(info.file, info.line, 0))
+                                  childLoc=ir.Location.file(info.file, info.line,
+                                                            max(info.column, 0)))
                  if info is not None and info.file else ir.Location.unknown())
         names = str(outer + info.name_stack) if info is not None else str(outer)
         op_name = "/".join(n for n in (ctx.name_stack, names, eqn.primitive.name) if n)
@@ -348,8 +371,12 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     of each partition, for rules that report on them (``inspect_array_sharding``)."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     # Op names start from the module's own name, whatever scope the caller is in.
+    # A program starts with no names, but keeps the XLA metadata of the ``set_xla_metadata``
+    # blocks it is lowered in (a jit traced inside one carries them, as in JAX).
+    outer_metadata = source_info.NameStack(tuple(
+        e for e in source_info.current_name_stack().stack if type(e) is source_info.Metadata))
     with make_ir_context(), ir.Location.unknown(), source_info.name_stack_context(
-            source_info.NameStack()):
+            outer_metadata):
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
         attrs = module.operation.attributes

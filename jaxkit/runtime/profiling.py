@@ -16,7 +16,8 @@ from jaxkit.runtime import pjrt
 
 __all__ = [
     "ProfileData", "ProfileEvent", "ProfileOptions", "ProfilePlane", "StepTraceAnnotation",
-    "TraceAnnotation", "annotate_function", "device_memory_profile", "register_subprocess",
+    "TraceAnnotation", "annotate_function", "device_memory_profile",
+    "get_profiled_instructions_proto", "register_subprocess",
     "save_device_memory_profile", "start_server", "start_trace", "stop_server", "stop_trace",
     "trace",
 ]
@@ -26,6 +27,14 @@ ProfileData = _profile_data.ProfileData
 ProfileEvent = _profile_data.ProfileEvent
 ProfilePlane = _profile_data.ProfilePlane
 register_subprocess = _profiler.register_subprocess
+
+
+def get_profiled_instructions_proto(tensorboard_dir: str) -> bytes:
+    """The serialized ``ProfiledInstructionsProto`` (per-HLO-instruction costs, which XLA's
+    latency-hiding scheduler reads) of the XPlane trace in ``tensorboard_dir``
+    (``<log_dir>/plugins/profile/<run>/``). jaxlib fills it from GPU kernel timings only,
+    so on CPU it is empty; a directory that does not exist raises ``JaxRuntimeError``."""
+    return _profiler.get_profiled_instructions_proto(os.fspath(tensorboard_dir))
 
 
 class _State:
