@@ -23,6 +23,7 @@ from vmapcheck import check_vmap, check_vmap_examples, stack_examples
 
 import jaxkit
 from jaxkit import core, lax
+from jaxkit.experimental.xla_metadata import set_xla_metadata
 from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import batching, mlir
 
@@ -480,6 +481,9 @@ ROWS = [
     # jit
     Row("jit", lambda x, y: jaxkit.jit(lambda a, b: lax.mul(lax.sin(a), b))(x, y),
         args(f32(2, 3), f32(2, 3)), _both(2)),
+    # an identity carrying XLA frontend attributes
+    Row("xla_metadata_value", lambda x: set_xla_metadata(lax.sin(x), k="v"), args(f32(2, 3)),
+        [0, 1, -1]),
 ]
 
 
