@@ -543,6 +543,8 @@ NO_RULE = {
     # Made by test_extend.py to show a user-defined primitive (extend.core.Primitive); it is
     # registered when that file runs in the same process, and is not jaxkit's.
     "fma": "a user primitive defined by test_extend.py, with no batching rule on purpose",
+    "roofline_test_user_op": "a user primitive defined by test_roofline.py (no rules but a "
+                             "lowering, on purpose)",
     # Only between a VJPHiPrimitive's JVP and its transpose; JAX's rule raises as well.
     "call_hi_primitive_linearized": "JAX's batching rule for it only raises",
 }

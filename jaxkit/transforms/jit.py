@@ -199,10 +199,11 @@ _all_fun_caches: weakref.WeakSet = weakref.WeakSet()
 def _clear_on_config_change(name, value):
     # Programs depend on x64 and on the default matmul precision (a dot algorithm preset
     # changes the computation); the fast path skips the disable_jit and debug_nans checks of
-    # the slow one (which adds no plan while debug_nans is on).
+    # the slow one (which adds no plan while debug_nans is on), and no_execution's check, which
+    # sits in Executable.__call__ (no plan is added while it is on either).
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
                 "jax_threefry_partitionable", "jax_default_matmul_precision",
-                "jax_allow_f16_reductions"):
+                "jax_allow_f16_reductions", "jax_no_execution"):
         for cache in list(_all_fun_caches):
             cache.clear()
 
@@ -299,8 +300,9 @@ class JitFunction:
             debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
                                         tree_util.tree_leaves(out))
             return out
-        if not dyn_kwargs and len(flat) == len(dyn_args) and not compiled.partitioned and all(
-                type(x) in _leaf_avals for x in dyn_args):
+        fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
+            type(x) in _leaf_avals for x in dyn_args)
+        if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
             self._add_plan(compiled, avals, args, kwargs)
         return compiled.run_flat(flat, avals)
 
