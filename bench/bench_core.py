@@ -1,15 +1,22 @@
 """Foundation benchmarks: jaxkit against JAX and NumPy, measured interleaved in one run.
 
-    python bench/bench_core.py [--quick]
+    python bench/bench_core.py [--quick] [--cases SUBSTR,...] [--repeat N] [--jax-alone]
 
 Each case alternates short timing windows between the contenders and keeps each one's best
 window (the machine is shared; the best window is the least disturbed one). Prints a table of
 per-call times and the jaxkit/JAX ratio. Cold compile times are medians of fresh functions.
+``--repeat N`` measures every case N times and prints the median of the N ratios (and of the
+times), as a shared machine calls for. ``--jax-alone`` also times the jit(selu) cases with JAX
+in a fresh process that never imports jaxkit, so without the malloc tuning that jaxkit applies
+at import (``jaxkit/runtime/allocator.py``), which JAX shares when both run in one process.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -56,24 +63,69 @@ def cold_compile(jit, x, n_ops: int, repeats: int) -> float:
     return statistics.median(times)
 
 
+# Run by ``--jax-alone`` in a fresh interpreter: JAX only (jaxkit never imported, so glibc
+# malloc keeps its defaults), the same data, function and timing rule as the jit(selu) cases.
+_JAX_ALONE = """
+import sys, numpy as np, jax, jax.numpy as jnp
+from _timing import best_per_call
+n, number, windows = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+x = jax.device_put(host)
+f = jax.jit(lambda x, alpha=1.67, lmbda=1.05:
+            lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha))
+assert "jaxkit" not in sys.modules
+print(best_per_call({"jax": lambda: f(x).block_until_ready()}, number, windows)["jax"])
+"""
+
+
+def jax_alone(n: int, number: int, windows: int) -> float:
+    """Best seconds per call of JAX's jit(selu) on ``n`` floats in a process without jaxkit."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, "-c", _JAX_ALONE, str(n), str(number), str(windows)],
+                         cwd=here, env={**os.environ, "PYTHONPATH": here}, check=True,
+                         capture_output=True, text=True)
+    return float(out.stdout.split()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer windows (smoke run)")
+    parser.add_argument("--cases", default="",
+                        help="comma-separated substrings: run only the cases whose label has one")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="measure each case this many times; print medians")
+    parser.add_argument("--jax-alone", action="store_true",
+                        help="also time jit(selu) with JAX in a process without jaxkit")
     args = parser.parse_args()
     windows = 5 if args.quick else 25
+    wanted = [w.strip() for w in args.cases.split(",") if w.strip()]
     rows = []
+
+    def selected(label: str) -> bool:
+        return not wanted or any(w in label for w in wanted)
 
     def case(label, kit_fn, jax_fn=None, np_fn=None, number=200, scale=1):
         """``scale``: that many times more windows (of ``number`` calls each). The micro cases
         use many short windows: on a shared machine a short window is likelier to be an
         undisturbed one for every contender."""
+        if not selected(label):
+            return
         fns = {"jaxkit": kit_fn}
         if jax is not None and jax_fn is not None:
             fns["jax"] = jax_fn
         if np_fn is not None:
             fns["numpy"] = np_fn
-        best = best_per_call(fns, number, windows * scale)
+        runs = [best_per_call(fns, number, windows * scale) for _ in range(args.repeat)]
+        best = {name: statistics.median(r[name] for r in runs) for name in fns}
+        if "jax" in best:
+            best["ratio"] = statistics.median(r["jaxkit"] / r["jax"] for r in runs)
         rows.append((label, best))
+        if args.jax_alone and label.startswith("jit(selu)") and jax is not None:
+            n = int(float(label.split()[-2]))
+            alone = [jax_alone(n, number, windows * scale) for _ in range(args.repeat)]
+            rows.append((label + ", JAX alone", {
+                "jaxkit": best["jaxkit"], "jax": statistics.median(alone),
+                "ratio": statistics.median(r["jaxkit"] / a for r, a in zip(runs, alone))}))
 
     # cached jit call of a tiny function
     xs = np.arange(4, dtype=np.float32)
@@ -125,7 +177,7 @@ def main():
     # cold compile of a 200-op chain (median of fresh functions, interleaved)
     reps = 3 if args.quick else 7
     cold = {"jaxkit": [], "jax": []}
-    for _ in range(reps):
+    for _ in range(reps if selected("cold compile, 200-op chain") else 0):
         # A true cold compile: jaxkit would answer an identical program from its executable
         # caches (in memory and on disk), which bench_compile_cache.py measures.
         compile_cache.clear_memory_cache()
@@ -133,8 +185,9 @@ def main():
             cold["jaxkit"].append(cold_compile(jaxkit.jit, kx, 200, 1))
         if jax:
             cold["jax"].append(cold_compile(jax.jit, jx, 200, 1))
-    rows.append(("cold compile, 200-op chain", {k: statistics.median(v) for k, v in
-                                                 cold.items() if v}))
+    if cold["jaxkit"]:
+        rows.append(("cold compile, 200-op chain", {k: statistics.median(v) for k, v in
+                                                     cold.items() if v}))
 
     print(f"{'case':34} {'jaxkit':>12} {'jax':>12} {'numpy':>12} {'jaxkit/jax':>11}")
     for label, best in rows:
@@ -143,7 +196,8 @@ def main():
             if v is None:
                 return f"{'-':>12}"
             return f"{v * 1e6:10.1f}us" if v < 1e-3 else f"{v * 1e3:10.2f}ms"
-        ratio = best["jaxkit"] / best["jax"] if "jax" in best else float("nan")
+        ratio = best.get("ratio", best["jaxkit"] / best["jax"] if "jax" in best else
+                         float("nan"))
         print(f"{label:34} {fmt('jaxkit')} {fmt('jax')} {fmt('numpy')} {ratio:11.2f}")
 
 

@@ -209,3 +209,88 @@ def test_errors_are_not_chained_to_cache_misses(call):
     with pytest.raises(TypeError, match="contracting dimensions") as info:
         call()
     assert info.value.__context__ is None and info.value.__cause__ is None
+
+
+# ---- static keywords on the direct fast path ---------------------------------------------------
+# Calls of one or two Arrays with static keywords (``jnp.dot(a, b, precision=None)``,
+# ``x.mean(axis=0)``) run a direct plan inline; each record is called three times (the first
+# compiles, the later ones take the fast path) and compared with the JAX oracle.
+_M = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+_V = _M[0].copy()
+_KEYWORD_RECORDS = [
+    ("dot", lambda np_, m, v: np_.dot(m, v), (_M, _V)),
+    ("dot-precision", lambda np_, m, v: np_.dot(m, v, precision="highest"), (_M, _V)),
+    ("dot-preferred", lambda np_, m, v: np_.dot(m, v, preferred_element_type=np.float32),
+     (_M, _V)),
+    ("mean-axis0", lambda np_, m: m.mean(axis=0), (_M,)),
+    ("mean-axis1-keepdims", lambda np_, m: m.mean(axis=1, keepdims=True), (_M,)),
+    ("sum-dtype", lambda np_, m: np_.sum(m, axis=0, dtype=np.int32), (_M * 10,)),
+    ("argmax-keepdims", lambda np_, m: np_.argmax(m, axis=1, keepdims=True), (_M,)),
+]
+
+
+@pytest.mark.parametrize("record", _KEYWORD_RECORDS, ids=[r[0] for r in _KEYWORD_RECORDS])
+def test_static_keywords_on_the_direct_path_match_jax(record):
+    jax = pytest.importorskip("jax")
+    _, fn, host = record
+    want = fn(jax.numpy, *[jax.device_put(h) for h in host])
+    args = [jaxkit.device_put(h) for h in host]
+    for _ in range(3):
+        got = fn(jnp, *args)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.weak_type == want.weak_type
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_static_keywords_select_their_own_plan():
+    calls = []
+
+    def f(x, y=None, *, scale, shift=0.0):
+        calls.append(scale)
+        return x * scale + shift if y is None else x * scale + y
+
+    jf = jaxkit.jit(f, static_argnames=("scale", "shift"))
+    x, y = jnp.arange(3.0), jnp.ones(3)
+    for _ in range(3):
+        np.testing.assert_allclose(jf(x, scale=2.0), [0.0, 2.0, 4.0])
+        np.testing.assert_allclose(jf(x, scale=3.0), [0.0, 3.0, 6.0])
+        np.testing.assert_allclose(jf(x, y, scale=2.0, shift=1.0), [1.0, 3.0, 5.0])
+        np.testing.assert_allclose(jf(x, y, shift=1.0, scale=2.0), [1.0, 3.0, 5.0])
+    assert calls == [2.0, 3.0, 2.0]  # keyword order is not part of the signature
+    plans = jf._jit._fast  # one per keyword pattern, each run inline by the dispatcher
+    assert len(plans) == 4 and all(plan.direct for plan in plans.values())
+
+
+def test_direct_plans_with_keywords_keep_weak_types_and_scalars():
+    jf = jaxkit.jit(lambda x, *, k: x * k, static_argnames="k")
+    for _ in range(3):
+        weak = jf(2.0, k=3)  # a Python scalar argument: a weakly typed result, as in JAX
+        assert weak.weak_type and weak.dtype == np.float32 and float(weak) == 6.0
+        strong = jf(np.float32(2.0), k=3)
+        assert not strong.weak_type and float(strong) == 6.0
+        np.testing.assert_allclose(jf(jnp.arange(2.0), k=3), [0.0, 3.0])
+
+
+def test_direct_plans_with_keywords_reject_deleted_and_donated_arrays():
+    jf = jaxkit.jit(lambda x, *, k: x + k, static_argnames="k")
+    x = jnp.arange(3.0)
+    np.testing.assert_allclose(jf(x, k=1.0), [1.0, 2.0, 3.0])  # compiles, makes the plan
+    x.delete()
+    with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[3\]"):
+        jf(x, k=1.0)
+    donating = jaxkit.jit(lambda x, *, k: x + k, static_argnames="k", donate_argnums=0)
+    for _ in range(3):
+        a = jnp.arange(3.0) + 0
+        np.testing.assert_allclose(donating(a, k=1.0), [1.0, 2.0, 3.0])
+        assert a.is_deleted()
+        with pytest.raises(RuntimeError, match="Array has been deleted"):
+            donating(a, k=1.0)
+
+
+def test_keywords_the_fast_path_cannot_key_take_the_general_path():
+    # An unhashable static value falls back to a plain call (jnp), a traced keyword to the
+    # general jit path; both stay correct on repeated calls.
+    m = jnp.asarray(_M)
+    for _ in range(3):
+        np.testing.assert_allclose(jnp.sum(m, axis=[0, 1]), _M.sum(), rtol=1e-5)
+        np.testing.assert_allclose(jaxkit.jit(lambda x, y: x + y)(m, y=m), 2 * _M)

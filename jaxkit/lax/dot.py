@@ -114,10 +114,12 @@ def check_out_sharding(name: str, out_sharding) -> None:
     ``None`` (what libraries such as Flax pass by default) and refuses anything else rather
     than ignore it. A sharding over a mesh with no axes (Flax passes
     ``NamedSharding(AbstractMesh((), ...), P(None, ...))``) lays nothing out and is taken too."""
+    if out_sharding is None:  # the common case, on every eager jnp.dot: no getattr misses
+        return
     mesh_axes = getattr(getattr(out_sharding, "mesh", None), "axis_names", ())
     spec = getattr(out_sharding, "spec", out_sharding)
     names_no_axis = isinstance(spec, PartitionSpec) and all(p is None or p == () for p in spec)
-    if out_sharding is not None and not (names_no_axis and not mesh_axes):
+    if not (names_no_axis and not mesh_axes):
         raise NotImplementedError(
             f"{name}(out_sharding={out_sharding!r}): jaxkit implements out_sharding=None only "
             "(no Explicit mesh axes); lay the result out with "

@@ -48,18 +48,15 @@ def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
     return lax.convert_element_type(out, out_dtype, weak_type=weak)
 
 
+# jnp.dot is itself the jitted function (as in JAX): an eager jnp.dot(a, b) is one cached
+# dispatch, with no Python wrapper in front of it.
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"))
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.dot``: the dot product (matrix product for 2-D inputs, the last axis of ``a``
     with the second-to-last of ``b`` in general; a product if either is a scalar).
     ``out_sharding`` is accepted as ``None`` only (``check_out_sharding``)."""
     check_out_sharding("dot", out_sharding)
-    return _dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
-
-
-@jitted(static_argnames=("precision", "preferred_element_type"))
-def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-         preferred_element_type: Any = None) -> Array:
     a, b = ensure_arraylike("dot", a, b)
     dt, weak = _result_dtype(preferred_element_type, a, b)
     if a.ndim == 0 or b.ndim == 0:

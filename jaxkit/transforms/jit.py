@@ -58,9 +58,11 @@ class CallPlan:
     The pattern (the fast-path key) fixes which argument positions are traced and which of
     them are device ``Array``s (they pass their buffer) or NumPy values and Python scalars (put
     on the device at their aval). ``run(args)`` runs such a call. A ``direct`` plan (one or two
-    ``Array``s, all traced, no constants) is the commonest call; the dispatcher runs it inline
-    through ``execute`` and ``handlers`` and makes the outputs with ``build`` (or, when
-    ``single``, wraps the one result itself), saving function calls."""
+    ``Array``s, all traced, no constants; keywords, if any, are static: a plan is made only for
+    calls whose keywords are all static) is the commonest call, e.g. ``jnp.dot(a, b,
+    precision=None)``; the dispatcher runs it inline through ``execute`` and ``handlers`` and
+    makes the outputs with ``build`` (or, when ``single``, wraps the one result itself),
+    saving function calls."""
 
     __slots__ = ("build", "direct", "execute", "handlers", "run", "single")
 
@@ -73,7 +75,7 @@ class CallPlan:
         self.build = outputs
         plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
         if not consts and len(plan) == len(args) and all(a is None for _, a in plan):
-            self.direct = not kwargs and 1 <= len(args) <= 2
+            self.direct = 1 <= len(args) <= 2
             self.single = compiled.single_leaf and len(handlers) == 1
 
             def run(args):
@@ -113,8 +115,10 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
 
     Outside any transformation a call whose traced arguments are positional leaves takes the
     fast path: its key (``_fast_key``), one lookup in ``fast``, its plan. Calls of one or two
-    arguments without statics build their key in place and run direct plans inline: this is
-    the cached-call path whose every bytecode shows in the benchmark."""
+    positional arguments without static positions build their key in place (as ``_fast_key``
+    does, keywords included) and run direct plans inline: this is the cached-call path whose
+    every bytecode shows in the benchmark, and the path of eager jnp functions called with
+    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``)."""
     unrolled = not static_argnums
 
     def dispatch(*args, **kwargs):
@@ -124,12 +128,13 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
             if current_trace() is not eval_trace:
                 return fun(*args, **kwargs) if inline else slow(args, kwargs)
             n = len(args)
-            if n == 1 and unrolled and not kwargs:
+            if n == 1 and unrolled:
                 x, = args
                 # A miss leaves the except block before calling `slow`, so that errors raised
                 # while tracing or compiling do not come chained to this KeyError.
                 try:
-                    plan = fast[(x.aval if type(x) is Array else _leaf_key(x),)]
+                    key = (x.aval if type(x) is Array else _leaf_key(x),)
+                    plan = fast[(key, *kwargs.items()) if kwargs else key]
                 except (KeyError, TypeError):  # a new signature, or not a leaf
                     plan = None
                 if plan is None:
@@ -137,11 +142,12 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 if plan.direct:
                     out = plan.execute([x._buf]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
-            elif n == 2 and unrolled and not kwargs:
+            elif n == 2 and unrolled:
                 x, y = args
                 try:
-                    plan = fast[x.aval if type(x) is Array else _leaf_key(x),
-                                y.aval if type(y) is Array else _leaf_key(y)]
+                    key = (x.aval if type(x) is Array else _leaf_key(x),
+                           y.aval if type(y) is Array else _leaf_key(y))
+                    plan = fast[(key, *kwargs.items()) if kwargs else key]
                 except (KeyError, TypeError):
                     plan = None
                 if plan is None:
@@ -366,7 +372,8 @@ class JitFunction:
                    for i in range(len(args)) if i in self._static_argnums]
         dyn_args = tuple(args[i] for i in self._traced_positions(len(args)))
         dyn_kwargs = {}
-        for k, v in kwargs.items():
+        # By name, as JAX orders keywords: f(x, a=1, b=2) and f(x, b=2, a=1) share a trace.
+        for k, v in sorted(kwargs.items()):
             if k in self._static_argnames:
                 statics.append((k, _hashable_static(v, k)))
             else:
