@@ -4,6 +4,7 @@
 Each block names the library tests it came from. Checks run in this process on jaxkit and on
 the real ``jax`` (the oracle, skipped where it is not installed) side by side.
 """
+import functools
 import re
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 import jaxkit
 import jaxkit.numpy as jnp
+from jaxkit._src_compat import traceback_util
 
 
 def _oracle():
@@ -263,3 +265,26 @@ def test_sharding_constraint_over_an_abstract_mesh_needs_a_concrete_one():
         with pytest.raises(TypeError, match="The sharding on the input must be a "
                            "`NamedSharding` since the target sharding has an `AbstractMesh`"):
             m.lax.with_sharding_constraint(m.numpy.ones(3), target)
+
+
+# --------------------------------------------------------------------------------------------
+# chex's is_traceable recognises jitted functions (chex asserts_internal_test
+# test_is_traceable__with_jit): it looks for api_boundary among the wrapper's globals
+# --------------------------------------------------------------------------------------------
+
+
+def test_chex_is_traceable_recognises_jit():
+    jax = _oracle()
+    chex_internal = pytest.importorskip("chex._src.asserts_internal")
+    def outer(fn):
+        @functools.wraps(fn)
+        def wrapped(*args):
+            return fn(*args)
+        return wrapped
+
+    fn = lambda x: x.sum()  # noqa: E731
+    for m in (jaxkit, jax):
+        got = [chex_internal.is_traceable(g) for g in
+               (fn, outer(fn), m.jit(fn), outer(m.jit(fn)), m.jit(outer(fn)))]
+        assert got == [False, False, True, True, True], m.__name__
+    assert jaxkit.jit(fn).__globals__["api_boundary"] is traceback_util.api_boundary

@@ -36,6 +36,7 @@ from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.runtime.array import Array, to_buffer
 from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.jit_primitive import jit_p
@@ -271,7 +272,7 @@ class JitFunction:
         wrapper.clear_cache = self.clear_cache
         wrapper._cache_size = self._cache_size
         wrapper.cache_events = self.cache_events
-        return wrapper
+        return api_boundary(wrapper)
 
     # ---- calls ----
     def _call(self, args, kwargs):
