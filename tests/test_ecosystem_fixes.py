@@ -288,3 +288,35 @@ def test_chex_is_traceable_recognises_jit():
                (fn, outer(fn), m.jit(fn), outer(m.jit(fn)), m.jit(outer(fn)))]
         assert got == [False, False, True, True, True], m.__name__
     assert jaxkit.jit(fn).__globals__["api_boundary"] is traceback_util.api_boundary
+
+
+# --------------------------------------------------------------------------------------------
+# jnp.array / .copy() of an array give a new buffer, as in JAX, so a value and its copy can
+# both be donated (optax schedule_free_test test_buffer_donation: the state holds
+# params.copy() and a step donates params and state)
+# --------------------------------------------------------------------------------------------
+
+COPIES = [
+    ("method", lambda m, x: x.copy()),
+    ("jnp_copy", lambda m, x: m.numpy.copy(x)),
+    ("jnp_array", lambda m, x: m.numpy.array(x)),
+]
+
+
+@pytest.mark.parametrize("name,copy", COPIES, ids=[c[0] for c in COPIES])
+def test_copies_are_new_buffers(name, copy):
+    jax = _oracle()
+    for m in (jaxkit, jax):
+        x = m.numpy.arange(3.0)
+        y = copy(m, x)
+        assert y is not x
+        step = m.jit(lambda a, b: (a + 1, b * 2), donate_argnums=(0, 1))
+        a, b = step(x, y)  # donating both is fine: they are distinct buffers
+        assert np.asarray(a).tolist() == [1.0, 2.0, 3.0] and x.is_deleted()
+    assert str(jaxkit.make_jaxpr(lambda a: copy(jaxkit, a))(np.ones(2, np.float32))) == \
+        str(jax.make_jaxpr(lambda a: copy(jax, a))(np.ones(2, np.float32)))
+
+
+def test_asarray_does_not_copy():
+    x = jnp.arange(3.0)
+    assert jnp.asarray(x) is x and jnp.asarray(x, dtype=x.dtype) is x

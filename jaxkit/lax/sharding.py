@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, tree_util
+from jaxkit import core
+from jaxkit import _tree_trace as tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
