@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxkit
+from jaxkit import _tree_trace
 
 
 def _oracle():
@@ -252,3 +253,14 @@ def test_key_array_repr_as_jax():
     jax = _oracle()
     for make in (lambda m: m.random.key(0), _keys, lambda m: m.jit(lambda k: k)(_grid(m))):
         assert repr(make(jaxkit)) == repr(make(jax))
+
+
+def test_transformations_see_key_data():
+    """jaxkit's transformations flatten with jaxkit._tree_trace: a key is a node over its data,
+    and a treedef of either view rebuilds the key."""
+    k = jaxkit.random.split(jaxkit.random.key(0), 2)
+    leaves, treedef = _tree_trace.tree_flatten({"k": k})
+    assert len(leaves) == 1 and leaves[0] is k._base_array
+    assert _tree_trace.tree_unflatten(treedef, leaves)["k"].shape == (2,)
+    assert jaxkit.tree_util.tree_unflatten(treedef, leaves)["k"].dtype == k.dtype
+    assert jaxkit.tree_util.tree_leaves({"k": k})[0] is k
