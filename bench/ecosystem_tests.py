@@ -41,13 +41,15 @@ def make_venv(path: Path) -> Path:
     return py
 
 
-def suite_files(py: Path, suite: str, workdir: Path) -> list[Path]:
-    """The test files of ``suite``, from the installed package or its sdist."""
+def suite_files(py: Path, suite: str, workdir: Path, flax_sdist: str | None = None
+                ) -> list[Path]:
+    """The test files of ``suite``, from the installed package or its sdist (``flax_sdist``:
+    an unpacked one already on disk, for machines that cannot download it)."""
     if suite in ("optax", "chex"):
         site = sh([str(py), "-c", f"import {suite}, os; print(os.path.dirname({suite}.__file__))"],
                   check=True).stdout.strip()
         return sorted(Path(site).rglob("*_test.py"))
-    dest = workdir / "flax_sdist"
+    dest = Path(flax_sdist) if flax_sdist else workdir / "flax_sdist"
     if not dest.exists():
         sh([str(py), "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
             "-d", str(workdir), PINS["flax"]], check=True)
@@ -90,10 +92,13 @@ def main() -> None:
     parser.add_argument("--suites", default="optax,chex,flax")
     parser.add_argument("--venv", help="reuse this virtual environment (else a throwaway one)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per test file")
-    parser.add_argument("--files", help="only test files whose name contains this")
+    parser.add_argument("--files", help="only test files whose name contains one of these "
+                        "(comma-separated)")
     parser.add_argument("--log", help="write each file's pytest output tail here")
     parser.add_argument("--start", help="skip the suite's files before the first whose path "
                         "contains this (resume a cut-off run)")
+    parser.add_argument("--flax-sdist", help="an unpacked Flax source distribution to take the "
+                        "tests from (e.g. /tmp/eco/flaxsd/flax-0.12.8), instead of pip download")
     parser.add_argument("--backends", default="jax,jaxkit",
                         help="which of jax,jaxkit to run (re-measure one side only)")
     args = parser.parse_args()
@@ -104,8 +109,8 @@ def main() -> None:
     log = open(args.log, "w") if args.log else None
     totals = {}
     for suite in args.suites.split(","):
-        files = [f for f in suite_files(py, suite, workdir)
-                 if not args.files or args.files in f.name]
+        files = [f for f in suite_files(py, suite, workdir, args.flax_sdist)
+                 if not args.files or any(p in f.name for p in args.files.split(","))]
         if args.start:
             first = next((i for i, f in enumerate(files) if args.start in str(f)), len(files))
             files = files[first:]

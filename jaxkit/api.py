@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, distributed, dtypes, lax, tree_util
+from jaxkit import core, distributed, dtypes, lax
+from jaxkit import _tree_trace as tree_util
 from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe

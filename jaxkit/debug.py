@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, source_info, tree_util
+from jaxkit import core, source_info
+from jaxkit import _tree_trace as tree_util
 from jaxkit.debugger import breakpoint
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe

@@ -11,7 +11,7 @@ import functools
 import numpy as _np
 
 from jaxkit import lax as _lax
-from jaxkit import tree_util as _tree_util
+from jaxkit import _tree_trace as _tree_util
 from jaxkit.runtime import pjrt as _pjrt
 from jaxkit.runtime import sharding as _runtime
 from jaxkit.runtime.multi_device import AxisSharding as _AxisSharding

@@ -21,7 +21,7 @@ import os
 import sys
 from typing import Any, NamedTuple
 
-__all__ = ["Metadata", "NameStack", "Scope", "SourceInfo", "Transform", "current",
+__all__ = ["Metadata", "NameStack", "Scope", "SourceInfo", "Transform", "api_boundary", "current",
            "current_name_stack", "excluded_paths", "metadata_of", "name_stack_context",
            "register_exclusion", "user_context"]
 
@@ -261,3 +261,14 @@ class user_context:
             _override.reset(self._token)
             self._token = None
         return False
+
+
+def api_boundary(fun=None, **_):
+    """Marks a library entry point (``jax._src.traceback_util.api_boundary``). JAX filters its
+    own frames out of tracebacks raised through one; jaxkit leaves tracebacks whole, so the
+    function is returned as it is. Modules that define user-facing wrappers use it, which is
+    also how libraries such as chex (``is_traceable``) recognise a transformed function: by
+    ``api_boundary`` among the wrapper's globals."""
+    if fun is None:
+        return lambda f: f
+    return fun

@@ -19,11 +19,12 @@ import collections
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from jaxkit._tree_keys import (
     DictKey, FlattenedIndexKey, GetAttrKey, KeyPath, SequenceKey, keystr,
 )
+from jaxkit._tree_partial import Partial
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "Partial", "PyTreeDef",
@@ -68,10 +69,15 @@ _registry: dict[type, _Node] = {
 }
 _NAMEDTUPLE_NODE = _Node(_NAMEDTUPLE)
 
+# The registry jaxkit's transformations flatten with (``jaxkit._tree_trace``): every node above
+# and the types that are leaves to users but nodes to transformations (typed key arrays: a leaf
+# of their own dtype in JAX; here jit, vmap and grad see them as their uint32 key data).
+_trace_registry: dict[type, _Node] = dict(_registry)
 
-def _node_of(t: type) -> _Node | None:
+
+def _node_of(t: type, reg: dict[type, _Node] = _registry) -> _Node | None:
     """The node handler for type ``t``, or None when values of ``t`` are leaves."""
-    node = _registry.get(t)
+    node = reg.get(t)
     if node is None and issubclass(t, tuple) and hasattr(t, "_fields"):
         return _NAMEDTUPLE_NODE
     return node
@@ -87,9 +93,20 @@ def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[It
                          flatten_with_keys_func: Callable | None = None) -> None:
     """Make ``nodetype`` a pytree node: ``flatten_func(x) -> (children, aux_data)`` and
     ``unflatten_func(aux_data, children) -> x``; ``aux_data`` must be hashable."""
-    if nodetype in _registry:
+    if nodetype in _trace_registry:
         raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _registry[nodetype] = _Node(_CUSTOM, flatten_func, unflatten_func, flatten_with_keys_func)
+    _registry[nodetype] = _trace_registry[nodetype] = _Node(
+        _CUSTOM, flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+def register_trace_node(nodetype: type[T], flatten_func: Callable[[T], tuple[Iterable, Any]],
+                        unflatten_func: Callable[[Any, Iterable], T]) -> None:
+    """Make ``nodetype`` a leaf to pytree users and a node to jaxkit's transformations (which
+    flatten with ``jaxkit._tree_trace``), as typed key arrays: ``tree_leaves(key)`` is
+    ``[key]`` as in JAX, while ``jit``/``vmap``/``grad`` trace the key's data."""
+    if nodetype in _trace_registry:
+        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
+    _trace_registry[nodetype] = _Node(_CUSTOM, flatten_func, unflatten_func)
 
 
 def register_pytree_with_keys(nodetype: type[T], flatten_with_keys: Callable,
@@ -353,7 +370,8 @@ class PyTreeDef:
             return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(aux, kids)) + "}"
         if t is _NoneType:
             return "None"
-        name = f"namedtuple[{t.__name__}]" if _node_of(t) is _NAMEDTUPLE_NODE else \
+        name = f"namedtuple[{t.__name__}]" if _node_of(t, _trace_registry) is \
+            _NAMEDTUPLE_NODE else \
             f"{t.__name__}[{aux}]"
         return f"CustomNode({name}, [{', '.join(kids)}])"
 
@@ -385,16 +403,21 @@ def _short(x: Any) -> str:
 def tree_flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list, PyTreeDef]:
     """The leaves of ``tree`` in order, and its structure. ``is_leaf(x)`` returning True makes
     ``x`` a leaf even if it is a node."""
+    return _tree_flatten(tree, is_leaf, _registry)
+
+
+def _tree_flatten(tree: Any, is_leaf: IsLeaf, reg: dict[type, _Node]
+                  ) -> tuple[list, PyTreeDef]:
     leaves: list = []
     nodes: list = []
     if is_leaf is None:
-        _flatten(tree, leaves, nodes)
+        _flatten(tree, leaves, nodes, reg)
     else:
-        _flatten_general(tree, leaves, nodes, lambda _, x: is_leaf(x), None, None)
+        _flatten_general(tree, leaves, nodes, lambda _, x: is_leaf(x), None, None, reg)
     return leaves, PyTreeDef(tuple(nodes))
 
 
-def _flatten(x: Any, leaves: list, nodes: list) -> None:
+def _flatten(x: Any, leaves: list, nodes: list, reg: dict[type, _Node]) -> None:
     """The hot path: no is_leaf, no key paths. The built-in containers are tested by identity
     before the registry lookup, and leaf children are appended inline (a Python call per leaf
     would double the cost of flattening a tuple of arrays)."""
@@ -414,7 +437,7 @@ def _flatten(x: Any, leaves: list, nodes: list) -> None:
         else:
             aux = children = ()
     else:
-        node = _registry.get(t)
+        node = reg.get(t)
         if node is None:
             if not (issubclass(t, tuple) and hasattr(t, "_fields")):
                 leaves.append(x)
@@ -433,8 +456,8 @@ def _flatten(x: Any, leaves: list, nodes: list) -> None:
     nl0, nn0 = len(leaves), len(nodes)
     for c in children:
         ct = type(c)
-        if ct in _registry or (issubclass(ct, tuple) and hasattr(ct, "_fields")):
-            _flatten(c, leaves, nodes)
+        if ct in reg or (issubclass(ct, tuple) and hasattr(ct, "_fields")):
+            _flatten(c, leaves, nodes, reg)
         else:
             leaves.append(c)
             nodes.append(_LEAF)
@@ -442,10 +465,11 @@ def _flatten(x: Any, leaves: list, nodes: list) -> None:
 
 
 def _flatten_general(x: Any, leaves: list, nodes: list, is_leaf: Callable | None,
-                     path: KeyPath | None, paths: list | None) -> None:
+                     path: KeyPath | None, paths: list | None,
+                     reg: dict[type, _Node] = _registry) -> None:
     """Flatten with ``is_leaf(path, x)`` and/or key paths (collected when ``paths`` is a
     list; ``path`` is then the key path of ``x``)."""
-    node = _node_of(type(x))
+    node = _node_of(type(x), reg)
     if node is None or (is_leaf is not None and is_leaf(path, x)):
         leaves.append(x)
         nodes.append(_LEAF)
@@ -456,11 +480,12 @@ def _flatten_general(x: Any, leaves: list, nodes: list, is_leaf: Callable | None
     if paths is None:
         children, aux = _children(node, x)
         for c in children:
-            _flatten_general(c, leaves, nodes, is_leaf, None, None)
+            _flatten_general(c, leaves, nodes, is_leaf, None, None, reg)
     else:
         children, aux, keys = _children_with_keys(node, x)
         for k, c in zip(keys, children):
-            _flatten_general(c, leaves, nodes, is_leaf, path + (k,), paths)  # type: ignore
+            _flatten_general(c, leaves, nodes, is_leaf, path + (k,), paths,  # type: ignore
+                             reg)
     nodes.append((type(x), aux, len(children), len(leaves) - nl0, len(nodes) - nn0 + 1))
 
 
@@ -509,7 +534,7 @@ def _unflatten(nodes: tuple, leaves: list) -> Any:
         elif t is _NoneType:
             push(None)
         else:
-            node = _registry.get(t)
+            node = _trace_registry.get(t)  # a treedef of either kind of flattening
             push(t(*children) if node is None  # a namedtuple
                  else node.unflatten(rec[1], tuple(children)))
     return stack[0]
@@ -547,7 +572,7 @@ def _flatten_up_to(nodes: tuple, i: int, x: Any, out: list) -> None:
             raise _Mismatch(f"dict keys differ: expected {list(aux)}, got {list(keys)}.")
         children = list(map(x.__getitem__, keys))
     else:
-        children, aux2 = _children(_node_of(t), x)  # type: ignore[arg-type]
+        children, aux2 = _children(_node_of(t, _trace_registry), x)  # type: ignore
         if aux2 is not aux and not _aux_equal(aux, aux2):
             raise _Mismatch(f"{t.__name__} node metadata differs: expected {_short(aux)}, "
                             f"got {_short(aux2)}.")
@@ -566,7 +591,8 @@ def _flatten_up_to(nodes: tuple, i: int, x: Any, out: list) -> None:
         try:
             _flatten_up_to(nodes, j, c, out)
         except _Mismatch as e:  # only now pay for computing the key of this child
-            e.path.append(_children_with_keys(_node_of(t), x)[2][k])  # type: ignore[arg-type]
+            e.path.append(_children_with_keys(_node_of(t, _trace_registry),  # type: ignore
+                                              x)[2][k])
             raise
         j -= rec[4]
 
@@ -614,7 +640,12 @@ def all_leaves(iterable: Iterable, is_leaf: IsLeaf = None) -> bool:
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None) -> Any:
     """Apply ``f`` to each leaf of ``tree`` and the corresponding subtrees of ``rest``, which
     must have ``tree``'s structure (or be deeper at its leaves)."""
-    leaves, treedef = tree_flatten(tree, is_leaf)
+    return _tree_map(f, tree, rest, is_leaf, _registry)
+
+
+def _tree_map(f: Callable[..., Any], tree: Any, rest: tuple, is_leaf: IsLeaf,
+              reg: dict[type, _Node]) -> Any:
+    leaves, treedef = _tree_flatten(tree, is_leaf, reg)
     if not rest:
         return _unflatten(treedef._nodes, [f(x) for x in leaves])
     others = [_up_to_for_map(treedef, r, i, "tree_map") for i, r in enumerate(rest, 1)]
@@ -654,9 +685,14 @@ def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *,
 
 def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> Any:
     """``prefix_tree`` with each leaf repeated over the subtree of ``full_tree`` under it."""
-    leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    return _tree_broadcast(prefix_tree, full_tree, is_leaf, _registry)
+
+
+def _tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf,
+                    reg: dict[type, _Node]) -> Any:
+    leaves, prefix_def = _tree_flatten(prefix_tree, is_leaf, reg)
     subtrees = prefix_def.flatten_up_to(full_tree)
-    return tree_unflatten(prefix_def, [tree_map(lambda _, v=v: v, sub, is_leaf=is_leaf)
+    return tree_unflatten(prefix_def, [_tree_map(lambda _, v=v: v, sub, (), is_leaf, reg)
                                        for v, sub in zip(leaves, subtrees)])
 
 
@@ -707,6 +743,12 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None
                            ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """``[(key_path, leaf), ...]`` and the structure; ``is_leaf`` takes ``(path, x)`` when
     ``is_leaf_takes_path``."""
+    return _tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path, _registry)
+
+
+def _tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None,
+                            is_leaf_takes_path: bool, reg: dict[type, _Node]
+                            ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     leaves: list = []
     nodes: list = []
     paths: list = []
@@ -714,7 +756,7 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None
     if is_leaf is not None and not is_leaf_takes_path:
         def pred(_, x):
             return is_leaf(x)
-    _flatten_general(tree, leaves, nodes, pred, (), paths)
+    _flatten_general(tree, leaves, nodes, pred, (), paths, reg)
     return list(zip(paths, leaves)), PyTreeDef(tuple(nodes))
 
 
@@ -728,54 +770,16 @@ def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
                        is_leaf: Callable[..., bool] | None = None,
                        is_leaf_takes_path: bool = False) -> Any:
     """Like ``tree_map`` but calls ``f(key_path, leaf, *other_subtrees)``."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    return _tree_map_with_path(f, tree, rest, is_leaf, is_leaf_takes_path, _registry)
+
+
+def _tree_map_with_path(f: Callable[..., Any], tree: Any, rest: tuple,
+                        is_leaf: Callable[..., bool] | None, is_leaf_takes_path: bool,
+                        reg: dict[type, _Node]) -> Any:
+    pairs, treedef = _tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path, reg)
     others = [_up_to_for_map(treedef, r, i, "tree_map_with_path")
               for i, r in enumerate(rest, 1)]
     return _unflatten(treedef._nodes, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
-
-
-# --------------------------------------------------------------------------------------------
-# Partial
-# --------------------------------------------------------------------------------------------
-
-
-class _HashableCallableShim:
-    """Wraps a ``functools.partial`` given to ``Partial`` so the two do not merge; delegates
-    calls, hashing and equality to it."""
-
-    def __init__(self, fun: Callable):
-        self.fun = fun
-
-    def __call__(self, *args, **kw):
-        return self.fun(*args, **kw)
-
-    def __hash__(self) -> int:
-        return hash(self.fun)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _HashableCallableShim):
-            return self.fun == other.fun
-        return self.fun == other
-
-    def __repr__(self) -> str:
-        return f"_HashableCallableShim({self.fun!r})"
-
-
-class Partial(functools.partial):
-    """A ``functools.partial`` that is a pytree: the function is static aux data and the bound
-    arguments are children, so it can be passed through jit and other transformations."""
-
-    def __new__(cls, func: Callable, *args: Any, **kw: Any) -> Self:
-        # functools.partial flattens a partial given as func, which would move its arguments
-        # into this node's children; wrapping it keeps them part of the (static) function.
-        if isinstance(func, functools.partial):
-            original = func
-            func = _HashableCallableShim(original)
-            out = super().__new__(cls, func, *args, **kw)
-            func.func, func.args, func.keywords = (  # type: ignore[attr-defined]
-                original.func, original.args, original.keywords)
-            return out
-        return super().__new__(cls, func, *args, **kw)
 
 
 register_pytree_node(

@@ -4,13 +4,6 @@ from __future__ import annotations
 
 from jaxkit.extend.source_info_util import excluded_paths as _exclude_paths
 from jaxkit.extend.source_info_util import register_exclusion
+from jaxkit.source_info import api_boundary
 
 __all__ = ["_exclude_paths", "api_boundary", "register_exclusion"]
-
-
-def api_boundary(fun=None, **_):
-    """Marks a library entry point. jaxkit does not rewrite tracebacks, so the function is
-    returned as it is."""
-    if fun is None:
-        return lambda f: f
-    return fun

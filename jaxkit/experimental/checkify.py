@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, lax, tree_util
+from jaxkit import core, dtypes, lax
+from jaxkit import _tree_trace as tree_util
 from jaxkit import numpy as jnp
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import batching, mlir
@@ -84,6 +85,12 @@ all_checks = automatic_checks | user_checks
 # --------------------------------------------------------------------------------------------
 
 
+def _host(x: Any) -> Any:
+    """A payload value as NumPy, but for key arrays, which have no NumPy form (chex passes the
+    leaves it compares, keys included, as format arguments)."""
+    return x if dtypes.issubdtype(getattr(x, "dtype", None), dtypes.prng_key) else np.asarray(x)
+
+
 @dataclasses.dataclass(frozen=True)
 class _Site:
     """One place that can fail: its category, message template and where it is."""
@@ -94,8 +101,8 @@ class _Site:
 
     def format(self, payload) -> str:
         args, kwargs = payload
-        args = [np.asarray(a) for a in args]
-        kwargs = {k: np.asarray(v) for k, v in kwargs.items()}
+        args = [_host(a) for a in args]
+        kwargs = {k: _host(v) for k, v in kwargs.items()}
         text = self.message.format(*args, **kwargs) if (args or kwargs) else self.message
         return f"{text}{self.location}"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from jaxkit import core, tree_util
+from jaxkit import core
+from jaxkit import _tree_trace as tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import sdy
 from jaxkit.transforms.jit import jit

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import dtypes, tree_util
+from jaxkit import dtypes
+from jaxkit import _tree_trace as tree_util
 from jaxkit.api import ShapeDtypeStruct
 
 _OPERATIONS = ("floordiv", "mod", "max", "min")

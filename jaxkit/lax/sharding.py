@@ -12,20 +12,22 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, tree_util
+from jaxkit import core
+from jaxkit import _tree_trace as tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import NamedSharding, PartitionSpec, current_mesh, put_global
+from jaxkit.runtime.sharding import (AbstractMesh, NamedSharding, PartitionSpec, current_mesh,
+                                     put_global)
 
 __all__ = ["sharding_constraint_p", "with_sharding_constraint"]
 
 sharding_constraint_p = core.Primitive("sharding_constraint")
 
 
-def _resolve(s: Any) -> NamedSharding:
+def _resolve(s: Any, x: Any) -> NamedSharding:
     if isinstance(s, NamedSharding):
-        return s
+        return _on_concrete_mesh(s, x) if isinstance(s.mesh, AbstractMesh) else s
     if isinstance(s, PartitionSpec):
         mesh = current_mesh()
         if mesh is None:
@@ -35,6 +37,31 @@ def _resolve(s: Any) -> NamedSharding:
         return NamedSharding(mesh, s)
     raise TypeError(f"with_sharding_constraint expects NamedShardings or PartitionSpecs, got "
                     f"{s!r}")
+
+
+def _on_concrete_mesh(s: NamedSharding, x: Any) -> NamedSharding:
+    """A sharding over an abstract mesh (Flax builds them from ``get_abstract_mesh()``) laid
+    over the concrete mesh of ``x``'s own sharding, else of the ``set_mesh`` context. (In JAX
+    an array made under ``set_mesh`` carries that mesh; jaxkit's arrays carry no mesh, so the
+    context's mesh stands for it.)"""
+    x_sharding = getattr(x, "sharding", None)
+    mesh = x_sharding.mesh if isinstance(x_sharding, NamedSharding) else current_mesh()
+    if mesh is None or isinstance(mesh, AbstractMesh):
+        what = core.get_aval(x).str_short()
+        if x_sharding is None:
+            raise ValueError("Target sharding contains a `jax.sharding.AbstractMesh` which "
+                             f"requires the input passed should be a `jax.Array`. Got {type(x)} "
+                             f"with shape {what}")
+        raise TypeError("The sharding on the input must be a `NamedSharding` since the target "
+                        "sharding has an `AbstractMesh` in it. Got sharding type "
+                        f"{type(x_sharding)} for shape {what} (make the input under "
+                        "`with jax.set_mesh(mesh):`, or use a NamedSharding over a concrete "
+                        "Mesh)")
+    if mesh.shape_tuple != s.mesh.shape_tuple:
+        raise ValueError(f"Mesh shape of the input {mesh.shape_tuple} does not match the mesh "
+                         f"shape of the target sharding {s.mesh.shape_tuple} for shape "
+                         f"{core.get_aval(x).str_short()}")
+    return NamedSharding(mesh, s.spec)
 
 
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
@@ -49,7 +76,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
-        named = _resolve(s)
+        named = _resolve(s, leaf)
         named.check_shape(np.shape(leaf))
         outs.append(sharding_constraint_p.bind(leaf, sharding=named))
     return tree_util.tree_unflatten(treedef, outs)

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes, tree_util
+from jaxkit import core, dtypes
+from jaxkit import _tree_trace as tree_util
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir

@@ -352,10 +352,13 @@ def _einsum_diagonal(x: Array, term: str) -> tuple[Array, str]:
 
 
 def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
-           precision: Any = None, preferred_element_type: Any = None) -> Array:
+           precision: Any = None, preferred_element_type: Any = None,
+           out_sharding: Any = None) -> Array:
     """``jnp.einsum``: Einstein summation, as a chain of ``lax.dot_general`` contractions
     (``optimize`` is accepted; operands are contracted left to right). Also takes NumPy's
-    interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``."""
+    interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``. ``out_sharding`` is accepted
+    as ``None`` only (``check_out_sharding``; Flax nnx passes it)."""
+    check_out_sharding("einsum", out_sharding)
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_subscripts((subscripts, *operands))
     return _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,

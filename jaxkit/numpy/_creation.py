@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.lax import elementwise_bits
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._promotion import asarray as _asarray
 from jaxkit.numpy._promotion import (
@@ -74,6 +75,8 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order:
             dtype = dtypes.default_float_dtype()
     if isinstance(object, (Array, core.Tracer)):
         out = convert(object, dtype, weak)
+        if copy and out is object:  # a new buffer, as JAX (optax donates a param and its copy)
+            out = elementwise_bits.copy(out)
     elif isinstance(object, (list, tuple)) and any(
             isinstance(leaf, (Array, core.Tracer)) for leaf in leaves):
         parts = [lax.expand_dims(array(elt, dtype=dtype, copy=False), (0,)) for elt in object]

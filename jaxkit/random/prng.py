@@ -29,10 +29,13 @@ from functools import partial, reduce
 
 import numpy as np
 
-from jaxkit import core, dtypes, lax, tree_util
+from jaxkit import core, dtypes, lax
+from jaxkit import _tree_trace as tree_util
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
+from jaxkit.numpy._keys import register_key_array_type
+from jaxkit.random._key_ops import KeyArrayOperators, _array_operand
 from jaxkit.runtime.array import Array, PublicArray
 from jaxkit.transforms.jit import jit
 from jaxkit.core import ShapedArray
@@ -305,11 +308,12 @@ class KeyTy:
 key_dtype = KeyTy()
 
 
-class PRNGKeyArray:
+class PRNGKeyArray(KeyArrayOperators):
     """An array of typed threefry keys of ``shape``, backed by ``uint32[*shape, 2]`` data.
 
     A pytree node whose one child is the key data, so it flows through ``jit``/``vmap`` as
-    that array. It has no arithmetic; index, iterate, reshape and compare it like an array."""
+    that array. It has no arithmetic (its operators raise JAX's TypeErrors); index, iterate,
+    reshape and compare it like an array, and the structural ``jnp`` functions take it."""
 
     __slots__ = ("_base_array",)
     __array_priority__ = 100
@@ -352,15 +356,33 @@ class PRNGKeyArray:
 
     flatten = ravel
 
+    # The structural methods are the jnp functions, which take keys (jaxkit.numpy._keys).
+    T = property(lambda self: jnp.transpose(self))
+    mT = property(lambda self: jnp.swapaxes(self, -1, -2))
+    transpose = lambda self, *axes: jnp.transpose(  # noqa: E731
+        self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+    squeeze = lambda self, axis=None: jnp.squeeze(self, axis)  # noqa: E731
+    swapaxes = lambda self, axis1, axis2: jnp.swapaxes(self, axis1, axis2)  # noqa: E731
+    take = lambda self, indices, axis=None: jnp.take(self, indices, axis)  # noqa: E731
+    repeat = lambda self, repeats, axis=None: jnp.repeat(self, repeats, axis)  # noqa: E731
+
+    def _vmap_leaf_axes(self, axis: int, what: str) -> list[int]:
+        """The axis of the key data when ``vmap`` maps these keys along ``axis`` ("vmap in_axes"
+        or "vmap out_axes"): a negative axis counts from the last key axis, not from the
+        data's trailing word axis (an output gains the batch axis)."""
+        ndim = self.ndim + ("out" in what)
+        return [axis + ndim if -ndim <= axis < 0 else axis]
+
+    def astype(self, dtype):
+        raise NotImplementedError("Cannot call abstract method astype")
+
+    nbytes = property(lambda self: self.size * self.itemsize)
+
     def __eq__(self, other):
-        if not isinstance(other, PRNGKeyArray):
-            return NotImplemented
-        return (self._base_array == other._base_array).all(axis=-1)
+        return jnp.equal(self, other) if _array_operand(other) else NotImplemented
 
     def __ne__(self, other):
-        if not isinstance(other, PRNGKeyArray):
-            return NotImplemented
-        return (self._base_array != other._base_array).any(axis=-1)
+        return jnp.not_equal(self, other) if _array_operand(other) else NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -417,8 +439,11 @@ def key_aval(key: PRNGKeyArray) -> KeyAval:
 
 
 PublicArray.register(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
-                               lambda _, children: PRNGKeyArray(children[0]))
+register_key_array_type(PRNGKeyArray, data=lambda k: k._base_array, wrap=PRNGKeyArray)
+# A leaf to users (tree_util.tree_leaves(key) == [key], as in JAX), a node over its data to
+# jaxkit's transformations (see jaxkit._tree_trace).
+tree_util.register_trace_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
+                              lambda _, children: PRNGKeyArray(children[0]))
 
 
 def check_key_data(key_data) -> None:

@@ -200,6 +200,11 @@ class Mesh:
                              "mesh")
         return Mesh(self.devices[tuple(block)], self.axis_names)
 
+    are_all_axes_auto = property(lambda self: _all_of_type(self.axis_types, AxisType.Auto))
+    are_all_axes_explicit = property(
+        lambda self: _all_of_type(self.axis_types, AxisType.Explicit))
+    are_all_axes_manual = property(lambda self: _all_of_type(self.axis_types, AxisType.Manual))
+
     @property
     def is_multi_process(self) -> bool:
         return len(self.local_devices) != len(self._flat)
@@ -240,6 +245,12 @@ class Mesh:
         return f"Mesh({axes}, axis_types={self._types_str()})"
 
 
+def _all_of_type(axis_types: tuple, axis_type: AxisType) -> bool:
+    """Whether a mesh has axes and all are of ``axis_type`` (a mesh with no axes is of no
+    type, as in JAX: Flax's variable sharding tells Explicit from Auto meshes this way)."""
+    return bool(axis_types) and all(t == axis_type for t in axis_types)
+
+
 def _process_of(devices: Sequence) -> int:
     """This process's index in the backend that owns ``devices``."""
     return multi_device.backend_of_devices(devices).client.process_index()
@@ -271,6 +282,9 @@ class AbstractMesh:
     size = property(lambda self: math.prod(self.axis_sizes) if self.axis_sizes else 0)
     empty = property(lambda self: self.size == 0)
     abstract_mesh = property(lambda self: self)
+    are_all_axes_auto = Mesh.are_all_axes_auto
+    are_all_axes_explicit = Mesh.are_all_axes_explicit
+    are_all_axes_manual = Mesh.are_all_axes_manual
 
     @property
     def devices(self):

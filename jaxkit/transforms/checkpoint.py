@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 
-from jaxkit import core, lax, tree_util
+from jaxkit import core, lax
+from jaxkit import _tree_trace as tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe

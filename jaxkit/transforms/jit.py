@@ -27,7 +27,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxkit import core, tree_util
+from jaxkit import core
+from jaxkit import _tree_trace as tree_util
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import debug_nans, dispatch, state
@@ -36,6 +37,7 @@ from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.runtime.array import Array, to_buffer
 from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.jit_primitive import jit_p
@@ -278,7 +280,7 @@ class JitFunction:
         wrapper.clear_cache = self.clear_cache
         wrapper._cache_size = self._cache_size
         wrapper.cache_events = self.cache_events
-        return wrapper
+        return api_boundary(wrapper)
 
     # ---- calls ----
     def _call(self, args, kwargs):

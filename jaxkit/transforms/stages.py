@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from dataclasses import dataclass
 
-from jaxkit import core, tree_util
+from jaxkit import core
+from jaxkit import _tree_trace as tree_util
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd

@@ -15,7 +15,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from jaxkit import core, source_info, tree_util
+from jaxkit import core, source_info
+from jaxkit import _tree_trace as tree_util
 from jaxkit.interpreters import batching
 from jaxkit.interpreters.batching import AxisData, BatchTrace, BatchTracer
 
