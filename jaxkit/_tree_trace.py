@@ -11,18 +11,30 @@ where the key is one leaf as in JAX. Treedefs of both views unflatten with eithe
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from jaxkit.tree_util import *  # noqa: F401,F403  (everything not flattening is shared)
-from jaxkit.tree_util import (IsLeaf, KeyPath, PyTreeDef, _Node, _trace_registry, _tree_broadcast,
-                              _tree_flatten, _tree_flatten_with_path, _tree_map,
-                              _tree_map_with_path, register_trace_node)
+from jaxkit.tree_util import (_CUSTOM, IsLeaf, KeyPath, PyTreeDef, _Node, _trace_registry,
+                              _tree_broadcast, _tree_flatten, _tree_flatten_with_path, _tree_map,
+                              _tree_map_with_path)
 from jaxkit.tree_util import _node_of as _user_node_of
+
+T = TypeVar("T")
 
 __all__ = ["register_trace_node", "tree_broadcast", "tree_flatten", "tree_flatten_with_path",
            "tree_leaves", "tree_leaves_with_path", "tree_map", "tree_map_with_path",
            "tree_structure"]
+
+
+def register_trace_node(nodetype: type[T], flatten_func: Callable[[T], tuple[Iterable, Any]],
+                        unflatten_func: Callable[[Any, Iterable], T]) -> None:
+    """Make ``nodetype`` a leaf to pytree users and a node to jaxkit's transformations, as
+    typed key arrays: ``tree_leaves(key)`` is ``[key]`` as in JAX, while ``jit``/``vmap``/
+    ``grad`` trace the key's data."""
+    if nodetype in _trace_registry:
+        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
+    _trace_registry[nodetype] = _Node(_CUSTOM, flatten_func, unflatten_func)
 
 
 def tree_flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list, PyTreeDef]:

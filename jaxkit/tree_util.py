@@ -99,16 +99,6 @@ def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[It
         _CUSTOM, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
-def register_trace_node(nodetype: type[T], flatten_func: Callable[[T], tuple[Iterable, Any]],
-                        unflatten_func: Callable[[Any, Iterable], T]) -> None:
-    """Make ``nodetype`` a leaf to pytree users and a node to jaxkit's transformations (which
-    flatten with ``jaxkit._tree_trace``), as typed key arrays: ``tree_leaves(key)`` is
-    ``[key]`` as in JAX, while ``jit``/``vmap``/``grad`` trace the key's data."""
-    if nodetype in _trace_registry:
-        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _trace_registry[nodetype] = _Node(_CUSTOM, flatten_func, unflatten_func)
-
-
 def register_pytree_with_keys(nodetype: type[T], flatten_with_keys: Callable,
                               unflatten_func: Callable[[Any, Iterable], T],
                               flatten_func: Callable | None = None) -> None:
@@ -696,21 +686,22 @@ def _tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf,
                                        for v, sub in zip(leaves, subtrees)])
 
 
-def flatten_one_level(tree: Any) -> tuple[Sequence, Any]:
-    """The children and aux data of the root node of ``tree`` (not a leaf)."""
+def _root_node(tree: Any) -> _Node:
     node = _node_of(type(tree))
     if node is None:
         raise ValueError(f"can't tree-flatten type: {type(tree)}")
-    children, aux = _children(node, tree)
+    return node
+
+
+def flatten_one_level(tree: Any) -> tuple[Sequence, Any]:
+    """The children and aux data of the root node of ``tree`` (not a leaf)."""
+    children, aux = _children(_root_node(tree), tree)
     return tuple(children), aux
 
 
 def flatten_one_level_with_keys(tree: Any) -> tuple[Sequence, Any]:
     """As ``flatten_one_level``, each child paired with its key entry."""
-    node = _node_of(type(tree))
-    if node is None:
-        raise ValueError(f"can't tree-flatten type: {type(tree)}")
-    children, aux, keys = _children_with_keys(node, tree)
+    children, aux, keys = _children_with_keys(_root_node(tree), tree)
     return tuple(zip(keys, children)), aux
 
 
@@ -786,9 +777,6 @@ register_pytree_node(
     Partial,
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]))
-
-
-
 
 
 class PyTreeRegistry:

@@ -4,6 +4,10 @@ The persistent compilation cache is on by default and lives in the user's cache 
 the test session gets a private, empty one instead (removed at the end), so that tests neither
 read entries left by earlier runs nor fill the user's cache. Subprocesses started by tests
 inherit it through the environment.
+
+Each test process (every pytest-xdist worker too) also gets its own IPython directory: the
+magics tests' shells and the notebooks' kernels write IPython's history database there, and
+processes sharing one SQLite file lock each other out ("database is locked").
 """
 import contextlib
 import os
@@ -14,10 +18,13 @@ import pytest
 
 _CACHE_DIR = tempfile.mkdtemp(prefix="jaxkit-test-xla-cache-")
 os.environ["JAXKIT_COMPILATION_CACHE_DIR"] = _CACHE_DIR
+_IPYTHON_DIR = tempfile.mkdtemp(prefix="jaxkit-test-ipython-")
+os.environ["IPYTHONDIR"] = _IPYTHON_DIR
 
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+    shutil.rmtree(_IPYTHON_DIR, ignore_errors=True)
 
 
 @contextlib.contextmanager
