@@ -14,12 +14,12 @@ from jaxkit._config import State, config
 from jaxkit.runtime import pjrt
 
 __all__ = [
-    "allow_f16_reductions", "check_tracer_leaks", "checking_leaks", "debug_infs",
+    "allow_f16_reductions", "auto_pcast", "check_tracer_leaks", "checking_leaks", "debug_infs",
     "debug_key_reuse", "debug_nans",
     "default_device", "default_matmul_precision", "default_prng_impl", "disable_jit",
     "enable_checks", "enable_custom_prng", "enable_x64", "explain_cache_misses",
     "legacy_prng_key", "log_compiles", "no_tracing", "numpy_dtype_promotion",
-    "numpy_rank_promotion",
+    "numpy_rank_promotion", "remove_size_one_mesh_axis_from_type",
     "softmax_custom_jvp", "threefry_partitionable", "transfer_guard",
     "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device",
@@ -47,6 +47,8 @@ debug_key_reuse = State("jax_debug_key_reuse")
 transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device", "allow")
 transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host", "allow")
 transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device", "allow")
+remove_size_one_mesh_axis_from_type = State("jax_remove_size_one_mesh_axis_from_type")
+auto_pcast = State("jax_auto_pcast")
 
 
 def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager:

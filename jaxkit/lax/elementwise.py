@@ -19,6 +19,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import chlo, hlo, ir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
     _any,
     _complex,
@@ -760,6 +761,7 @@ select_n_p = standard_primitive(_select_n_shape_rule, _select_n_dtype_rule, "sel
 ad.defjvp_rule(select_n_p, _select_n_jvp)
 ad.deftranspose(select_n_p, _select_n_transpose)
 batching.defrule(select_n_p, _select_n_batch)
+shr.defsharding(select_n_p, shr.select_n_rule)
 mlir.register_lowering(select_n_p, _select_n_lowering)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from jaxkit import core, tree_util
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec, current_mesh, put_global
@@ -91,3 +92,4 @@ ad.deflinear(sharding_constraint_p,
              lambda ct, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
 batching.defrule(sharding_constraint_p, _batcher)
 mlir.register_lowering(sharding_constraint_p, _lowering)
+shr.defsharding(sharding_constraint_p, shr.sharding_constraint_rule)

@@ -18,6 +18,7 @@ from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
     _all_weak,
     _any,
@@ -85,6 +86,7 @@ broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
                                         lambda x, **_: x.dtype, "broadcast_in_dim",
                                         lambda x, **_: x.weak_type)
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+shr.defsharding(broadcast_in_dim_p, shr.broadcast_in_dim_rule)
 batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
 mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions:
                        mlir.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions))
@@ -171,6 +173,7 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
 reshape_p = standard_primitive(_reshape_shape_rule, lambda x, **_: x.dtype, "reshape",
                                _first_weak)
 ad.deflinear2(reshape_p, _reshape_transpose)
+shr.defsharding(reshape_p, shr.reshape_rule)
 batching.defrule(reshape_p, _reshape_batch)
 mlir.register_lowering(reshape_p, _reshape_lowering)
 
@@ -220,6 +223,7 @@ squeeze_p = standard_primitive(_squeeze_shape_rule, lambda x, **_: x.dtype, "squ
                                _first_weak)
 ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [expand_dims(ct, dimensions)])
 batching.defrule(squeeze_p, _squeeze_batch)
+shr.defsharding(squeeze_p, shr.squeeze_rule)
 mlir.register_lowering(squeeze_p, lambda ctx, x, **_: hlo.ReshapeOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 
@@ -251,6 +255,7 @@ transpose_p = standard_primitive(_transpose_shape_rule, lambda x, **_: x.dtype, 
                                  lambda x, **_: x.weak_type)
 ad.deflinear2(transpose_p, lambda ct, x, *, permutation:
               [transpose(ct, tuple(np.argsort(permutation)))])
+shr.defsharding(transpose_p, shr.transpose_rule)
 batching.defrule(transpose_p, _transpose_batch)
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.TransposeOp(
     x, mlir.i64_attr(permutation)).result)
@@ -279,6 +284,7 @@ def _rev_batch(axis_data, args, dims, *, dimensions):
 rev_p = standard_primitive(_rev_shape_rule, lambda x, **_: x.dtype, "rev", _first_weak)
 ad.deflinear2(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
 batching.defrule(rev_p, _rev_batch)
+shr.defsharding(rev_p, shr.unary_rule)
 mlir.register_lowering(rev_p, lambda ctx, x, *, dimensions: hlo.ReverseOp(
     x, mlir.i64_attr(dimensions)).result)
 
@@ -469,6 +475,7 @@ convert_element_type_p = standard_primitive(
 ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 batching.defvectorized(convert_element_type_p)
+shr.defsharding(convert_element_type_p, shr.unary_rule)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 
 
@@ -540,6 +547,7 @@ def _sum_dtype_rule(x, *, axes):
 reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_sum",
                                   lambda x, **_: x.weak_type)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
+shr.defsharding(reduce_sum_p, shr.reduce_rule)
 batching.defrule(reduce_sum_p, _reduce_batch_rule(reduce_sum_p))
 mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit.lax.dot import check_out_sharding
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.numpy._creation import eye, zeros_like
 from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
@@ -41,10 +41,11 @@ def _result_dtype(preferred: Any, *args: Any) -> tuple[np.dtype, bool]:
 
 
 def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
-                 weak: bool) -> Array:
+                 weak: bool, out_sharding: Any = None) -> Array:
     if dtypes.dtype(a) != dtypes.dtype(b):
         a, b = convert(a, out_dtype), convert(b, out_dtype)
-    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=out_dtype)
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=out_dtype,
+                          out_sharding=out_sharding)
     return lax.convert_element_type(out, out_dtype, weak_type=weak)
 
 
@@ -52,14 +53,14 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.dot``: the dot product (matrix product for 2-D inputs, the last axis of ``a``
     with the second-to-last of ``b`` in general; a product if either is a scalar).
-    ``out_sharding`` is accepted as ``None`` only (``check_out_sharding``)."""
-    check_out_sharding("dot", out_sharding)
-    return _dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
+    ``out_sharding`` (over Explicit mesh axes) chooses the result's layout."""
+    return _dot(a, b, precision=precision, preferred_element_type=preferred_element_type,
+                out_sharding=resolve_out_sharding("dot", out_sharding))
 
 
-@jitted(static_argnames=("precision", "preferred_element_type"))
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"))
 def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-         preferred_element_type: Any = None) -> Array:
+         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("dot", a, b)
     dt, weak = _result_dtype(preferred_element_type, a, b)
     if a.ndim == 0 or b.ndim == 0:
@@ -68,7 +69,7 @@ def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         contract = ((a.ndim - 1,), (0,))
     else:
         contract = ((a.ndim - 1,), (b.ndim - 2,))
-    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
+    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak, out_sharding)
 
 
 @jitted(static_argnames=("precision", "preferred_element_type"))

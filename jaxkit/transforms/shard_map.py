@@ -46,7 +46,7 @@ from jaxkit.lax.elementwise import div
 from jaxkit.lax.structural import reshape
 from jaxkit.runtime import sharding as _sharding
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
-                                     PartitionSpec, current_mesh)
+                                     PartitionSpec, current_mesh, typed_sharding)
 from jaxkit.transforms.jit import jit
 
 __all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
@@ -78,12 +78,16 @@ def _local_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) -
                              f"{aval.str_short()} into {t} blocks, but {n} is not divisible "
                              f"by {t}")
         shape.append(n // t)
-    return aval.update(shape=tuple(shape))
+    # A block's type carries no layout: the mesh axes are manual inside the body.
+    return aval.strip_sharding().update(shape=tuple(shape))
 
 
 def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
-    return aval.update(shape=tuple(n * t for n, t in zip(
-        aval.shape, _tiling(mesh, spec, len(aval.shape)))))
+    """The global type of a result: its layout over Explicit mesh axes is ``spec``'s."""
+    ndim = len(aval.shape)
+    return ShapedArray(tuple(n * t for n, t in zip(aval.shape, _tiling(mesh, spec, ndim))),
+                       aval.dtype, aval.weak_type,
+                       typed_sharding(mesh, (tuple(spec) + (None,) * ndim)[:ndim]))
 
 
 def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ...]:
