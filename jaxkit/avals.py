@@ -101,6 +101,36 @@ class ShapedArray:
             return self
         return ShapedArray(self.shape, self.dtype, self.weak_type)
 
+    def delete_dim(self, axis: int) -> ShapedArray:
+        """The type without dimension ``axis`` (one example of a batch): its split goes."""
+        shape = self.shape[:axis] + self.shape[axis + 1:]
+        return ShapedArray(shape, self.dtype, self.weak_type,
+                           self._respec(lambda spec: spec[:axis] + spec[axis + 1:]))
+
+    def insert_dim(self, axis: int, size: int, split: Any = None) -> ShapedArray:
+        """The type with a dimension of ``size`` at ``axis`` (a batch of examples), split
+        over the mesh axis ``split`` (None: not split)."""
+        shape = self.shape[:axis] + (size,) + self.shape[axis:]
+        if self._sharding is None and split is None:
+            return ShapedArray(shape, self.dtype, self.weak_type)
+        return ShapedArray(shape, self.dtype, self.weak_type,
+                           self._respec(lambda spec: spec[:axis] + (split,) + spec[axis:],
+                                        force=True))
+
+    def _respec(self, change, force: bool = False) -> Any:
+        """The sharding with its spec entries changed (None when no entry names an axis)."""
+        s = self._sharding
+        if s is None and not force:
+            return None
+        spec = (None,) * len(self.shape) if s is None else tuple(s.spec)
+        entries = change(spec)
+        if all(p is None for p in entries):
+            return None
+        if s is None:
+            raise ValueError("insert_dim(split=...) of a type without a sharding: reshard the "
+                             "value first")
+        return type(s)(s.mesh, type(s.spec)(*entries))
+
     def to_tangent_aval(self) -> ShapedArray:
         """Integer and boolean values have ``float0`` tangents, as in JAX; the tangent is laid
         out as the primal."""

@@ -85,6 +85,12 @@ CASES = {
     "grad_dot": "jax.grad(lambda t: jnp.dot(t, q, out_sharding=P('x', None)).sum())(c)",
     "vmap": "jax.vmap(lambda t: t * 2.0 + 1.0)(a)",
     "vmap_sum": "jax.vmap(lambda t: t.sum())(b)",
+    "grad_sum": "jax.grad(lambda t: t.sum(1).sum())(a)",
+    "auto_axes": "jax.sharding.auto_axes(lambda t, u: t + u, out_sharding=P('x', None))(b, c)",
+    "vmap_auto_axes": ("jax.vmap(jax.sharding.auto_axes(lambda t: t * 2.0, out_sharding=P('x')),"
+                       " in_axes=1)(a)"),
+    "grad_auto_axes": ("jax.grad(lambda t: jax.sharding.auto_axes(lambda u: u * 2.0, "
+                       "out_sharding=P('x'))(t.sum(1)).sum())(a)"),
 }
 
 # Expressions whose jaxpr text is compared too.
@@ -172,6 +178,9 @@ NUMPY = {
     "grad": lambda h: 2 * np.cos(h["a"]),
     "grad_dot": lambda h: np.ones((8, 16), np.float32) @ h["q"].T,
     "vmap_sum": lambda h: h["b"].sum(1),
+    "auto_axes": lambda h: h["b"] + h["c"],
+    "vmap_auto_axes": lambda h: 2 * h["a"].T,
+    "grad_auto_axes": lambda h: np.full((8, 4), 2.0, np.float32),
 }
 
 

@@ -284,8 +284,17 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         outs = list(outs)
         assert len(outs) == len(eqn.outvars), (eqn.primitive, len(outs), len(eqn.outvars))
         for v, x in zip(eqn.outvars, outs):
-            env[v] = x
+            env[v] = x if ctx.mesh is None else _laid_out_as_typed(ctx, x, v.aval)
     return [read(v) for v in jaxpr.outvars]
+
+
+def _laid_out_as_typed(ctx: ModuleContext, x: Any, aval: Any) -> Any:
+    """In a partitioned program, a value whose type is split over Explicit mesh axes is
+    constrained to that layout, so that XLA's partitioner keeps what the types say."""
+    typed = getattr(aval, "_sharding", None)
+    if typed is None or typed.mesh.shape_tuple != tuple(ctx.mesh):
+        return x
+    return sharding_constraint(x, typed.sdy_attr(len(aval.shape)))
 
 
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:

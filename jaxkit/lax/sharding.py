@@ -81,7 +81,7 @@ def _batcher(axis_data, args, dims, *, sharding: NamedSharding):
     if d is batching.not_mapped:
         return sharding_constraint_p.bind(x, sharding=sharding), d
     parts = list(sharding.spec) + [None] * (len(x.shape) - 1 - len(sharding.spec))
-    parts.insert(d, None)
+    parts.insert(d, axis_data.explicit_mesh_axis)  # the batch keeps the layout it had
     return sharding_constraint_p.bind(
         x, sharding=NamedSharding(sharding.mesh, PartitionSpec(*parts))), d
 

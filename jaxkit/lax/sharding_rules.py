@@ -172,8 +172,11 @@ def transpose_rule(x: ShapedArray, *, permutation: Sequence[int]) -> Spec | None
 
 
 def broadcast_in_dim_rule(x: ShapedArray, *, shape: Sequence[int],
-                          broadcast_dimensions: Sequence[int], **params) -> Spec | None:
-    """Operand dimensions keep their split; the new dimensions are unsplit."""
+                          broadcast_dimensions: Sequence[int], sharding=None) -> Any:
+    """Operand dimensions keep their split; the new dimensions are unsplit (unless
+    ``sharding``, the ``out_sharding`` asked for, says otherwise)."""
+    if sharding is not None:
+        return sharding
     if getattr(x, "_sharding", None) is None:
         return None
     spec = iter(parts(x))
@@ -325,14 +328,14 @@ def sharding_constraint_rule(x: ShapedArray, *, sharding: NamedSharding) -> Any:
 
 def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
     """The type-level sharding an ``out_sharding=`` argument asks for: a ``PartitionSpec``
-    (over the mesh in context) or a ``NamedSharding``, kept over its Explicit axes. None when
-    it names no axis (what libraries pass by default). Axes that are not Explicit cannot be
-    asked for, as in JAX."""
+    (over the mesh in context) or a ``NamedSharding``, over the abstract mesh. ``P()`` asks
+    for an unsplit result; None when there is no mesh at all (what libraries pass by
+    default). Axes that are not Explicit cannot be asked for, as in JAX."""
     if out_sharding is None:
         return None
     if isinstance(out_sharding, PartitionSpec):
         mesh = current_abstract_mesh()
-        if all(p is None or p == () for p in out_sharding):
+        if mesh.empty and all(p is None or p == () for p in out_sharding):
             return None
         if mesh.empty:
             raise ValueError(f"{name}(out_sharding={out_sharding}) needs a mesh in context: "
@@ -343,7 +346,7 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
         raise TypeError(f"{name}: out_sharding must be a PartitionSpec or a NamedSharding, got "
                         f"{out_sharding!r}")
     spec = out_sharding.spec
-    if all(p is None or p == () for p in spec):
+    if out_sharding.mesh.empty:
         return None
     kinds = dict(zip(out_sharding.mesh.axis_names, out_sharding.mesh.axis_types))
     for axes in spec._normalized(0):

@@ -37,17 +37,23 @@ def _is_array(x) -> bool:
 
 # ---- broadcast_in_dim -----------------------------------------------------------------------
 def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int]) -> Array:
+                     broadcast_dimensions: Sequence[int], *, out_sharding=None) -> Array:
     """Broadcast ``operand`` to ``shape``; operand axis i becomes result axis
-    ``broadcast_dimensions[i]``. Lowers to ``stablehlo.broadcast_in_dim``."""
+    ``broadcast_dimensions[i]``. ``out_sharding`` (over Explicit mesh axes) types the
+    result's layout. Lowers to ``stablehlo.broadcast_in_dim``."""
     shape = as_tuple_of_ints(shape, "broadcast_in_dim shape")
     dims = as_tuple_of_ints(broadcast_dimensions, "broadcast_dimensions")
-    if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape:
+    sharding = shr.resolve_out_sharding("broadcast_in_dim", out_sharding)
+    if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape \
+            and sharding is None:
         return operand
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+    # ``sharding`` is a parameter only when given: programs without Explicit axes are as
+    # they were.
+    extra = {} if sharding is None else {"sharding": sharding}
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims, **extra)
 
 
-def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, sharding=None):
     if operand.ndim != len(broadcast_dimensions):
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to the "
                         f"operand rank; got broadcast_dimensions {broadcast_dimensions} for "
@@ -65,7 +71,7 @@ def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions):
     return shape
 
 
-def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
     in_shape = operand.aval.shape
     unit_dims = tuple(d for i, d in enumerate(broadcast_dimensions) if in_shape[i] == 1
                       and shape[d] != 1)
@@ -74,12 +80,16 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
     return [reshape(from_sum, in_shape)]
 
 
-def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimensions,
+                            sharding=None):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     new_shape = (x.shape[0],) + tuple(shape)
     new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
-    return broadcast_in_dim(x, new_shape, new_dims), 0
+    if sharding is not None:  # the batch dimension keeps its layout
+        sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(
+            axis_data.explicit_mesh_axis, *sharding.spec))
+    return broadcast_in_dim(x, new_shape, new_dims, out_sharding=sharding), 0
 
 
 broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
@@ -88,8 +98,9 @@ broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 shr.defsharding(broadcast_in_dim_p, shr.broadcast_in_dim_rule)
 batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
-mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions:
-                       mlir.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions))
+mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions,
+                       sharding=None: mlir.broadcast_in_dim(x, ctx.avals_out[0],
+                                                            broadcast_dimensions))
 # Printed as JAX prints it: the shape is the binder's type; empty dimensions are left out.
 core.defpp_params(broadcast_in_dim_p, lambda params: (
     {"broadcast_dimensions": params["broadcast_dimensions"]}
@@ -503,7 +514,8 @@ def _reduce_shape_rule(operand, *, axes, **params):
 def _reduce_sum_transpose(ct, operand, *, axes):
     shape = operand.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
+    # The cotangent is laid out as the operand (its summed dimensions may be split).
+    return [broadcast_in_dim(ct, shape, kept, out_sharding=operand.aval._sharding)]
 
 
 def _reduce_batch_rule(prim):
