@@ -91,6 +91,9 @@ CASES = {
                        " in_axes=1)(a)"),
     "grad_auto_axes": ("jax.grad(lambda t: jax.sharding.auto_axes(lambda u: u * 2.0, "
                        "out_sharding=P('x'))(t.sum(1)).sum())(a)"),
+    # shard_map's in_specs inferred from the arguments' types; its result typed by out_specs
+    "shard_map": ("jax.shard_map(lambda t, u: lax.psum_scatter(jnp.dot(t, u), 'x', tiled=True),"
+                  " out_specs=P('x', None))(c, q)"),
 }
 
 # Expressions whose jaxpr text is compared too.
@@ -181,6 +184,7 @@ NUMPY = {
     "auto_axes": lambda h: h["b"] + h["c"],
     "vmap_auto_axes": lambda h: 2 * h["a"].T,
     "grad_auto_axes": lambda h: np.full((8, 4), 2.0, np.float32),
+    "shard_map": lambda h: h["c"] @ h["q"],
 }
 
 

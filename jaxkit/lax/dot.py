@@ -109,22 +109,6 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, *, dimension_numbers=None,
                 shr.resolve_out_sharding("dot_general", out_sharding))
 
 
-def check_out_sharding(name: str, out_sharding) -> None:
-    """JAX's ``out_sharding=`` of the contractions names a layout over a mesh's Explicit axes
-    (JAX refuses Auto ones). jaxkit has no Explicit-axis sharding-in-types mode, so it takes
-    ``None`` (what libraries such as Flax pass by default) and refuses anything else rather
-    than ignore it. A sharding over a mesh with no axes (Flax passes
-    ``NamedSharding(AbstractMesh((), ...), P(None, ...))``) lays nothing out and is taken too."""
-    mesh_axes = getattr(getattr(out_sharding, "mesh", None), "axis_names", ())
-    spec = getattr(out_sharding, "spec", out_sharding)
-    names_no_axis = isinstance(spec, PartitionSpec) and all(p is None or p == () for p in spec)
-    if out_sharding is not None and not (names_no_axis and not mesh_axes):
-        raise NotImplementedError(
-            f"{name}(out_sharding={out_sharding!r}): jaxkit implements out_sharding=None only "
-            "(no Explicit mesh axes); lay the result out with "
-            "jax.lax.with_sharding_constraint instead.")
-
-
 def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: PrecisionLike,
          preferred_element_type: DTypeLike | None, out_sharding=None) -> Array:
     lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)

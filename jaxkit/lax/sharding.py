@@ -19,7 +19,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec, current_mesh, put_global
 
-__all__ = ["sharding_constraint_p", "with_sharding_constraint"]
+__all__ = ["lay_out", "sharding_constraint_p", "with_sharding_constraint"]
 
 sharding_constraint_p = core.Primitive("sharding_constraint")
 
@@ -54,6 +54,16 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         named.check_shape(np.shape(leaf))
         outs.append(sharding_constraint_p.bind(leaf, sharding=named))
     return tree_util.tree_unflatten(treedef, outs)
+
+
+def lay_out(x: Any, name: str, out_sharding: Any) -> Any:
+    """``x``, the result of ``name``, laid out as its ``out_sharding=`` argument asks (a
+    ``PartitionSpec`` on the mesh in context or a ``NamedSharding``; over Explicit axes its
+    type then says so). None, or a sharding over a mesh with no axes (Flax's default), lays
+    nothing out."""
+    if shr.resolve_out_sharding(name, out_sharding) is None:
+        return x
+    return with_sharding_constraint(x, out_sharding)
 
 
 def _impl(x, *, sharding: NamedSharding):

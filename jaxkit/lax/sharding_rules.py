@@ -352,8 +352,9 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
     for axes in spec._normalized(0):
         for a in axes:
             if kinds[a] is not AxisType.Explicit:
-                raise NotImplementedError(
-                    f"{name}(out_sharding={out_sharding!r}): mesh axis '{a}' is "
-                    f"{kinds[a].name}; out_sharding takes Explicit axes only (lay the result "
-                    "out with jax.lax.with_sharding_constraint instead).")
+                raise ValueError(
+                    f"PartitionSpec passed to {name} cannot contain axis names that are of "
+                    f"type Auto or Manual. Got PartitionSpec: {spec} with axis name: {a} of "
+                    f"type: AxisType.{kinds[a].name}. (Lay the result out with "
+                    "jax.lax.with_sharding_constraint instead.)")
     return NamedSharding(out_sharding.mesh.abstract_mesh, PartitionSpec(*spec))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.lax.sharding import lay_out
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._promotion import asarray as _asarray
 from jaxkit.numpy._promotion import (
@@ -130,7 +131,7 @@ def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
     _check_forgot_shape_tuple("zeros", shape, dtype)
     shape = canonicalize_shape(shape)
     out = lax.full(shape, 0, _user_dtype(dtype) or dtypes.default_float_dtype())
-    return _laid_out(out, out_sharding)
+    return lay_out(out, "zeros", out_sharding)
 
 
 def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
@@ -139,7 +140,7 @@ def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
     _check_forgot_shape_tuple("ones", shape, dtype)
     shape = canonicalize_shape(shape)
     out = lax.full(shape, 1, _user_dtype(dtype) or dtypes.default_float_dtype())
-    return _laid_out(out, out_sharding)
+    return lay_out(out, "ones", out_sharding)
 
 
 def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
@@ -155,15 +156,10 @@ def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
     shape = canonicalize_shape(shape)
     dtype = _user_dtype(dtype)
     if np.ndim(fill_value) == 0:
-        return _laid_out(lax.full(shape, fill_value, dtype), out_sharding)
+        return lay_out(lax.full(shape, fill_value, dtype), "full", out_sharding)
     fill = asarray(fill_value, dtype=dtype)
-    return _laid_out(broadcast_to_shape(fill, shape), out_sharding)
+    return lay_out(broadcast_to_shape(fill, shape), "full", out_sharding)
 
-
-def _laid_out(x: Array, out_sharding: Any) -> Array:
-    """``x`` laid out as ``out_sharding`` (a ``PartitionSpec`` on the mesh in context or a
-    ``NamedSharding``; over Explicit axes its type then says so), or as it is for None."""
-    return x if out_sharding is None else lax.with_sharding_constraint(x, out_sharding)
 
 
 def _like_shape(a: Any, shape: Any) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
+from jaxkit.lax.sharding import lay_out
 from jaxkit.transforms.jit import jit
 from jaxkit.random.prng import (
     UINT_DTYPES,
@@ -54,7 +55,7 @@ def _standard_sampler(kinds=np.floating, what: str = "a float"):
                     out_sharding=None) -> Array:
             key, _ = check_prng_key(name, key)
             dtype = float_dtype(name, dtype, kinds, what)
-            return _laid_out(jitted(key, canonicalize_shape(shape), dtype), out_sharding)
+            return lay_out(jitted(key, canonicalize_shape(shape), dtype), name, out_sharding)
 
         sampler.__name__ = sampler.__qualname__ = name
         sampler.__doc__, sampler.__module__ = impl.__doc__, impl.__module__
@@ -75,12 +76,7 @@ def uniform(key, shape: Shape = (), dtype: DTypeLike | None = None, minval: Arra
     shape = canonicalize_shape(shape)
     if not dtypes.issubdtype(dtype, np.floating):
         raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dtype}")
-    return _laid_out(_uniform(key, minval, maxval, shape, dtype), out_sharding)
-
-
-def _laid_out(x: Array, out_sharding) -> Array:
-    """The sample laid out as ``out_sharding`` (its values do not depend on the layout)."""
-    return x if out_sharding is None else lax.with_sharding_constraint(x, out_sharding)
+    return lay_out(_uniform(key, minval, maxval, shape, dtype), "uniform", out_sharding)
 
 
 @partial(jit, static_argnums=(3, 4))
@@ -319,7 +315,7 @@ def bernoulli(key, p: ArrayLike = 0.5, shape: Shape | None = None, mode: str = "
     if not dtypes.issubdtype(dtype, np.floating):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
     p = lax.convert_element_type(p, dtype)
-    return _laid_out(_bernoulli(key, p, shape, mode), out_sharding)
+    return lay_out(_bernoulli(key, p, shape, mode), "bernoulli", out_sharding)
 
 
 @partial(jit, static_argnames=("shape", "mode"))

@@ -186,9 +186,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         _check_specs_manual(in_specs, frozenset(manual), "in_specs")
         _check_specs_manual(out_specs, frozenset(manual), "out_specs")
         flat, in_tree = tree_util.tree_flatten(args)
-        specs_in = _specs_per_leaf(in_specs if in_specs is not None else PartitionSpec(),
-                                   args, "in_specs")
         avals = [core.get_aval(x) for x in flat]
+        # Without in_specs, each argument is split as its type says (over Explicit axes;
+        # a type without a sharding is unsplit), as JAX infers them.
+        specs_in = (_specs_per_leaf(in_specs, args, "in_specs") if in_specs is not None else
+                    tuple(PartitionSpec(*a.sharding.spec)
+                          if getattr(a, "_sharding", None) is not None else PartitionSpec()
+                          for a in avals))
         local = [_local_aval(the_mesh, s, a, "in_specs") for s, a in zip(specs_in, avals)]
         with _mesh_axes_bound(the_mesh, manual):
             jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
