@@ -357,6 +357,7 @@ integer_pow_p = standard_primitive(lambda x, **_: x.shape, _integer_pow_dtype_ru
                                    "integer_pow", lambda x, **_: x.weak_type)
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 batching.defvectorized(integer_pow_p)
+shr.defsharding(integer_pow_p, shr.unary_rule)
 mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxkit import avals, core
+from jaxkit.interpreters import ad
 from jaxkit.core import ShapedArray, ShardingTypeError
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, DuplicateSpecError, NamedSharding,
                                      PartitionSpec, current_abstract_mesh, typed_sharding)
@@ -113,6 +114,7 @@ def _named(prim, avals, out: ShapedArray, mesh: AbstractMesh, spec: Sequence):
 
 
 avals.sharding_hook = _sharding_hook
+defsharding(ad.stop_gradient_p, lambda x: unary_rule(x))
 
 
 # ---- the rules ----
@@ -262,6 +264,29 @@ def reshape_rule(x: ShapedArray, *, new_sizes: Sequence[int], dimensions=None,
             raise _reshape_error(x, new_sizes)
         out.extend(_split_axes(mesh_sizes, tuple(axes), [new[k] for k in gj], x, new_sizes))
     return tuple(out)
+
+
+def cumulative_rule(x: ShapedArray, *, axis: int, reverse: bool) -> Spec | None:
+    """A cumulative reduction keeps the layout; the axis it runs along must be unsplit."""
+    if getattr(x, "_sharding", None) is None:
+        return None
+    if parts(x)[axis] is not None:
+        raise ShardingTypeError("Input should be unsharded over the axis being reduced. Got "
+                                f"input type={x} and axis={axis}")
+    return parts(x)
+
+
+def concatenate_rule(*operands: ShapedArray, dimension: int) -> Spec | None:
+    """The operands must be laid out alike (one without a sharding in its type takes the
+    others'); so is the result."""
+    typed = [o for o in operands if getattr(o, "_sharding", None) is not None]
+    if not typed:
+        return None
+    if any(parts(o) != parts(typed[0]) for o in typed[1:]):
+        shown = ", ".join(str(o.sharding) for o in operands)
+        raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
+                                f"{shown}")
+    return parts(typed[0])
 
 
 def select_n_rule(which: ShapedArray, *cases: ShapedArray) -> Spec | None:

@@ -386,6 +386,7 @@ concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_r
                                    "concatenate", _all_weak)
 ad.deflinear2(concatenate_p, _concatenate_transpose)
 batching.defrule(concatenate_p, _concatenate_batch)
+shr.defsharding(concatenate_p, shr.concatenate_rule)
 mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.ConcatenateOp(
     list(xs), dimension).result)
 
