@@ -17,7 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxkit import avals, core
+from jaxkit import avals, core, dtypes
+from jaxkit.avals import shape_sharding_str
 from jaxkit.interpreters import ad
 from jaxkit.core import ShapedArray, ShardingTypeError
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, DuplicateSpecError, NamedSharding,
@@ -105,16 +106,13 @@ def _named(prim, avals, out: ShapedArray, mesh: AbstractMesh, spec: Sequence):
         return typed_sharding(mesh, spec)
     except DuplicateSpecError:
         shown = ", ".join(a.str_short() for a in avals)
-        dims = ",".join(f"{d}@{p}" if isinstance(p, str) else
-                        f"{d}@({','.join(p)})" if p else str(d)
-                        for d, p in zip(out.shape, spec))
-        from_type = out.str_short().split("[")[0]
+        result = (f"{dtypes.short_dtype_name(out.dtype)}"
+                  f"[{shape_sharding_str(out.shape, spec)}]")
         raise ShardingTypeError(f"{prim.name} operation with inputs: {shown} produces an "
-                                f"illegally sharded result: {from_type}[{dims}]") from None
+                                f"illegally sharded result: {result}") from None
 
 
 avals.sharding_hook = _sharding_hook
-defsharding(ad.stop_gradient_p, lambda x: unary_rule(x))
 
 
 # ---- the rules ----
@@ -383,3 +381,7 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
                     f"type: AxisType.{kinds[a].name}. (Lay the result out with "
                     "jax.lax.with_sharding_constraint instead.)")
     return NamedSharding(out_sharding.mesh.abstract_mesh, PartitionSpec(*spec))
+
+
+# stop_gradient lives with the AD interpreter, below lax: its rule is registered here.
+defsharding(ad.stop_gradient_p, unary_rule)
