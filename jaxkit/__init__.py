@@ -71,6 +71,7 @@ from jaxkit.flags import (allow_f16_reductions, check_tracer_leaks, checking_lea
                           threefry_partitionable, transfer_guard,
                           transfer_guard_device_to_device, transfer_guard_device_to_host,
                           transfer_guard_host_to_device)
+from jaxkit.flags import auto_pcast, remove_size_one_mesh_axis_from_type
 from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient, fwd_and_bwd,
                               ensure_compile_time_eval, float0, host_count, host_id, host_ids,
                               linear_transpose, live_arrays, make_array_from_callback,
@@ -112,7 +113,8 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "typeof",
     "custom_batching", "custom_derivatives", "dtypes", "monitoring", "profiler", "stages",
     "typing", "dlpack", "export", "ffi",
-    "allow_f16_reductions", "api_util", "fwd_and_bwd", "make_user_context", "no_tracing", "ref",
+    "allow_f16_reductions", "api_util", "auto_pcast", "fwd_and_bwd",
+    "remove_size_one_mesh_axis_from_type", "make_user_context", "no_tracing", "ref",
     "Ref", "empty_ref",
     "free_ref", "freeze", "new_ref",
     "ad", "array_garbage_collection_guard", "ds", "jax2tf_associative_scan_reductions",

@@ -155,6 +155,15 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     # 'log'/'fatal' report an Array freed by the cycle collector through hooks of jaxlib's
     # guard library that JAX's own Array wires up; jaxkit implements the default, 'allow'.
     "jax_array_garbage_collection_guard": (None, _gc_guard, ()),
+    # How many CPU devices the CPU backend gets (-1: the environment's choice); read when
+    # the backend starts (runtime/pjrt.py), so it must be set before any computation.
+    "jax_num_cpu_devices": (-1, _number(int), ()),
+    # True: mesh axes of size 1 are left out of the shardings in types (f32[8@x,4] over a
+    # mesh whose 'y' has one device never says @y). Read by runtime/sharding.py.
+    "jax_remove_size_one_mesh_axis_from_type": (False, _to_bool, ()),
+    # JAX inserts pvary to match the varying axes of operands inside shard_map; jaxkit infers
+    # variation from the traced body, which is what True gives.
+    "jax_auto_pcast": (True, _only(True), ()),
 }
 
 

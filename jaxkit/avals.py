@@ -1,4 +1,5 @@
-"""Abstract values: ``ShapedArray`` (shape, dtype, weak type) for arrays, ``AbstractToken`` for
+"""Abstract values: ``ShapedArray`` (shape, dtype, weak type and, over a mesh's ``Explicit``
+axes, sharding) for arrays, ``AbstractToken`` for
 XLA tokens, and the ``Token`` value. Interned, so equal types are the same object; also what
 jaxlib reads when it wraps a result buffer. ``jaxkit.core`` re-exports them."""
 from __future__ import annotations
@@ -17,8 +18,27 @@ def aval_sharding_rule(aval: ShapedArray):
     raise NotImplementedError("the sharding of a type needs jaxkit.runtime.sharding loaded")
 
 
+# Set once a mesh with Explicit axes or a type with an explicit sharding is made: until then
+# no primitive's abstract evaluation looks for shardings (``jaxkit.core`` reads it on every
+# shape rule).
+explicit_shardings_seen = False
+
+
+def sharding_hook(prim: Any, avals: Sequence, params: dict, out: Any) -> Any:
+    """The result types of ``prim`` given those of its shape rule: replaced by
+    ``jaxkit.lax.sharding_rules``, which adds the shardings over Explicit mesh axes."""
+    return out
+
+
+class ShardingTypeError(Exception):
+    """Operands whose explicit shardings no result sharding follows from (JAX's class)."""
+
+
 class ShapedArray:
-    """The abstract value of an array: shape, dtype and whether the dtype is weak.
+    """The abstract value of an array: shape, dtype, whether the dtype is weak and, for a
+    value laid out over a mesh's ``Explicit`` axes, its sharding (a ``NamedSharding`` over the
+    abstract mesh whose spec has one entry per dimension and names only Explicit axes;
+    ``None`` for every other value, whose type says nothing of its layout).
 
     A weak type comes from a Python scalar: it takes the dtype of whatever it meets
     (``jnp.float16(1) + 1.0`` is float16). jaxlib reads exactly these three attributes when it
@@ -28,60 +48,135 @@ class ShapedArray:
     # Instances are interned: one object per (shape, dtype, weak_type). Equal avals are then the
     # same object, so hashing and comparing them is the default identity test, done in C: the
     # jit fast path looks its executables up by argument avals on every call.
-    __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
+    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "__weakref__")
     array_abstraction_level = 1
     _interned: dict[tuple, ShapedArray] = {}
 
-    def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False):
-        key = (tuple([int(d) for d in shape]), np.dtype(dtype), bool(weak_type))
+    def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False,
+                sharding: Any = None):
+        key = (tuple([int(d) for d in shape]), np.dtype(dtype), bool(weak_type), sharding)
         self = cls._interned.get(key)
         if self is None:
             _check_shape(*key[:2])  # once per distinct aval: interning makes it free after
+            if sharding is not None:
+                _check_type_sharding(key[0], sharding)
             self = object.__new__(cls)
-            self.shape, self.dtype, self.weak_type = key
+            self.shape, self.dtype, self.weak_type, self._sharding = key
             self = cls._interned.setdefault(key, self)  # one winner if threads race
         return self
 
     def __reduce__(self):
-        return ShapedArray, (self.shape, self.dtype, self.weak_type)
+        return ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding)
 
     ndim = property(lambda self: len(self.shape))
 
     @property
     def sharding(self):
-        """The sharding in the type, as JAX avals carry one: jaxkit's types carry no mesh
-        axes, so it is every dimension replicated over the empty abstract mesh (the object is
+        """The sharding in the type, as JAX avals carry one: the explicit one when the value
+        is laid out over Explicit mesh axes, else every dimension replicated (the object is
         built by ``jaxkit.runtime.sharding``, which sets ``aval_sharding_rule``)."""
+        if self._sharding is not None:
+            return self._sharding
         return aval_sharding_rule(self)
 
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> ShapedArray:
+        """The same type with the fields given replaced. The sharding is kept while the rank
+        is (a spec has one entry per dimension); pass ``sharding`` for a new rank."""
+        if sharding is None and (shape is None or len(shape) == len(self.shape)):
+            sharding = self._sharding
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type, sharding)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
+    def strip_sharding(self) -> ShapedArray:
+        """The type without its explicit sharding (what a layout-blind consumer sees)."""
+        if self._sharding is None:
+            return self
+        return ShapedArray(self.shape, self.dtype, self.weak_type)
+
+    def delete_dim(self, axis: int) -> ShapedArray:
+        """The type without dimension ``axis`` (one example of a batch): its split goes."""
+        shape = self.shape[:axis] + self.shape[axis + 1:]
+        return ShapedArray(shape, self.dtype, self.weak_type,
+                           self._respec(lambda spec: spec[:axis] + spec[axis + 1:]))
+
+    def insert_dim(self, axis: int, size: int, split: Any = None) -> ShapedArray:
+        """The type with a dimension of ``size`` at ``axis`` (a batch of examples), split
+        over the mesh axis ``split`` (None: not split)."""
+        shape = self.shape[:axis] + (size,) + self.shape[axis:]
+        if self._sharding is None and split is None:
+            return ShapedArray(shape, self.dtype, self.weak_type)
+        return ShapedArray(shape, self.dtype, self.weak_type,
+                           self._respec(lambda spec: spec[:axis] + (split,) + spec[axis:],
+                                        force=True))
+
+    def _respec(self, change, force: bool = False) -> Any:
+        """The sharding with its spec entries changed (None when no entry names an axis)."""
+        s = self._sharding
+        if s is None and not force:
+            return None
+        spec = (None,) * len(self.shape) if s is None else tuple(s.spec)
+        entries = change(spec)
+        if all(p is None for p in entries):
+            return None
+        if s is None:
+            raise ValueError("insert_dim(split=...) of a type without a sharding: reshard the "
+                             "value first")
+        return type(s)(s.mesh, type(s.spec)(*entries))
+
     def to_tangent_aval(self) -> ShapedArray:
-        """Integer and boolean values have ``float0`` tangents, as in JAX."""
-        return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
+        """Integer and boolean values have ``float0`` tangents, as in JAX; the tangent is laid
+        out as the primal."""
+        return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type,
+                           self._sharding)
+
+    def _dims(self) -> str:
+        if self._sharding is None:
+            return ",".join(map(str, self.shape))
+        return shape_sharding_str(self.shape, self._sharding.spec)
 
     def str_short(self) -> str:
-        dims = ",".join(map(str, self.shape))
-        return f"{dtypes.short_dtype_name(self.dtype)}[{dims}]"
+        return f"{dtypes.short_dtype_name(self.dtype)}[{self._dims()}]"
 
     def __repr__(self):
+        if self._sharding is not None:  # JAX: ``ShapedArray(float32[4@X,4@Y])``
+            weak = ", weak_type=True" if self.weak_type else ""
+            return f"ShapedArray({self.dtype.name}[{self._dims()}]{weak})"
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace(" ", "")
 
     def __str__(self):
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
-        dims = ",".join(map(str, self.shape))
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{dims}]"
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims()}]"
+
+
+def shape_sharding_str(shape: Sequence[int], spec: Sequence) -> str:
+    """Dimensions as a sharded type prints them: ``8@x`` for one split over mesh axis ``x``,
+    ``8@(x,y)`` over several, the bare size when unsplit."""
+    out = []
+    for d, p in zip(shape, spec):
+        if p is None or p == ():
+            out.append(str(d))
+        elif isinstance(p, tuple):
+            out.append(f"{d}@({','.join(p)})" if len(p) > 1 else f"{d}@{p[0]}")
+        else:
+            out.append(f"{d}@{p}")
+    return ",".join(out)
+
+
+def _check_type_sharding(shape: tuple[int, ...], sharding: Any) -> None:
+    global explicit_shardings_seen
+    if len(sharding.spec) != len(shape):
+        raise ValueError(f"the sharding of a type has one spec entry per dimension: got "
+                         f"{sharding.spec} for shape {shape}")
+    explicit_shardings_seen = True
 
 
 class AbstractToken(ShapedArray):

@@ -25,8 +25,9 @@ import numpy as np
 
 from jaxkit import _pretty as pp
 from jaxkit import dtypes
-from jaxkit.avals import (AbstractToken, ShapedArray, Token, abstract_token,  # noqa: F401
-                           typematch)
+from jaxkit import avals as avals_mod
+from jaxkit.avals import (AbstractToken, ShapedArray, ShardingTypeError,  # noqa: F401
+                           Token, abstract_token, typematch)
 from jaxkit import source_info as source_info_util
 from jaxkit._config import config
 
@@ -147,7 +148,17 @@ class Primitive:
         return impl
 
     def def_abstract_eval(self, abstract_eval: Callable) -> Callable:
-        self.abstract_eval = abstract_eval
+        prim = self
+
+        def typed_abstract_eval(*avals, **params):
+            out = abstract_eval(*avals, **params)
+            # Types carry shardings only over Explicit mesh axes; until such a type exists
+            # no shape rule pays for the sharding rules (``jaxkit.lax.sharding_rules``).
+            if avals_mod.explicit_shardings_seen:
+                return avals_mod.sharding_hook(prim, avals, params, out)
+            return out
+
+        self.abstract_eval = typed_abstract_eval
         return abstract_eval
 
     def impl(self, *args, **params):

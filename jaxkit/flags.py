@@ -14,15 +14,14 @@ from jaxkit._config import State, config
 from jaxkit.runtime import pjrt
 
 __all__ = [
-    "allow_f16_reductions", "array_garbage_collection_guard",
-    "check_tracer_leaks", "checking_leaks", "debug_infs",
-    "debug_key_reuse", "debug_nans",
-    "default_device", "default_matmul_precision", "default_prng_impl", "disable_jit",
-    "enable_checks", "enable_custom_prng", "enable_x64", "explain_cache_misses",
+    "allow_f16_reductions", "array_garbage_collection_guard", "auto_pcast", "check_tracer_leaks",
+    "checking_leaks", "debug_infs", "debug_key_reuse", "debug_nans", "default_device",
+    "default_matmul_precision", "default_prng_impl", "disable_jit", "enable_checks",
+    "enable_custom_prng", "enable_x64", "explain_cache_misses",
     "jax2tf_associative_scan_reductions", "legacy_prng_key", "log_compiles", "no_execution",
-    "no_tracing", "numpy_dtype_promotion",
-    "numpy_rank_promotion",
-    "softmax_custom_jvp", "thread_guard", "threefry_partitionable", "transfer_guard",
+    "no_tracing", "numpy_dtype_promotion", "numpy_rank_promotion",
+    "remove_size_one_mesh_axis_from_type", "softmax_custom_jvp", "thread_guard",
+    "threefry_partitionable", "transfer_guard",
     "transfer_guard_device_to_device", "transfer_guard_device_to_host",
     "transfer_guard_host_to_device",
 ]
@@ -53,6 +52,8 @@ no_execution = State("jax_no_execution")
 thread_guard = State("jax_thread_guard")
 jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions")
 array_garbage_collection_guard = State("jax_array_garbage_collection_guard", None)
+remove_size_one_mesh_axis_from_type = State("jax_remove_size_one_mesh_axis_from_type")
+auto_pcast = State("jax_auto_pcast")
 
 
 def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager:

@@ -10,8 +10,10 @@ import functools
 
 import numpy as _np
 
+from jaxkit import core as _core
 from jaxkit import lax as _lax
 from jaxkit import _tree_trace as _tree_util
+from jaxkit.lax.mesh_cast import mesh_cast as _mesh_cast_p_bind
 from jaxkit.runtime import pjrt as _pjrt
 from jaxkit.runtime import sharding as _runtime
 from jaxkit.runtime.multi_device import AxisSharding as _AxisSharding
@@ -48,6 +50,9 @@ class set_mesh:  # noqa: N801  (a function in JAX; a class here so it is a conte
             stack.pop()
 
 
+# Its object prints as JAX's does (``<jax._src.sharding_impls.set_mesh object at ...>``), as
+# the last expression of a notebook cell that calls ``jax.set_mesh(mesh)``.
+set_mesh.__module__ = "jax._src.sharding_impls"
 use_mesh = set_mesh
 
 
@@ -212,13 +217,22 @@ def _mesh_with_axis_types(name: str, axes, axis_type: AxisType,
                               abstract_device=mesh.abstract_device)
 
 
+def _mesh_cast(x, mesh: AbstractMesh):
+    """An array leaf typed over ``mesh`` (other axis types); anything else as it is."""
+    return _mesh_cast_p_bind(x, mesh) if _is_array(x) else x
+
+
+def _is_array(x) -> bool:
+    return _core.is_array_like(x) and not isinstance(x, (int, float, complex, bool))
+
+
 def auto_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, out_sharding=None):
     """``f`` run with ``axes`` (default: all the mesh's) typed ``Auto``, its results laid
     out as ``out_sharding`` (given here or as a keyword of the call).
 
-    jaxkit lets XLA lay out every axis (its types carry no shardings), so inside ``f``
-    nothing changes but the axis types ``get_abstract_mesh`` shows; as in JAX, when the axes
-    are ``Auto`` already ``f`` is simply called."""
+    The arguments keep their layout, but their types drop those axes (XLA chooses how
+    ``f``'s values are split over them); as in JAX, when the axes are ``Auto`` already ``f``
+    is simply called."""
     if f is None:
         return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
 
@@ -232,6 +246,7 @@ def auto_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, out_shard
         meshes = _mesh_with_axis_types("auto_axes", axes, AxisType.Auto, target)
         if meshes is None or meshes[0].axis_types == meshes[1].axis_types:
             return f(*args, **kwargs)
+        args, kwargs = _tree_util.tree_map(lambda x: _mesh_cast(x, meshes[1]), (args, kwargs))
         with use_abstract_mesh(meshes[1]):
             out = f(*args, **kwargs)
         return reshard(out, target)
@@ -241,10 +256,9 @@ def auto_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, out_shard
 
 def explicit_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, in_sharding=None):
     """``f`` run on its arguments laid out as ``in_sharding`` (given here or as a keyword of
-    the call) with ``axes`` (default: all the mesh's) typed ``Explicit``.
-
-    jaxkit's types carry no shardings: the results are laid out as XLA propagates
-    ``in_sharding`` through ``f``, not by JAX's explicit-sharding rules."""
+    the call) with ``axes`` (default: all the mesh's) typed ``Explicit``: within ``f`` the
+    types carry the layout and the sharding rules follow it; the results' types drop those
+    axes again."""
     if f is None:
         return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
 
@@ -260,7 +274,8 @@ def explicit_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, in_sh
             raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
                              "enter into a mesh context when using `explicit_axes` API.")
         with use_abstract_mesh(meshes[1]):
-            return f(*reshard(args, target), **kwargs)
+            out = f(*reshard(args, target), **kwargs)
+        return _tree_util.tree_map(lambda x: _mesh_cast(x, meshes[0]), out)
 
     return wrapped
 

@@ -336,16 +336,29 @@ def layer(x, w):
 print(layer.lower(x, w).as_text())
 y = layer(x, w)
 print(y.sharding)"""),
-    md("When the contracted dimension is split, every device holds a partial sum, and XLA "
-       "adds them up with an all-reduce; the compiled program shows it:"),
+    md("""
+The mesh's axes are `Explicit` (`make_mesh`'s default, as in JAX), so an array's layout is
+part of its type, and each operation's result type says how it is laid out:"""),
+    code("""
+print(jax.typeof(x))
+print(jax.make_jaxpr(lambda x, w: jnp.tanh(x @ w).T)(x, w))"""),
+    md("When the contracted dimension is split on both sides, every device holds a partial "
+       "sum, and the result's layout is a choice: the types refuse to guess, and "
+       "`out_sharding` makes it. XLA then adds the partial sums up with an all-reduce; the "
+       "compiled program shows it:"),
     code("""
 a = jax.device_put(np.ones((4, 8), np.float32), NamedSharding(mesh, P(None, 'x')))
 b = jax.device_put(np.ones((8, 2), np.float32), NamedSharding(mesh, P('x', None)))
-hlo = jax.jit(lambda a, b: a @ b).lower(a, b).compile().as_text()
+try:
+    a @ b
+except Exception as e:
+    print(type(e).__name__, e)
+matmul = jax.jit(lambda a, b: jnp.dot(a, b, out_sharding=NamedSharding(mesh, P())))
+hlo = matmul.lower(a, b).compile().as_text()
 for line in hlo.splitlines():
     if 'all-reduce(' in line:
         print(line.strip()[:90])
-jax.jit(lambda a, b: a @ b)(a, b)"""),
+matmul(a, b)"""),
     md("`in_shardings` and `out_shardings` fix layouts; `with_sharding_constraint` pins one "
        "inside the program:"),
     code("""
@@ -402,7 +415,7 @@ partitioner inserted, read from the optimised HLO. Its text form:"""),
 %load_ext jaxkit
 report = %jit -o -q --no-timeit layer(x, w)
 print('\\n'.join(report.sharding.summary_lines()))
-report = %jit -o -q --no-timeit (lambda a, b: a @ b)(a, b)
+report = %jit -o -q --no-timeit matmul(a, b)
 print('\\n'.join(report.sharding.summary_lines()))
 for c in report.sharding.collectives:
     print(c.kind, c.shape, c.groups, c.source)"""),
@@ -413,8 +426,8 @@ HTML(report.sharding.html())"""),
     md("""
 ## What is not there yet
 
-Arrays whose layout is part of their type (JAX's `Explicit` mesh axes and `jax.typeof(x)`
-printing `f32[8@x,4]`: jaxkit keeps the axis types, switches them in `auto_axes` /
-`explicit_axes`, but lets XLA propagate every layout), `jax.experimental.layout` and
-`custom_partitioning` are still to come."""),
+Sharding rules for the primitives beyond the elementwise ones, contractions, reductions and
+the structural ones (a primitive without one refuses an operand split over `Explicit` axes:
+`auto_axes` runs it with XLA choosing the layout), unreduced types (`P(..., unreduced=...)`),
+`jax.experimental.layout` and `custom_partitioning` are still to come."""),
 ]

@@ -631,6 +631,11 @@ def test_jax_shapedarray_takes_a_types_own_sharding():
     from jaxkit._src_compat.core import ShapedArray
     aval = jax.typeof(jnp.ones(3))
     assert ShapedArray((3,), np.float32, sharding=aval.sharding) is aval
-    mesh = Mesh(np.array(jax.devices()[:1]), ("x",))
-    with pytest.raises(NotImplementedError, match="no sharded avals"):
-        ShapedArray((3,), np.float32, sharding=NamedSharding(mesh, P("x")))
+    # a sharding over Explicit axes is part of the type (tests/test_explicit_sharding.py);
+    # over Auto axes it is not
+    auto = Mesh(np.array(jax.devices()[:1]), ("x",))
+    assert str(ShapedArray((3,), np.float32, sharding=NamedSharding(auto, P("x")))) == \
+        "float32[3]"
+    explicit = Mesh(np.array(jax.devices()[:1]), ("x",), (AxisType.Explicit,))
+    assert str(ShapedArray((3,), np.float32, sharding=NamedSharding(explicit, P("x")))) == \
+        "float32[3@x]"

@@ -7,7 +7,7 @@ from jaxkit.core import (ClosedJaxpr, Jaxpr, Primitive, Trace, Tracer,  # noqa: 
                          current_trace, eval_jaxpr, get_aval)
 from jaxkit.extend.core import (Effect, find_top_trace, get_opaque_trace_state,  # noqa: F401
                                 mapped_aval, unmapped_aval, valid_jaxtype)
-from jaxkit.runtime.sharding import NamedSharding, empty_abstract_mesh
+from jaxkit.runtime.sharding import NamedSharding, empty_abstract_mesh, typed_sharding
 
 
 
@@ -21,16 +21,20 @@ class _AvalMeta(type):
 
 class ShapedArray(metaclass=_AvalMeta):
     """JAX's constructor signature (``sharding``, ``vma``, ... keywords) for jaxkit's
-    ``ShapedArray``; instances and ``isinstance`` are jaxkit's own. The placement keywords are
-    accepted when they say what jaxkit does anyway (no sharding)."""
+    ``ShapedArray``; instances and ``isinstance`` are jaxkit's own. ``sharding`` is kept over
+    the mesh's Explicit axes, as the types of laid-out arrays keep it."""
 
     def __new__(cls, shape, dtype, weak_type=False, *, sharding=None, **placement):
         # A type's own sharding (``aval.sharding``: on the empty abstract mesh) says "no
         # sharding", as does None.
-        if sharding is not None and not (isinstance(sharding, NamedSharding)
-                                         and sharding.mesh == empty_abstract_mesh):
-            raise NotImplementedError("ShapedArray(sharding=...): jaxkit has no sharded avals")
-        return _core.ShapedArray(shape, dtype, weak_type)
+        if sharding is None or (isinstance(sharding, NamedSharding)
+                                and sharding.mesh == empty_abstract_mesh):
+            return _core.ShapedArray(shape, dtype, weak_type)
+        if not isinstance(sharding, NamedSharding):
+            raise TypeError(f"ShapedArray(sharding=...) takes a NamedSharding, got {sharding!r}")
+        ndim = len(shape)
+        spec = (tuple(sharding.spec) + (None,) * ndim)[:ndim]
+        return _core.ShapedArray(shape, dtype, weak_type, typed_sharding(sharding.mesh, spec))
 
 
 AbstractValue = ShapedArray

@@ -50,12 +50,15 @@ not_mapped = None
 
 @dataclass(frozen=True)
 class AxisData:
-    """The axis a ``BatchTrace`` maps over: its name (or None), size, and SPMD mesh axis
-    name(s) (accepted for API compatibility; jaxkit runs a vmap on one device)."""
+    """The axis a ``BatchTrace`` maps over: its name (or None), size, SPMD mesh axis
+    name(s) (accepted for API compatibility; jaxkit runs a vmap on one device), and the
+    Explicit mesh axis the mapped dimension is split over in the arguments' types (which
+    the rules that set a layout keep for the batch dimension)."""
 
     name: Any
     size: int
     spmd_name: Any = None
+    explicit_mesh_axis: Any = None
 
 
 class BatchTracer(core.Tracer):
@@ -71,8 +74,7 @@ class BatchTracer(core.Tracer):
         self._trace = trace
         self.val = val
         self.batch_dim = batch_dim
-        shape = aval.shape
-        self._aval = aval.update(shape=shape[:batch_dim] + shape[batch_dim + 1:])
+        self._aval = aval.delete_dim(batch_dim)
 
     @property
     def aval(self) -> ShapedArray:
@@ -206,16 +208,14 @@ def mapped_aval(size: int, dim: int | None, aval: ShapedArray) -> ShapedArray:
     """The aval of a batch of ``size`` examples of ``aval`` stacked along ``dim``."""
     if dim is not_mapped:
         return aval
-    shape = list(aval.shape)
-    shape.insert(dim, size)
-    return aval.update(shape=tuple(shape))
+    return aval.insert_dim(dim, size)
 
 
 def unmapped_aval(dim: int | None, aval: ShapedArray) -> ShapedArray:
     """The aval of one example of a batch ``aval`` batched along ``dim``."""
     if dim is not_mapped:
         return aval
-    return aval.update(shape=aval.shape[:dim] + aval.shape[dim + 1:])
+    return aval.delete_dim(dim)
 
 
 # ClosedJaxpr -> {key: (batched ClosedJaxpr, out_dims)}. Reusing the same batched jaxpr object

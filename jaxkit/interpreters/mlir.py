@@ -290,7 +290,7 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
                     set_frontend_attributes(x, metadata)
         assert len(outs) == len(eqn.outvars), (eqn.primitive, len(outs), len(eqn.outvars))
         for v, x in zip(eqn.outvars, outs):
-            env[v] = x
+            env[v] = x if ctx.mesh is None else _laid_out_as_typed(ctx, x, v.aval)
     return [read(v) for v in jaxpr.outvars]
 
 
@@ -308,6 +308,15 @@ def set_frontend_attributes(value: ir.Value, attributes: dict[str, Any]) -> None
         for a in ir.DictAttr(op.attributes["mhlo.frontend_attributes"]):
             merged[a.name] = a.attr
     op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(merged)
+
+
+def _laid_out_as_typed(ctx: ModuleContext, x: Any, aval: Any) -> Any:
+    """In a partitioned program, a value whose type is split over Explicit mesh axes is
+    constrained to that layout, so that XLA's partitioner keeps what the types say."""
+    typed = getattr(aval, "_sharding", None)
+    if typed is None or typed.mesh.shape_tuple != tuple(ctx.mesh):
+        return x
+    return sharding_constraint(x, typed.sdy_attr(len(aval.shape)))
 
 
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:

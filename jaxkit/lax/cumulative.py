@@ -18,6 +18,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax import elementwise_math as ewm
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import standard_primitive
 from jaxkit.lax.loops import associative_scan
 from jaxkit.lax.reductions import _get_max_identity, _get_min_identity
@@ -83,6 +84,7 @@ def _cumulative_primitive(name, body, identity) -> core.Primitive:
     prim = standard_primitive(_cumred_shape_rule, _cumred_dtype_rule(name), name,
                               lambda x, **_: x.weak_type)
     batching.defrule(prim, functools.partial(_cumred_batch, prim))
+    shr.defsharding(prim, shr.cumulative_rule)
     mlir.register_lowering(prim, _cumred_lowering(body, identity))
     return prim
 

@@ -17,8 +17,9 @@ from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, compute_types
-from jaxkit.runtime.sharding import PartitionSpec
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import convert_element_type, transpose
 from jaxkit.typing import Array, ArrayLike, DTypeLike
@@ -94,7 +95,7 @@ def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: Pr
                 preferred_element_type: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Contract ``lhs`` and ``rhs`` over the contracting dimensions, pairing the batch
     dimensions. Lowers to ``stablehlo.dot_general``. ``out_sharding`` is accepted as ``None``
-    only (see ``check_out_sharding``)."""
+    over Explicit mesh axes chooses the result's layout (its type's sharding)."""
     return dot(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
                preferred_element_type=preferred_element_type, out_sharding=out_sharding)
 
@@ -104,30 +105,12 @@ def dot(lhs: ArrayLike, rhs: ArrayLike, *, dimension_numbers=None,
         out_sharding=None) -> Array:
     """General dot product. Without ``dimension_numbers``: the matrix-matrix, matrix-vector or
     vector-vector product of operands of rank 1 or 2. Lowers to ``stablehlo.dot_general``."""
-    check_out_sharding("dot_general", out_sharding)
-    return _dot(lhs, rhs, dimension_numbers, precision, preferred_element_type)
-
-
-def check_out_sharding(name: str, out_sharding) -> None:
-    """JAX's ``out_sharding=`` of the contractions names a layout over a mesh's Explicit axes
-    (JAX refuses Auto ones). jaxkit has no Explicit-axis sharding-in-types mode, so it takes
-    ``None`` (what libraries such as Flax pass by default) and refuses anything else rather
-    than ignore it. A sharding over a mesh with no axes (Flax passes
-    ``NamedSharding(AbstractMesh((), ...), P(None, ...))``) lays nothing out and is taken too."""
-    if out_sharding is None:  # the common case, on every eager jnp.dot: no getattr misses
-        return
-    mesh_axes = getattr(getattr(out_sharding, "mesh", None), "axis_names", ())
-    spec = getattr(out_sharding, "spec", out_sharding)
-    names_no_axis = isinstance(spec, PartitionSpec) and all(p is None or p == () for p in spec)
-    if not (names_no_axis and not mesh_axes):
-        raise NotImplementedError(
-            f"{name}(out_sharding={out_sharding!r}): jaxkit implements out_sharding=None only "
-            "(no Explicit mesh axes); lay the result out with "
-            "jax.lax.with_sharding_constraint instead.")
+    return _dot(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                shr.resolve_out_sharding("dot_general", out_sharding))
 
 
 def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: PrecisionLike,
-         preferred_element_type: DTypeLike | None) -> Array:
+         preferred_element_type: DTypeLike | None, out_sharding=None) -> Array:
     lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
     if dimension_numbers is None:
         if 1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2 and \
@@ -145,12 +128,21 @@ def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: Precision
               as_tuple_of_ints(rb, "rhs_batch_dimensions")))
     pet = (None if preferred_element_type is None
            else dtypes.canonicalize_dtype(preferred_element_type))
+    # ``out_sharding`` is a parameter only when it chooses a layout: the equations of
+    # programs without Explicit mesh axes stay as they were.
+    extra = {}
+    if out_sharding is not None:  # one spec entry per result dimension
+        rank = len(lhs_shape) + len(rhs_shape) - 2 * len(dnums[0][0]) - len(dnums[1][0])
+        spec = tuple(out_sharding.spec)
+        extra["out_sharding"] = NamedSharding(out_sharding.mesh, PartitionSpec(
+            *spec, *[None] * (rank - len(spec))))
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums,
                               precision=canonicalize_precision(precision),
-                              preferred_element_type=pet)
+                              preferred_element_type=pet, **extra)
 
 
-def _dot_general_shape_rule(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_shape_rule(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
+                            out_sharding=None):
     (lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch) = dimension_numbers
     if not all(0 <= d < lhs.ndim for d in lhs_contracting + lhs_batch):
         raise TypeError("dot_general requires lhs dimension numbers to be nonnegative and less "
@@ -220,7 +212,8 @@ def _type_properties(dt):
             _bit_width(real), not dtypes.issubdtype(real, np.unsignedinteger))
 
 
-def _dot_general_dtype_rule(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+def _dot_general_dtype_rule(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
+                            out_sharding=None):
     lhs_prop, rhs_prop = _type_properties(lhs.dtype), _type_properties(rhs.dtype)
     if lhs_prop > rhs_prop:
         result = lhs.dtype
@@ -250,7 +243,7 @@ def _ranges_like(*xs):
 
 
 def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,
-                               preferred_element_type, swap_ans=False):
+                               preferred_element_type, out_sharding=None, swap_ans=False):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     x_aval = x.aval
     x_kept = [i for i in range(x_aval.ndim) if i not in x_contract and i not in x_batch]
@@ -263,8 +256,15 @@ def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,
     dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
     x_contract_sorted_by_y = [x_contract[i] for i in np.argsort(y_contract)]
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
+    # The cotangent is laid out as the primal (its split contracting dimensions would
+    # otherwise leave the product's layout open).
+    x_spec = shr.parts(x_aval) if x_aval._sharding is not None else None
     out = dot_general(g, y, dims, precision=precision,
-                      preferred_element_type=preferred_element_type)
+                      preferred_element_type=preferred_element_type,
+                      out_sharding=None if x_spec is None else NamedSharding(
+                          x_aval._sharding.mesh, PartitionSpec(*[
+                              x_spec[i] for i in list(x_batch) + x_kept +
+                              x_contract_sorted_by_y])))
     x_bar = transpose(out, tuple(int(a) for a in out_axes))
     if core.get_aval(x_bar).dtype != x_aval.dtype:
         x_bar = convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type)
@@ -272,7 +272,7 @@ def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,
 
 
 def _dot_general_transpose_rhs(g, x, y, *, dimension_numbers, precision,
-                               preferred_element_type):
+                               preferred_element_type, out_sharding=None):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
     return _dot_general_transpose_lhs(g, y, x, dimension_numbers=swapped, precision=precision,
@@ -309,12 +309,17 @@ def _dot_general_batch_dim_nums(ndims, batch_dims, dimension_numbers):
 
 
 def _dot_general_batch(axis_data, args, dims, *, dimension_numbers, precision,
-                       preferred_element_type):
+                       preferred_element_type, out_sharding=None):
     lhs, rhs = args
     new_dnums, out_dim = _dot_general_batch_dim_nums((np.ndim(lhs), np.ndim(rhs)), dims,
                                                      dimension_numbers)
+    if out_sharding is not None:  # the batch dimension is not split
+        spec = list(out_sharding.spec)
+        spec.insert(out_dim, None)
+        out_sharding = NamedSharding(out_sharding.mesh, PartitionSpec(*spec))
     return dot_general(lhs, rhs, new_dnums, precision=precision,
-                       preferred_element_type=preferred_element_type), out_dim
+                       preferred_element_type=preferred_element_type,
+                       out_sharding=out_sharding), out_dim
 
 
 def _precision_attr(precision) -> ir.ArrayAttr:
@@ -373,7 +378,7 @@ def _dot_operands_and_algorithm(ctx, lhs, rhs, precision):
 
 
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
-                          preferred_element_type):
+                          preferred_element_type, out_sharding=None):
     aval_out = ctx.avals_out[0]
     lhs, rhs, acc_dtype, algorithm = _dot_operands_and_algorithm(ctx, lhs, rhs, precision)
     (lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch) = dimension_numbers
@@ -391,6 +396,7 @@ dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_r
                                    "dot_general", _all_weak)
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 batching.defrule(dot_general_p, _dot_general_batch)
+shr.defsharding(dot_general_p, shr.dot_general_rule)
 mlir.register_lowering(dot_general_p, _dot_general_lowering)
 
 

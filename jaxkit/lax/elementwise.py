@@ -19,6 +19,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import chlo, hlo, ir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
     _any,
     _complex,
@@ -356,6 +357,7 @@ integer_pow_p = standard_primitive(lambda x, **_: x.shape, _integer_pow_dtype_ru
                                    "integer_pow", lambda x, **_: x.weak_type)
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 batching.defvectorized(integer_pow_p)
+shr.defsharding(integer_pow_p, shr.unary_rule)
 mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
 
 
@@ -760,6 +762,7 @@ select_n_p = standard_primitive(_select_n_shape_rule, _select_n_dtype_rule, "sel
 ad.defjvp_rule(select_n_p, _select_n_jvp)
 ad.deftranspose(select_n_p, _select_n_transpose)
 batching.defrule(select_n_p, _select_n_batch)
+shr.defsharding(select_n_p, shr.select_n_rule)
 mlir.register_lowering(select_n_p, _select_n_lowering)
 
 

@@ -13,6 +13,7 @@ from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import chlo, hlo
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
     _float,
     _int,
@@ -176,6 +177,7 @@ reduce_precision_p = standard_primitive(_reduce_precision_shape_rule,
                                         lambda x, **_: x.weak_type)
 ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
 batching.defvectorized(reduce_precision_p)
+shr.defsharding(reduce_precision_p, shr.unary_rule)
 mlir.register_lowering(reduce_precision_p, lambda ctx, x, *, exponent_bits, mantissa_bits:
                        hlo.ReducePrecisionOp(x, exponent_bits, mantissa_bits).result)
 
@@ -192,6 +194,7 @@ copy_p.def_impl(lambda x: dispatch.apply_primitive(copy_p, x))
 copy_p.def_abstract_eval(lambda x: x)
 ad.deflinear(copy_p, lambda ct: [copy_p.bind(ct)])
 batching.defvectorized(copy_p)
+shr.defsharding(copy_p, shr.unary_rule)
 mlir.register_lowering(copy_p, lambda ctx, x: x)
 
 __all__ = [

@@ -19,8 +19,9 @@ def _with(**extra):
 
 def _dot_general(params: dict) -> dict:
     (lc, rc), (lb, rb) = params["dimension_numbers"]
-    # JAX leaves out the parameters that are None (precision, preferred_element_type).
-    out = {k: v for k, v in params.items() if v is not None}
+    # JAX leaves out the parameters that are None (precision, preferred_element_type), and
+    # out_sharding, which the result's type shows.
+    out = {k: v for k, v in params.items() if v is not None and k != "out_sharding"}
     out["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
     return dict(sorted(out.items()))
 

@@ -20,6 +20,7 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import as_tuple_of_ints, canonicalize_axis, standard_primitive
 from jaxkit.lax.structural import (
     _reduce_batch_rule,
@@ -81,6 +82,7 @@ def _reduction_primitive(name, dtype_rule, op, identity, weak=True) -> core.Prim
     prim = standard_primitive(_reduce_shape_rule, dtype_rule, name,
                               (lambda x, **_: x.weak_type) if weak else None)
     batching.defrule(prim, _reduce_batch_rule(prim))
+    shr.defsharding(prim, shr.reduce_rule)
     mlir.register_lowering(prim, reduce_lowering(op, identity))
     return prim
 
@@ -432,6 +434,7 @@ def _compute_argminmax(which, operand, *, axes, index_dtype):
 def _argminmax_primitive(which: str) -> core.Primitive:
     prim = standard_primitive(_argminmax_shape_rule, _argminmax_dtype_rule, f"arg{which}")
     batching.defrule(prim, _reduce_batch_rule(prim))
+    shr.defsharding(prim, shr.reduce_rule)
     ad.defjvp_zero(prim)
     mlir.register_lowering(prim, mlir.lower_fun(
         lambda x, **params: _compute_argminmax(which, x, **params)))

@@ -15,12 +15,13 @@ import numpy as np
 from jaxkit import core
 from jaxkit import _tree_trace as tree_util
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, NamedSharding, PartitionSpec, current_mesh,
                                      put_global)
 
-__all__ = ["sharding_constraint_p", "with_sharding_constraint"]
+__all__ = ["lay_out", "sharding_constraint_p", "with_sharding_constraint"]
 
 sharding_constraint_p = core.Primitive("sharding_constraint")
 
@@ -82,6 +83,16 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     return tree_util.tree_unflatten(treedef, outs)
 
 
+def lay_out(x: Any, name: str, out_sharding: Any) -> Any:
+    """``x``, the result of ``name``, laid out as its ``out_sharding=`` argument asks (a
+    ``PartitionSpec`` on the mesh in context or a ``NamedSharding``; over Explicit axes its
+    type then says so). None, or a sharding over a mesh with no axes (Flax's default), lays
+    nothing out."""
+    if shr.resolve_out_sharding(name, out_sharding) is None:
+        return x
+    return with_sharding_constraint(x, out_sharding)
+
+
 def _impl(x, *, sharding: NamedSharding):
     if type(x) is ShardedArray and x.sharding == sharding:
         return x
@@ -107,7 +118,7 @@ def _batcher(axis_data, args, dims, *, sharding: NamedSharding):
     if d is batching.not_mapped:
         return sharding_constraint_p.bind(x, sharding=sharding), d
     parts = list(sharding.spec) + [None] * (len(x.shape) - 1 - len(sharding.spec))
-    parts.insert(d, None)
+    parts.insert(d, axis_data.explicit_mesh_axis)  # the batch keeps the layout it had
     return sharding_constraint_p.bind(
         x, sharding=NamedSharding(sharding.mesh, PartitionSpec(*parts))), d
 
@@ -118,3 +129,4 @@ ad.deflinear(sharding_constraint_p,
              lambda ct, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
 batching.defrule(sharding_constraint_p, _batcher)
 mlir.register_lowering(sharding_constraint_p, _lowering)
+shr.defsharding(sharding_constraint_p, shr.sharding_constraint_rule)

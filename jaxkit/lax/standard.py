@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
+from jaxkit.lax.sharding_rules import defsharding, named_elementwise_rule
 from jaxkit.core import ShapedArray
 
 # Dtype categories accepted by primitives (checked with dtypes.issubdtype, which also knows
@@ -100,8 +101,10 @@ def standard_unop(name: str, accepted: Sequence[type], result_dtype: Callable | 
         check_dtype(name, x, accepted)
         return x.dtype if result_dtype is None else result_dtype(x.dtype)
 
-    return standard_primitive(shape_rule, dtype_rule, name,
+    prim = standard_primitive(shape_rule, dtype_rule, name,
                               _first_weak if weak_type else _no_weak_type)
+    defsharding(prim, named_elementwise_rule(name))
+    return prim
 
 
 def broadcast_elementwise_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -149,8 +152,10 @@ def standard_naryop(name: str, accepted: Sequence[Sequence[type]],
         return avals[0].dtype if result_dtype is None else result_dtype(
             *[a.dtype for a in avals])
 
-    return standard_primitive(shape_rule, dtype_rule, name,
+    prim = standard_primitive(shape_rule, dtype_rule, name,
                               _all_weak if weak_type else _no_weak_type)
+    defsharding(prim, named_elementwise_rule(name))
+    return prim
 
 
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:

@@ -18,6 +18,7 @@ from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
     _all_weak,
     _any,
@@ -36,17 +37,23 @@ def _is_array(x) -> bool:
 
 # ---- broadcast_in_dim -----------------------------------------------------------------------
 def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int]) -> Array:
+                     broadcast_dimensions: Sequence[int], *, out_sharding=None) -> Array:
     """Broadcast ``operand`` to ``shape``; operand axis i becomes result axis
-    ``broadcast_dimensions[i]``. Lowers to ``stablehlo.broadcast_in_dim``."""
+    ``broadcast_dimensions[i]``. ``out_sharding`` (over Explicit mesh axes) types the
+    result's layout. Lowers to ``stablehlo.broadcast_in_dim``."""
     shape = as_tuple_of_ints(shape, "broadcast_in_dim shape")
     dims = as_tuple_of_ints(broadcast_dimensions, "broadcast_dimensions")
-    if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape:
+    sharding = shr.resolve_out_sharding("broadcast_in_dim", out_sharding)
+    if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape \
+            and sharding is None:
         return operand
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims)
+    # ``sharding`` is a parameter only when given: programs without Explicit axes are as
+    # they were.
+    extra = {} if sharding is None else {"sharding": sharding}
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims, **extra)
 
 
-def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, sharding=None):
     if operand.ndim != len(broadcast_dimensions):
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to the "
                         f"operand rank; got broadcast_dimensions {broadcast_dimensions} for "
@@ -64,7 +71,7 @@ def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions):
     return shape
 
 
-def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
     in_shape = operand.aval.shape
     unit_dims = tuple(d for i, d in enumerate(broadcast_dimensions) if in_shape[i] == 1
                       and shape[d] != 1)
@@ -73,21 +80,27 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions):
     return [reshape(from_sum, in_shape)]
 
 
-def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimensions):
+def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimensions,
+                            sharding=None):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     new_shape = (x.shape[0],) + tuple(shape)
     new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
-    return broadcast_in_dim(x, new_shape, new_dims), 0
+    if sharding is not None:  # the batch dimension keeps its layout
+        sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(
+            axis_data.explicit_mesh_axis, *sharding.spec))
+    return broadcast_in_dim(x, new_shape, new_dims, out_sharding=sharding), 0
 
 
 broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
                                         lambda x, **_: x.dtype, "broadcast_in_dim",
                                         lambda x, **_: x.weak_type)
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+shr.defsharding(broadcast_in_dim_p, shr.broadcast_in_dim_rule)
 batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
-mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions:
-                       mlir.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions))
+mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions,
+                       sharding=None: mlir.broadcast_in_dim(x, ctx.avals_out[0],
+                                                            broadcast_dimensions))
 # Printed as JAX prints it: the shape is the binder's type; empty dimensions are left out.
 core.defpp_params(broadcast_in_dim_p, lambda params: (
     {"broadcast_dimensions": params["broadcast_dimensions"]}
@@ -171,6 +184,7 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
 reshape_p = standard_primitive(_reshape_shape_rule, lambda x, **_: x.dtype, "reshape",
                                _first_weak)
 ad.deflinear2(reshape_p, _reshape_transpose)
+shr.defsharding(reshape_p, shr.reshape_rule)
 batching.defrule(reshape_p, _reshape_batch)
 mlir.register_lowering(reshape_p, _reshape_lowering)
 
@@ -220,6 +234,7 @@ squeeze_p = standard_primitive(_squeeze_shape_rule, lambda x, **_: x.dtype, "squ
                                _first_weak)
 ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [expand_dims(ct, dimensions)])
 batching.defrule(squeeze_p, _squeeze_batch)
+shr.defsharding(squeeze_p, shr.squeeze_rule)
 mlir.register_lowering(squeeze_p, lambda ctx, x, **_: hlo.ReshapeOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 
@@ -251,6 +266,7 @@ transpose_p = standard_primitive(_transpose_shape_rule, lambda x, **_: x.dtype, 
                                  lambda x, **_: x.weak_type)
 ad.deflinear2(transpose_p, lambda ct, x, *, permutation:
               [transpose(ct, tuple(np.argsort(permutation)))])
+shr.defsharding(transpose_p, shr.transpose_rule)
 batching.defrule(transpose_p, _transpose_batch)
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.TransposeOp(
     x, mlir.i64_attr(permutation)).result)
@@ -279,6 +295,7 @@ def _rev_batch(axis_data, args, dims, *, dimensions):
 rev_p = standard_primitive(_rev_shape_rule, lambda x, **_: x.dtype, "rev", _first_weak)
 ad.deflinear2(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
 batching.defrule(rev_p, _rev_batch)
+shr.defsharding(rev_p, shr.unary_rule)
 mlir.register_lowering(rev_p, lambda ctx, x, *, dimensions: hlo.ReverseOp(
     x, mlir.i64_attr(dimensions)).result)
 
@@ -369,6 +386,7 @@ concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_r
                                    "concatenate", _all_weak)
 ad.deflinear2(concatenate_p, _concatenate_transpose)
 batching.defrule(concatenate_p, _concatenate_batch)
+shr.defsharding(concatenate_p, shr.concatenate_rule)
 mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.ConcatenateOp(
     list(xs), dimension).result)
 
@@ -469,6 +487,7 @@ convert_element_type_p = standard_primitive(
 ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 batching.defvectorized(convert_element_type_p)
+shr.defsharding(convert_element_type_p, shr.unary_rule)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 
 
@@ -496,7 +515,8 @@ def _reduce_shape_rule(operand, *, axes, **params):
 def _reduce_sum_transpose(ct, operand, *, axes):
     shape = operand.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
+    # The cotangent is laid out as the operand (its summed dimensions may be split).
+    return [broadcast_in_dim(ct, shape, kept, out_sharding=operand.aval._sharding)]
 
 
 def _reduce_batch_rule(prim):
@@ -540,6 +560,7 @@ def _sum_dtype_rule(x, *, axes):
 reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_sum",
                                   lambda x, **_: x.weak_type)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
+shr.defsharding(reduce_sum_p, shr.reduce_rule)
 batching.defrule(reduce_sum_p, _reduce_batch_rule(reduce_sum_p))
 mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit.lax.dot import check_out_sharding
+from jaxkit.lax.sharding import lay_out
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.numpy._creation import eye, zeros_like
 from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
@@ -41,22 +42,29 @@ def _result_dtype(preferred: Any, *args: Any) -> tuple[np.dtype, bool]:
 
 
 def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
-                 weak: bool) -> Array:
+                 weak: bool, out_sharding: Any = None) -> Array:
     if dtypes.dtype(a) != dtypes.dtype(b):
         a, b = convert(a, out_dtype), convert(b, out_dtype)
-    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=out_dtype)
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=out_dtype,
+                          out_sharding=out_sharding)
     return lax.convert_element_type(out, out_dtype, weak_type=weak)
 
 
-# jnp.dot is itself the jitted function (as in JAX): an eager jnp.dot(a, b) is one cached
-# dispatch, with no Python wrapper in front of it.
-@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"))
+# out_sharding is resolved against the mesh in context before the jitted body is called, so
+# that the body's cache key holds the layout itself (the same P under another mesh is another
+# program).
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.dot``: the dot product (matrix product for 2-D inputs, the last axis of ``a``
     with the second-to-last of ``b`` in general; a product if either is a scalar).
-    ``out_sharding`` is accepted as ``None`` only (``check_out_sharding``)."""
-    check_out_sharding("dot", out_sharding)
+    ``out_sharding`` (over Explicit mesh axes) chooses the result's layout."""
+    return _dot(a, b, precision=precision, preferred_element_type=preferred_element_type,
+                out_sharding=resolve_out_sharding("dot", out_sharding))
+
+
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"))
+def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("dot", a, b)
     dt, weak = _result_dtype(preferred_element_type, a, b)
     if a.ndim == 0 or b.ndim == 0:
@@ -65,7 +73,7 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         contract = ((a.ndim - 1,), (0,))
     else:
         contract = ((a.ndim - 1,), (b.ndim - 2,))
-    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
+    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak, out_sharding)
 
 
 @jitted(static_argnames=("precision", "preferred_element_type"))
@@ -356,13 +364,13 @@ def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any 
            out_sharding: Any = None) -> Array:
     """``jnp.einsum``: Einstein summation, as a chain of ``lax.dot_general`` contractions
     (``optimize`` is accepted; operands are contracted left to right). Also takes NumPy's
-    interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``. ``out_sharding`` is accepted
-    as ``None`` only (``check_out_sharding``; Flax nnx passes it)."""
-    check_out_sharding("einsum", out_sharding)
+    interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``. ``out_sharding`` (over Explicit
+    mesh axes) lays the result out; None (Flax nnx passes it) lays nothing out."""
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_subscripts((subscripts, *operands))
-    return _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
-                   preferred_element_type=preferred_element_type)
+    return lay_out(_einsum(subscripts, *operands, out=out, optimize=optimize,
+                           precision=precision, preferred_element_type=preferred_element_type),
+                   "einsum", out_sharding)
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

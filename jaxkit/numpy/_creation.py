@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
+from jaxkit.lax.sharding import lay_out
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._promotion import asarray as _asarray
 from jaxkit.numpy._promotion import (
@@ -127,35 +128,41 @@ def _check_forgot_shape_tuple(name: str, shape: Any, dtype: Any) -> None:
                         f"`jax.numpy.{name}(({shape}, {dtype}))`, with a tuple as the shape?")
 
 
-def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
+          out_sharding: Any = None) -> Array:
     """``jnp.zeros``: zeros of ``shape`` (default dtype float32, float64 with x64)."""
     _check_forgot_shape_tuple("zeros", shape, dtype)
     shape = canonicalize_shape(shape)
-    return lax.full(shape, 0, _user_dtype(dtype) or dtypes.default_float_dtype())
+    out = lax.full(shape, 0, _user_dtype(dtype) or dtypes.default_float_dtype())
+    return lay_out(out, "zeros", out_sharding)
 
 
-def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
+         out_sharding: Any = None) -> Array:
     """``jnp.ones``: ones of ``shape``."""
     _check_forgot_shape_tuple("ones", shape, dtype)
     shape = canonicalize_shape(shape)
-    return lax.full(shape, 1, _user_dtype(dtype) or dtypes.default_float_dtype())
+    out = lax.full(shape, 1, _user_dtype(dtype) or dtypes.default_float_dtype())
+    return lay_out(out, "ones", out_sharding)
 
 
-def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
+          out_sharding: Any = None) -> Array:
     """``jnp.empty``: as ``zeros`` (XLA has no uninitialised memory)."""
     _check_forgot_shape_tuple("empty", shape, dtype)
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, out_sharding=out_sharding)
 
 
 def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
-         device: Any = None) -> Array:
+         device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.full``: ``fill_value`` (a scalar or broadcastable array) of ``shape``."""
     shape = canonicalize_shape(shape)
     dtype = _user_dtype(dtype)
     if np.ndim(fill_value) == 0:
-        return lax.full(shape, fill_value, dtype)
+        return lay_out(lax.full(shape, fill_value, dtype), "full", out_sharding)
     fill = asarray(fill_value, dtype=dtype)
-    return broadcast_to_shape(fill, shape)
+    return lay_out(broadcast_to_shape(fill, shape), "full", out_sharding)
+
 
 
 def _like_shape(a: Any, shape: Any) -> tuple[int, ...]:

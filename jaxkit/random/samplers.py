@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit.lax.dot import check_out_sharding
+from jaxkit.lax.sharding import lay_out
 from jaxkit.transforms.jit import jit
 from jaxkit.random.prng import (
     UINT_DTYPES,
@@ -53,10 +53,9 @@ def _standard_sampler(kinds=np.floating, what: str = "a float"):
 
         def sampler(key, shape: Shape = (), dtype: DTypeLike | None = None, *,
                     out_sharding=None) -> Array:
-            check_out_sharding(name, out_sharding)
             key, _ = check_prng_key(name, key)
             dtype = float_dtype(name, dtype, kinds, what)
-            return jitted(key, canonicalize_shape(shape), dtype)
+            return lay_out(jitted(key, canonicalize_shape(shape), dtype), name, out_sharding)
 
         sampler.__name__ = sampler.__qualname__ = name
         sampler.__doc__, sampler.__module__ = impl.__doc__, impl.__module__
@@ -72,13 +71,12 @@ def _standard_sampler(kinds=np.floating, what: str = "a float"):
 def uniform(key, shape: Shape = (), dtype: DTypeLike | None = None, minval: ArrayLike = 0.,
             maxval: ArrayLike = 1., *, out_sharding=None) -> Array:
     """Uniform floats in ``[minval, maxval)``."""
-    check_out_sharding("uniform", out_sharding)
     key, _ = check_prng_key("uniform", key)
     dtype = user_dtype(float if dtype is None else dtype)
     shape = canonicalize_shape(shape)
     if not dtypes.issubdtype(dtype, np.floating):
         raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dtype}")
-    return _uniform(key, minval, maxval, shape, dtype)
+    return lay_out(_uniform(key, minval, maxval, shape, dtype), "uniform", out_sharding)
 
 
 @partial(jit, static_argnums=(3, 4))
@@ -308,7 +306,6 @@ def _truncated_normal(key, lower, upper, shape, dtype) -> Array:
 def bernoulli(key, p: ArrayLike = 0.5, shape: Shape | None = None, mode: str = "low", *,
               out_sharding=None) -> Array:
     """Booleans that are True with probability ``p``."""
-    check_out_sharding("bernoulli", out_sharding)
     if shape is not None:
         shape = canonicalize_shape(shape)
     if mode not in ("high", "low"):
@@ -318,7 +315,7 @@ def bernoulli(key, p: ArrayLike = 0.5, shape: Shape | None = None, mode: str = "
     if not dtypes.issubdtype(dtype, np.floating):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
     p = lax.convert_element_type(p, dtype)
-    return _bernoulli(key, p, shape, mode)
+    return lay_out(_bernoulli(key, p, shape, mode), "bernoulli", out_sharding)
 
 
 @partial(jit, static_argnames=("shape", "mode"))

@@ -125,7 +125,10 @@ _lock = threading.Lock()
 def _num_cpu_devices() -> int:
     """How many CPU devices the CPU backend gets: ``JAXKIT_NUM_CPU_DEVICES``, else JAX's
     ``JAX_NUM_CPU_DEVICES``, else XLA's ``--xla_force_host_platform_device_count`` in
-    ``XLA_FLAGS`` (as JAX reads them when its backend starts), else 1."""
+    ``XLA_FLAGS`` (as JAX reads them when its backend starts), else 1; the
+    ``jax_num_cpu_devices`` option, when set, before all of them."""
+    if config.jax_num_cpu_devices > 0:
+        return config.jax_num_cpu_devices
     for name in ("JAXKIT_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
         if name in os.environ:
             value = os.environ[name]
@@ -368,6 +371,17 @@ def register_backend_factory(names: Sequence[str], factory, is_default) -> None:
     (the first is the canonical one); ``is_default()`` says whether it should be the default."""
     for alias in names:
         _backend_factories[alias.lower()] = (names[0].lower(), factory, is_default)
+
+
+def _check_num_cpu_devices_change(name: str, value) -> None:
+    if name == "jax_num_cpu_devices" and "cpu" in _backends:
+        raise RuntimeError(
+            "jax_num_cpu_devices config should be updated before backends are initialized "
+            "i.e. before any JAX operation is executed. You should initialize this config "
+            "immediately after `import jax`.")
+
+
+config.on_change(_check_num_cpu_devices_change)
 
 
 def _make_cpu_backend() -> Backend:

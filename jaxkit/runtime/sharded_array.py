@@ -15,6 +15,7 @@ import numpy as np
 from jaxkit import core
 from jaxkit.core import ShapedArray
 from jaxkit.runtime import multi_device, pjrt
+from jaxkit.runtime.sharding import typed_aval
 from jaxkit.runtime.array import Array
 
 __all__ = ["Shard", "ShardedArray"]
@@ -64,7 +65,8 @@ class ShardedArray(Array):
 
     def __init__(self, buf: multi_device.ArrayImpl, aval: ShapedArray, sharding: Any):
         self._buf = buf
-        self.aval = aval
+        # Over a mesh's Explicit axes the layout is part of the type (``f32[8@x,4]``).
+        self.aval = typed_aval(aval, sharding)
         self._sharding = sharding
 
     @property

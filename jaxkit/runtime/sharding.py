@@ -27,6 +27,7 @@ from jaxlib import _jax
 from jaxlib import xla_client as xc
 
 from jaxkit import avals, core
+from jaxkit._config import config
 from jaxkit.runtime import compile_cache, multi_device, pjrt
 
 SingleDeviceSharding = pjrt.Sharding
@@ -147,6 +148,7 @@ class Mesh:
         self.axis_names = axis_names
         self.axis_types = axis_types
         self._flat = tuple(flat)
+        _note_axis_types(axis_types)
 
     @property
     def shape(self) -> collections.OrderedDict:
@@ -251,6 +253,13 @@ def _all_of_type(axis_types: tuple, axis_type: AxisType) -> bool:
     return bool(axis_types) and all(t == axis_type for t in axis_types)
 
 
+def _note_axis_types(axis_types: tuple) -> None:
+    # Shape rules start looking for shardings in types once a mesh with Explicit axes exists
+    # (``reshard`` onto one types its result).
+    if AxisType.Explicit in axis_types:
+        avals.explicit_shardings_seen = True
+
+
 def _process_of(devices: Sequence) -> int:
     """This process's index in the backend that owns ``devices``."""
     return multi_device.backend_of_devices(devices).client.process_index()
@@ -274,6 +283,7 @@ class AbstractMesh:
         self.axis_sizes = tuple(int(n) for n in axis_sizes)
         self.axis_names = axis_names
         self.axis_types = tuple(axis_types)
+        _note_axis_types(self.axis_types)
         self.abstract_device = abstract_device
 
     shape = property(lambda self: collections.OrderedDict(zip(self.axis_names,
@@ -347,8 +357,8 @@ def current_mesh() -> Mesh | None:
     return _mesh_stack[-1] if _mesh_stack else None
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], *, devices=None,
-              axis_types=None) -> Mesh:
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=None, *,
+              devices=None) -> Mesh:
     """A mesh of the given shape over ``devices`` (default: every device of the default
     backend, in id order). JAX 0.10.2 makes ``Explicit`` axes by default; the type is kept
     for printing (jaxkit partitions every axis as XLA propagates it)."""
@@ -552,6 +562,49 @@ def type_sharding(aval: core.ShapedArray) -> NamedSharding:
 
 
 avals.aval_sharding_rule = type_sharding
+
+
+def _type_entry(p: Any) -> Any:
+    """One spec entry as a type keeps it: None, an axis name, or a tuple of two or more."""
+    if p is None or p is PartitionSpec.UNCONSTRAINED or p == ():
+        return None
+    if isinstance(p, tuple) and len(p) == 1:
+        return p[0]
+    return p
+
+
+def typed_sharding(mesh: Mesh | AbstractMesh, spec: Sequence) -> NamedSharding | None:
+    """The sharding a type carries for ``spec`` (one entry per dimension) over ``mesh``: its
+    Explicit axes only, over the abstract mesh; None when that leaves no axis."""
+    kinds = dict(zip(mesh.axis_names, mesh.axis_types))
+    if config.jax_remove_size_one_mesh_axis_from_type:
+        kinds = {a: t for a, t, n in zip(mesh.axis_names, mesh.axis_types, mesh.axis_sizes)
+                 if n != 1}
+    out = []
+    for p in spec:
+        axes = () if _type_entry(p) is None else (p,) if isinstance(p, str) else tuple(p)
+        out.append(_type_entry(tuple(a for a in axes if kinds.get(a) is AxisType.Explicit)))
+    if all(p is None for p in out):
+        return None
+    return NamedSharding(mesh.abstract_mesh, PartitionSpec(*out))
+
+
+_typed_avals: dict[tuple, core.ShapedArray] = {}
+
+
+def typed_aval(aval: core.ShapedArray, sharding: Any) -> core.ShapedArray:
+    """``aval`` typed with the Explicit axes of the layout ``sharding`` (unchanged for any
+    other sharding, or when its mesh has no Explicit axis in use)."""
+    if type(sharding) is not NamedSharding or AxisType.Explicit not in sharding.mesh.axis_types:
+        return aval
+    key = (aval, sharding, config.jax_remove_size_one_mesh_axis_from_type)
+    out = _typed_avals.get(key)
+    if out is None:
+        ndim = len(aval.shape)
+        spec = (tuple(sharding.spec) + (None,) * ndim)[:ndim]
+        out = _typed_avals[key] = core.ShapedArray(aval.shape, aval.dtype, aval.weak_type,
+                                                   typed_sharding(sharding.mesh, spec))
+    return out
 
 
 def hlo_sharding(mesh: Mesh, spec: PartitionSpec, ndim: int) -> xc.HloSharding:

@@ -496,7 +496,8 @@ class JitFunction:
         if layouts is not None:
             plan = spmd.ShardingPlan(
                 layouts,
-                spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals))
+                spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals),
+                closed.out_avals)
         return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
                       out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
                       Timings(trace=trace_time), plan)

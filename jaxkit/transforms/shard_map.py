@@ -47,7 +47,7 @@ from jaxkit.lax.elementwise import div
 from jaxkit.lax.structural import reshape
 from jaxkit.runtime import sharding as _sharding
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
-                                     PartitionSpec, current_mesh)
+                                     PartitionSpec, current_mesh, typed_sharding)
 from jaxkit.transforms.jit import jit
 
 __all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
@@ -79,12 +79,16 @@ def _local_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) -
                              f"{aval.str_short()} into {t} blocks, but {n} is not divisible "
                              f"by {t}")
         shape.append(n // t)
-    return aval.update(shape=tuple(shape))
+    # A block's type carries no layout: the mesh axes are manual inside the body.
+    return aval.strip_sharding().update(shape=tuple(shape))
 
 
 def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
-    return aval.update(shape=tuple(n * t for n, t in zip(
-        aval.shape, _tiling(mesh, spec, len(aval.shape)))))
+    """The global type of a result: its layout over Explicit mesh axes is ``spec``'s."""
+    ndim = len(aval.shape)
+    return ShapedArray(tuple(n * t for n, t in zip(aval.shape, _tiling(mesh, spec, ndim))),
+                       aval.dtype, aval.weak_type,
+                       typed_sharding(mesh, (tuple(spec) + (None,) * ndim)[:ndim]))
 
 
 def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ...]:
@@ -183,9 +187,13 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         _check_specs_manual(in_specs, frozenset(manual), "in_specs")
         _check_specs_manual(out_specs, frozenset(manual), "out_specs")
         flat, in_tree = tree_util.tree_flatten(args)
-        specs_in = _specs_per_leaf(in_specs if in_specs is not None else PartitionSpec(),
-                                   args, "in_specs")
         avals = [core.get_aval(x) for x in flat]
+        # Without in_specs, each argument is split as its type says (over Explicit axes;
+        # a type without a sharding is unsplit), as JAX infers them.
+        specs_in = (_specs_per_leaf(in_specs, args, "in_specs") if in_specs is not None else
+                    tuple(PartitionSpec(*a.sharding.spec)
+                          if getattr(a, "_sharding", None) is not None else PartitionSpec()
+                          for a in avals))
         local = [_local_aval(the_mesh, s, a, "in_specs") for s, a in zip(specs_in, avals)]
         with _mesh_axes_bound(the_mesh, manual):
             jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(

@@ -131,15 +131,29 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
 
 class ShardingPlan:
     """The layouts of one partitioned program: every input's, and the outputs' that
-    ``out_shardings`` fixes (None: XLA propagates one)."""
+    ``out_shardings`` fixes or, given ``out_avals``, their types' explicit shardings fix
+    (None: XLA propagates one)."""
 
     __slots__ = ("in_shardings", "mesh", "out_shardings")
 
     def __init__(self, in_shardings: Sequence[NamedSharding],
-                 out_shardings: Sequence[NamedSharding | None]):
+                 out_shardings: Sequence[NamedSharding | None],
+                 out_avals: Sequence[ShapedArray] | None = None):
         self.in_shardings = tuple(in_shardings)
+        self.mesh = _common_mesh(list(self.in_shardings) + list(out_shardings))
+        if out_avals is not None and self.mesh is not None:
+            out_shardings = [s if s is not None else _from_type(self.mesh, a)
+                             for s, a in zip(out_shardings, out_avals)]
         self.out_shardings = tuple(out_shardings)
-        self.mesh = _common_mesh(list(self.in_shardings) + list(self.out_shardings))
+
+
+def _from_type(mesh: Mesh, aval: ShapedArray) -> NamedSharding | None:
+    """The layout on ``mesh`` that ``aval``'s explicit sharding names (None if none): an
+    output typed ``f32[8@x,4]`` is laid out so, whatever XLA would propagate."""
+    typed = getattr(aval, "_sharding", None)
+    if typed is None or typed.mesh.shape_tuple != mesh.shape_tuple:
+        return None
+    return NamedSharding(mesh, typed.spec)
 
 
 def output_shardings(given: Any, out_tree, out_avals: Sequence[ShapedArray]) -> list:
@@ -270,7 +284,7 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     per_jaxpr = _programs.setdefault(closed, {})
     program = per_jaxpr.get(layouts)
     if program is None:
-        plan = ShardingPlan(layouts, [None] * len(closed.out_avals))
+        plan = ShardingPlan(layouts, [None] * len(closed.out_avals), closed.out_avals)
         program = per_jaxpr[layouts] = PartitionedProgram(
             lower(name, closed, donated_invars, plan), closed, plan)
     return program.run_flat(args, avals)

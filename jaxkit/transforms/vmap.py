@@ -79,7 +79,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         dims = arg_dims + [0] * len(flat_kwargs)
         dims = _canonicalize_in_dims(vals, dims)
         size = _mapped_axis_size(fun, args, kwargs, vals, dims, axis_size)
-        trace = BatchTrace(AxisData(axis_name, size, spmd_axis_name), debug=fun_name)
+        trace = BatchTrace(AxisData(axis_name, size, spmd_axis_name,
+                                    _explicit_mesh_axis(vals, dims)), debug=fun_name)
         with core.new_trace(trace):
             in_vals = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
             with source_info.name_stack_context(source_info.current_name_stack().transform(
@@ -106,6 +107,21 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 # --------------------------------------------------------------------------------------------
 # Axis specifications
 # --------------------------------------------------------------------------------------------
+
+
+def _explicit_mesh_axis(vals: list, dims: list) -> Any:
+    """The mesh axis the mapped dimension of the arguments is split over in their types
+    (None if unsplit); arguments that disagree are an error, as in JAX."""
+    found = set()
+    for v, d in zip(vals, dims):
+        sharding = getattr(core.get_aval(v), "_sharding", None) if d is not None else None
+        if sharding is not None:
+            found.add(tuple(sharding.spec)[d])
+    found.discard(None)
+    if len(found) > 1:
+        raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded "
+                         f"the same. Got inconsistent axis specs: {sorted(map(str, found))}")
+    return found.pop() if found else None
 
 
 def _maps_itself(x) -> bool:

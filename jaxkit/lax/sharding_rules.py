@@ -1,0 +1,387 @@
+"""Sharding rules: how the explicit shardings in operand types give the result's.
+
+Over a mesh whose axes are ``Explicit``, a type carries its layout (``f32[8@x,4]``: the first
+dimension split over mesh axis ``x``). Each primitive's shape rule is followed, through
+``jaxkit.core.sharding_hook``, by its sharding rule, registered here with ``defsharding``
+next to the primitive's other rules. A rule gets the operand types and the parameters and
+returns the result's sharding spec (one entry per dimension: None, an axis name or a tuple
+of names), or one per result for a primitive with several.
+
+Primitives that carry a jaxpr (``jit``, ``cond``, ``scan``...) type their results by
+tracing it, so they need no rule; any other primitive with an explicitly sharded operand and
+no rule raises ``NotImplementedError``, as a missing rule does elsewhere.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jaxkit import avals, core, dtypes
+from jaxkit.avals import shape_sharding_str
+from jaxkit.interpreters import ad
+from jaxkit.core import ShapedArray, ShardingTypeError
+from jaxkit.runtime.sharding import (AbstractMesh, AxisType, DuplicateSpecError, NamedSharding,
+                                     PartitionSpec, current_abstract_mesh, typed_sharding)
+
+__all__ = ["defsharding", "resolve_out_sharding", "sharding_rules", "type_sharding_of"]
+
+Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of names
+
+sharding_rules: dict[core.Primitive, Callable[..., Any]] = {}
+
+
+def defsharding(prim: core.Primitive, rule: Callable[..., Any]) -> None:
+    """Register ``rule(*avals, **params) -> spec`` (a list of specs for a primitive with
+    several results) as ``prim``'s sharding rule."""
+    sharding_rules[prim] = rule
+
+
+def parts(aval: ShapedArray) -> Spec:
+    """The spec of ``aval``'s explicit sharding, one entry per dimension (all None when the
+    type carries none)."""
+    s = getattr(aval, "_sharding", None)
+    return (None,) * len(aval.shape) if s is None else tuple(s.spec)
+
+
+def _mesh_of(prim_name: str, avals: Sequence) -> AbstractMesh | None:
+    mesh = None
+    for a in avals:
+        s = getattr(a, "_sharding", None)
+        if s is None:
+            continue
+        if mesh is not None and s.mesh != mesh:
+            raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: {mesh} "
+                                    f"and another mesh: {s.mesh}")
+        mesh = s.mesh
+    return mesh
+
+
+def type_sharding_of(sharding: Any, ndim: int) -> NamedSharding | None:
+    """The type-level sharding of a value laid out as ``sharding`` (a ``NamedSharding`` over
+    a concrete or abstract mesh), for a rank-``ndim`` value."""
+    if not isinstance(sharding, NamedSharding):
+        return None
+    spec = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
+    return typed_sharding(sharding.mesh, spec[:ndim])
+
+
+# ---- the hook: a result type plus its sharding ----
+
+def _sharding_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any) -> Any:
+    rule = sharding_rules.get(prim)
+    sharded = [a for a in avals if getattr(a, "_sharding", None) is not None]
+    if rule is None:
+        if not sharded or next(core.subjaxprs(params), None) is not None:
+            return out
+        raise NotImplementedError(
+            f"sharding rule for '{prim.name}' is not implemented (an operand's type is sharded "
+            f"over Explicit mesh axes: {', '.join(a.str_short() for a in sharded)}). Run it "
+            "with those axes Auto: jax.sharding.auto_axes(f, out_sharding=...), or reshard "
+            "the operand to P() first.")
+    outs = list(out) if prim.multiple_results else [out]
+    specs = rule(*avals, **params)
+    if specs is None:
+        specs = [None] * len(outs)
+    elif not prim.multiple_results:
+        specs = [specs]
+    mesh = _mesh_of(prim.name, avals) or current_abstract_mesh()
+    typed_outs = []
+    for o, spec in zip(outs, specs):
+        if type(o) is not ShapedArray:  # tokens, references: no layout in their type
+            typed_outs.append(o)
+            continue
+        s = spec if isinstance(spec, NamedSharding) or spec is None else _named(
+            prim, avals, o, mesh, spec)
+        if isinstance(s, NamedSharding):  # asked for (out_sharding=): padded, Explicit axes
+            s = type_sharding_of(s, len(o.shape))
+        typed_outs.append(ShapedArray(o.shape, o.dtype, o.weak_type, s))
+    return typed_outs if prim.multiple_results else typed_outs[0]
+
+
+def _named(prim, avals, out: ShapedArray, mesh: AbstractMesh, spec: Sequence):
+    if mesh.empty:
+        return None
+    try:
+        return typed_sharding(mesh, spec)
+    except DuplicateSpecError:
+        shown = ", ".join(a.str_short() for a in avals)
+        result = (f"{dtypes.short_dtype_name(out.dtype)}"
+                  f"[{shape_sharding_str(out.shape, spec)}]")
+        raise ShardingTypeError(f"{prim.name} operation with inputs: {shown} produces an "
+                                f"illegally sharded result: {result}") from None
+
+
+avals.sharding_hook = _sharding_hook
+
+
+# ---- the rules ----
+
+def elementwise_rule(*avals: ShapedArray, **params) -> Spec | None:
+    """Broadcasting operands: along each dimension the operands must agree, size-1 unsplit
+    dimensions taking the others' split (rank-0 operands are left out)."""
+    ranked = [a for a in avals if a.shape]
+    if not ranked or not any(getattr(a, "_sharding", None) is not None for a in ranked):
+        return None
+    specs = [parts(a) for a in ranked]
+    out = []
+    for ss in zip(*specs):
+        if all(s == ss[0] for s in ss[1:]):
+            out.append(ss[0])
+            continue
+        chosen = None  # the one split the operands that are split agree on
+        for s in ss:
+            if chosen is not None and s is not None and s != chosen:
+                name = params.get("_name", "elementwise")
+                raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: "
+                                        f"{', '.join(map(str, specs))}.")
+            chosen = chosen if s is None else s
+        out.append(chosen)
+    return tuple(out)
+
+
+def named_elementwise_rule(name: str) -> Callable[..., Spec | None]:
+    """``elementwise_rule`` for primitive ``name`` (named in its errors)."""
+    return lambda *avals, **params: elementwise_rule(*avals, _name=name)
+
+
+def unary_rule(x: ShapedArray, **params) -> Spec | None:
+    """A result laid out as the (only) operand."""
+    return parts(x) if getattr(x, "_sharding", None) is not None else None
+
+
+def reduce_rule(x: ShapedArray, *, axes: Sequence[int], **params) -> Spec | None:
+    """A reduction drops the reduced dimensions and their mesh axes."""
+    if getattr(x, "_sharding", None) is None:
+        return None
+    return tuple(p for i, p in enumerate(parts(x)) if i not in set(axes))
+
+
+def squeeze_rule(x: ShapedArray, *, dimensions: Sequence[int]) -> Spec | None:
+    """The removed (size-1, so unsplit) dimensions drop out."""
+    if getattr(x, "_sharding", None) is None:
+        return None
+    return tuple(p for i, p in enumerate(parts(x)) if i not in set(dimensions))
+
+
+def transpose_rule(x: ShapedArray, *, permutation: Sequence[int]) -> Spec | None:
+    if getattr(x, "_sharding", None) is None:
+        return None
+    spec = parts(x)
+    return tuple(spec[i] for i in permutation)
+
+
+def broadcast_in_dim_rule(x: ShapedArray, *, shape: Sequence[int],
+                          broadcast_dimensions: Sequence[int], sharding=None) -> Any:
+    """Operand dimensions keep their split; the new dimensions are unsplit (unless
+    ``sharding``, the ``out_sharding`` asked for, says otherwise)."""
+    if sharding is not None:
+        return sharding
+    if getattr(x, "_sharding", None) is None:
+        return None
+    spec = iter(parts(x))
+    dims = set(broadcast_dimensions)
+    return tuple(next(spec) if i in dims else None for i in range(len(shape)))
+
+
+def _reshape_error(x: ShapedArray, new_sizes) -> ShardingTypeError:
+    return ShardingTypeError(
+        "This reshape is not supported. Please specify the sharding of the output via the "
+        "`out_sharding` argument of jax.lax.reshape. Got operand type: "
+        f"{x}, new sizes: {tuple(new_sizes)}")
+
+
+def _split_axes(mesh_sizes: dict, axes: tuple, sizes: Sequence[int], x, new_sizes) -> list:
+    """Mesh axes ``axes`` (major first) of one dimension spread over the dimensions of
+    ``sizes`` it is reshaped into, major first: each takes axes while they divide it."""
+    it = iter(axes)
+    out = []
+    pending = next(it, None)
+    for size in sizes:
+        mine = []
+        while pending is not None and size > 1:
+            size, rem = divmod(size, mesh_sizes[pending])
+            if rem:
+                raise _reshape_error(x, new_sizes)
+            mine.append(pending)
+            pending = next(it, None)
+        out.append(None if not mine else mine[0] if len(mine) == 1 else tuple(mine))
+    if pending is not None:
+        raise _reshape_error(x, new_sizes)
+    return out
+
+
+def reshape_rule(x: ShapedArray, *, new_sizes: Sequence[int], dimensions=None,
+                 **params) -> Spec | None:
+    """Dimensions kept, split or merged keep their mesh axes: a split dimension's axes go to
+    the major pieces that they divide; merged dimensions may be split only from the major
+    one down. Other reshapes of a split dimension are refused, as in JAX."""
+    s = getattr(x, "_sharding", None)
+    if s is None:
+        return None
+    spec = parts(x)
+    if all(p is None for p in spec):
+        return None
+    old, new = list(x.shape), list(new_sizes)
+    if [d for d in old if d != 1] == [d for d in new if d != 1]:
+        it = iter(p for d, p in zip(old, spec) if d != 1)
+        return tuple(None if d == 1 else next(it) for d in new)
+    if dimensions is not None:
+        raise _reshape_error(x, new_sizes)
+    mesh_sizes = dict(zip(s.mesh.axis_names, s.mesh.axis_sizes))
+    out: list = []
+    i = j = 0
+    while i < len(old) or j < len(new):  # groups of dimensions with equal products
+        gi, gj = [i], [j]
+        a, b = (old[i] if i < len(old) else 1), (new[j] if j < len(new) else 1)
+        i, j = i + 1, j + 1
+        while a != b:
+            if a < b and i < len(old):
+                a *= old[i]
+                gi.append(i)
+                i += 1
+            elif j < len(new):
+                b *= new[j]
+                gj.append(j)
+                j += 1
+            else:
+                raise _reshape_error(x, new_sizes)
+        gi = [k for k in gi if k < len(old)]
+        gj = [k for k in gj if k < len(new)]
+        axes = [a for k in gi for a in ((spec[k],) if isinstance(spec[k], str)
+                                         else spec[k] or ())]
+        if not axes:
+            out.extend([None] * len(gj))
+            continue
+        sharded = [k for k in gi if spec[k] is not None]
+        if len(gi) > 1 and (sharded[0] != gi[0] or sharded != gi[:len(sharded)]
+                            or any(math.prod(old[k] for k in [s_]) !=
+                                   math.prod(mesh_sizes[a] for a in (
+                                       (spec[s_],) if isinstance(spec[s_], str) else spec[s_]))
+                                   for s_ in sharded[:-1])):
+            raise _reshape_error(x, new_sizes)
+        out.extend(_split_axes(mesh_sizes, tuple(axes), [new[k] for k in gj], x, new_sizes))
+    return tuple(out)
+
+
+def cumulative_rule(x: ShapedArray, *, axis: int, reverse: bool) -> Spec | None:
+    """A cumulative reduction keeps the layout; the axis it runs along must be unsplit."""
+    if getattr(x, "_sharding", None) is None:
+        return None
+    if parts(x)[axis] is not None:
+        raise ShardingTypeError("Input should be unsharded over the axis being reduced. Got "
+                                f"input type={x} and axis={axis}")
+    return parts(x)
+
+
+def concatenate_rule(*operands: ShapedArray, dimension: int) -> Spec | None:
+    """The operands must be laid out alike (one without a sharding in its type takes the
+    others'); so is the result."""
+    typed = [o for o in operands if getattr(o, "_sharding", None) is not None]
+    if not typed:
+        return None
+    if any(parts(o) != parts(typed[0]) for o in typed[1:]):
+        shown = ", ".join(str(o.sharding) for o in operands)
+        raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
+                                f"{shown}")
+    return parts(typed[0])
+
+
+def select_n_rule(which: ShapedArray, *cases: ShapedArray) -> Spec | None:
+    """The cases must be laid out alike; a non-scalar predicate as they are. A case whose type
+    carries no sharding (a broadcast constant, as in ``jnp.where(p, x, 0.0)``) takes the
+    others' layout."""
+    specs = {parts(c) for c in cases if getattr(c, "_sharding", None) is not None} or {
+        parts(cases[0])}
+    if len(specs) > 1:
+        shown = ", ".join(str(c.sharding) for c in cases)
+        raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
+    spec = specs.pop()
+    if which.shape and getattr(which, "_sharding", None) is not None and parts(which) != spec:
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which` "
+            f"sharding {which.sharding} but case sharding {cases[0].sharding}.")
+    if all(p is None for p in spec):
+        return parts(which) if which.shape and which._sharding is not None else None
+    return spec
+
+
+def dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers,
+                     out_sharding=None, **params) -> Spec | NamedSharding | None:
+    """Batch dimensions, then the free dimensions of ``lhs`` and of ``rhs``, keep their
+    splits; a contracting dimension split on both sides leaves the result's layout open, an
+    error unless ``out_sharding`` chooses it."""
+    if out_sharding is not None:
+        return out_sharding
+    if getattr(lhs, "_sharding", None) is None and getattr(rhs, "_sharding", None) is None:
+        return None
+    (lc, rc), (lb, rb) = dimension_numbers
+    ls, rs = parts(lhs), parts(rhs)
+    lcs, rcs = tuple(ls[i] for i in lc), tuple(rs[i] for i in rc)
+    lbs, rbs = tuple(ls[i] for i in lb), tuple(rs[i] for i in rb)
+    for a, b in zip(lbs, rbs):
+        if a is not None and b is not None and a != b:
+            raise ShardingTypeError("dot_general requires lhs batch dimensions and rhs batch "
+                                    "dimensions to have the consistent sharding, got "
+                                    f"{lbs} and {rbs}.")
+    for a, b in zip(lcs, rcs):
+        if a is not None and b is not None and a != b:
+            raise ShardingTypeError("dot_general requires contracting dimensions to have "
+                                    f"consistent sharding, got {lcs} and {rcs}.")
+    for a, b in zip(lcs, rcs):
+        if a is not None and b is not None:
+            raise ShardingTypeError(
+                "Contracting dimensions are sharded and it is ambiguous how the output should "
+                "be sharded. Please specify the output sharding via the `out_sharding` "
+                f"parameter. Got lhs_contracting_spec={lcs} and rhs_contracting_spec={rcs}")
+    lfree = tuple(p for i, p in enumerate(ls) if i not in set(lc) | set(lb))
+    rfree = tuple(p for i, p in enumerate(rs) if i not in set(rc) | set(rb))
+    return lbs + lfree + rfree
+
+
+def sharding_constraint_rule(x: ShapedArray, *, sharding: NamedSharding) -> Any:
+    """``reshard``/``with_sharding_constraint``: the result is typed by the layout asked for
+    over the Explicit axes, as the mesh in context types them (``explicit_axes`` makes the
+    axes of a mesh set as Auto Explicit within its block)."""
+    context = current_abstract_mesh()
+    if context.shape_tuple == sharding.mesh.shape_tuple:
+        sharding = NamedSharding(context, sharding.spec)
+    return type_sharding_of(sharding, len(x.shape))
+
+
+def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
+    """The type-level sharding an ``out_sharding=`` argument asks for: a ``PartitionSpec``
+    (over the mesh in context) or a ``NamedSharding``, over the abstract mesh. ``P()`` asks
+    for an unsplit result; None when there is no mesh at all (what libraries pass by
+    default). Axes that are not Explicit cannot be asked for, as in JAX."""
+    if out_sharding is None:
+        return None
+    if isinstance(out_sharding, PartitionSpec):
+        mesh = current_abstract_mesh()
+        if mesh.empty and all(p is None or p == () for p in out_sharding):
+            return None
+        if mesh.empty:
+            raise ValueError(f"{name}(out_sharding={out_sharding}) needs a mesh in context: "
+                             "call jax.sharding.set_mesh(mesh) first, or pass "
+                             "NamedSharding(mesh, spec).")
+        out_sharding = NamedSharding(mesh, out_sharding)
+    if not isinstance(out_sharding, NamedSharding):
+        raise TypeError(f"{name}: out_sharding must be a PartitionSpec or a NamedSharding, got "
+                        f"{out_sharding!r}")
+    spec = out_sharding.spec
+    if out_sharding.mesh.empty:
+        return None
+    kinds = dict(zip(out_sharding.mesh.axis_names, out_sharding.mesh.axis_types))
+    for axes in spec._normalized(0):
+        for a in axes:
+            if kinds[a] is not AxisType.Explicit:
+                raise ValueError(
+                    f"PartitionSpec passed to {name} cannot contain axis names that are of "
+                    f"type Auto or Manual. Got PartitionSpec: {spec} with axis name: {a} of "
+                    f"type: AxisType.{kinds[a].name}. (Lay the result out with "
+                    "jax.lax.with_sharding_constraint instead.)")
+    return NamedSharding(out_sharding.mesh.abstract_mesh, PartitionSpec(*spec))
+
+
+# stop_gradient lives with the AD interpreter, below lax: its rule is registered here.
+defsharding(ad.stop_gradient_p, unary_rule)

@@ -1,0 +1,288 @@
+"""Explicit sharding: over a mesh whose axes are ``Explicit`` an array's type carries its layout
+(``float32[8@x,4]``) and each primitive's sharding rule gives its result's.
+
+Runs on an extra 8-device CPU backend in this process. Every record is an expression over a
+few laid-out arrays; its type (or its error's class and text) and its value are compared
+with JAX 0.10.2's, computed on 8 CPU devices in a subprocess, eagerly and under ``jit``.
+Values are also checked against NumPy.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jaxkit as jax
+import jaxkit.numpy as jnp
+from jaxkit import lax
+from jaxkit.runtime import multi_device
+from jaxkit.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+DEVICES = multi_device.add_cpu_backend("explicit8", 8).devices
+
+# The arrays every record reads (``DEV`` is the 8 devices on either side).
+PRELUDE = """
+mesh = jax.make_mesh((4, 2), ('x', 'y'), axis_types=(AxisType.Explicit,) * 2, devices=DEV)
+context = jax.sharding.set_mesh(mesh)
+a = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P('x', 'y'))
+b = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P('x', None))
+c = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P(None, 'x'))
+r = jax.device_put(np.arange(4.0, dtype=np.float32).reshape(4, 1), P('x', None))
+s = jax.device_put(np.arange(8.0, dtype=np.float32).reshape(1, 8), P(None, 'y'))
+q = jax.device_put(np.arange(64.0, dtype=np.float32).reshape(4, 16), P('x', None))
+v = jax.device_put(np.arange(8.0, dtype=np.float32), P('x'))
+w = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P(('x', 'y'), None))
+ARGS = (a, b, c, r, s, q, v, w)
+"""
+NAMES = "a, b, c, r, s, q, v, w"
+
+# name -> expression over the arrays above
+CASES = {
+    # elementwise and broadcasting
+    "sin": "jnp.sin(a)",
+    "add_same": "a + a",
+    "add_merge": "a + b",
+    "add_scalar": "a * 2.0 + 1.0",
+    "add_broadcast": "r + s",
+    "add_conflict": "b + c",
+    "compare": "a > b",
+    "where": "jnp.where(a > 3.0, a, 0.0)",
+    "integer_pow": "a ** 2",
+    "softmax": "jax.nn.softmax(a, axis=1)",
+    "concatenate": "jnp.concatenate([a, a], 1)",
+    "cumsum_free_axis": "jnp.cumsum(b, 1)",
+    "cumsum_split_axis": "jnp.cumsum(a, 0)",
+    "select_mismatch": "lax.select(a > 3.0, a, b)",
+    "convert": "a.astype(jnp.int32)",
+    # structural
+    "transpose": "a.T",
+    "sin_transpose": "jnp.sin(a).T",
+    "broadcast_in_dim": "lax.broadcast_in_dim(v, (8, 4), (0,))",
+    "broadcast_to": "jnp.broadcast_to(r, (4, 8))",
+    "expand_dims": "jnp.expand_dims(a, 0)",
+    "reshape_singleton": "b.reshape(8, 1, 4)",
+    "reshape_split": "b.reshape(4, 2, 4)",
+    "reshape_merge": "b.reshape(32)",
+    "reshape_bad": "c.reshape(32)",
+    "squeeze": "jnp.squeeze(r.T.reshape(1, 4))",
+    "flat_axes": "w * 2.0",
+    # reductions
+    "sum_0": "a.sum(0)",
+    "sum_1": "a.sum(1)",
+    "sum_all": "a.sum()",
+    "max_0": "a.max(0)",
+    "argmax": "lax.argmax(a, 1, jnp.int32)",
+    # contractions
+    "dot_free": "jnp.dot(b, jnp.ones((4, 3), jnp.float32))",
+    "dot_contract_error": "jnp.dot(c, q)",
+    "dot_out_sharding": "jnp.dot(c, q, out_sharding=P('x', None))",
+    "dot_general_batch": "lax.dot_general(a, b, (((1,), (1,)), ((0,), (0,))))",
+    # changing and setting the layout
+    "reshard": "jax.sharding.reshard(a, P(None, 'x'))",
+    "reshard_replicated": "jax.sharding.reshard(a, P())",
+    "zeros": "jnp.zeros((8, 4), out_sharding=P('x'))",
+    "normal": "jax.random.normal(jax.random.key(0), (8, 4), out_sharding=P('x', 'y'))",
+    # transformations
+    "grad": "jax.grad(lambda t: (jnp.sin(t) * 2.0).sum())(a)",
+    "grad_dot": "jax.grad(lambda t: jnp.dot(t, q, out_sharding=P('x', None)).sum())(c)",
+    "vmap": "jax.vmap(lambda t: t * 2.0 + 1.0)(a)",
+    "vmap_sum": "jax.vmap(lambda t: t.sum())(b)",
+    "grad_sum": "jax.grad(lambda t: t.sum(1).sum())(a)",
+    "auto_axes": "jax.sharding.auto_axes(lambda t, u: t + u, out_sharding=P('x', None))(b, c)",
+    "vmap_auto_axes": ("jax.vmap(jax.sharding.auto_axes(lambda t: t * 2.0, out_sharding=P('x')),"
+                       " in_axes=1)(a)"),
+    "grad_auto_axes": ("jax.grad(lambda t: jax.sharding.auto_axes(lambda u: u * 2.0, "
+                       "out_sharding=P('x'))(t.sum(1)).sum())(a)"),
+    # shard_map's in_specs inferred from the arguments' types; its result typed by out_specs
+    "shard_map": ("jax.shard_map(lambda t, u: lax.psum_scatter(jnp.dot(t, u), 'x', tiled=True),"
+                  " out_specs=P('x', None))(c, q)"),
+}
+
+# Expressions whose jaxpr text is compared too.
+JAXPRS = {
+    "chain": "lambda t: (jnp.sin(t).T * 2.0).sum(0)",
+    "dot": "lambda t, u: jnp.dot(t, u, out_sharding=P('x', None))",
+    "merge": "lambda t, u: t * u + 1.0",
+}
+JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)"}
+
+DRIVER = r"""
+import json, sys
+import numpy as np
+import jax
+jax.config.update('jax_num_cpu_devices', 8)
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+prelude, cases, jaxprs, jaxpr_args, names = (sys.argv[1], json.loads(sys.argv[2]),
+    json.loads(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5])
+ns = dict(np=np, jax=jax, jnp=jnp, lax=lax, P=P, AxisType=AxisType, DEV=jax.devices())
+exec(prelude, ns)
+""" + """
+def describe(thunk):
+    try:
+        out = thunk()
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"type": str(jax.typeof(out)), "value": np.asarray(out).tolist()}
+
+out = {}
+for name, code in cases.items():
+    f = eval(f"lambda {names}: {code}", ns)
+    out[name] = {"eager": describe(lambda: f(*ns["ARGS"])),
+                 "jit": describe(lambda: jax.jit(f)(*ns["ARGS"]))}
+for name, code in jaxprs.items():
+    out["jaxpr/" + name] = str(jax.make_jaxpr(eval(code, ns))(*eval(jaxpr_args[name], ns)))
+print(json.dumps(out))
+"""
+
+
+def _namespace() -> dict:
+    ns = dict(np=np, jax=jax, jnp=jnp, lax=lax, P=P, AxisType=AxisType, DEV=DEVICES)
+    exec(PRELUDE, ns)
+    return ns
+
+
+def _describe(thunk) -> dict:
+    try:
+        out = thunk()
+    except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"type": str(jax.typeof(out)), "value": np.asarray(out).tolist(), "out": out}
+
+
+@pytest.fixture(scope="module")
+def oracle() -> dict:
+    """Every record's type or error, and value, as JAX 0.10.2 gives them on 8 CPU devices."""
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("the JAX oracle is not installed")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", DRIVER, PRELUDE, json.dumps(CASES),
+                           json.dumps(JAXPRS), json.dumps(JAXPR_ARGS), NAMES],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def ns() -> dict:
+    namespace = _namespace()
+    yield namespace
+    namespace["context"].__exit__(None, None, None)  # set_mesh outside a block stays set
+
+
+# NumPy's value of some records, from the same data.
+NUMPY = {
+    "sin": lambda h: np.sin(h["a"]),
+    "add_merge": lambda h: h["a"] + h["b"],
+    "add_broadcast": lambda h: h["r"] + h["s"],
+    "transpose": lambda h: h["a"].T,
+    "reshape_split": lambda h: h["b"].reshape(4, 2, 4),
+    "sum_0": lambda h: h["a"].sum(0),
+    "dot_out_sharding": lambda h: h["c"] @ h["q"],
+    "grad": lambda h: 2 * np.cos(h["a"]),
+    "grad_dot": lambda h: np.ones((8, 16), np.float32) @ h["q"].T,
+    "vmap_sum": lambda h: h["b"].sum(1),
+    "auto_axes": lambda h: h["b"] + h["c"],
+    "vmap_auto_axes": lambda h: 2 * h["a"].T,
+    "grad_auto_axes": lambda h: np.full((8, 4), 2.0, np.float32),
+    "shard_map": lambda h: h["c"] @ h["q"],
+}
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_type_or_error_matches_jax(oracle, ns, name, mode):
+    f = eval(f"lambda {NAMES}: {CASES[name]}", ns)
+    got = _describe((lambda: f(*ns["ARGS"])) if mode == "eager" else
+                    (lambda: jax.jit(f)(*ns["ARGS"])))
+    want = oracle[name][mode]
+    if "error" in want:
+        assert got.get("error") == want["error"]
+        return
+    assert "error" not in got, got["error"]
+    assert got["type"] == want["type"]
+    np.testing.assert_allclose(np.asarray(got["value"]), np.asarray(want["value"]),
+                               rtol=1e-5, atol=1e-5)
+    if name in NUMPY:
+        host = {k: np.asarray(ns[k]) for k in NAMES.split(", ")}
+        np.testing.assert_allclose(np.asarray(got["out"]), NUMPY[name](host), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(JAXPRS))
+def test_jaxpr_prints_sharded_types_as_jax(oracle, ns, name):
+    text = str(jax.make_jaxpr(eval(JAXPRS[name], ns))(*eval(JAXPR_ARGS[name], ns)))
+    assert text == oracle["jaxpr/" + name]
+
+
+def test_type_sharding_is_a_named_sharding_over_the_abstract_mesh(ns):
+    t = jax.typeof(ns["a"])
+    assert str(t) == "float32[8@x,4@y]" and repr(t) == "ShapedArray(float32[8@x,4@y])"
+    assert t.str_short() == "f32[8@x,4@y]"
+    assert isinstance(t.sharding, NamedSharding) and t.sharding.spec == P("x", "y")
+    assert t.sharding.mesh == ns["mesh"].abstract_mesh
+    assert str(jax.typeof(ns["w"])) == "float32[8@(x,y),4]"
+    # the concrete layout is the array's, on the concrete mesh
+    assert ns["a"].sharding == NamedSharding(ns["mesh"], P("x", "y"))
+
+
+def test_jit_result_is_laid_out_as_its_type(ns):
+    out = jax.jit(lambda t, u: jnp.dot(t, u, out_sharding=P("x", None)))(ns["c"], ns["q"])
+    assert out.sharding == NamedSharding(ns["mesh"], P("x", None))
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ns["c"]) @ np.asarray(ns["q"]))
+    inside = []
+    jax.jit(lambda t: inside.append(str(jax.typeof(t))) or t)(ns["a"])
+    assert inside == ["float32[8@x,4@y]"]
+
+
+def test_primitive_without_a_sharding_rule_raises_not_implemented(ns):
+    pads = ((1, 1, 0), (0, 0, 0))
+    with pytest.raises(NotImplementedError, match="sharding rule for 'pad' is not implemented"):
+        lax.pad(ns["a"], 0.0, pads)
+    # the same primitive on a value whose type carries no sharding is fine
+    out = lax.pad(jax.sharding.reshard(ns["a"], P()), 0.0, pads)
+    np.testing.assert_allclose(np.asarray(out), np.pad(np.asarray(ns["a"]), ((1, 1), (0, 0))))
+
+
+def test_auto_axes_drops_the_axes_from_types_inside(ns):
+    seen = []
+
+    @jax.sharding.auto_axes
+    def add(t, u):
+        seen.append((str(jax.sharding.get_abstract_mesh().axis_types), str(jax.typeof(t))))
+        return t + u
+
+    out = add(ns["b"], ns["c"], out_sharding=P("x", None))
+    assert seen == [("(Auto, Auto)", "float32[8,4]")]
+    assert str(jax.typeof(out)) == "float32[8@x,4]"
+    np.testing.assert_allclose(np.asarray(out), 2 * np.asarray(ns["b"]))
+
+
+def test_explicit_axes_types_the_block_over_an_auto_mesh():
+    auto = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2, devices=DEVICES)
+    seen = []
+
+    @jax.sharding.explicit_axes
+    def g(t):
+        seen.append(str(jax.typeof(t)))
+        z = t * 2
+        seen.append(str(jax.typeof(z)))
+        return z
+
+    with jax.sharding.use_mesh(auto):
+        x = jax.device_put(np.arange(16.0, dtype=np.float32).reshape(4, 4), P("x", "y"))
+        out = jax.jit(lambda t: g(jnp.sin(t), in_sharding=P("x", "y")) + 1)(x)
+    assert seen == ["float32[4@x,4@y]", "float32[4@x,4@y]"]
+    assert str(jax.typeof(out)) == "float32[4,4]"
+    np.testing.assert_allclose(np.asarray(out), 2 * np.sin(np.arange(16.0)).reshape(4, 4) + 1,
+                               rtol=1e-6)
+
+
+def test_auto_mesh_arrays_carry_no_sharding_in_their_type():
+    auto = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2, devices=DEVICES)
+    x = jax.device_put(np.ones((8, 4), np.float32), NamedSharding(auto, P("x", "y")))
+    assert str(jax.typeof(x)) == "float32[8,4]"
+    assert "a:f32[8,4]" in str(jax.make_jaxpr(lambda t: t.T)(x))
