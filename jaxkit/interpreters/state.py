@@ -45,6 +45,13 @@ class AbstractRef:
     def update(self, shape=None, dtype=None, weak_type=None) -> AbstractRef:
         return AbstractRef(self.inner_aval.update(shape, dtype, weak_type))
 
+    # vmap types a batched ref by its array's type less (or plus) the batch dimension
+    def delete_dim(self, axis: int) -> AbstractRef:
+        return AbstractRef(self.inner_aval.delete_dim(axis))
+
+    def insert_dim(self, axis: int, size: int, split: Any = None) -> AbstractRef:
+        return AbstractRef(self.inner_aval.insert_dim(axis, size, split))
+
     def to_tangent_aval(self) -> AbstractRef:
         return AbstractRef(self.inner_aval.to_tangent_aval())
 
