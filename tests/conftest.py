@@ -9,6 +9,7 @@ Each test process (every pytest-xdist worker too) also gets its own IPython dire
 magics tests' shells and the notebooks' kernels write IPython's history database there, and
 processes sharing one SQLite file lock each other out ("database is locked").
 """
+import atexit
 import contextlib
 import os
 import shutil
@@ -20,11 +21,13 @@ _CACHE_DIR = tempfile.mkdtemp(prefix="jaxkit-test-xla-cache-")
 os.environ["JAXKIT_COMPILATION_CACHE_DIR"] = _CACHE_DIR
 _IPYTHON_DIR = tempfile.mkdtemp(prefix="jaxkit-test-ipython-")
 os.environ["IPYTHONDIR"] = _IPYTHON_DIR
+# Removed at exit, after the shells' own exit handlers (registered later, so run earlier)
+# have closed their history database.
+atexit.register(shutil.rmtree, _IPYTHON_DIR, ignore_errors=True)
 
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_CACHE_DIR, ignore_errors=True)
-    shutil.rmtree(_IPYTHON_DIR, ignore_errors=True)
 
 
 @contextlib.contextmanager
