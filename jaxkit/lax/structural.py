@@ -556,6 +556,10 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
     if not weak and not _is_array(fill_value):
         # A constant: convert it now (a NumPy scalar is staged as a literal, as in JAX).
         scalar = np.asarray(fill_value).astype(dtype)[()]
+        if not shape and core.current_trace() is not core.eval_trace:
+            # JAX folds the conversion of a constant and broadcasts to rank 0 with no
+            # equation: traced, a rank-0 ``full`` is a literal.
+            return scalar
     else:
         scalar = convert_element_type(fill_value, dtype, weak)
     return broadcast_in_dim(scalar, shape, ())
