@@ -431,6 +431,13 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \
             not isinstance(operand, (int, float, complex, np.generic)):
         return operand
+    if not weak_type and not aval.shape and core.current_trace() is not core.eval_trace and \
+            isinstance(operand, (int, float, complex, np.generic, np.ndarray)) and \
+            not dtypes.issubdtype(new_dtype, dtypes.extended) and \
+            (dtypes.issubdtype(new_dtype, np.complexfloating) or
+             not dtypes.issubdtype(aval.dtype, np.complexfloating)):
+        # JAX folds the conversion of a host constant while tracing: a literal, no equation.
+        return np.asarray(operand).astype(new_dtype)[()]
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
