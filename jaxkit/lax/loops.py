@@ -111,7 +111,13 @@ mlir.register_lowering(while_p, _while_lowering)
 
 
 def _is_host_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+    """A concrete integer: a Python or NumPy one, or a rank-0 integer array that is not a
+    tracer (JAX's ``core.is_concrete``)."""
+    if isinstance(x, (int, np.integer)):
+        return not isinstance(x, bool)
+    if isinstance(x, core.Tracer) or not hasattr(x, "dtype") or np.ndim(x) != 0:
+        return False
+    return dtypes.issubdtype(x.dtype, np.integer)
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
@@ -124,10 +130,11 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     else:
         dtype = lower_dt
     # As JAX 0.10.2: Python (or NumPy) integer bounds make a scan, whose index starts as
-    # ``lower`` itself (a Python int stays weakly typed); array bounds make a while loop.
+    # ``int(lower)``, a weakly typed Python int whatever the bound's type, as JAX's; traced
+    # bounds make a while loop.
     if _is_host_int(lower) and _is_host_int(upper):
         length = max(int(upper) - int(lower), 0)
-        start = lower if isinstance(lower, int) else np.asarray(lower, dtype)
+        start = int(lower)
 
         def step(loop_carry, _):  # the name JAX's carry-type errors show
             i, val = loop_carry
