@@ -456,7 +456,33 @@ print(jax.nn.softmax(x, axis=0), jax.grad(lambda a: jax.nn.softmax(a)[1])(jnp.ar
 print(x - x[:, :1], jax.grad(lambda a: (a - a[:1]).sum())(jnp.arange(3.0)))
 """
 
+# gradient-checkpointing.md 21 / autodiff_remat.md 22: a function checkpointed again reuses its
+# first trace (JAX caches it per function and argument types), whatever the policy; a global
+# redefined since is not seen.
+CHECKPOINT_TRACE_CACHE = """
+from jax.ad_checkpoint import checkpoint_name, print_saved_residuals
+
+def loss(w, x):
+    return jnp.sum(predict(w, x) ** 2)
+
+def predict(w, x):
+    return jnp.sin(jnp.dot(w, x))
+
+w, x = jnp.ones((3, 3)), jnp.ones(3)
+policies = jax.checkpoint_policies
+print_saved_residuals(jax.checkpoint(loss, policy=policies.dots_saveable), w, x)
+
+def predict(w, x):
+    return checkpoint_name(jnp.sin(jnp.dot(w, x)), "h")
+
+print_saved_residuals(jax.checkpoint(loss, policy=policies.save_any_names_but_these("g")), w, x)
+print_saved_residuals(jax.checkpoint(lambda w, x: loss(w, x),
+                                     policy=policies.save_any_names_but_these("g")), w, x)
+print_saved_residuals(jax.checkpoint(loss, policy=policies.dots_saveable), w[:2], x)
+"""
+
 RECORDS = {
+    "checkpoint_trace_cache": CHECKPOINT_TRACE_CACHE,
     "jvp_weak_types": JVP_WEAK_TYPES,
     "error_classes": ERROR_CLASSES,
     "var_std_values": VAR_STD_VALUES,
