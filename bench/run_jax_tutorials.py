@@ -2,6 +2,8 @@
 
     python bench/run_jax_tutorials.py DOCS_DIR [--show-diffs] [name.md ...]
 
+(no names: every document under DOCS_DIR that has code cells, e.g. ``notebooks/*.md``)
+
 (``JAXKIT_SRC=/path/to/checkout`` runs another checkout's jaxkit, e.g. a baseline.)
 
 DOCS_DIR holds the tutorials' ``.md`` sources (the ``docs/`` of jax-ml/jax at tag
@@ -106,6 +108,20 @@ def cells_of(text: str) -> list[tuple[str, bool]]:
     return out
 
 
+def discover(docs_dir: str) -> list[str]:
+    """Every MyST document under ``docs_dir`` with code cells (``notebooks/``, ``jep/``... too),
+    as paths relative to it; the ``.ipynb`` twins of these documents hold the same cells."""
+    found = []
+    for root, _, files in os.walk(docs_dir):
+        for name in files:
+            path = os.path.join(root, name)
+            if name.endswith(".md"):
+                with open(path) as f:
+                    if _CELL.search(f.read()):
+                        found.append(os.path.relpath(path, docs_dir))
+    return sorted(found)
+
+
 def run(mode: str, cells: list[str]) -> list[str]:
     code = f"MODE = {mode!r}\n" + _RUNNER
     env = dict(os.environ, JAX_PLATFORMS="cpu")
@@ -125,7 +141,7 @@ def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     show = "--show-diffs" in sys.argv
     docs_dir, names = args[0], args[1:]
-    names = names or sorted(n for n in os.listdir(docs_dir) if n.endswith(".md"))
+    names = names or discover(docs_dir)
     total_same = total_cmp = 0
     for name in names:
         with open(os.path.join(docs_dir, name)) as f:

@@ -483,8 +483,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         f_partial, dyn_args = _argnums_partial(fun, argnums, args, kwargs)
-        for leaf in tree_util.tree_leaves(dyn_args):
-            _check_input_dtype_jacfwd(holomorphic, leaf)
+        # A tree_map, as JAX's: rebuilding the argument's nodes from the checks' results is
+        # observable (a node whose constructor refuses ``None`` raises its own error).
+        tree_util.tree_map(functools.partial(_check_input_dtype_jacfwd, holomorphic), dyn_args)
 
         def pushfwd(basis):
             return _jvp(f_partial, dyn_args, basis, has_aux)
@@ -528,11 +529,12 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         f_partial, dyn_args = _argnums_partial(fun, argnums, args, kwargs)
-        for leaf in tree_util.tree_leaves(dyn_args):
-            _check_input_dtype_revderiv("jacrev", holomorphic, allow_int, leaf)
+        # tree_maps, as JAX's (see jacfwd).
+        tree_util.tree_map(functools.partial(_check_input_dtype_revderiv, "jacrev", holomorphic,
+                                             allow_int), dyn_args)
         y, pullback, *aux = vjp(f_partial, *dyn_args, has_aux=has_aux)
-        for leaf in tree_util.tree_leaves(y):
-            _check_output_dtype_revderiv("jacrev", holomorphic, leaf)
+        tree_util.tree_map(functools.partial(_check_output_dtype_revderiv, "jacrev",
+                                             holomorphic), y)
         jac = _map_basis(pullback, _std_basis(y), 0)
         jac = jac[0] if isinstance(argnums, int) else jac
         example_args = dyn_args[0] if isinstance(argnums, int) else dyn_args
@@ -545,7 +547,10 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return jacfun
 
 
-jacobian = jacrev
+def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+             holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """``jacrev`` under its own name (JAX's ``jax.jacobian`` is a function of its own)."""
+    return jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

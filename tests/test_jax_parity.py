@@ -397,7 +397,95 @@ for f in [lambda: jnp.add(np.ones(100), np.ones((100, 10))),
         print(type(e).__name__, e)
 """
 
+# Writing_custom_interpreters 13: the JVP rules JAX writes with ``_one`` (a ``full_like``) keep
+# a weak primal's derivative weak; the others use strong constants.
+JVP_WEAK_TYPES = """
+import numpy as np
+for name in ["arctanh", "arcsinh", "arccosh", "tanh", "log1p", "expm1", "arctan", "sqrt",
+             "arcsin", "tan"]:
+    fn = getattr(jnp, name)
+    x = 1.5 if name == "arccosh" else 0.5
+    print(name, repr(jax.grad(fn)(x)), repr(jax.grad(fn)(np.float32(x))))
+print(repr(jax.grad(jax.nn.sigmoid)(0.5)))
+print(repr(jax.jit(jax.vmap(jax.grad(lambda y: jnp.arctanh(jnp.log(y)))))(
+    (jnp.arange(5) + 1.) / 5.)))
+"""
+
+# tracing.md 6 and custom_pytrees.md 10: the error classes JAX raises.
+ERROR_CLASSES = """
+import numpy as np
+
+@jax.jit
+def f(x):
+    return x.reshape(jnp.array(x.shape).prod())
+
+try:
+    f(jnp.ones((2, 3)))
+except Exception as e:
+    print(type(e).__name__, "Shapes must be 1D sequences" in str(e))
+print(jnp.ones((2, 3)).reshape(jnp.array([3, 2])).shape)
+
+class MyTree:
+    def __init__(self, a):
+        self.a = jnp.asarray(a)
+
+jax.tree_util.register_pytree_node(MyTree, lambda t: ((t.a,), None),
+                                   lambda _, args: MyTree(*args))
+tree = MyTree(jnp.arange(5.0))
+for transform in [jax.jacobian, jax.jacrev, jax.jacfwd]:
+    try:
+        transform(lambda x: x)(tree)
+    except Exception as e:
+        print(transform.__name__, type(e).__name__, e)
+print(jax.jacobian(lambda x: x * 2)(jnp.arange(2.0)))
+"""
+
+# Variance and friends compute as JAX's (values, dtypes and weak types).
+VAR_STD_VALUES = """
+import numpy as np
+x = np.arange(12, dtype=np.float32).reshape(3, 4) ** 1.5
+for kw in [{}, {"axis": 1}, {"axis": 0, "ddof": 1}, {"keepdims": True},
+           {"axis": 1, "correction": 2}, {"where": x > 3}]:
+    print(jnp.var(x, **kw), jnp.std(x, **kw))
+print(repr(jnp.var(np.arange(5))), repr(jnp.std(jnp.arange(4.0), ddof=4)))
+print(repr(jnp.var(np.ones(3, np.complex64) * (1 + 2j))))
+print(jax.grad(lambda a: jnp.std(a))(jnp.arange(4.0)))
+print(jnp.tril(x, -1), jnp.triu(x.reshape(3, 2, 2), 1), jnp.diagonal(x, -1))
+print(jnp.diag(jnp.arange(3.0), 1), jnp.diag(jnp.arange(3.0), -1), jnp.diag(x, 2))
+print(jax.nn.softmax(x, axis=0), jax.grad(lambda a: jax.nn.softmax(a)[1])(jnp.arange(3.0)))
+print(x - x[:, :1], jax.grad(lambda a: (a - a[:1]).sum())(jnp.arange(3.0)))
+"""
+
+# gradient-checkpointing.md 21 / autodiff_remat.md 22: a function checkpointed again reuses its
+# first trace (JAX caches it per function and argument types), whatever the policy; a global
+# redefined since is not seen.
+CHECKPOINT_TRACE_CACHE = """
+from jax.ad_checkpoint import checkpoint_name, print_saved_residuals
+
+def loss(w, x):
+    return jnp.sum(predict(w, x) ** 2)
+
+def predict(w, x):
+    return jnp.sin(jnp.dot(w, x))
+
+w, x = jnp.ones((3, 3)), jnp.ones(3)
+policies = jax.checkpoint_policies
+print_saved_residuals(jax.checkpoint(loss, policy=policies.dots_saveable), w, x)
+
+def predict(w, x):
+    return checkpoint_name(jnp.sin(jnp.dot(w, x)), "h")
+
+print_saved_residuals(jax.checkpoint(loss, policy=policies.save_any_names_but_these("g")), w, x)
+print_saved_residuals(jax.checkpoint(lambda w, x: loss(w, x),
+                                     policy=policies.save_any_names_but_these("g")), w, x)
+print_saved_residuals(jax.checkpoint(loss, policy=policies.dots_saveable), w[:2], x)
+"""
+
 RECORDS = {
+    "checkpoint_trace_cache": CHECKPOINT_TRACE_CACHE,
+    "jvp_weak_types": JVP_WEAK_TYPES,
+    "error_classes": ERROR_CLASSES,
+    "var_std_values": VAR_STD_VALUES,
     "jnp_broadcast_error": JNP_BROADCAST_ERROR,
     "closed_jaxpr_literals": CLOSED_JAXPR_LITERALS,
     "nested_jit_jnp": NESTED_JIT_JNP,

@@ -136,17 +136,16 @@ def _long(aval) -> str:
     return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
-def promote_weak_carry(vals: Sequence, in_avals, out_avals, promote_strong: bool = True
-                       ) -> tuple[list, bool]:
+def promote_weak_carry(vals: Sequence, in_avals, out_avals) -> tuple[list, bool]:
     """JAX's rule for loop carries: a weakly typed initial value (a Python scalar) whose
-    update has another type of the same shape (another dtype, or the same one strongly typed)
-    is converted to the promoted type of both, taking the update's type as strong (as JAX
-    does), so the carry becomes strongly typed; the body must then be traced again. Returns
-    the values and whether any changed."""
+    update has another dtype of the same shape is converted to the promoted type of both,
+    taking the update's type as strong (as JAX does); the body must then be traced again. An
+    update of the same dtype that is only strongly typed changes nothing (JAX's ``typematch``
+    ignores weak types): the carry goes in weak and comes out strong. Returns the values and
+    whether any changed."""
     vals, changed = list(vals), False
     for i, (a, b) in enumerate(zip(in_avals, out_avals)):
-        if a.weak_type and a.shape == b.shape and (a.dtype != b.dtype or not b.weak_type
-                                                   and promote_strong):
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
             dt = dtypes.result_type(_AvalOf(a), b.dtype)
             vals[i] = convert_element_type(vals[i], dt)
             changed = True

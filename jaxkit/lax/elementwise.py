@@ -13,6 +13,7 @@ roots and ``pow`` are in ``elementwise_math.py``; shifts, bit counts, bit casts 
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import numpy as np
 
@@ -79,9 +80,22 @@ def _bcast_rule(rule):
     return wrapped
 
 
-def _const(x, value) -> np.ndarray:
-    """A rank-0 constant of ``x``'s dtype."""
-    return np.array(value, dtype=core.get_aval(x).dtype)
+def _const(x, value) -> Any:
+    """A rank-0 constant of ``x``'s dtype: a Python scalar (weakly typed) when ``x`` is a
+    weakly typed scalar, as JAX's ``_const``, so rules keep a weak scalar's results weak."""
+    aval = core.get_aval(x)
+    if aval.weak_type and not aval.shape:
+        v = dtypes.scalar_type_of(x)(value)
+        if dtypes.dtype(v, canonicalize=True) == aval.dtype:
+            return v
+    return np.array(value, dtype=aval.dtype)
+
+
+def _one(x):
+    """A rank-0 one of ``x``'s dtype, weakly typed when ``x`` is (JAX's ``_one``, a
+    ``full_like``): the JVP rules written with it keep a weak primal's tangent weak."""
+    aval = core.get_aval(x)
+    return dtypes.scalar_type_of(x)(1) if aval.weak_type else np.array(1, dtype=aval.dtype)
 
 
 def _full(x, value):

@@ -17,6 +17,7 @@ from jaxkit.lax.standard import _float, _inexact, _int, standard_naryop, standar
 from jaxkit.lax.elementwise import (
     _broadcast_to,
     _const,
+    _one,
     _ones,
     _out_shape,
     _replace_zero,
@@ -104,7 +105,7 @@ def expm1(x: ArrayLike, *, accuracy=None) -> Array:
 
 
 expm1_p = _unop("expm1")
-ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _one(ans))))
 mlir.register_lowering(expm1_p, mlir.nary_lowering(hlo.Expm1Op))
 
 
@@ -116,7 +117,7 @@ def log1p(x: ArrayLike, *, accuracy=None) -> Array:
 
 
 log1p_p = _unop("log1p")
-ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _one(x))))
 mlir.register_lowering(log1p_p, mlir.nary_lowering(hlo.Log1pOp))
 
 
@@ -129,7 +130,7 @@ def tanh(x: ArrayLike, *, accuracy=None) -> Array:
 
 tanh_p = _unop("tanh")
 # (g + g ans)(1 - ans) = g (1 - ans^2), in JAX's order of operations.
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_one(x), ans)))
 mlir.register_lowering(tanh_p, mlir.nary_lowering(hlo.TanhOp))
 
 
@@ -147,7 +148,7 @@ def _logistic_impl(x):
 
 
 logistic_p = _unop("logistic")
-ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_one(ans), ans))))
 mlir.register_lowering(logistic_p, mlir.lower_fun(_logistic_impl))
 
 
@@ -296,7 +297,7 @@ def asinh(x: ArrayLike) -> Array:
 
 
 asinh_p = _unop("asinh")
-ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _one(x)))))
 mlir.register_lowering(asinh_p, mlir.nary_lowering(chlo.AsinhOp))
 
 
@@ -307,7 +308,7 @@ def acosh(x: ArrayLike) -> Array:
 
 acosh_p = _unop("acosh")
 # x^2 - 1 rather than (x + 1)(x - 1), as JAX: the domain is x >= 1.
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _one(x)))))
 mlir.register_lowering(acosh_p, mlir.nary_lowering(chlo.AcoshOp))
 
 
@@ -317,8 +318,8 @@ def atanh(x: ArrayLike) -> Array:
 
 
 atanh_p = _unop("atanh")
-ad.defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_const(x, 1), x)),
-                                    div(g, sub(_const(x, 1), x))))
+ad.defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_one(x), x)),
+                                    div(g, sub(_one(x), x))))
 mlir.register_lowering(atanh_p, mlir.nary_lowering(chlo.AtanhOp))
 
 

@@ -53,15 +53,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if body_tree != in_tree:
         raise TypeError(f"body_fun output and input must have identical types; the input "
                         f"structure is {in_tree} but body_fun returned {body_tree}.")
-    flat, promoted = promote_weak_carry(flat, avals, body.out_avals, False)
+    flat, promoted = promote_weak_carry(flat, avals, body.out_avals)
     if promoted:
         avals = avals_of(flat)
         body, body_consts, body_tree = trace_function(body_fun, arg_tree, avals, "body_fun of "
                                                       "while_loop")
-    if any(a.weak_type and not b.weak_type for a, b in zip(avals, body.out_avals)):
-        # A weak carry updated by a strong value of its dtype stays weak (as in JAX).
-        body, body_consts, _ = trace_function(_keep_weak(body_fun, in_tree, avals), arg_tree,
-                                              avals, "body_fun of while_loop")
     if strip_weak(body.out_avals) != strip_weak(avals):
         raise TypeError(carry_mismatch("while_loop body", body_fun, "carry", in_tree, avals,
                                        body.out_avals))
@@ -76,18 +72,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return tree_util.tree_unflatten(in_tree, outs)
 
 
-def _keep_weak(body_fun: Callable, in_tree, avals) -> Callable:
-    def body(carry):
-        leaves = tree_util.tree_leaves(body_fun(carry))
-        leaves = [convert_element_type(x, a.dtype, True)
-                  if a.weak_type and core.get_aval(x).dtype == a.dtype else x
-                  for x, a in zip(leaves, avals)]
-        return tree_util.tree_unflatten(in_tree, leaves)
-    return body
-
-
 def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    return list(args[cond_nconsts + body_nconsts:])
+    # The body's output types, as JAX: a weak initial value updated by a strong value of its
+    # dtype gives a strong result.
+    return list(body_jaxpr.out_avals)
 
 
 def _while_lowering(ctx: mlir.LoweringRuleContext, *args, cond_jaxpr, body_jaxpr, cond_nconsts,
@@ -124,7 +112,13 @@ mlir.register_lowering(while_p, _while_lowering)
 
 
 def _is_host_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+    """A concrete integer: a Python or NumPy one, or a rank-0 integer array that is not a
+    tracer (JAX's ``core.is_concrete``)."""
+    if isinstance(x, (int, np.integer)):
+        return not isinstance(x, bool)
+    if isinstance(x, core.Tracer) or not hasattr(x, "dtype") or np.ndim(x) != 0:
+        return False
+    return dtypes.issubdtype(x.dtype, np.integer)
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
@@ -137,10 +131,11 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     else:
         dtype = lower_dt
     # As JAX 0.10.2: Python (or NumPy) integer bounds make a scan, whose index starts as
-    # ``lower`` itself (a Python int stays weakly typed); array bounds make a while loop.
+    # ``int(lower)``, a weakly typed Python int whatever the bound's type, as JAX's; traced
+    # bounds make a while loop.
     if _is_host_int(lower) and _is_host_int(upper):
         length = max(int(upper) - int(lower), 0)
-        start = lower if isinstance(lower, int) else np.asarray(lower, dtype)
+        start = int(lower)
 
         def step(loop_carry, _):  # the name JAX's carry-type errors show
             i, val = loop_carry
@@ -402,7 +397,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
 
 def _scan_abstract_eval(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, linear):
-    carry = list(args[num_consts:num_consts + num_carry])
+    carry = list(jaxpr.out_avals[:num_carry])  # the body's output types, as JAX
     ys = [a.update(shape=(length,) + a.shape) for a in jaxpr.out_avals[num_carry:]]
     return carry + ys
 

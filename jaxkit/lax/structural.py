@@ -449,6 +449,13 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \
             not isinstance(operand, (int, float, complex, np.generic)):
         return operand
+    if not weak_type and not aval.shape and core.current_trace() is not core.eval_trace and \
+            isinstance(operand, (int, float, complex, np.generic, np.ndarray)) and \
+            not dtypes.issubdtype(new_dtype, dtypes.extended) and \
+            (dtypes.issubdtype(new_dtype, np.complexfloating) or
+             not dtypes.issubdtype(aval.dtype, np.complexfloating)):
+        # JAX folds the conversion of a host constant while tracing: a literal, no equation.
+        return np.asarray(operand).astype(new_dtype)[()]
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
@@ -577,6 +584,10 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
     if not weak and not _is_array(fill_value):
         # A constant: convert it now (a NumPy scalar is staged as a literal, as in JAX).
         scalar = np.asarray(fill_value).astype(dtype)[()]
+        if not shape and core.current_trace() is not core.eval_trace:
+            # JAX folds the conversion of a constant and broadcasts to rank 0 with no
+            # equation: traced, a rank-0 ``full`` is a literal.
+            return scalar
     else:
         scalar = convert_element_type(fill_value, dtype, weak)
     return broadcast_in_dim(scalar, shape, ())

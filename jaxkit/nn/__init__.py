@@ -297,7 +297,8 @@ def softmax(x: ArrayLike, axis: Axis = -1, where: ArrayLike | None = None) -> Ar
     return _softmax(x, axis, where)
 
 
-@partial(jit, static_argnames=("axis",))
+# Not a ``jit``: JAX 0.10.2's ``softmax`` (with ``jax_softmax_custom_jvp`` off, its default)
+# traces in place, so jaxprs show its equations directly.
 def _softmax(x, axis, where, initial=-np.inf):
     x_max = jnp.max(x, axis, where=where, initial=initial, keepdims=True)
     x_safe = x if where is None else jnp.where(where, x, initial)

@@ -259,7 +259,8 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
 # Diagonals
 # --------------------------------------------------------------------------------------------
 
-@jitted(static_argnames=("offset", "axis1", "axis2"))
+# A plain ``jit`` in JAX 0.10.2: traced, a nested ``jit[name=diagonal]`` equation.
+@jitted(static_argnames=("offset", "axis1", "axis2"), inline=False)
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """``jnp.diagonal``: the ``offset`` diagonal of the ``(axis1, axis2)`` planes, as the last
     axis."""
@@ -270,24 +271,30 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     a = moveaxis(a, (axis1, axis2), (-2, -1))
     n, m = a.shape[-2:]
     size = max(0, min(n + min(offset, 0), m - max(offset, 0)))
-    i = np.arange(size, dtype=np.int32)
-    j = np.arange(abs(offset), abs(offset) + size, dtype=np.int32)
-    rows, cols = (i, j) if offset >= 0 else (j, i)
     if size == 0:
         return lax.full_like(a, 0, shape=a.shape[:-2] + (0,))
+    # Traced index vectors (iota equations), as JAX's ``arange`` under its jit gives.
+    i = lax.iota(np.int32, size)
+    j = lax.add(np.int32(abs(offset)), lax.iota(np.int32, size)) if offset else lax.iota(
+        np.int32, size)
+    rows, cols = (i, j) if offset >= 0 else (j, i)
     return getitem(a, (Ellipsis, rows, cols))
 
 
 def diag(v: ArrayLike, k: int = 0) -> Array:
     """``jnp.diag``: the ``k``-th diagonal of a 2-D array, or a 2-D array with ``v`` on it."""
     v = ensure_arraylike("diag", v)
-    k = operator.index(core.concrete_or_error(k, "'k' argument of jnp.diag"))
+    return _diag(v, operator.index(core.concrete_or_error(k, "'k' argument of jnp.diag")))
+
+
+# JAX's ``_diag`` is a plain ``jit`` (a nested ``jit[name=_diag]`` equation when traced).
+@jitted(static_argnames=("k",), inline=False)
+def _diag(v: Array, k: int) -> Array:
     if v.ndim == 1:
         n = v.shape[0] + abs(k)
-        v = lax.pad(v, np.zeros((), v.dtype)[()] if not v.weak_type else
-                    convert(0, v.dtype, True), ((max(0, k), max(0, -k), 0),))
-        mask = eye(n, k=k, dtype=bool)
-        return where3(mask, broadcast_to_shape(v, (n, n)), lax.full_like(v, 0, shape=(n, n)))
+        zero = lax.full_like(v, 0, shape=())
+        v = lax.pad(v, zero, ((max(0, -k), max(0, k), 0),))
+        return where3(eye(n, k=k, dtype=bool), getitem(v, (slice(None), None)), zero)
     if v.ndim == 2:
         return diagonal(v, offset=k)
     raise ValueError("diag input must be 1d or 2d")

@@ -18,6 +18,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
 from jaxkit.lax.sharding import lay_out
 from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import asarray as _asarray
 from jaxkit.numpy._promotion import (
     broadcast_shapes,
@@ -358,9 +359,9 @@ def identity(n: int, dtype: DTypeLike | None = None) -> Array:
 
 
 def _tri_mask(N: int, M: int, k: int) -> Array:
-    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
-    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
-    return lax.ge(lax.add(rows, np.int32(k)), cols)
+    # JAX's order of equations: the row iota and its offset, then the column iota.
+    rows = lax.add(lax.broadcasted_iota(np.int32, (N, M), 0), np.int32(k))
+    return lax.ge(rows, lax.broadcasted_iota(np.int32, (N, M), 1))
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
@@ -374,22 +375,23 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
 
 def _masked_tri(name: str, m: ArrayLike, k: int, lower: bool) -> Array:
     m = ensure_arraylike(name, m)
-    k = operator.index(core.concrete_or_error(k, f"'k' argument of jnp.{name}"))
     if m.ndim < 2:
-        raise ValueError(f"{name} requires an array of at least two dimensions")
+        raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
     N, M = m.shape[-2:]
-    mask = _tri_mask(N, M, k if lower else k - 1)
-    if not lower:
-        mask = lax.bitwise_not(mask)
-    mask = broadcast_to_shape(mask, m.shape)
-    return lax.select(mask, m, lax.full_like(m, 0))
+    # Both keep the elements where the (k-1)-th lower triangle says so, as JAX selects.
+    mask = broadcast_to_shape(_tri_mask(N, M, k if lower else k - 1), m.shape)
+    zeros = lax.full_like(m, 0)
+    return lax.select(mask, m, zeros) if lower else lax.select(mask, zeros, m)
 
 
+# JAX 0.10.2 wraps both in a plain ``jit`` (a nested ``jit[name=tril]`` equation when traced).
+@jitted(static_argnames=("k",), inline=False)
 def tril(m: ArrayLike, k: int = 0) -> Array:
     """``jnp.tril``: ``m`` with the elements above the ``k``-th diagonal zeroed."""
     return _masked_tri("tril", m, k, True)
 
 
+@jitted(static_argnames=("k",), inline=False)
 def triu(m: ArrayLike, k: int = 0) -> Array:
     """``jnp.triu``: ``m`` with the elements below the ``k``-th diagonal zeroed."""
     return _masked_tri("triu", m, k, False)

@@ -201,10 +201,8 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
     if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(x_shape)):
         raise ValueError(f"Incompatible shapes for broadcasting: {x_shape} and requested shape "
                          f"{shape}")
-    keep = [i for i, d in enumerate(x_shape) if d == shape[lead + i]]
-    if len(keep) != len(x_shape):  # drop the size-1 axes that grow
-        x = lax.reshape(x, tuple(x_shape[i] for i in keep))
-    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in keep))
+    # One broadcast_in_dim, as JAX's lax.broadcast_to: it grows size-1 axes itself.
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
 def broadcast_to(array: ArrayLike, shape: Any) -> Array:
@@ -233,22 +231,27 @@ def broadcast_arrays(*args: ArrayLike) -> list[Array]:
 
 
 def promote_shapes(fun_name: str, *args: Any) -> list:
-    """Broadcast the operands of an elementwise lax call. Rank-0 operands are left alone (lax
-    accepts them beside arrays); the others are broadcast to the common shape."""
+    """Make the operands of an elementwise lax call shape-compatible, as JAX's
+    ``promote_shapes``: operands of equal rank (or rank 0 beside one other rank) go to lax as
+    they are, which broadcasts size-1 axes itself; otherwise the lower ranks get leading
+    size-1 axes (rank promotion), and lax broadcasts the rest."""
     if len(args) < 2:
         return list(args)
     shapes = [_shape_of(a) for a in args]
-    full = [s for s in shapes if s]
-    if not full or all(s == full[0] for s in full[1:]):
+    if len({len(s) for s in shapes}) == 1 or len({len(s) for s in shapes if s}) < 2:
         return list(args)
-    out_shape = _try_broadcast_shapes(shapes)
-    if out_shape is None:
-        if len({len(s) for s in shapes}) == 1:
-            # Equal ranks go to the lax operation as they are (as in JAX), which refuses them.
-            raise TypeError(f"{fun_name} got incompatible shapes for broadcasting: "
-                            f"{', '.join(map(str, shapes))}.")
+    if _try_broadcast_shapes(shapes) is None:
         raise _incompatible(shapes)
-    return [a if not s else broadcast_to_shape(a, out_shape) for a, s in zip(args, shapes)]
+    rank = max(len(s) for s in shapes)
+    return [broadcast_to_rank(a, rank) for a in args]
+
+
+def broadcast_to_rank(x: Any, rank: int) -> Any:
+    """``x`` with leading size-1 axes up to ``rank`` (JAX's ``lax.broadcast_to_rank``)."""
+    shape = _shape_of(x)
+    if len(shape) == rank:
+        return x
+    return broadcast_to_shape(x, (1,) * (rank - len(shape)) + shape)
 
 
 def _incompatible(shapes: list) -> ValueError:

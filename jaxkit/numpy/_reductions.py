@@ -297,7 +297,6 @@ def _var_promote_types(a_dtype: np.dtype, dtype: np.dtype | None
     return _upcast_f16(computation_dtype), np.dtype(dtype)
 
 
-@jitted(static_argnames=("axis", "dtype", "out", "ddof", "keepdims", "correction"))
 def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         mean: ArrayLike | None = None, correction: float | None = None) -> Array:
@@ -307,27 +306,36 @@ def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: No
     elif not isinstance(ddof, int) or ddof != 0:
         raise ValueError("ddof and correction can't be provided simultaneously.")
     a = ensure_arraylike("var", a)
+    return _var(a, axis=_ensure_optional_axes(axis), dtype=dtype, out=out,
+                correction=correction, keepdims=keepdims, where=where, a_mean=mean)
+
+
+# As in JAX, the work is a nested ``jit`` (``_var``) whose ``correction`` is a traced operand,
+# so printed jaxprs show the same ``jit[name=_var]`` equation and body.
+@jitted(static_argnames=("axis", "dtype", "keepdims"), inline=False)
+def _var(a: Array, *, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+         correction: float = 0, keepdims: bool = False, where: ArrayLike | None = None,
+         a_mean: ArrayLike | None = None) -> Array:
     where = check_where("var", where)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.var is not supported.")
-    axis = _ensure_optional_axes(axis)
     computation_dtype, dtype = _var_promote_types(a.dtype, _user_dtype(dtype))
     a = lax.convert_element_type(a, computation_dtype)
-    if mean is None:
+    if a_mean is None:
         a_mean = _mean_fn(a, axis, dtype=computation_dtype, keepdims=True, where=where)
     else:
-        a_mean = convert(ensure_arraylike("var", mean), computation_dtype)
-    centered = lax.sub(a, broadcast_to_shape(a_mean, a.shape))
+        a_mean = convert(ensure_arraylike("var", a_mean), computation_dtype)
+    centered = lax.sub(a, a_mean)  # lax broadcasts the size-1 axes of the kept-dims mean
     if dtypes.issubdtype(computation_dtype, np.complexfloating):
         centered = lax.real(lax.mul(centered, lax.conj(centered)))
         computation_dtype = centered.dtype
     else:
         centered = lax.square(centered)
     normalizer = _count(a, axis, keepdims, where, computation_dtype)
-    normalizer = lax.sub(normalizer, convert(correction, computation_dtype))
+    normalizer = lax.sub(normalizer, lax.convert_element_type(correction, computation_dtype))
     result = sum(centered, axis, dtype=computation_dtype, keepdims=keepdims, where=where)
     result = lax.convert_element_type(lax.div(result, normalizer), dtype)
-    return where3(lax.gt(normalizer, _zero(normalizer)), result, np.asarray(np.nan, dtype)[()])
+    return where3(lax.gt(normalizer, _zero(normalizer)), result, np.nan)
 
 
 _mean_fn = mean
@@ -337,7 +345,6 @@ def _zero(x: Any) -> np.generic:
     return np.asarray(0, dtypes.dtype(x)).astype(dtypes.dtype(x))[()]
 
 
-@jitted(static_argnames=("axis", "dtype", "out", "ddof", "keepdims", "correction"))
 def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         mean: ArrayLike | None = None, correction: float | None = None) -> Array:
@@ -346,6 +353,16 @@ def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: No
         correction = ddof
     elif not isinstance(ddof, int) or ddof != 0:
         raise ValueError("ddof and correction can't be provided simultaneously.")
+    a = ensure_arraylike("std", a)
+    return _std(a, axis=_ensure_optional_axes(axis), dtype=dtype, out=out,
+                correction=correction, keepdims=keepdims, where=where, mean=mean)
+
+
+@jitted(static_argnames=("axis", "dtype", "keepdims"), inline=False)
+def _std(a: Array, *, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
+         correction: float = 0, keepdims: bool = False, where: ArrayLike | None = None,
+         mean: ArrayLike | None = None) -> Array:
+    where = check_where("std", where)
     if dtype is not None and not dtypes.issubdtype(_user_dtype(dtype), np.inexact):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {dtype}")
     if out is not None:

@@ -24,6 +24,7 @@ from jaxkit.numpy._promotion import (
     broadcast_shapes,
     broadcast_to_shape,
     canonicalize_axis,
+    canonicalize_shape,
     check_arraylike,
     ensure_arraylike,
     promote_dtypes,
@@ -46,6 +47,9 @@ def _index_tuple(x: Any) -> tuple[int, ...]:
 # --------------------------------------------------------------------------------------------
 
 def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple[int, ...]:
+    if isinstance(newshape, core.Tracer):
+        # JAX's class: a traced size is a bad shape entry (TypeError), not a concretization.
+        canonicalize_shape(list(newshape) if np.ndim(newshape) else [newshape])
     newshape = _index_tuple(newshape) if not isinstance(newshape, (Array, core.Tracer)) else \
         tuple(operator.index(d) for d in np.asarray(core.concrete_or_error(
             newshape, "The new shape of jnp.reshape")).reshape(-1))

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from jaxkit import core, lax
 from jaxkit import _tree_trace as tree_util
+from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -35,6 +36,13 @@ from jaxkit.interpreters.mlir import hlo
 
 __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
            "checkpoint_policies", "remat"]
+
+
+# The traced body per function and argument types, as JAX's ``_trace_to_jaxpr`` cache: a
+# function checkpointed again (with any policy) reuses its first trace, so a global it reads
+# that changed since is not seen (JAX's gradient-checkpointing tutorial prints this). Bodies
+# that close over tracers of an outer transformation are not kept.
+_trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
@@ -58,10 +66,20 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
             return fun(*[statics[i] if i in statics else next(it) for i in range(len(args))],
                        **kw)
 
-        debug = pe.debug_info("checkpoint", fun, [f"args[{i}]" for i in range(len(flat))])
-        jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
-            call, in_tree, [core.get_aval(x) for x in flat], debug)
-        closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+        avals = [core.get_aval(x) for x in flat]
+        key = (in_tree, tuple(avals), config.x64)
+        per_fun = _trace_cache.get(fun) if not statics else None
+        if per_fun is not None and key in per_fun:
+            closed, consts, out_tree = per_fun[key]
+        else:
+            debug = pe.debug_info("checkpoint", fun, [f"args[{i}]" for i in range(len(flat))])
+            jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals, debug)
+            closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+            if not statics and not any(isinstance(c, core.Tracer) for c in consts):
+                try:
+                    _trace_cache.setdefault(fun, {})[key] = (closed, consts, out_tree)
+                except TypeError:  # a callable that cannot be weakly referenced
+                    pass
         outs = checkpoint_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,
                                  differentiated=False, policy=policy)
         return tree_util.tree_unflatten(out_tree, outs)

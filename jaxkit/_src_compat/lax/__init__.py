@@ -1,0 +1,1 @@
+"""``jax._src.lax``: the package of ``jax._src.lax.lax`` (see there)."""

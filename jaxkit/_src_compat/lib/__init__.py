@@ -1,0 +1,1 @@
+"""``jax._src.lib``: the package of ``jax._src.lib.mlir`` (see there)."""

@@ -1,0 +1,1 @@
+"""``jax._src.lib.mlir``: the package of its ``dialects`` (see there)."""
