@@ -1,14 +1,15 @@
 """Foundation benchmarks: jaxkit against JAX and NumPy, measured interleaved in one run.
 
-    python bench/bench_core.py [--quick] [--cases SUBSTR,...] [--repeat N] [--jax-alone]
+    python bench/bench_core.py [--quick] [--cases SUBSTR,...] [--repeat N] [--alone]
 
 Each case alternates short timing windows between the contenders and keeps each one's best
 window (the machine is shared; the best window is the least disturbed one). Prints a table of
 per-call times and the jaxkit/JAX ratio. Cold compile times are medians of fresh functions.
 ``--repeat N`` measures every case N times and prints the median of the N ratios (and of the
-times), as a shared machine calls for. ``--jax-alone`` also times the jit(selu) cases with JAX
-in a fresh process that never imports jaxkit, so without the malloc tuning that jaxkit applies
-at import (``jaxkit/runtime/allocator.py``), which JAX shares when both run in one process.
+times), as a shared machine calls for. ``--alone`` also times the jit(selu) cases with each
+library in a fresh process of its own: jaxkit tunes glibc malloc at import
+(``jaxkit/runtime/allocator.py``), which JAX shares when both run in one process, so only
+separate processes compare what each library gives its users.
 """
 from __future__ import annotations
 
@@ -63,27 +64,35 @@ def cold_compile(jit, x, n_ops: int, repeats: int) -> float:
     return statistics.median(times)
 
 
-# Run by ``--jax-alone`` in a fresh interpreter: JAX only (jaxkit never imported, so glibc
-# malloc keeps its defaults), the same data, function and timing rule as the jit(selu) cases.
-_JAX_ALONE = """
-import sys, numpy as np, jax, jax.numpy as jnp
+# Run by ``--alone`` in a fresh interpreter per library: that library only, so each process
+# has its own allocator settings (jaxkit tunes glibc malloc at import, JAX does not, and in one
+# process the tuning serves both), with the same data, function and timing rule as the
+# jit(selu) cases.
+_ALONE = """
+import sys, numpy as np
+lib = sys.argv[4]
+if lib == "jax":
+    import jax, jax.numpy as jnp
+else:
+    import jaxkit as jax, jaxkit.numpy as jnp
 from _timing import best_per_call
 n, number, windows = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
 x = jax.device_put(host)
 f = jax.jit(lambda x, alpha=1.67, lmbda=1.05:
             lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha))
-assert "jaxkit" not in sys.modules
-print(best_per_call({"jax": lambda: f(x).block_until_ready()}, number, windows)["jax"])
+assert ("jaxkit" in sys.modules) == (lib == "jaxkit") and ("jax" in sys.modules) == (lib == "jax")
+print(best_per_call({lib: lambda: f(x).block_until_ready()}, number, windows)[lib])
 """
 
 
-def jax_alone(n: int, number: int, windows: int) -> float:
-    """Best seconds per call of JAX's jit(selu) on ``n`` floats in a process without jaxkit."""
+def alone(lib: str, n: int, number: int, windows: int) -> float:
+    """Best seconds per call of ``lib``'s jit(selu) on ``n`` floats in a process of its own."""
     here = os.path.dirname(os.path.abspath(__file__))
-    out = subprocess.run([sys.executable, "-c", _JAX_ALONE, str(n), str(number), str(windows)],
-                         cwd=here, env={**os.environ, "PYTHONPATH": here}, check=True,
-                         capture_output=True, text=True)
+    root = os.path.dirname(here)
+    out = subprocess.run([sys.executable, "-c", _ALONE, str(n), str(number), str(windows), lib],
+                         cwd=here, env={**os.environ, "PYTHONPATH": f"{here}:{root}"},
+                         check=True, capture_output=True, text=True)
     return float(out.stdout.split()[-1])
 
 
@@ -94,8 +103,8 @@ def main():
                         help="comma-separated substrings: run only the cases whose label has one")
     parser.add_argument("--repeat", type=int, default=1,
                         help="measure each case this many times; print medians")
-    parser.add_argument("--jax-alone", action="store_true",
-                        help="also time jit(selu) with JAX in a process without jaxkit")
+    parser.add_argument("--alone", action="store_true",
+                        help="also time jit(selu) with each library in a process of its own")
     args = parser.parse_args()
     windows = 5 if args.quick else 25
     wanted = [w.strip() for w in args.cases.split(",") if w.strip()]
@@ -120,12 +129,15 @@ def main():
         if "jax" in best:
             best["ratio"] = statistics.median(r["jaxkit"] / r["jax"] for r in runs)
         rows.append((label, best))
-        if args.jax_alone and label.startswith("jit(selu)") and jax is not None:
+        if args.alone and label.startswith("jit(selu)") and jax is not None:
             n = int(float(label.split()[-2]))
-            alone = [jax_alone(n, number, windows * scale) for _ in range(args.repeat)]
-            rows.append((label + ", JAX alone", {
-                "jaxkit": best["jaxkit"], "jax": statistics.median(alone),
-                "ratio": statistics.median(r["jaxkit"] / a for r, a in zip(runs, alone))}))
+            times = {lib: [alone(lib, n, number, windows * scale) for _ in range(args.repeat)]
+                     for lib in ("jaxkit", "jax")}
+            rows.append((label + ", each alone", {
+                "jaxkit": statistics.median(times["jaxkit"]),
+                "jax": statistics.median(times["jax"]),
+                "ratio": statistics.median(k / j for k, j in zip(times["jaxkit"],
+                                                                  times["jax"]))}))
 
     # cached jit call of a tiny function
     xs = np.arange(4, dtype=np.float32)
