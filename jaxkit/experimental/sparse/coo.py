@@ -11,10 +11,16 @@ from jaxkit import core, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse._format_rules import define_format_primitives
+from jaxkit.experimental.sparse.util import CuSparseEfficiencyWarning
+from jaxkit.interpreters.mlir import hlo
+from jaxkit.numpy._promotion import promote_dtypes
 from jaxkit.tree_util import register_pytree_node_class
+from jaxkit.typing import Array
 
 __all__ = ["COO", "COOInfo", "coo_fromdense", "coo_fromdense_p", "coo_matmat", "coo_matmat_p",
-           "coo_matvec", "coo_matvec_p", "coo_todense", "coo_todense_p"]
+           "coo_matvec", "coo_matvec_p", "coo_todense", "coo_todense_p",
+           # re-exported, as JAX's module imports them
+           "Array", "CuSparseEfficiencyWarning", "hlo", "promote_dtypes"]
 
 
 class COOInfo(NamedTuple):

@@ -11,10 +11,15 @@ from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse._base import JAXSparse
 from jaxkit.experimental.sparse._format_rules import define_format_primitives
 from jaxkit.experimental.sparse.coo import COOInfo
+from jaxkit.experimental.sparse.util import CuSparseEfficiencyWarning
+from jaxkit.numpy._promotion import promote_dtypes
 from jaxkit.tree_util import register_pytree_node_class
+from jaxkit.typing import Array
 
 __all__ = ["CSC", "CSR", "csr_fromdense", "csr_fromdense_p", "csr_matmat", "csr_matmat_p",
-           "csr_matvec", "csr_matvec_p", "csr_todense", "csr_todense_p"]
+           "csr_matvec", "csr_matvec_p", "csr_todense", "csr_todense_p",
+           # re-exported, as JAX's module imports them
+           "Array", "CuSparseEfficiencyWarning", "promote_dtypes"]
 
 
 def _csr_to_coo(indices, indptr):

@@ -8,10 +8,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxkit import numpy as jnp
+from jaxkit._src_compat.util import safe_zip
+from jaxkit.api_util import flatten_axes
 from jaxkit.transforms.vmap import vmap
+from jaxkit.typing import Array
 
 __all__ = ["SparseEfficiencyError", "SparseEfficiencyWarning", "CuSparseEfficiencyWarning",
-           "SparseInfo", "nfold_vmap", "broadcasting_vmap"]
+           "SparseInfo", "nfold_vmap", "broadcasting_vmap",
+           "Array", "flatten_axes", "safe_zip"]  # the last three: re-exported, as in JAX
 
 
 class SparseEfficiencyError(ValueError):
