@@ -310,3 +310,49 @@ def test_lobpcg_standard_errors_match_jax(shape_a, shape_x, out_dtype, match):
         X = np.ones(shape_x, np.float32)
         with pytest.raises(ValueError, match=match):
             lob(lambda v: (n.asarray(A) @ v).astype(out_dtype), n.asarray(X))
+
+
+def test_sparsify_env_values_roundtrip_as_jax():
+    km = ksparse.BCSR.fromdense(kjnp.asarray(M))
+    jm = jsparse.BCSR.fromdense(jjnp.asarray(M))
+    args_k, args_j = [km, ksparse.BCOO.fromdense(M2, n_batch=1), kjnp.asarray(W)], [
+        jm, jsparse.BCOO.fromdense(M2, n_batch=1), jjnp.asarray(W)]
+    kenv, jenv = ksparse.transform.SparsifyEnv(), jsparse.transform.SparsifyEnv()
+    kv = ksparse.transform.arrays_to_spvalues(kenv, args_k)
+    jv = jsparse.transform.arrays_to_spvalues(jenv, args_j)
+    assert [tuple(v) for v in kv] == [tuple(v) for v in jv]
+    assert [(v.is_bcsr(), v.is_bcoo(), v.is_dense(), v.ndim) for v in kv] == [
+        (v.is_bcsr(), v.is_bcoo(), v.is_dense(), v.ndim) for v in jv]
+    assert ksparse.transform.spvalues_to_avals(kenv, kv) == [
+        jaxkit.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type)
+        for a in jsparse.transform.spvalues_to_avals(jenv, jv)]
+    for a, b in zip(ksparse.transform.spvalues_to_arrays(kenv, kv),
+                    jsparse.transform.spvalues_to_arrays(jenv, jv)):
+        _check(a, b)
+    # A value sharing the indices of another, as elementwise rules make them.
+    shared = kenv.sparse(M.shape, data=2 * kenv.data(kv[0]), indices_ref=kv[0].indices_ref,
+                         indptr_ref=kv[0].indptr_ref)
+    _check(ksparse.transform.spvalues_to_arrays(kenv, shared).todense(), 2 * M)
+    with pytest.raises(RuntimeError, match="indices_ref=None"):
+        kenv.indices(kv[2])
+
+
+def test_sparsify_raw_and_sparsify_fun_match_jax():
+    def f(x, v):
+        return (x * 2) @ v, x.sum(0)
+
+    outs = []
+    for sp, n in [(ksparse, kjnp), (jsparse, jjnp)]:
+        env = sp.transform.SparsifyEnv()
+        vals = sp.transform.arrays_to_spvalues(env, [sp.BCOO.fromdense(n.asarray(M)),
+                                                     n.asarray(W[0])])
+        out, tree = sp.transform.sparsify_raw(f)(env, *vals)
+        outs.append((sp.transform.spvalues_to_arrays(env, out), tree.num_leaves,
+                     [v.is_sparse() for v in out]))
+    for a, b in zip(outs[0][0], outs[1][0]):
+        _check(a, b)
+    assert outs[0][1:] == outs[1][1:]
+    k = ksparse.transform.sparsify_fun(lambda x, v: [x @ v], [ksparse.BCOO.fromdense(M), W[0]])
+    np.testing.assert_allclose(np.asarray(k[0]), M @ W[0], rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="use_tracer=True"):
+        ksparse.sparsify(f, use_tracer=True)

@@ -349,7 +349,7 @@ def bcsr_fromdense(mat, *, nse: int | None = None, n_batch: int = 0, n_dense: in
              "value to the nse (number of stored elements) argument.")))
     bufs = bcsr_fromdense_p.bind(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
                                  index_dtype=np.dtype(index_dtype))
-    return BCSR(bufs, shape=mat.shape, indices_sorted=True, unique_indices=True)
+    return BCSR(bufs, shape=mat.shape)  # no index flags, as JAX
 
 
 # ---- bcsr_dot_general ----------------------------------------------------------------------

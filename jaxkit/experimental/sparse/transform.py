@@ -7,7 +7,8 @@ rule (a missing rule raises NotImplementedError naming the primitive). The BCOO 
 (``@``, ``*``, ``+``, ``-``, ``sum`` ...) are installed here through ``sparsify``, as in JAX."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -15,16 +16,23 @@ from jaxkit import core, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse._compat import safe_map, safe_zip, split_list
+from jaxkit.experimental.sparse._spvalues import (
+    SparsifyEnv, SparsifyValue, arrays_to_spvalues, spvalues_to_arrays, spvalues_to_avals)
 from jaxkit.experimental.sparse.bcoo import (
     BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_dynamic_slice,
-    bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze,
-    bcoo_sum_duplicates, bcoo_transpose)
+    bcoo_multiply_dense, bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev,
+    bcoo_slice, bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
 from jaxkit.experimental.sparse.bcsr import BCSR, bcsr_dot_general
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
-from jaxkit.tree_util import tree_flatten, tree_unflatten
+from jaxkit.tree_util import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["sparsify", "sparse_rules_bcoo", "sparse_rules_bcsr"]
+__all__ = ["SparsifyEnv", "SparsifyValue", "arrays_to_spvalues", "eval_sparse", "sparse_rules_bcoo",
+           "sparse_rules_bcsr", "sparsify", "sparsify_fun", "sparsify_raw", "spvalues_to_arrays",
+           "spvalues_to_avals",
+           # re-exported, as JAX's module imports them
+           "bcoo_multiply_dense", "safe_map", "safe_zip", "split_list", "tree_map"]
 
 # primitive -> rule(*invals, **params); an inval is a sparse array or a dense array. BCSR
 # operands use their own (smaller) table, as in JAX.
@@ -227,31 +235,60 @@ def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
     return [read(v) for v in jaxpr.outvars]
 
 
+def eval_sparse(jaxpr: core.Jaxpr, consts: Sequence, spvalues: Sequence[SparsifyValue],
+                spenv: SparsifyEnv) -> list[SparsifyValue]:
+    """Evaluate ``jaxpr`` on values of ``spenv`` (sparse where the inputs are), applying the
+    sparse rules; the outputs are added to ``spenv`` and returned as its values."""
+    outs = _eval_sparse(jaxpr, consts, list(spvalues_to_arrays(spenv, list(spvalues))))
+    return arrays_to_spvalues(spenv, outs)
+
+
+def sparsify_raw(f: Callable) -> Callable:
+    """``f`` on ``SparsifyValue``s: ``wrapped(spenv, *spvalues, **params)`` traces ``f`` with
+    each value standing in as a dense array of its shape, evaluates the jaxpr sparsely and
+    returns ``(out_spvalues_flat, out_tree)``."""
+    def wrapped(spenv: SparsifyEnv, *spvalues: SparsifyValue, **params):
+        flat, in_tree = tree_flatten(spvalues, is_leaf=lambda x: isinstance(x, SparsifyValue))
+        avals = spvalues_to_avals(spenv, flat)
+        out_tree = []
+
+        def flat_fun(*xs):
+            out = f(*tree_unflatten(in_tree, list(xs)), **params)
+            leaves, tree = tree_flatten(out)
+            out_tree.append(tree)
+            return [jnp.asarray(x) for x in leaves]
+
+        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
+        result = eval_sparse(jaxpr, consts, flat, spenv)
+        if len(result) != len(jaxpr.outvars):
+            raise RuntimeError("Internal: eval_sparse returned a wrong number of outputs")
+        return result, out_tree[0]
+    return wrapped
+
+
+def sparsify_fun(wrapped_fun, args: list) -> list:
+    """Apply a flat function (a callable or a ``linear_util.WrappedFun``) to a flat list of
+    sparse and dense arrays with the sparse rules; a flat list of outputs."""
+    fun = getattr(wrapped_fun, "call_wrapped", wrapped_fun)
+    spenv = SparsifyEnv()
+    spvalues = arrays_to_spvalues(spenv, list(args))
+    out, _ = sparsify_raw(lambda *xs: list(fun(*xs)))(spenv, *spvalues)
+    return list(spvalues_to_arrays(spenv, out))
+
+
 def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
-    """Let ``f`` (written for dense arrays) take and return BCOO arrays."""
+    """Let ``f`` (written for dense arrays) take and return BCOO/BCSR arrays."""
     if use_tracer:
         raise NotImplementedError("sparsify(use_tracer=True) is not implemented in jaxkit; "
                                   "the default jaxpr-based sparsify covers the same rules")
 
+    @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        leaves, in_tree = tree_flatten((args, kwargs), is_leaf=_is_sparse)
-        avals = [core.ShapedArray(x.shape, x.dtype) if _is_sparse(x) else
-                 core.get_aval(x) for x in leaves]
-        out_tree = []
+        spenv = SparsifyEnv()
+        spvalues = arrays_to_spvalues(spenv, args)
+        out, out_tree = sparsify_raw(f)(spenv, *spvalues, **kwargs)
+        return tree_unflatten(out_tree, spvalues_to_arrays(spenv, out))
 
-        def flat_fun(*flat):
-            a, k = tree_unflatten(in_tree, list(flat))
-            out = f(*a, **k)
-            out_leaves, tree = tree_flatten(out, is_leaf=_is_sparse)
-            out_tree.append(tree)
-            return [jnp.asarray(x) for x in out_leaves]
-
-        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
-        outs = _eval_sparse(jaxpr, consts, leaves)
-        return tree_unflatten(out_tree[0], outs)
-
-    wrapped.__name__ = getattr(f, "__name__", "sparsified")
-    wrapped.__doc__ = getattr(f, "__doc__", None)
     return wrapped
 
 
