@@ -24,6 +24,7 @@ from jax.experimental import sparse as jsparse  # noqa: E402
 from jax.experimental.sparse import bcoo as jbcoo  # noqa: E402
 from jax.experimental.sparse import bcsr as jbcsr  # noqa: E402
 from jax.experimental.sparse.linalg import lobpcg_standard as jax_lobpcg  # noqa: E402
+from jax.experimental.sparse.util import flatten_axes as jax_flatten_axes  # noqa: E402
 
 M = np.array([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 4, 5]], np.float32)
 M2 = np.stack([M, -2 * M[::-1]])
@@ -356,3 +357,21 @@ def test_sparsify_raw_and_sparsify_fun_match_jax():
     np.testing.assert_allclose(np.asarray(k[0]), M @ W[0], rtol=1e-6)
     with pytest.raises(NotImplementedError, match="use_tracer=True"):
         ksparse.sparsify(f, use_tracer=True)
+
+
+@pytest.mark.parametrize("tree,axes", [
+    (((1, 2), {"a": 3}), (0, {"a": None})), (((1, 2), {"a": 3}), 1),
+    (((1, 2), {"a": 3}), ((0, None), {"a": 1}))])
+def test_util_flatten_axes_matches_jax(tree, axes):
+    got = ksparse.util.flatten_axes("in_axes", jaxkit.tree_util.tree_structure(tree), axes)
+    assert got == jax_flatten_axes("in_axes", jax.tree_util.tree_structure(tree), axes)
+
+
+def test_util_flatten_axes_error_and_safe_helpers_match_jax():
+    with pytest.raises(ValueError, match="in_axes specification must be a tree prefix"):
+        ksparse.util.flatten_axes("in_axes", jaxkit.tree_util.tree_structure((1, 2)), (0, 0, 0))
+    for mod in (ksparse.util, kad):
+        with pytest.raises(ValueError, match="length mismatch"):
+            mod.safe_zip([1, 2], [3])
+    assert ksparse.transform.safe_map(lambda a, b: a + b, [1, 2], [3, 4]) == [4, 6]
+    assert kad.api_boundary(len) is len

@@ -6,11 +6,39 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from jaxkit._src_compat.util import safe_map, safe_zip
-
-__all__ = ["ranges_like", "remaining", "safe_map", "safe_zip", "split_list", "unzip2", "wraps"]
+__all__ = ["api_boundary", "ranges_like", "remaining", "safe_map", "safe_zip", "split_list",
+           "unzip2", "wraps"]
 
 T = TypeVar("T")
+
+
+def _same_lengths(name: str, seqs: list[list]) -> None:
+    lengths = [len(s) for s in seqs]
+    if len(set(lengths)) > 1:
+        raise ValueError(f"length mismatch: {lengths} (the arguments of {name} must all have "
+                         "the same length)")
+
+
+def safe_zip(*args: Iterable) -> list[tuple]:
+    """``zip`` of sequences of one length (a ValueError otherwise), as a list."""
+    if not args:
+        raise TypeError("safe_zip requires at least 1 argument.")
+    seqs = [list(a) for a in args]
+    _same_lengths("safe_zip", seqs)
+    return list(zip(*seqs))
+
+
+def safe_map(f: Callable, *args: Iterable) -> list:
+    """``map`` over sequences of one length (a ValueError otherwise), as a list."""
+    seqs = [list(a) for a in args]
+    _same_lengths("safe_map", seqs)
+    return list(map(f, *seqs))
+
+
+def api_boundary(fun: Callable | None = None, **_) -> Callable:
+    """Marks a library entry point (JAX filters tracebacks there; jaxkit does not rewrite
+    tracebacks, so the function comes back unchanged)."""
+    return (lambda f: f) if fun is None else fun
 
 
 def split_list(args: Sequence[T], ns: Sequence[int]) -> list[list[T]]:
