@@ -355,8 +355,44 @@ def test_sparsify_raw_and_sparsify_fun_match_jax():
     assert outs[0][1:] == outs[1][1:]
     k = ksparse.transform.sparsify_fun(lambda x, v: [x @ v], [ksparse.BCOO.fromdense(M), W[0]])
     np.testing.assert_allclose(np.asarray(k[0]), M @ W[0], rtol=1e-6)
-    with pytest.raises(NotImplementedError, match="use_tracer=True"):
-        ksparse.sparsify(f, use_tracer=True)
+
+
+_TRACER_CASES = [
+    ("matvec", lambda n: lambda x, v: (n.sin(x) * 2) @ v),
+    ("transpose_sum", lambda n: lambda x, v: (x.T, x.sum(), x.sum(1) * v[:3])),
+    ("abs_and_scale", lambda n: lambda x, v: (n.abs(x) @ v, x * 3)),
+    ("inner_jit", lambda n: lambda x, v: n.matmul(x, v) + 1),
+]
+
+
+@pytest.mark.parametrize("transform", [None, "jit"])
+@pytest.mark.parametrize("case", _TRACER_CASES, ids=[c[0] for c in _TRACER_CASES])
+def test_sparsify_use_tracer_matches_jax(case, transform):
+    outs = []
+    for sp, n, top in [(ksparse, kjnp, jaxkit), (jsparse, jjnp, jax)]:
+        f = sp.sparsify(case[1](n), use_tracer=True)
+        f = top.jit(f) if transform == "jit" else f
+        out = f(sp.BCOO.fromdense(n.asarray(M)), n.asarray(W[0]))
+        outs.append(out if isinstance(out, tuple) else (out,))
+    for a, b in zip(*outs):
+        _check(a, b)
+
+
+def test_sparse_tracer_under_grad_and_its_repr():
+    idx = ksparse.BCOO.fromdense(M).indices
+
+    def loss(sp, n, top, d):
+        mat = sp.BCOO((d, idx if sp is ksparse else jjnp.asarray(idx)), shape=M.shape)
+        return sp.sparsify(lambda x: (x * x).sum(), use_tracer=True)(mat)
+
+    gk = jaxkit.grad(lambda d: loss(ksparse, kjnp, jaxkit, d))(kjnp.asarray(M[M != 0]))
+    gj = jax.grad(lambda d: loss(jsparse, jjnp, jax, d))(jjnp.asarray(M[M != 0]))
+    _check(gk, gj)
+    seen = []
+    ksparse.sparsify(lambda x: seen.append(x) or x, use_tracer=True)(ksparse.BCOO.fromdense(M))
+    assert isinstance(seen[0], ksparse.SparseTracer) and seen[0].shape == M.shape
+    with pytest.raises(NotImplementedError, match="sparse rule for"):
+        ksparse.sparsify(lambda x: kjnp.exp(x), use_tracer=True)(ksparse.BCOO.fromdense(M))
 
 
 @pytest.mark.parametrize("tree,axes", [

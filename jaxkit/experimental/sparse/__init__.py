@@ -12,7 +12,7 @@ from jaxkit.experimental.sparse.bcoo import (
     bcoo_transpose, bcoo_transpose_p, bcoo_update_layout)
 from jaxkit.experimental.sparse.util import (
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
-from jaxkit.experimental.sparse.transform import sparsify
+from jaxkit.experimental.sparse.transform import SparseTracer, sparsify
 from jaxkit.experimental.sparse.ad import grad, jacfwd, jacobian, jacrev, value_and_grad
 from jaxkit.experimental.sparse.api import empty, eye, todense, todense_p
 from jaxkit.experimental.sparse.random import random_bcoo
@@ -31,7 +31,7 @@ from jaxkit.experimental.sparse.bcsr import (
 from jaxkit.experimental.sparse import bcsr  # noqa: F401
 
 __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JAXSparse",
-           "SparseEfficiencyError", "SparseEfficiencyWarning", "ad", "api", "bcoo",
+           "SparseEfficiencyError", "SparseTracer", "SparseEfficiencyWarning", "ad", "api", "bcoo",
            "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_conv_general_dilated",
            "bcoo_dot_general", "bcoo_dot_general_p", "bcoo_dot_general_sampled",
            "bcoo_dot_general_sampled_p", "bcoo_dynamic_slice", "bcoo_eliminate_zeros",

@@ -1,4 +1,5 @@
-"""``sparsify``: run a function written for dense arrays on BCOO inputs.
+"""``sparsify``: run a function written for dense arrays on BCOO/BCSR inputs (the tracer-based
+variant, ``use_tracer=True``, is ``SparseTrace``: the same rules applied primitive by primitive).
 
 The function is traced to a jaxpr with each BCOO argument standing in as a dense array of its
 shape; the jaxpr is then evaluated with a table of sparse rules: an equation whose inputs are
@@ -28,9 +29,9 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
 from jaxkit.tree_util import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["SparsifyEnv", "SparsifyValue", "arrays_to_spvalues", "eval_sparse", "sparse_rules_bcoo",
-           "sparse_rules_bcsr", "sparsify", "sparsify_fun", "sparsify_raw", "spvalues_to_arrays",
-           "spvalues_to_avals",
+__all__ = ["SparseTrace", "SparseTracer", "SparsifyEnv", "SparsifyValue", "arrays_to_spvalues",
+           "eval_sparse", "sparse_rules_bcoo", "sparse_rules_bcsr", "sparsify", "sparsify_fun",
+           "sparsify_raw", "spvalues_to_arrays", "spvalues_to_avals",
            # re-exported, as JAX's module imports them
            "bcoo_multiply_dense", "safe_map", "safe_zip", "split_list", "tree_map"]
 
@@ -203,6 +204,16 @@ def _jit_rule(*args, jaxpr, **_):
 sparse_rules_bcoo[jit_p] = _jit_rule
 
 
+def _sparse_rule(prim: core.Primitive, invals) -> Callable:
+    """The sparse rule of ``prim`` for these operands (BCSR operands use their own table)."""
+    table = (sparse_rules_bcsr if any(isinstance(x, BCSR) for x in invals)
+             else sparse_rules_bcoo)
+    rule = table.get(prim)
+    if rule is None:
+        raise NotImplementedError(f"sparse rule for {prim} is not implemented.")
+    return rule
+
+
 def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
     env: dict = {}
 
@@ -216,13 +227,7 @@ def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
         if any(_is_sparse(x) for x in invals):
-            table = (sparse_rules_bcsr if any(isinstance(x, BCSR) for x in invals)
-                     else sparse_rules_bcoo)
-            rule = table.get(eqn.primitive)
-            if rule is None:
-                raise NotImplementedError(f"sparse rule for {eqn.primitive} is not "
-                                          "implemented.")
-            outs = rule(*invals, **eqn.params)
+            outs = _sparse_rule(eqn.primitive, invals)(*invals, **eqn.params)
         else:
             outs = eqn.primitive.bind(*invals, **eqn.params)
         if eqn.primitive.multiple_results:
@@ -276,11 +281,83 @@ def sparsify_fun(wrapped_fun, args: list) -> list:
     return list(spvalues_to_arrays(spenv, out))
 
 
+class SparseTracer(core.Tracer):
+    """A value of a ``SparseTrace``: a dense stand-in (its aval) for a value of the trace's
+    ``SparsifyEnv``, sparse or dense."""
+
+    __slots__ = ("_spvalue",)
+
+    def __init__(self, trace: SparseTrace, *, spvalue: SparsifyValue):
+        self._trace = trace
+        self._spvalue = spvalue
+
+    @property
+    def spenv(self) -> SparsifyEnv:
+        return self._trace.spenv
+
+    @property
+    def aval(self) -> core.ShapedArray:
+        return spvalues_to_avals(self.spenv, [self._spvalue])[0]
+
+    def full_lower(self):
+        return self
+
+
+class SparseTrace(core.Trace):
+    """``sparsify(use_tracer=True)``: each primitive applied to this trace's tracers runs its
+    sparse rule when an operand is sparse (binds as usual otherwise), under the parent trace,
+    so jit, grad and vmap around or inside compose with it."""
+
+    __slots__ = ("spenv",)
+
+    def __init__(self, spenv: SparsifyEnv):
+        super().__init__()
+        self.spenv = spenv
+
+    def to_sparse_tracer(self, val) -> SparseTracer:
+        """``val`` as this trace's tracer (anything not already one is a dense constant)."""
+        if isinstance(val, SparseTracer) and val._trace is self:
+            return val
+        if isinstance(val, core.Tracer) and val._trace._invalid:
+            core.check_tracer_live(val)
+        with core.set_current_trace(self.parent):
+            (spvalue,) = arrays_to_spvalues(self.spenv, [val])
+        return SparseTracer(self, spvalue=spvalue)
+
+    def process_primitive(self, primitive, args, params):
+        spvalues = [self.to_sparse_tracer(x)._spvalue for x in args]
+        invals = spvalues_to_arrays(self.spenv, spvalues)
+        with core.set_current_trace(self.parent):
+            if any(v.is_sparse() for v in spvalues):
+                outs = _sparse_rule(primitive, invals)(*invals, **params)
+            else:
+                outs = primitive.bind(*invals, **params)
+            outs = list(outs) if primitive.multiple_results else [outs]
+            out_spvalues = arrays_to_spvalues(self.spenv, outs)
+        tracers = [SparseTracer(self, spvalue=v) for v in out_spvalues]
+        return tracers if primitive.multiple_results else tracers[0]
+
+
+def _sparsify_with_tracer(f: Callable) -> Callable:
+    @functools.wraps(f)
+    def wrapped(*args):
+        spenv = SparsifyEnv()
+        args_flat, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, (BCOO, BCSR)))
+        in_spvalues = arrays_to_spvalues(spenv, args_flat)
+        with core.new_trace(SparseTrace(spenv)) as trace:
+            tracers = [SparseTracer(trace, spvalue=v) for v in in_spvalues]
+            out_flat, out_tree = tree_flatten(f(*tree_unflatten(in_tree, tracers)))
+            out_spvalues = [trace.to_sparse_tracer(x)._spvalue for x in out_flat]
+        return tree_unflatten(out_tree, spvalues_to_arrays(spenv, out_spvalues))
+    return wrapped
+
+
 def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
-    """Let ``f`` (written for dense arrays) take and return BCOO/BCSR arrays."""
+    """Let ``f`` (written for dense arrays) take and return BCOO/BCSR arrays: by tracing it to a
+    jaxpr and evaluating that with the sparse rules (default), or with ``use_tracer=True`` by
+    running it on ``SparseTracer``s that apply the same rules as it goes."""
     if use_tracer:
-        raise NotImplementedError("sparsify(use_tracer=True) is not implemented in jaxkit; "
-                                  "the default jaxpr-based sparsify covers the same rules")
+        return _sparsify_with_tracer(f)
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
