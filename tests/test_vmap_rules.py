@@ -598,6 +598,8 @@ EXERCISED_ELSEWHERE.update({p: "test_sparse.py (vmap over sparse arrays, against
                                       "coo_fromdense", "coo_matmat", "coo_matvec",
                                       "coo_todense", "csr_fromdense", "csr_matmat",
                                       "csr_matvec", "csr_todense")})
+EXERCISED_ELSEWHERE.update({p: "test_sparse_api.py (vmap of todense and the raw COO products, "
+                               "against JAX/NumPy)" for p in ("todense", "coo_spmv", "coo_spmm")})
 
 
 def test_every_primitive_without_batching_rule_is_justified():

@@ -8,12 +8,24 @@ from collections.abc import Callable, Sequence
 
 from jaxkit import api
 from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse._compat import api_boundary, safe_zip, split_list, wraps
 from jaxkit.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["grad", "value_and_grad", "jacfwd", "jacrev", "jacobian"]
+__all__ = ["flatten_fun_for_sparse_ad", "grad", "is_sparse", "jacfwd", "jacobian", "jacrev",
+           "value_and_grad",
+           "api_boundary", "safe_zip", "split_list", "wraps"]  # re-exported, as in JAX
 
 
-def _flatten_for_sparse_ad(fun: Callable, argnums, args: tuple):
+def is_sparse(x) -> bool:
+    """Whether ``x`` is a sparse array (of any format)."""
+    return isinstance(x, JAXSparse)
+
+
+def flatten_fun_for_sparse_ad(fun: Callable, argnums: int | Sequence[int], args: tuple):
+    """``(fun_flat, argnums_flat, args_flat, postprocess_gradients)``: ``fun`` taking flat
+    buffers where each sparse argument is replaced by its data (indices held fixed), the flat
+    positions to differentiate, the flat arguments, and a function turning the flat gradients
+    back into gradients shaped like the ``argnums`` arguments (sparse ones sparse)."""
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     nums = tuple(a % len(args) for a in nums)
@@ -54,7 +66,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     """``jax.value_and_grad`` where sparse arguments get sparse gradients (same indices)."""
 
     def value_and_grad_fun(*args, **kw):
-        f, nums, flat, post = _flatten_for_sparse_ad(fun, argnums, args)
+        f, nums, flat, post = flatten_fun_for_sparse_ad(fun, argnums, args)
         val, g = api.value_and_grad(f, nums, has_aux=has_aux, **kwargs)(*flat, **kw)
         return val, post(g)
 
@@ -66,7 +78,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     """``jax.grad`` where sparse arguments get sparse gradients (same indices)."""
 
     def grad_fun(*args, **kw):
-        f, nums, flat, post = _flatten_for_sparse_ad(fun, argnums, args)
+        f, nums, flat, post = flatten_fun_for_sparse_ad(fun, argnums, args)
         out = api.grad(f, nums, has_aux=has_aux, **kwargs)(*flat, **kw)
         if has_aux:
             return post(out[0]), out[1]
@@ -80,7 +92,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """``jax.jacfwd`` with respect to the stored data of sparse arguments."""
 
     def jacfwd_fun(*args, **kw):
-        f, nums, flat, post = _flatten_for_sparse_ad(fun, argnums, args)
+        f, nums, flat, post = flatten_fun_for_sparse_ad(fun, argnums, args)
         out = api.jacfwd(f, nums, has_aux=has_aux, **kwargs)(*flat, **kw)
         return (post(out[0]), out[1]) if has_aux else post(out)
 
@@ -92,7 +104,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """``jax.jacrev`` with respect to the stored data of sparse arguments."""
 
     def jacrev_fun(*args, **kw):
-        f, nums, flat, post = _flatten_for_sparse_ad(fun, argnums, args)
+        f, nums, flat, post = flatten_fun_for_sparse_ad(fun, argnums, args)
         out = api.jacrev(f, nums, has_aux=has_aux, **kwargs)(*flat, **kw)
         return (post(out[0]), out[1]) if has_aux else post(out)
 

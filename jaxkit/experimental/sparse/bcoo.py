@@ -7,10 +7,13 @@ from __future__ import annotations
 import operator
 import warnings
 from collections.abc import Sequence
+from functools import partial
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.api import ShapeDtypeStruct, eval_shape, make_jaxpr
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import BatchedSparse
@@ -23,10 +26,18 @@ from jaxkit.experimental.sparse._bcoo_dot import (
 from jaxkit.experimental.sparse._bcoo_ops import bcoo_sort_indices_p, bcoo_sum_duplicates_p
 from jaxkit.experimental.sparse._bcoo_spdot import bcoo_spdot_general_p, spdot_general
 from jaxkit.experimental.sparse._bcoo_core import broadcast_batch
+from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse._compat import (
+    ranges_like, remaining, safe_zip, split_list, unzip2)
+from jaxkit.experimental.sparse._lowerings import coo_spmm_p, coo_spmv_p
 from jaxkit.experimental.sparse.util import (
-    SparseEfficiencyError, SparseEfficiencyWarning, SparseInfo, _count_stored_elements,
-    nfold_vmap)
+    CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning, SparseInfo,
+    _count_stored_elements, nfold_vmap)
+from jaxkit.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode
+from jaxkit.numpy._promotion import canonicalize_axis
+from jaxkit.transforms.vmap import vmap
 from jaxkit.tree_util import register_pytree_node_class
+from jaxkit.typing import Array
 
 __all__ = ["BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general_sampled",
            "bcoo_dot_general_sampled_p", "bcoo_dot_general", "bcoo_dot_general_p",
@@ -36,7 +47,38 @@ __all__ = ["BCOO", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_genera
            "bcoo_spdot_general_p",
            "bcoo_squeeze",
            "bcoo_sum_duplicates", "bcoo_sum_duplicates_p", "bcoo_todense", "bcoo_todense_p",
-           "bcoo_transpose", "bcoo_transpose_p", "bcoo_update_layout", "bcoo_dynamic_slice"]
+           "bcoo_transpose", "bcoo_transpose_p", "bcoo_update_layout", "bcoo_dynamic_slice",
+           "bcoo_gather", "bcoo_conv_general_dilated", "BCOOProperties", "Buffer",
+           "CUSPARSE_DATA_DTYPES", "CUSPARSE_INDEX_DTYPES",
+           # re-exported, as JAX's module imports them
+           "Array", "CuSparseEfficiencyWarning", "GatherDimensionNumbers", "GatherScatterMode",
+           "JAXSparse", "canonicalize_axis", "coo_spmm_p", "coo_spmv_p", "ranges_like",
+           "remaining", "safe_zip", "split_list", "unzip2", "vmap"]
+
+# The dtypes JAX's cuSPARSE lowering accepts (it falls back to the generic one otherwise, with a
+# CuSparseEfficiencyWarning); jaxkit always uses the generic lowering.
+CUSPARSE_DATA_DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+CUSPARSE_INDEX_DTYPES = [np.int32]
+
+
+class BCOOProperties(NamedTuple):
+    """The layout of a BCOO array: its numbers of batch, sparse and dense dimensions, and
+    ``nse``."""
+
+    n_batch: int
+    n_sparse: int
+    n_dense: int
+    nse: int
+
+
+class Buffer(Protocol):
+    """Anything with a ``shape`` and a ``dtype`` (an array or an abstract value)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> Any: ...
 
 
 @register_pytree_node_class
@@ -370,7 +412,9 @@ def bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequen
 def _split_sizes(new_sizes, batch_size: int, sparse_size: int):
     """Where the new shape's batch, sparse and dense parts begin (by cumulative size)."""
     cum = np.cumprod(new_sizes) if len(new_sizes) else np.array([], int)
-    i1 = int(np.searchsorted(cum, batch_size, side="right")) if batch_size > 1 else 0
+    # Leading sizes whose product stays at the batch size are batch dimensions (a leading 1 is
+    # a batch dimension even of an unbatched array, as in JAX).
+    i1 = int(np.searchsorted(cum, batch_size, side="right"))
     i2 = int(np.searchsorted(cum, batch_size * sparse_size, side="right"))
     if i2 < i1:
         i2 = i1
@@ -540,8 +584,10 @@ def bcoo_update_layout(mat: BCOO, *, n_batch: int | None = None, n_dense: int | 
         def batch_to_sparse(d, i):
             lead = (*i.shape[:n], i.shape[n])
             grid = np.indices(lead).reshape(len(lead), -1)[:-1].T.astype(i.dtype)
-            new_i = jnp.concatenate([jnp.asarray(grid), i.reshape(-1, i.shape[-1])], axis=1)
-            return d.reshape((-1, *d.shape[n + 1:])), new_i
+            # Explicit counts: with no sparse dimensions a -1 cannot be inferred.
+            count = int(np.prod(lead))
+            new_i = jnp.concatenate([jnp.asarray(grid), i.reshape(count, i.shape[-1])], axis=1)
+            return d.reshape((count, *d.shape[n + 1:])), new_i
 
         data, indices = nfold_vmap(batch_to_sparse, n_batch, broadcasted=False)(data, indices)
         nb = n_batch
@@ -612,3 +658,122 @@ def bcoo_dynamic_slice(mat: BCOO, start_indices: Sequence, slice_sizes: Sequence
             data, indices = bcoo_sum_duplicates_p.bind(data, indices,
                                                        spinfo=SparseInfo(sizes), nse=new_nse)
     return BCOO((data, indices), shape=sizes)
+
+
+# ---- gather and convolution (compositions of the operations above) -------------------------
+
+def bcoo_gather(operand: BCOO, start_indices, dimension_numbers: GatherDimensionNumbers,
+                slice_sizes: Sequence[int], *, unique_indices: bool = False,
+                indices_are_sorted: bool = False, mode: str | GatherScatterMode | None = None,
+                fill_value=None) -> BCOO:
+    """``lax.gather`` of a BCOO operand: one ``bcoo_dynamic_slice`` per start index (vmapped),
+    then the result's dimensions are reshaped and permuted as ``lax.gather`` orders them."""
+    validate_bcoo(operand.data, operand.indices, operand.shape)
+    mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode
+    if GatherScatterMode.from_any(mode) != GatherScatterMode.PROMISE_IN_BOUNDS:
+        raise NotImplementedError(f"bcoo_gather: mode={mode!r} not yet supported.")
+    start_indices = jnp.asarray(start_indices)
+    slice_sizes = tuple(operator.index(s) for s in slice_sizes)
+    # lax.gather's own shape rule validates the arguments and gives the output shape.
+    out = eval_shape(partial(lax.gather, dimension_numbers=dimension_numbers,
+                             slice_sizes=slice_sizes, unique_indices=unique_indices,
+                             indices_are_sorted=indices_are_sorted, mode=mode,
+                             fill_value=fill_value),
+                     ShapeDtypeStruct(operand.shape, operand.dtype),
+                     ShapeDtypeStruct(start_indices.shape, start_indices.dtype))
+    offset_dims = tuple(dimension_numbers.offset_dims)
+    zero = jnp.zeros((), start_indices.dtype)
+    starts: list = [zero] * operand.ndim
+    in_axes: list = [None] * operand.ndim
+    sizes = list(operand.shape)
+    for i, j in enumerate(dimension_numbers.start_index_map):
+        starts[j] = start_indices[..., i].ravel()
+        sizes[j] = slice_sizes[j]
+        in_axes[j] = 0
+
+    def one_slice(idx):
+        return bcoo_squeeze(bcoo_dynamic_slice(operand, idx, slice_sizes=sizes),
+                            dimensions=tuple(dimension_numbers.collapsed_slice_dims))
+
+    result = vmap(one_slice, in_axes=(in_axes,))(starts)
+    result = bcoo_reshape(result, new_sizes=(*start_indices.shape[:-1], *result.shape[1:]),
+                          dimensions=tuple(range(result.ndim)))
+    if result.shape:
+        batch_dims = tuple(d for d in range(len(out.shape)) if d not in offset_dims)
+        perm = np.zeros(result.ndim, dtype=int)
+        perm[np.array(batch_dims + offset_dims, dtype=int)] = np.arange(result.ndim)
+        if set(perm[:len(batch_dims)]) != set(range(len(batch_dims))):
+            # The gathered batch dimensions would move behind sparse ones: unbatch first.
+            result = bcoo_update_layout(result, n_batch=0)
+        result = bcoo_transpose(result, permutation=tuple(int(p) for p in perm))
+    if tuple(result.shape) != tuple(out.shape):
+        result = bcoo_reshape(result, new_sizes=tuple(out.shape),
+                              dimensions=tuple(range(result.ndim)))
+    if result.dtype != out.dtype:
+        result = BCOO((result.data.astype(out.dtype), result.indices), shape=result.shape,
+                      indices_sorted=result.indices_sorted,
+                      unique_indices=result.unique_indices)
+    return result
+
+
+def bcoo_conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation=None,
+                              rhs_dilation=None, dimension_numbers=None,
+                              feature_group_count: int = 1, batch_group_count: int = 1,
+                              precision=None, preferred_element_type=None,
+                              out_sharding=None) -> BCOO:
+    """``lax.conv_general_dilated`` with sparse (BCOO) or dense operands, for the case JAX
+    supports: one spatial dimension, unit strides and dilations, and leading dimensions
+    (1, 1). The output pairs every stored element of ``lhs`` with every one of ``rhs``."""
+    conv = partial(lax.conv_general_dilated, window_strides=window_strides, padding=padding,
+                   lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+                   dimension_numbers=dimension_numbers,
+                   feature_group_count=feature_group_count,
+                   batch_group_count=batch_group_count, precision=precision,
+                   preferred_element_type=preferred_element_type)
+    # The traced equation gives lax's canonical parameters (padding pairs, default dilations).
+    closed = make_jaxpr(conv)(ShapeDtypeStruct(lhs.shape, lhs.dtype),
+                              ShapeDtypeStruct(rhs.shape, rhs.dtype))
+    params = closed.jaxpr.eqns[-1].params
+    ones = (1,) * (lhs.ndim - 2)
+    if tuple(params["lhs_dilation"]) != ones:
+        raise NotImplementedError("bcoo convolution with lhs_dilation.")
+    if tuple(params["rhs_dilation"]) != (1,) * (rhs.ndim - 2):
+        raise NotImplementedError("bcoo convolution with lhs_dilation.")
+    if tuple(params["window_strides"]) != ones:
+        raise NotImplementedError("bcoo convolution with non-unit window_strides.")
+    if params["batch_group_count"] != params["feature_group_count"] != 1:
+        raise NotImplementedError("bcoo convolution with non-unit group counts.")
+    if lhs.shape[:2] != rhs.shape[:2] != (1, 1):
+        raise NotImplementedError("bcoo convolution with leading dimensions other than (1, 1)")
+    index_dtype = (lhs.indices.dtype if hasattr(lhs, "indices") else
+                   rhs.indices.dtype if hasattr(rhs, "indices") else np.dtype("int32"))
+    (pad,) = params["padding"]
+    return _bcoo_conv_1d(_conv_operand_1d(lhs, index_dtype), _conv_operand_1d(rhs, index_dtype),
+                         tuple(int(p) for p in pad))
+
+
+def _conv_operand_1d(mat, index_dtype) -> BCOO:
+    """A (1, 1, n) operand as a 1-D BCOO array (a dense one stores every element)."""
+    if isinstance(mat, BCOO):
+        mat = bcoo_update_layout(mat, n_batch=2, n_dense=0)
+        data, indices = mat.data[0, 0], mat.indices[0, 0]
+        # Padding elements (index n) must not reach the output through the index arithmetic.
+        data = jnp.where(indices[:, 0] < mat.shape[-1], data, jnp.zeros((), data.dtype))
+    elif isinstance(mat, (np.ndarray, core.Tracer)) or hasattr(mat, "__jax_array__") or (
+            hasattr(mat, "shape") and hasattr(mat, "dtype")):
+        data = jnp.asarray(mat)[0, 0]
+        indices = lax.broadcasted_iota(index_dtype, (data.shape[0], 1), 0)
+    else:
+        raise TypeError(f"bcoo_conv_general_dilated: input of type {type(mat)} not recognized.")
+    return BCOO((data, indices), shape=tuple(mat.shape[2:]))
+
+
+def _bcoo_conv_1d(lhs: BCOO, rhs: BCOO, padding: tuple[int, int]) -> BCOO:
+    # out[i] = sum_j lhs[i + j - pad_lo] * rhs[j]: the pair (a, b) lands at a - b + pad_lo.
+    data = (lhs.data[:, None] * rhs.data[None, :]).ravel()
+    idx = (lhs.indices[:, None] + (padding[0] - rhs.indices)[None, :]).ravel()
+    negative = idx < 0
+    idx = jnp.where(negative, 0, idx)
+    data = jnp.where(negative, jnp.zeros((), data.dtype), data)
+    size = max(0, lhs.shape[0] + padding[0] + padding[1] - rhs.shape[0] + 1)
+    return BCOO((data[None, None], idx[None, None, :, None]), shape=(1, 1, size))

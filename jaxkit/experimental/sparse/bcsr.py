@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,17 +17,35 @@ from jaxkit.experimental.sparse import _bcoo_core, _bcoo_dot
 from jaxkit.experimental.sparse._base import BatchedSparse, JAXSparse
 from jaxkit.experimental.sparse._bcoo_core import define_sparse_primitive
 from jaxkit.experimental.sparse._linear import deflinear_in
-from jaxkit.experimental.sparse.bcoo import BCOO, bcoo_sum_duplicates
+from jaxkit.experimental.sparse._compat import safe_zip, split_list
+from jaxkit.experimental.sparse.bcoo import (
+    BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_sum_duplicates)
 from jaxkit.experimental.sparse.csr import _csr_to_coo
-from jaxkit.experimental.sparse.util import SparseInfo, _count_stored_elements, nfold_vmap
+from jaxkit.experimental.sparse.util import (
+    CuSparseEfficiencyWarning, SparseEfficiencyWarning, SparseInfo, _count_stored_elements,
+    nfold_vmap)
 from jaxkit.interpreters import ad, batching
+from jaxkit.interpreters.mlir import hlo
 from jaxkit.tree_util import register_pytree_node_class
+from jaxkit.typing import Array
 
 __all__ = ["BCSR", "bcsr_dot_general", "bcsr_dot_general_p", "bcsr_eliminate_zeros",
            "bcsr_extract", "bcsr_extract_p", "bcsr_fromdense", "bcsr_fromdense_p",
-           "bcsr_sum_duplicates", "bcsr_todense", "bcsr_todense_p"]
+           "bcsr_sum_duplicates", "bcsr_todense", "bcsr_todense_p", "bcsr_broadcast_in_dim",
+           "bcsr_concatenate", "BCSRProperties",
+           # re-exported, as JAX's module imports them
+           "Array", "CuSparseEfficiencyWarning", "SparseEfficiencyWarning", "hlo", "safe_zip",
+           "split_list"]
 
 not_mapped = batching.not_mapped
+
+
+class BCSRProperties(NamedTuple):
+    """The layout of a BCSR array: its numbers of batch and dense dimensions, and ``nse``."""
+
+    n_batch: int
+    n_dense: int
+    nse: int
 
 
 def _validate_bcsr_indices(indices, indptr, shape):
@@ -330,7 +349,7 @@ def bcsr_fromdense(mat, *, nse: int | None = None, n_batch: int = 0, n_dense: in
              "value to the nse (number of stored elements) argument.")))
     bufs = bcsr_fromdense_p.bind(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
                                  index_dtype=np.dtype(index_dtype))
-    return BCSR(bufs, shape=mat.shape, indices_sorted=True, unique_indices=True)
+    return BCSR(bufs, shape=mat.shape)  # no index flags, as JAX
 
 
 # ---- bcsr_dot_general ----------------------------------------------------------------------
@@ -397,3 +416,17 @@ def bcsr_eliminate_zeros(mat: BCSR, nse: int | None = None) -> BCSR:
     return BCSR.from_bcoo(mat.to_bcoo().sum_duplicates(nse=nse, remove_zeros=True))
 
 
+
+
+def bcsr_broadcast_in_dim(mat: BCSR, *, shape: Sequence[int],
+                          broadcast_dimensions: Sequence[int], sharding=None) -> BCSR:
+    """``lax.broadcast_in_dim`` of a BCSR array (through its BCOO form)."""
+    return BCSR.from_bcoo(bcoo_broadcast_in_dim(mat.to_bcoo(), shape=tuple(shape),
+                                                broadcast_dimensions=broadcast_dimensions))
+
+
+def bcsr_concatenate(operands: Sequence[BCSR], *, dimension: int) -> BCSR:
+    """``lax.concatenate`` of BCSR arrays of one layout along a batch or sparse dimension
+    (through their BCOO forms)."""
+    return BCSR.from_bcoo(bcoo_concatenate([m.to_bcoo() for m in operands],
+                                           dimension=dimension))

@@ -1,6 +1,6 @@
 """``jax.experimental.sparse.coo``: the 2-D ``COO`` format (``data``, ``row``, ``col``) with
-its primitives ``coo_todense``, ``coo_fromdense``, ``coo_matvec`` and ``coo_matmat`` (JVP and
-transpose rules; lowered by composition: scatter-adds and gathers)."""
+its primitives ``coo_todense``, ``coo_fromdense``, ``coo_matvec`` and ``coo_matmat``, built by
+``_format_rules`` from COO's index encoding (lowered by composition: scatter-adds and gathers)."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -10,13 +10,17 @@ import numpy as np
 from jaxkit import core, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse._base import JAXSparse
-from jaxkit.experimental.sparse._bcoo_core import define_sparse_primitive
-from jaxkit.experimental.sparse._linear import defbatch_by_vmap, deflinear_in
-from jaxkit.interpreters import ad
+from jaxkit.experimental.sparse._format_rules import define_format_primitives
+from jaxkit.experimental.sparse.util import CuSparseEfficiencyWarning
+from jaxkit.interpreters.mlir import hlo
+from jaxkit.numpy._promotion import promote_dtypes
 from jaxkit.tree_util import register_pytree_node_class
+from jaxkit.typing import Array
 
 __all__ = ["COO", "COOInfo", "coo_fromdense", "coo_fromdense_p", "coo_matmat", "coo_matmat_p",
-           "coo_matvec", "coo_matvec_p", "coo_todense", "coo_todense_p"]
+           "coo_matvec", "coo_matvec_p", "coo_todense", "coo_todense_p",
+           # re-exported, as JAX's module imports them
+           "Array", "CuSparseEfficiencyWarning", "hlo", "promote_dtypes"]
 
 
 class COOInfo(NamedTuple):
@@ -123,58 +127,16 @@ def _check_indices(row, col):
                         f"and {col.str_short()}")
 
 
-# ---- coo_todense ---------------------------------------------------------------------------
-
-def _todense_impl(data, row, col, *, spinfo):
-    return jnp.zeros(spinfo.shape, data.dtype).at[row, col].add(data)
-
-
-def _todense_abstract_eval(data, row, col, *, spinfo):
-    _check_indices(row, col)
-    return core.ShapedArray(tuple(spinfo.shape), data.dtype)
-
-
-coo_todense_p = define_sparse_primitive("coo_todense", _todense_impl, _todense_abstract_eval)
-deflinear_in(coo_todense_p, _todense_impl, (0,))
-defbatch_by_vmap(coo_todense_p, _todense_impl)
+coo_todense_p, coo_fromdense_p, coo_matvec_p, coo_matmat_p = define_format_primitives(
+    "coo", to_coo=lambda row, col: (row, col),
+    pack=lambda row, col, real, n_rows, index_dtype: (row, col),
+    index_avals=lambda shape, nse, index_dtype: [core.ShapedArray((nse,), index_dtype)] * 2,
+    check_indices=_check_indices)
 
 
 def coo_todense(mat: COO):
     """The dense matrix of a COO matrix."""
     return coo_todense_p.bind(mat.data, mat.row, mat.col, spinfo=mat._info)
-
-
-# ---- coo_fromdense -------------------------------------------------------------------------
-
-def _fromdense_impl(mat, *, nse, index_dtype):
-    row, col = jnp.nonzero(mat, size=nse)
-    data = mat[row, col]
-    data = jnp.where(jnp.arange(nse) < (mat != 0).sum(), data, jnp.zeros((), data.dtype))
-    return data, row.astype(index_dtype), col.astype(index_dtype)
-
-
-def _fromdense_abstract_eval(mat, *, nse, index_dtype):
-    if mat.ndim != 2:
-        raise ValueError(f"coo_fromdense expects a 2-D matrix, got {mat.str_short()}")
-    return [core.ShapedArray((nse,), mat.dtype), core.ShapedArray((nse,), index_dtype),
-            core.ShapedArray((nse,), index_dtype)]
-
-
-def _fromdense_jvp(primals, tangents, *, nse, index_dtype):
-    (mat,), (mat_dot,) = primals, tangents
-    data, row, col = coo_fromdense_p.bind(mat, nse=nse, index_dtype=index_dtype)
-    if type(mat_dot) is ad.Zero:
-        data_dot = ad.Zero(core.get_aval(data).to_tangent_aval())
-    else:
-        data_dot = mat_dot[row, col]
-    zero = ad.Zero(core.get_aval(row).to_tangent_aval())
-    return [data, row, col], [data_dot, zero, zero]
-
-
-coo_fromdense_p = define_sparse_primitive("coo_fromdense", _fromdense_impl,
-                                          _fromdense_abstract_eval, multiple_results=True)
-ad.defjvp_rule(coo_fromdense_p, _fromdense_jvp)
-defbatch_by_vmap(coo_fromdense_p, _fromdense_impl)
 
 
 def coo_fromdense(mat, *, nse: int | None = None, index_dtype=jnp.int32) -> COO:
@@ -185,40 +147,6 @@ def coo_fromdense(mat, *, nse: int | None = None, index_dtype=jnp.int32) -> COO:
     nse = int(core.concrete_or_error(nse, "coo_fromdense nse argument"))
     data, row, col = coo_fromdense_p.bind(mat, nse=nse, index_dtype=np.dtype(index_dtype))
     return COO((data, row, col), shape=mat.shape, rows_sorted=True)
-
-
-# ---- coo_matvec / coo_matmat ---------------------------------------------------------------
-
-def _product_impl(data, row, col, rhs, *, spinfo, transpose):
-    if transpose:
-        row, col = col, row
-    n_out = spinfo.shape[1] if transpose else spinfo.shape[0]
-    prod = (data if rhs.ndim == 1 else data[:, None]) * rhs[col]
-    return jnp.zeros((n_out, *rhs.shape[1:]), prod.dtype).at[row].add(prod)
-
-
-def _product_abstract_eval(ndim):
-    def rule(data, row, col, rhs, *, spinfo, transpose):
-        _check_indices(row, col)
-        if rhs.ndim != ndim:
-            raise ValueError(f"coo_{'matvec' if ndim == 1 else 'matmat'} expects a "
-                             f"{ndim}-D dense operand, got {rhs.str_short()}")
-        n_in, n_out = (spinfo.shape[::-1] if not transpose else spinfo.shape)
-        if rhs.shape[0] != n_in:
-            raise ValueError(f"dimension mismatch: matrix {tuple(spinfo.shape)} "
-                             f"(transpose={transpose}) with operand {rhs.str_short()}")
-        if data.dtype != rhs.dtype:
-            raise TypeError(f"data types do not match: {data.dtype} and {rhs.dtype}")
-        return core.ShapedArray((n_out, *rhs.shape[1:]), data.dtype)
-    return rule
-
-
-coo_matvec_p = define_sparse_primitive("coo_matvec", _product_impl, _product_abstract_eval(1))
-deflinear_in(coo_matvec_p, _product_impl, (0, 3))
-coo_matmat_p = define_sparse_primitive("coo_matmat", _product_impl, _product_abstract_eval(2))
-deflinear_in(coo_matmat_p, _product_impl, (0, 3))
-defbatch_by_vmap(coo_matvec_p, _product_impl)
-defbatch_by_vmap(coo_matmat_p, _product_impl)
 
 
 def coo_matvec(mat: COO, v, transpose: bool = False):

@@ -1,7 +1,7 @@
 """``jax.experimental.sparse.csr``: the 2-D ``CSR`` format (``data``, ``indices``, ``indptr``)
 and its column-major twin ``CSC``, with the primitives ``csr_todense``, ``csr_fromdense``,
-``csr_matvec`` and ``csr_matmat``. Rows are recovered from ``indptr`` inside each primitive, so
-they lower to the same gathers and scatter-adds as COO."""
+``csr_matvec`` and ``csr_matmat``, built by ``_format_rules``: rows are recovered from ``indptr``
+inside each primitive, so they lower to the same gathers and scatter-adds as COO."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,14 +9,17 @@ import numpy as np
 from jaxkit import core
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse._base import JAXSparse
-from jaxkit.experimental.sparse._bcoo_core import define_sparse_primitive
-from jaxkit.experimental.sparse._linear import defbatch_by_vmap, deflinear_in
+from jaxkit.experimental.sparse._format_rules import define_format_primitives
 from jaxkit.experimental.sparse.coo import COOInfo
-from jaxkit.interpreters import ad
+from jaxkit.experimental.sparse.util import CuSparseEfficiencyWarning
+from jaxkit.numpy._promotion import promote_dtypes
 from jaxkit.tree_util import register_pytree_node_class
+from jaxkit.typing import Array
 
 __all__ = ["CSC", "CSR", "csr_fromdense", "csr_fromdense_p", "csr_matmat", "csr_matmat_p",
-           "csr_matvec", "csr_matvec_p", "csr_todense", "csr_todense_p"]
+           "csr_matvec", "csr_matvec_p", "csr_todense", "csr_todense_p",
+           # re-exported, as JAX's module imports them
+           "Array", "CuSparseEfficiencyWarning", "promote_dtypes"]
 
 
 def _csr_to_coo(indices, indptr):
@@ -80,18 +83,7 @@ class CSR(JAXSparse):
         return CSC((self.data, self.indices, self.indptr), shape=self.shape[::-1])
 
     def __matmul__(self, other):
-        if isinstance(other, JAXSparse):
-            raise NotImplementedError("matmul between two sparse objects.")
-        other = jnp.asarray(other)
-        dtype = jnp.result_type(self.data, other)
-        data, other = self.data.astype(dtype), other.astype(dtype)
-        if other.ndim == 1:
-            return _csr_product(csr_matvec_p, data, self.indices, self.indptr, other,
-                                self.shape, False)
-        if other.ndim == 2:
-            return _csr_product(csr_matmat_p, data, self.indices, self.indptr, other,
-                                self.shape, False)
-        raise NotImplementedError(f"matmul with object of shape {other.shape}")
+        return _matmul(self, other, self.shape, False)
 
     def tree_flatten(self):
         return (self.data, self.indices, self.indptr), {"shape": self.shape}
@@ -129,16 +121,7 @@ class CSC(CSR):
         return CSR((self.data, self.indices, self.indptr), shape=self.shape[::-1])
 
     def __matmul__(self, other):
-        if isinstance(other, JAXSparse):
-            raise NotImplementedError("matmul between two sparse objects.")
-        other = jnp.asarray(other)
-        dtype = jnp.result_type(self.data, other)
-        data, other = self.data.astype(dtype), other.astype(dtype)
-        prim = {1: csr_matvec_p, 2: csr_matmat_p}.get(other.ndim)
-        if prim is None:
-            raise NotImplementedError(f"matmul with object of shape {other.shape}")
-        return _csr_product(prim, data, self.indices, self.indptr, other, self.shape[::-1],
-                            True)
+        return _matmul(self, other, self.shape[::-1], True)
 
 
 def _check(indices, indptr):
@@ -147,66 +130,24 @@ def _check(indices, indptr):
                         f"{indptr.str_short()}")
 
 
-# ---- csr_todense ---------------------------------------------------------------------------
-
-def _todense_impl(data, indices, indptr, *, spinfo):
-    row, col = _csr_to_coo(indices, indptr)
-    return jnp.zeros(spinfo.shape, data.dtype).at[row, col].add(data)
-
-
-def _todense_abstract_eval(data, indices, indptr, *, spinfo):
-    _check(indices, indptr)
-    return core.ShapedArray(tuple(spinfo.shape), data.dtype)
+def _pack(row, col, real, n_rows, index_dtype):
+    """CSR buffers of row-major coordinates: padding counts in no row."""
+    row = jnp.where(real, row, n_rows)
+    counts = jnp.zeros(n_rows, index_dtype).at[row].add(1, mode="drop")
+    indptr = jnp.concatenate([jnp.zeros(1, index_dtype), jnp.cumsum(counts).astype(index_dtype)])
+    return col, indptr
 
 
-csr_todense_p = define_sparse_primitive("csr_todense", _todense_impl, _todense_abstract_eval)
-deflinear_in(csr_todense_p, _todense_impl, (0,))
-defbatch_by_vmap(csr_todense_p, _todense_impl)
+csr_todense_p, csr_fromdense_p, csr_matvec_p, csr_matmat_p = define_format_primitives(
+    "csr", to_coo=_csr_to_coo, pack=_pack,
+    index_avals=lambda shape, nse, index_dtype: [core.ShapedArray((nse,), index_dtype),
+                                                 core.ShapedArray((shape[0] + 1,), index_dtype)],
+    check_indices=_check)
 
 
 def csr_todense(mat: CSR):
     """The dense matrix of a CSR matrix."""
     return csr_todense_p.bind(mat.data, mat.indices, mat.indptr, spinfo=COOInfo(mat.shape))
-
-
-# ---- csr_fromdense -------------------------------------------------------------------------
-
-def _fromdense_impl(mat, *, nse, index_dtype):
-    m = mat.shape[0]
-    row, col = jnp.nonzero(mat, size=nse)
-    data = mat[row, col]
-    real = jnp.arange(nse) < (mat != 0).sum()
-    data = jnp.where(real, data, jnp.zeros((), data.dtype))
-    row = jnp.where(real, row, m)  # padding counts in no row
-    counts = jnp.zeros(m, index_dtype).at[row].add(1, mode="drop")
-    indptr = jnp.concatenate([jnp.zeros(1, index_dtype), jnp.cumsum(counts).astype(index_dtype)])
-    return data, col.astype(index_dtype), indptr
-
-
-def _fromdense_abstract_eval(mat, *, nse, index_dtype):
-    if mat.ndim != 2:
-        raise ValueError(f"csr_fromdense expects a 2-D matrix, got {mat.str_short()}")
-    return [core.ShapedArray((nse,), mat.dtype), core.ShapedArray((nse,), index_dtype),
-            core.ShapedArray((mat.shape[0] + 1,), index_dtype)]
-
-
-def _fromdense_jvp(primals, tangents, *, nse, index_dtype):
-    (mat,), (mat_dot,) = primals, tangents
-    data, indices, indptr = csr_fromdense_p.bind(mat, nse=nse, index_dtype=index_dtype)
-    if type(mat_dot) is ad.Zero:
-        data_dot = ad.Zero(core.get_aval(data).to_tangent_aval())
-    else:
-        row, col = _csr_to_coo(indices, indptr)
-        data_dot = mat_dot.at[row, col].get(mode="fill", fill_value=0)
-    return [data, indices, indptr], [data_dot,
-                                     ad.Zero(core.get_aval(indices).to_tangent_aval()),
-                                     ad.Zero(core.get_aval(indptr).to_tangent_aval())]
-
-
-csr_fromdense_p = define_sparse_primitive("csr_fromdense", _fromdense_impl,
-                                          _fromdense_abstract_eval, multiple_results=True)
-ad.defjvp_rule(csr_fromdense_p, _fromdense_jvp)
-defbatch_by_vmap(csr_fromdense_p, _fromdense_impl)
 
 
 def csr_fromdense(mat, *, nse: int | None = None, index_dtype=np.int32) -> CSR:
@@ -219,42 +160,22 @@ def csr_fromdense(mat, *, nse: int | None = None, index_dtype=np.int32) -> CSR:
                shape=mat.shape)
 
 
-# ---- csr_matvec / csr_matmat ---------------------------------------------------------------
-
-def _product_impl(data, indices, indptr, rhs, *, spinfo, transpose):
-    row, col = _csr_to_coo(indices, indptr)
-    if transpose:
-        row, col = col, row
-    n_out = spinfo.shape[1] if transpose else spinfo.shape[0]
-    prod = (data if rhs.ndim == 1 else data[:, None]) * rhs[col]
-    return jnp.zeros((n_out, *rhs.shape[1:]), prod.dtype).at[row].add(prod)
-
-
-def _product_abstract_eval(ndim):
-    def rule(data, indices, indptr, rhs, *, spinfo, transpose):
-        _check(indices, indptr)
-        if rhs.ndim != ndim:
-            raise ValueError(f"csr_{'matvec' if ndim == 1 else 'matmat'} expects a "
-                             f"{ndim}-D dense operand, got {rhs.str_short()}")
-        n_in, n_out = (spinfo.shape[::-1] if not transpose else spinfo.shape)
-        if rhs.shape[0] != n_in:
-            raise ValueError(f"dimension mismatch: matrix {tuple(spinfo.shape)} "
-                             f"(transpose={transpose}) with operand {rhs.str_short()}")
-        return core.ShapedArray((n_out, *rhs.shape[1:]), data.dtype)
-    return rule
-
-
-csr_matvec_p = define_sparse_primitive("csr_matvec", _product_impl, _product_abstract_eval(1))
-deflinear_in(csr_matvec_p, _product_impl, (0, 3))
-csr_matmat_p = define_sparse_primitive("csr_matmat", _product_impl, _product_abstract_eval(2))
-deflinear_in(csr_matmat_p, _product_impl, (0, 3))
-defbatch_by_vmap(csr_matvec_p, _product_impl)
-defbatch_by_vmap(csr_matmat_p, _product_impl)
-
-
 def _csr_product(prim, data, indices, indptr, rhs, shape, transpose):
     return prim.bind(data, indices, indptr, rhs, spinfo=COOInfo(tuple(shape)),
                      transpose=bool(transpose))
+
+
+def _matmul(mat: CSR, other, shape, transpose: bool):
+    """``mat @ other`` for a dense ``other``; a CSC matrix is its CSR transpose."""
+    if isinstance(other, JAXSparse):
+        raise NotImplementedError("matmul between two sparse objects.")
+    other = jnp.asarray(other)
+    dtype = jnp.result_type(mat.data, other)
+    prim = {1: csr_matvec_p, 2: csr_matmat_p}.get(other.ndim)
+    if prim is None:
+        raise NotImplementedError(f"matmul with object of shape {other.shape}")
+    return _csr_product(prim, mat.data.astype(dtype), mat.indices, mat.indptr,
+                        other.astype(dtype), shape, transpose)
 
 
 def csr_matvec(mat: CSR, v, transpose: bool = False):

@@ -1,4 +1,5 @@
-"""``jax.experimental.sparse.linalg``: ``spsolve``, a direct solve of a CSR system. As in JAX
+"""``jax.experimental.sparse.linalg``: ``lobpcg_standard`` (top-k eigenpairs, in ``_lobpcg``)
+and ``spsolve``, a direct solve of a CSR system. As in JAX
 on CPU, the solve itself is SciPy's ``scipy.sparse.linalg.spsolve`` run as a host callback;
 JVP (both operands) and transpose (right-hand side) rules make it differentiable, and under
 vmap the systems are solved one after another (JAX has no batching rule for it)."""
@@ -9,12 +10,13 @@ import numpy as np
 from jaxkit import core, lax
 from jaxkit import numpy as jnp
 from jaxkit.api import ShapeDtypeStruct
+from jaxkit.experimental.sparse._lobpcg import lobpcg_standard
 from jaxkit.experimental.sparse.coo import COOInfo
 from jaxkit.experimental.sparse.csr import csr_matvec_p
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.transforms.callback import pure_callback
 
-__all__ = ["spsolve", "spsolve_p"]
+__all__ = ["lobpcg_standard", "spsolve", "spsolve_p"]
 
 
 def _scipy_spsolve(data, indices, indptr, b):

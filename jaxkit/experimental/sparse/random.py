@@ -9,10 +9,12 @@ from collections.abc import Callable, Sequence
 from jaxkit import dtypes
 from jaxkit import numpy as jnp
 from jaxkit import random
+from jaxkit.experimental.sparse._compat import split_list
 from jaxkit.experimental.sparse.bcoo import BCOO
 from jaxkit.transforms.vmap import vmap
+from jaxkit.typing import Array
 
-__all__ = ["random_bcoo"]
+__all__ = ["random_bcoo", "Array", "split_list"]  # the last two: re-exported, as in JAX
 
 
 def random_bcoo(key, shape: Sequence[int], *, dtype=None, indices_dtype=None,

@@ -1,4 +1,5 @@
-"""``sparsify``: run a function written for dense arrays on BCOO inputs.
+"""``sparsify``: run a function written for dense arrays on BCOO/BCSR inputs (the tracer-based
+variant, ``use_tracer=True``, is ``SparseTrace``: the same rules applied primitive by primitive).
 
 The function is traced to a jaxpr with each BCOO argument standing in as a dense array of its
 shape; the jaxpr is then evaluated with a table of sparse rules: an equation whose inputs are
@@ -7,7 +8,8 @@ rule (a missing rule raises NotImplementedError naming the primitive). The BCOO 
 (``@``, ``*``, ``+``, ``-``, ``sum`` ...) are installed here through ``sparsify``, as in JAX."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -15,16 +17,23 @@ from jaxkit import core, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
+from jaxkit.experimental.sparse._compat import safe_map, safe_zip, split_list
+from jaxkit.experimental.sparse._spvalues import (
+    SparsifyEnv, SparsifyValue, arrays_to_spvalues, spvalues_to_arrays, spvalues_to_avals)
 from jaxkit.experimental.sparse.bcoo import (
     BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_dynamic_slice,
-    bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze,
-    bcoo_sum_duplicates, bcoo_transpose)
+    bcoo_multiply_dense, bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev,
+    bcoo_slice, bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
 from jaxkit.experimental.sparse.bcsr import BCSR, bcsr_dot_general
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
-from jaxkit.tree_util import tree_flatten, tree_unflatten
+from jaxkit.tree_util import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["sparsify", "sparse_rules_bcoo", "sparse_rules_bcsr"]
+__all__ = ["SparseTrace", "SparseTracer", "SparsifyEnv", "SparsifyValue", "arrays_to_spvalues",
+           "eval_sparse", "sparse_rules_bcoo", "sparse_rules_bcsr", "sparsify", "sparsify_fun",
+           "sparsify_raw", "spvalues_to_arrays", "spvalues_to_avals",
+           # re-exported, as JAX's module imports them
+           "bcoo_multiply_dense", "safe_map", "safe_zip", "split_list", "tree_map"]
 
 # primitive -> rule(*invals, **params); an inval is a sparse array or a dense array. BCSR
 # operands use their own (smaller) table, as in JAX.
@@ -195,6 +204,16 @@ def _jit_rule(*args, jaxpr, **_):
 sparse_rules_bcoo[jit_p] = _jit_rule
 
 
+def _sparse_rule(prim: core.Primitive, invals) -> Callable:
+    """The sparse rule of ``prim`` for these operands (BCSR operands use their own table)."""
+    table = (sparse_rules_bcsr if any(isinstance(x, BCSR) for x in invals)
+             else sparse_rules_bcoo)
+    rule = table.get(prim)
+    if rule is None:
+        raise NotImplementedError(f"sparse rule for {prim} is not implemented.")
+    return rule
+
+
 def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
     env: dict = {}
 
@@ -208,13 +227,7 @@ def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
     for eqn in jaxpr.eqns:
         invals = [read(a) for a in eqn.invars]
         if any(_is_sparse(x) for x in invals):
-            table = (sparse_rules_bcsr if any(isinstance(x, BCSR) for x in invals)
-                     else sparse_rules_bcoo)
-            rule = table.get(eqn.primitive)
-            if rule is None:
-                raise NotImplementedError(f"sparse rule for {eqn.primitive} is not "
-                                          "implemented.")
-            outs = rule(*invals, **eqn.params)
+            outs = _sparse_rule(eqn.primitive, invals)(*invals, **eqn.params)
         else:
             outs = eqn.primitive.bind(*invals, **eqn.params)
         if eqn.primitive.multiple_results:
@@ -227,31 +240,132 @@ def _eval_sparse(jaxpr: core.Jaxpr, consts, args) -> list:
     return [read(v) for v in jaxpr.outvars]
 
 
-def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
-    """Let ``f`` (written for dense arrays) take and return BCOO arrays."""
-    if use_tracer:
-        raise NotImplementedError("sparsify(use_tracer=True) is not implemented in jaxkit; "
-                                  "the default jaxpr-based sparsify covers the same rules")
+def eval_sparse(jaxpr: core.Jaxpr, consts: Sequence, spvalues: Sequence[SparsifyValue],
+                spenv: SparsifyEnv) -> list[SparsifyValue]:
+    """Evaluate ``jaxpr`` on values of ``spenv`` (sparse where the inputs are), applying the
+    sparse rules; the outputs are added to ``spenv`` and returned as its values."""
+    outs = _eval_sparse(jaxpr, consts, list(spvalues_to_arrays(spenv, list(spvalues))))
+    return arrays_to_spvalues(spenv, outs)
 
-    def wrapped(*args, **kwargs):
-        leaves, in_tree = tree_flatten((args, kwargs), is_leaf=_is_sparse)
-        avals = [core.ShapedArray(x.shape, x.dtype) if _is_sparse(x) else
-                 core.get_aval(x) for x in leaves]
+
+def sparsify_raw(f: Callable) -> Callable:
+    """``f`` on ``SparsifyValue``s: ``wrapped(spenv, *spvalues, **params)`` traces ``f`` with
+    each value standing in as a dense array of its shape, evaluates the jaxpr sparsely and
+    returns ``(out_spvalues_flat, out_tree)``."""
+    def wrapped(spenv: SparsifyEnv, *spvalues: SparsifyValue, **params):
+        flat, in_tree = tree_flatten(spvalues, is_leaf=lambda x: isinstance(x, SparsifyValue))
+        avals = spvalues_to_avals(spenv, flat)
         out_tree = []
 
-        def flat_fun(*flat):
-            a, k = tree_unflatten(in_tree, list(flat))
-            out = f(*a, **k)
-            out_leaves, tree = tree_flatten(out, is_leaf=_is_sparse)
+        def flat_fun(*xs):
+            out = f(*tree_unflatten(in_tree, list(xs)), **params)
+            leaves, tree = tree_flatten(out)
             out_tree.append(tree)
-            return [jnp.asarray(x) for x in out_leaves]
+            return [jnp.asarray(x) for x in leaves]
 
         jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
-        outs = _eval_sparse(jaxpr, consts, leaves)
-        return tree_unflatten(out_tree[0], outs)
+        result = eval_sparse(jaxpr, consts, flat, spenv)
+        if len(result) != len(jaxpr.outvars):
+            raise RuntimeError("Internal: eval_sparse returned a wrong number of outputs")
+        return result, out_tree[0]
+    return wrapped
 
-    wrapped.__name__ = getattr(f, "__name__", "sparsified")
-    wrapped.__doc__ = getattr(f, "__doc__", None)
+
+def sparsify_fun(wrapped_fun, args: list) -> list:
+    """Apply a flat function (a callable or a ``linear_util.WrappedFun``) to a flat list of
+    sparse and dense arrays with the sparse rules; a flat list of outputs."""
+    fun = getattr(wrapped_fun, "call_wrapped", wrapped_fun)
+    spenv = SparsifyEnv()
+    spvalues = arrays_to_spvalues(spenv, list(args))
+    out, _ = sparsify_raw(lambda *xs: list(fun(*xs)))(spenv, *spvalues)
+    return list(spvalues_to_arrays(spenv, out))
+
+
+class SparseTracer(core.Tracer):
+    """A value of a ``SparseTrace``: a dense stand-in (its aval) for a value of the trace's
+    ``SparsifyEnv``, sparse or dense."""
+
+    __slots__ = ("_spvalue",)
+
+    def __init__(self, trace: SparseTrace, *, spvalue: SparsifyValue):
+        self._trace = trace
+        self._spvalue = spvalue
+
+    @property
+    def spenv(self) -> SparsifyEnv:
+        return self._trace.spenv
+
+    @property
+    def aval(self) -> core.ShapedArray:
+        return spvalues_to_avals(self.spenv, [self._spvalue])[0]
+
+    def full_lower(self):
+        return self
+
+
+class SparseTrace(core.Trace):
+    """``sparsify(use_tracer=True)``: each primitive applied to this trace's tracers runs its
+    sparse rule when an operand is sparse (binds as usual otherwise), under the parent trace,
+    so jit, grad and vmap around or inside compose with it."""
+
+    __slots__ = ("spenv",)
+
+    def __init__(self, spenv: SparsifyEnv):
+        super().__init__()
+        self.spenv = spenv
+
+    def to_sparse_tracer(self, val) -> SparseTracer:
+        """``val`` as this trace's tracer (anything not already one is a dense constant)."""
+        if isinstance(val, SparseTracer) and val._trace is self:
+            return val
+        if isinstance(val, core.Tracer) and val._trace._invalid:
+            core.check_tracer_live(val)
+        with core.set_current_trace(self.parent):
+            (spvalue,) = arrays_to_spvalues(self.spenv, [val])
+        return SparseTracer(self, spvalue=spvalue)
+
+    def process_primitive(self, primitive, args, params):
+        spvalues = [self.to_sparse_tracer(x)._spvalue for x in args]
+        invals = spvalues_to_arrays(self.spenv, spvalues)
+        with core.set_current_trace(self.parent):
+            if any(v.is_sparse() for v in spvalues):
+                outs = _sparse_rule(primitive, invals)(*invals, **params)
+            else:
+                outs = primitive.bind(*invals, **params)
+            outs = list(outs) if primitive.multiple_results else [outs]
+            out_spvalues = arrays_to_spvalues(self.spenv, outs)
+        tracers = [SparseTracer(self, spvalue=v) for v in out_spvalues]
+        return tracers if primitive.multiple_results else tracers[0]
+
+
+def _sparsify_with_tracer(f: Callable) -> Callable:
+    @functools.wraps(f)
+    def wrapped(*args):
+        spenv = SparsifyEnv()
+        args_flat, in_tree = tree_flatten(args, is_leaf=lambda x: isinstance(x, (BCOO, BCSR)))
+        in_spvalues = arrays_to_spvalues(spenv, args_flat)
+        with core.new_trace(SparseTrace(spenv)) as trace:
+            tracers = [SparseTracer(trace, spvalue=v) for v in in_spvalues]
+            out_flat, out_tree = tree_flatten(f(*tree_unflatten(in_tree, tracers)))
+            out_spvalues = [trace.to_sparse_tracer(x)._spvalue for x in out_flat]
+        return tree_unflatten(out_tree, spvalues_to_arrays(spenv, out_spvalues))
+    return wrapped
+
+
+def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
+    """Let ``f`` (written for dense arrays) take and return BCOO/BCSR arrays: by tracing it to a
+    jaxpr and evaluating that with the sparse rules (default), or with ``use_tracer=True`` by
+    running it on ``SparseTracer``s that apply the same rules as it goes."""
+    if use_tracer:
+        return _sparsify_with_tracer(f)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        spenv = SparsifyEnv()
+        spvalues = arrays_to_spvalues(spenv, args)
+        out, out_tree = sparsify_raw(f)(spenv, *spvalues, **kwargs)
+        return tree_unflatten(out_tree, spvalues_to_arrays(spenv, out))
+
     return wrapped
 
 

@@ -8,10 +8,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxkit import numpy as jnp
+from jaxkit.experimental.sparse._compat import safe_zip
 from jaxkit.transforms.vmap import vmap
+from jaxkit.tree_util import tree_leaves, tree_map, tree_unflatten
+from jaxkit.typing import Array
 
 __all__ = ["SparseEfficiencyError", "SparseEfficiencyWarning", "CuSparseEfficiencyWarning",
-           "SparseInfo", "nfold_vmap", "broadcasting_vmap"]
+           "SparseInfo", "nfold_vmap", "broadcasting_vmap",
+           "Array", "flatten_axes", "safe_zip"]  # the last three: re-exported, as in JAX
 
 
 class SparseEfficiencyError(ValueError):
@@ -69,6 +73,27 @@ def broadcasting_vmap(fun, in_axes: Any = 0, out_axes: Any = 0):
         return vmap(fun, in_axes=tuple(new_axes), out_axes=out_axes)(*fixed)
 
     return batched
+
+
+def flatten_axes(name: str, treedef, axis_tree, *, kws: bool = False,
+                 tupled_args: bool = False) -> list:
+    """The axis of each leaf of ``treedef`` given ``axis_tree``, a tree prefix of it whose
+    leaves are ints or None (as ``vmap`` reads ``in_axes``)."""
+    del kws, tupled_args  # they only shape JAX's error hint
+    # Number the leaves, then give every leaf under each prefix leaf that prefix's axis.
+    numbered = tree_unflatten(treedef, list(range(treedef.num_leaves)))
+    axes: list = [None] * treedef.num_leaves
+
+    def assign(axis, subtree):
+        for i in tree_leaves(subtree):
+            axes[i] = axis
+
+    try:
+        tree_map(assign, axis_tree, numbered, is_leaf=lambda x: x is None)
+    except ValueError as e:
+        raise ValueError(f"{name} specification must be a tree prefix of the corresponding "
+                         f"value, got specification {axis_tree!r}: {e}") from None
+    return axes
 
 
 def _count_stored_elements_per_batch(mat, n_batch: int = 0, n_dense: int = 0):
