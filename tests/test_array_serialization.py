@@ -13,6 +13,7 @@ import pytest
 
 import jaxkit
 import jaxkit.numpy as kjnp
+from jaxkit.experimental.layout import Format, Layout
 
 ts = pytest.importorskip("tensorstore")
 from jaxkit.experimental.array_serialization import serialization as kser  # noqa: E402
@@ -22,6 +23,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
 from jax.experimental.array_serialization import serialization as jser  # noqa: E402
 from jax.experimental.array_serialization import tensorstore_impl as jts  # noqa: E402
+from jax.experimental.layout import Format as JFormat  # noqa: E402
 
 RECORDS = [((4, 6), np.float32), ((5,), np.int32), ((), np.float32), ((2, 3, 4), np.int8),
            ((3, 2), np.float16), ((0, 3), np.float32), ((7,), np.bool_), ((2, 2), np.uint32)]
@@ -93,6 +95,21 @@ def test_read_pads_and_casts_like_jax(tmp_path):
     (struct,) = kser.run_deserialization([jaxkit.ShapeDtypeStruct((4, 6), np.int32)],
                                          [kser.get_tensorstore_spec(path)])
     assert struct.dtype == np.int32 and int(struct[3, 5]) == 23
+
+
+def test_read_into_a_format_like_jax(tmp_path):
+    # a Format names the sharding (and the layout) to read into, as in JAX
+    path = str(tmp_path / "x")
+    kser.run_serialization([kjnp.arange(6.0).reshape(2, 3)], [kser.get_tensorstore_spec(path)])
+    (ours,) = kser.run_deserialization([Format(None, _kit_sharding())],
+                                       [kser.get_tensorstore_spec(path)])
+    (theirs,) = jser.run_deserialization([JFormat(None, _jax_sharding())],
+                                         [jser.get_tensorstore_spec(path)])
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    assert kser.Format is Format
+    with pytest.raises(NotImplementedError, match="row-major"):
+        kser.run_deserialization([Format(Layout((1, 0)), _kit_sharding())],
+                                 [kser.get_tensorstore_spec(path)])
 
 
 SPEC_CASES = [

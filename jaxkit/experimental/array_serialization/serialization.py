@@ -25,13 +25,13 @@ from jaxkit.api import process_count, process_index
 from jaxkit.experimental.array_serialization import tensorstore_impl as ts_impl
 from jaxkit.experimental.array_serialization.tensorstore_impl import (  # noqa: F401
     _run_deserialization as run_deserialization, _run_serialization as run_serialization,
-    _TS_CONTEXT as TS_CONTEXT, async_deserialize, async_serialize)
+    _TS_CONTEXT as TS_CONTEXT, Format, async_deserialize, async_serialize)
 
 # This module's specs are the older layout: a zarr array per path, no OCDBT database.
 get_tensorstore_spec = functools.partial(ts_impl.get_tensorstore_spec, driver="zarr",
                                          ocdbt=False)
 
-__all__ = ["AsyncManager", "BarrierTimeoutError", "GlobalAsyncCheckpointManager",
+__all__ = ["AsyncManager", "BarrierTimeoutError", "Format", "GlobalAsyncCheckpointManager",
            "GlobalAsyncCheckpointManagerBase", "TS_CONTEXT", "async_deserialize",
            "async_serialize", "get_tensorstore_spec", "is_remote_storage",
            "run_deserialization", "run_serialization"]

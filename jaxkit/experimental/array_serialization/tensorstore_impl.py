@@ -27,6 +27,7 @@ import tensorstore as ts
 from jaxkit import dtypes
 from jaxkit.api import ShapeDtypeStruct, process_count
 from jaxkit.api_extra import make_array_from_callback
+from jaxkit.experimental.layout import Format, Layout
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array
 
@@ -312,6 +313,15 @@ def estimate_read_memory_footprint(t: ts.TensorStore, domain: ts.IndexDomain | N
 
 
 def _sharding_and_dtype(in_type: Any, dtype: Any) -> tuple[Any, Any]:
+    if isinstance(in_type, Format):
+        # jaxkit's arrays are laid out row-major; another layout cannot be honoured, and is
+        # refused rather than ignored
+        layout = in_type.layout
+        if isinstance(layout, Layout) and layout.major_to_minor != tuple(
+                range(len(layout.major_to_minor))):
+            raise NotImplementedError(f"deserializing into {in_type}: jaxkit reads arrays in "
+                                      "the default (row-major) layout only")
+        in_type = in_type.sharding
     if isinstance(in_type, ShapeDtypeStruct):
         device = pjrt.default_device()
         return make_single_device_sharding(device), in_type.dtype if dtype is None else dtype
