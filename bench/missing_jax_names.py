@@ -48,6 +48,7 @@ NAME_OWNERS = {
 # Module prefix -> why its names are not counted.
 NOT_COUNTED = {
     "jax.experimental.pallas": "Pallas kernels need TPU/GPU Mosaic/Triton backends",
+    "jax.extend.pallas": "Pallas kernels need TPU/GPU Mosaic/Triton backends",
     "jax.experimental.mosaic": "Mosaic is TPU/GPU-only",
     "jax.experimental.jax2tf": "needs TensorFlow",
     "jax.experimental.colocated_python": "needs multi-host IFRT colocated Python",

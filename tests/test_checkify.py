@@ -155,3 +155,15 @@ def test_eager_op_on_an_array_sharded_over_one_device():
     x = jaxkit.device_put(np.ones((1, 2)), jaxkit.sharding.NamedSharding(
         mesh, jaxkit.sharding.PartitionSpec("d")))
     np.testing.assert_allclose(np.asarray(x + x), 2 * np.ones((1, 2)))
+
+
+def test_init_error_is_the_error_of_no_check():
+    # JAX's starting value when errors are combined by hand: nothing failed, a pytree that
+    # passes through jit, and check_error of it raises nothing (eagerly or traced)
+    err = checkify.init_error
+    assert err.get() is None and err.get_exception() is None
+    assert jaxkit.jit(lambda e: e)(err).get() is None
+    checkify.check_error(err)
+    checked = checkify.checkify(lambda x: (checkify.check_error(checkify.init_error), x)[1])
+    e, out = checked(jnp.ones(2))
+    assert e.get() is None and np.asarray(out).tolist() == [1.0, 1.0]

@@ -42,7 +42,7 @@ from jaxkit.transforms.pmap import bind_pmap, pmap_p
 __all__ = ["DivisionByZeroError", "Error", "ErrorCategory", "FailedCheckError", "JaxException",
            "JaxRuntimeError", "NaNError", "OOBError", "all_checks", "automatic_checks", "check",
            "check_error", "checkify", "debug_check", "div_checks", "float_checks",
-           "index_checks", "nan_checks", "user_checks"]
+           "index_checks", "init_error", "nan_checks", "user_checks"]
 
 
 class JaxRuntimeError(ValueError):
@@ -172,6 +172,9 @@ def _error_unflatten(sites, children):
 
 
 tree_util.register_pytree_node(Error, _error_flatten, _error_unflatten)
+
+# The error of no check at all (JAX's starting value when errors are combined by hand).
+init_error = Error((), (), (), np.int32(-1))
 
 
 @dataclasses.dataclass(frozen=True)
