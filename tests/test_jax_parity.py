@@ -545,7 +545,34 @@ print(jax.jit(jax.vmap(sq))(np.array([2., 3.]), np.array([10., 20.])))
 print(jax.make_jaxpr(jax.grad(sq))(2., 10.))
 """
 
+# debugging/flags.md: with jax_debug_nans, each jit whose output has a NaN says so and runs its
+# de-optimized version (jnp functions are jits too), until a primitive raises eagerly.
+DEBUG_NANS_DEOPTIMIZED = """
+import numpy as np
+x = jnp.array([np.nan, 1.0])
+
+def f(x):
+    w = 3 * jnp.square(x)
+    return jnp.log(-w)
+
+@jax.jit
+def g(x):
+    return jnp.sin(x) + x / x * 2
+
+inner = jax.jit(lambda y: lax.sqrt(y - 1.0))
+with jax.debug_nans(True):
+    for fn, a in [(jax.jit(lambda x: x * 2), x), (jax.jit(lambda x: jnp.log(x) * 2), -jnp.ones(2)),
+                  (f, 5.), (jax.jit(f), 5.), (g, jnp.zeros(2)), (g, jnp.zeros(2)),
+                  (jax.jit(lambda x: inner(x) * 2), jnp.zeros(3)),
+                  (lambda x: lax.div(x, x), jnp.zeros(2))]:
+        try:
+            fn(a)
+        except FloatingPointError as e:
+            print(type(e).__name__, e)
+"""
+
 RECORDS = {
+    "debug_nans_deoptimized": DEBUG_NANS_DEOPTIMIZED,
     "custom_primitive_api": CUSTOM_PRIMITIVE_API,
     "checkpoint_trace_cache": CHECKPOINT_TRACE_CACHE,
     "jvp_weak_types": JVP_WEAK_TYPES,

@@ -306,7 +306,8 @@ class JitFunction:
         if config.jax_debug_nans:
             out = compiled.run_flat(flat, avals)
             debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
-                                        tree_util.tree_leaves(out))
+                                        tree_util.tree_leaves(out),
+                                        lambda: self._fun(*args, **kwargs))
             return out
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
             type(x) in _leaf_avals for x in dyn_args)
