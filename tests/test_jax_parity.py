@@ -571,7 +571,26 @@ with jax.debug_nans(True):
             print(type(e).__name__, e)
 """
 
+# jax-primitives.md tells tracers apart by their class names; zeros of a weak scalar are a
+# literal in a jaxpr (JAX folds the conversion of the Python int).
+TRACER_CLASSES_AND_WEAK_ZEROS = """
+def show(x):
+    print(type(x).__name__, x)
+    return x
+
+jax.jit(show)(1.0)
+jax.grad(show)(1.0)
+jax.jvp(show, (1.0,), (1.0,))
+jax.vmap(show)(jnp.ones(2))
+print(jax.make_jaxpr(lambda x: jnp.zeros_like(x))(2.0))
+print(jax.make_jaxpr(lambda x: x * jnp.ones_like(x))(2.0))
+print(jax.make_jaxpr(lambda x: x * lax.full_like(x, 3))(jnp.ones(2)))
+print(jax.make_jaxpr(lambda x: x * jnp.zeros_like(x))(1))
+print(jnp.zeros_like(2.0), jax.jit(lambda x: jnp.zeros_like(x))(2.0))
+"""
+
 RECORDS = {
+    "tracer_classes_and_weak_zeros": TRACER_CLASSES_AND_WEAK_ZEROS,
     "debug_nans_deoptimized": DEBUG_NANS_DEOPTIMIZED,
     "custom_primitive_api": CUSTOM_PRIMITIVE_API,
     "checkpoint_trace_cache": CHECKPOINT_TRACE_CACHE,

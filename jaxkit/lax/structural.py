@@ -457,9 +457,9 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
         # JAX folds the conversion of a host constant while tracing: a literal, no equation.
         return np.asarray(operand).astype(new_dtype)[()]
     if weak_type and type(operand) is int and core.current_trace() is not core.eval_trace:
-        # A Python int made a weakly typed float or complex (``full_like(x, 0)`` of a weak
+        # A Python int made a weakly typed int, float or complex (``full_like(x, 0)`` of a weak
         # ``x``): JAX folds it too. The literal is a Python scalar, weak as the result.
-        for kind in (float, complex):
+        for kind in (int, float, complex):
             if new_dtype == dtypes.canonicalize_dtype(dtypes.dtype(kind(0))):
                 return kind(operand)
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
