@@ -37,14 +37,20 @@ def test_eager_names_primitive(fun, prim):
         fun()
 
 
+DEOPTIMIZED = ("Invalid nan value encountered in the output of a jax.jit function. Calling "
+               "the de-optimized version.\n")
+
+
 @pytest.mark.usefixtures("debug_nans")
-def test_jit_reruns_op_by_op_to_find_the_primitive():
+def test_jit_reruns_deoptimized_to_find_the_primitive(capsys):
     @jaxkit.jit
     def f(x):
         return jnp.sin(x) + x / x * 2
 
-    with pytest.raises(FloatingPointError, match=r"encountered in div\n.*jitted function f"):
+    with pytest.raises(FloatingPointError, match=r"^invalid value \(nan\) encountered in div$"):
         f(jnp.zeros(2))
+    # As JAX: f's jit reports, then the division's (jnp functions are jits) when f re-runs.
+    assert capsys.readouterr().out == DEOPTIMIZED * 2
     with pytest.raises(FloatingPointError, match="encountered in div"):
         f(jnp.zeros(2))  # the cached executable (and its fast path) is checked too
 
@@ -57,9 +63,17 @@ def test_jit_finds_primitive_in_nested_jit():
 
 
 @pytest.mark.usefixtures("debug_nans")
-def test_jit_nan_from_input_is_reported_as_such():
-    with pytest.raises(FloatingPointError, match="comes from an input"):
-        jaxkit.jit(lambda x: x * 2)(jnp.array([np.nan, 1.0]))
+def test_jit_nan_from_input_blames_the_first_op_as_jax():
+    x = jnp.array([np.nan, 1.0])  # (made eagerly, before the check is on)
+    with pytest.raises(FloatingPointError, match=r"^invalid value \(nan\) encountered in mul$"):
+        jaxkit.jit(lambda x: x * 2)(x)
+
+
+@pytest.mark.usefixtures("debug_nans")
+def test_jit_nan_no_op_made_says_so():
+    nan = jaxkit.jit(lambda: jnp.float32(np.nan))  # a NaN literal: no operation makes it
+    with pytest.raises(FloatingPointError, match="de-optimized function"):
+        nan()
 
 
 @pytest.mark.usefixtures("debug_nans")

@@ -481,7 +481,118 @@ print_saved_residuals(jax.checkpoint(lambda w, x: loss(w, x),
 print_saved_residuals(jax.checkpoint(loss, policy=policies.dots_saveable), w[:2], x)
 """
 
+# jax-primitives.md: a user-defined primitive with its rules, registered in the tables JAX
+# names (tuples handed to the JVP and batching rules, tracer classes named as JAX's).
+CUSTOM_PRIMITIVE_API = """
+import numpy as np
+from jax.extend import core as xcore
+from jax.extend.mlir.dialects import stablehlo as hlo
+from jax.interpreters import ad, batching, mlir
+
+fma_p = xcore.Primitive("fma_demo")
+fma_p.def_impl(lambda x, y, z: np.add(np.multiply(x, y), z))
+fma_p.def_abstract_eval(lambda x, y, z: jax.core.ShapedArray(x.shape, x.dtype))
+
+def fma(x, y, z):
+    return fma_p.bind(x, y, z)
+
+def fma_jvp(primals, tangents):
+    print("jvp", type(primals).__name__, type(tangents).__name__, tangents)
+    x, y, z = primals
+    xt, yt, zt = tangents
+    xt = jnp.zeros_like(x) if type(xt) is ad.Zero else xt
+    yt = jnp.zeros_like(y) if type(yt) is ad.Zero else yt
+    zt = jnp.zeros_like(z) if type(zt) is ad.Zero else zt
+    return fma(x, y, z), fma(xt, y, fma(x, yt, zt))
+
+def fma_transpose(ct, x, y, z):
+    # (ct, and z made from it, under jit: constants here, JitTracers in JAX)
+    print("transpose", x, y)
+    if not ad.is_undefined_primal(x):
+        return None, fma(x, ct, jnp.zeros_like(ct)), ct
+    return fma(ct, y, jnp.zeros_like(ct)), None, ct
+
+def fma_batch(vals, dims):
+    print("batch", type(vals).__name__, dims)
+    return fma(*vals), dims[0]
+
+def fma_lowering(ctx, x, y, z):
+    return [hlo.AddOp(hlo.MulOp(x, y), z).result]
+
+ad.primitive_jvps[fma_p] = fma_jvp
+ad.primitive_transposes[fma_p] = fma_transpose
+batching.primitive_batchers[fma_p] = fma_batch
+print(mlir.register_lowering(fma_p, fma_lowering, platform="cpu"))
+try:
+    mlir.register_lowering(fma_p, fma_lowering, platform="nosuch")
+except NotImplementedError as e:
+    print(type(e).__name__, "unknown platform" in str(e))
+
+def show(f):
+    def g(*args):
+        print(f.__name__, [type(a).__name__ for a in args], *args)
+        return f(*args)
+    return g
+
+sq = lambda a, b: fma(a, a, b)
+print(fma(2., 3., 4.))
+print(jax.jit(show(sq))(2., 10.))
+print(jax.jvp(sq, (2., 10.), (1., 1.)))
+print(jax.grad(show(sq))(2., 10.))
+print(jax.jit(jax.grad(sq))(2., 10.))
+print(jax.vmap(show(sq))(np.array([2., 3.]), np.array([10., 20.])))
+print(jax.jit(jax.vmap(sq))(np.array([2., 3.]), np.array([10., 20.])))
+print(jax.make_jaxpr(jax.grad(sq))(2., 10.))
+"""
+
+# debugging/flags.md: with jax_debug_nans, each jit whose output has a NaN says so and runs its
+# de-optimized version (jnp functions are jits too), until a primitive raises eagerly.
+DEBUG_NANS_DEOPTIMIZED = """
+import numpy as np
+x = jnp.array([np.nan, 1.0])
+
+def f(x):
+    w = 3 * jnp.square(x)
+    return jnp.log(-w)
+
+@jax.jit
+def g(x):
+    return jnp.sin(x) + x / x * 2
+
+inner = jax.jit(lambda y: lax.sqrt(y - 1.0))
+with jax.debug_nans(True):
+    for fn, a in [(jax.jit(lambda x: x * 2), x), (jax.jit(lambda x: jnp.log(x) * 2), -jnp.ones(2)),
+                  (f, 5.), (jax.jit(f), 5.), (g, jnp.zeros(2)), (g, jnp.zeros(2)),
+                  (jax.jit(lambda x: inner(x) * 2), jnp.zeros(3)),
+                  (lambda x: lax.div(x, x), jnp.zeros(2))]:
+        try:
+            fn(a)
+        except FloatingPointError as e:
+            print(type(e).__name__, e)
+"""
+
+# jax-primitives.md tells tracers apart by their class names; zeros of a weak scalar are a
+# literal in a jaxpr (JAX folds the conversion of the Python int).
+TRACER_CLASSES_AND_WEAK_ZEROS = """
+def show(x):
+    print(type(x).__name__, x)
+    return x
+
+jax.jit(show)(1.0)
+jax.grad(show)(1.0)
+jax.jvp(show, (1.0,), (1.0,))
+jax.vmap(show)(jnp.ones(2))
+print(jax.make_jaxpr(lambda x: jnp.zeros_like(x))(2.0))
+print(jax.make_jaxpr(lambda x: x * jnp.ones_like(x))(2.0))
+print(jax.make_jaxpr(lambda x: x * lax.full_like(x, 3))(jnp.ones(2)))
+print(jax.make_jaxpr(lambda x: x * jnp.zeros_like(x))(1))
+print(jnp.zeros_like(2.0), jax.jit(lambda x: jnp.zeros_like(x))(2.0))
+"""
+
 RECORDS = {
+    "tracer_classes_and_weak_zeros": TRACER_CLASSES_AND_WEAK_ZEROS,
+    "debug_nans_deoptimized": DEBUG_NANS_DEOPTIMIZED,
+    "custom_primitive_api": CUSTOM_PRIMITIVE_API,
     "checkpoint_trace_cache": CHECKPOINT_TRACE_CACHE,
     "jvp_weak_types": JVP_WEAK_TYPES,
     "error_classes": ERROR_CLASSES,

@@ -75,6 +75,39 @@ def test_compiled_formats_match_jax(fun, args, kwargs):
     assert ours == theirs
 
 
+def _formats_through_jit(J, L):
+    """notebooks/layout.md: compile with ``Format(Layout.AUTO)`` shardings, read the formats
+    back, and compile another function whose outputs are given those formats."""
+    duck = J.ShapeDtypeStruct((8, 16), np.float32)
+    apply_exe = J.jit(lambda x, y: (x[0, :], y[:, 0]), in_shardings=L.Format(L.Layout.AUTO),
+                      out_shardings=L.Format(L.Layout.AUTO)).trace(duck, duck).lower().compile()
+    arg_formats, kwarg_formats = apply_exe.input_formats
+    init_exe = J.jit(lambda x, y: (x * 2, y * 3), out_shardings=arg_formats).trace(
+        duck, duck).lower().compile()
+    out = init_exe(np.ones((8, 16), np.float32), np.ones((8, 16), np.float32))
+    return (repr(arg_formats), kwarg_formats, repr(apply_exe.output_formats),
+            init_exe.output_formats == arg_formats, repr(out[1].format),
+            np.asarray(out[1]).sum().item())
+
+
+def test_jit_accepts_formats_as_jax():
+    got, expected = _both(_formats_through_jit)
+    assert got == expected
+
+
+@pytest.mark.parametrize("fmt", [
+    lambda: klayout.Format(klayout.Layout((1, 0)), jaxkit.sharding.SingleDeviceSharding(
+        jaxkit.devices()[0])),
+    lambda: klayout.Format(klayout.Layout((0, 1), ((8, 128),)),
+                           jaxkit.sharding.SingleDeviceSharding(jaxkit.devices()[0])),
+])
+def test_jit_with_a_layout_it_cannot_honour_says_so(fmt):
+    # JAX relays the buffers out around the call; jaxkit compiles row-major only, and says so.
+    with pytest.raises(NotImplementedError, match="default row-major layout only"):
+        jaxkit.jit(lambda x: x * 2, in_shardings=fmt())
+
+
+
 @pytest.mark.parametrize("m2m", [(1, 0), (0, 1)])
 def test_eager_with_layout_constraint_keeps_the_values(m2m):
     def build(J, L):

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 import pytest
 
 from jaxkit._src_compat import util as kit_util
+from jaxkit._src_compat import xla_bridge as kit_xb
+from jaxkit._src_compat.lib import xla_client as kit_xc
 
 jax_util = pytest.importorskip("jax._src.util")
+jax_xb = pytest.importorskip("jax._src.xla_bridge")
+jax_xc = pytest.importorskip("jax._src.lib.xla_client")
 
 CASES = [
     ("map_one", lambda u: u.safe_map(abs, [-1, 2, -3])),
@@ -31,3 +37,36 @@ def _outcome(fn, module):
 @pytest.mark.parametrize("fn", [c[1] for c in CASES], ids=[c[0] for c in CASES])
 def test_matches_jax(fn):
     assert _outcome(fn, kit_util) == _outcome(fn, jax_util)
+
+
+# ``jax._src.xla_bridge.get_backend`` and ``jax._src.lib.xla_client`` (autodidax's XLA backend):
+# the backend is jaxlib's PjRt client, on which a StableHLO module compiles and runs directly.
+_ADD_ONE = """
+func.func public @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+  %c = stablehlo.constant dense<1.0> : tensor<3xf32>
+  %0 = stablehlo.add %arg0, %c : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
+
+
+class _Aval:
+    shape, dtype, weak_type = (3,), np.dtype("float32"), False
+
+
+def _run_on_client(xb, xc):
+    backend = xb.get_backend(None)
+    device = backend.devices()[0]
+    compiled = backend.compile_and_load(_ADD_ONE, backend.devices()[:1])
+    buf = xc.batched_device_put(_Aval(), xc.GSPMDSharding((device,), xc.OpSharding()),
+                                [np.arange(3, dtype=np.float32)], [device], True,
+                                enable_x64=True)
+    return type(backend).__name__, np.asarray(compiled.execute([buf])[0])
+
+
+def test_backend_is_the_pjrt_client_as_in_jax():
+    kit_name, kit_out = _run_on_client(kit_xb, kit_xc)
+    jax_name, jax_out = _run_on_client(jax_xb, jax_xc)
+    assert kit_name == jax_name
+    np.testing.assert_array_equal(kit_out, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(kit_out, jax_out)

@@ -22,6 +22,7 @@ from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.runtime import layouts, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.transforms import jit as jit_module
 from jaxkit.transforms.stages import Compiled
 
 __all__ = ["Format", "Layout", "with_layout_constraint"]
@@ -137,7 +138,7 @@ def _compiled_formats(compiled: Compiled) -> tuple[list[Format], list[Format]]:
         in_shardings = list(compiled.program.plan.in_shardings)
         out_shardings = list(compiled.program.out_shardings)
     else:
-        single = pjrt.Sharding(exe.device)
+        single = pjrt.backend_of(exe.device).shardings[exe.device]  # the device's one instance
         in_shardings, out_shardings = [single] * len(params), [single] * len(outs)
     # Large closed-over constants are leading parameters of the executable: not arguments.
     params = params[len(params) - len(in_shardings):]
@@ -156,6 +157,38 @@ def _output_formats(self: Compiled) -> Any:
     _, outs = _compiled_formats(self)
     return tree_util.tree_unflatten(self.out_tree, outs)
 
+
+# ---- Format in jit's in_shardings/out_shardings -----------------------------------------------
+def _is_default_layout(layout: Layout) -> bool:
+    """Row-major, untiled, with the dtype's own element size: how jaxkit lays out every array
+    and every executable's parameters and results."""
+    return (layout.major_to_minor == tuple(range(len(layout.major_to_minor)))
+            and not layout.tiling and layout.sub_byte_element_size_in_bits == 0)
+
+
+def _format_as_jit_sharding(fmt: Format) -> Any:
+    """The sharding ``jit`` uses for ``Format(layout, sharding)`` in its in/out shardings.
+
+    ``Layout.AUTO`` lets XLA choose; on CPU it chooses the default (row-major) layout, which is
+    the one jaxkit compiles for, as is an explicit row-major ``Layout``. Another layout would
+    need buffers relaid out around the call, which jaxkit does not do."""
+    layout, sharding = fmt.layout, fmt.sharding
+    if isinstance(layout, Layout) and not _is_default_layout(layout):
+        raise NotImplementedError(
+            f"jit with in_shardings/out_shardings {fmt}: jaxkit compiles parameters and results "
+            f"in the default row-major layout only; pass Format(Layout.AUTO) or a Layout with "
+            f"major_to_minor=(0, 1, ...), or lay the value out with with_layout_constraint.")
+    if isinstance(sharding, pjrt.Sharding):
+        if sharding.device_set != {pjrt.default_device()}:
+            raise NotImplementedError(
+                f"jit with in_shardings/out_shardings {fmt}: a single-device sharding on a "
+                f"device other than the default one; use a NamedSharding over a mesh, or "
+                f"jax.device_put the arguments onto that device.")
+        return None  # a program on the default device: where jaxkit runs it unpartitioned
+    return sharding
+
+
+jit_module.sharding_forms[Format] = _format_as_jit_sharding
 
 Array.format = property(_array_format)
 ShardedArray.format = property(_array_format)

@@ -40,6 +40,9 @@ from jaxkit.interpreters import state
 
 jvp_rules: dict[core.Primitive, Callable] = {}
 transpose_rules: dict[core.Primitive, Callable] = {}
+# The names JAX gives these tables (users register their own primitives' rules in them).
+primitive_jvps = jvp_rules
+primitive_transposes = transpose_rules
 # Primitives declared linear (or bilinear) through the helpers below: they need a transpose.
 linear_primitives: set[core.Primitive] = set()
 
@@ -53,7 +56,7 @@ class Zero:
         self.aval = aval
 
     def __repr__(self):
-        return f"Zero({self.aval.str_short()})"
+        return f"Zero({self.aval})"
 
 
 class UndefinedPrimal:
@@ -65,7 +68,7 @@ class UndefinedPrimal:
         self.aval = aval
 
     def __repr__(self):
-        return f"UndefinedPrimal({self.aval.str_short()})"
+        return f"UndefinedPrimal({self.aval})"
 
 
 def is_undefined_primal(x) -> bool:
@@ -285,12 +288,26 @@ class JVPTracer(core.Tracer):
         return operator.index(self.primal)
 
     def __repr__(self):
-        # As JAX 0.10.2: under grad/vjp/linearize the tangent is being recorded (its type is
-        # shown); under jvp it is a value.
-        t = self.tangent
-        if isinstance(t, core.Tracer) and type(t._trace).__name__ == "JaxprTrace":
-            return f"GradTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
-        return f"JVPTracer(primal={self.primal}, tangent={t})"
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
+
+class LinearizeTracer(JVPTracer):
+    """A JVP tracer whose tangent is being recorded (grad, vjp, linearize): a class of its own,
+    named as JAX's, because user code tells tracers apart by their type's name."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        # As JAX 0.10.2: the tangent's type is shown, not the tangent.
+        return f"GradTracer(primal={self.primal}, typeof(tangent)={self.tangent.aval.str_short()})"
+
+
+def _jvp_tracer(trace: JVPTrace, primal, tangent) -> JVPTracer:
+    """A ``LinearizeTracer`` when the tangent is recorded into a linear jaxpr (a tracer of a
+    ``JaxprTrace``), else a ``JVPTracer``."""
+    if isinstance(tangent, pe.JaxprTracer) and type(tangent._trace) is pe.JaxprTrace:
+        return LinearizeTracer(trace, primal, tangent)
+    return JVPTracer(trace, primal, tangent)
 
 
 class JVPTrace(core.Trace):
@@ -320,7 +337,8 @@ class JVPTrace(core.Trace):
         if rule is None:
             _missing_jvp(primitive)
         with core.set_current_trace(self.parent):
-            primal_out, tangent_out = rule(primals, tangents, **params)
+            # Tuples, as JAX passes them (user rules may print or compare them).
+            primal_out, tangent_out = rule(tuple(primals), tuple(tangents), **params)
         if primitive.multiple_results:
             return [self.box(p, t) for p, t in zip(primal_out, tangent_out)]
         return self.box(primal_out, tangent_out)
@@ -330,7 +348,7 @@ class JVPTrace(core.Trace):
         a ``float0`` value)."""
         if tangent is None or is_zero(tangent):
             return primal
-        return JVPTracer(self, primal, tangent)
+        return _jvp_tracer(self, primal, tangent)
 
 
 def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: bool = False,
@@ -419,7 +437,7 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
     try:
         tangents = [ptrace.new_arg(a) if nz else Zero(a) for a, nz in zip(in_avals, nonzero)]
         with core.new_trace(jtrace):
-            ins = [JVPTracer(jtrace, p, t) if nz else p
+            ins = [_jvp_tracer(jtrace, p, t) if nz else p
                    for p, t, nz in zip(primals, tangents, nonzero)]
             with _transform_names("jvp"):
                 outs = fun(*ins)

@@ -41,6 +41,30 @@ from jaxkit.interpreters import partial_eval as pe
 batch_rules: dict[core.Primitive, Callable] = {}
 named_axis_rules: set[core.Primitive] = set()
 not_mapped = None
+# JAX's name for ``batch_rules``: its rules take the axis data first, as jaxkit's do.
+fancy_primitive_batchers = batch_rules
+
+
+class _AxisFreeBatchers:
+    """``primitive_batchers[prim] = rule``: JAX's way for users to register a batching rule
+    that does not take the axis data, ``rule(batched_args, batch_dims, **params)``; it is
+    stored in ``batch_rules`` behind an adapter that drops the axis data."""
+
+    def __setitem__(self, prim: core.Primitive, rule: Callable) -> None:
+        def adapted(axis_data, vals, dims, **params):
+            del axis_data
+            return rule(tuple(vals), tuple(dims), **params)  # tuples, as JAX passes them
+
+        batch_rules[prim] = adapted
+
+    def __delitem__(self, prim: core.Primitive) -> None:
+        del batch_rules[prim]
+
+    def __contains__(self, prim: core.Primitive) -> bool:
+        return prim in batch_rules
+
+
+primitive_batchers = _AxisFreeBatchers()
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,11 +34,30 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
 
 lowering_rules: dict[core.Primitive, Callable] = {}
+# Rules for one platform, which take precedence over ``lowering_rules`` when lowering for it.
+_PLATFORM_ALIASES = {"cpu": ("cpu",), "cuda": ("cuda",), "rocm": ("rocm",), "tpu": ("tpu",),
+                     "gpu": ("cuda", "rocm")}
+platform_lowering_rules: dict[str, dict[core.Primitive, Callable]] = {
+    p: {} for p in ("cpu", "cuda", "rocm", "tpu")}
 
 
-def register_lowering(prim: core.Primitive, rule: Callable) -> Callable:
-    lowering_rules[prim] = rule
-    return rule
+def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None = None,
+                      inline: bool = True, cacheable: bool = True) -> None:
+    """Register ``rule(ctx, *operands, **params)`` as the lowering of ``prim`` (for every
+    platform, or only for ``platform``). A rule returns the result's ``ir.Value`` (a sequence of
+    them for a multiple-results primitive); a one-element sequence, the form JAX's rules
+    return, is accepted too. ``inline``/``cacheable`` are accepted as in JAX: jaxkit always
+    emits rules inline and caches by the whole jaxpr."""
+    del inline, cacheable
+    if platform is None:
+        lowering_rules[prim] = rule
+        return
+    if platform not in _PLATFORM_ALIASES:
+        raise NotImplementedError(
+            f"Registering an MLIR lowering rule for primitive {prim} for an unknown platform "
+            f"{platform}. Known platforms are: {', '.join(sorted(_PLATFORM_ALIASES))}.")
+    for p in _PLATFORM_ALIASES[platform]:
+        platform_lowering_rules[p][prim] = rule
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,6 +252,7 @@ class ModuleContext:
     host_callbacks: list = field(default_factory=list)
     name_stack: str = ""  # ``jit(f)``: the op_name prefix of every equation's ops
     locations: dict = field(default_factory=dict)  # (primitive, SourceInfo) -> ir.Location
+    platform: str = "cpu"  # whose ``platform_lowering_rules`` apply
 
 
 @dataclass
@@ -269,7 +289,8 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     for eqn in jaxpr.eqns:
-        rule = lowering_rules.get(eqn.primitive)
+        rule = (platform_lowering_rules[ctx.platform].get(eqn.primitive)
+                or lowering_rules.get(eqn.primitive))
         if rule is None:
             raise NotImplementedError(f"lowering rule for '{eqn.primitive.name}' is not "
                                       "implemented")
@@ -280,7 +301,7 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         with eqn_location(ctx, eqn), source_info.user_context(eqn.source_info):
             outs = rule(rule_ctx, *map(read, eqn.invars), **eqn.params)
             names = source_info.current_name_stack()
-        if not eqn.primitive.multiple_results:
+        if not eqn.primitive.multiple_results and not isinstance(outs, (list, tuple)):
             outs = [outs]
         outs = list(outs)
         if names.stack:

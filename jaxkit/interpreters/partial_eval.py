@@ -77,10 +77,19 @@ class JaxprTracer(core.Tracer):
         return self._aval
 
     def __repr__(self):
+        # JAX 0.10.2's form for the tracers of partial evaluation (linearize's tangents).
+        return f"Traced<{self._aval}:{type(self._trace).__name__}>"
+
+
+class DynamicJaxprTracer(JaxprTracer):
+    """A tracer of a ``DynamicJaxprTrace`` (jit, make_jaxpr, control-flow bodies): a class of
+    its own, named as JAX's, because user code tells tracers apart by their type's name."""
+
+    __slots__ = ()
+
+    def __repr__(self):
         # JAX 0.10.2 prints the tracers of jit/make_jaxpr tracing as ``JitTracer(~float32[])``.
-        if type(self._trace) is DynamicJaxprTrace:
-            return f"JitTracer({self._aval})"
-        return f"Traced<{self._aval}>with<{type(self._trace).__name__}>"
+        return f"JitTracer({self._aval})"
 
 
 _literalable_types = (bool, int, float, complex, np.bool_, np.number,
@@ -91,6 +100,7 @@ class _RecordingTrace(core.Trace):
     """What both traces share: the jaxpr being recorded (inputs, constants, equations)."""
 
     __slots__ = ("_const_ids", "_names_prefix", "constvals", "constvars", "eqns", "invars")
+    tracer_type: type[JaxprTracer] = JaxprTracer
 
     def __init__(self, parent: core.Trace | None = None):
         super().__init__(parent)
@@ -106,7 +116,7 @@ class _RecordingTrace(core.Trace):
         """A new input of the recorded jaxpr."""
         var = Var(aval)
         self.invars.append(var)
-        return JaxprTracer(self, aval, var)
+        return self.tracer_type(self, aval, var)
 
     def to_atom(self, x) -> Var | Literal:
         """The jaxpr atom for ``x``: its variable if it is this trace's tracer, a literal for
@@ -145,7 +155,7 @@ class _RecordingTrace(core.Trace):
         # process_primitive or a rule), both jaxkit's.
         self.eqns.append(JaxprEqn(primitive, invars, outvars, params,
                                   source_info.current(3, self._names_prefix)))
-        tracers = [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
+        tracers = [self.tracer_type(self, a, v) for a, v in zip(out_avals, outvars)]
         return tracers if primitive.multiple_results else tracers[0]
 
     def stage(self, primitive: core.Primitive, args: Sequence, out_avals: Sequence[ShapedArray],
@@ -156,7 +166,7 @@ class _RecordingTrace(core.Trace):
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params),
                                   source_info.current(3, self._names_prefix)))
-        return [JaxprTracer(self, a, v) for a, v in zip(out_avals, outvars)]
+        return [self.tracer_type(self, a, v) for a, v in zip(out_avals, outvars)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,6 +178,7 @@ class DynamicJaxprTrace(_RecordingTrace):
     """Records every primitive applied to its tracers as a jaxpr equation."""
 
     __slots__ = ("debug",)
+    tracer_type = DynamicJaxprTracer
 
     def __init__(self, debug: DebugInfo | None = None):
         super().__init__()

@@ -456,6 +456,12 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
              not dtypes.issubdtype(aval.dtype, np.complexfloating)):
         # JAX folds the conversion of a host constant while tracing: a literal, no equation.
         return np.asarray(operand).astype(new_dtype)[()]
+    if weak_type and type(operand) is int and core.current_trace() is not core.eval_trace:
+        # A Python int made a weakly typed int, float or complex (``full_like(x, 0)`` of a weak
+        # ``x``): JAX folds it too. The literal is a Python scalar, weak as the result.
+        for kind in (int, float, complex):
+            if new_dtype == dtypes.canonicalize_dtype(dtypes.dtype(kind(0))):
+                return kind(operand)
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
@@ -600,8 +606,10 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     weak = dtype is None and dtypes.is_weakly_typed(x)
     dtype = dtypes.dtype(x) if dtype is None else dtypes.canonicalize_dtype(dtype)
     if weak:
-        return broadcast_in_dim(convert_element_type(fill_value, dtype, True),
-                                tuple(fill_shape), ())
+        scalar = convert_element_type(fill_value, dtype, True)
+        if not tuple(fill_shape) and isinstance(scalar, (int, float, complex)):
+            return scalar  # folded to a weak literal while tracing: rank 0 needs nothing more
+        return broadcast_in_dim(scalar, tuple(fill_shape), ())
     return full(fill_shape, fill_value, dtype)
 
 

@@ -306,7 +306,8 @@ class JitFunction:
         if config.jax_debug_nans:
             out = compiled.run_flat(flat, avals)
             debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
-                                        tree_util.tree_leaves(out))
+                                        tree_util.tree_leaves(out),
+                                        lambda: self._fun(*args, **kwargs))
             return out
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
             type(x) in _leaf_avals for x in dyn_args)
@@ -629,6 +630,20 @@ def _shardings_key(shardings) -> Any:
     return tuple(leaves), treedef
 
 
+# Types that stand for a sharding in jit's in_shardings/out_shardings, with the function that
+# gives the sharding (or None) jit uses for them: layout.Format registers itself (it lives in a
+# layer above this one).
+sharding_forms: dict[type, Callable[[Any], Any]] = {}
+
+
+def _sharding_forms(shardings: Any) -> Any:
+    if not sharding_forms or shardings is None:
+        return shardings
+    forms = tuple(sharding_forms)
+    return tree_util.tree_map(lambda s: sharding_forms[type(s)](s) if isinstance(s, forms)
+                              else s, shardings, is_leaf=lambda s: isinstance(s, forms))
+
+
 def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
         static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, inline: bool = False,
@@ -642,6 +657,7 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     over their mesh with XLA's SPMD partitioner."""
     if backend not in (None, "cpu"):
         pjrt.get_backend(backend)
+    in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
                                  static_argnums=static_argnums,
