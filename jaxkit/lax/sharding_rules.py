@@ -17,8 +17,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from jaxkit import avals, core, dtypes
 from jaxkit.avals import shape_sharding_str
 from jaxkit.interpreters import ad
@@ -277,27 +275,42 @@ def cumulative_rule(x: ShapedArray, *, axis: int, reverse: bool) -> Spec | None:
     return parts(x)
 
 
+def _meshed(avals: Sequence[ShapedArray]) -> list[ShapedArray]:
+    """The operands whose layout counts: under a mesh in context every operand has one (an
+    untyped one is unsplit over it, as JAX types it); with none, only those whose type carries
+    a sharding (values made with no mesh in context take the others' layout)."""
+    if not current_abstract_mesh().empty:
+        return list(avals)
+    return [a for a in avals if getattr(a, "_sharding", None) is not None]
+
+
+def _shown(a: ShapedArray) -> NamedSharding:
+    """``a``'s sharding as JAX's messages show it: an untyped value under a mesh in context is
+    unsplit over that mesh."""
+    mesh = current_abstract_mesh()
+    if getattr(a, "_sharding", None) is None and not mesh.empty:
+        return NamedSharding(mesh, PartitionSpec(*[None] * len(a.shape)))
+    return a.sharding
+
+
 def concatenate_rule(*operands: ShapedArray, dimension: int) -> Spec | None:
-    """The operands must be laid out alike (one without a sharding in its type takes the
-    others'); so is the result."""
-    typed = [o for o in operands if getattr(o, "_sharding", None) is not None]
-    if not typed:
+    """The operands must be laid out alike; so is the result."""
+    typed = _meshed(operands)
+    if not any(getattr(o, "_sharding", None) is not None for o in typed):
         return None
     if any(parts(o) != parts(typed[0]) for o in typed[1:]):
-        shown = ", ".join(str(o.sharding) for o in operands)
+        shown = ", ".join(str(_shown(o)) for o in operands)
         raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
                                 f"{shown}")
     return parts(typed[0])
 
 
 def select_n_rule(which: ShapedArray, *cases: ShapedArray) -> Spec | None:
-    """The cases must be laid out alike; a non-scalar predicate as they are. A case whose type
-    carries no sharding (a broadcast constant, as in ``jnp.where(p, x, 0.0)``) takes the
-    others' layout."""
-    specs = {parts(c) for c in cases if getattr(c, "_sharding", None) is not None} or {
-        parts(cases[0])}
+    """The cases must be laid out alike (see ``_meshed`` for a case whose type carries no
+    sharding); a non-scalar predicate as they are."""
+    specs = {parts(c) for c in _meshed(cases)} or {parts(cases[0])}
     if len(specs) > 1:
-        shown = ", ".join(str(c.sharding) for c in cases)
+        shown = ", ".join(str(_shown(c)) for c in cases)
         raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
     spec = specs.pop()
     if which.shape and getattr(which, "_sharding", None) is not None and parts(which) != spec:
@@ -433,8 +446,7 @@ def dynamic_slice_rule(outs, x: ShapedArray, *starts, **params) -> Spec | None:
 
 @with_out
 def pad_rule(outs, x: ShapedArray, padding_value: ShapedArray, **params) -> Spec | None:
-    # JAX computes the padded sizes with NumPy integers, and its message shows them so.
-    return _varying_shape("padding", x, tuple(np.int64(d) for d in outs[0].shape))
+    return _varying_shape("padding", x, outs[0].shape)
 
 
 def _axis_types_str(mesh: AbstractMesh) -> str:
@@ -564,3 +576,22 @@ def scatter_rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArra
     for u, o in zip(dn.update_window_dims, op_windows):
         out[o] = out[o] or up_spec[u]
     return tuple(out)
+
+
+def broadcast_shardings(shape: Sequence[int], *operands: ShapedArray) -> NamedSharding | None:
+    """The layout of ``operands`` broadcast together to ``shape`` (JAX's
+    ``lax.broadcast_shardings``, which jnp's broadcasting asks for its ``out_sharding``): the
+    elementwise rule over their types aligned to the right. None with no mesh in context
+    (the broadcast operands then take the others' layout, as in JAX)."""
+    mesh = current_abstract_mesh()
+    if mesh.empty:
+        return None
+    ranked = []
+    for a in operands:
+        if a.shape:
+            lead = (None,) * (len(shape) - len(a.shape))
+            spec = tuple(None if d == 1 else p for d, p in zip(a.shape, parts(a)))
+            ranked.append(ShapedArray(shape, a.dtype, False,
+                                      typed_sharding(mesh, lead + spec)))
+    spec = elementwise_rule(*ranked, _name="broadcast_shardings")
+    return None if spec is None else typed_sharding(mesh, spec)
