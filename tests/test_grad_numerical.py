@@ -19,7 +19,7 @@ import pytest
 from gradcheck import check_grads, check_jvp
 
 import jaxkit
-from jaxkit.sharding import NamedSharding, PartitionSpec
+from jaxkit.sharding import AxisType, NamedSharding, PartitionSpec
 import jaxkit.numpy as jnp
 from jaxkit import core, dtypes, lax
 from jaxkit.api import grad, jvp
@@ -105,9 +105,11 @@ ROWS = [
     Row("select_n", lambda a, b: lax.select_n(np.array([True, False, True]),
                                                              a, b), (X, P)),
     Row("copy", lax.copy, (X,)),
-    # a layout constraint is the identity on values (a one-device mesh keeps it cheap here)
+    # a layout constraint is the identity on values (a one-device mesh keeps it cheap here;
+    # its axis Auto, since with_sharding_constraint refuses Explicit ones, as JAX does)
     Row("sharding_constraint", lambda x: lax.with_sharding_constraint(
-        x * x, NamedSharding(jaxkit.make_mesh((1,), ("x",), devices=jaxkit.devices()[:1]),
+        x * x, NamedSharding(jaxkit.make_mesh((1,), ("x",), (AxisType.Auto,),
+                                              devices=jaxkit.devices()[:1]),
                              PartitionSpec("x"))), (X,)),
     # transcendental
     unary("exp"), unary("exp2"), unary("log", P), unary("expm1"), unary("log1p", P),
