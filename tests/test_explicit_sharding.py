@@ -122,6 +122,17 @@ CASES = {
     "concatenate_untyped": "jnp.concatenate([a, jnp.zeros((8, 4))])",
     "where_untyped": "jnp.where(a > 3.0, a, jnp.zeros((8, 4)))",
     "where_scalar_predicate": "jnp.where(True, a, 1.0)",
+    "stack": "jnp.stack([a, a])",
+    "stack_inner": "jnp.stack([a, a], 1)",
+    "stack_mismatch": "jnp.stack([a, b])",
+    "stack_rows": "jnp.stack(b.reshape(2, 4, 4), 1)",
+    "unstack": "lax.unstack(b, 1)[0]",
+    "unstack_split_axis": "lax.unstack(b, 0)[0]",
+    # with_sharding_constraint over Explicit axes asserts the layout the type already says
+    "wsc_same": "lax.with_sharding_constraint(a, P('x', 'y'))",
+    "wsc_other": "lax.with_sharding_constraint(a, P('x', None))",
+    "wsc_unconstrained": "lax.with_sharding_constraint(a, P('x', P.UNCONSTRAINED))",
+    "reshard_grad": "jax.grad(lambda t: jax.sharding.reshard(t, P(None, 'y')).sum())(a)",
     # shard_map's in_specs inferred from the arguments' types; its result typed by out_specs
     "shard_map": ("jax.shard_map(lambda t, u: lax.psum_scatter(jnp.dot(t, u), 'x', tiled=True),"
                   " out_specs=P('x', None))(c, q)"),
@@ -132,8 +143,12 @@ JAXPRS = {
     "chain": "lambda t: (jnp.sin(t).T * 2.0).sum(0)",
     "dot": "lambda t, u: jnp.dot(t, u, out_sharding=P('x', None))",
     "merge": "lambda t, u: t * u + 1.0",
+    "reshard": "lambda t: jax.sharding.reshard(t, P('x', None))",
+    "stack": "lambda t: jnp.stack([t, t], 1)",
+    "wsc_same": "lambda t: lax.with_sharding_constraint(t, P('x', 'y'))",
 }
-JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)"}
+JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)", "reshard": "(a,)",
+              "stack": "(a,)", "wsc_same": "(a,)"}
 
 DRIVER = r"""
 import json, sys

@@ -595,3 +595,20 @@ def broadcast_shardings(shape: Sequence[int], *operands: ShapedArray) -> NamedSh
                                       typed_sharding(mesh, lead + spec)))
     spec = elementwise_rule(*ranked, _name="broadcast_shardings")
     return None if spec is None else typed_sharding(mesh, spec)
+
+
+def stack_rule(*operands: ShapedArray, axis: int) -> Spec | None:
+    """As ``concatenate_rule``, with the new (unsplit) dimension inserted at ``axis``."""
+    spec = concatenate_rule(*operands, dimension=axis)
+    return None if spec is None else spec[:axis] + (None,) + spec[axis:]
+
+
+def unstack_rule(x: ShapedArray, *, axis: int) -> list | None:
+    """Each piece keeps the other dimensions' splits; the unstacked one must be unsplit."""
+    if getattr(x, "_sharding", None) is None:
+        return None
+    spec = parts(x)
+    if spec[axis] is not None:
+        raise ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis "
+                                f"{axis}. Got operand type={x.str_short()}")
+    return [spec[:axis] + spec[axis + 1:]] * x.shape[axis]
