@@ -132,6 +132,7 @@ CASES = {
     "wsc_same": "lax.with_sharding_constraint(a, P('x', 'y'))",
     "wsc_other": "lax.with_sharding_constraint(a, P('x', None))",
     "wsc_unconstrained": "lax.with_sharding_constraint(a, P('x', P.UNCONSTRAINED))",
+    "vmap_reshard": "jax.vmap(lambda t: jax.sharding.reshard(t, P()))(a)",
     "reshard_grad": "jax.grad(lambda t: jax.sharding.reshard(t, P(None, 'y')).sum())(a)",
     # shard_map's in_specs inferred from the arguments' types; its result typed by out_specs
     "shard_map": ("jax.shard_map(lambda t, u: lax.psum_scatter(jnp.dot(t, u), 'x', tiled=True),"
