@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxkit import core, distributed, dtypes, lax
 from jaxkit import _tree_trace as tree_util
+from jaxkit.lax.sharding import constrain
 from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe
@@ -745,7 +746,7 @@ def _device_put_sharded(x: Any, shardings: Any):
             # No process can read the whole value: XLA moves the pieces between devices.
             outs.append(_reshard(s)(leaf))
         elif isinstance(s, (NamedSharding, PartitionSpec)):
-            outs.append(lax.with_sharding_constraint(leaf, s))
+            outs.append(constrain(leaf, s))  # over any mesh axes, as JAX's device_put
         elif isinstance(s, pjrt.Sharding):
             outs.append(device_put(leaf, s._device))
         elif s is None or isinstance(s, pjrt.Device):

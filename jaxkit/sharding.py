@@ -11,9 +11,9 @@ import functools
 import numpy as _np
 
 from jaxkit import core as _core
-from jaxkit import lax as _lax
 from jaxkit import _tree_trace as _tree_util
 from jaxkit.lax.mesh_cast import mesh_cast as _mesh_cast_p_bind
+from jaxkit.lax.sharding import reshard_leaves as _reshard_leaves
 from jaxkit.runtime import pjrt as _pjrt
 from jaxkit.runtime import sharding as _runtime
 from jaxkit.runtime.multi_device import AxisSharding as _AxisSharding
@@ -104,7 +104,7 @@ def reshard(xs, out_shardings):
             _tree_util.tree_broadcast(out_shardings, xs, is_leaf), is_leaf=is_leaf)
     typed = [_spelled_for_rank(s, _np.ndim(x)) for s, x in zip(per_leaf, leaves)]
     return _tree_util.tree_unflatten(treedef, [
-        _lax.with_sharding_constraint(x, s) for x, s in zip(leaves, typed)])
+        _reshard_leaves(x, s) for x, s in zip(leaves, typed)])
 
 
 def _spelled_for_rank(s, ndim: int):

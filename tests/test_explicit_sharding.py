@@ -36,6 +36,8 @@ q = jax.device_put(np.arange(64.0, dtype=np.float32).reshape(4, 16), P('x', None
 v = jax.device_put(np.arange(8.0, dtype=np.float32), P('x'))
 w = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P(('x', 'y'), None))
 ARGS = (a, b, c, r, s, q, v, w)
+ROW_DNUMS = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                        scatter_dims_to_operand_dims=(0,))
 """
 NAMES = "a, b, c, r, s, q, v, w"
 
@@ -96,6 +98,42 @@ CASES = {
                        " in_axes=1)(a)"),
     "grad_auto_axes": ("jax.grad(lambda t: jax.sharding.auto_axes(lambda u: u * 2.0, "
                        "out_sharding=P('x'))(t.sum(1)).sum())(a)"),
+    # slicing, padding, indexing: a split dimension that changes size must stay divisible
+    "slice_even": "lax.slice(a, (0, 0), (4, 4))",
+    "slice_uneven": "lax.slice(a, (0, 0), (1, 4))",
+    "dynamic_slice": "lax.dynamic_slice(a, (0, 0), (8, 2))",
+    "dynamic_slice_uneven": "lax.dynamic_slice(a, (0, 0), (2, 4))",
+    "pad_even": "lax.pad(a, 0.0, ((0, 0, 0), (1, 1, 0)))",
+    "pad_uneven": "lax.pad(a, 0.0, ((1, 1, 0), (0, 0, 0)))",
+    "dynamic_update_slice": "lax.dynamic_update_slice(a, a, (0, 0))",
+    "dynamic_update_slice_mismatch": "lax.dynamic_update_slice(a, b, (0, 0))",
+    "sort_free_axis": "jnp.sort(b, axis=1)",
+    "sort_split_axis": "jnp.sort(a, axis=1)",
+    "argsort": "jnp.argsort(b, axis=1)",
+    "clamp": "lax.clamp(1.0, a, 5.0)",
+    "take_unsplit_axis": "jnp.take(b, jnp.array([0, 2]), axis=1)",
+    "take_split_axis": "jnp.take(a, jnp.array([0, 2]), axis=0)",
+    "gather_batched": ("lax.gather(b, jnp.zeros((8, 1), jnp.int32), lax.GatherDimensionNumbers("
+                       "offset_dims=(), collapsed_slice_dims=(1,), start_index_map=(1,), "
+                       "operand_batching_dims=(0,), start_indices_batching_dims=(0,)), (1, 1))"),
+    "scatter_unsplit_axis": "lax.scatter(c, jnp.array([[0]]), c[0][None], ROW_DNUMS)",
+    "scatter_split_axis": "lax.scatter(a, jnp.array([[0]]), jnp.ones((1, 4)), ROW_DNUMS)",
+    # operands whose type carries no sharding, under the mesh in context: unsplit over it
+    "concatenate_untyped": "jnp.concatenate([a, jnp.zeros((8, 4))])",
+    "where_untyped": "jnp.where(a > 3.0, a, jnp.zeros((8, 4)))",
+    "where_scalar_predicate": "jnp.where(True, a, 1.0)",
+    "stack": "jnp.stack([a, a])",
+    "stack_inner": "jnp.stack([a, a], 1)",
+    "stack_mismatch": "jnp.stack([a, b])",
+    "stack_rows": "jnp.stack(b.reshape(2, 4, 4), 1)",
+    "unstack": "lax.unstack(b, 1)[0]",
+    "unstack_split_axis": "lax.unstack(b, 0)[0]",
+    # with_sharding_constraint over Explicit axes asserts the layout the type already says
+    "wsc_same": "lax.with_sharding_constraint(a, P('x', 'y'))",
+    "wsc_other": "lax.with_sharding_constraint(a, P('x', None))",
+    "wsc_unconstrained": "lax.with_sharding_constraint(a, P('x', P.UNCONSTRAINED))",
+    "vmap_reshard": "jax.vmap(lambda t: jax.sharding.reshard(t, P()))(a)",
+    "reshard_grad": "jax.grad(lambda t: jax.sharding.reshard(t, P(None, 'y')).sum())(a)",
     # shard_map's in_specs inferred from the arguments' types; its result typed by out_specs
     "shard_map": ("jax.shard_map(lambda t, u: lax.psum_scatter(jnp.dot(t, u), 'x', tiled=True),"
                   " out_specs=P('x', None))(c, q)"),
@@ -106,8 +144,12 @@ JAXPRS = {
     "chain": "lambda t: (jnp.sin(t).T * 2.0).sum(0)",
     "dot": "lambda t, u: jnp.dot(t, u, out_sharding=P('x', None))",
     "merge": "lambda t, u: t * u + 1.0",
+    "reshard": "lambda t: jax.sharding.reshard(t, P('x', None))",
+    "stack": "lambda t: jnp.stack([t, t], 1)",
+    "wsc_same": "lambda t: lax.with_sharding_constraint(t, P('x', 'y'))",
 }
-JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)"}
+JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)", "reshard": "(a,)",
+              "stack": "(a,)", "wsc_same": "(a,)"}
 
 DRIVER = r"""
 import json, sys
@@ -193,9 +235,18 @@ NUMPY = {
 }
 
 
+# Records whose eager error text differs from JAX's, a known gap (strict xfail: a fix shows).
+EAGER_TEXT_DIFFERS = {
+    "slice_uneven": "JAX's eager lax.slice computes the result shape with NumPy integers, which "
+                    "its message shows as (np.int64(1), np.int64(4)); jaxkit shows (1, 4)",
+}
+
+
 @pytest.mark.parametrize("mode", ["eager", "jit"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_type_or_error_matches_jax(oracle, ns, name, mode):
+def test_type_or_error_matches_jax(oracle, ns, name, mode, request):
+    if mode == "eager" and name in EAGER_TEXT_DIFFERS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=EAGER_TEXT_DIFFERS[name]))
     f = eval(f"lambda {NAMES}: {CASES[name]}", ns)
     got = _describe((lambda: f(*ns["ARGS"])) if mode == "eager" else
                     (lambda: jax.jit(f)(*ns["ARGS"])))
@@ -239,12 +290,12 @@ def test_jit_result_is_laid_out_as_its_type(ns):
 
 
 def test_primitive_without_a_sharding_rule_raises_not_implemented(ns):
-    pads = ((1, 1, 0), (0, 0, 0))
-    with pytest.raises(NotImplementedError, match="sharding rule for 'pad' is not implemented"):
-        lax.pad(ns["a"], 0.0, pads)
+    x = ns["a"].astype(jnp.complex64)
+    with pytest.raises(NotImplementedError, match="sharding rule for 'fft' is not implemented"):
+        jnp.fft.fft(x)
     # the same primitive on a value whose type carries no sharding is fine
-    out = lax.pad(jax.sharding.reshard(ns["a"], P()), 0.0, pads)
-    np.testing.assert_allclose(np.asarray(out), np.pad(np.asarray(ns["a"]), ((1, 1), (0, 0))))
+    out = jnp.fft.fft(jax.sharding.reshard(x, P()))
+    np.testing.assert_allclose(np.asarray(out), np.fft.fft(np.asarray(x)), rtol=1e-4, atol=1e-4)
 
 
 def test_auto_axes_drops_the_axes_from_types_inside(ns):

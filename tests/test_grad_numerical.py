@@ -19,7 +19,8 @@ import pytest
 from gradcheck import check_grads, check_jvp
 
 import jaxkit
-from jaxkit.sharding import NamedSharding, PartitionSpec
+from jaxkit.lax.mesh_cast import mesh_cast
+from jaxkit.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
 import jaxkit.numpy as jnp
 from jaxkit import core, dtypes, lax
 from jaxkit.api import grad, jvp
@@ -38,6 +39,11 @@ def _u(lo, hi, shape=(3,), dtype=F32):
 X = _u(-0.9, 0.9)             # general, in (-1, 1)
 P = _u(0.5, 2.0)              # positive
 P2 = _u(0.5, 2.0)
+# A one-device mesh whose axis is Explicit (types carry layouts over it), and the same axis
+# Auto, for the layout primitives' rows.
+_EXPLICIT1 = jaxkit.make_mesh((1,), ("x",), (AxisType.Explicit,), devices=jaxkit.devices()[:1])
+_AUTO1 = AbstractMesh((1,), ("x",), (AxisType.Auto,))
+P_X = PartitionSpec("x")
 G = _u(1.2, 3.0)              # > 1
 M = _u(-1.0, 1.0, (2, 3))
 M2 = _u(-1.0, 1.0, (3, 2))
@@ -105,10 +111,18 @@ ROWS = [
     Row("select_n", lambda a, b: lax.select_n(np.array([True, False, True]),
                                                              a, b), (X, P)),
     Row("copy", lax.copy, (X,)),
-    # a layout constraint is the identity on values (a one-device mesh keeps it cheap here)
+    # a layout constraint is the identity on values (a one-device mesh keeps it cheap here;
+    # its axis Auto, since with_sharding_constraint refuses Explicit ones, as JAX does)
     Row("sharding_constraint", lambda x: lax.with_sharding_constraint(
-        x * x, NamedSharding(jaxkit.make_mesh((1,), ("x",), devices=jaxkit.devices()[:1]),
+        x * x, NamedSharding(jaxkit.make_mesh((1,), ("x",), (AxisType.Auto,),
+                                              devices=jaxkit.devices()[:1]),
                              PartitionSpec("x"))), (X,)),
+    # reshard (types a layout over an Explicit axis) and mesh_cast (retypes it over the same
+    # axis made Auto): identities on values
+    Row("reshard", lambda x: jaxkit.sharding.reshard(x * x, NamedSharding(_EXPLICIT1, P_X)),
+        (X,)),
+    Row("mesh_cast", lambda x: mesh_cast(jaxkit.sharding.reshard(
+        x * x, NamedSharding(_EXPLICIT1, P_X)), _AUTO1), (X,)),
     # transcendental
     unary("exp"), unary("exp2"), unary("log", P), unary("expm1"), unary("log1p", P),
     unary("tanh"), unary("logistic"), unary("sin"), unary("cos"), unary("tan"),

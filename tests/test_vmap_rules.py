@@ -573,6 +573,7 @@ EXERCISED_ELSEWHERE = {
     "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",
     "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",
     "mesh_cast": "test_explicit_sharding.py (vmap of auto_axes over a split dimension, vs JAX)",
+    "reshard": "test_explicit_sharding.py (vmap of reshard, the batch keeping its split, vs JAX)",
     "my_call": "test_extend.py (a user CallPrimitive under vmap)",
     "call": "test_extend.py (call_p under vmap and vmap of grad, against JAX)",
     "closed_call": "test_extend.py (closed_call_p under vmap, against JAX)",

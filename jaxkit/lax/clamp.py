@@ -7,6 +7,7 @@ import numpy as np
 from jaxkit import core
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import _any, check_dtype, standard_primitive
 from jaxkit.lax.elementwise import _broadcast_to, _zeros, bitwise_and, gt, lt, select
 from jaxkit.lax.structural import broadcast_in_dim
@@ -81,6 +82,7 @@ clamp_p = standard_primitive(_clamp_shape_rule, _clamp_dtype_rule, "clamp",
                              lambda *avals: all(a.weak_type for a in avals))
 ad.defjvp(clamp_p, _clamp_jvp_rule(0), _clamp_jvp_rule(1), _clamp_jvp_rule(2))
 batching.defrule(clamp_p, _clamp_batch)
+shr.defsharding(clamp_p, shr.clamp_rule)
 mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: hlo.ClampOp(lo, x, hi).result)
 
 

@@ -32,6 +32,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax import reductions
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.gather_scatter_dims import (GatherDimensionNumbers, GatherScatterMode,
                                             ScatterDimensionNumbers, _canonical_gather_dnums,
                                             _canonical_scatter_dnums, _index_dtype_rule,
@@ -250,6 +251,7 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
 
 
 gather_p = standard_primitive(_gather_shape_rule, _gather_dtype_rule, "gather", _first_weak)
+shr.defsharding(gather_p, shr.gather_rule)
 ad.defjvp(gather_p, _gather_jvp, None)
 ad.deftranspose(gather_p, _gather_transpose)
 batching.defrule(gather_p, _gather_batch)
@@ -428,6 +430,7 @@ _combiners: dict[core.Primitive, Callable | None] = {}
 def _scatter_primitive(name: str, combine: Callable | None) -> core.Primitive:
     prim = standard_primitive(_scatter_shape_rule, _scatter_dtype_rule, name, _first_weak)
     batching.defrule(prim, partial(_scatter_batch, prim))
+    shr.defsharding(prim, shr.scatter_rule)
     mlir.register_lowering(prim, _scatter_lowering)
     _combiners[prim] = combine
     return prim

@@ -13,7 +13,7 @@ from jaxkit.lax.structural import iota_p, reshape_p
 
 def _with(**extra):
     def rule(params: dict) -> dict:
-        return dict(sorted({**params, **extra}.items()))
+        return dict(sorted({**extra, **params}.items()))  # a given parameter is shown
     return rule
 
 

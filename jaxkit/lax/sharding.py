@@ -8,6 +8,7 @@ batch dimension is left unsplit.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,12 +19,14 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import (AbstractMesh, NamedSharding, PartitionSpec, current_mesh,
-                                     put_global)
+from jaxkit.runtime.sharding import (AbstractMesh, AxisType, NamedSharding, PartitionSpec,
+                                     current_abstract_mesh, current_mesh, put_global)
 
-__all__ = ["lay_out", "sharding_constraint_p", "with_sharding_constraint"]
+__all__ = ["constrain", "lay_out", "reshard_leaves", "reshard_p", "sharding_constraint_p",
+           "with_sharding_constraint"]
 
 sharding_constraint_p = core.Primitive("sharding_constraint")
+reshard_p = core.Primitive("reshard")
 
 
 def _resolve(s: Any, x: Any) -> NamedSharding:
@@ -65,22 +68,92 @@ def _on_concrete_mesh(s: NamedSharding, x: Any) -> NamedSharding:
     return NamedSharding(mesh, s.spec)
 
 
+def _per_leaf(x: Any, shardings: Any) -> tuple[list, Any, list]:
+    """``x``'s leaves, its tree and one sharding per leaf (``shardings``: one for all leaves, or
+    a pytree prefix of ``x``)."""
+    is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec))  # noqa: E731
+    leaves, treedef = tree_util.tree_flatten(x)
+    if is_leaf(shardings):
+        return leaves, treedef, [shardings] * len(leaves)
+    per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(shardings, x, is_leaf),
+                                     is_leaf=is_leaf)
+    return leaves, treedef, per_leaf
+
+
+def _axis_types(s: NamedSharding) -> dict:
+    """The types of ``s``'s mesh axes as the mesh in context sees them (``auto_axes`` makes
+    Explicit axes Auto inside its block)."""
+    context = current_abstract_mesh()
+    mesh = context if context.shape_tuple == s.mesh.shape_tuple else s.mesh
+    return dict(zip(mesh.axis_names, mesh.axis_types))
+
+
+def _spec_for_rank(spec: PartitionSpec, ndim: int) -> PartitionSpec:
+    return PartitionSpec(*spec, *[None] * (ndim - len(spec)))
+
+
+def _check_constraint(x: Any, s: NamedSharding) -> bool:
+    """Whether ``with_sharding_constraint(x, s)`` is only an assertion (every axis of the
+    mesh in context is Explicit: the type already says the layout, which must be ``s``'s);
+    else ``s`` may name only Auto axes, as in JAX."""
+    ndim = np.ndim(x)
+    context = current_abstract_mesh()
+    if not context.empty and context.are_all_axes_explicit:
+        if any(p is PartitionSpec.UNCONSTRAINED for p in s.spec):
+            raise ValueError(f"{s.spec} cannot contain `P.UNCONSTRAINED` when no mesh "
+                             f"axis_types are `Auto`. Got mesh axis_types: "
+                             f"({', '.join(t.name for t in context.axis_types)})")
+        have = _spec_for_rank(PartitionSpec(*shr.parts(core.get_aval(x))), ndim)
+        want = _spec_for_rank(s.spec, ndim)
+        if tuple(have) != tuple(want):
+            raise AssertionError(
+                "`with_sharding_constraint` acts as an assert when all axes of mesh are of "
+                f"type `Explicit`. The array sharding: {have} did not match the sharding "
+                f"provided: {want}. Please use `jax.sharding.reshard` to shard your input to "
+                "the sharding you want.")
+        return True
+    kinds = _axis_types(s)
+    for axes in s.spec._normalized(0):
+        if any(kinds.get(a) is not AxisType.Auto for a in axes):
+            raise ValueError(
+                "The spec of NamedSharding passed to with_sharding_constraint can only refer "
+                f"to Auto axes of the mesh. Got spec={s.spec} and mesh={s.mesh.abstract_mesh}"
+                ". You probably meant to use `reshard` API?")
+    return False
+
+
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     """``x`` (a pytree) with each leaf laid out as ``shardings`` says (one sharding for all
-    leaves, or a pytree prefix of ``x``)."""
-    is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec))  # noqa: E731
-    if is_leaf(shardings):
-        per_leaf = [shardings] * len(tree_util.tree_leaves(x))
-    else:
-        per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(shardings, x, is_leaf),
-                                         is_leaf=is_leaf)
-    leaves, treedef = tree_util.tree_flatten(x)
+    leaves, or a pytree prefix of ``x``). The shardings may name only Auto mesh axes; under a
+    mesh whose axes are all Explicit it asserts that the types already say that layout."""
+    leaves, treedef, per_leaf = _per_leaf(x, shardings)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
         named = _resolve(s, leaf)
         named.check_shape(np.shape(leaf))
-        outs.append(sharding_constraint_p.bind(leaf, sharding=named))
+        outs.append(leaf if _check_constraint(leaf, named) else
+                    sharding_constraint_p.bind(leaf, sharding=named))
     return tree_util.tree_unflatten(treedef, outs)
+
+
+def constrain(x: Any, shardings: Any, prim: core.Primitive | None = None) -> Any:
+    """``x`` (a pytree) laid out as ``shardings`` says, over any mesh axes (what ``device_put``
+    and the ``out_sharding=`` arguments do); ``prim`` (default ``sharding_constraint``) is the
+    primitive that says so in a jaxpr."""
+    prim = sharding_constraint_p if prim is None else prim
+    leaves, treedef, per_leaf = _per_leaf(x, shardings)
+    outs = []
+    for leaf, s in zip(leaves, per_leaf):
+        named = _resolve(s, leaf)
+        named.check_shape(np.shape(leaf))
+        outs.append(prim.bind(leaf, sharding=named))
+    return tree_util.tree_unflatten(treedef, outs)
+
+
+def reshard_leaves(x: Any, shardings: Any) -> Any:
+    """``jax.sharding.reshard``'s primitive: ``x`` (a pytree) in the layout asked for, its type
+    saying so over Explicit axes."""
+    return constrain(x, shardings, reshard_p)
 
 
 def lay_out(x: Any, name: str, out_sharding: Any) -> Any:
@@ -90,7 +163,7 @@ def lay_out(x: Any, name: str, out_sharding: Any) -> Any:
     nothing out."""
     if shr.resolve_out_sharding(name, out_sharding) is None:
         return x
-    return with_sharding_constraint(x, out_sharding)
+    return constrain(x, out_sharding)
 
 
 def _impl(x, *, sharding: NamedSharding):
@@ -113,20 +186,35 @@ def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
     return mlir.sharding_constraint(x, sharding.sdy_attr(len(ctx.avals_in[0].shape)))
 
 
-def _batcher(axis_data, args, dims, *, sharding: NamedSharding):
+def _batcher(prim, axis_data, args, dims, *, sharding: NamedSharding):
     (x,), (d,) = args, dims
     if d is batching.not_mapped:
-        return sharding_constraint_p.bind(x, sharding=sharding), d
+        return prim.bind(x, sharding=sharding), d
     parts = list(sharding.spec) + [None] * (len(x.shape) - 1 - len(sharding.spec))
     parts.insert(d, axis_data.explicit_mesh_axis)  # the batch keeps the layout it had
-    return sharding_constraint_p.bind(
-        x, sharding=NamedSharding(sharding.mesh, PartitionSpec(*parts))), d
+    return prim.bind(x, sharding=NamedSharding(sharding.mesh, PartitionSpec(*parts))), d
+
+
+def _reshard_transpose(ct, x, *, sharding: NamedSharding):
+    # The cotangent goes back to the operand's layout: its type's, on the same devices.
+    back = NamedSharding(sharding.mesh, PartitionSpec(*shr.parts(x.aval)))
+    return [reshard_p.bind(ct, sharding=back)]
 
 
 sharding_constraint_p.def_impl(_impl)
 sharding_constraint_p.def_abstract_eval(lambda x, **_: x)
 ad.deflinear(sharding_constraint_p,
              lambda ct, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
-batching.defrule(sharding_constraint_p, _batcher)
+batching.defrule(sharding_constraint_p, partial(_batcher, sharding_constraint_p))
 mlir.register_lowering(sharding_constraint_p, _lowering)
 shr.defsharding(sharding_constraint_p, shr.sharding_constraint_rule)
+
+# ``reshard``: the same value and layout rules; JAX prints it bare (``b:f32[8@x,4] = reshard
+# a``), and transposes it back to the operand's layout.
+reshard_p.def_impl(_impl)
+reshard_p.def_abstract_eval(lambda x, **_: x)
+ad.deflinear2(reshard_p, _reshard_transpose)
+batching.defrule(reshard_p, partial(_batcher, reshard_p))
+mlir.register_lowering(reshard_p, _lowering)
+shr.defsharding(reshard_p, shr.sharding_constraint_rule)
+core.defpp_params(reshard_p, lambda params: {})

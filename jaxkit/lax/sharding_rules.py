@@ -80,7 +80,8 @@ def _sharding_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any
             "with those axes Auto: jax.sharding.auto_axes(f, out_sharding=...), or reshard "
             "the operand to P() first.")
     outs = list(out) if prim.multiple_results else [out]
-    specs = rule(*avals, **params)
+    specs = (rule(outs, *avals, **params) if getattr(rule, "takes_out", False)
+             else rule(*avals, **params))
     if specs is None:
         specs = [None] * len(outs)
     elif not prim.multiple_results:
@@ -274,27 +275,42 @@ def cumulative_rule(x: ShapedArray, *, axis: int, reverse: bool) -> Spec | None:
     return parts(x)
 
 
+def _meshed(avals: Sequence[ShapedArray]) -> list[ShapedArray]:
+    """The operands whose layout counts: under a mesh in context every operand has one (an
+    untyped one is unsplit over it, as JAX types it); with none, only those whose type carries
+    a sharding (values made with no mesh in context take the others' layout)."""
+    if not current_abstract_mesh().empty:
+        return list(avals)
+    return [a for a in avals if getattr(a, "_sharding", None) is not None]
+
+
+def _shown(a: ShapedArray) -> NamedSharding:
+    """``a``'s sharding as JAX's messages show it: an untyped value under a mesh in context is
+    unsplit over that mesh."""
+    mesh = current_abstract_mesh()
+    if getattr(a, "_sharding", None) is None and not mesh.empty:
+        return NamedSharding(mesh, PartitionSpec(*[None] * len(a.shape)))
+    return a.sharding
+
+
 def concatenate_rule(*operands: ShapedArray, dimension: int) -> Spec | None:
-    """The operands must be laid out alike (one without a sharding in its type takes the
-    others'); so is the result."""
-    typed = [o for o in operands if getattr(o, "_sharding", None) is not None]
-    if not typed:
+    """The operands must be laid out alike; so is the result."""
+    typed = _meshed(operands)
+    if not any(getattr(o, "_sharding", None) is not None for o in typed):
         return None
     if any(parts(o) != parts(typed[0]) for o in typed[1:]):
-        shown = ", ".join(str(o.sharding) for o in operands)
+        shown = ", ".join(str(_shown(o)) for o in operands)
         raise ShardingTypeError(f"All operands should have the same sharding. Got shardings "
                                 f"{shown}")
     return parts(typed[0])
 
 
 def select_n_rule(which: ShapedArray, *cases: ShapedArray) -> Spec | None:
-    """The cases must be laid out alike; a non-scalar predicate as they are. A case whose type
-    carries no sharding (a broadcast constant, as in ``jnp.where(p, x, 0.0)``) takes the
-    others' layout."""
-    specs = {parts(c) for c in cases if getattr(c, "_sharding", None) is not None} or {
-        parts(cases[0])}
+    """The cases must be laid out alike (see ``_meshed`` for a case whose type carries no
+    sharding); a non-scalar predicate as they are."""
+    specs = {parts(c) for c in _meshed(cases)} or {parts(cases[0])}
     if len(specs) > 1:
-        shown = ", ".join(str(c.sharding) for c in cases)
+        shown = ", ".join(str(_shown(c)) for c in cases)
         raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
     spec = specs.pop()
     if which.shape and getattr(which, "_sharding", None) is not None and parts(which) != spec:
@@ -385,3 +401,214 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
 
 # stop_gradient lives with the AD interpreter, below lax: its rule is registered here.
 defsharding(ad.stop_gradient_p, unary_rule)
+
+
+# ---- slicing, padding, indexing ----
+
+def with_out(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``rule`` as one that also gets the result types (first argument): the rules of
+    primitives whose result shape their parameters give only indirectly."""
+    rule.takes_out = True  # type: ignore[attr-defined]
+    return rule
+
+
+def _sub_spec_size(mesh: AbstractMesh, entry: Any) -> int:
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    return math.prod(sizes[a] for a in ((entry,) if isinstance(entry, str) else entry))
+
+
+def _varying_shape(name: str, x: ShapedArray, out_shape: tuple) -> Spec | None:
+    """The operand's layout for a result of another shape (a slice, a padding): each split
+    dimension that changes size must stay divisible by its mesh axes (uneven splits are not
+    in JAX's types either)."""
+    s = getattr(x, "_sharding", None)
+    if s is None:
+        return None
+    for d_in, d_out, p in zip(x.shape, out_shape, parts(x)):
+        if d_in != d_out and p is not None and d_out % _sub_spec_size(s.mesh, p):
+            shown = p if isinstance(p, str) else ", ".join(p)
+            raise ShardingTypeError(
+                f"{name} on sharded dims where out dim ({d_out}) is not divisible by mesh axes "
+                f"({_sub_spec_size(s.mesh, p)}) with spec ({shown}) is not implemented. Got "
+                f"input type={x.str_short()} and output shape={out_shape}")
+    return parts(x)
+
+
+@with_out
+def slice_rule(outs, x: ShapedArray, **params) -> Spec | None:
+    return _varying_shape("slicing", x, outs[0].shape)
+
+
+@with_out
+def dynamic_slice_rule(outs, x: ShapedArray, *starts, **params) -> Spec | None:
+    return _varying_shape("dynamic_slice", x, outs[0].shape)
+
+
+@with_out
+def pad_rule(outs, x: ShapedArray, padding_value: ShapedArray, **params) -> Spec | None:
+    return _varying_shape("padding", x, outs[0].shape)
+
+
+def _axis_types_str(mesh: AbstractMesh) -> str:
+    """``{Explicit: ('x', 'y')}``: a mesh's axes grouped by type, as JAX's messages show."""
+    groups: dict[str, list[str]] = {}
+    for name, kind in zip(mesh.axis_names, mesh.axis_types):
+        groups.setdefault(kind.name, []).append(name)
+    return "{" + ", ".join(f"{k}: {tuple(v)}" for k, v in groups.items()) + "}"
+
+
+def _typed_str(x: ShapedArray, mesh: AbstractMesh) -> str:
+    return (f"{x.dtype.name}[{shape_sharding_str(x.shape, parts(x))}]"
+            f"({_axis_types_str(mesh)})")
+
+
+def dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *starts) -> Spec | None:
+    """The update must be laid out as the operand; so is the result."""
+    if parts(x) != parts(update):
+        mesh = _mesh_of("dynamic_update_slice", (x, update)) or current_abstract_mesh()
+        raise ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got "
+            f"operand sharding {_typed_str(x, mesh)} and update sharding "
+            f"{_typed_str(update, mesh)}.")
+    return unary_rule(x)
+
+
+def clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> Spec | None:
+    """The result is laid out as the operand clamped (the bounds are not consulted, as in
+    JAX)."""
+    return unary_rule(x)
+
+
+def argminmax_rule(x: ShapedArray, *, axes: Sequence[int], **params) -> Spec | None:
+    return reduce_rule(x, axes=axes)
+
+
+def sort_rule(*operands: ShapedArray, dimension: int, **params) -> list | None:
+    """Sorted operands keep their (common) layout; the sorting dimension must be unsplit."""
+    typed = [o for o in operands if getattr(o, "_sharding", None) is not None]
+    if not typed:
+        return None
+    for o in typed:
+        if parts(o)[dimension] is not None:
+            raise ShardingTypeError("Arguments to sort must be unsharded over the sorting "
+                                    f"dimension. Got arg sharding={o.sharding} and sorting "
+                                    f"dimension={dimension}")
+        if parts(o) != parts(typed[0]):
+            shown = " ".join(str(t.sharding) for t in typed)
+            raise ShardingTypeError(f"Arguments to sort must have equal shardings, got: "
+                                    f"{shown}")
+    return [parts(o) if getattr(o, "_sharding", None) is not None else None
+            for o in operands]
+
+
+def gather_rule(operand: ShapedArray, indices: ShapedArray, *, dimension_numbers,
+                slice_sizes: Sequence[int], **params) -> Spec | None:
+    """Operand dimensions not indexed into (or indexed with a full slice) keep their split
+    in the offset dimensions; indices' batch dimensions keep theirs. Indexing into a split
+    dimension, or with split (non-batch) indices, would need collectives: refused, as in
+    JAX, with the way to say the result's layout."""
+    if (getattr(operand, "_sharding", None) is None
+            and getattr(indices, "_sharding", None) is None):
+        return None
+    dn = dimension_numbers
+    op_spec, idx_spec = parts(operand), list(parts(indices))
+    full_or_unsplit = all(slice_sizes[i] == operand.shape[i] or op_spec[i] is None
+                          for i in dn.start_index_map)
+    pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    batch_ok = all(op_spec[o] is None or idx_spec[i] is None or op_spec[o] == idx_spec[i]
+                   for o, i in pairs)
+    idx_unsplit = all(p is None for i, p in enumerate(idx_spec)
+                      if i not in set(dn.start_indices_batching_dims))
+    if not (full_or_unsplit and batch_ok and idx_unsplit):
+        raise ShardingTypeError(
+            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+            "indexing as out sharding could not be resolved unambiguously (or would require "
+            f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
+    for o, i in pairs:
+        idx_spec[i] = idx_spec[i] or op_spec[o]
+    windows = iter(op_spec[i] for i in range(len(operand.shape))
+                   if i not in set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims))
+    rest = iter(idx_spec)
+    rank = len(dn.offset_dims) + len(indices.shape) - 1
+    return tuple(next(windows) if d in set(dn.offset_dims) else next(rest)
+                 for d in range(rank))
+
+
+def scatter_rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray, *,
+                 dimension_numbers, **params) -> Spec | None:
+    """The mirror image of ``gather_rule``: batch dimensions of the three must agree, window
+    dimensions of the updates must be laid out as the operand's (or all unsplit), and the
+    queries (non-batch index and update dimensions) unsplit."""
+    if all(getattr(a, "_sharding", None) is None for a in (operand, indices, updates)):
+        return None
+    dn = dimension_numbers
+    op_spec, idx_spec, up_spec = parts(operand), parts(indices), parts(updates)
+    vec_dim = len(indices.shape) - 1
+    up_batch = [d for d in range(len(updates.shape)) if d not in set(dn.update_window_dims)]
+    up_batch = [up_batch[i] for i in dn.scatter_indices_batching_dims]
+    op_windows = [i for i in range(len(operand.shape))
+                  if i not in set(dn.inserted_window_dims) | set(dn.operand_batching_dims)]
+
+    def agree(*ps):
+        named = {p for p in ps if p is not None}
+        return len(named) <= 1
+
+    ok = (all(agree(op_spec[o], idx_spec[i], up_spec[u]) for o, i, u in
+              zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, up_batch))
+          and all((updates.shape[u] == operand.shape[o] and up_spec[u] == op_spec[o])
+                  or (up_spec[u] is None and op_spec[o] is None)
+                  for u, o in zip(dn.update_window_dims, op_windows))
+          and all(op_spec[i] is None for i in dn.inserted_window_dims)
+          and all(p is None for i, p in enumerate(up_spec)
+                  if i not in set(up_batch) | set(dn.update_window_dims))
+          and all(p is None for i, p in enumerate(idx_spec[:vec_dim])
+                  if i not in set(dn.scatter_indices_batching_dims))
+          and idx_spec[vec_dim] is None)
+    if not ok:
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+            "the scatter update as out sharding could not be resolved unambiguously (or would "
+            "require collectives on inputs). Got "
+            f"operand={operand!r}, indices={indices!r}, updates={updates!r}")
+    out = list(op_spec)
+    for o, i, u in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, up_batch):
+        out[o] = out[o] or idx_spec[i] or up_spec[u]
+    for u, o in zip(dn.update_window_dims, op_windows):
+        out[o] = out[o] or up_spec[u]
+    return tuple(out)
+
+
+def broadcast_shardings(shape: Sequence[int], *operands: ShapedArray) -> NamedSharding | None:
+    """The layout of ``operands`` broadcast together to ``shape`` (JAX's
+    ``lax.broadcast_shardings``, which jnp's broadcasting asks for its ``out_sharding``): the
+    elementwise rule over their types aligned to the right. None with no mesh in context
+    (the broadcast operands then take the others' layout, as in JAX)."""
+    mesh = current_abstract_mesh()
+    if mesh.empty:
+        return None
+    ranked = []
+    for a in operands:
+        if a.shape:
+            lead = (None,) * (len(shape) - len(a.shape))
+            spec = tuple(None if d == 1 else p for d, p in zip(a.shape, parts(a)))
+            ranked.append(ShapedArray(shape, a.dtype, False,
+                                      typed_sharding(mesh, lead + spec)))
+    spec = elementwise_rule(*ranked, _name="broadcast_shardings")
+    return None if spec is None else typed_sharding(mesh, spec)
+
+
+def stack_rule(*operands: ShapedArray, axis: int) -> Spec | None:
+    """As ``concatenate_rule``, with the new (unsplit) dimension inserted at ``axis``."""
+    spec = concatenate_rule(*operands, dimension=axis)
+    return None if spec is None else spec[:axis] + (None,) + spec[axis:]
+
+
+def unstack_rule(x: ShapedArray, *, axis: int) -> list | None:
+    """Each piece keeps the other dimensions' splits; the unstacked one must be unsplit."""
+    if getattr(x, "_sharding", None) is None:
+        return None
+    spec = parts(x)
+    if spec[axis] is not None:
+        raise ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis "
+                                f"{axis}. Got operand type={x.str_short()}")
+    return [spec[:axis] + spec[axis + 1:]] * x.shape[axis]

@@ -18,6 +18,7 @@ from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import elementwise as ew
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import _all_weak, _first_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
                                        ScatterDimensionNumbers, _gather_batch, _scatter_batch,
@@ -120,6 +121,7 @@ def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
 
 slice_p = standard_primitive(_slice_shape_rule, lambda x, **_: x.dtype, "slice", _first_weak)
 slice_p.def_impl(_slice_impl)
+shr.defsharding(slice_p, shr.slice_rule)
 ad.deflinear2(slice_p, _slice_transpose)
 batching.defrule(slice_p, _slice_batch)
 mlir.register_lowering(slice_p, _slice_lowering)
@@ -204,6 +206,7 @@ def _pad_lowering(ctx, x, padding_value, *, padding_config):
 
 
 pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad", _all_weak)
+shr.defsharding(pad_p, shr.pad_rule)
 ad.deflinear2(pad_p, _pad_transpose)
 batching.defrule(pad_p, _pad_batch)
 mlir.register_lowering(pad_p, _pad_lowering)
@@ -328,6 +331,7 @@ def _dynamic_slice_batch(axis_data, args, dims, *, slice_sizes):
 dynamic_slice_p = standard_primitive(_dynamic_slice_shape_rule, _dynamic_slice_dtype_rule,
                                      "dynamic_slice", _first_weak)
 ad.defjvp_rule(dynamic_slice_p, _dynamic_slice_jvp)
+shr.defsharding(dynamic_slice_p, shr.dynamic_slice_rule)
 ad.deftranspose(dynamic_slice_p, _dynamic_slice_transpose)
 batching.defrule(dynamic_slice_p, _dynamic_slice_batch)
 mlir.register_lowering(dynamic_slice_p, lambda ctx, x, *starts, slice_sizes: hlo.DynamicSliceOp(
@@ -415,6 +419,7 @@ dynamic_update_slice_p = standard_primitive(
     _dynamic_update_slice_shape_rule, _dynamic_update_slice_dtype_rule, "dynamic_update_slice",
     _all_weak)
 ad.defjvp_rule(dynamic_update_slice_p, _dynamic_update_slice_jvp)
+shr.defsharding(dynamic_update_slice_p, shr.dynamic_update_slice_rule)
 ad.deftranspose(dynamic_update_slice_p, _dynamic_update_slice_transpose)
 batching.defrule(dynamic_update_slice_p, _dynamic_update_slice_batch)
 mlir.register_lowering(dynamic_update_slice_p, lambda ctx, x, update, *starts:

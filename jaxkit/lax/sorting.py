@@ -15,6 +15,7 @@ from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import chlo, hlo, ir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import canonicalize_axis
 from jaxkit.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
 from jaxkit.lax.structural import broadcast_in_dim, broadcasted_iota, expand_dims, reshape
@@ -150,6 +151,7 @@ sort_p = core.Primitive("sort")
 sort_p.multiple_results = True
 sort_p.def_impl(lambda *args, **params: dispatch.apply_primitive(sort_p, *args, **params))
 sort_p.def_abstract_eval(_sort_abstract_eval)
+shr.defsharding(sort_p, shr.sort_rule)
 ad.defjvp_rule(sort_p, _sort_jvp)
 batching.defrule(sort_p, _sort_batch)
 mlir.register_lowering(sort_p, _sort_lowering)

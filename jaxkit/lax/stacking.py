@@ -17,6 +17,7 @@ from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.standard import (_all_weak, _first_weak, as_tuple_of_ints, canonicalize_axis,
                                  standard_primitive)
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.structural import reduce_sum, reshape
 from jaxkit.typing import Array, ArrayLike
 
@@ -76,6 +77,7 @@ stack_p = standard_primitive(_stack_shape_rule, _stack_dtype_rule, "stack", _all
 ad.deflinear2(stack_p, _stack_transpose)
 batching.defrule(stack_p, _stack_batch)
 mlir.register_lowering(stack_p, _stack_lowering)
+shr.defsharding(stack_p, shr.stack_rule)
 
 
 # ---- unstack -------------------------------------------------------------------------------
@@ -127,6 +129,7 @@ unstack_p.def_abstract_eval(_unstack_abstract_eval)
 ad.deflinear2(unstack_p, _unstack_transpose)
 batching.defrule(unstack_p, _unstack_batch)
 mlir.register_lowering(unstack_p, _unstack_lowering)
+shr.defsharding(unstack_p, shr.unstack_rule)
 
 
 # ---- tile ----------------------------------------------------------------------------------

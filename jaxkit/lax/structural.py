@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -306,17 +307,21 @@ def iota(dtype: DTypeLike, size: int) -> Array:
     return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int) -> Array:
-    """An array of ``shape`` whose value is the index along ``dimension``. Lowers to
-    ``stablehlo.iota``."""
+def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int, *,
+                     out_sharding: Any = None) -> Array:
+    """An array of ``shape`` whose value is the index along ``dimension``, laid out as
+    ``out_sharding`` says over Explicit mesh axes. Lowers to ``stablehlo.iota``."""
     dtype = dtypes.canonicalize_dtype(dtype)
     shape = as_tuple_of_ints(shape, "broadcasted_iota shape")
     dimension = int(core.concrete_or_error(dimension, "dimension argument of "
                                                       "lax.broadcasted_iota"))
-    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+    sharding = shr.resolve_out_sharding("broadcasted_iota", out_sharding)
+    # ``sharding`` is a parameter only when given, as for broadcast_in_dim.
+    extra = {} if sharding is None else {"sharding": sharding}
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension, **extra)
 
 
-def _iota_abstract_eval(*, dtype, shape, dimension):
+def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
     if not dtypes.issubdtype(dtype, np.integer) and not dtypes.issubdtype(dtype, np.inexact):
         raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}. Accepted dtypes "
                         "are subtypes of integer, floating, complexfloating.")
@@ -332,7 +337,8 @@ iota_p = core.Primitive("iota")
 iota_p.def_impl(lambda **params: dispatch.apply_primitive(iota_p, **params))
 iota_p.def_abstract_eval(_iota_abstract_eval)
 ad.defjvp_zero(iota_p)
-mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: hlo.IotaOp(
+shr.defsharding(iota_p, lambda *, sharding=None, **_: sharding)
+mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding=None: hlo.IotaOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), dimension).result)
 
 
@@ -579,8 +585,10 @@ mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
 
 
 # ---- full and friends ----------------------------------------------------------------------
-def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Array:
-    """An array of ``shape`` filled with ``fill_value`` (a broadcast scalar)."""
+def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
+         sharding: Any = None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (a broadcast scalar), laid out as
+    ``sharding`` says over Explicit mesh axes."""
     shape = as_tuple_of_ints(shape, "full shape")
     if np.shape(fill_value):
         raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
@@ -596,7 +604,7 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
             return scalar
     else:
         scalar = convert_element_type(fill_value, dtype, weak)
-    return broadcast_in_dim(scalar, shape, ())
+    return broadcast_in_dim(scalar, shape, (), out_sharding=sharding)
 
 
 def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
@@ -605,12 +613,14 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     fill_shape = np.shape(x) if shape is None else shape
     weak = dtype is None and dtypes.is_weakly_typed(x)
     dtype = dtypes.dtype(x) if dtype is None else dtypes.canonicalize_dtype(dtype)
+    # Over Explicit mesh axes the result is laid out as ``x`` (as in JAX).
+    sharding = getattr(core.get_aval(x), "_sharding", None) if shape is None else None
     if weak:
         scalar = convert_element_type(fill_value, dtype, True)
         if not tuple(fill_shape) and isinstance(scalar, (int, float, complex)):
             return scalar  # folded to a weak literal while tracing: rank 0 needs nothing more
-        return broadcast_in_dim(scalar, tuple(fill_shape), ())
-    return full(fill_shape, fill_value, dtype)
+        return broadcast_in_dim(scalar, tuple(fill_shape), (), out_sharding=sharding)
+    return full(fill_shape, fill_value, dtype, sharding=sharding)
 
 
 def zeros_like_array(x: ArrayLike) -> Array:

@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.interpreters.state import is_ref_aval
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.typing import ArrayLike
 
@@ -191,9 +192,9 @@ def _shape_of(x: Any) -> tuple[int, ...]:
     return core.get_aval(x).shape
 
 
-def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+def broadcast_to_shape(x: Any, shape: tuple[int, ...], out_sharding: Any = None) -> Any:
     """``x`` broadcast to ``shape`` (which NumPy broadcasting allows); rank-0 Python scalars
-    are broadcast too."""
+    are broadcast too. ``out_sharding``: the result's layout over Explicit mesh axes."""
     x_shape = _shape_of(x)
     if x_shape == shape:
         return x if not isinstance(x, np.ndarray) else asarray(x)
@@ -202,7 +203,8 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
         raise ValueError(f"Incompatible shapes for broadcasting: {x_shape} and requested shape "
                          f"{shape}")
     # One broadcast_in_dim, as JAX's lax.broadcast_to: it grows size-1 axes itself.
-    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))),
+                                out_sharding=out_sharding)
 
 
 def broadcast_to(array: ArrayLike, shape: Any) -> Array:
@@ -265,7 +267,9 @@ def broadcast_all(fun_name: str, *args: Any) -> list:
     out_shape = _try_broadcast_shapes(shapes)
     if out_shape is None:
         raise _incompatible(shapes)
-    return [broadcast_to_shape(a, out_shape) for a in args]
+    # Over Explicit mesh axes the broadcast operands take the common layout, as in JAX.
+    sharding = shr.broadcast_shardings(out_shape, *(core.get_aval(a) for a in args))
+    return [broadcast_to_shape(a, out_shape, sharding) for a in args]
 
 
 def _prepare(fun_name: str, args: tuple) -> tuple:

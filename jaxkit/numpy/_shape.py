@@ -264,7 +264,9 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: DTypeLike | None 
     """``jnp.stack``: join arrays along a new axis."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
-    arrays = _rows(arrays)
+    if isinstance(arrays, (np.ndarray, Array, core.Tracer)):
+        return _stack_rows(asarray(arrays, dtype=dtype), axis)
+    arrays = list(arrays)
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
     check_arraylike("stack", *arrays)
@@ -276,19 +278,18 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: DTypeLike | None 
         arrays = [asarray(a, dtype=dtype) for a in arrays]
     else:
         arrays = promote_dtypes(*arrays)
-    shape, n = np.shape(arrays[0]), len(arrays)
-    if n == 1 or not shape:  # concatenate needs rank >= 1: a new axis on each
-        parts = [expand_dims(a, axis) for a in arrays]
-        return parts[0] if n == 1 else lax.concatenate(parts, axis)
-    # Stacking is concatenating along an existing axis and splitting it in two: one
-    # concatenate and one reshape, where a new axis on each array would cost one (eager)
-    # dispatch per array.
-    ndim = len(shape)
-    joined = lax.concatenate(arrays, min(axis, ndim - 1))
-    if axis < ndim:
-        return lax.reshape(joined, (*shape[:axis], n, *shape[axis:]))
-    grouped = lax.reshape(joined, (*shape[:-1], n, shape[-1]))  # stacked before the last axis
-    return lax.transpose(grouped, (*range(ndim - 1), ndim, ndim - 1))
+    return lax.stack(arrays, axis)  # one ``stack`` equation, as JAX builds it
+
+
+def _stack_rows(arr: Array, axis: int) -> Array:
+    """The rows of ``arr`` stacked along ``axis``: a new axis after it, merged with the rows'
+    axis by one reshape (JAX's fast path for an array argument)."""
+    if arr.ndim == 0 or arr.shape[0] == 0:
+        raise ValueError("Need at least one array to concatenate.")
+    axis = canonicalize_axis(axis, arr.ndim)
+    arr = expand_dims(arr, axis + 1)
+    shape = arr.shape[1:axis + 1] + (arr.shape[0] * arr.shape[axis + 1],) + arr.shape[axis + 2:]
+    return lax.reshape(arr, shape, (*range(1, axis + 1), 0, *range(axis + 1, arr.ndim)))
 
 
 @jitted(static_argnames=("axis",))

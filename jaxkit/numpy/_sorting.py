@@ -59,7 +59,8 @@ def argsort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: Non
         arr = ravel(arr)
         axis = 0
     dimension = canonicalize_axis(axis, arr.ndim)
-    iota = lax.broadcasted_iota(_int_dtype(), arr.shape, dimension)
+    iota = lax.broadcasted_iota(_int_dtype(), arr.shape, dimension,
+                                out_sharding=core.get_aval(arr)._sharding)
     # A stable descending sort: reverse, sort ascending, reverse back (ties keep their order).
     if descending and stable:
         arr = lax.rev(arr, (dimension,))

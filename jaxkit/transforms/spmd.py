@@ -23,7 +23,7 @@ from jaxkit import core
 from jaxkit import _tree_trace as tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import mlir
-from jaxkit.lax.sharding import sharding_constraint_p
+from jaxkit.lax.sharding import reshard_p, sharding_constraint_p
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
@@ -187,7 +187,7 @@ def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
     """The mesh of the first sharding constraint, or of the first equation with a ``mesh``
     parameter (``shard_map``)."""
     for eqn in jaxpr.eqns:
-        if eqn.primitive is sharding_constraint_p:
+        if eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p:
             return eqn.params["sharding"].mesh
         if isinstance(eqn.params.get("mesh"), Mesh):
             return eqn.params["mesh"]
