@@ -60,8 +60,11 @@ def suite_files(py: Path, suite: str, workdir: Path, flax_sdist: str | None = No
 
 
 def run_file(py: Path, test: Path, on_jaxkit: bool, timeout: int, env: dict) -> dict:
-    head = [str(py), "-m", "jaxkit", "run", "-m", "pytest"] if on_jaxkit else \
-        [str(py), "-m", "pytest"]
+    # -P: the test file's folder (the working directory) stays off sys.path, else its modules
+    # shadow the standard library's (optax/tree_utils/_random.py hides the C module
+    # ``_random`` that ``random`` imports).
+    head = [str(py), "-P", "-m", "jaxkit", "run", "-m", "pytest"] if on_jaxkit else \
+        [str(py), "-P", "-m", "pytest"]
     report = Path(tempfile.mkdtemp()) / "report.xml"
     cmd = [*head, "-q", "-rfE", "--tb=line", "-p", "no:cacheprovider",
            f"--junitxml={report}", str(test)]

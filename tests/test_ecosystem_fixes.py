@@ -329,3 +329,44 @@ def test_copies_are_new_buffers(name, copy):
 def test_asarray_does_not_copy():
     x = jnp.arange(3.0)
     assert jnp.asarray(x) is x and jnp.asarray(x, dtype=x.dtype) is x
+
+
+# --------------------------------------------------------------------------------------------
+# lax.cond takes its single operand as the ``operand=`` keyword too (optax _projections_test
+# test_projection_ball*, test_projection_l1_ball_grad_at_zero: projection_l1_ball)
+# --------------------------------------------------------------------------------------------
+
+COND_OPERANDS = [
+    ("array_true", lambda m: m.numpy.array([1.0, -2.0]), True),
+    ("array_false", lambda m: m.numpy.array([1.0, -2.0]), False),
+    ("tree", lambda m: {"w": m.numpy.ones(2), "b": 0.5}, False),
+    ("none", lambda m: None, True),
+]
+
+
+@pytest.mark.parametrize("name,make,pred", COND_OPERANDS, ids=[c[0] for c in COND_OPERANDS])
+def test_cond_operand_keyword(name, make, pred):
+    jax = _oracle()
+    results = []
+    for mod in (jaxkit, jax):
+        def run(p, mod=mod):
+            return mod.lax.cond(p, lambda t: t, lambda t: mod.tree_util.tree_map(
+                lambda x: x * 2, t), operand=make(mod))
+        results.append((mod.tree_util.tree_map(np.asarray, run(pred)),
+                        mod.tree_util.tree_map(np.asarray, mod.jit(run)(pred))))
+    for got, want in zip(mod_leaves(results[0]), mod_leaves(results[1])):
+        np.testing.assert_array_equal(got, want)
+
+
+def mod_leaves(tree):
+    return jaxkit.tree_util.tree_leaves(tree)
+
+
+def test_cond_operand_keyword_with_positional_operands_is_an_error():
+    jax = _oracle()
+    messages = []
+    for mod in (jaxkit, jax):
+        with pytest.raises(TypeError) as e:
+            mod.lax.cond(True, lambda a, b: a, lambda a, b: b, 1.0, operand=2.0)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -83,11 +84,21 @@ def _check_branch_types(jaxprs, out_trees, funs):
                                             jaxprs[0].out_avals, j.out_avals))
 
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+# Marks "no ``operand=`` keyword given" (None is a valid operand).
+_NO_OPERAND = object()
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any = _NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, staged (both are
-    traced, one runs). ``pred`` is a scalar boolean (or number)."""
+    traced, one runs). ``pred`` is a scalar boolean (or number). The single operand may also
+    come as the ``operand=`` keyword, JAX's older spelling (Optax's projections use it)."""
     if not callable(true_fun) or not callable(false_fun):
         raise TypeError("cond: true_fun and false_fun arguments should be callable.")
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                            f"passed, got {operand=} and positional operands {operands}")
+        operands = (operand,)
     aval = core.get_aval(pred)
     if aval.shape != ():
         raise TypeError(f"Pred must be a scalar, got {pred!r} of shape {aval.shape}.")
