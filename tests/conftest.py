@@ -19,6 +19,10 @@ import pytest
 
 _CACHE_DIR = tempfile.mkdtemp(prefix="jaxkit-test-xla-cache-")
 os.environ["JAXKIT_COMPILATION_CACHE_DIR"] = _CACHE_DIR
+# Test processes keep at most 256 MB of freed heap for reuse (jaxkit's default is up to
+# 1 GiB, runtime/allocator.py): tests measure no speed, and one worker per core each keeping
+# its default would add up on a small CI machine.
+os.environ.setdefault("JAXKIT_MALLOC_KEEP_BYTES", str(256 << 20))
 _IPYTHON_DIR = tempfile.mkdtemp(prefix="jaxkit-test-ipython-")
 os.environ["IPYTHONDIR"] = _IPYTHON_DIR
 # Removed at exit, after the shells' own exit handlers (registered later, so run earlier)
