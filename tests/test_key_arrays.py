@@ -38,6 +38,10 @@ STRUCTURAL = [
     ("reshape", lambda m: m.numpy.reshape(_keys(m), (2, 2))),
     ("reshape_neg", lambda m: m.numpy.reshape(_keys(m), (-1, 1))),
     ("method_reshape", lambda m: _keys(m).reshape(1, 4)),
+    # to its own dtype (Optax's MultiSteps maps astype(where(...), x.dtype) over its state)
+    ("astype_own_dtype", lambda m: m.numpy.astype(_keys(m), _keys(m).dtype)),
+    ("astype_of_where", lambda m: m.numpy.astype(m.numpy.where(True, _keys(m), _keys(m)),
+                                                 _keys(m).dtype)),
     ("ravel", lambda m: m.numpy.ravel(_grid(m))),
     ("index_slice", lambda m: _keys(m)[1:3]),
     ("index_int", lambda m: _grid(m)[1]),
@@ -152,6 +156,7 @@ MIXED = [
     ("array_equal", lambda m: m.numpy.array_equal(m.random.key(0), m.numpy.zeros(()))),
     ("broadcast_to", lambda m: m.numpy.broadcast_to(_keys(m), (3,))),
     ("astype", lambda m: _keys(m).astype("uint32")),
+    ("jnp_astype", lambda m: m.numpy.astype(_keys(m), m.numpy.float32)),
 ]
 
 

@@ -169,6 +169,20 @@ def _isfinite(fn: Callable) -> Callable:
     return accepting_keys
 
 
+def _astype(fn: Callable) -> Callable:
+    """A key array converts to its own key dtype only (Optax maps ``astype(where(...),
+    x.dtype)`` over states that hold keys); any other dtype is JAX's ValueError."""
+    @functools.wraps(fn)
+    def accepting_keys(x, dtype, *args, **kwargs):
+        if _is_key(x):
+            if dtype == x.dtype:
+                return x
+            name = dtype.__name__ if isinstance(dtype, type) else str(dtype)
+            raise ValueError(f"Cannot convert_element_type from {x.dtype} to {name}")
+        return fn(x, dtype, *args, **kwargs)
+    return accepting_keys
+
+
 def _size(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def accepting_keys(a, axis=None):
@@ -189,3 +203,4 @@ def install(namespace: dict) -> None:
     namespace["array_equal"] = _array_equal(namespace["array_equal"])
     namespace["isfinite"] = _isfinite(namespace["isfinite"])
     namespace["size"] = _size(namespace["size"])
+    namespace["astype"] = _astype(namespace["astype"])
