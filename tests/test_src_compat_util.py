@@ -14,7 +14,8 @@ from jaxkit._src_compat.lib import xla_client as kit_xc
 
 jax_util = pytest.importorskip("jax._src.util")
 jax_xb = pytest.importorskip("jax._src.xla_bridge")
-jax_xc = pytest.importorskip("jax._src.lib.xla_client")
+# JAX 0.10.2's jax._src.lib holds jaxlib's xla_client as an attribute, not a submodule
+jax_xc = pytest.importorskip("jax._src.lib").xla_client
 
 CASES = [
     ("map_one", lambda u: u.safe_map(abs, [-1, 2, -3])),
