@@ -359,15 +359,18 @@ for line in hlo.splitlines():
     if 'all-reduce(' in line:
         print(line.strip()[:90])
 matmul(a, b)"""),
-    md("`in_shardings` and `out_shardings` fix layouts; `with_sharding_constraint` pins one "
-       "inside the program:"),
+    md("`in_shardings` and `out_shardings` fix layouts at the boundary of a program; inside "
+       "it, `reshard` changes a value's layout, and so its type. (Over `Explicit` axes, "
+       "`with_sharding_constraint` refuses to, as in JAX: it only hints XLA on `Auto` axes.)"),
     code("""
 total = jax.jit(lambda x: x.sum(0), out_shardings=NamedSharding(mesh, P()))(x)
 print(total, total.sharding.spec)
 
 @jax.jit
 def relayout(x):
-    return jax.lax.with_sharding_constraint(2 * x, NamedSharding(mesh, P('y')))
+    y = jax.reshard(2 * x, NamedSharding(mesh, P('y')))
+    print('traced as', jax.typeof(y))
+    return y
 
 jax.debug.visualize_array_sharding(relayout(x))"""),
     md("""

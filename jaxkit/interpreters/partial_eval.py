@@ -174,6 +174,11 @@ class _RecordingTrace(core.Trace):
 # --------------------------------------------------------------------------------------------
 
 
+# Constant folding while staging, as JAX's: ``primitive -> rule(*args, **params)`` giving
+# ``(value, aval)`` of a scalar literal that replaces the equation, or None to stage it.
+const_fold_rules: dict[core.Primitive, Callable] = {}
+
+
 class DynamicJaxprTrace(_RecordingTrace):
     """Records every primitive applied to its tracers as a jaxpr equation."""
 
@@ -185,7 +190,18 @@ class DynamicJaxprTrace(_RecordingTrace):
         self.debug = debug
 
     def process_primitive(self, primitive, args, params):
+        fold = const_fold_rules.get(primitive)
+        if fold is not None:
+            folded = fold(*args, **params)
+            if folded is not None:
+                return self.new_literal(*folded)
         return self.record(primitive, args, params)
+
+    def new_literal(self, value, aval: ShapedArray) -> DynamicJaxprTracer:
+        """A tracer standing for the scalar constant ``value``: no equation, a literal wherever
+        it is used. It is a tracer rather than the bare scalar so that it has ``dtype``,
+        ``shape`` and ``astype`` as any traced value."""
+        return self.tracer_type(self, aval, Literal(value, aval))
 
     def to_jaxpr(self, outs: Sequence) -> tuple[Jaxpr, list]:
         outvars = [self.to_atom(x) for x in outs]
@@ -200,7 +216,8 @@ class DynamicJaxprTrace(_RecordingTrace):
         where = f" defined at {d.func_src_info}" if d.func_src_info else ""
         text = (f"The problem arose while tracing the function {d.func_name}{where} for "
                 f"{d.traced_for}.")
-        if isinstance(tracer, JaxprTracer) and tracer._trace is self:
+        if isinstance(tracer, JaxprTracer) and tracer._trace is self and \
+                type(tracer._var) is Var:
             deps = _input_dependencies(self, tracer._var)
             names = [d.arg_names[i] for i in deps if i < len(d.arg_names)]
             if names:

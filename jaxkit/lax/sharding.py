@@ -35,9 +35,10 @@ def _resolve(s: Any, x: Any) -> NamedSharding:
     if isinstance(s, PartitionSpec):
         mesh = current_mesh()
         if mesh is None:
-            raise ValueError(f"with_sharding_constraint got the bare {s}, which needs a mesh: "
-                             "call it inside `with mesh:` (or jaxkit.sharding.set_mesh(mesh)),"
-                             " or pass NamedSharding(mesh, spec).")
+            # JAX's words (its ValueError), for every API that takes a bare spec.
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
+                             "allowed. Please pass a NamedSharding instance or enter into a "
+                             f"mesh context via `jax.set_mesh`. Got {s}")
         return NamedSharding(mesh, s)
     raise TypeError(f"with_sharding_constraint expects NamedShardings or PartitionSpecs, got "
                     f"{s!r}")

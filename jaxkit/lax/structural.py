@@ -18,6 +18,7 @@ from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
@@ -462,13 +463,18 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
              not dtypes.issubdtype(aval.dtype, np.complexfloating)):
         # JAX folds the conversion of a host constant while tracing: a literal, no equation.
         return np.asarray(operand).astype(new_dtype)[()]
-    if weak_type and type(operand) is int and core.current_trace() is not core.eval_trace:
-        # A Python int made a weakly typed int, float or complex (``full_like(x, 0)`` of a weak
-        # ``x``): JAX folds it too. The literal is a Python scalar, weak as the result.
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _convert_element_type_fold(operand, *, new_dtype, weak_type, **_):
+    # A Python int made a weakly typed int, float or complex while staging
+    # (``full_like(x, 0)`` of a weak ``x``): JAX folds it to a literal, a Python scalar as weak
+    # as the result, and no equation.
+    if weak_type and type(operand) is int:
         for kind in (int, float, complex):
             if new_dtype == dtypes.canonicalize_dtype(dtypes.dtype(kind(0))):
-                return kind(operand)
-    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+                return kind(operand), core.ShapedArray((), new_dtype, weak_type=True)
+    return None
 
 
 def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
@@ -504,6 +510,7 @@ convert_element_type_p = standard_primitive(
     lambda x, **_: x.shape, lambda x, *, new_dtype, weak_type: np.dtype(new_dtype),
     "convert_element_type", lambda x, *, new_dtype, weak_type: weak_type)
 ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
+pe.const_fold_rules[convert_element_type_p] = _convert_element_type_fold
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 batching.defvectorized(convert_element_type_p)
 shr.defsharding(convert_element_type_p, shr.unary_rule)
@@ -617,8 +624,8 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     sharding = getattr(core.get_aval(x), "_sharding", None) if shape is None else None
     if weak:
         scalar = convert_element_type(fill_value, dtype, True)
-        if not tuple(fill_shape) and isinstance(scalar, (int, float, complex)):
-            return scalar  # folded to a weak literal while tracing: rank 0 needs nothing more
+        if not tuple(fill_shape) and sharding is None:
+            return scalar  # a weak literal while staging (as JAX): rank 0 needs nothing more
         return broadcast_in_dim(scalar, tuple(fill_shape), (), out_sharding=sharding)
     return full(fill_shape, fill_value, dtype, sharding=sharding)
 
