@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxkit import core, distributed, dtypes, lax
 from jaxkit import _tree_trace as tree_util
-from jaxkit.lax.sharding import constrain
+from jaxkit.lax.sharding import constrain, resolve_sharding
 from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe
@@ -741,7 +741,10 @@ def _device_put_sharded(x: Any, shardings: Any):
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
-        if isinstance(s, NamedSharding) and isinstance(leaf, ShardedArray) and \
+        if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
+                leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
+            outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value
+        elif isinstance(s, NamedSharding) and isinstance(leaf, ShardedArray) and \
                 not leaf.is_fully_addressable:
             # No process can read the whole value: XLA moves the pieces between devices.
             outs.append(_reshard(s)(leaf))

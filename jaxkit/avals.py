@@ -122,14 +122,14 @@ class ShapedArray:
         s = self._sharding
         if s is None and not force:
             return None
-        spec = (None,) * len(self.shape) if s is None else tuple(s.spec)
+        spec = (None,) * len(self.shape) if s is None else s.spec.partitions
         entries = change(spec)
-        if all(p is None for p in entries):
+        if all(p is None for p in entries) and (s is None or not s.spec.unreduced):
             return None
         if s is None:
             raise ValueError("insert_dim(split=...) of a type without a sharding: reshard the "
                              "value first")
-        return type(s)(s.mesh, type(s.spec)(*entries))
+        return type(s)(s.mesh, s.spec.update(partitions=entries))
 
     def to_tangent_aval(self) -> ShapedArray:
         """Integer and boolean values have ``float0`` tangents, as in JAX; the tangent is laid
@@ -140,21 +140,34 @@ class ShapedArray:
     def _dims(self) -> str:
         if self._sharding is None:
             return ",".join(map(str, self.shape))
-        return shape_sharding_str(self.shape, self._sharding.spec)
+        return shape_sharding_str(self.shape, self._sharding.spec.partitions)
+
+    def _ur(self) -> str:
+        """JAX's suffix for unreduced/reduced mesh axes (``f32[8@X,4]{U:Y}``), in mesh order."""
+        s = self._sharding
+        if s is None or not (s.spec.unreduced or s.spec.reduced):
+            return ""
+        sets = []
+        for tag, axes in (("U", s.spec.unreduced), ("R", s.spec.reduced)):
+            ordered = [a for a in s.mesh.axis_names if a in axes]
+            if ordered:
+                sets.append(f"{tag}:{ordered[0]}" if len(ordered) == 1 else
+                            f"{tag}:({','.join(ordered)})")
+        return "{" + ", ".join(sets) + "}"
 
     def str_short(self) -> str:
-        return f"{dtypes.short_dtype_name(self.dtype)}[{self._dims()}]"
+        return f"{dtypes.short_dtype_name(self.dtype)}[{self._dims()}]{self._ur()}"
 
     def __repr__(self):
         if self._sharding is not None:  # JAX: ``ShapedArray(float32[4@X,4@Y])``
             weak = ", weak_type=True" if self.weak_type else ""
-            return f"ShapedArray({self.dtype.name}[{self._dims()}]{weak})"
+            return f"ShapedArray({self.dtype.name}[{self._dims()}]{self._ur()}{weak})"
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace(" ", "")
 
     def __str__(self):
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims()}]"
+        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims()}]{self._ur()}"
 
 
 def shape_sharding_str(shape: Sequence[int], spec: Sequence) -> str:

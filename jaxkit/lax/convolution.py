@@ -19,6 +19,7 @@ from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.dot import PrecisionLike, _precision_attr, canonicalize_precision
 from jaxkit.lax.structural import convert_element_type, full, reshape, rev
@@ -482,6 +483,7 @@ ad.defbilinear(conv_general_dilated_p, _conv_general_dilated_transpose_lhs,
                _conv_general_dilated_transpose_rhs)
 batching.defrule(conv_general_dilated_p, _conv_general_dilated_batch)
 mlir.register_lowering(conv_general_dilated_p, _conv_general_dilated_lowering)
+shr.defsharding(conv_general_dilated_p, shr.conv_general_dilated_rule)
 
 
 # ---- conveniences --------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import elementwise as ew
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax import slicing
 from jaxkit.lax import structural as st
 from jaxkit.lax.standard import standard_primitive
@@ -152,3 +153,4 @@ fft_p = standard_primitive(lambda x, **p: _fft_abstract_eval(x, **p).shape,
 ad.deflinear2(fft_p, _fft_transpose)
 batching.defrule(fft_p, _fft_batch)
 mlir.register_lowering(fft_p, _fft_lowering)
+shr.defsharding(fft_p, shr.fft_rule)

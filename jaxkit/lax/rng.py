@@ -13,6 +13,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.slicing import dynamic_update_index_in_dim, index_in_dim
 from jaxkit.lax.standard import as_tuple_of_ints
 from jaxkit.typing import Array, ArrayLike, DTypeLike
@@ -98,6 +99,7 @@ rng_bit_generator_p.def_impl(
 rng_bit_generator_p.def_abstract_eval(_rng_bit_generator_abstract_eval)
 ad.defjvp_zero(rng_bit_generator_p)  # unsigned integers in and out: no tangent to carry
 batching.defrule(rng_bit_generator_p, _rng_bit_generator_batch)
+shr.defsharding(rng_bit_generator_p, shr.rng_bit_generator_rule)
 mlir.register_lowering(rng_bit_generator_p, _rng_bit_generator_lowering)
 
 

@@ -8,6 +8,7 @@ batch dimension is left unsplit.
 """
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -19,11 +20,13 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import (AbstractMesh, AxisType, NamedSharding, PartitionSpec,
-                                     current_abstract_mesh, current_mesh, put_global)
+from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
+                                     PartitionSpec, current_abstract_mesh, current_mesh,
+                                     put_global)
 
-__all__ = ["constrain", "lay_out", "reshard_leaves", "reshard_p", "sharding_constraint_p",
-           "with_sharding_constraint"]
+__all__ = ["concrete_mesh_for", "constrain", "declare_sdy_mesh", "lay_out", "reduced_value",
+           "reshard_leaves", "reshard_p", "resolve_sharding", "sdy_mesh_symbol",
+           "sharding_constraint_p", "with_sharding_constraint"]
 
 sharding_constraint_p = core.Primitive("sharding_constraint")
 reshard_p = core.Primitive("reshard")
@@ -39,9 +42,57 @@ def _resolve(s: Any, x: Any) -> NamedSharding:
             raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
                              "allowed. Please pass a NamedSharding instance or enter into a "
                              f"mesh context via `jax.set_mesh`. Got {s}")
-        return NamedSharding(mesh, s)
+        return NamedSharding(concrete_mesh_for(current_abstract_mesh(), mesh), s)
     raise TypeError(f"with_sharding_constraint expects NamedShardings or PartitionSpecs, got "
                     f"{s!r}")
+
+
+def resolve_sharding(s: Any, x: Any) -> NamedSharding:
+    """The concrete ``NamedSharding`` a sharding argument for ``x`` stands for (a bare
+    ``PartitionSpec`` is over the mesh in context)."""
+    return _resolve(s, x)
+
+
+def concrete_mesh_for(abstract: AbstractMesh, mesh: Mesh) -> Mesh:
+    """``mesh``, or, when ``use_abstract_mesh`` entered a mesh of another shape over as many
+    devices, that mesh laid over ``mesh``'s devices in their order (as JAX does)."""
+    if abstract.empty or abstract.shape_tuple == mesh.shape_tuple:
+        return mesh
+    if abstract.size != mesh.size:
+        raise ValueError(f"The abstract mesh in context {abstract} has {abstract.size} "
+                         f"devices but the mesh in context {mesh} has {mesh.size}; "
+                         "use_abstract_mesh may change axis sizes, names and types only.")
+    return Mesh(np.array(mesh._flat, dtype=object).reshape(abstract.axis_sizes),
+                abstract.axis_names, abstract.axis_types)
+
+
+def sdy_mesh_name(ctx: mlir.LoweringRuleContext, mesh: Mesh) -> str:
+    """The Shardy mesh symbol for ``mesh`` in the module being lowered: ``mesh`` for the
+    program's own, else one declared (once) for a mesh of another shape over the same
+    devices (a ``use_abstract_mesh`` block), as JAX declares ``@mesh_0``."""
+    if tuple(ctx.module_context.mesh) == mesh.shape_tuple:
+        return "mesh"
+    return declare_sdy_mesh(ctx.module_context.module, mesh.shape_tuple)
+
+
+def sdy_mesh_symbol(shape: tuple) -> str:
+    """The symbol jaxkit gives the Shardy mesh of axes ``shape`` other than a program's own."""
+    name = "mesh_" + "_".join(f"{n}{size}" for n, size in shape)
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+def declare_sdy_mesh(module: Any, shape: tuple) -> str:
+    """Declare the Shardy mesh of axes ``shape`` (``(name, size)`` pairs) in ``module`` unless
+    it is there; its symbol name."""
+    name = sdy_mesh_symbol(shape)
+    body = module.body
+    if not any(getattr(op, "sym_name", None) is not None and op.sym_name.value == name
+               for op in body.operations):
+        axes = ", ".join(f'"{n}"={size}' for n, size in shape)
+        with module.context, mlir.ir.Location.unknown(), \
+                mlir.ir.InsertionPoint.at_block_begin(body):
+            mlir.sdy.MeshOp(name, mlir.ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
+    return name
 
 
 def _on_concrete_mesh(s: NamedSharding, x: Any) -> NamedSharding:
@@ -170,9 +221,34 @@ def lay_out(x: Any, name: str, out_sharding: Any) -> Any:
 def _impl(x, *, sharding: NamedSharding):
     if type(x) is ShardedArray and x.sharding == sharding:
         return x
-    value = np.asarray(x._value if isinstance(x, Array) else x)
+    if sharding.spec.unreduced:
+        # Which summand each device holds is XLA's choice: only a partitioned program makes it.
+        raise NotImplementedError(
+            "reshard to an unreduced sharding outside jit is not implemented; use "
+            "jax.device_put(x, sharding) or reshard inside jax.jit")
+    value = (reduced_value(x) if type(x) is ShardedArray and x.sharding.spec.unreduced else
+             np.asarray(x._value if isinstance(x, Array) else x))
     aval = core.get_aval(x)
     return ShardedArray(put_global(value, aval, sharding), aval, sharding)
+
+
+def reduced_value(x: ShardedArray) -> np.ndarray:
+    """The value of an array unreduced over some mesh axes: each slice of it is the sum of the
+    summands the devices along those axes hold (one copy along the other replicated axes)."""
+    sharding = x.sharding
+    spec = sharding.spec
+    mesh = sharding.mesh
+    whole = NamedSharding(mesh, spec.update(unreduced=frozenset()))
+    indices = whole.devices_indices_map(x.shape)
+    split = {a for axes in spec._normalized(0) for a in axes}
+    by_device = {s.device: np.asarray(s.data) for s in x.addressable_shards}
+    out = np.zeros(x.shape, x.dtype)
+    for pos, device in zip(np.ndindex(*mesh.axis_sizes), mesh._flat):
+        if any(k and a not in split and a not in spec.unreduced
+               for a, k in zip(mesh.axis_names, pos)):
+            continue  # another copy along a replicated axis
+        out[indices[device]] += by_device[device]
+    return out
 
 
 def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
@@ -181,10 +257,11 @@ def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
         raise NotImplementedError(
             "sharding_constraint: the lowering rule needs a program partitioned over a mesh "
             "(inside pmap, use the pmap axis instead)")
-    if tuple(mesh) != sharding.mesh.shape_tuple:
+    if math.prod(size for _, size in mesh) != sharding.mesh.size:
         raise ValueError(f"with_sharding_constraint on {sharding.mesh} inside a program "
                          f"partitioned over a mesh of axes {tuple(mesh)}; use one mesh.")
-    return mlir.sharding_constraint(x, sharding.sdy_attr(len(ctx.avals_in[0].shape)))
+    return mlir.sharding_constraint(x, sharding.sdy_attr(len(ctx.avals_in[0].shape),
+                                                         sdy_mesh_name(ctx, sharding.mesh)))
 
 
 def _batcher(prim, axis_data, args, dims, *, sharding: NamedSharding):
@@ -209,6 +286,7 @@ ad.deflinear(sharding_constraint_p,
 batching.defrule(sharding_constraint_p, partial(_batcher, sharding_constraint_p))
 mlir.register_lowering(sharding_constraint_p, _lowering)
 shr.defsharding(sharding_constraint_p, shr.sharding_constraint_rule)
+shr.unreduced_rules.add(sharding_constraint_p)
 
 # ``reshard``: the same value and layout rules; JAX prints it bare (``b:f32[8@x,4] = reshard
 # a``), and transposes it back to the operand's layout.
@@ -218,4 +296,5 @@ ad.deflinear2(reshard_p, _reshard_transpose)
 batching.defrule(reshard_p, partial(_batcher, reshard_p))
 mlir.register_lowering(reshard_p, _lowering)
 shr.defsharding(reshard_p, shr.sharding_constraint_rule)
+shr.unreduced_rules.add(reshard_p)
 core.defpp_params(reshard_p, lambda params: {})

@@ -29,6 +29,8 @@ __all__ = ["defsharding", "resolve_out_sharding", "sharding_rules", "type_shardi
 Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of names
 
 sharding_rules: dict[core.Primitive, Callable[..., Any]] = {}
+# The primitives whose sharding rule also says what an unreduced operand gives.
+unreduced_rules: set[core.Primitive] = set()
 
 
 def defsharding(prim: core.Primitive, rule: Callable[..., Any]) -> None:
@@ -41,7 +43,7 @@ def parts(aval: ShapedArray) -> Spec:
     """The spec of ``aval``'s explicit sharding, one entry per dimension (all None when the
     type carries none)."""
     s = getattr(aval, "_sharding", None)
-    return (None,) * len(aval.shape) if s is None else tuple(s.spec)
+    return (None,) * len(aval.shape) if s is None else s.spec.partitions
 
 
 def _mesh_of(prim_name: str, avals: Sequence) -> AbstractMesh | None:
@@ -62,8 +64,8 @@ def type_sharding_of(sharding: Any, ndim: int) -> NamedSharding | None:
     a concrete or abstract mesh), for a rank-``ndim`` value."""
     if not isinstance(sharding, NamedSharding):
         return None
-    spec = tuple(sharding.spec) + (None,) * (ndim - len(sharding.spec))
-    return typed_sharding(sharding.mesh, spec[:ndim])
+    spec = sharding.spec.partitions + (None,) * (ndim - len(sharding.spec))
+    return typed_sharding(sharding.mesh, spec[:ndim], sharding.spec.unreduced)
 
 
 # ---- the hook: a result type plus its sharding ----
@@ -79,6 +81,11 @@ def _sharding_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any
             f"over Explicit mesh axes: {', '.join(a.str_short() for a in sharded)}). Run it "
             "with those axes Auto: jax.sharding.auto_axes(f, out_sharding=...), or reshard "
             "the operand to P() first.")
+    if prim not in unreduced_rules and any(a._sharding.spec.unreduced for a in sharded):
+        # JAX's words: few primitives say what an unreduced operand gives (a sum of summands
+        # is unreduced, a product of two is not); jaxkit's reshard reduces one.
+        raise NotImplementedError(f"unreduced rule for {prim.name} is not implemented. Please "
+                                  "file an issue at https://github.com/jax-ml/jax/issues")
     outs = list(out) if prim.multiple_results else [out]
     specs = (rule(outs, *avals, **params) if getattr(rule, "takes_out", False)
              else rule(*avals, **params))
@@ -96,8 +103,24 @@ def _sharding_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any
             prim, avals, o, mesh, spec)
         if isinstance(s, NamedSharding):  # asked for (out_sharding=): padded, Explicit axes
             s = type_sharding_of(s, len(o.shape))
+        if s is not None:
+            _check_divisibility(s, o.shape)
         typed_outs.append(ShapedArray(o.shape, o.dtype, o.weak_type, s))
     return typed_outs if prim.multiple_results else typed_outs[0]
+
+
+def _check_divisibility(s: NamedSharding, shape: tuple) -> None:
+    """A type splits each dimension evenly (JAX checks every sharded type, with these words)."""
+    sizes = dict(zip(s.mesh.axis_names, s.mesh.axis_sizes))
+    for dim, (p, n) in enumerate(zip(s.spec.partitions, shape)):
+        if p is None:
+            continue
+        axes = p if isinstance(p, tuple) else (p,)
+        size = math.prod(sizes[a] for a in axes)
+        if n % size:
+            raise ValueError(f"Sharding spec {axes} implies that array axis {dim} is "
+                             f"partitioned {size} times, but does not evenly divide the "
+                             f"dimension size {n}. Got shape: {shape} and sharding {s}")
 
 
 def _named(prim, avals, out: ShapedArray, mesh: AbstractMesh, spec: Sequence):
@@ -447,6 +470,49 @@ def dynamic_slice_rule(outs, x: ShapedArray, *starts, **params) -> Spec | None:
 @with_out
 def pad_rule(outs, x: ShapedArray, padding_value: ShapedArray, **params) -> Spec | None:
     return _varying_shape("padding", x, outs[0].shape)
+
+
+@with_out
+def split_rule(outs, x: ShapedArray, *, sizes: Sequence[int], axis: int) -> list | None:
+    """Each piece keeps the operand's layout (a split dimension must stay divisible)."""
+    return [_varying_shape("split", x, o.shape) for o in outs]
+
+
+def fft_rule(x: ShapedArray, *, fft_type: Any, fft_lengths: Sequence[int]) -> Spec | None:
+    """The result keeps the operand's layout, whatever the transform does to the minor
+    dimensions' sizes (JAX's type takes the operand's sharding as it is)."""
+    return parts(x)
+
+
+def top_k_rule(x: ShapedArray, *, k: int, axis: int) -> list | None:
+    """Values and indices keep the operand's layout; the axis searched must not be split."""
+    if parts(x)[axis] is not None:
+        raise ShardingTypeError("The input should be unsharded over the axis along which to "
+                                f"compute the top_k values. Got input type={x} and "
+                                f"axis={axis}")
+    return [parts(x), parts(x)]
+
+
+def rng_bit_generator_rule(key: ShapedArray, *, out_sharding: Any = None, **params) -> list:
+    """The new key keeps the key's layout; the bits are laid out as ``out_sharding`` asks
+    (unsplit by default)."""
+    return [parts(key), resolve_out_sharding("rng_bit_generator", out_sharding)]
+
+
+@with_out
+def conv_general_dilated_rule(outs, lhs: ShapedArray, rhs: ShapedArray, *,
+                              dimension_numbers: Any, **params) -> Spec | None:
+    """JAX's rule: with an unsplit kernel and an unsplit input-feature dimension the result
+    takes the input's spec position by position (each split dimension must stay divisible);
+    anything else needs an explicit layout."""
+    out_sharding = params.get("out_sharding")
+    if out_sharding is not None:
+        return out_sharding
+    if all(p is None for p in parts(rhs)) and \
+            parts(lhs)[dimension_numbers.lhs_spec[1]] is None:
+        return _varying_shape("conv_general_dilated", lhs, outs[0].shape)
+    raise ShardingTypeError("Please specify the output sharding via `out_sharding` parameter "
+                            "of `conv_general_dilated`")
 
 
 def _axis_types_str(mesh: AbstractMesh) -> str:

@@ -229,5 +229,6 @@ top_k_p.def_abstract_eval(_top_k_abstract_eval)
 ad.defjvp_rule(top_k_p, _top_k_jvp)
 batching.defrule(top_k_p, _top_k_batch)
 mlir.register_lowering(top_k_p, _top_k_lowering)
+shr.defsharding(top_k_p, shr.top_k_rule)
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]

@@ -445,6 +445,7 @@ split_p.def_abstract_eval(_split_abstract_eval)
 ad.deflinear2(split_p, _split_transpose)
 batching.defrule(split_p, _split_batch)
 mlir.register_lowering(split_p, _split_lowering)
+shr.defsharding(split_p, shr.split_rule)
 
 
 # ---- convert_element_type ------------------------------------------------------------------

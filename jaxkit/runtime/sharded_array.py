@@ -26,15 +26,31 @@ class Shard:
     global array it holds), ``replica_id`` (0 for the first copy of that piece) and ``data``
     (an ``Array`` on that device)."""
 
-    __slots__ = ("_aval", "_buf", "_data", "device", "index", "replica_id")
+    __slots__ = ("_aval", "_buf", "_data", "_index", "_replica_id", "_where", "device")
 
-    def __init__(self, device, index: tuple, replica_id: int, buf, aval: ShapedArray):
+    def __init__(self, device, index: tuple | None, replica_id: int | None, buf,
+                 aval: ShapedArray, where: Any = None):
         self.device = device
-        self.index = index
-        self.replica_id = replica_id
+        self._index = index
+        self._replica_id = replica_id
+        self._where = where  # (sharding, global shape) when the index is asked for lazily
         self._buf = buf
         self._aval = aval
         self._data = None
+
+    @property
+    def index(self) -> tuple:
+        if self._index is None:  # an unreduced piece: the sharding says why it has none
+            sharding, shape = self._where
+            self._index = sharding.devices_indices_map(shape)[self.device]
+        return self._index
+
+    @property
+    def replica_id(self) -> int:
+        if self._replica_id is None:
+            sharding, shape = self._where
+            self._replica_id = _replica_ids(sharding.devices_indices_map(shape))[self.device]
+        return self._replica_id
 
     @property
     def data(self) -> Array:
@@ -111,9 +127,13 @@ class ShardedArray(Array):
         self._check_alive()
         bufs = multi_device.addressable_shards(self._buf)
         view = self._view()
+        shard_aval = self.aval.update(shape=view.shard_shape(self.shape))
+        if getattr(getattr(view, "spec", None), "unreduced", None):
+            # The pieces are summands: asking one for its index raises, as in JAX.
+            return [Shard(b._sharding._device, None, None, b, shard_aval,
+                          (view, self.shape)) for b in bufs]
         indices = view.devices_indices_map(self.shape)
         replica = _replica_ids(indices)
-        shard_aval = self.aval.update(shape=view.shard_shape(self.shape))
         shards = []
         for b in bufs:
             device = b._sharding._device
@@ -155,7 +175,20 @@ class ShardedArray(Array):
         out.flags.writeable = False
         return out
 
+    def _unreduced(self) -> bool:
+        return bool(getattr(getattr(self._sharding, "spec", None), "unreduced", None))
+
+    def __str__(self):
+        return repr(self) if self._unreduced() else super().__str__()
+
+    def __format__(self, spec):
+        return repr(self) if self._unreduced() else super().__format__(spec)
+
     def __repr__(self):
+        if self._unreduced():  # JAX prints no values: the devices hold summands of them
+            weak = ", weak_type=True" if self.weak_type else ""
+            return (f"Array(shape={self.shape}, dtype={self.dtype.name}{weak}, "
+                    f"sharding={self._sharding})")
         if not self._buf.is_deleted() and not (self.is_fully_addressable
                                                or self.is_fully_replicated):
             # JAX prints no values for an array whose pieces live in other processes.

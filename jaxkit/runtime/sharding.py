@@ -53,40 +53,71 @@ class _Unconstrained:
 
 class PartitionSpec:
     """Per array dimension: the mesh axis (a name), axes (a tuple of names, major first) or
-    ``None`` (not split) it is split over. Dimensions past the end are not split."""
+    ``None`` (not split) it is split over. Dimensions past the end are not split.
+
+    ``unreduced`` names mesh axes over which the value is a sum of the devices' shards still
+    to be taken; ``reduced`` names axes over which it is replicated and whose cotangent will
+    be unreduced (both sets of Explicit mesh axes, as in JAX)."""
 
     UNCONSTRAINED = _Unconstrained()
-    __slots__ = ("_partitions",)
+    __slots__ = ("_partitions", "unreduced", "reduced")
 
-    def __init__(self, *partitions):
-        for p in partitions:
-            if not (p is None or isinstance(p, str) or p is PartitionSpec.UNCONSTRAINED or (
-                    isinstance(p, tuple) and all(isinstance(a, str) for a in p))):
-                raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a "
-                                f"tuple of names; got {p!r}")
-        self._partitions = tuple(partitions)
+    def __init__(self, *partitions, unreduced=frozenset(), reduced=frozenset()):
+        partitions = tuple(_canonical_partition(p) for p in partitions)
+        unreduced = _axis_set("unreduced", unreduced)
+        reduced = _axis_set("reduced", reduced)
+        _check_unreduced(partitions, unreduced, reduced)
+        self._partitions = partitions
+        self.unreduced = unreduced
+        self.reduced = reduced
+
+    @property
+    def partitions(self) -> tuple:
+        """The per-dimension entries (what indexing gives when no axis is unreduced)."""
+        return self._partitions
+
+    def _refuse_positional(self, what: str, instead: str) -> None:
+        # As in JAX: positional use would silently drop the unreduced/reduced sets.
+        if self.unreduced or self.reduced:
+            raise ValueError(f"Using {what} is dangerous when PartitionSpec has non-empty "
+                             f"unreduced/reduced set. Please use {instead}")
 
     def __getitem__(self, i):
+        self._refuse_positional("pspec[...]", "spec.partitions[...]")
         return self._partitions[i]
 
     def __len__(self) -> int:
         return len(self._partitions)
 
     def __iter__(self):
+        self._refuse_positional("*pspec", "*spec.partitions")
         return iter(self._partitions)
 
     def __eq__(self, other) -> bool:
         if isinstance(other, PartitionSpec):
-            return self._partitions == other._partitions
+            return (self._partitions == other._partitions and self.unreduced == other.unreduced
+                    and self.reduced == other.reduced)
         if isinstance(other, tuple):
-            return self._partitions == other
+            return self._partitions == other and not self.unreduced and not self.reduced
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self._partitions)
+        return hash((self._partitions, self.unreduced, self.reduced))
 
     def __repr__(self) -> str:
-        return f"P{self._partitions!r}" if len(self) == 1 else f"P{self._partitions}"
+        inner = repr(self._partitions)[1:-1]
+        if not self.unreduced and not self.reduced:
+            return f"P({inner})"
+        sets = ", ".join(f"{name}={set(axes)!r}" for name, axes in
+                         (("unreduced", self.unreduced), ("reduced", self.reduced)) if axes)
+        inner = "" if not inner else f"{inner} " if inner.endswith(",") else f"{inner}, "
+        return f"P({inner}{sets})"
+
+    def update(self, partitions=None, unreduced=None, reduced=None) -> PartitionSpec:
+        """This spec with the given fields replaced."""
+        return PartitionSpec(*(self._partitions if partitions is None else partitions),
+                             unreduced=self.unreduced if unreduced is None else unreduced,
+                             reduced=self.reduced if reduced is None else reduced)
 
     def _normalized(self, ndim: int) -> tuple[tuple[str, ...], ...]:
         """The mesh axes of each of ``ndim`` dimensions (padded with unsplit dimensions)."""
@@ -95,6 +126,51 @@ class PartitionSpec:
             out.append(() if p is None or p is PartitionSpec.UNCONSTRAINED else
                        (p,) if isinstance(p, str) else tuple(p))
         return tuple(out) + ((),) * (ndim - len(out))
+
+
+def _canonical_partition(p):
+    """One entry as JAX keeps it: a list is a tuple, a 1-tuple its name, () None."""
+    if isinstance(p, list):
+        p = tuple(p)
+    if isinstance(p, tuple):
+        if not all(isinstance(a, str) for a in p):
+            raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple "
+                            f"of names; got {p!r}")
+        return None if not p else p[0] if len(p) == 1 else p
+    if not (p is None or isinstance(p, str) or p is PartitionSpec.UNCONSTRAINED):
+        raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
+                        f"names; got {p!r}")
+    return p
+
+
+def _axis_set(name: str, axes) -> frozenset:
+    if isinstance(axes, frozenset):
+        return axes
+    if not isinstance(axes, set):
+        raise TypeError(f"{name} argument of PartitionSpec should of type `frozenset` or "
+                        f"`set`. Got type {axes}")
+    return frozenset(axes)
+
+
+def _check_unreduced(partitions: tuple, unreduced: frozenset, reduced: frozenset) -> None:
+    """JAX's checks (and words): the sets name mesh axes, apart from each other and from the
+    axes that split dimensions."""
+    if not unreduced and not reduced:
+        return
+    for name, axes in (("unreduced", unreduced), ("reduced", reduced)):
+        if None in axes:
+            raise ValueError(f"{name} cannot contain None. All elements in {name} should "
+                             "refer to the mesh axes.")
+    if unreduced & reduced:
+        raise ValueError("`unreduced` and `reduced` argument to PartitionSpec cannot overlap. "
+                         f"Got unreduced: {unreduced} and reduced: {reduced}")
+    for p in partitions:
+        for a in (p if isinstance(p, tuple) else (p,)):
+            for name, axes in (("unreduced", unreduced), ("reduced", reduced)):
+                if a in axes:
+                    raise ValueError(f"partitions cannot overlap with {name} axes passed to "
+                                     f"PartitionSpec. Got partitions: {partitions} and "
+                                     f"{name} axes: {axes}")
 
 
 P = PartitionSpec
@@ -427,6 +503,7 @@ class NamedSharding:
                         f"to at most one positional dimension, but {spec} has duplicate "
                         f"entries for `{a}`")
                 seen.add(a)
+        _check_unreduced_axes(mesh, spec)
 
     memory_kind = "device"
 
@@ -455,6 +532,8 @@ class NamedSharding:
 
     @property
     def is_fully_replicated(self) -> bool:
+        if self.spec.unreduced:  # each device holds a summand, not the value
+            return False
         sizes = self.mesh.shape
         return all(sizes[a] == 1 for axes in self.spec._normalized(0) for a in axes)
 
@@ -492,6 +571,9 @@ class NamedSharding:
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict:
         """For every device, the slices of the global array it holds."""
+        if self.spec.unreduced:  # JAX's error: no device holds a slice of the value
+            raise NotImplementedError("device_indices_map doesn't work with unreduced. Please "
+                                      "file a bug at https://github.com/jax-ml/jax/issues")
         shape = tuple(global_shape)
         self.check_shape(shape)
         norm = self.spec._normalized(len(shape))
@@ -536,7 +618,11 @@ class NamedSharding:
         """The Shardy attribute text of this layout for a rank-``ndim`` value."""
         dims = ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}"
                          for axes in self.spec._normalized(ndim))
-        return f"#sdy.sharding<@{mesh_name}, [{dims}]>"
+        unreduced = ""
+        if self.spec.unreduced:  # in mesh order, as Shardy wants them
+            unreduced = ", unreduced={" + ", ".join(
+                f'"{a}"' for a in self.mesh.axis_names if a in self.spec.unreduced) + "}"
+        return f"#sdy.sharding<@{mesh_name}, [{dims}]{unreduced}>"
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, NamedSharding):
@@ -544,15 +630,32 @@ class NamedSharding:
         if self.mesh != other.mesh:
             return False
         n = max(len(self.spec), len(other.spec))
-        return self.spec._normalized(n) == other.spec._normalized(n)
+        return (self.spec._normalized(n) == other.spec._normalized(n)
+                and self.spec.unreduced == other.spec.unreduced
+                and self.spec.reduced == other.spec.reduced)
 
     def __hash__(self) -> int:
-        return hash((self.mesh, tuple(a for a in self.spec._normalized(0))))
+        return hash((self.mesh, tuple(a for a in self.spec._normalized(0)),
+                     self.spec.unreduced, self.spec.reduced))
 
     def __repr__(self) -> str:
         if isinstance(self.mesh, AbstractMesh):  # a type's sharding: in no memory yet
             return f"NamedSharding(mesh={self.mesh}, spec={self.spec})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind=device)"
+
+
+def _check_unreduced_axes(mesh: Mesh | AbstractMesh, spec: PartitionSpec) -> None:
+    """JAX's checks (and words): unreduced and reduced axes are Explicit axes of the mesh."""
+    kinds = dict(zip(mesh.axis_names, mesh.axis_types))
+    for name, axes in (("Unreduced", spec.unreduced), ("Reduced", spec.reduced)):
+        for a in axes:
+            if a not in kinds:
+                raise ValueError(f"{name} axes {a} is not found in mesh.axis_names="
+                                 f"{mesh.axis_names}. Got pspec={spec}")
+            if kinds[a] is not AxisType.Explicit:
+                raise ValueError(f"{name} axes can only refer to mesh axes that is of type "
+                                 f"`Explicit`. Got {name.lower()} axes: {axes} and mesh: "
+                                 f"{mesh}")
 
 
 def type_sharding(aval: core.ShapedArray) -> NamedSharding:
@@ -573,9 +676,11 @@ def _type_entry(p: Any) -> Any:
     return p
 
 
-def typed_sharding(mesh: Mesh | AbstractMesh, spec: Sequence) -> NamedSharding | None:
-    """The sharding a type carries for ``spec`` (one entry per dimension) over ``mesh``: its
-    Explicit axes only, over the abstract mesh; None when that leaves no axis."""
+def typed_sharding(mesh: Mesh | AbstractMesh, spec: Sequence,
+                   unreduced: frozenset = frozenset()) -> NamedSharding | None:
+    """The sharding a type carries for ``spec`` (one entry per dimension) and ``unreduced``
+    axes over ``mesh``: its Explicit axes only, over the abstract mesh; None when that leaves
+    no axis."""
     kinds = dict(zip(mesh.axis_names, mesh.axis_types))
     if config.jax_remove_size_one_mesh_axis_from_type:
         kinds = {a: t for a, t, n in zip(mesh.axis_names, mesh.axis_types, mesh.axis_sizes)
@@ -584,9 +689,10 @@ def typed_sharding(mesh: Mesh | AbstractMesh, spec: Sequence) -> NamedSharding |
     for p in spec:
         axes = () if _type_entry(p) is None else (p,) if isinstance(p, str) else tuple(p)
         out.append(_type_entry(tuple(a for a in axes if kinds.get(a) is AxisType.Explicit)))
-    if all(p is None for p in out):
+    unreduced = frozenset(a for a in unreduced if kinds.get(a) is AxisType.Explicit)
+    if all(p is None for p in out) and not unreduced:
         return None
-    return NamedSharding(mesh.abstract_mesh, PartitionSpec(*out))
+    return NamedSharding(mesh.abstract_mesh, PartitionSpec(*out, unreduced=unreduced))
 
 
 _typed_avals: dict[tuple, core.ShapedArray] = {}
@@ -601,9 +707,10 @@ def typed_aval(aval: core.ShapedArray, sharding: Any) -> core.ShapedArray:
     out = _typed_avals.get(key)
     if out is None:
         ndim = len(aval.shape)
-        spec = (tuple(sharding.spec) + (None,) * ndim)[:ndim]
-        out = _typed_avals[key] = core.ShapedArray(aval.shape, aval.dtype, aval.weak_type,
-                                                   typed_sharding(sharding.mesh, spec))
+        spec = (sharding.spec.partitions + (None,) * ndim)[:ndim]
+        out = _typed_avals[key] = core.ShapedArray(
+            aval.shape, aval.dtype, aval.weak_type,
+            typed_sharding(sharding.mesh, spec, sharding.spec.unreduced))
     return out
 
 
@@ -614,18 +721,33 @@ def hlo_sharding(mesh: Mesh, spec: PartitionSpec, ndim: int) -> xc.HloSharding:
     names = list(mesh.axis_names)
     sizes = mesh.shape
     used = [a for axes in norm for a in axes]
-    unused = [a for a in names if a not in used]
+    # Unreduced axes (size > 1) form a subgroup of their own; subgroups go in the order of
+    # their OpSharding type's value (replicated first), the layout XLA gives back.
+    unreduced = [a for a in names if a in spec.unreduced and sizes[a] > 1]
+    unused = [a for a in names if a not in used and a not in unreduced]
     tiles = [math.prod(sizes[a] for a in axes) for axes in norm]
     replicas = math.prod(sizes[a] for a in unused)
-    if math.prod(tiles) == 1:
+    if math.prod(tiles) == 1 and not unreduced:
         return xc.HloSharding.replicate()
     ids = np.arange(mesh.size).reshape(mesh.axis_sizes)
-    order = ids.transpose([names.index(a) for a in used + unused])
     op = xc.OpSharding()
     op.type = xc.OpSharding.Type.OTHER
-    op.tile_assignment_dimensions = tiles + ([replicas] if replicas > 1 else [])
+    op.tile_assignment_dimensions = tiles
+    if not unreduced:
+        order = ids.transpose([names.index(a) for a in used + unused])
+        op.tile_assignment_dimensions = tiles + ([replicas] if replicas > 1 else [])
+        op.replicate_on_last_tile_dim = replicas > 1
+    else:
+        groups = [(xc.OpSharding.Type.REPLICATED, unused), (xc.OpSharding.Type.UNREDUCED,
+                                                             unreduced)]
+        groups = sorted((g for g in groups if math.prod(sizes[a] for a in g[1]) > 1),
+                        key=lambda g: g[0].value)
+        order = ids.transpose([names.index(a) for a in used + [a for _, g in groups
+                                                               for a in g]])
+        op.tile_assignment_dimensions = tiles + [math.prod(sizes[a] for a in g)
+                                                 for _, g in groups]
+        op.last_tile_dims = [t for t, _ in groups]
     op.tile_assignment_devices = [int(i) for i in order.flat]
-    op.replicate_on_last_tile_dim = replicas > 1
     return xc.HloSharding.from_proto(op)
 
 

@@ -23,7 +23,8 @@ from jaxkit import core
 from jaxkit import _tree_trace as tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import mlir
-from jaxkit.lax.sharding import reshard_p, sharding_constraint_p
+from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,
+                                 sdy_mesh_symbol, sharding_constraint_p)
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
@@ -151,9 +152,11 @@ def _from_type(mesh: Mesh, aval: ShapedArray) -> NamedSharding | None:
     """The layout on ``mesh`` that ``aval``'s explicit sharding names (None if none): an
     output typed ``f32[8@x,4]`` is laid out so, whatever XLA would propagate."""
     typed = getattr(aval, "_sharding", None)
-    if typed is None or typed.mesh.shape_tuple != mesh.shape_tuple:
+    if typed is None or typed.mesh.size != mesh.size:
         return None
-    return NamedSharding(mesh, typed.spec)
+    # A type over another mesh of as many devices (``use_abstract_mesh``): that mesh over
+    # the program's devices, as JAX makes it concrete.
+    return NamedSharding(concrete_mesh_for(typed.mesh, mesh), typed.spec)
 
 
 def output_shardings(given: Any, out_tree, out_avals: Sequence[ShapedArray]) -> list:
@@ -202,13 +205,22 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
           plan: ShardingPlan):
     """The Shardy-annotated module of a partitioned program (closed-over constants inline)."""
     jaxpr = closed.jaxpr
-    return mlir.lower_jaxpr(
+    own = plan.mesh.shape_tuple
+    # Results typed over another mesh of the same devices name a Shardy mesh of their own.
+    others = {s.mesh.shape_tuple for s in plan.out_shardings
+              if s is not None and s.mesh.shape_tuple != own}
+    module = mlir.lower_jaxpr(
         name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
-        mesh=plan.mesh.shape_tuple, device_assignment=plan.mesh._flat,
+        mesh=own, device_assignment=plan.mesh._flat,
         arg_shardings=[s.sdy_attr(len(v.aval.shape)) for s, v in
                        zip(plan.in_shardings, jaxpr.invars)],
-        result_shardings=[None if s is None else s.sdy_attr(len(v.aval.shape))
-                          for s, v in zip(plan.out_shardings, jaxpr.outvars)])
+        result_shardings=[None if s is None else s.sdy_attr(
+            len(v.aval.shape), "mesh" if s.mesh.shape_tuple == own else
+            sdy_mesh_symbol(s.mesh.shape_tuple))
+            for s, v in zip(plan.out_shardings, jaxpr.outvars)])
+    for shape in others:
+        declare_sdy_mesh(module, shape)
+    return module
 
 
 class PartitionedProgram:
@@ -222,17 +234,20 @@ class PartitionedProgram:
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
         self.out_shardings = []
-        # Layouts the plan names are kept as written (P('x', None) stays so) when XLA
-        # chose the same layout for an output of the same rank.
-        known = [(len(v.aval.shape), s._to_xla_hlo_sharding(len(v.aval.shape)), s)
-                 for s, v in zip(plan.in_shardings + plan.out_shardings,
-                                 list(closed.jaxpr.invars) + list(closed.jaxpr.outvars))
-                 if s is not None]
+        # JAX's rule for the outputs whose layout XLA chose: the first input's sharding is
+        # kept as written (P('x', None) stays so) when XLA chose that layout at that rank;
+        # any other is the simplest spec (P('x',)). Layouts the plan fixes stay as given.
+        first = next(((len(v.aval.shape), s) for s, v in zip(plan.in_shardings,
+                                                              closed.jaxpr.invars)
+                      if s is not None), None)
         out_hlos = output_hlo_shardings(exe, len(self.out_avals))
         for i, (hlo, aval) in enumerate(zip(out_hlos, self.out_avals)):
             ndim = len(aval.shape)
-            named = next((s for n, h, s in known if n == ndim and h == hlo), None) or \
-                named_from_hlo(mesh, hlo, ndim)
+            named = plan.out_shardings[i]
+            if named is None and first is not None and first[0] == ndim and \
+                    first[1]._to_xla_hlo_sharding(ndim) == hlo:
+                named = first[1]
+            named = named or named_from_hlo(mesh, hlo, ndim)
             if named is None:
                 raise NotImplementedError(
                     f"XLA laid output {i} ({aval.str_short()}) out as {hlo}, which no "
