@@ -32,3 +32,15 @@ def test_the_primitives_are_typed_by_them():
     assert [str(v.aval) for e in jaxpr.eqns for v in e.outvars] == [
         str(kmu.ltg_abstract_eval(ShapedArray((4, 3), np.float32), global_mesh=mesh,
                                   pspec=spec))] * 2
+
+
+def test_the_names_jax_imports_into_the_module_work_as_jax():
+    tree = {"a": (1, 2), "b": [3]}
+    assert kmu.safe_zip([1, 2], "ab") == jmu.safe_zip([1, 2], "ab")
+    with pytest.raises(ValueError):
+        kmu.safe_zip([1, 2], [3])
+    leaves, treedef = kmu.tree_flatten(tree)
+    assert leaves == jmu.tree_flatten(tree)[0]
+    assert kmu.tree_unflatten(treedef, [4, 5, 6]) == jmu.tree_unflatten(
+        jmu.tree_flatten(tree)[1], [4, 5, 6])
+    assert kmu.xla_client is jmu.xla_client  # jaxlib's own module

@@ -24,6 +24,7 @@ import numpy as np
 from jaxkit import api, core, distributed, dtypes
 from jaxkit import _tree_trace as tree_util
 from jaxkit import numpy as jnp
+from jaxkit import _util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.runtime import global_arrays
 from jaxkit.runtime.array import Array
@@ -40,6 +41,12 @@ __all__ = [
 ]
 
 P = PartitionSpec
+
+# Names JAX's module has in its namespace (its own imports), which code reaches through it.
+safe_zip = _util.safe_zip
+tree_flatten = tree_util.tree_flatten
+tree_unflatten = tree_util.tree_unflatten
+xla_client = mlir.jaxlib_module("jaxlib.xla_client")
 
 
 def _process_mesh() -> Mesh:
