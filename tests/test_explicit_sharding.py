@@ -208,6 +208,13 @@ PRINTS = {
     "abstract_mesh_sharding": "jax.jit(on_mesh8)(a).sharding",
     "abstract_mesh_value": "(str(jax.typeof(jax.jit(on_mesh8)(a))), np.asarray(jax.jit(on_mesh8)(a)))",
     "auto_mesh_specs": "auto_constraint()",
+    # shard_map over all-Explicit axes: in_specs must say what the arguments' types say
+    "shard_map_specs_mismatch": ("jax.shard_map(lambda t: t * 2, in_specs=P('x', None), "
+                                 "out_specs=P('x', None))(c)"),
+    "shard_map_specs_agree": ("np.asarray(jax.shard_map(lambda t: t * 2, in_specs=P(None, 'x'),"
+                              " out_specs=P(None, 'x'))(c))"),
+    # a mesh over fewer devices than given takes the first ones
+    "make_mesh_fewer": "jax.make_mesh((2,), ('i',), devices=DEV).devices",
 }
 
 # Expressions whose jaxpr text is compared too.

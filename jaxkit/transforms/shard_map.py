@@ -194,6 +194,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                     tuple(PartitionSpec(*a.sharding.spec)
                           if getattr(a, "_sharding", None) is not None else PartitionSpec()
                           for a in avals))
+        if in_specs is not None:
+            _check_specs_match_types(the_mesh, manual, specs_in, avals)
         local = [_local_aval(the_mesh, s, a, "in_specs") for s, a in zip(specs_in, avals)]
         with _mesh_axes_bound(the_mesh, manual):
             jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
@@ -215,6 +217,28 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+def _check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list) -> None:
+    """Over a mesh whose axes are all Explicit and all made manual, the arguments' types
+    already say their layout: ``in_specs`` must agree (JAX's ValueError and words)."""
+    if _body_stack or set(manual) != set(mesh.axis_names) or any(
+            t is not AxisType.Explicit for t in mesh.axis_types):
+        return
+    for spec, aval in zip(specs, avals):
+        ndim = len(aval.shape)
+        parts = [None if p is PartitionSpec.UNCONSTRAINED else p for p in spec.partitions]
+        parts += [None] * (ndim - len(parts))
+        want = typed_sharding(mesh, parts)
+        want_spec = want.spec if want is not None else PartitionSpec(*[None] * ndim)
+        have = aval.sharding.spec
+        if want_spec.partitions != tuple(have.partitions):
+            raise ValueError(
+                f"in_specs passed to shard_map: {want_spec} does not match the specs of the "
+                f"input: {have} for arg: {aval}. `in_specs` is an optional argument so you can "
+                "omit specifying it and shard_map will infer the in_specs from the arguments. "
+                "If you want to reshard your inputs, you can use `jax.reshard` on the "
+                "arguments and then pass those args to shard_map.")
 
 
 class _InferFromArgs:
