@@ -175,6 +175,10 @@ CASES = {
     "conv_kernel_split": "lax.conv_general_dilated(b.reshape(8, 1, 4), KERNEL_SPLIT, (1,), 'SAME')",
     "conv_features_split": ("lax.conv_general_dilated(FEATURES_SPLIT, jnp.ones((2, 8, 1), "
                             "jnp.float32), (1,), 'SAME')"),
+    # data-parallel gradient of unsplit weights: the cotangent of the weights is unsplit
+    # (dot's transpose), relu's select and add_any keep the layouts
+    "grad_data_parallel": ("jax.grad(lambda t: (jax.nn.relu(jnp.dot(b, t)) + jnp.dot(b, t))"
+                           ".sum())(jnp.ones((4, 3), jnp.float32))"),
     # unreduced over 'y': reshard sums the summands
     "unreduced_reduce": "jax.sharding.reshard(U, P('x', None))",
 }

@@ -258,11 +258,14 @@ def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
     # The cotangent is laid out as the primal (its split contracting dimensions would
     # otherwise leave the product's layout open).
-    x_spec = shr.parts(x_aval) if x_aval._sharding is not None else None
+    # An unsplit primal (JAX types it replicated over the mesh) asks for an unsplit one.
+    typed = [a._sharding for a in (x_aval, core.get_aval(g), core.get_aval(y))
+             if getattr(a, "_sharding", None) is not None]
+    x_spec = shr.parts(x_aval) if typed else None
     out = dot_general(g, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type,
                       out_sharding=None if x_spec is None else NamedSharding(
-                          x_aval._sharding.mesh, PartitionSpec(*[
+                          typed[0].mesh, PartitionSpec(*[
                               x_spec[i] for i in list(x_batch) + x_kept +
                               x_contract_sorted_by_y])))
     x_bar = transpose(out, tuple(int(a) for a in out_axes))

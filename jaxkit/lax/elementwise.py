@@ -99,9 +99,11 @@ def _one(x):
 
 
 def _full(x, value):
-    """An array of ``x``'s shape and dtype filled with ``value``."""
+    """An array of ``x``'s shape and dtype filled with ``value``, laid out as ``x`` over
+    Explicit mesh axes (JAX's ``full_like``)."""
     aval = core.get_aval(x)
-    return broadcast_in_dim(np.array(value, aval.dtype), aval.shape, ())
+    return broadcast_in_dim(np.array(value, aval.dtype), aval.shape, (),
+                            out_sharding=getattr(aval, "_sharding", None))
 
 
 def _zeros(x):

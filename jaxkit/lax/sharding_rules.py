@@ -422,8 +422,10 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
     return NamedSharding(out_sharding.mesh.abstract_mesh, PartitionSpec(*spec))
 
 
-# stop_gradient lives with the AD interpreter, below lax: its rule is registered here.
+# stop_gradient and add_any live with the AD interpreter, below lax: their rules are
+# registered here. add_any (summing cotangents) is typed as its first operand, as in JAX.
 defsharding(ad.stop_gradient_p, unary_rule)
+defsharding(ad.add_jaxvals_p, lambda x, y: parts(x))
 
 
 # ---- slicing, padding, indexing ----
