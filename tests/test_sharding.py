@@ -251,7 +251,10 @@ def test_shard_map_bad_specs_and_nesting_in_pmap(mesh):
         jax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(np.ones(6))
     with pytest.raises(ValueError, match="needs a mesh"):
         jax.shard_map(lambda b: b, in_specs=P("x"), out_specs=P("x"))(np.ones(8))
-    small = jax.make_mesh((2,), ("x",), devices=DEVICES[:2])
+    # (Auto axes: over Explicit ones the unsplit argument's type would contradict in_specs,
+    # JAX's ValueError, before pmap is reached)
+    small = jax.make_mesh((2,), ("x",), axis_types=(AxisType.Auto,),
+                          devices=DEVICES[:2])
     g = jax.shard_map(lambda b: b * 2, mesh=small, in_specs=P("x"), out_specs=P("x"))
     with pytest.raises(NotImplementedError, match="shard_map inside pmap"):
         jax.pmap(g, backend="spmd8")(np.ones((8, 4), np.float32))
