@@ -181,6 +181,9 @@ CASES = {
                            ".sum())(jnp.ones((4, 3), jnp.float32))"),
     # unreduced over 'y': reshard sums the summands
     "unreduced_reduce": "jax.sharding.reshard(U, P('x', None))",
+    "unreduced_add": "jax.sharding.reshard(U + U, P('x', None))",
+    "unreduced_add_mixed": "U + b",
+    "unreduced_add_other_axes": "U + jax.device_put(a, P(None, None, unreduced={'x'}))",
 }
 
 # Expressions whose repr (or error) is compared.

@@ -168,6 +168,8 @@ def _add_transpose(ct, x, y):
 
 
 add_p = standard_naryop("add", [_num, _num])
+shr.defsharding(add_p, shr.add_rule)
+shr.unreduced_rules.add(add_p)
 ad.deflinear2(add_p, _add_transpose)
 ad.defjvp_rule(add_p, _linear_binary_jvp(add_p, lambda ty: ty))
 batching.defbroadcasting(add_p)

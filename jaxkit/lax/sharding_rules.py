@@ -169,6 +169,26 @@ def named_elementwise_rule(name: str) -> Callable[..., Spec | None]:
     return lambda *avals, **params: elementwise_rule(*avals, _name=name)
 
 
+def add_rule(x: ShapedArray, y: ShapedArray) -> Spec | NamedSharding | None:
+    """``add``: the elementwise rule, and a sum of two values unreduced over the same axes
+    is unreduced over them; one unreduced operand alone is refused (JAX's rule and words)."""
+    spec = elementwise_rule(x, y, _name="add")
+    x_ur, y_ur = (getattr(getattr(a, "_sharding", None), "spec", PartitionSpec()).unreduced
+                  for a in (x, y))
+    if x_ur and y_ur and x_ur != y_ur:
+        raise ShardingTypeError("lhs and rhs to `add` must be unreduced along the same mesh "
+                                f"axes. Got lhs={x_ur}, rhs={y_ur}")
+    if bool(x_ur) != bool(y_ur):
+        one, other = ("lhs", "rhs") if x_ur else ("rhs", "lhs")
+        raise ShardingTypeError(
+            f"{one} is unreduced while {other} is not. `add` operation does not allow this "
+            "because there will be implicit communication. Please reduce "
+            f"{one} via `reshard` before calling `add`.")
+    if not x_ur:
+        return spec
+    return NamedSharding(x._sharding.mesh, PartitionSpec(*(spec or ()), unreduced=x_ur))
+
+
 def unary_rule(x: ShapedArray, **params) -> Spec | None:
     """A result laid out as the (only) operand."""
     return parts(x) if getattr(x, "_sharding", None) is not None else None
