@@ -396,9 +396,12 @@ ys = rng.normal(size=(64, 2)).astype(np.float32)
 parallel_step = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(P(), P(('x', 'y')),
                                                                  P(('x', 'y'))),
                                       out_specs=P()))
+# The batch is laid out as in_specs says: over Explicit axes its type must agree.
+batch = NamedSharding(mesh, P(('x', 'y')))
+xs_split, ys_split = jax.device_put(xs, batch), jax.device_put(ys, batch)
 p = params
 for _ in range(50):
-    p = parallel_step(p, xs, ys)
+    p = parallel_step(p, xs_split, ys_split)
 print(f'loss {float(loss(params, xs, ys)):.4f} -> {float(loss(p, xs, ys)):.4f}')"""),
     md("The same 50 steps on one device, with the whole batch, give the same parameters:"),
     code("""

@@ -19,7 +19,8 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, compute_types
-from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
+from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
+                                     current_abstract_mesh)
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import convert_element_type, transpose
 from jaxkit.typing import Array, ArrayLike, DTypeLike
@@ -258,14 +259,16 @@ def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
     # The cotangent is laid out as the primal (its split contracting dimensions would
     # otherwise leave the product's layout open).
-    # An unsplit primal (JAX types it replicated over the mesh) asks for an unsplit one.
-    typed = [a._sharding for a in (x_aval, core.get_aval(g), core.get_aval(y))
-             if getattr(a, "_sharding", None) is not None]
-    x_spec = shr.parts(x_aval) if typed else None
+    # An unsplit primal under a mesh in context (JAX types it replicated over that mesh)
+    # asks for an unsplit cotangent too; with no mesh at all its layout stays open.
+    context = current_abstract_mesh()
+    mesh = (x_aval._sharding.mesh if x_aval._sharding is not None else
+            context if AxisType.Explicit in context.axis_types else None)
+    x_spec = shr.parts(x_aval) if mesh is not None else None
     out = dot_general(g, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type,
                       out_sharding=None if x_spec is None else NamedSharding(
-                          typed[0].mesh, PartitionSpec(*[
+                          mesh, PartitionSpec(*[
                               x_spec[i] for i in list(x_batch) + x_kept +
                               x_contract_sorted_by_y])))
     x_bar = transpose(out, tuple(int(a) for a in out_axes))
