@@ -8,9 +8,9 @@ returns keys of the kind it was given. For the same key the numbers are those of
 under ``vmap`` over keys. Implementation: ``_prng`` (Threefry, keys), ``_random_samplers``
 (transformations of uniform bits), ``_random_gamma`` (the rejection samplers).
 """
-from jaxkit.random.prng import (
+from jaxkit.random.prng import PRNGKeyArray
+from jaxkit.random.key_prims import (
                           PRNGKey,
-                          PRNGKeyArray,
                           bits,
                           clone,
                           fold_in,
