@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, source_info
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.api import device_put, process_count, process_index, vjp
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import dispatch

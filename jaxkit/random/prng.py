@@ -31,6 +31,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
+from jaxkit.numpy import _indexing as jnp_indexing
 from jaxkit.random._key_ops import KeyArrayOperators, _array_operand
 from jaxkit.runtime.array import Array, PublicArray
 from jaxkit.core import ShapedArray
@@ -413,6 +414,9 @@ class PRNGKeyArray(KeyArrayOperators):
         raise TypeError("key array cannot be converted to boolean.")
 
     aval = property(lambda self: ShapedArray(self.shape, fry_dtype))
+    weak_type = False
+    # keys.at[i].set(k): a scatter of keys, as on any array
+    at = property(lambda self: jnp_indexing._IndexUpdateHelper(self))
 
     def block_until_ready(self) -> PRNGKeyArray:
         self._base_array.block_until_ready()
@@ -587,9 +591,9 @@ def check_all_safe_to_cast(name: str, dtype, *args) -> None:
 
 
 def broadcast_to_rank(x, rank: int):
-    """``x`` with leading unit axes up to ``rank``."""
+    """``x`` with leading unit axes up to ``rank`` (a ``broadcast_in_dim``, as JAX's)."""
     ndim = np.ndim(x)
-    return x if ndim == rank else lax.reshape(x, (1,) * (rank - ndim) + tuple(np.shape(x)))
+    return x if ndim == rank else lax.broadcast(x, (1,) * (rank - ndim))
 
 
 def canonicalize_axis(axis: int, ndim: int) -> int:

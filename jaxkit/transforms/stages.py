@@ -13,7 +13,7 @@ from typing import Any
 from dataclasses import dataclass
 
 from jaxkit import core, dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd
