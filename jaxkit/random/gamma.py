@@ -19,7 +19,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
 from jaxkit.transforms.jit import jit
-from jaxkit.random.key_prims import check_prng_key, split_list
+from jaxkit.random.key_prims import check_prng_key, random_split_p, split_list
 from jaxkit.random.prng import (
     broadcast_shapes,
     canonicalize_shape,
@@ -30,7 +30,6 @@ from jaxkit.random.prng import (
     fry_dtype,
     iota_2x32_shape,
     threefry2x32,
-    threefry_split,
     user_dtype,
 )
 from jaxkit.random.samplers import exponential, normal, rademacher, uniform
@@ -579,6 +578,6 @@ def multinomial(key, n: ArrayLike, p: ArrayLike, *, shape: Shape | None = None,
     p = jnp.moveaxis(p, -1, 0)
     remaining_probs = lax.cumsum(p, 0, reverse=True)
     ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
-    keys = threefry_split(key, (ratios.shape[0],))
+    keys = random_split_p.bind(key, shape=(ratios.shape[0],))
     _, counts = lax.scan(step, n, (ratios, keys), unroll=unroll)
     return jnp.moveaxis(counts, 0, -1).astype(dtype)
