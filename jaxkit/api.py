@@ -617,7 +617,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry> kept
         self.weak_type = weak_type
 
     ndim = property(lambda self: len(self.shape))

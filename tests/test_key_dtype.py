@@ -79,6 +79,7 @@ VALUES = [
     ("vjp_key", lambda m: m.vjp(lambda k, x: x * m.random.uniform(k), m.random.key(0),
                                 1.0)[1](1.0)[0]),
     ("typeof", lambda m: str(m.typeof(m.random.split(m.random.key(0))))),
+    ("eval_shape", lambda m: repr(m.eval_shape(m.random.split, m.random.key(0)))),
 ]
 
 
