@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jaxkit import api
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import Jaxpr, Literal, ShapedArray
 from jaxkit.lax import reduce_precision_p
 from jaxkit.transforms.checkpoint import (Offloadable, Recompute, Saveable, checkpoint_name,

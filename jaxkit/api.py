@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, distributed, dtypes, lax
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.lax.sharding import constrain, resolve_sharding
 from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
@@ -323,7 +323,8 @@ def _check_input_dtype_revderiv(name: str, holomorphic: bool, allow_int: bool, x
     if holomorphic and not dtypes.issubdtype(aval.dtype, np.complexfloating):
         raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
                         f"but got {aval.dtype.name}.")
-    if dtypes.issubdtype(aval.dtype, np.integer) or dtypes.issubdtype(aval.dtype, np.bool_):
+    if (dtypes.is_extended(aval.dtype) or dtypes.issubdtype(aval.dtype, np.integer)
+            or dtypes.issubdtype(aval.dtype, np.bool_)):  # keys: float0 cotangents, as ints
         if not allow_int:
             raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
                             f"that is a sub-dtype of np.inexact), but got {aval.dtype.name}. "
@@ -616,7 +617,7 @@ class ShapeDtypeStruct:
 
     def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry> kept
         self.weak_type = weak_type
 
     ndim = property(lambda self: len(self.shape))

@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, source_info
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.api import device_put, process_count, process_index, vjp
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import dispatch
-from jaxkit.random import prng
 from jaxkit.runtime import compile_cache, global_arrays, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharding import NamedSharding
@@ -39,10 +38,9 @@ __all__ = [
 float0 = dtypes.float0
 
 
-def typeof(x: Any) -> core.ShapedArray | prng.KeyAval:
-    """The abstract type of ``x`` (shape, dtype, weak type), as ``jax.typeof``."""
-    if isinstance(x, prng.PRNGKeyArray):
-        return prng.key_aval(x)
+def typeof(x: Any) -> core.ShapedArray:
+    """The abstract type of ``x`` (shape, dtype, weak type), as ``jax.typeof``
+    (``ShapedArray(key<fry>[])`` for a key)."""
     return core.get_aval(x)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.extend import linear_util as lu
 from jaxkit.interpreters.partial_eval import DebugInfo
 from jaxkit.interpreters.partial_eval import debug_info as _debug_info

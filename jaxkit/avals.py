@@ -54,7 +54,8 @@ class ShapedArray:
 
     def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False,
                 sharding: Any = None):
-        key = (tuple([int(d) for d in shape]), np.dtype(dtype), bool(weak_type), sharding)
+        dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
+        key = (tuple([int(d) for d in shape]), dtype, bool(weak_type), sharding)
         self = cls._interned.get(key)
         if self is None:
             _check_shape(*key[:2])  # once per distinct aval: interning makes it free after
@@ -168,6 +169,16 @@ class ShapedArray:
     def __str__(self):
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
         return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims()}]{self._ur()}"
+
+
+def physical_aval(aval: ShapedArray) -> ShapedArray:
+    """The type a value of ``aval`` is stored and lowered as: itself, or for an extended dtype
+    (``key<fry>``) the physical element type's array with its shape appended
+    (``key<fry>[3]`` is stored as ``u32[3,2]``)."""
+    dt = aval.dtype
+    if not isinstance(dt, dtypes.ExtendedDType):
+        return aval
+    return ShapedArray((*aval.shape, *dt.physical_shape), dt.physical_dtype)
 
 
 def shape_sharding_str(shape: Sequence[int], spec: Sequence) -> str:

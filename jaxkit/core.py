@@ -27,7 +27,7 @@ from jaxkit import _pretty as pp
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
 from jaxkit.avals import (AbstractToken, ShapedArray, ShardingTypeError,  # noqa: F401
-                           Token, abstract_token, typematch)
+                           Token, abstract_token, physical_aval, typematch)
 from jaxkit import source_info as source_info_util
 from jaxkit._config import config
 

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.api_extra import custom_gradient
 from jaxkit.interpreters import ad
 from jaxkit.transforms.custom_derivatives import (SymbolicZero, closure_convert,

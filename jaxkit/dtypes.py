@@ -128,6 +128,8 @@ _canonical_cache: dict[tuple[Any, bool], np.dtype] = {}
 
 
 def _canonicalize(dtype: Any, x64: bool) -> np.dtype:
+    if isinstance(dtype, ExtendedDType):  # key<fry> is its own canonical form
+        return dtype
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
@@ -248,6 +250,40 @@ class prng_key(extended):  # noqa: N801
     """The scalar type of typed PRNG keys' dtypes (``key<fry>``, whose ``.type`` it is)."""
 
 
+class ExtendedDType:
+    """Base of the dtypes that are not NumPy's (``key<fry>``): a value of one is stored as an
+    array of ``physical_dtype`` with ``physical_shape`` appended to its own shape. Primitives
+    and lowerings see only that: ``jaxkit.avals.physical_aval`` gives the stored type."""
+
+    type: type = extended
+    name: str = "extended"
+    itemsize: int = 0
+    physical_shape: tuple[int, ...] = ()
+    physical_dtype: np.dtype = np.dtype(np.uint8)
+
+    def to_physical(self, value: Any) -> Any:
+        """The physical array (``uint32[..., 2]`` for keys) of a concrete ``value``."""
+        raise NotImplementedError(f"to_physical rule for dtype {self.name}")
+
+    def from_physical(self, buf: Any) -> Any:
+        """The concrete value over a program's physical result buffer."""
+        raise NotImplementedError(f"from_physical rule for dtype {self.name}")
+
+    def full(self, shape: tuple[int, ...], fill_value: Any) -> Any:
+        """``lax.full`` of this dtype (``scan`` fills its output buffers with it)."""
+        raise NotImplementedError(f"full rule for dtype {self.name}")
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
+def is_extended(dtype: Any) -> bool:
+    """Whether ``dtype`` is an extended (non-NumPy) dtype such as ``key<fry>``."""
+    return isinstance(dtype, ExtendedDType)
+
+
 def _extended_type(x) -> type | None:
     t = getattr(x, "type", None) if not isinstance(x, (type, np.dtype, str)) else None
     return t if isinstance(t, type) and issubclass(t, extended) else None
@@ -359,7 +395,9 @@ def supports_inf(dtype: DTypeLike) -> bool:
 
 def tangent_dtype(dtype: DTypeLike) -> np.dtype:
     """The dtype of tangents (and cotangents) of values of ``dtype``: itself if inexact,
-    else ``float0`` (integers and booleans are not differentiable)."""
+    else ``float0`` (integers, booleans and keys are not differentiable)."""
+    if isinstance(dtype, ExtendedDType):
+        return float0
     dt = np.dtype(dtype)
     return dt if issubdtype(dt, np.inexact) else float0
 
@@ -394,7 +432,9 @@ _short_names: dict[np.dtype, str] = {float0: "float0"}
 
 def short_dtype_name(dtype: DTypeLike) -> str:
     """The dtype's name as jaxprs print it: ``f32``, ``bf16``, ``u8``, ``c64``, ``bool``,
-    ``f8_e4m3fn``, ``float0``."""
+    ``f8_e4m3fn``, ``float0``, ``key<fry>``."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
     dt = np.dtype(dtype)
     name = _short_names.get(dt)
     if name is None:

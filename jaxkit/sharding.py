@@ -11,7 +11,7 @@ import functools
 import numpy as _np
 
 from jaxkit import core as _core
-from jaxkit import _tree_trace as _tree_util
+from jaxkit import tree_util as _tree_util
 from jaxkit.lax.mesh_cast import mesh_cast as _mesh_cast_p_bind
 from jaxkit.lax.sharding import reshard_leaves as _reshard_leaves
 from jaxkit.runtime import pjrt as _pjrt

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.api import jvp, vjp
 
 __all__ = ["check_grads", "check_jvp", "check_vjp"]

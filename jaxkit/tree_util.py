@@ -69,12 +69,6 @@ _registry: dict[type, _Node] = {
 }
 _NAMEDTUPLE_NODE = _Node(_NAMEDTUPLE)
 
-# The registry jaxkit's transformations flatten with (``jaxkit._tree_trace``): every node above
-# and the types that are leaves to users but nodes to transformations (typed key arrays: a leaf
-# of their own dtype in JAX; here jit, vmap and grad see them as their uint32 key data).
-_trace_registry: dict[type, _Node] = dict(_registry)
-
-
 def _node_of(t: type, reg: dict[type, _Node] = _registry) -> _Node | None:
     """The node handler for type ``t``, or None when values of ``t`` are leaves."""
     node = reg.get(t)
@@ -93,9 +87,9 @@ def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[It
                          flatten_with_keys_func: Callable | None = None) -> None:
     """Make ``nodetype`` a pytree node: ``flatten_func(x) -> (children, aux_data)`` and
     ``unflatten_func(aux_data, children) -> x``; ``aux_data`` must be hashable."""
-    if nodetype in _trace_registry:
+    if nodetype in _registry:
         raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _registry[nodetype] = _trace_registry[nodetype] = _Node(
+    _registry[nodetype] = _Node(
         _CUSTOM, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
@@ -360,7 +354,7 @@ class PyTreeDef:
             return "{" + ", ".join(f"{k!r}: {c}" for k, c in zip(aux, kids)) + "}"
         if t is _NoneType:
             return "None"
-        name = f"namedtuple[{t.__name__}]" if _node_of(t, _trace_registry) is \
+        name = f"namedtuple[{t.__name__}]" if _node_of(t) is \
             _NAMEDTUPLE_NODE else \
             f"{t.__name__}[{aux}]"
         return f"CustomNode({name}, [{', '.join(kids)}])"
@@ -524,7 +518,7 @@ def _unflatten(nodes: tuple, leaves: list) -> Any:
         elif t is _NoneType:
             push(None)
         else:
-            node = _trace_registry.get(t)  # a treedef of either kind of flattening
+            node = _registry.get(t)
             push(t(*children) if node is None  # a namedtuple
                  else node.unflatten(rec[1], tuple(children)))
     return stack[0]
@@ -562,7 +556,7 @@ def _flatten_up_to(nodes: tuple, i: int, x: Any, out: list) -> None:
             raise _Mismatch(f"dict keys differ: expected {list(aux)}, got {list(keys)}.")
         children = list(map(x.__getitem__, keys))
     else:
-        children, aux2 = _children(_node_of(t, _trace_registry), x)  # type: ignore
+        children, aux2 = _children(_node_of(t), x)  # type: ignore
         if aux2 is not aux and not _aux_equal(aux, aux2):
             raise _Mismatch(f"{t.__name__} node metadata differs: expected {_short(aux)}, "
                             f"got {_short(aux2)}.")
@@ -581,7 +575,7 @@ def _flatten_up_to(nodes: tuple, i: int, x: Any, out: list) -> None:
         try:
             _flatten_up_to(nodes, j, c, out)
         except _Mismatch as e:  # only now pay for computing the key of this child
-            e.path.append(_children_with_keys(_node_of(t, _trace_registry),  # type: ignore
+            e.path.append(_children_with_keys(_node_of(t),  # type: ignore
                                               x)[2][k])
             raise
         j -= rec[4]

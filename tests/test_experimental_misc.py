@@ -232,7 +232,7 @@ def test_custom_vjp_primal_tree_values():
 
 def test_random_gamma_p():
     a = np.array([1.0, 2.0, 0.5], np.float32)
-    ours = jaxkit.random.random_gamma_p.bind(jaxkit.random.PRNGKey(0), jnp.asarray(a),
+    ours = jaxkit.random.random_gamma_p.bind(jaxkit.random.key(0), jnp.asarray(a),
                                              log_space=False)
     theirs = jax.random.random_gamma_p.bind(jax.random.key(0), ojnp.asarray(a),
                                             log_space=False)

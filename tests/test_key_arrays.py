@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import jaxkit
-from jaxkit import _tree_trace
 
 
 def _oracle():
@@ -260,12 +259,13 @@ def test_key_array_repr_as_jax():
         assert repr(make(jaxkit)) == repr(make(jax))
 
 
-def test_transformations_see_key_data():
-    """jaxkit's transformations flatten with jaxkit._tree_trace: a key is a node over its data,
-    and a treedef of either view rebuilds the key."""
+def test_transformations_see_keys_as_key_typed_leaves():
+    """A key is one pytree leaf, and transformations trace it as a value of dtype key<fry>
+    (as JAX does), not as its uint32 data."""
     k = jaxkit.random.split(jaxkit.random.key(0), 2)
-    leaves, treedef = _tree_trace.tree_flatten({"k": k})
-    assert len(leaves) == 1 and leaves[0] is k._base_array
-    assert _tree_trace.tree_unflatten(treedef, leaves)["k"].shape == (2,)
-    assert jaxkit.tree_util.tree_unflatten(treedef, leaves)["k"].dtype == k.dtype
-    assert jaxkit.tree_util.tree_leaves({"k": k})[0] is k
+    leaves, treedef = jaxkit.tree_util.tree_flatten({"k": k})
+    assert len(leaves) == 1 and leaves[0] is k
+    assert jaxkit.tree_util.tree_unflatten(treedef, leaves)["k"] is k
+    seen = []
+    jaxkit.jit(lambda k: seen.append(str(jaxkit.typeof(k))) or k)(k)
+    assert seen == ["key<fry>[2]"]

@@ -798,7 +798,10 @@ def _random():
     return importlib.import_module("jaxkit.random")
 
 
-RANDOM_PRIMS = {"threefry2x32", "random_gamma"}
+# random_wrap/random_unwrap: the raw keys below are wrapped on entry and unwrapped on return;
+# random_seed: test_random_seed_over_batched_seeds.
+RANDOM_PRIMS = {"threefry2x32", "random_gamma", "random_bits", "random_split",
+                "random_fold_in", "random_wrap", "random_unwrap", "random_seed"}
 
 
 @pytest.mark.parametrize("name,fn", [
@@ -807,6 +810,7 @@ RANDOM_PRIMS = {"threefry2x32", "random_gamma"}
     ("split", lambda R, k: R.split(k)),
     ("randint", lambda R, k: R.randint(k, (4,), 0, 10)),
     ("gamma", lambda R, k: R.gamma(k, 2.0, (3,))),
+    ("fold_in", lambda R, k: R.fold_in(k, 3)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_random_over_batched_keys(name, fn):
     R = _random()
@@ -816,6 +820,15 @@ def test_random_over_batched_keys(name, fn):
     want = jax.vmap(lambda k: fn(jax.random, k))(jax.random.split(jax.random.PRNGKey(0), 3))
     np.testing.assert_allclose(np.asarray(vmap(lambda k: fn(R, k))(keys)), np.asarray(want),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_random_seed_over_batched_seeds():
+    R = _random()
+    seeds = np.array([0, 1, 7], np.int32)
+    check_vmap(lambda s: R.key_data(R.key(s)), (seeds,))
+    jax = pytest.importorskip("jax")
+    np.testing.assert_array_equal(np.asarray(vmap(R.PRNGKey)(seeds)),
+                                  np.asarray(jax.vmap(jax.random.PRNGKey)(seeds)))
 
 
 def test_random_batched_gamma_shape_parameter():

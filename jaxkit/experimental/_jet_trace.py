@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit import lax
 from jaxkit import numpy as jnp
 from jaxkit.core import ClosedJaxpr, ShapedArray

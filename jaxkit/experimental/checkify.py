@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit import numpy as jnp
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import batching, mlir

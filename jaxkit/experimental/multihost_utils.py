@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import api, core, distributed, dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit import numpy as jnp
 from jaxkit import _util
 from jaxkit.interpreters import ad, batching, mlir

@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 
 from jaxkit import core, lax
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit import numpy as jnp
 from jaxkit.api import vjp
 from jaxkit.transforms.custom_derivatives import closure_convert, custom_vjp

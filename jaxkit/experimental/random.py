@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxkit import core, random, ref, tree_util
 from jaxkit import numpy as jnp
-from jaxkit.random.prng import PRNGKeyArray
+from jaxkit.random.key_prims import is_typed_key
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["StatefulPRNG", "stateful_rng"]
@@ -49,7 +49,7 @@ class StatefulPRNG:
     _counter: Any
 
     def __post_init__(self):
-        if not isinstance(self._base_key, PRNGKeyArray):
+        if not is_typed_key(self._base_key):  # a key array or a traced key<fry> value
             raise ValueError(f"Expected base_key to be a typed PRNG key; got {self._base_key}")
         if not _is_ref(self._counter):
             raise ValueError(f"Expected counter to be a scalar integer ref; got {self._counter}")

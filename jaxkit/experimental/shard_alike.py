@@ -11,7 +11,7 @@ import itertools
 from typing import Any
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import sdy
 from jaxkit.transforms.jit import jit

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import api, core, dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit import numpy as jnp
 from jaxkit.export import _shape_poly
 from jaxkit.interpreters import dispatch, mlir

@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.export._exported import (DisabledSafetyCheck, Exported,
                                      maximum_supported_calling_convention_version,
                                      minimum_supported_calling_convention_version)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.api import ShapeDtypeStruct
 
 _OPERATIONS = ("floordiv", "mod", "max", "min")

@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxkit import core, lax
 from jaxkit import numpy as jnp
-from jaxkit.random import prng
+from jaxkit.random import key_prims, prng
 from jaxkit.random.prng import threefry2x32_p
 from jaxkit.transforms.vmap import vmap
 
@@ -178,7 +178,7 @@ def random_seed(seeds, impl) -> prng.PRNGKeyArray:
     seed = impl.seed
     for _ in range(seeds_arr.ndim):
         seed = vmap(seed)
-    return prng.wrap_key_data(seed(seeds_arr))
+    return key_prims.wrap_key_data(seed(seeds_arr))
 
 
 def seed_with_impl(impl, seed) -> prng.PRNGKeyArray:

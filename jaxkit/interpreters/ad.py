@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, source_info
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe

@@ -30,6 +30,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes, source_info
 from jaxkit.runtime import pjrt
+from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
 
@@ -41,14 +42,24 @@ platform_lowering_rules: dict[str, dict[core.Primitive, Callable]] = {
     p: {} for p in ("cpu", "cuda", "rocm", "tpu")}
 
 
+# The primitives whose lowering rules take and make extended-dtype values (key<fry>) as their
+# physical tensors themselves; every other primitive meeting one is lowered by
+# ``_physical_lowering``.
+physical_lowerings: set[core.Primitive] = set()
+
+
 def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None = None,
-                      inline: bool = True, cacheable: bool = True) -> None:
+                      inline: bool = True, cacheable: bool = True, *,
+                      physical: bool = False) -> None:
     """Register ``rule(ctx, *operands, **params)`` as the lowering of ``prim`` (for every
     platform, or only for ``platform``). A rule returns the result's ``ir.Value`` (a sequence of
     them for a multiple-results primitive); a one-element sequence, the form JAX's rules
     return, is accepted too. ``inline``/``cacheable`` are accepted as in JAX: jaxkit always
-    emits rules inline and caches by the whole jaxpr."""
+    emits rules inline and caches by the whole jaxpr. ``physical`` says the rule handles
+    extended-dtype operands and results (as their physical tensors) itself."""
     del inline, cacheable
+    if physical:
+        physical_lowerings.add(prim)
     if platform is None:
         lowering_rules[prim] = rule
         return
@@ -155,12 +166,15 @@ def dtype_to_ir_type(dtype) -> ir.Type:
 def aval_to_ir_type(aval: core.ShapedArray) -> ir.Type:
     if type(aval) is core.AbstractToken:
         return hlo.TokenType.get()
+    aval = core.physical_aval(aval)  # a key<fry>[n] value is a u32[n,2] tensor
     return ir.RankedTensorType.get(list(aval.shape), dtype_to_ir_type(aval.dtype))
 
 
 def _boundary_type(aval: core.ShapedArray) -> ir.RankedTensorType:
     """The type of ``main``'s parameter or result for ``aval``: a token crosses a program's
-    boundary as the ``bool[0]`` buffer of its value (PjRt passes no token buffers)."""
+    boundary as the ``bool[0]`` buffer of its value (PjRt passes no token buffers); a key
+    as its physical data."""
+    aval = core.physical_aval(aval)
     return ir.RankedTensorType.get(list(aval.shape), dtype_to_ir_type(aval.dtype))
 
 
@@ -294,6 +308,8 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         if rule is None:
             raise NotImplementedError(f"lowering rule for '{eqn.primitive.name}' is not "
                                       "implemented")
+        if _needs_physical_lowering(eqn):
+            rule = _physical_lowering
         rule_ctx = LoweringRuleContext(ctx, [a.aval for a in eqn.invars],
                                        [v.aval for v in eqn.outvars], eqn.primitive)
         # The equation's ops carry its user location (and the jaxprs a rule traces inherit
@@ -313,6 +329,58 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         for v, x in zip(eqn.outvars, outs):
             env[v] = x if ctx.mesh is None else _laid_out_as_typed(ctx, x, v.aval)
     return [read(v) for v in jaxpr.outvars]
+
+
+def _carries_jaxpr(params: dict) -> bool:
+    for v in params.values():
+        for x in (v if isinstance(v, (tuple, list)) else (v,)):
+            if isinstance(x, (core.Jaxpr, core.ClosedJaxpr)):
+                return True
+    return False
+
+
+def _needs_physical_lowering(eqn: core.JaxprEqn) -> bool:
+    """Whether ``eqn`` meets extended-dtype values its rule does not handle. A primitive that
+    carries a jaxpr (jit, cond, while, scan, ...) does not need to: its body is lowered equation
+    by equation and its operands travel as their physical tensors."""
+    if eqn.primitive in physical_lowerings:
+        return False
+    if not any(dtypes.is_extended(v.aval.dtype) for v in (*eqn.invars, *eqn.outvars)):
+        return False
+    return not _carries_jaxpr(eqn.params)
+
+
+def _physical_lowering(ctx: LoweringRuleContext, *args: ir.Value, **params: Any) -> Any:
+    """Lower a primitive applied to extended-dtype values (JAX's ``key<fry>``) through their
+    physical data, by the one rule that holds for every structural primitive: applying it to
+    ``key<fry>[S]`` operands stored as ``u32[S,2]`` is applying it to each ``u32[S]`` word and
+    stacking the results along a trailing axis, i.e. its batching rule with the trailing
+    word axis as the batch axis. So slicing, broadcasting, concatenation, gather/scatter,
+    select_n, ... take keys with no rule of their own; a primitive whose batching rule
+    does not keep that axis (arithmetic would mix words) is refused earlier by its type rule."""
+    prim = ctx.primitive
+    ext = {a.dtype for a in (*ctx.avals_in, *ctx.avals_out) if dtypes.is_extended(a.dtype)}
+    dt = ext.pop()
+    if ext or len(dt.physical_shape) != 1:
+        raise NotImplementedError(f"lowering rule for '{prim.name}' on operands of dtypes "
+                                  f"{sorted(map(str, {dt, *ext}))}: one extended dtype with "
+                                  "a one-axis physical shape is supported")
+
+    def word_aval(a):
+        return a.update(dtype=dt.physical_dtype, weak_type=False) \
+            if dtypes.is_extended(a.dtype) else a
+
+    def one_word(*xs):
+        out = prim.bind(*xs, **params)
+        return list(out) if prim.multiple_results else [out]
+
+    jaxpr, consts = pe.trace_to_jaxpr(one_word, [word_aval(a) for a in ctx.avals_in])
+    dims = [[a.ndim if dtypes.is_extended(a.dtype) else None for a in avals]
+            for avals in (ctx.avals_in, ctx.avals_out)]
+    batched, _ = batching.batch_jaxpr_axes(core.ClosedJaxpr(jaxpr, consts),
+                                           dt.physical_shape[0], *dims)
+    outs = closed_subcomp(ctx.module_context, batched, *args)
+    return outs if prim.multiple_results else outs[0]
 
 
 def set_frontend_attributes(value: ir.Value, attributes: dict[str, Any]) -> None:
@@ -382,8 +450,12 @@ def private_function(ctx: ModuleContext, name: str, closed: core.ClosedJaxpr) ->
 
 def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:
     """The constvars' values as StableHLO constants of the constvars' dtypes (a NumPy int64
-    constant is int32 in a program without x64)."""
-    return [ir_constant(np.asarray(c), v.aval.dtype) for v, c in zip(jaxpr.constvars, consts)]
+    constant is int32 in a program without x64); a key constant is its physical data."""
+    def const(aval, c):
+        if dtypes.is_extended(aval.dtype):
+            return ir_constant(np.asarray(aval.dtype.to_physical(c)), aval.dtype.physical_dtype)
+        return ir_constant(np.asarray(c), aval.dtype)
+    return [const(v.aval, c) for v, c in zip(jaxpr.constvars, consts)]
 
 
 def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] = (),
@@ -559,18 +631,23 @@ def compare_lowering(direction: str, total_order: bool = False) -> Callable:
     return rule
 
 
-def lower_fun(fun: Callable, multiple_results: bool = False) -> Callable:
+def lower_fun(fun: Callable, multiple_results: bool = False, *,
+              physical: bool = False) -> Callable:
     """Build a lowering rule from a Python function written in jaxkit operations.
 
     The function is traced to a jaxpr at the rule's input avals and lowered inline, so a
-    primitive can be defined by composition without writing StableHLO by hand."""
+    primitive can be defined by composition without writing StableHLO by hand. With
+    ``physical``, it is traced at the operands' physical types (a ``key<fry>[n]`` operand is
+    its ``u32[n,2]`` data) and must return physical values: the rule of a primitive that
+    takes or makes extended-dtype values itself (``register_lowering(..., physical=True)``)."""
 
     def rule(ctx: LoweringRuleContext, *args, **params):
         def flat_fun(*xs):
             out = fun(*xs, **params)
             return list(out) if multiple_results else [out]
 
-        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, ctx.avals_in)
+        avals = [core.physical_aval(a) for a in ctx.avals_in] if physical else ctx.avals_in
+        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
         outs = closed_subcomp(ctx.module_context, core.ClosedJaxpr(jaxpr, consts), *args)
         return outs if multiple_results else outs[0]
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, source_info
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 

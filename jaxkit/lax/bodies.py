@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import inspect
 
 from jaxkit import core, dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe

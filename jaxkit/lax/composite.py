@@ -18,7 +18,7 @@ from functools import wraps
 from typing import Any
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.bodies import avals_of, run_jaxpr, trace_function

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax.bodies import avals_of, run_jaxpr, trace_function, zeros_of_aval

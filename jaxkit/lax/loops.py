@@ -22,7 +22,7 @@ from functools import partial
 import numpy as np
 
 from jaxkit import core, dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe

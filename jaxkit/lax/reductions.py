@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime.array import Array

@@ -601,6 +601,9 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
     if np.shape(fill_value):
         raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
                         f"{np.shape(fill_value)}.")
+    fill_dtype = getattr(fill_value, "dtype", None)
+    if dtypes.is_extended(dtype) or dtypes.is_extended(fill_dtype):  # keys: the dtype's rule
+        return (dtype if dtype is not None else fill_dtype).full(shape, fill_value)
     weak = dtype is None and dtypes.is_weakly_typed(fill_value)
     dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.dtype(fill_value))
     if not weak and not _is_array(fill_value):

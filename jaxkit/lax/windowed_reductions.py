@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir

@@ -3,11 +3,12 @@ the shape and structure functions (``stack``, ``concatenate``, ``reshape``, ``wh
 ``broadcast_to``, ``take``, ...) give key arrays, the comparisons compare whole keys, and
 anything else (arithmetic, reductions) is refused with a TypeError naming the key dtype.
 
-Key arrays live above ``jnp`` (in ``jaxkit.random``), so their type registers itself here
-(``register_key_array_type``). A key array of shape ``S`` is backed by ``uint32`` data of shape
-``S + (2,)``. A structural function applied to keys is that same function mapped with ``vmap``
-over the trailing key-word axis of the data: the function sees each word as an array of the
-keys' own shape, so its axis and shape arguments mean what they mean for the keys, and its
+Key arrays (concrete ``PRNGKeyArray``s and tracers of dtype ``key<fry>``) are recognised by
+their extended dtype; ``jaxkit.random`` registers how to get their ``uint32`` data (of shape
+``S + (2,)`` for keys of shape ``S``) and wrap it back (``register_key_functions``). A
+structural function applied to keys is that same function mapped with ``vmap`` over the
+trailing key-word axis of the data: the function sees each word as an array of the keys' own
+shape, so its axis and shape arguments mean what they mean for the keys, and its
 outputs get the word axis back. One mechanism covers every structural function, with no
 per-function axis arithmetic.
 """
@@ -17,7 +18,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from jaxkit import _tree_trace as tree_util
+from jaxkit import dtypes, tree_util
 from jaxkit.numpy._promotion import asarray
 from jaxkit.numpy._reductions import all as _all
 from jaxkit.numpy._reductions import any as _any
@@ -26,29 +27,29 @@ from jaxkit.numpy._ufuncs import equal as _equal
 from jaxkit.numpy._ufuncs import not_equal as _not_equal
 from jaxkit.transforms.vmap import vmap
 
-__all__ = ["KEY_STRUCTURAL", "install", "register_key_array_type"]
+__all__ = ["KEY_STRUCTURAL", "install", "register_key_functions"]
 
-# type -> (the key data of an instance, a key array over data)
-_key_types: dict[type, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {}
+# The key data of a key array, and a key array over data (set by jaxkit.random).
+_key_functions: dict[str, Callable[[Any], Any]] = {}
 
 
-def register_key_array_type(cls: type, *, data: Callable[[Any], Any],
-                            wrap: Callable[[Any], Any]) -> None:
-    """Let ``jnp`` functions take instances of ``cls`` (a key array type): ``data(x)`` is the
-    ``uint32[..., 2]`` data of one, ``wrap(d)`` a key array over such data."""
-    _key_types[cls] = (data, wrap)
+def register_key_functions(*, data: Callable[[Any], Any], wrap: Callable[[Any], Any]) -> None:
+    """Let ``jnp`` functions take key arrays (values of an extended dtype): ``data(x)`` is the
+    ``uint32[..., 2]`` data of one (``random_unwrap``), ``wrap(d)`` key arrays over such data
+    (``random_wrap``). Keys live above ``jnp``, so ``jaxkit.random`` registers these."""
+    _key_functions.update(data=data, wrap=wrap)
 
 
 def _is_key(x: Any) -> bool:
-    return type(x) in _key_types
+    return dtypes.is_extended(getattr(x, "dtype", None))
 
 
 def _data(x: Any) -> Any:
-    return _key_types[type(x)][0](x)
+    return _key_functions["data"](x)
 
 
 def _wrap_like(key: Any, d: Any) -> Any:
-    return _key_types[type(key)][1](d)
+    return _key_functions["wrap"](d)
 
 
 def _dtype_name(x: Any) -> str:

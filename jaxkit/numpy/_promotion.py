@@ -135,6 +135,9 @@ def promote_dtypes(*args: Any) -> list:
     if len(args) < 2:
         return [a if is_array(a) or type(a) in _python_scalar_types else asarray(a)
                 for a in args]
+    ext = {getattr(a, "dtype", None) for a in args}
+    if len(ext) == 1 and dtypes.is_extended(next(iter(ext))):
+        return list(args)  # values of one extended dtype (keys) have nothing to promote
     dt, weak = _result(*args)
     return [convert(a, dt, weak) for a in args]
 

@@ -1,16 +1,18 @@
 """``jaxkit.random``: JAX's counter-based random numbers, bit for bit.
 
-Keys are raw ``uint32[2]`` arrays (``PRNGKey``) or typed keys (``key``: a ``PRNGKeyArray``
-wrapping the same data, printed ``Array((), dtype=key<fry>)``). Every function takes either and
+Keys are raw ``uint32[2]`` arrays (``PRNGKey``) or typed keys (``key``: values of the extended
+dtype ``key<fry>``, concretely a ``PRNGKeyArray`` over the same data, printed
+``Array((), dtype=key<fry>)``; traced, a tracer of that dtype). Every function takes either and
 returns keys of the kind it was given. For the same key the numbers are those of JAX 0.10.2
 (Threefry-2x32 with JAX's default partitionable derivation of ``split``, ``fold_in`` and
 ``bits``; each sampler is JAX's algorithm). The samplers work eagerly, under ``jit`` and
-under ``vmap`` over keys. Implementation: ``_prng`` (Threefry, keys), ``_random_samplers``
-(transformations of uniform bits), ``_random_gamma`` (the rejection samplers).
+under ``vmap`` over keys. Implementation: ``prng`` (Threefry, the key dtype, key arrays),
+``key_prims`` (the ``random_*`` primitives and the key functions), ``samplers``
+(transformations of uniform bits), ``gamma`` (the rejection samplers).
 """
-from jaxkit.random.prng import (
+from jaxkit.random.prng import PRNGKeyArray
+from jaxkit.random.key_prims import (
                           PRNGKey,
-                          PRNGKeyArray,
                           bits,
                           clone,
                           fold_in,

@@ -19,18 +19,17 @@ from jaxkit import core, dtypes, lax
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
 from jaxkit.transforms.jit import jit
+from jaxkit.random.key_prims import check_prng_key, random_split_p, split_list
 from jaxkit.random.prng import (
     broadcast_shapes,
     canonicalize_shape,
     check_all_safe_to_cast,
     check_broadcast_shapes,
-    check_prng_key,
     check_shape,
     float_dtype,
+    fry_dtype,
     iota_2x32_shape,
-    split_list,
     threefry2x32,
-    threefry_split,
     user_dtype,
 )
 from jaxkit.random.samplers import exponential, normal, rademacher, uniform
@@ -105,7 +104,8 @@ def _split_many(keys, num: int):
 
 
 def _gamma_impl(key, a, *, log_space: bool):
-    """Split each key into one key per element of ``a`` it covers, then sample elementwise."""
+    """Split each key (of the keys' uint32[..., 2] data) into one key per element of ``a``
+    it covers, then sample elementwise."""
     a_shape = tuple(np.shape(a))
     key_batch = tuple(key.shape[:-1])
     split_count = math.prod(a_shape[len(key_batch):])
@@ -119,8 +119,8 @@ def _gamma_impl(key, a, *, log_space: bool):
 
 
 def _gamma_abstract_eval(key, a, *, log_space):
-    if key.dtype != np.uint32 or key.shape[-1:] != (2,):
-        raise TypeError(f"random_gamma takes raw uint32[..., 2] keys, got {key.str_short()}")
+    if key.dtype != fry_dtype:
+        raise TypeError(f"random_gamma takes typed keys (key<fry>), got {key.str_short()}")
     return a.strip_weak_type()
 
 
@@ -161,7 +161,8 @@ random_gamma_p.def_impl(partial(dispatch.apply_primitive, random_gamma_p))
 random_gamma_p.def_abstract_eval(_gamma_abstract_eval)
 ad.defjvp_rule(random_gamma_p, _gamma_jvp)
 batching.defrule(random_gamma_p, _gamma_batch)
-mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_impl))
+# Lowered on the keys' uint32[..., 2] data.
+mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_impl, physical=True), physical=True)
 
 
 def gamma(key, a: ArrayLike, shape: Shape | None = None,
@@ -577,6 +578,6 @@ def multinomial(key, n: ArrayLike, p: ArrayLike, *, shape: Shape | None = None,
     p = jnp.moveaxis(p, -1, 0)
     remaining_probs = lax.cumsum(p, 0, reverse=True)
     ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
-    keys = threefry_split(key, (ratios.shape[0],))
+    keys = random_split_p.bind(key, shape=(ratios.shape[0],))
     _, counts = lax.scan(step, n, (ratios, keys), unroll=unroll)
     return jnp.moveaxis(counts, 0, -1).astype(dtype)

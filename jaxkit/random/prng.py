@@ -12,12 +12,9 @@ The bits are those of JAX 0.10.2 with its default ``jax_threefry_partitionable=T
   words (``hi ^ lo`` for 8/16/32 bits, ``hi << 32 | lo`` for 64); ``split(key, shape)`` stacks
   the two words as new keys; ``fold_in(key, d)`` hashes the counter ``(0, d)``.
 
-Typed keys (``jaxkit.random.key``) are ``PRNGKeyArray``: a small wrapper holding the raw
-``uint32[..., 2]`` key data and registered as a pytree node whose single child is that data.
-That is the whole trick by which they pass through ``jit``, ``vmap`` and control flow: the
-transformations see an ordinary ``uint32`` array (one difference from JAX, where a key array
-is a leaf with its own ``key<fry>`` dtype: ``tree_leaves(key)`` here is the data, and
-``vmap``'s ``in_axes`` count the key data's axes, so negative axes are off by one).
+Typed keys (``jaxkit.random.key``) have the extended dtype ``key<fry>`` (``KeyTy``), stored as
+``uint32[..., 2]``: concrete ones are ``PRNGKeyArray``s, traced ones tracers of a
+``key<fry>`` aval. The primitives on them are in ``jaxkit.random.key_prims``.
 """
 from __future__ import annotations
 
@@ -25,23 +22,23 @@ import math
 import operator
 import warnings
 from collections.abc import Sequence
-from functools import partial, reduce
+from typing import Any
+from functools import reduce
 
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit import _tree_trace as tree_util
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
-from jaxkit.numpy._keys import register_key_array_type
+from jaxkit.numpy import _indexing as jnp_indexing
 from jaxkit.random._key_ops import KeyArrayOperators, _array_operand
 from jaxkit.runtime.array import Array, PublicArray
-from jaxkit.transforms.jit import jit
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.typing import ArrayLike, DTypeLike
+from jaxkit.numpy._keys import register_key_functions
 
 _u32 = np.dtype(np.uint32)
 
@@ -285,18 +282,30 @@ def _threefry_random_bits_original(key, bit_width: int, shape: tuple[int, ...]) 
 # --------------------------------------------------------------------------------------------
 
 
-class KeyTy:
-    """The element type of typed keys, printed ``key<fry>`` as in JAX."""
+class KeyTy(dtypes.ExtendedDType):
+    """The element type of typed threefry keys, printed ``key<fry>`` as in JAX: an extended
+    dtype whose values are stored as ``uint32[..., 2]`` (``physical_shape``/``physical_dtype``),
+    so every primitive and lowering meets key-typed values as ordinary values."""
 
     name = "key<fry>"
     type = dtypes.prng_key
     itemsize = 8
     impl_name = "threefry2x32"
+    physical_shape = (2,)
+    physical_dtype = _u32
 
-    def __repr__(self):
-        return self.name
+    def to_physical(self, value: PRNGKeyArray) -> Array:
+        return value._base_array
 
-    __str__ = __repr__
+    def from_physical(self, buf) -> PRNGKeyArray:
+        return PRNGKeyArray(Array(buf))
+
+    def full(self, shape: tuple[int, ...], fill_value) -> Any:
+        """Keys of ``shape`` all equal to ``fill_value`` (a key), or with data
+        ``fill_value`` (0: the buffers ``scan`` fills, as JAX's ``empty`` keys)."""
+        if isinstance(getattr(fill_value, "dtype", None), KeyTy):
+            return lax.broadcast_in_dim(fill_value, shape, ())
+        return random_wrap(lax.full((*shape, 2), fill_value, _u32))
 
     def __eq__(self, other):
         return isinstance(other, KeyTy) or other == self.name
@@ -305,15 +314,37 @@ class KeyTy:
         return hash(self.name)
 
 
-key_dtype = KeyTy()
+fry_dtype = KeyTy()
+
+
+class PRNGImpl:
+    """The ``impl`` parameter of ``random_seed``/``random_wrap``: the threefry2x32
+    implementation, printed ``fry`` in jaxprs as JAX prints it."""
+
+    name = "threefry2x32"
+    tag = "fry"
+
+    def __repr__(self):
+        return self.tag
+
+    def __eq__(self, other):
+        return isinstance(other, PRNGImpl)
+
+    def __hash__(self):
+        return hash(PRNGImpl)
+
+
+threefry_prng_impl = PRNGImpl()
 
 
 class PRNGKeyArray(KeyArrayOperators):
     """An array of typed threefry keys of ``shape``, backed by ``uint32[*shape, 2]`` data.
 
-    A pytree node whose one child is the key data, so it flows through ``jit``/``vmap`` as
-    that array. It has no arithmetic (its operators raise JAX's TypeErrors); index, iterate,
-    reshape and compare it like an array, and the structural ``jnp`` functions take it."""
+    The concrete value of dtype ``key<fry>``: a pytree leaf, whose aval is
+    ``ShapedArray(shape, key<fry>)``; programs take and give it as its data. Inside a
+    transformation a key is a tracer of that aval. It has no arithmetic (its operators raise
+    JAX's TypeErrors); index, iterate, reshape and compare it like an array, and the
+    structural ``jnp`` functions take it."""
 
     __slots__ = ("_base_array",)
     __array_priority__ = 100
@@ -321,7 +352,7 @@ class PRNGKeyArray(KeyArrayOperators):
     def __init__(self, key_data):
         self._base_array = key_data
 
-    dtype = key_dtype
+    dtype = fry_dtype
     shape = property(lambda self: tuple(self._base_array.shape[:-1]))
     ndim = property(lambda self: len(self._base_array.shape) - 1)
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -366,13 +397,6 @@ class PRNGKeyArray(KeyArrayOperators):
     take = lambda self, indices, axis=None: jnp.take(self, indices, axis)  # noqa: E731
     repeat = lambda self, repeats, axis=None: jnp.repeat(self, repeats, axis)  # noqa: E731
 
-    def _vmap_leaf_axes(self, axis: int, what: str) -> list[int]:
-        """The axis of the key data when ``vmap`` maps these keys along ``axis`` ("vmap in_axes"
-        or "vmap out_axes"): a negative axis counts from the last key axis, not from the
-        data's trailing word axis (an output gains the batch axis)."""
-        ndim = self.ndim + ("out" in what)
-        return [axis + ndim if -ndim <= axis < 0 else axis]
-
     def astype(self, dtype):
         raise NotImplementedError("Cannot call abstract method astype")
 
@@ -389,6 +413,11 @@ class PRNGKeyArray(KeyArrayOperators):
     def __bool__(self):
         raise TypeError("key array cannot be converted to boolean.")
 
+    aval = property(lambda self: ShapedArray(self.shape, fry_dtype))
+    weak_type = False
+    # keys.at[i].set(k): a scatter of keys, as on any array
+    at = property(lambda self: jnp_indexing._IndexUpdateHelper(self))
+
     def block_until_ready(self) -> PRNGKeyArray:
         self._base_array.block_until_ready()
         return self
@@ -404,46 +433,61 @@ class PRNGKeyArray(KeyArrayOperators):
                         "underlying integer array.")
 
 
-class KeyAval:
-    """The abstract type of a key array, as ``jax.typeof`` gives it: its shape and the key
-    element type, printed ``ShapedArray(key<fry>[...])`` as JAX prints it. jaxkit's
-    transformations see keys as their ``uint32`` data (keys are pytree nodes), so this type
-    only describes keys to user code; it never reaches a jaxpr."""
-
-    __slots__ = ("shape",)
-    dtype = key_dtype
-    weak_type = False
-
-    def __init__(self, shape: tuple[int, ...]):
-        self.shape = tuple(shape)
-
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
-
-    def str_short(self) -> str:
-        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
-
-    def __repr__(self):
-        return f"ShapedArray({self.str_short()})"
-
-    def __eq__(self, other):
-        return isinstance(other, KeyAval) and self.shape == other.shape
-
-    def __hash__(self):
-        return hash((KeyAval, self.shape))
-
-
-def key_aval(key: PRNGKeyArray) -> KeyAval:
-    """``jax.typeof`` of a key array."""
-    return KeyAval(key.shape)
-
-
 PublicArray.register(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
-register_key_array_type(PRNGKeyArray, data=lambda k: k._base_array, wrap=PRNGKeyArray)
-# A leaf to users (tree_util.tree_leaves(key) == [key], as in JAX), a node over its data to
-# jaxkit's transformations (see jaxkit._tree_trace).
-tree_util.register_trace_node(PRNGKeyArray, lambda k: ((k._base_array,), None),
-                              lambda _, children: PRNGKeyArray(children[0]))
+core.pytype_aval_mappings[PRNGKeyArray] = lambda k: ShapedArray(k.shape, fry_dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# random_wrap, random_unwrap: keys from their data and back (no computation)
+# --------------------------------------------------------------------------------------------
+
+
+def _wrap_abstract_eval(data, *, impl):
+    if data.dtype != _u32 or data.shape[-1:] != (2,):
+        raise TypeError("random_wrap takes uint32[..., 2] key data, got "
+                        f"{data.str_short()}.")
+    return ShapedArray(data.shape[:-1], fry_dtype)
+
+
+def _wrap_impl(data, *, impl):
+    return PRNGKeyArray(data if type(data) is Array else jnp.asarray(data, _u32))
+
+
+random_wrap_p = core.Primitive("random_wrap")
+random_wrap_p.def_impl(_wrap_impl)
+random_wrap_p.def_abstract_eval(_wrap_abstract_eval)
+ad.defjvp_zero(random_wrap_p)
+batching.defleading(random_wrap_p)
+mlir.register_lowering(random_wrap_p, lambda ctx, data, *, impl: data, physical=True)
+
+
+def _unwrap_abstract_eval(keys):
+    if not isinstance(keys.dtype, KeyTy):
+        raise TypeError(f"random_unwrap takes a key array (dtype key<fry>), got "
+                        f"{keys.str_short()}.")
+    return ShapedArray((*keys.shape, 2), _u32)
+
+
+random_unwrap_p = core.Primitive("random_unwrap")
+random_unwrap_p.def_impl(lambda keys: keys._base_array)
+random_unwrap_p.def_abstract_eval(_unwrap_abstract_eval)
+ad.defjvp_zero(random_unwrap_p)
+batching.defleading(random_unwrap_p)
+mlir.register_lowering(random_unwrap_p, lambda ctx, keys: keys, physical=True)
+
+
+def random_wrap(data: ArrayLike) -> Any:
+    """Typed keys over ``uint32[..., 2]`` data (``random_wrap``)."""
+    return random_wrap_p.bind(data, impl=threefry_prng_impl)
+
+
+def random_unwrap(keys: Any) -> Any:
+    """The ``uint32[..., 2]`` data of typed keys (``random_unwrap``)."""
+    return random_unwrap_p.bind(keys)
+
+
+register_key_functions(data=random_unwrap, wrap=random_wrap)
+
 
 
 def check_key_data(key_data) -> None:
@@ -466,28 +510,6 @@ def check_key_data(key_data) -> None:
 # --------------------------------------------------------------------------------------------
 # Argument checking shared by the samplers
 # --------------------------------------------------------------------------------------------
-
-
-def check_prng_key(name: str, key, *, allow_batched: bool = False) -> tuple[Array, bool]:
-    """The raw key data of ``key`` and whether ``key`` was given raw (legacy uint32)."""
-    if isinstance(key, PRNGKeyArray):
-        data, raw = key._base_array, False
-        shape = key.shape
-    elif core.is_array_like(key) and not isinstance(key, (bool, int, float, complex)):
-        check_key_data(key if hasattr(key, "ndim") else np.asarray(key))
-        data, raw = key, True
-        shape = tuple(np.shape(key))
-    else:
-        raise TypeError(f"unexpected PRNG key type {type(key)}")
-    if not allow_batched and len(data.shape) > 1:
-        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{shape} != (). Use jax.vmap for batching.")
-    return data, raw
-
-
-def return_keys(raw: bool, data) -> Array | PRNGKeyArray:
-    """Keys of the kind the caller gave: raw data, or wrapped as typed keys."""
-    return data if raw else PRNGKeyArray(data)
 
 
 def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
@@ -569,9 +591,9 @@ def check_all_safe_to_cast(name: str, dtype, *args) -> None:
 
 
 def broadcast_to_rank(x, rank: int):
-    """``x`` with leading unit axes up to ``rank``."""
+    """``x`` with leading unit axes up to ``rank`` (a ``broadcast_in_dim``, as JAX's)."""
     ndim = np.ndim(x)
-    return x if ndim == rank else lax.reshape(x, (1,) * (rank - ndim) + tuple(np.shape(x)))
+    return x if ndim == rank else lax.broadcast(x, (1,) * (rank - ndim))
 
 
 def canonicalize_axis(axis: int, ndim: int) -> int:
@@ -586,140 +608,3 @@ def const_like(x, value):
     """``value`` as a NumPy scalar of ``x``'s dtype."""
     return np.array(value, dtypes.dtype(x))
 
-
-def split_list(key, num: int = 2) -> list:
-    """``num`` raw keys split from ``key``, as a list (what ``k1, k2 = split(key)`` gives)."""
-    keys = threefry_split(key, (num,))
-    return [lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(num)]
-
-
-random_bits = threefry_random_bits  # the name the samplers use (JAX's ``_random_bits``)
-
-
-# --------------------------------------------------------------------------------------------
-# Keys
-# --------------------------------------------------------------------------------------------
-
-
-def _check_impl(impl) -> None:
-    if impl is not None and str(impl) not in ("threefry2x32", "fry", "key<fry>"):
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                         '"threefry2x32"?')
-
-
-@partial(jit, inline=True)
-def _seed(seed):
-    return threefry_seed(seed)
-
-
-def _random_seed(ctor_name: str, seed, impl) -> Array:
-    _check_impl(impl)
-    if isinstance(seed, PRNGKeyArray):
-        raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
-    if np.ndim(seed):
-        raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
-                        f"{np.shape(seed)} != (). Use jax.vmap for batching")
-    if isinstance(seed, bool) or not isinstance(seed, (int, core.Tracer, Array)):
-        seed = np.asarray(seed)
-        if not np.issubdtype(seed.dtype, np.integer):
-            raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
-        seed = seed.astype(dtypes.canonicalize_dtype(seed.dtype))
-    elif isinstance(seed, int):
-        # Like JAX: a Python int goes through int64 (OverflowError beyond it), then is
-        # truncated to the default int width (so seeds beyond 32 bits wrap without x64).
-        seed = np.int64(seed).astype(dtypes.default_int_dtype())
-    return _seed(seed)
-
-
-def PRNGKey(seed: int | ArrayLike, *, impl=None) -> Array:
-    """A legacy raw key, ``uint32[2]``, from an integer seed (64-bit seeds keep both words
-    with x64; without it the seed is first truncated to 32 bits, as in JAX)."""
-    return _random_seed("PRNGKey", seed, impl)
-
-
-def key(seed: int | ArrayLike, *, impl=None, dtype=None) -> PRNGKeyArray:
-    """A typed key (printed ``Array((), dtype=key<fry>)``) from an integer seed."""
-    if dtype is not None and impl is not None:
-        raise ValueError("Cannot specify both `impl` and `dtype` arguments to jax.random.key")
-    return PRNGKeyArray(_random_seed("key", seed, impl if dtype is None else dtype))
-
-
-def key_data(keys) -> Array:
-    """The raw ``uint32[..., 2]`` data of a key array (raw keys are returned as they are)."""
-    data, _ = check_prng_key("key_data", keys, allow_batched=True)
-    return data
-
-
-def wrap_key_data(key_bits_array: ArrayLike, *, impl=None, dtype=None) -> PRNGKeyArray:
-    """A typed key array over raw ``uint32[..., 2]`` data."""
-    if dtype is not None and impl is not None:
-        raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                         "jax.random.wrap_key_data")
-    _check_impl(impl if dtype is None else dtype)
-    if not hasattr(key_bits_array, "ndim"):
-        key_bits_array = jnp.asarray(key_bits_array)
-    check_key_data(key_bits_array)
-    return PRNGKeyArray(key_bits_array)
-
-
-def key_impl(keys) -> str:
-    """The name of the keys' implementation (always ``"threefry2x32"``)."""
-    check_prng_key("key_impl", keys, allow_batched=True)
-    return "threefry2x32"
-
-
-def key_dtype(impl=None) -> KeyTy:
-    """The dtype of typed keys, ``key<fry>``."""
-    _check_impl(impl)
-    return key_dtype
-
-
-def clone(key):
-    """A copy of ``key`` (keys are immutable values here, so the key itself)."""
-    return key
-
-
-@partial(jit, static_argnums=(1,))
-def _split_keys(key, shape):
-    return threefry_split(key, shape)
-
-
-def split(key, num: int | tuple[int, ...] = 2):
-    """``num`` new keys (``num`` may be a shape) stacked along a new leading axis."""
-    data, raw = check_prng_key("split", key)
-    shape = tuple(num) if isinstance(num, Sequence) else (num,)
-    shape = canonicalize_shape(shape, "split num")
-    return return_keys(raw, _split_keys(data, shape))
-
-
-@jit
-def _fold_in(key, data):
-    return threefry_fold_in(key, data)
-
-
-def fold_in(key, data: ArrayLike):
-    """A new key from ``key`` and the 32-bit integer ``data``."""
-    key_arr, raw = check_prng_key("fold_in", key)
-    if np.ndim(data):
-        raise TypeError("fold_in accepts a scalar, but was given an array of"
-                        f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    if isinstance(data, (core.Tracer, Array)):
-        data = lax.convert_element_type(data, np.uint32)
-    else:
-        data = np.asarray(data, dtype=np.uint32)
-    return return_keys(raw, _fold_in(key_arr, data))
-
-
-@partial(jit, static_argnums=(1, 2))
-def _bits(key, bit_width, shape):
-    return threefry_random_bits(key, bit_width, shape)
-
-
-def bits(key, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
-    """Uniform random bits as unsigned integers (default uint32, uint64 with x64)."""
-    key, _ = check_prng_key("bits", key)
-    dtype = dtypes.default_uint_dtype() if dtype is None else user_dtype(dtype)
-    if not dtypes.issubdtype(dtype, np.unsignedinteger):
-        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-    shape = canonicalize_shape(shape)
-    return _bits(key, dtype.itemsize * 8, shape)

@@ -18,6 +18,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.lax.sharding import lay_out
 from jaxkit.transforms.jit import jit
+from jaxkit.random.key_prims import check_prng_key, random_bits, split_list
 from jaxkit.random.prng import (
     UINT_DTYPES,
     broadcast_shapes,
@@ -26,12 +27,9 @@ from jaxkit.random.prng import (
     canonicalize_shape,
     check_all_safe_to_cast,
     check_broadcast_shapes,
-    check_prng_key,
     check_shape,
     const_like,
     float_dtype,
-    random_bits,
-    split_list,
     user_dtype,
 )
 from jaxkit.typing import Array, ArrayLike, DTypeLike

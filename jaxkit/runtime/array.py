@@ -237,6 +237,11 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
             return x
         return Array(pjrt.copy_to_device(x._buf, x.aval, device))
     aval = core.get_aval(x)
+    if isinstance(aval.dtype, dtypes.ExtendedDType):  # a key array moves its data
+        if device is None:
+            return x
+        data = device_put_value(aval.dtype.to_physical(x), device)
+        return aval.dtype.from_physical(data._buf)
     if dtype is not None:
         aval = aval.update(dtype=dtypes.canonicalize_dtype(dtype), weak_type=False)
     if weak_type is not None:
@@ -256,6 +261,8 @@ config.on_change(lambda name, value: _scalar_buffers.clear())  # e.g. another de
 
 def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
     """The device buffer for an argument of aval ``aval`` (which came from ``get_aval(x)``)."""
+    if isinstance(aval.dtype, dtypes.ExtendedDType):  # a key array passes its data
+        return to_buffer(aval.dtype.to_physical(x), core.physical_aval(aval), device)
     if type(x) is Array:
         if device is not None and x.device != device:
             return pjrt.copy_to_device(x._buf, x.aval, device)
@@ -274,10 +281,10 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
     return pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
 
 
-def wrap_result(buf) -> Array | core.Token:
-    """A program's result as a value: an ``Array``, or the ``Token`` a token result's handler
-    already made."""
-    return buf if type(buf) is core.Token else Array(buf)
+def wrap_result(buf) -> Any:
+    """A program's result as a value: an ``Array``, or the value a token's or an
+    extended-dtype result's handler already made (a ``Token``, a key array)."""
+    return Array(buf) if type(buf) is pjrt.ArrayImpl else buf
 
 
 def wrap_buffers(bufs: Sequence[pjrt.ArrayImpl]) -> list[Array]:

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 from jaxlib import _jax  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
 
-from jaxkit import core, errors  # noqa: E402
+from jaxkit import core, dtypes, errors  # noqa: E402
 from jaxkit._config import config  # noqa: E402
 from jaxkit.runtime import compile_cache  # noqa: E402
 
@@ -213,6 +213,14 @@ def _token_result(bufs: list) -> core.Token:
     return core.Token(bufs[0])
 
 
+def _extended_result(aval, sharding):
+    """The handler of an extended-dtype result (a key array): its physical buffer, made into
+    a value by the dtype (``ExtendedDType.from_physical``)."""
+    physical = _jax.array_result_handler(core.physical_aval(aval), sharding, True,
+                                         _skip_checks=True)
+    return lambda bufs: aval.dtype.from_physical(physical(bufs))
+
+
 class Executable:
     """A compiled program plus the result handlers that wrap its outputs as device arrays."""
 
@@ -224,6 +232,7 @@ class Executable:
         self.device = device
         sharding = backend_of(device).shardings[device]
         self.handlers = [_token_result if type(a) is core.AbstractToken else
+                         _extended_result(a, sharding) if dtypes.is_extended(a.dtype) else
                          _jax.array_result_handler(a, sharding, True, _skip_checks=True)
                          for a in self.out_avals]
         self._execute = xla_executable.execute_sharded

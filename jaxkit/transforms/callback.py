@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.runtime.array import device_put_value
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 
 from jaxkit import core, lax
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, mlir

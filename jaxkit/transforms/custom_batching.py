@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from jaxkit import core, dtypes, lax
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe

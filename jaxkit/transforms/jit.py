@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import debug_nans, dispatch, state

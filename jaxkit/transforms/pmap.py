@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.runtime import pjrt
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array, device_put_value

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import mlir
 from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from dataclasses import dataclass
 
-from jaxkit import core
-from jaxkit import _tree_trace as tree_util
+from jaxkit import core, dtypes
+from jaxkit import tree_util
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd
@@ -155,7 +155,10 @@ class Compiled:
         self.executable = program.executable
         self.timings = timings
         self.out_tree = traced.out_tree
-        has_tokens = any(type(a) is core.AbstractToken for a in traced.jaxpr.out_avals)
+        # Tokens and extended-dtype values (keys) come back from their result handlers as
+        # Token / key arrays, not buffers: they take the general wrap_result path.
+        has_tokens = any(type(a) is core.AbstractToken or dtypes.is_extended(a.dtype)
+                         for a in traced.jaxpr.out_avals)
         self.single_leaf = (tree_util.treedef_is_leaf(traced.out_tree)
                             and traced.out_tree.num_leaves == 1 and not has_tokens)
         self.partitioned = traced.sharding_plan is not None

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxkit import core, source_info
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.interpreters import batching
 from jaxkit.interpreters.batching import AxisData, BatchTrace, BatchTracer
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 
 __all__ = ["DebugInfo"]
 

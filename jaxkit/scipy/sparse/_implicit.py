@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.api import vjp
 from jaxkit.transforms.custom_derivatives import closure_convert, custom_vjp
 
