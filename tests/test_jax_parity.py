@@ -7,8 +7,13 @@ the record says so, the key phrase the message must contain."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import logging
+import re
 import textwrap
+
+import numpy as np
 
 import pytest
 
@@ -650,3 +655,44 @@ def test_prints_as_jax(name):
     expected = _run(snippet, jax, jax_jnp)
     got = _run(snippet, jaxkit, jk_jnp)
     assert got == expected
+
+
+# Eager calls of jnp functions whose jitted body or alias has another name: the program is
+# named after JAX's function (``jit_dot``, not ``jit__dot``; ``jit_abs``, not
+# ``jit_absolute``). Odd shapes, so that no earlier test has compiled these programs.
+_A, _V = np.ones((7, 11), np.float32), np.linspace(0.1, 0.9, 11, dtype=np.float32)
+EAGER_PROGRAMS = [("dot", (_A, _V)), ("abs", (_V,)), ("acos", (_V,)), ("around", (_V,)),
+                  ("atan2", (_V, _V)), ("bitwise_invert", (_V.astype(np.int32),))]
+
+
+def _module_name(lowered) -> str:
+    return re.search(r"module @(\S+)", lowered.as_text()).group(1)
+
+
+def test_eager_program_names_as_jax(caplog):
+    for name, args in EAGER_PROGRAMS:
+        theirs = _module_name(getattr(jax_jnp, name).lower(*args))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="jax"), jaxkit.log_compiles():
+            getattr(jk_jnp, name)(*args)
+        compiled = [re.sub(r"jit\((.*)\) in .*", r"jit_\1", r.getMessage())
+                    for r in caplog.records if "Finished XLA compilation" in r.getMessage()]
+        assert compiled == [f"Finished XLA compilation of {theirs}"], name
+
+
+class _Callable:
+    def __call__(self, x):
+        return x
+
+
+def _identity(x):
+    return x
+
+
+@pytest.mark.parametrize("fun", [lambda x: x, functools.partial(_identity), _Callable()],
+                         ids=["lambda", "partial", "callable_object"])
+def test_jit_module_names_as_jax(fun):
+    # JAX's names: ``<lambda>`` -> ``jit__lambda`` (trailing ``_`` dropped), a partial's
+    # function's name, ``<unnamed function>`` for other callables.
+    assert _module_name(jaxkit.jit(fun).lower(1.0)) == _module_name(jax.jit(fun).lower(1.0))
+    assert jaxkit.jit(fun).__name__ == jax.jit(fun).__name__

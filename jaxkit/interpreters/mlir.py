@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import io
 import math
+import re
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -391,9 +392,10 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 mesh: Sequence[tuple[str, int]] | None = None,
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
-                device_assignment: tuple = ()) -> ir.Module:
-    """A StableHLO module whose ``main`` computes ``jaxpr``; its constvars are ``consts``,
-    emitted as StableHLO constants.
+                device_assignment: tuple = (), api: str = "jit") -> ir.Module:
+    """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
+    the function's, e.g. ``<lambda>``; ``api`` is ``jit`` or ``pmap``); its constvars are
+    ``consts``, emitted as StableHLO constants.
 
     With ``mesh`` (``(axis name, size)`` pairs) the module is partitioned over the mesh's
     devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
@@ -408,7 +410,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     with make_ir_context(), ir.Location.unknown(), source_info.name_stack_context(
             outer_metadata):
         module = ir.Module.create()
-        module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(f"{api}_{name}"))
         attrs = module.operation.attributes
         num_partitions = math.prod(size for _, size in mesh) if mesh is not None else 1
         attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
@@ -419,7 +421,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
         out_types = [_boundary_type(v.aval) for v in jaxpr.outvars]
         ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh,
                             device_assignment=tuple(device_assignment),
-                            name_stack=_name_stack(_sanitize(name)))
+                            name_stack=f"{api}({name})")
         with ir.InsertionPoint(module.body):
             if mesh is not None:
                 axes = ", ".join(f'"{n}"={size}' for n, size in mesh)
@@ -483,16 +485,10 @@ def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | 
 
 
 def _sanitize(name: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return f"jit_{cleaned}" if not cleaned.startswith("jit") else cleaned
-
-
-def _name_stack(name: str) -> str:
-    """``jit_f`` (a module's name) -> ``jit(f)``, the op_name prefix JAX writes."""
-    for kind in ("jit", "pmap"):
-        if name.startswith(kind + "_"):
-            return f"{kind}({name[len(kind) + 1:]})"
-    return name
+    """A module name XLA keeps as it is, as JAX makes it: ``jit_<lambda>`` -> ``jit__lambda``
+    (characters other than word characters, ``.`` and ``-`` become ``_``; trailing ``_``
+    dropped)."""
+    return re.sub(r"[^\w.-]", "_", name).rstrip("_")
 
 
 def sharding_constraint(x: ir.Value, sdy_sharding: str) -> ir.Value:

@@ -63,7 +63,7 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
                 out_sharding=resolve_out_sharding("dot", out_sharding))
 
 
-@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"))
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"), name="dot")
 def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
          preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("dot", a, b)
