@@ -611,7 +611,22 @@ for kw in [dict(cuda=jnp.sin), dict(gpu=jnp.sin), dict(cpu=3), dict(cpu=jnp.sin,
         print(type(e).__name__, e)
 """
 
+SHARDED_SCALARS_AND_SPECS = """
+mesh = jax.sharding.Mesh(jax.devices(), ["x"])
+s = jax.sharding.NamedSharding(mesh, jax.P())
+x = jax.device_put(1, s)
+print(repr(x), x, x.shape)
+print(repr(jax.ShapeDtypeStruct((), jnp.int32, sharding=s)))
+print(jax.ShapeDtypeStruct((2,), jnp.float32) == jax.ShapeDtypeStruct((2,), jnp.float32,
+                                                                      sharding=s))
+try:
+    jax.ShapeDtypeStruct((2,), jnp.float32, sharding=3)
+except ValueError as e:
+    print(e)
+"""
+
 RECORDS = {
+    "sharded_scalars_and_specs": SHARDED_SCALARS_AND_SPECS,
     "platform_dependent": PLATFORM_DEPENDENT,
     "tracer_classes_and_weak_zeros": TRACER_CLASSES_AND_WEAK_ZEROS,
     "debug_nans_deoptimized": DEBUG_NANS_DEOPTIMIZED,
