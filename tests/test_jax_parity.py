@@ -625,7 +625,17 @@ except ValueError as e:
     print(e)
 """
 
+LOWERED_TEXT = """
+import collections
+Pair = collections.namedtuple("Pair", "u v")
+print(jax.jit(lambda x, y: (x, {"a": y * 2})).lower(1., 2.).as_text())
+print(jax.jit(lambda x: Pair(x, [x * 2])).lower(1.).as_text())
+print(jax.jit(lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)).lower(
+    jnp.ones(3)).as_text())
+"""
+
 RECORDS = {
+    "lowered_text": LOWERED_TEXT,
     "sharded_scalars_and_specs": SHARDED_SCALARS_AND_SPECS,
     "platform_dependent": PLATFORM_DEPENDENT,
     "tracer_classes_and_weak_zeros": TRACER_CLASSES_AND_WEAK_ZEROS,

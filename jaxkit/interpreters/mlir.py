@@ -392,10 +392,12 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 mesh: Sequence[tuple[str, int]] | None = None,
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
-                device_assignment: tuple = (), api: str = "jit") -> ir.Module:
+                device_assignment: tuple = (), api: str = "jit",
+                result_names: Sequence[str] = ()) -> ir.Module:
     """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
     the function's, e.g. ``<lambda>``; ``api`` is ``jit`` or ``pmap``); its constvars are
-    ``consts``, emitted as StableHLO constants.
+    ``consts``, emitted as StableHLO constants. ``result_names`` (a jitted function's output
+    paths, ``result``, ``result[0]['a']``...) become the results' ``jax.result_info``.
 
     With ``mesh`` (``(axis name, size)`` pairs) the module is partitioned over the mesh's
     devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
@@ -439,11 +441,14 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
             if any(arg_attrs):
                 fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
-            if any(shd is not None for shd in result_shardings):
-                fn.result_attrs = ir.ArrayAttr.get([
-                    ir.DictAttr.get({} if shd is None else
-                                    {"sdy.sharding": ir.Attribute.parse(shd)})
-                    for shd in result_shardings])
+            result_attrs = [{} for _ in out_types]
+            for attrs_i, shd in zip(result_attrs, result_shardings):
+                if shd is not None:
+                    attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
+            for attrs_i, res_name in zip(result_attrs, result_names):
+                attrs_i["jax.result_info"] = ir.StringAttr.get(res_name)
+            if any(result_attrs):
+                fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
             entry = fn.add_entry_block()
             with ir.InsertionPoint(entry):
                 args = [_token_from_boundary(v.aval, x)

@@ -199,7 +199,7 @@ def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
 
 
 def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
-          plan: ShardingPlan):
+          plan: ShardingPlan, result_names: Sequence[str] = ()):
     """The Shardy-annotated module of a partitioned program (closed-over constants inline)."""
     jaxpr = closed.jaxpr
     return mlir.lower_jaxpr(
@@ -208,7 +208,8 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
         arg_shardings=[s.sdy_attr(len(v.aval.shape)) for s, v in
                        zip(plan.in_shardings, jaxpr.invars)],
         result_shardings=[None if s is None else s.sdy_attr(len(v.aval.shape))
-                          for s, v in zip(plan.out_shardings, jaxpr.outvars)])
+                          for s, v in zip(plan.out_shardings, jaxpr.outvars)],
+        result_names=result_names)
 
 
 class PartitionedProgram:
