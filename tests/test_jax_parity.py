@@ -632,6 +632,7 @@ print(jax.jit(lambda x, y: (x, {"a": y * 2})).lower(1., 2.).as_text())
 print(jax.jit(lambda x: Pair(x, [x * 2])).lower(1.).as_text())
 print(jax.jit(lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)).lower(
     jnp.ones(3)).as_text())
+print(jax.jit(lambda x, d: d["k"] + x).lower(1., {"k": 2.}).as_text(dialect="hlo"))
 """
 
 RECORDS = {

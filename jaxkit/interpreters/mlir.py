@@ -449,7 +449,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 attrs_i["jax.result_info"] = ir.StringAttr.get(res_name)
             if any(result_attrs):
                 fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
-            entry = fn.add_entry_block()
+            entry = fn.add_entry_block(arg_locs=_arg_locations(jaxpr))
             with ir.InsertionPoint(entry):
                 args = [_token_from_boundary(v.aval, x)
                         for v, x in zip(jaxpr.invars, entry.arguments)]
@@ -487,6 +487,17 @@ def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | 
                 del free[k]
                 break
     return aliases
+
+
+def _arg_locations(jaxpr: core.Jaxpr) -> list[ir.Location]:
+    """The parameters' locations, named after the arguments as JAX's are (``x``,
+    ``d['k']``; XLA names the HLO parameters after them); leading parameters without a name
+    (large constants) and programs without argument names get unknown locations."""
+    names = list(getattr(jaxpr.debug_info, "arg_names", None) or ())
+    if len(names) > len(jaxpr.invars):
+        names = []
+    names = [None] * (len(jaxpr.invars) - len(names)) + names
+    return [ir.Location.name(n) if n else ir.Location.unknown() for n in names]
 
 
 def _sanitize(name: str) -> str:
