@@ -6,6 +6,10 @@ rules: JVP of each branch (their nonzero tangents unified); partial evaluation w
 known splits every branch, each branch's residuals padded with zeros to a common list;
 transpose of each branch; batching with a batched index turns into a ``select_n`` over all
 branches' results.
+
+``platform_dependent`` is a ``cond`` whose index is a ``platform_index`` and that carries
+``branches_platforms``: lowering keeps only the branch for the platform lowered for (and the
+batching rule re-makes a batched index, which is the same for every example).
 """
 from __future__ import annotations
 
