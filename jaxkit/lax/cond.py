@@ -30,6 +30,7 @@ from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_clos
 from jaxkit.lax.clamp import clamp
 from jaxkit.lax.elementwise import ne, select_n
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type
+from jaxkit.runtime import pjrt
 from jaxkit.typing import ArrayLike
 
 # --------------------------------------------------------------------------------------------
@@ -158,7 +159,7 @@ def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches,
 def _platform_branches(ctx, index, branches, branches_platforms):
     """The branch for the platform being lowered for (as JAX: a ``case`` maps the
     ``platform_index`` to the position among the kept branches, here the only one)."""
-    platform = ctx.module_context.platform
+    platform = _lowering_platform()
     kept = next(i for i, names in enumerate(branches_platforms)
                 if names is None or platform in names)
     i32 = ir.RankedTensorType.get([], mlir.dtype_to_ir_type(np.dtype(np.int32)))
@@ -355,8 +356,15 @@ def platform_dependent(*args: Any, default: Callable | None = None,
     return _switch(index, funs, args, branches_platforms=platforms)
 
 
+def _lowering_platform() -> str:
+    """The platform being lowered for: the default backend's, as jaxkit compiles for it
+    (``gpu`` is CUDA's)."""
+    platform = pjrt.default_backend().lower()
+    return "cuda" if platform == "gpu" else platform
+
+
 def _platform_index_lowering(ctx: mlir.LoweringRuleContext, *, platforms: BranchesPlatforms):
-    platform = ctx.module_context.platform
+    platform = _lowering_platform()
     for i, names in enumerate(platforms):
         if names is None or platform in names:
             return mlir.ir_constant(np.int32(i))
