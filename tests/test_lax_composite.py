@@ -86,6 +86,7 @@ def test_platform_dependent_picks_the_cpu_branch_like_jax():
         np.testing.assert_allclose(jaxkit.jit(lambda x: fn(klax, knp, x))(X), theirs, rtol=1e-6)
     np.testing.assert_allclose(jaxkit.grad(lambda x: f(klax, knp, x).sum())(X), np.cos(X),
                                rtol=1e-6)
+    np.testing.assert_allclose(jaxkit.vmap(lambda x: f(klax, knp, x))(X), np.sin(X), rtol=1e-6)
 
 
 def test_composite_name_must_be_namespaced():
