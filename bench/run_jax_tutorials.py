@@ -1,6 +1,6 @@
 """Run the code cells of JAX's MyST tutorials under JAX and under jaxkit and compare outputs.
 
-    python bench/run_jax_tutorials.py DOCS_DIR [--show-diffs] [name.md ...]
+    python bench/run_jax_tutorials.py DOCS_DIR [--show-diffs] [--timeout=SECONDS] [name.md ...]
 
 (no names: every document under DOCS_DIR that has code cells, e.g. ``notebooks/*.md``)
 
@@ -14,7 +14,9 @@ unchanged). Cells run in order in one namespace, like a notebook: what a cell pr
 the repr of its last expression, is its output; an exception becomes one line with its class.
 IPython magics (``%timeit`` ...) are dropped and cells using them are not compared (their
 output is timing). Memory addresses are masked. Prints per document the cells that match,
-and the differing cells (with ``--show-diffs``, both outputs).
+and the differing cells (with ``--show-diffs``, both outputs). A document whose run takes
+longer than ``--timeout`` (default 900 s) under either library has every cell marked as timed
+out on that side, and the run goes on with the next document.
 """
 from __future__ import annotations
 
@@ -122,11 +124,14 @@ def discover(docs_dir: str) -> list[str]:
     return sorted(found)
 
 
-def run(mode: str, cells: list[str]) -> list[str]:
+def run(mode: str, cells: list[str], timeout: float = 900) -> list[str]:
     code = f"MODE = {mode!r}\n" + _RUNNER
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(cells), text=True,
-                          capture_output=True, env=env, timeout=900)
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(cells), text=True,
+                              capture_output=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [f"<runner timed out after {timeout:g} s>"] * len(cells)
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -140,6 +145,8 @@ def _mask(text: str) -> str:
 def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     show = "--show-diffs" in sys.argv
+    timeout = float(next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--timeout=")),
+                         900))
     docs_dir, names = args[0], args[1:]
     names = names or discover(docs_dir)
     total_same = total_cmp = 0
@@ -147,7 +154,7 @@ def main() -> int:
         with open(os.path.join(docs_dir, name)) as f:
             cells = cells_of(f.read())
         srcs = [c for c, _ in cells]
-        ref, ours = run("jax", srcs), run("jaxkit", srcs)
+        ref, ours = run("jax", srcs, timeout), run("jaxkit", srcs, timeout)
         same, differ = 0, []
         compared = [i for i, (_, c) in enumerate(cells) if c]
         for i in compared:

@@ -1,6 +1,6 @@
 """Small list helpers JAX's modules import from ``jax._src.util`` and so show as module names
 (``jax.experimental.jet.safe_zip``, ``jax.experimental.fused.unzip2``, ...): length-checked
-``safe_map``/``safe_zip``, ``unzip2``, ``split_list``, ``subs_list`` and
+``safe_map``/``safe_zip``, ``fun_name``, ``unzip2``, ``split_list``, ``subs_list`` and
 ``weakref_lru_cache`` (an LRU cache keyed weakly on its first argument, a function)."""
 from __future__ import annotations
 
@@ -9,7 +9,19 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["safe_map", "safe_zip", "split_list", "subs_list", "unzip2", "weakref_lru_cache"]
+__all__ = ["fun_name", "safe_map", "safe_zip", "split_list", "subs_list", "unzip2",
+           "weakref_lru_cache"]
+
+
+def fun_name(fun: Callable, default_name: str = "<unnamed function>") -> str:
+    """A function's name as JAX gives it (jit's equation and program names): its
+    ``__name__``, through ``functools.partial``, else ``default_name``."""
+    name = getattr(fun, "__name__", None)
+    if name is not None:
+        return name
+    if isinstance(fun, functools.partial):
+        return fun_name(fun.func)
+    return default_name
 
 
 def safe_zip(*args: Iterable) -> list[tuple]:

@@ -30,6 +30,7 @@ from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.sharding import Sharding
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params, jit
 from jaxkit.transforms.vmap import vmap
 
@@ -611,14 +612,21 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
 
 class ShapeDtypeStruct:
-    """A shape and dtype standing for an array (``jax.ShapeDtypeStruct``)."""
+    """A shape and dtype standing for an array (``jax.ShapeDtypeStruct``), with the
+    ``sharding`` (a ``Sharding`` or ``PartitionSpec``) it is to have, if any."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False):
+    def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False, *,
+                 sharding: Any = None):
+        if sharding is not None and not isinstance(sharding, (Sharding, PartitionSpec)):
+            raise ValueError("sharding should be an instance of `jax.sharding.Sharding`, "
+                             "`jax.sharding.PartitionSpec` or `jax.experimental.layout.Format`."
+                             f" Got {sharding} of type {type(sharding)}.")
         self.shape = tuple(shape)
         self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry> kept
         self.weak_type = weak_type
+        self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
@@ -632,14 +640,15 @@ class ShapeDtypeStruct:
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype)
+                and self.dtype == other.dtype and self.sharding == other.sharding)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype))
+        return hash((self.shape, self.dtype, self.sharding))
 
     def __repr__(self):
+        sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
 
 
 core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(

@@ -20,6 +20,7 @@ from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime import ffi_registry
 from jaxkit.transforms.callback import batch_by_vmap_method
 
@@ -409,5 +410,9 @@ ad.deftranspose(ffi_call_p, lambda cts, *args, **params:
                 _ffi_call_not_differentiable(**params))
 batching.defrule(ffi_call_p, _ffi_call_batch)
 mlir.register_lowering(ffi_call_p, _ffi_call_lowering)
+# As JAX: a foreign call's results are replicated over the mesh of its (Explicit) operands;
+# the call sees whole arrays, whatever their layout.
+shr.defsharding(ffi_call_p, lambda *avals, result_avals, **_: [
+    (None,) * len(r.shape) if type(r) is ShapedArray else None for r in result_avals])
 pe.defeffectful(ffi_call_p)
 pe.dce_rules[ffi_call_p] = _ffi_call_dce

@@ -595,7 +595,7 @@ def _while_discharge(in_avals, *vals, cond_jaxpr, body_jaxpr, cond_nconsts, body
     return new_vals, outs[n_refs:]
 
 
-def _cond_discharge(in_avals, index, *ops, branches):
+def _cond_discharge(in_avals, index, *ops, branches, **params):
     # Each branch takes the refs' values and returns their final values after its results.
     # A ref closed over by several branches is one operand per branch: each branch's copy
     # starts from, and its result is, the value of the one ref.
@@ -621,7 +621,7 @@ def _cond_discharge(in_avals, index, *ops, branches):
         j, c = pe.trace_to_jaxpr(run, avals)
         return core.ClosedJaxpr(j, c)
 
-    outs = cond_p.bind(index, *ops, branches=tuple(merged(b) for b in branches))
+    outs = cond_p.bind(index, *ops, branches=tuple(merged(b) for b in branches), **params)
     n = len(branches[0].out_avals)
     new = dict(zip(firsts, outs[n:]))
     return [None] + [new.get(i) for i in range(len(ops))], outs[:n]

@@ -183,3 +183,21 @@ def test_registration_entry_points(row_cumsum):
     ffi.register_ffi_target_as_batch_partitionable(TARGET)  # accepted by jaxlib's registry
     with pytest.raises(TypeError, match="non-empty str"):
         ffi.register_ffi_target("", ffi.pycapsule(row_cumsum.RowCumsum))
+
+
+def test_ffi_call_results_are_replicated_over_an_explicit_mesh_as_in_jax():
+    # No handler is needed: the result's type is decided when tracing, and an unregistered
+    # target fails only when the program is compiled (XLA's NOT_FOUND, as in JAX).
+    jax = pytest.importorskip("jax")
+
+    def typed(lib):
+        mesh = lib.make_mesh((1,), ("x",), axis_types=(lib.sharding.AxisType.Explicit,))
+        x = lib.device_put(np.ones((8, 4), np.float32), lib.NamedSharding(mesh, lib.P("x")))
+        call = lib.ffi.ffi_call("not_registered", lib.ShapeDtypeStruct(x.shape, x.dtype))
+        types = []
+        lib.jit(lambda x: types.append(str(lib.typeof(call(x)))) or x).trace(x)
+        with pytest.raises(Exception) as err:
+            lib.jit(call)(x)
+        return types, err.type.__name__, str(err.value).split(":")[0]
+
+    assert typed(jaxkit) == typed(jax)

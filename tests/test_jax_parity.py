@@ -7,8 +7,13 @@ the record says so, the key phrase the message must contain."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import logging
+import re
 import textwrap
+
+import numpy as np
 
 import pytest
 
@@ -589,7 +594,48 @@ print(jax.make_jaxpr(lambda x: x * jnp.zeros_like(x))(1))
 print(jnp.zeros_like(2.0), jax.jit(lambda x: jnp.zeros_like(x))(2.0))
 """
 
+PLATFORM_DEPENDENT = """
+f = lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)
+print(jax.make_jaxpr(f)(1.))
+print(jax.make_jaxpr(lambda x: lax.platform_dependent(x, cpu=jnp.sin, tpu=jnp.sin,
+                                                      cuda=jnp.tan))(1.))
+print(f(1.), jax.jit(f)(1.), lax.switch(5, [jnp.sin], 1.))
+print(jax.make_jaxpr(jnp.diagonal)(jnp.ones((2, 2))))
+for kw in [dict(cuda=jnp.sin), dict(gpu=jnp.sin), dict(cpu=3), dict(cpu=jnp.sin, default=3)]:
+    try:
+        lax.platform_dependent(1., **kw)
+    except Exception as e:
+        print(type(e).__name__, e)
+"""
+
+SHARDED_SCALARS_AND_SPECS = """
+mesh = jax.sharding.Mesh(jax.devices(), ["x"])
+s = jax.sharding.NamedSharding(mesh, jax.P())
+x = jax.device_put(1, s)
+print(repr(x), x, x.shape)
+print(repr(jax.ShapeDtypeStruct((), jnp.int32, sharding=s)))
+print(jax.ShapeDtypeStruct((2,), jnp.float32) == jax.ShapeDtypeStruct((2,), jnp.float32,
+                                                                      sharding=s))
+try:
+    jax.ShapeDtypeStruct((2,), jnp.float32, sharding=3)
+except ValueError as e:
+    print(e)
+"""
+
+LOWERED_TEXT = """
+import collections
+Pair = collections.namedtuple("Pair", "u v")
+print(jax.jit(lambda x, y: (x, {"a": y * 2})).lower(1., 2.).as_text())
+print(jax.jit(lambda x: Pair(x, [x * 2])).lower(1.).as_text())
+print(jax.jit(lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)).lower(
+    jnp.ones(3)).as_text())
+print(jax.jit(lambda x, d: d["k"] + x).lower(1., {"k": 2.}).as_text(dialect="hlo"))
+"""
+
 RECORDS = {
+    "lowered_text": LOWERED_TEXT,
+    "sharded_scalars_and_specs": SHARDED_SCALARS_AND_SPECS,
+    "platform_dependent": PLATFORM_DEPENDENT,
     "tracer_classes_and_weak_zeros": TRACER_CLASSES_AND_WEAK_ZEROS,
     "debug_nans_deoptimized": DEBUG_NANS_DEOPTIMIZED,
     "custom_primitive_api": CUSTOM_PRIMITIVE_API,
@@ -632,3 +678,44 @@ def test_prints_as_jax(name):
     expected = _run(snippet, jax, jax_jnp)
     got = _run(snippet, jaxkit, jk_jnp)
     assert got == expected
+
+
+# Eager calls of jnp functions whose jitted body or alias has another name: the program is
+# named after JAX's function (``jit_dot``, not ``jit__dot``; ``jit_abs``, not
+# ``jit_absolute``). Odd shapes, so that no earlier test has compiled these programs.
+_A, _V = np.ones((7, 11), np.float32), np.linspace(0.1, 0.9, 11, dtype=np.float32)
+EAGER_PROGRAMS = [("dot", (_A, _V)), ("abs", (_V,)), ("acos", (_V,)), ("around", (_V,)),
+                  ("atan2", (_V, _V)), ("bitwise_invert", (_V.astype(np.int32),))]
+
+
+def _module_name(lowered) -> str:
+    return re.search(r"module @(\S+)", lowered.as_text()).group(1)
+
+
+def test_eager_program_names_as_jax(caplog):
+    for name, args in EAGER_PROGRAMS:
+        theirs = _module_name(getattr(jax_jnp, name).lower(*args))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="jax"), jaxkit.log_compiles():
+            getattr(jk_jnp, name)(*args)
+        compiled = [re.sub(r"jit\((.*)\) in .*", r"jit_\1", r.getMessage())
+                    for r in caplog.records if "Finished XLA compilation" in r.getMessage()]
+        assert compiled == [f"Finished XLA compilation of {theirs}"], name
+
+
+class _Callable:
+    def __call__(self, x):
+        return x
+
+
+def _identity(x):
+    return x
+
+
+@pytest.mark.parametrize("fun", [lambda x: x, functools.partial(_identity), _Callable()],
+                         ids=["lambda", "partial", "callable_object"])
+def test_jit_module_names_as_jax(fun):
+    # JAX's names: ``<lambda>`` -> ``jit__lambda`` (trailing ``_`` dropped), a partial's
+    # function's name, ``<unnamed function>`` for other callables.
+    assert _module_name(jaxkit.jit(fun).lower(1.0)) == _module_name(jax.jit(fun).lower(1.0))
+    assert jaxkit.jit(fun).__name__ == jax.jit(fun).__name__

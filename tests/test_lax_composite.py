@@ -86,6 +86,7 @@ def test_platform_dependent_picks_the_cpu_branch_like_jax():
         np.testing.assert_allclose(jaxkit.jit(lambda x: fn(klax, knp, x))(X), theirs, rtol=1e-6)
     np.testing.assert_allclose(jaxkit.grad(lambda x: f(klax, knp, x).sum())(X), np.cos(X),
                                rtol=1e-6)
+    np.testing.assert_allclose(jaxkit.vmap(lambda x: f(klax, knp, x))(X), np.sin(X), rtol=1e-6)
 
 
 def test_composite_name_must_be_namespaced():
@@ -93,8 +94,12 @@ def test_composite_name_must_be_namespaced():
         klax.composite(lambda x: x, name="plain")
 
 
-def test_platform_dependent_errors():
-    with pytest.raises(NotImplementedError, match="no branch for platform 'cpu'"):
-        klax.platform_dependent(X, tpu=knp.sin)
-    with pytest.raises(ValueError, match="Unsupported platform 'foo'"):
-        klax.platform_dependent(X, foo=knp.sin)
+def test_platform_dependent_errors_as_jax():
+    # An unknown name is a platform JAX may lower for (``mosaic``): only the missing branch
+    # at lowering, ``gpu`` and non-callables are errors.
+    for kw in [dict(tpu=np.sin), dict(gpu=np.sin), dict(cpu=3), dict(cpu=np.sin, default=3)]:
+        with pytest.raises(Exception) as theirs:
+            jax.lax.platform_dependent(X, **kw)
+        with pytest.raises(theirs.type) as ours:
+            klax.platform_dependent(X, **kw)
+        assert str(ours.value) == str(theirs.value)

@@ -529,6 +529,7 @@ NO_RULE = {
     "iota": "no operands",
     "iota_2x32_shape": "no operands",
     "empty": "no operands",
+    "platform_index": "no operands",
     "create_token": "no operands",
     "after_all": "its operands are tokens, which vmap never maps (they carry no data)",
     # JAX defines no batching rule for XLA's stateful generator either: a batch of draws is

@@ -85,9 +85,11 @@ def _const_is_param(c) -> bool:
     return core.get_aval(c).size > _INLINE_CONST_MAX_SIZE
 
 
-def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool]):
+def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
+                 result_names: Sequence[str] = ()):
     """The StableHLO module of ``closed``: small closed-over constants inlined, large ones as
-    leading parameters (``Program.const_bufs``, in the same order)."""
+    leading parameters (``Program.const_bufs``, in the same order); ``result_names`` label
+    its results (``mlir.lower_jaxpr``)."""
     _log_compiling(name, closed.in_avals)
     jaxpr = closed.jaxpr
     as_param = [_const_is_param(c) for c in closed.consts]
@@ -97,7 +99,8 @@ def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool])
                          jaxpr.debug_info)
     donated = [False] * len(param_vars) + list(donated_invars)
     return mlir.lower_jaxpr(name, lowered, donated_invars=donated,
-                            consts=[c for c, p in zip(closed.consts, as_param) if not p])
+                            consts=[c for c, p in zip(closed.consts, as_param) if not p],
+                            result_names=result_names)
 
 
 def compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],

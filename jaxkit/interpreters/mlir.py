@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import io
 import math
+import re
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -463,9 +464,12 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 mesh: Sequence[tuple[str, int]] | None = None,
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
-                device_assignment: tuple = ()) -> ir.Module:
-    """A StableHLO module whose ``main`` computes ``jaxpr``; its constvars are ``consts``,
-    emitted as StableHLO constants.
+                device_assignment: tuple = (), api: str = "jit",
+                result_names: Sequence[str] = ()) -> ir.Module:
+    """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
+    the function's, e.g. ``<lambda>``; ``api`` is ``jit`` or ``pmap``); its constvars are
+    ``consts``, emitted as StableHLO constants. ``result_names`` (a jitted function's output
+    paths, ``result``, ``result[0]['a']``...) become the results' ``jax.result_info``.
 
     With ``mesh`` (``(axis name, size)`` pairs) the module is partitioned over the mesh's
     devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
@@ -480,7 +484,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     with make_ir_context(), ir.Location.unknown(), source_info.name_stack_context(
             outer_metadata):
         module = ir.Module.create()
-        module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(name))
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(_sanitize(f"{api}_{name}"))
         attrs = module.operation.attributes
         num_partitions = math.prod(size for _, size in mesh) if mesh is not None else 1
         attrs["mhlo.num_partitions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
@@ -491,7 +495,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
         out_types = [_boundary_type(v.aval) for v in jaxpr.outvars]
         ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh,
                             device_assignment=tuple(device_assignment),
-                            name_stack=_name_stack(_sanitize(name)))
+                            name_stack=f"{api}({name})")
         with ir.InsertionPoint(module.body):
             if mesh is not None:
                 axes = ", ".join(f'"{n}"={size}' for n, size in mesh)
@@ -509,12 +513,15 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
             if any(arg_attrs):
                 fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
-            if any(shd is not None for shd in result_shardings):
-                fn.result_attrs = ir.ArrayAttr.get([
-                    ir.DictAttr.get({} if shd is None else
-                                    {"sdy.sharding": ir.Attribute.parse(shd)})
-                    for shd in result_shardings])
-            entry = fn.add_entry_block()
+            result_attrs = [{} for _ in out_types]
+            for attrs_i, shd in zip(result_attrs, result_shardings):
+                if shd is not None:
+                    attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
+            for attrs_i, res_name in zip(result_attrs, result_names):
+                attrs_i["jax.result_info"] = ir.StringAttr.get(res_name)
+            if any(result_attrs):
+                fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
+            entry = fn.add_entry_block(arg_locs=_arg_locations(jaxpr))
             with ir.InsertionPoint(entry):
                 args = [_token_from_boundary(v.aval, x)
                         for v, x in zip(jaxpr.invars, entry.arguments)]
@@ -554,17 +561,22 @@ def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | 
     return aliases
 
 
+def _arg_locations(jaxpr: core.Jaxpr) -> list[ir.Location]:
+    """The parameters' locations, named after the arguments as JAX's are (``x``,
+    ``d['k']``; XLA names the HLO parameters after them); leading parameters without a name
+    (large constants) and programs without argument names get unknown locations."""
+    names = list(getattr(jaxpr.debug_info, "arg_names", None) or ())
+    if len(names) > len(jaxpr.invars):
+        names = []
+    names = [None] * (len(jaxpr.invars) - len(names)) + names
+    return [ir.Location.name(n) if n else ir.Location.unknown() for n in names]
+
+
 def _sanitize(name: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return f"jit_{cleaned}" if not cleaned.startswith("jit") else cleaned
-
-
-def _name_stack(name: str) -> str:
-    """``jit_f`` (a module's name) -> ``jit(f)``, the op_name prefix JAX writes."""
-    for kind in ("jit", "pmap"):
-        if name.startswith(kind + "_"):
-            return f"{kind}({name[len(kind) + 1:]})"
-    return name
+    """A module name XLA keeps as it is, as JAX makes it: ``jit_<lambda>`` -> ``jit__lambda``
+    (characters other than word characters, ``.`` and ``-`` become ``_``; trailing ``_``
+    dropped)."""
+    return re.sub(r"[^\w.-]", "_", name).rstrip("_")
 
 
 def sharding_constraint(x: ir.Value, sdy_sharding: str) -> ir.Value:

@@ -1,4 +1,4 @@
-"""``composite`` and ``platform_dependent``: functions whose lowering is chosen per use.
+"""``composite``: a function whose lowering may be chosen by the backend.
 
 * ``composite(decomposition, name, version)`` wraps a function as one named
   ``stablehlo.composite`` op: backends that know ``name`` may replace it with their own
@@ -6,9 +6,8 @@
   carries the decomposition's closed jaxpr. JAX defines no JVP or batching rule for it;
   jaxkit differentiates the decomposition (the primal stays one composite op) and batches it
   into a composite of the batched decomposition.
-* ``platform_dependent(*args, default=..., cpu=..., cuda=...)`` runs the branch for the
-  platform the program is compiled for. jaxkit compiles for one platform at a time, so the
-  branch is chosen when the function is traced.
+
+(``platform_dependent``, a ``cond`` on the lowering platform, is in ``cond.py``.)
 """
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.bodies import avals_of, run_jaxpr, trace_function
-from jaxkit.runtime import pjrt
 
-__all__ = ["composite", "composite_p", "platform_dependent"]
+__all__ = ["composite", "composite_p"]
 
 _OP_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]*([.][a-zA-Z0-9_$]+)+")
 
@@ -107,28 +105,3 @@ composite_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 ad.jvp_rules[composite_p] = _composite_jvp
 batching.defrule(composite_p, _composite_batch)
 mlir.register_lowering(composite_p, _composite_lowering)
-
-
-# ---- platform_dependent --------------------------------------------------------------------
-_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
-
-
-def platform_dependent(*args: Any, default: Callable | None = None,
-                       **per_platform: Callable) -> Any:
-    """Call the function given for the platform being compiled for (``cpu=``, ``cuda=``,
-    ``rocm=``, ``tpu=``; ``gpu=`` names ``cuda`` and ``rocm``), else ``default``."""
-    branches = {}
-    for platform, fun in per_platform.items():
-        for name in (("cuda", "rocm") if platform == "gpu" else (platform,)):
-            if name not in _PLATFORMS:
-                raise ValueError(f"Unsupported platform {platform!r} in platform_dependent: "
-                                 f"use one of {', '.join(_PLATFORMS)} or gpu")
-            branches[name] = fun
-    current = pjrt.default_backend().lower()
-    current = "cuda" if current == "gpu" else current
-    fun = branches.get(current, default)
-    if fun is None:
-        raise NotImplementedError(
-            f"platform_dependent has no branch for platform {current!r} and no default: "
-            f"it was given {', '.join(sorted(per_platform)) or 'none'}")
-    return fun(*args)

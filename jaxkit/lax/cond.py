@@ -6,6 +6,10 @@ rules: JVP of each branch (their nonzero tangents unified); partial evaluation w
 known splits every branch, each branch's residuals padded with zeros to a common list;
 transpose of each branch; batching with a batched index turns into a ``select_n`` over all
 branches' results.
+
+``platform_dependent`` is a ``cond`` whose index is a ``platform_index`` and that carries
+``branches_platforms``: lowering keeps only the branch for the platform lowered for (and the
+batching rule re-makes a batched index, which is the same for every example).
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_clos
 from jaxkit.lax.clamp import clamp
 from jaxkit.lax.elementwise import ne, select_n
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type
+from jaxkit.runtime import pjrt
 from jaxkit.typing import ArrayLike
 
 # --------------------------------------------------------------------------------------------
@@ -59,16 +64,24 @@ def switch(index: ArrayLike, branches: Sequence[Callable], *operands):
         raise TypeError(f"switch index must be a scalar, got an array of shape {idx_aval.shape}")
     if not dtypes.issubdtype(idx_aval.dtype, np.integer):
         raise TypeError(f"switch index must be an integer scalar, got {idx_aval.dtype.name}")
+    if len(branches) == 1:  # as JAX: nothing to choose, so no cond is staged
+        return branches[0](*operands)
     index = convert_element_type(index, np.int32)
-    if len(branches) > 1:
-        index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
+    return _switch(index, branches, operands)
+
+
+def _switch(index, branches: Sequence[Callable], operands, branches_platforms=None):
+    """Trace every branch at the operands' types and bind ``cond_p`` (with
+    ``branches_platforms`` when the index is a ``platform_index``)."""
     flat, in_tree = tree_util.tree_flatten(operands)
     avals = avals_of(flat)
     traced = [trace_function(b, in_tree, avals, f"branch {i} of switch")
               for i, b in enumerate(branches)]
     _check_branch_types([t[0] for t in traced], [t[2] for t in traced], branches)
     jaxprs, consts = _join_branch_consts([t[0] for t in traced], [t[1] for t in traced])
-    outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs))
+    extra = {} if branches_platforms is None else {"branches_platforms": branches_platforms}
+    outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs), **extra)
     return tree_util.tree_unflatten(traced[0][2], outs)
 
 
@@ -124,13 +137,16 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
     return tree_util.tree_unflatten(t_true[2], outs)
 
 
-def _cond_abstract_eval(index, *args, branches):
+def _cond_abstract_eval(index, *args, branches, branches_platforms=None):
     outs = [a.strip_weak_type() if not all(b.out_avals[i].weak_type for b in branches) else a
             for i, a in enumerate(branches[0].out_avals)]
     return outs
 
 
-def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches):
+def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches,
+                   branches_platforms=None):
+    if branches_platforms is not None:
+        index, branches = _platform_branches(ctx, index, branches, branches_platforms)
     result_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
     case = hlo.CaseOp(result_types, index, len(branches))
     for i, br in enumerate(branches):
@@ -138,6 +154,20 @@ def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches):
         with ir.InsertionPoint(block):
             hlo.ReturnOp(mlir.closed_subcomp(ctx.module_context, br, *args))
     return list(case.results)
+
+
+def _platform_branches(ctx, index, branches, branches_platforms):
+    """The branch for the platform being lowered for (as JAX: a ``case`` maps the
+    ``platform_index`` to the position among the kept branches, here the only one)."""
+    platform = _lowering_platform()
+    kept = next(i for i, names in enumerate(branches_platforms)
+                if names is None or platform in names)
+    i32 = ir.RankedTensorType.get([], mlir.dtype_to_ir_type(np.dtype(np.int32)))
+    remap = hlo.CaseOp([i32], index, len(branches))
+    for i in range(len(branches)):
+        with ir.InsertionPoint(remap.regions[i].blocks.append()):
+            hlo.ReturnOp([mlir.ir_constant(np.int32(0))])
+    return remap.result, [branches[kept]]
 
 
 cond_p = core.Primitive("cond")
@@ -152,7 +182,7 @@ mlir.register_lowering(cond_p, _cond_lowering)
 # --------------------------------------------------------------------------------------------
 
 
-def _cond_jvp(primals, tangents, *, branches):
+def _cond_jvp(primals, tangents, *, branches, **params):
     index, ops = primals[0], primals[1:]
     nonzeros = [not ad.is_zero(t) for t in tangents[1:]]
     out_nz = [False] * len(branches[0].out_avals)
@@ -161,7 +191,7 @@ def _cond_jvp(primals, tangents, *, branches):
         out_nz = [a or b for a, b in zip(out_nz, nz)]
     jvp_branches = tuple(ad.jvp_jaxpr(br, nonzeros, instantiate=out_nz)[0] for br in branches)
     tans = [t for t in tangents[1:] if not ad.is_zero(t)]
-    outs = cond_p.bind(index, *ops, *tans, branches=jvp_branches)
+    outs = cond_p.bind(index, *ops, *tans, branches=jvp_branches, **params)
     n = len(branches[0].out_avals)
     it = iter(outs[n:])
     return outs[:n], [next(it) if nz else ad.Zero(a.to_tangent_aval())
@@ -184,10 +214,10 @@ def _join_residuals(knowns: Sequence[ClosedJaxpr], n_known_out: int):
     return joined, [a for avals in res_avals for a in avals]
 
 
-def _cond_partial_eval(trace: pe.JaxprTrace, index, *ops, branches):
+def _cond_partial_eval(trace: pe.JaxprTrace, index, *ops, branches, **params):
     if not trace.is_known(index):
         out_avals = _cond_abstract(branches)
-        return trace.stage(cond_p, [index, *ops], out_avals, {"branches": branches})
+        return trace.stage(cond_p, [index, *ops], out_avals, {"branches": branches, **params})
     unknowns = [not trace.is_known(x) for x in ops]
     out_uk = [False] * len(branches[0].out_avals)
     for br in branches:
@@ -197,7 +227,7 @@ def _cond_partial_eval(trace: pe.JaxprTrace, index, *ops, branches):
     knowns, res_avals = _join_residuals([s[0] for s in splits], n_known_out)
     known_ops = [x for x, uk in zip(ops, unknowns) if not uk]
     with core.set_current_trace(trace.parent):
-        known_outs = cond_p.bind(index, *known_ops, branches=tuple(knowns))
+        known_outs = cond_p.bind(index, *known_ops, branches=tuple(knowns), **params)
     residuals = known_outs[n_known_out:]
     unknown_ops = [x for x, uk in zip(ops, unknowns) if uk]
     offsets = np.cumsum([0] + [s[3] for s in splits])
@@ -210,7 +240,7 @@ def _cond_partial_eval(trace: pe.JaxprTrace, index, *ops, branches):
                                                               for x in unknown_ops]))
     out_avals = unknown_branches[0].out_avals
     staged = iter(trace.stage(cond_p, [index, *residuals, *unknown_ops], out_avals,
-                              {"branches": tuple(unknown_branches)}))
+                              {"branches": tuple(unknown_branches), **params}))
     known_it = iter(known_outs[:n_known_out])
     return [next(staged) if uk else next(known_it) for uk in out_uk]
 
@@ -219,7 +249,7 @@ def _cond_abstract(branches):
     return cond_p.abstract_eval(None, branches=branches)
 
 
-def _cond_transpose(cts, index, *ops, branches):
+def _cond_transpose(cts, index, *ops, branches, **params):
     if ad.is_undefined_primal(index):
         raise ValueError("cond: the index of a cond cannot be a linear input")
     linear = [ad.is_undefined_primal(x) for x in ops]
@@ -235,14 +265,19 @@ def _cond_transpose(cts, index, *ops, branches):
             outs = iter(run_jaxpr(t, *args))
             return [next(outs) if n else zeros_of_aval(a) for n, a in zip(nz, lin_avals)]
         transposed.append(make_closed_jaxpr(fun, [core.get_aval(r) for r in res] + ct_avals))
-    outs = iter(cond_p.bind(index, *res, *cts, branches=tuple(transposed)))
+    outs = iter(cond_p.bind(index, *res, *cts, branches=tuple(transposed), **params))
     return [None] + [next(outs) if lin else None for lin in linear]
 
 
-def _cond_batch(axis_data, vals, dims, *, branches):
+def _cond_batch(axis_data, vals, dims, *, branches, **params):
     index, ops = vals[0], vals[1:]
     index_dim, op_dims = dims[0], dims[1:]
     size = axis_data.size
+    if "branches_platforms" in params and index_dim is not batching.not_mapped:
+        # The index of a platform_dependent is the same for every example: a fresh
+        # platform_index replaces the batched one (as JAX does).
+        index = platform_index_p.bind(platforms=params["branches_platforms"])
+        index_dim = batching.not_mapped
     if index_dim is not batching.not_mapped:
         # A batched index: run every branch on the whole batch and select per example.
         ops = [batching.bdim_at_front(x, d, size) for x, d in zip(ops, op_dims)]
@@ -267,7 +302,7 @@ def _cond_batch(axis_data, vals, dims, *, branches):
                                                                     False)[1])]
     batched = tuple(batching.batch_jaxpr(br, axis_data, in_batched, out_b)[0]
                     for br in branches)
-    outs = cond_p.bind(index, *ops, branches=batched)
+    outs = cond_p.bind(index, *ops, branches=batched, **params)
     return outs, [0 if b else batching.not_mapped for b in out_b]
 
 
@@ -278,5 +313,71 @@ batching.defrule(cond_p, _cond_batch, named_axis=True)
 
 
 
+# --------------------------------------------------------------------------------------------
+# platform_dependent: a cond on ``platform_index``, resolved when lowering
+# --------------------------------------------------------------------------------------------
 
-__all__ = ["cond", "cond_p", "switch"]
+# ``platforms``/``branches_platforms``: per branch, the platform names it is for (a tuple), or
+# None for the last, default branch.
+BranchesPlatforms = tuple[tuple[str, ...] | None, ...]
+
+
+def platform_dependent(*args: Any, default: Callable | None = None,
+                       **per_platform: Callable) -> Any:
+    """``per_platform[p](*args)`` for the platform ``p`` the program is lowered for (``cpu=``,
+    ``cuda=``, ``rocm=``, ``tpu=``...), else ``default(*args)``. Staged, it is a ``cond`` on
+    a ``platform_index`` whose branch is chosen at lowering; eagerly, the branch just runs.
+    Platforms given the same function share one branch."""
+    groups: list[tuple[list[str], Callable]] = []
+    for name, fun in per_platform.items():
+        if not callable(fun):
+            raise TypeError(f"lax.platform_dependent: the '{name}' branch must be a callable.")
+        if name == "gpu":
+            raise ValueError("Use 'cuda' or 'rocm' for lax.platform_dependent.")
+        for names, other in groups:
+            if other == fun:
+                names.append(name)
+                break
+        else:
+            groups.append(([name], fun))
+    platforms: BranchesPlatforms = tuple(tuple(names) for names, _ in groups)
+    funs = [fun for _, fun in groups]
+    if default is not None:
+        if not callable(default):
+            raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
+        funs.append(default)
+        platforms += (None,)
+    index = platform_index_p.bind(platforms=platforms)
+    if not isinstance(index, core.Tracer):
+        return funs[int(index)](*args)
+    if not funs:  # (eagerly, lowering the platform_index above raised already)
+        raise TypeError("lax.platform_dependent needs at least one branch: pass functions "
+                        "per platform (cpu=..., cuda=..., ...) and/or default=...")
+    return _switch(index, funs, args, branches_platforms=platforms)
+
+
+def _lowering_platform() -> str:
+    """The platform being lowered for: the default backend's, as jaxkit compiles for it
+    (``gpu`` is CUDA's)."""
+    platform = pjrt.default_backend().lower()
+    return "cuda" if platform == "gpu" else platform
+
+
+def _platform_index_lowering(ctx: mlir.LoweringRuleContext, *, platforms: BranchesPlatforms):
+    platform = _lowering_platform()
+    for i, names in enumerate(platforms):
+        if names is None or platform in names:
+            return mlir.ir_constant(np.int32(i))
+    raise NotImplementedError(f"MLIR translation rule for primitive "
+                              f"'platform_index(platforms={platforms})' not found for platform "
+                              f"{platform}")
+
+
+platform_index_p = core.Primitive("platform_index")
+platform_index_p.def_impl(partial(dispatch.apply_primitive, platform_index_p))
+platform_index_p.def_abstract_eval(lambda *, platforms: core.ShapedArray((), np.dtype(np.int32)))
+ad.defjvp_zero(platform_index_p)
+mlir.register_lowering(platform_index_p, _platform_index_lowering)
+
+
+__all__ = ["cond", "cond_p", "platform_dependent", "platform_index_p", "switch"]

@@ -11,6 +11,7 @@ import operator
 import string
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,7 +63,7 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
                 out_sharding=resolve_out_sharding("dot", out_sharding))
 
 
-@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"))
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"), name="dot")
 def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
          preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("dot", a, b)
@@ -268,11 +269,22 @@ def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A
     if a.ndim < 2:
         raise ValueError("diagonal requires an array of at least two dimensions.")
     offset = operator.index(core.concrete_or_error(offset, "'offset' argument of jnp.diagonal"))
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and offset == 0 and a.dtype != np.bool_:
+        # As JAX: a platform_dependent whose Mosaic (Pallas TPU) branch sums ``eye * a``.
+        eye_a = eye(a.shape[0], dtype=a.dtype)
+
+        def mosaic_diag(a):
+            return lax.reduce(lax.mul(eye_a, a), np.array(0, a.dtype), lax.add, (0,))
+        return lax.platform_dependent(a, default=partial(_default_diagonal, offset=offset,
+                                                         axis1=axis1, axis2=axis2),
+                                      mosaic=mosaic_diag)
+    return _default_diagonal(a, offset, axis1, axis2)
+
+
+def _default_diagonal(a: Array, offset: int, axis1: int, axis2: int) -> Array:
     a = moveaxis(a, (axis1, axis2), (-2, -1))
     n, m = a.shape[-2:]
     size = max(0, min(n + min(offset, 0), m - max(offset, 0)))
-    if size == 0:
-        return lax.full_like(a, 0, shape=a.shape[:-2] + (0,))
     # Traced index vectors (iota equations), as JAX's ``arange`` under its jit gives.
     i = lax.iota(np.int32, size)
     j = lax.add(np.int32(abs(offset)), lax.iota(np.int32, size)) if offset else lax.iota(

@@ -13,7 +13,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
-from jaxkit.numpy._jitted import jitted
+from jaxkit.numpy._jitted import alias, jitted
 from jaxkit.numpy._promotion import (
     broadcast_all,
     broadcast_arrays,
@@ -170,7 +170,7 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     return _round_float(a)
 
 
-around = round
+around = alias(round, "around")
 
 
 @jitted(inline=False)

@@ -14,6 +14,7 @@ result, same error messages.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from jaxkit import core
@@ -39,7 +40,14 @@ def _traceable(x) -> bool:
 
 class JnpFunction(JitFunction):
     """A jnp function: ``jit(fun, static_argnames=..., inline=True)`` that falls back to a
-    plain call for arguments jit cannot take."""
+    plain call for arguments jit cannot take. ``name`` replaces the body's own name (its
+    programs are ``jit_<name>``), for a body that cannot be called by its public name."""
+
+    def __init__(self, fun: Callable, static_argnums, static_argnames, *, inline: bool,
+                 name: str | None = None):
+        super().__init__(fun, static_argnums, static_argnames, inline=inline)
+        if name is not None:
+            self._name = name
 
     def _call(self, args, kwargs):
         if self._jittable(args, kwargs):
@@ -58,13 +66,29 @@ class JnpFunction(JitFunction):
 
 
 def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
-           static_argnums: Sequence[int] = (), inline: bool = True):
+           static_argnums: Sequence[int] = (), inline: bool = True, name: str | None = None):
     """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``.
 
     ``inline=False`` is for the functions JAX 0.10.2 wraps in a plain ``jit`` (``_where``,
     ``clip``, ``linalg.norm``...): traced, they stage one nested ``jit[name=...]`` equation,
-    so printed jaxprs read as JAX's do."""
+    so printed jaxprs read as JAX's do. ``name`` is the name JAX's jitted function has, for a
+    body named otherwise (``_dot`` behind ``dot``)."""
     if fun is None:
-        return lambda f: JnpFunction(f, static_argnums, static_argnames,
-                                     inline=inline).as_function()
-    return JnpFunction(fun, static_argnums, static_argnames, inline=inline).as_function()
+        return lambda f: JnpFunction(f, static_argnums, static_argnames, inline=inline,
+                                     name=name).as_function()
+    return JnpFunction(fun, static_argnums, static_argnames, inline=inline,
+                       name=name).as_function()
+
+
+def alias(fun: Callable, name: str) -> Callable:
+    """``fun`` (a ``@jitted`` function) under another name, as JAX defines its aliases
+    (``abs`` of ``absolute``, ``acos`` of ``arccos``...): a jit of its own, so its eager
+    program is ``jit_<name>`` and it prints as ``name``."""
+    jit = fun._jit
+
+    def body(*args, **kwargs):
+        return jit._fun(*args, **kwargs)
+    functools.update_wrapper(body, jit._fun)
+    body.__name__ = body.__qualname__ = name
+    return JnpFunction(body, jit._static_argnums, jit._static_argnames,
+                       inline=jit._inline).as_function()

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.transforms.custom_derivatives import custom_jvp
-from jaxkit.numpy._jitted import jitted
+from jaxkit.numpy._jitted import alias, jitted
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_all,
@@ -141,7 +141,10 @@ def arccosh(x: ArrayLike, /) -> Array:
     return result
 
 
-acos, acosh, asin, asinh, atan, atanh = arccos, arccosh, arcsin, arcsinh, arctan, arctanh
+# JAX defines its aliases as functions of their own (named so, ``jit_acos`` programs).
+acos, acosh, asin, asinh = (alias(arccos, "acos"), alias(arccosh, "acosh"),
+                            alias(arcsin, "asin"), alias(arcsinh, "asinh"))
+atan, atanh = alias(arctan, "atan"), alias(arctanh, "atanh")
 
 
 @jitted
@@ -159,7 +162,7 @@ def bitwise_not(x: ArrayLike, /) -> Array:
     return lax.bitwise_not(*promote_args("bitwise_not", x))
 
 
-invert = bitwise_invert = bitwise_not
+invert, bitwise_invert = alias(bitwise_not, "invert"), alias(bitwise_not, "bitwise_invert")
 
 
 @jitted
@@ -242,7 +245,7 @@ def left_shift(x: ArrayLike, y: ArrayLike, /) -> Array:
     return lax.shift_left(*promote_args_numeric("left_shift", x, y))
 
 
-bitwise_left_shift = left_shift
+bitwise_left_shift = alias(left_shift, "bitwise_left_shift")
 
 
 @jitted
@@ -254,7 +257,7 @@ def right_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return lax.shift_right_arithmetic(x1, x2)
 
 
-bitwise_right_shift = right_shift
+bitwise_right_shift = alias(right_shift, "bitwise_right_shift")
 
 
 @jitted
@@ -312,7 +315,7 @@ def arctan2(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     return lax.atan2(*promote_args_inexact("arctan2", x1, x2))
 
 
-atan2 = arctan2
+atan2 = alias(arctan2, "atan2")
 
 
 @jitted
@@ -373,7 +376,7 @@ def absolute(x: ArrayLike, /) -> Array:
     return lax.abs(x)
 
 
-abs = absolute
+abs = alias(absolute, "abs")
 
 
 @jitted

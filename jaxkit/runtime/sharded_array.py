@@ -160,7 +160,8 @@ class ShardedArray(Array):
             raise RuntimeError(_NOT_ADDRESSABLE)
         if self._sharding.is_fully_replicated or len(pieces) == 1 and \
                 self.is_fully_addressable:
-            return pieces[0]
+            # (jaxlib's buffer view of a 0-d shard is 1-d: give the piece the array's shape)
+            return pieces[0].reshape(self.shape)
         indices = self._view().devices_indices_map(self.shape)
         bufs = multi_device.addressable_shards(self._buf)
         if not self.is_fully_addressable:

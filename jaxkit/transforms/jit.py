@@ -30,6 +30,7 @@ from typing import Any
 from jaxkit import core
 from jaxkit import tree_util
 from jaxkit._config import config
+from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import debug_nans, dispatch, state
 from jaxkit.interpreters import partial_eval as pe
@@ -235,7 +236,7 @@ class JitFunction:
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         self._fun = fun
-        self._name = getattr(fun, "__name__", type(fun).__name__)
+        self._name = fun_name(fun)
         self._inline = inline
         self._static_argnums, self._static_argnames = _infer_argnums_and_argnames(
             fun, static_argnums, static_argnames)
@@ -272,7 +273,7 @@ class JitFunction:
             wrapper.__signature__ = inspect.signature(self._fun)
         except (TypeError, ValueError):  # a callable without one (a builtin, ...)
             pass
-        if not hasattr(self._fun, "__name__"):  # a callable object: name it after its type
+        if not hasattr(self._fun, "__name__"):  # a partial or callable object: fun_name's
             wrapper.__name__ = wrapper.__qualname__ = self._name
         wrapper._jit = self
         wrapper.lower = self.lower

@@ -221,8 +221,8 @@ def lower_pmap_body(name: str, jaxpr: ClosedJaxpr, axis_name, global_axis_size: 
     if consts:
         raise AssertionError("internal: a pmap body must not close over constants here")
     axis_env = () if axis_name is None else ((axis_name, global_axis_size),)
-    return mlir.lower_jaxpr(f"pmap_{name}", wrapped, donated_invars=donated_invars,
-                            num_replicas=global_axis_size, axis_env=axis_env)
+    return mlir.lower_jaxpr(name, wrapped, donated_invars=donated_invars,
+                            num_replicas=global_axis_size, axis_env=axis_env, api="pmap")
 
 
 def _pmap_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, axis_name,

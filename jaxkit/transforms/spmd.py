@@ -202,7 +202,7 @@ def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
 
 
 def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
-          plan: ShardingPlan):
+          plan: ShardingPlan, result_names: Sequence[str] = ()):
     """The Shardy-annotated module of a partitioned program (closed-over constants inline)."""
     jaxpr = closed.jaxpr
     own = plan.mesh.shape_tuple
@@ -217,7 +217,8 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
         result_shardings=[None if s is None else s.sdy_attr(
             len(v.aval.shape), "mesh" if s.mesh.shape_tuple == own else
             sdy_mesh_symbol(s.mesh.shape_tuple))
-            for s, v in zip(plan.out_shardings, jaxpr.outvars)])
+            for s, v in zip(plan.out_shardings, jaxpr.outvars)],
+        result_names=result_names)
     for shape in others:
         declare_sdy_mesh(module, shape)
     return module

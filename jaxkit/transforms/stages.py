@@ -55,13 +55,21 @@ class Traced:
     def out_info(self):
         return tree_util.tree_unflatten(self.out_tree, self.jaxpr.out_avals)
 
+    def result_names(self) -> list[str]:
+        """JAX's names of the flat outputs: ``result`` and the path in the output pytree."""
+        leaves = [None] * self.out_tree.num_leaves
+        paths = tree_util.tree_flatten_with_path(tree_util.tree_unflatten(self.out_tree, leaves),
+                                                 is_leaf=lambda x: x is None)[0]
+        return ["result" + tree_util.keystr(path) for path, _ in paths]
+
     def lower(self) -> Lowered:
         start = time.perf_counter()
         if self.sharding_plan is not None:
             module = spmd.lower(self.fun_name, self.jaxpr, self.donated_invars,
-                                self.sharding_plan)
+                                self.sharding_plan, self.result_names())
         else:
-            module = dispatch.lower_closed(self.fun_name, self.jaxpr, self.donated_invars)
+            module = dispatch.lower_closed(self.fun_name, self.jaxpr, self.donated_invars,
+                                           self.result_names())
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
                                   self.fun_name, seconds)
