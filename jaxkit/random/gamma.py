@@ -25,6 +25,7 @@ from jaxkit.random.prng import (
     check_all_safe_to_cast,
     check_broadcast_shapes,
     check_prng_key,
+    check_sampler_args,
     check_shape,
     float_dtype,
     iota_2x32_shape,
@@ -255,10 +256,7 @@ def _dirichlet(key, alpha, shape, dtype) -> Array:
 
 def t(key, df: ArrayLike, shape: Shape | None = None, dtype: DTypeLike | None = None) -> Array:
     """Student's t samples with ``df`` degrees of freedom."""
-    key, _ = check_prng_key("t", key)
-    dtype = float_dtype("t", dtype)
-    shape = check_broadcast_shapes("t", shape, df)
-    check_all_safe_to_cast("t", dtype, df)
+    key, shape, dtype = check_sampler_args("t", key, shape, dtype, df)
     return _t(key, df, shape, dtype)
 
 
@@ -275,10 +273,7 @@ def _t(key, df, shape, dtype) -> Array:
 def chisquare(key, df: ArrayLike, shape: Shape | None = None,
               dtype: DTypeLike | None = None) -> Array:
     """Chi-square samples with ``df`` degrees of freedom: ``2 * Gamma(df / 2)``."""
-    key, _ = check_prng_key("chisquare", key)
-    dtype = float_dtype("chisquare", dtype)
-    shape = check_broadcast_shapes("chisquare", shape, df)
-    check_all_safe_to_cast("chisquare", dtype, df)
+    key, shape, dtype = check_sampler_args("chisquare", key, shape, dtype, df)
     return _chisquare(key, df, shape, dtype)
 
 
@@ -293,10 +288,7 @@ def _chisquare(key, df, shape, dtype) -> Array:
 def f(key, dfnum: ArrayLike, dfden: ArrayLike, shape: Shape | None = None,
       dtype: DTypeLike | None = None) -> Array:
     """F-distribution samples: a ratio of scaled chi-squares."""
-    key, _ = check_prng_key("f", key)
-    dtype = float_dtype("f", dtype)
-    shape = check_broadcast_shapes("f", shape, dfnum, dfden)
-    check_all_safe_to_cast("f", dtype, dfnum, dfden)
+    key, shape, dtype = check_sampler_args("f", key, shape, dtype, dfnum, dfden)
     return _f(key, dfnum, dfden, shape, dtype)
 
 

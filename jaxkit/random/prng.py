@@ -568,6 +568,19 @@ def check_all_safe_to_cast(name: str, dtype, *args) -> None:
                 f"{jnp.asarray(arg).dtype} to {dtype}")
 
 
+def check_sampler_args(name: str, key, shape, dtype, *params, kinds=np.floating,
+                       what: str = "a float") -> tuple[Array, tuple[int, ...], np.dtype]:
+    """The checks of a sampler with array parameters, in JAX's order: the key, the dtype (a
+    subtype of ``kinds``), ``shape`` against the parameters (their broadcast shape if None),
+    and that every parameter casts to the dtype safely. Returns the raw key data, the shape
+    and the dtype."""
+    key, _ = check_prng_key(name, key)
+    dtype = float_dtype(name, dtype, kinds, what)
+    shape = check_broadcast_shapes(name, shape, *params)
+    check_all_safe_to_cast(name, dtype, *params)
+    return key, shape, dtype
+
+
 def broadcast_to_rank(x, rank: int):
     """``x`` with leading unit axes up to ``rank``."""
     ndim = np.ndim(x)
