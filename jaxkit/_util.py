@@ -1,14 +1,22 @@
+<<<<<<< HEAD
 """Small list helpers JAX's modules import from ``jax._src.util`` and so show as module names
 (``jax.experimental.jet.safe_zip``, ``jax.experimental.fused.unzip2``, ...): length-checked
 ``safe_map``/``safe_zip``, ``fun_name``, ``unzip2``, ``split_list``, ``subs_list`` and
+=======
+"""Small list helpers JAX's modules import from ``jax._src.util`` (or ``jax._src.lax.lax``) and
+so show as module names (``jax.experimental.jet.safe_zip``, ``jax.experimental.fused.unzip2``,
+``jax.experimental.sparse.bcoo.ranges_like``, ...): length-checked ``safe_map``/``safe_zip``,
+``unzip2``, ``split_list``, ``subs_list``, ``ranges_like``, ``remaining``, ``wraps`` and
+>>>>>>> mends
 ``weakref_lru_cache`` (an LRU cache keyed weakly on its first argument, a function)."""
 from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
+<<<<<<< HEAD
 __all__ = ["fun_name", "safe_map", "safe_zip", "split_list", "subs_list", "unzip2",
            "weakref_lru_cache"]
 
@@ -22,6 +30,12 @@ def fun_name(fun: Callable, default_name: str = "<unnamed function>") -> str:
     if isinstance(fun, functools.partial):
         return fun_name(fun.func)
     return default_name
+=======
+__all__ = ["ranges_like", "remaining", "safe_map", "safe_zip", "split_list", "subs_list",
+           "unzip2", "weakref_lru_cache", "wraps"]
+
+T = TypeVar("T")
+>>>>>>> mends
 
 
 def safe_zip(*args: Iterable) -> list[tuple]:
@@ -74,6 +88,42 @@ def subs_list(subs: Sequence[int | None], src: Sequence, base: Sequence) -> list
     if next(base_it, None) is not None:
         raise ValueError("subs_list: base has more entries than subs has None slots")
     return out
+
+
+def ranges_like(*xs: Sequence) -> Iterator[range]:
+    """Consecutive ranges, one per sequence in ``xs`` and as long as it."""
+    start = 0
+    for x in xs:
+        n = len(x)
+        yield range(start, start + n)
+        start += n
+
+
+def remaining(original: Iterable[T], *removed_lists: Iterable[T]) -> list[T]:
+    """The elements of ``original`` (in order) that are in none of ``removed_lists``."""
+    removed = {r for rs in removed_lists for r in rs}
+    return [x for x in original if x not in removed]
+
+
+def wraps(wrapped: Callable, namestr: str | None = None, docstr: str | None = None,
+          **kwargs) -> Callable[[Callable], Callable]:
+    """A decorator giving a function ``wrapped``'s name, docstring, module and annotations;
+    ``namestr``/``docstr`` are format strings over ``fun`` (the name), ``doc`` and
+    ``kwargs``."""
+
+    def decorate(fun: Callable) -> Callable:
+        name = getattr(wrapped, "__name__", repr(wrapped))
+        doc = getattr(wrapped, "__doc__", "") or ""
+        fun.__dict__.update(getattr(wrapped, "__dict__", {}))
+        fun.__annotations__ = dict(getattr(wrapped, "__annotations__", {}))
+        fun.__name__ = name if namestr is None else namestr.format(fun=name)
+        fun.__module__ = getattr(wrapped, "__module__", "<unknown module>")
+        fun.__doc__ = doc if docstr is None else docstr.format(fun=name, doc=doc, **kwargs)
+        fun.__qualname__ = getattr(wrapped, "__qualname__", fun.__name__)
+        fun.__wrapped__ = wrapped
+        return fun
+
+    return decorate
 
 
 def weakref_lru_cache(fun: Callable, maxsize: int = 2048) -> Callable:

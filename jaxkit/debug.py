@@ -21,7 +21,7 @@ from jaxkit.debugger import breakpoint
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import multi_device
-from jaxkit.runtime.sharding import (GlobalSharding, Mesh, NamedSharding, PartitionSpec,
+from jaxkit.runtime.sharding import (GlobalSharding, NamedSharding, PartitionSpec,
                                      named_from_hlo)
 from jaxkit.transforms.callback import bind_side_effect, debug_callback, debug_print_p
 
@@ -311,16 +311,12 @@ _pending_inspections: list = []
 
 
 def _inspect_sharding_lowering(ctx: mlir.LoweringRuleContext, value, *, callback):
-    mctx = ctx.module_context
-    if mctx.mesh is None:
+    mesh = ctx.module_context.device_mesh()
+    if mesh is None:
         raise NotImplementedError(
             "lowering rule for 'inspect_sharding' outside a program partitioned over a mesh "
             "is not implemented: jaxkit's one-device programs do not know their device while "
             "lowering; lay the arguments out on a mesh, or inspect the arrays outside jit")
-    names = [n for n, _ in mctx.mesh]
-    grid = np.empty(len(mctx.device_assignment), dtype=object)
-    grid[:] = mctx.device_assignment
-    mesh = Mesh(grid.reshape([s for _, s in mctx.mesh]), names)
     ndim = len(ctx.avals_in[0].shape)
 
     def on_sharding(hlo_sharding) -> None:

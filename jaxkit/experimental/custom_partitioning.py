@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import math
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -157,9 +155,7 @@ def _partition_callback(arg_shapes, arg_shardings, result_shape, result_sharding
 def _trace_per_device(lower_fn: Callable, in_tree: Any, avals: list,
                       mesh: Mesh) -> core.ClosedJaxpr:
     """``lower_fn`` traced at the per-device types, every mesh axis bound for collectives."""
-    with ExitStack() as stack:
-        for name, size in mesh.shape_tuple:
-            stack.enter_context(parallel.extend_axis_env(name, size))
+    with parallel.extend_axis_env_nd(mesh.shape_tuple):
         jaxpr, consts, _ = pe.trace_tree_to_jaxpr(
             lambda args: lower_fn(*args), in_tree, avals,
             pe.debug_info("custom_partitioning lower_fn", lower_fn, []))
@@ -213,15 +209,12 @@ custom_partitioning_p.def_abstract_eval(lambda *avals, call, **_: call.out_avals
 def _mesh_of(mctx: mlir.ModuleContext) -> Mesh | None:
     """The mesh the program is partitioned over, unless it has one device or every axis is
     manual here (then there is nothing to partition)."""
-    if mctx.mesh is None or not mctx.device_assignment:
+    mesh = mctx.device_mesh()
+    if mesh is None or mesh.size == 1:
         return None
-    names = [n for n, _ in mctx.mesh]
-    sizes = [s for _, s in mctx.mesh]
-    if math.prod(sizes) == 1:
+    if isinstance(mctx.manual, frozenset) and set(mesh.axis_names) <= mctx.manual:
         return None
-    if isinstance(mctx.manual, frozenset) and set(names) <= mctx.manual:
-        return None
-    return Mesh(np.array(mctx.device_assignment, dtype=object).reshape(sizes), tuple(names))
+    return mesh
 
 
 def _lowering(ctx: mlir.LoweringRuleContext, *values, call: core.ClosedJaxpr, in_tree,

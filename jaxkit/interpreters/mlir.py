@@ -31,6 +31,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes, source_info
 from jaxkit.runtime import pjrt
+from jaxkit.runtime.sharding import Mesh
 from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
@@ -268,6 +269,17 @@ class ModuleContext:
     name_stack: str = ""  # ``jit(f)``: the op_name prefix of every equation's ops
     locations: dict = field(default_factory=dict)  # (primitive, SourceInfo) -> ir.Location
     platform: str = "cpu"  # whose ``platform_lowering_rules`` apply
+
+    def device_mesh(self) -> Mesh | None:
+        """The ``Mesh`` the module is partitioned over (its axes laid over
+        ``device_assignment``), or None when it is not partitioned."""
+        if self.mesh is None or not self.device_assignment:
+            return None
+        # Filled element by element: np.array would look inside device objects.
+        grid = np.empty(len(self.device_assignment), dtype=object)
+        grid[:] = self.device_assignment
+        return Mesh(grid.reshape([size for _, size in self.mesh]),
+                    tuple(name for name, _ in self.mesh))
 
 
 @dataclass

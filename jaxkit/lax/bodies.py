@@ -72,6 +72,20 @@ def _src_info(fun: Callable) -> str:
     return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
 
 
+def _type_differences(a, b) -> str:
+    """How two avals differ, in the words of JAX's mismatch messages ("" if they agree)."""
+    reasons = [f"the {what} do not match" for what, differ in
+               (("dtypes", a.dtype != b.dtype), ("shapes", a.shape != b.shape)) if differ]
+    return ", and ".join(reasons)
+
+
+def _sentence_or_bullets(items: Sequence[str]) -> str:
+    """One mismatch as a sentence, several as JAX's bullet list."""
+    if len(items) == 1:
+        return items[0][0].upper() + items[0][1:] + "."
+    return ";\n".join(f"  * {item}" for item in items) + "."
+
+
 def branch_mismatch(kind: str, funs: Sequence[Callable], labels: Sequence[str], tree,
                     avals_a, avals_b) -> str:
     """JAX's message for ``cond``/``switch`` branches whose output types differ; ``labels``
@@ -81,20 +95,12 @@ def branch_mismatch(kind: str, funs: Sequence[Callable], labels: Sequence[str], 
     a_label, b_label = labels
     items = []
     for path, a, b in zip(paths, avals_a, avals_b):
-        reasons = []
-        if a.dtype != b.dtype:
-            reasons.append("the dtypes do not match")
-        if a.shape != b.shape:
-            reasons.append("the shapes do not match")
-        if reasons:
+        if reasons := _type_differences(a, b):
             at = f" at path {path}" if path else ""
             items.append(f"the output of {a_label}{at} has type {_long(a)} but the "
                          f"corresponding output of {b_label} has type {_long(b)}, so "
-                         f"{', and '.join(reasons)}")
-    if len(items) == 1:
-        body = items[0][0].upper() + items[0][1:] + "."
-    else:
-        body = ";\n".join(f"  * {item}" for item in items) + "."
+                         f"{reasons}")
+    body = _sentence_or_bullets(items)
     srcs = "\n".join(f"{label} is {_src_info(f)}" for label, f in zip(labels, funs))
     return (f"{kind} branches must have equal output types but they differ.\n\n{srcs}\n\n"
             f"{body}\n\nRevise {a_label} and/or {b_label} so that all output types match.")
@@ -114,19 +120,11 @@ def carry_mismatch(what: str, fun: Callable, default_name: str, tree, in_avals, 
              tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, in_avals))[0]]
     items = []
     for path, a, b in zip(paths, in_avals, out_avals):
-        reasons = []
-        if a.dtype != b.dtype:
-            reasons.append("the dtypes do not match")
-        if a.shape != b.shape:
-            reasons.append("the shapes do not match")
-        if reasons:
+        if reasons := _type_differences(a, b):
             items.append(f"the input carry {path} has type {_long(a)} but the "
                          f"corresponding output carry component has type {_long(b)}, "
-                         f"so {', and '.join(reasons)}")
-    if len(items) == 1:
-        body = items[0][0].upper() + items[0][1:] + "."
-    else:
-        body = ";\n".join(f"  * {item}" for item in items) + "."
+                         f"so {reasons}")
+    body = _sentence_or_bullets(items)
     return (f"{what} function carry input and carry output must have equal types, but they "
             f"differ:\n\n{body}\n\nRevise the function so that all output types match the "
             "corresponding input types.")

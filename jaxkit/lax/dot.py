@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit._config import config
+from jaxkit._util import ranges_like, remaining
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding_rules as shr
@@ -236,24 +237,17 @@ def _dot_general_dtype_rule(lhs, rhs, *, dimension_numbers, precision, preferred
     return np.dtype(preferred_element_type)
 
 
-def _ranges_like(*xs):
-    start = 0
-    for x in xs:
-        yield tuple(range(start, start + len(x)))
-        start += len(x)
-
-
 def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,
                                preferred_element_type, out_sharding=None, swap_ans=False):
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     x_aval = x.aval
-    x_kept = [i for i in range(x_aval.ndim) if i not in x_contract and i not in x_batch]
+    x_kept = remaining(range(x_aval.ndim), x_contract, x_batch)
     y_ndim = y.aval.ndim if ad.is_undefined_primal(y) else np.ndim(y)
-    y_kept = [i for i in range(y_ndim) if i not in y_contract and i not in y_batch]
+    y_kept = remaining(range(y_ndim), y_contract, y_batch)
     if swap_ans:
-        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+        ans_batch, ans_y, _ = map(tuple, ranges_like(x_batch, y_kept, x_kept))
     else:
-        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+        ans_batch, _, ans_y = map(tuple, ranges_like(x_batch, x_kept, y_kept))
     dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
     x_contract_sorted_by_y = [x_contract[i] for i in np.argsort(y_contract)]
     out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -98,6 +98,15 @@ def extend_axis_env(name: Any, size: int) -> Iterator[None]:
         yield
     finally:
         _axis_env.frames.pop()
+
+
+@contextlib.contextmanager
+def extend_axis_env_nd(axes: Iterable[tuple[Any, int]]) -> Iterator[None]:
+    """``extend_axis_env`` for several ``(name, size)`` pairs (a mesh's), outermost first."""
+    with contextlib.ExitStack() as stack:
+        for name, size in axes:
+            stack.enter_context(extend_axis_env(name, size))
+        yield
 
 
 def _lookup_axis_size(name: Any) -> int:

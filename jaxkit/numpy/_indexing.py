@@ -646,6 +646,14 @@ class _IndexUpdateRef:
         return scatter_update(self.array, self.index, values, op, indices_are_sorted,
                               unique_indices, mode)
 
+    def _ones_times(self, values: Any, indices_are_sorted: bool, unique_indices: bool,
+                    mode: Any) -> Any:
+        # divide and power apply ``values`` through an operand of ones (the divisor, the
+        # exponent) with ``values`` multiplied in at the index, as JAX's do.
+        ones = lax.full_like(asarray(self.array), 1)
+        return scatter_update(ones, self.index, values, lax.scatter_mul, indices_are_sorted,
+                              unique_indices, mode)
+
     def set(self, values: ArrayLike, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None) -> Any:
         """``x[idx] = values``, out of place."""
@@ -671,18 +679,14 @@ class _IndexUpdateRef:
     def divide(self, values: ArrayLike, *, indices_are_sorted: bool = False,
                unique_indices: bool = False, mode: Any = None) -> Any:
         """``x[idx] /= values``, out of place."""
-        ones = lax.full_like(asarray(self.array), 1)
-        denom = scatter_update(ones, self.index, values, lax.scatter_mul, indices_are_sorted,
-                               unique_indices, mode)
-        return true_divide(self.array, denom)
+        return true_divide(self.array, self._ones_times(values, indices_are_sorted,
+                                                        unique_indices, mode))
 
     def power(self, values: ArrayLike, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: Any = None) -> Any:
         """``x[idx] **= values``, out of place."""
-        ones = lax.full_like(asarray(self.array), 1)
-        exps = scatter_update(ones, self.index, values, lax.scatter_mul, indices_are_sorted,
-                              unique_indices, mode)
-        return power(self.array, exps)
+        return power(self.array, self._ones_times(values, indices_are_sorted, unique_indices,
+                                                  mode))
 
     def min(self, values: ArrayLike, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None) -> Any:

@@ -297,14 +297,21 @@ def _var_promote_types(a_dtype: np.dtype, dtype: np.dtype | None
     return _upcast_f16(computation_dtype), np.dtype(dtype)
 
 
+def _correction(ddof: int, correction: float | None) -> float:
+    """The degrees-of-freedom correction of ``var``/``std``: ``correction``, or ``ddof`` when
+    it is None (both given is an error)."""
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
 def var(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         mean: ArrayLike | None = None, correction: float | None = None) -> Array:
     """``jnp.var``: the variance over ``axis`` with ``ddof`` (or ``correction``)."""
-    if correction is None:
-        correction = ddof
-    elif not isinstance(ddof, int) or ddof != 0:
-        raise ValueError("ddof and correction can't be provided simultaneously.")
+    correction = _correction(ddof, correction)
     a = ensure_arraylike("var", a)
     return _var(a, axis=_ensure_optional_axes(axis), dtype=dtype, out=out,
                 correction=correction, keepdims=keepdims, where=where, a_mean=mean)
@@ -349,10 +356,7 @@ def std(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: No
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         mean: ArrayLike | None = None, correction: float | None = None) -> Array:
     """``jnp.std``: the standard deviation over ``axis``."""
-    if correction is None:
-        correction = ddof
-    elif not isinstance(ddof, int) or ddof != 0:
-        raise ValueError("ddof and correction can't be provided simultaneously.")
+    correction = _correction(ddof, correction)
     a = ensure_arraylike("std", a)
     return _std(a, axis=_ensure_optional_axes(axis), dtype=dtype, out=out,
                 correction=correction, keepdims=keepdims, where=where, mean=mean)

@@ -19,7 +19,8 @@ from jaxkit import core, dtypes, lax
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
 from jaxkit.transforms.jit import jit
-from jaxkit.random.key_prims import check_prng_key, random_split_p, split_list
+from jaxkit.random.key_prims import (check_prng_key, check_sampler_args, random_split_p,
+                                     split_list)
 from jaxkit.random.prng import (
     broadcast_shapes,
     canonicalize_shape,
@@ -256,10 +257,7 @@ def _dirichlet(key, alpha, shape, dtype) -> Array:
 
 def t(key, df: ArrayLike, shape: Shape | None = None, dtype: DTypeLike | None = None) -> Array:
     """Student's t samples with ``df`` degrees of freedom."""
-    key, _ = check_prng_key("t", key)
-    dtype = float_dtype("t", dtype)
-    shape = check_broadcast_shapes("t", shape, df)
-    check_all_safe_to_cast("t", dtype, df)
+    key, shape, dtype = check_sampler_args("t", key, shape, dtype, df)
     return _t(key, df, shape, dtype)
 
 
@@ -276,10 +274,7 @@ def _t(key, df, shape, dtype) -> Array:
 def chisquare(key, df: ArrayLike, shape: Shape | None = None,
               dtype: DTypeLike | None = None) -> Array:
     """Chi-square samples with ``df`` degrees of freedom: ``2 * Gamma(df / 2)``."""
-    key, _ = check_prng_key("chisquare", key)
-    dtype = float_dtype("chisquare", dtype)
-    shape = check_broadcast_shapes("chisquare", shape, df)
-    check_all_safe_to_cast("chisquare", dtype, df)
+    key, shape, dtype = check_sampler_args("chisquare", key, shape, dtype, df)
     return _chisquare(key, df, shape, dtype)
 
 
@@ -294,10 +289,7 @@ def _chisquare(key, df, shape, dtype) -> Array:
 def f(key, dfnum: ArrayLike, dfden: ArrayLike, shape: Shape | None = None,
       dtype: DTypeLike | None = None) -> Array:
     """F-distribution samples: a ratio of scaled chi-squares."""
-    key, _ = check_prng_key("f", key)
-    dtype = float_dtype("f", dtype)
-    shape = check_broadcast_shapes("f", shape, dfnum, dfden)
-    check_all_safe_to_cast("f", dtype, dfnum, dfden)
+    key, shape, dtype = check_sampler_args("f", key, shape, dtype, dfnum, dfden)
     return _f(key, dfnum, dfden, shape, dtype)
 
 

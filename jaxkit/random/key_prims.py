@@ -21,6 +21,7 @@ from jaxkit import numpy as jnp
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.random.prng import (UINT_DTYPES, KeyTy, PRNGKeyArray, canonicalize_shape,
+                                check_all_safe_to_cast, check_broadcast_shapes, float_dtype,
                                 random_unwrap, random_wrap,
                                 check_key_data, fry_dtype, threefry_fold_in, threefry_prng_impl,
                                 threefry_random_bits, threefry_seed, threefry_split, user_dtype)
@@ -186,6 +187,19 @@ def check_prng_key(name: str, key: Any, *, allow_batched: bool = False) -> tuple
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{typed.shape} != (). Use jax.vmap for batching.")
     return typed, raw
+
+
+def check_sampler_args(name: str, key, shape, dtype, *params, kinds=np.floating,
+                       what: str = "a float") -> tuple[Array, tuple[int, ...], np.dtype]:
+    """The checks of a sampler with array parameters, in JAX's order: the key, the dtype (a
+    subtype of ``kinds``), ``shape`` against the parameters (their broadcast shape if None),
+    and that every parameter casts to the dtype safely. Returns the (typed) key, the shape and
+    the dtype."""
+    key, _ = check_prng_key(name, key)
+    dtype = float_dtype(name, dtype, kinds, what)
+    shape = check_broadcast_shapes(name, shape, *params)
+    check_all_safe_to_cast(name, dtype, *params)
+    return key, shape, dtype
 
 
 def return_keys(raw: bool, keys: Any) -> Any:

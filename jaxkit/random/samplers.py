@@ -18,14 +18,13 @@ from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.lax.sharding import lay_out
 from jaxkit.transforms.jit import jit
-from jaxkit.random.key_prims import check_prng_key, random_bits, split_list
+from jaxkit.random.key_prims import check_prng_key, check_sampler_args, random_bits, split_list
 from jaxkit.random.prng import (
     UINT_DTYPES,
     broadcast_shapes,
     broadcast_to_rank,
     canonicalize_axis,
     canonicalize_shape,
-    check_all_safe_to_cast,
     check_broadcast_shapes,
     check_shape,
     const_like,
@@ -451,10 +450,7 @@ def logistic(key, shape, dtype) -> Array:
 def pareto(key, b: ArrayLike, shape: Shape | None = None,
            dtype: DTypeLike | None = None) -> Array:
     """Pareto samples with shape parameter ``b``: ``exp(e / b)``, ``e`` exponential."""
-    key, _ = check_prng_key("pareto", key)
-    dtype = float_dtype("pareto", dtype)
-    shape = check_broadcast_shapes("pareto", shape, b)
-    check_all_safe_to_cast("pareto", dtype, b)
+    key, shape, dtype = check_sampler_args("pareto", key, shape, dtype, b)
     return _pareto(key, b, shape, dtype)
 
 
@@ -522,10 +518,7 @@ def _weibull_min(key, scale, concentration, shape, dtype) -> Array:
 def rayleigh(key, scale: ArrayLike, shape: Shape | None = None,
              dtype: DTypeLike | None = None) -> Array:
     """Rayleigh samples: ``scale * sqrt(-2 log u)``."""
-    key, _ = check_prng_key("rayleigh", key)
-    dtype = float_dtype("rayleigh", dtype)
-    shape = check_broadcast_shapes("rayleigh", shape, scale)
-    check_all_safe_to_cast("rayleigh", dtype, scale)
+    key, shape, dtype = check_sampler_args("rayleigh", key, shape, dtype, scale)
     return _rayleigh(key, scale, shape, dtype)
 
 
@@ -540,10 +533,7 @@ def _rayleigh(key, scale, shape, dtype) -> Array:
 def wald(key, mean: ArrayLike, shape: Shape | None = None,
          dtype: DTypeLike | None = None) -> Array:
     """Wald (inverse Gaussian) samples with ``mean``."""
-    key, _ = check_prng_key("wald", key)
-    dtype = float_dtype("wald", dtype)
-    shape = check_broadcast_shapes("wald", shape, mean)
-    check_all_safe_to_cast("wald", dtype, mean)
+    key, shape, dtype = check_sampler_args("wald", key, shape, dtype, mean)
     return _wald(key, mean, shape, dtype)
 
 
@@ -587,10 +577,7 @@ def _geometric(key, p, shape, dtype) -> Array:
 def triangular(key, left: ArrayLike, mode: ArrayLike, right: ArrayLike,
                shape: Shape | None = None, dtype: DTypeLike | None = None) -> Array:
     """Triangular samples on ``[left, right]`` peaking at ``mode``."""
-    key, _ = check_prng_key("triangular", key)
-    dtype = float_dtype("triangular", dtype)
-    shape = check_broadcast_shapes("triangular", shape, left, mode, right)
-    check_all_safe_to_cast("triangular", dtype, left, mode, right)
+    key, shape, dtype = check_sampler_args("triangular", key, shape, dtype, left, mode, right)
     return _triangular(key, left, mode, right, shape, dtype)
 
 
@@ -609,10 +596,8 @@ def _triangular(key, left, mode, right, shape, dtype) -> Array:
 def lognormal(key, sigma: ArrayLike = _ONE_F32, shape: Shape | None = None,
               dtype: DTypeLike | None = None) -> Array:
     """Log-normal samples: ``exp(sigma * normal)``."""
-    key, _ = check_prng_key("lognormal", key)
-    dtype = float_dtype("lognormal", dtype, np.inexact, "a float or complex")
-    shape = check_broadcast_shapes("lognormal", shape, sigma)
-    check_all_safe_to_cast("lognormal", dtype, sigma)
+    key, shape, dtype = check_sampler_args("lognormal", key, shape, dtype, sigma,
+                                           kinds=np.inexact, what="a float or complex")
     return _lognormal(key, sigma, shape, dtype)
 
 

@@ -123,9 +123,7 @@ def _mesh_axes_bound(mesh: Mesh, manual_axes: tuple):
     abstract = AbstractMesh(mesh.axis_sizes, mesh.axis_names, types,
                             abstract_device=mesh.abstract_mesh.abstract_device)
     sizes = mesh.shape
-    with contextlib.ExitStack() as stack:
-        for name in manual_axes:
-            stack.enter_context(parallel.extend_axis_env(name, sizes[name]))
+    with parallel.extend_axis_env_nd((name, sizes[name]) for name in manual_axes):
         _body_stack.append((mesh, frozenset(manual)))
         _sharding._abstract_mesh_stack.append(abstract)
         try:

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 
 from jaxkit import api
 from jaxkit.experimental.sparse._base import JAXSparse
-from jaxkit.experimental.sparse._compat import api_boundary, safe_zip, split_list, wraps
+from jaxkit._util import safe_zip, split_list, wraps
+from jaxkit.source_info import api_boundary
 from jaxkit.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["flatten_fun_for_sparse_ad", "grad", "is_sparse", "jacfwd", "jacobian", "jacrev",

@@ -27,7 +27,7 @@ from jaxkit.experimental.sparse._bcoo_ops import bcoo_sort_indices_p, bcoo_sum_d
 from jaxkit.experimental.sparse._bcoo_spdot import bcoo_spdot_general_p, spdot_general
 from jaxkit.experimental.sparse._bcoo_core import broadcast_batch
 from jaxkit.experimental.sparse._base import JAXSparse
-from jaxkit.experimental.sparse._compat import (
+from jaxkit._util import (
     ranges_like, remaining, safe_zip, split_list, unzip2)
 from jaxkit.experimental.sparse._lowerings import coo_spmm_p, coo_spmv_p
 from jaxkit.experimental.sparse.util import (

@@ -17,7 +17,7 @@ from jaxkit.experimental.sparse import _bcoo_core, _bcoo_dot
 from jaxkit.experimental.sparse._base import BatchedSparse, JAXSparse
 from jaxkit.experimental.sparse._bcoo_core import define_sparse_primitive
 from jaxkit.experimental.sparse._linear import deflinear_in
-from jaxkit.experimental.sparse._compat import safe_zip, split_list
+from jaxkit._util import safe_zip, split_list
 from jaxkit.experimental.sparse.bcoo import (
     BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_sum_duplicates)
 from jaxkit.experimental.sparse.csr import _csr_to_coo

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from jaxkit import dtypes
 from jaxkit import numpy as jnp
 from jaxkit import random
-from jaxkit.experimental.sparse._compat import split_list
+from jaxkit._util import split_list
 from jaxkit.experimental.sparse.bcoo import BCOO
 from jaxkit.transforms.vmap import vmap
 from jaxkit.typing import Array

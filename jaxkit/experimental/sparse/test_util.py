@@ -18,7 +18,7 @@ from jaxkit import lax, tree_util
 from jaxkit import numpy as jnp
 from jaxkit.api import jacfwd, jacrev
 from jaxkit.experimental.sparse._base import JAXSparse
-from jaxkit.experimental.sparse._compat import safe_zip, split_list
+from jaxkit._util import safe_zip, split_list
 from jaxkit.experimental.sparse.api import todense
 from jaxkit.experimental.sparse.bcoo import BCOO
 from jaxkit.experimental.sparse.bcsr import BCSR

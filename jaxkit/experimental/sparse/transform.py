@@ -17,7 +17,7 @@ from jaxkit import core, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.sparse import _bcoo_ops as ops
 from jaxkit.experimental.sparse._base import JAXSparse
-from jaxkit.experimental.sparse._compat import safe_map, safe_zip, split_list
+from jaxkit._util import safe_map, safe_zip, split_list
 from jaxkit.experimental.sparse._spvalues import (
     SparsifyEnv, SparsifyValue, arrays_to_spvalues, spvalues_to_arrays, spvalues_to_avals)
 from jaxkit.experimental.sparse.bcoo import (

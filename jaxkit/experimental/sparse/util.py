@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxkit import numpy as jnp
-from jaxkit.experimental.sparse._compat import safe_zip
+from jaxkit._util import safe_zip
 from jaxkit.transforms.vmap import vmap
 from jaxkit.tree_util import tree_leaves, tree_map, tree_unflatten
 from jaxkit.typing import Array
