@@ -6,12 +6,14 @@ the real ``jax`` (the oracle, skipped where it is not installed) side by side.
 """
 import functools
 import re
+import sys
 
 import numpy as np
 import pytest
 
 import jaxkit
 import jaxkit.numpy as jnp
+from jaxkit import _config
 from jaxkit._src_compat import traceback_util
 
 
@@ -370,3 +372,52 @@ def test_cond_operand_keyword_with_positional_operands_is_an_error():
             mod.lax.cond(True, lambda a, b: a, lambda a, b: b, 1.0, operand=2.0)
         messages.append(str(e.value))
     assert messages[0] == messages[1]
+
+
+# --------------------------------------------------------------------------------------------
+# jax.config.parse_flags_with_absl parses --jax... command-line flags into the config (Flax's
+# linen tests call it at import; linen_module_test failed at collection without it)
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def fresh_absl(monkeypatch):
+    """A new Config and an empty absl flag registry, so the process's own are left alone."""
+    flags = pytest.importorskip("absl.flags")
+    monkeypatch.setattr(flags, "FLAGS", flags.FlagValues())
+    return _config.Config(environ={}), flags
+
+
+def test_parse_flags_with_absl_reads_jax_flags_of_argv(fresh_absl, monkeypatch):
+    cfg, flags = fresh_absl
+    monkeypatch.setattr(sys, "argv", ["prog", "-k", "x", "--jax_enable_x64",
+                                      "--jax_numpy_rank_promotion=raise", "--not_jax=1", "--",
+                                      "--jax_debug_nans"])
+    assert not cfg.use_absl
+    cfg.parse_flags_with_absl()
+    assert (cfg.jax_enable_x64, cfg.x64, cfg.jax_numpy_rank_promotion, cfg.jax_debug_nans,
+            cfg.use_absl) == (True, True, "raise", False, True)
+    assert flags.FLAGS.jax_enable_x64 is True
+    assert flags.FLAGS["jax_default_matmul_precision"].value is None
+    cfg.update("jax_enable_x64", False)
+    cfg.parse_flags_with_absl()  # parsed once: a second call changes nothing
+    assert cfg.jax_enable_x64 is False
+
+
+def test_parse_flags_with_absl_rejects_bad_values(fresh_absl, monkeypatch):
+    cfg, flags = fresh_absl
+    monkeypatch.setattr(sys, "argv", ["prog", "--jax_numpy_rank_promotion=sometimes"])
+    with pytest.raises(flags.IllegalFlagValueError):
+        cfg.parse_flags_with_absl()
+
+
+def test_absl_flag_kinds_match_jax():
+    jax = _oracle()
+    kinds = {name: _config._absl_flag_kind(coerce)[0]
+             for name, (_, coerce, _) in _config._OPTIONS.items()}
+    theirs = {name: jax.config.meta[name][0] for name in kinds if name in jax.config.meta}
+    # JAX keeps two options as Enum members (absl enum_class flags); jaxkit keeps their values
+    # as the strings, so the same command-line spelling gives a string enum flag.
+    theirs = {n: ("enum" if k == "enum_class" else k if isinstance(k, str) else k.__name__)
+              for n, k in theirs.items()}
+    assert len(theirs) > 30
+    assert {n: kinds[n] for n in theirs} == theirs
