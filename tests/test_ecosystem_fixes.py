@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import jaxkit
+import jaxkit.extend
 import jaxkit.numpy as jnp
 from jaxkit import _config
 from jaxkit._src_compat import traceback_util
@@ -421,3 +422,87 @@ def test_absl_flag_kinds_match_jax():
               for n, k in theirs.items()}
     assert len(theirs) > 30
     assert {n: kinds[n] for n in theirs} == theirs
+
+
+# --------------------------------------------------------------------------------------------
+# A rank-0 constant made while staging (jnp.zeros((), uint32), lax.full, convert_element_type
+# of a host scalar) is a tracer standing for a literal, not a NumPy scalar (Flax nnx.Rngs
+# keeps its counter as one and assigns into it: module_test test_create_abstract,
+# test_partial_init)
+# --------------------------------------------------------------------------------------------
+
+def _staged_constants(m):
+    kinds: list = []
+
+    def make():  # a new function each time, so eval_shape traces again (JAX caches by it)
+        def f(x):
+            made = [m.numpy.zeros((), np.uint32), m.lax.full((), 3, np.float32),
+                    m.lax.convert_element_type(1.5, np.int32),
+                    m.lax.convert_element_type(np.float32(2), np.int32)]
+            kinds.append([isinstance(v, m.Array) and not isinstance(v, np.generic)
+                          for v in made])
+            return x + made[0].astype(np.int32) + made[1].astype(np.int32) + made[2] + \
+                made[3], made[0]
+        return f
+    text = str(m.make_jaxpr(make())(1))
+    m.eval_shape(make(), 1)
+    return kinds, text
+
+
+def test_staged_rank0_constants_are_tracers():
+    jax = _oracle()
+    kinds, text = _staged_constants(jaxkit)
+    assert kinds == [[True] * 4] * 2
+    assert (kinds, text) == _staged_constants(jax)
+
+
+# --------------------------------------------------------------------------------------------
+# The auxiliary output of grad/vjp/linearize/jacfwd/jacrev (has_aux=True) is rebuilt after
+# the differentiation trace is left, as in JAX: Flax's Variables record the trace they are
+# built under (nnx module_test TestCapture test_fwd_bwd, test_nested_modules: "Cannot return
+# captured Variable of type Intermediate from nnx.jit")
+# --------------------------------------------------------------------------------------------
+
+AUX_TRANSFORMS = [
+    ("grad", lambda m, f, x: m.grad(f, has_aux=True)(x)[1]),
+    ("value_and_grad", lambda m, f, x: m.value_and_grad(f, has_aux=True)(x)[0][1]),
+    ("vjp", lambda m, f, x: m.vjp(f, x, has_aux=True)[2]),
+    ("linearize", lambda m, f, x: m.linearize(f, x, has_aux=True)[2]),
+    ("jacfwd", lambda m, f, x: m.jacfwd(f, has_aux=True)(x)[1]),
+    ("jacrev", lambda m, f, x: m.jacrev(f, has_aux=True)(x)[1]),
+]
+
+
+@functools.cache
+def _trace_box(m):
+    """A pytree node class remembering the trace it was built under, as Flax's Variable;
+    one per library, registered once."""
+    state = functools.partial(m.extend.core.get_opaque_trace_state, convention="nnx")
+
+    class TraceBox:
+        def __init__(self, value):
+            self.value, self.trace_state = value, state()
+
+    m.tree_util.register_pytree_node(TraceBox, lambda b: ((b.value,), None),
+                                     lambda _, c: TraceBox(c[0]))
+    return TraceBox, state
+
+
+def _aux_built_outside(m, transform):
+    box_type, state = _trace_box(m)
+    seen = []
+
+    @m.jit
+    def outer(x):
+        box = transform(m, lambda y: (y * 2.0, box_type(y * 3.0)), x)
+        seen.append(box.trace_state == state())
+        return box.value
+    return seen, float(outer(1.0))
+
+
+@pytest.mark.parametrize("name,transform", AUX_TRANSFORMS, ids=[t[0] for t in AUX_TRANSFORMS])
+def test_aux_output_is_rebuilt_outside_the_trace(name, transform):
+    jax = _oracle()
+    pytest.importorskip("jax.extend")
+    assert _aux_built_outside(jaxkit, transform) == ([True], 3.0)
+    assert _aux_built_outside(jax, transform) == ([True], 3.0)
