@@ -506,3 +506,70 @@ def test_aux_output_is_rebuilt_outside_the_trace(name, transform):
     pytest.importorskip("jax.extend")
     assert _aux_built_outside(jaxkit, transform) == ([True], 3.0)
     assert _aux_built_outside(jax, transform) == ([True], 3.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Flax linen_test: jnp.einsum's private _dot_general hook (Fp8Einsum, attention with an
+# injected einsum), custom_jvp nondiff_argnums naming a parameter left to its default
+# (fp8_ops.dot_general_with_precision), and custom_vjp's bwd run even when its cotangents
+# are all zero (Fp8DirectDotGeneralOp passes its amax history out of bwd: test_fp8_train_state)
+# --------------------------------------------------------------------------------------------
+
+def _einsum_with_hook(m):
+    calls = []
+
+    def dot_general(lhs, rhs, dims, precision=None, preferred_element_type=None):
+        calls.append((dims, precision, np.dtype(preferred_element_type).name))
+        return 2 * m.lax.dot_general(lhs, rhs, dims, precision=precision,
+                                     preferred_element_type=preferred_element_type)
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    out = m.numpy.einsum("ij,kj->ik", x, x, _dot_general=dot_general)
+    return np.asarray(out).tolist(), calls
+
+
+def test_einsum_dot_general_hook():
+    jax = _oracle()
+    mine = _einsum_with_hook(jaxkit)
+    assert mine[1] and mine == _einsum_with_hook(jax)
+
+
+def _custom_jvp_default_nondiff(m):
+    @functools.partial(m.custom_jvp, nondiff_argnums=(1, 2))
+    def f(x, p=None, q=3.0, r=2.0):
+        return x * q * r
+
+    @f.defjvp
+    def f_jvp(p, q, primals, tangents):
+        (x, r), (t, tr) = primals, tangents
+        return f(x, p, q, r), t * q * 10 + tr
+    return [float(m.grad(f)(1.0)), float(m.grad(lambda x: f(x, None, 4.0))(1.0)),
+            float(m.grad(lambda x: f(x, q=5.0))(1.0))]
+
+
+def test_custom_jvp_nondiff_argnums_take_defaults():
+    jax = _oracle()
+    assert _custom_jvp_default_nondiff(jaxkit) == _custom_jvp_default_nondiff(jax) \
+        == [30.0, 40.0, 50.0]
+
+
+def _custom_vjp_zero_cotangents(m):
+    @m.custom_vjp
+    def f(x, h):
+        return x * 2
+
+    f.defvjp(lambda x, h: (x * 2, h + 10.0), lambda res, g: (None, res))
+
+    @m.custom_vjp
+    def cut(y):
+        return y
+
+    cut.defvjp(lambda y: (y, None), lambda res, ct: (None,))  # no cotangent flows back
+    loss = lambda x, h: cut(f(x, h))  # noqa: E731
+    return [float(v) for g in (m.grad(loss, (0, 1)), m.jit(m.grad(loss, (0, 1))))
+            for v in g(1.0, 5.0)]
+
+
+def test_custom_vjp_bwd_runs_on_zero_cotangents():
+    jax = _oracle()
+    assert _custom_vjp_zero_cotangents(jaxkit) == _custom_vjp_zero_cotangents(jax) \
+        == [0.0, 15.0, 0.0, 15.0]

@@ -132,6 +132,13 @@ def defjvp_rule(prim: core.Primitive, rule: Callable) -> None:
     jvp_rules[prim] = rule
 
 
+# Primitives whose transpose runs even when all their cotangents are zero, as every one does
+# in JAX: custom_vjp's bwd is user code, free to return nonzero cotangents for zero ones (Flax's
+# fp8 ops pass their updated scale and amax history out that way). The transpose of any other
+# linear primitive gives zeros for zeros, so it is skipped.
+transpose_zero_cotangents: set[core.Primitive] = set()
+
+
 def deftranspose(prim: core.Primitive, rule: Callable) -> None:
     """The transpose rule of a primitive linear in some arguments:
     ``rule(cts, *args, **params)`` returns one cotangent (or None) per argument; the linear
@@ -547,7 +554,7 @@ def _transpose_eqns(linear_eqns, ct_env, linear, read_primal, write_ct) -> None:
     """Run the transpose rules of ``linear_eqns``, last first (``backward_pass``)."""
     for eqn in reversed(linear_eqns):
         cts_in = [ct_env.pop(v, None) for v in eqn.outvars]
-        if all(ct is None for ct in cts_in):
+        if all(ct is None for ct in cts_in) and eqn.primitive not in transpose_zero_cotangents:
             continue
         cts_in = [Zero(v.aval.to_tangent_aval()) if ct is None else ct
                   for v, ct in zip(eqn.outvars, cts_in)]
