@@ -573,3 +573,57 @@ def test_custom_vjp_bwd_runs_on_zero_cotangents():
     jax = _oracle()
     assert _custom_vjp_zero_cotangents(jaxkit) == _custom_vjp_zero_cotangents(jax) \
         == [0.0, 15.0, 0.0, 15.0]
+
+
+# --------------------------------------------------------------------------------------------
+# eval_shape takes abstract values and any object with a shape and dtype, as JAX's (Flax
+# ConvLocal: linen_linear_test test_circular_conv_*, test_conv_local); a vmap in_axes prefix
+# may hold childless nodes, and is_leaf sees leaves too (nnx graph_utils_test TestTreeFlatten)
+# --------------------------------------------------------------------------------------------
+
+class _ShapeAndDtype:
+    shape, dtype = (2, 3), np.dtype("int32")
+
+
+def test_eval_shape_takes_abstract_values():
+    jax = _oracle()
+    got = [str(m.eval_shape(lambda a, b, c: (a + 1, b * 2, c),
+                            m.core.ShapedArray((4, 2), np.float32), _ShapeAndDtype(),
+                            m.ShapeDtypeStruct((1,), np.float16))) for m in (jaxkit, jax)]
+    assert got[0] == got[1]
+
+
+class _Childless:
+    """A pytree node with no children (as Flax's PytreeState)."""
+
+
+def _childless_prefix(m):
+    if m not in _childless_prefix.registered:  # once per library
+        m.tree_util.register_pytree_node(_Childless, lambda n: ((), None),
+                                         lambda _, c: _Childless())
+        _childless_prefix.registered.add(m)
+    tree = {"s": _Childless(), "w": np.ones((3, 2), np.float32)}
+    out = m.vmap(lambda t, x: t["w"] * x, in_axes=({"s": _Childless(), "w": 0}, None))(
+        tree, 2.0)
+    return np.asarray(out).tolist()
+
+
+_childless_prefix.registered = set()
+
+
+def test_vmap_prefix_with_childless_node():
+    jax = _oracle()
+    assert _childless_prefix(jaxkit) == _childless_prefix(jax)
+
+
+def test_is_leaf_sees_leaves():
+    jax = _oracle()
+    seen = {}
+    for m in (jaxkit, jax):
+        calls = seen[m] = []
+        tree = [1, (2.0, None), {"a": "s"}]
+        m.tree_util.tree_flatten(tree, is_leaf=lambda x, c=calls: c.append(repr(x)) and False)
+        m.tree_util.tree_flatten_with_path(
+            tree, is_leaf=lambda p, x, c=calls: c.append(m.tree_util.keystr(p)) and False,
+            is_leaf_takes_path=True)
+    assert seen[jaxkit] == seen[jax]

@@ -145,7 +145,9 @@ def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
             return
         s_kids, s_def = tree_util.tree_flatten_with_path(s, is_leaf=lambda y: y is not s)
         x_kids, x_def = tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
-        if s_def != x_def or tree_util.treedef_is_leaf(s_def):
+        # ``s`` a leaf other than None or an int is no prefix; a childless node (Flax's
+        # PytreeState, an empty tuple) matching the value's is, with nothing below it.
+        if s_def != x_def or (s_def.num_leaves == 1 and s_def.num_nodes == 1):
             raise ValueError(
                 f"{what} specification must be a tree prefix of the corresponding value; at "
                 f"key path {what}{tree_util.keystr(path)} the specification has a subtree of "
