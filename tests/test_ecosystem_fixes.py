@@ -627,3 +627,61 @@ def test_is_leaf_sees_leaves():
             tree, is_leaf=lambda p, x, c=calls: c.append(m.tree_util.keystr(p)) and False,
             is_leaf_takes_path=True)
     assert seen[jaxkit] == seen[jax]
+
+
+# --------------------------------------------------------------------------------------------
+# nnx transforms_test: vmap over an object answering any attribute (nnx.Rngs), make_mesh of
+# fewer devices than there are (takes the first ones), and the out_axes=None error naming
+# the output leaf's full path, as JAX's
+# --------------------------------------------------------------------------------------------
+
+class _AnyAttribute:
+    """Answers every attribute, as Flax's nnx.Rngs (a stream per name)."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getattr__(self, name):
+        return lambda *a: None
+
+
+def _vmap_any_attribute(m):
+    if m not in _vmap_any_attribute.registered:
+        m.tree_util.register_pytree_node(_AnyAttribute, lambda n: ((n.x,), None),
+                                         lambda _, c: _AnyAttribute(c[0]))
+        _vmap_any_attribute.registered.add(m)
+    out = m.vmap(lambda o: o.x * 2)(_AnyAttribute(np.arange(3.0, dtype=np.float32)))
+    return np.asarray(out).tolist()
+
+
+_vmap_any_attribute.registered = set()
+
+
+def test_vmap_over_object_answering_any_attribute():
+    jax = _oracle()
+    assert _vmap_any_attribute(jaxkit) == _vmap_any_attribute(jax) == [0.0, 2.0, 4.0]
+
+
+def test_make_mesh_takes_the_first_devices():
+    jax = _oracle()
+    for m in (jaxkit, jax):
+        mesh = m.make_mesh((1, 1), ("a", "b"))
+        assert (mesh.devices.shape, [d.id for d in mesh.devices.flat]) == ((1, 1), [0])
+    n = len(jaxkit.devices()) + 1
+    errors = []
+    for m in (jaxkit, jax):
+        with pytest.raises(ValueError) as e:
+            m.make_mesh((n,), ("a",))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+
+
+def test_vmap_out_axes_none_error_names_the_leaf():
+    jax = _oracle()
+    errors = []
+    for m in (jaxkit, jax):
+        with pytest.raises(ValueError) as e:
+            m.vmap(lambda x: (x, {"a": [x, x * 2]}), out_axes=(0, None))(np.ones(3, np.float32))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] == ("at vmap out_axes[1]['a'][0], got axis spec None but "
+                                      "output was batched on axis 0")

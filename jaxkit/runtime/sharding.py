@@ -370,9 +370,10 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=
         devices = pjrt.get_backend().devices
     devices = list(np.asarray(devices, dtype=object).flat)
     need = math.prod(axis_shapes)
-    if need != len(devices):
-        raise ValueError(f"Number of devices {len(devices)} must equal the product of "
+    if need > len(devices):
+        raise ValueError(f"Number of devices {len(devices)} must be >= the product of "
                          f"mesh_shape {axis_shapes}")
+    devices = devices[:need]  # as JAX: a smaller mesh takes the first devices
     if axis_types is None:
         axis_types = (AxisType.Explicit,) * len(axis_names)
     grid = np.empty(len(devices), dtype=object)
