@@ -685,3 +685,13 @@ def test_vmap_out_axes_none_error_names_the_leaf():
         errors.append(str(e.value))
     assert errors[0] == errors[1] == ("at vmap out_axes[1]['a'][0], got axis spec None but "
                                       "output was batched on axis 0")
+
+
+def test_lowered_compile_takes_jax_arguments():
+    # nnx.jit(...).lower(...).compile() passes compiler_options positionally (transforms_test
+    # TestJIT test_jit_wrapped, TestTreeJIT test_jit_partial_lower_compile).
+    jax = _oracle()
+    outs = [float(m.jit(lambda x: x * 2).lower(1.5).compile(None)(1.5)) for m in (jaxkit, jax)]
+    assert outs == [3.0, 3.0]
+    with pytest.raises(NotImplementedError, match="compiler_options"):
+        jaxkit.jit(lambda x: x).lower(1.0).compile({"xla_embed_ir_in_executable": True})
