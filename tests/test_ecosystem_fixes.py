@@ -695,3 +695,22 @@ def test_lowered_compile_takes_jax_arguments():
     assert outs == [3.0, 3.0]
     with pytest.raises(NotImplementedError, match="compiler_options"):
         jaxkit.jit(lambda x: x).lower(1.0).compile({"xla_embed_ir_in_executable": True})
+
+
+def _static_both_given(m):
+    def method(self, a, b):
+        return a
+
+    # Flax's lifted jit: static_argnames of the wrapped method, passed by keyword to a
+    # function whose signature functools.wraps copied (linen_transforms_test
+    # test_jit_static_argnames). Given both, JAX infers neither from the other.
+    @functools.partial(m.jit, static_argnums=(0,), static_argnames=["b"])
+    @functools.wraps(method)
+    def jitted(fingerprint, variable_groups, rng_groups, *args, **kwargs):
+        return args[0] + len(kwargs["b"])
+    return float(jitted((1,), {}, (({},),), 1.0, b="hi"))
+
+
+def test_jit_static_argnums_and_argnames_both_given():
+    jax = _oracle()
+    assert _static_both_given(jaxkit) == _static_both_given(jax) == 3.0
