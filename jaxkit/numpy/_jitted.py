@@ -64,7 +64,9 @@ def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
     ``inline=False`` is for the functions JAX 0.10.2 wraps in a plain ``jit`` (``_where``,
     ``clip``, ``linalg.norm``...): traced, they stage one nested ``jit[name=...]`` equation,
     so printed jaxprs read as JAX's do."""
+    # No static_argnums means None to jit, so that the numbers of static_argnames are inferred
+    # from the signature (jit infers neither when given both, as JAX's).
+    nums = tuple(static_argnums) or None
     if fun is None:
-        return lambda f: JnpFunction(f, static_argnums, static_argnames,
-                                     inline=inline).as_function()
-    return JnpFunction(fun, static_argnums, static_argnames, inline=inline).as_function()
+        return lambda f: JnpFunction(f, nums, static_argnames, inline=inline).as_function()
+    return JnpFunction(fun, nums, static_argnames, inline=inline).as_function()
