@@ -20,7 +20,9 @@ This module imports nothing from jaxkit: everything else imports it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -61,6 +63,7 @@ def _number(kind: type) -> Callable[[str, Any], Any]:
         except (TypeError, ValueError):
             raise TypeError(f"{name} expects a{'n' if kind is int else ''} {kind.__name__}, "
                             f"got {value!r}") from None
+    check.flag_type = kind  # type: ignore[attr-defined]  # the absl flag's type
     return check
 
 
@@ -69,6 +72,7 @@ def _enum(*allowed: Any) -> Callable[[str, Any], Any]:
         if value not in allowed:
             raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
         return value
+    check.enum_values = allowed  # type: ignore[attr-defined]  # the absl flag's choices
     return check
 
 
@@ -91,6 +95,7 @@ def _only(*supported: Any) -> Callable[[str, Any], Any]:
             raise NotImplementedError(f"jaxkit does not implement {name}={value!r}; supported: "
                                       f"{', '.join(map(repr, supported))}")
         return value
+    check.enum_values = supported  # type: ignore[attr-defined]
     return check
 
 
@@ -101,6 +106,24 @@ def _gc_guard(name: str, value: Any) -> Any:
         raise ValueError(f"new enum value must be None or in {allowed}, got {value} of type "
                          f"{type(value)}.")
     return _only(None, "allow")(name, value)
+
+
+_gc_guard.enum_values = ("allow", "log", "fatal")  # type: ignore[attr-defined]
+
+
+def _absl_flag_kind(coerce: Callable[[str, Any], Any]) -> tuple[str, tuple[str, ...]]:
+    """The absl flag kind ('bool', 'int', 'float', 'str' or 'enum') JAX defines for an option
+    with this coercer, and an enum's string choices."""
+    if coerce is _to_bool:
+        return "bool", ()
+    if coerce is _optional_path:
+        return "str", ()
+    if hasattr(coerce, "flag_type"):
+        return coerce.flag_type.__name__, ()
+    allowed = coerce.enum_values  # type: ignore[attr-defined]
+    if isinstance(allowed[0], bool):
+        return "bool", ()
+    return "enum", tuple(v for v in allowed if isinstance(v, str))
 
 
 # name -> (default, validator/coercer, environment variables read at start-up, first wins)
@@ -192,6 +215,8 @@ class Config:
                     break
             d[name] = value
         d["x64"] = d["jax_enable_x64"]
+        d["use_absl"] = False  # set by config_with_absl, as JAX's attribute
+        d["_absl_parsed"] = False
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -267,6 +292,59 @@ class Config:
         finally:
             for name, value in saved.items():
                 self.update(name, value)
+
+    def config_with_absl(self) -> None:
+        """Define an absl flag for every option, named as the option, defaulting to its current
+        value, and once ``absl.app.run`` has initialised copy the flags given on the command
+        line into the config. For programs started with ``absl.app.run(main)``; as in JAX,
+        defining the flags twice raises absl's ``DuplicateFlagError``.
+        """
+        # absl is an optional dependency (Flax, Optax and chex tests use it), so it is imported
+        # only when asked for, as JAX does.
+        from absl import app
+        from absl import flags as absl_flags
+        flag_values = absl_flags.FLAGS
+        define = {"bool": absl_flags.DEFINE_bool, "int": absl_flags.DEFINE_integer,
+                  "float": absl_flags.DEFINE_float, "str": absl_flags.DEFINE_string}
+        d = self.__dict__
+        d["use_absl"] = True
+        d["absl_flags"] = absl_flags
+        for name, (_, coerce, _) in _OPTIONS.items():
+            kind, choices = _absl_flag_kind(coerce)
+            help_text = f"jaxkit config option {name} (jax.config.update({name!r}, value))."
+            if kind == "enum":
+                absl_flags.DEFINE_enum(name, d[name], choices, help_text,
+                                       flag_values=flag_values)
+            else:
+                define[kind](name, d[name], help_text, flag_values=flag_values)
+        app.call_after_init(lambda: self._complete_absl_config(flag_values))
+
+    def _complete_absl_config(self, flag_values: Any) -> None:
+        """Copy the absl flags given on the command line (``present``) into the options."""
+        for name in _OPTIONS:
+            try:
+                flag = flag_values[name]
+            except KeyError:
+                continue
+            if flag.present:
+                self.update(name, flag.value)
+
+    def parse_flags_with_absl(self) -> None:
+        """Parse the ``--jax...`` arguments of ``sys.argv`` (those before a ``--``) into the
+        config through absl flags, once; later calls do nothing. Test files call it at import
+        (``jax.config.parse_flags_with_absl()``) so that ``--jax_enable_x64`` and the like on
+        the command line take effect without ``absl.app.run``.
+        """
+        if self.__dict__["_absl_parsed"]:
+            return
+        # Only --jax flags: under IPython or pytest the rest of argv is not absl's to parse.
+        before_dashes = itertools.takewhile(lambda a: a != "--", sys.argv)
+        jax_argv = ["", *(a for a in before_dashes if a.startswith("--jax"))]
+        self.config_with_absl()
+        flag_values = self.__dict__["absl_flags"].FLAGS
+        flag_values(jax_argv, known_only=True)
+        self._complete_absl_config(flag_values)
+        self.__dict__["_absl_parsed"] = True
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={v!r}" for k, v in self.values.items())

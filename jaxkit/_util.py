@@ -1,13 +1,8 @@
-<<<<<<< HEAD
-"""Small list helpers JAX's modules import from ``jax._src.util`` and so show as module names
-(``jax.experimental.jet.safe_zip``, ``jax.experimental.fused.unzip2``, ...): length-checked
-``safe_map``/``safe_zip``, ``fun_name``, ``unzip2``, ``split_list``, ``subs_list`` and
-=======
 """Small list helpers JAX's modules import from ``jax._src.util`` (or ``jax._src.lax.lax``) and
 so show as module names (``jax.experimental.jet.safe_zip``, ``jax.experimental.fused.unzip2``,
 ``jax.experimental.sparse.bcoo.ranges_like``, ...): length-checked ``safe_map``/``safe_zip``,
-``unzip2``, ``split_list``, ``subs_list``, ``ranges_like``, ``remaining``, ``wraps`` and
->>>>>>> mends
+``fun_name``, ``unzip2``, ``split_list``, ``subs_list``, ``ranges_like``, ``remaining``,
+``wraps`` and
 ``weakref_lru_cache`` (an LRU cache keyed weakly on its first argument, a function)."""
 from __future__ import annotations
 
@@ -16,9 +11,10 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-<<<<<<< HEAD
-__all__ = ["fun_name", "safe_map", "safe_zip", "split_list", "subs_list", "unzip2",
-           "weakref_lru_cache"]
+__all__ = ["fun_name", "ranges_like", "remaining", "safe_map", "safe_zip", "split_list",
+           "subs_list", "unzip2", "weakref_lru_cache", "wraps"]
+
+T = TypeVar("T")
 
 
 def fun_name(fun: Callable, default_name: str = "<unnamed function>") -> str:
@@ -30,12 +26,6 @@ def fun_name(fun: Callable, default_name: str = "<unnamed function>") -> str:
     if isinstance(fun, functools.partial):
         return fun_name(fun.func)
     return default_name
-=======
-__all__ = ["ranges_like", "remaining", "safe_map", "safe_zip", "split_list", "subs_list",
-           "unzip2", "weakref_lru_cache", "wraps"]
-
-T = TypeVar("T")
->>>>>>> mends
 
 
 def safe_zip(*args: Iterable) -> list[tuple]:

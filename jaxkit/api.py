@@ -655,10 +655,21 @@ core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(
     s.shape, dtypes.canonicalize_dtype(s.dtype), s.weak_type)
 
 
+def _abstractify(x) -> core.ShapedArray:
+    """As JAX's: an abstract value stays as it is, and any object with a ``dtype`` (and a
+    ``shape``) stands for an array of that type (Flax's ConvLocal passes ShapedArrays)."""
+    if isinstance(x, core.ShapedArray):
+        return x
+    if hasattr(x, "dtype") and not core.is_array_like(x):
+        return core.ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype),
+                                weak_type=getattr(x, "weak_type", False))
+    return core.get_aval(x)
+
+
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output shapes and dtypes of ``fun(*args)``, without computing anything."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
-    avals = [core.get_aval(x) for x in flat]
+    avals = [_abstractify(x) for x in flat]
     jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(lambda ak: fun(*ak[0], **ak[1]), in_tree, avals,
                                                 pe.debug_info("eval_shape", fun, []))
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]

@@ -454,7 +454,9 @@ def _flatten_general(x: Any, leaves: list, nodes: list, is_leaf: Callable | None
     """Flatten with ``is_leaf(path, x)`` and/or key paths (collected when ``paths`` is a
     list; ``path`` is then the key path of ``x``)."""
     node = _node_of(type(x), reg)
-    if node is None or (is_leaf is not None and is_leaf(path, x)):
+    # is_leaf sees leaves too, as in JAX: Flax's tree-mode checks run in it (shared refs,
+    # pytree=False objects raise there).
+    if (is_leaf is not None and is_leaf(path, x)) or node is None:
         leaves.append(x)
         nodes.append(_LEAF)
         if paths is not None:

@@ -6,12 +6,15 @@ the real ``jax`` (the oracle, skipped where it is not installed) side by side.
 """
 import functools
 import re
+import sys
 
 import numpy as np
 import pytest
 
 import jaxkit
+import jaxkit.extend
 import jaxkit.numpy as jnp
+from jaxkit import _config
 from jaxkit._src_compat import traceback_util
 
 
@@ -370,3 +373,344 @@ def test_cond_operand_keyword_with_positional_operands_is_an_error():
             mod.lax.cond(True, lambda a, b: a, lambda a, b: b, 1.0, operand=2.0)
         messages.append(str(e.value))
     assert messages[0] == messages[1]
+
+
+# --------------------------------------------------------------------------------------------
+# jax.config.parse_flags_with_absl parses --jax... command-line flags into the config (Flax's
+# linen tests call it at import; linen_module_test failed at collection without it)
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def fresh_absl(monkeypatch):
+    """A new Config and an empty absl flag registry, so the process's own are left alone."""
+    flags = pytest.importorskip("absl.flags")
+    monkeypatch.setattr(flags, "FLAGS", flags.FlagValues())
+    return _config.Config(environ={}), flags
+
+
+def test_parse_flags_with_absl_reads_jax_flags_of_argv(fresh_absl, monkeypatch):
+    cfg, flags = fresh_absl
+    monkeypatch.setattr(sys, "argv", ["prog", "-k", "x", "--jax_enable_x64",
+                                      "--jax_numpy_rank_promotion=raise", "--not_jax=1", "--",
+                                      "--jax_debug_nans"])
+    assert not cfg.use_absl
+    cfg.parse_flags_with_absl()
+    assert (cfg.jax_enable_x64, cfg.x64, cfg.jax_numpy_rank_promotion, cfg.jax_debug_nans,
+            cfg.use_absl) == (True, True, "raise", False, True)
+    assert flags.FLAGS.jax_enable_x64 is True
+    assert flags.FLAGS["jax_default_matmul_precision"].value is None
+    cfg.update("jax_enable_x64", False)
+    cfg.parse_flags_with_absl()  # parsed once: a second call changes nothing
+    assert cfg.jax_enable_x64 is False
+
+
+def test_parse_flags_with_absl_rejects_bad_values(fresh_absl, monkeypatch):
+    cfg, flags = fresh_absl
+    monkeypatch.setattr(sys, "argv", ["prog", "--jax_numpy_rank_promotion=sometimes"])
+    with pytest.raises(flags.IllegalFlagValueError):
+        cfg.parse_flags_with_absl()
+
+
+def test_absl_flag_kinds_match_jax():
+    jax = _oracle()
+    kinds = {name: _config._absl_flag_kind(coerce)[0]
+             for name, (_, coerce, _) in _config._OPTIONS.items()}
+    theirs = {name: jax.config.meta[name][0] for name in kinds if name in jax.config.meta}
+    # JAX keeps two options as Enum members (absl enum_class flags); jaxkit keeps their values
+    # as the strings, so the same command-line spelling gives a string enum flag.
+    theirs = {n: ("enum" if k == "enum_class" else k if isinstance(k, str) else k.__name__)
+              for n, k in theirs.items()}
+    assert len(theirs) > 30
+    assert {n: kinds[n] for n in theirs} == theirs
+
+
+# --------------------------------------------------------------------------------------------
+# A rank-0 constant made while staging (jnp.zeros((), uint32), lax.full, convert_element_type
+# of a host scalar) is a tracer standing for a literal, not a NumPy scalar (Flax nnx.Rngs
+# keeps its counter as one and assigns into it: module_test test_create_abstract,
+# test_partial_init)
+# --------------------------------------------------------------------------------------------
+
+def _staged_constants(m):
+    kinds: list = []
+
+    def make():  # a new function each time, so eval_shape traces again (JAX caches by it)
+        def f(x):
+            made = [m.numpy.zeros((), np.uint32), m.lax.full((), 3, np.float32),
+                    m.lax.convert_element_type(1.5, np.int32),
+                    m.lax.convert_element_type(np.float32(2), np.int32)]
+            kinds.append([isinstance(v, m.Array) and not isinstance(v, np.generic)
+                          for v in made])
+            return x + made[0].astype(np.int32) + made[1].astype(np.int32) + made[2] + \
+                made[3], made[0]
+        return f
+    text = str(m.make_jaxpr(make())(1))
+    m.eval_shape(make(), 1)
+    return kinds, text
+
+
+def test_staged_rank0_constants_are_tracers():
+    jax = _oracle()
+    kinds, text = _staged_constants(jaxkit)
+    assert kinds == [[True] * 4] * 2
+    assert (kinds, text) == _staged_constants(jax)
+
+
+# --------------------------------------------------------------------------------------------
+# The auxiliary output of grad/vjp/linearize/jacfwd/jacrev (has_aux=True) is rebuilt after
+# the differentiation trace is left, as in JAX: Flax's Variables record the trace they are
+# built under (nnx module_test TestCapture test_fwd_bwd, test_nested_modules: "Cannot return
+# captured Variable of type Intermediate from nnx.jit")
+# --------------------------------------------------------------------------------------------
+
+AUX_TRANSFORMS = [
+    ("grad", lambda m, f, x: m.grad(f, has_aux=True)(x)[1]),
+    ("value_and_grad", lambda m, f, x: m.value_and_grad(f, has_aux=True)(x)[0][1]),
+    ("vjp", lambda m, f, x: m.vjp(f, x, has_aux=True)[2]),
+    ("linearize", lambda m, f, x: m.linearize(f, x, has_aux=True)[2]),
+    ("jacfwd", lambda m, f, x: m.jacfwd(f, has_aux=True)(x)[1]),
+    ("jacrev", lambda m, f, x: m.jacrev(f, has_aux=True)(x)[1]),
+]
+
+
+@functools.cache
+def _trace_box(m):
+    """A pytree node class remembering the trace it was built under, as Flax's Variable;
+    one per library, registered once."""
+    state = functools.partial(m.extend.core.get_opaque_trace_state, convention="nnx")
+
+    class TraceBox:
+        def __init__(self, value):
+            self.value, self.trace_state = value, state()
+
+    m.tree_util.register_pytree_node(TraceBox, lambda b: ((b.value,), None),
+                                     lambda _, c: TraceBox(c[0]))
+    return TraceBox, state
+
+
+def _aux_built_outside(m, transform):
+    box_type, state = _trace_box(m)
+    seen = []
+
+    @m.jit
+    def outer(x):
+        box = transform(m, lambda y: (y * 2.0, box_type(y * 3.0)), x)
+        seen.append(box.trace_state == state())
+        return box.value
+    return seen, float(outer(1.0))
+
+
+@pytest.mark.parametrize("name,transform", AUX_TRANSFORMS, ids=[t[0] for t in AUX_TRANSFORMS])
+def test_aux_output_is_rebuilt_outside_the_trace(name, transform):
+    jax = _oracle()
+    pytest.importorskip("jax.extend")
+    assert _aux_built_outside(jaxkit, transform) == ([True], 3.0)
+    assert _aux_built_outside(jax, transform) == ([True], 3.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Flax linen_test: jnp.einsum's private _dot_general hook (Fp8Einsum, attention with an
+# injected einsum), custom_jvp nondiff_argnums naming a parameter left to its default
+# (fp8_ops.dot_general_with_precision), and custom_vjp's bwd run even when its cotangents
+# are all zero (Fp8DirectDotGeneralOp passes its amax history out of bwd: test_fp8_train_state)
+# --------------------------------------------------------------------------------------------
+
+def _einsum_with_hook(m):
+    calls = []
+
+    def dot_general(lhs, rhs, dims, precision=None, preferred_element_type=None):
+        calls.append((dims, precision, np.dtype(preferred_element_type).name))
+        return 2 * m.lax.dot_general(lhs, rhs, dims, precision=precision,
+                                     preferred_element_type=preferred_element_type)
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    out = m.numpy.einsum("ij,kj->ik", x, x, _dot_general=dot_general)
+    return np.asarray(out).tolist(), calls
+
+
+def test_einsum_dot_general_hook():
+    jax = _oracle()
+    mine = _einsum_with_hook(jaxkit)
+    assert mine[1] and mine == _einsum_with_hook(jax)
+
+
+def _custom_jvp_default_nondiff(m):
+    @functools.partial(m.custom_jvp, nondiff_argnums=(1, 2))
+    def f(x, p=None, q=3.0, r=2.0):
+        return x * q * r
+
+    @f.defjvp
+    def f_jvp(p, q, primals, tangents):
+        (x, r), (t, tr) = primals, tangents
+        return f(x, p, q, r), t * q * 10 + tr
+    return [float(m.grad(f)(1.0)), float(m.grad(lambda x: f(x, None, 4.0))(1.0)),
+            float(m.grad(lambda x: f(x, q=5.0))(1.0))]
+
+
+def test_custom_jvp_nondiff_argnums_take_defaults():
+    jax = _oracle()
+    assert _custom_jvp_default_nondiff(jaxkit) == _custom_jvp_default_nondiff(jax) \
+        == [30.0, 40.0, 50.0]
+
+
+def _custom_vjp_zero_cotangents(m):
+    @m.custom_vjp
+    def f(x, h):
+        return x * 2
+
+    f.defvjp(lambda x, h: (x * 2, h + 10.0), lambda res, g: (None, res))
+
+    @m.custom_vjp
+    def cut(y):
+        return y
+
+    cut.defvjp(lambda y: (y, None), lambda res, ct: (None,))  # no cotangent flows back
+    loss = lambda x, h: cut(f(x, h))  # noqa: E731
+    return [float(v) for g in (m.grad(loss, (0, 1)), m.jit(m.grad(loss, (0, 1))))
+            for v in g(1.0, 5.0)]
+
+
+def test_custom_vjp_bwd_runs_on_zero_cotangents():
+    jax = _oracle()
+    assert _custom_vjp_zero_cotangents(jaxkit) == _custom_vjp_zero_cotangents(jax) \
+        == [0.0, 15.0, 0.0, 15.0]
+
+
+# --------------------------------------------------------------------------------------------
+# eval_shape takes abstract values and any object with a shape and dtype, as JAX's (Flax
+# ConvLocal: linen_linear_test test_circular_conv_*, test_conv_local); a vmap in_axes prefix
+# may hold childless nodes, and is_leaf sees leaves too (nnx graph_utils_test TestTreeFlatten)
+# --------------------------------------------------------------------------------------------
+
+class _ShapeAndDtype:
+    shape, dtype = (2, 3), np.dtype("int32")
+
+
+def test_eval_shape_takes_abstract_values():
+    jax = _oracle()
+    got = [str(m.eval_shape(lambda a, b, c: (a + 1, b * 2, c),
+                            m.core.ShapedArray((4, 2), np.float32), _ShapeAndDtype(),
+                            m.ShapeDtypeStruct((1,), np.float16))) for m in (jaxkit, jax)]
+    assert got[0] == got[1]
+
+
+class _Childless:
+    """A pytree node with no children (as Flax's PytreeState)."""
+
+
+def _childless_prefix(m):
+    if m not in _childless_prefix.registered:  # once per library
+        m.tree_util.register_pytree_node(_Childless, lambda n: ((), None),
+                                         lambda _, c: _Childless())
+        _childless_prefix.registered.add(m)
+    tree = {"s": _Childless(), "w": np.ones((3, 2), np.float32)}
+    out = m.vmap(lambda t, x: t["w"] * x, in_axes=({"s": _Childless(), "w": 0}, None))(
+        tree, 2.0)
+    return np.asarray(out).tolist()
+
+
+_childless_prefix.registered = set()
+
+
+def test_vmap_prefix_with_childless_node():
+    jax = _oracle()
+    assert _childless_prefix(jaxkit) == _childless_prefix(jax)
+
+
+def test_is_leaf_sees_leaves():
+    jax = _oracle()
+    seen = {}
+    for m in (jaxkit, jax):
+        calls = seen[m] = []
+        tree = [1, (2.0, None), {"a": "s"}]
+        m.tree_util.tree_flatten(tree, is_leaf=lambda x, c=calls: c.append(repr(x)) and False)
+        m.tree_util.tree_flatten_with_path(
+            tree, is_leaf=lambda p, x, c=calls: c.append(m.tree_util.keystr(p)) and False,
+            is_leaf_takes_path=True)
+    assert seen[jaxkit] == seen[jax]
+
+
+# --------------------------------------------------------------------------------------------
+# nnx transforms_test: vmap over an object answering any attribute (nnx.Rngs), make_mesh of
+# fewer devices than there are (takes the first ones), and the out_axes=None error naming
+# the output leaf's full path, as JAX's
+# --------------------------------------------------------------------------------------------
+
+class _AnyAttribute:
+    """Answers every attribute, as Flax's nnx.Rngs (a stream per name)."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getattr__(self, name):
+        return lambda *a: None
+
+
+def _vmap_any_attribute(m):
+    if m not in _vmap_any_attribute.registered:
+        m.tree_util.register_pytree_node(_AnyAttribute, lambda n: ((n.x,), None),
+                                         lambda _, c: _AnyAttribute(c[0]))
+        _vmap_any_attribute.registered.add(m)
+    out = m.vmap(lambda o: o.x * 2)(_AnyAttribute(np.arange(3.0, dtype=np.float32)))
+    return np.asarray(out).tolist()
+
+
+_vmap_any_attribute.registered = set()
+
+
+def test_vmap_over_object_answering_any_attribute():
+    jax = _oracle()
+    assert _vmap_any_attribute(jaxkit) == _vmap_any_attribute(jax) == [0.0, 2.0, 4.0]
+
+
+def test_make_mesh_takes_the_first_devices():
+    jax = _oracle()
+    for m in (jaxkit, jax):
+        mesh = m.make_mesh((1, 1), ("a", "b"))
+        assert (mesh.devices.shape, [d.id for d in mesh.devices.flat]) == ((1, 1), [0])
+    n = len(jaxkit.devices()) + 1
+    errors = []
+    for m in (jaxkit, jax):
+        with pytest.raises(ValueError) as e:
+            m.make_mesh((n,), ("a",))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+
+
+def test_vmap_out_axes_none_error_names_the_leaf():
+    jax = _oracle()
+    errors = []
+    for m in (jaxkit, jax):
+        with pytest.raises(ValueError) as e:
+            m.vmap(lambda x: (x, {"a": [x, x * 2]}), out_axes=(0, None))(np.ones(3, np.float32))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] == ("at vmap out_axes[1]['a'][0], got axis spec None but "
+                                      "output was batched on axis 0")
+
+
+def test_lowered_compile_takes_jax_arguments():
+    # nnx.jit(...).lower(...).compile() passes compiler_options positionally (transforms_test
+    # TestJIT test_jit_wrapped, TestTreeJIT test_jit_partial_lower_compile).
+    jax = _oracle()
+    outs = [float(m.jit(lambda x: x * 2).lower(1.5).compile(None)(1.5)) for m in (jaxkit, jax)]
+    assert outs == [3.0, 3.0]
+    with pytest.raises(NotImplementedError, match="compiler_options"):
+        jaxkit.jit(lambda x: x).lower(1.0).compile({"xla_embed_ir_in_executable": True})
+
+
+def _static_both_given(m):
+    def method(self, a, b):
+        return a
+
+    # Flax's lifted jit: static_argnames of the wrapped method, passed by keyword to a
+    # function whose signature functools.wraps copied (linen_transforms_test
+    # test_jit_static_argnames). Given both, JAX infers neither from the other.
+    @functools.partial(m.jit, static_argnums=(0,), static_argnames=["b"])
+    @functools.wraps(method)
+    def jitted(fingerprint, variable_groups, rng_groups, *args, **kwargs):
+        return args[0] + len(kwargs["b"])
+    return float(jitted((1,), {}, (({},),), 1.0, b="hi"))
+
+
+def test_jit_static_argnums_and_argnames_both_given():
+    jax = _oracle()
+    assert _static_both_given(jaxkit) == _static_both_given(jax) == 3.0

@@ -132,6 +132,13 @@ def defjvp_rule(prim: core.Primitive, rule: Callable) -> None:
     jvp_rules[prim] = rule
 
 
+# Primitives whose transpose runs even when all their cotangents are zero, as every one does
+# in JAX: custom_vjp's bwd is user code, free to return nonzero cotangents for zero ones (Flax's
+# fp8 ops pass their updated scale and amax history out that way). The transpose of any other
+# linear primitive gives zeros for zeros, so it is skipped.
+transpose_zero_cotangents: set[core.Primitive] = set()
+
+
 def deftranspose(prim: core.Primitive, rule: Callable) -> None:
     """The transpose rule of a primitive linear in some arguments:
     ``rule(cts, *args, **params)`` returns one cotangent (or None) per argument; the linear
@@ -365,21 +372,31 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: b
         ins = [p if is_zero(t) else JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
         with _transform_names("jvp" if transform_stack else None):
             outs = fun(*ins)
-        aux = None
+        aux_flat, aux_tree = [], None
         if has_aux:
             outs, aux = outs
-            aux = _strip(trace, aux)
+            aux_flat, aux_tree = _strip(trace, aux)
         pairs = [trace.to_primal_tangent_pair(o) for o in outs]
-    return [p for p, _ in pairs], [t for _, t in pairs], aux
+    return [p for p, _ in pairs], [t for _, t in pairs], _rebuild(aux_flat, aux_tree)
 
 
-def _strip(trace: core.Trace, tree):
-    """``tree`` with the tracers of ``trace`` (JVP tracers) replaced by their primals."""
-    def strip(x):
+def _strip(trace: core.Trace, tree) -> tuple[list, Any]:
+    """The leaves of ``tree``, with the tracers of ``trace`` (JVP tracers) replaced by their
+    primals, and its treedef: the caller rebuilds it with :func:`_rebuild` once the trace is
+    left, as JAX does, so that pytree nodes are built outside it (Flax's Variables record the
+    trace they were made under, and may be updated only there)."""
+    leaves, treedef = tree_util.tree_flatten(tree)
+    out = []
+    for x in leaves:
         while isinstance(x, JVPTracer) and x._trace is trace:
             x = x.primal
-        return x
-    return tree_util.tree_map(strip, tree)
+        out.append(x)
+    return out, treedef
+
+
+def _rebuild(leaves: list, treedef: Any) -> Any:
+    """The auxiliary output from :func:`_strip`'s leaves (None where there was none)."""
+    return None if treedef is None else tree_util.tree_unflatten(treedef, leaves)
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,10 +458,10 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
                    for p, t, nz in zip(primals, tangents, nonzero)]
             with _transform_names("jvp"):
                 outs = fun(*ins)
-            aux = None
+            aux_flat, aux_tree = [], None
             if has_aux:
                 outs, aux = outs
-                aux = _strip(jtrace, aux)
+                aux_flat, aux_tree = _strip(jtrace, aux)
             pairs = [jtrace.to_primal_tangent_pair(o) for o in outs]
         primals_out = [p for p, _ in pairs]
         for p in primals_out:
@@ -453,13 +470,12 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
         out_avals = [core.get_aval(p).to_tangent_aval() for p in primals_out]
         out_nonzero = [not is_zero(t) for _, t in pairs]
         jaxpr, consts = ptrace.to_jaxpr([t for _, t in pairs if not is_zero(t)])
-        if aux is not None and any(isinstance(x, pe.JaxprTracer) and x._trace is ptrace
-                                   for x in tree_util.tree_leaves(aux)):
+        if any(isinstance(x, pe.JaxprTracer) and x._trace is ptrace for x in aux_flat):
             raise TypeError("the auxiliary output (has_aux=True) depends on tangents")
     finally:
         ptrace.invalidate()
     return primals_out, Linearized(jaxpr, consts, in_avals, nonzero, out_avals,
-                                   out_nonzero), aux
+                                   out_nonzero), _rebuild(aux_flat, aux_tree)
 
 
 # --------------------------------------------------------------------------------------------
@@ -538,7 +554,7 @@ def _transpose_eqns(linear_eqns, ct_env, linear, read_primal, write_ct) -> None:
     """Run the transpose rules of ``linear_eqns``, last first (``backward_pass``)."""
     for eqn in reversed(linear_eqns):
         cts_in = [ct_env.pop(v, None) for v in eqn.outvars]
-        if all(ct is None for ct in cts_in):
+        if all(ct is None for ct in cts_in) and eqn.primitive not in transpose_zero_cotangents:
             continue
         cts_in = [Zero(v.aval.to_tangent_aval()) if ct is None else ct
                   for v, ct in zip(eqn.outvars, cts_in)]

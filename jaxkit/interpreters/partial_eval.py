@@ -192,7 +192,10 @@ class DynamicJaxprTrace(_RecordingTrace):
     def process_primitive(self, primitive, args, params):
         fold = const_fold_rules.get(primitive)
         if fold is not None:
-            folded = fold(*args, **params)
+            # The rule sees the values of literal tracers (``jnp.zeros((), u32).astype(i32)``
+            # folds again), as JAX's rules see known constants.
+            folded = fold(*[x._var.val if isinstance(x, DynamicJaxprTracer) and x._trace is self
+                            and type(x._var) is Literal else x for x in args], **params)
             if folded is not None:
                 return self.new_literal(*folded)
         return self.record(primitive, args, params)

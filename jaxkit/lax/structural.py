@@ -457,13 +457,6 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \
             not isinstance(operand, (int, float, complex, np.generic)):
         return operand
-    if not weak_type and not aval.shape and core.current_trace() is not core.eval_trace and \
-            isinstance(operand, (int, float, complex, np.generic, np.ndarray)) and \
-            not dtypes.issubdtype(new_dtype, dtypes.extended) and \
-            (dtypes.issubdtype(new_dtype, np.complexfloating) or
-             not dtypes.issubdtype(aval.dtype, np.complexfloating)):
-        # JAX folds the conversion of a host constant while tracing: a literal, no equation.
-        return np.asarray(operand).astype(new_dtype)[()]
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
@@ -475,6 +468,14 @@ def _convert_element_type_fold(operand, *, new_dtype, weak_type, **_):
         for kind in (int, float, complex):
             if new_dtype == dtypes.canonicalize_dtype(dtypes.dtype(kind(0))):
                 return kind(operand), core.ShapedArray((), new_dtype, weak_type=True)
+    # A strongly typed conversion of a rank-0 host constant (``jnp.zeros((), uint32)``) is a
+    # literal too. The caller gets a tracer standing for it, as in JAX, not a NumPy scalar:
+    # Flax's nnx.Rngs keeps its counter as such a value and assigns into it under jit.
+    if not weak_type and isinstance(operand, (int, float, complex, np.generic, np.ndarray)) \
+            and not np.shape(operand) and not dtypes.issubdtype(new_dtype, dtypes.extended) \
+            and (dtypes.issubdtype(new_dtype, np.complexfloating) or
+                 not np.iscomplexobj(operand)):
+        return np.asarray(operand).astype(new_dtype)[()], core.ShapedArray((), new_dtype)
     return None
 
 
@@ -611,8 +612,8 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
         scalar = np.asarray(fill_value).astype(dtype)[()]
         if not shape and core.current_trace() is not core.eval_trace:
             # JAX folds the conversion of a constant and broadcasts to rank 0 with no
-            # equation: traced, a rank-0 ``full`` is a literal.
-            return scalar
+            # equation: staged, a rank-0 ``full`` is a literal (convert_element_type's fold).
+            return convert_element_type_p.bind(scalar, new_dtype=dtype, weak_type=False)
     else:
         scalar = convert_element_type(fill_value, dtype, weak)
     return broadcast_in_dim(scalar, shape, (), out_sharding=sharding)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -380,15 +380,20 @@ def _einsum_diagonal(x: Array, term: str) -> tuple[Array, str]:
 
 def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
            precision: Any = None, preferred_element_type: Any = None,
+           _dot_general: Callable[..., Array] = lax.dot_general,
            out_sharding: Any = None) -> Array:
     """``jnp.einsum``: Einstein summation, as a chain of ``lax.dot_general`` contractions
     (``optimize`` is accepted; operands are contracted left to right). Also takes NumPy's
     interleaved form ``einsum(x, [0, 1], y, [1, 2], [0, 2])``. ``out_sharding`` (over Explicit
-    mesh axes) lays the result out; None (Flax nnx passes it) lays nothing out."""
+    mesh axes) lays the result out; None (Flax nnx passes it) lays nothing out.
+    ``_dot_general`` (JAX's private hook, which Flax's fp8 einsum uses) replaces
+    ``lax.dot_general`` for the contractions: called as ``(lhs, rhs, dimension_numbers,
+    precision, preferred_element_type=...)``."""
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_subscripts((subscripts, *operands))
     return lay_out(_einsum(subscripts, *operands, out=out, optimize=optimize,
-                           precision=precision, preferred_element_type=preferred_element_type),
+                           precision=precision, preferred_element_type=preferred_element_type,
+                           _dot_general=_dot_general),
                    "einsum", out_sharding)
 
 
@@ -418,9 +423,11 @@ def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
     return subscripts, operands
 
 
-@jitted(static_argnames=("subscripts", "out", "optimize", "precision", "preferred_element_type"))
+@jitted(static_argnames=("subscripts", "out", "optimize", "precision", "preferred_element_type",
+                         "_dot_general"))
 def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
-            precision: Any = None, preferred_element_type: Any = None) -> Array:
+            precision: Any = None, preferred_element_type: Any = None,
+            _dot_general: Callable[..., Array] = lax.dot_general) -> Array:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     ops = list(ensure_arraylike("einsum", *operands)) if len(operands) > 1 else \
@@ -457,7 +464,7 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
         contract = [c for c in shared if c not in later]
         dims = ((tuple(xt.index(c) for c in contract), tuple(yt.index(c) for c in contract)),
                 (tuple(xt.index(c) for c in batch), tuple(yt.index(c) for c in batch)))
-        x = lax.dot_general(x, y, dims, precision=precision, preferred_element_type=dt)
+        x = _dot_general(x, y, dims, precision, preferred_element_type=dt)
         xt = "".join(batch) + "".join(c for c in xt if c not in shared) + \
             "".join(c for c in yt if c not in shared)
         # Labels now in x alone and not needed later are summed right away.

@@ -73,11 +73,13 @@ def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
     ``clip``, ``linalg.norm``...): traced, they stage one nested ``jit[name=...]`` equation,
     so printed jaxprs read as JAX's do. ``name`` is the name JAX's jitted function has, for a
     body named otherwise (``_dot`` behind ``dot``)."""
+    # No static_argnums means None to jit, so that the numbers of static_argnames are inferred
+    # from the signature (jit infers neither when given both, as JAX's).
+    nums = tuple(static_argnums) or None
     if fun is None:
-        return lambda f: JnpFunction(f, static_argnums, static_argnames, inline=inline,
+        return lambda f: JnpFunction(f, nums, static_argnames, inline=inline,
                                      name=name).as_function()
-    return JnpFunction(fun, static_argnums, static_argnames, inline=inline,
-                       name=name).as_function()
+    return JnpFunction(fun, nums, static_argnames, inline=inline, name=name).as_function()
 
 
 def alias(fun: Callable, name: str) -> Callable:

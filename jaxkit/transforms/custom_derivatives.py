@@ -79,9 +79,24 @@ def _fun_name(f) -> str:
     return getattr(f, "__name__", type(f).__name__)
 
 
-def _resolve_kwargs(fun: Callable, args: tuple, kwargs: dict) -> tuple:
-    """All arguments as positional ones (custom derivative rules take positional args)."""
-    if not kwargs:
+def _positional_count(fun: Callable) -> int:
+    """How many positional parameters ``fun`` has: called with fewer, the defaults of the
+    rest are filled in. 0 where the signature is opaque (``functools.partial``, as in JAX) or
+    unknown, so that nothing is filled in."""
+    if isinstance(fun, functools.partial):
+        return 0
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return 0
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def _resolve_kwargs(fun: Callable, args: tuple, kwargs: dict, n_positional: int = 0) -> tuple:
+    """All arguments as positional ones, defaults included, as JAX's (custom derivative rules
+    take positional args; ``nondiff_argnums`` may name a parameter left to its default, as
+    Flax's ``dot_general_with_precision`` does)."""
+    if not kwargs and len(args) >= n_positional:
         return args
     try:
         ba = inspect.signature(fun).bind(*args, **kwargs)
@@ -219,6 +234,7 @@ class _CustomDerivativeFunction:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
+        self._n_positional = _positional_count(fun)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -227,7 +243,7 @@ class _CustomDerivativeFunction:
         name = _fun_name(self.fun)
         if getattr(self, self._rule_attr) is None:
             raise AttributeError(self._missing_rule.format(name=name))
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        args = _resolve_kwargs(self.fun, args, kwargs, self._n_positional)
         if core.current_trace() is core.eval_trace:
             return self.fun(*args)
         if self.nondiff_argnums:
@@ -738,6 +754,7 @@ custom_lin_p.multiple_results = True
 custom_lin_p.def_impl(_raise_custom_vjp_error_on_jvp)
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 ad.deftranspose(custom_lin_p, _custom_lin_transpose)
+ad.transpose_zero_cotangents.add(custom_lin_p)
 batching.defrule(custom_lin_p, _custom_lin_batch, named_axis=True)
 mlir.register_lowering(custom_lin_p, _raise_custom_vjp_error_on_jvp)
 

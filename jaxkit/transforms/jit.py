@@ -587,7 +587,11 @@ def _check_static_argnums_in_range(fun: Callable, argnums: frozenset, params: li
 
 
 def _infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, frozenset]:
-    """Normalise argnums/argnames and infer each from the other through the signature."""
+    """Normalise argnums/argnames and infer each from the other through the signature. As in
+    JAX, when both are given neither is inferred from the other (Flax's lifted jit names
+    ``static_argnames`` of the method it wraps, whose signature ``functools.wraps`` copies,
+    while passing those arguments by keyword)."""
+    both = argnums is not None and argnames is not None
     if isinstance(argnums, int):
         argnums = (argnums,)
     if isinstance(argnames, str):
@@ -611,14 +615,16 @@ def _infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, froz
     names = set(argnames)
     for name in argnames:
         if name in params:
-            nums.add(params.index(name))
+            if not both:
+                nums.add(params.index(name))
         elif sig_params and name not in sig_params and not any(
                 p.kind == p.VAR_KEYWORD for p in sig_params.values()):
             raise ValueError(f"static/donated argument name {name!r} is not a parameter of "
                              f"{getattr(fun, '__name__', fun)}")
-    for i in list(nums):
-        if i < len(params):
-            names.add(params[i])
+    if not both:
+        for i in list(nums):
+            if i < len(params):
+                names.add(params[i])
     return frozenset(nums), frozenset(names)
 
 

@@ -106,7 +106,17 @@ class Lowered:
             return mlir.module_to_xla_computation(self.module)
         return self.module
 
-    def compile(self) -> Compiled:
+    def compile(self, compiler_options: dict[str, Any] | None = None, *,
+                device_assignment: tuple | None = None) -> Compiled:
+        """Compile for the devices the lowering was made for. JAX's ``compiler_options``
+        (XLA debug options) and ``device_assignment`` are accepted when left empty, as Flax
+        passes them; jaxkit does not implement setting them."""
+        if compiler_options:
+            raise NotImplementedError("Lowered.compile(compiler_options=...): jaxkit compiles "
+                                      "with XLA's default options only; leave it None")
+        if device_assignment is not None:
+            raise NotImplementedError("Lowered.compile(device_assignment=...): jaxkit compiles "
+                                      "for the lowering's devices; leave it None")
         traced = self.traced
         if traced.sharding_plan is not None:
             start = time.perf_counter()

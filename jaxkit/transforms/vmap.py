@@ -125,7 +125,9 @@ def _explicit_mesh_axis(vals: list, dims: list) -> Any:
 
 
 def _maps_itself(x) -> bool:
-    return not isinstance(x, type) and hasattr(x, "_vmap_leaf_axes")
+    # Looked up on the type: objects answering any attribute (Flax's nnx.Rngs makes a stream
+    # of any name) are not batched sparse arrays.
+    return not isinstance(x, type) and hasattr(type(x), "_vmap_leaf_axes")
 
 
 def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
@@ -145,7 +147,9 @@ def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
             return
         s_kids, s_def = tree_util.tree_flatten_with_path(s, is_leaf=lambda y: y is not s)
         x_kids, x_def = tree_util.tree_flatten_with_path(x, is_leaf=lambda y: y is not x)
-        if s_def != x_def or tree_util.treedef_is_leaf(s_def):
+        # ``s`` a leaf other than None or an int is no prefix; a childless node (Flax's
+        # PytreeState, an empty tuple) matching the value's is, with nothing below it.
+        if s_def != x_def or (s_def.num_leaves == 1 and s_def.num_nodes == 1):
             raise ValueError(
                 f"{what} specification must be a tree prefix of the corresponding value; at "
                 f"key path {what}{tree_util.keystr(path)} the specification has a subtree of "
@@ -251,12 +255,9 @@ def _from_batch(trace: BatchTrace, out, dst, spec_path: tuple, path: tuple, size
         if axis_name is not None:
             raise ValueError(f"vmap has mapped output (axis_name={axis_name}) but out_axes is "
                              "None")
-        where = (f" (output{tree_util.keystr(path)})"
-                 if tree_util.keystr(path) != tree_util.keystr(spec_path) else "")
-        raise ValueError(f"at vmap out_axes{tree_util.keystr(spec_path)}, got axis spec None "
-                         f"but output was batched on axis {src}{where}. An output with "
-                         "out_axes None must not depend on the mapped inputs; use an integer "
-                         "out_axes to return it batched.")
+        # JAX names the leaf by its full path in the output (out_axes broadcast to it).
+        raise ValueError(f"at vmap out_axes{tree_util.keystr(path)}, got axis spec None "
+                         f"but output was batched on axis {src}")
     ndim = core.get_aval(val).ndim + (1 if src is None else 0)
     if not -ndim <= dst < ndim:
         raise ValueError(f"vmap out_axes{tree_util.keystr(spec_path)}: axis {dst} is out of "
