@@ -51,7 +51,6 @@ NOT_COUNTED = {
     "jax.extend.pallas": "Pallas kernels need TPU/GPU Mosaic/Triton backends",
     "jax.experimental.mosaic": "Mosaic is TPU/GPU-only",
     "jax.experimental.jax2tf": "needs TensorFlow",
-    "jax.experimental.colocated_python": "needs multi-host IFRT colocated Python",
     "jax.experimental.serialize_executable": "serializes jaxlib's own PjRt executables",
     "jax.experimental.buffer_callback": "GPU/TPU buffer callbacks",
     "jax.experimental.rnn": "cuDNN RNN kernels (GPU-only)",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import _tree_trace as tree_util
+from jaxkit import tree_util
 from jaxkit.api import ShapeDtypeStruct, device_put, devices
 from jaxkit.runtime.array import Array
 from jaxkit.sharding import Mesh

@@ -24,9 +24,9 @@ from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding
                                      PartitionSpec, current_abstract_mesh, current_mesh,
                                      put_global)
 
-__all__ = ["concrete_mesh_for", "constrain", "declare_sdy_mesh", "lay_out", "reduced_value",
-           "reshard_leaves", "reshard_p", "resolve_sharding", "sdy_mesh_symbol",
-           "sharding_constraint_p", "with_sharding_constraint"]
+# What ``jax.lax`` exports from here (the package star-imports it); the helpers the rest of
+# jaxkit uses (``constrain``, ``lay_out``, ``reshard_p``, ...) are imported by name.
+__all__ = ["sharding_constraint_p", "with_sharding_constraint"]
 
 sharding_constraint_p = core.Primitive("sharding_constraint")
 reshard_p = core.Primitive("reshard")
