@@ -50,12 +50,12 @@ assert "jaxlib" not in [m.split(".")[0] for m in sys.modules if m == "jax" or m.
 assert float(jax.jit(lambda x: jnp.sin(x) * 2)(0.5)) == float(2 * jnp.sin(0.5))
 import jax.export
 assert jax.export is jaxkit.export
-try:  # a module jaxkit does not have (multi-host IFRT colocated Python) names itself
-    import jax.experimental.colocated_python
+try:  # a module jaxkit does not have (jax2tf needs TensorFlow) names itself
+    import jax.experimental.jax2tf
 except ModuleNotFoundError as e:
-    assert "jaxkit has no 'jaxkit.experimental.colocated_python'" in str(e), e
+    assert "jaxkit has no 'jaxkit.experimental.jax2tf'" in str(e), e
 else:
-    raise AssertionError("jax.experimental.colocated_python resolved to something")
+    raise AssertionError("jax.experimental.jax2tf resolved to something")
 print("ok")
 """
 

@@ -58,8 +58,13 @@ class Traced:
     def result_names(self) -> list[str]:
         """JAX's names of the flat outputs: ``result`` and the path in the output pytree."""
         leaves = [None] * self.out_tree.num_leaves
-        paths = tree_util.tree_flatten_with_path(tree_util.tree_unflatten(self.out_tree, leaves),
-                                                 is_leaf=lambda x: x is None)[0]
+        try:
+            paths = tree_util.tree_flatten_with_path(
+                tree_util.tree_unflatten(self.out_tree, leaves), is_leaf=lambda x: x is None)[0]
+        except Exception:  # noqa: BLE001  (a user's pytree class need not rebuild from None
+            # placeholders, e.g. BCOO reads its indices' ndim: its results go unlabelled, as
+            # the labels are only annotations of the lowered text)
+            return []
         return ["result" + tree_util.keystr(path) for path, _ in paths]
 
     def lower(self) -> Lowered:
