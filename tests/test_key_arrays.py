@@ -135,15 +135,17 @@ REFUSED = [
 
 @pytest.mark.parametrize("name,op,side", REFUSED, ids=[r[0] for r in REFUSED])
 def test_operators_refuse_keys_as_jax(name, op, side):
+    """Eagerly and on traced keys (under jit), with JAX's TypeError and message."""
     jax = _oracle()
     errors = []
     for m in (jaxkit, jax):
         k = m.random.key(0)
         args = {"kk": (k, k), "k1": (k, 1), "1k": (1, k), None: (k,)}[side]
-        with pytest.raises(TypeError) as e:
-            getattr(operator, op)(*args)
-        errors.append(str(e.value))
-    assert errors[0] == errors[1]
+        for f in (getattr(operator, op), m.jit(getattr(operator, op))):
+            with pytest.raises(TypeError) as e:
+                f(*args)
+            errors.append(str(e.value))
+    assert errors[:2] == errors[2:]
 
 
 MIXED = [

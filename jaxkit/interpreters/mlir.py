@@ -638,21 +638,56 @@ def nary_lowering(op: Callable) -> Callable:
     return rule
 
 
+def _compare_type(dtype: np.dtype, total_order: bool) -> str:
+    if np.issubdtype(dtype, np.bool_) or np.issubdtype(dtype, np.unsignedinteger):
+        return "UNSIGNED"
+    if np.issubdtype(dtype, np.integer):
+        return "SIGNED"
+    return "TOTALORDER" if total_order else "FLOAT"
+
+
 def compare_lowering(direction: str, total_order: bool = False) -> Callable:
-    """``stablehlo.compare``; with ``total_order`` floats compare in IEEE total order."""
+    """``stablehlo.compare``; with ``total_order`` floats compare in IEEE total order.
+    Register it ``physical=True``: it also compares values of an extended dtype (keys)."""
     def rule(ctx: LoweringRuleContext, x, y):
+        if dtypes.is_extended(ctx.avals_in[0].dtype):
+            return _compare_extended(ctx, direction, x, y)
         x, y = broadcast_operands_to_output(ctx, (x, y))
-        dtype = ctx.avals_in[0].dtype
-        if np.issubdtype(dtype, np.bool_) or np.issubdtype(dtype, np.unsignedinteger):
-            kind = "UNSIGNED"
-        elif np.issubdtype(dtype, np.integer):
-            kind = "SIGNED"
-        else:
-            kind = "TOTALORDER" if total_order else "FLOAT"
+        kind = _compare_type(ctx.avals_in[0].dtype, total_order)
         return hlo.CompareOp(x, y, hlo.ComparisonDirectionAttr.get(direction),
                              compare_type=hlo.ComparisonTypeAttr.get(kind)).result
 
     return rule
+
+
+def _compare_extended(ctx: LoweringRuleContext, direction: str, x: ir.Value,
+                      y: ir.Value) -> ir.Value:
+    """``EQ``/``NE`` of values of an extended dtype (JAX's opaque comparison): two keys are
+    equal when all their physical data is, so the data is compared elementwise and the
+    trailing physical axes are reduced with AND (``EQ``) or OR (``NE``). Extended values have
+    no order, and their type rules refuse the other directions."""
+    if direction not in ("EQ", "NE"):
+        raise NotImplementedError(f"lowering rule for comparison {direction} of extended "
+                                  f"dtype {ctx.avals_in[0].dtype}")
+    out = ctx.avals_out[0]
+    dt = ctx.avals_in[0].dtype
+    data = core.ShapedArray((*out.shape, *dt.physical_shape), dt.physical_dtype)
+    tail = tuple(range(out.ndim, data.ndim))
+    # operands are rank 0 or of the result's rank (elementwise broadcasting), then the tail
+    x, y = [v if core.physical_aval(a).shape == data.shape else
+            broadcast_in_dim(v, data, (*range(a.ndim), *tail))
+            for v, a in zip((x, y), ctx.avals_in)]
+    words = hlo.CompareOp(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                          compare_type=hlo.ComparisonTypeAttr.get(
+                              _compare_type(dt.physical_dtype, False))).result
+    combine, init = (hlo.AndOp, True) if direction == "EQ" else (hlo.OrOp, False)
+    scalar = aval_to_ir_type(core.ShapedArray((), np.dtype(np.bool_)))
+    red = hlo.ReduceOp([aval_to_ir_type(out)], [words], [ir_constant(np.bool_(init))],
+                       i64_attr(tail))
+    block = red.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        hlo.ReturnOp([combine(*block.arguments).result])
+    return red.result
 
 
 def lower_fun(fun: Callable, multiple_results: bool = False, *,

@@ -416,7 +416,7 @@ def _replace_zero(x):
     return select(eq(x, _zeros(x)), _ones(x), x)
 
 
-abs_p = standard_unop("abs", _signedint + _inexact,
+abs_p = standard_unop("abs", _inexact + _signedint,
                       lambda dt: np.finfo(dt).dtype if dtypes.issubdtype(dt, np.complexfloating)
                       else dt)
 ad.defjvp2(abs_p, _abs_jvp)
@@ -540,17 +540,20 @@ def ge(x: ArrayLike, y: ArrayLike) -> Array:
     return ge_p.bind(x, y)
 
 
-def _compare_primitive(name: str, accepted, direction: str,
-                       total_order: bool = False) -> core.Primitive:
-    prim = standard_naryop(name, [accepted, accepted], _bool_result)
+def _compare_primitive(name: str, accepted, direction: str, total_order: bool = False,
+                       allow_extended: bool = False) -> core.Primitive:
+    prim = standard_naryop(name, [accepted, accepted], _bool_result,
+                           allow_extended=allow_extended)
     ad.defjvp_zero(prim)
     batching.defbroadcasting(prim)
-    mlir.register_lowering(prim, mlir.compare_lowering(direction, total_order))
+    mlir.register_lowering(prim, mlir.compare_lowering(direction, total_order),
+                           physical=allow_extended)
     return prim
 
 
-eq_p = _compare_primitive("eq", _any, "EQ")
-ne_p = _compare_primitive("ne", _any, "NE")
+# keys compare for equality (whole keys), as in JAX; they have no order
+eq_p = _compare_primitive("eq", _any, "EQ", allow_extended=True)
+ne_p = _compare_primitive("ne", _any, "NE", allow_extended=True)
 lt_p = _compare_primitive("lt", _ordered, "LT")
 le_p = _compare_primitive("le", _ordered, "LE")
 gt_p = _compare_primitive("gt", _ordered, "GT")

@@ -65,6 +65,8 @@ def gather(operand: ArrayLike, start_indices: ArrayLike,
                 fill_value = int(dtypes.iinfo(dtype).max)
             elif dtype == np.bool_:
                 fill_value = True
+            elif dtypes.issubdtype(dtype, dtypes.prng_key):  # keys: every word of their data
+                fill_value = int(np.iinfo(np.uint32).max)
             else:
                 raise ValueError(f"Unsupported dtype for gather fill_value {dtype}")
     else:

@@ -24,7 +24,8 @@ from jaxkit.lax.sharding_rules import defsharding, named_elementwise_rule
 from jaxkit.core import ShapedArray
 
 # Dtype categories accepted by primitives (checked with dtypes.issubdtype, which also knows
-# bfloat16 and the float8 types are floating).
+# bfloat16 and the float8 types are floating), each listed in the order JAX 0.10.2's error
+# messages name them.
 _bool = (np.bool_,)
 _signedint = (np.signedinteger,)
 _unsigned = (np.unsignedinteger,)
@@ -33,9 +34,9 @@ _float = (np.floating,)
 _complex = (np.complexfloating,)
 _inexact = (np.floating, np.complexfloating)
 _num = (np.integer, np.floating, np.complexfloating)
-_any = (np.bool_, np.integer, np.floating, np.complexfloating)
-_int_or_bool = (np.bool_, np.integer)
-_ordered = (np.bool_, np.integer, np.floating)  # comparisons other than eq/ne
+_any = (np.integer, np.bool_, np.floating, np.complexfloating)
+_int_or_bool = (np.integer, np.bool_)
+_ordered = (np.integer, np.floating, np.bool_)  # comparisons other than eq/ne
 
 
 def _category_names(accepted: Sequence[type]) -> str:
@@ -44,9 +45,9 @@ def _category_names(accepted: Sequence[type]) -> str:
 
 def check_dtype(name: str, aval: ShapedArray, accepted: Sequence[type], argnum: int | None = None):
     if not any(dtypes.issubdtype(aval.dtype, t) for t in accepted):
-        which = "" if argnum is None else f" (argument {argnum})"
-        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}{which}. Accepted dtypes "
-                        f"are subtypes of {_category_names(accepted)}.")
+        at = "" if argnum is None else f" at position {argnum}"
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}{at}. Accepted dtypes"
+                        f"{at} are subtypes of {_category_names(accepted)}.")
 
 
 def standard_primitive(shape_rule: Callable, dtype_rule: Callable, name: str,
@@ -130,9 +131,10 @@ def broadcast_elementwise_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[i
 
 def standard_naryop(name: str, accepted: Sequence[Sequence[type]],
                     result_dtype: Callable | None = None, weak_type: bool = True,
-                    same_dtypes: bool = True) -> core.Primitive:
+                    same_dtypes: bool = True, allow_extended: bool = False) -> core.Primitive:
     """An n-ary elementwise primitive: operands of equal dtypes, one per entry of
-    ``accepted``. Shapes broadcast as in JAX's lax: rank-0 operands against anything
+    ``accepted`` (or, with ``allow_extended``, of one extended dtype: ``eq``/``ne`` compare
+    keys). Shapes broadcast as in JAX's lax: rank-0 operands against anything
     (``mul a 2.0:f32[]``), and operands of equal rank along their size-1 dimensions
     (``add f32[4,1] f32[1,3]`` is ``f32[4,3]``); ranks never grow. The result is weak only if
     every operand is."""
@@ -144,7 +146,8 @@ def standard_naryop(name: str, accepted: Sequence[Sequence[type]],
         if len(avals) != len(accepted):
             raise TypeError(f"{name} takes {len(accepted)} operands, got {len(avals)}")
         for i, (a, acc) in enumerate(zip(avals, accepted)):
-            check_dtype(name, a, acc, i)
+            if not (allow_extended and dtypes.is_extended(a.dtype)):
+                check_dtype(name, a, acc, i)
         if same_dtypes and any(a.dtype != avals[0].dtype for a in avals[1:]):
             raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
                             f"{', '.join(a.dtype.name for a in avals)}. (Tip: jaxkit.numpy "

@@ -23,7 +23,7 @@ from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
     _all_weak,
-    _any,
+    _num,
     _first_weak,
     as_tuple_of_ints,
     canonicalize_axis,
@@ -452,8 +452,14 @@ shr.defsharding(split_p, shr.split_rule)
 def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
                          weak_type: bool = False) -> Array:
     """Cast to ``new_dtype`` (canonicalised). Lowers to ``stablehlo.convert``."""
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
     aval = core.get_aval(operand)
+    if dtypes.is_extended(aval.dtype) or dtypes.is_extended(new_dtype):
+        if aval.dtype == new_dtype:  # keys convert only to their own dtype, as in JAX
+            return operand
+        names = [str(d) if dtypes.is_extended(d) else dtypes.dtype(d).name
+                 for d in (aval.dtype, new_dtype)]
+        raise ValueError(f"Cannot convert_element_type from {names[0]} to {names[1]}")
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \
             not isinstance(operand, (int, float, complex, np.generic)):
         return operand
@@ -577,7 +583,7 @@ def reduce_lowering(op, init_value):
 
 
 def _sum_dtype_rule(x, *, axes):
-    check_dtype("reduce_sum", x, _any[1:])
+    check_dtype("reduce_sum", x, _num)
     if (not config.jax_allow_f16_reductions and x.dtype in (np.float16, dtypes.bfloat16)
             and any(x.shape[d] != 1 for d in axes)):
         raise ValueError(f"reduce_sum on operand {x.str_short()} is not allowed when "

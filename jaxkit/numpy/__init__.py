@@ -12,7 +12,7 @@ this package installs the operators and methods of arrays and tracers
 import numpy as _np
 
 from jaxkit.runtime.array import PublicArray as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
-from jaxkit.numpy import _array_methods, _keys, fft, linalg  # noqa: F401
+from jaxkit.numpy import _array_methods, fft, linalg  # noqa: F401
 from jaxkit.numpy._dlpack import from_dlpack  # noqa: F401
 from jaxkit.numpy._creation import (  # noqa: F401
     arange,
@@ -423,4 +423,3 @@ get_printoptions = _np.get_printoptions
 set_printoptions = _np.set_printoptions
 
 _array_methods.install()
-_keys.install(globals())  # structural functions take key arrays, as in JAX

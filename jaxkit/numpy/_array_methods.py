@@ -27,6 +27,7 @@ from jaxkit.numpy import (
     _take,
     _ufuncs,
 )
+from jaxkit.numpy._promotion import is_extended_value
 
 _accepted_binop_types = (int, float, complex, np.generic, np.ndarray, Array, core.Tracer)
 _rejected_binop_types = (list, tuple, set, dict)
@@ -37,7 +38,7 @@ def _defer_to_unrecognized_arg(opchar: str, binary_op: Callable, swap: bool = Fa
     # The jnp functions behind the operators are jitted (``_jitted``): outside any
     # transformation ``x + y`` takes jit's cached fast path; under one it is traced inline.
     def deferring_binary_op(self, other):
-        if not isinstance(other, _accepted_binop_types):
+        if not isinstance(other, _accepted_binop_types) and not is_extended_value(other):
             if hasattr(other, "__jax_array__"):
                 other = other.__jax_array__()
             if not isinstance(other, _accepted_binop_types):
@@ -267,20 +268,27 @@ def _unary(fn: Callable) -> Callable:
     return op
 
 
+def install_operators(cls: type) -> None:
+    """Set the Python operators on ``cls``: the jnp functions, whose type rules accept or
+    refuse the operands (a key array class gets these alone, as in JAX: ``==`` compares
+    keys, ``+`` raises JAX's TypeError)."""
+    for name, (opchar, fn) in _binary_ops.items():
+        setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
+        setattr(cls, f"__r{name}__", _defer_to_unrecognized_arg(opchar, fn, swap=True))
+    cls.__pow__ = lambda self, other, mod=None: _pow_deferred(self, other, mod)
+    cls.__rpow__ = _defer_to_unrecognized_arg("**", _rpow, swap=True)
+    for name, (opchar, fn) in _comparisons.items():
+        setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
+    cls.__neg__ = _unary(_ufuncs.negative)
+    cls.__pos__ = _unary(_ufuncs.positive)
+    cls.__abs__ = _unary(_ufuncs.absolute)
+    cls.__invert__ = _unary(_ufuncs.invert)
+
+
 def install(classes: tuple[type, ...] = (Array, core.Tracer)) -> None:
     """Set the operators, methods and properties on ``classes``."""
     for cls in classes:
-        for name, (opchar, fn) in _binary_ops.items():
-            setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
-            setattr(cls, f"__r{name}__", _defer_to_unrecognized_arg(opchar, fn, swap=True))
-        cls.__pow__ = lambda self, other, mod=None: _pow_deferred(self, other, mod)
-        cls.__rpow__ = _defer_to_unrecognized_arg("**", _rpow, swap=True)
-        for name, (opchar, fn) in _comparisons.items():
-            setattr(cls, f"__{name}__", _defer_to_unrecognized_arg(opchar, fn))
-        cls.__neg__ = _unary(_ufuncs.negative)
-        cls.__pos__ = _unary(_ufuncs.positive)
-        cls.__abs__ = _unary(_ufuncs.absolute)
-        cls.__invert__ = _unary(_ufuncs.invert)
+        install_operators(cls)
         for name, fn in _methods.items():
             setattr(cls, name, fn)
         for name, fn in _properties.items():

@@ -27,6 +27,7 @@ from jaxkit.numpy._promotion import (
     canonicalize_shape,
     convert,
     ensure_arraylike,
+    is_extended_value,
 )
 from jaxkit.typing import ArrayLike, DTypeLike
 
@@ -35,6 +36,8 @@ def _user_dtype(dtype: DTypeLike | None) -> np.dtype | None:
     """A dtype argument, checked and canonicalised (``None`` stays ``None``)."""
     if dtype is None:
         return None
+    if dtypes.is_extended(dtype):  # a key dtype, given by a key array's .dtype
+        return dtype
     dt = dtypes.dtype(dtype)
     return dtypes.canonicalize_dtype(dt)
 
@@ -45,6 +48,11 @@ def _flatten_nested(obj: Any, leaves: list) -> None:
             _flatten_nested(o, leaves)
     else:
         leaves.append(obj)
+
+
+def _is_jax_array(x: Any) -> bool:
+    """An array, a tracer or a key array: data already in jaxkit's hands."""
+    return isinstance(x, (Array, core.Tracer)) or is_extended_value(x)
 
 
 def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order: str | None = "K",
@@ -70,17 +78,19 @@ def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order:
                             "valid JAX array type. Only arrays of numeric types are supported "
                             "by JAX.")
     if dtype is None:
-        if leaves:
+        if leaves and len(kinds := {getattr(x, "dtype", None) for x in leaves}) == 1 \
+                and dtypes.is_extended(next(iter(kinds))):
+            dtype = next(iter(kinds))  # key arrays: nothing to promote
+        elif leaves:
             dt, _ = dtypes.result_type(*leaves, return_weak_type_flag=True)
             dtype = dtypes.canonicalize_dtype(dt)
         else:
             dtype = dtypes.default_float_dtype()
-    if isinstance(object, (Array, core.Tracer)):
+    if _is_jax_array(object):
         out = convert(object, dtype, weak)
         if copy and out is object:  # a new buffer, as JAX (optax donates a param and its copy)
             out = elementwise_bits.copy(out)
-    elif isinstance(object, (list, tuple)) and any(
-            isinstance(leaf, (Array, core.Tracer)) for leaf in leaves):
+    elif isinstance(object, (list, tuple)) and any(map(_is_jax_array, leaves)):
         parts = [lax.expand_dims(array(elt, dtype=dtype, copy=False), (0,)) for elt in object]
         out = lax.concatenate(parts, 0)
     else:
@@ -104,7 +114,7 @@ def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None,
     """``jnp.asarray``: like ``array`` but returns a jaxkit array unchanged when it can."""
     if copy is False and isinstance(a, (list, tuple)):
         pass  # NumPy raises here; JAX accepts (it always copies host data)
-    if dtype is None and isinstance(a, (Array, core.Tracer)):
+    if dtype is None and _is_jax_array(a):
         return a
     if dtype is not None and isinstance(a, (Array, core.Tracer)):
         dt = _user_dtype(dtype)

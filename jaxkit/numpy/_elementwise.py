@@ -19,6 +19,7 @@ from jaxkit.numpy._promotion import (
     broadcast_arrays,
     broadcast_to_shape,
     check_arraylike,
+    check_for_prng_keys,
     convert,
     ensure_arraylike,
     promote_args,
@@ -101,8 +102,8 @@ def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
            device: Any = None) -> Array:
     """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed)."""
     x_arr = ensure_arraylike("astype", x)
-    dt = dtypes.default_float_dtype() if dtype is None else \
-        dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    dt = dtypes.default_float_dtype() if dtype is None else dtype if \
+        dtypes.is_extended(dtype) else dtypes.canonicalize_dtype(dtypes.dtype(dtype))
     if dtypes.issubdtype(x_arr.dtype, np.complexfloating) and dt == np.bool_:
         x_arr = lax.ne(x_arr, _const(x_arr, 0))
     return lax.convert_element_type(x_arr, dt)
@@ -223,6 +224,8 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike
     """``jnp.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise (infinities must be
     equal)."""
     a, b = promote_args("isclose", a, b)
+    if dtypes.is_extended(dtypes.dtype(a)):  # keys are close when they are equal
+        return lax.eq(a, b)
     a, b = promote_args_inexact("isclose", a, b)
     dtype = dtypes.dtype(a)
     if dtypes.issubdtype(dtype, np.complexfloating):
@@ -252,6 +255,7 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
         return asarray(False)
     if a1.shape != a2.shape:
         return asarray(False)
+    check_for_prng_keys("equal", a1, a2)  # JAX compares with ==, which names both dtypes
     a1p, a2p = promote_dtypes(a1, a2)
     eq = lax.eq(a1p, a2p)
     if equal_nan:

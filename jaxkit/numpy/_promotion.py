@@ -31,7 +31,14 @@ def _arraylike(x: Any) -> bool:
     if isinstance(x, core.Tracer) and is_ref_aval(x.aval):  # a traced Ref is not an array
         return False
     return (isinstance(x, (Array, core.Tracer, np.ndarray, np.generic))
-            or type(x) in _python_scalar_types or hasattr(x, "__jax_array__"))
+            or type(x) in _python_scalar_types or hasattr(x, "__jax_array__")
+            or is_extended_value(x))
+
+
+def is_extended_value(x: Any) -> bool:
+    """Whether ``x`` is a concrete array of an extended dtype (a key array), which the
+    primitives take as they take arrays."""
+    return dtypes.is_extended(getattr(x, "dtype", None)) and hasattr(x, "aval")
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
@@ -49,7 +56,7 @@ def _unwrap(x: Any) -> Any:
 
 def asarray(x: ArrayLike) -> Array:
     """An array-like as a jaxkit array or tracer (Python scalars stay weakly typed)."""
-    if isinstance(x, (Array, core.Tracer)):
+    if isinstance(x, (Array, core.Tracer)) or is_extended_value(x):
         return x
     x = _unwrap(x)
     if isinstance(x, (Array, core.Tracer)):
@@ -76,6 +83,17 @@ def check_no_float0s(fun_name: str, *args: Any) -> None:
                 "with respect to an integer argument.")
 
 
+def check_for_prng_keys(fun_name: str, *args: Any) -> None:
+    """Key arrays mixed with another dtype are refused here, naming every operand's dtype (as
+    JAX's jnp does); operands all of one key dtype go on to the primitive, whose type rule
+    accepts them (``==``) or names the dtype it refuses (``+``)."""
+    if not any(dtypes.is_extended(getattr(a, "dtype", None)) for a in args):
+        return
+    arg_dtypes = [dtypes.dtype(a) for a in args]
+    if len(set(arg_dtypes)) > 1:
+        raise TypeError(f"{fun_name} does not accept dtypes {', '.join(map(str, arg_dtypes))}.")
+
+
 # --------------------------------------------------------------------------------------------
 # dtype conversion and promotion
 # --------------------------------------------------------------------------------------------
@@ -95,6 +113,10 @@ def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     Python scalar of the matching kind, a strong one a NumPy scalar (which wraps around on
     integer overflow, as JAX does for ``int8_array + 300``).
     """
+    if dtypes.is_extended(dtype) or is_extended_value(x):
+        if getattr(x, "dtype", None) == dtype:  # keys are converted only to their own dtype
+            return x
+        raise ValueError(f"Cannot convert_element_type from {dtypes.dtype(x)} to {dtype}")
     dtype = dtypes.canonicalize_dtype(dtype)
     t = type(x)
     if t is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
@@ -279,6 +301,7 @@ def _prepare(fun_name: str, args: tuple) -> tuple:
     check_arraylike(fun_name, *args)
     args = tuple(_unwrap(a) for a in args)
     check_no_float0s(fun_name, *args)
+    check_for_prng_keys(fun_name, *args)
     return args
 
 

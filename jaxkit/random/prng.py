@@ -32,13 +32,13 @@ from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
 from jaxkit.numpy import _indexing as jnp_indexing
-from jaxkit.random._key_ops import KeyArrayOperators, _array_operand
-from jaxkit.runtime.array import Array, PublicArray
+from jaxkit.numpy._array_methods import install_operators
+from jaxkit.runtime.array import Array, PublicArray, Shard
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.typing import ArrayLike, DTypeLike
-from jaxkit.numpy._keys import register_key_functions
 
 _u32 = np.dtype(np.uint32)
 
@@ -298,7 +298,9 @@ class KeyTy(dtypes.ExtendedDType):
         return value._base_array
 
     def from_physical(self, buf) -> PRNGKeyArray:
-        return PRNGKeyArray(Array(buf))
+        """Keys over a program's result buffer, or over an array of key data (a sharded
+        array's, from a partitioned program or a ``device_put`` with a sharding)."""
+        return PRNGKeyArray(buf if isinstance(buf, Array) else Array(buf))
 
     def full(self, shape: tuple[int, ...], fill_value) -> Any:
         """Keys of ``shape`` all equal to ``fill_value`` (a key), or with data
@@ -337,7 +339,7 @@ class PRNGImpl:
 threefry_prng_impl = PRNGImpl()
 
 
-class PRNGKeyArray(KeyArrayOperators):
+class PRNGKeyArray:
     """An array of typed threefry keys of ``shape``, backed by ``uint32[*shape, 2]`` data.
 
     The concrete value of dtype ``key<fry>``: a pytree leaf, whose aval is
@@ -387,7 +389,7 @@ class PRNGKeyArray(KeyArrayOperators):
 
     flatten = ravel
 
-    # The structural methods are the jnp functions, which take keys (jaxkit.numpy._keys).
+    # The structural methods are the jnp functions: they bind the lax primitives on keys.
     T = property(lambda self: jnp.transpose(self))
     mT = property(lambda self: jnp.swapaxes(self, -1, -2))
     transpose = lambda self, *axes: jnp.transpose(  # noqa: E731
@@ -402,12 +404,6 @@ class PRNGKeyArray(KeyArrayOperators):
 
     nbytes = property(lambda self: self.size * self.itemsize)
 
-    def __eq__(self, other):
-        return jnp.equal(self, other) if _array_operand(other) else NotImplemented
-
-    def __ne__(self, other):
-        return jnp.not_equal(self, other) if _array_operand(other) else NotImplemented
-
     __hash__ = None  # type: ignore[assignment]
 
     def __bool__(self):
@@ -417,6 +413,30 @@ class PRNGKeyArray(KeyArrayOperators):
     weak_type = False
     # keys.at[i].set(k): a scatter of keys, as on any array
     at = property(lambda self: jnp_indexing._IndexUpdateHelper(self))
+
+    # Where the keys live: where their data does (its trailing word axis is never split).
+    device = property(lambda self: self._base_array.device)
+    committed = property(lambda self: self._base_array.committed)
+    is_fully_addressable = property(lambda self: self._base_array.is_fully_addressable)
+    is_fully_replicated = property(lambda self: self._base_array.is_fully_replicated)
+
+    def devices(self) -> set:
+        return self._base_array.devices()
+
+    @property
+    def sharding(self):
+        """The data's layout; a ``NamedSharding``'s spec names one entry per key axis (the
+        word axis dropped, unsplit axes ``None``), as JAX reports a key array's layout."""
+        s = self._base_array.sharding
+        if not isinstance(s, NamedSharding):
+            return s
+        parts = (*s.spec, *[None] * self.ndim)[:self.ndim]
+        return NamedSharding(s.mesh, PartitionSpec(*parts), memory_kind=s.memory_kind)
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        return [Shard(s.device, s.index[:self.ndim], s.replica_id, PRNGKeyArray(s.data))
+                for s in self._base_array.addressable_shards]
 
     def block_until_ready(self) -> PRNGKeyArray:
         self._base_array.block_until_ready()
@@ -433,6 +453,9 @@ class PRNGKeyArray(KeyArrayOperators):
                         "underlying integer array.")
 
 
+# The operators of arrays: ``==``/``!=`` compare whole keys (``eq``/``ne`` take key<fry>);
+# the others raise the TypeError the jnp function or the primitive's type rule raises.
+install_operators(PRNGKeyArray)
 PublicArray.register(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
 core.pytype_aval_mappings[PRNGKeyArray] = lambda k: ShapedArray(k.shape, fry_dtype)
 
@@ -484,9 +507,6 @@ def random_wrap(data: ArrayLike) -> Any:
 def random_unwrap(keys: Any) -> Any:
     """The ``uint32[..., 2]`` data of typed keys (``random_unwrap``)."""
     return random_unwrap_p.bind(keys)
-
-
-register_key_functions(data=random_unwrap, wrap=random_wrap)
 
 
 
