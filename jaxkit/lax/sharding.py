@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core
+from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import sharding_rules as shr
@@ -219,6 +219,10 @@ def lay_out(x: Any, name: str, out_sharding: Any) -> Any:
 
 
 def _impl(x, *, sharding: NamedSharding):
+    aval = core.get_aval(x)
+    if dtypes.is_extended(aval.dtype):
+        # Keys are laid out as their data, whose trailing physical axes stay whole.
+        return aval.dtype.from_physical(_impl(aval.dtype.to_physical(x), sharding=sharding))
     if type(x) is ShardedArray and x.sharding == sharding:
         return x
     if sharding.spec.unreduced:

@@ -292,7 +292,7 @@ class JitFunction:
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
-        if self._sharded or any(type(x) is ShardedArray for x in flat):
+        if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
         compiled = self._cache.get(sig)
         if compiled is None:

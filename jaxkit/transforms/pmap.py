@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core
+from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.runtime import pjrt
 from jaxkit.runtime import multi_device
@@ -132,6 +132,7 @@ class PmapProgram:
                          for a, ax in zip(jaxpr.in_avals, in_axes)]
         self.out_specs = [self._spec(a, ax, global_axis_size)
                           for a, ax in zip(jaxpr.out_avals, out_axes)]
+        # (logical: keys are wrapped around their data's buffers in ``run``)
         self.out_local_avals = [a.update(shape=_insert_axis(a.shape, ax, axis_size))
                                 for a, ax in zip(jaxpr.out_avals, out_axes)]
         module = lower_pmap_body(name, jaxpr, axis_name, global_axis_size, in_axes, out_axes,
@@ -143,12 +144,17 @@ class PmapProgram:
         self._replicated: dict[int, tuple] = {}  # id(value) -> (weakref, global buffer)
 
     def _spec(self, aval: ShapedArray, axis, global_size: int) -> _ArgSpec:
+        # Keys cross the program's boundary as their data: its trailing physical axes come
+        # after the mapped one, and are never split.
+        aval = core.physical_aval(aval)
         global_aval = aval.update(shape=_insert_axis(aval.shape, axis, global_size))
         sharding = multi_device.axis_sharding(self.devices, len(global_aval.shape), axis)
         return _ArgSpec(axis, aval, global_aval, sharding)
 
     def place(self, spec: _ArgSpec, x) -> multi_device.ArrayImpl:
         """The global device array for one argument."""
+        if dtypes.is_extended(getattr(x, "dtype", None)) and not isinstance(x, core.Tracer):
+            x = x.dtype.to_physical(x)  # a key array: its data
         if type(x) is ShardedArray:
             buf = x._buf
             if buf._sharding is spec.sharding and buf.aval.shape == spec.global_aval.shape \
@@ -174,8 +180,15 @@ class PmapProgram:
     def run(self, args: Sequence) -> list[ShardedArray]:
         bufs = [self.place(s, x) for s, x in zip(self.in_specs, args)]
         outs = self.executable(bufs)
-        return [ShardedArray(b, a, s.sharding)
+        return [_result(b, a, s.sharding)
                 for b, a, s in zip(outs, self.out_local_avals, self.out_specs)]
+
+
+def _result(buf, aval: ShapedArray, sharding) -> Any:
+    """A result of a pmap program: an array, or keys over their data."""
+    if dtypes.is_extended(aval.dtype):
+        return aval.dtype.from_physical(ShardedArray(buf, core.physical_aval(aval), sharding))
+    return ShardedArray(buf, aval, sharding)
 
 
 _programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -424,7 +424,8 @@ def _per_value_attr(mesh: Mesh, specs, avals, open_dims: bool) -> ir.Attribute:
     items = []
     for s, a in zip(specs, avals):
         dims = []
-        for axes in s._normalized(len(a.shape)):
+        # a key's data has trailing physical axes too, which stay whole
+        for axes in s._normalized(len(core.physical_aval(a).shape)):
             names = [f'"{n}"' for n in axes] + (["?"] if open_dims else [])
             dims.append("{" + ", ".join(names) + "}")
         items.append(f"<@mesh, [{', '.join(dims)}]>")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core
+from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import mlir
@@ -37,7 +37,16 @@ __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "i
 
 def is_laid_out(x: Any) -> bool:
     """Whether ``x`` is an array laid out over a mesh (its calls are partitioned)."""
+    x = data_of(x)
     return type(x) is ShardedArray and type(x._sharding) is NamedSharding
+
+
+def data_of(x: Any) -> Any:
+    """The array holding ``x``: a concrete key array's data, laid out as the keys are."""
+    dtype = getattr(x, "dtype", None)
+    if dtypes.is_extended(dtype) and not isinstance(x, core.Tracer):
+        return dtype.to_physical(x)
+    return x
 
 
 def _is_sharding_leaf(x: Any) -> bool:
@@ -101,7 +110,7 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
     wanted += [None] * (len(flat) - len(wanted))  # keyword arguments: their own layout
     chosen = []
     for w, x, a in zip(wanted, flat, avals):
-        own = x._sharding if is_laid_out(x) else None
+        own = data_of(x)._sharding if is_laid_out(x) else None
         if w is not None and own is not None and w != own:
             raise ValueError(
                 "Sharding passed to jit does not match the sharding on the respective arg. "
@@ -201,6 +210,12 @@ def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
     return None
 
 
+def _rank(aval: ShapedArray) -> int:
+    """The rank a value crosses a program's boundary with: a key's data has its trailing
+    physical axes too, and the layouts leave them whole."""
+    return len(core.physical_aval(aval).shape)
+
+
 def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
           plan: ShardingPlan, result_names: Sequence[str] = ()):
     """The Shardy-annotated module of a partitioned program (closed-over constants inline)."""
@@ -212,10 +227,10 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     module = mlir.lower_jaxpr(
         name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
         mesh=own, device_assignment=plan.mesh._flat,
-        arg_shardings=[s.sdy_attr(len(v.aval.shape)) for s, v in
+        arg_shardings=[s.sdy_attr(_rank(v.aval)) for s, v in
                        zip(plan.in_shardings, jaxpr.invars)],
         result_shardings=[None if s is None else s.sdy_attr(
-            len(v.aval.shape), "mesh" if s.mesh.shape_tuple == own else
+            _rank(v.aval), "mesh" if s.mesh.shape_tuple == own else
             sdy_mesh_symbol(s.mesh.shape_tuple))
             for s, v in zip(plan.out_shardings, jaxpr.outvars)],
         result_names=result_names)
@@ -234,6 +249,8 @@ class PartitionedProgram:
         self.plan = plan
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
+        # The executable makes keys' data; ``run_flat`` wraps it as keys.
+        physical_out = [core.physical_aval(a) for a in self.out_avals]
         self.out_shardings = []
         # JAX's rule for the outputs whose layout XLA chose: the first input's sharding is
         # kept as written (P('x', None) stays so) when XLA chose that layout at that rank;
@@ -243,12 +260,15 @@ class PartitionedProgram:
                       if s is not None), None)
         out_hlos = output_hlo_shardings(exe, len(self.out_avals))
         for i, (hlo, aval) in enumerate(zip(out_hlos, self.out_avals)):
-            ndim = len(aval.shape)
+            ndim = _rank(aval)
             named = plan.out_shardings[i]
             if named is None and first is not None and first[0] == ndim and \
                     first[1]._to_xla_hlo_sharding(ndim) == hlo:
                 named = first[1]
             named = named or named_from_hlo(mesh, hlo, ndim)
+            if named is not None and len(named.spec) > len(aval.shape):
+                # a key's layout names its axes only (its data's trailing ones are whole)
+                named = NamedSharding(mesh, PartitionSpec(*named.spec[:len(aval.shape)]))
             if named is None:
                 raise NotImplementedError(
                     f"XLA laid output {i} ({aval.str_short()}) out as {hlo}, which no "
@@ -256,21 +276,29 @@ class PartitionedProgram:
                     "its layout.")
             self.out_shardings.append(named)
         self.executable = multi_device.ReplicatedExecutable(
-            exe, devices, self.out_avals,
+            exe, devices, physical_out,
             [s.runtime_sharding(len(a.shape)) for s, a in zip(self.out_shardings,
-                                                               self.out_avals)])
+                                                               physical_out)])
         self.executable.cache_source = source
 
     def run_flat(self, flat: Sequence, avals: Sequence[ShapedArray]) -> list[ShardedArray]:
         bufs = [_place(x, a, s) for x, a, s in zip(flat, self.in_avals,
                                                    self.plan.in_shardings)]
         outs = self.executable(bufs)
-        return [ShardedArray(b, a, s) for b, a, s in zip(outs, self.out_avals,
-                                                         self.out_shardings)]
+        return [_result(b, a, s) for b, a, s in zip(outs, self.out_avals, self.out_shardings)]
+
+
+def _result(buf: Any, aval: ShapedArray, sharding: NamedSharding) -> Any:
+    """A result of a partitioned program: an array, or keys over their sharded data."""
+    if dtypes.is_extended(aval.dtype):
+        return aval.dtype.from_physical(ShardedArray(buf, core.physical_aval(aval), sharding))
+    return ShardedArray(buf, aval, sharding)
 
 
 def _place(x: Any, aval: ShapedArray, sharding: NamedSharding):
     """The global device array of one argument, in ``sharding``'s layout."""
+    if dtypes.is_extended(aval.dtype):  # keys: their data, in the same layout
+        x, aval = aval.dtype.to_physical(x), core.physical_aval(aval)
     runtime = sharding.runtime_sharding(len(aval.shape))
     if type(x) is ShardedArray and x._buf._sharding is runtime and x.dtype == aval.dtype:
         x._check_alive()
