@@ -1,5 +1,5 @@
 """User-defined derivatives: ``custom_jvp`` and ``custom_vjp`` (JAX's API), and
-``closure_convert``.
+``closure_convert`` (re-exported from ``closure_convert.py``).
 
 Both are primitives that carry the jaxpr of the primal function:
 
@@ -29,6 +29,7 @@ from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.transforms.closure_convert import closure_convert
 
 __all__ = ["SymbolicZero", "closure_convert", "custom_jvp", "custom_vjp"]
 
@@ -788,39 +789,3 @@ ad.deftranspose(custom_lin_p, _custom_lin_transpose)
 ad.transpose_zero_cotangents.add(custom_lin_p)
 batching.defrule(custom_lin_p, _custom_lin_batch, named_axis=True)
 mlir.register_lowering(custom_lin_p, _raise_custom_vjp_error_on_jvp)
-
-
-# --------------------------------------------------------------------------------------------
-# closure_convert
-# --------------------------------------------------------------------------------------------
-
-
-def closure_convert(fun: Callable, *example_args) -> tuple[Callable, list]:
-    """Hoist the values ``fun`` closes over into explicit arguments.
-
-    Returns ``(converted, consts)`` where ``converted(*args, *consts)`` equals ``fun(*args)``.
-    Useful with ``custom_vjp``/``custom_jvp``, which may not be differentiated with respect to
-    closed-over values: pass ``consts`` as arguments instead. Only inexact (differentiable)
-    constants are hoisted; the others stay closed over."""
-    flat, in_tree = tree_util.tree_flatten(example_args)
-    jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: fun(*a), in_tree,
-                                                     [core.get_aval(x) for x in flat])
-    hoist = [isinstance(c, core.Tracer) or
-             dtypes.issubdtype(core.get_aval(c).dtype, np.inexact) for c in consts]
-    kept = [c for c, h in zip(consts, hoist) if not h]
-    hoisted = [c for c, h in zip(consts, hoist) if h]
-    n_args = len(flat)
-
-    def converted(*args_and_consts):
-        split = len(args_and_consts) - len(hoisted)
-        args, hoisted_vals = args_and_consts[:split], args_and_consts[split:]
-        flat_args, tree = tree_util.tree_flatten(tuple(args))
-        if tree != in_tree or len(flat_args) != n_args:
-            raise TypeError(f"closure-converted function called with arguments of structure "
-                            f"{tree}, expected {in_tree}")
-        kept_it, hoisted_it = iter(kept), iter(hoisted_vals)
-        all_consts = [next(hoisted_it) if h else next(kept_it) for h in hoist]
-        outs = core.eval_jaxpr(jaxpr, all_consts, *flat_args)
-        return tree_util.tree_unflatten(out_tree, outs)
-
-    return converted, hoisted
