@@ -790,3 +790,31 @@ def test_custom_vjp_fwd_runs_at_the_trace_of_its_nested_calls():
     pytest.importorskip("jax.extend")
     assert _custom_vjp_fwd_trace(jaxkit) == _custom_vjp_fwd_trace(jax) == [(4.0, True),
                                                                           (4.0, False)]
+
+
+# --------------------------------------------------------------------------------------------
+# cond/switch leave out the outputs every branch forwards from the same input, as JAX does:
+# they are that input, unbatched under vmap when it is (nnx transforms_test TestVmap
+# test_vmap_and_cond_passthrough*: broadcast state passed through an nnx.cond under
+# nnx.vmap), and the staged cond does not list them
+# --------------------------------------------------------------------------------------------
+
+def _cond_forwarding(m):
+    def f(p, x, y):
+        return m.lax.cond(p, lambda x, y: (x, y * 2, y), lambda x, y: (x, y, y), x, y)
+
+    def g(i, x, y):
+        return m.lax.switch(i, [lambda x, y: (x, 1.0), lambda x, y: (x, y),
+                                lambda x, y: (x, x)], x, y)
+    texts = [str(m.make_jaxpr(f)(True, 1.0, 2.0)), str(m.make_jaxpr(g)(1, 1.0, 2.0))]
+    outs = m.vmap(f, in_axes=(0, None, 0), out_axes=(None, 0, 0))(
+        np.array([True, False]), np.float32(1.0), np.array([2.0, 3.0], np.float32))
+    eager = f(True, 1.0, 2.0)[0]
+    return texts, [np.asarray(o).tolist() for o in outs], isinstance(eager, m.Array)
+
+
+def test_cond_forwards_passthrough_outputs():
+    jax = _oracle()
+    mine = _cond_forwarding(jaxkit)
+    assert mine[1:] == ([1.0, [4.0, 3.0], [2.0, 3.0]], True)
+    assert mine == _cond_forwarding(jax)
