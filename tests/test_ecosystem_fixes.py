@@ -818,3 +818,25 @@ def test_cond_forwards_passthrough_outputs():
     mine = _cond_forwarding(jaxkit)
     assert mine[1:] == ([1.0, [4.0, 3.0], [2.0, 3.0]], True)
     assert mine == _cond_forwarding(jax)
+
+
+# --------------------------------------------------------------------------------------------
+# lax.conv_general_dilated takes out_sharding (Flax's nnx.Conv passes out_sharding=None:
+# nnx/nn/conv_test); a layout over Explicit mesh axes is a documented gap
+# --------------------------------------------------------------------------------------------
+
+def _conv_out_sharding(m):
+    x = np.arange(8.0, dtype=np.float32).reshape(1, 1, 8)
+    w = np.ones((1, 1, 3), np.float32)
+    return np.asarray(m.lax.conv_general_dilated(x, w, (1,), "SAME", out_sharding=None,
+                                                 rhs_dilation=(2,))).tolist()
+
+
+def test_conv_general_dilated_out_sharding():
+    jax = _oracle()
+    assert _conv_out_sharding(jaxkit) == _conv_out_sharding(jax)
+    mesh = jaxkit.make_mesh((1,), ("a",), axis_types=(jaxkit.sharding.AxisType.Explicit,))
+    x = jnp.ones((1, 1, 4))
+    with pytest.raises(NotImplementedError, match="out_sharding"):
+        jaxkit.lax.conv_general_dilated(x, x[..., :1], (1,), "SAME",
+                                        out_sharding=jaxkit.NamedSharding(mesh, jaxkit.P()))
