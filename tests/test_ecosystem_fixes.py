@@ -714,3 +714,129 @@ def _static_both_given(m):
 def test_jit_static_argnums_and_argnames_both_given():
     jax = _oracle()
     assert _static_both_given(jaxkit) == _static_both_given(jax) == 3.0
+
+
+# --------------------------------------------------------------------------------------------
+# nnx.custom_vjp (transforms_test TestCustomVJP): bwd's cotangents take JAX's forms (None for
+# a subtree or for an empty node such as NodeStates' absent graphdef, one leaf for a whole
+# subtree, a list for the tuple), with JAX's errors; the zero cotangent of an unused output
+# is an array under jit (nnx assigns into it: m_g['x'][...] = ...); fwd runs at the trace of
+# the nested calls it makes (nnx: "Cannot return captured Variable ... from nnx.custom_vjp")
+# --------------------------------------------------------------------------------------------
+
+CUSTOM_VJP_BWD_FORMS = [
+    lambda g: ({"a": g[0] * 2, "b": None}, (g[1].reshape(()) + 5.0, None)),
+    lambda g: [{"a": g[0] * 2, "b": 1.0}, None],
+    lambda g: ({"a": g[0] * 2, "b": (None, g[0])}, (g[0] * 3, None)),
+    lambda g: ({"a": g[0]},),  # TypeError: too short
+    lambda g: g[0],  # TypeError: not a tuple
+    lambda g: ({"a": g[0], "b": (1.0, np.ones(2))}, None),  # ValueError: shape at a key path
+]
+
+
+def _custom_vjp_bwd_forms(m):
+    x = {"a": np.float32(1.0), "b": (np.float32(2.0), np.float32(3.0))}
+    d = (np.float32(4.0), None)
+    out = []
+    for form in CUSTOM_VJP_BWD_FORMS:
+        @m.custom_vjp
+        def f(x, d):
+            return x["a"] * 2, d[0]
+
+        f.defvjp(lambda x, d: (f(x, d), None), lambda _, g, form=form: form(g))
+        try:
+            grads = m.jit(m.grad(lambda x, d: f(x, d)[0], (0, 1)))(x, d)
+            out.append(m.tree_util.tree_map(float, grads))
+        except (TypeError, ValueError) as e:
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+def test_custom_vjp_bwd_output_forms():
+    jax = _oracle()
+    mine = _custom_vjp_bwd_forms(jaxkit)
+    assert mine[0] == ({"a": 2.0, "b": (0.0, 0.0)}, (5.0, None))
+    assert mine == _custom_vjp_bwd_forms(jax)
+
+
+def _custom_vjp_fwd_trace(m):
+    state = functools.partial(m.extend.core.get_opaque_trace_state, convention="nnx")
+    seen = {}
+
+    @m.custom_vjp
+    def inner(x):
+        seen["inner"] = state()
+        return x * 3
+
+    inner.defvjp(lambda x: (inner(x), None), lambda _, g: (g * 3,))
+
+    @m.custom_vjp
+    def f(x):
+        return inner(x) * 2
+
+    def f_fwd(x):
+        seen["fwd"] = state()
+        return inner(x) * 2, x
+
+    f.defvjp(f_fwd, lambda x, g: (g * 2 * x,))
+    out = []
+    for g in (m.grad(f), m.jit(m.grad(f))):
+        out.append((float(g(2.0)), seen["fwd"] == seen["inner"]))
+    return out
+
+
+def test_custom_vjp_fwd_runs_at_the_trace_of_its_nested_calls():
+    jax = _oracle()
+    pytest.importorskip("jax.extend")
+    assert _custom_vjp_fwd_trace(jaxkit) == _custom_vjp_fwd_trace(jax) == [(4.0, True),
+                                                                          (4.0, False)]
+
+
+# --------------------------------------------------------------------------------------------
+# cond/switch leave out the outputs every branch forwards from the same input, as JAX does:
+# they are that input, unbatched under vmap when it is (nnx transforms_test TestVmap
+# test_vmap_and_cond_passthrough*: broadcast state passed through an nnx.cond under
+# nnx.vmap), and the staged cond does not list them
+# --------------------------------------------------------------------------------------------
+
+def _cond_forwarding(m):
+    def f(p, x, y):
+        return m.lax.cond(p, lambda x, y: (x, y * 2, y), lambda x, y: (x, y, y), x, y)
+
+    def g(i, x, y):
+        return m.lax.switch(i, [lambda x, y: (x, 1.0), lambda x, y: (x, y),
+                                lambda x, y: (x, x)], x, y)
+    texts = [str(m.make_jaxpr(f)(True, 1.0, 2.0)), str(m.make_jaxpr(g)(1, 1.0, 2.0))]
+    outs = m.vmap(f, in_axes=(0, None, 0), out_axes=(None, 0, 0))(
+        np.array([True, False]), np.float32(1.0), np.array([2.0, 3.0], np.float32))
+    eager = f(True, 1.0, 2.0)[0]
+    return texts, [np.asarray(o).tolist() for o in outs], isinstance(eager, m.Array)
+
+
+def test_cond_forwards_passthrough_outputs():
+    jax = _oracle()
+    mine = _cond_forwarding(jaxkit)
+    assert mine[1:] == ([1.0, [4.0, 3.0], [2.0, 3.0]], True)
+    assert mine == _cond_forwarding(jax)
+
+
+# --------------------------------------------------------------------------------------------
+# lax.conv_general_dilated takes out_sharding (Flax's nnx.Conv passes out_sharding=None:
+# nnx/nn/conv_test); a layout over Explicit mesh axes is a documented gap
+# --------------------------------------------------------------------------------------------
+
+def _conv_out_sharding(m):
+    x = np.arange(8.0, dtype=np.float32).reshape(1, 1, 8)
+    w = np.ones((1, 1, 3), np.float32)
+    return np.asarray(m.lax.conv_general_dilated(x, w, (1,), "SAME", out_sharding=None,
+                                                 rhs_dilation=(2,))).tolist()
+
+
+def test_conv_general_dilated_out_sharding():
+    jax = _oracle()
+    assert _conv_out_sharding(jaxkit) == _conv_out_sharding(jax)
+    mesh = jaxkit.make_mesh((1,), ("a",), axis_types=(jaxkit.sharding.AxisType.Explicit,))
+    x = jnp.ones((1, 1, 4))
+    with pytest.raises(NotImplementedError, match="out_sharding"):
+        jaxkit.lax.conv_general_dilated(x, x[..., :1], (1,), "SAME",
+                                        out_sharding=jaxkit.NamedSharding(mesh, jaxkit.P()))

@@ -29,9 +29,9 @@ from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_clos
                                run_jaxpr, strip_weak, trace_function, zeros_of_aval)
 from jaxkit.lax.clamp import clamp
 from jaxkit.lax.elementwise import ne, select_n
-from jaxkit.lax.structural import broadcast_in_dim, convert_element_type
+from jaxkit.lax.structural import broadcast_in_dim, convert_element_type, convert_element_type_p
 from jaxkit.runtime import pjrt
-from jaxkit.typing import ArrayLike
+from jaxkit.typing import Array, ArrayLike
 
 # --------------------------------------------------------------------------------------------
 # cond / switch
@@ -81,8 +81,41 @@ def _switch(index, branches: Sequence[Callable], operands, branches_platforms=No
     _check_branch_types([t[0] for t in traced], [t[2] for t in traced], branches)
     jaxprs, consts = _join_branch_consts([t[0] for t in traced], [t[1] for t in traced])
     extra = {} if branches_platforms is None else {"branches_platforms": branches_platforms}
-    outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs), **extra)
+    outs = _bind_unforwarded(index, [*consts, *flat], jaxprs, **extra)
     return tree_util.tree_unflatten(traced[0][2], outs)
+
+
+def _bind_unforwarded(index, inputs: list, jaxprs: Sequence[ClosedJaxpr], **params) -> list:
+    """Bind ``cond_p`` without the outputs that every branch forwards from the same input, as
+    JAX does: such an output is that input, unchanged (not batched under ``vmap`` when the
+    input is not: Flax's nnx.vmap passes broadcast state through an nnx.cond), and the
+    staged ``cond`` does not list it."""
+    fwds = [[_input_index(j.jaxpr, v) for v in j.jaxpr.outvars] for j in jaxprs]
+    in_fwd = [f[0] if len(set(f)) == 1 else None for f in zip(*fwds)]
+    if any(f is not None for f in in_fwd):
+        jaxprs = [ClosedJaxpr(Jaxpr(j.jaxpr.constvars, j.jaxpr.invars,
+                                    [v for v, f in zip(j.jaxpr.outvars, in_fwd) if f is None],
+                                    j.jaxpr.eqns, j.jaxpr.debug_info), j.consts)
+                  for j in jaxprs]
+    outs = iter(cond_p.bind(index, *inputs, branches=tuple(jaxprs), **params))
+    return [next(outs) if f is None else _as_array(inputs[f]) for f in in_fwd]
+
+
+def _input_index(jaxpr: Jaxpr, v) -> int | None:
+    """The position of outvar ``v`` among the invars (None for a computed value or a
+    literal)."""
+    if type(v) is not Var:
+        return None
+    return next((i for i, w in enumerate(jaxpr.invars) if w is v), None)
+
+
+def _as_array(x):
+    """An array for the input ``x`` (JAX's ``lax.asarray``): a forwarded Python scalar comes
+    out as a (weakly typed) array, as the cond's output would have."""
+    if isinstance(x, (core.Tracer, Array)):
+        return x
+    aval = core.get_aval(x)
+    return convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
 
 
 def _check_branch_types(jaxprs, out_trees, funs):
@@ -133,7 +166,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
                                         ["true_fun", "false_fun"], t_true[2],
                                         t_true[0].out_avals, t_false[0].out_avals))
     jaxprs, consts = _join_branch_consts([t_false[0], t_true[0]], [t_false[1], t_true[1]])
-    outs = cond_p.bind(index, *consts, *flat, branches=tuple(jaxprs))
+    outs = _bind_unforwarded(index, [*consts, *flat], jaxprs)
     return tree_util.tree_unflatten(t_true[2], outs)
 
 

@@ -118,10 +118,17 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
                          rhs_dilation: Sequence[int] | None = None,
                          dimension_numbers=None, feature_group_count: int = 1,
                          batch_group_count: int = 1, precision: PrecisionLike = None,
-                         preferred_element_type: DTypeLike | None = None) -> Array:
+                         preferred_element_type: DTypeLike | None = None,
+                         out_sharding=None) -> Array:
     """General n-d convolution with strides, padding ('SAME', 'SAME_LOWER', 'VALID' or
     (low, high) pairs), input (transposed-conv) and kernel (atrous) dilation, and grouping.
-    Lowers to ``stablehlo.convolution``."""
+    Lowers to ``stablehlo.convolution``. ``out_sharding`` (Flax's nnx.Conv passes it) is
+    accepted where it asks for no layout (None)."""
+    if shr.resolve_out_sharding("conv_general_dilated", out_sharding) is not None:
+        raise NotImplementedError(
+            f"conv_general_dilated(out_sharding={out_sharding}): laying out a convolution's "
+            "result over Explicit mesh axes is not implemented in jaxkit; leave out_sharding "
+            "None and lay the result out with jax.sharding.reshard.")
     lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
     dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     nspatial = len(lhs_shape) - 2

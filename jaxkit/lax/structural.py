@@ -655,7 +655,10 @@ def _zeros_like_aval(aval: core.ShapedArray):
         zero = convert_element_type(zero, aval.dtype, aval.weak_type)
     elif aval.weak_type:
         if dtypes.dtype(zero.item(), canonicalize=True) == aval.dtype:
-            zero = zero.item()  # a Python scalar: weak, and a literal in jaxprs
+            # Folds to a weak literal: a tracer (user rules given instantiated zeros read
+            # ``.shape`` or assign into them, as Flax's nnx.custom_vjp bwd does), printed as
+            # a literal in jaxprs.
+            zero = convert_element_type(0, aval.dtype, True)
         else:
             zero = convert_element_type(zero, aval.dtype, True)
     return zero if aval.shape == () else broadcast_in_dim(zero, aval.shape, ())

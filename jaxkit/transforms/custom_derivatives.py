@@ -1,5 +1,5 @@
 """User-defined derivatives: ``custom_jvp`` and ``custom_vjp`` (JAX's API), and
-``closure_convert``.
+``closure_convert`` (re-exported from ``closure_convert.py``).
 
 Both are primitives that carry the jaxpr of the primal function:
 
@@ -29,6 +29,7 @@ from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.transforms.closure_convert import closure_convert
 
 __all__ = ["SymbolicZero", "closure_convert", "custom_jvp", "custom_vjp"]
 
@@ -533,7 +534,8 @@ class custom_vjp(_CustomDerivativeFunction):
                                 _fun_name(self.fwd), out_tree_cell)
         flat_bwd = _flatten_bwd(bwd, in_tree, in_avals, out_tree_cell, res_tree_cell,
                                 _fun_name(self.bwd))
-        outs = flat_fwd(*primals)
+        with core.set_current_trace(_primal_trace(core.current_trace(), primals)):
+            outs = flat_fwd(*primals)
         n_out = len(outs) - res_tree_cell[0].num_leaves
         primals_out, tangents_out = _fwd_and_lin(outs, n_out, flat_bwd, tangents)
         return out_tree_cell[0], primals_out, tangents_out
@@ -557,6 +559,17 @@ class custom_vjp(_CustomDerivativeFunction):
         outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts), name=name)
         return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _primal_trace(trace: core.Trace, primals: Sequence) -> core.Trace:
+    """The trace a forward rule runs under: ``trace``, or below it past linearize's
+    partial-evaluation traces owning none of ``primals``. Their known values belong to the
+    trace below, and JAX's linearize runs the primal computation there: libraries that compare
+    trace states (Flax's nnx Variables, created in fwd by nested calls that go down to that
+    trace) must see the same trace in fwd as in those calls."""
+    while isinstance(trace, pe.JaxprTrace) and not any(_owned_by(trace, x) for x in primals):
+        trace = trace.parent
+    return trace
 
 
 def _flatten_fwd(fwd: Callable, in_tree, out_tree, out_avals, res_tree_cell: list,
@@ -602,9 +615,8 @@ def _flatten_fwd(fwd: Callable, in_tree, out_tree, out_avals, res_tree_cell: lis
 def _flatten_bwd(bwd: Callable, in_tree, in_avals: Sequence[core.ShapedArray],
                  out_tree_cell: list, res_tree_cell: list, bwd_name: str) -> Callable:
     """``bwd`` on flat residuals and cotangents; the trees come in cells, known once the
-    forward rule has run."""
+    forward rule has run. Its cotangents are matched to the arguments as JAX does."""
     n_args = len(in_avals)
-    arg_trees = tree_util.treedef_children(in_tree)
 
     def flat(*args):
         res_tree = res_tree_cell[0]
@@ -612,46 +624,66 @@ def _flatten_bwd(bwd: Callable, in_tree, in_avals: Sequence[core.ShapedArray],
         res = tree_util.tree_unflatten(res_tree, args[:n_res])
         cts = tree_util.tree_unflatten(out_tree_cell[0], args[n_res:])
         out = bwd(res, cts)
-        if isinstance(out, list) and len(out) == len(arg_trees):
+        if isinstance(out, list) and len(out) == len(tree_util.treedef_children(in_tree)):
             out = tuple(out)
-        if not isinstance(out, tuple) or len(out) != len(arg_trees):
-            raise TypeError("Custom VJP bwd rule must produce an output with the same "
-                            "container (pytree) structure as the args tuple of the primal "
-                            "function, and in particular must produce a tuple of length equal "
-                            "to the number of arguments to the primal function, but got bwd "
-                            f"output structure {tree_util.tree_structure(out)} for primal "
-                            f"input structure {in_tree}.")
-        flat_cts = []
-        for i, (ct, tree) in enumerate(zip(out, arg_trees)):
-            if ct is None:
-                flat_cts += [None] * tree.num_leaves
-                continue
-            leaves, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
-            if ct_tree != tree:
-                raise TypeError(f"Custom VJP bwd rule {bwd_name} must produce an output with "
-                                "the same container (pytree) structure as the args tuple of "
-                                f"the primal function, but at output[{i}] got {ct_tree} for "
-                                f"primal input structure {tree}.")
-            flat_cts += leaves
         result = []
-        for i, (ct, aval) in enumerate(zip(flat_cts, in_avals)):
+        for path, aval, ct in _match_cotangents(out, in_tree):
             expected = aval.to_tangent_aval()
             if ct is None or expected.dtype == dtypes.float0 or ad.is_zero(ct):
                 result.append(ad.Zero(expected))
                 continue
             got = core.get_aval(ct)
-            if not core.typematch(got, expected):
-                raise ValueError("Custom VJP bwd rule must produce an output with the same "
-                                 "shape/dtypes as the args tuple of the primal function, but "
-                                 f"for flat argument {i} the bwd rule {bwd_name} produced an "
-                                 f"output of type {got.str_short()} corresponding to an input "
-                                 f"of type {aval.str_short()}")
+            if got.shape != expected.shape or not (
+                    got.dtype == expected.dtype
+                    or dtypes.issubdtype(expected.dtype, np.inexact)
+                    or dtypes.issubdtype(got.dtype, dtypes.extended)):
+                raise ValueError(
+                    "Custom VJP bwd rule must produce an output with the same type as the args "
+                    f"tuple of the primal function, but at output{tree_util.keystr(path)} the "
+                    f"bwd rule produced an output of type {_long_type(got)} corresponding to "
+                    f"an input of type {_long_type(aval)}{_mismatch_note(expected, got)}")
             result.append(ct)
         assert len(result) == n_args
         return result
 
+    def _match_cotangents(out, tree):
+        """(key path, primal aval, cotangent or None) per flat argument. As in JAX, the
+        rule's output must be a tuple whose structure, with None as a leaf, is a prefix of the
+        arguments': None stands for zeros of the whole subtree below it, another leaf is
+        used for every argument leaf below it."""
+        marks = tree_util.tree_unflatten(tree, [object()] * tree.num_leaves)
+        paths = [p for p, _ in tree_util.tree_flatten_with_path(marks)[0]]
+        try:
+            if not isinstance(out, tuple):
+                raise ValueError
+            ct_tree = tree_util.tree_structure(out, is_leaf=lambda x: x is None)
+            subtrees = ct_tree.flatten_up_to(marks)
+        except ValueError:
+            raise TypeError(
+                "Custom VJP bwd rule must produce an output with the same container (pytree) "
+                "structure as the args tuple of the primal function, and in particular must "
+                "produce a tuple of length equal to the number of arguments to the primal "
+                "function, but got bwd output structure "
+                f"{tree_util.tree_structure(out)} for primal input structure "
+                f"{tree}.") from None
+        flat_cts: list = []
+        for ct, sub in zip(tree_util.tree_leaves(out, is_leaf=lambda x: x is None), subtrees):
+            flat_cts += [ct] * len(tree_util.tree_leaves(sub))
+        return zip(paths, in_avals, flat_cts)
+
     flat.__name__ = bwd_name
     return flat
+
+
+def _long_type(aval: core.ShapedArray) -> str:
+    """An aval as JAX's bwd-rule errors print it: ``float32[3]``."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def _mismatch_note(a: core.ShapedArray, b: core.ShapedArray) -> str:
+    wrong = [w for w, differs in (("dtypes", a.dtype != b.dtype), ("shapes", a.shape != b.shape))
+             if differs]
+    return ", so " + ", and ".join(f"the {w} do not match" for w in wrong) if wrong else ""
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr: ClosedJaxpr, fwd: Callable,
@@ -757,39 +789,3 @@ ad.deftranspose(custom_lin_p, _custom_lin_transpose)
 ad.transpose_zero_cotangents.add(custom_lin_p)
 batching.defrule(custom_lin_p, _custom_lin_batch, named_axis=True)
 mlir.register_lowering(custom_lin_p, _raise_custom_vjp_error_on_jvp)
-
-
-# --------------------------------------------------------------------------------------------
-# closure_convert
-# --------------------------------------------------------------------------------------------
-
-
-def closure_convert(fun: Callable, *example_args) -> tuple[Callable, list]:
-    """Hoist the values ``fun`` closes over into explicit arguments.
-
-    Returns ``(converted, consts)`` where ``converted(*args, *consts)`` equals ``fun(*args)``.
-    Useful with ``custom_vjp``/``custom_jvp``, which may not be differentiated with respect to
-    closed-over values: pass ``consts`` as arguments instead. Only inexact (differentiable)
-    constants are hoisted; the others stay closed over."""
-    flat, in_tree = tree_util.tree_flatten(example_args)
-    jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: fun(*a), in_tree,
-                                                     [core.get_aval(x) for x in flat])
-    hoist = [isinstance(c, core.Tracer) or
-             dtypes.issubdtype(core.get_aval(c).dtype, np.inexact) for c in consts]
-    kept = [c for c, h in zip(consts, hoist) if not h]
-    hoisted = [c for c, h in zip(consts, hoist) if h]
-    n_args = len(flat)
-
-    def converted(*args_and_consts):
-        split = len(args_and_consts) - len(hoisted)
-        args, hoisted_vals = args_and_consts[:split], args_and_consts[split:]
-        flat_args, tree = tree_util.tree_flatten(tuple(args))
-        if tree != in_tree or len(flat_args) != n_args:
-            raise TypeError(f"closure-converted function called with arguments of structure "
-                            f"{tree}, expected {in_tree}")
-        kept_it, hoisted_it = iter(kept), iter(hoisted_vals)
-        all_consts = [next(hoisted_it) if h else next(kept_it) for h in hoist]
-        outs = core.eval_jaxpr(jaxpr, all_consts, *flat_args)
-        return tree_util.tree_unflatten(out_tree, outs)
-
-    return converted, hoisted
