@@ -349,7 +349,10 @@ def _check_replication(f, mesh: Mesh, manual: tuple, out_avals, out_specs,
         return
     if len(msgs) == 1:
         msgs = [msgs[0][2:]]
-    name = getattr(f, "__name__", str(f))
+    # Called eagerly, JAX runs the body per device and checks the outputs through a shard_map
+    # of its ``_rem_singleton`` helper, whose name its error then carries.
+    name = ("_rem_singleton" if core.current_trace() is core.eval_trace else
+            getattr(f, "__name__", str(f)))
     raise ValueError(
         f"shard_map applied to the function '{name}' was given out_specs which require "
         "replication which can't be statically inferred given the mesh:\n\n"
