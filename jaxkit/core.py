@@ -154,13 +154,11 @@ class Primitive:
 
         def typed_abstract_eval(*avals, **params):
             out = abstract_eval(*avals, **params)
-            # Types carry shardings only over Explicit mesh axes; until such a type exists
-            # no shape rule pays for the sharding rules (``jaxkit.lax.sharding_rules``).
+            # Shardings over Explicit mesh axes and varying manual axes: until such a type
+            # exists no shape rule pays for their rules (lax.sharding_rules, parallel_vma).
             if avals_mod.explicit_shardings_seen:
                 out = avals_mod.sharding_hook(prim, avals, params, out)
-            if avals_mod.vma_seen:  # varying manual axes (``jaxkit.lax.parallel_vma``)
-                out = avals_mod.vma_hook(prim, avals, params, out)
-            return out
+            return avals_mod.vma_hook(prim, avals, params, out) if avals_mod.vma_seen else out
 
         self.abstract_eval = typed_abstract_eval
         return abstract_eval

@@ -250,13 +250,8 @@ def psum(x, axis_name, *, axis_index_groups=None):
     return tree_util.tree_unflatten(treedef, out)
 
 
-def _bind_psum(x, axes: tuple, groups):
+def bind_psum(x, axes: tuple, groups):  # replaced by jaxkit.lax.parallel_vma (psum_invariant)
     return psum_p.bind(x, axes=axes, axis_index_groups=groups)
-
-
-# Replaced by ``jaxkit.lax.parallel_vma``: in a shard_map body that checks varying manual
-# axes, psum binds JAX's ``psum_invariant`` instead.
-bind_psum = _bind_psum
 
 
 def _times(x, n: int):

@@ -16,13 +16,16 @@ Outside ``jit`` the call runs as a jitted program. ``jvp`` and ``vmap`` of a sha
 transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
 ``linearize``, ``jacrev`` of a shard_map) splits the body into a known shard_map, run now,
 whose per-device residuals come out split over all its manual axes, and an unknown one taking
-them back; the transpose is a shard_map of the transposed body. jaxkit does not give values
-JAX's varying-manual-axes types, so differentiation follows JAX's ``check_vma=False`` rules,
-which give the same derivatives: the cotangent of an output replicated over some axes is
-shared out among those devices, and the cotangent of an input replicated over some axes is
-``psum``-med over them. ``check_vma=True`` (the default) infers from the traced body which
-mesh axes each output may vary over and raises JAX's error when ``out_specs`` claims
-replication over one of them; ``check_vma=False`` skips the check.
+them back; the transpose is a shard_map of the transposed body.
+
+With ``check_vma=True`` (the default) the body's types carry the manual axes each value varies
+over (``f32[3]{V:i}``; the rules are in ``jaxkit.lax.parallel_vma``), an output whose spec
+leaves out an axis its type varies over raises JAX's error, and differentiation follows the
+types: a replicated input used against varying values was ``pvary``-ed, whose transpose
+``psum``-s its cotangent. With ``check_vma=False`` types carry no axes and differentiation
+follows JAX's rules for that mode: the cotangent of an output replicated over some axes is
+shared out among those devices, and that of an input replicated over some axes is
+``psum``-med over them.
 """
 from __future__ import annotations
 
@@ -488,8 +491,8 @@ def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
 # shard_map hands each device its own back. A residual that is a known input is passed as
 # that input, with its spec.
 #
-# The transpose follows the SPMD view the collectives' transposes take (``psum`` transposes
-# to ``psum``): the body is transposed as a map over all devices' values. An output replicated
+# With check_vma=False the transpose follows the SPMD view the collectives' transposes take
+# (``psum`` transposes to ``psum``): the body is transposed as a map over all devices' values. An output replicated
 # over some axes (its spec does not mention them) is one value held by those devices, so its
 # cotangent is shared out among them (divided by their number); an input replicated over
 # some axes was broadcast to those devices, so its cotangent is the sum (``psum``) of theirs.
