@@ -492,10 +492,12 @@ def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
 # that input, with its spec.
 #
 # With check_vma=False the transpose follows the SPMD view the collectives' transposes take
-# (``psum`` transposes to ``psum``): the body is transposed as a map over all devices' values. An output replicated
-# over some axes (its spec does not mention them) is one value held by those devices, so its
-# cotangent is shared out among them (divided by their number); an input replicated over
-# some axes was broadcast to those devices, so its cotangent is the sum (``psum``) of theirs.
+# (``psum`` transposes to ``psum``): the body is transposed as a map over all devices'
+# values. An output replicated over some axes (its spec does not mention them) is one value
+# held by those devices, so its cotangent is shared out among them (divided by their
+# number); an input replicated over some axes was broadcast to those devices, so its
+# cotangent is the sum (``psum``) of theirs. With check_vma=True the types do this (see
+# ``_typed_transposed_body``).
 
 def _unmentioned(manual_axes: tuple, spec: PartitionSpec) -> tuple:
     """The manual axes ``spec`` does not split over, in mesh order."""
