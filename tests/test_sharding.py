@@ -587,7 +587,7 @@ def test_shard_map_check_vma_requires_seen_replication(mesh, body, in_spec, out_
         f(x)
     else:
         with pytest.raises(ValueError) as info:
-            f(x)
+            jax.jit(f)(x)
         assert str(info.value) == (
             "shard_map applied to the function '<lambda>' was given out_specs which require "
             "replication which can't be statically inferred given the mesh:\n\nThe mesh given "

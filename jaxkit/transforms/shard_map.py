@@ -329,9 +329,14 @@ def _check_replication(f, mesh: Mesh, manual: tuple, out_avals, out_specs,
                                           range(len(spec_paths)))
     per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(index_tree, out_tree_value))
     order = list(manual)
+    # Called eagerly, JAX runs the body per device and checks each output in turn through a
+    # one-output shard_map of its ``_rem_singleton`` helper: its error names that helper and
+    # the first offending output alone, without its path.
+    eager = core.current_trace() is core.eval_trace
     msgs = []
     for vma, i in zip(out_vmas, per_leaf):
         path, spec = spec_paths[i]
+        path = () if eager else path
         spec = spec or PartitionSpec()
         unmentioned = [a for a in order if a not in _spec_axes(spec)]
         if not any(a in vma for a in unmentioned):
@@ -348,14 +353,13 @@ def _check_replication(f, mesh: Mesh, manual: tuple, out_avals, out_specs,
         else:
             msgs.append(f"{where} replicated across mesh axis '{unmentioned[0]}', but could "
                         "not infer replication over any axes")
+        if eager:
+            break
     if not msgs:
         return
     if len(msgs) == 1:
         msgs = [msgs[0][2:]]
-    # Called eagerly, JAX runs the body per device and checks the outputs through a shard_map
-    # of its ``_rem_singleton`` helper, whose name its error then carries.
-    name = ("_rem_singleton" if core.current_trace() is core.eval_trace else
-            getattr(f, "__name__", str(f)))
+    name = "_rem_singleton" if eager else getattr(f, "__name__", str(f))
     raise ValueError(
         f"shard_map applied to the function '{name}' was given out_specs which require "
         "replication which can't be statically inferred given the mesh:\n\n"
@@ -531,7 +535,7 @@ def _residual_plan(known: ClosedJaxpr, unknown: ClosedJaxpr, num_res: int):
         outs = core.eval_jaxpr(known.jaxpr, known.consts, *args)
         res = [reshape(r, (1,)) if p else r
                for r, f, p in zip(outs[n_known_out:], fwd, promoted) if f is None]
-        return [*outs[:n_known_out], *res]
+        return [*res, *outs[:n_known_out]]  # residuals first, as JAX's known shard_map
 
     def unknown_body(*args):
         res = [reshape(r, ()) if p else r for r, p in zip(args[:num_res], promoted)]
@@ -557,15 +561,14 @@ def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, i
     known_args = [x for x, uk in zip(args, unknowns) if not uk]
     known_specs = [s for s, uk in zip(in_specs, unknowns) if not uk]
     n_res_out = sum(f is None for f in fwd)
-    known_out_specs = [s for s, uk in zip(out_specs, out_uk) if not uk]
-    known_out_specs += [_residual_spec(manual_axes)] * n_res_out
+    known_out_specs = [_residual_spec(manual_axes)] * n_res_out
+    known_out_specs += [s for s, uk in zip(out_specs, out_uk) if not uk]
     known_outs = []
     if known_out_specs:
         with core.set_current_trace(trace.parent):
             known_outs = _bind(known, known_args, known_specs, known_out_specs, mesh,
                                manual_axes, check_vma)
-    n_known = len(known_outs) - n_res_out
-    res_out = iter(known_outs[n_known:])
+    res_out = iter(known_outs[:n_res_out])
     residuals, res_specs = [], []
     for f in fwd:
         residuals.append(next(res_out) if f is None else known_args[f])
@@ -578,7 +581,7 @@ def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, i
               "check_vma": check_vma, "newly_manual_axes": newly_manual_axes}
     out_avals = _abstract_eval(**params)
     unknown_outs = iter(trace.stage(shard_map_p, uk_args, out_avals, params))
-    known_it = iter(known_outs[:n_known])
+    known_it = iter(known_outs[n_res_out:])
     return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
 
 
@@ -587,18 +590,26 @@ def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, i
 _transposed_bodies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def _cts_first(t_closed: ClosedJaxpr, n_res: int, avals) -> ClosedJaxpr:
+    """The transposed body taking the cotangents first, then the residuals (JAX's order)."""
+    n_ct = len(avals) - n_res
+
+    def body(*args):
+        return core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[n_ct:], *args[:n_ct])
+
+    jaxpr, consts = pe.trace_to_jaxpr(body, avals, t_closed.jaxpr.debug_info)
+    return ClosedJaxpr(jaxpr, consts)
+
+
 def _typed_transposed_body(t_closed: ClosedJaxpr, n_res: int, ct_specs) -> ClosedJaxpr:
     """With ``check_vma``, the types do the work: each cotangent is typed as varying over the
     axes its output's spec splits it over (as JAX's transpose types it), and the transposed
     body is traced again on those types, so a replicated input's cotangent is ``psum``-med by
     the transpose of the ``pvary`` that made it varying."""
-    avals = [*t_closed.in_avals[:n_res],
-             *(a.update(vma=a.vma | _spec_axes(s))
-               for a, s in zip(t_closed.in_avals[n_res:], ct_specs))]
-    jaxpr, consts = pe.trace_to_jaxpr(
-        lambda *args: core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args), avals,
-        t_closed.jaxpr.debug_info)
-    return ClosedJaxpr(jaxpr, consts)
+    avals = [*(a.update(vma=a.vma | _spec_axes(s))
+               for a, s in zip(t_closed.in_avals[n_res:], ct_specs)),
+             *t_closed.in_avals[:n_res]]
+    return _cts_first(t_closed, n_res, avals)
 
 
 def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, manual_axes: tuple, n_res: int,
@@ -618,13 +629,15 @@ def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, manual_axes: tuple,
         return ct if n == 1 else div(ct, np.array(n, ct.aval.dtype))
 
     def body(*args):
-        cts = [share(c, s) for c, s in zip(args[n_res:], ct_specs)]
-        outs = core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[:n_res], *cts)
+        n_ct = len(ct_specs)
+        cts = [share(c, s) for c, s in zip(args[:n_ct], ct_specs)]
+        outs = core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[n_ct:], *cts)
         return [parallel.psum_p.bind(o, axes=axes, axis_index_groups=None) if axes else o
                 for o, axes in ((o, _unmentioned(manual_axes, s))
                                 for o, s in zip(outs, lin_specs))]
 
-    jaxpr, consts = pe.trace_to_jaxpr(body, t_closed.in_avals, t_closed.jaxpr.debug_info)
+    avals = [*t_closed.in_avals[n_res:], *t_closed.in_avals[:n_res]]  # cotangents first
+    jaxpr, consts = pe.trace_to_jaxpr(body, avals, t_closed.jaxpr.debug_info)
     per[key] = result = ClosedJaxpr(jaxpr, consts)
     return result
 
@@ -644,8 +657,8 @@ def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
                                      check_vma)
     ins = [x for x, lin in zip(args, linear) if not lin]
     ins_specs = [s for s, lin in zip(in_specs, linear) if not lin]
-    outs = iter(_bind(body, [*ins, *(c for c, nz in zip(cts, ct_nonzero) if nz)],
-                      [*ins_specs, *ct_specs], nz_specs, mesh, manual_axes, check_vma)
+    outs = iter(_bind(body, [*(c for c, nz in zip(cts, ct_nonzero) if nz), *ins],
+                      [*ct_specs, *ins_specs], nz_specs, mesh, manual_axes, check_vma)
                 if nz_specs else ())
     nz_it = iter(lin_nz)
     return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
