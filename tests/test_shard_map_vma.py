@@ -3,6 +3,8 @@ body (``f32[2]{V:i}``), the ``pvary`` a mixed operation inserts, the collectives
 rules, ``pcast``, the ``out_specs`` check and its errors, and the automatic ``psum`` of a
 replicated parameter's gradient (the transpose of its ``pvary``). The references are JAX's
 outputs for the same code (recorded from JAX 0.10.2 on 8 CPU devices: no subprocess here)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -135,12 +137,53 @@ ERRORS = {
 
 OUT_SPECS = (P("i"), P(), P("j"), P("i"), P("i"))
 
+# loop carries and cond branches whose manual axes differ (JAX's texts)
+CONTROL_FLOW_ERRORS = {
+    'fori_scalar': ('TypeError',
+        'scan body function carry input and carry output must have equal types, but t'
+        'hey differ:\n\nThe input carry component loop_carry[1] has type float32[] but '
+        'the corresponding output carry component has type float32[]{V:i}, so the man'
+        'ual axis types do not match.\n\nThis might be fixed by applying `jax.lax.pcast'
+        "(..., ('i',), to='varying')`, to the initial carry value corresponding to th"
+        'e input carry component loop_carry[1].\nSee https://docs.jax.dev/en/latest/no'
+        'tebooks/shard_map.html#scan-vma for more information.\n\nRevise the function s'
+        'o that all output types match the corresponding input types.'),
+    'cond': ('TypeError',
+        'cond branches must have equal output types but they differ.\n\ntrue_fun is <la'
+        'mbda> at /tmp/vmaw/gold2.py:13\nfalse_fun is <lambda> at /tmp/vmaw/gold2.py:1'
+        '3\n\nThe output of true_fun at path [0] has type float32[2]{V:i} but the corre'
+        'sponding output of false_fun has type float32[2], so the manual axis types d'
+        "o not match.\n\nThis might be fixed by applying `jax.lax.pcast(..., (), to='va"
+        "rying')` to the output of true_fun at path [0].\nSee https://docs.jax.dev/en/"
+        'latest/notebooks/shard_map.html#scan-vma for more information.\n\nRevise true_'
+        'fun and/or false_fun so that all output types match.'),
+    'scan': ('TypeError',
+        'scan body function carry input and carry output must have equal types, but t'
+        'hey differ:\n\nThe input carry c has type float32[] but the corresponding outp'
+        'ut carry component has type float32[]{V:i}, so the manual axis types do not '
+        "match.\n\nThis might be fixed by applying `jax.lax.pcast(..., ('i',), to='vary"
+        "ing')`, to the initial carry value corresponding to the input carry c.\nSee h"
+        'ttps://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more inf'
+        'ormation.\n\nRevise the function so that all output types match the correspond'
+        'ing input types.'),
+    'while': ('TypeError',
+        'while_loop body function carry input and carry output must have equal types,'
+        ' but they differ:\n\nThe input carry component c[1] has type float32[2] but th'
+        'e corresponding output carry component has type float32[2]{V:i}, so the manu'
+        'al axis types do not match.\n\nThis might be fixed by applying `jax.lax.pcast('
+        "..., ('i',), to='varying')`, to the initial carry value corresponding to the"
+        ' input carry component c[1].\nSee https://docs.jax.dev/en/latest/notebooks/sh'
+        'ard_map.html#scan-vma for more information.\n\nRevise the function so that all'
+        ' output types match the corresponding input types.'),
+}
+
 
 def _canonical(text: str) -> str:
     """A set's order follows the string hash, which differs between processes; the golden
     texts are kept without JAX's trailing blanks (``axis_index[axis_name=i] ``)."""
     text = text.replace("{'j', 'i'}", "{'i', 'j'}").replace("{'varying', 'invarying'}",
                                                             "{'invarying', 'varying'}")
+    text = re.sub(r"(_fun is <lambda> at )\S+", r"\1SOURCE", text)  # where the lambda is
     return "\n".join(line.rstrip() for line in text.splitlines())
 
 
@@ -219,4 +262,30 @@ def test_errors_match_jax(name):
     kind, text = ERRORS["replicated" if name == "two_outputs" else name]
     with pytest.raises(Exception) as info:
         ERROR_CASES[name]()
+    assert (type(info.value).__name__, _canonical(str(info.value))) == (kind, _canonical(text))
+
+
+MESH1 = jax.make_mesh((2,), ("i",), devices=DEVICES[:2], axis_types=(AxisType.Auto,))
+X1 = np.arange(4, dtype=np.float32)
+CONTROL_FLOW = {
+    # zeros_like(v) varies as v does, so the carry's type holds
+    "fori": lambda v: lax.fori_loop(0, 3, lambda i, c: c + v, jnp.zeros_like(v)),
+    "fori_scalar": lambda v: lax.fori_loop(0, 3, lambda i, c: c + v.sum(), 0.)[None],
+    "cond": lambda v: lax.cond(v.sum() > 1, lambda: (v * 2, v), lambda: (jnp.zeros(2), v))[0],
+    "scan": lambda v: lax.scan(lambda c, a: (c + a, c), 0., v)[1],
+    "while": lambda v: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + v),
+                                      (0, jnp.zeros(2)))[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_FLOW))
+def test_control_flow_types_match_jax(name):
+    f = jax.jit(jax.shard_map(CONTROL_FLOW[name], mesh=MESH1, in_specs=P("i"),
+                              out_specs=P("i")))
+    if name == "fori":
+        np.testing.assert_array_equal(np.asarray(f(X1)), [0.0, 3.0, 6.0, 9.0])
+        return
+    kind, text = CONTROL_FLOW_ERRORS[name]
+    with pytest.raises(Exception) as info:
+        f(X1)
     assert (type(info.value).__name__, _canonical(str(info.value))) == (kind, _canonical(text))
