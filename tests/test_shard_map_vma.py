@@ -11,6 +11,7 @@ import pytest
 import jaxkit as jax
 import jaxkit.numpy as jnp
 from jaxkit import lax
+from jaxkit.experimental import shard_map as legacy_shard_map_module
 from jaxkit.runtime import multi_device
 from jaxkit.sharding import AxisType, PartitionSpec as P
 
@@ -289,3 +290,12 @@ def test_control_flow_types_match_jax(name):
     with pytest.raises(Exception) as info:
         f(X1)
     assert (type(info.value).__name__, _canonical(str(info.value))) == (kind, _canonical(text))
+
+
+def test_experimental_shard_map_check_rep_is_check_vma():
+    with pytest.warns(DeprecationWarning, match="jax.experimental.shard_map is deprecated"):
+        legacy = legacy_shard_map_module.shard_map
+    for check_rep, marker in [(True, "{V:i}"), (False, "f32[2]. let")]:
+        f = legacy(lambda v: v * 2, MESH1, P("i"), P("i"), check_rep=check_rep)
+        text = str(jax.make_jaxpr(f)(X1))
+        assert f"check_vma={check_rep}" in text and marker in text
