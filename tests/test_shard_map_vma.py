@@ -299,3 +299,12 @@ def test_experimental_shard_map_check_rep_is_check_vma():
         f = legacy(lambda v: v * 2, MESH1, P("i"), P("i"), check_rep=check_rep)
         text = str(jax.make_jaxpr(f)(X1))
         assert f"check_vma={check_rep}" in text and marker in text
+
+
+def test_vmap_of_a_typed_body():
+    """vmap over the replicated argument: the body's pvary and psum_invariant are batched."""
+    f = jax.shard_map(lambda x, w: lax.psum(x * w, "i"), mesh=MESH1, in_specs=(P("i"), P()),
+                      out_specs=P())
+    ws = np.array([[1.0, 2.0], [-1.0, 0.5], [3.0, 0.0]], np.float32)
+    got = jax.vmap(f, in_axes=(None, 0))(X1, ws)
+    np.testing.assert_allclose(np.asarray(got), (X1[:2] + X1[2:]) * ws)

@@ -239,9 +239,10 @@ def _vma_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any) -> 
             return out
         vma = rule([a for a in avals if isinstance(a, ShapedArray)], params)
     else:
+        # (every abstract evaluation passes here once a varying type exists: keep it cheap)
+        if not any(getattr(a, "vma", None) for a in avals) or _carries_jaxpr(params):
+            return out  # a body's results are typed by the body
         vma = frozenset().union(*(getattr(a, "vma", frozenset()) for a in avals))
-        if not vma or _carries_jaxpr(params):  # a body's results are typed by the body
-            return out
     if prim.multiple_results:
         return [o.update(vma=vma) if type(o) is ShapedArray else o for o in out]
     return out.update(vma=vma) if type(out) is ShapedArray else out
