@@ -30,6 +30,53 @@ def sharding_hook(prim: Any, avals: Sequence, params: dict, out: Any) -> Any:
     return out
 
 
+# Set once a type with varying manual axes is made (inside a ``shard_map`` body that checks
+# them): until then no primitive's abstract evaluation or bind looks at them.
+vma_seen = False
+
+# The position of each mesh axis name in its mesh, as the last shard_map over it said: sets of
+# manual axes print in mesh order (``{V:(i,j)}``) wherever the jaxpr is printed.
+_axis_rank: dict = {}
+
+
+def note_axis_order(names: Sequence) -> None:
+    """Record the order of a mesh's axis names (for printing sets of them)."""
+    _axis_rank.update((n, i) for i, n in enumerate(names))
+
+
+def mesh_ordered(names) -> tuple:
+    """``names`` in the order of the mesh they were last seen in."""
+    return tuple(sorted(names, key=lambda n: (_axis_rank.get(n, len(_axis_rank)), str(n))))
+
+
+class ManualAxisType:
+    """The manual mesh axes a value inside a ``shard_map`` body varies over (JAX's
+    ``aval.manual_axis_type``; jaxkit has no unreduced/reduced manual values, so those are
+    empty)."""
+
+    __slots__ = ("varying", "unreduced", "reduced")
+
+    def __init__(self, varying=frozenset()):
+        self.varying = frozenset(varying)
+        self.unreduced = self.reduced = frozenset()
+
+    def __repr__(self):
+        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+                f"reduced={self.reduced})")
+
+
+def vma_hook(prim: Any, avals: Sequence, params: dict, out: Any) -> Any:
+    """The result types of ``prim`` with the manual axes they vary over: replaced by
+    ``jaxkit.lax.parallel_vma``."""
+    return out
+
+
+def vma_join(prim: Any, args: Sequence, params: dict) -> Sequence:
+    """The operands of ``prim``, those varying over fewer manual axes than the others made
+    varying (``pvary``): replaced by ``jaxkit.lax.parallel_vma``."""
+    return args
+
+
 class ShardingTypeError(Exception):
     """Operands whose explicit shardings no result sharding follows from (JAX's class)."""
 
@@ -48,26 +95,39 @@ class ShapedArray:
     # Instances are interned: one object per (shape, dtype, weak_type). Equal avals are then the
     # same object, so hashing and comparing them is the default identity test, done in C: the
     # jit fast path looks its executables up by argument avals on every call.
-    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "__weakref__")
+    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "vma", "__weakref__")
     array_abstraction_level = 1
     _interned: dict[tuple, ShapedArray] = {}
 
     def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False,
-                sharding: Any = None):
+                sharding: Any = None, vma: frozenset = frozenset()):
+        global vma_seen
         dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
-        key = (tuple([int(d) for d in shape]), dtype, bool(weak_type), sharding)
+        if type(vma) is not frozenset:
+            vma = frozenset(vma)
+        key = (tuple([int(d) for d in shape]), dtype, bool(weak_type), sharding, vma)
         self = cls._interned.get(key)
         if self is None:
             _check_shape(*key[:2])  # once per distinct aval: interning makes it free after
             if sharding is not None:
                 _check_type_sharding(key[0], sharding)
+            if vma:
+                vma_seen = True
             self = object.__new__(cls)
-            self.shape, self.dtype, self.weak_type, self._sharding = key
+            self.shape, self.dtype, self.weak_type, self._sharding, self.vma = key
             self = cls._interned.setdefault(key, self)  # one winner if threads race
         return self
 
     def __reduce__(self):
-        return ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding)
+        return ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self.vma)
+
+    @property
+    def manual_axis_type(self) -> ManualAxisType:
+        """The manual mesh axes the value varies over inside a ``shard_map`` body (``vma``,
+        ``frozenset()`` outside one or with ``check_vma=False``), as JAX's attribute."""
+        return ManualAxisType(self.vma)
+
+    mat = manual_axis_type
 
     ndim = property(lambda self: len(self.shape))
 
@@ -84,14 +144,17 @@ class ShapedArray:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> ShapedArray:
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
+               vma=None) -> ShapedArray:
         """The same type with the fields given replaced. The sharding is kept while the rank
-        is (a spec has one entry per dimension); pass ``sharding`` for a new rank."""
+        is (a spec has one entry per dimension); pass ``sharding`` for a new rank. The varying
+        manual axes are kept unless ``vma`` is given."""
         if sharding is None and (shape is None or len(shape) == len(self.shape)):
             sharding = self._sharding
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type, sharding)
+                           self.weak_type if weak_type is None else weak_type, sharding,
+                           self.vma if vma is None else frozenset(vma))
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -100,23 +163,23 @@ class ShapedArray:
         """The type without its explicit sharding (what a layout-blind consumer sees)."""
         if self._sharding is None:
             return self
-        return ShapedArray(self.shape, self.dtype, self.weak_type)
+        return ShapedArray(self.shape, self.dtype, self.weak_type, None, self.vma)
 
     def delete_dim(self, axis: int) -> ShapedArray:
         """The type without dimension ``axis`` (one example of a batch): its split goes."""
         shape = self.shape[:axis] + self.shape[axis + 1:]
         return ShapedArray(shape, self.dtype, self.weak_type,
-                           self._respec(lambda spec: spec[:axis] + spec[axis + 1:]))
+                           self._respec(lambda spec: spec[:axis] + spec[axis + 1:]), self.vma)
 
     def insert_dim(self, axis: int, size: int, split: Any = None) -> ShapedArray:
         """The type with a dimension of ``size`` at ``axis`` (a batch of examples), split
         over the mesh axis ``split`` (None: not split)."""
         shape = self.shape[:axis] + (size,) + self.shape[axis:]
         if self._sharding is None and split is None:
-            return ShapedArray(shape, self.dtype, self.weak_type)
+            return ShapedArray(shape, self.dtype, self.weak_type, None, self.vma)
         return ShapedArray(shape, self.dtype, self.weak_type,
                            self._respec(lambda spec: spec[:axis] + (split,) + spec[axis:],
-                                        force=True))
+                                        force=True), self.vma)
 
     def _respec(self, change, force: bool = False) -> Any:
         """The sharding with its spec entries changed (None when no entry names an axis)."""
@@ -136,7 +199,7 @@ class ShapedArray:
         """Integer and boolean values have ``float0`` tangents, as in JAX; the tangent is laid
         out as the primal."""
         return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type,
-                           self._sharding)
+                           self._sharding, self.vma)
 
     def _dims(self) -> str:
         if self._sharding is None:
@@ -144,23 +207,23 @@ class ShapedArray:
         return shape_sharding_str(self.shape, self._sharding.spec.partitions)
 
     def _ur(self) -> str:
-        """JAX's suffix for unreduced/reduced mesh axes (``f32[8@X,4]{U:Y}``), in mesh order."""
+        """JAX's suffix for varying manual axes and unreduced/reduced mesh axes
+        (``f32[3]{V:i}``, ``f32[8@X,4]{U:Y}``), in mesh order."""
         s = self._sharding
+        sets = [_set_str("V", mesh_ordered(self.vma))] if self.vma else []
         if s is None or not (s.spec.unreduced or s.spec.reduced):
-            return ""
-        sets = []
+            return "{" + sets[0] + "}" if sets else ""
         for tag, axes in (("U", s.spec.unreduced), ("R", s.spec.reduced)):
             ordered = [a for a in s.mesh.axis_names if a in axes]
             if ordered:
-                sets.append(f"{tag}:{ordered[0]}" if len(ordered) == 1 else
-                            f"{tag}:({','.join(ordered)})")
+                sets.append(_set_str(tag, ordered))
         return "{" + ", ".join(sets) + "}"
 
     def str_short(self) -> str:
         return f"{dtypes.short_dtype_name(self.dtype)}[{self._dims()}]{self._ur()}"
 
     def __repr__(self):
-        if self._sharding is not None:  # JAX: ``ShapedArray(float32[4@X,4@Y])``
+        if self._sharding is not None or self.vma:  # JAX: ``ShapedArray(float32[4@X,4@Y])``
             weak = ", weak_type=True" if self.weak_type else ""
             return f"ShapedArray({self.dtype.name}[{self._dims()}]{self._ur()}{weak})"
         weak = ", weak_type=True" if self.weak_type else ""
@@ -169,6 +232,10 @@ class ShapedArray:
     def __str__(self):
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
         return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims()}]{self._ur()}"
+
+
+def _set_str(tag: str, ordered: Sequence) -> str:
+    return f"{tag}:{ordered[0]}" if len(ordered) == 1 else f"{tag}:({','.join(ordered)})"
 
 
 def physical_aval(aval: ShapedArray) -> ShapedArray:
@@ -218,7 +285,7 @@ class AbstractToken(ShapedArray):
     def __reduce__(self):
         return AbstractToken, ()
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> AbstractToken:
+    def update(self, shape=None, dtype=None, weak_type=None, **_) -> AbstractToken:
         return self
 
     def to_tangent_aval(self) -> AbstractToken:

@@ -141,6 +141,8 @@ class Primitive:
         return self.name
 
     def bind(self, *args, **params):
+        if avals_mod.vma_seen:  # operands varying over different manual axes are joined
+            args = avals_mod.vma_join(self, args, params)
         return _current_trace.get().process_primitive(self, args, params)
 
     def def_impl(self, impl: Callable) -> Callable:
@@ -152,11 +154,11 @@ class Primitive:
 
         def typed_abstract_eval(*avals, **params):
             out = abstract_eval(*avals, **params)
-            # Types carry shardings only over Explicit mesh axes; until such a type exists
-            # no shape rule pays for the sharding rules (``jaxkit.lax.sharding_rules``).
+            # Shardings over Explicit mesh axes and varying manual axes: until such a type
+            # exists no shape rule pays for their rules (lax.sharding_rules, parallel_vma).
             if avals_mod.explicit_shardings_seen:
-                return avals_mod.sharding_hook(prim, avals, params, out)
-            return out
+                out = avals_mod.sharding_hook(prim, avals, params, out)
+            return avals_mod.vma_hook(prim, avals, params, out) if avals_mod.vma_seen else out
 
         self.abstract_eval = typed_abstract_eval
         return abstract_eval

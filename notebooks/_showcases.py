@@ -378,14 +378,17 @@ jax.debug.visualize_array_sharding(relayout(x))"""),
 
 `shard_map` runs a function on every device's block and lets it talk to the others over
 the mesh's named axes. Here is a data-parallel training step: every device takes the
-gradient on its share of the batch, and `pmean` averages the gradients over all devices:"""),
+gradient on its share of the batch. The parameters are replicated (`P()`), so inside the body
+their type is *invariant* over the mesh axes and `jax.grad` already sums their gradient over
+all devices (the transpose of the `pvary` that meets them with the varying batch); dividing
+by the number of devices makes it the mean:"""),
     code("""
 def loss(p, x, y):
     return jnp.mean((jnp.tanh(x @ p['w'] + p['b']) - y) ** 2)
 
 def step(p, x, y):
-    g = jax.grad(loss)(p, x, y)
-    g = jax.tree.map(lambda v: jax.lax.pmean(v, ('x', 'y')), g)
+    n = jax.lax.axis_size(('x', 'y'))
+    g = jax.tree.map(lambda v: v / n, jax.grad(loss)(p, x, y))
     return jax.tree.map(lambda a, b: a - 0.1 * b, p, g)
 
 rng = np.random.default_rng(0)

@@ -51,6 +51,9 @@ EXERCISED_ELSEWHERE = {
     "psend": "test_lax_collectives_p2p.py (plain vmap keeps one send; over its axis it raises)",
     "precv": "test_lax_collectives_p2p.py (vmap over its axis raises, as it needs devices)",
     "shard_map": "test_sharding.py (vmap of a shard_map with a psum, against a loop)",
+    "pvary": "test_shard_map_vma.py (vmap of a check_vma shard_map that pvary-s and psums)",
+    "psum_invariant": "test_shard_map_vma.py (vmap of a check_vma shard_map that pvary-s and "
+                      "psums)",
     "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",
     "mesh_cast": "test_explicit_sharding.py (vmap of auto_axes over a split dimension, vs JAX)",
     "reshard": "test_explicit_sharding.py (vmap of reshard, the batch keeping its split, vs JAX)",

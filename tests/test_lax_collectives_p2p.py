@@ -444,8 +444,11 @@ def test_pcast_is_the_identity_where_jax_lets_it_run(oracle):
         X)), np.asarray(oracle["pcast_pmap"]))
     np.testing.assert_array_equal(np.asarray(ppmap(lambda v: lax.pcast(v, "i", to="reduced"))(
         X)), np.asarray(oracle["pcast_pmap_reduced"]))
-    np.testing.assert_array_equal(np.asarray(sm(lambda v: lax.pcast(v, ("i",),
-                                                                    to="varying"))(X)), X)
+    # in shard_map: invariant -> varying is pvary; an already varying value raises, as in JAX
+    np.testing.assert_array_equal(np.asarray(sm(lambda v: lax.pcast(v, ("i",), to="varying"),
+                                                in_specs=P())(X)), np.concatenate([X] * N))
+    with pytest.raises(ValueError, match="Unsupported pcast from=varying, to='varying'"):
+        sm(lambda v: lax.pcast(v, ("i",), to="varying"))(X)
     # no equation: under pmap JAX's pvary disappears too
     assert eqns(ppmap(lambda v: lax.pcast(v, "i", to="varying")), X, name="pvary") == \
         oracle["pcast_pmap_eqns"] == []

@@ -75,7 +75,8 @@ def _src_info(fun: Callable) -> str:
 def _type_differences(a, b) -> str:
     """How two avals differ, in the words of JAX's mismatch messages ("" if they agree)."""
     reasons = [f"the {what} do not match" for what, differ in
-               (("dtypes", a.dtype != b.dtype), ("shapes", a.shape != b.shape)) if differ]
+               (("dtypes", a.dtype != b.dtype), ("shapes", a.shape != b.shape),
+                ("manual axis types", a.vma != b.vma)) if differ]
     return ", and ".join(reasons)
 
 
@@ -93,17 +94,28 @@ def branch_mismatch(kind: str, funs: Sequence[Callable], labels: Sequence[str], 
     paths = [tree_util.keystr(p) for p, _ in
              tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, avals_a))[0]]
     a_label, b_label = labels
-    items = []
+    items, hints = [], []
     for path, a, b in zip(paths, avals_a, avals_b):
         if reasons := _type_differences(a, b):
             at = f" at path {path}" if path else ""
             items.append(f"the output of {a_label}{at} has type {_long(a)} but the "
                          f"corresponding output of {b_label} has type {_long(b)}, so "
                          f"{reasons}")
+            # JAX's hint, word for word: it names the axes the *other* branch lacks
+            hints += [f"applying `jax.lax.pcast(..., {tuple(v1.vma - v2.vma)}, to='varying')`"
+                      f" to the output of {label}{at}"
+                      for label, v1, v2 in ((a_label, b, a), (b_label, a, b)) if v2.vma - v1.vma]
     body = _sentence_or_bullets(items)
     srcs = "\n".join(f"{label} is {_src_info(f)}" for label, f in zip(labels, funs))
+    hint = ""
+    if hints:
+        hint = ("This might be fixed by " + hints[0] + ".\n" if len(hints) == 1 else
+                "This might be fixed by:\n" + "\n".join(f"  * {h};" for h in hints[:-1])
+                + f"\n  * {hints[-1]}.\n")
+        hint += ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for "
+                 "more information.\n\n")
     return (f"{kind} branches must have equal output types but they differ.\n\n{srcs}\n\n"
-            f"{body}\n\nRevise {a_label} and/or {b_label} so that all output types match.")
+            f"{body}\n\n{hint}Revise {a_label} and/or {b_label} so that all output types match.")
 
 
 def carry_mismatch(what: str, fun: Callable, default_name: str, tree, in_avals, out_avals,
@@ -118,20 +130,31 @@ def carry_mismatch(what: str, fun: Callable, default_name: str, tree, in_avals, 
         pass
     paths = [("component " + name + tree_util.keystr(p)) if p else name for p, _ in
              tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, in_avals))[0]]
-    items = []
+    items, hints = [], []
     for path, a, b in zip(paths, in_avals, out_avals):
         if reasons := _type_differences(a, b):
             items.append(f"the input carry {path} has type {_long(a)} but the "
                          f"corresponding output carry component has type {_long(b)}, "
                          f"so {reasons}")
+        if b.vma - a.vma:  # inside shard_map: the initial carry is less varying
+            hints.append(f"applying `jax.lax.pcast(..., {tuple(b.vma - a.vma)}, "
+                         "to='varying')`, to the initial carry value corresponding to the "
+                         f"input carry {path}")
     body = _sentence_or_bullets(items)
+    hint = ""
+    if hints:
+        hint = ("This might be fixed by " + hints[0] + ".\n" if len(hints) == 1 else
+                "This might be fixed by:\n" + "\n".join(f"  * {h};\n" for h in hints[:-1])
+                + f"  * {hints[-1]}.\n")
+        hint += ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for "
+                 "more information.\n\n")
     return (f"{what} function carry input and carry output must have equal types, but they "
-            f"differ:\n\n{body}\n\nRevise the function so that all output types match the "
-            "corresponding input types.")
+            f"differ:\n\n{body}\n\n{hint}Revise the function so that all output types match "
+            "the corresponding input types.")
 
 
 def _long(aval) -> str:
-    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]{aval._ur()}"
 
 
 def promote_weak_carry(vals: Sequence, in_avals, out_avals) -> tuple[list, bool]:

@@ -246,8 +246,12 @@ def psum(x, axis_name, *, axis_index_groups=None):
         # Every device holds the same constant: the sum is size * x (JAX does this too).
         out = [_times(v, size) for v in leaves]
     else:
-        out = [psum_p.bind(v, axes=axes, axis_index_groups=groups) for v in leaves]
+        out = [bind_psum(v, axes, groups) for v in leaves]
     return tree_util.tree_unflatten(treedef, out)
+
+
+def bind_psum(x, axes: tuple, groups):  # replaced by jaxkit.lax.parallel_vma (psum_invariant)
+    return psum_p.bind(x, axes=axes, axis_index_groups=groups)
 
 
 def _times(x, n: int):

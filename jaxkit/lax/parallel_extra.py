@@ -1,5 +1,5 @@
-"""More collectives over named axes: ``pbroadcast``, ``ragged_all_to_all``, ``psend``/``precv``
-and ``pcast``, written like those of ``jaxkit.lax.parallel`` (whose axis environment, replica
+"""More collectives over named axes: ``pbroadcast``, ``ragged_all_to_all`` and
+``psend``/``precv``, written like those of ``jaxkit.lax.parallel`` (whose axis environment, replica
 groups and helpers they share).
 
 What XLA:CPU lacks, and how it is handled here:
@@ -16,11 +16,6 @@ What XLA:CPU lacks, and how it is handled here:
   ``NotImplementedError`` when lowering them. jaxkit does the same on every backend: it has no
   GPU send/recv lowering (its lowering context does not know the platform). ``psend`` returns
   an ordering token (printed ``Tok``) and is kept in jaxprs even when its token is unused.
-
-``pcast`` changes only the varying-manual-axes *type* of a value in JAX (``shard_map`` with
-``check_vma=True``). jaxkit does not track that type (its ``shard_map`` behaves like
-``check_vma=False``), so ``pcast`` checks its arguments as JAX does and returns the value
-unchanged, binding nothing, as ``pmap`` and ``check_vma=False`` bodies in JAX also show it.
 """
 from __future__ import annotations
 
@@ -67,7 +62,6 @@ from jaxkit.lax.structural import (
 __all__ = [
     "pbroadcast",
     "pbroadcast_p",
-    "pcast",
     "precv",
     "precv_p",
     "psend",
@@ -434,25 +428,3 @@ pe.defeffectful(precv_p)
 batching.defrule(precv_p, lambda axis_data, vals, dims, **params: _p2p_batcher(
     precv_p, axis_data, vals, dims, **params), named_axis=True)
 mlir.register_lowering(precv_p, _gpu_only("precv"))
-
-
-# --------------------------------------------------------------------------------------------
-# pcast
-# --------------------------------------------------------------------------------------------
-
-_PCAST_TO = ("varying", "unreduced", "reduced")
-
-
-def pcast(x, axis_name, *, to: str):
-    """Cast ``x`` (a pytree) to be ``to`` ('varying', 'reduced' or 'unreduced') over the
-    named axes. In JAX this changes only the value's varying-manual-axes type; jaxkit does not
-    track that type, so the value is returned unchanged once the arguments are checked."""
-    if isinstance(axis_name, (set, frozenset)):
-        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name!r}")
-    if not axis_name:
-        return x
-    if to not in _PCAST_TO:
-        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
-                         f"{set(_PCAST_TO)}")
-    axis_size(_axes_tuple(axis_name))  # NameError for an unbound name
-    return x

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit import avals as avals_mod
 from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
@@ -636,9 +637,14 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     if weak:
         scalar = convert_element_type(fill_value, dtype, True)
         if not tuple(fill_shape) and sharding is None:
-            return scalar  # a weak literal while staging (as JAX): rank 0 needs nothing more
-        return broadcast_in_dim(scalar, tuple(fill_shape), (), out_sharding=sharding)
-    return full(fill_shape, fill_value, dtype, sharding=sharding)
+            out = scalar  # a weak literal while staging (as JAX): rank 0 needs nothing more
+        else:
+            out = broadcast_in_dim(scalar, tuple(fill_shape), (), out_sharding=sharding)
+    else:
+        out = full(fill_shape, fill_value, dtype, sharding=sharding)
+    if avals_mod.vma_seen:  # in a shard_map body it varies over the manual axes x does
+        out = avals_mod.vma_join(None, (out, x), {})[0]
+    return out
 
 
 def zeros_like_array(x: ArrayLike) -> Array:

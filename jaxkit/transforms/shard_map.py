@@ -16,13 +16,16 @@ Outside ``jit`` the call runs as a jitted program. ``jvp`` and ``vmap`` of a sha
 transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
 ``linearize``, ``jacrev`` of a shard_map) splits the body into a known shard_map, run now,
 whose per-device residuals come out split over all its manual axes, and an unknown one taking
-them back; the transpose is a shard_map of the transposed body. jaxkit does not give values
-JAX's varying-manual-axes types, so differentiation follows JAX's ``check_vma=False`` rules,
-which give the same derivatives: the cotangent of an output replicated over some axes is
-shared out among those devices, and the cotangent of an input replicated over some axes is
-``psum``-med over them. ``check_vma=True`` (the default) infers from the traced body which
-mesh axes each output may vary over and raises JAX's error when ``out_specs`` claims
-replication over one of them; ``check_vma=False`` skips the check.
+them back; the transpose is a shard_map of the transposed body.
+
+With ``check_vma=True`` (the default) the body's types carry the manual axes each value varies
+over (``f32[3]{V:i}``; the rules are in ``jaxkit.lax.parallel_vma``), an output whose spec
+leaves out an axis its type varies over raises JAX's error, and differentiation follows the
+types: a replicated input used against varying values was ``pvary``-ed, whose transpose
+``psum``-s its cotangent. With ``check_vma=False`` types carry no axes and differentiation
+follows JAX's rules for that mode: the cotangent of an output replicated over some axes is
+shared out among those devices, and that of an input replicated over some axes is
+``psum``-med over them.
 """
 from __future__ import annotations
 
@@ -42,7 +45,8 @@ from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import ir, sdy
-from jaxkit.lax import parallel, parallel_extra
+from jaxkit import avals as avals_mod
+from jaxkit.lax import parallel, parallel_vma
 from jaxkit.lax.elementwise import div
 from jaxkit.lax.structural import reshape
 from jaxkit.runtime import sharding as _sharding
@@ -67,7 +71,8 @@ def _tiling(mesh: Mesh, spec: PartitionSpec, ndim: int) -> list[int]:
     return counts
 
 
-def _local_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) -> ShapedArray:
+def _local_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str,
+                vma: bool = False) -> ShapedArray:
     NamedSharding(mesh, spec)  # checks the axis names
     if len(spec) > len(aval.shape):
         raise ValueError(f"shard_map {what} {spec} has {len(spec)} entries for a value of "
@@ -79,16 +84,21 @@ def _local_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str) -
                              f"{aval.str_short()} into {t} blocks, but {n} is not divisible "
                              f"by {t}")
         shape.append(n // t)
-    # A block's type carries no layout: the mesh axes are manual inside the body.
-    return aval.strip_sharding().update(shape=tuple(shape))
+    # A block's type carries no layout: the mesh axes are manual inside the body. With
+    # ``vma``, it varies over the axes the spec splits it over.
+    return aval.strip_sharding().update(
+        shape=tuple(shape), vma=aval.vma | _spec_axes(spec) if vma else frozenset())
 
 
-def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
-    """The global type of a result: its layout over Explicit mesh axes is ``spec``'s."""
+def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray,
+                 manual: frozenset) -> ShapedArray:
+    """The global type of a result: its layout over Explicit mesh axes is ``spec``'s; inside
+    an enclosing shard_map it still varies over the enclosing one's axes it varied over."""
     ndim = len(aval.shape)
     return ShapedArray(tuple(n * t for n, t in zip(aval.shape, _tiling(mesh, spec, ndim))),
                        aval.dtype, aval.weak_type,
-                       typed_sharding(mesh, (tuple(spec) + (None,) * ndim)[:ndim]))
+                       typed_sharding(mesh, (tuple(spec) + (None,) * ndim)[:ndim]),
+                       aval.vma - manual)
 
 
 def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ...]:
@@ -114,16 +124,19 @@ def _enclosing_manual(mesh: Mesh) -> frozenset:
 
 
 @contextlib.contextmanager
-def _mesh_axes_bound(mesh: Mesh, manual_axes: tuple):
-    """Trace a body: its manual axes are bound for collectives, and the abstract mesh shows
-    them (and those of enclosing shard_maps) as ``Manual``, as JAX's does."""
+def _mesh_axes_bound(mesh: Mesh, manual_axes: tuple, check_vma: bool):
+    """Trace a body: its manual axes are bound for collectives, the abstract mesh shows
+    them (and those of enclosing shard_maps) as ``Manual``, as JAX's does, and with
+    ``check_vma`` the types carry the manual axes values vary over."""
     manual = _enclosing_manual(mesh) | set(manual_axes)
     types = tuple(AxisType.Manual if n in manual else t
                   for n, t in zip(mesh.axis_names, mesh.axis_types))
     abstract = AbstractMesh(mesh.axis_sizes, mesh.axis_names, types,
                             abstract_device=mesh.abstract_mesh.abstract_device)
     sizes = mesh.shape
-    with parallel.extend_axis_env_nd((name, sizes[name]) for name in manual_axes):
+    avals_mod.note_axis_order(mesh.axis_names)
+    with parallel.extend_axis_env_nd((name, sizes[name]) for name in manual_axes), \
+            parallel_vma.checking_vma(check_vma):
         _body_stack.append((mesh, frozenset(manual)))
         _sharding._abstract_mesh_stack.append(abstract)
         try:
@@ -194,8 +207,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                           for a in avals))
         if in_specs is not None:
             _check_specs_match_types(the_mesh, manual, specs_in, avals)
-        local = [_local_aval(the_mesh, s, a, "in_specs") for s, a in zip(specs_in, avals)]
-        with _mesh_axes_bound(the_mesh, manual):
+        local = [_local_aval(the_mesh, s, a, "in_specs", check_vma)
+                 for s, a in zip(specs_in, avals)]
+        with _mesh_axes_bound(the_mesh, manual, check_vma):
             jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
                 lambda a: f(*a), in_tree, local, pe.debug_info("shard_map", f, ()))
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
@@ -207,11 +221,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                 raise ValueError(f"shard_map out_specs {s} has {len(s)} entries for an output "
                                  f"of rank {len(a.shape)} ({a.str_short()})")
         if check_vma:
-            _check_replication(f, the_mesh, manual, closed.jaxpr, specs_in, out_specs,
-                               full_out, len(consts))
+            _check_replication(f, the_mesh, manual, closed.out_avals, out_specs, full_out)
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
-        outs = shard_map_p.bind(*consts, *flat, jaxpr=closed, mesh=the_mesh,
-                                in_specs=specs_in, out_specs=specs_out, manual_axes=manual)
+        outs = _bind(closed, [*consts, *flat], specs_in, specs_out, the_mesh, manual,
+                     check_vma)
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
@@ -299,79 +312,31 @@ def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
     return mapped
 
 
-# ---- check_vma: which mesh axes each value of the body may vary over ----
-#
-# A value varies over the axes its input's spec splits it over, and over an axis whose
-# ``axis_index`` or point-to-point collective it depends on; a reduction over an axis (psum,
-# pmax, pmin, pbroadcast) makes it the same on every device of that axis. Other primitives
-# vary over what their operands vary over; a jit-like body is followed inside, other control
-# flow is not (its outputs are taken as varying over nothing, so no replication error is
-# raised that JAX might not raise). JAX raises the same error from its own type system.
+# ---- check_vma: the outputs' types say which mesh axes each may vary over ----
 
 
-def _axis_names_param(params: dict) -> frozenset:
-    names = params.get("axis_name", params.get("axes"))
-    return frozenset(names if isinstance(names, (tuple, list)) else (names,))
+def _spec_axes(spec: PartitionSpec) -> frozenset:
+    return frozenset(a for axes in spec._normalized(0) for a in axes)
 
 
-def _vma_reduces(ins, params):
-    return frozenset().union(*ins) - _axis_names_param(params)
-
-
-def _vma_varies(ins, params):
-    return frozenset().union(*ins) | _axis_names_param(params)
-
-
-_vma_rules: dict[core.Primitive, Callable] = {
-    parallel.psum_p: _vma_reduces, parallel.pmax_p: _vma_reduces,
-    parallel.pmin_p: _vma_reduces, parallel_extra.pbroadcast_p: _vma_reduces,
-    parallel.all_gather_p: _vma_varies, parallel.reduce_scatter_p: _vma_varies,
-    parallel.ppermute_p: _vma_varies, parallel.all_to_all_p: _vma_varies,
-    parallel.axis_index_p: _vma_varies, parallel_extra.ragged_all_to_all_p: _vma_varies,
-}
-
-
-def _varying_axes(jaxpr: core.Jaxpr, in_vmas) -> list[frozenset]:
-    env = dict(zip(jaxpr.invars, in_vmas))
-
-    def read(a):
-        return env.get(a, frozenset()) if type(a) is core.Var else frozenset()
-
-    for eqn in jaxpr.eqns:
-        ins = [read(a) for a in eqn.invars]
-        rule = _vma_rules.get(eqn.primitive)
-        subs = list(core.subjaxprs(eqn.params))
-        if rule is not None:
-            outs = [rule(ins, eqn.params)] * len(eqn.outvars)
-        elif not subs:
-            outs = [frozenset().union(*ins)] * len(eqn.outvars)
-        elif len(subs) == 1 and not subs[0].constvars and len(subs[0].invars) == len(ins) \
-                and len(subs[0].outvars) == len(eqn.outvars):
-            outs = _varying_axes(subs[0], ins)
-        else:
-            outs = [frozenset()] * len(eqn.outvars)
-        env.update(zip(eqn.outvars, outs))
-    return [read(a) for a in jaxpr.outvars]
-
-
-def _spec_axes(spec: PartitionSpec) -> set:
-    return {a for axes in spec._normalized(0) for a in axes}
-
-
-def _check_replication(f, mesh: Mesh, manual: tuple, jaxpr: core.Jaxpr, in_specs, out_specs,
-                       out_tree_value, n_consts: int) -> None:
-    """Raise JAX's error if an output may vary over a mesh axis its spec leaves out."""
-    in_vmas = [frozenset()] * n_consts + [frozenset(_spec_axes(s)) for s in in_specs]
-    out_vmas = _varying_axes(jaxpr, in_vmas)
+def _check_replication(f, mesh: Mesh, manual: tuple, out_avals, out_specs,
+                       out_tree_value) -> None:
+    """Raise JAX's error if an output's type varies over a mesh axis its spec leaves out."""
+    out_vmas = [a.vma for a in out_avals]
     is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
     spec_paths = tree_util.tree_flatten_with_path(out_specs, is_leaf=is_spec)[0]
     index_tree = tree_util.tree_unflatten(tree_util.tree_structure(out_specs, is_spec),
                                           range(len(spec_paths)))
     per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(index_tree, out_tree_value))
     order = list(manual)
+    # Called eagerly, JAX runs the body per device and checks each output in turn through a
+    # one-output shard_map of its ``_rem_singleton`` helper: its error names that helper and
+    # the first offending output alone, without its path.
+    eager = core.current_trace() is core.eval_trace
     msgs = []
     for vma, i in zip(out_vmas, per_leaf):
         path, spec = spec_paths[i]
+        path = () if eager else path
         spec = spec or PartitionSpec()
         unmentioned = [a for a in order if a not in _spec_axes(spec)]
         if not any(a in vma for a in unmentioned):
@@ -388,11 +353,13 @@ def _check_replication(f, mesh: Mesh, manual: tuple, jaxpr: core.Jaxpr, in_specs
         else:
             msgs.append(f"{where} replicated across mesh axis '{unmentioned[0]}', but could "
                         "not infer replication over any axes")
+        if eager:
+            break
     if not msgs:
         return
     if len(msgs) == 1:
         msgs = [msgs[0][2:]]
-    name = getattr(f, "__name__", str(f))
+    name = "_rem_singleton" if eager else getattr(f, "__name__", str(f))
     raise ValueError(
         f"shard_map applied to the function '{name}' was given out_specs which require "
         "replication which can't be statically inferred given the mesh:\n\n"
@@ -403,8 +370,10 @@ def _check_replication(f, mesh: Mesh, manual: tuple, jaxpr: core.Jaxpr, in_specs
         "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
 
 
-def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs, manual_axes):
-    return [_global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)]
+def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs, check_vma,
+                   newly_manual_axes):
+    return [_global_aval(mesh, s, a, newly_manual_axes)
+            for s, a in zip(out_specs, jaxpr.out_avals)]
 
 
 def _impl(*args, **params):
@@ -412,10 +381,13 @@ def _impl(*args, **params):
 
 
 @functools.partial(jit, static_argnames=("jaxpr", "mesh", "in_specs", "out_specs",
-                                         "manual_axes"))
-def _run_jitted(*args, jaxpr, mesh, in_specs, out_specs, manual_axes):
-    return shard_map_p.bind(*args, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
-                            out_specs=out_specs, manual_axes=manual_axes)
+                                         "check_vma", "newly_manual_axes"))
+def _run_jitted(*args, **params):
+    return shard_map_p.bind(*args, **params)
+
+
+def _in_mesh_order(mesh: Mesh, names: frozenset) -> tuple:
+    return tuple(a for a in mesh.axis_names if a in names)
 
 
 def _per_value_attr(mesh: Mesh, specs, avals, open_dims: bool) -> ir.Attribute:
@@ -433,7 +405,8 @@ def _per_value_attr(mesh: Mesh, specs, avals, open_dims: bool) -> ir.Attribute:
 
 
 def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
-              out_specs, manual_axes):
+              out_specs, check_vma, newly_manual_axes):
+    manual_axes = _in_mesh_order(mesh, newly_manual_axes)
     mctx = ctx.module_context
     if mctx.mesh is None:  # inside a pmap body: its programs are replicated, not partitioned
         raise NotImplementedError("shard_map inside pmap is not supported; use shard_map (or "
@@ -469,23 +442,26 @@ def _without_consts(closed: ClosedJaxpr, args, in_specs):
     return closed, [*consts, *args], (PartitionSpec(),) * len(consts) + tuple(in_specs)
 
 
-def _bind(closed: ClosedJaxpr, args, in_specs, out_specs, mesh: Mesh, manual_axes) -> list:
+def _bind(closed: ClosedJaxpr, args, in_specs, out_specs, mesh: Mesh, manual_axes,
+          check_vma: bool) -> list:
     """Bind ``shard_map`` on a body that may have constants."""
     closed, args, in_specs = _without_consts(closed, args, in_specs)
-    return shard_map_p.bind(*args, jaxpr=closed, mesh=mesh, in_specs=in_specs,
-                            out_specs=tuple(out_specs), manual_axes=manual_axes)
+    return shard_map_p.bind(*args, jaxpr=closed, mesh=mesh, in_specs=tuple(in_specs),
+                            out_specs=tuple(out_specs), check_vma=check_vma,
+                            newly_manual_axes=frozenset(manual_axes))
 
 
 def _jvp(primals, tangents, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
-         manual_axes):
+         check_vma, newly_manual_axes):
+    manual_axes = _in_mesh_order(mesh, newly_manual_axes)
     nonzeros = [not ad.is_zero(t) for t in tangents]
-    with _mesh_axes_bound(mesh, manual_axes):
+    with _mesh_axes_bound(mesh, manual_axes, check_vma):
         jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     tangents_nz = [t for t in tangents if not ad.is_zero(t)]
     t_in = [s for s, nz in zip(in_specs, nonzeros) if nz]
     t_out = [s for s, nz in zip(out_specs, out_nz) if nz]
     outs = _bind(jvp_closed, [*primals, *tangents_nz], [*in_specs, *t_in],
-                 [*out_specs, *t_out], mesh, manual_axes)
+                 [*out_specs, *t_out], mesh, manual_axes, check_vma)
     n_out = len(jaxpr.out_avals)
     tangents_it = iter(outs[n_out:])
     return outs[:n_out], [next(tangents_it) if nz else ad.Zero(o.aval.to_tangent_aval())
@@ -497,16 +473,17 @@ def _unsplit_front(spec: PartitionSpec) -> PartitionSpec:
 
 
 def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
-             manual_axes):
+             check_vma, newly_manual_axes):
     """vmap of shard_map: the batch axis goes in front, unsplit, through the body; outputs
     that do not depend on a batched input stay unbatched."""
+    manual_axes = _in_mesh_order(mesh, newly_manual_axes)
     vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
-    with _mesh_axes_bound(mesh, manual_axes):
+    with _mesh_axes_bound(mesh, manual_axes, check_vma):
         batched, out_batched = batching.batch_jaxpr(jaxpr, axis_data,
                                                     [d is not None for d in dims], False)
     new_in = [s if d is None else _unsplit_front(s) for s, d in zip(in_specs, dims)]
     new_out = [_unsplit_front(s) if b else s for s, b in zip(out_specs, out_batched)]
-    outs = _bind(batched, vals, new_in, new_out, mesh, manual_axes)
+    outs = _bind(batched, vals, new_in, new_out, mesh, manual_axes, check_vma)
     return outs, [0 if b else None for b in out_batched]
 
 
@@ -519,11 +496,13 @@ def _batcher(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
 # shard_map hands each device its own back. A residual that is a known input is passed as
 # that input, with its spec.
 #
-# The transpose follows the SPMD view the collectives' transposes take (``psum`` transposes
-# to ``psum``): the body is transposed as a map over all devices' values. An output replicated
-# over some axes (its spec does not mention them) is one value held by those devices, so its
-# cotangent is shared out among them (divided by their number); an input replicated over
-# some axes was broadcast to those devices, so its cotangent is the sum (``psum``) of theirs.
+# With check_vma=False the transpose follows the SPMD view the collectives' transposes take
+# (``psum`` transposes to ``psum``): the body is transposed as a map over all devices'
+# values. An output replicated over some axes (its spec does not mention them) is one value
+# held by those devices, so its cotangent is shared out among them (divided by their
+# number); an input replicated over some axes was broadcast to those devices, so its
+# cotangent is the sum (``psum``) of theirs. With check_vma=True the types do this (see
+# ``_typed_transposed_body``).
 
 def _unmentioned(manual_axes: tuple, spec: PartitionSpec) -> tuple:
     """The manual axes ``spec`` does not split over, in mesh order."""
@@ -557,7 +536,7 @@ def _residual_plan(known: ClosedJaxpr, unknown: ClosedJaxpr, num_res: int):
         outs = core.eval_jaxpr(known.jaxpr, known.consts, *args)
         res = [reshape(r, (1,)) if p else r
                for r, f, p in zip(outs[n_known_out:], fwd, promoted) if f is None]
-        return [*outs[:n_known_out], *res]
+        return [*res, *outs[:n_known_out]]  # residuals first, as JAX's known shard_map
 
     def unknown_body(*args):
         res = [reshape(r, ()) if p else r for r, p in zip(args[:num_res], promoted)]
@@ -574,23 +553,23 @@ def _residual_plan(known: ClosedJaxpr, unknown: ClosedJaxpr, num_res: int):
 
 
 def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs,
-                  out_specs, manual_axes):
+                  out_specs, check_vma, newly_manual_axes):
+    manual_axes = _in_mesh_order(mesh, newly_manual_axes)
     unknowns = [not trace.is_known(x) for x in args]
-    with _mesh_axes_bound(mesh, manual_axes):
+    with _mesh_axes_bound(mesh, manual_axes, check_vma):
         known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
         known, unknown, fwd = _residual_plan(known, unknown, num_res)
     known_args = [x for x, uk in zip(args, unknowns) if not uk]
     known_specs = [s for s, uk in zip(in_specs, unknowns) if not uk]
     n_res_out = sum(f is None for f in fwd)
-    known_out_specs = [s for s, uk in zip(out_specs, out_uk) if not uk]
-    known_out_specs += [_residual_spec(manual_axes)] * n_res_out
+    known_out_specs = [_residual_spec(manual_axes)] * n_res_out
+    known_out_specs += [s for s, uk in zip(out_specs, out_uk) if not uk]
     known_outs = []
     if known_out_specs:
         with core.set_current_trace(trace.parent):
             known_outs = _bind(known, known_args, known_specs, known_out_specs, mesh,
-                               manual_axes)
-    n_known = len(known_outs) - n_res_out
-    res_out = iter(known_outs[n_known:])
+                               manual_axes, check_vma)
+    res_out = iter(known_outs[:n_res_out])
     residuals, res_specs = [], []
     for f in fwd:
         residuals.append(next(res_out) if f is None else known_args[f])
@@ -598,12 +577,12 @@ def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, i
     unknown, uk_args, uk_specs = _without_consts(
         unknown, [*residuals, *(x for x, uk in zip(args, unknowns) if uk)],
         [*res_specs, *(s for s, uk in zip(in_specs, unknowns) if uk)])
-    params = {"jaxpr": unknown, "mesh": mesh, "in_specs": uk_specs,
+    params = {"jaxpr": unknown, "mesh": mesh, "in_specs": tuple(uk_specs),
               "out_specs": tuple(s for s, uk in zip(out_specs, out_uk) if uk),
-              "manual_axes": manual_axes}
+              "check_vma": check_vma, "newly_manual_axes": newly_manual_axes}
     out_avals = _abstract_eval(**params)
     unknown_outs = iter(trace.stage(shard_map_p, uk_args, out_avals, params))
-    known_it = iter(known_outs[:n_known])
+    known_it = iter(known_outs[n_res_out:])
     return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
 
 
@@ -612,13 +591,38 @@ def _partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, mesh: Mesh, i
 _transposed_bodies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def _cts_first(t_closed: ClosedJaxpr, n_res: int, avals) -> ClosedJaxpr:
+    """The transposed body taking the cotangents first, then the residuals (JAX's order)."""
+    n_ct = len(avals) - n_res
+
+    def body(*args):
+        return core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[n_ct:], *args[:n_ct])
+
+    jaxpr, consts = pe.trace_to_jaxpr(body, avals, t_closed.jaxpr.debug_info)
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def _typed_transposed_body(t_closed: ClosedJaxpr, n_res: int, ct_specs) -> ClosedJaxpr:
+    """With ``check_vma``, the types do the work: each cotangent is typed as varying over the
+    axes its output's spec splits it over (as JAX's transpose types it), and the transposed
+    body is traced again on those types, so a replicated input's cotangent is ``psum``-med by
+    the transpose of the ``pvary`` that made it varying."""
+    avals = [*(a.update(vma=a.vma | _spec_axes(s))
+               for a, s in zip(t_closed.in_avals[n_res:], ct_specs)),
+             *t_closed.in_avals[:n_res]]
+    return _cts_first(t_closed, n_res, avals)
+
+
 def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, manual_axes: tuple, n_res: int,
-                          ct_specs, lin_specs) -> ClosedJaxpr:
-    key = (mesh, manual_axes, tuple(ct_specs), tuple(lin_specs), n_res)
+                          ct_specs, lin_specs, check_vma: bool) -> ClosedJaxpr:
+    key = (mesh, manual_axes, tuple(ct_specs), tuple(lin_specs), n_res, check_vma)
     per = _transposed_bodies.setdefault(t_closed, {})
     hit = per.get(key)
     if hit is not None:
         return hit
+    if check_vma:
+        per[key] = result = _typed_transposed_body(t_closed, n_res, ct_specs)
+        return result
     sizes = mesh.shape
 
     def share(ct, spec):
@@ -626,32 +630,36 @@ def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, manual_axes: tuple,
         return ct if n == 1 else div(ct, np.array(n, ct.aval.dtype))
 
     def body(*args):
-        cts = [share(c, s) for c, s in zip(args[n_res:], ct_specs)]
-        outs = core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[:n_res], *cts)
+        n_ct = len(ct_specs)
+        cts = [share(c, s) for c, s in zip(args[:n_ct], ct_specs)]
+        outs = core.eval_jaxpr(t_closed.jaxpr, t_closed.consts, *args[n_ct:], *cts)
         return [parallel.psum_p.bind(o, axes=axes, axis_index_groups=None) if axes else o
                 for o, axes in ((o, _unmentioned(manual_axes, s))
                                 for o, s in zip(outs, lin_specs))]
 
-    jaxpr, consts = pe.trace_to_jaxpr(body, t_closed.in_avals, t_closed.jaxpr.debug_info)
+    avals = [*t_closed.in_avals[n_res:], *t_closed.in_avals[:n_res]]  # cotangents first
+    jaxpr, consts = pe.trace_to_jaxpr(body, avals, t_closed.jaxpr.debug_info)
     per[key] = result = ClosedJaxpr(jaxpr, consts)
     return result
 
 
 def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
-               manual_axes):
+               check_vma, newly_manual_axes):
+    manual_axes = _in_mesh_order(mesh, newly_manual_axes)
     linear = [ad.is_undefined_primal(x) for x in args]
     ct_nonzero = [not ad.is_zero(c) for c in cts]
-    with _mesh_axes_bound(mesh, manual_axes):
+    with _mesh_axes_bound(mesh, manual_axes, check_vma):
         t_closed, lin_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
         lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
         nz_specs = [s for s, nz in zip(lin_specs, lin_nz) if nz]
         ct_specs = [s for s, nz in zip(out_specs, ct_nonzero) if nz]
         n_res = len(args) - sum(linear)
-        body = _spmd_transposed_body(t_closed, mesh, manual_axes, n_res, ct_specs, nz_specs)
+        body = _spmd_transposed_body(t_closed, mesh, manual_axes, n_res, ct_specs, nz_specs,
+                                     check_vma)
     ins = [x for x, lin in zip(args, linear) if not lin]
     ins_specs = [s for s, lin in zip(in_specs, linear) if not lin]
-    outs = iter(_bind(body, [*ins, *(c for c, nz in zip(cts, ct_nonzero) if nz)],
-                      [*ins_specs, *ct_specs], nz_specs, mesh, manual_axes)
+    outs = iter(_bind(body, [*(c for c, nz in zip(cts, ct_nonzero) if nz), *ins],
+                      [*ct_specs, *ins_specs], nz_specs, mesh, manual_axes, check_vma)
                 if nz_specs else ())
     nz_it = iter(lin_nz)
     return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None

@@ -26,7 +26,7 @@ from jaxkit import random as _random_pkg
 from jaxkit import transforms as _transforms_pkg
 from jaxkit.api import ShapeDtypeStruct
 from jaxkit.experimental.roofline import roofline
-from jaxkit.lax import convolution
+from jaxkit.lax import convolution, parallel_vma
 from jaxkit.lax.gather_scatter import GatherScatterMode
 from jaxkit.transforms import callback
 
@@ -243,6 +243,7 @@ roofline.register_roofline(lax.pmax_p)(_scalar_collective_roofline)
 
 
 @roofline.register_roofline(lax.psum_p)
+@roofline.register_roofline(parallel_vma.psum_invariant_p)  # psum in a check_vma body
 def _psum_roofline(ctx: roofline.RooflineRuleContext, *args, axes: tuple[str, ...],
                    **kw) -> roofline.RooflineResult:
     # An all-reduce is a reduce-scatter then an all-gather: twice a ring's traffic.
