@@ -42,6 +42,16 @@ ROW_DNUMS = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window
 KERNEL_SPLIT = jax.device_put(np.ones((4, 1, 3), np.float32), P('x'))
 FEATURES_SPLIT = jax.device_put(np.ones((4, 8, 2), np.float32), P(None, 'x'))
 U = jax.device_put(a, P('x', None, unreduced={'y'}))  # summands over 'y', split by XLA
+R = jax.device_put(a, P('x', None, reduced={'y'}))  # the whole sum on each device along 'y'
+
+def collectives(f, *args):
+    # The collectives in the compiled program (an unreduced result needs no all-reduce).
+    text = jax.jit(f).lower(*args).compile().as_text()
+    return [op for op in ('all-reduce', 'reduce-scatter', 'all-gather', 'all-to-all') if op in text]
+
+DOT_UNREDUCED = lambda t, u: jnp.dot(t, u, out_sharding=P(None, None, unreduced={'x'}))
+# Results unreduced over a mesh axis (JAX gives no value of one: the CASES reduce them)
+UR_RESULTS = lambda u, t, v: (u.sum(0), u.astype(jnp.float16).T, DOT_UNREDUCED(t, v), u * R)
 
 def on_mesh8(t):
     # The tutorial's cell: a block typed over another mesh of the same 8 devices.
@@ -185,6 +195,22 @@ CASES = {
     "unreduced_add": "jax.sharding.reshard(U + U, P('x', None))",
     "unreduced_add_mixed": "U + b",
     "unreduced_add_other_axes": "U + jax.device_put(a, P(None, None, unreduced={'x'}))",
+    # JAX's unreduced/reduced rules: a product of a summand and the whole sum is a summand;
+    # sums and structural primitives keep the sets; other primitives refuse unreduced
+    # operands, and elementwise ones keep reduced operands reduced
+    "unreduced_mul_reduced": "jax.sharding.reshard(U * R, P('x', None))",
+    "unreduced_mul_split": "U * a",
+    "unreduced_sub": "U - U",
+    "unreduced_neg": "-U",
+    "unreduced_integer_pow": "U ** 2",
+    "unreduced_sum": "jax.sharding.reshard(U.sum(0), P())",
+    "unreduced_convert_transpose": "jax.sharding.reshard(U.astype(jnp.float16).T, P(None, 'x'))",
+    "dot_unreduced": "jax.sharding.reshard(DOT_UNREDUCED(c, q), P('x', None))",
+    "dot_unreduced_other_axes": "jnp.dot(c, q, out_sharding=P(None, None, unreduced={'y'}))",
+    "reduced_sin_scale": "jnp.sin(R) * 2.0",
+    "reduced_add_split": "R + a",
+    "reshard_to_reduced": "jax.sharding.reshard(a, P('x', None, reduced={'y'}))",
+    "unreduced_to_reduced": "jax.sharding.reshard(U, P('x', None, reduced={'y'}))",
 }
 
 # Expressions whose repr (or error) is compared.
@@ -211,6 +237,12 @@ PRINTS = {
     "unreduced_index": "U.addressable_shards[0].index",
     "unreduced_value": "np.asarray(U)",
     "unreduced_replicated": "U.sharding.is_fully_replicated",
+    "reduced_type": "(str(jax.typeof(R)), R.sharding, np.asarray(R))",
+    "unreduced_types": ("[[str(jax.typeof(o)) for o in f(U, c, q)] for f in (UR_RESULTS, "
+                        "jax.jit(UR_RESULTS))]"),
+    # a contraction over 'x' left unreduced has no all-reduce; reduced afterwards, one
+    "dot_unreduced_collectives": ("(collectives(DOT_UNREDUCED, c, q), collectives(lambda t, u: "
+                                  "jax.sharding.reshard(DOT_UNREDUCED(t, u), P()), c, q))"),
     # jit of a block over another abstract mesh of the same devices (eagerly JAX refuses
     # ``mul`` there, naming the source line)
     "abstract_mesh_sharding": "jax.jit(on_mesh8)(a).sharding",
@@ -233,9 +265,10 @@ JAXPRS = {
     "reshard": "lambda t: jax.sharding.reshard(t, P('x', None))",
     "stack": "lambda t: jnp.stack([t, t], 1)",
     "wsc_same": "lambda t: lax.with_sharding_constraint(t, P('x', 'y'))",
+    "dot_unreduced": "lambda t, u: DOT_UNREDUCED(t, u).sum(0)",
 }
 JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)", "reshard": "(a,)",
-              "stack": "(a,)", "wsc_same": "(a,)"}
+              "stack": "(a,)", "wsc_same": "(a,)", "dot_unreduced": "(c, q)"}
 
 DRIVER = r"""
 import json, sys
@@ -324,6 +357,8 @@ NUMPY = {
     "vmap_auto_axes": lambda h: 2 * h["a"].T,
     "grad_auto_axes": lambda h: np.full((8, 4), 2.0, np.float32),
     "shard_map": lambda h: h["c"] @ h["q"],
+    "unreduced_mul_reduced": lambda h: h["a"] * h["a"],
+    "dot_unreduced": lambda h: h["c"] @ h["q"],
 }
 
 

@@ -135,9 +135,11 @@ def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: Precision
     extra = {}
     if out_sharding is not None:  # one spec entry per result dimension
         rank = len(lhs_shape) + len(rhs_shape) - 2 * len(dnums[0][0]) - len(dnums[1][0])
-        spec = tuple(out_sharding.spec)
+        asked = out_sharding.spec
+        spec = asked.partitions
         extra["out_sharding"] = NamedSharding(out_sharding.mesh, PartitionSpec(
-            *spec, *[None] * (rank - len(spec))))
+            *spec, *[None] * (rank - len(spec)), unreduced=asked.unreduced,
+            reduced=asked.reduced))
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums,
                               precision=canonicalize_precision(precision),
                               preferred_element_type=pet, **extra)
@@ -397,6 +399,7 @@ dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_r
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 batching.defrule(dot_general_p, _dot_general_batch)
 shr.defsharding(dot_general_p, shr.dot_general_rule)
+shr.defur(dot_general_p, shr.sharding_ur.dot_general_rule)
 mlir.register_lowering(dot_general_p, _dot_general_lowering)
 
 

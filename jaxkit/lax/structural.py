@@ -99,6 +99,7 @@ broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
                                         lambda x, **_: x.weak_type)
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 shr.defsharding(broadcast_in_dim_p, shr.broadcast_in_dim_rule)
+shr.defur(broadcast_in_dim_p, shr.sharding_ur.keep_rule)
 batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
 mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions,
                        sharding=None: mlir.broadcast_in_dim(x, ctx.avals_out[0],
@@ -187,6 +188,7 @@ reshape_p = standard_primitive(_reshape_shape_rule, lambda x, **_: x.dtype, "res
                                _first_weak)
 ad.deflinear2(reshape_p, _reshape_transpose)
 shr.defsharding(reshape_p, shr.reshape_rule)
+shr.defur(reshape_p, shr.sharding_ur.keep_rule)
 batching.defrule(reshape_p, _reshape_batch)
 mlir.register_lowering(reshape_p, _reshape_lowering)
 
@@ -237,6 +239,7 @@ squeeze_p = standard_primitive(_squeeze_shape_rule, lambda x, **_: x.dtype, "squ
 ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [expand_dims(ct, dimensions)])
 batching.defrule(squeeze_p, _squeeze_batch)
 shr.defsharding(squeeze_p, shr.squeeze_rule)
+shr.defur(squeeze_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(squeeze_p, lambda ctx, x, **_: hlo.ReshapeOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 
@@ -269,6 +272,7 @@ transpose_p = standard_primitive(_transpose_shape_rule, lambda x, **_: x.dtype, 
 ad.deflinear2(transpose_p, lambda ct, x, *, permutation:
               [transpose(ct, tuple(np.argsort(permutation)))])
 shr.defsharding(transpose_p, shr.transpose_rule)
+shr.defur(transpose_p, shr.sharding_ur.keep_rule)
 batching.defrule(transpose_p, _transpose_batch)
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.TransposeOp(
     x, mlir.i64_attr(permutation)).result)
@@ -394,6 +398,7 @@ concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_r
 ad.deflinear2(concatenate_p, _concatenate_transpose)
 batching.defrule(concatenate_p, _concatenate_batch)
 shr.defsharding(concatenate_p, shr.concatenate_rule)
+shr.defur(concatenate_p, shr.sharding_ur.same_sets_rule)
 mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.ConcatenateOp(
     list(xs), dimension).result)
 
@@ -446,6 +451,7 @@ ad.deflinear2(split_p, _split_transpose)
 batching.defrule(split_p, _split_batch)
 mlir.register_lowering(split_p, _split_lowering)
 shr.defsharding(split_p, shr.split_rule)
+shr.defur(split_p, shr.sharding_ur.keep_each_rule(lambda x, *, sizes, axis: len(sizes)))
 
 
 # ---- convert_element_type ------------------------------------------------------------------
@@ -516,6 +522,7 @@ pe.const_fold_rules[convert_element_type_p] = _convert_element_type_fold
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 batching.defvectorized(convert_element_type_p)
 shr.defsharding(convert_element_type_p, shr.unary_rule)
+shr.defur(convert_element_type_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 
 
@@ -589,6 +596,7 @@ reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_s
                                   lambda x, **_: x.weak_type)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
 shr.defsharding(reduce_sum_p, shr.reduce_rule)
+shr.defur(reduce_sum_p, shr.sharding_ur.reduce_sum_rule)
 batching.defrule(reduce_sum_p, _reduce_batch_rule(reduce_sum_p))
 mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
 
