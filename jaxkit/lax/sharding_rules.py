@@ -124,8 +124,9 @@ def _with_unreduced_reduced(prim, avals, params, outs, typed, mesh) -> list:
         us, rs = [us], [rs]
     out = []
     for o, s, u, r in zip(outs, typed, us, rs):
-        if s is None and not (u or r):
-            out.append(None)
+        if (s is None and not (u or r)) or (
+                s is not None and s.spec.unreduced == u and s.spec.reduced == r):
+            out.append(s)  # the common case: nothing to change
             continue
         spec = s.spec.partitions if s is not None else (None,) * len(o.shape)
         out.append(typed_sharding(s.mesh if s is not None else mesh, spec, u, r))
