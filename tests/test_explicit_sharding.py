@@ -266,9 +266,13 @@ JAXPRS = {
     "stack": "lambda t: jnp.stack([t, t], 1)",
     "wsc_same": "lambda t: lax.with_sharding_constraint(t, P('x', 'y'))",
     "dot_unreduced": "lambda t, u: DOT_UNREDUCED(t, u).sum(0)",
+    # a jit equation records the mesh in context (``ctx_mesh``), also when differentiated
+    "jit_ctx_mesh": "lambda t: jax.jit(lambda u: jax.sharding.reshard(u * 2, P('x', None)))(t)",
+    "jvp_jit_ctx_mesh": "lambda t: jax.jvp(jax.jit(jnp.sin), (t,), (t,))",
 }
 JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)", "reshard": "(a,)",
-              "stack": "(a,)", "wsc_same": "(a,)", "dot_unreduced": "(c, q)"}
+              "stack": "(a,)", "wsc_same": "(a,)", "dot_unreduced": "(c, q)",
+              "jit_ctx_mesh": "(a,)", "jvp_jit_ctx_mesh": "(a,)"}
 
 DRIVER = r"""
 import json, sys
