@@ -51,7 +51,9 @@ def collectives(f, *args):
 
 DOT_UNREDUCED = lambda t, u: jnp.dot(t, u, out_sharding=P(None, None, unreduced={'x'}))
 # Results unreduced over a mesh axis (JAX gives no value of one: the CASES reduce them)
-UR_RESULTS = lambda u, t, v: (u.sum(0), u.astype(jnp.float16).T, DOT_UNREDUCED(t, v), u * R)
+SUM_UNREDUCED = lambda t: lax.reduce_sum(t, (1,), out_sharding=P(None, unreduced={'x'}))
+UR_RESULTS = lambda u, t, v: (u.sum(0), u.astype(jnp.float16).T, DOT_UNREDUCED(t, v), u * R,
+                              SUM_UNREDUCED(t))
 
 def on_mesh8(t):
     # The tutorial's cell: a block typed over another mesh of the same 8 devices.
@@ -207,6 +209,8 @@ CASES = {
     "unreduced_convert_transpose": "jax.sharding.reshard(U.astype(jnp.float16).T, P(None, 'x'))",
     "dot_unreduced": "jax.sharding.reshard(DOT_UNREDUCED(c, q), P('x', None))",
     "dot_unreduced_other_axes": "jnp.dot(c, q, out_sharding=P(None, None, unreduced={'y'}))",
+    "sum_unreduced": "jax.sharding.reshard(SUM_UNREDUCED(c), P())",
+    "sum_unreduced_other_axes": "lax.reduce_sum(a, (0,), out_sharding=P(None, unreduced={'y'}))",
     "reduced_sin_scale": "jnp.sin(R) * 2.0",
     "reduced_add_split": "R + a",
     "reshard_to_reduced": "jax.sharding.reshard(a, P('x', None, reduced={'y'}))",
@@ -242,7 +246,8 @@ PRINTS = {
                         "jax.jit(UR_RESULTS))]"),
     # a contraction over 'x' left unreduced has no all-reduce; reduced afterwards, one
     "dot_unreduced_collectives": ("(collectives(DOT_UNREDUCED, c, q), collectives(lambda t, u: "
-                                  "jax.sharding.reshard(DOT_UNREDUCED(t, u), P()), c, q))"),
+                                  "jax.sharding.reshard(DOT_UNREDUCED(t, u), P()), c, q), "
+                                  "collectives(SUM_UNREDUCED, c))"),
     # jit of a block over another abstract mesh of the same devices (eagerly JAX refuses
     # ``mul`` there, naming the source line)
     "abstract_mesh_sharding": "jax.jit(on_mesh8)(a).sharding",
@@ -269,10 +274,12 @@ JAXPRS = {
     # a jit equation records the mesh in context (``ctx_mesh``), also when differentiated
     "jit_ctx_mesh": "lambda t: jax.jit(lambda u: jax.sharding.reshard(u * 2, P('x', None)))(t)",
     "jvp_jit_ctx_mesh": "lambda t: jax.jvp(jax.jit(jnp.sin), (t,), (t,))",
+    "sum_unreduced": "lambda t: lax.reduce_sum(t, (0,), out_sharding=P('y', unreduced={'x'}))",
 }
 JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)", "reshard": "(a,)",
               "stack": "(a,)", "wsc_same": "(a,)", "dot_unreduced": "(c, q)",
-              "jit_ctx_mesh": "(a,)", "jvp_jit_ctx_mesh": "(a,)"}
+              "jit_ctx_mesh": "(a,)", "jvp_jit_ctx_mesh": "(a,)",
+              "sum_unreduced": "(a,)"}
 
 DRIVER = r"""
 import json, sys
@@ -363,6 +370,7 @@ NUMPY = {
     "shard_map": lambda h: h["c"] @ h["q"],
     "unreduced_mul_reduced": lambda h: h["a"] * h["a"],
     "dot_unreduced": lambda h: h["c"] @ h["q"],
+    "sum_unreduced": lambda h: h["c"].sum(1),
 }
 
 

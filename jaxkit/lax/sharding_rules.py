@@ -210,6 +210,12 @@ def reduce_rule(x: ShapedArray, *, axes: Sequence[int], **params) -> Spec | None
     return tuple(p for i, p in enumerate(parts(x)) if i not in set(axes))
 
 
+def reduce_sum_rule(x: ShapedArray, *, axes: Sequence[int],
+                    out_sharding: NamedSharding | None = None) -> Any:
+    """``reduce_sum``: the layout ``out_sharding`` asks for, else ``reduce_rule``'s."""
+    return out_sharding if out_sharding is not None else reduce_rule(x, axes=axes)
+
+
 def squeeze_rule(x: ShapedArray, *, dimensions: Sequence[int]) -> Spec | None:
     """The removed (size-1, so unsplit) dimensions drop out."""
     if getattr(x, "_sharding", None) is None:

@@ -243,9 +243,20 @@ def dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *starts) -> U
     return getu(x), getr(x)
 
 
-def reduce_sum_rule(x: ShapedArray, **params) -> URPair:
-    """A sum of summands is a summand: the operand's sets are kept."""
-    return getu(x), getr(x)
+def reduce_sum_rule(x: ShapedArray, *, axes: Sequence[int],
+                    out_sharding: Any = None) -> URPair:
+    """A sum of summands is a summand: the operand's sets are kept. ``out_sharding`` may ask
+    for the result unreduced over the mesh axes of the summed dimensions (each device's
+    partial sum is a summand: no all-reduce)."""
+    wanted = getattr(getattr(out_sharding, "spec", None), "unreduced", frozenset())
+    if not wanted:
+        return getu(x), getr(x)
+    summed = _flat(p for i, p in enumerate(_parts(x)) if i in set(axes)) | getu(x)
+    if not wanted <= summed:
+        raise ShardingTypeError(
+            "out_sharding's unreduced axes should be in operand's specs that were summed over. "
+            f"Got operand={x!r}, axes={frozenset(axes)}, unreduced_spec={wanted}")
+    return wanted, getr(x)
 
 
 def asked_rule(x: ShapedArray, *, sharding: Any = None, **params) -> URPair:

@@ -531,10 +531,16 @@ def _reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return reduce_sum_p.bind(operand, axes=tuple(axes))
 
 
-def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    """Sum over ``axes`` (nonnegative, as all lax reductions). Lowers to ``stablehlo.reduce``
-    with an add body."""
-    return _reduce_sum(operand, as_tuple_of_ints(axes, "reduce_sum axes"))
+def reduce_sum(operand: ArrayLike, axes: Sequence[int], *, out_sharding: Any = None) -> Array:
+    """Sum over ``axes`` (nonnegative, as all lax reductions), laid out as ``out_sharding``
+    says over Explicit mesh axes (which may leave it unreduced over the mesh axes of the
+    summed dimensions: ``P(unreduced={'x'})``). Lowers to ``stablehlo.reduce`` with an add
+    body."""
+    axes = as_tuple_of_ints(axes, "reduce_sum axes")
+    asked = shr.resolve_out_sharding("reduce_sum", out_sharding)
+    if asked is None:
+        return _reduce_sum(operand, axes)
+    return reduce_sum_p.bind(operand, axes=axes, out_sharding=asked)
 
 
 def _reduce_shape_rule(operand, *, axes, **params):
@@ -547,7 +553,7 @@ def _reduce_shape_rule(operand, *, axes, **params):
     return tuple(d for i, d in enumerate(operand.shape) if i not in axes)
 
 
-def _reduce_sum_transpose(ct, operand, *, axes):
+def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
     shape = operand.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     # The cotangent is laid out as the operand (its summed dimensions may be split).
@@ -571,7 +577,7 @@ def reduce_lowering(op, init_value):
     """Lowering of a single-operand reduction: ``stablehlo.reduce`` whose body applies the
     binary StableHLO ``op``, starting from ``init_value(dtype)``."""
 
-    def rule(ctx, x, *, axes):
+    def rule(ctx, x, *, axes, out_sharding=None):
         aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
         scalar = mlir.aval_to_ir_type(core.ShapedArray((), aval_in.dtype))
         init = mlir.ir_constant(np.asarray(init_value(aval_in.dtype), aval_in.dtype))
@@ -583,7 +589,7 @@ def reduce_lowering(op, init_value):
     return rule
 
 
-def _sum_dtype_rule(x, *, axes):
+def _sum_dtype_rule(x, *, axes, out_sharding=None):
     check_dtype("reduce_sum", x, _any[1:])
     if (not config.jax_allow_f16_reductions and x.dtype in (np.float16, dtypes.bfloat16)
             and any(x.shape[d] != 1 for d in axes)):
@@ -595,7 +601,7 @@ def _sum_dtype_rule(x, *, axes):
 reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_sum",
                                   lambda x, **_: x.weak_type)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
-shr.defsharding(reduce_sum_p, shr.reduce_rule)
+shr.defsharding(reduce_sum_p, shr.reduce_sum_rule)
 shr.defur(reduce_sum_p, shr.sharding_ur.reduce_sum_rule)
 batching.defrule(reduce_sum_p, _reduce_batch_rule(reduce_sum_p))
 mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
