@@ -242,6 +242,8 @@ PRINTS = {
     "unreduced_value": "np.asarray(U)",
     "unreduced_replicated": "U.sharding.is_fully_replicated",
     "reduced_type": "(str(jax.typeof(R)), R.sharding, np.asarray(R))",
+    "shape_dtype_struct_type": ("str(jax.typeof(jax.ShapeDtypeStruct((8, 4), jnp.float32, "
+                                "sharding=jax.sharding.NamedSharding(mesh, P('x')))))"),
     "unreduced_types": ("[[str(jax.typeof(o)) for o in f(U, c, q)] for f in (UR_RESULTS, "
                         "jax.jit(UR_RESULTS))]"),
     # a contraction over 'x' left unreduced has no all-reduce; reduced afterwards, one
