@@ -52,6 +52,12 @@ def collectives(f, *args):
 DOT_UNREDUCED = lambda t, u: jnp.dot(t, u, out_sharding=P(None, None, unreduced={'x'}))
 # Results unreduced over a mesh axis (JAX gives no value of one: the CASES reduce them)
 SUM_UNREDUCED = lambda t: lax.reduce_sum(t, (1,), out_sharding=P(None, unreduced={'x'}))
+# Primitives that keep their operand's unreduced/reduced axes (their types, traced only)
+STRUCTURAL = lambda u: (jnp.concatenate([u, u], 1), jnp.stack([u, u], 1), u[None],
+                        lax.pad(u, 0.0, ((0, 0, 0), (1, 1, 0))), lax.split(u, (1, 3), axis=1)[1],
+                        lax.dynamic_update_slice(u, u, (0, 0)), lax.reduce_precision(u, 5, 10),
+                        u[:, 1:3], lax.broadcast_in_dim(u, (2, 8, 4), (1, 2)), u.T,
+                        lax.stop_gradient(u))
 UR_RESULTS = lambda u, t, v: (u.sum(0), u.astype(jnp.float16).T, DOT_UNREDUCED(t, v), u * R,
                               SUM_UNREDUCED(t))
 
@@ -244,6 +250,10 @@ PRINTS = {
     "reduced_type": "(str(jax.typeof(R)), R.sharding, np.asarray(R))",
     "shape_dtype_struct_type": ("str(jax.typeof(jax.ShapeDtypeStruct((8, 4), jnp.float32, "
                                 "sharding=jax.sharding.NamedSharding(mesh, P('x')))))"),
+    "structural_types": ("[[str(t) for t in jax.make_jaxpr(STRUCTURAL)(x).out_avals] "
+                         "for x in (U, R)]"),
+    "reduced_elementwise_types": ("[str(t) for t in jax.make_jaxpr(lambda r: (jnp.exp(r), r * r, "
+                                  "lax.dynamic_slice(r, (0, 0), (8, 2))))(R).out_avals]"),
     "unreduced_types": ("[[str(jax.typeof(o)) for o in f(U, c, q)] for f in (UR_RESULTS, "
                         "jax.jit(UR_RESULTS))]"),
     # a contraction over 'x' left unreduced has no all-reduce; reduced afterwards, one

@@ -464,6 +464,7 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
 defsharding(ad.stop_gradient_p, unary_rule)
 defsharding(ad.add_jaxvals_p, lambda x, y: parts(x))
 defur(ad.add_jaxvals_p, sharding_ur.keep_rule)
+defur(ad.stop_gradient_p, sharding_ur.keep_rule)
 
 
 # ---- slicing, padding, indexing ----
