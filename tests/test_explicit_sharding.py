@@ -51,6 +51,10 @@ def collectives(f, *args):
 
 DOT_UNREDUCED = lambda t, u: jnp.dot(t, u, out_sharding=P(None, None, unreduced={'x'}))
 # Results unreduced over a mesh axis (JAX gives no value of one: the CASES reduce them)
+# Data-parallel weights reduced over 'y': their gradient is unreduced over it (no all-reduce)
+XY = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P('y', None))
+W = jax.device_put(np.ones((4, 3), np.float32), P(None, None, reduced={'y'}))
+GRAD_W = jax.grad(lambda w, t: (t @ w).sum())
 SUM_UNREDUCED = lambda t: lax.reduce_sum(t, (1,), out_sharding=P(None, unreduced={'x'}))
 # Primitives that keep their operand's unreduced/reduced axes (their types, traced only)
 STRUCTURAL = lambda u: (jnp.concatenate([u, u], 1), jnp.stack([u, u], 1), u[None],
@@ -59,7 +63,7 @@ STRUCTURAL = lambda u: (jnp.concatenate([u, u], 1), jnp.stack([u, u], 1), u[None
                         u[:, 1:3], lax.broadcast_in_dim(u, (2, 8, 4), (1, 2)), u.T,
                         lax.stop_gradient(u))
 UR_RESULTS = lambda u, t, v: (u.sum(0), u.astype(jnp.float16).T, DOT_UNREDUCED(t, v), u * R,
-                              SUM_UNREDUCED(t))
+                              SUM_UNREDUCED(t), GRAD_W(W, XY))
 
 def on_mesh8(t):
     # The tutorial's cell: a block typed over another mesh of the same 8 devices.
@@ -216,6 +220,7 @@ CASES = {
     "dot_unreduced": "jax.sharding.reshard(DOT_UNREDUCED(c, q), P('x', None))",
     "dot_unreduced_other_axes": "jnp.dot(c, q, out_sharding=P(None, None, unreduced={'y'}))",
     "sum_unreduced": "jax.sharding.reshard(SUM_UNREDUCED(c), P())",
+    "grad_reduced_weights": "jax.sharding.reshard(GRAD_W(W, XY), P())",
     "sum_unreduced_other_axes": "lax.reduce_sum(a, (0,), out_sharding=P(None, unreduced={'y'}))",
     "reduced_sin_scale": "jnp.sin(R) * 2.0",
     "reduced_add_split": "R + a",
@@ -259,7 +264,7 @@ PRINTS = {
     # a contraction over 'x' left unreduced has no all-reduce; reduced afterwards, one
     "dot_unreduced_collectives": ("(collectives(DOT_UNREDUCED, c, q), collectives(lambda t, u: "
                                   "jax.sharding.reshard(DOT_UNREDUCED(t, u), P()), c, q), "
-                                  "collectives(SUM_UNREDUCED, c))"),
+                                  "collectives(SUM_UNREDUCED, c), collectives(GRAD_W, W, XY))"),
     # jit of a block over another abstract mesh of the same devices (eagerly JAX refuses
     # ``mul`` there, naming the source line)
     "abstract_mesh_sharding": "jax.jit(on_mesh8)(a).sharding",
