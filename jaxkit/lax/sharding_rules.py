@@ -7,6 +7,9 @@ next to the primitive's other rules. A rule gets the operand types and the param
 returns the result's sharding spec (one entry per dimension: None, an axis name or a tuple
 of names), or one per result for a primitive with several.
 
+The unreduced and reduced mesh axes of a result (``{U:y}``, ``{R:y}``) are given by a second
+rule, registered with ``defur`` (see ``sharding_ur``).
+
 Primitives that carry a jaxpr (``jit``, ``cond``, ``scan``...) type their results by
 tracing it, so they need no rule; any other primitive with an explicitly sharded operand and
 no rule raises ``NotImplementedError``, as a missing rule does elsewhere.
@@ -92,6 +95,9 @@ def _sharding_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any
     mesh = _mesh_of(prim.name, avals) or current_abstract_mesh()
     typed = []
     for o, spec in zip(outs, specs):
+        if type(o) is not ShapedArray:  # tokens, references: no layout in their type
+            typed.append(None)
+            continue
         s = spec if isinstance(spec, NamedSharding) or spec is None else _named(
             prim, avals, o, mesh, spec)
         if isinstance(s, NamedSharding):  # asked for (out_sharding=): padded, Explicit axes
@@ -124,7 +130,7 @@ def _with_unreduced_reduced(prim, avals, params, outs, typed, mesh) -> list:
         us, rs = [us], [rs]
     out = []
     for o, s, u, r in zip(outs, typed, us, rs):
-        if (s is None and not (u or r)) or (
+        if type(o) is not ShapedArray or (s is None and not (u or r)) or (
                 s is not None and s.spec.unreduced == u and s.spec.reduced == r):
             out.append(s)  # the common case: nothing to change
             continue
