@@ -28,7 +28,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, device_put_value
-from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec, typed_aval
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.sharding import Sharding
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params, jit
@@ -651,8 +651,9 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
 
 
-core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(
-    s.shape, dtypes.canonicalize_dtype(s.dtype), s.weak_type)
+# A NamedSharding over Explicit mesh axes is part of the type, as for an array laid out so.
+core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: typed_aval(core.ShapedArray(
+    s.shape, dtypes.canonicalize_dtype(s.dtype), s.weak_type), s.sharding)
 
 
 def _abstractify(x) -> core.ShapedArray:

@@ -42,6 +42,28 @@ ROW_DNUMS = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window
 KERNEL_SPLIT = jax.device_put(np.ones((4, 1, 3), np.float32), P('x'))
 FEATURES_SPLIT = jax.device_put(np.ones((4, 8, 2), np.float32), P(None, 'x'))
 U = jax.device_put(a, P('x', None, unreduced={'y'}))  # summands over 'y', split by XLA
+R = jax.device_put(a, P('x', None, reduced={'y'}))  # the whole sum on each device along 'y'
+
+def collectives(f, *args):
+    # The collectives in the compiled program (an unreduced result needs no all-reduce).
+    text = jax.jit(f).lower(*args).compile().as_text()
+    return [op for op in ('all-reduce', 'reduce-scatter', 'all-gather', 'all-to-all') if op in text]
+
+DOT_UNREDUCED = lambda t, u: jnp.dot(t, u, out_sharding=P(None, None, unreduced={'x'}))
+# Results unreduced over a mesh axis (JAX gives no value of one: the CASES reduce them)
+# Data-parallel weights reduced over 'y': their gradient is unreduced over it (no all-reduce)
+XY = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P('y', None))
+W = jax.device_put(np.ones((4, 3), np.float32), P(None, None, reduced={'y'}))
+GRAD_W = jax.grad(lambda w, t: (t @ w).sum())
+SUM_UNREDUCED = lambda t: lax.reduce_sum(t, (1,), out_sharding=P(None, unreduced={'x'}))
+# Primitives that keep their operand's unreduced/reduced axes (their types, traced only)
+STRUCTURAL = lambda u: (jnp.concatenate([u, u], 1), jnp.stack([u, u], 1), u[None],
+                        lax.pad(u, 0.0, ((0, 0, 0), (1, 1, 0))), lax.split(u, (1, 3), axis=1)[1],
+                        lax.dynamic_update_slice(u, u, (0, 0)), lax.reduce_precision(u, 5, 10),
+                        u[:, 1:3], lax.broadcast_in_dim(u, (2, 8, 4), (1, 2)), u.T,
+                        lax.stop_gradient(u))
+UR_RESULTS = lambda u, t, v: (u.sum(0), u.astype(jnp.float16).T, DOT_UNREDUCED(t, v), u * R,
+                              SUM_UNREDUCED(t), GRAD_W(W, XY))
 
 def on_mesh8(t):
     # The tutorial's cell: a block typed over another mesh of the same 8 devices.
@@ -185,6 +207,25 @@ CASES = {
     "unreduced_add": "jax.sharding.reshard(U + U, P('x', None))",
     "unreduced_add_mixed": "U + b",
     "unreduced_add_other_axes": "U + jax.device_put(a, P(None, None, unreduced={'x'}))",
+    # JAX's unreduced/reduced rules: a product of a summand and the whole sum is a summand;
+    # sums and structural primitives keep the sets; other primitives refuse unreduced
+    # operands, and elementwise ones keep reduced operands reduced
+    "unreduced_mul_reduced": "jax.sharding.reshard(U * R, P('x', None))",
+    "unreduced_mul_split": "U * a",
+    "unreduced_sub": "U - U",
+    "unreduced_neg": "-U",
+    "unreduced_integer_pow": "U ** 2",
+    "unreduced_sum": "jax.sharding.reshard(U.sum(0), P())",
+    "unreduced_convert_transpose": "jax.sharding.reshard(U.astype(jnp.float16).T, P(None, 'x'))",
+    "dot_unreduced": "jax.sharding.reshard(DOT_UNREDUCED(c, q), P('x', None))",
+    "dot_unreduced_other_axes": "jnp.dot(c, q, out_sharding=P(None, None, unreduced={'y'}))",
+    "sum_unreduced": "jax.sharding.reshard(SUM_UNREDUCED(c), P())",
+    "grad_reduced_weights": "jax.sharding.reshard(GRAD_W(W, XY), P())",
+    "sum_unreduced_other_axes": "lax.reduce_sum(a, (0,), out_sharding=P(None, unreduced={'y'}))",
+    "reduced_sin_scale": "jnp.sin(R) * 2.0",
+    "reduced_add_split": "R + a",
+    "reshard_to_reduced": "jax.sharding.reshard(a, P('x', None, reduced={'y'}))",
+    "unreduced_to_reduced": "jax.sharding.reshard(U, P('x', None, reduced={'y'}))",
 }
 
 # Expressions whose repr (or error) is compared.
@@ -211,6 +252,19 @@ PRINTS = {
     "unreduced_index": "U.addressable_shards[0].index",
     "unreduced_value": "np.asarray(U)",
     "unreduced_replicated": "U.sharding.is_fully_replicated",
+    "reduced_type": "(str(jax.typeof(R)), R.sharding, np.asarray(R))",
+    "shape_dtype_struct_type": ("str(jax.typeof(jax.ShapeDtypeStruct((8, 4), jnp.float32, "
+                                "sharding=jax.sharding.NamedSharding(mesh, P('x')))))"),
+    "structural_types": ("[[str(t) for t in jax.make_jaxpr(STRUCTURAL)(x).out_avals] "
+                         "for x in (U, R)]"),
+    "reduced_elementwise_types": ("[str(t) for t in jax.make_jaxpr(lambda r: (jnp.exp(r), r * r, "
+                                  "lax.dynamic_slice(r, (0, 0), (8, 2))))(R).out_avals]"),
+    "unreduced_types": ("[[str(jax.typeof(o)) for o in f(U, c, q)] for f in (UR_RESULTS, "
+                        "jax.jit(UR_RESULTS))]"),
+    # a contraction over 'x' left unreduced has no all-reduce; reduced afterwards, one
+    "dot_unreduced_collectives": ("(collectives(DOT_UNREDUCED, c, q), collectives(lambda t, u: "
+                                  "jax.sharding.reshard(DOT_UNREDUCED(t, u), P()), c, q), "
+                                  "collectives(SUM_UNREDUCED, c), collectives(GRAD_W, W, XY))"),
     # jit of a block over another abstract mesh of the same devices (eagerly JAX refuses
     # ``mul`` there, naming the source line)
     "abstract_mesh_sharding": "jax.jit(on_mesh8)(a).sharding",
@@ -233,9 +287,16 @@ JAXPRS = {
     "reshard": "lambda t: jax.sharding.reshard(t, P('x', None))",
     "stack": "lambda t: jnp.stack([t, t], 1)",
     "wsc_same": "lambda t: lax.with_sharding_constraint(t, P('x', 'y'))",
+    "dot_unreduced": "lambda t, u: DOT_UNREDUCED(t, u).sum(0)",
+    # a jit equation records the mesh in context (``ctx_mesh``), also when differentiated
+    "jit_ctx_mesh": "lambda t: jax.jit(lambda u: jax.sharding.reshard(u * 2, P('x', None)))(t)",
+    "jvp_jit_ctx_mesh": "lambda t: jax.jvp(jax.jit(jnp.sin), (t,), (t,))",
+    "sum_unreduced": "lambda t: lax.reduce_sum(t, (0,), out_sharding=P('y', unreduced={'x'}))",
 }
 JAXPR_ARGS = {"chain": "(a,)", "dot": "(c, q)", "merge": "(a, b)", "reshard": "(a,)",
-              "stack": "(a,)", "wsc_same": "(a,)"}
+              "stack": "(a,)", "wsc_same": "(a,)", "dot_unreduced": "(c, q)",
+              "jit_ctx_mesh": "(a,)", "jvp_jit_ctx_mesh": "(a,)",
+              "sum_unreduced": "(a,)"}
 
 DRIVER = r"""
 import json, sys
@@ -324,6 +385,9 @@ NUMPY = {
     "vmap_auto_axes": lambda h: 2 * h["a"].T,
     "grad_auto_axes": lambda h: np.full((8, 4), 2.0, np.float32),
     "shard_map": lambda h: h["c"] @ h["q"],
+    "unreduced_mul_reduced": lambda h: h["a"] * h["a"],
+    "dot_unreduced": lambda h: h["c"] @ h["q"],
+    "sum_unreduced": lambda h: h["c"].sum(1),
 }
 
 

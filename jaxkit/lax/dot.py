@@ -135,9 +135,11 @@ def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: Precision
     extra = {}
     if out_sharding is not None:  # one spec entry per result dimension
         rank = len(lhs_shape) + len(rhs_shape) - 2 * len(dnums[0][0]) - len(dnums[1][0])
-        spec = tuple(out_sharding.spec)
+        asked = out_sharding.spec
+        spec = asked.partitions
         extra["out_sharding"] = NamedSharding(out_sharding.mesh, PartitionSpec(
-            *spec, *[None] * (rank - len(spec))))
+            *spec, *[None] * (rank - len(spec)), unreduced=asked.unreduced,
+            reduced=asked.reduced))
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums,
                               precision=canonicalize_precision(precision),
                               preferred_element_type=pet, **extra)
@@ -258,13 +260,15 @@ def _dot_general_transpose_lhs(g, x, y, *, dimension_numbers, precision,
     context = current_abstract_mesh()
     mesh = (x_aval._sharding.mesh if x_aval._sharding is not None else
             context if AxisType.Explicit in context.axis_types else None)
+    # The cotangent of a value reduced over mesh axes is unreduced over them (JAX's
+    # ``to_ct_aval``): each device's partial product is a summand, and no all-reduce is made.
     x_spec = shr.parts(x_aval) if mesh is not None else None
     out = dot_general(g, y, dims, precision=precision,
                       preferred_element_type=preferred_element_type,
                       out_sharding=None if x_spec is None else NamedSharding(
                           mesh, PartitionSpec(*[
                               x_spec[i] for i in list(x_batch) + x_kept +
-                              x_contract_sorted_by_y])))
+                              x_contract_sorted_by_y], unreduced=shr.sharding_ur.getr(x_aval))))
     x_bar = transpose(out, tuple(int(a) for a in out_axes))
     if core.get_aval(x_bar).dtype != x_aval.dtype:
         x_bar = convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type)
@@ -397,6 +401,7 @@ dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_r
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 batching.defrule(dot_general_p, _dot_general_batch)
 shr.defsharding(dot_general_p, shr.dot_general_rule)
+shr.defur(dot_general_p, shr.sharding_ur.dot_general_rule)
 mlir.register_lowering(dot_general_p, _dot_general_lowering)
 
 

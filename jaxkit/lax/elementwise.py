@@ -21,6 +21,7 @@ from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import chlo, hlo, ir
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.lax import sharding_ur
 from jaxkit.lax.standard import (
     _any,
     _complex,
@@ -169,7 +170,7 @@ def _add_transpose(ct, x, y):
 
 add_p = standard_naryop("add", [_num, _num])
 shr.defsharding(add_p, shr.add_rule)
-shr.unreduced_rules.add(add_p)
+sharding_ur.defur(add_p, sharding_ur.add_rule)
 ad.deflinear2(add_p, _add_transpose)
 ad.defjvp_rule(add_p, _linear_binary_jvp(add_p, lambda ty: ty))
 batching.defbroadcasting(add_p)
@@ -207,6 +208,7 @@ def mul(x: ArrayLike, y: ArrayLike) -> Array:
 
 
 mul_p = standard_naryop("mul", [_num, _num])
+sharding_ur.defur(mul_p, sharding_ur.mul_rule)
 ad.defbilinear(mul_p, lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
                lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
 batching.defbroadcasting(mul_p)
@@ -784,6 +786,7 @@ ad.defjvp_rule(select_n_p, _select_n_jvp)
 ad.deftranspose(select_n_p, _select_n_transpose)
 batching.defrule(select_n_p, _select_n_batch)
 shr.defsharding(select_n_p, shr.select_n_rule)
+sharding_ur.defur(select_n_p, sharding_ur.select_n_rule)
 mlir.register_lowering(select_n_p, _select_n_lowering)
 
 

@@ -178,6 +178,7 @@ reduce_precision_p = standard_primitive(_reduce_precision_shape_rule,
 ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
 batching.defvectorized(reduce_precision_p)
 shr.defsharding(reduce_precision_p, shr.unary_rule)
+shr.defur(reduce_precision_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(reduce_precision_p, lambda ctx, x, *, exponent_bits, mantissa_bits:
                        hlo.ReducePrecisionOp(x, exponent_bits, mantissa_bits).result)
 
@@ -195,6 +196,7 @@ copy_p.def_abstract_eval(lambda x: x)
 ad.deflinear(copy_p, lambda ct: [copy_p.bind(ct)])
 batching.defvectorized(copy_p)
 shr.defsharding(copy_p, shr.unary_rule)
+shr.defur(copy_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(copy_p, lambda ctx, x: x)
 
 __all__ = [

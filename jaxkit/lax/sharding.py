@@ -18,6 +18,7 @@ from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.lax import sharding_ur
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
@@ -290,7 +291,7 @@ ad.deflinear(sharding_constraint_p,
 batching.defrule(sharding_constraint_p, partial(_batcher, sharding_constraint_p))
 mlir.register_lowering(sharding_constraint_p, _lowering)
 shr.defsharding(sharding_constraint_p, shr.sharding_constraint_rule)
-shr.unreduced_rules.add(sharding_constraint_p)
+sharding_ur.defur(sharding_constraint_p, sharding_ur.asked_rule)
 
 # ``reshard``: the same value and layout rules; JAX prints it bare (``b:f32[8@x,4] = reshard
 # a``), and transposes it back to the operand's layout.
@@ -300,5 +301,5 @@ ad.deflinear2(reshard_p, _reshard_transpose)
 batching.defrule(reshard_p, partial(_batcher, reshard_p))
 mlir.register_lowering(reshard_p, _lowering)
 shr.defsharding(reshard_p, shr.sharding_constraint_rule)
-shr.unreduced_rules.add(reshard_p)
+sharding_ur.defur(reshard_p, sharding_ur.asked_rule)
 core.defpp_params(reshard_p, lambda params: {})

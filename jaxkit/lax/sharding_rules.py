@@ -7,6 +7,9 @@ next to the primitive's other rules. A rule gets the operand types and the param
 returns the result's sharding spec (one entry per dimension: None, an axis name or a tuple
 of names), or one per result for a primitive with several.
 
+The unreduced and reduced mesh axes of a result (``{U:y}``, ``{R:y}``) are given by a second
+rule, registered with ``defur`` (see ``sharding_ur``).
+
 Primitives that carry a jaxpr (``jit``, ``cond``, ``scan``...) type their results by
 tracing it, so they need no rule; any other primitive with an explicitly sharded operand and
 no rule raises ``NotImplementedError``, as a missing rule does elsewhere.
@@ -20,17 +23,17 @@ from typing import Any
 from jaxkit import avals, core, dtypes
 from jaxkit.avals import shape_sharding_str
 from jaxkit.interpreters import ad
+from jaxkit.lax import sharding_ur
+from jaxkit.lax.sharding_ur import defur
 from jaxkit.core import ShapedArray, ShardingTypeError
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, DuplicateSpecError, NamedSharding,
                                      PartitionSpec, current_abstract_mesh, typed_sharding)
 
-__all__ = ["defsharding", "resolve_out_sharding", "sharding_rules", "type_sharding_of"]
+__all__ = ["defsharding", "defur", "resolve_out_sharding", "sharding_rules", "type_sharding_of"]
 
 Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of names
 
 sharding_rules: dict[core.Primitive, Callable[..., Any]] = {}
-# The primitives whose sharding rule also says what an unreduced operand gives.
-unreduced_rules: set[core.Primitive] = set()
 
 
 def defsharding(prim: core.Primitive, rule: Callable[..., Any]) -> None:
@@ -65,7 +68,8 @@ def type_sharding_of(sharding: Any, ndim: int) -> NamedSharding | None:
     if not isinstance(sharding, NamedSharding):
         return None
     spec = sharding.spec.partitions + (None,) * (ndim - len(sharding.spec))
-    return typed_sharding(sharding.mesh, spec[:ndim], sharding.spec.unreduced)
+    return typed_sharding(sharding.mesh, spec[:ndim], sharding.spec.unreduced,
+                          sharding.spec.reduced)
 
 
 # ---- the hook: a result type plus its sharding ----
@@ -81,11 +85,6 @@ def _sharding_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any
             f"over Explicit mesh axes: {', '.join(a.str_short() for a in sharded)}). Run it "
             "with those axes Auto: jax.sharding.auto_axes(f, out_sharding=...), or reshard "
             "the operand to P() first.")
-    if prim not in unreduced_rules and any(a._sharding.spec.unreduced for a in sharded):
-        # JAX's words: few primitives say what an unreduced operand gives (a sum of summands
-        # is unreduced, a product of two is not); jaxkit's reshard reduces one.
-        raise NotImplementedError(f"unreduced rule for {prim.name} is not implemented. Please "
-                                  "file an issue at https://github.com/jax-ml/jax/issues")
     outs = list(out) if prim.multiple_results else [out]
     specs = (rule(outs, *avals, **params) if getattr(rule, "takes_out", False)
              else rule(*avals, **params))
@@ -94,19 +93,50 @@ def _sharding_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any
     elif not prim.multiple_results:
         specs = [specs]
     mesh = _mesh_of(prim.name, avals) or current_abstract_mesh()
-    typed_outs = []
+    typed = []
     for o, spec in zip(outs, specs):
         if type(o) is not ShapedArray:  # tokens, references: no layout in their type
-            typed_outs.append(o)
+            typed.append(None)
             continue
         s = spec if isinstance(spec, NamedSharding) or spec is None else _named(
             prim, avals, o, mesh, spec)
         if isinstance(s, NamedSharding):  # asked for (out_sharding=): padded, Explicit axes
             s = type_sharding_of(s, len(o.shape))
+        typed.append(s)
+    typed = _with_unreduced_reduced(prim, avals, params, outs, typed, mesh)
+    typed_outs = []
+    for o, s in zip(outs, typed):
+        if type(o) is not ShapedArray:  # tokens, references: no layout in their type
+            typed_outs.append(o)
+            continue
         if s is not None:
             _check_divisibility(s, o.shape)
         typed_outs.append(ShapedArray(o.shape, o.dtype, o.weak_type, s))
     return typed_outs if prim.multiple_results else typed_outs[0]
+
+
+def _with_unreduced_reduced(prim, avals, params, outs, typed, mesh) -> list:
+    """The results' shardings with the unreduced and reduced axes ``prim``'s ur rule gives
+    (see ``sharding_ur``); a primitive without one refuses operands (and results asked for)
+    that carry either set, as JAX does."""
+    ur = sharding_ur.ur_rules.get(prim)
+    if ur is None:
+        if any(sharding_ur.getu(a) or sharding_ur.getr(a) for a in avals) or any(
+                s is not None and (s.spec.unreduced or s.spec.reduced) for s in typed):
+            raise sharding_ur.no_rule_error(prim.name)
+        return typed
+    us, rs = ur(*avals, **params)
+    if not prim.multiple_results:
+        us, rs = [us], [rs]
+    out = []
+    for o, s, u, r in zip(outs, typed, us, rs):
+        if type(o) is not ShapedArray or (s is None and not (u or r)) or (
+                s is not None and s.spec.unreduced == u and s.spec.reduced == r):
+            out.append(s)  # the common case: nothing to change
+            continue
+        spec = s.spec.partitions if s is not None else (None,) * len(o.shape)
+        out.append(typed_sharding(s.mesh if s is not None else mesh, spec, u, r))
+    return out
 
 
 def _check_divisibility(s: NamedSharding, shape: tuple) -> None:
@@ -169,24 +199,9 @@ def named_elementwise_rule(name: str) -> Callable[..., Spec | None]:
     return lambda *avals, **params: elementwise_rule(*avals, _name=name)
 
 
-def add_rule(x: ShapedArray, y: ShapedArray) -> Spec | NamedSharding | None:
-    """``add``: the elementwise rule, and a sum of two values unreduced over the same axes
-    is unreduced over them; one unreduced operand alone is refused (JAX's rule and words)."""
-    spec = elementwise_rule(x, y, _name="add")
-    x_ur, y_ur = (getattr(getattr(a, "_sharding", None), "spec", PartitionSpec()).unreduced
-                  for a in (x, y))
-    if x_ur and y_ur and x_ur != y_ur:
-        raise ShardingTypeError("lhs and rhs to `add` must be unreduced along the same mesh "
-                                f"axes. Got lhs={x_ur}, rhs={y_ur}")
-    if bool(x_ur) != bool(y_ur):
-        one, other = ("lhs", "rhs") if x_ur else ("rhs", "lhs")
-        raise ShardingTypeError(
-            f"{one} is unreduced while {other} is not. `add` operation does not allow this "
-            "because there will be implicit communication. Please reduce "
-            f"{one} via `reshard` before calling `add`.")
-    if not x_ur:
-        return spec
-    return NamedSharding(x._sharding.mesh, PartitionSpec(*(spec or ()), unreduced=x_ur))
+def add_rule(x: ShapedArray, y: ShapedArray) -> Spec | None:
+    """``add``: the elementwise rule (its unreduced axes: ``sharding_ur.add_rule``)."""
+    return elementwise_rule(x, y, _name="add")
 
 
 def unary_rule(x: ShapedArray, **params) -> Spec | None:
@@ -199,6 +214,12 @@ def reduce_rule(x: ShapedArray, *, axes: Sequence[int], **params) -> Spec | None
     if getattr(x, "_sharding", None) is None:
         return None
     return tuple(p for i, p in enumerate(parts(x)) if i not in set(axes))
+
+
+def reduce_sum_rule(x: ShapedArray, *, axes: Sequence[int],
+                    out_sharding: NamedSharding | None = None) -> Any:
+    """``reduce_sum``: the layout ``out_sharding`` asks for, else ``reduce_rule``'s."""
+    return out_sharding if out_sharding is not None else reduce_rule(x, axes=axes)
 
 
 def squeeze_rule(x: ShapedArray, *, dimensions: Sequence[int]) -> Spec | None:
@@ -439,13 +460,17 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
                     f"type Auto or Manual. Got PartitionSpec: {spec} with axis name: {a} of "
                     f"type: AxisType.{kinds[a].name}. (Lay the result out with "
                     "jax.lax.with_sharding_constraint instead.)")
-    return NamedSharding(out_sharding.mesh.abstract_mesh, PartitionSpec(*spec))
+    return NamedSharding(out_sharding.mesh.abstract_mesh,
+                         PartitionSpec(*spec.partitions, unreduced=spec.unreduced,
+                                       reduced=spec.reduced))
 
 
 # stop_gradient and add_any live with the AD interpreter, below lax: their rules are
 # registered here. add_any (summing cotangents) is typed as its first operand, as in JAX.
 defsharding(ad.stop_gradient_p, unary_rule)
 defsharding(ad.add_jaxvals_p, lambda x, y: parts(x))
+defur(ad.add_jaxvals_p, sharding_ur.keep_rule)
+defur(ad.stop_gradient_p, sharding_ur.keep_rule)
 
 
 # ---- slicing, padding, indexing ----

@@ -122,6 +122,7 @@ def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
 slice_p = standard_primitive(_slice_shape_rule, lambda x, **_: x.dtype, "slice", _first_weak)
 slice_p.def_impl(_slice_impl)
 shr.defsharding(slice_p, shr.slice_rule)
+shr.defur(slice_p, shr.sharding_ur.keep_rule)
 ad.deflinear2(slice_p, _slice_transpose)
 batching.defrule(slice_p, _slice_batch)
 mlir.register_lowering(slice_p, _slice_lowering)
@@ -207,6 +208,7 @@ def _pad_lowering(ctx, x, padding_value, *, padding_config):
 
 pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad", _all_weak)
 shr.defsharding(pad_p, shr.pad_rule)
+shr.defur(pad_p, shr.sharding_ur.keep_rule)
 ad.deflinear2(pad_p, _pad_transpose)
 batching.defrule(pad_p, _pad_batch)
 mlir.register_lowering(pad_p, _pad_lowering)
@@ -332,6 +334,7 @@ dynamic_slice_p = standard_primitive(_dynamic_slice_shape_rule, _dynamic_slice_d
                                      "dynamic_slice", _first_weak)
 ad.defjvp_rule(dynamic_slice_p, _dynamic_slice_jvp)
 shr.defsharding(dynamic_slice_p, shr.dynamic_slice_rule)
+shr.defur(dynamic_slice_p, shr.sharding_ur.dynamic_slice_rule)
 ad.deftranspose(dynamic_slice_p, _dynamic_slice_transpose)
 batching.defrule(dynamic_slice_p, _dynamic_slice_batch)
 mlir.register_lowering(dynamic_slice_p, lambda ctx, x, *starts, slice_sizes: hlo.DynamicSliceOp(
@@ -420,6 +423,7 @@ dynamic_update_slice_p = standard_primitive(
     _all_weak)
 ad.defjvp_rule(dynamic_update_slice_p, _dynamic_update_slice_jvp)
 shr.defsharding(dynamic_update_slice_p, shr.dynamic_update_slice_rule)
+shr.defur(dynamic_update_slice_p, shr.sharding_ur.dynamic_update_slice_rule)
 ad.deftranspose(dynamic_update_slice_p, _dynamic_update_slice_transpose)
 batching.defrule(dynamic_update_slice_p, _dynamic_update_slice_batch)
 mlir.register_lowering(dynamic_update_slice_p, lambda ctx, x, update, *starts:

@@ -78,6 +78,7 @@ ad.deflinear2(stack_p, _stack_transpose)
 batching.defrule(stack_p, _stack_batch)
 mlir.register_lowering(stack_p, _stack_lowering)
 shr.defsharding(stack_p, shr.stack_rule)
+shr.defur(stack_p, shr.sharding_ur.same_sets_rule)
 
 
 # ---- unstack -------------------------------------------------------------------------------
@@ -130,6 +131,7 @@ ad.deflinear2(unstack_p, _unstack_transpose)
 batching.defrule(unstack_p, _unstack_batch)
 mlir.register_lowering(unstack_p, _unstack_lowering)
 shr.defsharding(unstack_p, shr.unstack_rule)
+shr.defur(unstack_p, shr.sharding_ur.keep_each_rule(lambda x, *, axis: x.shape[axis]))
 
 
 # ---- tile ----------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
                                         lambda x, **_: x.weak_type)
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 shr.defsharding(broadcast_in_dim_p, shr.broadcast_in_dim_rule)
+shr.defur(broadcast_in_dim_p, shr.sharding_ur.keep_rule)
 batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
 mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions,
                        sharding=None: mlir.broadcast_in_dim(x, ctx.avals_out[0],
@@ -188,6 +189,7 @@ reshape_p = standard_primitive(_reshape_shape_rule, lambda x, **_: x.dtype, "res
                                _first_weak)
 ad.deflinear2(reshape_p, _reshape_transpose)
 shr.defsharding(reshape_p, shr.reshape_rule)
+shr.defur(reshape_p, shr.sharding_ur.keep_rule)
 batching.defrule(reshape_p, _reshape_batch)
 mlir.register_lowering(reshape_p, _reshape_lowering)
 
@@ -238,6 +240,7 @@ squeeze_p = standard_primitive(_squeeze_shape_rule, lambda x, **_: x.dtype, "squ
 ad.deflinear2(squeeze_p, lambda ct, x, *, dimensions: [expand_dims(ct, dimensions)])
 batching.defrule(squeeze_p, _squeeze_batch)
 shr.defsharding(squeeze_p, shr.squeeze_rule)
+shr.defur(squeeze_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(squeeze_p, lambda ctx, x, **_: hlo.ReshapeOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 
@@ -270,6 +273,7 @@ transpose_p = standard_primitive(_transpose_shape_rule, lambda x, **_: x.dtype, 
 ad.deflinear2(transpose_p, lambda ct, x, *, permutation:
               [transpose(ct, tuple(np.argsort(permutation)))])
 shr.defsharding(transpose_p, shr.transpose_rule)
+shr.defur(transpose_p, shr.sharding_ur.keep_rule)
 batching.defrule(transpose_p, _transpose_batch)
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.TransposeOp(
     x, mlir.i64_attr(permutation)).result)
@@ -395,6 +399,7 @@ concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_r
 ad.deflinear2(concatenate_p, _concatenate_transpose)
 batching.defrule(concatenate_p, _concatenate_batch)
 shr.defsharding(concatenate_p, shr.concatenate_rule)
+shr.defur(concatenate_p, shr.sharding_ur.same_sets_rule)
 mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: hlo.ConcatenateOp(
     list(xs), dimension).result)
 
@@ -447,6 +452,7 @@ ad.deflinear2(split_p, _split_transpose)
 batching.defrule(split_p, _split_batch)
 mlir.register_lowering(split_p, _split_lowering)
 shr.defsharding(split_p, shr.split_rule)
+shr.defur(split_p, shr.sharding_ur.keep_each_rule(lambda x, *, sizes, axis: len(sizes)))
 
 
 # ---- convert_element_type ------------------------------------------------------------------
@@ -523,6 +529,7 @@ pe.const_fold_rules[convert_element_type_p] = _convert_element_type_fold
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 batching.defvectorized(convert_element_type_p)
 shr.defsharding(convert_element_type_p, shr.unary_rule)
+shr.defur(convert_element_type_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 
 
@@ -531,10 +538,16 @@ def _reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return reduce_sum_p.bind(operand, axes=tuple(axes))
 
 
-def reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
-    """Sum over ``axes`` (nonnegative, as all lax reductions). Lowers to ``stablehlo.reduce``
-    with an add body."""
-    return _reduce_sum(operand, as_tuple_of_ints(axes, "reduce_sum axes"))
+def reduce_sum(operand: ArrayLike, axes: Sequence[int], *, out_sharding: Any = None) -> Array:
+    """Sum over ``axes`` (nonnegative, as all lax reductions), laid out as ``out_sharding``
+    says over Explicit mesh axes (which may leave it unreduced over the mesh axes of the
+    summed dimensions: ``P(unreduced={'x'})``). Lowers to ``stablehlo.reduce`` with an add
+    body."""
+    axes = as_tuple_of_ints(axes, "reduce_sum axes")
+    asked = shr.resolve_out_sharding("reduce_sum", out_sharding)
+    if asked is None:
+        return _reduce_sum(operand, axes)
+    return reduce_sum_p.bind(operand, axes=axes, out_sharding=asked)
 
 
 def _reduce_shape_rule(operand, *, axes, **params):
@@ -547,7 +560,7 @@ def _reduce_shape_rule(operand, *, axes, **params):
     return tuple(d for i, d in enumerate(operand.shape) if i not in axes)
 
 
-def _reduce_sum_transpose(ct, operand, *, axes):
+def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
     shape = operand.aval.shape
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     # The cotangent is laid out as the operand (its summed dimensions may be split).
@@ -571,7 +584,7 @@ def reduce_lowering(op, init_value):
     """Lowering of a single-operand reduction: ``stablehlo.reduce`` whose body applies the
     binary StableHLO ``op``, starting from ``init_value(dtype)``."""
 
-    def rule(ctx, x, *, axes):
+    def rule(ctx, x, *, axes, out_sharding=None):
         aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
         scalar = mlir.aval_to_ir_type(core.ShapedArray((), aval_in.dtype))
         init = mlir.ir_constant(np.asarray(init_value(aval_in.dtype), aval_in.dtype))
@@ -583,7 +596,7 @@ def reduce_lowering(op, init_value):
     return rule
 
 
-def _sum_dtype_rule(x, *, axes):
+def _sum_dtype_rule(x, *, axes, out_sharding=None):
     check_dtype("reduce_sum", x, _num)
     if (not config.jax_allow_f16_reductions and x.dtype in (np.float16, dtypes.bfloat16)
             and any(x.shape[d] != 1 for d in axes)):
@@ -595,7 +608,8 @@ def _sum_dtype_rule(x, *, axes):
 reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_sum",
                                   lambda x, **_: x.weak_type)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
-shr.defsharding(reduce_sum_p, shr.reduce_rule)
+shr.defsharding(reduce_sum_p, shr.reduce_sum_rule)
+shr.defur(reduce_sum_p, shr.sharding_ur.reduce_sum_rule)
 batching.defrule(reduce_sum_p, _reduce_batch_rule(reduce_sum_p))
 mlir.register_lowering(reduce_sum_p, reduce_lowering(hlo.AddOp, lambda dt: 0))
 

@@ -547,10 +547,11 @@ def _type_entry(p: Any) -> Any:
 
 
 def typed_sharding(mesh: Mesh | AbstractMesh, spec: Sequence,
-                   unreduced: frozenset = frozenset()) -> NamedSharding | None:
-    """The sharding a type carries for ``spec`` (one entry per dimension) and ``unreduced``
-    axes over ``mesh``: its Explicit axes only, over the abstract mesh; None when that leaves
-    no axis."""
+                   unreduced: frozenset = frozenset(),
+                   reduced: frozenset = frozenset()) -> NamedSharding | None:
+    """The sharding a type carries for ``spec`` (one entry per dimension), ``unreduced`` and
+    ``reduced`` axes over ``mesh``: its Explicit axes only, over the abstract mesh; None when
+    that leaves no axis."""
     kinds = dict(zip(mesh.axis_names, mesh.axis_types))
     if config.jax_remove_size_one_mesh_axis_from_type:
         kinds = {a: t for a, t, n in zip(mesh.axis_names, mesh.axis_types, mesh.axis_sizes)
@@ -560,9 +561,11 @@ def typed_sharding(mesh: Mesh | AbstractMesh, spec: Sequence,
         axes = () if _type_entry(p) is None else (p,) if isinstance(p, str) else tuple(p)
         out.append(_type_entry(tuple(a for a in axes if kinds.get(a) is AxisType.Explicit)))
     unreduced = frozenset(a for a in unreduced if kinds.get(a) is AxisType.Explicit)
-    if all(p is None for p in out) and not unreduced:
+    reduced = frozenset(a for a in reduced if kinds.get(a) is AxisType.Explicit)
+    if all(p is None for p in out) and not unreduced and not reduced:
         return None
-    return NamedSharding(mesh.abstract_mesh, PartitionSpec(*out, unreduced=unreduced))
+    return NamedSharding(mesh.abstract_mesh, PartitionSpec(*out, unreduced=unreduced,
+                                                           reduced=reduced))
 
 
 _typed_avals: dict[tuple, core.ShapedArray] = {}
@@ -580,7 +583,8 @@ def typed_aval(aval: core.ShapedArray, sharding: Any) -> core.ShapedArray:
         spec = (sharding.spec.partitions + (None,) * ndim)[:ndim]
         out = _typed_avals[key] = core.ShapedArray(
             aval.shape, aval.dtype, aval.weak_type,
-            typed_sharding(sharding.mesh, spec, sharding.spec.unreduced))
+            typed_sharding(sharding.mesh, spec, sharding.spec.unreduced,
+                           sharding.spec.reduced))
     return out
 
 

@@ -41,7 +41,7 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
-from jaxkit.transforms.jit_primitive import jit_p
+from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
 
 logger = logging.getLogger("jaxkit")
@@ -362,7 +362,7 @@ class JitFunction:
             closed, consts, refs = state.closed_over_refs_last(closed, consts)
         outs = jit_p.bind(*consts, *flat, *refs, jaxpr=closed, name=self._name,
                           donated_invars=(False,) * (len(consts) + len(flat) + len(refs)),
-                          inline=self._inline)
+                          inline=self._inline, **ctx_mesh_params())
         return tree_util.tree_unflatten(out_tree, outs)
 
     # ---- arguments ----

@@ -11,6 +11,7 @@ from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir, state
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.runtime.sharding import AxisType, current_abstract_mesh, current_mesh
 from jaxkit.transforms import spmd
 
 # --------------------------------------------------------------------------------------------
@@ -28,6 +29,25 @@ def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
 jit_p.def_abstract_eval(_jit_abstract_eval)
 
 
+def ctx_mesh_params() -> dict:
+    """``{"ctx_mesh": mesh}``: the mesh in context when a jit equation is traced, as JAX
+    records it (the concrete mesh of ``set_mesh``, else an abstract mesh with Explicit axes
+    from ``use_abstract_mesh``); empty with no such mesh, so that programs traced without one
+    carry no such parameter."""
+    mesh = current_mesh()
+    if mesh is not None and not mesh.empty:
+        return {"ctx_mesh": mesh}
+    abstract = current_abstract_mesh()
+    if not abstract.empty and AxisType.Explicit in abstract.axis_types:
+        return {"ctx_mesh": abstract}
+    return {}
+
+
+def _ctx(ctx_mesh) -> dict:
+    """The ``ctx_mesh`` parameter of a derived jit equation: the one it came from."""
+    return {} if ctx_mesh is None else {"ctx_mesh": ctx_mesh}
+
+
 def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
     # As JAX prints jit: the body's binders and results take the names of the equation's
     # operands and results.
@@ -38,7 +58,8 @@ def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
 
 core.pp_naming_rules[jit_p] = _jit_pp_naming
 
-def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool):
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple, inline: bool,
+              ctx_mesh=None):
     if any(type(a) is state.Ref for a in args):
         return state.call_with_refs(name, jaxpr, args, dispatch.run_closed)
     if spmd.needs_partitioning(jaxpr, args):
@@ -69,6 +90,8 @@ def _jit_pp_params(params: dict) -> dict:
     # As JAX prints it: the name first, defaults left out; the body continues the enclosing
     # names (its binders named like the equation's operands by _jit_pp_naming).
     shown = {"name": params["name"]}
+    if "ctx_mesh" in params:  # JAX's order: name first, the rest sorted
+        shown["ctx_mesh"] = params["ctx_mesh"]
     if any(params["donated_invars"]):
         shown["donated_invars"] = params["donated_invars"]
     if params["inline"]:
@@ -87,10 +110,10 @@ core.defpp_params(jit_p, _jit_pp_params)
 
 
 def _jit_batching_rule(axis_data, vals, dims, *, jaxpr: ClosedJaxpr, name: str,
-                       donated_invars: tuple, inline: bool):
+                       donated_invars: tuple, inline: bool, ctx_mesh=None):
     batched, out_dims = batching.batch_jaxpr_axes(jaxpr, axis_data, dims)
     outs = jit_p.bind(*vals, jaxpr=batched, name=name, donated_invars=donated_invars,
-                      inline=inline)
+                      inline=inline, **_ctx(ctx_mesh))
     return outs, out_dims
 
 
@@ -105,7 +128,7 @@ batching.defrule(jit_p, _jit_batching_rule, named_axis=True)
 
 
 def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
-             inline: bool):
+             inline: bool, ctx_mesh=None):
     nonzeros = [not ad.is_zero(t) for t in tangents]
     jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     n_in = len(primals)
@@ -113,7 +136,7 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, donated_invars
     assert len(tangents_nz) == len(jvp_closed.in_avals) - n_in
     args = [*primals, *tangents_nz]
     outs = jit_p.bind(*args, jaxpr=jvp_closed, name=name,
-                      donated_invars=(False,) * len(args), inline=inline)
+                      donated_invars=(False,) * len(args), inline=inline, **_ctx(ctx_mesh))
     n_out = len(jaxpr.out_avals)
     tangents_it = iter(outs[n_out:])
     tangents_out = [next(tangents_it) if nz else ad.Zero(a.to_tangent_aval())
@@ -122,14 +145,15 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, name: str, donated_invars
 
 
 def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, name: str, donated_invars: tuple,
-                   inline: bool):
+                   inline: bool, ctx_mesh=None):
     linear = [ad.is_undefined_primal(x) for x in args]
     ct_nonzero = [not ad.is_zero(c) for c in cts]
     t_closed, cts_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
     ins = [x for x, lin in zip(args, linear) if not lin]
     ins += [c for c, nz in zip(cts, ct_nonzero) if nz]
     outs = iter(jit_p.bind(*ins, jaxpr=t_closed, name=name,
-                           donated_invars=(False,) * len(ins), inline=inline))
+                           donated_invars=(False,) * len(ins), inline=inline,
+                           **_ctx(ctx_mesh)))
     nz_it = iter(cts_nz)
     return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
             for x, lin in zip(args, linear)]
@@ -164,14 +188,15 @@ def _forwarding(known: ClosedJaxpr, num_res: int
 
 
 def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
-                      donated_invars: tuple, inline: bool):
+                      donated_invars: tuple, inline: bool, ctx_mesh=None):
     unknowns = [not trace.is_known(x) for x in args]
     known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
     known, in_fwd, out_fwd = _forwarding(known, num_res)
     known_args = [x for x, uk in zip(args, unknowns) if not uk]
     with core.set_current_trace(trace.parent):
         outs = jit_p.bind(*known_args, jaxpr=known, name=name,
-                          donated_invars=(False,) * len(known_args), inline=inline)
+                          donated_invars=(False,) * len(known_args), inline=inline,
+                          **_ctx(ctx_mesh))
     outs_it = iter(outs)
     kept = [next(outs_it) if f is None else None for f in out_fwd]
     kept = [kept[f] if f is not None else x for x, f in zip(kept, out_fwd)]
@@ -181,7 +206,8 @@ def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str
     residuals = known_outs[n_known:]
     unknown_args = [*residuals, *(x for x, uk in zip(args, unknowns) if uk)]
     params = {"jaxpr": unknown, "name": name,
-              "donated_invars": (False,) * len(unknown_args), "inline": inline}
+              "donated_invars": (False,) * len(unknown_args), "inline": inline,
+              **_ctx(ctx_mesh)}
     unknown_outs = iter(trace.stage(jit_p, unknown_args, unknown.out_avals, params))
     known_it = iter(known_outs[:n_known])
     return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
