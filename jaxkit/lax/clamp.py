@@ -9,7 +9,8 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import _any, check_dtype, standard_primitive
-from jaxkit.lax.elementwise import _broadcast_to, _zeros, bitwise_and, gt, lt, select
+from jaxkit.lax.elementwise import _broadcast_to, _zeros, gt, lt, select
+from jaxkit.lax.elementwise_bits import bitwise_and
 from jaxkit.lax.structural import broadcast_in_dim
 from jaxkit.typing import Array, ArrayLike
 

@@ -1,13 +1,12 @@
-"""Elementwise primitives: arithmetic, comparisons, bitwise logic, rounding, complex parts,
-and selection.
+"""Elementwise primitives: arithmetic, comparisons, rounding, complex parts, and selection.
 
 Operands of an n-ary primitive have equal shapes and dtypes (``jaxkit.numpy`` broadcasts and
 promotes before calling these); a rank-0 operand may stand beside arrays and broadcasts (as in
 JAX, ``mul a 2.0:f32[]``). The result is weakly typed only if every operand is. Each primitive
 is one block: the wrapper, the primitive with its shape/dtype rule, then its JVP (or
 transpose), batching and lowering rules. Exponentials, logarithms, trigonometric functions,
-roots and ``pow`` are in ``elementwise_math.py``; shifts, bit counts, bit casts and
-``nextafter`` in ``elementwise_bits.py``; special functions in ``elementwise_special.py``;
+roots and ``pow`` are in ``elementwise_math.py``; bitwise logic, shifts, bit counts, bit casts
+and ``nextafter`` in ``elementwise_bits.py``; special functions in ``elementwise_special.py``;
 ``clamp`` in ``clamp.py``.
 """
 from __future__ import annotations
@@ -562,47 +561,6 @@ gt_p = _compare_primitive("gt", _ordered, "GT")
 ge_p = _compare_primitive("ge", _ordered, "GE")
 
 
-# ---- bitwise logic: not, and, or, xor ------------------------------------------------------
-def bitwise_not(x: ArrayLike) -> Array:
-    """Elementwise NOT (logical for booleans). Lowers to ``stablehlo.not``."""
-    return not_p.bind(x)
-
-
-not_p = standard_unop("not", _int_or_bool)
-ad.defjvp_zero(not_p)
-batching.defvectorized(not_p)
-mlir.register_lowering(not_p, mlir.nary_lowering(hlo.NotOp))
-
-
-def bitwise_and(x: ArrayLike, y: ArrayLike) -> Array:
-    """Elementwise AND. Lowers to ``stablehlo.and``."""
-    return and_p.bind(x, y)
-
-
-def bitwise_or(x: ArrayLike, y: ArrayLike) -> Array:
-    """Elementwise OR. Lowers to ``stablehlo.or``."""
-    return or_p.bind(x, y)
-
-
-def bitwise_xor(x: ArrayLike, y: ArrayLike) -> Array:
-    """Elementwise XOR. Lowers to ``stablehlo.xor``."""
-    return xor_p.bind(x, y)
-
-
-def _integer_binop(name: str, accepted, op) -> core.Primitive:
-    """A binary primitive on integers (or booleans): its result is never differentiable."""
-    prim = standard_naryop(name, [accepted, accepted])
-    ad.defjvp_zero(prim)
-    batching.defbroadcasting(prim)
-    mlir.register_lowering(prim, mlir.nary_lowering(op))
-    return prim
-
-
-and_p = _integer_binop("and", _int_or_bool, hlo.AndOp)
-or_p = _integer_binop("or", _int_or_bool, hlo.OrOp)
-xor_p = _integer_binop("xor", _int_or_bool, hlo.XorOp)
-
-
 # ---- real / imag / complex / conj ----------------------------------------------------------
 def _complex_basetype(dt) -> np.dtype:
     return np.finfo(dt).dtype
@@ -791,12 +749,10 @@ mlir.register_lowering(select_n_p, _select_n_lowering)
 
 
 __all__ = [
-    "RoundingMethod", "abs", "abs_p", "add", "add_p", "and_p", "bitwise_and", "bitwise_not",
-    "bitwise_or", "bitwise_xor", "ceil", "ceil_p", "complex", "complex_p",
-    "conj", "conj_p", "div", "div_p", "eq", "eq_p", "floor", "floor_p", "ge", "ge_p", "gt",
-    "gt_p", "imag", "imag_p", "integer_pow", "integer_pow_p", "is_finite", "is_finite_p", "le",
-    "le_p", "lt", "lt_p", "max", "max_p", "min", "min_p", "mul", "mul_p", "ne", "ne_p", "neg",
-    "neg_p", "not_p", "or_p", "real", "real_p", "reciprocal", "rem", "rem_p", "round",
-    "round_p", "select", "select_n", "select_n_p", "sign", "sign_p", "square", "square_p",
-    "sub", "sub_p", "xor_p",
+    "RoundingMethod", "abs", "abs_p", "add", "add_p", "ceil", "ceil_p", "complex", "complex_p",
+    "conj", "conj_p", "div", "div_p", "eq", "eq_p", "floor", "floor_p", "ge", "ge_p", "gt", "gt_p",
+    "imag", "imag_p", "integer_pow", "integer_pow_p", "is_finite", "is_finite_p", "le", "le_p",
+    "lt", "lt_p", "max", "max_p", "min", "min_p", "mul", "mul_p", "ne", "ne_p", "neg", "neg_p",
+    "real", "real_p", "reciprocal", "rem", "rem_p", "round", "round_p", "select", "select_n",
+    "select_n_p", "sign", "sign_p", "square", "square_p", "sub", "sub_p",
 ]

@@ -1,5 +1,6 @@
-"""Bit-level elementwise primitives: shifts, population count and leading zeros, bit casts
-between dtypes (of equal or multiple widths), precision reduction, ``nextafter``, and ``copy``.
+"""Bit-level elementwise primitives: bitwise logic (not, and, or, xor), shifts, population
+count and leading zeros, bit casts between dtypes (of equal or multiple widths), precision
+reduction, ``nextafter``, and ``copy``.
 
 Same conventions as ``elementwise.py`` (one block per primitive; rank-0 operands broadcast;
 weak only if every operand is). Only ``reduce_precision`` and ``copy`` are differentiable (both
@@ -17,13 +18,54 @@ from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import (
     _float,
     _int,
+    _int_or_bool,
     check_dtype,
     standard_naryop,
     standard_primitive,
     standard_unop,
 )
-from jaxkit.lax.elementwise import _integer_binop
 from jaxkit.typing import Array, ArrayLike, DTypeLike
+
+
+# ---- bitwise logic: not, and, or, xor ------------------------------------------------------
+def bitwise_not(x: ArrayLike) -> Array:
+    """Elementwise NOT (logical for booleans). Lowers to ``stablehlo.not``."""
+    return not_p.bind(x)
+
+
+not_p = standard_unop("not", _int_or_bool)
+ad.defjvp_zero(not_p)
+batching.defvectorized(not_p)
+mlir.register_lowering(not_p, mlir.nary_lowering(hlo.NotOp))
+
+
+def bitwise_and(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise AND. Lowers to ``stablehlo.and``."""
+    return and_p.bind(x, y)
+
+
+def bitwise_or(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise OR. Lowers to ``stablehlo.or``."""
+    return or_p.bind(x, y)
+
+
+def bitwise_xor(x: ArrayLike, y: ArrayLike) -> Array:
+    """Elementwise XOR. Lowers to ``stablehlo.xor``."""
+    return xor_p.bind(x, y)
+
+
+def _integer_binop(name: str, accepted, op) -> core.Primitive:
+    """A binary primitive on integers (or booleans): its result is never differentiable."""
+    prim = standard_naryop(name, [accepted, accepted])
+    ad.defjvp_zero(prim)
+    batching.defbroadcasting(prim)
+    mlir.register_lowering(prim, mlir.nary_lowering(op))
+    return prim
+
+
+and_p = _integer_binop("and", _int_or_bool, hlo.AndOp)
+or_p = _integer_binop("or", _int_or_bool, hlo.OrOp)
+xor_p = _integer_binop("xor", _int_or_bool, hlo.XorOp)
 
 
 # ---- nextafter -----------------------------------------------------------------------------
@@ -200,6 +242,7 @@ shr.defur(copy_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(copy_p, lambda ctx, x: x)
 
 __all__ = [
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "and_p", "not_p", "or_p", "xor_p",
     "bitcast_convert_type", "bitcast_convert_type_p", "clz", "clz_p", "copy", "copy_p",
     "mulhi", "mulhi_p", "nextafter", "nextafter_p", "population_count", "population_count_p",
     "reduce_precision", "reduce_precision_p", "shift_left", "shift_left_p",

@@ -27,9 +27,6 @@ from jaxkit.lax.elementwise import (
     _out_shape,
     abs,
     add,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
     div,
     eq,
     ge,
@@ -45,6 +42,7 @@ from jaxkit.lax.elementwise import (
     square,
     sub,
 )
+from jaxkit.lax.elementwise_bits import bitwise_and, bitwise_not, bitwise_or
 from jaxkit.lax.elementwise_math import exp, log, sqrt
 from jaxkit.lax.reductions import reduce_or
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type

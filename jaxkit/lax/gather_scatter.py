@@ -31,6 +31,7 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
+from jaxkit.lax.elementwise_bits import bitwise_and
 from jaxkit.lax import reductions
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.gather_scatter_dims import (GatherDimensionNumbers, GatherScatterMode,
@@ -222,7 +223,7 @@ def _gather_fill(operand, indices, *, dimension_numbers, slice_sizes, unique_ind
                      index_dtype)
     upper = broadcast_in_dim(upper, indices.shape, (num_batch_dims,))
     zero = np.zeros((), index_dtype)[()]
-    mask = ew.bitwise_and(ew.ge(indices, zero), ew.le(indices, upper))
+    mask = bitwise_and(ew.ge(indices, zero), ew.le(indices, upper))
     mask = reductions.reduce_and(mask, (num_batch_dims,))
     out = gather(operand, indices, dn, slice_sizes, indices_are_sorted=indices_are_sorted,
                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)

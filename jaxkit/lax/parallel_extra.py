@@ -29,7 +29,8 @@ from jaxkit import tree_util
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.lax.elementwise import add, bitwise_and, eq, ge, lt, mul, select
+from jaxkit.lax.elementwise import add, eq, ge, lt, mul, select
+from jaxkit.lax.elementwise_bits import bitwise_and
 from jaxkit.lax.gather_scatter import gather, scatter
 from jaxkit.lax.gather_scatter_dims import (GatherDimensionNumbers, GatherScatterMode,
                                             ScatterDimensionNumbers)

@@ -31,7 +31,8 @@ from jaxkit import core, dtypes
 from jaxkit.lax.cumulative import cumsum
 from jaxkit.lax.dot import (PrecisionLike, _dot_general_dtype_rule, _dot_general_shape_rule,
                             canonicalize_precision, dot_general)
-from jaxkit.lax.elementwise import bitwise_and, le, lt, select, sub
+from jaxkit.lax.elementwise import le, lt, select, sub
+from jaxkit.lax.elementwise_bits import bitwise_and
 from jaxkit.lax.standard import as_tuple_of_ints
 from jaxkit.lax.structural import broadcast_in_dim, broadcasted_iota, full_like, transpose
 from jaxkit.typing import Array, ArrayLike, DTypeLike

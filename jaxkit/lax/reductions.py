@@ -20,6 +20,7 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
+from jaxkit.lax.elementwise_bits import bitwise_and, bitwise_or
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import as_tuple_of_ints, canonicalize_axis, standard_primitive
 from jaxkit.lax.structural import (
@@ -404,11 +405,10 @@ class _ArgMinMaxReducer:
     def __call__(self, op_val_index, acc_val_index):
         op_val, op_index = op_val_index
         acc_val, acc_index = acc_val_index
-        pick_op_val = ew.bitwise_or(self._value_comparator(op_val, acc_val),
-                                    ew.ne(op_val, op_val))
-        pick_op_index = ew.bitwise_or(pick_op_val,
-                                      ew.bitwise_and(ew.eq(op_val, acc_val),
-                                                     ew.lt(op_index, acc_index)))
+        pick_op_val = bitwise_or(self._value_comparator(op_val, acc_val),
+                                 ew.ne(op_val, op_val))
+        pick_op_index = bitwise_or(pick_op_val,
+                                   bitwise_and(ew.eq(op_val, acc_val), ew.lt(op_index, acc_index)))
         return (ew.select_n(pick_op_val, acc_val, op_val),
                 ew.select_n(pick_op_index, acc_index, op_index))
 

@@ -20,9 +20,6 @@ from jaxkit.lax.elementwise import (
     _full,
     abs,
     add,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
     div,
     eq,
     ge,
@@ -35,6 +32,7 @@ from jaxkit.lax.elementwise import (
     select,
     sub,
 )
+from jaxkit.lax.elementwise_bits import bitwise_and, bitwise_not, bitwise_or
 from jaxkit.lax.elementwise_math import exp, log, log1p
 from jaxkit.lax.elementwise_special import _any, _isnan, _up_and_broadcast, lgamma
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type

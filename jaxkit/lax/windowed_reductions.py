@@ -29,6 +29,7 @@ from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
+from jaxkit.lax.elementwise_bits import bitwise_not, bitwise_or
 from jaxkit.lax.convolution import padtype_to_pads
 from jaxkit.lax.reductions import _get_max_identity, _get_min_identity, _reduction_jaxpr
 from jaxkit.lax.slicing import pad, slice
@@ -458,7 +459,7 @@ def _select_and_scatter_add_by_general(source, operand, *, select_prim, window_d
     zero = np.zeros((), dtype)[()]
     padded = pad(operand, _selection_identity(select_prim, dtype),
                  [(lo, hi, 0) for lo, hi in padding])
-    scatter = ew.bitwise_or if dtype == np.bool_ else ew.add
+    scatter = bitwise_or if dtype == np.bool_ else ew.add
     out = _select_and_scatter(padded, select_prim.bind, window_dimensions, window_strides,
                               ((0, 0),) * len(padding), source, zero, scatter)
     return pad(out, zero, [(-lo, -hi, 0) for lo, hi in padding])
@@ -538,7 +539,7 @@ def _scatter_to_selected(ct, operand, *, select_prim, window_dimensions, window_
                      out_shape)
     pick, chosen = views[0], np.zeros(out_shape, np.int32)
     for k, view in enumerate(views[1:], 1):
-        move = ew.bitwise_not(select_prim.bind(pick, view))
+        move = bitwise_not(select_prim.bind(pick, view))
         pick = ew.select(move, view, pick)
         chosen = ew.select(move, np.full(out_shape, k, np.int32), chosen)
     padded_shape = [(0 if d == 0 else (d - 1) * b + 1) + lo + hi for d, b, (lo, hi) in

@@ -18,7 +18,6 @@ from jaxkit.lax.dot import dot_general_p
 from jaxkit.lax.elementwise import (
     abs_p,
     add_p,
-    and_p,
     ceil_p,
     complex_p,
     conj_p,
@@ -37,8 +36,6 @@ from jaxkit.lax.elementwise import (
     mul_p,
     ne_p,
     neg_p,
-    not_p,
-    or_p,
     real_p,
     rem_p,
     round_p,
@@ -46,8 +43,8 @@ from jaxkit.lax.elementwise import (
     sign_p,
     square_p,
     sub_p,
-    xor_p,
 )
+from jaxkit.lax.elementwise_bits import and_p, not_p, or_p, xor_p
 from jaxkit.lax.elementwise_bits import (
     bitcast_convert_type_p,
     clz_p,
