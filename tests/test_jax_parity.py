@@ -632,7 +632,29 @@ print(jax.jit(lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos))
 print(jax.jit(lambda x, d: d["k"] + x).lower(1., {"k": 2.}).as_text(dialect="hlo"))
 """
 
+UNUSED_ARGUMENTS = """
+import numpy as np
+x3, x2 = np.ones(3, np.float32), np.ones(2, np.float32)
+for f, kw, args in [(lambda x, y: x, {}, (1., 2.)), (lambda x, y: x, dict(keep_unused=True), (1., 2.)),
+                    (lambda x, y: y * 2, dict(donate_argnums=(0, 1)), (x3, x3)),
+                    (lambda d: d["a"] + 1, {}, ({"a": 1., "b": 2.},)),
+                    (lambda x, y: (x * y, x)[1], {}, (1., 2.)),
+                    (lambda x, y: (x * y, x)[1], dict(keep_unused=True), (1., 2.)),
+                    (lambda x, y: 3., {}, (1., 2.))]:
+    lowered = jax.jit(f, **kw).lower(*args)
+    print(lowered.as_text(), lowered.in_avals, lowered.args_info, lowered.donate_argnums)
+compiled = jax.jit(lambda x, y: x + 1.).lower(x3, x2).compile()
+print(compiled(x3, x2), compiled.in_avals, sorted(compiled.cost_analysis().items()))
+print(jax.jit(lambda x, y: y).trace(1., 2.).jaxpr)
+f = jax.jit(lambda x, y: x * 2, donate_argnums=1)
+a, b = jnp.ones(3), jnp.ones(2)
+print(f(a, b), f(a, b), f(a, 1.), f(a, 1.), b.is_deleted())
+b.delete()
+print(f(a, b), jax.grad(f)(1., 2.), jax.vmap(f)(a, a))
+"""
+
 RECORDS = {
+    "unused_arguments": UNUSED_ARGUMENTS,
     "lowered_text": LOWERED_TEXT,
     "sharded_scalars_and_specs": SHARDED_SCALARS_AND_SPECS,
     "platform_dependent": PLATFORM_DEPENDENT,
