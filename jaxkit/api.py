@@ -31,6 +31,7 @@ from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.sharding import Sharding
+from jaxkit.transforms import stages
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params, jit
 from jaxkit.transforms.vmap import vmap
 
@@ -653,6 +654,8 @@ class ShapeDtypeStruct:
 
 core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(
     s.shape, dtypes.canonicalize_dtype(s.dtype), s.weak_type)
+stages.out_struct = lambda aval, keep_weak_type: ShapeDtypeStruct(
+    aval.shape, aval.dtype, aval.weak_type and keep_weak_type)
 
 
 def _abstractify(x) -> core.ShapedArray:

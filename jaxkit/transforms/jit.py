@@ -283,6 +283,7 @@ class JitFunction:
         wrapper._jit = self
         wrapper.lower = self.lower
         wrapper.trace = self.trace
+        wrapper.eval_shape = self.eval_shape
         wrapper.clear_cache = self.clear_cache
         wrapper._cache_size = self._cache_size
         wrapper.cache_events = self.cache_events
@@ -539,6 +540,11 @@ class JitFunction:
 
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args, **kwargs) -> Any:
+        """The outputs' shapes and dtypes (``ShapeDtypeStruct``s) at these arguments (arrays
+        or ``ShapeDtypeStruct``s), from the trace alone."""
+        return self.trace(*args, **kwargs).out_info
 
     # ---- introspection ----
     def _cache_size(self) -> int:

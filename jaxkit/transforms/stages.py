@@ -26,6 +26,12 @@ from jaxkit.transforms import spmd
 Flatten = Callable[[tuple, dict], tuple]
 
 
+# How the stages show an output's type (``out_info``, ``jit(f).eval_shape``): ``(aval,
+# keep_weak_type) -> struct``. ``jaxkit.api`` (a layer above) installs its ``ShapeDtypeStruct``,
+# as JAX's stages show theirs; until then the abstract value itself.
+out_struct: Callable[[core.ShapedArray, bool], Any] = lambda aval, keep_weak_type: aval
+
+
 @dataclass
 class Timings:
     """Seconds spent in each stage (None when the stage did not run)."""
@@ -105,7 +111,9 @@ class Traced(_Stage):
 
     @property
     def out_info(self):
-        return tree_util.tree_unflatten(self.out_tree, self.jaxpr.out_avals)
+        """The outputs' shapes and dtypes (weak types kept), as the output pytree."""
+        return tree_util.tree_unflatten(self.out_tree,
+                                        [out_struct(a, True) for a in self.jaxpr.out_avals])
 
     @property
     def out_avals(self):
@@ -233,7 +241,10 @@ class Lowered(_Stage):
 
     @property
     def out_info(self):
-        return self.traced.out_info
+        """The outputs' shapes and dtypes, as the output pytree (a program's results have no
+        weak types)."""
+        return tree_util.tree_unflatten(self.traced.out_tree, [
+            out_struct(a, False) for a in self.traced.jaxpr.out_avals])
 
 
 def _output_builder(out_tree, has_tokens: bool = False) -> Callable[[list], Any]:
