@@ -654,8 +654,7 @@ class ShapeDtypeStruct:
 
 core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: core.ShapedArray(
     s.shape, dtypes.canonicalize_dtype(s.dtype), s.weak_type)
-stages.out_struct = lambda aval, keep_weak_type: ShapeDtypeStruct(
-    aval.shape, aval.dtype, aval.weak_type and keep_weak_type)
+stages.out_struct = lambda a, weak: ShapeDtypeStruct(a.shape, a.dtype, a.weak_type and weak)
 
 
 def _abstractify(x) -> core.ShapedArray:
