@@ -1,8 +1,10 @@
 """Run the code cells of JAX's MyST tutorials under JAX and under jaxkit and compare outputs.
 
     python bench/run_jax_tutorials.py DOCS_DIR [--show-diffs] [--timeout=SECONDS] [name.md ...]
+    python bench/run_jax_tutorials.py DOCS_DIR --list
 
-(no names: every document under DOCS_DIR that has code cells, e.g. ``notebooks/*.md``)
+(no names: every document under DOCS_DIR that has code cells, e.g. ``notebooks/*.md``;
+``--list`` prints those documents, with their numbers of code cells, and runs nothing)
 
 (``JAXKIT_SRC=/path/to/checkout`` runs another checkout's jaxkit, e.g. a baseline.)
 
@@ -149,6 +151,11 @@ def main() -> int:
                          900))
     docs_dir, names = args[0], args[1:]
     names = names or discover(docs_dir)
+    if "--list" in sys.argv:
+        for name in names:
+            with open(os.path.join(docs_dir, name)) as f:
+                print(f"{name}: {len(cells_of(f.read()))} code cells")
+        return 0
     total_same = total_cmp = 0
     for name in names:
         with open(os.path.join(docs_dir, name)) as f:

@@ -31,25 +31,32 @@ def fun_name(fun: Callable, default_name: str = "<unnamed function>") -> str:
 def safe_zip(*args: Iterable) -> list[tuple]:
     """``zip`` of sequences that must all have the same length, as a list."""
     if not args:
-        raise TypeError("safe_zip requires at least 1 argument.")
+        raise TypeError("safe_zip requires at least 1 argument")
     seqs = [list(a) for a in args]
-    _check_lengths("safe_zip", seqs)
+    lengths = tuple(map(len, seqs))
+    for i, n in enumerate(lengths):
+        if n != lengths[0]:  # JAX's message (jaxlib's safe_zip), arguments counted from 0
+            raise ValueError(f"safe_zip() argument {i} has length {n} but argument 0 has "
+                             f"length {lengths[0]}. All lengths: {lengths}")
     return list(zip(*seqs))
 
 
 def safe_map(f: Callable[..., Any], *args: Iterable) -> list:
     """``map`` over sequences that must all have the same length, as a list."""
+    if not args:
+        raise TypeError("safe_map requires at least 2 arguments")
     seqs = [list(a) for a in args]
-    _check_lengths("safe_map", seqs)
+    lengths = [len(s) for s in seqs]
+    # JAX's message (jaxlib's safe_map walks the sequences in step, counting f as argument 0):
+    # where the first sequence ends, the first one that goes on is "longer"; where another
+    # ends first, it is "shorter".
+    end = min(lengths)
+    for i, n in enumerate(lengths[1:], 2):
+        if lengths[0] == end and n > end:
+            raise ValueError(f"safe_map() argument {i} is longer than argument 1")
+        if lengths[0] > end and n == end:
+            raise ValueError(f"safe_map() argument {i} is shorter than argument 1")
     return list(map(f, *seqs))
-
-
-def _check_lengths(name: str, seqs: list[list]) -> None:
-    n = len(seqs[0]) if seqs else 0
-    for s in seqs[1:]:
-        if len(s) != n:
-            raise ValueError(f"length mismatch: {list(map(len, seqs))} (the arguments of "
-                             f"{name} must all have the same length)")
 
 
 def unzip2(pairs: Iterable[tuple[Any, Any]]) -> tuple[tuple, tuple]:

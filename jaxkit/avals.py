@@ -227,7 +227,8 @@ class ShapedArray:
             weak = ", weak_type=True" if self.weak_type else ""
             return f"ShapedArray({self.dtype.name}[{self._dims()}]{self._ur()}{weak})"
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}{list(self.shape)}{weak})".replace(" ", "")
+        dims = str(list(self.shape)).replace(" ", "")
+        return f"ShapedArray({self.dtype.name}{dims}{weak})"
 
     def __str__(self):
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).

@@ -204,7 +204,8 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
                (*traced.jaxpr.in_avals, *traced.jaxpr.out_avals)):
             raise NotImplementedError(f"export of {traced.fun_name}: functions with ordered "
                                       "effects (tokens) are not supported by jaxkit's export.")
-        module = traced.lower().module
+        lowered = traced.lower()
+        module = lowered.module
         _check_custom_calls(module, traced.fun_name, disabled_checks)
         in_avals = tuple(a.strip_weak_type() for a in traced.jaxpr.in_avals)
         out_avals = tuple(a.strip_weak_type() for a in traced.jaxpr.out_avals)
@@ -216,7 +217,10 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             ordered_effects=(), unordered_effects=(), disabled_safety_checks=disabled_checks,
             mlir_module_serialized=stablehlo_io.serialize(module),
             calling_convention_version=_CALLING_CONVENTION_VERSION,
-            module_kept_var_idx=tuple(range(len(in_avals))), uses_global_constants=False,
+            # the arguments the module takes (jit leaves the unused ones out, as JAX's)
+            module_kept_var_idx=tuple(range(len(in_avals)) if lowered.program.kept is None
+                                      else lowered.program.kept),
+            uses_global_constants=False,
             _get_vjp=lambda exp: _export_vjp(fun_jit, exp, platforms, disabled_checks))
 
     return do_export
@@ -326,7 +330,8 @@ def _call_exported_lowering(ctx: mlir.LoweringRuleContext, *args, exported: Expo
         pjrt.lapack_target("getrf_ffi", np.float32)  # registers jaxlib's LAPACK targets
     name = stablehlo_io.inline_module(ctx.module_context.module, module,
                                       f"call_exported_{exported.fun_name}")
-    return stablehlo_io.call(name, list(args),
+    args = [args[i] for i in exported.module_kept_var_idx]
+    return stablehlo_io.call(name, args,
                              [mlir.aval_to_ir_type(a) for a in exported.out_avals])
 
 

@@ -207,14 +207,3 @@ def zeros_of_aval(aval: ShapedArray):
 
 def instantiate(t, aval: ShapedArray):
     return ad.instantiate_zeros(t) if ad.is_zero(t) else t
-
-
-def split_list(xs, *sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i:i + n]))
-        i += n
-    out.append(list(xs[i:]))
-    return out
-
-

@@ -23,13 +23,14 @@ import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit import tree_util
+from jaxkit._util import split_list
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.bodies import (avals_of, carry_mismatch, instantiate, make_closed_jaxpr,
-                               promote_weak_carry, run_jaxpr, split_list, strip_weak,
-                               trace_function, zeros_of_aval)
+                               promote_weak_carry, run_jaxpr, strip_weak, trace_function,
+                               zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
 from jaxkit.lax.reductions import reduce_or
 from jaxkit.lax.slicing import dynamic_index_in_dim, dynamic_update_index_in_dim, slice_in_dim
@@ -176,8 +177,8 @@ def _fixpoint(step: Callable[[list[bool]], list[bool]], start: list[bool]) -> li
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cconsts, bconsts, carry = split_list(primals, cond_nconsts, body_nconsts)
-    _, bconst_t, carry_t = split_list(tangents, cond_nconsts, body_nconsts)
+    cconsts, bconsts, carry = split_list(primals, [cond_nconsts, body_nconsts])
+    _, bconst_t, carry_t = split_list(tangents, [cond_nconsts, body_nconsts])
     bconst_nz = [not ad.is_zero(t) for t in bconst_t]
 
     def step(carry_nz):
@@ -195,11 +196,11 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     # The loop state must be the body's inputs and outputs in one order:
     # body consts [bconsts, bconst tangents], carry [carry, carry tangents].
     def body(*args):
-        bc, bt, c, t = split_list(args, nb, n_bt, nc)
+        bc, bt, c, t = split_list(args, [nb, n_bt, nc])
         return run_jaxpr(jvp_body, *bc, *c, *bt, *t)
 
     def cond_fun(*args):
-        cc, c, _ = split_list(args, cond_nconsts, nc)
+        cc, c, _ = split_list(args, [cond_nconsts, nc])
         return run_jaxpr(cond_jaxpr, *cc, *c)
 
     new_body = make_closed_jaxpr(body, bc_avals + bt_avals + carry_avals + ct_avals)
@@ -220,9 +221,9 @@ def _while_partial_eval(trace: pe.JaxprTrace, *args, cond_jaxpr, body_jaxpr, con
                         body_nconsts):
     params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
                   body_nconsts=body_nconsts)
-    cconsts, bconsts, carry = split_list(args, cond_nconsts, body_nconsts)
+    cconsts, bconsts, carry = split_list(args, [cond_nconsts, body_nconsts])
     uk = [not trace.is_known(x) for x in args]
-    cc_uk, bc_uk, carry_uk0 = split_list(uk, cond_nconsts, body_nconsts)
+    cc_uk, bc_uk, carry_uk0 = split_list(uk, [cond_nconsts, body_nconsts])
 
     def step(carry_uk):
         return pe.partial_eval_jaxpr(body_jaxpr, bc_uk + carry_uk, False)[2]
@@ -270,8 +271,8 @@ def _while_transpose(cts, *args, **params):
 def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
                  body_nconsts):
     size = axis_data.size
-    cconsts, bconsts, carry = split_list(vals, cond_nconsts, body_nconsts)
-    cc_d, bc_d, carry_d = split_list(dims, cond_nconsts, body_nconsts)
+    cconsts, bconsts, carry = split_list(vals, [cond_nconsts, body_nconsts])
+    cc_d, bc_d, carry_d = split_list(dims, [cond_nconsts, body_nconsts])
     cc_b = [d is not batching.not_mapped for d in cc_d]
     bc_b = [d is not batching.not_mapped for d in bc_d]
 
@@ -301,7 +302,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
         return [reduce_or(pred, (0,))]
 
     def body_masked(*args):
-        cc, bc, c = split_list(args, nc, nb)
+        cc, bc, c = split_list(args, [nc, nb])
         (pred,) = run_jaxpr(cond_bat, *cc, *c)
         new = run_jaxpr(body_bat, *bc, *c)
         outs = []
@@ -519,8 +520,8 @@ def _bind_scan(consts, carry, xs, jaxpr, length, reverse, unroll):
 
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
               linear):
-    consts, carry, xs = split_list(primals, num_consts, num_carry)
-    const_t, carry_t, xs_t = split_list(tangents, num_consts, num_carry)
+    consts, carry, xs = split_list(primals, [num_consts, num_carry])
+    const_t, carry_t, xs_t = split_list(tangents, [num_consts, num_carry])
     const_nz = [not ad.is_zero(t) for t in const_t]
     xs_nz = [not ad.is_zero(t) for t in xs_t]
     n_ys = len(jaxpr.out_avals) - num_carry
@@ -536,16 +537,16 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
     ys_nz = out_nz[num_carry:]
     nct, ncat = sum(const_nz), sum(carry_nz)
     avals = jaxpr.in_avals
-    c_av, ca_av, x_av = split_list(avals, num_consts, num_carry)
+    c_av, ca_av, x_av = split_list(avals, [num_consts, num_carry])
     ct_av = [a.to_tangent_aval() for a, nz in zip(c_av, const_nz) if nz]
     cat_av = [a.to_tangent_aval() for a, nz in zip(ca_av, carry_nz) if nz]
     xt_av = [a.to_tangent_aval() for a, nz in zip(x_av, xs_nz) if nz]
 
     # scan's layout: consts [c, ct], carry [ca, cat], xs [x, xt] -> carry [ca, cat], ys [y, yt]
     def body(*args):
-        c, ct, ca, cat, x, xt = split_list(args, num_consts, nct, num_carry, ncat, len(x_av))
+        c, ct, ca, cat, x, xt = split_list(args, [num_consts, nct, num_carry, ncat, len(x_av)])
         outs = run_jaxpr(jvp_body, *c, *ca, *x, *ct, *cat, *xt)
-        ca_o, y_o, cat_o, yt_o = split_list(outs, num_carry, n_ys, ncat)
+        ca_o, y_o, cat_o, yt_o = split_list(outs, [num_carry, n_ys, ncat])
         return [*ca_o, *cat_o, *y_o, *yt_o]
 
     new = make_closed_jaxpr(body, c_av + ct_av + ca_av + cat_av + x_av + xt_av)
@@ -554,7 +555,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
     xs_tans = [t for t, nz in zip(xs_t, xs_nz) if nz]
     outs = _bind_scan(consts + consts_t, carry + carry_tans, xs + xs_tans, new, length,
                       reverse, unroll)
-    ca_o, cat_o, y_o, yt_o = split_list(outs, num_carry, ncat, n_ys)
+    ca_o, cat_o, y_o, yt_o = split_list(outs, [num_carry, ncat, n_ys])
     cat_it, yt_it = iter(cat_o), iter(yt_o)
     y_avals = jaxpr.out_avals[num_carry:]
     carry_tan_out = [next(cat_it) if nz else ad.Zero(a.to_tangent_aval())
@@ -567,9 +568,9 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
 
 def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_consts,
                        num_carry, unroll, linear):
-    consts, carry, xs = split_list(args, num_consts, num_carry)
+    consts, carry, xs = split_list(args, [num_consts, num_carry])
     uk = [not trace.is_known(x) for x in args]
-    c_uk, ca_uk0, x_uk = split_list(uk, num_consts, num_carry)
+    c_uk, ca_uk0, x_uk = split_list(uk, [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
     if not any(uk):
         with core.set_current_trace(trace.parent):
@@ -603,7 +604,7 @@ def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_
     ux_av = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in ux]
 
     def body(*a):
-        c, ca, r, x = split_list(a, len(uc), len(uca), num_res)
+        c, ca, r, x = split_list(a, [len(uc), len(uca), num_res])
         return run_jaxpr(unknown, *r, *c, *ca, *x)
 
     ubody = make_closed_jaxpr(body, uc_av + uca_av + list(res_avals) + ux_av)
@@ -628,7 +629,7 @@ def _scan_abstract(body: ClosedJaxpr, num_consts: int, num_carry: int, length: i
 
 def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll,
                     linear):
-    consts, carry, xs = split_list(args, num_consts, num_carry)
+    consts, carry, xs = split_list(args, [num_consts, num_carry])
     c_lin = [ad.is_undefined_primal(x) for x in consts]
     # Every carry of a linear scan is a tangent. One that arrives as a value rather than an
     # UndefinedPrimal is an instantiated zero tangent: transpose it all the same and drop its
@@ -653,11 +654,11 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     # Transposed body: consts = residual consts; carry = (const-cotangent accumulators, carry
     # cotangents); xs = (residual xs, ys cotangents) -> ys = xs cotangents. It runs reversed.
     def body(*a):
-        rc, acc, ct_ca, rx, ct_y = split_list(a, n_rc, n_lc, num_carry, n_rx)
+        rc, acc, ct_ca, rx, ct_y = split_list(a, [n_rc, n_lc, num_carry, n_rx])
         outs = iter(run_jaxpr(t, *rc, *rx, *ct_ca, *ct_y))
         cts_in = [next(outs) if n else zeros_of_aval(av.to_tangent_aval())
                   for n, av in zip(nz, lin_avals)]
-        ct_c, ct_ca_in, ct_x = split_list(cts_in, n_lc, num_carry)
+        ct_c, ct_ca_in, ct_x = split_list(cts_in, [n_lc, num_carry])
         return [*(add(a_, c_) for a_, c_ in zip(acc, ct_c)), *ct_ca_in, *ct_x]
 
     x_res_av = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in res_xs]
@@ -668,7 +669,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     acc0 = [zeros_of_aval(a.to_tangent_aval()) for a in lin_c_av]
     outs = _bind_scan(res_consts, acc0 + ct_carry, res_xs + ct_ys, tbody, length,
                       not reverse, unroll)
-    ct_consts, ct_carry_in, ct_xs = split_list(outs, n_lc, num_carry)
+    ct_consts, ct_carry_in, ct_xs = split_list(outs, [n_lc, num_carry])
     cc_it, cx_it = iter(ct_consts), iter(ct_xs)
     return ([next(cc_it) if lin else None for lin in c_lin]
             + [ct if given else None for ct, given in zip(ct_carry_in, ca_given)]
@@ -678,8 +679,8 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
 def _scan_batch(axis_data, vals, dims, *, jaxpr, length, reverse, num_consts, num_carry,
                 unroll, linear):
     size = axis_data.size
-    consts, carry, xs = split_list(vals, num_consts, num_carry)
-    c_d, ca_d, x_d = split_list(dims, num_consts, num_carry)
+    consts, carry, xs = split_list(vals, [num_consts, num_carry])
+    c_d, ca_d, x_d = split_list(dims, [num_consts, num_carry])
     c_b = [d is not batching.not_mapped for d in c_d]
     x_b = [d is not batching.not_mapped for d in x_d]
     n_ys = len(jaxpr.out_avals) - num_carry

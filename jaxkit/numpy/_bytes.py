@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
 from jaxkit.numpy._promotion import (
@@ -22,6 +23,7 @@ from jaxkit.numpy._ufuncs import (
 from jaxkit.typing import ArrayLike
 
 
+@jitted(static_argnames=("axis", "bitorder"), inline=False)
 def packbits(a: ArrayLike, axis: int | None = None, bitorder: str = "big") -> Array:
     """``jnp.packbits``: booleans packed 8 to a uint8."""
     arr = ensure_arraylike("packbits", a)
@@ -46,6 +48,7 @@ def packbits(a: ArrayLike, axis: int | None = None, bitorder: str = "big") -> Ar
     return swapaxes(packed, axis, -1)
 
 
+@jitted(static_argnames=("axis", "count", "bitorder"), inline=False)
 def unpackbits(a: ArrayLike, axis: int | None = None, count: int | None = None,
                bitorder: str = "big") -> Array:
     """``jnp.unpackbits``: each uint8 unpacked to 8 bits."""

@@ -54,6 +54,8 @@ def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
 # out_sharding is resolved against the mesh in context before the jitted body is called, so
 # that the body's cache key holds the layout itself (the same P under another mesh is another
 # program).
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"),
+        stages_only=True)
 def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.dot``: the dot product (matrix product for 2-D inputs, the last axis of ``a``
@@ -234,6 +236,7 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
     return reshape(multiply(a_r, b_r), out_shape)
 
 
+@jitted(static_argnames=("axisa", "axisb", "axisc", "axis"), inline=False)
 def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Array:
     """``jnp.cross``: the cross product of 2- or 3-vectors."""

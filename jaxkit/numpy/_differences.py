@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
 from jaxkit.numpy._elementwise import _const
@@ -42,6 +43,7 @@ from jaxkit.numpy._ufuncs import (
 from jaxkit.typing import ArrayLike
 
 
+@jitted(static_argnames=("n", "axis"), inline=False)
 def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = None,
          append: ArrayLike | None = None) -> Array:
     """``jnp.diff``: the ``n``-th discrete difference along ``axis``."""
@@ -76,6 +78,7 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
     return arr
 
 
+@jitted(inline=False)
 def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None,
             to_begin: ArrayLike | None = None) -> Array:
     """``jnp.ediff1d``: differences of consecutive elements of the flattened array."""
@@ -91,6 +94,7 @@ def ediff1d(ary: ArrayLike, to_end: ArrayLike | None = None,
     return result
 
 
+@jitted(static_argnames=("axis",), inline=False)
 def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
               axis: int = -1) -> Array:
     """``jnp.trapezoid``: integral of ``y`` by the trapezoidal rule."""
@@ -174,6 +178,7 @@ def _argsort1(a: Array) -> Array:
     return idx
 
 
+@jitted(static_argnames=("axis",), inline=False)
 def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
            period: ArrayLike = 2 * np.pi) -> Array:
     """``jnp.unwrap``: remove jumps larger than ``discont`` by adding multiples of
@@ -201,6 +206,7 @@ def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
     return concatenate((head, tail), axis=axis)
 
 
+@jitted(static_argnames=("axis", "edge_order"), inline=False)
 def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None = None,
              edge_order: int | None = None) -> Any:
     """``jnp.gradient``: second-order central differences inside, first-order at the edges."""

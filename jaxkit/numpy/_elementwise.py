@@ -74,12 +74,14 @@ def isrealobj(x: Any) -> bool:
     return not iscomplexobj(x)
 
 
+@jitted(inline=False)
 def iscomplex(x: ArrayLike) -> Array:
     """``jnp.iscomplex``: elementwise, whether the imaginary part is nonzero."""
     i = imag(x)
     return lax.ne(i, _const(i, 0))
 
 
+@jitted(inline=False)
 def isreal(x: ArrayLike) -> Array:
     """``jnp.isreal``: elementwise, whether the imaginary part is zero."""
     i = imag(x)
@@ -109,12 +111,14 @@ def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
     return lax.convert_element_type(x_arr, dt)
 
 
+@jitted(inline=False)
 def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.fmax``: elementwise maximum, ignoring NaNs."""
     x1, x2 = promote_args("fmax", x1, x2)
     return where3(lax.bitwise_or(_greater(x1, x2), isnan(x2)), x1, x2)
 
 
+@jitted(inline=False)
 def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.fmin``: elementwise minimum, ignoring NaNs."""
     x1, x2 = promote_args("fmin", x1, x2)
@@ -200,6 +204,7 @@ def clip(arr: ArrayLike | None = None, /, min: ArrayLike | None = None,
     return asarray(arr)
 
 
+@jitted(inline=False)
 def nan_to_num(x: ArrayLike, copy: bool = True, nan: ArrayLike = 0.0,
                posinf: ArrayLike | None = None, neginf: ArrayLike | None = None) -> Array:
     """``jnp.nan_to_num``: NaN and infinities replaced by finite numbers."""
@@ -240,6 +245,7 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike
     return logical_or(out, both_nan) if equal_nan else out
 
 
+@jitted(static_argnames=("equal_nan",), inline=False)
 def allclose(a: ArrayLike, b: ArrayLike, rtol: ArrayLike = 1e-05, atol: ArrayLike = 1e-08,
              equal_nan: bool = False) -> Array:
     """``jnp.allclose``: ``all(isclose(a, b))``."""
@@ -274,6 +280,7 @@ def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
     return _all(lax.eq(a1, a2))
 
 
+@jitted(static_argnames=("deg",), inline=False)
 def angle(z: ArrayLike, deg: bool = False) -> Array:
     """``jnp.angle``: the argument of complex ``z`` (radians, or degrees if ``deg``)."""
     z = ensure_arraylike("angle", z)
@@ -329,6 +336,7 @@ def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,
     return out
 
 
+@jitted(inline=False)
 def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.gcd``: greatest common divisor (Euclid's algorithm in a ``while_loop``)."""
     # Plain promotion, not the numeric one, which would turn bools into int32: bools are not
@@ -353,6 +361,7 @@ def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
     return out
 
 
+@jitted(inline=False)
 def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.lcm``: least common multiple."""
     x1, x2 = promote_dtypes(*ensure_arraylike("lcm", x1, x2))

@@ -66,20 +66,32 @@ class JnpFunction(JitFunction):
 
 
 def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
-           static_argnums: Sequence[int] = (), inline: bool = True, name: str | None = None):
+           static_argnums: Sequence[int] = (), inline: bool = True, name: str | None = None,
+           stages_only: bool = False):
     """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``.
+    The function gets jit's stages (``lower``, ``trace``, ``eval_shape``) as JAX's jitted
+    jnp functions have them (``jnp.dot.lower(x, y)``).
 
     ``inline=False`` is for the functions JAX 0.10.2 wraps in a plain ``jit`` (``_where``,
     ``clip``, ``linalg.norm``...): traced, they stage one nested ``jit[name=...]`` equation,
     so printed jaxprs read as JAX's do. ``name`` is the name JAX's jitted function has, for a
-    body named otherwise (``_dot`` behind ``dot``)."""
+    body named otherwise (``_dot`` behind ``dot``). ``stages_only`` is for a public function
+    that prepares its arguments and calls a jitted body of its own (``dot`` resolves its
+    ``out_sharding`` against the mesh in context, for ``_dot``'s cache key): calls run it as
+    it is, and only its stages are those of a jit of it."""
     # No static_argnums means None to jit, so that the numbers of static_argnames are inferred
     # from the signature (jit infers neither when given both, as JAX's).
     nums = tuple(static_argnums) or None
-    if fun is None:
-        return lambda f: JnpFunction(f, nums, static_argnames, inline=inline,
-                                     name=name).as_function()
-    return JnpFunction(fun, nums, static_argnames, inline=inline, name=name).as_function()
+
+    def make(f: Callable) -> Callable:
+        jit = JnpFunction(f, nums, static_argnames, inline=inline, name=name)
+        if not stages_only:
+            return jit.as_function()
+        f.lower, f.trace, f.eval_shape = jit.lower, jit.trace, jit.eval_shape
+        f.clear_cache = jit.clear_cache
+        return f
+
+    return make if fun is None else make(fun)
 
 
 def alias(fun: Callable, name: str) -> Callable:

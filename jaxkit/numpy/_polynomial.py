@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy import linalg
 from jaxkit.numpy._creation import arange, full, ones, zeros
@@ -78,6 +79,7 @@ def _conv(x: Array, y: Array, mode: str, op: str, precision: Any,
     return lax.rev(out, (0,)) if reverse_out else out
 
 
+@jitted(static_argnames=("mode", "precision", "preferred_element_type"), inline=False)
 def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full", *, precision: Any = None,
              preferred_element_type: Any = None) -> Array:
     """``jnp.convolve``: discrete linear convolution of two 1-D arrays."""
@@ -85,6 +87,7 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full", *, precision: Any =
     return _conv(a, v, mode, "convolve", precision, preferred_element_type)
 
 
+@jitted(static_argnames=("mode", "precision", "preferred_element_type"), inline=False)
 def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid", *, precision: Any = None,
               preferred_element_type: Any = None) -> Array:
     """``jnp.correlate``: cross-correlation of two 1-D arrays."""
@@ -92,6 +95,7 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid", *, precision: Any
     return _conv(a, v, mode, "correlate", precision, preferred_element_type)
 
 
+@jitted(static_argnames=("unroll",), inline=False)
 def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
     """``jnp.polyval``: the polynomial ``p`` at ``x`` (Horner's scheme)."""
     p, x = ensure_arraylike("polyval", p, x)
@@ -105,6 +109,7 @@ def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
     return y
 
 
+@jitted(inline=False)
 def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     """``jnp.polyadd``: the sum of two polynomials."""
     a1, a2 = ensure_arraylike("polyadd", a1, a2)
@@ -114,6 +119,7 @@ def polyadd(a1: ArrayLike, a2: ArrayLike) -> Array:
     return scatter_update(a2, slice(-a1.shape[0], None), a1, lax.scatter_add, True, True)
 
 
+@jitted(inline=False)
 def polysub(a1: ArrayLike, a2: ArrayLike) -> Array:
     """``jnp.polysub``: the difference of two polynomials."""
     a1, a2 = ensure_arraylike("polysub", a1, a2)
@@ -153,6 +159,7 @@ def polydiv(u: ArrayLike, v: ArrayLike, *, trim_leading_zeros: bool = False
     return q, u
 
 
+@jitted(static_argnames=("m",), inline=False)
 def polyder(p: ArrayLike, m: int = 1) -> Array:
     """``jnp.polyder``: the ``m``-th derivative of a polynomial."""
     p = ensure_arraylike("polyder", p)
@@ -168,6 +175,7 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
     return lax.mul(lax.slice(p, (0,), (n - m,)), coeff)
 
 
+@jitted(static_argnames=("m",), inline=False)
 def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     """``jnp.polyint``: the ``m``-th antiderivative, with integration constants ``k``."""
     m = operator.index(core.concrete_or_error(m, "'m' argument of jnp.polyint"))
@@ -189,6 +197,7 @@ def polyint(p: ArrayLike, m: int = 1, k: ArrayLike | None = None) -> Array:
     return true_divide(concatenate((p, k)), coeff)
 
 
+@jitted(static_argnames=("deg", "rcond", "full", "cov"), inline=False)
 def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None,
             full: bool = False, w: ArrayLike | None = None, cov: bool = False) -> Any:
     """``jnp.polyfit``: least-squares polynomial coefficients (highest power first)."""
@@ -231,6 +240,7 @@ def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None,
     return c
 
 
+@jitted(inline=False)
 def poly(seq_of_zeros: ArrayLike) -> Array:
     """``jnp.poly``: the coefficients of the polynomial with the given roots (1-D input)."""
     seq = ensure_arraylike("poly", seq_of_zeros)
@@ -295,6 +305,7 @@ def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
     return _roots_with_zeros(p, num_leading_zeros)
 
 
+@jitted(static_argnames=("N", "increasing"), inline=False)
 def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Array:
     """``jnp.vander``: the Vandermonde matrix of the 1-D ``x``."""
     x = ensure_arraylike("vander", x)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     canonicalize_axis,
     convert,
@@ -102,6 +103,7 @@ def _quantile(a: Array, q: Array, axis: Any, method: str, keepdims: bool,
     return lax.convert_element_type(result, a.dtype)
 
 
+@jitted(static_argnames=("axis", "overwrite_input", "keepdims", "method"), inline=False)
 def quantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
              out: None = None, overwrite_input: bool = False, method: str = "linear",
              keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
@@ -115,6 +117,7 @@ def quantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = No
     return _quantile(a, q, axis, method, keepdims, False)
 
 
+@jitted(static_argnames=("axis", "overwrite_input", "keepdims", "method"), inline=False)
 def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
                 out: None = None, overwrite_input: bool = False, method: str = "linear",
                 keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
@@ -128,6 +131,7 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None =
     return _quantile(a, q, axis, method, keepdims, True)
 
 
+@jitted(static_argnames=("axis", "overwrite_input", "keepdims", "method"), inline=False)
 def percentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
                out: None = None, overwrite_input: bool = False, method: str = "linear",
                keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
@@ -139,6 +143,7 @@ def percentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = 
                     weights=weights)
 
 
+@jitted(static_argnames=("axis", "overwrite_input", "keepdims", "method"), inline=False)
 def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
                   out: None = None, overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
@@ -150,6 +155,7 @@ def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None
                        weights=weights)
 
 
+@jitted(static_argnames=("axis", "overwrite_input", "keepdims"), inline=False)
 def median(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None = None,
            overwrite_input: bool = False, keepdims: bool = False) -> Array:
     """``jnp.median``: the median over ``axis``."""
@@ -158,6 +164,7 @@ def median(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None = 
                     keepdims=keepdims, method="midpoint")
 
 
+@jitted(static_argnames=("axis", "overwrite_input", "keepdims"), inline=False)
 def nanmedian(a: ArrayLike, axis: int | tuple[int, ...] | None = None, out: None = None,
               overwrite_input: bool = False, keepdims: bool = False) -> Array:
     """``jnp.nanmedian``: the median over ``axis`` ignoring NaNs."""

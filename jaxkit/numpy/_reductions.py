@@ -473,6 +473,7 @@ def _nan_reduction(a: ArrayLike, name: str, reduction: Callable, init_val: Any,
     return out
 
 
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
 def nanmin(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
            initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """``jnp.nanmin``: ``min`` ignoring NaNs."""
@@ -480,6 +481,7 @@ def nanmin(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = F
                           keepdims=keepdims, initial=initial, where=where)
 
 
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
 def nanmax(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False,
            initial: ArrayLike | None = None, where: ArrayLike | None = None) -> Array:
     """``jnp.nanmax``: ``max`` ignoring NaNs."""
@@ -487,6 +489,7 @@ def nanmax(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = F
                           keepdims=keepdims, initial=initial, where=where)
 
 
+@jitted(static_argnames=("axis", "dtype", "keepdims"), inline=False)
 def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
            keepdims: bool = False, initial: ArrayLike | None = None,
            where: ArrayLike | None = None) -> Array:
@@ -495,6 +498,7 @@ def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
                           keepdims=keepdims, initial=initial, where=where)
 
 
+@jitted(static_argnames=("axis", "dtype", "keepdims"), inline=False)
 def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
             keepdims: bool = False, initial: ArrayLike | None = None,
             where: ArrayLike | None = None) -> Array:
@@ -503,6 +507,7 @@ def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
                           keepdims=keepdims, initial=initial, where=where)
 
 
+@jitted(static_argnames=("axis", "dtype", "keepdims"), inline=False)
 def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
             keepdims: bool = False, where: ArrayLike | None = None) -> Array:
     """``jnp.nanmean``: ``mean`` over the non-NaN elements."""
@@ -518,6 +523,7 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
     return lax.div(nansum(a, axis, dtype=dtype, keepdims=keepdims, where=where), normalizer)
 
 
+@jitted(static_argnames=("axis", "dtype", "keepdims"), inline=False)
 def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
            ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None,
            mean: ArrayLike | None = None) -> Array:
@@ -548,6 +554,7 @@ def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
     return lax.convert_element_type(result, dtype)
 
 
+@jitted(static_argnames=("axis", "dtype", "keepdims"), inline=False)
 def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
            ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None,
            mean: ArrayLike | None = None) -> Array:
@@ -609,6 +616,7 @@ def cumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = Non
 cumproduct = cumprod
 
 
+@jitted(static_argnames=("axis", "dtype"), inline=False)
 def nancumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
               out: None = None) -> Array:
     """``jnp.nancumsum``: ``cumsum`` treating NaNs as zero."""
@@ -616,6 +624,7 @@ def nancumsum(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = N
                                  fill_value=0)
 
 
+@jitted(static_argnames=("axis", "dtype"), inline=False)
 def nancumprod(a: ArrayLike, axis: int | None = None, dtype: DTypeLike | None = None,
                out: None = None) -> Array:
     """``jnp.nancumprod``: ``cumprod`` treating NaNs as one."""

@@ -156,6 +156,7 @@ def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Seque
     return lax.transpose(a, perm)
 
 
+@jitted(static_argnames=("axis", "start"), inline=False)
 def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """``jnp.rollaxis``: move ``axis`` to before position ``start``."""
     a = ensure_arraylike("rollaxis", a)
@@ -203,16 +204,19 @@ def _atleast(n: int, name: str, arys: tuple) -> Any:
     return out[0] if len(out) == 1 else out
 
 
+@jitted(inline=False)
 def atleast_1d(*arys: ArrayLike) -> Any:
     """``jnp.atleast_1d``: scalars become shape (1,)."""
     return _atleast(1, "atleast_1d", arys)
 
 
+@jitted(inline=False)
 def atleast_2d(*arys: ArrayLike) -> Any:
     """``jnp.atleast_2d``: leading axes of size 1 up to two dimensions."""
     return _atleast(2, "atleast_2d", arys)
 
 
+@jitted(inline=False)
 def atleast_3d(*arys: ArrayLike) -> Any:
     """``jnp.atleast_3d``: (N,) becomes (1, N, 1), (M, N) becomes (M, N, 1)."""
     return _atleast(3, "atleast_3d", arys)
@@ -335,6 +339,7 @@ def column_stack(tup: Any) -> Array:
     return concatenate(arrs, axis=1)
 
 
+@jitted(inline=False)
 def block(arrays: Any) -> Array:
     """``jnp.block``: assemble an array from nested lists of blocks."""
     out, _ = _block(arrays)
@@ -511,6 +516,7 @@ def flipud(m: ArrayLike) -> Array:
     return flip(ensure_arraylike("flipud", m), 0)
 
 
+@jitted(static_argnames=("k", "axes"), inline=False)
 def rot90(m: ArrayLike, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Array:
     """``jnp.rot90``: rotate by 90 degrees ``k`` times in the plane of ``axes``."""
     m = ensure_arraylike("rot90", m)
@@ -574,6 +580,7 @@ def _roll_dynamic(a: Array, shift: Any, axes: tuple[int, ...]) -> Array:
 # append, delete, insert, resize, trim
 # --------------------------------------------------------------------------------------------
 
+@jitted(static_argnames=("axis",), inline=False)
 def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     """``jnp.append``: ``values`` appended to ``arr`` (both flattened if ``axis=None``)."""
     if axis is None:
@@ -665,6 +672,7 @@ def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None)
                           True, True)
 
 
+@jitted(static_argnames=("new_shape",), inline=False)
 def resize(a: ArrayLike, new_shape: int | Sequence[int]) -> Array:
     """``jnp.resize``: ``a`` flattened, repeated cyclically and reshaped to ``new_shape``."""
     check_arraylike("resize", a)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray, zeros
 from jaxkit.numpy._indexing import getitem, scatter_update
@@ -35,6 +36,7 @@ def _int_dtype() -> np.dtype:
     return dtypes.default_int_dtype()
 
 
+@jitted(static_argnames=("axis", "kind", "order", "stable", "descending"), inline=False)
 def sort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: None = None,
          stable: bool = True, descending: bool = False) -> Array:
     """``jnp.sort``: sorted copy of ``a`` along ``axis`` (NaNs last)."""
@@ -49,6 +51,7 @@ def sort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: None =
     return lax.rev(result, (dimension,)) if descending else result
 
 
+@jitted(static_argnames=("axis", "kind", "order", "stable", "descending"), inline=False)
 def argsort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: None = None,
             stable: bool = True, descending: bool = False) -> Array:
     """``jnp.argsort``: the indices that sort ``a`` along ``axis`` (stable by default)."""
@@ -69,6 +72,7 @@ def argsort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: Non
     return lax.rev(indices, (dimension,)) if descending else indices
 
 
+@jitted(inline=False)
 def sort_complex(a: ArrayLike) -> Array:
     """``jnp.sort_complex``: sort by real part, then imaginary part, as complex."""
     a = ensure_arraylike("sort_complex", a)
@@ -76,6 +80,7 @@ def sort_complex(a: ArrayLike) -> Array:
     return convert(a, dtypes.canonicalize_dtype(dtypes.to_complex_dtype(a.dtype)))
 
 
+@jitted(static_argnames=("axis",), inline=False)
 def lexsort(keys: Sequence[ArrayLike], axis: int = -1) -> Array:
     """``jnp.lexsort``: indices sorting by the last key, then the one before, ..."""
     if isinstance(keys, (Array, core.Tracer, np.ndarray)):
@@ -97,6 +102,7 @@ def lexsort(keys: Sequence[ArrayLike], axis: int = -1) -> Array:
                     num_keys=len(key_arrays))[-1]
 
 
+@jitted(static_argnames=("kth", "axis"), inline=False)
 def partition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """``jnp.partition``: the ``kth`` smallest element at position ``kth``, smaller ones
     (ascending) before it, larger ones (descending, as JAX's ``top_k``) after it."""
@@ -111,6 +117,7 @@ def partition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     return swapaxes(lax.concatenate([bottom, top], arr.ndim - 1), -1, axis)
 
 
+@jitted(static_argnames=("kth", "axis"), inline=False)
 def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """``jnp.argpartition``: indices that partition ``a`` (the ``kth + 1`` smallest first, in
     ascending order, then the others in index order, as JAX)."""
@@ -141,6 +148,7 @@ def _total_le(x: Array, y: Array) -> Array:
     return lax.bitwise_not(_total_lt(y, x))
 
 
+@jitted(static_argnames=("side", "method"), inline=False)
 def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None,
                  *, method: str = "scan") -> Array:
     """``jnp.searchsorted``: where to insert ``v`` into the sorted 1-D ``a`` to keep it sorted
@@ -173,6 +181,7 @@ def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLi
     return high
 
 
+@jitted(static_argnames=("right", "method"), inline=False)
 def digitize(x: ArrayLike, bins: ArrayLike, right: bool = False, *,
              method: str | None = None) -> Array:
     """``jnp.digitize``: the index of the bin each ``x`` falls in."""

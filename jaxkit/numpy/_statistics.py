@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray, linspace
 from jaxkit.numpy._indexing import getitem, scatter_update
@@ -41,6 +42,7 @@ from jaxkit.numpy._ufuncs import (
 from jaxkit.typing import ArrayLike
 
 
+@jitted(static_argnames=("rowvar", "bias", "ddof"), inline=False)
 def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: ArrayLike | None = None,
         aweights: ArrayLike | None = None) -> Array:
@@ -98,6 +100,7 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     return reshape(out, tuple(d for d in out.shape if d != 1))
 
 
+@jitted(static_argnames=("rowvar",), inline=False)
 def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Array:
     """``jnp.corrcoef``: Pearson correlation coefficients."""
     check_arraylike("corrcoef", x)

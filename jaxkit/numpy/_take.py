@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.numpy._indexing import _normalize, scatter_update
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_to_shape,
@@ -75,6 +76,7 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
                       indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
 
+@jitted(static_argnames=("axis", "mode", "fill_value"), inline=False)
 def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
                     mode: Any = None, fill_value: Any = None) -> Any:
     """``jnp.take_along_axis``: ``arr`` gathered along ``axis`` at ``indices`` (same rank,
@@ -154,6 +156,7 @@ def _along_axis_index(shape: tuple[int, ...], indices: Any, axis: int) -> tuple:
     return tuple(out)
 
 
+@jitted(static_argnames=("axis", "inplace", "mode"), inline=False)
 def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int | None,
                    inplace: bool = True, *, mode: str | None = None) -> Any:
     """``jnp.put_along_axis`` (``inplace=False`` required): the updated copy of ``arr``."""

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.numpy._creation import ones
@@ -73,6 +74,7 @@ def kaiser(M: int, beta: ArrayLike) -> Array:
     return true_divide(i0(multiply(beta, sqrt(subtract(1, multiply(t, t))))), i0(beta))
 
 
+@jitted(inline=False)
 def i0(x: ArrayLike) -> Array:
     """``jnp.i0``: the modified Bessel function of the first kind, order 0."""
     x = ensure_arraylike("i0", x)

@@ -112,6 +112,7 @@ def vector_norm(x: ArrayLike, /, *, axis: int | tuple[int, ...] | None = None,
                  np.asarray(1.0 / float(ord), abs_x.dtype)[()])
 
 
+@jitted(static_argnames=("ord", "axis", "keepdims"), inline=False)
 def norm(x: ArrayLike, ord: float | str | None = None,
          axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """``jnp.linalg.norm``: vector norms over one axis, matrix norms over two ('fro', 'nuc',
@@ -169,6 +170,7 @@ def matrix_norm(x: ArrayLike, /, *, keepdims: bool = False, ord: str | int = "fr
 # Products
 # --------------------------------------------------------------------------------------------
 
+@jitted(static_argnames=("n",), inline=False)
 def matrix_power(a: ArrayLike, n: int) -> Array:
     """``jnp.linalg.matrix_power``: ``a`` to the integer power ``n`` (repeated squaring;
     negative powers invert)."""
@@ -440,6 +442,7 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
     return x, resid, rank, s
 
 
+@jitted(static_argnames=("hermitian",), inline=False)
 def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
                 tol: Any = None) -> Array:
     """``jnp.linalg.matrix_rank``: the number of singular values above the tolerance."""
@@ -461,6 +464,7 @@ def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool 
                 dtype=dtypes.default_int_dtype())
 
 
+@jitted(static_argnames=("p",), inline=False)
 def cond(x: ArrayLike, p: Any = None) -> Array:
     """``jnp.linalg.cond``: the condition number in the ``p``-norm (2-norm by default)."""
     arr = ensure_arraylike("cond", x)
@@ -495,6 +499,7 @@ def eig(a: ArrayLike) -> EigResult:
     return EigResult(w, v)
 
 
+@jitted(inline=False)
 def eigvals(a: ArrayLike) -> Array:
     """``jnp.linalg.eigvals``: the (complex, unordered) eigenvalues of general square
     matrices. Differentiable (the eigenvalue derivative of ``lax.linalg.eig``)."""

@@ -15,6 +15,7 @@ from jaxkit import lax
 from jaxkit import numpy as jnp
 from jaxkit.lax import linalg as lax_linalg
 from jaxkit.lax.linalg.qr import geqp3_p, geqrf
+from jaxkit.numpy._jitted import jitted
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
 from jaxkit.typing import Array, ArrayLike
@@ -95,6 +96,7 @@ def _lu(a: Array, permute_l: bool):
     return p, lower, upper
 
 
+@jitted(static_argnames=("permute_l", "overwrite_a", "check_finite"), inline=False)
 def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False,
        check_finite: bool = True):
     """``p, l, u`` with ``a = p @ l @ u`` (``l`` unit lower, ``u`` upper); with
@@ -105,6 +107,7 @@ def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False,
     return _lu(a, bool(permute_l))
 
 
+@jitted(static_argnames=("overwrite_a", "check_finite"), inline=False)
 def lu_factor(a: ArrayLike, overwrite_a: bool = False,
               check_finite: bool = True) -> tuple[Array, Array]:
     """``(lu, piv)`` as LAPACK's getrf gives them: both factors in one matrix, and the row
@@ -140,6 +143,7 @@ def _lu_solve(factors: Array, pivots: Array, b: Array, trans: int) -> Array:
     return undo(x)
 
 
+@jitted(static_argnames=("trans", "overwrite_b", "check_finite"), inline=False)
 def lu_solve(lu_and_piv: tuple[Array, ArrayLike], b: ArrayLike, trans: int = 0,
              overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """``x`` with ``a @ x == b`` (``trans=1``: ``a.T``; ``trans=2``: ``a.conj().T``), given
@@ -243,6 +247,7 @@ def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
     return lax_linalg.schur(a)
 
 
+@jitted(static_argnames=("calc_q", "check_finite", "overwrite_a"), inline=False)
 def hessenberg(a: ArrayLike, *, calc_q: bool = False, overwrite_a: bool = False,
                check_finite: bool = True):
     """The upper Hessenberg form ``h`` of ``a`` (and ``q`` with ``a = q @ h @ q^H``)."""
@@ -261,6 +266,7 @@ def hessenberg(a: ArrayLike, *, calc_q: bool = False, overwrite_a: bool = False,
     return h, q.at[..., 0, 0].set(1)
 
 
+@jitted(static_argnames=("side", "method"), inline=False)
 def polar(a: ArrayLike, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
           max_iterations: int | None = None) -> tuple[Array, Array]:
     """``u, p`` with ``a = u @ p`` (``side='right'``) or ``a = p @ u`` (``'left'``): ``u``
@@ -347,6 +353,7 @@ def _qr_multiply(a, c, mode, pivoting, conjugate, one_dim):
     return (product, r, perm) if pivoting else (product, r)
 
 
+@jitted(static_argnames=("eigvals_only", "select", "select_range"), inline=False)
 def eigh_tridiagonal(d: ArrayLike, e: ArrayLike, *, eigvals_only: bool = False,
                      select: str = "a", select_range: tuple[float, float] | None = None,
                      tol: float | None = None, key=None):

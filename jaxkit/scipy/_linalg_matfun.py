@@ -17,6 +17,7 @@ import numpy as np
 from jaxkit import lax
 from jaxkit import numpy as jnp
 from jaxkit.lax import linalg as lax_linalg
+from jaxkit.numpy._jitted import jitted
 from jaxkit.scipy._linalg_factor import schur
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
@@ -128,6 +129,7 @@ def _rsf2csf_2d(t: Array, z: Array) -> tuple[Array, Array]:
     return lax.fori_loop(0, n - 1, body, (t, z))
 
 
+@jitted(static_argnames=("check_finite",), inline=False)
 def rsf2csf(T: ArrayLike, Z: ArrayLike, check_finite: bool = True) -> tuple[Array, Array]:
     """Convert a real Schur form ``(T, Z)`` (``A = Z T Z^T``, ``T`` quasi-upper-triangular)
     to the complex one (``T`` upper triangular, ``Z`` unitary). Batch axes broadcast."""
@@ -237,6 +239,7 @@ def _solve_sylvester(a, b, c, tol, *, method):
                          signature="(m,m),(n,n),(m,n)->(m,n)")(a, b, c)
 
 
+@jitted(static_argnames=("method",), inline=False)
 def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str = "schur",
                     tol: float = 1e-8) -> Array:
     """Solve ``A X + X B = C`` by the Bartels-Stewart algorithm (``method='schur'``) or by

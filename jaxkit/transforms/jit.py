@@ -72,6 +72,9 @@ class CallPlan:
     def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
                  positions: Sequence[int], kwargs: dict):
         program = compiled.program
+        if compiled.kept is not None:  # the arguments the program does not read stay out
+            positions = [positions[i] for i in compiled.kept]
+            avals = [avals[i] for i in compiled.kept]
         self.execute = execute = program.executable.xla_executable.execute_sharded
         self.handlers = handlers = program.executable.handlers
         consts, outputs = program.const_bufs, compiled.outputs
@@ -232,12 +235,13 @@ class JitFunction:
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, inline: bool = False,
-                 in_shardings=None, out_shardings=None):
+                 in_shardings=None, out_shardings=None, keep_unused: bool = False):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         self._fun = fun
         self._name = fun_name(fun)
         self._inline = inline
+        self._keep_unused = bool(keep_unused)
         self._static_argnums, self._static_argnames = _infer_argnums_and_argnames(
             fun, static_argnums, static_argnames)
         self._donate_argnums, _ = _infer_argnums_and_argnames(
@@ -248,7 +252,8 @@ class JitFunction:
         self._out_shardings = out_shardings
         self._sharded = in_shardings is not None or out_shardings is not None
         options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline,
-                   _shardings_key(in_shardings), _shardings_key(out_shardings))
+                   _shardings_key(in_shardings), _shardings_key(out_shardings),
+                   self._keep_unused)
         try:
             per_fun = _fun_caches.setdefault(fun, {})
         except TypeError:  # not weak-referenceable: a cache of our own
@@ -278,6 +283,7 @@ class JitFunction:
         wrapper._jit = self
         wrapper.lower = self.lower
         wrapper.trace = self.trace
+        wrapper.eval_shape = self.eval_shape
         wrapper.clear_cache = self.clear_cache
         wrapper._cache_size = self._cache_size
         wrapper.cache_events = self.cache_events
@@ -502,7 +508,7 @@ class JitFunction:
                 closed.out_avals)
         return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
                       out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
-                      Timings(trace=trace_time), plan)
+                      Timings(trace=trace_time), plan, self._keep_unused)
 
     def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Compiled:
         """A cache miss: trace, lower and compile through the stages, and say why."""
@@ -534,6 +540,11 @@ class JitFunction:
 
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args, **kwargs) -> Any:
+        """The outputs' shapes and dtypes (``ShapeDtypeStruct``s) at these arguments (arrays
+        or ``ShapeDtypeStruct``s), from the trace alone."""
+        return self.trace(*args, **kwargs).out_info
 
     # ---- introspection ----
     def _cache_size(self) -> int:
@@ -661,7 +672,8 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     instead of traced (Python control flow may depend on them); ``donate_argnums`` lets XLA
     reuse those input buffers for outputs. ``in_shardings``/``out_shardings`` (a
     ``NamedSharding`` each, or pytree prefixes of the arguments/outputs) partition the program
-    over their mesh with XLA's SPMD partitioner."""
+    over their mesh with XLA's SPMD partitioner. Arguments the function does not use are
+    left out of the compiled program (calls still take them) unless ``keep_unused``."""
     if backend not in (None, "cpu"):
         pjrt.get_backend(backend)
     in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)
@@ -670,9 +682,10 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                                  static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 inline=inline, backend=backend, device=device)
+                                 inline=inline, backend=backend, device=device,
+                                 keep_unused=keep_unused)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       inline, in_shardings, out_shardings).as_function()
+                       inline, in_shardings, out_shardings, keep_unused).as_function()
 
 
 def jit_object(fn: Any) -> JitFunction | None:

@@ -7,6 +7,8 @@ records how long it took, so tools (and the magics) can show where time went.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,12 +17,19 @@ from dataclasses import dataclass
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import dispatch, mlir
+from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd
 
 # ``flatten(args, kwargs) -> (flat leaves, in_tree, avals)``: how the jitted function turns a
 # call's arguments into the leaves a program takes (static arguments dropped, avals checked).
 Flatten = Callable[[tuple, dict], tuple]
+
+
+# How the stages show an output's type (``out_info``, ``jit(f).eval_shape``): ``(aval,
+# keep_weak_type) -> struct``. ``jaxkit.api`` (a layer above) installs its ``ShapeDtypeStruct``,
+# as JAX's stages show theirs; until then the abstract value itself.
+out_struct: Callable[[core.ShapedArray, bool], Any] = lambda aval, keep_weak_type: aval
 
 
 @dataclass
@@ -35,13 +44,62 @@ class Timings:
         return sum(t for t in (self.trace, self.lower, self.compile) if t)
 
 
-class Traced:
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArgInfo:
+    """What a stage knows of one argument: its abstract value and whether it is donated."""
+
+    _aval: Any
+    donated: bool
+
+    @property
+    def shape(self):
+        if not hasattr(self._aval, "shape"):
+            raise TypeError(f"No shape attribute with aval of type {type(self._aval)}")
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        if not hasattr(self._aval, "dtype"):
+            raise TypeError(f"No dtype attribute with aval of type {type(self._aval)}")
+        return self._aval.dtype
+
+
+class _Stage:
+    """What every stage tells of its arguments, as pytrees of ``(args, kwargs)``, unused
+    arguments included (they are dropped from the program only)."""
+
+    traced: Traced
+    in_tree: Any  # the tree structure of the pair (positional arguments, keyword arguments)
+
+    @property
+    def in_avals(self):
+        """The arguments' abstract values, as a pytree of ``(args, kwargs)``."""
+        return tree_util.tree_unflatten(self.traced.in_tree, self.traced.jaxpr.in_avals)
+
+    @property
+    def args_info(self):
+        """An ``ArgInfo`` (aval, donated) per argument, as a pytree of ``(args, kwargs)``."""
+        return tree_util.tree_unflatten(self.traced.in_tree, [
+            ArgInfo(a, d) for a, d in zip(self.traced.jaxpr.in_avals,
+                                          self.traced.donated_invars)])
+
+    @property
+    def donate_argnums(self) -> tuple[int, ...]:
+        """The flat indices of the donated argument leaves."""
+        return tuple(i for i, d in enumerate(self.traced.donated_invars) if d)
+
+
+class Traced(_Stage):
     """A function traced at particular argument types: its jaxpr (closed-over constants as
-    constvars) and output structure."""
+    constvars) and output structure. ``keep_unused=False`` (jit's default) drops the
+    arguments the program does not read from the lowered program (and the equations whose
+    results it does not need); calls still take them all."""
 
     def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
                  donated_invars: Sequence[bool], flatten: Flatten, timings: Timings,
-                 sharding_plan: spmd.ShardingPlan | None = None):
+                 sharding_plan: spmd.ShardingPlan | None = None, keep_unused: bool = False):
+        self.traced = self
+        self.keep_unused = keep_unused
         self.fun_name = name
         self.sharding_plan = sharding_plan  # set: the program is partitioned over a mesh
         self.jaxpr = closed_jaxpr
@@ -53,6 +111,12 @@ class Traced:
 
     @property
     def out_info(self):
+        """The outputs' shapes and dtypes (weak types kept), as the output pytree."""
+        return tree_util.tree_unflatten(self.out_tree,
+                                        [out_struct(a, True) for a in self.jaxpr.out_avals])
+
+    @property
+    def out_avals(self):
         return tree_util.tree_unflatten(self.out_tree, self.jaxpr.out_avals)
 
     def result_names(self) -> list[str]:
@@ -69,16 +133,55 @@ class Traced:
 
     def lower(self) -> Lowered:
         start = time.perf_counter()
-        if self.sharding_plan is not None:
-            module = spmd.lower(self.fun_name, self.jaxpr, self.donated_invars,
-                                self.sharding_plan, self.result_names())
+        program = _Program.of(self)
+        if program.sharding_plan is not None:
+            module = spmd.lower(self.fun_name, program.jaxpr, program.donated_invars,
+                                program.sharding_plan, self.result_names())
         else:
-            module = dispatch.lower_closed(self.fun_name, self.jaxpr, self.donated_invars,
+            module = dispatch.lower_closed(self.fun_name, program.jaxpr, program.donated_invars,
                                            self.result_names())
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
                                   self.fun_name, seconds)
-        return Lowered(self, module, Timings(self.timings.trace, seconds))
+        return Lowered(self, module, Timings(self.timings.trace, seconds), program)
+
+
+@dataclass(frozen=True)
+class _Program:
+    """What is lowered of a ``Traced``: its jaxpr without the unused arguments (unless
+    ``keep_unused``), with their donations and layouts dropped alike, and ``kept``, the
+    indices of the argument leaves the program takes (None: all of them)."""
+
+    jaxpr: core.ClosedJaxpr
+    donated_invars: tuple[bool, ...]
+    sharding_plan: spmd.ShardingPlan | None
+    kept: tuple[int, ...] | None
+
+    @staticmethod
+    def of(traced: Traced) -> _Program:
+        closed = traced.jaxpr
+        whole = _Program(closed, traced.donated_invars, traced.sharding_plan, None)
+        if traced.keep_unused:
+            return whole
+        # As JAX: dead equations go too, and the closed-over constants nothing reads.
+        jaxpr, used = pe.dce_jaxpr(closed.jaxpr, prune_invars=True)
+        live_consts = set(jaxpr.constvars)
+        consts = [c for v, c in zip(closed.jaxpr.constvars, closed.consts) if v in live_consts]
+        kept = tuple(i for i, u in enumerate(used) if u)
+        debug = jaxpr.debug_info
+        names = getattr(debug, "arg_names", None)
+        if names is not None and len(names) == len(used):
+            debug = dataclasses.replace(debug, arg_names=tuple(names[i] for i in kept))
+        jaxpr = core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns, debug)
+        if len(kept) == len(used):
+            return _Program(core.ClosedJaxpr(jaxpr, consts), whole.donated_invars,
+                            whole.sharding_plan, None)
+        plan = traced.sharding_plan
+        if plan is not None:  # the mesh stays the one the full argument list named
+            plan = copy.copy(plan)
+            plan.in_shardings = tuple(plan.in_shardings[i] for i in kept)
+        return _Program(core.ClosedJaxpr(jaxpr, consts),
+                        tuple(traced.donated_invars[i] for i in kept), plan, kept)
 
 
 def _check_dialect(dialect: str | None) -> str:
@@ -89,14 +192,16 @@ def _check_dialect(dialect: str | None) -> str:
     return dialect
 
 
-class Lowered:
+class Lowered(_Stage):
     """A StableHLO module ready to compile."""
 
-    def __init__(self, traced: Traced, module, timings: Timings):
+    def __init__(self, traced: Traced, module, timings: Timings, program: _Program):
         self.traced = traced
+        self.in_tree = traced.in_tree
         self.fun_name = traced.fun_name
         self.module = module  # a jaxlib.mlir ir.Module
         self.timings = timings
+        self.program = program
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The program as StableHLO text, or as XLA HLO text with ``dialect="hlo"``."""
@@ -122,25 +227,24 @@ class Lowered:
         if device_assignment is not None:
             raise NotImplementedError("Lowered.compile(device_assignment=...): jaxkit compiles "
                                       "for the lowering's devices; leave it None")
-        traced = self.traced
-        if traced.sharding_plan is not None:
+        lowered = self.program
+        if lowered.sharding_plan is not None:
             start = time.perf_counter()
-            program = spmd.PartitionedProgram(self.module, traced.jaxpr, traced.sharding_plan)
+            program = spmd.PartitionedProgram(self.module, lowered.jaxpr, lowered.sharding_plan)
             compile_time = time.perf_counter() - start
             return Compiled(self, program,
                             Timings(self.timings.trace, self.timings.lower, compile_time))
         program, _, compile_time = dispatch.compile_closed(
-            self.fun_name, traced.jaxpr, traced.donated_invars, self.module)
+            self.fun_name, lowered.jaxpr, lowered.donated_invars, self.module)
         return Compiled(self, program,
                         Timings(self.timings.trace, self.timings.lower, compile_time))
 
     @property
-    def in_avals(self):
-        return self.traced.jaxpr.in_avals
-
-    @property
     def out_info(self):
-        return self.traced.out_info
+        """The outputs' shapes and dtypes, as the output pytree (a program's results have no
+        weak types)."""
+        return tree_util.tree_unflatten(self.traced.out_tree, [
+            out_struct(a, False) for a in self.traced.jaxpr.out_avals])
 
 
 def _output_builder(out_tree, has_tokens: bool = False) -> Callable[[list], Any]:
@@ -166,12 +270,15 @@ def _output_builder(out_tree, has_tokens: bool = False) -> Callable[[list], Any]
     return lambda bufs: tree_util.tree_unflatten(out_tree, list(map(Array, bufs)))
 
 
-class Compiled:
+class Compiled(_Stage):
     """An executable for fixed argument types. Calling it runs the program; ``jit`` keeps one
-    per call signature and runs it through ``run_flat`` (or a fast-path call plan)."""
+    per call signature and runs it through ``run_flat`` (or a fast-path call plan).
+    ``kept``: the indices of the argument leaves the program takes (None: all)."""
 
     def __init__(self, lowered: Lowered, program: dispatch.Program, timings: Timings):
-        traced = lowered.traced
+        traced = self.traced = lowered.traced
+        self.in_tree = traced.in_tree
+        self.kept = lowered.program.kept
         self.fun_name = lowered.fun_name
         self.lowered = lowered
         self.program = program
@@ -189,7 +296,10 @@ class Compiled:
 
     def run_flat(self, flat: Sequence, avals: Sequence[core.ShapedArray]):
         """Run on the flat argument leaves (``Array``s pass their buffer; NumPy values and
-        Python scalars are put on the device at ``avals``)."""
+        Python scalars are put on the device at ``avals``); the unused ones are dropped."""
+        kept = self.kept
+        if kept is not None:
+            flat, avals = [flat[i] for i in kept], [avals[i] for i in kept]
         if self.partitioned:
             outs = self.program.run_flat(flat, avals)
             return outs[0] if self.single_leaf else tree_util.tree_unflatten(self.out_tree, outs)
@@ -227,10 +337,6 @@ class Compiled:
     def memory_analysis(self):
         """XLA's buffer sizes: arguments, outputs, temporaries, generated code."""
         return self.executable.memory_analysis()
-
-    @property
-    def in_avals(self):
-        return self.lowered.in_avals
 
     @property
     def out_info(self):

@@ -1,0 +1,138 @@
+"""Devices and placement: ``devices``, ``local_devices``, ``device_count``, ``default_backend``,
+the process index and count, ``device_put`` (onto a device, a sharding or a pytree of them),
+``device_get`` and ``block_until_ready``, as JAX's. ``jaxkit.api`` re-exports them.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, distributed, lax, tree_util
+from jaxkit.lax.sharding import constrain, resolve_sharding
+from jaxkit.runtime import pjrt
+from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.transforms.jit import jit
+
+__all__ = ["block_until_ready", "default_backend", "device_count", "device_get", "device_put",
+           "devices", "local_device_count", "local_devices", "process_count", "process_index"]
+
+def devices(backend: str | None = None) -> list:
+    """The devices of ``backend`` (default: the CPU), like ``jax.devices()``."""
+    return pjrt.devices(backend)
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
+    """The devices of process ``process_index`` (default: this process) on ``backend``."""
+    if process_index is None:
+        return pjrt.local_devices(backend)
+    return [d for d in pjrt.devices(backend) if d.process_index == process_index]
+
+
+def device_count(backend: str | None = None) -> int:
+    return len(pjrt.devices(backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    return len(pjrt.local_devices(backend))
+
+
+def default_backend() -> str:
+    return pjrt.default_backend()
+
+
+def process_index() -> int:
+    """This process's index among the processes of ``jaxkit.distributed.initialize``."""
+    return distributed.process_index()
+
+
+def process_count() -> int:
+    """The number of processes (1 unless ``jaxkit.distributed.initialize`` was called)."""
+    return distributed.process_count()
+
+
+def device_put(x: Any, device=None, *, src=None, donate: bool = False,
+               may_alias: bool | None = None):
+    """Place every array of the pytree ``x`` on ``device`` (default: the first device), or
+    lay it out as a sharding says (one for all leaves, or a pytree prefix of ``x``).
+
+    ``may_alias=False`` always copies; ``donate=True`` lets the input's buffer be reused.
+    Inside a trace the placement is a ``device_put`` equation of the traced program."""
+    if donate and may_alias:
+        raise ValueError("may_alias and donate cannot both be True")
+    if isinstance(device, (NamedSharding, PartitionSpec)) or not (
+            device is None or isinstance(device, (pjrt.Device, pjrt.Sharding))):
+        return _device_put_sharded(x, device)
+    copy = (lax.ArrayCopySemantics.DONATE_INPUT if donate else
+            lax.ArrayCopySemantics.ALWAYS_COPY if may_alias is False else
+            lax.ArrayCopySemantics.REUSE_INPUT)
+    leaves, treedef = tree_util.tree_flatten(x)
+    if any(isinstance(leaf, core.Tracer) for leaf in leaves):
+        n = len(leaves)
+        outs = lax.device_put_p.bind(*leaves, devices=(device,) * n, srcs=(src,) * n,
+                                     copy_semantics=(copy,) * n)
+        return tree_util.tree_unflatten(treedef, outs)
+    if isinstance(device, pjrt.Sharding):
+        device = device._device
+    outs = []
+    for leaf in leaves:
+        moved = device_put_value(leaf, device)
+        if moved is leaf and copy != lax.ArrayCopySemantics.REUSE_INPUT:
+            moved = lax.copy(leaf)  # a fresh buffer, as may_alias=False / donate promise
+        outs.append(moved)
+    return tree_util.tree_unflatten(treedef, outs)
+
+
+def _device_put_sharded(x: Any, shardings: Any):
+    is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec, pjrt.Sharding,  # noqa
+                                       pjrt.Device)) or s is None
+    if not is_leaf(shardings):
+        try:
+            shardings = tree_util.tree_broadcast(shardings, x, is_leaf)
+        except (ValueError, TypeError):
+            raise TypeError(f"device_put expects a device, a sharding or a pytree prefix of "
+                            f"the value of them, got {shardings!r}") from None
+        per_leaf = tree_util.tree_leaves(shardings, is_leaf=is_leaf)
+    else:
+        per_leaf = [shardings] * len(tree_util.tree_leaves(x))
+    leaves, treedef = tree_util.tree_flatten(x)
+    outs = []
+    for leaf, s in zip(leaves, per_leaf):
+        if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
+                leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
+            outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value
+        elif isinstance(s, NamedSharding) and isinstance(leaf, ShardedArray) and \
+                not leaf.is_fully_addressable:
+            # No process can read the whole value: XLA moves the pieces between devices.
+            outs.append(_reshard(s)(leaf))
+        elif isinstance(s, (NamedSharding, PartitionSpec)):
+            outs.append(constrain(leaf, s))  # over any mesh axes, as JAX's device_put
+        elif isinstance(s, pjrt.Sharding):
+            outs.append(device_put(leaf, s._device))
+        elif s is None or isinstance(s, pjrt.Device):
+            outs.append(device_put(leaf, s))
+        else:
+            raise TypeError(f"device_put expects a device or a sharding, got {s!r}")
+    return tree_util.tree_unflatten(treedef, outs)
+
+
+@functools.lru_cache(maxsize=64)
+def _reshard(sharding: NamedSharding) -> Callable:
+    """A partitioned identity whose output is laid out as ``sharding`` (one per layout)."""
+    return jit(lambda x: x, out_shardings=sharding)
+
+
+def device_get(x: Any):
+    """Fetch every array of the pytree ``x`` to NumPy."""
+    return tree_util.tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
+
+
+def block_until_ready(x: Any):
+    """Wait for every array in the pytree ``x``; return ``x``."""
+    bufs = [leaf._buf for leaf in tree_util.tree_leaves(x) if isinstance(leaf, Array)]
+    pjrt.block_until_ready_buffers(bufs)
+    return x
