@@ -209,11 +209,23 @@ def test_flax_linen_trains_the_same_on_jaxkit_as_on_jax():
     assert runs["jaxkit"]["accuracy"] == runs["jax"]["accuracy"]
 
 
+# Optax's per-optimiser dtype products (the state's shape and dtype over six parameter dtypes,
+# dtype preservation, gradient accumulation and inject_hyperparams wrapping: 375 of alias_test's
+# 623 tests, about half its time) repeat each optimiser once per dtype; CI keeps every other test
+# in the file (each optimiser's convergence on both problems, the comparisons with plain
+# implementations and SciPy, L-BFGS). ``bench/ecosystem_tests.py --suites optax`` runs the whole
+# file, and the suites of optax, chex and Flax, against JAX and jaxkit side by side.
+OPTAX_CI_DESELECT = ("state_shape_dtype_shard_stability", "preserve_dtype",
+                     "gradient_accumulation", "wrapped_in_inject_hyperparams")
+
+
 @pytest.mark.skipif(not HAVE_FLAX, reason="needs optax")
 def test_optax_optimiser_tests_pass_on_jaxkit():
     import optax
     alias_test = Path(optax.__file__).parent / "_src" / "alias_test.py"
+    deselect = " and ".join(f"not {name}" for name in OPTAX_CI_DESELECT)
     out = subprocess.run([sys.executable, "-m", "jaxkit", "run", "-m", "pytest", "-q",
-                          "-p", "no:cacheprovider", str(alias_test)],
+                          "-p", "no:cacheprovider", "-k", deselect, str(alias_test)],
                          capture_output=True, text=True, timeout=1800, cwd=alias_test.parent)
     assert out.returncode == 0, out.stdout[-5000:]
+    assert " passed" in out.stdout and " failed" not in out.stdout, out.stdout[-2000:]

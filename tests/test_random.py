@@ -1,5 +1,6 @@
 """jaxkit.random against the jax oracle: identical key bits (PRNGKey, split, fold_in, bits) and
-every sampler's numbers for the same keys, eagerly, under jit and under vmap over keys."""
+every sampler's numbers for the same keys, eagerly; under jit and under vmap over keys, the same
+numbers as eagerly."""
 import warnings
 
 import numpy as np
@@ -271,18 +272,26 @@ def test_sampler_eager(call, seed):
     assert_close(out, ref)
 
 
+# Under jit and vmap each sampler is held to its own eager numbers (jit vs eager, vmap vs a loop
+# of eager calls), which test_sampler_eager holds to JAX's: the oracle's own jit and vmap
+# programs would only repeat that comparison, at twice the compile time.
+def _eager(call, key):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call(random, key)
+
+
 @pytest.mark.parametrize("call", [row[1] for row in SAMPLERS], ids=SAMPLER_IDS)
 def test_sampler_jit(call):
-    out = jaxkit.jit(lambda k: call(random, k))(random.PRNGKey(11))
-    ref = jax.jit(lambda k: call(jr, k))(jr.PRNGKey(11))
-    assert_close(out, ref)
+    key = random.PRNGKey(11)
+    assert_close(jaxkit.jit(lambda k: call(random, k))(key), _eager(call, key))
 
 
 @pytest.mark.parametrize("call", [row[1] for row in SAMPLERS], ids=SAMPLER_IDS)
 def test_sampler_vmap(call):
-    out = vmap(lambda k: call(random, k))(random.split(random.PRNGKey(5), 3))
-    ref = jax.vmap(lambda k: call(jr, k))(jr.split(jr.PRNGKey(5), 3))
-    assert_close(out, ref)
+    keys = random.split(random.PRNGKey(5), 3)
+    loop = np.stack([np.asarray(_eager(call, keys[i])) for i in range(3)])
+    assert_close(vmap(lambda k: call(random, k))(keys), loop)
 
 
 def test_samplers_under_x64(x64):
