@@ -27,6 +27,7 @@ from jaxkit.api import grad, jvp
 from jaxkit.transforms.vmap import vmap
 from jaxkit.interpreters import ad
 from jaxkit.lax import parallel as lax_parallel
+from jaxkit.runtime import multi_device
 
 F32, C64 = np.float32, np.complex64
 _rng = np.random.RandomState(0)
@@ -43,6 +44,8 @@ P2 = _u(0.5, 2.0)
 # Auto, for the layout primitives' rows.
 _EXPLICIT1 = jaxkit.make_mesh((1,), ("x",), (AxisType.Explicit,), devices=jaxkit.devices()[:1])
 _AUTO1 = AbstractMesh((1,), ("x",), (AxisType.Auto,))
+_MANUAL2 = jaxkit.make_mesh((2,), ("i",), axis_types=(AxisType.Auto,),
+                            devices=multi_device.add_cpu_backend("spmd8", 8).devices[:2])
 P_X = PartitionSpec("x")
 G = _u(1.2, 3.0)              # > 1
 M = _u(-1.0, 1.0, (2, 3))
@@ -248,6 +251,12 @@ ROWS = [
         (M2, SPD3[:3, :3].copy()), order=1),
     Row("conv_general_dilated", lambda lhs, rhs: lax.conv_general_dilated(lhs, rhs, (1,), [(1, 0)]),
         (_u(-1, 1, (1, 2, 5)), _u(-1, 1, (3, 2, 2)))),
+    # inside a shard_map that checks varying manual axes: the replicated ``w`` times the split
+    # ``x`` inserts a pvary (transposed to a psum), and psum there is psum_invariant
+    Row("psum_invariant", lambda x, w: jaxkit.shard_map(
+        lambda a, b: lax_parallel.psum(a * b, "i"), mesh=_MANUAL2, in_specs=(PartitionSpec("i"),
+                                                                            PartitionSpec()),
+        out_specs=PartitionSpec())(x, w), (_u(-1, 1, (4,)), _u(-1, 1, (2,)))),
     # collectives, through vmap with a named axis
     Row("psum", lambda x: vmap(lambda y: lax_parallel.psum(y, "i"), axis_name="i")(x), (M,)),
     Row("all_gather", lambda x: vmap(lambda y: lax_parallel.all_gather(y, "i"), axis_name="i")(x), (M,)),

@@ -428,7 +428,11 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Me
     outer = mctx.manual if isinstance(mctx.manual, frozenset) else frozenset()
     inner = dataclasses.replace(mctx, axis_env=mesh.shape_tuple,
                                 manual=outer | frozenset(manual_axes))
-    with ir.InsertionPoint(block):
+    # The manual axes are bound while the body lowers, as while it was traced: lowering rules
+    # that trace (a key's physical lowering, say) may bind collectives that look them up.
+    sizes = dict(mesh.shape_tuple)
+    with ir.InsertionPoint(block), \
+            parallel.extend_axis_env_nd((name, sizes[name]) for name in manual_axes):
         outs = mlir.closed_subcomp(inner, jaxpr, *block.arguments)
         sdy.ReturnOp(outs)
     return list(op.results)
