@@ -308,3 +308,14 @@ def test_vmap_of_a_typed_body():
     ws = np.array([[1.0, 2.0], [-1.0, 0.5], [3.0, 0.0]], np.float32)
     got = jax.vmap(f, in_axes=(None, 0))(X1, ws)
     np.testing.assert_allclose(np.asarray(got), (X1[:2] + X1[2:]) * ws)
+
+
+def test_none_spec_over_an_empty_subtree_covers_no_leaf():
+    # Flax's nnx state holds ``bias=None``: its spec (None) must not shift the specs of the
+    # leaves after it. JAX 0.10.2 gives [0, 3, 2, 5] (c replicated, w split over i).
+    x = np.arange(4.0, dtype=np.float32)
+    state = {"w": x, "b": None, "c": x * 2}
+    f = jax.shard_map(lambda s: s["w"] + s["c"][:2], mesh=jax.make_mesh(
+        (2,), ("i",), devices=DEVICES[:2], axis_types=(AxisType.Auto,)),
+        in_specs=({"w": P("i"), "b": None, "c": P()},), out_specs=P("i"))
+    np.testing.assert_array_equal(f(state), [0.0, 3.0, 2.0, 5.0])

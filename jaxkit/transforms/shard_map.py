@@ -106,11 +106,14 @@ def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ..
     if is_spec(specs):
         return (specs or PartitionSpec(),) * len(tree_util.tree_leaves(tree))
     try:
-        full = tree_util.tree_broadcast(specs, tree, is_spec)
+        prefix_leaves, prefix_def = tree_util.tree_flatten(specs, is_spec)
+        subtrees = prefix_def.flatten_up_to(tree)
     except (ValueError, TypeError) as e:
         raise ValueError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of the "
                          f"{'arguments' if what == 'in_specs' else 'outputs'}: {e}") from None
-    return tuple(s or PartitionSpec() for s in tree_util.tree_leaves(full, is_leaf=is_spec))
+    # A spec covers every leaf of its subtree; one over an empty subtree (None) covers none.
+    return tuple(s or PartitionSpec() for s, sub in zip(prefix_leaves, subtrees)
+                 for _ in tree_util.tree_leaves(sub))
 
 
 # The shard_map bodies being traced, innermost last: (mesh, the axes manual there, outer
