@@ -227,5 +227,4 @@ def test_optax_optimiser_tests_pass_on_jaxkit():
     out = subprocess.run([sys.executable, "-m", "jaxkit", "run", "-m", "pytest", "-q",
                           "-p", "no:cacheprovider", "-k", deselect, str(alias_test)],
                          capture_output=True, text=True, timeout=1800, cwd=alias_test.parent)
-    assert out.returncode == 0, out.stdout[-5000:]
-    assert " passed" in out.stdout and " failed" not in out.stdout, out.stdout[-2000:]
+    assert out.returncode == 0, out.stdout[-5000:]  # 1: a test failed; 5: none collected
