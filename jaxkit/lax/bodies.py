@@ -107,15 +107,21 @@ def branch_mismatch(kind: str, funs: Sequence[Callable], labels: Sequence[str], 
                       for label, v1, v2 in ((a_label, b, a), (b_label, a, b)) if v2.vma - v1.vma]
     body = _sentence_or_bullets(items)
     srcs = "\n".join(f"{label} is {_src_info(f)}" for label, f in zip(labels, funs))
-    hint = ""
-    if hints:
-        hint = ("This might be fixed by " + hints[0] + ".\n" if len(hints) == 1 else
-                "This might be fixed by:\n" + "\n".join(f"  * {h};" for h in hints[:-1])
-                + f"\n  * {hints[-1]}.\n")
-        hint += ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for "
-                 "more information.\n\n")
+    hint = _pcast_hint(hints, "\n")
     return (f"{kind} branches must have equal output types but they differ.\n\n{srcs}\n\n"
             f"{body}\n\n{hint}Revise {a_label} and/or {b_label} so that all output types match.")
+
+
+def _pcast_hint(hints: list[str], between: str) -> str:
+    """JAX's hint to ``pcast`` values inside shard_map: one sentence, or bullets joined by
+    ``between``; empty without hints."""
+    if not hints:
+        return ""
+    text = (f"This might be fixed by {hints[0]}.\n" if len(hints) == 1 else
+            "This might be fixed by:\n" + between.join(f"  * {h};" for h in hints[:-1])
+            + f"\n  * {hints[-1]}.\n")
+    return text + ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for "
+                   "more information.\n\n")
 
 
 def carry_mismatch(what: str, fun: Callable, default_name: str, tree, in_avals, out_avals,
@@ -141,13 +147,7 @@ def carry_mismatch(what: str, fun: Callable, default_name: str, tree, in_avals, 
                          "to='varying')`, to the initial carry value corresponding to the "
                          f"input carry {path}")
     body = _sentence_or_bullets(items)
-    hint = ""
-    if hints:
-        hint = ("This might be fixed by " + hints[0] + ".\n" if len(hints) == 1 else
-                "This might be fixed by:\n" + "\n".join(f"  * {h};\n" for h in hints[:-1])
-                + f"  * {hints[-1]}.\n")
-        hint += ("See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for "
-                 "more information.\n\n")
+    hint = _pcast_hint(hints, "\n\n")  # JAX's carry hint leaves a blank line between bullets
     return (f"{what} function carry input and carry output must have equal types, but they "
             f"differ:\n\n{body}\n\n{hint}Revise the function so that all output types match "
             "the corresponding input types.")
