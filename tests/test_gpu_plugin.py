@@ -18,24 +18,29 @@ from jaxkit.runtime import gpu as _gpu
 from jaxkit.runtime import pjrt as _runtime
 
 
-def make_fake_wheel(site, version="0.10.2", library="jax_plugins/xla_cuda12/xla_cuda_plugin.so"):
-    dist_info = site / f"jax_cuda12_pjrt-{version}.dist-info"
+def make_fake_wheel(site, version="0.10.2", library=None, cuda="12"):
+    library = library or f"jax_plugins/xla_cuda{cuda}/xla_cuda_plugin.so"
+    dist_info = site / f"jax_cuda{cuda}_pjrt-{version}.dist-info"
     dist_info.mkdir(parents=True)
     (dist_info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: jax-cuda12-pjrt\nVersion: {version}\n")
-    (dist_info / "RECORD").write_text(f"jax_plugins/xla_cuda12/__init__.py,,\n{library},,\n"
+        f"Metadata-Version: 2.1\nName: jax-cuda{cuda}-pjrt\nVersion: {version}\n")
+    package = f"jax_plugins/xla_cuda{cuda}"
+    (dist_info / "RECORD").write_text(f"{package}/__init__.py,,\n{library},,\n"
                                       f"{dist_info.name}/METADATA,,\n")
     lib = site / library
     lib.parent.mkdir(parents=True, exist_ok=True)
     lib.write_bytes(b"not really a shared library")
-    (site / "jax_plugins/xla_cuda12/__init__.py").write_text("raise ImportError('imports jax')\n")
+    (site / package / "__init__.py").write_text("raise ImportError('imports jax')\n")
     return lib
 
 
 @pytest.fixture
 def site(tmp_path, monkeypatch):
+    """A fake site-packages folder in place of the real ones: a machine whose real CUDA
+    wheels are installed (a GPU machine) sees only the fakes of each test."""
     monkeypatch.delenv("JAXKIT_CUDA_PLUGIN_PATH", raising=False)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "path", [str(tmp_path)] + [
+        p for p in sys.path if "site-packages" not in p and "dist-packages" not in p])
     return tmp_path
 
 
@@ -44,6 +49,15 @@ def test_plugin_found_through_wheel_metadata(site):
     assert _gpu.find_cuda_plugin() == lib
     assert _gpu.plugin_version() == "0.10.2"
     assert "jax_plugins.xla_cuda12" not in sys.modules  # found without importing the package
+
+
+def test_cuda13_plugin_found_and_preferred_over_cuda12(site):
+    make_fake_wheel(site, cuda="12")
+    lib = make_fake_wheel(site, cuda="13")
+    assert _gpu.find_cuda_plugin() == lib
+    assert _gpu._installed_release() is _gpu.CUDA13
+    assert _gpu._release_of(lib) is _gpu.CUDA13
+    assert "jax_plugins.xla_cuda13" not in sys.modules
 
 
 def test_plugin_found_in_another_layout_through_the_record(site):
@@ -62,7 +76,8 @@ def test_plugin_path_override(site, monkeypatch):
 
 def test_no_plugin_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setenv("JAXKIT_CUDA_PLUGIN_PATH", str(tmp_path / "missing.so"))
-    with pytest.raises(_gpu.PluginNotFoundError, match=r"pip install 'jaxkit\[cuda12\]'"):
+    with pytest.raises(_gpu.PluginNotFoundError,
+                       match=r"pip install 'jaxkit\[cuda13\]'(.|\n)*'jaxkit\[cuda12\]'"):
         _gpu.make_gpu_backend()
     if "gpu" not in _runtime._backends:  # (a machine with a working GPU may have created it)
         for name in ("gpu", "cuda"):
@@ -75,8 +90,29 @@ def test_no_plugin_says_what_to_install(monkeypatch, tmp_path):
 
 def test_version_mismatch(site):
     make_fake_wheel(site, version="0.9.0")
-    with pytest.raises(RuntimeError, match="0.9.0 does not match jaxlib 0.10.2"):
+    with pytest.raises(RuntimeError, match="jax-cuda12-pjrt 0.9.0 does not match jaxlib 0.10.2"
+                                           r".*jaxkit\[cuda12\]"):
         _gpu.make_gpu_backend()
+
+
+def test_version_mismatch_cuda13(site):
+    make_fake_wheel(site, version="0.9.0", cuda="13")
+    with pytest.raises(RuntimeError, match="jax-cuda13-pjrt 0.9.0 does not match jaxlib 0.10.2"
+                                           r".*jaxkit\[cuda13\]"):
+        _gpu.make_gpu_backend()
+
+
+def test_plugin_path_override_is_not_held_to_the_installed_wheels_version(site, monkeypatch):
+    # The file named by JAXKIT_CUDA_PLUGIN_PATH is the user's choice; the installed wheel's
+    # version does not describe it. (The fake library then fails to load, unless a real plugin was loaded before.)
+    make_fake_wheel(site, version="0.9.0")
+    monkeypatch.setenv("JAXKIT_CUDA_PLUGIN_PATH", str(site / "jax_plugins/xla_cuda12/"
+                                                              "xla_cuda_plugin.so"))
+    try:
+        _gpu.make_gpu_backend()
+    except RuntimeError as e:  # on a machine without a GPU plugin loaded already
+        assert "does not match" not in str(e)
+        assert "could not start a GPU client" in str(e)
 
 
 def test_nvidia_libraries_are_preloaded_from_their_wheels(site, monkeypatch):
@@ -88,8 +124,14 @@ def test_nvidia_libraries_are_preloaded_from_their_wheels(site, monkeypatch):
     bogus.write_bytes(b"not a library")
     for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
         monkeypatch.delitem(sys.modules, name)
+    cu13 = site / "nvidia/cu13/lib/libcudart.so.13"
+    cu13.parent.mkdir(parents=True)
+    shutil.copy(_ctypes.__file__, cu13)
     try:
-        assert _gpu.preload_nvidia_libraries() == [str(real)]
+        assert _gpu.preload_nvidia_libraries() == [str(real)]  # no plugin: CUDA 12's names
+        assert _gpu.preload_nvidia_libraries(_gpu.CUDA12) == [str(real)]
+        # CUDA 13's wheels share one folder, nvidia/cu13/lib
+        assert _gpu.preload_nvidia_libraries(_gpu.CUDA13) == [str(cu13)]
     finally:
         for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
             del sys.modules[name]

@@ -1,12 +1,13 @@
 """NVIDIA GPUs through the CUDA PJRT plugin, found without importing jax.
 
-The ``jax-cuda12-pjrt`` wheel ships the plugin as a shared library
-(``jax_plugins/xla_cuda12/xla_cuda_plugin.so``) next to a Python package whose ``__init__``
-imports jax, so the library is located through the wheel's *installed-distribution metadata*
-(``importlib.metadata``) and loaded directly. As jax does, the NVIDIA libraries of the
-``nvidia-*-cu12`` wheels are preloaded first so that the plugin's own ``dlopen`` calls find
-them, and the custom calls of ``jax-cuda12-plugin`` (linear algebra kernels) are registered
-when that wheel is present.
+JAX 0.10.2 ships its CUDA plugin for two CUDA releases: ``jax-cuda13-pjrt`` and
+``jax-cuda12-pjrt`` (``pip install 'jaxkit[cuda13]'`` or ``'jaxkit[cuda12]'``). Each wheel holds
+the plugin as a shared library (``jax_plugins/xla_cuda13/xla_cuda_plugin.so``) next to a Python
+package whose ``__init__`` imports jax, so the library is located through the wheel's
+*installed-distribution metadata* (``importlib.metadata``) and loaded directly. As jax does, the
+NVIDIA libraries of the matching ``nvidia-*`` wheels are preloaded first so that the plugin's
+own ``dlopen`` calls find them, and the custom calls of ``jax-cuda13-plugin`` /
+``jax-cuda12-plugin`` (linear algebra kernels) are registered when that wheel is present.
 
 ``install()`` registers the ``gpu`` backend (aliases ``cuda``) with the runtime: it is created
 on first use and becomes the default backend when a plugin is installed *and* a GPU is visible
@@ -16,6 +17,7 @@ on first use and becomes the default backend when a plugin is installed *and* a 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
@@ -24,19 +26,48 @@ import os
 import pathlib
 from typing import Any
 
-from jaxkit.runtime import pjrt
-from jaxkit.runtime import multi_device
+from jaxkit.runtime import ffi_registry, multi_device, pjrt
 
 logger = logging.getLogger("jaxkit")
 
-PLUGIN_DISTRIBUTION = "jax-cuda12-pjrt"
-PLUGIN_LIBRARY = "jax_plugins/xla_cuda12/xla_cuda_plugin.so"
-KERNELS_PACKAGE = "jax_cuda12_plugin"
-INSTALL_HINT = "pip install 'jaxkit[cuda12]'"
 PLATFORM_NAMES = ("gpu", "cuda")
+# The modules of the kernels wheel whose kernels jaxkit's GPU lowerings call.
+KERNEL_MODULES = ("_solver", "_linalg")
 
-# The CUDA 12 libraries jax preloads from the nvidia-*-cu12 wheels, by nvidia.<module>.
-NVIDIA_LIBRARIES = (
+
+@dataclasses.dataclass(frozen=True)
+class CudaWheels:
+    """The wheels of one CUDA release: the plugin, its kernels, and the NVIDIA libraries
+    (``(module under nvidia., file names)``) jax preloads for it."""
+    cuda: str
+    libraries: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @property
+    def distribution(self) -> str:
+        return f"jax-cuda{self.cuda}-pjrt"
+
+    @property
+    def library(self) -> str:
+        return f"jax_plugins/xla_cuda{self.cuda}/xla_cuda_plugin.so"
+
+    @property
+    def kernels_package(self) -> str:
+        return f"jax_cuda{self.cuda}_plugin"
+
+    @property
+    def install_hint(self) -> str:
+        return f"pip install 'jaxkit[cuda{self.cuda}]'"
+
+
+# CUDA 13's wheels put every library in one folder (nvidia/cu13/lib); CUDA 12's, one per wheel.
+CUDA13 = CudaWheels("13", (
+    ("cu13", ("libcudart.so.13", "libnvrtc.so.13", "libcublas.so.13", "libcublasLt.so.13",
+              "libcupti.so.13", "libcusparse.so.12", "libcusolver.so.12", "libcufft.so.12")),
+    ("nccl", ("libnccl.so.2",)),
+    ("nvshmem", ("libnvshmem_host.so.3",)),
+    ("cudnn", ("libcudnn.so.9",)),
+))
+CUDA12 = CudaWheels("12", (
     ("cuda_runtime", ("libcudart.so.12",)),
     ("cuda_nvrtc", ("libnvrtc.so.12",)),
     ("cublas", ("libcublas.so.12", "libcublasLt.so.12")),
@@ -47,25 +78,46 @@ NVIDIA_LIBRARIES = (
     ("cufft", ("libcufft.so.11",)),
     ("nvshmem", ("libnvshmem_host.so.3",)),
     ("cudnn", ("libcudnn.so.9",)),
-)
+))
+RELEASES = (CUDA13, CUDA12)  # the newer first, when both are installed
 
 
 class PluginNotFoundError(RuntimeError):
     """No CUDA PJRT plugin is installed."""
 
 
+def _installed_release() -> CudaWheels | None:
+    """The CUDA release whose plugin wheel is installed (the newest, if several)."""
+    for release in RELEASES:
+        try:
+            importlib.metadata.distribution(release.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        return release
+    return None
+
+
+def _release_of(path: pathlib.Path) -> CudaWheels | None:
+    """The release a plugin file belongs to, read from its folder (``xla_cuda13``)."""
+    for release in RELEASES:
+        if f"cuda{release.cuda}" in str(path):
+            return release
+    return _installed_release()
+
+
 def find_cuda_plugin() -> pathlib.Path | None:
     """The plugin library: ``$JAXKIT_CUDA_PLUGIN_PATH`` if set, else the file of the installed
-    ``jax-cuda12-pjrt`` distribution (found through its metadata, never by importing it)."""
+    ``jax-cuda13-pjrt`` or ``jax-cuda12-pjrt`` distribution (found through its metadata, never
+    by importing it)."""
     override = os.environ.get("JAXKIT_CUDA_PLUGIN_PATH")
     if override:
         path = pathlib.Path(override)
         return path if path.is_file() else None
-    try:
-        dist = importlib.metadata.distribution(PLUGIN_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
+    release = _installed_release()
+    if release is None:
         return None
-    candidates = [pathlib.Path(str(dist.locate_file(PLUGIN_LIBRARY)))]
+    dist = importlib.metadata.distribution(release.distribution)
+    candidates = [pathlib.Path(str(dist.locate_file(release.library)))]
     for f in dist.files or ():  # a different layout in another release of the wheel
         if f.name == "xla_cuda_plugin.so":
             candidates.append(pathlib.Path(str(dist.locate_file(f))))
@@ -76,11 +128,9 @@ def find_cuda_plugin() -> pathlib.Path | None:
 
 
 def plugin_version() -> str | None:
-    """The version of the installed ``jax-cuda12-pjrt`` distribution, if any."""
-    try:
-        return importlib.metadata.version(PLUGIN_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    """The version of the installed plugin distribution, if any."""
+    release = _installed_release()
+    return None if release is None else importlib.metadata.version(release.distribution)
 
 
 def _package_lib_dir(module: str) -> pathlib.Path | None:
@@ -94,12 +144,13 @@ def _package_lib_dir(module: str) -> pathlib.Path | None:
     return pathlib.Path(next(iter(spec.submodule_search_locations))) / "lib"
 
 
-def preload_nvidia_libraries() -> list[str]:
-    """Load the NVIDIA libraries from the ``nvidia-*-cu12`` wheels (if installed) so that the
-    plugin finds them; returns the paths loaded. Missing ones are left to the system's
-    library search path."""
+def preload_nvidia_libraries(release: CudaWheels | None = None) -> list[str]:
+    """Load the NVIDIA libraries of ``release`` (default: the installed plugin's, else CUDA
+    12's) from their wheels, if installed, so that the plugin finds them; returns the paths
+    loaded. Missing ones are left to the system's library search path."""
+    release = release or _installed_release() or CUDA12
     loaded = []
-    for module, names in NVIDIA_LIBRARIES:
+    for module, names in release.libraries:
         lib_dir = _package_lib_dir(module)
         if lib_dir is None:
             continue
@@ -115,14 +166,33 @@ def preload_nvidia_libraries() -> list[str]:
     return loaded
 
 
-def _register_kernels(c_api: Any) -> None:
-    """Custom calls of the ``jax-cuda12-plugin`` wheel (cuSOLVER, cuBLAS, ...), if present."""
-    if importlib.util.find_spec(KERNELS_PACKAGE) is None:
+def _register_kernels(c_api: Any, release: CudaWheels) -> None:
+    """Custom calls of the ``jax-cuda13-plugin``/``jax-cuda12-plugin`` wheel (cuSOLVER,
+    cuBLAS, ...), if present. The GPU still starts without them (jax does the same): only
+    the operations that call these kernels are then unavailable, and say so when compiled."""
+    package = release.kernels_package
+    if importlib.util.find_spec(package) is None:
         logger.info("%s is not installed: GPU linear algebra custom calls are unavailable",
-                    KERNELS_PACKAGE)
+                    package)
         return
-    extension = importlib.import_module(f"{KERNELS_PACKAGE}.cuda_plugin_extension")
-    multi_device.register_plugin_custom_calls("CUDA", extension, c_api)
+    try:
+        extension = importlib.import_module(f"{package}.cuda_plugin_extension")
+        multi_device.register_plugin_custom_calls("CUDA", extension, c_api)
+        # The kernels themselves (cuSOLVER factorizations, LU pivots), imported directly
+        # rather than through jaxlib's plugin lookup, which would pick them by jaxlib's
+        # version instead of the plugin's; a ``_ffi`` name is a typed-FFI kernel.
+        names = []
+        for module in KERNEL_MODULES:
+            kernels = importlib.import_module(f"{package}.{module}")
+            for name, capsule in kernels.registrations().items():
+                ffi_registry.register_target(name, capsule, "CUDA",
+                                             int(name.endswith("_ffi")))
+                names.append(name)
+        logger.info("registered %d GPU kernels of %s", len(names), package)
+    except (ImportError, AttributeError, RuntimeError, TypeError) as e:
+        logger.warning("The GPU kernels of %s could not be registered (%s); GPU linear algebra "
+                       "custom calls are unavailable. Install the version matching jaxlib %s "
+                       "with `%s`.", package, e, pjrt.jaxlib_version, release.install_hint)
 
 
 def make_gpu_backend() -> pjrt.Backend:
@@ -138,16 +208,19 @@ def make_gpu_backend() -> pjrt.Backend:
         raise PluginNotFoundError(
             "Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are "
             f"present. Platforms present are: {present}. The CUDA PJRT plugin is not "
-            "installed: install it with "
-            f"`{INSTALL_HINT}` (the {PLUGIN_DISTRIBUTION} wheel matching jaxlib "
+            f"installed: install it with `{CUDA13.install_hint}` (or "
+            f"`{CUDA12.install_hint}` for CUDA 12 drivers; the wheels matching jaxlib "
             f"{pjrt.jaxlib_version}), or set JAXKIT_CUDA_PLUGIN_PATH to its "
             "xla_cuda_plugin.so.")
-    version = plugin_version()
+    release = _release_of(path) or CUDA12
+    # A file named by JAXKIT_CUDA_PLUGIN_PATH is the user's choice; an installed wheel must
+    # match jaxlib, as jax requires.
+    version = None if os.environ.get("JAXKIT_CUDA_PLUGIN_PATH") else plugin_version()
     if version is not None and version != pjrt.jaxlib_version:
-        raise RuntimeError(f"{PLUGIN_DISTRIBUTION} {version} does not match jaxlib "
+        raise RuntimeError(f"{release.distribution} {version} does not match jaxlib "
                            f"{pjrt.jaxlib_version}: install the matching version with "
-                           f"`{INSTALL_HINT}`.")
-    preload_nvidia_libraries()
+                           f"`{release.install_hint}`.")
+    preload_nvidia_libraries(release)
     try:
         c_api = multi_device.load_pjrt_plugin("cuda", str(path))
         client = multi_device.make_plugin_client("cuda")
@@ -155,7 +228,7 @@ def make_gpu_backend() -> pjrt.Backend:
         raise RuntimeError(f"The CUDA plugin at {path} could not start a GPU client: {e}") \
             from None
     if c_api is not None:
-        _register_kernels(c_api)
+        _register_kernels(c_api, release)
     return pjrt.Backend(client)
 
 
