@@ -471,13 +471,20 @@ def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:
     return [const(v.aval, c) for v, c in zip(jaxpr.constvars, consts)]
 
 
+def default_lowering_platform() -> str:
+    """The lowering platform of the default backend: its name, with JAX's ``cuda`` for
+    jaxkit's ``gpu``."""
+    name = pjrt.default_backend()
+    return "cuda" if name == "gpu" else name
+
+
 def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] = (),
                 num_replicas: int = 1, axis_env: tuple = (), consts: Sequence = (),
                 mesh: Sequence[tuple[str, int]] | None = None,
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
                 device_assignment: tuple = (), api: str = "jit",
-                result_names: Sequence[str] = ()) -> ir.Module:
+                result_names: Sequence[str] = (), platform: str | None = None) -> ir.Module:
     """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
     the function's, e.g. ``<lambda>``; ``api`` is ``jit`` or ``pmap``); its constvars are
     ``consts``, emitted as StableHLO constants. ``result_names`` (a jitted function's output
@@ -486,7 +493,10 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     With ``mesh`` (``(axis name, size)`` pairs) the module is partitioned over the mesh's
     devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
     Shardy attributes given (None: XLA propagates one); ``device_assignment`` names the device
-    of each partition, for rules that report on them (``inspect_array_sharding``)."""
+    of each partition, for rules that report on them (``inspect_array_sharding``).
+
+    ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
+    CPU, cuSOLVER on NVIDIA GPUs); by default, the default backend's."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     # Op names start from the module's own name, whatever scope the caller is in.
     # A program starts with no names, but keeps the XLA metadata of the ``set_xla_metadata``
@@ -507,7 +517,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
         out_types = [_boundary_type(v.aval) for v in jaxpr.outvars]
         ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh,
                             device_assignment=tuple(device_assignment),
-                            name_stack=f"{api}({name})")
+                            name_stack=f"{api}({name})",
+                            platform=platform or default_lowering_platform())
         with ir.InsertionPoint(module.body):
             if mesh is not None:
                 axes = ", ".join(f'"{n}"={size}' for n, size in mesh)

@@ -104,15 +104,20 @@ def _compare(direction: str, x, y, dtype) -> ir.Value:
 
 def _canonicalize_float(x, dtype) -> ir.Value:
     """-0.0 -> 0.0 and every NaN -> the positive quiet NaN, so that the total order treats
-    them as equal (the comparator must be a strict weak order for a stable sort)."""
+    them as equal (the comparator must be a strict weak order for a stable sort).
+
+    The NaN test reads the comparator's parameter itself, not the zero-canonicalised value:
+    XLA's GPU compiler recognises exactly this shape of comparator (JAX's) and sorts with
+    CUB's radix sort, about 12x faster for 1e7 float32 on an H100 than the generic sort."""
     scalar = core.ShapedArray((), dtype)
     zero = mlir.ir_constant(np.zeros((), dtype))
     is_zero = hlo.CompareOp(x, zero, hlo.ComparisonDirectionAttr.get("EQ"),
                             compare_type=hlo.ComparisonTypeAttr.get("FLOAT")).result
-    x = hlo.SelectOp(is_zero, zero, x).result
+    # a second zero constant, as JAX emits, so that the lowered text is JAX's
+    no_negative_zero = hlo.SelectOp(is_zero, mlir.ir_constant(np.zeros((), dtype)), x).result
     is_nan = hlo.CompareOp(x, x, hlo.ComparisonDirectionAttr.get("NE"),
                            compare_type=hlo.ComparisonTypeAttr.get("FLOAT")).result
-    return hlo.SelectOp(is_nan, mlir.full_like_aval(np.nan, scalar), x).result
+    return hlo.SelectOp(is_nan, mlir.full_like_aval(np.nan, scalar), no_negative_zero).result
 
 
 def _sort_keys(x, dtype) -> list[tuple[ir.Value, np.dtype]]:

@@ -84,10 +84,22 @@ def lapack_call(fn_base: str, dtype, operands: Sequence[ir.Value],
     of the dtype-generic kernels jaxlib registers with them) on a batch of ``nbatch`` leading
     dimensions. ``aliases`` maps result index -> operand index for results written in place
     of an operand (as LAPACK does), sparing XLA a copy."""
-    i32 = ir.IntegerType.get_signless(32)
     name = _runtime.lapack_target(fn_base, dtype)  # also registers the kernels on first use
+    return ffi_call(target or name, operands, operand_avals, result_avals, nbatch, attrs,
+                    aliases)
+
+
+def ffi_call(target: str, operands: Sequence[ir.Value],
+             operand_avals: Sequence[core.ShapedArray],
+             result_avals: Sequence[core.ShapedArray], nbatch: int,
+             attrs: dict[str, ir.Attribute] | None = None,
+             aliases: dict[int, int] | None = None) -> list[ir.Value]:
+    """One typed-FFI custom call of ``target`` (a LAPACK kernel, or a GPU solver kernel of the
+    CUDA plugin's wheel), in the conventions both follow: Fortran-order matrices, a batch of
+    ``nbatch`` leading dimensions, options as ``mhlo.backend_config`` attributes."""
+    i32 = ir.IntegerType.get_signless(32)
     attributes = {
-        "call_target_name": ir.StringAttr.get(target or name),
+        "call_target_name": ir.StringAttr.get(target),
         "has_side_effect": ir.BoolAttr.get(False),
         "backend_config": ir.StringAttr.get(""),
         "api_version": ir.IntegerAttr.get(i32, 1),
