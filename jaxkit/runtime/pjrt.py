@@ -103,6 +103,10 @@ Sharding.__name__ = Sharding.__qualname__ = "SingleDeviceSharding"
 Sharding.__module__ = "jax.sharding"
 
 
+_COPY = _jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+_ALIAS = _jax.HostBufferSemantics.ZERO_COPY
+
+
 class Backend:
     """One PjRt client with its devices and their shardings."""
 
@@ -113,6 +117,13 @@ class Backend:
         self.local_devices = list(client.local_devices())
         self.shardings = {d: Sharding(d) for d in self.local_devices}
         self.device_lists = {d: _jax.DeviceList((d,)) for d in self.local_devices}
+        # How a NumPy array is read when copied in. On the CPU the copy is made during the
+        # call (a device buffer there would otherwise alias memory the user may mutate). An
+        # accelerator's buffer cannot alias host memory: "zero copy" (JAX's default) lets
+        # the runtime read the array in place, keeping it alive until its transfer is done.
+        # Measured on an H100 for 256 MiB: 39 GB/s this way (JAX 42), 10-12 GB/s with a copy
+        # made during the call or kept until the transfer completes.
+        self.host_copy = _COPY if self.platform == "cpu" else _ALIAS
 
     def __repr__(self):
         return f"Backend({self.platform}, {len(self.devices)} devices)"
@@ -170,8 +181,6 @@ def backend_of(device) -> Backend:
 # Host <-> device
 # --------------------------------------------------------------------------------------------
 
-_COPY = _jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
-_ALIAS = _jax.HostBufferSemantics.ZERO_COPY
 
 
 def put(x: np.ndarray, aval, device=None, may_alias: bool = False) -> ArrayImpl:
@@ -182,7 +191,8 @@ def put(x: np.ndarray, aval, device=None, may_alias: bool = False) -> ArrayImpl:
     dev = device if device is not None else default_device()
     backend = get_backend() if device is None else backend_of(dev)
     return _jax.batched_device_put(aval, backend.shardings[dev], [x], [dev], True, False,
-                                   _ALIAS if may_alias else _COPY, enable_x64=config.x64)
+                                   _ALIAS if may_alias else backend.host_copy,
+                                   enable_x64=config.x64)
 
 
 def fetch(buf: ArrayImpl) -> np.ndarray:
