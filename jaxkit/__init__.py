@@ -53,7 +53,7 @@ from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug
 from jaxkit.experimental import layout as _layout  # noqa: F401  (installs .format)
 from jaxkit import tree
-from jaxkit import image, ops
+from jaxkit import image, ops, scipy  # jax.scipy works after a bare `import jax`
 from jaxkit import sharding
 from jaxkit.sharding import NamedSharding, P, make_mesh, reshard, set_mesh
 from jaxkit.runtime.sharded_array import Shard
