@@ -421,7 +421,8 @@ def get_backend(platform: str | None = None) -> Backend:
     else:
         known = sorted({"cpu", *_backend_factories})
         raise RuntimeError(f"Unknown backend {platform!r}. Available backends: {known}. For "
-                           "NVIDIA GPUs install the CUDA plugin: pip install 'jaxkit[cuda12]'.")
+                           "NVIDIA GPUs install the CUDA plugin: pip install 'jaxkit[cuda13]' "
+                           "(or 'jaxkit[cuda12]' for CUDA 12).")
     with _lock:
         backend = _backends.get(canonical)
         if backend is None:
