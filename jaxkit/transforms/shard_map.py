@@ -52,6 +52,7 @@ from jaxkit.lax.structural import reshape
 from jaxkit.runtime import sharding as _sharding
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
                                      PartitionSpec, current_mesh, typed_sharding)
+from jaxkit.transforms import shard_map_eager
 from jaxkit.transforms.jit import jit
 
 __all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
@@ -197,6 +198,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         if the_mesh is None:
             raise ValueError("shard_map needs a mesh: pass mesh=..., or call it inside "
                              "`with mesh:` / jaxkit.sharding.set_mesh(mesh)")
+        if mesh is None:
+            the_mesh = _ContextMesh(the_mesh, _sharding.current_abstract_mesh())
         manual = _manual_axes(the_mesh, axis_names)
         _check_specs_manual(in_specs, frozenset(manual), "in_specs")
         _check_specs_manual(out_specs, frozenset(manual), "out_specs")
@@ -212,9 +215,15 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             _check_specs_match_types(the_mesh, manual, specs_in, avals)
         local = [_local_aval(the_mesh, s, a, "in_specs", check_vma)
                  for s, a in zip(specs_in, avals)]
+        debug = pe.debug_info("shard_map", f, ())
         with _mesh_axes_bound(the_mesh, manual, check_vma):
-            jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
-                lambda a: f(*a), in_tree, local, pe.debug_info("shard_map", f, ()))
+            if core.current_trace() is core.eval_trace:
+                # Called eagerly: values printed in the body show every device's block.
+                jaxpr, consts, out_tree = _trace_eager(f, in_tree, flat, specs_in, local,
+                                                       debug, the_mesh, manual, check_vma)
+            else:
+                jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: f(*a), in_tree,
+                                                                 local, debug)
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         full_out = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         specs_out = _specs_per_leaf(out_specs, full_out, "out_specs")
@@ -231,6 +240,76 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+def _trace_eager(f, in_tree, args: list, specs: tuple, local: list, debug, mesh: Mesh,
+                 manual: tuple, check_vma: bool):
+    """``pe.trace_tree_to_jaxpr`` of an eager call's body: its values know the call's
+    arguments, so that printing one computes it (``shard_map_eager``)."""
+    out_trees = []
+
+    def flat_fun(*leaves):
+        out_flat, out_tree = tree_util.tree_flatten(f(*tree_util.tree_unflatten(in_tree,
+                                                                                leaves)))
+        out_trees.append(out_tree)
+        return out_flat
+
+    compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, args, specs, local)
+    jaxpr, consts = shard_map_eager.trace_body(flat_fun, local, debug, mesh, manual,
+                                               check_vma, compute)
+    return jaxpr, consts, out_trees[0]
+
+
+def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, args: list, specs: tuple,
+                     local: list, snapshot: core.Jaxpr, consts: list) -> np.ndarray:
+    """Run ``snapshot`` (the equations of an eager body recorded so far, one output) on the
+    call's arguments: every device's block of its output, stacked in mesh order (JAX's eager
+    values: varying over every manual axis, replicated ones by a ``pvary``)."""
+    avals = [_local_aval(mesh, PartitionSpec(), core.get_aval(c), "in_specs", check_vma)
+             for c in consts] + list(local)
+
+    def body(*xs):
+        out = core.eval_jaxpr(snapshot, xs[:len(consts)], *xs[len(consts):])[0]
+        if check_vma:
+            vma = core.get_aval(out).vma
+            out = parallel_vma.pvary(out, tuple(a for a in manual if a not in vma))
+        return [reshape(out, (1, *np.shape(out)))]
+
+    jaxpr, body_consts = pe.trace_to_jaxpr(body, avals)
+    closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    n_replicated = len(body_consts) + len(consts)
+    with _outside_body():
+        out, = _bind(closed, [*body_consts, *consts, *args],
+                     (PartitionSpec(),) * n_replicated + tuple(specs),
+                     (PartitionSpec(manual),), mesh, manual, check_vma)
+        return np.asarray(out)
+
+
+@contextlib.contextmanager
+def _outside_body():
+    """Run a program eagerly while a body traces: its manual axes unbound, its abstract mesh
+    and varying-axes typing left, as around the shard_map call."""
+    mesh_entry, body_entry = _sharding._abstract_mesh_stack.pop(), _body_stack.pop()
+    try:
+        with core.set_current_trace(core.eval_trace), parallel.axis_env_suspended(), \
+                parallel_vma.checking_vma(False):
+            yield
+    finally:
+        _sharding._abstract_mesh_stack.append(mesh_entry)
+        _body_stack.append(body_entry)
+
+
+class _ContextMesh(Mesh):
+    """The mesh in context, as a shard_map called without ``mesh=`` holds it: equal to that
+    mesh, but shown (in a jaxpr's ``mesh=`` parameter) as the abstract mesh in context, which
+    is what JAX's shard_map holds then."""
+
+    def __init__(self, mesh: Mesh, shown: AbstractMesh):  # noqa: D107  (no Mesh.__init__)
+        self.__dict__.update(mesh.__dict__)
+        self._shown = shown
+
+    def __str__(self) -> str:
+        return repr(self._shown)
 
 
 def _check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list) -> None:
@@ -309,7 +388,7 @@ def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
         in_specs = tree_util.tree_map(to_spec, in_axes, is_leaf=is_none)
         if isinstance(in_axes, tuple):
             in_specs = tuple(in_specs)
-        return shard_map(f, mesh=the_mesh, in_specs=in_specs, out_specs=out_specs,
+        return shard_map(f, in_specs=in_specs, out_specs=out_specs,
                          axis_names={axis_name})(*args)
 
     return mapped
