@@ -13,6 +13,7 @@ trace and its tracers, ``jaxkit.transforms.shard_map`` knows how to run a body o
 """
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -57,6 +58,8 @@ class ShardMapTracer(pe.DynamicJaxprTracer):
             return None
         return self._blocks()[0]
 
+    # As JAX's tracers, bool(), int() and indexing use a concrete value; float() and
+    # complex() never do.
     def _concretized(self, convert: Callable, fallback: Callable):
         value = self._concrete()
         return fallback(self) if value is None else convert(value)
@@ -67,14 +70,8 @@ class ShardMapTracer(pe.DynamicJaxprTracer):
     def __int__(self):
         return self._concretized(int, pe.DynamicJaxprTracer.__int__)
 
-    def __float__(self):
-        return self._concretized(float, pe.DynamicJaxprTracer.__float__)
-
-    def __complex__(self):
-        return self._concretized(complex, pe.DynamicJaxprTracer.__complex__)
-
     def __index__(self):
-        return self._concretized(lambda v: v.__index__(), pe.DynamicJaxprTracer.__index__)
+        return self._concretized(operator.index, pe.DynamicJaxprTracer.__index__)
 
 
 class ShardMapTrace(pe.DynamicJaxprTrace):
