@@ -12,9 +12,9 @@ partitioned over the mesh; its collectives address devices by their partition id
 are assembled as ``out_specs`` says: a dimension split over an axis concatenates the devices'
 blocks, an axis left out means the blocks are equal (replicated).
 
-Outside ``jit`` the call runs as a jitted program; a value printed in its body shows
-every device's block, as JAX's eager shard_map prints it (``shard_map_eager``). ``jvp`` and ``vmap`` of a shard_map
-transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
+Outside ``jit`` the call runs as a jitted program; a value printed in its body shows every
+device's block, as JAX's eager shard_map prints it (``shard_map_eager``). ``jvp`` and ``vmap``
+of a shard_map transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
 ``linearize``, ``jacrev`` of a shard_map) splits the body into a known shard_map, run now,
 whose per-device residuals come out split over all its manual axes, and an unknown one taking
 them back; the transpose is a shard_map of the transposed body.
