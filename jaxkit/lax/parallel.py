@@ -101,17 +101,6 @@ def extend_axis_env(name: Any, size: int) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def axis_env_suspended() -> Iterator[None]:
-    """No axis bound while the block runs: an eager shard_map computes a value printed in its
-    body by a program run as from outside that body."""
-    saved, _axis_env.frames = _axis_env.frames, []
-    try:
-        yield
-    finally:
-        _axis_env.frames = saved
-
-
-@contextlib.contextmanager
 def extend_axis_env_nd(axes: Iterable[tuple[Any, int]]) -> Iterator[None]:
     """``extend_axis_env`` for several ``(name, size)`` pairs (a mesh's), outermost first."""
     with contextlib.ExitStack() as stack:

@@ -292,8 +292,7 @@ def _outside_body():
     and varying-axes typing left, as around the shard_map call."""
     mesh_entry, body_entry = _sharding._abstract_mesh_stack.pop(), _body_stack.pop()
     try:
-        with core.set_current_trace(core.eval_trace), parallel.axis_env_suspended(), \
-                parallel_vma.checking_vma(False):
+        with core.set_current_trace(core.eval_trace), parallel_vma.outside_bodies():
             yield
     finally:
         _sharding._abstract_mesh_stack.append(mesh_entry)

@@ -1,0 +1,115 @@
+"""How sharded values print, against JAX 0.10.2's output (recorded on 8 CPU devices: no
+subprocess here): the class of an array laid out over several devices, and the seed of
+``grad`` over a mesh with ``Explicit`` axes, which JAX lays out replicated over that mesh
+(a ``reshard`` in the jaxpr: at top level, and in a shard_map body whose mesh keeps an
+Explicit axis), but not over Auto or Manual axes."""
+import numpy as np
+
+import jaxkit as jax
+from jaxkit.runtime import multi_device
+from jaxkit.sharding import AxisType, PartitionSpec as P
+
+DEVICES = multi_device.add_cpu_backend("spmd8", 8).devices
+X = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+MESH_TYPES = [(AxisType.Explicit,) * 2, (AxisType.Explicit, AxisType.Auto), (AxisType.Auto,) * 2]
+
+# Per mesh of MESH_TYPES: the jaxpr of grad at top level, type(x), the jaxpr of
+# value_and_grad in a shard_map manual over 'x' only (JAX 0.10.2's output).
+JAX_OUTPUT = [
+    "\n".join([
+        '{ lambda ; a:f32[8@x,2]. let',
+        '    b:f32[8@x,2] = mul a 2.0:f32[]',
+        '    _:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b',
+        '    c:f32[] = reshard 1.0:f32[]',
+        '    d:f32[8@x,2] = broadcast_in_dim c',
+        '    e:f32[8@x,2] = mul d 2.0:f32[]',
+        '  in (e,) }']),
+    "\n".join([
+        "<class 'jaxlib._jax.ArrayImpl'>"]),
+    "\n".join([
+        '{ lambda ; a:f32[8,2]. let',
+        '    b:f32[] c:f32[8,2] = shard_map[',
+        '      check_vma=True',
+        '      in_specs=(P(),)',
+        '      jaxpr={ lambda ; d:f32[8,2]. let',
+        '          e:f32[8,2] = mul d 2.0:f32[]',
+        '          f:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] e',
+        '          g:f32[] = reshard 1.0:f32[]',
+        '          h:f32[8,2] = broadcast_in_dim g',
+        '          i:f32[8,2] = mul h 2.0:f32[]',
+        '        in (f, i) }',
+        "      mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)",
+        "      newly_manual_axes=frozenset({'x'})",
+        '      out_specs=(P(), P())',
+        '    ] a',
+        '  in (b, c) }']),
+    "\n".join([
+        '{ lambda ; a:f32[8@x,2]. let',
+        '    b:f32[8@x,2] = mul a 2.0:f32[]',
+        '    _:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b',
+        '    c:f32[] = reshard 1.0:f32[]',
+        '    d:f32[8@x,2] = broadcast_in_dim c',
+        '    e:f32[8@x,2] = mul d 2.0:f32[]',
+        '  in (e,) }']),
+    "\n".join([
+        "<class 'jaxlib._jax.ArrayImpl'>"]),
+    "\n".join([
+        '{ lambda ; a:f32[8,2]. let',
+        '    b:f32[] c:f32[8,2] = shard_map[',
+        '      check_vma=True',
+        '      in_specs=(P(),)',
+        '      jaxpr={ lambda ; d:f32[8,2]. let',
+        '          e:f32[8,2] = mul d 2.0:f32[]',
+        '          f:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] e',
+        '          g:f32[8,2] = broadcast_in_dim 1.0:f32[]',
+        '          h:f32[8,2] = mul g 2.0:f32[]',
+        '        in (f, h) }',
+        "      mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Auto), device_kind=cpu, num_cores=None, platform=cpu)",
+        "      newly_manual_axes=frozenset({'x'})",
+        '      out_specs=(P(), P())',
+        '    ] a',
+        '  in (b, c) }']),
+    "\n".join([
+        '{ lambda ; a:f32[8,2]. let',
+        '    b:f32[8,2] = mul a 2.0:f32[]',
+        '    _:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b',
+        '    c:f32[8,2] = broadcast_in_dim 1.0:f32[]',
+        '    d:f32[8,2] = mul c 2.0:f32[]',
+        '  in (d,) }']),
+    "\n".join([
+        "<class 'jaxlib._jax.ArrayImpl'>"]),
+    "\n".join([
+        '{ lambda ; a:f32[8,2]. let',
+        '    b:f32[] c:f32[8,2] = shard_map[',
+        '      check_vma=True',
+        '      in_specs=(P(),)',
+        '      jaxpr={ lambda ; d:f32[8,2]. let',
+        '          e:f32[8,2] = mul d 2.0:f32[]',
+        '          f:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] e',
+        '          g:f32[8,2] = broadcast_in_dim 1.0:f32[]',
+        '          h:f32[8,2] = mul g 2.0:f32[]',
+        '        in (f, h) }',
+        "      mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto), device_kind=cpu, num_cores=None, platform=cpu)",
+        "      newly_manual_axes=frozenset({'x'})",
+        '      out_specs=(P(), P())',
+        '    ] a',
+        '  in (b, c) }']),
+]
+
+
+def _loss(a):
+    return (a * 2).sum()
+
+
+def test_types_and_grad_seeds_print_as_jax():
+    out = []
+    for types in MESH_TYPES:
+        mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=types, devices=DEVICES)
+        with jax.set_mesh(mesh):
+            xs = jax.device_put(X, P("x"))
+            out.append(str(jax.make_jaxpr(jax.grad(_loss))(xs)))
+            out.append(str(type(xs)))
+            body = jax.shard_map(jax.value_and_grad(_loss), in_specs=P(), out_specs=(P(), P()),
+                                 axis_names={"x"})
+            out.append(str(jax.make_jaxpr(body)(X)))
+    assert out == JAX_OUTPUT
