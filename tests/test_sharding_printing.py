@@ -2,7 +2,7 @@
 subprocess here): the class of an array laid out over several devices, and the seed of
 ``grad`` over a mesh with ``Explicit`` axes, which JAX lays out replicated over that mesh
 (a ``reshard`` in the jaxpr: at top level, and in a shard_map body whose mesh keeps an
-Explicit axis), but not over Auto or Manual axes."""
+Explicit axis), but not over Auto or Manual axes; the batched type of a vmapped jit."""
 import numpy as np
 
 import jaxkit as jax
@@ -113,3 +113,41 @@ def test_types_and_grad_seeds_print_as_jax():
                                  axis_names={"x"})
             out.append(str(jax.make_jaxpr(body)(X)))
     assert out == JAX_OUTPUT
+
+
+# vmap of a jit over a dimension split over an Explicit mesh axis: the batched jaxpr's
+# inputs keep that axis (JAX 0.10.2's output, with and without spmd_axis_name).
+VMAP_JIT_JAXPRS = [
+    "\n".join([
+        '{ lambda ; a:f32[8@x,4@y]. let',
+        '    b:f32[8@x,4@y] = jit[',
+        '      name=<lambda>',
+        "      ctx_mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit))",
+        '      jaxpr={ lambda ; a:f32[8@x,4@y]. let',
+        '          b:f32[8@x,4@y] = mul a 2.0:f32[]',
+        '        in (b,) }',
+        '    ] a',
+        '  in (b,) }']),
+    "\n".join([
+        '{ lambda ; a:f32[8@x,4@y]. let',
+        '    b:f32[8@x,4@y] = jit[',
+        '      name=<lambda>',
+        "      ctx_mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit))",
+        '      jaxpr={ lambda ; a:f32[8@x,4@y]. let',
+        '          b:f32[8@x,4@y] = mul a 2.0:f32[]',
+        '        in (b,) }',
+        '    ] a',
+        '    c:f32[4@y,8@x] = transpose[permutation=(1, 0)] b',
+        '  in (c,) }']),
+]
+
+
+def test_vmap_of_jit_keeps_the_split_batch_dimension():
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2,
+                         devices=DEVICES)
+    with jax.set_mesh(mesh):
+        xs = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), P("x", "y"))
+        row = jax.jit(lambda r: r * 2)
+        out = [str(jax.make_jaxpr(jax.vmap(row, spmd_axis_name="x"))(xs)),
+               str(jax.make_jaxpr(jax.vmap(row, in_axes=1))(xs))]
+    assert out == VMAP_JIT_JAXPRS
