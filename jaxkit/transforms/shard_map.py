@@ -255,14 +255,18 @@ def _trace_eager(f, in_tree, args: list, specs: tuple, local: list, debug, mesh:
         out_trees.append(out_tree)
         return out_flat
 
-    compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, args, specs, local)
+    # (called inside the body's bound axes: the stacks' depths around the call are one less)
+    depths = (len(_sharding._abstract_mesh_stack) - 1, len(_body_stack) - 1)
+    compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, depths, args, specs,
+                                local)
     jaxpr, consts = shard_map_eager.trace_body(flat_fun, local, debug, mesh, manual,
                                                check_vma, compute)
     return jaxpr, consts, out_trees[0]
 
 
-def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, args: list, specs: tuple,
-                     local: list, snapshot: core.Jaxpr, consts: list) -> np.ndarray:
+def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, args: list,
+                     specs: tuple, local: list, snapshot: core.Jaxpr,
+                     consts: list) -> np.ndarray:
     """Run ``snapshot`` (the equations of an eager body recorded so far, one output) on the
     call's arguments: every device's block of its output, stacked in mesh order (JAX's eager
     values: varying over every manual axis, replicated ones by a ``pvary``)."""
@@ -279,7 +283,7 @@ def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, args: list, spe
     jaxpr, body_consts = pe.trace_to_jaxpr(body, avals)
     closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
     n_replicated = len(body_consts) + len(consts)
-    with _outside_body():
+    with _outside_body(depths):
         out, = _bind(closed, [*body_consts, *consts, *args],
                      (PartitionSpec(),) * n_replicated + tuple(specs),
                      (PartitionSpec(manual),), mesh, manual, check_vma)
@@ -287,16 +291,21 @@ def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, args: list, spe
 
 
 @contextlib.contextmanager
-def _outside_body():
+def _outside_body(depths: tuple):
     """Run a program eagerly while a body traces: its manual axes unbound, its abstract mesh
-    and varying-axes typing left, as around the shard_map call."""
-    mesh_entry, body_entry = _sharding._abstract_mesh_stack.pop(), _body_stack.pop()
+    and varying-axes typing left, as around the shard_map call (``depths``: the abstract
+    mesh and body stacks' depths there)."""
+    # The entries from the body's own one on (and any the user's code in it added) set aside.
+    stacks = (_sharding._abstract_mesh_stack, _body_stack)
+    inside = [stack[depth:] for stack, depth in zip(stacks, depths)]
+    for stack, depth in zip(stacks, depths):
+        del stack[depth:]
     try:
         with core.set_current_trace(core.eval_trace), parallel_vma.outside_bodies():
             yield
     finally:
-        _sharding._abstract_mesh_stack.append(mesh_entry)
-        _body_stack.append(body_entry)
+        for stack, entries in zip(stacks, inside):
+            stack.extend(entries)
 
 
 class _ContextMesh(Mesh):
