@@ -2,10 +2,12 @@
 subprocess here): the class of an array laid out over several devices, and the seed of
 ``grad`` over a mesh with ``Explicit`` axes, which JAX lays out replicated over that mesh
 (a ``reshard`` in the jaxpr: at top level, and in a shard_map body whose mesh keeps an
-Explicit axis), but not over Auto or Manual axes; the batched type of a vmapped jit."""
+Explicit axis), but not over Auto or Manual axes; the batched type of a vmapped jit; the
+layout of an eager shard_map's results."""
 import numpy as np
 
 import jaxkit as jax
+from jaxkit import lax
 from jaxkit.runtime import multi_device
 from jaxkit.sharding import AxisType, PartitionSpec as P
 
@@ -151,3 +153,34 @@ def test_vmap_of_jit_keeps_the_split_batch_dimension():
         out = [str(jax.make_jaxpr(jax.vmap(row, spmd_axis_name="x"))(xs)),
                str(jax.make_jaxpr(jax.vmap(row, in_axes=1))(xs))]
     assert out == VMAP_JIT_JAXPRS
+
+
+# An eager shard_map's results are laid out as out_specs writes them (P('x',), P(None,)),
+# over a mesh from the context too (JAX 0.10.2's output; Explicit, then Auto mesh).
+EAGER_OUT_SHARDINGS = [
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit)), spec=P(None,), memory_kind=device) float32[8]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit)), spec=P(), memory_kind=device) float32[8]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit)), spec=P('x',), memory_kind=device) float32[8@x,2]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit)), spec=P(('x', 'y'),), memory_kind=device) float32[32@(x,y),2]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit)), spec=P(), memory_kind=device) float32[4,2]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P(None,), memory_kind=device) float32[8]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P(), memory_kind=device) float32[8]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P('x',), memory_kind=device) float32[8,2]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P(('x', 'y'),), memory_kind=device) float32[32,2]",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P(), memory_kind=device) float32[4,2]",
+]
+
+
+def test_eager_shard_map_results_are_laid_out_as_out_specs_write_them():
+    out = []
+    for types in [AxisType.Explicit, AxisType.Auto]:
+        mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(types,) * 2, devices=DEVICES)
+        with jax.set_mesh(mesh):
+            x = jax.device_put(X, P("x", None))
+            for specs, arg in [((P(), P(None,)), X[:, 0]), ((P(), P()), X[:, 0]),
+                               ((P("x"), P("x")), x), ((P("x"), P(("x", "y"))), x)]:
+                r = jax.shard_map(lambda a: a, in_specs=specs[0], out_specs=specs[1])(arg)
+                out.append(f"{r.sharding} {jax.typeof(r)}")
+            r = jax.shard_map(lambda a: lax.psum(a, "x"), in_specs=P("x"), out_specs=P())(x)
+            out.append(f"{r.sharding} {jax.typeof(r)}")
+    assert out == EAGER_OUT_SHARDINGS

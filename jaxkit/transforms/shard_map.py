@@ -51,6 +51,7 @@ from jaxkit.lax import parallel, parallel_vma
 from jaxkit.lax.elementwise import div
 from jaxkit.lax.structural import reshape
 from jaxkit.runtime import sharding as _sharding
+from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
                                      PartitionSpec, current_mesh, typed_sharding)
 from jaxkit.transforms import shard_map_eager
@@ -217,8 +218,9 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         local = [_local_aval(the_mesh, s, a, "in_specs", check_vma)
                  for s, a in zip(specs_in, avals)]
         debug = pe.debug_info("shard_map", f, ())
+        eager = core.current_trace() is core.eval_trace
         with _mesh_axes_bound(the_mesh, manual, check_vma):
-            if core.current_trace() is core.eval_trace:
+            if eager:
                 # Called eagerly: values printed in the body show every device's block.
                 jaxpr, consts, out_tree = _trace_eager(f, in_tree, flat, specs_in, local,
                                                        debug, the_mesh, manual, check_vma)
@@ -238,9 +240,24 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
         outs = _bind(closed, [*consts, *flat], specs_in, specs_out, the_mesh, manual,
                      check_vma)
+        if eager and set(manual) == set(the_mesh.axis_names):
+            outs = [_as_written(o, s) for o, s in zip(outs, specs_out)]
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+def _as_written(out, spec: PartitionSpec):
+    """An eager result's sharding as ``out_specs`` writes it (``P('x',)``, ``P(None,)``),
+    which JAX's eager shard_map lays its result out with; the layout is the same."""
+    s = getattr(out, "_sharding", None)
+    if type(out) is not ShardedArray or not isinstance(s, NamedSharding):
+        return out
+    ndim = len(out.shape)
+    if s.spec._normalized(ndim) != spec._normalized(ndim) or \
+            (s.spec.unreduced, s.spec.reduced) != (spec.unreduced, spec.reduced):
+        return out
+    return ShardedArray(out._buf, out.aval, NamedSharding(s.mesh, spec))
 
 
 def _trace_eager(f, in_tree, args: list, specs: tuple, local: list, debug, mesh: Mesh,
@@ -309,16 +326,19 @@ def _outside_body(depths: tuple):
 
 
 class _ContextMesh(Mesh):
-    """The mesh in context, as a shard_map called without ``mesh=`` holds it: equal to that
-    mesh, but shown (in a jaxpr's ``mesh=`` parameter) as the abstract mesh in context, which
-    is what JAX's shard_map holds then."""
+    """The mesh in context, as a shard_map called without ``mesh=`` holds it: that mesh, but
+    its equation shows (``mesh=``) the abstract mesh in context, which is what JAX's
+    shard_map holds then."""
 
     def __init__(self, mesh: Mesh, shown: AbstractMesh):  # noqa: D107  (no Mesh.__init__)
         self.__dict__.update(mesh.__dict__)
-        self._shown = shown
+        self.shown = shown
 
-    def __str__(self) -> str:
-        return repr(self._shown)
+
+def _pp_params(params: dict) -> dict:
+    mesh = params["mesh"]
+    return dict(sorted({**params, "mesh": mesh.shown if isinstance(mesh, _ContextMesh)
+                        else mesh}.items()))
 
 
 def _check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list) -> None:
@@ -762,6 +782,7 @@ def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
 
 
 shard_map_p.def_impl(_impl)
+core.defpp_params(shard_map_p, _pp_params)
 shard_map_p.def_abstract_eval(_abstract_eval)
 mlir.register_lowering(shard_map_p, _lowering)
 ad.defjvp_rule(shard_map_p, _jvp)
