@@ -28,8 +28,8 @@ from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
-from jaxkit.runtime.sharding import PartitionSpec, typed_aval
-from jaxkit.sharding import Sharding
+from jaxkit.runtime.sharding import AxisType, PartitionSpec, current_abstract_mesh, typed_aval
+from jaxkit.sharding import Sharding, reshard
 from jaxkit.transforms import stages
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
 from jaxkit.transforms.vmap import vmap
@@ -373,8 +373,14 @@ def _one_like(aval: core.ShapedArray):
         if core.current_trace() is core.eval_trace:
             # A concrete array, so the gradient of the identity is an array too (as in JAX).
             return lax.convert_element_type(1, aval.dtype, True)
-        return 1.0 if dtypes.issubdtype(aval.dtype, np.floating) else 1.0 + 0.0j
-    return np.ones((), aval.dtype)[()]
+        one = 1.0 if dtypes.issubdtype(aval.dtype, np.floating) else 1.0 + 0.0j
+    else:
+        one = np.ones((), aval.dtype)[()]
+    if core.current_trace() is not core.eval_trace and \
+            AxisType.Explicit in current_abstract_mesh().axis_types:
+        # JAX's seed is laid out (replicated) over the mesh in context: its jaxpr shows it.
+        return reshard(one, PartitionSpec())
+    return one
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

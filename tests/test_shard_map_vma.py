@@ -319,3 +319,100 @@ def test_none_spec_over_an_empty_subtree_covers_no_leaf():
         (2,), ("i",), devices=DEVICES[:2], axis_types=(AxisType.Auto,)),
         in_specs=({"w": P("i"), "b": None, "c": P()},), out_specs=P("i"))
     np.testing.assert_array_equal(f(state), [0.0, 3.0, 2.0, 5.0])
+
+
+# ---- shard_map called eagerly: JAX runs the body per device, so printing a value shows
+# every device's block, and a replicated value is concrete (JAX 0.10.2's output) ----
+EAGER_PRINTED = (
+    'On cpu:0 at mesh coordinates (i, j,) = (0, 0):\n'
+    '[[0.]\n'
+    ' [2.]]\n'
+    '\n'
+    'On cpu:1 at mesh coordinates (i, j,) = (0, 1):\n'
+    '[[1.]\n'
+    ' [3.]]\n'
+    '\n'
+    'On cpu:2 at mesh coordinates (i, j,) = (1, 0):\n'
+    '[[4.]\n'
+    ' [6.]]\n'
+    '\n'
+    'On cpu:3 at mesh coordinates (i, j,) = (1, 1):\n'
+    '[[5.]\n'
+    ' [7.]]\n'
+    '\n'
+    'On cpu:0 at mesh coordinates (i, j,) = (0, 0):\n'
+    '[[1.]\n'
+    ' [5.]]\n'
+    '\n'
+    'On cpu:1 at mesh coordinates (i, j,) = (0, 1):\n'
+    '[[1.]\n'
+    ' [5.]]\n'
+    '\n'
+    'On cpu:2 at mesh coordinates (i, j,) = (1, 0):\n'
+    '[[ 9.]\n'
+    ' [13.]]\n'
+    '\n'
+    'On cpu:3 at mesh coordinates (i, j,) = (1, 1):\n'
+    '[[ 9.]\n'
+    ' [13.]]\n'
+    '\n'
+    'total 28 2\n'
+    'ConcretizationTypeError\n'
+    '[[ 1.]\n'
+    ' [ 5.]\n'
+    ' [ 9.]\n'
+    ' [13.]]\n'
+    'On cpu:0 at mesh coordinates (i,) = (0,):\n'
+    '[0. 2.]\n'
+    '\n'
+    'On cpu:1 at mesh coordinates (i,) = (1,):\n'
+    '[4. 6.]\n'
+    '\n'
+    'NameError Found an unbound axis name: j. To fix this, please call pvary under `jax.shard_map`.\n'
+    'TracerBoolConversionError\n'
+    '{ lambda ; a:f32[4]. let\n'
+    '    b:f32[4] = shard_map[\n'
+    '      check_vma=True\n'
+    "      in_specs=(P('i',),)\n"
+    '      jaxpr={ lambda ; c:f32[2]{V:i}. let  in (c,) }\n'
+    "      mesh=AbstractMesh('i': 2, axis_types=(Auto,), device_kind=cpu, num_cores=None, platform=cpu)\n"
+    "      newly_manual_axes=frozenset({'i'})\n"
+    "      out_specs=(P('i',),)\n"
+    '    ] a\n'
+    '  in (b,) }\n'
+)
+
+
+def _eager_body(x):
+    print(x)
+    y = lax.psum(x, "j")
+    print(y)
+    s = lax.psum(x.sum(), ("i", "j"))
+    if s > 20:  # replicated: concrete, for bool(), int() and indexing but not float()
+        print("total", int(s), [0, 1, 2][s.astype(jnp.int32) // 14])
+    try:
+        float(s)
+    except Exception as e:
+        print(type(e).__name__)
+    return y
+
+
+def test_eager_body_prints_each_device_block_as_jax(capsys):
+    r = jax.shard_map(_eager_body, mesh=MESH, in_specs=P("i", "j"), out_specs=P("i"))(X)
+    print(r)
+    jax.shard_map(lambda v: print(v * 2) or v, mesh=MESH1, in_specs=P("i"), out_specs=P("i"),
+                  check_vma=False)(X1)
+    try:  # over some mesh axes only: JAX's pvary to every axis fails
+        jax.shard_map(lambda v: print(v) or v, mesh=MESH, in_specs=P("i"), out_specs=P("i"),
+                      axis_names={"i"})(X)
+    except Exception as e:
+        print(type(e).__name__, e)
+    try:  # varying: not concrete
+        jax.shard_map(lambda v: v * bool(v.sum() > 0), mesh=MESH1, in_specs=P("i"),
+                      out_specs=P("i"))(X1)
+    except Exception as e:
+        print(type(e).__name__)
+    # without mesh=, the jaxpr holds (and shows) the context's abstract mesh
+    with jax.set_mesh(MESH1):
+        print(jax.make_jaxpr(jax.shard_map(lambda v: v, in_specs=P("i"), out_specs=P("i")))(X1))
+    assert _canonical(capsys.readouterr().out) == _canonical("".join(EAGER_PRINTED))

@@ -37,6 +37,7 @@ from typing import Any
 from jaxkit import core
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.runtime.sharding import typed_sharding
 
 batch_rules: dict[core.Primitive, Callable] = {}
 named_axis_rules: set[core.Primitive] = set()
@@ -83,6 +84,7 @@ class AxisData:
     size: int
     spmd_name: Any = None
     explicit_mesh_axis: Any = None
+    explicit_mesh: Any = None  # the (abstract) mesh of ``explicit_mesh_axis``
 
 
 class BatchTracer(core.Tracer):
@@ -242,6 +244,20 @@ def unmapped_aval(dim: int | None, aval: ShapedArray) -> ShapedArray:
     return aval.delete_dim(dim)
 
 
+def _batched_aval(axis_data: AxisData, dim: int | None, aval: ShapedArray) -> ShapedArray:
+    """``mapped_aval``, the batch dimension split over the Explicit mesh axis the vmapped
+    arguments are split over (as JAX types a batched jaxpr's inputs: ``f32[8@X,2]``)."""
+    if dim is not_mapped or axis_data.explicit_mesh_axis is None:
+        return mapped_aval(axis_data.size, dim, aval)
+    parts = list(aval.sharding.spec) if aval._sharding is not None else [None] * aval.ndim
+    parts.insert(dim, axis_data.explicit_mesh_axis)
+    shape = aval.shape[:dim] + (axis_data.size,) + aval.shape[dim:]
+    s = aval._sharding
+    return ShapedArray(shape, aval.dtype, aval.weak_type, typed_sharding(
+        axis_data.explicit_mesh, parts, *((s.spec.unreduced, s.spec.reduced) if s else ())),
+        aval.vma)
+
+
 # ClosedJaxpr -> {key: (batched ClosedJaxpr, out_dims)}. Reusing the same batched jaxpr object
 # lets the jit primitive's executable cache (keyed on the jaxpr) hit on every later call.
 _batch_jaxpr_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -263,7 +279,7 @@ def batch_jaxpr_axes(closed_jaxpr: ClosedJaxpr, axis, in_dims: Sequence[int | No
     hit = per_jaxpr.get(key)
     if hit is not None:
         return hit
-    in_avals = [mapped_aval(axis_data.size, d, a) for d, a in zip(in_dims, closed_jaxpr.in_avals)]
+    in_avals = [_batched_aval(axis_data, d, a) for d, a in zip(in_dims, closed_jaxpr.in_avals)]
     fun = batch_subtrace(core.jaxpr_as_fun(closed_jaxpr), axis_data, in_dims, out_dims)
     out_dims_box = []
 

@@ -57,6 +57,18 @@ def checking_vma(check: bool) -> Iterator[None]:
         _checking.stack.pop()
 
 
+@contextlib.contextmanager
+def outside_bodies() -> Iterator[None]:
+    """No manual axis bound and no varying axes typed while the block runs: an eager
+    shard_map runs a program, from inside the body it traces, as from outside any body."""
+    saved, parallel._axis_env.frames = parallel._axis_env.frames, []
+    try:
+        with checking_vma(False):
+            yield
+    finally:
+        parallel._axis_env.frames = saved
+
+
 def checking() -> bool:
     """Whether the innermost shard_map body being traced checks varying manual axes."""
     return bool(_checking.stack) and _checking.stack[-1]

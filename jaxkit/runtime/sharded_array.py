@@ -228,3 +228,9 @@ core.pytype_aval_mappings[ShardedArray] = lambda x: x.aval
 def sharded_arrays(bufs: Sequence, avals: Sequence[ShapedArray],
                    shardings: Sequence) -> list[ShardedArray]:
     return [ShardedArray(b, a, s) for b, a, s in zip(bufs, avals, shardings)]
+
+
+# Under JAX an array over several devices is of the same class as a one-device array, so
+# ``type(x)`` prints ``jaxlib._jax.ArrayImpl`` for both (see ``Array``'s name).
+ShardedArray.__name__ = ShardedArray.__qualname__ = "ArrayImpl"
+ShardedArray.__module__ = "jaxlib._jax"

@@ -12,8 +12,9 @@ partitioned over the mesh; its collectives address devices by their partition id
 are assembled as ``out_specs`` says: a dimension split over an axis concatenates the devices'
 blocks, an axis left out means the blocks are equal (replicated).
 
-Outside ``jit`` the call runs as a jitted program. ``jvp`` and ``vmap`` of a shard_map
-transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
+Outside ``jit`` the call runs as a jitted program; a value printed in its body shows every
+device's block, as JAX's eager shard_map prints it (``shard_map_eager``). ``jvp`` and ``vmap``
+of a shard_map transform its body (a vmapped axis is never split). Reverse mode (``grad``, ``vjp``,
 ``linearize``, ``jacrev`` of a shard_map) splits the body into a known shard_map, run now,
 whose per-device residuals come out split over all its manual axes, and an unknown one taking
 them back; the transpose is a shard_map of the transposed body.
@@ -50,8 +51,10 @@ from jaxkit.lax import parallel, parallel_vma
 from jaxkit.lax.elementwise import div
 from jaxkit.lax.structural import reshape
 from jaxkit.runtime import sharding as _sharding
+from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
                                      PartitionSpec, current_mesh, typed_sharding)
+from jaxkit.transforms import shard_map_eager
 from jaxkit.transforms.jit import jit
 
 __all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
@@ -197,6 +200,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         if the_mesh is None:
             raise ValueError("shard_map needs a mesh: pass mesh=..., or call it inside "
                              "`with mesh:` / jaxkit.sharding.set_mesh(mesh)")
+        if mesh is None:
+            the_mesh = _ContextMesh(the_mesh, _sharding.current_abstract_mesh())
         manual = _manual_axes(the_mesh, axis_names)
         _check_specs_manual(in_specs, frozenset(manual), "in_specs")
         _check_specs_manual(out_specs, frozenset(manual), "out_specs")
@@ -212,9 +217,16 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             _check_specs_match_types(the_mesh, manual, specs_in, avals)
         local = [_local_aval(the_mesh, s, a, "in_specs", check_vma)
                  for s, a in zip(specs_in, avals)]
+        debug = pe.debug_info("shard_map", f, ())
+        eager = core.current_trace() is core.eval_trace
         with _mesh_axes_bound(the_mesh, manual, check_vma):
-            jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(
-                lambda a: f(*a), in_tree, local, pe.debug_info("shard_map", f, ()))
+            if eager:
+                # Called eagerly: values printed in the body show every device's block.
+                jaxpr, consts, out_tree = _trace_eager(f, in_tree, flat, specs_in, local,
+                                                       debug, the_mesh, manual, check_vma)
+            else:
+                jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: f(*a), in_tree,
+                                                                 local, debug)
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         full_out = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
         specs_out = _specs_per_leaf(out_specs, full_out, "out_specs")
@@ -228,9 +240,105 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
         outs = _bind(closed, [*consts, *flat], specs_in, specs_out, the_mesh, manual,
                      check_vma)
+        if eager and set(manual) == set(the_mesh.axis_names):
+            outs = [_as_written(o, s) for o, s in zip(outs, specs_out)]
         return tree_util.tree_unflatten(out_tree, outs)
 
     return mapped
+
+
+def _as_written(out, spec: PartitionSpec):
+    """An eager result's sharding as ``out_specs`` writes it (``P('x',)``, ``P(None,)``),
+    which JAX's eager shard_map lays its result out with; the layout is the same."""
+    s = getattr(out, "_sharding", None)
+    if type(out) is not ShardedArray or not isinstance(s, NamedSharding):
+        return out
+    ndim = len(out.shape)
+    if s.spec._normalized(ndim) != spec._normalized(ndim) or \
+            (s.spec.unreduced, s.spec.reduced) != (spec.unreduced, spec.reduced):
+        return out
+    return ShardedArray(out._buf, out.aval, NamedSharding(s.mesh, spec))
+
+
+def _trace_eager(f, in_tree, args: list, specs: tuple, local: list, debug, mesh: Mesh,
+                 manual: tuple, check_vma: bool):
+    """``pe.trace_tree_to_jaxpr`` of an eager call's body: its values know the call's
+    arguments, so that printing one computes it (``shard_map_eager``)."""
+    out_trees = []
+
+    def flat_fun(*leaves):
+        out_flat, out_tree = tree_util.tree_flatten(f(*tree_util.tree_unflatten(in_tree,
+                                                                                leaves)))
+        out_trees.append(out_tree)
+        return out_flat
+
+    # (called inside the body's bound axes: the stacks' depths around the call are one less)
+    depths = (len(_sharding._abstract_mesh_stack) - 1, len(_body_stack) - 1)
+    compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, depths, args, specs,
+                                local)
+    jaxpr, consts = shard_map_eager.trace_body(flat_fun, local, debug, mesh, manual,
+                                               check_vma, compute)
+    return jaxpr, consts, out_trees[0]
+
+
+def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, args: list,
+                     specs: tuple, local: list, snapshot: core.Jaxpr,
+                     consts: list) -> np.ndarray:
+    """Run ``snapshot`` (the equations of an eager body recorded so far, one output) on the
+    call's arguments: every device's block of its output, stacked in mesh order (JAX's eager
+    values: varying over every manual axis, replicated ones by a ``pvary``)."""
+    avals = [_local_aval(mesh, PartitionSpec(), core.get_aval(c), "in_specs", check_vma)
+             for c in consts] + list(local)
+
+    def body(*xs):
+        out = core.eval_jaxpr(snapshot, xs[:len(consts)], *xs[len(consts):])[0]
+        if check_vma:
+            vma = core.get_aval(out).vma
+            out = parallel_vma.pvary(out, tuple(a for a in manual if a not in vma))
+        return [reshape(out, (1, *np.shape(out)))]
+
+    jaxpr, body_consts = pe.trace_to_jaxpr(body, avals)
+    closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    n_replicated = len(body_consts) + len(consts)
+    with _outside_body(depths):
+        out, = _bind(closed, [*body_consts, *consts, *args],
+                     (PartitionSpec(),) * n_replicated + tuple(specs),
+                     (PartitionSpec(manual),), mesh, manual, check_vma)
+        return np.asarray(out)
+
+
+@contextlib.contextmanager
+def _outside_body(depths: tuple):
+    """Run a program eagerly while a body traces: its manual axes unbound, its abstract mesh
+    and varying-axes typing left, as around the shard_map call (``depths``: the abstract
+    mesh and body stacks' depths there)."""
+    # The entries from the body's own one on (and any the user's code in it added) set aside.
+    stacks = (_sharding._abstract_mesh_stack, _body_stack)
+    inside = [stack[depth:] for stack, depth in zip(stacks, depths)]
+    for stack, depth in zip(stacks, depths):
+        del stack[depth:]
+    try:
+        with core.set_current_trace(core.eval_trace), parallel_vma.outside_bodies():
+            yield
+    finally:
+        for stack, entries in zip(stacks, inside):
+            stack.extend(entries)
+
+
+class _ContextMesh(Mesh):
+    """The mesh in context, as a shard_map called without ``mesh=`` holds it: that mesh, but
+    its equation shows (``mesh=``) the abstract mesh in context, which is what JAX's
+    shard_map holds then."""
+
+    def __init__(self, mesh: Mesh, shown: AbstractMesh):  # noqa: D107  (no Mesh.__init__)
+        self.__dict__.update(mesh.__dict__)
+        self.shown = shown
+
+
+def _pp_params(params: dict) -> dict:
+    mesh = params["mesh"]
+    return dict(sorted({**params, "mesh": mesh.shown if isinstance(mesh, _ContextMesh)
+                        else mesh}.items()))
 
 
 def _check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list) -> None:
@@ -309,7 +417,7 @@ def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
         in_specs = tree_util.tree_map(to_spec, in_axes, is_leaf=is_none)
         if isinstance(in_axes, tuple):
             in_specs = tuple(in_specs)
-        return shard_map(f, mesh=the_mesh, in_specs=in_specs, out_specs=out_specs,
+        return shard_map(f, in_specs=in_specs, out_specs=out_specs,
                          axis_names={axis_name})(*args)
 
     return mapped
@@ -674,6 +782,7 @@ def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
 
 
 shard_map_p.def_impl(_impl)
+core.defpp_params(shard_map_p, _pp_params)
 shard_map_p.def_abstract_eval(_abstract_eval)
 mlir.register_lowering(shard_map_p, _lowering)
 ad.defjvp_rule(shard_map_p, _jvp)

@@ -80,7 +80,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         dims = _canonicalize_in_dims(vals, dims)
         size = _mapped_axis_size(fun, args, kwargs, vals, dims, axis_size)
         trace = BatchTrace(AxisData(axis_name, size, spmd_axis_name,
-                                    _explicit_mesh_axis(vals, dims)), debug=fun_name)
+                                    *_explicit_mesh_axis(vals, dims)), debug=fun_name)
         with core.new_trace(trace):
             in_vals = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
             with source_info.name_stack_context(source_info.current_name_stack().transform(
@@ -109,19 +109,19 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 # --------------------------------------------------------------------------------------------
 
 
-def _explicit_mesh_axis(vals: list, dims: list) -> Any:
+def _explicit_mesh_axis(vals: list, dims: list) -> tuple:
     """The mesh axis the mapped dimension of the arguments is split over in their types
-    (None if unsplit); arguments that disagree are an error, as in JAX."""
-    found = set()
+    (None if unsplit), and its mesh; arguments that disagree are an error, as in JAX."""
+    found, mesh = set(), None
     for v, d in zip(vals, dims):
         sharding = getattr(core.get_aval(v), "_sharding", None) if d is not None else None
-        if sharding is not None:
+        if sharding is not None and tuple(sharding.spec)[d] is not None:
             found.add(tuple(sharding.spec)[d])
-    found.discard(None)
+            mesh = sharding.mesh
     if len(found) > 1:
         raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded "
                          f"the same. Got inconsistent axis specs: {sorted(map(str, found))}")
-    return found.pop() if found else None
+    return (found.pop(), mesh) if found else (None, None)
 
 
 def _maps_itself(x) -> bool:
