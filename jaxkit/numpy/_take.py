@@ -33,6 +33,17 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     """``jnp.take``: elements of ``a`` at ``indices`` along ``axis`` (the flattened array by
     default). Out-of-bounds indices give ``fill_value`` (NaN for floats) unless ``mode`` is
     'clip' or 'wrap'."""
+    return _take(a, indices, None if axis is None else operator.index(axis), out, mode,
+                 unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                 fill_value=fill_value)
+
+
+# A plain jit, as JAX's: traced, ``take`` stages one ``jit[name=_take]`` equation.
+@jitted(static_argnames=("axis", "mode", "unique_indices", "indices_are_sorted", "fill_value"),
+        inline=False)
+def _take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None,
+          mode: str | None = None, unique_indices: bool = False,
+          indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     a, indices = ensure_arraylike("take", a, indices)
@@ -40,18 +51,17 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
         a = lax.reshape(a, (a.size,))
         axis_idx = 0
     else:
-        axis_idx = canonicalize_axis(operator.index(axis), a.ndim)
+        axis_idx = canonicalize_axis(axis, a.ndim)
     size = a.shape[axis_idx]
-    idt = indices.dtype
     if mode is None or mode == "fill":
         gather_mode = lax.GatherScatterMode.FILL_OR_DROP
-        if not dtypes.issubdtype(idt, np.unsignedinteger):
-            indices = where3(lax.lt(indices, np.asarray(0, idt)[()]),
-                             lax.add(indices, np.asarray(size, idt)[()]), indices)
+        # gather takes no negative indices: they count from the end, as in NumPy. Unsigned
+        # indices go through the same (always false) test, so programs read as JAX's.
+        indices = where3(indices < 0, indices + size, indices)
     elif mode == "raise":
         raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
     elif mode == "wrap":
-        indices = remainder(indices, np.asarray(max(size, 1), idt)[()])
+        indices = remainder(indices, np.asarray(size, indices.dtype)[()])
         gather_mode = lax.GatherScatterMode.PROMISE_IN_BOUNDS
     elif mode == "clip":
         gather_mode = lax.GatherScatterMode.CLIP
