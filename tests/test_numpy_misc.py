@@ -25,6 +25,10 @@ ROWS = [
     ("cov", (F32,), {}), ("cov", (F32,), {"rowvar": False}), ("cov", (V4, V7[:4]), {}),
     ("cov", (F32,), {"bias": True, "aweights": V4 + 5, "fweights": np.array([1, 2, 1, 3])}),
     ("cov", (F32,), {"ddof": 0}), ("corrcoef", (F32,), {}), ("corrcoef", (V4, V7[:4]), {}),
+    ("cov", (I32,), {"dtype": np.float16, "fweights": np.array([1, -2, 1, 3])}),
+    ("cov", (F32,), {"aweights": -V4 - 5, "dtype": np.complex64}),
+    ("cov", (np.ones((2, 0), np.float32),), {}), ("cov", (np.ones((1, 0), np.float32),), {}),
+    ("corrcoef", (I32,), {"dtype": np.float16}), ("corrcoef", (V4, V7[:4]), {"rowvar": False}),
     ("gradient", (F32,), {}), ("gradient", (F32, 2.0), {"axis": 1}),
     ("gradient", (V7, np.cumsum(np.abs(V7) + 0.1).astype(np.float32)), {}),
     ("histogram", (F32,), {}), ("histogram", (F32, 5), {"range": (-1, 1), "density": True}),
@@ -130,6 +134,10 @@ def test_misc_errors():
         jnp.fill_diagonal(jnp.asarray(F32), 1.0)
     with pytest.raises(NotImplementedError, match="string values for `bins`"):
         jnp.histogram(F32, bins="auto")
+    with pytest.raises(ValueError, match="cov: dtype must be a subclass of float or complex"):
+        jnp.cov(F32, dtype=np.int32)
+    with pytest.raises(ValueError, match="corrcoef: dtype must be a subclass of float"):
+        jnp.corrcoef(F32, dtype=bool)
 
 
 def test_polyfit():
