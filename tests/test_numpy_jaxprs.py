@@ -48,6 +48,8 @@ RECORDS = [
     ("take_clip", lambda N: lambda x: N.take(x, IDX, axis=0, mode="clip"), (2, 3), KINDS),
     ("take_unsigned", lambda N: lambda x: N.take(x, IDX.astype(np.uint32)), (2, 3),
      ("float32",)),
+    ("take_along_axis_no_wrap", lambda N: lambda x: N.take_along_axis(
+        x, np.array([[0, -1]] * 2, np.int8), axis=1, wrap_negative_indices=False), (2, 3), KINDS),
     ("atleast_1d", lambda N: lambda x: N.atleast_1d(x), (), KINDS),
     ("atleast_2d", lambda N: lambda x: N.atleast_2d(x), (3,), KINDS),
     ("atleast_3d", lambda N: lambda x: N.atleast_3d(x), (3,), KINDS),

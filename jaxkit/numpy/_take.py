@@ -86,11 +86,13 @@ def _take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None =
                       indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
 
-@jitted(static_argnames=("axis", "mode", "fill_value"), inline=False)
+@jitted(static_argnames=("axis", "mode", "fill_value", "wrap_negative_indices"), inline=False)
 def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
-                    mode: Any = None, fill_value: Any = None) -> Any:
+                    mode: Any = None, fill_value: Any = None, *,
+                    wrap_negative_indices: bool | None = None) -> Any:
     """``jnp.take_along_axis``: ``arr`` gathered along ``axis`` at ``indices`` (same rank,
-    other axes broadcast)."""
+    other axes broadcast). Negative indices count from the end if ``wrap_negative_indices``
+    (by default: unless ``mode='promise_in_bounds'``, JAX's legacy default)."""
     a, indices = ensure_arraylike("take_along_axis", arr, indices)
     if not dtypes.issubdtype(indices.dtype, np.integer):
         raise TypeError(f"take_along_axis indices must be of integer type, got "
@@ -112,9 +114,13 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
     axis_size = a.shape[axis_int]
     if axis_size == 0:
         return lax.full(out_shape, 0, a.dtype)
-    indices = lax.convert_element_type(indices, np.int32)
-    if mode != "promise_in_bounds":
-        indices = _normalize(indices, axis_size)
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    if wrap_negative_indices:
+        # As JAX: indices that may be wrapped are widened to an index type that holds
+        # ``index + axis_size``; others keep their dtype.
+        wide = np.int64 if axis_size > np.iinfo(np.int32).max else np.int32
+        indices = _normalize(lax.convert_element_type(indices, wide), axis_size)
     index_dims = [i for i, d in enumerate(idx_shape) if i == axis_int or d != 1]
     gather_index_shape = tuple(np.array(out_shape)[index_dims]) + (1,)
     gather_indices = lax.reshape(broadcast_to_shape(
