@@ -71,17 +71,12 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
     return newshape
 
 
-@jitted(static_argnames=("shape", "order", "newshape", "copy"))
-def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
-            copy: bool | None = None) -> Array:
+@jitted(static_argnames=("shape", "order", "copy"))
+def reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None) -> Array:
     """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
-    ``'F'``."""
+    ``'F'``. (JAX 0.10.2 has removed the deprecated ``newshape`` keyword.)"""
     check_arraylike("reshape", a)
     a = asarray(a)
-    if shape is None:
-        if newshape is None:
-            raise TypeError("reshape() missing required argument 'shape'")
-        shape = newshape
     new = _compute_newshape(a.shape, a.size, shape)
     if order == "C":
         return lax.reshape(a, new)
@@ -116,7 +111,10 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     return lax.transpose(a, axes)
 
 
-permute_dims = transpose
+def permute_dims(a: ArrayLike, /, axes: tuple[int, ...]) -> Array:
+    """``jnp.permute_dims`` (the array API's ``transpose``): ``axes`` is required and is
+    lax.transpose's permutation, as JAX's (no default, no negative axes)."""
+    return lax.transpose(ensure_arraylike("permute_dims", a), axes)
 
 
 @jitted
@@ -695,13 +693,28 @@ def resize(a: ArrayLike, new_shape: int | Sequence[int]) -> Array:
     return lax.reshape(arr, new_shape)
 
 
-def trim_zeros(filt: ArrayLike, trim: str = "fb") -> Array:
-    """``jnp.trim_zeros``: drop leading/trailing zeros of a concrete 1-D array."""
+def trim_zeros(filt: ArrayLike, trim: str = "fb",
+               axis: int | Sequence[int] | None = None) -> Array:
+    """``jnp.trim_zeros``: drop the leading ('f') and/or trailing ('b') slices of a concrete
+    array that hold only zeros, along ``axis`` (all axes by default)."""
     filt = ensure_arraylike("trim_zeros", filt)
     core.concrete_or_error(filt, "Error arose in the `filt` argument of trim_zeros()")
-    nz = np.nonzero(np.asarray(filt) != 0)[0]
-    if nz.size == 0:
-        return lax.slice(filt, (0,), (0,))
-    start = int(nz[0]) if "f" in trim.lower() else 0
-    end = int(nz[-1]) + 1 if "b" in trim.lower() else filt.shape[0]
-    return lax.slice(filt, (start,), (end,))
+    axes = range(filt.ndim) if axis is None else _index_tuple(axis)
+    canonical = tuple(canonicalize_axis(ax, filt.ndim) for ax in axes)
+    if len(set(canonical)) != len(canonical):
+        raise ValueError(f"repeated axis: {canonical}")
+    axis_set = set(canonical)
+    front, back = "f" in trim.lower(), "b" in trim.lower()
+    if not axis_set or not (front or back):
+        return filt
+    nonzero = np.asarray(filt) != 0
+
+    def kept(ax: int) -> slice:
+        if ax not in axis_set:
+            return slice(None)
+        mask = nonzero.any(axis=tuple(i for i in range(filt.ndim) if i != ax))
+        if not mask.any():
+            return slice(0, 0)
+        return slice(int(mask.argmax()) if front else None,
+                     filt.shape[ax] - int(mask[::-1].argmax()) if back else None)
+    return getitem(filt, tuple(kept(ax) for ax in range(filt.ndim)))

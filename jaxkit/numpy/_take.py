@@ -3,6 +3,7 @@
 indices, built on the indexing machinery of ``_indexing``."""
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._creation import _user_dtype
 from jaxkit.numpy._indexing import _normalize, scatter_update
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -23,7 +25,7 @@ from jaxkit.numpy._ufuncs import add as _add
 from jaxkit.numpy._ufuncs import divmod as _divmod
 from jaxkit.numpy._ufuncs import multiply as _mul
 from jaxkit.numpy._ufuncs import remainder, where3
-from jaxkit.typing import ArrayLike
+from jaxkit.typing import ArrayLike, DTypeLike
 
 # --------------------------------------------------------------------------------------------
 
@@ -241,18 +243,25 @@ def unravel_index(indices: ArrayLike, shape: Any) -> tuple[Any, ...]:
 
 
 def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mode: str = "raise",
-                      order: str = "C") -> Any:
+                      order: str = "C", *, dtype: DTypeLike | None = None) -> Any:
     """``jnp.ravel_multi_index``: coordinate arrays to flat indices into an array of shape
-    ``dims`` (``mode`` 'raise' needs concrete indices, 'wrap' and 'clip' do not)."""
+    ``dims``, of integer ``dtype`` (by default the indices' promoted with int). ``mode``
+    'raise' needs concrete indices; 'wrap', 'clip' and 'ignore' do not."""
     if len(multi_index) != len(dims):
         raise ValueError(f"len(multi_index)={len(multi_index)} != len(dims)={len(dims)}")
     dims = tuple(operator.index(core.concrete_or_error(
         d, "in `dims` argument of ravel_multi_index().")) for d in dims)
     arrs = [ensure_arraylike("ravel_multi_index", i) for i in multi_index]
+    dtype = dtypes.result_type(int, *arrs) if dtype is None else _user_dtype(dtype)
+    if not dtypes.issubdtype(dtype, np.integer):
+        raise ValueError(f"{dtype=} is not an integer type.")
+    if math.prod(dims) - 1 > np.iinfo(dtype).max:
+        raise ValueError(f"jnp.ravel_multi_index: {dtype=} not large enough to hold flattened "
+                         f"index for {dims=}. Use the dtype argument to pass a suitable dtype "
+                         "(e.g. dtype=np.min_scalar_type(prod(dims))).")
     for a in arrs:
         if not dtypes.issubdtype(a.dtype, np.integer):
             raise TypeError("only int indices permitted")
-    dtype = dtypes.result_type(int, *arrs)
     if mode == "raise":
         for a, d in zip(arrs, dims):
             v = np.asarray(core.concrete_or_error(
@@ -265,8 +274,9 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
                 for a, d in zip(arrs, dims)]
     elif mode == "wrap":
         arrs = [remainder(a, d) for a, d in zip(arrs, dims)]
-    else:
-        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+    elif mode != "ignore":
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or "
+                         "'ignore'.")
     if order == "F":
         strides = np.cumprod((1,) + dims[:-1])
     elif order == "C":
