@@ -71,6 +71,9 @@ RECORDS = [
     ("array_split", lambda N: lambda x: N.array_split(x, 2, axis=1), (2, 3), KINDS),
     ("hsplit", lambda N: lambda x: N.hsplit(x, [1]), (2, 3), KINDS),
     ("vsplit", lambda N: lambda x: N.vsplit(x, 2), (2, 3), KINDS),
+    ("kron", lambda N: lambda x: N.kron(x, x), (2, 3), ("int32", "float32", "complex64")),
+    ("vmap_tile", lambda N: lambda x: (jax if N is jnp else jaxkit).vmap(
+        lambda r: N.tile(r, 3), in_axes=1)(x), (2, 3), KINDS),
     ("unstack", lambda N: lambda x: N.unstack(x, axis=1), (2, 3), KINDS),
 ]
 

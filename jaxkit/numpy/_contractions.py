@@ -220,7 +220,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
     return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
 
 
-@jitted
+@jitted(inline=False)  # a plain jit, as JAX's: traced, it stages ``jit[name=kron]``
 def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """``jnp.kron``: the Kronecker product."""
     check_arraylike("kron", a, b)
