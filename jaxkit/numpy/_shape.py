@@ -421,6 +421,11 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     A = ensure_arraylike("tile", A)
     reps_t = _index_tuple(reps)
     reps_t = (1,) * (A.ndim - len(reps_t)) + reps_t
+    if any(r < 0 for r in reps_t):
+        # A Python error where JAX's lowering fails (MLIRError: invalid tensor dimension
+        # size), in the TypeError class of the other negative sizes.
+        raise TypeError(f"jnp.tile reps must be nonnegative, got reps={reps_t}. Use 0 for "
+                        "an empty result.")
     if len(reps_t) > A.ndim:
         A = lax.expand_dims(A, tuple(range(len(reps_t) - A.ndim)))
     return lax.tile(A, reps_t)
