@@ -107,12 +107,12 @@ def test_split_sizes_errors_match_jax():
 
 
 def test_values_match_jax():
-    """The jitted bodies compute what JAX's do (eagerly, through the same jit caches)."""
+    """The new jitted bodies compute what JAX's do, eagerly (test_numpy_shape's and
+    test_numpy_indexing's tables check the other cases' values)."""
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    for f in (lambda N: N.flip(x, 1), lambda N: N.roll(x, (1, -2), axis=(0, 1)),
-              lambda N: N.roll(x, N.asarray(4), axis=1), lambda N: N.take(x, IDX, axis=1),
-              lambda N: N.take(x, np.array([5, 7]), mode="wrap"), lambda N: N.tile(x, (2, 1, 2)),
-              lambda N: N.resize(x, (4, 4)), lambda N: N.split(x, [1, 2], axis=1)):
+    for f in (lambda N: N.roll(x, N.asarray(4), axis=1),
+              lambda N: N.take(x, np.array([5, 7]), mode="wrap"),
+              lambda N: N.tile(x, (2, 1, 2)), lambda N: N.split(x, [1, 2], axis=1)):
         want = f(jnp)
         got = f(knp)
         for w, g in zip(jax.tree.leaves(want), jaxkit.tree.leaves(got)):
