@@ -154,3 +154,13 @@ def test_signatures_match_jax():
     assert sorted(set(differ) - set(SIGNATURE_EXCEPTIONS)) == []
     # An exception that no longer differs is removed from the list.
     assert sorted(set(SIGNATURE_EXCEPTIONS) - set(differ)) == []
+
+
+def test_kron_refuses_booleans_as_jax():
+    """JAX's kron multiplies with lax.mul, which takes no booleans."""
+    a = np.ones((2, 2), bool)
+    with pytest.raises(TypeError) as want:
+        jnp.kron(a, a)
+    with pytest.raises(TypeError) as got:
+        knp.kron(a, a)
+    assert str(got.value) == str(want.value)
