@@ -169,6 +169,12 @@ def test_take_along_axis_and_put_along_axis():
     check("take_along_axis", X, np.argmax(X, axis=-1)[..., None], -1)
     check("take_along_axis", X[0, 0], np.array([5, 0, -1]), None)
     check("take_along_axis", X, np.ones((1, 2, 1), np.int32), 1)
+    # wrap_negative_indices: -1 counts from the end, or is out of bounds (NaN when filling).
+    neg = np.array([5, 0, -1], np.int8)
+    for kw in ({"wrap_negative_indices": False}, {"wrap_negative_indices": True},
+               {"mode": "promise_in_bounds", "wrap_negative_indices": True},
+               {"mode": "clip", "wrap_negative_indices": False}):
+        check("take_along_axis", X[0, 0], neg, None, kw=kw, jit=True)
     want = jjnp.put_along_axis(jjnp.asarray(X), idx[:, :1], 0.0, axis=1, inplace=False)
     got = jnp.put_along_axis(jnp.asarray(X), idx[:, :1], 0.0, axis=1, inplace=False)
     assert_same(got, want)

@@ -25,6 +25,9 @@ ROWS = [
     ("cov", (F32,), {}), ("cov", (F32,), {"rowvar": False}), ("cov", (V4, V7[:4]), {}),
     ("cov", (F32,), {"bias": True, "aweights": V4 + 5, "fweights": np.array([1, 2, 1, 3])}),
     ("cov", (F32,), {"ddof": 0}), ("corrcoef", (F32,), {}), ("corrcoef", (V4, V7[:4]), {}),
+    ("cov", (I32,), {"dtype": np.float16, "fweights": np.array([1, -2, 1, 3])}),
+    ("cov", (F32,), {"aweights": -V4 - 5, "dtype": np.complex64}),
+    ("cov", (np.ones((2, 0), np.float32),), {}), ("corrcoef", (I32,), {"dtype": np.float16}),
     ("gradient", (F32,), {}), ("gradient", (F32, 2.0), {"axis": 1}),
     ("gradient", (V7, np.cumsum(np.abs(V7) + 0.1).astype(np.float32)), {}),
     ("histogram", (F32,), {}), ("histogram", (F32, 5), {"range": (-1, 1), "density": True}),
@@ -36,6 +39,10 @@ ROWS = [
     ("unpackbits", (np.array([3, 255, 7], np.uint8),), {}),
     ("unpackbits", (np.array([[3, 9]], np.uint8),), {"axis": 1, "count": 10}),
     ("ix_", (np.array([0, 2]), np.array([1, 3])), {}), ("tril_indices", (3,), {}),
+    ("ravel_multi_index", ((np.array([0, 1, -1]), np.array([2, 0, 5])), (3, 4)),
+     {"mode": "wrap", "dtype": np.int8}),
+    ("ravel_multi_index", ((np.array([0, 1, -1]), np.array([2, 0, 5])), (3, 4)),
+     {"mode": "clip", "dtype": "uint16", "order": "F"}),
     ("triu_indices", (3, 1, 4), {}), ("tril_indices_from", (F32,), {}),
     ("triu_indices_from", (F32, -1), {}), ("diag_indices", (3,), {}),
     ("diag_indices_from", (F32[:3, :3],), {}),
@@ -130,6 +137,17 @@ def test_misc_errors():
         jnp.fill_diagonal(jnp.asarray(F32), 1.0)
     with pytest.raises(NotImplementedError, match="string values for `bins`"):
         jnp.histogram(F32, bins="auto")
+    idx = (np.array([0, 1]), np.array([2, 0]))
+    with pytest.raises(ValueError, match=r"dtype=dtype\('float32'\) is not an integer type"):
+        jnp.ravel_multi_index(idx, (3, 4), mode="wrap", dtype=np.float32)
+    with pytest.raises(ValueError, match="dtype=dtype\\('int8'\\) not large enough to hold"):
+        jnp.ravel_multi_index(idx, (30, 40), mode="wrap", dtype=np.int8)
+    with pytest.raises(ValueError, match="Expected 'raise', 'wrap', 'clip', or 'ignore'"):
+        jnp.ravel_multi_index(idx, (3, 4), mode="bad")
+    with pytest.raises(ValueError, match="cov: dtype must be a subclass of float or complex"):
+        jnp.cov(F32, dtype=np.int32)
+    with pytest.raises(ValueError, match="corrcoef: dtype must be a subclass of float"):
+        jnp.corrcoef(F32, dtype=bool)
 
 
 def test_polyfit():

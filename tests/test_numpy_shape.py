@@ -75,6 +75,9 @@ SHAPE = [
     ("insert", (V4, np.array([1, 3]), np.array([9., 8.], np.float32)), {}),
     ("insert", (F32, 2, V4[:3]), {"axis": 1}), ("resize", (F32, (5, 3)), {}),
     ("trim_zeros", (np.array([0, 0, 1, 2, 0], np.float32),), {}),
+    ("trim_zeros", (np.pad(F32, 1), "f"), {}), ("trim_zeros", (np.pad(F32, 1), "b", -1), {}),
+    ("trim_zeros", (np.pad(I32, ((0, 2), (1, 0))),), {"axis": (1, 0)}),
+    ("trim_zeros", (np.zeros((2, 3), np.float32),), {"axis": 1}),
     ("unstack", (F32,), {"axis": 1}), ("block", ([[F32, F32], [F32, F32]],), {}),
     ("broadcast_to", (V4, (3, 4)), {}), ("broadcast_to", (2.0, (2,)), {}),
     ("broadcast_arrays", (F32, V4), {}), ("pad", (F32, 1), {}),
@@ -188,6 +191,10 @@ def test_shape_errors_match_jax():
         jnp.stack([jnp.ones(2), jnp.ones(3)])
     with pytest.raises(jaxkit.ConcretizationTypeError):
         jaxkit.jit(lambda a: jnp.repeat(a, a))(jnp.arange(3))
+    with pytest.raises(ValueError, match=r"repeated axis: \(0, 0\)"):
+        jnp.trim_zeros(jnp.ones((2, 2)), axis=(0, -2))
+    with pytest.raises(ValueError, match="axis 2 is out of bounds for array of dimension 2"):
+        jnp.trim_zeros(jnp.ones((2, 2)), axis=2)
 
 
 def test_repeat_traced_with_total_length():

@@ -21,7 +21,8 @@ ROWS = [
     ("sort", (DUP,), {"descending": True}), ("sort", (NAN,), {}), ("sort", (C64,), {}),
     ("argsort", (DUP,), {}), ("argsort", (DUP,), {"axis": 0, "descending": True}),
     ("argsort", (F32,), {"axis": None}), ("argsort", (NAN,), {}),
-    ("argsort", (DUP,), {"stable": False}),
+    ("argsort", (DUP,), {"stable": False}), ("argsort", (DUP,), {"dtype": np.int8}),
+    ("argsort", (F32,), {"axis": 0, "descending": True, "dtype": np.float32}),
     ("lexsort", ((DUP[0], DUP[1]),), {}), ("lexsort", (DUP,), {}),
     ("partition", (F32, 2), {}), ("partition", (DUP, 1), {"axis": 0}),
     ("argpartition", (DUP, 1), {"axis": 0}), ("argpartition", (F32, 3), {}),
@@ -105,6 +106,12 @@ def test_sorting_errors():
         jnp.nonzero(jnp.asarray(1.0))
     with pytest.raises(ValueError, match="Either both or neither of the x and y arguments"):
         jnp.where(jnp.asarray(DUP), 1)
+    with pytest.raises(TypeError, match="'kind' argument to argsort is not supported"):
+        jnp.argsort(jnp.asarray(F32), kind="stable")
+    with pytest.raises(TypeError, match="'order' argument to argsort is not supported"):
+        jnp.argsort(jnp.asarray(F32), order="x")
+    with pytest.raises(TypeError, match="iota does not accept dtype bool"):
+        jnp.argsort(jnp.asarray(F32), dtype=bool)
     with pytest.raises(TypeError, match="bincount must have an integer type"):
         jnp.bincount(jnp.asarray(V4))
 

@@ -163,8 +163,9 @@ def _tile_transpose(ct, operand, *, reps):
 
 
 def _tile_batch(axis_data, args, dims, *, reps):
+    # The batch axis stays where it is, with one repetition (JAX's rule: no transpose).
     (x,), (d,) = args, dims
-    return tile_p.bind(batching.bdim_at_front(x, d, x.shape[d]), reps=(1,) + reps), 0
+    return tile_p.bind(x, reps=reps[:d] + (1,) + reps[d:]), d
 
 
 def _tile_lowering(ctx, x, *, reps):

@@ -408,7 +408,11 @@ def split(operand: ArrayLike, sizes: Sequence[int], axis: int = 0) -> list[Array
     """Split ``operand`` along ``axis`` into pieces of ``sizes``. Lowers to
     ``stablehlo.slice`` per piece."""
     axis = canonicalize_axis(axis, np.ndim(operand))
-    return split_p.bind(operand, sizes=as_tuple_of_ints(sizes, "split sizes"), axis=axis)
+    checked = as_tuple_of_ints(sizes, "split sizes")
+    # NumPy integers stay as given: JAX binds ``tuple(sizes)``, so ``jnp.split``'s np.int64
+    # sizes print as ``np.int64(1)`` in its jaxprs (and compare and hash as the ints).
+    sizes = tuple(s if isinstance(s, np.integer) else c for s, c in zip(sizes, checked))
+    return split_p.bind(operand, sizes=sizes, axis=axis)
 
 
 def _split_abstract_eval(operand, *, sizes, axis):

@@ -220,7 +220,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
     return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
 
 
-@jitted
+@jitted(inline=False)  # a plain jit, as JAX's: traced, it stages ``jit[name=kron]``
 def kron(a: ArrayLike, b: ArrayLike) -> Array:
     """``jnp.kron``: the Kronecker product."""
     check_arraylike("kron", a, b)
@@ -233,7 +233,8 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
     a_r = lax.expand_dims(a, tuple(range(1, 2 * a.ndim, 2)))
     b_r = lax.expand_dims(b, tuple(range(0, 2 * b.ndim, 2)))
     out_shape = tuple(int(x) * int(y) for x, y in zip(a.shape, b.shape))
-    return reshape(multiply(a_r, b_r), out_shape)
+    # lax.mul, as JAX's: booleans are refused (TypeError), not multiplied as logical and.
+    return reshape(lax.mul(a_r, b_r), out_shape)
 
 
 @jitted(static_argnames=("axisa", "axisb", "axisc", "axis"), inline=False)

@@ -9,6 +9,7 @@ is itself weakly typed gives a weakly typed array (``asarray(1.0)``), never a li
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,9 +56,22 @@ def _is_jax_array(x: Any) -> bool:
     return isinstance(x, (Array, core.Tracer)) or is_extended_value(x)
 
 
-def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order: str | None = "K",
-          ndmin: int = 0) -> Array:
-    """``jnp.array``: an array from an array, a scalar or nested lists/tuples of them."""
+def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = True,
+          order: str | None = "K", ndmin: int = 0) -> Array:
+    """``jnp.array``: an array from an array, a scalar or nested lists/tuples of them.
+    ``copy``, ``order`` and ``ndmin`` given positionally still work, with JAX 0.10.2's
+    DeprecationWarning."""
+    if args:
+        if len(args) > 3:
+            raise TypeError(f"array() takes at most 5 positional arguments but "
+                            f"{len(args) + 2} were given")
+        for i, name in enumerate(["copy", "order", "ndmin"]):
+            if i < len(args) and [copy, order, ndmin][i] != [True, "K", 0][i]:
+                raise TypeError(f"array() got multiple values for argument '{name}'")
+        copy, order, ndmin = (list(args) + [copy, order, ndmin][len(args):])[:3]
+        warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array positionally "
+                      "is deprecated. Use keyword arguments instead.", DeprecationWarning,
+                      stacklevel=2)
     if order is not None and order not in ("K", "A", "C"):
         raise NotImplementedError("Only implemented for order='K', 'A' or 'C'")
     ndmin = operator.index(ndmin)

@@ -180,15 +180,9 @@ around = alias(round, "around")
 
 @jitted(inline=False)
 def clip(arr: ArrayLike | None = None, /, min: ArrayLike | None = None,
-         max: ArrayLike | None = None, *, a: Any = None, a_min: Any = None,
-         a_max: Any = None) -> Array:
-    """``jnp.clip``: ``arr`` limited to ``[min, max]`` (either may be None)."""
-    if a is not None:
-        arr = a
-    if a_min is not None:
-        min = a_min
-    if a_max is not None:
-        max = a_max
+         max: ArrayLike | None = None) -> Array:
+    """``jnp.clip``: ``arr`` limited to ``[min, max]`` (either may be None). JAX 0.10.2 has
+    removed NumPy's older ``a``/``a_min``/``a_max`` keywords, so they are refused here too."""
     if arr is None:
         raise ValueError("No input was provided to the clip function.")
     check_arraylike("clip", arr)

@@ -7,7 +7,6 @@ only ``repeat`` with ``total_repeat_length`` and ``roll`` accept traced amounts.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import operator
 from collections.abc import Sequence
@@ -72,17 +71,12 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
     return newshape
 
 
-@jitted(static_argnames=("shape", "order", "newshape", "copy"))
-def reshape(a: ArrayLike, shape: Any = None, order: str = "C", *, newshape: Any = None,
-            copy: bool | None = None) -> Array:
+@jitted(static_argnames=("shape", "order", "copy"))
+def reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None) -> Array:
     """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
-    ``'F'``."""
+    ``'F'``. (JAX 0.10.2 has removed the deprecated ``newshape`` keyword.)"""
     check_arraylike("reshape", a)
     a = asarray(a)
-    if shape is None:
-        if newshape is None:
-            raise TypeError("reshape() missing required argument 'shape'")
-        shape = newshape
     new = _compute_newshape(a.shape, a.size, shape)
     if order == "C":
         return lax.reshape(a, new)
@@ -117,7 +111,10 @@ def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     return lax.transpose(a, axes)
 
 
-permute_dims = transpose
+def permute_dims(a: ArrayLike, /, axes: tuple[int, ...]) -> Array:
+    """``jnp.permute_dims`` (the array API's ``transpose``): ``axes`` is required and is
+    lax.transpose's permutation, as JAX's (no default, no negative axes)."""
+    return lax.transpose(ensure_arraylike("permute_dims", a), axes)
 
 
 @jitted
@@ -303,9 +300,7 @@ def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Array, ...]:
     if x.ndim == 0:
         raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
                          "passed.")
-    axis = canonicalize_axis(axis, x.ndim)
-    return tuple(lax.squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), (axis,))
-                 for i in range(x.shape[axis]))
+    return lax.unstack(x, axis=axis)
 
 
 def vstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
@@ -370,15 +365,13 @@ def _split(op: str, ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> 
     if isinstance(indices_or_sections, (tuple, list)) or (
             isinstance(indices_or_sections, (np.ndarray, Array)) and
             np.ndim(indices_or_sections) > 0):
-        points = [int(core.concrete_or_error(i, f"in jax.numpy.{op} argument 1"))
+        # As JAX's: the piece sizes are the differences of the indices, not clipped (a
+        # negative or decreasing index is refused by lax.split, where NumPy would count it
+        # from the end or give an empty piece).
+        points = [operator.index(core.concrete_or_error(i, f"in jax.numpy.{op} argument 1"))
                   for i in indices_or_sections]
-        bounds = [min(max(p + size if p < 0 else p, 0), size) for p in points]
-        edges = [0] + bounds + [size]
-        pieces = []
-        for lo, hi in itertools.pairwise(edges):
-            hi = max(lo, hi)
-            pieces.append(lax.slice_in_dim(ary, lo, hi, axis=axis))
-        return pieces
+        sizes = list(np.diff(np.asarray([0, *points, size])))
+        return list(lax.split(ary, sizes, axis=axis))
     num = int(core.concrete_or_error(indices_or_sections, f"in jax.numpy.{op} argument 1"))
     if num <= 0:
         raise ValueError("number sections must be larger than 0.")
@@ -389,7 +382,8 @@ def _split(op: str, ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> 
         sizes = [part + 1] * r + [part] * (num - r)
     else:
         raise ValueError(f"array split does not result in an equal division: rest is {r}")
-    return list(lax.split(ary, sizes, axis=axis))
+    # JAX 0.10.2 passes the sizes as NumPy integers, and its printed jaxprs show them so.
+    return list(lax.split(ary, [np.int64(n) for n in sizes], axis=axis))
 
 
 def split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
@@ -427,13 +421,14 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
     A = ensure_arraylike("tile", A)
     reps_t = _index_tuple(reps)
     reps_t = (1,) * (A.ndim - len(reps_t)) + reps_t
+    if any(r < 0 for r in reps_t):
+        # A Python error where JAX's lowering fails (MLIRError: invalid tensor dimension
+        # size), in the TypeError class of the other negative sizes.
+        raise TypeError(f"jnp.tile reps must be nonnegative, got reps={reps_t}. Use 0 for "
+                        "an empty result.")
     if len(reps_t) > A.ndim:
         A = lax.expand_dims(A, tuple(range(len(reps_t) - A.ndim)))
-    shape = A.shape
-    expanded = tuple(k for r, s in zip(reps_t, shape) for k in (r, s))
-    dims = tuple(range(1, 2 * len(shape), 2))
-    out = lax.broadcast_in_dim(A, expanded, dims)
-    return lax.reshape(out, tuple(r * s for r, s in zip(reps_t, shape)))
+    return lax.tile(A, reps_t)
 
 
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
@@ -499,8 +494,12 @@ def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
 
 def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """``jnp.flip``: reverse the order of elements along ``axis`` (all axes by default)."""
-    m = ensure_arraylike("flip", m)
-    axis = _ensure_optional_axes(axis)
+    return _flip(ensure_arraylike("flip", m), _ensure_optional_axes(axis))
+
+
+# The flips share one plain jit, as JAX's: traced, they stage ``jit[name=_flip]``.
+@jitted(static_argnames=("axis",), inline=False)
+def _flip(m: Array, axis: int | tuple[int, ...] | None = None) -> Array:
     if axis is None:
         return lax.rev(m, tuple(range(m.ndim)))
     return lax.rev(m, tuple(canonicalize_axis(a, m.ndim) for a in _index_tuple(axis)))
@@ -508,12 +507,12 @@ def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
 
 def fliplr(m: ArrayLike) -> Array:
     """``jnp.fliplr``: reverse axis 1."""
-    return flip(ensure_arraylike("fliplr", m), 1)
+    return _flip(ensure_arraylike("fliplr", m), 1)
 
 
 def flipud(m: ArrayLike) -> Array:
     """``jnp.flipud``: reverse axis 0."""
-    return flip(ensure_arraylike("flipud", m), 0)
+    return _flip(ensure_arraylike("flipud", m), 0)
 
 
 @jitted(static_argnames=("k", "axes"), inline=False)
@@ -545,34 +544,44 @@ def roll(a: ArrayLike, shift: ArrayLike | Sequence[int], axis: int | Sequence[in
     arr = ensure_arraylike("roll", a)
     if axis is None:
         return reshape(roll(ravel(arr), shift, 0), arr.shape)
-    axes = _index_tuple(axis)
+    axes = tuple(canonicalize_axis(ax, arr.ndim) for ax in _index_tuple(axis))
     if isinstance(shift, core.Tracer):
-        return _roll_dynamic(arr, shift, axes)
+        return _roll_dynamic(arr, asarray(shift), axes)
     shifts = np.asarray(core.concrete_or_error(shift, "shift argument of jnp.roll"))
-    axes_b, shifts_b = np.broadcast_arrays(np.asarray(axes), shifts)
-    for ax, s in zip(axes_b.ravel(), shifts_b.ravel()):
-        ax = canonicalize_axis(int(ax), arr.ndim)
-        n = arr.shape[ax]
+    if not dtypes.issubdtype(shifts.dtype, np.integer) or shifts.ndim > 1:
+        return _roll_dynamic(arr, asarray(shifts), axes)
+    return _roll_static(arr, tuple(int(i) for i in shifts.ravel()) if shifts.ndim else
+                        int(shifts), axes)
+
+
+# Both rolls are plain jits, as JAX's: traced, they stage ``jit[name=_roll_static]`` (or
+# ``_roll_dynamic``) with the shifts and axes static or traced.
+@jitted(static_argnums=(1, 2), inline=False)
+def _roll_static(a: Array, shift: int | tuple[int, ...], axis: tuple[int, ...]) -> Array:
+    for ax, s in zip(*np.broadcast_arrays(axis, shift)):
+        n = a.shape[ax]
         if n == 0:
             continue
         i = (-int(s)) % n
-        if i:
-            arr = lax.concatenate([lax.slice_in_dim(arr, i, n, axis=ax),
-                                   lax.slice_in_dim(arr, 0, i, axis=ax)], ax)
-    return arr
+        a = lax.concatenate([lax.slice_in_dim(a, i, n, axis=int(ax)),
+                             lax.slice_in_dim(a, 0, i, axis=int(ax))], int(ax))
+    return a
 
 
-def _roll_dynamic(a: Array, shift: Any, axes: tuple[int, ...]) -> Array:
-    shift = asarray(shift)
-    b_shape = broadcast_shapes(shift.shape, (len(axes),) if len(axes) > 1 else ())
-    shift = broadcast_to_shape(shift, b_shape) if shift.shape != b_shape else shift
-    shift_list = [shift] if shift.ndim == 0 else [getitem(shift, i) for i in range(len(axes))]
-    for x, ax in zip(shift_list, axes * (len(shift_list) // len(axes) or 1)):
-        ax = canonicalize_axis(ax, a.ndim)
+@jitted(static_argnums=(2,), inline=False)
+def _roll_dynamic(a: Array, shift: Array, axis: tuple[int, ...]) -> Array:
+    b_shape = broadcast_shapes(shift.shape, np.shape(axis))
+    if len(b_shape) != 1:
+        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
+    shifts = broadcast_to_shape(shift, b_shape)
+    for k, ax in enumerate(np.broadcast_to(axis, b_shape)):
         n = a.shape[ax]
-        x = remainder(lax.convert_element_type(x, np.int32), np.int32(max(n, 1)))
-        doubled = lax.concatenate((a, a), ax)
-        a = lax.dynamic_slice_in_dim(doubled, lax.sub(np.int32(n), x), n, axis=ax)
+        # Each shift is taken as JAX's iteration over an array takes it: a slice, squeezed.
+        x = lax.squeeze(lax.slice_in_dim(shifts, k, k + 1), (0,))
+        x = remainder(lax.convert_element_type(x, np.int32),
+                      lax.max(np.int32(n), np.int32(1)))
+        doubled = lax.concatenate((a, a), int(ax))
+        a = lax.dynamic_slice_in_dim(doubled, lax.sub(np.int32(n), x), n, axis=int(ax))
     return a
 
 
@@ -683,18 +692,34 @@ def resize(a: ArrayLike, new_shape: int | Sequence[int]) -> Array:
     new_size = math.prod(new_shape)
     if arr.size == 0 or new_size == 0:
         return zeros_like(arr, shape=new_shape)
-    reps = -(-new_size // arr.size)
-    arr = lax.slice(tile(arr, reps), (0,), (new_size,))
+    arr = tile(arr, -(-new_size // arr.size))
+    if arr.size > new_size:
+        arr = lax.slice(arr, (0,), (new_size,))
     return lax.reshape(arr, new_shape)
 
 
-def trim_zeros(filt: ArrayLike, trim: str = "fb") -> Array:
-    """``jnp.trim_zeros``: drop leading/trailing zeros of a concrete 1-D array."""
+def trim_zeros(filt: ArrayLike, trim: str = "fb",
+               axis: int | Sequence[int] | None = None) -> Array:
+    """``jnp.trim_zeros``: drop the leading ('f') and/or trailing ('b') slices of a concrete
+    array that hold only zeros, along ``axis`` (all axes by default)."""
     filt = ensure_arraylike("trim_zeros", filt)
     core.concrete_or_error(filt, "Error arose in the `filt` argument of trim_zeros()")
-    nz = np.nonzero(np.asarray(filt) != 0)[0]
-    if nz.size == 0:
-        return lax.slice(filt, (0,), (0,))
-    start = int(nz[0]) if "f" in trim.lower() else 0
-    end = int(nz[-1]) + 1 if "b" in trim.lower() else filt.shape[0]
-    return lax.slice(filt, (start,), (end,))
+    axes = range(filt.ndim) if axis is None else _index_tuple(axis)
+    canonical = tuple(canonicalize_axis(ax, filt.ndim) for ax in axes)
+    if len(set(canonical)) != len(canonical):
+        raise ValueError(f"repeated axis: {canonical}")
+    axis_set = set(canonical)
+    front, back = "f" in trim.lower(), "b" in trim.lower()
+    if not axis_set or not (front or back):
+        return filt
+    nonzero = np.asarray(filt) != 0
+
+    def kept(ax: int) -> slice:
+        if ax not in axis_set:
+            return slice(None)
+        mask = nonzero.any(axis=tuple(i for i in range(filt.ndim) if i != ax))
+        if not mask.any():
+            return slice(0, 0)
+        return slice(int(mask.argmax()) if front else None,
+                     filt.shape[ax] - int(mask[::-1].argmax()) if back else None)
+    return getitem(filt, tuple(kept(ax) for ax in range(filt.ndim)))

@@ -16,7 +16,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import asarray, zeros
+from jaxkit.numpy._creation import _user_dtype, asarray, zeros
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._promotion import (
     canonicalize_axis,
@@ -29,7 +29,7 @@ from jaxkit.numpy._reductions import sum as _sum
 from jaxkit.numpy._shape import atleast_1d, ravel, swapaxes
 from jaxkit.numpy._take import take
 from jaxkit.numpy._ufuncs import where3
-from jaxkit.typing import ArrayLike
+from jaxkit.typing import ArrayLike, DTypeLike
 
 
 def _int_dtype() -> np.dtype:
@@ -51,18 +51,28 @@ def sort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: None =
     return lax.rev(result, (dimension,)) if descending else result
 
 
-@jitted(static_argnames=("axis", "kind", "order", "stable", "descending"), inline=False)
-def argsort(a: ArrayLike, axis: int | None = -1, *, kind: Any = None, order: None = None,
-            stable: bool = True, descending: bool = False) -> Array:
-    """``jnp.argsort``: the indices that sort ``a`` along ``axis`` (stable by default)."""
+@jitted(static_argnames=("axis", "kind", "order", "stable", "descending", "dtype"),
+        inline=False)
+def argsort(a: ArrayLike, axis: int | None = -1, *, kind: None = None, order: None = None,
+            stable: bool = True, descending: bool = False,
+            dtype: DTypeLike | None = None) -> Array:
+    """``jnp.argsort``: the indices that sort ``a`` along ``axis`` (stable by default), of
+    ``dtype`` if given (any integer or floating dtype, as JAX's), else the default int."""
     arr = ensure_arraylike("argsort", a)
+    if kind is not None:
+        raise TypeError("'kind' argument to argsort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
     if order is not None:
-        raise ValueError("'order' argument to argsort is not supported.")
+        raise TypeError("'order' argument to argsort is not supported.")
     if axis is None:
         arr = ravel(arr)
         axis = 0
     dimension = canonicalize_axis(axis, arr.ndim)
-    iota = lax.broadcasted_iota(_int_dtype(), arr.shape, dimension,
+    # JAX sizes the default by the axis length: int64 beyond int32's range, else the default.
+    default = np.dtype(np.int64) if arr.shape[dimension] > np.iinfo(np.int32).max \
+        else _int_dtype()
+    idx_dtype = default if dtype is None else _user_dtype(dtype)
+    iota = lax.broadcasted_iota(idx_dtype, arr.shape, dimension,
                                 out_sharding=core.get_aval(arr)._sharding)
     # A stable descending sort: reverse, sort ascending, reverse back (ties keep their order).
     if descending and stable:

@@ -12,7 +12,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import asarray, linspace
+from jaxkit.numpy._creation import asarray, full, linspace
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._contractions import diag, dot
 from jaxkit.numpy._differences import diff
@@ -29,6 +29,7 @@ from jaxkit.numpy._shape import atleast_2d, concatenate, expand_dims, reshape
 from jaxkit.numpy._sorting import searchsorted
 from jaxkit.numpy._take import ravel_multi_index
 from jaxkit.numpy._ufuncs import (
+    absolute,
     conj,
     divide,
     imag,
@@ -39,14 +40,21 @@ from jaxkit.numpy._ufuncs import (
     true_divide,
     where3,
 )
-from jaxkit.typing import ArrayLike
+from jaxkit.typing import ArrayLike, DTypeLike
 
 
-@jitted(static_argnames=("rowvar", "bias", "ddof"), inline=False)
+def _check_inexact_dtype(name: str, dtype: DTypeLike | None) -> None:
+    if dtype is not None and not dtypes.issubdtype(dtype, np.inexact):
+        raise ValueError(f"{name}: dtype must be a subclass of float or complex; got {dtype=}")
+
+
+@jitted(static_argnames=("rowvar", "bias", "ddof", "dtype"), inline=False)
 def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: ArrayLike | None = None,
-        aweights: ArrayLike | None = None) -> Array:
-    """``jnp.cov``: the covariance matrix of the variables in the rows (or columns) of ``m``."""
+        aweights: ArrayLike | None = None, dtype: DTypeLike | None = None) -> Array:
+    """``jnp.cov``: the covariance matrix of the variables in the rows (or columns) of ``m``,
+    computed in ``dtype`` (float or complex) if given. As JAX's, negative weights count as
+    their absolute values, and no observations give NaNs."""
     if y is not None:
         m, y = promote_dtypes_inexact(*ensure_arraylike("cov", m, y))
         if y.ndim > 2:
@@ -55,6 +63,7 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
         m, = promote_dtypes_inexact(ensure_arraylike("cov", m))
     if m.ndim > 2:
         raise ValueError("m has more than 2 dimensions")
+    _check_inexact_dtype("cov", dtype)
     X = atleast_2d(m)
     if not rowvar and m.ndim != 1:
         X = lax.transpose(X, (1, 0))
@@ -65,6 +74,8 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
         if not rowvar and y2.shape[0] != 1:
             y2 = lax.transpose(y2, (1, 0))
         X = concatenate((X, y2), axis=0)
+    if X.shape[1] == 0:
+        return full(() if X.shape[0] == 1 else (X.shape[0],) * 2, np.nan, dtype=X.dtype)
     if ddof is None:
         ddof = 1 if not bias else 0
     w = None
@@ -76,14 +87,19 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
             raise RuntimeError("incompatible numbers of samples and fweights")
         if not dtypes.issubdtype(fw.dtype, np.integer):
             raise TypeError("fweights must be integer.")
-        w = fw
+        w = absolute(fw)
     if aweights is not None:
         aw = ensure_arraylike("cov", aweights)
         if aw.ndim > 1:
             raise RuntimeError("cannot handle multidimensional aweights")
         if aw.shape[0] != X.shape[1]:
             raise RuntimeError("incompatible numbers of samples and aweights")
+        aweights = aw = absolute(aw)
         w = aw if w is None else multiply(w, aw)
+    if dtype is not None:
+        out_dtype = dtypes.canonicalize_dtype(dtype)
+        X = lax.convert_element_type(X, out_dtype)
+        w = None if w is None else lax.convert_element_type(w, out_dtype)
     avg, w_sum = average(X, axis=1, weights=w, returned=True)
     w_sum = getitem(w_sum, 0)
     if w is None:
@@ -100,11 +116,14 @@ def cov(m: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True, bias: boo
     return reshape(out, tuple(d for d in out.shape if d != 1))
 
 
-@jitted(static_argnames=("rowvar",), inline=False)
-def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True) -> Array:
-    """``jnp.corrcoef``: Pearson correlation coefficients."""
+@jitted(static_argnames=("rowvar", "dtype"), inline=False)
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True,
+             dtype: DTypeLike | None = None) -> Array:
+    """``jnp.corrcoef``: Pearson correlation coefficients, computed in ``dtype`` (float or
+    complex) if given."""
     check_arraylike("corrcoef", x)
-    c = cov(x, y, rowvar)
+    _check_inexact_dtype("corrcoef", dtype)
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return divide(c, c)
     d = diag(c)

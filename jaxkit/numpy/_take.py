@@ -3,6 +3,7 @@
 indices, built on the indexing machinery of ``_indexing``."""
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.numpy._creation import _user_dtype
 from jaxkit.numpy._indexing import _normalize, scatter_update
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -23,7 +25,7 @@ from jaxkit.numpy._ufuncs import add as _add
 from jaxkit.numpy._ufuncs import divmod as _divmod
 from jaxkit.numpy._ufuncs import multiply as _mul
 from jaxkit.numpy._ufuncs import remainder, where3
-from jaxkit.typing import ArrayLike
+from jaxkit.typing import ArrayLike, DTypeLike
 
 # --------------------------------------------------------------------------------------------
 
@@ -33,6 +35,17 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
     """``jnp.take``: elements of ``a`` at ``indices`` along ``axis`` (the flattened array by
     default). Out-of-bounds indices give ``fill_value`` (NaN for floats) unless ``mode`` is
     'clip' or 'wrap'."""
+    return _take(a, indices, None if axis is None else operator.index(axis), out, mode,
+                 unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                 fill_value=fill_value)
+
+
+# A plain jit, as JAX's: traced, ``take`` stages one ``jit[name=_take]`` equation.
+@jitted(static_argnames=("axis", "mode", "unique_indices", "indices_are_sorted", "fill_value"),
+        inline=False)
+def _take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = None,
+          mode: str | None = None, unique_indices: bool = False,
+          indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     a, indices = ensure_arraylike("take", a, indices)
@@ -40,18 +53,17 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
         a = lax.reshape(a, (a.size,))
         axis_idx = 0
     else:
-        axis_idx = canonicalize_axis(operator.index(axis), a.ndim)
+        axis_idx = canonicalize_axis(axis, a.ndim)
     size = a.shape[axis_idx]
-    idt = indices.dtype
     if mode is None or mode == "fill":
         gather_mode = lax.GatherScatterMode.FILL_OR_DROP
-        if not dtypes.issubdtype(idt, np.unsignedinteger):
-            indices = where3(lax.lt(indices, np.asarray(0, idt)[()]),
-                             lax.add(indices, np.asarray(size, idt)[()]), indices)
+        # gather takes no negative indices: they count from the end, as in NumPy. Unsigned
+        # indices go through the same (always false) test, so programs read as JAX's.
+        indices = where3(indices < 0, indices + size, indices)
     elif mode == "raise":
         raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
     elif mode == "wrap":
-        indices = remainder(indices, np.asarray(max(size, 1), idt)[()])
+        indices = remainder(indices, np.asarray(size, indices.dtype)[()])
         gather_mode = lax.GatherScatterMode.PROMISE_IN_BOUNDS
     elif mode == "clip":
         gather_mode = lax.GatherScatterMode.CLIP
@@ -76,11 +88,13 @@ def take(a: ArrayLike, indices: ArrayLike, axis: int | None = None, out: None = 
                       indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
 
-@jitted(static_argnames=("axis", "mode", "fill_value"), inline=False)
+@jitted(static_argnames=("axis", "mode", "fill_value", "wrap_negative_indices"), inline=False)
 def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
-                    mode: Any = None, fill_value: Any = None) -> Any:
+                    mode: Any = None, fill_value: Any = None, *,
+                    wrap_negative_indices: bool | None = None) -> Any:
     """``jnp.take_along_axis``: ``arr`` gathered along ``axis`` at ``indices`` (same rank,
-    other axes broadcast)."""
+    other axes broadcast). Negative indices count from the end if ``wrap_negative_indices``
+    (by default: unless ``mode='promise_in_bounds'``, JAX's legacy default)."""
     a, indices = ensure_arraylike("take_along_axis", arr, indices)
     if not dtypes.issubdtype(indices.dtype, np.integer):
         raise TypeError(f"take_along_axis indices must be of integer type, got "
@@ -102,9 +116,13 @@ def take_along_axis(arr: ArrayLike, indices: ArrayLike, axis: int | None = -1,
     axis_size = a.shape[axis_int]
     if axis_size == 0:
         return lax.full(out_shape, 0, a.dtype)
-    indices = lax.convert_element_type(indices, np.int32)
-    if mode != "promise_in_bounds":
-        indices = _normalize(indices, axis_size)
+    if wrap_negative_indices is None:
+        wrap_negative_indices = mode != "promise_in_bounds"
+    if wrap_negative_indices:
+        # As JAX: indices that may be wrapped are widened to an index type that holds
+        # ``index + axis_size``; others keep their dtype.
+        wide = np.int64 if axis_size > np.iinfo(np.int32).max else np.int32
+        indices = _normalize(lax.convert_element_type(indices, wide), axis_size)
     index_dims = [i for i, d in enumerate(idx_shape) if i == axis_int or d != 1]
     gather_index_shape = tuple(np.array(out_shape)[index_dims]) + (1,)
     gather_indices = lax.reshape(broadcast_to_shape(
@@ -225,18 +243,25 @@ def unravel_index(indices: ArrayLike, shape: Any) -> tuple[Any, ...]:
 
 
 def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mode: str = "raise",
-                      order: str = "C") -> Any:
+                      order: str = "C", *, dtype: DTypeLike | None = None) -> Any:
     """``jnp.ravel_multi_index``: coordinate arrays to flat indices into an array of shape
-    ``dims`` (``mode`` 'raise' needs concrete indices, 'wrap' and 'clip' do not)."""
+    ``dims``, of integer ``dtype`` (by default the indices' promoted with int). ``mode``
+    'raise' needs concrete indices; 'wrap', 'clip' and 'ignore' do not."""
     if len(multi_index) != len(dims):
         raise ValueError(f"len(multi_index)={len(multi_index)} != len(dims)={len(dims)}")
     dims = tuple(operator.index(core.concrete_or_error(
         d, "in `dims` argument of ravel_multi_index().")) for d in dims)
     arrs = [ensure_arraylike("ravel_multi_index", i) for i in multi_index]
+    dtype = dtypes.result_type(int, *arrs) if dtype is None else _user_dtype(dtype)
+    if not dtypes.issubdtype(dtype, np.integer):
+        raise ValueError(f"{dtype=} is not an integer type.")
+    if math.prod(dims) - 1 > np.iinfo(dtype).max:
+        raise ValueError(f"jnp.ravel_multi_index: {dtype=} not large enough to hold flattened "
+                         f"index for {dims=}. Use the dtype argument to pass a suitable dtype "
+                         "(e.g. dtype=np.min_scalar_type(prod(dims))).")
     for a in arrs:
         if not dtypes.issubdtype(a.dtype, np.integer):
             raise TypeError("only int indices permitted")
-    dtype = dtypes.result_type(int, *arrs)
     if mode == "raise":
         for a, d in zip(arrs, dims):
             v = np.asarray(core.concrete_or_error(
@@ -249,8 +274,9 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
                 for a, d in zip(arrs, dims)]
     elif mode == "wrap":
         arrs = [remainder(a, d) for a, d in zip(arrs, dims)]
-    else:
-        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+    elif mode != "ignore":
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or "
+                         "'ignore'.")
     if order == "F":
         strides = np.cumprod((1,) + dims[:-1])
     elif order == "C":

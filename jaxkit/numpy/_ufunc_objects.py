@@ -16,6 +16,7 @@ methods.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import operator
 from collections.abc import Callable
@@ -70,6 +71,19 @@ class ufunc(functools.partial):
             "func": func, "nin": operator.index(nin), "nout": operator.index(nout),
             "nargs": operator.index(nargs or nin), "identity": identity, "reduce": reduce,
             "accumulate": accumulate, "at": at, "reduceat": reduceat}
+
+    def __call__(self, *args: Any, out: None = None, where: None = None) -> Any:
+        # JAX's ufunc call takes NumPy's ``out``/``where`` keywords only to refuse them.
+        if out is not None:
+            raise NotImplementedError(f"out argument of {self}")
+        if where is not None:
+            raise NotImplementedError(f"where argument of {self}")
+        return super().__call__(*args)
+
+    # inspect reads a partial's signature from its function; a ufunc's is its ``__call__``'s,
+    # as JAX's.
+    __signature__ = inspect.signature(__call__).replace(parameters=list(
+        inspect.signature(__call__).parameters.values())[1:])
 
     _func = property(lambda self: self._ufunc_props["func"])
     nin = property(lambda self: self._ufunc_props["nin"])

@@ -439,11 +439,13 @@ def _float_divmod(x1: Array, x2: Array) -> tuple[Array, Array]:
     return lax.round(div), mod
 
 
-@jitted
+# floor_divide and remainder are plain jits, as JAX's: traced, they stage
+# ``jit[name=floor_divide]``/``jit[name=remainder]``, and a scalar operand stays rank 0 (lax's
+# binary operations take it beside an array), as in JAX's programs.
+@jitted(inline=False)
 def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.floor_divide``: ``x1 // x2``, rounding towards minus infinity."""
     x1, x2 = promote_args_numeric("floor_divide", x1, x2)
-    x1, x2 = _same_shape("floor_divide", x1, x2)
     dt = _dtype(x1)
     if dtypes.issubdtype(dt, np.unsignedinteger):
         return lax.div(x1, x2)
@@ -451,7 +453,7 @@ def floor_divide(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         quotient = lax.div(x1, x2)
         select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
                                  lax.ne(lax.rem(x1, x2), _const(x1, 0)))
-        return lax.select(select, lax.sub(quotient, _lit(quotient, 1)), quotient)
+        return where3(select, lax.sub(quotient, _lit(quotient, 1)), quotient)
     if dtypes.issubdtype(dt, np.complexfloating):
         raise TypeError("floor_divide does not support complex-valued inputs")
     return _float_divmod(x1, x2)[0]
@@ -463,14 +465,13 @@ def _same_shape(name: str, *args: Any) -> list:
     return list(args) if len(shapes) == 1 else broadcast_all(name, *args)
 
 
-@jitted
+@jitted(inline=False)
 def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.remainder``: ``x1 % x2`` with the sign of ``x2`` (Python's ``%``)."""
     x1, x2 = promote_args_numeric("remainder", x1, x2)
-    x1, x2 = _same_shape("remainder", x1, x2)
     zero = _const(x1, 0)
     if dtypes.issubdtype(_dtype(x2), np.integer):
-        x2 = lax.select(lax.eq(x2, _const(x2, 0)), lax.full_like(x2, 1), x2)
+        x2 = where3(lax.eq(x2, _const(x2, 0)), lax.full_like(x2, 1), x2)
     trunc_mod = lax.rem(x1, x2)
     trunc_mod_not_zero = lax.ne(trunc_mod, zero)
     do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)),
@@ -481,13 +482,13 @@ def remainder(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 mod = remainder
 
 
-@jitted
+@jitted(inline=False)
 def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:
     """``jnp.divmod``: ``(x1 // x2, x1 % x2)``."""
     x1, x2 = promote_args_numeric("divmod", x1, x2)
     if dtypes.issubdtype(_dtype(x1), np.integer):
         return floor_divide(x1, x2), remainder(x1, x2)
-    return _float_divmod(*_same_shape("divmod", x1, x2))
+    return _float_divmod(x1, x2)
 
 
 @jitted
