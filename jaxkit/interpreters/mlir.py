@@ -271,8 +271,9 @@ class ModuleContext:
     manual: bool = False  # inside a shard_map body: axis_env names the mesh's axes
     channels: list = field(default_factory=lambda: [0])  # the last collective channel id
     host_callbacks: list = field(default_factory=list)
-    name_stack: str = ""  # ``jit(f)``: the op_name prefix of every equation's ops
-    locations: dict = field(default_factory=dict)  # (primitive, SourceInfo) -> ir.Location
+    # ``jit(f)``: the op_name prefix of every equation's ops (none in a private function)
+    name_stack: str = ""
+    locations: dict = field(default_factory=dict)  # (name, SourceInfo, ...) -> ir.Location
     platform: str = "cpu"  # whose ``platform_lowering_rules`` apply
     # The private functions emitted for nested jaxprs (``mlir_calls``): key -> symbol name.
     functions: dict = field(default_factory=dict)
