@@ -3,7 +3,8 @@
 Each primitive registers a lowering rule ``rule(ctx, *operands, **params)`` returning one
 ``ir.Value`` (or a sequence for primitives with several results). ``lower_jaxpr`` builds a module
 whose public ``main`` takes the jaxpr's inputs and returns its outputs; sub-jaxprs (jit, control
-flow) are lowered inline with ``jaxpr_subcomp``.
+flow) are lowered inline with ``jaxpr_subcomp``, except a nested ``jit``, which becomes a private
+function of the module (emitted once per jaxpr: ``mlir_calls.call_jaxpr``), as JAX lowers it.
 """
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ platform_lowering_rules: dict[str, dict[core.Primitive, Callable]] = {
 # physical tensors themselves; every other primitive meeting one is lowered by
 # ``_physical_lowering``.
 physical_lowerings: set[core.Primitive] = set()
+# The primitives lowered as a call of a private function (``mlir_calls``): in a partitioned
+# program their results keep the layouts the function's body gave them, with no constraint of
+# their own, as JAX lowers them.
+call_primitives: set[core.Primitive] = set()
 
 
 def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None = None,
@@ -266,9 +271,12 @@ class ModuleContext:
     manual: bool = False  # inside a shard_map body: axis_env names the mesh's axes
     channels: list = field(default_factory=lambda: [0])  # the last collective channel id
     host_callbacks: list = field(default_factory=list)
-    name_stack: str = ""  # ``jit(f)``: the op_name prefix of every equation's ops
-    locations: dict = field(default_factory=dict)  # (primitive, SourceInfo) -> ir.Location
+    # ``jit(f)``: the op_name prefix of every equation's ops (none in a private function)
+    name_stack: str = ""
+    locations: dict = field(default_factory=dict)  # (name, SourceInfo, ...) -> ir.Location
     platform: str = "cpu"  # whose ``platform_lowering_rules`` apply
+    # The private functions emitted for nested jaxprs (``mlir_calls``): key -> symbol name.
+    functions: dict = field(default_factory=dict)
 
     def device_mesh(self) -> Mesh | None:
         """The ``Mesh`` the module is partitioned over (its axes laid over
@@ -290,6 +298,7 @@ class LoweringRuleContext:
     avals_in: Sequence[core.ShapedArray]
     avals_out: Sequence[core.ShapedArray]
     primitive: core.Primitive | None = None
+    source_info: source_info.SourceInfo | None = None  # the equation's, for op locations
 
     def replace(self, **kw) -> LoweringRuleContext:
         return LoweringRuleContext(**{**self.__dict__, **kw})
@@ -324,7 +333,8 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         if _needs_physical_lowering(eqn):
             rule = _physical_lowering
         rule_ctx = LoweringRuleContext(ctx, [a.aval for a in eqn.invars],
-                                       [v.aval for v in eqn.outvars], eqn.primitive)
+                                       [v.aval for v in eqn.outvars], eqn.primitive,
+                                       eqn.source_info)
         # The equation's ops carry its user location (and the jaxprs a rule traces inherit
         # it), which XLA keeps as the HLO instructions' metadata.
         with eqn_location(ctx, eqn), source_info.user_context(eqn.source_info):
@@ -339,8 +349,9 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
                 for x in outs:
                     set_frontend_attributes(x, metadata)
         assert len(outs) == len(eqn.outvars), (eqn.primitive, len(outs), len(eqn.outvars))
+        typed = ctx.mesh is not None and eqn.primitive not in call_primitives
         for v, x in zip(eqn.outvars, outs):
-            env[v] = x if ctx.mesh is None else _laid_out_as_typed(ctx, x, v.aval)
+            env[v] = _laid_out_as_typed(ctx, x, v.aval) if typed else x
     return [read(v) for v in jaxpr.outvars]
 
 
@@ -427,16 +438,23 @@ def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
     # The equation's names are relative to the equation holding its jaxpr, whose names the
     # lowering of that equation made current (``user_context`` in ``jaxpr_subcomp``).
     outer = source_info.current_name_stack()
-    key = (eqn.primitive, eqn.source_info, outer)
+    info = eqn.source_info
+    names = outer + info.name_stack if info is not None else outer
+    return named_location(ctx, info, names, eqn.primitive.name)
+
+
+def named_location(ctx: ModuleContext, info: source_info.SourceInfo | None,
+                    names: source_info.NameStack, last: str) -> ir.Location:
+    """``module name/names/last`` around ``info``'s file and line (cached: one per line and
+    name, as a loop's body repeats them)."""
+    key = (last, info, names, ctx.name_stack)
     loc = ctx.locations.get(key)
-    if loc is None:  # one per line and primitive: a loop's body repeats them
-        info = eqn.source_info
+    if loc is None:
         child = (ir.Location.name(info.function,
                                   childLoc=ir.Location.file(info.file, info.line,
                                                             max(info.column, 0)))
                  if info is not None and info.file else ir.Location.unknown())
-        names = str(outer + info.name_stack) if info is not None else str(outer)
-        op_name = "/".join(n for n in (ctx.name_stack, names, eqn.primitive.name) if n)
+        op_name = "/".join(n for n in (ctx.name_stack, str(names), last) if n)
         loc = ctx.locations[key] = ir.Location.name(op_name, childLoc=child)
     return loc
 
@@ -455,10 +473,13 @@ def private_function(ctx: ModuleContext, name: str, closed: core.ClosedJaxpr) ->
     with ir.InsertionPoint(ctx.module.body):
         fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        # Inserted (and so renamed: ``f``, ``f_0``...) before its body is lowered, so that the
+        # functions its body calls come after it, in the order JAX emits them.
+        symbol = ir.StringAttr(ir.SymbolTable(ctx.module.operation).insert(fn)).value
         entry = fn.add_entry_block()
         with ir.InsertionPoint(entry):
             func_dialect.ReturnOp(closed_subcomp(ctx, closed, *entry.arguments))
-    return ir.StringAttr(ir.SymbolTable(ctx.module.operation).insert(fn)).value
+    return symbol
 
 
 def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:

@@ -478,10 +478,12 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
             continue
         rule = dce_rules.get(eqn.primitive)
         if rule is not None:
+            # ``used_ins`` is over the equation's operands before the rule pruned any.
+            invars = eqn.invars
             used_ins, eqn = rule(used, eqn)
             if eqn is None:
                 continue
-            ins = [a for a, u in zip(eqn.invars, used_ins) if u]
+            ins = [a for a, u in zip(invars, used_ins) if u]
         else:
             ins = eqn.invars
         live.update(a for a in ins if type(a) is Var)

@@ -366,6 +366,10 @@ class JitFunction:
         refs: list = []
         if any(state.is_ref_aval(core.get_aval(c)) for c in consts):
             closed, consts, refs = state.closed_over_refs_last(closed, consts)
+        elif consts and not any(isinstance(c, core.Tracer) for c in consts):
+            # As JAX: concrete closed-over values stay the body's constants (a tracer of an
+            # enclosing transformation must be an operand, and then all of them are).
+            closed, consts = _with_consts(closed, consts), []
         outs = jit_p.bind(*consts, *flat, *refs, jaxpr=closed, name=self._name,
                           donated_invars=(False,) * (len(consts) + len(flat) + len(refs)),
                           inline=self._inline, **ctx_mesh_params())
@@ -552,6 +556,19 @@ class JitFunction:
 
     def clear_cache(self) -> None:
         self._fun_cache.clear()
+
+
+_with_consts_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _with_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:
+    """``_closed_with_leading_consts``, one object per cached trace: equations of the same
+    body share it, so a lowered program emits the body once and its derived programs (vmap,
+    JVP...) are cached once."""
+    hit = _with_consts_cache.get(closed)
+    if hit is None:
+        hit = _with_consts_cache[closed] = _closed_with_leading_consts(closed, consts)
+    return hit
 
 
 def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxpr:

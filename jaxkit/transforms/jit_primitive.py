@@ -4,12 +4,12 @@ partial evaluation). ``jit.py`` builds ``JitFunction`` (tracing, caches, dispatc
 a transformation a jitted function binds this primitive."""
 from __future__ import annotations
 
-from __future__ import annotations
 import weakref
-from jaxkit import core, source_info
+
+from jaxkit import core
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr
-from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir, state
+from jaxkit.interpreters import ad, batching, debug_nans, dispatch, mlir, mlir_calls, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime.sharding import AxisType, current_abstract_mesh, current_mesh
 from jaxkit.transforms import spmd
@@ -76,14 +76,15 @@ jit_p.def_impl(_jit_impl)
 state.defcall_discharge(jit_p)
 
 
-def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, **params):
-    # The inlined ops are named inside ``jit(name)``, as JAX's HLO ``op_name``s are.
-    names = source_info.current_name_stack().extend(f"jit({params.get('name', 'jit')})")
-    with source_info.name_stack_context(names):
-        return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
+def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, name: str,
+                  **params):
+    # As JAX: a call of the body emitted once as a private function ``@name`` (an
+    # ``inline=True`` jit was already inlined when it was traced).
+    return mlir_calls.call_jaxpr(ctx, name, jaxpr, *args)
 
 
 mlir.register_lowering(jit_p, _jit_lowering)
+mlir.call_primitives.add(jit_p)
 
 
 def _jit_pp_params(params: dict) -> dict:
@@ -185,6 +186,35 @@ def _forwarding(known: ClosedJaxpr, num_res: int
                                     jaxpr.debug_info), known.consts)
     hit = _forwarding_cache[known] = (pruned, in_fwd, out_fwd)
     return hit
+
+
+# ---- dead-code rule of the jit primitive ----
+# As JAX's: the body keeps only the outputs used and the inputs they need (so a lowered
+# program calls a function computing just those). Cached per (body, used outputs), so that
+# equations pruned alike share one body: one private function, one compilation.
+_dce_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jit_dce(used_outputs: list[bool], eqn: core.JaxprEqn):
+    closed = eqn.params["jaxpr"]
+    per_body = _dce_cache.setdefault(closed, {})
+    hit = per_body.get(tuple(used_outputs))
+    if hit is None:
+        jaxpr, used_inputs = pe.dce_jaxpr(closed.jaxpr, used_outputs, prune_invars=True)
+        live = set(jaxpr.constvars)
+        consts = [c for v, c in zip(closed.jaxpr.constvars, closed.consts) if v in live]
+        hit = per_body[tuple(used_outputs)] = (ClosedJaxpr(jaxpr, consts), used_inputs)
+    pruned, used_inputs = hit
+    if all(used_inputs) and all(used_outputs):  # nothing to prune: the equation stays as is
+        return used_inputs, eqn
+    params = dict(eqn.params, jaxpr=pruned, donated_invars=tuple(
+        d for d, u in zip(eqn.params["donated_invars"], used_inputs) if u))
+    return used_inputs, eqn.replace(
+        invars=[x for x, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u], params=params)
+
+
+pe.dce_rules[jit_p] = _jit_dce
 
 
 def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, name: str,
