@@ -3,76 +3,17 @@ Flax linen_test's ``Fp8Test.test_fp8_meta_dtype`` failures on jaxkit
 (``bench/ecosystem_tests.py``): Flax's fp8 meta dtype is a float32 whose cotangents accumulate
 by ``max``. Each check runs on jaxkit and on the JAX oracle side by side.
 """
-import dataclasses
 import functools
 
 import numpy as np
 import pytest
+from _max_dtype import max_dtype as _max_dtype
 
 import jaxkit
-from jaxkit._src_compat import core as compat_core
-from jaxkit._src_compat import dtypes as compat_dtypes
 
 
 def _oracle():
     return pytest.importorskip("jax")
-
-
-@functools.cache
-def _max_dtype(m):
-    """A float32 whose cotangents are summed by ``max`` (as Flax's ``fp32_max_grad``), built
-    from library ``m``'s private extended-dtype classes, as Flax builds it."""
-    if m is jaxkit:
-        core, dtypes = compat_core, compat_dtypes
-    else:
-        from jax._src import core, dtypes
-    lax = m.lax
-
-    class Rules:
-        @staticmethod
-        def physical_element_aval(dt):
-            return core.ShapedArray((), dt.float_dtype)
-
-        @staticmethod
-        def convert_from(dt, other):
-            return dt.float_dtype == other
-
-        @staticmethod
-        def convert_to(other, dt):
-            return dt.float_dtype == other
-
-        @staticmethod
-        def add(dt, x, y):
-            f = functools.partial(lax.convert_element_type, new_dtype=dt.float_dtype)
-            return lax.convert_element_type(lax.max(f(x), f(y)), dt)
-
-        @staticmethod
-        def zero(dt):
-            return lax.convert_element_type(np.array(-np.inf, dt.float_dtype), dt)
-
-        @staticmethod
-        def tangent_dtype(dt):
-            return dt
-
-        @staticmethod
-        def full(shape, fill_value, dt):
-            fill = lax.convert_element_type(fill_value, dt.float_dtype)
-            return lax.convert_element_type(lax.full(shape, fill, dt.float_dtype), dt)
-
-    class max_meta(dtypes.extended):  # noqa: N801
-        pass
-
-    @dataclasses.dataclass(frozen=True)
-    class MaxF32(dtypes.ExtendedDType):
-        float_dtype: np.dtype
-        _rules: type = Rules
-        type: type = max_meta
-
-        def __repr__(self) -> str:
-            return "max32"
-        name = property(__repr__)
-
-    return MaxF32(np.dtype(np.float32))
 
 
 def _uses(m):
@@ -127,6 +68,9 @@ def test_user_extended_dtype_conversions_print_as_jax():
     # primal and fails; jaxkit's gives the cotangent.)
     assert str(jaxkit.make_jaxpr(_round_trip(jaxkit))(x)) == \
         str(jax.make_jaxpr(_round_trip(jax))(x))
+    xs = np.ones((2, 3), np.float32)  # batched (test_vmap_rules counts on this check)
+    assert str(jaxkit.make_jaxpr(jaxkit.vmap(_round_trip(jaxkit), 1))(xs)) == \
+        str(jax.make_jaxpr(jax.vmap(_round_trip(jax), 1))(xs))
 
 
 @pytest.mark.parametrize("m_name", ["jaxkit", "jax"])
