@@ -79,3 +79,17 @@ def test_user_extended_dtype_conversion_errors(m_name):
     dt = _max_dtype(m)
     with pytest.raises(ValueError, match="Cannot convert_element_type from int32 to max32"):
         m.make_jaxpr(lambda x: m.lax.convert_element_type(x, dt))(np.ones(2, np.int32))
+
+
+def test_user_extended_dtype_values_outside_jit():
+    # Flax's fp8 layers run eagerly when ``jax._src.earray`` imports (CAN_USE_EARRAY; its
+    # test_fp8_meta_dtype use_jit=False cases): values of the dtype are EArrays over their
+    # representation arrays.
+    jax = _oracle()
+    x = np.array([1.5, -2.0], np.float32)
+    seen = []
+    for m in (jaxkit, jax):
+        e = m.lax.convert_element_type(x, _max_dtype(m))
+        back = m.lax.convert_element_type(e, np.float32)
+        seen.append((type(e).__name__, str(e.dtype), e.shape, np.asarray(back).tolist()))
+    assert seen[0] == seen[1]

@@ -12,9 +12,12 @@ from typing import Any
 import numpy as np
 
 from jaxkit import dtypes as _dtypes
+from jaxkit._src_compat.earray import EArray
+from jaxkit.avals import ShapedArray
 from jaxkit.dtypes import *  # noqa: F401,F403
 from jaxkit.dtypes import (DType, extended, finfo, issubdtype, prng_key,  # noqa: F401
                            supports_inf)
+from jaxkit.runtime.array import Array
 
 
 class ExtendedDType(_dtypes.ExtendedDType):
@@ -46,6 +49,14 @@ class ExtendedDType(_dtypes.ExtendedDType):
     @property
     def itemsize(self) -> int:  # type: ignore[override]
         return int(np.prod(self.physical_shape)) * self.physical_dtype.itemsize
+
+    def to_physical(self, value: Any) -> Any:
+        return value._data  # an EArray's representation array
+
+    def from_physical(self, buf: Any) -> Any:
+        data = buf if isinstance(buf, Array) else Array(buf)
+        n = len(data.shape) - len(self.physical_shape)
+        return EArray(ShapedArray(tuple(data.shape[:n]), self), data)
 
     def tangent_dtype(self) -> Any:
         rule = getattr(self._rules, "tangent_dtype", None)
