@@ -59,7 +59,8 @@ def suite_files(py: Path, suite: str, workdir: Path, flax_sdist: str | None = No
     return sorted(dest.rglob("tests/**/*_test.py"))
 
 
-def run_file(py: Path, test: Path, on_jaxkit: bool, timeout: int, env: dict) -> dict:
+def run_file(py: Path, test: Path, on_jaxkit: bool, timeout: int, env: dict,
+             select: str | None = None) -> dict:
     # -P: the test file's folder (the working directory) stays off sys.path, else its modules
     # shadow the standard library's (optax/tree_utils/_random.py hides the C module
     # ``_random`` that ``random`` imports).
@@ -67,7 +68,7 @@ def run_file(py: Path, test: Path, on_jaxkit: bool, timeout: int, env: dict) -> 
         [str(py), "-P", "-m", "pytest"]
     report = Path(tempfile.mkdtemp()) / "report.xml"
     cmd = [*head, "-q", "-rfE", "--tb=line", "-p", "no:cacheprovider",
-           f"--junitxml={report}", str(test)]
+           f"--junitxml={report}", *(["-k", select] if select else []), str(test)]
     start = time.perf_counter()
     try:
         out = sh(cmd, timeout=timeout, cwd=test.parent, env=env)
@@ -102,6 +103,8 @@ def main() -> None:
                         "contains this (resume a cut-off run)")
     parser.add_argument("--flax-sdist", help="an unpacked Flax source distribution to take the "
                         "tests from (e.g. /tmp/eco/flaxsd/flax-0.12.8), instead of pip download")
+    parser.add_argument("-k", dest="select", help="pytest's -k expression for every file (a "
+                        "slice of a heavy file, e.g. 'not preserve_dtype')")
     parser.add_argument("--backends", default="jax,jaxkit",
                         help="which of jax,jaxkit to run (re-measure one side only)")
     args = parser.parse_args()
@@ -121,7 +124,7 @@ def main() -> None:
         per: dict = {b: {} for b in backends}
         for f in files:
             for backend in backends:
-                c = run_file(py, f, backend == "jaxkit", args.timeout, env)
+                c = run_file(py, f, backend == "jaxkit", args.timeout, env, args.select)
                 for k, v in c.items():
                     if k != "tail":
                         per[backend][k] = per[backend].get(k, 0) + v

@@ -273,6 +273,29 @@ class ExtendedDType:
         """``lax.full`` of this dtype (``scan`` fills its output buffers with it)."""
         raise NotImplementedError(f"full rule for dtype {self.name}")
 
+    # Differentiation and conversion. Keys are not differentiable and convert to nothing else;
+    # a user-defined dtype (JAX's ``_rules`` protocol, ``jaxkit._src_compat.dtypes``) can be
+    # both: Flax's fp8 meta dtype is a float32 whose cotangents accumulate by ``max``.
+    def tangent_dtype(self) -> Any:
+        """The dtype of this dtype's tangents."""
+        return float0
+
+    def convert_from(self, other: np.dtype) -> bool:
+        """Whether ``convert_element_type`` may turn values of this dtype into ``other``."""
+        return False
+
+    def convert_to(self, other: np.dtype) -> bool:
+        """Whether ``convert_element_type`` may turn ``other`` values into this dtype."""
+        return False
+
+    def zero(self) -> Any:
+        """The rank-0 value the zero tangents/cotangents of this dtype are filled with."""
+        raise NotImplementedError(f"zero rule for dtype {self.name}")
+
+    def add(self, x: Any, y: Any) -> Any:
+        """The sum of two tangents/cotangents of this dtype (``add_any``)."""
+        raise NotImplementedError(f"add rule for dtype {self.name}")
+
     def __repr__(self):
         return self.name
 
@@ -395,9 +418,10 @@ def supports_inf(dtype: DTypeLike) -> bool:
 
 def tangent_dtype(dtype: DTypeLike) -> np.dtype:
     """The dtype of tangents (and cotangents) of values of ``dtype``: itself if inexact,
-    else ``float0`` (integers, booleans and keys are not differentiable)."""
+    else ``float0`` (integers, booleans and keys are not differentiable); an extended dtype's
+    own rule."""
     if isinstance(dtype, ExtendedDType):
-        return float0
+        return dtype.tangent_dtype()
     dt = np.dtype(dtype)
     return dt if issubdtype(dt, np.inexact) else float0
 

@@ -71,6 +71,9 @@ EXERCISED_ELSEWHERE = {
     "fused_call": "test_scheduling_fused.py (vmap jaxprs against JAX; it runs on CUDA only)",
     "call_hi_primitive": "test_hijax.py (vmap through batch_dim_rule, grad of vmap, vs JAX)",
 }
+EXERCISED_ELSEWHERE.update({p: "test_ecosystem_fixes_edtypes.py (vmap of a conversion to and "
+                               "from a user-defined extended dtype, against JAX)"
+                            for p in ("to_edtype", "from_edtype")})
 EXERCISED_ELSEWHERE.update({p: "test_ref.py (vmap over refs and of functions making refs)"
                             for p in ("get", "swap", "addupdate", "new_ref", "freeze")})
 EXERCISED_ELSEWHERE.update({p: "test_sparse.py (vmap over sparse arrays, against JAX/a loop)"

@@ -211,6 +211,22 @@ def test_jit_with_shardings_that_are_all_unspecified():
     np.testing.assert_array_equal(np.asarray(got["y"]), np.asarray(want["y"]))
 
 
+def test_jit_with_unspecified_shardings_writes_refs_back():
+    # nnx.compat.jit (Flax nnx mutable_array_test test_jit_mutable) passes out_shardings as a
+    # pytree of None together with a ref: the call writes the ref back as one without
+    # shardings does (it failed lowering a program that takes a ref).
+    def f(r, x):
+        r[...] += x
+        return (x * 2,)
+
+    seen = []
+    for m in (jaxkit, _oracle()):
+        r = m.new_ref(m.numpy.arange(3.0))
+        out = m.jit(f, out_shardings=(None,))(r, m.numpy.float32(1))
+        seen.append((np.asarray(r[...]).tolist(), np.asarray(out[0]).tolist()))
+    assert seen[0] == seen[1] == ([1.0, 2.0, 3.0], 2.0)
+
+
 # --------------------------------------------------------------------------------------------
 # Flax nnx nn/linear_test (115 failures, two causes): jnp.einsum takes out_sharding=None
 # (nnx.Einsum, LinearGeneral: 97 tests), and variables made with out_sharding metadata under

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
+from _max_dtype import max_dtype
 from gradcheck import check_grads, check_jvp
 
 import jaxkit
@@ -172,6 +173,10 @@ ROWS = [
     Row("convert_element_type", lambda x: lax.convert_element_type(lax.convert_element_type(x, np.float16), F32),
         (X,), tol=3e-2, eps=1e-2),
     Row("reduce_precision", lambda x: lax.reduce_precision(x, 8, 23), (X,)),
+    # to_edtype/from_edtype: through a user-defined extended dtype and back (linear: order 1;
+    # under jit: jaxkit has no eager arrays of such dtypes, JAX's EArray)
+    Row("to_edtype", jaxkit.jit(lambda x: lax.convert_element_type(
+        lax.convert_element_type(x, max_dtype(jaxkit)), F32)), (X,), order=1),
     # slicing and indexing
     Row("slice", lambda m: lax.slice(m, (0, 1), (2, 3), (1, 2)), (M,)),
     Row("pad", lambda x, v: lax.pad(x, v, [(1, 2, 1)]), (X, F32(0.5))),

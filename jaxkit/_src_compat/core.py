@@ -41,9 +41,14 @@ AbstractValue = ShapedArray
 UnshapedArray = ShapedArray
 
 
-def physical_aval(aval):
-    """The aval an array of ``aval`` is stored as (the same: jaxkit has no extended dtypes)."""
-    return aval
+physical_aval = _core.physical_aval
+
+
+def physical_element_aval(dtype):
+    """The type one element of ``dtype`` is stored as (itself for a NumPy dtype)."""
+    if not _core.dtypes.is_extended(dtype):
+        return _core.ShapedArray((), dtype)
+    return _core.ShapedArray(tuple(dtype.physical_shape), dtype.physical_dtype)
 
 
 def lazy_init(x):

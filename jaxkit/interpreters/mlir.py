@@ -385,10 +385,12 @@ def _physical_lowering(ctx: LoweringRuleContext, *args: ir.Value, **params: Any)
     prim = ctx.primitive
     ext = {a.dtype for a in (*ctx.avals_in, *ctx.avals_out) if dtypes.is_extended(a.dtype)}
     dt = ext.pop()
-    if ext or len(dt.physical_shape) != 1:
+    if ext or len(dt.physical_shape) > 1:
         raise NotImplementedError(f"lowering rule for '{prim.name}' on operands of dtypes "
                                   f"{sorted(map(str, {dt, *ext}))}: one extended dtype with "
-                                  "a one-axis physical shape is supported")
+                                  "a physical shape of at most one axis is supported")
+    if not dt.physical_shape:  # one element is one scalar (Flax's fp8 meta dtype): no words
+        return lower_fun(prim.bind, prim.multiple_results, physical=True)(ctx, *args, **params)
 
     def word_aval(a):
         return a.update(dtype=dt.physical_dtype, weak_type=False) \

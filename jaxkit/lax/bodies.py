@@ -202,6 +202,8 @@ def run_jaxpr(closed: ClosedJaxpr, *args) -> list:
 
 
 def zeros_of_aval(aval: ShapedArray):
+    if dtypes.is_extended(aval.dtype):  # the dtype's own zero (Flax's fp8 meta dtype: -inf)
+        return ad.zeros_like_aval(aval)
     return full(aval.shape, 0, aval.dtype)
 
 

@@ -176,10 +176,23 @@ batching.defbroadcasting(add_p)
 mlir.register_lowering(add_p, mlir.nary_lowering(hlo.AddOp))
 
 # ---- add_any: the sum of two tangents/cotangents (the primitive lives in ad) ---------------
-ad.add_jaxvals_p.def_impl(lambda x, y: add(x, y))
+# Tangents of an extended dtype are summed by its own rule (Flax's fp8 meta dtype: ``max``).
+def _add_any(x, y):
+    dt = core.get_aval(x).dtype
+    return dt.add(x, y) if dtypes.is_extended(dt) else add(x, y)
+
+
+def _add_any_lowering(ctx, x, y):
+    dt = ctx.avals_in[0].dtype
+    if dtypes.is_extended(dt):
+        return mlir.lower_fun(dt.add)(ctx, x, y)
+    return mlir.nary_lowering(hlo.AddOp)(ctx, x, y)
+
+
+ad.add_jaxvals_p.def_impl(_add_any)
 ad.deflinear2(ad.add_jaxvals_p, lambda ct, x, y: [ct, ct])
 batching.defbroadcasting(ad.add_jaxvals_p)
-mlir.register_lowering(ad.add_jaxvals_p, mlir.nary_lowering(hlo.AddOp))
+mlir.register_lowering(ad.add_jaxvals_p, _add_any_lowering, physical=True)
 
 
 # ---- sub -----------------------------------------------------------------------------------

@@ -659,7 +659,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         cts_in = [next(outs) if n else zeros_of_aval(av.to_tangent_aval())
                   for n, av in zip(nz, lin_avals)]
         ct_c, ct_ca_in, ct_x = split_list(cts_in, [n_lc, num_carry])
-        return [*(add(a_, c_) for a_, c_ in zip(acc, ct_c)), *ct_ca_in, *ct_x]
+        return [*(ad.add_jaxvals_p.bind(a_, c_) for a_, c_ in zip(acc, ct_c)), *ct_ca_in, *ct_x]
 
     x_res_av = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in res_xs]
     tbody = make_closed_jaxpr(body, [core.get_aval(x) for x in res_consts]

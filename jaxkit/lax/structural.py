@@ -465,11 +465,7 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
     """Cast to ``new_dtype`` (canonicalised). Lowers to ``stablehlo.convert``."""
     aval = core.get_aval(operand)
     if dtypes.is_extended(aval.dtype) or dtypes.is_extended(new_dtype):
-        if aval.dtype == new_dtype:  # keys convert only to their own dtype, as in JAX
-            return operand
-        names = [str(d) if dtypes.is_extended(d) else dtypes.dtype(d).name
-                 for d in (aval.dtype, new_dtype)]
-        raise ValueError(f"Cannot convert_element_type from {names[0]} to {names[1]}")
+        return _convert_extended(operand, aval, new_dtype)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \
             not isinstance(operand, (int, float, complex, np.generic)):
@@ -535,6 +531,82 @@ batching.defvectorized(convert_element_type_p)
 shr.defsharding(convert_element_type_p, shr.unary_rule)
 shr.defur(convert_element_type_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
+
+
+# ---- to_edtype / from_edtype: convert_element_type to and from an extended dtype ----------
+# Keys convert only to their own dtype; a user-defined dtype (Flax's fp8 meta dtype) may allow
+# its representation dtype, as its rules say. The value is the same tensor either way.
+def _dtype_str(dtype) -> str:
+    return str(dtype) if dtypes.is_extended(dtype) else dtypes.dtype(dtype).name
+
+
+def _convert_extended(operand, aval, new_dtype):
+    old = aval.dtype
+    if old == new_dtype:
+        return operand
+    if dtypes.is_extended(old) and dtypes.is_extended(new_dtype):
+        raise ValueError(f"cannot directly convert between extended dtypes: from {old} to "
+                         f"{new_dtype}. Instead, convert to and from their representation "
+                         f"dtypes, e.g.:\n{old} -> {old.physical_dtype.name} -> "
+                         f"{new_dtype.physical_dtype.name} -> {new_dtype}")
+    if dtypes.is_extended(new_dtype):
+        return to_edtype_p.bind(operand, edtype=new_dtype)
+    return from_edtype_p.bind(operand, dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+def _check_edtype_conversion(allowed: bool, src, dst, edtype) -> None:
+    if not allowed:
+        raise ValueError(f"Cannot convert_element_type from {_dtype_str(src)} to "
+                         f"{_dtype_str(dst)}")
+    rep = edtype.physical_dtype
+    if (src if dst is edtype else dst) != rep:
+        raise ValueError(f"can only convert {'to' if dst is edtype else 'from'} extended "
+                         f"dtype {edtype} {'from' if dst is edtype else 'to'} its "
+                         f"representation dtype {rep.name}, not {_dtype_str(src)}.")
+
+
+def _to_edtype_shape(x, *, edtype):
+    _check_edtype_conversion(edtype.convert_to(x.dtype), x.dtype, edtype, edtype)
+    n, rep = x.ndim - len(edtype.physical_shape), tuple(edtype.physical_shape)
+    if n < 0 or x.shape[n:] != rep:
+        raise ValueError(f"can only convert to extended dtype {edtype} from an array whose "
+                         f"shape ends in its representation shape {rep}, got {x.shape}.")
+    return x.shape[:n]
+
+
+def _from_edtype_shape(x, *, dtype):
+    _check_edtype_conversion(x.dtype.convert_from(dtype), x.dtype, dtype, x.dtype)
+    return (*x.shape, *x.dtype.physical_shape)
+
+
+def _edtype_jvp(prim):
+    def jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **params)
+        t_aval = core.get_aval(out).to_tangent_aval()
+        if type(t) is ad.Zero or t_aval.dtype == dtypes.float0:
+            return out, ad.Zero(t_aval)
+        return out, convert_element_type(t, t_aval.dtype)
+    return jvp
+
+
+def _edtype_transpose(ct, operand, **params):
+    old = operand.aval
+    if type(ct) is ad.Zero:
+        return [ad.Zero(old.to_tangent_aval())]
+    return [convert_element_type(ct, old.dtype)]
+
+
+to_edtype_p = standard_primitive(_to_edtype_shape, lambda x, *, edtype: edtype, "to_edtype")
+from_edtype_p = standard_primitive(_from_edtype_shape, lambda x, *, dtype: dtype, "from_edtype")
+for _p in (to_edtype_p, from_edtype_p):
+    ad.defjvp_rule(_p, _edtype_jvp(_p))
+    ad.deftranspose(_p, _edtype_transpose)
+    batching.defvectorized(_p)
+    shr.defsharding(_p, shr.unary_rule)
+    shr.defur(_p, shr.sharding_ur.keep_rule)
+    # The operand's tensor is the result's: an extended dtype's value is its representation.
+    mlir.register_lowering(_p, lambda ctx, x, **_: x, physical=True)
 
 
 # ---- reduce_sum (the rest of the reductions live in reductions.py) -------------------------
@@ -672,6 +744,8 @@ def zeros_like_array(x: ArrayLike) -> Array:
 
 # ---- registrations used by the interpreters ------------------------------------------------
 def _zeros_like_aval(aval: core.ShapedArray):
+    if dtypes.is_extended(aval.dtype):  # the zero the dtype's rule gives, broadcast
+        return broadcast_in_dim(aval.dtype.zero(), aval.shape, ())
     # A weakly typed aval gets weak zeros (the gradient with respect to a Python scalar is
     # weak, as in JAX).
     zero = np.zeros((), aval.dtype)[()]

@@ -302,12 +302,7 @@ class JitFunction:
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
         compiled = self._cache.get(sig)
         if compiled is None:
-            if any(type(x) is state.Ref for x in flat) or any(
-                    type(c) is state.Ref for c in self._trace_cached(sig, dyn_args, dyn_kwargs)[2]):
-                # Refs passed in or closed over: the less optimised path that writes them back.
-                state.check_jit_ref_aliasing(
-                    self._where(), flat, self._arg_names(dyn_args, dyn_kwargs),
-                    self._trace_cached(sig, dyn_args, dyn_kwargs)[2])
+            if self._takes_refs(sig, flat, dyn_args, dyn_kwargs):
                 return self._bind(sig, flat, dyn_args, dyn_kwargs)
             compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
         if config.jax_debug_nans:
@@ -330,6 +325,9 @@ class JitFunction:
         if layouts is None:
             compiled = self._cache.get(sig)
             if compiled is None:
+                # Flax's nnx.jit passes out_shardings of Nones, and refs with them.
+                if self._takes_refs(sig, flat, dyn_args, dyn_kwargs):
+                    return self._bind(sig, flat, dyn_args, dyn_kwargs)
                 compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
             return compiled.run_flat(flat, sig.avals)
         key = (sig, layouts)
@@ -342,6 +340,17 @@ class JitFunction:
                 compiled.timings, sig, compiled.cache_source))
             del self.cache_events[:-100]
         return compiled.run_flat(flat, sig.avals)
+
+    def _takes_refs(self, sig: CallSignature, flat, dyn_args, dyn_kwargs) -> bool:
+        """Whether refs are passed in or closed over (after checking they do not alias): such
+        a call takes the less optimised path that writes them back."""
+        consts = self._trace_cached(sig, dyn_args, dyn_kwargs)[2]
+        if not (any(type(x) is state.Ref for x in flat) or
+                any(type(c) is state.Ref for c in consts)):
+            return False
+        state.check_jit_ref_aliasing(self._where(), flat, self._arg_names(dyn_args, dyn_kwargs),
+                                     consts)
+        return True
 
     def _input_layouts(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Every argument leaf's ``NamedSharding`` when the call is partitioned, else None."""
