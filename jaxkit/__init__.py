@@ -97,7 +97,7 @@ __all__ = [
     "local_device_count", "local_devices", "make_jaxpr", "make_mesh", "shard_map", "sharding",
     "smap", "NamedSharding", "P", "Shard", "reshard", "set_mesh",
     "nn",
-    "numpy", "image", "ops", "pmap", "process_count",
+    "numpy", "image", "ops", "scipy", "pmap", "process_count",
     "process_index", "pure_callback", "random", "remat", "stop_gradient", "tree_util",
     "value_and_grad", "vjp", "vmap",
     "Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",
