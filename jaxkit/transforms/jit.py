@@ -36,7 +36,7 @@ from jaxkit.interpreters import debug_nans, dispatch, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
-from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.runtime.array import Array, placement, to_buffer
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
@@ -65,22 +65,33 @@ class CallPlan:
     calls whose keywords are all static) is the commonest call, e.g. ``jnp.dot(a, b,
     precision=None)``; the dispatcher runs it inline through ``execute`` and ``handlers`` and
     makes the outputs with ``build`` (or, when ``single``, wraps the one result itself),
-    saving function calls."""
+    saving function calls. Once placement is spread (``pjrt.Placement``) a plan is made for
+    one ``device`` (and committedness of the results) and every argument goes through
+    ``to_buffer``, which moves uncommitted arrays there."""
 
     __slots__ = ("build", "direct", "execute", "handlers", "run", "single")
 
     def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
-                 positions: Sequence[int], kwargs: dict):
-        program = compiled.program
+                 positions: Sequence[int], kwargs: dict, device=None, committed: bool = False):
+        program = compiled.program if device is None else compiled.program_on(device)
         if compiled.kept is not None:  # the arguments the program does not read stay out
             positions = [positions[i] for i in compiled.kept]
             avals = [avals[i] for i in compiled.kept]
         self.execute = execute = program.executable.xla_executable.execute_sharded
-        self.handlers = handlers = program.executable.handlers
+        self.handlers = handlers = (program.executable.committed_handlers if committed
+                                    else program.executable.handlers)
         consts, outputs = program.const_bufs, compiled.outputs
         self.build = outputs
         plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
-        if not consts and len(plan) == len(args) and all(a is None for _, a in plan):
+        if device is not None:
+            self.direct = self.single = False
+            placed = list(zip(positions, avals))
+
+            def run(args):
+                bufs = [to_buffer(args[i], a, device) for i, a in placed]
+                return outputs(execute(consts + bufs if consts else bufs)
+                               .consume_with_handlers(handlers))
+        elif not consts and len(plan) == len(args) and all(a is None for _, a in plan):
             self.direct = 1 <= len(args) <= 2
             self.single = compiled.single_leaf and len(handlers) == 1
 
@@ -124,8 +135,20 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
     positional arguments without static positions build their key in place (as ``_fast_key``
     does, keywords included) and run direct plans inline: this is the cached-call path whose
     every bytecode shows in the benchmark, and the path of eager jnp functions called with
-    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``)."""
+    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``). Once placement
+    is spread, the key also holds the device the call runs on (``spread_call``)."""
     unrolled = not static_argnums
+    spread = pjrt.placement
+
+    def spread_call(args, kwargs):
+        try:
+            key = _fast_key(static_argnums, args, kwargs)
+            plan = fast[(key, *placement(args, ""))]
+        except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
+            plan = None                            # names in its error
+        if plan is None:
+            return slow(args, kwargs)
+        return plan.run(args)
 
     def dispatch(*args, **kwargs):
         # The executables below run the arguments' buffers as they are; a deleted or donated
@@ -133,6 +156,8 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
         try:
             if current_trace() is not eval_trace:
                 return fun(*args, **kwargs) if inline else slow(args, kwargs)
+            if spread.spread:
+                return spread_call(args, kwargs)
             n = len(args)
             if n == 1 and unrolled:
                 x, = args
@@ -300,6 +325,10 @@ class JitFunction:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
         if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
+        device = committed = None
+        if pjrt.placement.spread:
+            device, committed = placement(flat, self._name,
+                                          lambda: self._arg_names(dyn_args, dyn_kwargs))
         compiled = self._cache.get(sig)
         if compiled is None:
             if any(type(x) is state.Ref for x in flat) or any(
@@ -309,9 +338,9 @@ class JitFunction:
                     self._where(), flat, self._arg_names(dyn_args, dyn_kwargs),
                     self._trace_cached(sig, dyn_args, dyn_kwargs)[2])
                 return self._bind(sig, flat, dyn_args, dyn_kwargs)
-            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
+            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs, device)
         if config.jax_debug_nans:
-            out = compiled.run_flat(flat, avals)
+            out = compiled.run_flat(flat, avals, device, committed)
             debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
                                         tree_util.tree_leaves(out),
                                         lambda: self._fun(*args, **kwargs))
@@ -319,8 +348,8 @@ class JitFunction:
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
             type(x) in _leaf_avals for x in dyn_args)
         if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
-            self._add_plan(compiled, avals, args, kwargs)
-        return compiled.run_flat(flat, avals)
+            self._add_plan(compiled, avals, args, kwargs, device, committed)
+        return compiled.run_flat(flat, avals, device, committed)
 
     def _call_sharded(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """A call with arrays spread over devices (they never take the fast path). Laid out
@@ -350,15 +379,18 @@ class JitFunction:
         return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals,
                                     spmd.first_mesh(self._out_shardings))
 
-    def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
-        """Let later calls like this one (traced arguments all positional leaves) take the
-        fast path."""
+    def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict,
+                  device=None, committed=None) -> None:
+        """Let later calls like this one (traced arguments all positional leaves, placed on
+        ``device`` if placement is spread) take the fast path."""
         try:
             key = _fast_key(self._static_argnums, args, kwargs)
         except (KeyError, TypeError):  # an unhashable static value: no fast path for it
             return
+        if device is not None:
+            key = (key, device, committed)
         self._fast[key] = CallPlan(compiled, args, avals, self._traced_positions(len(args)),
-                                   kwargs)
+                                   kwargs, device, bool(committed))
 
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
@@ -510,14 +542,18 @@ class JitFunction:
                       out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
                       Timings(trace=trace_time), plan, self._keep_unused)
 
-    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Compiled:
-        """A cache miss: trace, lower and compile through the stages, and say why."""
+    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs,
+                       device=None) -> Compiled:
+        """A cache miss: trace, lower and compile (for ``device``, default: the default
+        device) through the stages, and say why."""
         sig_named = CallSignature(sig.in_tree, sig.avals, sig.statics,
                                   self._arg_names(dyn_args, dyn_kwargs),
                                   {k: self._arg_label(k) for k, _ in sig.statics
                                    if isinstance(k, int)})
         reason, diffs = explain_miss(sig_named, list(self._cache))
-        compiled = self._traced(sig, dyn_args, dyn_kwargs).lower().compile()
+        traced = self._traced(sig, dyn_args, dyn_kwargs)
+        one_device = device is not None and traced.sharding_plan is None
+        compiled = traced.lower().compile(device_assignment=(device,) if one_device else None)
         self._cache[sig_named] = compiled
         event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named,
                            compiled.cache_source)
