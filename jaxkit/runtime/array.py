@@ -299,17 +299,26 @@ def placement(args: Sequence, fun_name: str,
     giving them, called only then; default ``args[i]``) and ``fun_name``."""
     device = first = None
     for i, x in enumerate(args):
-        if type(x) is Array:
+        t = type(x)
+        if t is Array:
             buf = x._buf
-            if buf._committed:
-                d = buf._sharding._device
-                if device is None:
-                    device, first = d, i
-                elif d != device:
-                    names = arg_names() if callable(arg_names) else arg_names
-                    names = names or [f"args[{k}]" for k in range(len(args))]
-                    raise pjrt.incompatible_devices(fun_name, (names[first], args[first].aval,
-                                                               device), (names[i], x.aval, d))
+        elif t in _cached_scalars or t is np.ndarray:
+            continue
+        else:  # a key array: placed by its data
+            dtype = getattr(x, "dtype", None)
+            if not isinstance(dtype, dtypes.ExtendedDType) or type(
+                    data := dtype.to_physical(x)) is not Array:
+                continue
+            buf = data._buf
+        if buf._committed:
+            d = buf._sharding._device
+            if device is None:
+                device, first = d, i
+            elif d != device:
+                names = arg_names() if callable(arg_names) else arg_names
+                names = names or [f"args[{k}]" for k in range(len(args))]
+                raise pjrt.incompatible_devices(fun_name, (names[first], core.get_aval(
+                    args[first]), device), (names[i], core.get_aval(x), d))
     if device is None:
         return pjrt.current_default_device(), False
     return device, True

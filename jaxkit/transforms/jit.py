@@ -23,6 +23,7 @@ import inspect
 import logging
 import time
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -127,7 +128,7 @@ def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
 
 
 def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
-                inline: bool, slow: Callable) -> Callable:
+                inline: bool, slow: Callable, fixed_device=None) -> Callable:
     """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
 
     Outside any transformation a call whose traced arguments are positional leaves takes the
@@ -143,7 +144,8 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
     def spread_call(args, kwargs):
         try:
             key = _fast_key(static_argnums, args, kwargs)
-            plan = fast[(key, *placement(args, ""))]
+            plan = fast[(key, *placement(args, "")) if fixed_device is None else
+                        (key, fixed_device, True)]
         except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
             plan = None                            # names in its error
         if plan is None:
@@ -260,7 +262,8 @@ class JitFunction:
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, inline: bool = False,
-                 in_shardings=None, out_shardings=None, keep_unused: bool = False):
+                 in_shardings=None, out_shardings=None, keep_unused: bool = False,
+                 device=None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         self._fun = fun
@@ -276,9 +279,13 @@ class JitFunction:
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings
         self._sharded = in_shardings is not None or out_shardings is not None
+        # jit(device=/backend=): every call runs there, its results committed to it
+        self._device = device
+        if device is not None:
+            pjrt.placement.spread = True
         options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline,
                    _shardings_key(in_shardings), _shardings_key(out_shardings),
-                   self._keep_unused)
+                   self._keep_unused, device)
         try:
             per_fun = _fun_caches.setdefault(fun, {})
         except TypeError:  # not weak-referenceable: a cache of our own
@@ -297,7 +304,7 @@ class JitFunction:
         """The function ``jit`` returns. It refers to this object (not the other way round, so
         that dropping it frees the caches at once)."""
         wrapper = _dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
-                              self._call)
+                              self._call, self._device)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
             wrapper.__signature__ = inspect.signature(self._fun)
@@ -325,8 +332,8 @@ class JitFunction:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
         if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
-        device = committed = None
-        if pjrt.placement.spread:
+        device, committed = self._device, True
+        if device is None and pjrt.placement.spread:
             device, committed = placement(flat, self._name,
                                           lambda: self._arg_names(dyn_args, dyn_kwargs))
         compiled = self._cache.get(sig)
@@ -710,8 +717,6 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     ``NamedSharding`` each, or pytree prefixes of the arguments/outputs) partition the program
     over their mesh with XLA's SPMD partitioner. Arguments the function does not use are
     left out of the compiled program (calls still take them) unless ``keep_unused``."""
-    if backend not in (None, "cpu"):
-        pjrt.get_backend(backend)
     in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
@@ -720,8 +725,19 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  inline=inline, backend=backend, device=device,
                                  keep_unused=keep_unused)
+    if device is not None or backend is not None:
+        warnings.warn('backend and device argument on jit is deprecated. You can use '
+                      '`jax.device_put(..., jax.local_devices(backend="cpu")[0])` on the inputs '
+                      'to the jitted function to get the same behavior.', DeprecationWarning,
+                      stacklevel=2)
+        if device is not None and backend is not None:
+            raise ValueError("can't specify both a device and a backend for jit, "
+                             f"got device={device} and backend={backend}")
+        if device is None:
+            device = pjrt.get_backend(backend).local_devices[0]
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       inline, in_shardings, out_shardings, keep_unused).as_function()
+                       inline, in_shardings, out_shardings, keep_unused,
+                       device).as_function()
 
 
 def jit_object(fn: Any) -> JitFunction | None:
