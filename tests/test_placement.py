@@ -183,3 +183,12 @@ def test_jit_device_and_backend_options_fix_the_device():
                 out = fn(arg)
                 assert out.devices() == {device} and out.committed
     np.testing.assert_array_equal(np.asarray(out), HOST * 2)
+
+
+def test_lowered_compiles_for_the_committed_device():
+    x = jaxkit.device_put(HOST, DEVICES[3])
+    compiled = jaxkit.jit(lambda a: a * 2).lower(x).compile()
+    for arg in (x, kjnp.asarray(HOST)):  # as in JAX: results committed, arguments moved
+        out = compiled(arg)
+        assert out.devices() == {DEVICES[3]} and out.committed
+    np.testing.assert_array_equal(np.asarray(out), HOST * 2)

@@ -578,8 +578,13 @@ class JitFunction:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
         sig = CallSignature(in_tree, avals, statics)
-        return self._traced(sig, dyn_args, dyn_kwargs,
-                            self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
+        traced = self._traced(sig, dyn_args, dyn_kwargs,
+                              self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
+        if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
+            traced.device, traced.committed = (
+                (self._device, True) if self._device is not None else
+                placement(flat, self._name, lambda: self._arg_names(dyn_args, dyn_kwargs)))
+        return traced
 
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()

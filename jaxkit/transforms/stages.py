@@ -18,6 +18,7 @@ from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd
 
@@ -94,6 +95,12 @@ class Traced(_Stage):
     constvars) and output structure. ``keep_unused=False`` (jit's default) drops the
     arguments the program does not read from the lowered program (and the equations whose
     results it does not need); calls still take them all."""
+
+    # The device a one-device program compiles for by default: where the traced call's
+    # committed arguments are (set by ``jit(f).trace``; None: the current default device),
+    # and whether they were (the compiled program's results then are too).
+    device = None
+    committed = False
 
     def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
                  donated_invars: Sequence[bool], flatten: Flatten, timings: Timings,
@@ -225,7 +232,7 @@ class Lowered(_Stage):
         if compiler_options:
             raise NotImplementedError("Lowered.compile(compiler_options=...): jaxkit compiles "
                                       "with XLA's default options only; leave it None")
-        device = None
+        device = self.traced.device
         if device_assignment is not None:
             if len(device_assignment) != 1 or self.program.sharding_plan is not None:
                 raise NotImplementedError(
@@ -342,7 +349,10 @@ class Compiled(_Stage):
                 f"{[a.str_short() for a in avals]} (structure {in_tree}), but it was "
                 f"compiled for {[a.str_short() for a in expected]} (structure "
                 f"{traced.in_tree}). Call jit(f) instead to compile for new types.")
-        return self.run_flat(flat, expected)
+        if self.partitioned or not pjrt.placement.spread:
+            return self.run_flat(flat, expected)
+        # On the device it was compiled for: uncommitted arguments elsewhere move there.
+        return self.run_flat(flat, expected, self.executable.device, self.traced.committed)
 
     @property
     def cache_source(self) -> str:
