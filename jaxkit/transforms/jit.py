@@ -332,7 +332,8 @@ class JitFunction:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
         if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
-        device, committed = self._device, True
+        device = self._device
+        committed = device is not None
         if device is None and pjrt.placement.spread:
             device, committed = placement(flat, self._name,
                                           lambda: self._arg_names(dyn_args, dyn_kwargs))
