@@ -199,10 +199,12 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     one and stays out of the key."""
     avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
     if _placement.spread:
-        device, committed = placement(args, prim.name)
-        program = programs.get((prim, avals, tuple(params.items()), device),
+        where, committed = placement(args, prim.name)
+        device = where._device
+        program = programs.get((prim, avals, tuple(params.items()), where),
                                _compile_primitive, prim, avals, params, device)
-        outs = program.executable([to_buffer(x, a, device) for x, a in zip(args, avals)],
+        outs = program.executable([x._buf if type(x) is Array and x._buf._sharding is where
+                                   else to_buffer(x, a, device) for x, a in zip(args, avals)],
                                   committed)
     else:
         program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
@@ -245,8 +247,9 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], a
     """Run ``closed`` on concrete ``args`` (the eager impl of primitives carrying a jaxpr),
     compiling it once per jaxpr object (and device, once placement is spread)."""
     if _placement.spread:
-        device, committed = placement(args, name)
-        program = programs.get((closed, device), _compile_closed_program, name, closed,
+        where, committed = placement(args, name)
+        device = where._device
+        program = programs.get((closed, where), _compile_closed_program, name, closed,
                                donated_invars, device)
     else:
         device, committed = None, False

@@ -292,36 +292,50 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
 
 def placement(args: Sequence, fun_name: str,
               arg_names: Sequence[str] | Callable[[], Sequence[str]] | None = None) -> tuple:
-    """``(device, committed)``: where a computation on ``args`` runs. On the device its
-    committed ``Array`` arguments share (the results are committed there too), else on the
-    current default device (uncommitted arguments elsewhere are moved). Arguments committed
-    to different devices raise JAX's ``ValueError`` naming them (``arg_names``, or a function
+    """``(sharding, committed)``: where a computation on ``args`` runs, as the one
+    ``Sharding`` object of its device (``sharding._device``). On the device its committed
+    ``Array`` arguments share (the results are committed there too), else on the current
+    default device (uncommitted arguments elsewhere are moved). Arguments committed to
+    different devices raise JAX's ``ValueError`` naming them (``arg_names``, or a function
     giving them, called only then; default ``args[i]``) and ``fun_name``."""
-    device = first = None
-    for i, x in enumerate(args):
+    where = None
+    for x in args:
         t = type(x)
         if t is Array:
             buf = x._buf
+            if not buf._committed:
+                continue
         elif t in _cached_scalars or t is np.ndarray:
             continue
         else:  # a key array: placed by its data
             dtype = getattr(x, "dtype", None)
             if not isinstance(dtype, dtypes.ExtendedDType) or type(
-                    data := dtype.to_physical(x)) is not Array:
+                    data := dtype.to_physical(x)) is not Array or not data._buf._committed:
                 continue
             buf = data._buf
-        if buf._committed:
-            d = buf._sharding._device
-            if device is None:
-                device, first = d, i
-            elif d != device:
-                names = arg_names() if callable(arg_names) else arg_names
-                names = names or [f"args[{k}]" for k in range(len(args))]
-                raise pjrt.incompatible_devices(fun_name, (names[first], core.get_aval(
-                    args[first]), device), (names[i], core.get_aval(x), d))
-    if device is None:
-        return pjrt.current_default_device(), False
-    return device, True
+        s = buf._sharding
+        if where is None:
+            where = s if type(s) is pjrt.Sharding else pjrt.sharding_of(s._device)
+        elif s is not where and s._device != where._device:
+            _raise_incompatible(args, fun_name, arg_names)
+    if where is None:
+        return pjrt.current_default_sharding(), False
+    return where, True
+
+
+def _raise_incompatible(args: Sequence, fun_name: str, arg_names) -> None:
+    committed = []
+    for i, x in enumerate(args):
+        data = x if type(x) is Array else getattr(getattr(x, "dtype", None), "to_physical",
+                                                   lambda v: None)(x)
+        if type(data) is Array and data._buf._committed:
+            committed.append((i, core.get_aval(x), data._buf._sharding._device))
+    (first, first_aval, first_device), *rest = committed
+    i, aval, device = next(c for c in rest if c[2] != first_device)
+    names = arg_names() if callable(arg_names) else arg_names
+    names = names or [f"args[{k}]" for k in range(len(args))]
+    raise pjrt.incompatible_devices(fun_name, (names[first], first_aval, first_device),
+                                    (names[i], aval, device))
 
 
 def wrap_result(buf) -> Any:

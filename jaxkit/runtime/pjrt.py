@@ -199,18 +199,36 @@ def default_device():
     return get_backend().local_devices[0]
 
 
-def current_default_device():
-    """Where computations without committed arguments run: the device (or a platform's first
-    device) of the innermost ``default_device`` block of this thread, else the
-    ``jax_default_device`` option, else ``default_device()``."""
+_first_sharding: list = []  # the default backend's first device's sharding, once known
+
+
+def current_default_sharding() -> Sharding:
+    """The sharding of ``current_default_device()`` (one object per device: placement keys
+    its caches on these, which hash faster than devices)."""
     dev = default_device_context.device
     if dev is None:
         dev = config.jax_default_device
         if dev is None:
-            return get_backend().local_devices[0]
+            if not _first_sharding:
+                backend = get_backend()
+                _first_sharding.append(backend.shardings[backend.local_devices[0]])
+            return _first_sharding[0]
     if isinstance(dev, str):
-        return get_backend(dev).local_devices[0]
-    return dev
+        backend = get_backend(dev)
+        return backend.shardings[backend.local_devices[0]]
+    return sharding_of(dev)
+
+
+def current_default_device():
+    """Where computations without committed arguments run: the device (or a platform's first
+    device) of the innermost ``default_device`` block of this thread, else the
+    ``jax_default_device`` option, else ``default_device()``."""
+    return current_default_sharding()._device
+
+
+def sharding_of(device) -> Sharding:
+    """The one ``Sharding`` object of ``device``."""
+    return backend_of(device).shardings[device]
 
 
 def backend_of(device) -> Backend:

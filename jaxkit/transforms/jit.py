@@ -73,7 +73,8 @@ class CallPlan:
     __slots__ = ("build", "direct", "execute", "handlers", "run", "single")
 
     def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
-                 positions: Sequence[int], kwargs: dict, device=None, committed: bool = False):
+                 positions: Sequence[int], kwargs: dict, where=None, committed: bool = False):
+        device = None if where is None else where._device
         program = compiled.program if device is None else compiled.program_on(device)
         if compiled.kept is not None:  # the arguments the program does not read stay out
             positions = [positions[i] for i in compiled.kept]
@@ -89,7 +90,11 @@ class CallPlan:
             placed = list(zip(positions, avals))
 
             def run(args):
-                bufs = [to_buffer(args[i], a, device) for i, a in placed]
+                bufs = []
+                for i, a in placed:  # arrays already there pass their buffer
+                    x = args[i]
+                    bufs.append(x._buf if type(x) is Array and x._buf._sharding is where
+                                else to_buffer(x, a, device))
                 return outputs(execute(consts + bufs if consts else bufs)
                                .consume_with_handlers(handlers))
         elif not consts and len(plan) == len(args) and all(a is None for _, a in plan):
@@ -140,12 +145,17 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
     is spread, the key also holds the device the call runs on (``spread_call``)."""
     unrolled = not static_argnums
     spread = pjrt.placement
+    fixed = None if fixed_device is None else (pjrt.sharding_of(fixed_device), True)
 
     def spread_call(args, kwargs):
         try:
-            key = _fast_key(static_argnums, args, kwargs)
-            plan = fast[(key, *placement(args, "")) if fixed_device is None else
-                        (key, fixed_device, True)]
+            if unrolled:  # _fast_key without static positions
+                key = tuple([x.aval if type(x) is Array else _leaf_key(x) for x in args])
+                if kwargs:
+                    key = (key, *kwargs.items())
+            else:
+                key = _fast_key(static_argnums, args, kwargs)
+            plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
         except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
             plan = None                            # names in its error
         if plan is None:
@@ -332,11 +342,8 @@ class JitFunction:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
         if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
-        device = self._device
-        committed = device is not None
-        if device is None and pjrt.placement.spread:
-            device, committed = placement(flat, self._name,
-                                          lambda: self._arg_names(dyn_args, dyn_kwargs))
+        where, committed = self._placement(flat, dyn_args, dyn_kwargs)
+        device = None if where is None else where._device
         compiled = self._cache.get(sig)
         if compiled is None:
             if any(type(x) is state.Ref for x in flat) or any(
@@ -356,7 +363,7 @@ class JitFunction:
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
             type(x) in _leaf_avals for x in dyn_args)
         if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
-            self._add_plan(compiled, avals, args, kwargs, device, committed)
+            self._add_plan(compiled, avals, args, kwargs, where, committed)
         return compiled.run_flat(flat, avals, device, committed)
 
     def _call_sharded(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
@@ -388,17 +395,26 @@ class JitFunction:
                                     spmd.first_mesh(self._out_shardings))
 
     def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict,
-                  device=None, committed=None) -> None:
+                  where=None, committed: bool = False) -> None:
         """Let later calls like this one (traced arguments all positional leaves, placed on
-        ``device`` if placement is spread) take the fast path."""
+        the device of sharding ``where`` if placement is spread) take the fast path."""
         try:
             key = _fast_key(self._static_argnums, args, kwargs)
         except (KeyError, TypeError):  # an unhashable static value: no fast path for it
             return
-        if device is not None:
-            key = (key, device, committed)
+        if where is not None:
+            key = (key, where, committed)
         self._fast[key] = CallPlan(compiled, args, avals, self._traced_positions(len(args)),
-                                   kwargs, device, bool(committed))
+                                   kwargs, where, committed)
+
+    def _placement(self, flat, dyn_args, dyn_kwargs) -> tuple:
+        """``(sharding, committed)`` of the device this call runs on (``jit(device=)``'s, or
+        the arguments' by ``placement``); ``(None, False)`` while placement is not spread."""
+        if self._device is not None:
+            return pjrt.sharding_of(self._device), True
+        if not pjrt.placement.spread:
+            return None, False
+        return placement(flat, self._name, lambda: self._arg_names(dyn_args, dyn_kwargs))
 
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
@@ -582,9 +598,8 @@ class JitFunction:
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
         if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
-            traced.device, traced.committed = (
-                (self._device, True) if self._device is not None else
-                placement(flat, self._name, lambda: self._arg_names(dyn_args, dyn_kwargs)))
+            where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs)
+            traced.device = where._device
         return traced
 
     def lower(self, *args, **kwargs) -> Lowered:
