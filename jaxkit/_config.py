@@ -111,6 +111,20 @@ def _gc_guard(name: str, value: Any) -> Any:
 _gc_guard.enum_values = ("allow", "log", "fatal")  # type: ignore[attr-defined]
 
 
+def validate_default_device(name: str, value: Any) -> Any:
+    """jax_default_device: None, a platform name, or a device (told by its type's name: this
+    module imports no jaxlib), as JAX's validator accepts."""
+    if value is None or value in ("cpu", "gpu", "tpu") or "Device" in str(type(value)):
+        return value
+    raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                     "`jax.devices('cpu')[0]`) or a platform name string like 'cpu' or 'gpu'"
+                     f", got: {value!r}")
+
+
+# JAX defines its absl flag as a string
+validate_default_device.flag_type = str  # type: ignore[attr-defined]
+
+
 def _absl_flag_kind(coerce: Callable[[str, Any], Any]) -> tuple[str, tuple[str, ...]]:
     """The absl flag kind ('bool', 'int', 'float', 'str' or 'enum') JAX defines for an option
     with this coercer, and an enum's string choices."""
@@ -187,6 +201,9 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     # JAX inserts pvary to match the varying axes of operands inside shard_map; jaxkit infers
     # variation from the traced body, which is what True gives.
     "jax_auto_pcast": (True, _only(True), ()),
+    # Where computations without committed arguments run (None: the default backend's first
+    # device); ``with default_device(...)`` overrides it in its thread (runtime/pjrt.py).
+    "jax_default_device": (None, validate_default_device, ()),
 }
 
 

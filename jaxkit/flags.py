@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-from jaxkit._config import State, config
+from jaxkit._config import State, config, validate_default_device
 from jaxkit.runtime import pjrt
 
 __all__ = [
@@ -69,9 +69,16 @@ def transfer_guard(new_val: str) -> contextlib.AbstractContextManager:
 
 @contextlib.contextmanager
 def default_device(new_val: Any = None) -> Iterator[None]:
-    """Place new arrays on ``new_val`` inside the block. jaxkit has one default device per
-    backend; naming it (or None) is accepted, any other device is not implemented."""
-    if new_val is not None and new_val is not pjrt.default_device():
-        raise NotImplementedError(f"jaxkit cannot make {new_val!r} the default device; "
-                                  "use jax.device_put(x, device) to place arrays on it")
-    yield
+    """Run computations without committed arguments, and place new arrays, on ``new_val``
+    (a device, or a platform name such as ``"cpu"``: its first device) inside the block, in
+    this thread only; None restores the ``jax_default_device`` option's choice."""
+    new_val = validate_default_device("jax_default_device", new_val)
+    context = pjrt.default_device_context
+    saved = context.device
+    if new_val is not None:
+        pjrt.placement.spread = True
+    context.device = new_val
+    try:
+        yield
+    finally:
+        context.device = saved

@@ -24,7 +24,7 @@ from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import debug_nans, mlir
 from jaxkit.runtime import pjrt
-from jaxkit.runtime.array import Array, to_buffer, wrap_result
+from jaxkit.runtime.array import Array, placement, to_buffer, wrap_result
 
 # --------------------------------------------------------------------------------------------
 # Compile logging
@@ -71,8 +71,11 @@ class Program:
         self.executable = executable
         self.const_bufs = const_bufs
 
-    def run(self, bufs: Sequence) -> list:
-        return self.executable(self.const_bufs + list(bufs) if self.const_bufs else bufs)
+    def run(self, bufs: Sequence, committed: bool = False) -> list:
+        """Run on argument buffers (on the program's device); ``committed`` commits the
+        results to it."""
+        return self.executable(self.const_bufs + list(bufs) if self.const_bufs else bufs,
+                               committed)
 
 
 # Closed-over constants up to this many elements are baked into the program, as JAX bakes
@@ -86,7 +89,7 @@ def _const_is_param(c) -> bool:
 
 
 def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
-                 result_names: Sequence[str] = ()):
+                 result_names: Sequence[str] = (), platform: str | None = None):
     """The StableHLO module of ``closed``: small closed-over constants inlined, large ones as
     leading parameters (``Program.const_bufs``, in the same order); ``result_names`` label
     its results (``mlir.lower_jaxpr``)."""
@@ -100,22 +103,25 @@ def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     donated = [False] * len(param_vars) + list(donated_invars)
     return mlir.lower_jaxpr(name, lowered, donated_invars=donated,
                             consts=[c for c, p in zip(closed.consts, as_param) if not p],
-                            result_names=result_names)
+                            result_names=result_names, platform=platform)
 
 
 def compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
-                   module=None) -> tuple[Program, float, float]:
-    """Lower (unless ``module`` is given) and compile ``closed``; returns the program and the
-    seconds spent lowering and compiling."""
+                   module=None, device=None) -> tuple[Program, float, float]:
+    """Lower (unless ``module`` is given) and compile ``closed`` for ``device`` (default: the
+    current default device); returns the program and the seconds spent lowering and
+    compiling."""
     start = time.perf_counter()
     lowered_here = module is None
     if lowered_here:
-        module = lower_closed(name, closed, donated_invars)
+        module = lower_closed(name, closed, donated_invars,
+                              platform=mlir.lowering_platform(device))
     lowered_at = time.perf_counter()
-    exe = pjrt.compile_module(module, closed.out_avals)
+    exe = pjrt.compile_module(module, closed.out_avals, device)
     compiled_at = time.perf_counter()
     _log_compile(name, lowered_at - start if lowered_here else None, compiled_at - lowered_at)
-    const_bufs = [to_buffer(c, core.get_aval(c)) for c in closed.consts if _const_is_param(c)]
+    const_bufs = [to_buffer(c, core.get_aval(c), exe.device) for c in closed.consts
+                  if _const_is_param(c)]
     return Program(exe, const_bufs), lowered_at - start, compiled_at - lowered_at
 
 
@@ -184,14 +190,28 @@ config.on_change(_clear_on_config_change)
 # --------------------------------------------------------------------------------------------
 
 
+_placement = pjrt.placement
+
+
 def apply_primitive(prim: core.Primitive, *args, **params):
     """Run ``prim`` on concrete arguments (the impl rule of most primitives): a one-equation
-    jaxpr, compiled once per (primitive, input avals, params) and cached in ``programs``."""
+    jaxpr, compiled once per (primitive, input avals, params, device) and cached in
+    ``programs``. While placement is not spread (``pjrt.Placement``) the device is the only
+    one and stays out of the key."""
     avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
-    program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
-                           avals, params)
-    bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
-    outs = program.executable(bufs)
+    if _placement.spread:
+        where, committed = placement(args, prim.name)
+        device = where._device
+        program = programs.get((prim, avals, tuple(params.items()), where),
+                               _compile_primitive, prim, avals, params, device)
+        outs = program.executable([x._buf if type(x) is Array and x._buf._sharding is where
+                                   else to_buffer(x, a, device) for x, a in zip(args, avals)],
+                                  committed)
+    else:
+        program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
+                               avals, params)
+        bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
+        outs = program.executable(bufs)
     if config.jax_debug_nans:
         debug_nans.check_primitive(prim, [Array(b) for b in outs])
     if prim.multiple_results:
@@ -208,24 +228,32 @@ def primitive_jaxpr(prim: core.Primitive, avals: Sequence[ShapedArray], params: 
     return Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, dict(params))])
 
 
-def _compile_primitive(prim, avals, params) -> Program:
+def _compile_primitive(prim, avals, params, device=None) -> Program:
     jaxpr = primitive_jaxpr(prim, avals, params)
     _log_compiling(prim.name, avals)
     start = time.perf_counter()
-    module = mlir.lower_jaxpr(prim.name, jaxpr)
+    module = mlir.lower_jaxpr(prim.name, jaxpr, platform=mlir.lowering_platform(device))
     lowered_at = time.perf_counter()
-    program = Program(pjrt.compile_module(module, jaxpr.out_avals), [])
+    program = Program(pjrt.compile_module(module, jaxpr.out_avals, device), [])
     _log_compile(prim.name, lowered_at - start, time.perf_counter() - lowered_at)
     return program
 
 
-def _compile_closed_program(name: str, closed: ClosedJaxpr, donated_invars) -> Program:
-    return compile_closed(name, closed, donated_invars)[0]
+def _compile_closed_program(name: str, closed: ClosedJaxpr, donated_invars,
+                            device=None) -> Program:
+    return compile_closed(name, closed, donated_invars, device=device)[0]
 
 
 def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], args) -> list:
     """Run ``closed`` on concrete ``args`` (the eager impl of primitives carrying a jaxpr),
-    compiling it once per jaxpr object."""
-    program = programs.get(closed, _compile_closed_program, name, closed, donated_invars)
-    bufs = [to_buffer(x, a) for x, a in zip(args, closed.in_avals)]
-    return [wrap_result(b) for b in program.run(bufs)]
+    compiling it once per jaxpr object (and device, once placement is spread)."""
+    if _placement.spread:
+        where, committed = placement(args, name)
+        device = where._device
+        program = programs.get((closed, where), _compile_closed_program, name, closed,
+                               donated_invars, device)
+    else:
+        device, committed = None, False
+        program = programs.get(closed, _compile_closed_program, name, closed, donated_invars)
+    bufs = [to_buffer(x, a, device) for x, a in zip(args, closed.in_avals)]
+    return [wrap_result(b) for b in program.run(bufs, committed)]

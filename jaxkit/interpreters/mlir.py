@@ -494,10 +494,10 @@ def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:
     return [const(v.aval, c) for v, c in zip(jaxpr.constvars, consts)]
 
 
-def default_lowering_platform() -> str:
-    """The lowering platform of the default backend: its name, with JAX's ``cuda`` for
-    jaxkit's ``gpu``."""
-    name = pjrt.default_backend()
+def lowering_platform(device=None) -> str:
+    """Whose lowering rules a program for ``device`` takes (default: the current default
+    device's): its platform, with JAX's ``cuda`` for an NVIDIA ``gpu``."""
+    name = (device if device is not None else pjrt.current_default_device()).platform
     return "cuda" if name == "gpu" else name
 
 
@@ -519,7 +519,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     of each partition, for rules that report on them (``inspect_array_sharding``).
 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
-    CPU, cuSOLVER on NVIDIA GPUs); by default, the default backend's."""
+    CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     # Op names start from the module's own name, whatever scope the caller is in.
     # A program starts with no names, but keeps the XLA metadata of the ``set_xla_metadata``
@@ -541,7 +541,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
         ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh,
                             device_assignment=tuple(device_assignment),
                             name_stack=f"{api}({name})",
-                            platform=platform or default_lowering_platform())
+                            platform=platform or lowering_platform())
         with ir.InsertionPoint(module.body):
             if mesh is not None:
                 axes = ", ".join(f'"{n}"={size}' for n, size in mesh)

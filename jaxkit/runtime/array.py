@@ -11,7 +11,7 @@ installed by ``jaxkit.numpy`` on this class and on tracers alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,7 +61,9 @@ class Array:
 
     @property
     def committed(self) -> bool:
-        return True
+        """Whether the array was placed on its device by the user (``device_put(x, device)``,
+        ``to_device``) or computed from such an array: computations on it run there."""
+        return self._buf._committed
 
     # One device holds the whole array: one shard, fully addressable and replicated.
     is_fully_addressable = True
@@ -231,9 +233,11 @@ core.pytype_aval_mappings[Array] = lambda x: x.aval
 
 def device_put_value(x: Any, device=None, weak_type: bool | None = None,
                      dtype=None) -> Array:
-    """Any array-like (NumPy, Python scalar, Array) -> Array on ``device``."""
+    """Any array-like (NumPy, Python scalar, Array) -> Array on ``device``, committed to it;
+    with no ``device``, an Array stays as it is and other values go to the default device,
+    uncommitted."""
     if type(x) is Array and dtype is None:
-        if device is None or x.device == device:
+        if device is None:
             return x
         return Array(pjrt.copy_to_device(x._buf, x.aval, device))
     aval = core.get_aval(x)
@@ -248,37 +252,90 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
         aval = aval.update(weak_type=weak_type)
     host = x._value if type(x) is Array else x
     value = np.asarray(host, dtype=aval.dtype)
-    return Array(pjrt.put(value, aval, device))
+    return Array(pjrt.put(value, aval, device, committed=device is not None))
 
 
-# (value, type, aval[, sign]) -> device buffer of a Python scalar on the default device: `x * 2.0`
-# in a loop puts the constant once. Safe because buffers are immutable; a donated one is re-put.
+# (value, type, aval, device[, sign]) -> device buffer of a Python scalar: `x * 2.0` in a loop
+# puts the constant once. Safe because buffers are immutable; a donated one is re-put. The
+# device is None for the default one while placement is not spread (see `pjrt.Placement`).
 # Floats carry their sign in the key (-0.0 == 0.0); complex scalars are not cached.
 _scalar_buffers: dict = {}
 _cached_scalars = frozenset({int, float, bool})
-config.on_change(lambda name, value: _scalar_buffers.clear())  # e.g. another default device
+config.on_change(lambda name, value: _scalar_buffers.clear())  # e.g. x64 changes avals
+_placement = pjrt.placement
 
 
 def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
-    """The device buffer for an argument of aval ``aval`` (which came from ``get_aval(x)``)."""
+    """The device buffer for an argument of aval ``aval`` (which came from ``get_aval(x)``) of
+    a program running on ``device`` (None: the current default device)."""
     if isinstance(aval.dtype, dtypes.ExtendedDType):  # a key array passes its data
         return to_buffer(aval.dtype.to_physical(x), core.physical_aval(aval), device)
+    if device is None and _placement.spread:
+        device = pjrt.current_default_device()
     if type(x) is Array:
-        if device is not None and x.device != device:
-            return pjrt.copy_to_device(x._buf, x.aval, device)
+        if device is not None and x._buf._sharding._device != device:
+            return pjrt.copy_to_device(x._buf, x.aval, device, committed=False)
         return x._buf
     t = type(x)
     if t is core.Token:
         return x._buf
-    if device is None and t in _cached_scalars:
-        key = (x, t, aval, math.copysign(1.0, x)) if t is float else (x, t, aval)
+    if t in _cached_scalars:
+        key = (x, t, aval, device, math.copysign(1.0, x)) if t is float else (x, t, aval, device)
         buf = _scalar_buffers.get(key)
         if buf is None or buf.is_deleted():
             if len(_scalar_buffers) >= 1024:  # NaNs never match: keep the table bounded
                 _scalar_buffers.clear()
-            buf = _scalar_buffers[key] = pjrt.put(np.asarray(x, dtype=aval.dtype), aval)
+            buf = _scalar_buffers[key] = pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
         return buf
     return pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
+
+
+def placement(args: Sequence, fun_name: str,
+              arg_names: Sequence[str] | Callable[[], Sequence[str]] | None = None) -> tuple:
+    """``(sharding, committed)``: where a computation on ``args`` runs, as the one
+    ``Sharding`` object of its device (``sharding._device``). On the device its committed
+    ``Array`` arguments share (the results are committed there too), else on the current
+    default device (uncommitted arguments elsewhere are moved). Arguments committed to
+    different devices raise JAX's ``ValueError`` naming them (``arg_names``, or a function
+    giving them, called only then; default ``args[i]``) and ``fun_name``."""
+    where = None
+    for x in args:
+        t = type(x)
+        if t is Array:
+            buf = x._buf
+            if not buf._committed:
+                continue
+        elif t in _cached_scalars or t is np.ndarray:
+            continue
+        else:  # a key array: placed by its data
+            dtype = getattr(x, "dtype", None)
+            if not isinstance(dtype, dtypes.ExtendedDType) or type(
+                    data := dtype.to_physical(x)) is not Array or not data._buf._committed:
+                continue
+            buf = data._buf
+        s = buf._sharding
+        if where is None:
+            where = s if type(s) is pjrt.Sharding else pjrt.sharding_of(s._device)
+        elif s is not where and s._device != where._device:
+            _raise_incompatible(args, fun_name, arg_names)
+    if where is None:
+        return pjrt.current_default_sharding(), False
+    return where, True
+
+
+def _raise_incompatible(args: Sequence, fun_name: str, arg_names) -> None:
+    committed = []
+    for i, x in enumerate(args):
+        data = x if type(x) is Array else getattr(getattr(x, "dtype", None), "to_physical",
+                                                   lambda v: None)(x)
+        if type(data) is Array and data._buf._committed:
+            committed.append((i, core.get_aval(x), data._buf._sharding._device))
+    (first, first_aval, first_device), *rest = committed
+    i, aval, device = next(c for c in rest if c[2] != first_device)
+    names = arg_names() if callable(arg_names) else arg_names
+    names = names or [f"args[{k}]" for k in range(len(args))]
+    raise pjrt.incompatible_devices(fun_name, (names[first], first_aval, first_device),
+                                    (names[i], aval, device))
 
 
 def wrap_result(buf) -> Any:

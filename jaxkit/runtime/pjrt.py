@@ -124,6 +124,8 @@ class Backend:
         # Measured on an H100 for 256 MiB: 39 GB/s this way (JAX 42), 10-12 GB/s with a copy
         # made during the call or kept until the transfer completes.
         self.host_copy = _COPY if self.platform == "cpu" else _ALIAS
+        if _backends or len(self.devices) > 1:  # a second device exists: see `Placement`
+            placement.spread = True
 
     def __repr__(self):
         return f"Backend({self.platform}, {len(self.devices)} devices)"
@@ -131,6 +133,43 @@ class Backend:
 
 _backends: dict[str, Backend] = {}
 _lock = threading.Lock()
+
+
+class Placement:
+    """Whether placement must be decided per computation.
+
+    ``spread`` stays False while the process has one device and no committed array: every
+    computation then runs on that device, and the dispatch paths skip deciding it (one check
+    of this flag). It turns True for good once a second device exists (a backend with several
+    devices, or a second backend), an array is committed to a device, or a default device is
+    set; from then on every eager op and jit call decides its device from its arguments
+    (``runtime.array.placement``) and keys its programs on it."""
+
+    __slots__ = ("spread",)
+
+    def __init__(self):
+        self.spread = False
+
+
+placement = Placement()
+
+
+class _DefaultDeviceContext(threading.local):
+    """The device (or platform name) of the innermost ``with default_device(...)`` block of
+    this thread; it takes precedence over the ``jax_default_device`` option, as in JAX."""
+
+    device: Any = None
+
+
+default_device_context = _DefaultDeviceContext()
+
+
+def _spread_on_default_device(name: str, value) -> None:
+    if name == "jax_default_device" and value is not None:
+        placement.spread = True
+
+
+config.on_change(_spread_on_default_device)
 
 
 def _num_cpu_devices() -> int:
@@ -167,7 +206,40 @@ def local_devices(backend: str | None = None) -> list:
 
 
 def default_device():
+    """The default backend's first device (what runs when no default device is set)."""
     return get_backend().local_devices[0]
+
+
+_first_sharding: list = []  # the default backend's first device's sharding, once known
+
+
+def current_default_sharding() -> Sharding:
+    """The sharding of ``current_default_device()`` (one object per device: placement keys
+    its caches on these, which hash faster than devices)."""
+    dev = default_device_context.device
+    if dev is None:
+        dev = config.jax_default_device
+        if dev is None:
+            if not _first_sharding:
+                backend = get_backend()
+                _first_sharding.append(backend.shardings[backend.local_devices[0]])
+            return _first_sharding[0]
+    if isinstance(dev, str):
+        backend = get_backend(dev)
+        return backend.shardings[backend.local_devices[0]]
+    return sharding_of(dev)
+
+
+def current_default_device():
+    """Where computations without committed arguments run: the device (or a platform's first
+    device) of the innermost ``default_device`` block of this thread, else the
+    ``jax_default_device`` option, else ``default_device()``."""
+    return current_default_sharding()._device
+
+
+def sharding_of(device) -> Sharding:
+    """The one ``Sharding`` object of ``device``."""
+    return backend_of(device).shardings[device]
 
 
 def backend_of(device) -> Backend:
@@ -183,14 +255,26 @@ def backend_of(device) -> Backend:
 
 
 
-def put(x: np.ndarray, aval, device=None, may_alias: bool = False) -> ArrayImpl:
-    """Copy a NumPy array (already of ``aval.dtype``) to a device buffer carrying ``aval``.
+def put(x: np.ndarray, aval, device=None, may_alias: bool = False,
+        committed: bool = False) -> ArrayImpl:
+    """Copy a NumPy array (already of ``aval.dtype``) to a device buffer carrying ``aval``, on
+    ``device`` (default: ``current_default_device()``); ``committed`` marks the array as
+    placed there by the user (computations on it then run there).
 
     ``may_alias=True`` lets the CPU client alias the NumPy memory; only for arrays that the
     library created and nobody else can mutate."""
-    dev = device if device is not None else default_device()
-    backend = get_backend() if device is None else backend_of(dev)
-    return _jax.batched_device_put(aval, backend.shardings[dev], [x], [dev], True, False,
+    if device is None:
+        dev = current_default_device() if placement.spread else default_device()
+    else:
+        dev = device
+    if committed:
+        placement.spread = True
+    try:
+        backend = backend_of(dev) if placement.spread else get_backend()
+        sharding = backend.shardings[dev]
+    except KeyError:
+        raise ValueError(f"{dev!r} is not a device of the {backend.platform} backend") from None
+    return _jax.batched_device_put(aval, sharding, [x], [dev], committed, False,
                                    _ALIAS if may_alias else backend.host_copy,
                                    enable_x64=config.x64)
 
@@ -207,10 +291,23 @@ def device_of(buf: ArrayImpl):
     return buf._sharding._device
 
 
-def copy_to_device(buf: ArrayImpl, aval, device) -> ArrayImpl:
-    if device_of(buf) == device:
+def copy_to_device(buf: ArrayImpl, aval, device, committed: bool = True) -> ArrayImpl:
+    """``buf`` on ``device`` (itself if it is there already, when its committedness fits)."""
+    if device_of(buf) == device and (buf._committed or not committed):
         return buf
-    return put(np.array(fetch(buf)), aval, device, may_alias=True)
+    return put(np.array(fetch(buf)), aval, device, may_alias=True, committed=committed)
+
+
+def incompatible_devices(fun_name: str, first: tuple, second: tuple) -> ValueError:
+    """JAX's error for a computation whose arguments are committed to different devices;
+    ``first`` and ``second`` are ``(argument name, aval, device)``."""
+    def describe(name, aval, device):
+        # JAX spells the dtype out here (float32[4]), unlike in jaxprs (f32[4])
+        shape = f"{getattr(aval.dtype, 'name', aval.dtype)}[{','.join(map(str, aval.shape))}]"
+        return (f"argument {name} of {fun_name} with shape {shape} and with device ids "
+                f"[{device.id}] on platform {device.platform.upper()}")
+    return ValueError("Received incompatible devices for jitted computation. Got "
+                      f"{describe(*first)} and {describe(*second)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,10 +320,10 @@ def _token_result(bufs: list) -> core.Token:
     return core.Token(bufs[0])
 
 
-def _extended_result(aval, sharding):
+def _extended_result(aval, sharding, committed: bool):
     """The handler of an extended-dtype result (a key array): its physical buffer, made into
     a value by the dtype (``ExtendedDType.from_physical``)."""
-    physical = _jax.array_result_handler(core.physical_aval(aval), sharding, True,
+    physical = _jax.array_result_handler(core.physical_aval(aval), sharding, committed,
                                          _skip_checks=True)
     return lambda bufs: aval.dtype.from_physical(physical(bufs))
 
@@ -234,28 +331,33 @@ def _extended_result(aval, sharding):
 class Executable:
     """A compiled program plus the result handlers that wrap its outputs as device arrays."""
 
-    __slots__ = ("xla_executable", "out_avals", "handlers", "device", "_execute", "cache_source")
+    __slots__ = ("xla_executable", "out_avals", "handlers", "committed_handlers", "device",
+                 "_execute", "cache_source")
 
     def __init__(self, xla_executable, out_avals: Sequence, device):
         self.xla_executable = xla_executable
         self.out_avals = list(out_avals)
         self.device = device
         sharding = backend_of(device).shardings[device]
-        self.handlers = [_token_result if type(a) is core.AbstractToken else
-                         _extended_result(a, sharding) if dtypes.is_extended(a.dtype) else
-                         _jax.array_result_handler(a, sharding, True, _skip_checks=True)
-                         for a in self.out_avals]
+        # Results are committed to the device when an argument was (see `Placement`): one
+        # set of handlers for each case.
+        self.handlers, self.committed_handlers = [
+            [_token_result if type(a) is core.AbstractToken else
+             _extended_result(a, sharding, committed) if dtypes.is_extended(a.dtype) else
+             _jax.array_result_handler(a, sharding, committed, _skip_checks=True)
+             for a in self.out_avals] for committed in (False, True)]
         self._execute = xla_executable.execute_sharded
         # Where the executable came from: compile_cache.COMPILED ("compiled"), MEMORY
         # ("memory": the same program compiled earlier in this process) or PERSISTENT
         # ("persistent": loaded from the on-disk compilation cache).
         self.cache_source = compile_cache.COMPILED
 
-    def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
+    def __call__(self, bufs: Sequence[ArrayImpl], committed: bool = False) -> list[ArrayImpl]:
         if config.jax_no_execution:
             raise_no_execution(self.xla_executable)
         try:
-            return self._execute(bufs).consume_with_handlers(self.handlers)
+            return self._execute(bufs).consume_with_handlers(
+                self.committed_handlers if committed else self.handlers)
         except JaxRuntimeError:
             raise_if_deleted(bufs)
             raise
@@ -299,19 +401,25 @@ def raise_if_deleted(bufs: Sequence) -> None:
 
 def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) -> Executable:
     """Compile a StableHLO module (text, bytecode or ``ir.Module``) for one device."""
-    dev = device if device is not None else default_device()
-    backend = backend_of(dev) if device is not None else get_backend()
+    if device is None:
+        dev = current_default_device() if placement.spread else default_device()
+    else:
+        dev = device
+    backend = backend_of(dev) if placement.spread else get_backend()
+    options = _jax.CompileOptions()
+    if placement.spread:  # XLA assigns a one-replica program to device 0 unless told
+        options.device_assignment = _jax.DeviceAssignment.create(
+            np.array([[dev.id]], dtype=np.int32))
     callbacks = module_host_callbacks.get(module_bytes_or_text) if not isinstance(
         module_bytes_or_text, (str, bytes)) else None
     if callbacks:
         exe = _CallbackExecutable(backend.client.compile_and_load(
-            module_bytes_or_text, backend.device_lists[dev], _jax.CompileOptions(),
+            module_bytes_or_text, backend.device_lists[dev], options,
             host_callbacks=list(callbacks)), callbacks)
         source = compile_cache.COMPILED
     else:
         exe, source = compile_cache.compile_and_load(
-            backend.client, module_bytes_or_text, backend.device_lists[dev], (dev,),
-            _jax.CompileOptions())
+            backend.client, module_bytes_or_text, backend.device_lists[dev], (dev,), options)
     executable = Executable(exe, out_avals, dev)
     executable.cache_source = source
     return executable

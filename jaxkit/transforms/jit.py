@@ -23,6 +23,7 @@ import inspect
 import logging
 import time
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,7 +37,7 @@ from jaxkit.interpreters import debug_nans, dispatch, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
-from jaxkit.runtime.array import Array, to_buffer
+from jaxkit.runtime.array import Array, placement, to_buffer
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
@@ -65,22 +66,38 @@ class CallPlan:
     calls whose keywords are all static) is the commonest call, e.g. ``jnp.dot(a, b,
     precision=None)``; the dispatcher runs it inline through ``execute`` and ``handlers`` and
     makes the outputs with ``build`` (or, when ``single``, wraps the one result itself),
-    saving function calls."""
+    saving function calls. Once placement is spread (``pjrt.Placement``) a plan is made for
+    one ``device`` (and committedness of the results) and every argument goes through
+    ``to_buffer``, which moves uncommitted arrays there."""
 
     __slots__ = ("build", "direct", "execute", "handlers", "run", "single")
 
     def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
-                 positions: Sequence[int], kwargs: dict):
-        program = compiled.program
+                 positions: Sequence[int], kwargs: dict, where=None, committed: bool = False):
+        device = None if where is None else where._device
+        program = compiled.program if device is None else compiled.program_on(device)
         if compiled.kept is not None:  # the arguments the program does not read stay out
             positions = [positions[i] for i in compiled.kept]
             avals = [avals[i] for i in compiled.kept]
         self.execute = execute = program.executable.xla_executable.execute_sharded
-        self.handlers = handlers = program.executable.handlers
+        self.handlers = handlers = (program.executable.committed_handlers if committed
+                                    else program.executable.handlers)
         consts, outputs = program.const_bufs, compiled.outputs
         self.build = outputs
         plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
-        if not consts and len(plan) == len(args) and all(a is None for _, a in plan):
+        if device is not None:
+            self.direct = self.single = False
+            placed = list(zip(positions, avals))
+
+            def run(args):
+                bufs = []
+                for i, a in placed:  # arrays already there pass their buffer
+                    x = args[i]
+                    bufs.append(x._buf if type(x) is Array and x._buf._sharding is where
+                                else to_buffer(x, a, device))
+                return outputs(execute(consts + bufs if consts else bufs)
+                               .consume_with_handlers(handlers))
+        elif not consts and len(plan) == len(args) and all(a is None for _, a in plan):
             self.direct = 1 <= len(args) <= 2
             self.single = compiled.single_leaf and len(handlers) == 1
 
@@ -116,7 +133,7 @@ def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
 
 
 def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
-                inline: bool, slow: Callable) -> Callable:
+                inline: bool, slow: Callable, fixed_device=None) -> Callable:
     """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
 
     Outside any transformation a call whose traced arguments are positional leaves takes the
@@ -124,8 +141,26 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
     positional arguments without static positions build their key in place (as ``_fast_key``
     does, keywords included) and run direct plans inline: this is the cached-call path whose
     every bytecode shows in the benchmark, and the path of eager jnp functions called with
-    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``)."""
+    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``). Once placement
+    is spread, the key also holds the device the call runs on (``spread_call``)."""
     unrolled = not static_argnums
+    spread = pjrt.placement
+    fixed = None if fixed_device is None else (pjrt.sharding_of(fixed_device), True)
+
+    def spread_call(args, kwargs):
+        try:
+            if unrolled:  # _fast_key without static positions
+                key = tuple([x.aval if type(x) is Array else _leaf_key(x) for x in args])
+                if kwargs:
+                    key = (key, *kwargs.items())
+            else:
+                key = _fast_key(static_argnums, args, kwargs)
+            plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
+        except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
+            plan = None                            # names in its error
+        if plan is None:
+            return slow(args, kwargs)
+        return plan.run(args)
 
     def dispatch(*args, **kwargs):
         # The executables below run the arguments' buffers as they are; a deleted or donated
@@ -133,6 +168,8 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
         try:
             if current_trace() is not eval_trace:
                 return fun(*args, **kwargs) if inline else slow(args, kwargs)
+            if spread.spread:
+                return spread_call(args, kwargs)
             n = len(args)
             if n == 1 and unrolled:
                 x, = args
@@ -235,7 +272,8 @@ class JitFunction:
 
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, inline: bool = False,
-                 in_shardings=None, out_shardings=None, keep_unused: bool = False):
+                 in_shardings=None, out_shardings=None, keep_unused: bool = False,
+                 device=None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         self._fun = fun
@@ -251,9 +289,13 @@ class JitFunction:
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings
         self._sharded = in_shardings is not None or out_shardings is not None
+        # jit(device=/backend=): every call runs there, its results committed to it
+        self._device = device
+        if device is not None:
+            pjrt.placement.spread = True
         options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline,
                    _shardings_key(in_shardings), _shardings_key(out_shardings),
-                   self._keep_unused)
+                   self._keep_unused, device)
         try:
             per_fun = _fun_caches.setdefault(fun, {})
         except TypeError:  # not weak-referenceable: a cache of our own
@@ -272,7 +314,7 @@ class JitFunction:
         """The function ``jit`` returns. It refers to this object (not the other way round, so
         that dropping it frees the caches at once)."""
         wrapper = _dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
-                              self._call)
+                              self._call, self._device)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
             wrapper.__signature__ = inspect.signature(self._fun)
@@ -300,13 +342,15 @@ class JitFunction:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)
         if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
+        where, committed = self._placement(flat, dyn_args, dyn_kwargs)
+        device = None if where is None else where._device
         compiled = self._cache.get(sig)
         if compiled is None:
             if self._takes_refs(sig, flat, dyn_args, dyn_kwargs):
                 return self._bind(sig, flat, dyn_args, dyn_kwargs)
-            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
+            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs, device)
         if config.jax_debug_nans:
-            out = compiled.run_flat(flat, avals)
+            out = compiled.run_flat(flat, avals, device, committed)
             debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
                                         tree_util.tree_leaves(out),
                                         lambda: self._fun(*args, **kwargs))
@@ -314,8 +358,8 @@ class JitFunction:
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
             type(x) in _leaf_avals for x in dyn_args)
         if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
-            self._add_plan(compiled, avals, args, kwargs)
-        return compiled.run_flat(flat, avals)
+            self._add_plan(compiled, avals, args, kwargs, where, committed)
+        return compiled.run_flat(flat, avals, device, committed)
 
     def _call_sharded(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """A call with arrays spread over devices (they never take the fast path). Laid out
@@ -359,15 +403,27 @@ class JitFunction:
         return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals,
                                     spmd.first_mesh(self._out_shardings))
 
-    def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict) -> None:
-        """Let later calls like this one (traced arguments all positional leaves) take the
-        fast path."""
+    def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict,
+                  where=None, committed: bool = False) -> None:
+        """Let later calls like this one (traced arguments all positional leaves, placed on
+        the device of sharding ``where`` if placement is spread) take the fast path."""
         try:
             key = _fast_key(self._static_argnums, args, kwargs)
         except (KeyError, TypeError):  # an unhashable static value: no fast path for it
             return
+        if where is not None:
+            key = (key, where, committed)
         self._fast[key] = CallPlan(compiled, args, avals, self._traced_positions(len(args)),
-                                   kwargs)
+                                   kwargs, where, committed)
+
+    def _placement(self, flat, dyn_args, dyn_kwargs) -> tuple:
+        """``(sharding, committed)`` of the device this call runs on (``jit(device=)``'s, or
+        the arguments' by ``placement``); ``(None, False)`` while placement is not spread."""
+        if self._device is not None:
+            return pjrt.sharding_of(self._device), True
+        if not pjrt.placement.spread:
+            return None, False
+        return placement(flat, self._name, lambda: self._arg_names(dyn_args, dyn_kwargs))
 
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
@@ -523,14 +579,18 @@ class JitFunction:
                       out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
                       Timings(trace=trace_time), plan, self._keep_unused)
 
-    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs) -> Compiled:
-        """A cache miss: trace, lower and compile through the stages, and say why."""
+    def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs,
+                       device=None) -> Compiled:
+        """A cache miss: trace, lower and compile (for ``device``, default: the default
+        device) through the stages, and say why."""
         sig_named = CallSignature(sig.in_tree, sig.avals, sig.statics,
                                   self._arg_names(dyn_args, dyn_kwargs),
                                   {k: self._arg_label(k) for k, _ in sig.statics
                                    if isinstance(k, int)})
         reason, diffs = explain_miss(sig_named, list(self._cache))
-        compiled = self._traced(sig, dyn_args, dyn_kwargs).lower().compile()
+        traced = self._traced(sig, dyn_args, dyn_kwargs)
+        one_device = device is not None and traced.sharding_plan is None
+        compiled = traced.lower().compile(device_assignment=(device,) if one_device else None)
         self._cache[sig_named] = compiled
         event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named,
                            compiled.cache_source)
@@ -548,8 +608,12 @@ class JitFunction:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
         sig = CallSignature(in_tree, avals, statics)
-        return self._traced(sig, dyn_args, dyn_kwargs,
-                            self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
+        traced = self._traced(sig, dyn_args, dyn_kwargs,
+                              self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
+        if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
+            where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs)
+            traced.device = where._device
+        return traced
 
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
@@ -700,8 +764,6 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     ``NamedSharding`` each, or pytree prefixes of the arguments/outputs) partition the program
     over their mesh with XLA's SPMD partitioner. Arguments the function does not use are
     left out of the compiled program (calls still take them) unless ``keep_unused``."""
-    if backend not in (None, "cpu"):
-        pjrt.get_backend(backend)
     in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
@@ -710,8 +772,19 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  inline=inline, backend=backend, device=device,
                                  keep_unused=keep_unused)
+    if device is not None or backend is not None:
+        warnings.warn('backend and device argument on jit is deprecated. You can use '
+                      '`jax.device_put(..., jax.local_devices(backend="cpu")[0])` on the inputs '
+                      'to the jitted function to get the same behavior.', DeprecationWarning,
+                      stacklevel=2)
+        if device is not None and backend is not None:
+            raise ValueError("can't specify both a device and a backend for jit, "
+                             f"got device={device} and backend={backend}")
+        if device is None:
+            device = pjrt.get_backend(backend).local_devices[0]
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       inline, in_shardings, out_shardings, keep_unused).as_function()
+                       inline, in_shardings, out_shardings, keep_unused,
+                       device).as_function()
 
 
 def jit_object(fn: Any) -> JitFunction | None:

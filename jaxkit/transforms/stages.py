@@ -18,6 +18,7 @@ from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd
 
@@ -95,6 +96,12 @@ class Traced(_Stage):
     arguments the program does not read from the lowered program (and the equations whose
     results it does not need); calls still take them all."""
 
+    # The device a one-device program compiles for by default: where the traced call's
+    # committed arguments are (set by ``jit(f).trace``; None: the current default device),
+    # and whether they were (the compiled program's results then are too).
+    device = None
+    committed = False
+
     def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
                  donated_invars: Sequence[bool], flatten: Flatten, timings: Timings,
                  sharding_plan: spmd.ShardingPlan | None = None, keep_unused: bool = False):
@@ -138,8 +145,11 @@ class Traced(_Stage):
             module = spmd.lower(self.fun_name, program.jaxpr, program.donated_invars,
                                 program.sharding_plan, self.result_names())
         else:
+            # for the device the arguments are committed to (a CPU array on a GPU machine
+            # takes the CPU's rules), else the default device's
             module = dispatch.lower_closed(self.fun_name, program.jaxpr, program.donated_invars,
-                                           self.result_names())
+                                           self.result_names(),
+                                           platform=mlir.lowering_platform(self.device))
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
                                   self.fun_name, seconds)
@@ -218,15 +228,20 @@ class Lowered(_Stage):
 
     def compile(self, compiler_options: dict[str, Any] | None = None, *,
                 device_assignment: tuple | None = None) -> Compiled:
-        """Compile for the devices the lowering was made for. JAX's ``compiler_options``
-        (XLA debug options) and ``device_assignment`` are accepted when left empty, as Flax
-        passes them; jaxkit does not implement setting them."""
+        """Compile for the devices the lowering was made for; a one-device program for
+        ``device_assignment=(device,)`` (default: the current default device). JAX's
+        ``compiler_options`` (XLA debug options) are accepted when left empty, as Flax passes
+        them; jaxkit does not implement setting them."""
         if compiler_options:
             raise NotImplementedError("Lowered.compile(compiler_options=...): jaxkit compiles "
                                       "with XLA's default options only; leave it None")
+        device = self.traced.device
         if device_assignment is not None:
-            raise NotImplementedError("Lowered.compile(device_assignment=...): jaxkit compiles "
-                                      "for the lowering's devices; leave it None")
+            if len(device_assignment) != 1 or self.program.sharding_plan is not None:
+                raise NotImplementedError(
+                    "Lowered.compile(device_assignment=...): jaxkit takes one device for a "
+                    "one-device program; leave it None for a partitioned one")
+            device = device_assignment[0]
         lowered = self.program
         if lowered.sharding_plan is not None:
             start = time.perf_counter()
@@ -235,7 +250,7 @@ class Lowered(_Stage):
             return Compiled(self, program,
                             Timings(self.timings.trace, self.timings.lower, compile_time))
         program, _, compile_time = dispatch.compile_closed(
-            self.fun_name, lowered.jaxpr, lowered.donated_invars, self.module)
+            self.fun_name, lowered.jaxpr, lowered.donated_invars, self.module, device)
         return Compiled(self, program,
                         Timings(self.timings.trace, self.timings.lower, compile_time))
 
@@ -293,16 +308,36 @@ class Compiled(_Stage):
                             and traced.out_tree.num_leaves == 1 and not has_tokens)
         self.partitioned = traced.sharding_plan is not None
         self.outputs = _output_builder(traced.out_tree, has_tokens)
+        # device -> the same module compiled for it (one-device programs run where their
+        # committed arguments are: see ``runtime.array.placement``)
+        self._programs = {} if self.partitioned else {program.executable.device: program}
 
-    def run_flat(self, flat: Sequence, avals: Sequence[core.ShapedArray]):
+    def program_on(self, device) -> dispatch.Program:
+        """This one-device program compiled for ``device`` (compiled on first use)."""
+        program = self._programs.get(device)
+        if program is None:
+            lowered = self.lowered.program
+            program = dispatch.compile_closed(self.fun_name, lowered.jaxpr,
+                                              lowered.donated_invars, self.lowered.module,
+                                              device)[0]
+            program = self._programs.setdefault(device, program)
+        return program
+
+    def run_flat(self, flat: Sequence, avals: Sequence[core.ShapedArray], device=None,
+                 committed: bool = False):
         """Run on the flat argument leaves (``Array``s pass their buffer; NumPy values and
-        Python scalars are put on the device at ``avals``); the unused ones are dropped."""
+        Python scalars are put on the device at ``avals``); the unused ones are dropped.
+        ``device`` (with ``committed``, whether the results are committed to it) is where a
+        one-device program runs, once placement is spread (``runtime.array.placement``)."""
         kept = self.kept
         if kept is not None:
             flat, avals = [flat[i] for i in kept], [avals[i] for i in kept]
         if self.partitioned:
             outs = self.program.run_flat(flat, avals)
             return outs[0] if self.single_leaf else tree_util.tree_unflatten(self.out_tree, outs)
+        if device is not None:
+            bufs = [to_buffer(x, a, device) for x, a in zip(flat, avals)]
+            return self.outputs(self.program_on(device).run(bufs, committed))
         bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
         return self.outputs(self.program.run(bufs))
 
@@ -317,7 +352,10 @@ class Compiled(_Stage):
                 f"{[a.str_short() for a in avals]} (structure {in_tree}), but it was "
                 f"compiled for {[a.str_short() for a in expected]} (structure "
                 f"{traced.in_tree}). Call jit(f) instead to compile for new types.")
-        return self.run_flat(flat, expected)
+        if self.partitioned or not pjrt.placement.spread:
+            return self.run_flat(flat, expected)
+        # On the device it was compiled for: uncommitted arguments elsewhere move there.
+        return self.run_flat(flat, expected, self.executable.device, self.traced.committed)
 
     @property
     def cache_source(self) -> str:
