@@ -164,8 +164,10 @@ print(arr.at[1:3].add(100), arr.at[-1].mul(7), arr.at[0].min(-5), arr.at[0].max(
 ## The speed example
 
 A function with some arithmetic, evaluated with NumPy, with jaxkit op by op (each operation
-is dispatched to XLA separately) and with `jit` (one compiled, fused program). The seed also
-times a GPU; this machine has none, so `jit(f, backend='gpu')` would raise an error.
+is dispatched to XLA separately) and with `jit` (one compiled, fused program). The input is
+placed on the CPU with `device_put`, and computations run where their committed inputs are
+(the seed's `jit(f, backend=...)` is deprecated in JAX). The seed also times a GPU: on a
+machine with one, `jax.device_put(x, jax.devices('gpu')[0])` moves the same program there.
 """),
     code("""
 def f(x):
@@ -175,7 +177,7 @@ def f(x):
 
 x = np.random.default_rng(0).standard_normal((3000, 3000)).astype('float32')
 jax_x_cpu = jax.device_put(jnp.array(x), jax.devices('cpu')[0])
-jax_f_cpu = jax.jit(f, backend='cpu')
+jax_f_cpu = jax.jit(f)  # runs on the CPU: its input is committed there
 jax_f_cpu(jax_x_cpu).block_until_ready()  # warm-up: compiles
 np.testing.assert_allclose(jax_f_cpu(jax_x_cpu), f(x), rtol=1e-5, atol=1e-4)
 """),
