@@ -127,6 +127,17 @@ def test_transfers_commit_and_device_put_keeps():
                                   np.asarray(jax.random.normal(jax.random.key(0), (2,))))
 
 
+def test_from_dlpack_commits_and_get_default_device_follows_the_setting():
+    for device in (None, DEVICES[3]):  # JAX commits either way
+        got = jaxkit.dlpack.from_dlpack(HOST, device=device)
+        want = jax.dlpack.from_dlpack(HOST)
+        assert got.committed and got._committed == want._committed
+    assert got.devices() == {DEVICES[3]}
+    with jaxkit.default_device(DEVICES[5]):
+        assert jaxkit.extend.backend.get_default_device() == DEVICES[5]
+    assert jaxkit.extend.backend.get_default_device() == jaxkit.devices()[0]
+
+
 def test_default_device_context_nests_and_is_thread_local():
     seen = {}
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxkit.interpreters.mlir import jaxlib_module
 from jaxkit.runtime import compile_cache, pjrt
-from jaxkit.runtime.pjrt import default_device, get_backend, register_backend_factory
+from jaxkit.runtime.pjrt import get_backend, register_backend_factory
 from jaxkit.transforms import jit as _jit
 
 __all__ = ["backend_xla_version", "backends", "clear_backends",
@@ -36,7 +36,9 @@ def backend_factory_names() -> list[str]:
 
 
 def get_default_device():
-    return default_device()
+    """Where computations without committed arguments run now: the ``default_device`` block's
+    device, else the ``jax_default_device`` option's, else the default backend's first."""
+    return pjrt.current_default_device()
 
 
 def clear_backends() -> None:

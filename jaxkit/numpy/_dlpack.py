@@ -55,4 +55,6 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
     dtype = dtypes.canonicalize_dtype(view.dtype)
     value = np.array(view, dtype=dtype) if copy or dtype != view.dtype else view
     target = device if device is not None else source
-    return Array(pjrt.put(value, ShapedArray(view.shape, dtype), target, may_alias=True))
+    # committed, with or without device=, as JAX's from_dlpack
+    return Array(pjrt.put(value, ShapedArray(view.shape, dtype), target, may_alias=True,
+                          committed=True))

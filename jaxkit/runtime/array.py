@@ -65,6 +65,9 @@ class Array:
         ``to_device``) or computed from such an array: computations on it run there."""
         return self._buf._committed
 
+    # JAX's own (private) name, which libraries read
+    _committed = committed
+
     # One device holds the whole array: one shard, fully addressable and replicated.
     is_fully_addressable = True
     is_fully_replicated = True
