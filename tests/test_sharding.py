@@ -645,3 +645,22 @@ def test_jax_shapedarray_takes_a_types_own_sharding():
     explicit = Mesh(np.array(jax.devices()[:1]), ("x",), (AxisType.Explicit,))
     assert str(ShapedArray((3,), np.float32, sharding=NamedSharding(explicit, P("x")))) == \
         "float32[3@x]"
+
+
+def test_jit_shardings_given_as_partition_specs_take_the_context_mesh(mesh):
+    # JAX resolves bare PartitionSpecs over the mesh in context when the function is called
+    f = jax.jit(lambda v: v * 2, in_shardings=P("x"), out_shardings=P(None, "y"))
+    x = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    with jax.set_mesh(mesh):
+        out = f(x)
+    assert out.sharding == NamedSharding(mesh, P(None, "y"))
+    np.testing.assert_array_equal(np.asarray(out), x * 2)
+    for what, g in [("in_shardings", jax.jit(lambda v: v, in_shardings=P("x"))),
+                    ("out_shardings", jax.jit(lambda v: v, out_shardings=P()))]:
+        with pytest.raises(RuntimeError) as e:  # JAX 0.10.2's text
+            g(x)
+        assert str(e.value) == (
+            f"jit requires a non-empty mesh in context if you are passing `PartitionSpec`s "
+            f"to {what}. You can define a context mesh via `jax.set_mesh(mesh)`. "
+            f"Alternatively, provide `Sharding`s to {what} and then the mesh context manager "
+            "is not required.")

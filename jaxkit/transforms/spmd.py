@@ -29,7 +29,8 @@ from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (Mesh, NamedSharding, PartitionSpec, compile_partitioned,
-                                     named_from_hlo, output_hlo_shardings, put_global)
+                                     current_mesh, named_from_hlo, output_hlo_shardings,
+                                     put_global)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -51,6 +52,24 @@ def data_of(x: Any) -> Any:
 
 def _is_sharding_leaf(x: Any) -> bool:
     return x is None or isinstance(x, NamedSharding)
+
+
+def resolve_specs(given: Any, what: str) -> Any:
+    """jit's ``in_shardings``/``out_shardings`` with every ``PartitionSpec`` laid over the mesh
+    in context, as JAX resolves them when the function is called (JAX's RuntimeError when
+    there is none)."""
+    is_leaf = lambda s: _is_sharding_leaf(s) or isinstance(s, PartitionSpec)  # noqa: E731
+    leaves, treedef = tree_util.tree_flatten(given, is_leaf=is_leaf)
+    if not any(isinstance(s, PartitionSpec) for s in leaves):
+        return given
+    mesh = current_mesh()
+    if mesh is None or not mesh.axis_names:
+        raise RuntimeError(
+            f"jit requires a non-empty mesh in context if you are passing `PartitionSpec`s to "
+            f"{what}. You can define a context mesh via `jax.set_mesh(mesh)`. Alternatively, "
+            f"provide `Sharding`s to {what} and then the mesh context manager is not required.")
+    return tree_util.tree_unflatten(treedef, [
+        NamedSharding(mesh, s) if isinstance(s, PartitionSpec) else s for s in leaves])
 
 
 def _check_sharding(s: Any, what: str) -> None:
@@ -93,7 +112,8 @@ def first_mesh(shardings: Any) -> Mesh | None:
     """The mesh of the first ``NamedSharding`` in a pytree of shardings (None if none): the
     mesh that arguments without a layout are replicated over when only ``out_shardings``
     names one."""
-    leaves = tree_util.tree_leaves(shardings, is_leaf=_is_sharding_leaf)
+    leaves = tree_util.tree_leaves(resolve_specs(shardings, "out_shardings"),
+                                   is_leaf=_is_sharding_leaf)
     return next((s.mesh for s in leaves if isinstance(s, NamedSharding)), None)
 
 
@@ -105,6 +125,7 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
     is ``mesh`` when given). None when nothing names a mesh (``in_shardings`` a pytree of
     None, which is "unspecified", as Flax's ``nnx.jit`` passes): the call is not
     partitioned."""
+    given = resolve_specs(given, "in_shardings")
     wanted = _per_leaf(given, dyn_args, "in_shardings") if given is not None else \
         [None] * len(tree_util.tree_leaves(dyn_args))
     wanted += [None] * (len(flat) - len(wanted))  # keyword arguments: their own layout
@@ -173,7 +194,7 @@ def output_shardings(given: Any, out_tree, out_avals: Sequence[ShapedArray]) -> 
     if given is None:
         return [None] * len(out_avals)
     full = tree_util.tree_unflatten(out_tree, [0] * len(out_avals))
-    shardings = _per_leaf(given, full, "out_shardings")
+    shardings = _per_leaf(resolve_specs(given, "out_shardings"), full, "out_shardings")
     for s, a in zip(shardings, out_avals):
         if s is not None:
             s.check_shape(a.shape)
