@@ -664,3 +664,21 @@ def test_jit_shardings_given_as_partition_specs_take_the_context_mesh(mesh):
             f"to {what}. You can define a context mesh via `jax.set_mesh(mesh)`. "
             f"Alternatively, provide `Sharding`s to {what} and then the mesh context manager "
             "is not required.")
+
+
+@pytest.mark.parametrize("axis_type, want", [
+    # JAX 0.10.2 on 4 CPU devices: over an Explicit mesh a computed value's spec is its
+    # type's (P(None,) when replicated); over an Auto mesh what the layout needs (P())
+    (AxisType.Explicit, ["P()", "P('x',)", "P(None,)", "P()", "P('x', None)", "P(None, 'x')",
+                         "P(None,)"]),
+    (AxisType.Auto, ["P()", "P('x',)", "P()", "P()", "P('x',)", "P(None, 'x')", "P()"]),
+])
+def test_result_specs_follow_the_mesh_axis_types_as_in_jax(axis_type, want):
+    mesh = Mesh(np.array(DEVICES[:4]), ("x",), axis_types=(axis_type,))
+    with jax.set_mesh(mesh):
+        a = jax.device_put(np.arange(8.0, dtype=np.float32), P())
+        b = jax.device_put(np.ones((4, 2), np.float32), P("x"))
+        got = [a, b, jax.jit(lambda v: v * 2)(a), jax.jit(lambda v: v * 2, out_shardings=P())(b),
+               b + 1, jax.jit(lambda v: v.T)(b)]
+    got.append(a * 2)  # outside the mesh context
+    assert [str(x.sharding.spec) for x in got] == want

@@ -28,9 +28,9 @@ from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import (Mesh, NamedSharding, PartitionSpec, compile_partitioned,
-                                     current_mesh, named_from_hlo, output_hlo_shardings,
-                                     put_global)
+from jaxkit.runtime.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec,
+                                     compile_partitioned, current_mesh, named_from_hlo,
+                                     output_hlo_shardings, put_global)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -182,6 +182,10 @@ def _from_type(mesh: Mesh, aval: ShapedArray) -> NamedSharding | None:
     """The layout on ``mesh`` that ``aval``'s explicit sharding names (None if none): an
     output typed ``f32[8@x,4]`` is laid out so, whatever XLA would propagate."""
     typed = getattr(aval, "_sharding", None)
+    if typed is None and AxisType.Explicit in mesh.axis_types:
+        # Over an Explicit mesh a value's type says where it is: one typed with no axis is
+        # replicated, P(None, ...) (JAX's spelling), not left for XLA to propagate.
+        return NamedSharding(mesh, PartitionSpec(*(None,) * len(aval.shape)))
     if typed is None or typed.mesh.size != mesh.size:
         return None
     # A type over another mesh of as many devices (``use_abstract_mesh``): that mesh over
