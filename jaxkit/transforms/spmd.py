@@ -182,9 +182,10 @@ def _from_type(mesh: Mesh, aval: ShapedArray) -> NamedSharding | None:
     """The layout on ``mesh`` that ``aval``'s explicit sharding names (None if none): an
     output typed ``f32[8@x,4]`` is laid out so, whatever XLA would propagate."""
     typed = getattr(aval, "_sharding", None)
-    if typed is None and AxisType.Explicit in mesh.axis_types:
-        # Over an Explicit mesh a value's type says where it is: one typed with no axis is
-        # replicated, P(None, ...) (JAX's spelling), not left for XLA to propagate.
+    if typed is None and all(t == AxisType.Explicit for t in mesh.axis_types):
+        # Over an all-Explicit mesh a value's type says where it is: one typed with no axis is
+        # replicated, P(None, ...) (JAX's spelling), not left for XLA to propagate. (A type
+        # does not record Auto axes: over a mixed mesh XLA still chooses those.)
         return NamedSharding(mesh, PartitionSpec(*(None,) * len(aval.shape)))
     if typed is None or typed.mesh.size != mesh.size:
         return None
