@@ -46,7 +46,6 @@ from jaxkit.lax.linalg.qr import (
     qr_p,
 )
 from jaxkit.lax.linalg.svd import SvdAlgorithm, qdwh, svd, svd_p
-from jaxkit.lax.linalg import _gpu  # noqa: F401  (the GPU lowerings)
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p",
            "cholesky_update", "cholesky_update_p", "eig", "eig_p", "eigh", "eigh_p",

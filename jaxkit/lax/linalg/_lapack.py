@@ -66,6 +66,11 @@ def u8_attr(char: str) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(char))
 
 
+def u8_int(v: int) -> ir.Attribute:
+    """A small integer option as the FFI's ``ui8`` attribute (cuSOLVER's ``algorithm``)."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), int(v))
+
+
 def i32_attr(v: int) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(v))
 
@@ -138,11 +143,21 @@ def nan_unless_ok(ok: ir.Value, x: ir.Value, aval: core.ShapedArray, nbatch: int
     return hlo.SelectOp(ok, x, nan).result
 
 
+def on_cuda(ctx) -> bool:
+    """Whether the module is lowered for an NVIDIA GPU: the factorizations then call the
+    cuSOLVER kernels of the CUDA plugin's kernels wheel (``cusolver_potrf_ffi``, ...), in the
+    layout and attribute conventions of the LAPACK ones, as JAX does."""
+    return ctx.module_context.platform == "cuda"
+
+
 def cpu_only(name: str):
-    """The lowering of ``name`` on platforms with no LAPACK kernels."""
+    """The GPU lowering of ``name``, a primitive jaxkit computes with LAPACK only so far: a
+    clear error when compiled for the GPU rather than XLA's missing-kernel one."""
     def rule(ctx, *args, **params):
-        raise NotImplementedError(f"lowering rule for '{name}' on this platform: only the CPU "
-                                  "backend (LAPACK) is supported.")
+        raise NotImplementedError(
+            f"lowering rule for '{name}' on the GPU: jaxkit computes {name} with LAPACK on "
+            "the CPU only so far. Run this computation on the CPU, e.g. "
+            "`with jax.default_device(jax.devices('cpu')[0]):`.")
     return rule
 
 

@@ -13,16 +13,20 @@ from jaxkit import core
 from jaxkit import lax as _lax
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax.standard import standard_primitive
+from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.linalg._lapack import (
     T,
+    bool_attr,
     check_dtype,
     check_square,
     eye,
+    ffi_call,
     info_ok,
     is_complex,
     lapack_call,
     matmul,
     nan_unless_ok,
+    on_cuda,
     symmetrize,
     tril,
     triu,
@@ -70,8 +74,12 @@ def _cholesky_lowering(ctx, x):
     (aval,), (out_aval,) = ctx.avals_in, ctx.avals_out
     nbatch = aval.ndim - 2
     info_aval = core.ShapedArray(aval.shape[:-2], np.int32)
-    factor, info = lapack_call("potrf_ffi", aval.dtype, [x], [aval], [aval, info_aval], nbatch,
-                               {"uplo": u8_attr("L")}, aliases={0: 0})
+    if on_cuda(ctx):
+        factor, info = ffi_call("cusolver_potrf_ffi", [x], [aval], [aval, info_aval], nbatch,
+                                {"lower": bool_attr(True)}, aliases={0: 0})
+    else:
+        factor, info = lapack_call("potrf_ffi", aval.dtype, [x], [aval], [aval, info_aval],
+                                   nbatch, {"uplo": u8_attr("L")}, aliases={0: 0})
     return nan_unless_ok(info_ok(info, aval.shape[:-2]), factor, out_aval, nbatch)
 
 
@@ -159,9 +167,16 @@ def _triangular_solve_lowering(ctx, a, b, *, left_side, lower, transpose_a, conj
                                unit_diagonal):
     a_aval, b_aval = ctx.avals_in
     if conjugate_a and not transpose_a and is_complex(a_aval.dtype):
-        # trsm conjugates only together with transposing: conjugate the matrix itself.
-        a = mlir.lower_fun(_lax.conj)(ctx.replace(avals_in=[a_aval], avals_out=[a_aval]), a)
+        # trsm (and XLA's operation) conjugates only together with transposing: conjugate the
+        # matrix itself, with chlo's conj as JAX does
+        a = mlir.chlo.ConjOp(a).result
         conjugate_a = False
+    if on_cuda(ctx):  # XLA's own operation (XLA calls cuBLAS), as JAX lowers it there
+        transpose = ("ADJOINT" if conjugate_a else "TRANSPOSE") if transpose_a else \
+            "NO_TRANSPOSE"
+        return hlo.TriangularSolveOp(a, b, ir.BoolAttr.get(left_side), ir.BoolAttr.get(lower),
+                                     ir.BoolAttr.get(unit_diagonal),
+                                     hlo.TransposeAttr.get(transpose)).result
     trans = ("C" if conjugate_a and is_complex(a_aval.dtype) else "T") if transpose_a else "N"
     attrs = {"side": u8_attr("L" if left_side else "R"), "uplo": u8_attr("L" if lower else "U"),
              "trans_x": u8_attr(trans), "diag": u8_attr("U" if unit_diagonal else "N")}

@@ -19,6 +19,7 @@ from jaxkit.lax.standard import standard_multi_result_primitive
 from jaxkit.lax.dot import dot_general
 from jaxkit.lax.linalg._lapack import (
     LAPACK_DTYPES,
+    cpu_only,
     info_ok,
     is_complex,
     lapack_call,
@@ -132,3 +133,4 @@ eig_p = standard_multi_result_primitive(_eig_abstract_eval, "eig")
 ad.defjvp_rule(eig_p, _eig_jvp)
 batching.defrule(eig_p, _eig_batch)
 mlir.register_lowering(eig_p, _eig_cpu_lowering)
+mlir.register_lowering(eig_p, cpu_only("eig"), platform="cuda")

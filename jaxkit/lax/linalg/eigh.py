@@ -16,19 +16,24 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax.standard import standard_multi_result_primitive
 from jaxkit.lax.linalg._lapack import (
     H,
+    bool_attr,
     check_dtype,
     check_square,
+    cpu_only,
     diagonal,
     eye,
+    ffi_call,
     i32_attr,
     info_ok,
     is_complex,
     lapack_call,
     matmul,
     nan_unless_ok,
+    on_cuda,
     real_dtype,
     symmetrize,
     u8_attr,
+    u8_int,
 )
 from jaxkit.typing import Array, ArrayLike
 
@@ -104,11 +109,20 @@ def _eigh_lowering(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorith
     (aval,) = ctx.avals_in
     batch, n, nbatch = aval.shape[:-2], aval.shape[-1], aval.ndim - 2
     w_aval = core.ShapedArray(aval.shape[:-1], real_dtype(aval.dtype))
-    v, w, info = lapack_call("heevd_ffi" if is_complex(aval.dtype) else "syevd_ffi",
-                             aval.dtype, [x], [aval],
-                             [aval, w_aval, core.ShapedArray(batch, np.int32)], nbatch,
-                             {"mode": u8_attr("V"), "uplo": u8_attr("L" if lower else "U")},
-                             aliases={0: 0})
+    results = [aval, w_aval, core.ShapedArray(batch, np.int32)]
+    if on_cuda(ctx):
+        if algorithm == EighImplementation.QDWH:
+            raise NotImplementedError("QDWH implementation is only supported on TPU")
+        # cuSOLVER's choice (0), its QR-based syevd (1) or Jacobi syevj (2), as JAX numbers them
+        code = 0 if algorithm is None else 2 if algorithm == EighImplementation.JACOBI else 1
+        v, w, info = ffi_call("cusolver_syevd_ffi", [x], [aval], results, nbatch,
+                              {"lower": bool_attr(lower), "algorithm": u8_int(code)},
+                              aliases={0: 0})
+    else:
+        v, w, info = lapack_call("heevd_ffi" if is_complex(aval.dtype) else "syevd_ffi",
+                                 aval.dtype, [x], [aval], results, nbatch,
+                                 {"mode": u8_attr("V"), "uplo": u8_attr("L" if lower else "U")},
+                                 aliases={0: 0})
     ok = info_ok(info, batch)
     v = nan_unless_ok(ok, v, aval, nbatch)
     w = nan_unless_ok(ok, w, w_aval, nbatch)
@@ -159,6 +173,7 @@ def _tridiagonal_lowering(ctx, a, *, lower):
 tridiagonal_p = standard_multi_result_primitive(_tridiagonal_abstract_eval, "tridiagonal")
 batching.defleading(tridiagonal_p)
 mlir.register_lowering(tridiagonal_p, _tridiagonal_lowering)
+mlir.register_lowering(tridiagonal_p, cpu_only("tridiagonal"), platform="cuda")
 
 
 # ---- hessenberg ----------------------------------------------------------------------------
@@ -189,6 +204,7 @@ def _hessenberg_lowering(ctx, a):
 hessenberg_p = standard_multi_result_primitive(_hessenberg_abstract_eval, "hessenberg")
 batching.defleading(hessenberg_p)
 mlir.register_lowering(hessenberg_p, _hessenberg_lowering)
+mlir.register_lowering(hessenberg_p, cpu_only("hessenberg"), platform="cuda")
 
 
 # ---- schur ---------------------------------------------------------------------------------
@@ -228,3 +244,4 @@ def _schur_lowering(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_call
 schur_p = standard_multi_result_primitive(_schur_abstract_eval, "schur")
 batching.defleading(schur_p)
 mlir.register_lowering(schur_p, _schur_lowering)
+mlir.register_lowering(schur_p, cpu_only("schur"), platform="cuda")

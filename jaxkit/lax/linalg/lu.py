@@ -6,6 +6,8 @@ operations, as JAX writes it for the CPU.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from jaxkit import core
@@ -15,11 +17,14 @@ from jaxkit.lax.standard import standard_multi_result_primitive, standard_primit
 from jaxkit.lax.linalg._lapack import (
     check_dtype,
     check_matrix,
+    cpu_only,
     eye,
+    ffi_call,
     info_ok,
     lapack_call,
     matmul,
     nan_unless_ok,
+    on_cuda,
     tril,
     triu,
 )
@@ -155,11 +160,14 @@ def _lu_lowering(ctx, x):
     lu_aval, piv_aval, perm_aval = ctx.avals_out
     batch, nbatch = aval.shape[:-2], aval.ndim - 2
     info_aval = core.ShapedArray(batch, np.int32)
-    lu_, piv, info = lapack_call("getrf_ffi", aval.dtype, [x], [aval],
-                                 [lu_aval, piv_aval, info_aval], nbatch, {}, aliases={0: 0})
+    # cuSOLVER's getrf on an NVIDIA GPU, LAPACK's elsewhere: the same operands and results
+    call = (partial(ffi_call, "cusolver_getrf_ffi") if on_cuda(ctx) else
+            partial(lapack_call, "getrf_ffi", aval.dtype))
+    lu_, piv, info = call([x], [aval], [lu_aval, piv_aval, info_aval], nbatch, {},
+                          aliases={0: 0})
     one = hlo.BroadcastInDimOp(mlir.aval_to_ir_type(piv_aval), mlir.ir_constant(np.int32(1)),
                                mlir.i64_attr(())).result
-    piv = hlo.SubtractOp(piv, one).result
+    piv = hlo.SubtractOp(piv, one).result  # pivots count from 1 in both kernels
     # getrf's info > 0 marks an exactly singular U, which is still a valid factorization.
     lu_ = nan_unless_ok(info_ok(info, batch, "GE"), lu_, lu_aval, nbatch)
     perm_ctx = ctx.replace(avals_in=[piv_aval], avals_out=[perm_aval])
@@ -265,3 +273,4 @@ ad.defjvp_rule(tridiagonal_solve_p, _tridiagonal_solve_jvp)
 ad.deftranspose(tridiagonal_solve_p, _tridiagonal_solve_transpose)
 batching.defleading(tridiagonal_solve_p)
 mlir.register_lowering(tridiagonal_solve_p, _tridiagonal_solve_lowering)
+mlir.register_lowering(tridiagonal_solve_p, cpu_only("tridiagonal_solve"), platform="cuda")

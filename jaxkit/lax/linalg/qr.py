@@ -18,10 +18,13 @@ from jaxkit.lax.linalg._lapack import (
     bool_attr,
     check_dtype,
     check_matrix,
+    cpu_only,
     eye,
+    ffi_call,
     is_complex,
     lapack_call,
     matmul,
+    on_cuda,
     tril,
     triu,
 )
@@ -47,6 +50,9 @@ def _geqrf_abstract_eval(a):
 
 def _geqrf_lowering(ctx, a):
     (aval,) = ctx.avals_in
+    if on_cuda(ctx):
+        return ffi_call("cusolver_geqrf_ffi", [a], [aval], list(ctx.avals_out), aval.ndim - 2,
+                        {}, aliases={0: 0})
     return lapack_call("geqrf_ffi", aval.dtype, [a], [aval], list(ctx.avals_out),
                        aval.ndim - 2, {}, aliases={0: 0})
 
@@ -71,6 +77,7 @@ def _geqp3_lowering(ctx, a, jpvt):
 geqp3_p = standard_multi_result_primitive(_geqp3_abstract_eval, "geqp3")
 batching.defleading(geqp3_p)
 mlir.register_lowering(geqp3_p, _geqp3_lowering)
+mlir.register_lowering(geqp3_p, cpu_only("geqp3"), platform="cuda")
 
 
 # ---- householder_product -------------------------------------------------------------------
@@ -96,6 +103,9 @@ def _householder_product_shape(a, taus):
 
 def _householder_product_lowering(ctx, a, taus):
     a_aval, taus_aval = ctx.avals_in
+    if on_cuda(ctx):
+        return ffi_call("cusolver_orgqr_ffi", [a, taus], [a_aval, taus_aval], [a_aval],
+                        a_aval.ndim - 2, {}, aliases={0: 0})[0]
     return lapack_call("orgqr_ffi" if not is_complex(a_aval.dtype) else "ungqr_ffi",
                        a_aval.dtype, [a, taus], [a_aval, taus_aval], [a_aval],
                        a_aval.ndim - 2, {}, aliases={0: 0})[0]
@@ -142,6 +152,7 @@ def _ormqr_lowering(ctx, a, taus, c, *, left, transpose):
 ormqr_p = standard_primitive(_ormqr_shape, lambda a, t, c, **_: c.dtype, "ormqr")
 batching.defleading(ormqr_p)
 mlir.register_lowering(ormqr_p, _ormqr_lowering)
+mlir.register_lowering(ormqr_p, cpu_only("ormqr"), platform="cuda")
 
 
 # ---- qr ------------------------------------------------------------------------------------

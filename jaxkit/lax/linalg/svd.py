@@ -19,6 +19,7 @@ from jaxkit.lax.linalg._lapack import (
     H,
     check_dtype,
     check_matrix,
+    cpu_only,
     diagonal,
     eye,
     info_ok,
@@ -188,6 +189,7 @@ svd_p = standard_multi_result_primitive(_svd_abstract_eval, "svd")
 ad.defjvp_rule(svd_p, _svd_jvp)
 batching.defleading(svd_p)
 mlir.register_lowering(svd_p, _svd_lowering)
+mlir.register_lowering(svd_p, cpu_only("svd"), platform="cuda")
 
 
 # ---- qdwh ----------------------------------------------------------------------------------
