@@ -19,6 +19,7 @@ from jaxkit._util import ranges_like, remaining
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.lax.sharding_eager import lay_out_eager_results
 from jaxkit.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset, compute_types
 from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh)
@@ -400,6 +401,7 @@ dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_r
                                    "dot_general", _all_weak)
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 batching.defrule(dot_general_p, _dot_general_batch)
+lay_out_eager_results(dot_general_p)
 shr.defsharding(dot_general_p, shr.dot_general_rule)
 shr.defur(dot_general_p, shr.sharding_ur.dot_general_rule)
 mlir.register_lowering(dot_general_p, _dot_general_lowering)

@@ -280,7 +280,10 @@ def reshape_rule(x: ShapedArray, *, new_sizes: Sequence[int], dimensions=None,
                  **params) -> Spec | None:
     """Dimensions kept, split or merged keep their mesh axes: a split dimension's axes go to
     the major pieces that they divide; merged dimensions may be split only from the major
-    one down. Other reshapes of a split dimension are refused, as in JAX."""
+    one down. Other reshapes of a split dimension are refused, as in JAX. An ``out_sharding``
+    asked for (the ``sharding`` parameter) is the result's."""
+    if params.get("sharding") is not None:
+        return params["sharding"]
     s = getattr(x, "_sharding", None)
     if s is None:
         return None

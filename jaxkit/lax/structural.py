@@ -22,6 +22,7 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.lax.sharding_eager import lay_out_eager_results
 from jaxkit.lax.standard import (
     _all_weak,
     _num,
@@ -102,6 +103,7 @@ ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 shr.defsharding(broadcast_in_dim_p, shr.broadcast_in_dim_rule)
 shr.defur(broadcast_in_dim_p, shr.sharding_ur.keep_rule)
 batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)
+lay_out_eager_results(broadcast_in_dim_p)
 mlir.register_lowering(broadcast_in_dim_p, lambda ctx, x, *, shape, broadcast_dimensions,
                        sharding=None: mlir.broadcast_in_dim(x, ctx.avals_out[0],
                                                             broadcast_dimensions))
@@ -141,18 +143,24 @@ def expand_dims(array: ArrayLike, dimensions: Sequence[int]) -> Array:
 
 # ---- reshape -------------------------------------------------------------------------------
 def reshape(operand: ArrayLike, new_sizes: Sequence[int],
-            dimensions: Sequence[int] | None = None) -> Array:
+            dimensions: Sequence[int] | None = None, *, out_sharding: Any = None) -> Array:
     """Reshape (row-major); with ``dimensions``, the operand is first transposed by that
-    permutation. Lowers to ``stablehlo.reshape`` (after ``stablehlo.transpose``)."""
+    permutation; ``out_sharding`` (over Explicit mesh axes) types the result's layout. Lowers
+    to ``stablehlo.reshape`` (after ``stablehlo.transpose``)."""
     new_sizes = as_tuple_of_ints(new_sizes, "reshape new_sizes")
     dims = None if dimensions is None else as_tuple_of_ints(dimensions, "reshape dimensions")
     same_order = dims is None or dims == tuple(range(len(dims)))
-    if same_order and core.get_aval(operand).shape == new_sizes and _is_array(operand):
+    sharding = shr.resolve_out_sharding("reshape", out_sharding)
+    aval = core.get_aval(operand)
+    if same_order and aval.shape == new_sizes and _is_array(operand) and (
+            sharding is None or getattr(aval, "_sharding", None) == sharding):
         return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None if same_order else dims)
+    extra = {} if sharding is None else {"sharding": sharding}  # as for broadcast_in_dim
+    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None if same_order else dims,
+                          **extra)
 
 
-def _reshape_shape_rule(operand, *, new_sizes, dimensions):
+def _reshape_shape_rule(operand, *, new_sizes, dimensions, sharding=None):
     if not all(d >= 0 for d in new_sizes):
         raise TypeError(f"reshape new_sizes must all be positive, got {new_sizes}.")
     if math.prod(new_sizes) != operand.size:
@@ -164,22 +172,29 @@ def _reshape_shape_rule(operand, *, new_sizes, dimensions):
     return new_sizes
 
 
-def _reshape_transpose(ct, operand, *, new_sizes, dimensions):
+def _reshape_transpose(ct, operand, *, new_sizes, dimensions, sharding=None):
+    back = operand.aval._sharding  # the cotangent goes back to the operand's layout
     if dimensions is None:
-        return [reshape(ct, operand.aval.shape)]
+        return [reshape(ct, operand.aval.shape, out_sharding=back)]
     permuted = tuple(operand.aval.shape[d] for d in dimensions)
-    return [transpose(reshape(ct, permuted), tuple(np.argsort(dimensions)))]
+    if back is not None:
+        back = shr.NamedSharding(back.mesh, shr.PartitionSpec(
+            *(back.spec.partitions[d] for d in dimensions)))
+    return [transpose(reshape(ct, permuted, out_sharding=back), tuple(np.argsort(dimensions)))]
 
 
-def _reshape_batch(axis_data, args, dims, *, new_sizes, dimensions):
+def _reshape_batch(axis_data, args, dims, *, new_sizes, dimensions, sharding=None):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     if dimensions is not None:
         dimensions = (0,) + tuple(i + 1 for i in dimensions)
-    return reshape(x, (x.shape[0],) + new_sizes, dimensions), 0
+    if sharding is not None:  # the batch dimension keeps its layout
+        sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(
+            axis_data.explicit_mesh_axis, *sharding.spec))
+    return reshape(x, (x.shape[0],) + new_sizes, dimensions, out_sharding=sharding), 0
 
 
-def _reshape_lowering(ctx, x, *, new_sizes, dimensions):
+def _reshape_lowering(ctx, x, *, new_sizes, dimensions, sharding=None):
     if dimensions is not None:
         x = hlo.TransposeOp(x, mlir.i64_attr(dimensions)).result
     return hlo.ReshapeOp(mlir.aval_to_ir_type(ctx.avals_out[0]), x).result
@@ -191,6 +206,7 @@ ad.deflinear2(reshape_p, _reshape_transpose)
 shr.defsharding(reshape_p, shr.reshape_rule)
 shr.defur(reshape_p, shr.sharding_ur.keep_rule)
 batching.defrule(reshape_p, _reshape_batch)
+lay_out_eager_results(reshape_p)
 mlir.register_lowering(reshape_p, _reshape_lowering)
 
 
@@ -344,6 +360,7 @@ iota_p.def_impl(lambda **params: dispatch.apply_primitive(iota_p, **params))
 iota_p.def_abstract_eval(_iota_abstract_eval)
 ad.defjvp_zero(iota_p)
 shr.defsharding(iota_p, lambda *, sharding=None, **_: sharding)
+lay_out_eager_results(iota_p)
 mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding=None: hlo.IotaOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), dimension).result)
 
@@ -717,13 +734,15 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
 
 
 def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
-              shape: Sequence[int] | None = None) -> Array:
-    """``full`` with the shape and dtype (and weak type) of ``x`` unless given."""
+              shape: Sequence[int] | None = None, sharding: Any = None) -> Array:
+    """``full`` with the shape and dtype (and weak type) of ``x`` unless given, laid out as
+    ``sharding`` (over Explicit mesh axes) when given."""
     fill_shape = np.shape(x) if shape is None else shape
     weak = dtype is None and dtypes.is_weakly_typed(x)
     dtype = dtypes.dtype(x) if dtype is None else dtypes.canonicalize_dtype(dtype)
-    # Over Explicit mesh axes the result is laid out as ``x`` (as in JAX).
-    sharding = getattr(core.get_aval(x), "_sharding", None) if shape is None else None
+    sharding = shr.resolve_out_sharding("full_like", sharding)
+    if sharding is None and shape is None:  # laid out as ``x`` over Explicit axes, as JAX's
+        sharding = getattr(core.get_aval(x), "_sharding", None)
     if weak:
         scalar = convert_element_type(fill_value, dtype, True)
         if not tuple(fill_shape) and sharding is None:

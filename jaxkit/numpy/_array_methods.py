@@ -78,11 +78,12 @@ _comparisons: dict[str, tuple[str, Callable]] = {
 
 
 # ---- methods ---------------------------------------------------------------------------------
-def _reshape(self, *args: Any, order: str = "C", shape: Any = None, copy: Any = None) -> Any:
+def _reshape(self, *args: Any, order: str = "C", shape: Any = None, copy: Any = None,
+             out_sharding: Any = None) -> Any:
     """``a.reshape(2, 3)`` or ``a.reshape((2, 3))``."""
     if shape is None:
         shape = args[0] if len(args) == 1 else args
-    return _shape.reshape(self, shape, order=order)
+    return _shape.reshape(self, shape, order=order, out_sharding=out_sharding)
 
 
 def _transpose(self, *args: Any) -> Any:
@@ -134,8 +135,8 @@ def _view(self, dtype: Any = None, type: Any = None) -> Any:
     return out
 
 
-def _flatten(self, order: str = "C") -> Any:
-    return _shape.ravel(self, order)
+def _flatten(self, order: str = "C", *, out_sharding: Any = None) -> Any:
+    return _shape.ravel(self, order, out_sharding=out_sharding)
 
 
 def _squeeze(self, axis: Any = None) -> Any:

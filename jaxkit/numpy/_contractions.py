@@ -79,11 +79,20 @@ def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     return _dot_general(a, b, (contract, ((), ())), precision, dt, weak, out_sharding)
 
 
-@jitted(static_argnames=("precision", "preferred_element_type"))
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"),
+        stages_only=True)
 def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
-           preferred_element_type: Any = None) -> Array:
+           preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.matmul`` (``a @ b``): matrix product with broadcast batch dimensions; 1-D
-    operands are vectors."""
+    operands are vectors. ``out_sharding`` (over Explicit mesh axes) chooses the result's
+    layout."""
+    return _matmul(a, b, precision=precision, preferred_element_type=preferred_element_type,
+                   out_sharding=resolve_out_sharding("matmul", out_sharding))
+
+
+@jitted(static_argnames=("precision", "preferred_element_type", "out_sharding"), name="matmul")
+def _matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+            preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("matmul", a, b)
     for i, x in enumerate((a, b)):
         if x.ndim < 1:
@@ -124,7 +133,7 @@ def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
     a = lax.squeeze(a, tuple(a_squeeze))
     b = lax.squeeze(b, tuple(b_squeeze))
     dims = (((a.ndim - 1,), (b.ndim - 1 - b_is_mat,)), (tuple(a_bdims), tuple(b_bdims)))
-    out = _dot_general(a, b, dims, precision, dt, weak)
+    out = _dot_general(a, b, dims, precision, dt, weak, out_sharding)
     return lax.transpose(out, tuple(int(p) for p in perm))
 
 
@@ -189,11 +198,24 @@ def outer(a: ArrayLike, b: ArrayLike, out: None = None) -> Array:
     return multiply(lax.expand_dims(ravel(a), (1,)), lax.expand_dims(ravel(b), (0,)))
 
 
-@jitted(static_argnames=("axes", "precision", "preferred_element_type"))
+@jitted(static_argnames=("axes", "precision", "preferred_element_type", "out_sharding"),
+        stages_only=True)
 def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
-              precision: Any = None, preferred_element_type: Any = None) -> Array:
+              precision: Any = None, preferred_element_type: Any = None,
+              out_sharding: Any = None) -> Array:
     """``jnp.tensordot``: contract the last ``axes`` axes of ``a`` with the first of ``b``, or
-    the given pairs of axes."""
+    the given pairs of axes. ``out_sharding`` (over Explicit mesh axes) chooses the result's
+    layout."""
+    return _tensordot(a, b, axes, precision=precision,
+                      preferred_element_type=preferred_element_type,
+                      out_sharding=resolve_out_sharding("tensordot", out_sharding))
+
+
+@jitted(static_argnames=("axes", "precision", "preferred_element_type", "out_sharding"),
+        name="tensordot")
+def _tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
+               precision: Any = None, preferred_element_type: Any = None,
+               out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("tensordot", a, b)
     dt, weak = _result_dtype(preferred_element_type, a, b)
     if type(axes) is int:
@@ -217,7 +239,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
     else:
         raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair of "
                         "lists/tuples of ints.")
-    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak)
+    return _dot_general(a, b, (contract, ((), ())), precision, dt, weak, out_sharding)
 
 
 @jitted(inline=False)  # a plain jit, as JAX's: traced, it stages ``jit[name=kron]``
@@ -395,6 +417,12 @@ def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any 
     precision, preferred_element_type=...)``."""
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_subscripts((subscripts, *operands))
+    sharding = resolve_out_sharding("einsum", out_sharding)
+    if sharding is not None and len(operands) == 2:
+        # One contraction, as JAX's: its dot_general is typed with the layout asked for.
+        return _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
+                       preferred_element_type=preferred_element_type,
+                       _dot_general=_dot_general, out_sharding=sharding)
     return lay_out(_einsum(subscripts, *operands, out=out, optimize=optimize,
                            precision=precision, preferred_element_type=preferred_element_type,
                            _dot_general=_dot_general),
@@ -428,10 +456,11 @@ def _interleaved_subscripts(args: tuple) -> tuple[str, tuple]:
 
 
 @jitted(static_argnames=("subscripts", "out", "optimize", "precision", "preferred_element_type",
-                         "_dot_general"))
+                         "_dot_general", "out_sharding"))
 def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
             precision: Any = None, preferred_element_type: Any = None,
-            _dot_general: Callable[..., Array] = lax.dot_general) -> Array:
+            _dot_general: Callable[..., Array] = lax.dot_general,
+            out_sharding: Any = None) -> Array:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     ops = list(ensure_arraylike("einsum", *operands)) if len(operands) > 1 else \
@@ -468,9 +497,12 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
         contract = [c for c in shared if c not in later]
         dims = ((tuple(xt.index(c) for c in contract), tuple(yt.index(c) for c in contract)),
                 (tuple(xt.index(c) for c in batch), tuple(yt.index(c) for c in batch)))
-        x = _dot_general(x, y, dims, precision, preferred_element_type=dt)
-        xt = "".join(batch) + "".join(c for c in xt if c not in shared) + \
+        new_xt = "".join(batch) + "".join(c for c in xt if c not in shared) + \
             "".join(c for c in yt if c not in shared)
+        typed = {} if out_sharding is None else {
+            "out_sharding": _einsum_dot_sharding(out_sharding, out_term, new_xt)}
+        x = _dot_general(x, y, dims, precision, preferred_element_type=dt, **typed)
+        xt = new_xt
         # Labels now in x alone and not needed later are summed right away.
         drop = tuple(i for i, c in enumerate(xt) if c not in later)
         if drop:
@@ -483,6 +515,16 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
     perm = tuple(xt.index(c) for c in out_term)
     x = lax.transpose(x, perm)
     return lax.convert_element_type(x, dt, weak_type=weak)
+
+
+def _einsum_dot_sharding(s: Any, out_term: str, dot_term: str) -> Any:
+    """The layout of the contraction whose result (labels ``dot_term``) is transposed into
+    the output (labels ``out_term``) laid out as ``s``: each label keeps its mesh axes."""
+    if dot_term == out_term:
+        return s
+    parts = tuple(s.spec.partitions) + (None,) * (len(out_term) - len(s.spec.partitions))
+    by_label = dict(zip(out_term, parts))
+    return s.update(spec=type(s.spec)(*(by_label.get(c) for c in dot_term)))
 
 
 def einsum_path(subscripts: str, /, *operands: ArrayLike, optimize: Any = "auto"

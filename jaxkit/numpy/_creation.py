@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
-from jaxkit.lax.sharding import lay_out
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import asarray as _asarray
@@ -158,8 +158,8 @@ def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
     """``jnp.zeros``: zeros of ``shape`` (default dtype float32, float64 with x64)."""
     _check_forgot_shape_tuple("zeros", shape, dtype)
     shape = canonicalize_shape(shape)
-    out = lax.full(shape, 0, _user_dtype(dtype) or dtypes.default_float_dtype())
-    return lay_out(out, "zeros", out_sharding)
+    return lax.full(shape, 0, _user_dtype(dtype) or dtypes.default_float_dtype(),
+                    sharding=_out_sharding(device, out_sharding, "jnp.zeros"))
 
 
 def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
@@ -167,15 +167,15 @@ def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
     """``jnp.ones``: ones of ``shape``."""
     _check_forgot_shape_tuple("ones", shape, dtype)
     shape = canonicalize_shape(shape)
-    out = lax.full(shape, 1, _user_dtype(dtype) or dtypes.default_float_dtype())
-    return lay_out(out, "ones", out_sharding)
+    return lax.full(shape, 1, _user_dtype(dtype) or dtypes.default_float_dtype(),
+                    sharding=_out_sharding(device, out_sharding, "jnp.ones"))
 
 
 def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
           out_sharding: Any = None) -> Array:
     """``jnp.empty``: as ``zeros`` (XLA has no uninitialised memory)."""
     _check_forgot_shape_tuple("empty", shape, dtype)
-    return zeros(shape, dtype, out_sharding=out_sharding)
+    return zeros(shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
@@ -183,11 +183,21 @@ def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
     """``jnp.full``: ``fill_value`` (a scalar or broadcastable array) of ``shape``."""
     shape = canonicalize_shape(shape)
     dtype = _user_dtype(dtype)
+    sharding = _out_sharding(device, out_sharding, "full")
     if np.ndim(fill_value) == 0:
-        return lay_out(lax.full(shape, fill_value, dtype), "full", out_sharding)
+        return lax.full(shape, fill_value, dtype, sharding=sharding)
     fill = asarray(fill_value, dtype=dtype)
-    return lay_out(broadcast_to_shape(fill, shape), "full", out_sharding)
+    return broadcast_to_shape(fill, shape, out_sharding=sharding)
 
+
+
+def _out_sharding(device: Any, out_sharding: Any, name: str) -> Any:
+    """The ``out_sharding`` of a creation function, over the mesh in context (JAX's error
+    when ``device`` is given too)."""
+    if device is not None and out_sharding is not None:
+        raise ValueError(f"Only one of `device` or `out_sharding` can be set. Got {device=} "
+                         f"and {out_sharding=}")
+    return resolve_out_sharding(name, out_sharding)
 
 
 def _like_shape(a: Any, shape: Any) -> tuple[int, ...]:
@@ -202,15 +212,17 @@ def _check_like(name: str, a: Any) -> None:
 
 
 def zeros_like(a: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
-               device: Any = None) -> Array:
+               device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.zeros_like``: zeros of the shape and dtype (and weak type) of ``a``."""
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device,
+                     out_sharding=_out_sharding(device, out_sharding, "jnp.zeros_like"))
 
 
 def ones_like(a: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
-              device: Any = None) -> Array:
+              device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.ones_like``: ones of the shape and dtype (and weak type) of ``a``."""
-    return full_like(a, 1, dtype, shape)
+    return full_like(a, 1, dtype, shape, device=device,
+                     out_sharding=_out_sharding(device, out_sharding, "jnp.ones_like"))
 
 
 def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
@@ -220,7 +232,7 @@ def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, shape: Any 
 
 
 def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
-              shape: Any = None, *, device: Any = None) -> Array:
+              shape: Any = None, *, device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.full_like``: ``fill_value`` with the shape and dtype of ``a``."""
     _check_like("full_like", a)
     if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(
@@ -230,11 +242,14 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
         a = lax.full(a.shape, 0, a.dtype)
     dtype = _user_dtype(dtype)
     out_shape = _like_shape(a, shape)
+    sharding = _out_sharding(device, out_sharding, "full_like")
     if np.ndim(fill_value) == 0:
-        return lax.full_like(a, fill_value, dtype, out_shape)
+        return lax.full_like(a, fill_value, dtype, None if shape is None else out_shape,
+                             sharding=sharding)
     weak = dtype is None and dtypes.is_weakly_typed(a)
     dt = dtype or dtypes.dtype(a)
-    return broadcast_to_shape(convert(_asarray(fill_value), dt, weak), out_shape)
+    return broadcast_to_shape(convert(_asarray(fill_value), dt, weak), out_shape,
+                              out_sharding=sharding)
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,9 +257,12 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
 # --------------------------------------------------------------------------------------------
 
 def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | None = None,
-           dtype: DTypeLike | None = None, *, device: Any = None) -> Array:
+           dtype: DTypeLike | None = None, *, device: Any = None,
+           out_sharding: Any = None) -> Array:
     """``jnp.arange``: evenly spaced values in ``[start, stop)``; integer arguments give
-    int32 (int64 with x64), float ones float32."""
+    int32 (int64 with x64), float ones float32. ``out_sharding`` (over Explicit mesh axes)
+    lays the result out (the iota is typed so, as JAX's)."""
+    sharding = _out_sharding(device, out_sharding, "jnp.arange")
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if v is not None:
             core.concrete_or_error(v, f"It arose in the jnp.arange argument '{name}'")
@@ -256,9 +274,24 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
         start_np = np.asarray(start)
         if not np.issubdtype(start_np.dtype, np.integer):
             start_np = np.ceil(start_np).astype(int)
-        return lax.iota(dtype, max(int(start_np), 0))
+        return lax.broadcasted_iota(dtype, (max(int(start_np), 0),), 0, out_sharding=sharding)
     if step is None and start == 0 and stop is not None:
-        return lax.iota(dtype, max(int(np.ceil(stop)), 0))
+        return lax.broadcasted_iota(dtype, (max(int(np.ceil(stop)), 0),), 0,
+                                    out_sharding=sharding)
+    if sharding is not None:
+        # As JAX's: start + step * iota, the iota typed with the layout asked for.
+        start, stop = (0, start) if stop is None else (start, stop)
+        if step is None:
+            iota = lax.broadcasted_iota(dtype, (max(0, int(np.ceil(stop - start))),), 0,
+                                        out_sharding=sharding)
+            return lax.add(lax.convert_element_type(start, dtype), iota)
+        work = (np.dtype("float32") if dtypes.issubdtype(dtype, np.floating)
+                and dtypes.finfo(dtype).bits < 32 else dtype)
+        iota = lax.broadcasted_iota(work, (max(0, int(np.ceil((stop - start) / step))),), 0,
+                                    out_sharding=sharding)
+        ramp = lax.mul(lax.convert_element_type(step, work), iota)
+        return lax.convert_element_type(lax.add(lax.convert_element_type(start, work), ramp),
+                                        dtype)
     vals = np.arange(np.asarray(start), np.asarray(stop) if stop is not None else None,
                      np.asarray(step) if step is not None else None, dtype=dtype)
     return device_put_value(vals)

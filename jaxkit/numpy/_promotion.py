@@ -221,7 +221,9 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...], out_sharding: Any = None)
     """``x`` broadcast to ``shape`` (which NumPy broadcasting allows); rank-0 Python scalars
     are broadcast too. ``out_sharding``: the result's layout over Explicit mesh axes."""
     x_shape = _shape_of(x)
-    if x_shape == shape:
+    sharding = shr.resolve_out_sharding("jnp.broadcast_to", out_sharding)
+    if x_shape == shape and (sharding is None or sharding == getattr(
+            core.get_aval(x), "_sharding", None)):
         return x if not isinstance(x, np.ndarray) else asarray(x)
     lead = len(shape) - len(x_shape)
     if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(x_shape)):
@@ -229,11 +231,12 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...], out_sharding: Any = None)
                          f"{shape}")
     # One broadcast_in_dim, as JAX's lax.broadcast_to: it grows size-1 axes itself.
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))),
-                                out_sharding=out_sharding)
+                                out_sharding=sharding)
 
 
-def broadcast_to(array: ArrayLike, shape: Any) -> Array:
-    """``jnp.broadcast_to``: ``array`` broadcast to ``shape`` (no copy semantics)."""
+def broadcast_to(array: ArrayLike, shape: Any, *, out_sharding: Any = None) -> Array:
+    """``jnp.broadcast_to``: ``array`` broadcast to ``shape`` (no copy semantics), laid out
+    as ``out_sharding`` over Explicit mesh axes."""
     array = ensure_arraylike("broadcast_to", array)
     shape = canonicalize_shape(shape)
     aval = core.get_aval(array)
@@ -243,7 +246,7 @@ def broadcast_to(array: ArrayLike, shape: Any) -> Array:
         req = aval.update(shape=shape)
         raise ValueError(f"Incompatible types for broadcasting: input type="
                          f"{_type_str(aval)} and requested type={_type_str(req)}")
-    return broadcast_to_shape(array, shape)
+    return broadcast_to_shape(array, shape, out_sharding=out_sharding)
 
 
 def _type_str(aval: core.ShapedArray) -> str:

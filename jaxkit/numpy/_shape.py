@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharding import PartitionSpec
 from jaxkit.numpy._creation import array, asarray, full, zeros_like
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._jitted import jitted
@@ -72,29 +74,42 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
 
 
 @jitted(static_argnames=("shape", "order", "copy"))
-def reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None) -> Array:
+def reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None,
+            out_sharding: Any = None) -> Array:
     """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
-    ``'F'``. (JAX 0.10.2 has removed the deprecated ``newshape`` keyword.)"""
+    ``'F'``; ``out_sharding`` (over Explicit mesh axes) types the result's layout. (JAX
+    0.10.2 has removed the deprecated ``newshape`` keyword.)"""
     check_arraylike("reshape", a)
     a = asarray(a)
     new = _compute_newshape(a.shape, a.size, shape)
     if order == "C":
-        return lax.reshape(a, new)
+        return lax.reshape(a, new, out_sharding=out_sharding)
     if order == "F":
         dims = tuple(range(a.ndim - 1, -1, -1))
-        return lax.transpose(lax.reshape(a, new[::-1], dims), tuple(range(len(new) - 1, -1, -1)))
+        # The reshape is of the transposed result: its layout is the asked one reversed.
+        s = resolve_out_sharding("jnp.reshape", out_sharding)
+        s = None if s is None else s.update(spec=PartitionSpec(*s.spec.partitions[::-1]))
+        return lax.transpose(lax.reshape(a, new[::-1], dims, out_sharding=s),
+                             tuple(range(len(new) - 1, -1, -1)))
     if order == "A":
         raise NotImplementedError("np.reshape order=A is not implemented.")
     raise ValueError(f"Unexpected value for 'order' argument: {order}.")
 
 
-@jitted(static_argnames=("order",))
-def ravel(a: ArrayLike, order: str = "C") -> Array:
-    """``jnp.ravel``: ``a`` as a 1-D array."""
+@jitted(static_argnames=("order", "out_sharding"), stages_only=True)
+def ravel(a: ArrayLike, order: str = "C", *, out_sharding: Any = None) -> Array:
+    """``jnp.ravel``: ``a`` as a 1-D array (laid out as ``out_sharding`` over Explicit mesh
+    axes)."""
+    # Resolved against the mesh in context before the jitted body (its cache key), as dot's.
+    return _ravel(a, order, out_sharding=resolve_out_sharding("ravel", out_sharding))
+
+
+@jitted(static_argnames=("order", "out_sharding"), name="ravel")
+def _ravel(a: ArrayLike, order: str = "C", *, out_sharding: Any = None) -> Array:
     a = ensure_arraylike("ravel", a)
     if order == "K":
         raise NotImplementedError("Ravel not implemented for order='K'.")
-    return reshape(a, (a.size,), order)
+    return reshape(a, (a.size,), order, out_sharding=out_sharding)
 
 
 @jitted(static_argnames=("axes",))

@@ -28,7 +28,7 @@ from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec,
+from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec,
                                      compile_partitioned, current_mesh, named_from_hlo,
                                      output_hlo_shardings, put_global)
 
@@ -229,10 +229,26 @@ def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
             return eqn.params["sharding"].mesh
         if isinstance(eqn.params.get("mesh"), Mesh):
             return eqn.params["mesh"]
+        typed = _typed_result_mesh(eqn.params)
+        if typed is not None:
+            return typed
         for sub in core.subjaxprs(eqn.params):
             mesh = _find_constraint_mesh(sub)
             if mesh is not None:
                 return mesh
+    return None
+
+
+def _typed_result_mesh(params: dict) -> Mesh | None:
+    """The mesh in context when an equation's result is typed by an ``out_sharding=``
+    argument (``iota``/``broadcast_in_dim``/``reshape``'s ``sharding``, ``dot_general``'s
+    ``out_sharding``), so that a program making laid-out values from nothing is partitioned
+    and its results laid out as their types say."""
+    for name in ("sharding", "out_sharding"):
+        s = params.get(name)
+        if isinstance(s, NamedSharding) and isinstance(s.mesh, AbstractMesh):
+            mesh = current_mesh()
+            return None if mesh is None else concrete_mesh_for(s.mesh, mesh)
     return None
 
 
