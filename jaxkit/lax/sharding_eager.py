@@ -36,8 +36,8 @@ def lay_out_eager_results(prim: core.Primitive) -> None:
     def laid_out(*args, **params):
         out = impl(*args, **params)
         sharding = params.get("sharding", params.get("out_sharding"))
-        if sharding is None:
-            return out
+        if sharding is None or sharding.spec.unreduced or sharding.spec.reduced:
+            return out  # partial sums: only a partitioned program decides who holds which
         return reshard_leaves(out, _for_rank(sharding, np.ndim(out)))
 
     prim.def_impl(laid_out)

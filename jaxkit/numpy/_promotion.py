@@ -221,9 +221,7 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...], out_sharding: Any = None)
     """``x`` broadcast to ``shape`` (which NumPy broadcasting allows); rank-0 Python scalars
     are broadcast too. ``out_sharding``: the result's layout over Explicit mesh axes."""
     x_shape = _shape_of(x)
-    sharding = shr.resolve_out_sharding("jnp.broadcast_to", out_sharding)
-    if x_shape == shape and (sharding is None or sharding == getattr(
-            core.get_aval(x), "_sharding", None)):
+    if x_shape == shape:
         return x if not isinstance(x, np.ndarray) else asarray(x)
     lead = len(shape) - len(x_shape)
     if lead < 0 or any(d != 1 and d != shape[lead + i] for i, d in enumerate(x_shape)):
@@ -231,7 +229,7 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...], out_sharding: Any = None)
                          f"{shape}")
     # One broadcast_in_dim, as JAX's lax.broadcast_to: it grows size-1 axes itself.
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))),
-                                out_sharding=sharding)
+                                out_sharding=out_sharding)
 
 
 def broadcast_to(array: ArrayLike, shape: Any, *, out_sharding: Any = None) -> Array:
@@ -246,7 +244,24 @@ def broadcast_to(array: ArrayLike, shape: Any, *, out_sharding: Any = None) -> A
         req = aval.update(shape=shape)
         raise ValueError(f"Incompatible types for broadcasting: input type="
                          f"{_type_str(aval)} and requested type={_type_str(req)}")
-    return broadcast_to_shape(array, shape, out_sharding=out_sharding)
+    sharding = shr.resolve_out_sharding("jnp.broadcast_to", out_sharding)
+    if sharding is not None:
+        # The operand's split dimensions keep their mesh axes (JAX's error otherwise).
+        want = tuple(sharding.spec.partitions) + (None,) * (len(shape) - len(sharding.spec))
+        if any(p is not None and p != q for p, q in zip(shr.parts(aval), want[lead:])):
+            raise ValueError(f"Incompatible types for broadcasting: input type={aval} and "
+                             f"requested type={_typed_str(aval.dtype, shape, want)}")
+    if x_shape == shape and sharding is not None and sharding != aval._sharding:
+        # Only the layout changes: still one broadcast_in_dim, as JAX's lax.broadcast_to.
+        return lax.broadcast_in_dim(array, shape, tuple(range(len(shape))),
+                                    out_sharding=sharding)
+    return broadcast_to_shape(array, shape, out_sharding=sharding)
+
+
+def _typed_str(dtype: np.dtype, shape: tuple, parts: tuple) -> str:
+    dims = [str(d) if p is None else f"{d}@{p}" if isinstance(p, str) else
+            f"{d}@({','.join(p)})" for d, p in zip(shape, parts)]
+    return f"{np.dtype(dtype).name}[{','.join(dims)}]"
 
 
 def _type_str(aval: core.ShapedArray) -> str:
