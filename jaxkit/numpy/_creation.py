@@ -230,8 +230,8 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
         a = lax.full(a.shape, 0, a.dtype)
     dtype = _user_dtype(dtype)
     out_shape = _like_shape(a, shape)
-    if np.ndim(fill_value) == 0:
-        return lax.full_like(a, fill_value, dtype, out_shape)
+    if np.ndim(fill_value) == 0:  # shape None: laid out as ``a`` over Explicit axes
+        return lax.full_like(a, fill_value, dtype, None if shape is None else out_shape)
     weak = dtype is None and dtypes.is_weakly_typed(a)
     dt = dtype or dtypes.dtype(a)
     return broadcast_to_shape(convert(_asarray(fill_value), dt, weak), out_shape)
