@@ -149,14 +149,9 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
                          f"sequence of (low, high) pairs, got {padding}") from e
     pet = (None if preferred_element_type is None
            else dtypes.canonicalize_dtype(preferred_element_type))
-    # ``out_sharding`` is a parameter only when it chooses a layout (as dot_general's), one
-    # spec entry per result dimension; jaxprs print it None otherwise, as JAX's do.
-    extra = {}
-    if out_sharding is not None:
-        spec = out_sharding.spec
-        extra["out_sharding"] = NamedSharding(out_sharding.mesh, PartitionSpec(
-            *spec, *[None] * (len(lhs_shape) - len(spec)), unreduced=spec.unreduced,
-            reduced=spec.reduced))
+    # ``out_sharding`` is a parameter only when it chooses a layout (as dot_general's; its
+    # spec as given, as JAX keeps it); jaxprs print it None otherwise, as JAX's do.
+    extra = {} if out_sharding is None else {"out_sharding": out_sharding}
     return conv_general_dilated_p.bind(
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,
@@ -400,6 +395,7 @@ def _conv_general_dilated_batch(axis_data, args, dims, *, window_strides, paddin
         extra = {}
         if out_sharding is not None:
             spec = list(out_sharding.spec)
+            spec += [None] * (len(out_spec) - len(spec))
             if fold is None:
                 raise NotImplementedError(
                     "batching rule for 'conv_general_dilated' with out_sharding and a batched "

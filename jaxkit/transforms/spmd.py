@@ -227,7 +227,8 @@ def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
     """The mesh of the first sharding constraint, or of the first equation with a ``mesh``
     parameter (``shard_map``)."""
     for eqn in jaxpr.eqns:
-        if eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p:
+        if (eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p) and \
+                isinstance(eqn.params["sharding"].mesh, Mesh):  # (grad's seed: abstract)
             return eqn.params["sharding"].mesh
         if isinstance(eqn.params.get("mesh"), Mesh):
             return eqn.params["mesh"]
