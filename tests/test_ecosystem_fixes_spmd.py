@@ -3,7 +3,7 @@ with the code below: no subprocess here): ``Sharding.is_equivalent_to``; a convo
 out by ``out_sharding`` over Explicit mesh axes (jaxpr, types, vmap); ``zeros_like`` keeping
 an Explicit layout so that ``select``'s cases agree (``nnx.Dropout``); ``jit`` of a function
 with no argument whose body lays a value out; grad's seed laid out over the argument's
-Explicit mesh when no mesh is in context."""
+Explicit mesh when no mesh is in context; ``PartitionSpec.index``/``count``."""
 import numpy as np
 
 import jaxkit
@@ -30,6 +30,7 @@ JAX_OUTPUT = [
     'float32[8@x,2]',
     "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P('x', 'y'), memory_kind=device) (4, 1)",
     '{ lambda ; a:f32[8@x,2]. let\n    b:f32[8@x,2] = mul a 2.0:f32[]\n    _:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b\n    c:f32[] = reshard 1.0:f32[]\n    d:f32[8@x,2] = broadcast_in_dim c\n    e:f32[8@x,2] = mul d 2.0:f32[]\n  in (e,) }',
+    'spec 2 1',
 ]
 
 
@@ -77,6 +78,8 @@ def _lines(jax, devices) -> list[str]:
         out.append(f"{r.sharding} {r.sharding.shard_shape(r.shape)}")
     # grad's seed without a mesh in context: laid out over the argument's Explicit mesh
     out.append(str(jax.make_jaxpr(jax.grad(lambda a: (a * 2).sum()))(x)))
+    # PartitionSpec has tuple's index and count (Flax's linen spmd calls index)
+    out.append(f"spec {P('x', None, ('x', 'y')).index(('x', 'y'))} {P('x', None).count(None)}")
     return out
 
 
