@@ -28,7 +28,9 @@ from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
-from jaxkit.runtime.sharding import AxisType, PartitionSpec, current_abstract_mesh, typed_aval
+from jaxkit.lax.sharding import reshard_p
+from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
+                                     current_abstract_mesh, typed_aval)
 from jaxkit.sharding import Sharding, reshard
 from jaxkit.transforms import stages
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
@@ -365,7 +367,21 @@ def _check_scalar(x) -> None:
         raise TypeError(msg(f"had shape: {aval.shape}"))
 
 
-def _one_like(aval: core.ShapedArray):
+def _seed_mesh(args: Any) -> Any:
+    """The mesh JAX lays grad's seed out over, when it has Explicit axes: the one in context,
+    else that of the (first) argument typed over one, since the output's type is over the
+    mesh of the values it was computed from."""
+    mesh = current_abstract_mesh()
+    if AxisType.Explicit in mesh.axis_types:
+        return PartitionSpec()
+    for leaf in tree_util.tree_leaves(args):
+        typed = getattr(core.get_aval(leaf), "_sharding", None)
+        if typed is not None and AxisType.Explicit in typed.mesh.axis_types:
+            return NamedSharding(typed.mesh, PartitionSpec())
+    return None
+
+
+def _one_like(aval: core.ShapedArray, args: Any = ()):
     """The output cotangent of grad: a scalar one of the output's type. A weakly typed output
     gets a Python scalar (weak too, so the gradient of a function of Python scalars is weak,
     as in JAX); otherwise a NumPy scalar. Both print as literals in jaxprs (1.0:f32[])."""
@@ -376,10 +392,16 @@ def _one_like(aval: core.ShapedArray):
         one = 1.0 if dtypes.issubdtype(aval.dtype, np.floating) else 1.0 + 0.0j
     else:
         one = np.ones((), aval.dtype)[()]
-    if core.current_trace() is not core.eval_trace and \
-            AxisType.Explicit in current_abstract_mesh().axis_types:
-        # JAX's seed is laid out (replicated) over the mesh in context: its jaxpr shows it.
-        return reshard(one, PartitionSpec())
+    if core.current_trace() is not core.eval_trace:
+        # JAX's seed is laid out (replicated) over the output's Explicit mesh: its jaxpr
+        # shows it.
+        seed_sharding = _seed_mesh(args)
+        if isinstance(seed_sharding, NamedSharding):
+            # over an argument's abstract mesh (no concrete mesh in context): the layout is
+            # the equation's parameter, and the program's mesh makes it concrete
+            return reshard_p.bind(one, sharding=seed_sharding)
+        if seed_sharding is not None:
+            return reshard(one, seed_sharding)
     return one
 
 
@@ -402,7 +424,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         ans, vjp_fun, *aux = vjp(f_partial, *dyn_args, has_aux=has_aux)
         _check_scalar(ans)
         _check_output_dtype_revderiv("grad", holomorphic, ans)
-        g = vjp_fun(_one_like(core.get_aval(ans)))
+        g = vjp_fun(_one_like(core.get_aval(ans), dyn_args))
         g = g[0] if isinstance(argnums, int) else g
         return ((ans, aux[0]) if has_aux else ans), g
 

@@ -719,7 +719,7 @@ def test_cond_forwards_passthrough_outputs():
 
 # --------------------------------------------------------------------------------------------
 # lax.conv_general_dilated takes out_sharding (Flax's nnx.Conv passes out_sharding=None:
-# nnx/nn/conv_test); a layout over Explicit mesh axes is a documented gap
+# nnx/nn/conv_test; a layout over Explicit mesh axes: tests/test_ecosystem_fixes_spmd.py)
 # --------------------------------------------------------------------------------------------
 
 def _conv_out_sharding(m):
@@ -732,8 +732,3 @@ def _conv_out_sharding(m):
 def test_conv_general_dilated_out_sharding():
     jax = _oracle()
     assert _conv_out_sharding(jaxkit) == _conv_out_sharding(jax)
-    mesh = jaxkit.make_mesh((1,), ("a",), axis_types=(jaxkit.sharding.AxisType.Explicit,))
-    x = jnp.ones((1, 1, 4))
-    with pytest.raises(NotImplementedError, match="out_sharding"):
-        jaxkit.lax.conv_general_dilated(x, x[..., :1], (1,), "SAME",
-                                        out_sharding=jaxkit.NamedSharding(mesh, jaxkit.P()))

@@ -23,6 +23,7 @@ from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import _all_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.dot import PrecisionLike, _precision_attr, canonicalize_precision
 from jaxkit.lax.structural import convert_element_type, full, reshape, rev
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
 
@@ -122,13 +123,9 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
                          out_sharding=None) -> Array:
     """General n-d convolution with strides, padding ('SAME', 'SAME_LOWER', 'VALID' or
     (low, high) pairs), input (transposed-conv) and kernel (atrous) dilation, and grouping.
-    Lowers to ``stablehlo.convolution``. ``out_sharding`` (Flax's nnx.Conv passes it) is
-    accepted where it asks for no layout (None)."""
-    if shr.resolve_out_sharding("conv_general_dilated", out_sharding) is not None:
-        raise NotImplementedError(
-            f"conv_general_dilated(out_sharding={out_sharding}): laying out a convolution's "
-            "result over Explicit mesh axes is not implemented in jaxkit; leave out_sharding "
-            "None and lay the result out with jax.sharding.reshard.")
+    Lowers to ``stablehlo.convolution``. ``out_sharding`` (a sharding or a spec over the
+    mesh in context) lays the result out over Explicit mesh axes."""
+    out_sharding = shr.resolve_out_sharding("conv_general_dilated", out_sharding)
     lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
     dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     nspatial = len(lhs_shape) - 2
@@ -152,11 +149,14 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
                          f"sequence of (low, high) pairs, got {padding}") from e
     pet = (None if preferred_element_type is None
            else dtypes.canonicalize_dtype(preferred_element_type))
+    # ``out_sharding`` is a parameter only when it chooses a layout (as dot_general's; its
+    # spec as given, as JAX keeps it); jaxprs print it None otherwise, as JAX's do.
+    extra = {} if out_sharding is None else {"out_sharding": out_sharding}
     return conv_general_dilated_p.bind(
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        precision=canonicalize_precision(precision), preferred_element_type=pet)
+        precision=canonicalize_precision(precision), preferred_element_type=pet, **extra)
 
 
 def _conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
@@ -305,7 +305,8 @@ def _conv_general_vjp_rhs_padding(in_shape, window_dimensions, window_strides, o
 
 def _conv_general_dilated_transpose_lhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation,
                                         rhs_dilation, dimension_numbers, feature_group_count,
-                                        batch_group_count, precision, preferred_element_type):
+                                        batch_group_count, precision, preferred_element_type,
+                                        out_sharding=None):
     dn = dimension_numbers
     lhs_aval = lhs.aval
     rhs_shape = np.shape(rhs)
@@ -344,7 +345,8 @@ def _conv_general_dilated_transpose_lhs(g, lhs, rhs, *, window_strides, padding,
 
 def _conv_general_dilated_transpose_rhs(g, lhs, rhs, *, window_strides, padding, lhs_dilation,
                                         rhs_dilation, dimension_numbers, feature_group_count,
-                                        batch_group_count, precision, preferred_element_type):
+                                        batch_group_count, precision, preferred_element_type,
+                                        out_sharding=None):
     dn = dimension_numbers
     if np.size(g) == 0:
         # Avoid a degenerate convolution whose kernel has spatial size 0.
@@ -377,7 +379,8 @@ def _conv_general_dilated_transpose_rhs(g, lhs, rhs, *, window_strides, padding,
 
 def _conv_general_dilated_batch(axis_data, args, dims, *, window_strides, padding, lhs_dilation,
                                 rhs_dilation, dimension_numbers, feature_group_count,
-                                batch_group_count, precision, preferred_element_type):
+                                batch_group_count, precision, preferred_element_type,
+                                out_sharding=None):
     (lhs, rhs), (lhs_bdim, rhs_bdim) = args, dims
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     params = {"window_strides": window_strides, "padding": padding,
@@ -385,9 +388,27 @@ def _conv_general_dilated_batch(axis_data, args, dims, *, window_strides, paddin
               "dimension_numbers": dimension_numbers, "precision": precision,
               "preferred_element_type": preferred_element_type}
 
-    def conv(x, y, fgc=feature_group_count, bgc=batch_group_count):
+    def conv(x, y, fgc=feature_group_count, bgc=batch_group_count, fold=None):
+        # the batch is folded into result dimension ``fold``: over an Explicit vmapped mesh
+        # axis that dimension is split over it too (it must not be split already); a batched
+        # grouped kernel has no rule with out_sharding (JAX's NotImplementedError)
+        extra = {}
+        if out_sharding is not None:
+            spec = list(out_sharding.spec)
+            spec += [None] * (len(out_spec) - len(spec))
+            if fold is None:
+                raise NotImplementedError(
+                    "batching rule for 'conv_general_dilated' with out_sharding and a batched "
+                    "grouped kernel is not implemented (as in JAX)")
+            if axis_data.explicit_mesh_axis is not None:
+                if spec[fold] is not None:
+                    raise NotImplementedError(
+                        "batching rule for 'conv_general_dilated' with out_sharding: the "
+                        "batch cannot be folded into a dimension that is split already")
+                spec[fold] = axis_data.explicit_mesh_axis
+            extra["out_sharding"] = NamedSharding(out_sharding.mesh, PartitionSpec(*spec))
         return conv_general_dilated_p.bind(x, y, feature_group_count=fgc,
-                                           batch_group_count=bgc, **params)
+                                           batch_group_count=bgc, **params, **extra)
 
     size = batching.batch_size(args, dims)
     if size == 0:
@@ -404,25 +425,25 @@ def _conv_general_dilated_batch(axis_data, args, dims, *, window_strides, paddin
         if batch_group_count > 1:
             new_lhs = _reshape_axis_into(lhs_bdim, lhs_spec[0], lhs)
             out = conv(new_lhs, _reshape_axis_into(rhs_bdim, rhs_spec[0], rhs),
-                       bgc=batch_group_count * size)
+                       bgc=batch_group_count * size, fold=out_spec[1])
         else:
             new_lhs = _reshape_axis_into(lhs_bdim, lhs_spec[1], lhs)
             out = conv(new_lhs, _reshape_axis_into(rhs_bdim, rhs_spec[0], rhs),
-                       fgc=feature_group_count * size)
+                       fgc=feature_group_count * size, fold=out_spec[1])
         return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
     if lhs_bdim is not None:
         if batch_group_count == 1:
-            out = conv(_reshape_axis_into(lhs_bdim, lhs_spec[0], lhs), rhs)
+            out = conv(_reshape_axis_into(lhs_bdim, lhs_spec[0], lhs), rhs, fold=out_spec[0])
             return _reshape_axis_out_of(out_spec[0], size, out), out_spec[0]
         new_lhs = _reshape_axis_out_of(lhs_spec[0] + int(lhs_bdim <= lhs_spec[0]),
                                        batch_group_count, lhs)
         new_lhs = _reshape_axis_into(lhs_bdim + int(lhs_spec[0] < lhs_bdim), lhs_spec[0] + 1,
                                      new_lhs)
         new_lhs = _reshape_axis_into(lhs_spec[0], lhs_spec[0], new_lhs)
-        out = conv(new_lhs, rhs)
+        out = conv(new_lhs, rhs, fold=out_spec[0])
         return _reshape_axis_out_of(out_spec[0], size, out), out_spec[0]
     if feature_group_count == 1 and batch_group_count == 1:
-        out = conv(lhs, _reshape_axis_into(rhs_bdim, rhs_spec[0], rhs))
+        out = conv(lhs, _reshape_axis_into(rhs_bdim, rhs_spec[0], rhs), fold=out_spec[1])
         return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
     # Groups must stay outermost in the kernel's output features: factor them out, fold the
     # batch in, put them back; the same on the output.
@@ -456,7 +477,9 @@ def _complex_conv(lhs, rhs, **params):
 
 def _conv_general_dilated_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation,
                                    rhs_dilation, dimension_numbers, feature_group_count,
-                                   batch_group_count, precision, preferred_element_type):
+                                   batch_group_count, precision, preferred_element_type,
+                                   out_sharding=None):
+    # (an ``out_sharding`` is the result's type: the equation's lowering constrains it)
     if dtypes.issubdtype(ctx.avals_in[0].dtype, np.complexfloating):
         return mlir.lower_fun(_complex_conv)(
             ctx, lhs, rhs, window_strides=window_strides, padding=padding,

@@ -5,6 +5,7 @@ their semantics."""
 from __future__ import annotations
 
 from jaxkit import core
+from jaxkit.lax.convolution import conv_general_dilated_p
 from jaxkit.lax.dot import dot_general_p
 from jaxkit.lax.loops import scan_p
 from jaxkit.lax.reductions import reduce_sum_p
@@ -30,6 +31,7 @@ def _scan(params: dict) -> dict:
     return dict(sorted((k, v) for k, v in params.items() if k != "linear"))
 
 
+core.defpp_params(conv_general_dilated_p, _with(out_sharding=None))
 core.defpp_params(reduce_sum_p, _with(out_sharding=None))
 core.defpp_params(iota_p, _with(sharding=None))
 core.defpp_params(reshape_p, _with(sharding=None))

@@ -741,8 +741,11 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     weak = dtype is None and dtypes.is_weakly_typed(x)
     dtype = dtypes.dtype(x) if dtype is None else dtypes.canonicalize_dtype(dtype)
     sharding = shr.resolve_out_sharding("full_like", sharding)
-    if sharding is None and shape is None:  # laid out as ``x`` over Explicit axes, as JAX's
-        sharding = getattr(core.get_aval(x), "_sharding", None)
+    if sharding is None:
+        # Over Explicit mesh axes the result is laid out as ``x`` (as in JAX: a concrete
+        # ``x`` also when ``shape`` is its own).
+        same = shape is None or (not isinstance(x, core.Tracer) and tuple(shape) == np.shape(x))
+        sharding = getattr(core.get_aval(x), "_sharding", None) if same else None
     if weak:
         scalar = convert_element_type(fill_value, dtype, True)
         if not tuple(fill_shape) and sharding is None:

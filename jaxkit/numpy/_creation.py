@@ -243,7 +243,7 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     dtype = _user_dtype(dtype)
     out_shape = _like_shape(a, shape)
     sharding = _out_sharding(device, out_sharding, "full_like")
-    if np.ndim(fill_value) == 0:
+    if np.ndim(fill_value) == 0:  # shape None: laid out as ``a`` over Explicit axes
         return lax.full_like(a, fill_value, dtype, None if shape is None else out_shape,
                              sharding=sharding)
     weak = dtype is None and dtypes.is_weakly_typed(a)

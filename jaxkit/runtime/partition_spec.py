@@ -52,6 +52,13 @@ class PartitionSpec:
     def __len__(self) -> int:
         return len(self._partitions)
 
+    # tuple's two methods (JAX's PartitionSpec has them; Flax's linen spmd calls index)
+    def index(self, value, *args) -> int:
+        return self._partitions.index(value, *args)
+
+    def count(self, value) -> int:
+        return self._partitions.count(value)
+
     def __iter__(self):
         self._refuse_positional("*pspec", "*spec.partitions")
         return iter(self._partitions)

@@ -494,6 +494,13 @@ class NamedSharding:
                 f'"{a}"' for a in self.mesh.axis_names if a in self.spec.unreduced) + "}"
         return f"#sdy.sharding<@{mesh_name}, [{dims}]{unreduced}>"
 
+    def is_equivalent_to(self, other: Any, ndim: int) -> bool:
+        """Whether ``other`` places the same pieces of a rank-``ndim`` array on the same
+        devices (over two abstract meshes: the same pieces, devices unknown)."""
+        both_abstract = isinstance(self.mesh, AbstractMesh) and \
+            isinstance(getattr(other, "mesh", None), AbstractMesh)
+        return shardings_equivalent(self, other, ndim, check_devices=not both_abstract)
+
     def __eq__(self, other) -> bool:
         if not isinstance(other, NamedSharding):
             return NotImplemented
@@ -512,6 +519,37 @@ class NamedSharding:
         if isinstance(self.mesh, AbstractMesh):  # a type's sharding: in no memory yet
             return f"NamedSharding(mesh={self.mesh}, spec={self.spec})"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind=device)"
+
+
+def _device_list(s: Any) -> tuple:
+    """The devices of a sharding, in its device assignment's order."""
+    if isinstance(s, NamedSharding):
+        return s.mesh._flat
+    if isinstance(s, pjrt.Sharding):
+        return (s._device,)
+    return tuple(s._devices)
+
+
+def shardings_equivalent(s1: Any, s2: Any, ndim: int, check_devices: bool = True) -> bool:
+    """JAX's ``Sharding.is_equivalent_to``: the same tiling of a rank-``ndim`` array (any two
+    replicated ones are the same), in the same memory, over the same device list."""
+    h1, h2 = s1._to_xla_hlo_sharding(ndim), s2._to_xla_hlo_sharding(ndim)
+    same = h1 == h2 or (h1.is_replicated() and h2.is_replicated())
+    # jaxlib's classes here leave memory_kind None; every jaxkit buffer is in device memory
+    same = same and (s1.memory_kind or "device") == (s2.memory_kind or "device")
+    return same and (not check_devices or _device_list(s1) == _device_list(s2))
+
+
+def _is_equivalent_to(self: Any, other: Any, ndim: int) -> bool:
+    """Whether ``other`` places the same pieces of a rank-``ndim`` array on the same
+    devices."""
+    return shardings_equivalent(self, other, ndim)
+
+
+# The single-device and per-axis shardings are jaxlib classes subclassed in pjrt and
+# multi_device, below NamedSharding; the comparison that spans all three lives here.
+pjrt.Sharding.is_equivalent_to = _is_equivalent_to
+multi_device.AxisSharding.is_equivalent_to = _is_equivalent_to
 
 
 def _check_unreduced_axes(mesh: Mesh | AbstractMesh, spec: PartitionSpec) -> None:

@@ -570,11 +570,13 @@ class JitFunction:
         if layouts is None and mesh is not None:  # a constraint partitions the program
             flat = tree_util.tree_leaves((dyn_args, dyn_kwargs))
             layouts = spmd.input_shardings(None, dyn_args, dyn_kwargs, flat, sig.avals, mesh)
+        else:
+            mesh = None  # the arguments' layouts name the program's mesh
         if layouts is not None:
             plan = spmd.ShardingPlan(
                 layouts,
                 spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals),
-                closed.out_avals)
+                closed.out_avals, mesh)
         return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
                       out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
                       Timings(trace=trace_time), plan, self._keep_unused)

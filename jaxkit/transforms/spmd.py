@@ -169,9 +169,11 @@ class ShardingPlan:
 
     def __init__(self, in_shardings: Sequence[NamedSharding],
                  out_shardings: Sequence[NamedSharding | None],
-                 out_avals: Sequence[ShapedArray] | None = None):
+                 out_avals: Sequence[ShapedArray] | None = None, mesh: Mesh | None = None):
         self.in_shardings = tuple(in_shardings)
-        self.mesh = _common_mesh(list(self.in_shardings) + list(out_shardings))
+        # ``mesh``: that of the program's constraints, which a program with no argument and
+        # no out_shardings (``jit(lambda: reshard(...))()``) has only
+        self.mesh = _common_mesh(list(self.in_shardings) + list(out_shardings), mesh)
         if out_avals is not None and self.mesh is not None:
             out_shardings = [s if s is not None else _from_type(self.mesh, a)
                              for s, a in zip(out_shardings, out_avals)]
@@ -225,7 +227,8 @@ def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
     """The mesh of the first sharding constraint, or of the first equation with a ``mesh``
     parameter (``shard_map``)."""
     for eqn in jaxpr.eqns:
-        if eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p:
+        if (eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p) and \
+                isinstance(eqn.params["sharding"].mesh, Mesh):  # (grad's seed: abstract)
             return eqn.params["sharding"].mesh
         if isinstance(eqn.params.get("mesh"), Mesh):
             return eqn.params["mesh"]
@@ -370,7 +373,8 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     per_jaxpr = _programs.setdefault(closed, {})
     program = per_jaxpr.get(layouts)
     if program is None:
-        plan = ShardingPlan(layouts, [None] * len(closed.out_avals), closed.out_avals)
+        plan = ShardingPlan(layouts, [None] * len(closed.out_avals), closed.out_avals,
+                            constraint_mesh(closed))
         program = per_jaxpr[layouts] = PartitionedProgram(
             lower(name, closed, donated_invars, plan), closed, plan)
     return program.run_flat(args, avals)
