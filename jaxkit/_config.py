@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -222,13 +223,20 @@ class Config:
         d["_callbacks"] = []
         for name, (default, coerce, env_vars) in _OPTIONS.items():
             value = default
-            for var in env_vars:
+            # As JAX's, every option also reads its upper-case name (JAX_DEFAULT_DEVICE, ...).
+            upper = name.upper()
+            for var in env_vars if upper in env_vars else (*env_vars, upper):
                 if var in env:
                     # Lenient for booleans: a typo in the environment must not make
                     # `import jaxkit` fail, so anything but a true-ish string is False.
                     raw = env[var]
-                    value = (raw.strip().lower() in _TRUE_STRINGS if coerce is _to_bool
-                             else coerce(name, raw))
+                    try:
+                        value = (raw.strip().lower() in _TRUE_STRINGS if coerce is _to_bool
+                                 else coerce(name, raw))
+                    except NotImplementedError as e:
+                        # A setting JAX has and jaxkit cannot honour (JAX_ENABLE_CHECKS=1)
+                        # is reported, not fatal to `import jaxkit`.
+                        warnings.warn(f"{var}={raw!r} is ignored: {e}", stacklevel=2)
                     break
             d[name] = value
         d["x64"] = d["jax_enable_x64"]
