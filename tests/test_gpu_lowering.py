@@ -52,9 +52,12 @@ def around_kernels(text):
     return {_normalized(m.group(0)) for m in map(op.search, text.splitlines()) if m}
 
 
-def _jax_and_kit(name, *args, **kw):
-    """(JAX function, jaxkit function) calling lax.linalg.<name>(*args, **kw) of each."""
-    return (lambda *a: getattr(jl, name)(*a, **kw), lambda *a: getattr(kl, name)(*a, **kw))
+def _jax_and_kit(name, **kw):
+    """(JAX function, jaxkit function) calling lax.linalg.<name>(*args, **kw) of each (an
+    enum option given as JAX's member stands for jaxkit's of the same name)."""
+    kit_kw = {k: getattr(getattr(kl, type(v).__name__), v.name) if hasattr(v, "name") else v
+              for k, v in kw.items()}
+    return (lambda *a: getattr(jl, name)(*a, **kw), lambda *a: getattr(kl, name)(*a, **kit_kw))
 
 
 A = np.eye(4, dtype=np.float32) * 3 + 1
@@ -88,6 +91,7 @@ RECORDS = {  # name: (JAX function, jaxkit function, arguments)
     "eigh": (jnp.linalg.eigh, knp.linalg.eigh, (A,)),
     "eigh_upper": (lambda a: jnp.linalg.eigh(a, UPLO="U"), lambda a: knp.linalg.eigh(a, UPLO="U"),
                    (A,)),
+    "eigh_jacobi": (*_jax_and_kit("eigh", implementation=jl.EighImplementation.JACOBI), (A,)),
     "solve": (jnp.linalg.solve, knp.linalg.solve, (A, A)),
     # svd: Jacobi (gesvdj) up to 1024 x 1024, transposing V and conjugating it for V^H; the
     # batched Jacobi kernel (up to 32 x 32) has no economic mode, so U and V^T are sliced
@@ -207,10 +211,20 @@ def test_primitives_without_a_gpu_kernel_say_how_to_use_the_cpu(name):
     assert "lapack_" in kit_text(getattr(kl, name), A, platform="cpu")
 
 
-def test_svd_jacobi_is_gpu_only_as_in_jax():
-    with pytest.raises(NotImplementedError, match="Jacobi and Polar algorithms are not "
-                                                  "implemented on CPU"):
-        kit_text(lambda a: kl.svd(a, algorithm=kl.SvdAlgorithm.JACOBI), A, platform="cpu")
+@pytest.mark.parametrize("name,kw,match", [
+    ("svd", dict(algorithm="SvdAlgorithm.JACOBI"), "Jacobi and Polar algorithms are not "
+                                                   "implemented on CPU"),
+    ("eigh", dict(implementation="EighImplementation.JACOBI"), "Jacobi implementation is "
+                                                               "not supported on CPU"),
+])
+def test_gpu_only_algorithms_are_refused_on_the_cpu_as_in_jax(name, kw, match):
+    def option(lax_linalg):
+        return {k: getattr(getattr(lax_linalg, v.split(".")[0]), v.split(".")[1])
+                for k, v in kw.items()}
+    with pytest.raises(NotImplementedError, match=match):
+        jax.jit(lambda a: getattr(jl, name)(a, **option(jl))).lower(A)
+    with pytest.raises(NotImplementedError, match=match):
+        kit_text(lambda a: getattr(kl, name)(a, **option(kl)), A, platform="cpu")
 
 
 def test_the_gpu_rules_jaxkit_operations_compute_what_the_kernels_would():

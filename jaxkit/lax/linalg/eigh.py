@@ -65,12 +65,9 @@ def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True,
     check_square("eigh", core.get_aval(x))
     if symmetrize_input:
         x = symmetrize(x)
-    if implementation not in (None, EighImplementation.QR):
-        raise NotImplementedError(f"eigh implementation {implementation} is not available on "
-                                  "the CPU; use implementation=None.")
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
                        subset_by_index=None if subset_by_index is None
-                       else tuple(subset_by_index), algorithm=None)
+                       else tuple(subset_by_index), algorithm=implementation)
     return v, w
 
 
@@ -112,15 +109,17 @@ def _eigh_lowering(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorith
     batch, n, nbatch = aval.shape[:-2], aval.shape[-1], aval.ndim - 2
     w_aval = core.ShapedArray(aval.shape[:-1], real_dtype(aval.dtype))
     results = [aval, w_aval, core.ShapedArray(batch, np.int32)]
+    if algorithm == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
     if on_cuda(ctx):
-        if algorithm == EighImplementation.QDWH:
-            raise NotImplementedError("QDWH implementation is only supported on TPU")
         # cuSOLVER's choice (0), its QR-based syevd (1) or Jacobi syevj (2), as JAX numbers them
         code = 0 if algorithm is None else 2 if algorithm == EighImplementation.JACOBI else 1
         v, w, info = ffi_call("cusolver_syevd_ffi", [x], [aval], results, nbatch,
                               {"lower": bool_attr(lower), "algorithm": u8_int(code)},
                               aliases={0: 0})
     else:
+        if algorithm == EighImplementation.JACOBI:
+            raise NotImplementedError("Jacobi implementation is not supported on CPU")
         v, w, info = lapack_call("heevd_ffi" if is_complex(aval.dtype) else "syevd_ffi",
                                  aval.dtype, [x], [aval], results, nbatch,
                                  {"mode": u8_attr("V"), "uplo": u8_attr("L" if lower else "U")},
