@@ -225,7 +225,12 @@ def initialize_hybrid_kernels() -> bool:
     hybrid = _kernels_module("_hybrid")
     if hybrid is None:
         return False
-    hybrid.initialize()
+    try:
+        hybrid.initialize()
+    except ImportError as e:  # no SciPy: the hybrid kernels would fail when run
+        logger.warning("The hybrid GPU kernels (eig, pivoted QR) could not find LAPACK: %s. "
+                       "Install SciPy (`pip install scipy`).", e)
+        return False
     return True
 
 
