@@ -184,9 +184,10 @@ def _register_kernels(c_api: Any, release: CudaWheels) -> None:
     try:
         extension = importlib.import_module(f"{package}.cuda_plugin_extension")
         multi_device.register_plugin_custom_calls("CUDA", extension, c_api)
-        # The kernels themselves (cuSOLVER factorizations, LU pivots), imported directly
-        # rather than through jaxlib's plugin lookup, which would pick them by jaxlib's
-        # version instead of the plugin's; a ``_ffi`` name is a typed-FFI kernel.
+        # The kernels themselves (cuSOLVER factorizations, cuSPARSE's gtsv2, LU pivots, the
+        # hybrid eig/geqp3), imported directly rather than through jaxlib's plugin lookup,
+        # which would pick them by jaxlib's version instead of the plugin's; API versions as
+        # jaxlib's gpu_solver/gpu_sparse/gpu_linalg give them (TYPED_FFI_MODULES).
         names = []
         for module in KERNEL_MODULES:
             kernels = importlib.import_module(f"{package}.{module}")
