@@ -205,6 +205,8 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     # Where computations without committed arguments run (None: the default backend's first
     # device); ``with default_device(...)`` overrides it in its thread (runtime/pjrt.py).
     "jax_default_device": (None, validate_default_device, ()),
+    # Whether the GPU's hybrid eig/geqp3 kernels may use MAGMA (lax/linalg/_lapack.py).
+    "jax_use_magma": ("auto", _enum("off", "on", "auto"), ()),
 }
 
 
