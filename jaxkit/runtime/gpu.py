@@ -20,11 +20,13 @@ import ctypes
 import dataclasses
 import functools
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import logging
 import os
 import pathlib
+import sys
 from typing import Any
 
 from jaxkit.runtime import ffi_registry, multi_device, pjrt
@@ -172,6 +174,26 @@ def preload_nvidia_libraries(release: CudaWheels | None = None) -> list[str]:
     return loaded
 
 
+def _load_submodule(package: str, module: str) -> Any:
+    """The extension module ``package.module`` loaded from its file without running
+    ``package/__init__.py``: the kernels wheels' ``__init__`` may import jax (0.11's does),
+    and ``import jaxkit`` never imports jax."""
+    name = f"{package}.{module}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(package)
+    for directory in (spec.submodule_search_locations or ()) if spec else ():
+        for suffix in importlib.machinery.all_suffixes():
+            path = pathlib.Path(directory, module + suffix)
+            if path.is_file():
+                module_spec = importlib.util.spec_from_file_location(name, path)
+                loaded = importlib.util.module_from_spec(module_spec)
+                module_spec.loader.exec_module(loaded)
+                sys.modules[name] = loaded
+                return loaded
+    raise ImportError(f"{name} not found (no {module} module in {package})")
+
+
 def _register_kernels(c_api: Any, release: CudaWheels) -> None:
     """Custom calls of the ``jax-cuda13-plugin``/``jax-cuda12-plugin`` wheel (cuSOLVER,
     cuBLAS, ...), if present. The GPU still starts without them (jax does the same): only
@@ -182,7 +204,7 @@ def _register_kernels(c_api: Any, release: CudaWheels) -> None:
                     package)
         return
     try:
-        extension = importlib.import_module(f"{package}.cuda_plugin_extension")
+        extension = _load_submodule(package, "cuda_plugin_extension")
         multi_device.register_plugin_custom_calls("CUDA", extension, c_api)
         # The kernels themselves (cuSOLVER factorizations, cuSPARSE's gtsv2, LU pivots, the
         # hybrid eig/geqp3), imported directly rather than through jaxlib's plugin lookup,
@@ -190,7 +212,7 @@ def _register_kernels(c_api: Any, release: CudaWheels) -> None:
         # jaxlib's gpu_solver/gpu_sparse/gpu_linalg give them (TYPED_FFI_MODULES).
         names = []
         for module in KERNEL_MODULES:
-            kernels = importlib.import_module(f"{package}.{module}")
+            kernels = _load_submodule(package, module)
             for name, capsule in kernels.registrations().items():
                 typed = module in TYPED_FFI_MODULES or name.endswith("_ffi")
                 ffi_registry.register_target(name, capsule, "CUDA", int(typed))
@@ -211,7 +233,7 @@ def _kernels_module(module: str) -> Any | None:
         return None
     preload_nvidia_libraries(release)
     try:
-        return importlib.import_module(f"{release.kernels_package}.{module}")
+        return _load_submodule(release.kernels_package, module)
     except ImportError as e:
         logger.warning("%s.%s could not be loaded: %s", release.kernels_package, module, e)
         return None
