@@ -58,7 +58,9 @@ def assert_equal_or_ulps(x, ref, maxulp: int = 2):
 
 # Primitives JAX 0.10.2 computes only on the CPU (no GPU lowering rule): tests run them with
 # the CPU as default device when jaxkit's default is an accelerator, as a user would.
-CPU_ONLY_PRIMITIVES = frozenset({"schur", "hessenberg"})
+CPU_ONLY_PRIMITIVES = frozenset({"schur", "hessenberg",
+                                 # SciPy functions computed through a Schur form
+                                 "sqrtm", "funm", "solve_sylvester"})
 
 
 def cpu_for(primitive: str | None):
@@ -81,6 +83,10 @@ def canonical_phases(outs, columns: int, rows: int | None = None):
     unit = pivot / jnp.abs(pivot)
     outs[columns] = v * jnp.conj(unit)
     if rows is not None:
-        k = outs[rows].shape[-2]
-        outs[rows] = outs[rows] * jnp.swapaxes(unit, -1, -2)[..., :k, :]
+        # a full SVD's vectors past k = min(m, n) span a null space: any basis of it will do,
+        # so only the first k pairs are kept
+        vh = outs[rows]
+        k = min(v.shape[-1], vh.shape[-2])
+        outs[columns] = outs[columns][..., :k]
+        outs[rows] = vh[..., :k, :] * jnp.swapaxes(unit, -1, -2)[..., :k, :]
     return outs

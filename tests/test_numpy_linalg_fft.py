@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _numpy_checks import check, jax, jjnp, rng_array
-from platform_checks import align_vectors
+from platform_checks import align_vectors, canonical_phases
 
 import jaxkit
 import jaxkit.numpy as jnp
@@ -385,7 +385,12 @@ def test_decomposition_vmap_is_one_batched_call(row):
     name, fn, make, _, prim = row
     examples = [make(np.random.default_rng(s), np.complex64) for s in range(3)]
     stacked = [np.stack(xs) for xs in zip(*examples)]
-    check_vmap(lambda *a: fn(jnp, *a), stacked, rtol=2e-3, atol=2e-3)
+
+    def f(*a):  # a batched GPU kernel may pick other phases than the single one
+        out = fn(jnp, *a)
+        return canonical_phases(out, *_VECTORS[name]) if name in _VECTORS else out
+
+    check_vmap(f, stacked, rtol=2e-3, atol=2e-3)
     jaxpr = jaxkit.make_jaxpr(jaxkit.vmap(lambda *a: fn(jnp, *a)))(*stacked)
     names = _primitive_names(jaxpr.jaxpr)
     assert names.count(prim) == 1, names

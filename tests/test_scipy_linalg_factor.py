@@ -320,25 +320,26 @@ def test_matfun_jit_and_vmap(name, make, kw, scipy_dtypes, kind):
 
 
 def test_matfun_identities(x64):
-    rng = np.random.default_rng(5)
-    a = _hpd(rng, 4, np.float64)
-    root = np.asarray(jsl.sqrtm(a))
-    np.testing.assert_allclose(root @ root, a, atol=1e-10)
-    # funm of exp is expm; of the identity, the matrix itself
-    m = rng.normal(size=(4, 4))
-    np.testing.assert_allclose(np.asarray(jsl.funm(m, jaxkit.numpy.exp)), sl.expm(m),
-                               atol=1e-9)
-    np.testing.assert_allclose(np.asarray(jsl.funm(m, lambda x: x)), m, atol=1e-12)
-    # a singular sqrtm (zero eigenvalues): finite, as JAX gives
-    assert np.isfinite(np.asarray(jsl.sqrtm(np.zeros((3, 3))))).all()
-    # A and -A share eigenvalues: A X - X A = C has no unique solution, so NaN as in JAX
-    assert np.isnan(np.asarray(jsl.solve_sylvester(m, -m, m))).all()
-    # batch axes broadcast in rsf2csf and solve_sylvester
-    t, z = sl.schur(m)
-    ct, cz = jsl.rsf2csf(np.stack([t, t]), z)
-    assert ct.shape == (2, 4, 4) and cz.shape == (2, 4, 4)
-    x = jsl.solve_sylvester(np.stack([a, 2 * a]), a, m)
-    np.testing.assert_allclose(np.asarray(x[1]), sl.solve_sylvester(2 * a, a, m), atol=1e-9)
+    with cpu_for("sqrtm"):  # sqrtm, funm, solve_sylvester go through schur
+        rng = np.random.default_rng(5)
+        a = _hpd(rng, 4, np.float64)
+        root = np.asarray(jsl.sqrtm(a))
+        np.testing.assert_allclose(root @ root, a, atol=1e-10)
+        # funm of exp is expm; of the identity, the matrix itself
+        m = rng.normal(size=(4, 4))
+        np.testing.assert_allclose(np.asarray(jsl.funm(m, jaxkit.numpy.exp)), sl.expm(m),
+                                   atol=1e-9)
+        np.testing.assert_allclose(np.asarray(jsl.funm(m, lambda x: x)), m, atol=1e-12)
+        # a singular sqrtm (zero eigenvalues): finite, as JAX gives
+        assert np.isfinite(np.asarray(jsl.sqrtm(np.zeros((3, 3))))).all()
+        # A and -A share eigenvalues: A X - X A = C has no unique solution, so NaN as in JAX
+        assert np.isnan(np.asarray(jsl.solve_sylvester(m, -m, m))).all()
+        # batch axes broadcast in rsf2csf and solve_sylvester
+        t, z = sl.schur(m)
+        ct, cz = jsl.rsf2csf(np.stack([t, t]), z)
+        assert ct.shape == (2, 4, 4) and cz.shape == (2, 4, 4)
+        x = jsl.solve_sylvester(np.stack([a, 2 * a]), a, m)
+        np.testing.assert_allclose(np.asarray(x[1]), sl.solve_sylvester(2 * a, a, m), atol=1e-9)
 
 
 def test_matfun_gradients(x64):
