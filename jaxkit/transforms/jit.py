@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxkit import core
+from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit._config import config
 from jaxkit._util import fun_name
@@ -66,11 +66,18 @@ class CallPlan:
     calls whose keywords are all static) is the commonest call, e.g. ``jnp.dot(a, b,
     precision=None)``; the dispatcher runs it inline through ``execute`` and ``handlers`` and
     makes the outputs with ``build`` (or, when ``single``, wraps the one result itself),
-    saving function calls. Once placement is spread (``pjrt.Placement``) a plan is made for
-    one ``device`` (and committedness of the results) and every argument goes through
-    ``to_buffer``, which moves uncommitted arrays there."""
+    saving function calls.
 
-    __slots__ = ("build", "direct", "execute", "handlers", "run", "single")
+    A plan runs on the device of sharding ``where``, its results committed there if
+    ``committed``. Once placement is spread (``pjrt.Placement``) the dispatcher runs a plan
+    only for a call placed as the plan is (``placed_here``): its ``Array`` arguments
+    (positions ``arrays``) all on ``where``, committed as the plan, and, for an uncommitted
+    plan, ``where`` the unchanged default placement; then the scalars and NumPy values are put
+    there. ``checkable`` is False when another kind of leaf (a key array, placed by its data)
+    takes part: such calls are placed by ``runtime.array.placement``."""
+
+    __slots__ = ("arrays", "build", "checkable", "committed", "direct", "execute", "handlers",
+                 "run", "single", "where")
 
     def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
                  positions: Sequence[int], kwargs: dict, where=None, committed: bool = False):
@@ -79,14 +86,23 @@ class CallPlan:
         if compiled.kept is not None:  # the arguments the program does not read stay out
             positions = [positions[i] for i in compiled.kept]
             avals = [avals[i] for i in compiled.kept]
-        self.execute = execute = program.executable.xla_executable.execute_sharded
-        self.handlers = handlers = (program.executable.committed_handlers if committed
-                                    else program.executable.handlers)
+        executable = program.executable
+        self.where = pjrt.sharding_of(executable.device) if where is None else where
+        self.committed = committed
+        self.execute = execute = executable.xla_executable.execute_sharded
+        self.handlers = handlers = (executable.committed_handlers if committed
+                                    else executable.handlers)
         consts, outputs = program.const_bufs, compiled.outputs
         self.build = outputs
+        # Which arguments the placement check reads: the Arrays the program reads (an
+        # unused one does not take part in placement, as in JAX).
+        self.arrays = [i for i in positions if type(args[i]) is Array]
+        self.checkable = not any(dtypes.is_extended(a.dtype) for a in avals)
         plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
+        self.direct = (not consts and len(plan) == len(args) and 1 <= len(args) <= 2
+                       and all(a is None for _, a in plan))
+        self.single = self.direct and compiled.single_leaf and len(handlers) == 1
         if device is not None:
-            self.direct = self.single = False
             placed = list(zip(positions, avals))
 
             def run(args):
@@ -97,21 +113,28 @@ class CallPlan:
                                 else to_buffer(x, a, device))
                 return outputs(execute(consts + bufs if consts else bufs)
                                .consume_with_handlers(handlers))
-        elif not consts and len(plan) == len(args) and all(a is None for _, a in plan):
-            self.direct = 1 <= len(args) <= 2
-            self.single = compiled.single_leaf and len(handlers) == 1
-
+        elif self.direct or (not consts and len(plan) == len(args)
+                             and all(a is None for _, a in plan)):
             def run(args):
                 return outputs(execute([x._buf for x in args]).consume_with_handlers(handlers))
         else:
-            self.direct = self.single = False
-
             def run(args):
                 bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
                 return outputs(execute(consts + bufs if consts else bufs)
                                .consume_with_handlers(handlers))
         self.run = run
 
+    def placed_here(self, args) -> bool:
+        """Whether a call (of this plan's pattern) is placed as this plan: see the class."""
+        if not self.checkable:
+            return False
+        where, committed = self.where, False
+        for i in self.arrays:
+            buf = args[i]._buf
+            if buf._sharding is not where:
+                return False
+            committed = committed or buf._committed
+        return committed is self.committed and (committed or where is pjrt.placement.default)
 
 # type -> aval function, for the leaves the fast path accepts (Array, NumPy, Python scalars).
 _leaf_avals = core.pytype_aval_mappings
@@ -141,8 +164,13 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
     positional arguments without static positions build their key in place (as ``_fast_key``
     does, keywords included) and run direct plans inline: this is the cached-call path whose
     every bytecode shows in the benchmark, and the path of eager jnp functions called with
-    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``). Once placement
-    is spread, the key also holds the device the call runs on (``spread_call``)."""
+    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``).
+
+    Once placement is spread, the plan under a key is the call site's latest placement: a
+    call placed as it is (``CallPlan.placed_here``, unrolled for direct plans: a few identity
+    checks, so that several devices cost what one does) runs it; any other call is placed
+    by ``runtime.array.placement`` and finds its plan under the key extended with that
+    placement (``spread_call``), which becomes the call site's."""
     unrolled = not static_argnums
     spread = pjrt.placement
     fixed = None if fixed_device is None else (pjrt.sharding_of(fixed_device), True)
@@ -157,9 +185,11 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 key = _fast_key(static_argnums, args, kwargs)
             plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
         except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
-            plan = None                            # names in its error
+            plan = None                            # names (or an unused argument's)
         if plan is None:
             return slow(args, kwargs)
+        if fixed is None:
+            fast[key] = plan
         return plan.run(args)
 
     def dispatch(*args, **kwargs):
@@ -168,8 +198,6 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
         try:
             if current_trace() is not eval_trace:
                 return fun(*args, **kwargs) if inline else slow(args, kwargs)
-            if spread.spread:
-                return spread_call(args, kwargs)
             n = len(args)
             if n == 1 and unrolled:
                 x, = args
@@ -181,9 +209,14 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 except (KeyError, TypeError):  # a new signature, or not a leaf
                     plan = None
                 if plan is None:
-                    return slow(args, kwargs)
+                    return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
                 if plan.direct:
-                    out = plan.execute([x._buf]).consume_with_handlers(plan.handlers)
+                    bx = x._buf
+                    if spread.spread and (bx._sharding is not plan.where or bx._committed
+                                          is not plan.committed or not plan.committed and
+                                          plan.where is not spread.default):
+                        return spread_call(args, kwargs)
+                    out = plan.execute([bx]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
             elif n == 2 and unrolled:
                 x, y = args
@@ -194,9 +227,16 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 except (KeyError, TypeError):
                     plan = None
                 if plan is None:
-                    return slow(args, kwargs)
+                    return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
                 if plan.direct:
-                    out = plan.execute([x._buf, y._buf]).consume_with_handlers(plan.handlers)
+                    bx, by = x._buf, y._buf
+                    if spread.spread:
+                        where = plan.where
+                        if bx._sharding is not where or by._sharding is not where or (
+                                bx._committed or by._committed) is not plan.committed or (
+                                not plan.committed and where is not spread.default):
+                            return spread_call(args, kwargs)
+                    out = plan.execute([bx, by]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
             else:
                 try:
@@ -204,7 +244,9 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
                 except (KeyError, TypeError):
                     plan = None
                 if plan is None:
-                    return slow(args, kwargs)
+                    return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
+            if spread.spread and not plan.placed_here(args):
+                return spread_call(args, kwargs)
             return plan.run(args)
         except JaxRuntimeError:
             pjrt.raise_if_deleted([a._buf for a in (*args, *kwargs.values())
@@ -411,10 +453,13 @@ class JitFunction:
             key = _fast_key(self._static_argnums, args, kwargs)
         except (KeyError, TypeError):  # an unhashable static value: no fast path for it
             return
+        plan = CallPlan(compiled, args, avals, self._traced_positions(len(args)), kwargs,
+                        where, committed)
         if where is not None:
-            key = (key, where, committed)
-        self._fast[key] = CallPlan(compiled, args, avals, self._traced_positions(len(args)),
-                                   kwargs, where, committed)
+            self._fast[(key, where, committed)] = plan
+            if self._device is not None:  # only the placed key: see `_dispatcher`
+                return
+        self._fast[key] = plan
 
     def _placement(self, flat, dyn_args, dyn_kwargs) -> tuple:
         """``(sharding, committed)`` of the device this call runs on (``jit(device=)``'s, or
