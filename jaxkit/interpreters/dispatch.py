@@ -200,7 +200,7 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     one and stays out of the key."""
     avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
     if _placement.spread:
-        where, committed = placement(args, prim.name)
+        where, committed = placement(args, prim.name, inner=True)
         device = where._device
         program = programs.get((prim, avals, tuple(params.items()), where),
                                _compile_primitive, prim, avals, params, device)
@@ -248,7 +248,7 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], a
     """Run ``closed`` on concrete ``args`` (the eager impl of primitives carrying a jaxpr),
     compiling it once per jaxpr object (and device, once placement is spread)."""
     if _placement.spread:
-        where, committed = placement(args, name)
+        where, committed = placement(args, name, inner=True)
         device = where._device
         program = programs.get((closed, where), _compile_closed_program, name, closed,
                                donated_invars, device)

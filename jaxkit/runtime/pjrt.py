@@ -331,18 +331,6 @@ def copy_to_device(buf: ArrayImpl, aval, device, committed: bool = True) -> Arra
     return put(np.array(fetch(buf)), aval, device, may_alias=True, committed=committed)
 
 
-def incompatible_devices(fun_name: str, first: tuple, second: tuple) -> ValueError:
-    """JAX's error for a computation whose arguments are committed to different devices;
-    ``first`` and ``second`` are ``(argument name, aval, device)``."""
-    def describe(name, aval, device):
-        # JAX spells the dtype out here (float32[4]), unlike in jaxprs (f32[4])
-        shape = f"{getattr(aval.dtype, 'name', aval.dtype)}[{','.join(map(str, aval.shape))}]"
-        return (f"argument {name} of {fun_name} with shape {shape} and with device ids "
-                f"[{device.id}] on platform {device.platform.upper()}")
-    return ValueError("Received incompatible devices for jitted computation. Got "
-                      f"{describe(*first)} and {describe(*second)}")
-
-
 # --------------------------------------------------------------------------------------------
 # Compile and execute
 # --------------------------------------------------------------------------------------------

@@ -37,13 +37,13 @@ from jaxkit.interpreters import debug_nans, dispatch, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
-from jaxkit.runtime.array import Array, placement, to_buffer
+from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement, to_buffer
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
-from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
+from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced, _Program
 
 logger = logging.getLogger("jaxkit")
 current_trace = core.current_trace
@@ -156,7 +156,8 @@ def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
 
 
 def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
-                inline: bool, slow: Callable, fixed_device=None) -> Callable:
+                inline: bool, slow: Callable, fixed_device=None,
+                rename_mismatch: Callable | None = None) -> Callable:
     """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
 
     Outside any transformation a call whose traced arguments are positional leaves takes the
@@ -197,7 +198,12 @@ def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froz
         # one fails in jaxlib, and only then are the arguments examined (a try costs nothing).
         try:
             if current_trace() is not eval_trace:
-                return fun(*args, **kwargs) if inline else slow(args, kwargs)
+                if not inline:
+                    return slow(args, kwargs)
+                try:
+                    return fun(*args, **kwargs)
+                except DeviceMismatch as e:  # as if the body ran as one program: see _call
+                    raise rename_mismatch(e, args, kwargs) from None
             n = len(args)
             if n == 1 and unrolled:
                 x, = args
@@ -356,7 +362,7 @@ class JitFunction:
         """The function ``jit`` returns. It refers to this object (not the other way round, so
         that dropping it frees the caches at once)."""
         wrapper = _dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
-                              self._call, self._device)
+                              self._call, self._device, self._rename_mismatch)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
             wrapper.__signature__ = inspect.signature(self._fun)
@@ -381,10 +387,13 @@ class JitFunction:
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
-            return self._bind(sig, flat, dyn_args, dyn_kwargs)
+            try:
+                return self._bind(sig, flat, dyn_args, dyn_kwargs)
+            except DeviceMismatch as e:  # in the program run under the transformation
+                raise self._rename_mismatch(e, args, kwargs) from None
         if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
-        where, committed = self._placement(flat, dyn_args, dyn_kwargs)
+        where, committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
         device = None if where is None else where._device
         compiled = self._cache.get(sig)
         if compiled is None:
@@ -402,6 +411,14 @@ class JitFunction:
         if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
             self._add_plan(compiled, avals, args, kwargs, where, committed)
         return compiled.run_flat(flat, avals, device, committed)
+
+    def _rename_mismatch(self, error: DeviceMismatch, args, kwargs) -> ValueError:
+        """JAX's error for devices that disagree in the program this call ran under a
+        transformation, naming this call's arguments (tracers have no device)."""
+        dyn_args, dyn_kwargs, _ = self._split_statics(args, kwargs)
+        flat = tree_util.tree_leaves((dyn_args, dyn_kwargs))
+        return ValueError(str(mismatch_error(self._name, error.fails, flat,
+                                             self._arg_names(dyn_args, dyn_kwargs))))
 
     def _call_sharded(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """A call with arrays spread over devices (they never take the fast path). Laid out
@@ -461,14 +478,32 @@ class JitFunction:
                 return
         self._fast[key] = plan
 
-    def _placement(self, flat, dyn_args, dyn_kwargs) -> tuple:
+    def _placement(self, flat, dyn_args, dyn_kwargs, sig: CallSignature | None = None) -> tuple:
         """``(sharding, committed)`` of the device this call runs on (``jit(device=)``'s, or
-        the arguments' by ``placement``); ``(None, False)`` while placement is not spread."""
+        the arguments' by ``placement``); ``(None, False)`` while placement is not spread.
+        Arguments committed to different devices raise, unless (given ``sig``) the ones
+        that disagree are unused: as in JAX, those the program drops take no part."""
         if self._device is not None:
             return pjrt.sharding_of(self._device), True
         if not pjrt.placement.spread:
             return None, False
-        return placement(flat, self._name, lambda: self._arg_names(dyn_args, dyn_kwargs))
+        names = lambda: self._arg_names(dyn_args, dyn_kwargs)  # noqa: E731
+        try:
+            return placement(flat, self._name, names)
+        except ValueError:
+            kept = None if sig is None or self._keep_unused else self._kept(sig, dyn_args,
+                                                                             dyn_kwargs)
+            if kept is None:
+                raise
+        return placement([flat[i] for i in kept], self._name,
+                         lambda: [names()[i] for i in kept])
+
+    def _kept(self, sig: CallSignature, dyn_args, dyn_kwargs) -> tuple[int, ...] | None:
+        """The argument leaves the program of ``sig`` reads (None: all of them)."""
+        compiled = self._cache.get(sig)
+        if compiled is not None:
+            return compiled.kept
+        return _Program.of(self._traced(sig, dyn_args, dyn_kwargs)).kept
 
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
@@ -656,7 +691,7 @@ class JitFunction:
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
         if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
-            where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs)
+            where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
             traced.device = where._device
         return traced
 
