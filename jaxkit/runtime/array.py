@@ -329,6 +329,18 @@ def placement(args: Sequence, fun_name: str,
     return where, True
 
 
+def place_results(values: Sequence, args: Sequence, fun_name: str) -> list[Array]:
+    """Host values computed eagerly from ``args`` (an eager callback's results) as arrays
+    placed where a computation on ``args`` puts its results: committed to the device of the
+    committed arguments, else uncommitted on the default device."""
+    if not _placement.spread:
+        return [device_put_value(v) for v in values]
+    where, committed = placement(args, fun_name)
+    if not committed:
+        return [device_put_value(v) for v in values]
+    return [device_put_value(v, where._device) for v in values]
+
+
 class DeviceMismatch(ValueError):
     """JAX's error for a computation whose arguments are committed to different devices.
 

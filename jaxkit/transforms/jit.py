@@ -8,8 +8,9 @@ A miss goes through the stages themselves (``Traced`` -> ``Lowered`` -> ``Compil
 signature (logged under ``jax_explain_cache_misses`` and kept in ``cache_events``).
 
 A call outside any transformation whose traced arguments are leaves (``Array``s, NumPy values,
-Python scalars) passed positionally takes the fast path: a key made of their avals and the
-static values, one lookup, and the entry's ``CallPlan`` for that pattern; no pytree work.
+Python scalars) passed positionally takes the fast path (``jit_dispatch.py``): a key made of
+their avals and the static values, one lookup, and the entry's ``CallPlan`` for that pattern;
+no pytree work.
 
 ``inline=True`` (used by ``jaxkit.numpy``): under a transformation the function is simply
 called, so its operations are traced in place and no ``jit`` equation appears. Otherwise, under
@@ -25,10 +26,10 @@ import time
 import types
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from jaxkit import core, dtypes
+from jaxkit import core
 from jaxkit import tree_util
 from jaxkit._config import config
 from jaxkit._util import fun_name
@@ -36,230 +37,18 @@ from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import debug_nans, dispatch, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
-from jaxkit.runtime.pjrt import JaxRuntimeError
-from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement, to_buffer
+from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
+from jaxkit.transforms.jit_dispatch import CallPlan, dispatcher, fast_key, leaf_avals
 from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced, _Program
 
 logger = logging.getLogger("jaxkit")
 current_trace = core.current_trace
 eval_trace = core.eval_trace
-
-
-
-# --------------------------------------------------------------------------------------------
-# The fast path: call plans and the dispatcher
-# --------------------------------------------------------------------------------------------
-
-
-class CallPlan:
-    """How calls of one fast-path pattern run a compiled entry.
-
-    The pattern (the fast-path key) fixes which argument positions are traced and which of
-    them are device ``Array``s (they pass their buffer) or NumPy values and Python scalars (put
-    on the device at their aval). ``run(args)`` runs such a call. A ``direct`` plan (one or two
-    ``Array``s, all traced, no constants; keywords, if any, are static: a plan is made only for
-    calls whose keywords are all static) is the commonest call, e.g. ``jnp.dot(a, b,
-    precision=None)``; the dispatcher runs it inline through ``execute`` and ``handlers`` and
-    makes the outputs with ``build`` (or, when ``single``, wraps the one result itself),
-    saving function calls.
-
-    A plan runs on the device of sharding ``where``, its results committed there if
-    ``committed``. Once placement is spread (``pjrt.Placement``) the dispatcher runs a plan
-    only for a call placed as the plan is (``placed_here``): its ``Array`` arguments
-    (positions ``arrays``) all on ``where``, committed as the plan, and, for an uncommitted
-    plan, ``where`` the unchanged default placement; then the scalars and NumPy values are put
-    there. ``checkable`` is False when another kind of leaf (a key array, placed by its data)
-    takes part: such calls are placed by ``runtime.array.placement``."""
-
-    __slots__ = ("arrays", "build", "checkable", "committed", "direct", "execute", "handlers",
-                 "run", "single", "where")
-
-    def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
-                 positions: Sequence[int], kwargs: dict, where=None, committed: bool = False):
-        device = None if where is None else where._device
-        program = compiled.program if device is None else compiled.program_on(device)
-        if compiled.kept is not None:  # the arguments the program does not read stay out
-            positions = [positions[i] for i in compiled.kept]
-            avals = [avals[i] for i in compiled.kept]
-        executable = program.executable
-        self.where = pjrt.sharding_of(executable.device) if where is None else where
-        self.committed = committed
-        self.execute = execute = executable.xla_executable.execute_sharded
-        self.handlers = handlers = (executable.committed_handlers if committed
-                                    else executable.handlers)
-        consts, outputs = program.const_bufs, compiled.outputs
-        self.build = outputs
-        # Which arguments the placement check reads: the Arrays the program reads (an
-        # unused one does not take part in placement, as in JAX).
-        self.arrays = [i for i in positions if type(args[i]) is Array]
-        self.checkable = not any(dtypes.is_extended(a.dtype) for a in avals)
-        plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
-        self.direct = (not consts and len(plan) == len(args) and 1 <= len(args) <= 2
-                       and all(a is None for _, a in plan))
-        self.single = self.direct and compiled.single_leaf and len(handlers) == 1
-        if device is not None:
-            placed = list(zip(positions, avals))
-
-            def run(args):
-                bufs = []
-                for i, a in placed:  # arrays already there pass their buffer
-                    x = args[i]
-                    bufs.append(x._buf if type(x) is Array and x._buf._sharding is where
-                                else to_buffer(x, a, device))
-                return outputs(execute(consts + bufs if consts else bufs)
-                               .consume_with_handlers(handlers))
-        elif self.direct or (not consts and len(plan) == len(args)
-                             and all(a is None for _, a in plan)):
-            def run(args):
-                return outputs(execute([x._buf for x in args]).consume_with_handlers(handlers))
-        else:
-            def run(args):
-                bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
-                return outputs(execute(consts + bufs if consts else bufs)
-                               .consume_with_handlers(handlers))
-        self.run = run
-
-    def placed_here(self, args) -> bool:
-        """Whether a call (of this plan's pattern) is placed as this plan: see the class."""
-        if not self.checkable:
-            return False
-        where, committed = self.where, False
-        for i in self.arrays:
-            buf = args[i]._buf
-            if buf._sharding is not where:
-                return False
-            committed = committed or buf._committed
-        return committed is self.committed and (committed or where is pjrt.placement.default)
-
-# type -> aval function, for the leaves the fast path accepts (Array, NumPy, Python scalars).
-_leaf_avals = core.pytype_aval_mappings
-
-
-def _leaf_key(x) -> tuple:
-    """Fast-path key of a NumPy value or Python scalar: its type and aval (an ``Array``'s key
-    is its bare aval, so that an all-``Array`` call needs no per-argument type check)."""
-    return type(x), _leaf_avals[type(x)](x)
-
-
-def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
-    """The fast-path key: per argument, the value of a static one or the key of a traced leaf;
-    then the (static) keywords. Raises ``KeyError`` for an argument that is not a leaf and
-    ``TypeError`` for an unhashable one: such calls take the general path."""
-    key = tuple([x if i in static_argnums else x.aval if type(x) is Array else _leaf_key(x)
-                 for i, x in enumerate(args)])
-    return (key, *kwargs.items()) if kwargs else key
-
-
-def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
-                inline: bool, slow: Callable, fixed_device=None,
-                rename_mismatch: Callable | None = None) -> Callable:
-    """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
-
-    Outside any transformation a call whose traced arguments are positional leaves takes the
-    fast path: its key (``_fast_key``), one lookup in ``fast``, its plan. Calls of one or two
-    positional arguments without static positions build their key in place (as ``_fast_key``
-    does, keywords included) and run direct plans inline: this is the cached-call path whose
-    every bytecode shows in the benchmark, and the path of eager jnp functions called with
-    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``).
-
-    Once placement is spread, the plan under a key is the call site's latest placement: a
-    call placed as it is (``CallPlan.placed_here``, unrolled for direct plans: a few identity
-    checks, so that several devices cost what one does) runs it; any other call is placed
-    by ``runtime.array.placement`` and finds its plan under the key extended with that
-    placement (``spread_call``), which becomes the call site's."""
-    unrolled = not static_argnums
-    spread = pjrt.placement
-    fixed = None if fixed_device is None else (pjrt.sharding_of(fixed_device), True)
-
-    def spread_call(args, kwargs):
-        try:
-            if unrolled:  # _fast_key without static positions
-                key = tuple([x.aval if type(x) is Array else _leaf_key(x) for x in args])
-                if kwargs:
-                    key = (key, *kwargs.items())
-            else:
-                key = _fast_key(static_argnums, args, kwargs)
-            plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
-        except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
-            plan = None                            # names (or an unused argument's)
-        if plan is None:
-            return slow(args, kwargs)
-        if fixed is None:
-            fast[key] = plan
-        return plan.run(args)
-
-    def dispatch(*args, **kwargs):
-        # The executables below run the arguments' buffers as they are; a deleted or donated
-        # one fails in jaxlib, and only then are the arguments examined (a try costs nothing).
-        try:
-            if current_trace() is not eval_trace:
-                if not inline:
-                    return slow(args, kwargs)
-                try:
-                    return fun(*args, **kwargs)
-                except DeviceMismatch as e:  # as if the body ran as one program: see _call
-                    raise rename_mismatch(e, args, kwargs) from None
-            n = len(args)
-            if n == 1 and unrolled:
-                x, = args
-                # A miss leaves the except block before calling `slow`, so that errors raised
-                # while tracing or compiling do not come chained to this KeyError.
-                try:
-                    key = (x.aval if type(x) is Array else _leaf_key(x),)
-                    plan = fast[(key, *kwargs.items()) if kwargs else key]
-                except (KeyError, TypeError):  # a new signature, or not a leaf
-                    plan = None
-                if plan is None:
-                    return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
-                if plan.direct:
-                    bx = x._buf
-                    if spread.spread and (bx._sharding is not plan.where or bx._committed
-                                          is not plan.committed or not plan.committed and
-                                          plan.where is not spread.default):
-                        return spread_call(args, kwargs)
-                    out = plan.execute([bx]).consume_with_handlers(plan.handlers)
-                    return Array(out[0]) if plan.single else plan.build(out)
-            elif n == 2 and unrolled:
-                x, y = args
-                try:
-                    key = (x.aval if type(x) is Array else _leaf_key(x),
-                           y.aval if type(y) is Array else _leaf_key(y))
-                    plan = fast[(key, *kwargs.items()) if kwargs else key]
-                except (KeyError, TypeError):
-                    plan = None
-                if plan is None:
-                    return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
-                if plan.direct:
-                    bx, by = x._buf, y._buf
-                    if spread.spread:
-                        where = plan.where
-                        if bx._sharding is not where or by._sharding is not where or (
-                                bx._committed or by._committed) is not plan.committed or (
-                                not plan.committed and where is not spread.default):
-                            return spread_call(args, kwargs)
-                    out = plan.execute([bx, by]).consume_with_handlers(plan.handlers)
-                    return Array(out[0]) if plan.single else plan.build(out)
-            else:
-                try:
-                    plan = fast[_fast_key(static_argnums, args, kwargs)]
-                except (KeyError, TypeError):
-                    plan = None
-                if plan is None:
-                    return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
-            if spread.spread and not plan.placed_here(args):
-                return spread_call(args, kwargs)
-            return plan.run(args)
-        except JaxRuntimeError:
-            pjrt.raise_if_deleted([a._buf for a in (*args, *kwargs.values())
-                                   if type(a) is Array])
-            raise
-
-    return dispatch
 
 
 # --------------------------------------------------------------------------------------------
@@ -313,8 +102,8 @@ class JitFunction:
     general call path.
 
     Users hold ``self.as_function()``, the plain function that ``jit`` returns. Its body is the
-    dispatcher (see ``_dispatcher``) and its attributes are the jit API (``lower``, ``trace``,
-    ``clear_cache``, ``cache_events``...). A plain function because calling one is the
+    dispatcher (``jit_dispatch.dispatcher``) and its attributes are the jit API (``lower``,
+    ``trace``, ``clear_cache``, ``cache_events``...). A plain function because calling one is the
     cheapest call Python has: an object with a Python ``__call__``, or a ``functools.partial``
     subclass, costs 0.1-0.2 µs more per call, up to a twentieth of a cached call."""
 
@@ -361,7 +150,7 @@ class JitFunction:
     def as_function(self) -> Callable:
         """The function ``jit`` returns. It refers to this object (not the other way round, so
         that dropping it frees the caches at once)."""
-        wrapper = _dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
+        wrapper = dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
                               self._call, self._device, self._rename_mismatch)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
@@ -407,7 +196,7 @@ class JitFunction:
                                         lambda: self._fun(*args, **kwargs))
             return out
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
-            type(x) in _leaf_avals for x in dyn_args)
+            type(x) in leaf_avals for x in dyn_args)
         if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
             self._add_plan(compiled, avals, args, kwargs, where, committed)
         return compiled.run_flat(flat, avals, device, committed)
@@ -417,8 +206,17 @@ class JitFunction:
         transformation, naming this call's arguments (tracers have no device)."""
         dyn_args, dyn_kwargs, _ = self._split_statics(args, kwargs)
         flat = tree_util.tree_leaves((dyn_args, dyn_kwargs))
-        return ValueError(str(mismatch_error(self._name, error.fails, flat,
+        return ValueError(str(mismatch_error(self._error_name(), error.fails, flat,
                                              self._arg_names(dyn_args, dyn_kwargs))))
+
+    def _error_name(self) -> str:
+        """How JAX names the function in a device-mismatch error: its qualified name (a
+        body jit names otherwise, as jnp's ``_dot`` behind ``dot``, by that name)."""
+        fun = self._fun
+        name = getattr(fun, "__name__", None)
+        if name is not None and name != self._name:
+            return self._name
+        return getattr(fun, "__qualname__", name or str(fun))
 
     def _call_sharded(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """A call with arrays spread over devices (they never take the fast path). Laid out
@@ -467,14 +265,14 @@ class JitFunction:
         """Let later calls like this one (traced arguments all positional leaves, placed on
         the device of sharding ``where`` if placement is spread) take the fast path."""
         try:
-            key = _fast_key(self._static_argnums, args, kwargs)
+            key = fast_key(self._static_argnums, args, kwargs)
         except (KeyError, TypeError):  # an unhashable static value: no fast path for it
             return
         plan = CallPlan(compiled, args, avals, self._traced_positions(len(args)), kwargs,
                         where, committed)
         if where is not None:
             self._fast[(key, where, committed)] = plan
-            if self._device is not None:  # only the placed key: see `_dispatcher`
+            if self._device is not None:  # only the placed key: see `jit_dispatch.dispatcher`
                 return
         self._fast[key] = plan
 
@@ -489,13 +287,13 @@ class JitFunction:
             return None, False
         names = lambda: self._arg_names(dyn_args, dyn_kwargs)  # noqa: E731
         try:
-            return placement(flat, self._name, names)
+            return placement(flat, self._error_name(), names)
         except ValueError:
             kept = None if sig is None or self._keep_unused else self._kept(sig, dyn_args,
                                                                              dyn_kwargs)
             if kept is None:
                 raise
-        return placement([flat[i] for i in kept], self._name,
+        return placement([flat[i] for i in kept], self._error_name(),
                          lambda: [names()[i] for i in kept])
 
     def _kept(self, sig: CallSignature, dyn_args, dyn_kwargs) -> tuple[int, ...] | None:
