@@ -179,8 +179,9 @@ def test_transfers_are_committed_and_then_disagree():
         assert str(info.value) == _MISMATCH.format("x", "add", "y", "add")
 
 
-def test_call_site_plan_follows_each_call_placement():
-    f = _jitted(jaxkit)  # a direct plan: two arrays, reused at every placement below
+@pytest.mark.parametrize("f", [_jitted(jaxkit), lambda a, b: klax.add(klax.mul(a, b), 1.0)],
+                         ids=["jit (its call-site plan)", "eager lax (two arrays, then a scalar)"])
+def test_each_call_is_placed_as_its_arguments_say(f):
     c3, c5 = jaxkit.device_put(HOST, DEVICES[3]), jaxkit.device_put(HOST, DEVICES[5])
     u = kjnp.asarray(HOST)
     with jaxkit.default_device(DEVICES[2]):
