@@ -185,8 +185,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                 if plan.direct:
                     bx = x._buf
                     if spread.spread and (bx._sharding is not plan.where or bx._committed
-                                          is not plan.committed or not plan.committed and
-                                          plan.where is not spread.default):
+                                          is not plan.committed or plan.where is not
+                                          spread.default and not plan.committed):
                         return spread_call(args, kwargs)
                     out = plan.execute([bx]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
@@ -206,7 +206,7 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                         where = plan.where
                         if bx._sharding is not where or by._sharding is not where or (
                                 bx._committed or by._committed) is not plan.committed or (
-                                not plan.committed and where is not spread.default):
+                                where is not spread.default and not plan.committed):
                             return spread_call(args, kwargs)
                     out = plan.execute([bx, by]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
