@@ -16,6 +16,7 @@ from jaxkit.core import ShapedArray
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
 from jaxkit.runtime.pjrt import JaxRuntimeError
+from jaxkit.source_info import api_boundary
 from jaxkit.transforms.stages import Compiled
 
 current_trace = core.current_trace
@@ -225,4 +226,6 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                                    if type(a) is Array])
             raise
 
-    return dispatch
+    # An entry point: marked as JAX marks its own (chex's ``is_traceable`` recognises a jitted
+    # function by ``api_boundary`` among its globals, which are this module's)
+    return api_boundary(dispatch)
