@@ -24,7 +24,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import tree_util
-from jaxkit.runtime.array import device_put_value
+from jaxkit.runtime.array import device_put_value, place_results
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -129,7 +129,7 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any,
 
 def _pure_callback_impl(*args, callback: FlatCallback, result_avals, vmap_method):
     outs = _check_results(callback(*_as_arrays(args)), result_avals, "pure_callback")
-    return [device_put_value(x) for x in outs]
+    return place_results(outs, args, "pure_callback")
 
 
 def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
@@ -241,7 +241,7 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
 
 def _io_callback_impl(*args, callback: FlatCallback, result_avals, ordered):
     outs = _check_results(callback(*_as_arrays(args)), result_avals, "io_callback")
-    return [device_put_value(x) for x in outs]
+    return place_results(outs, args, "io_callback")
 
 
 def _io_callback_jvp(primals, tangents, **params):
