@@ -25,7 +25,7 @@ from jaxkit.api_devices import (  # re-exported, as jax.device_put & co.
     block_until_ready, default_backend, device_count, device_get, device_put, devices,
     local_device_count, local_devices, process_count, process_index)
 from jaxkit.api_namespaces import VJPFunction
-from jaxkit.interpreters import ad
+from jaxkit.interpreters import ad, hijax
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.runtime.sharding import AxisType, PartitionSpec, current_abstract_mesh, typed_aval
@@ -677,8 +677,17 @@ def _abstractify(x) -> core.ShapedArray:
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output shapes and dtypes of ``fun(*args)``, without computing anything."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    call = lambda ak: fun(*ak[0], **ak[1])  # noqa: E731
+    if hijax.hitypes and any(type(x) in hijax.hitypes for x in flat):
+        # High-level arguments are traced as their array leaves (their mutations dropped).
+        spec, flat, _ = hijax.lower_args(flat)
+        hi_tree, in_tree = in_tree, tree_util.tree_structure(flat)
+
+        def call(lo):
+            a, kw = tree_util.tree_unflatten(hi_tree, hijax.raise_args(spec, lo)[0])
+            return fun(*a, **kw)
     avals = [_abstractify(x) for x in flat]
-    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(lambda ak: fun(*ak[0], **ak[1]), in_tree, avals,
+    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals,
                                                 pe.debug_info("eval_shape", fun, []))
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
     return tree_util.tree_unflatten(out_tree, shapes)

@@ -33,7 +33,7 @@ from jaxkit import tree_util
 from jaxkit._config import config
 from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import debug_nans, dispatch, state
+from jaxkit.interpreters import debug_nans, dispatch, hijax, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.pjrt import JaxRuntimeError
@@ -42,6 +42,7 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
+from jaxkit.transforms.jit_hijax import call_with_hi_args
 from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
 
@@ -337,6 +338,8 @@ class JitFunction:
             return self._fun(*args, **kwargs)
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        if hijax.hitypes and any(type(x) in hijax.hitypes for x in flat):
+            return call_with_hi_args(self, statics, flat, in_tree)
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
             return self._bind(sig, flat, dyn_args, dyn_kwargs)

@@ -1,0 +1,288 @@
+"""High-level ("hijax") types and primitives: JAX's extension point for values other than arrays
+(Flax NNX's ``HijaxVariable``, JAX's ``Box``), as ``jax.experimental.hijax`` defines it.
+
+A high-level type (``HiType``, immutable, or ``MutableHiType``, whose *quasi-dynamic data*
+(QDD: for a box, the tree structure and types of what it holds) may change as it is mutated)
+says how its values lower to arrays (``lo_ty``/``lower_val``/``raise_val``, or
+``lo_ty_qdd``/``read_loval``/``new_from_loval``/``update_from_loval``). A ``HiPrimitive``
+operates on such values and says how it runs on their lowered form (``to_lojax``).
+
+jaxkit's jaxprs and interpreters carry arrays only, so high-level values are lowered where they
+meet a transformation rather than staged: a ``HiPrimitive`` runs its ``to_lojax`` rule on the
+current trace at once (under ``jit`` the values it touches hold that trace's tracers), except on
+a JVP trace with a nonzero tangent flowing in, which uses the primitive's ``jvp``. ``jit``
+lowers high-level arguments on entry (``lower_args``): each distinct value becomes its array
+leaves, the traced function gets a fresh value raised from the traced leaves, and a mutable
+value's final leaves are extra results written back into the caller's value (``write_back``);
+its QDD is part of the cache key, and the QDD it ends with is recorded with the trace.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, Callable
+
+from jaxkit import core, tree_util
+from jaxkit.interpreters import ad
+
+__all__ = ["AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
+           "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd", "hitypes",
+           "is_hi", "lower_args", "register_hitype", "write_back"]
+
+# Markers for a method or property of a high-level type that its traced values forward to
+# (JAX's names and fields: libraries build them with ``aval_property(fget=...)``).
+aval_property = collections.namedtuple("aval_property", ["fget"])
+aval_method = collections.namedtuple("aval_method", ["fun"])
+
+# The Python types registered with ``register_hitype`` and the function giving a value's type.
+hitypes: dict[type, Callable[[Any], Any]] = {}
+
+
+def register_hitype(val_cls: type, typeof_fn: Callable[[Any], Any]) -> None:
+    """Make ``typeof_fn(x)`` the type of every ``val_cls`` value ``x`` (``jax.typeof``)."""
+    hitypes[val_cls] = typeof_fn
+    core.pytype_aval_mappings[val_cls] = typeof_fn
+
+
+def is_hi(x: Any) -> bool:
+    return type(x) in hitypes
+
+
+def cur_qdd(x: Any) -> Any:
+    """The current quasi-dynamic data of mutable high-level value ``x`` (a box's contents'
+    structure and types). jaxkit's high-level values are always Python objects (under a
+    transformation they hold tracers), so this is the value's own answer."""
+    return x.cur_qdd()
+
+
+class QuasiDynamicData:
+    """Base of a mutable type's quasi-dynamic data."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AvalQDD:
+    """A mutable type with its quasi-dynamic data: what a primitive making such a value
+    returns from ``abstract_eval``."""
+    aval: Any
+    qdd: Any
+    is_high = True
+    has_qdd = True
+
+    def lo_ty(self) -> list:
+        return self.aval.lo_ty_qdd(self.qdd)
+
+    def read_loval(self, val: Any) -> list:
+        return self.aval.read_loval(self.qdd, val)
+
+    def new_from_loval(self, *lo_vals: Any) -> Any:
+        return self.aval.new_from_loval(self.qdd, *lo_vals)
+
+    def to_tangent_aval(self) -> AvalQDD:
+        return AvalQDD(self.aval.to_tangent_aval(), self.qdd and self.qdd.to_tangent_qdd())
+
+
+class MutableQuasiDynamicData:
+    """The QDD of a mutable value as an operation updates it (``update``)."""
+
+    def __init__(self, val: Any):
+        self.init_val = self.cur_val = val
+
+    def update(self, val: Any) -> None:
+        self.cur_val = val
+
+
+@dataclasses.dataclass(frozen=True)
+class AvalMutableQDD:
+    """What a primitive's ``abstract_eval`` receives for a mutable operand."""
+    aval: Any
+    mutable_qdd: MutableQuasiDynamicData
+
+
+class HiType:
+    """An immutable high-level type: a subclass says how its values lower to arrays."""
+    is_high = True
+    has_qdd = False
+
+    def lo_ty(self) -> list:
+        raise NotImplementedError(f"{type(self).__name__}.lo_ty must be defined")
+
+    def lower_val(self, hi_val: Any) -> list:
+        raise NotImplementedError(f"{type(self).__name__}.lower_val must be defined")
+
+    def raise_val(self, *lo_vals: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.raise_val must be defined")
+
+    def to_tangent_aval(self) -> HiType:
+        raise NotImplementedError(f"{type(self).__name__}.to_tangent_aval must be defined")
+
+    def to_ct_aval(self) -> HiType:
+        return self.to_tangent_aval()
+
+    def str_short(self, short_dtypes: bool = False, **_) -> str:
+        return type(self).__name__
+
+
+class MutableHiType:
+    """A mutable high-level type: how it lowers depends on its value's current QDD."""
+    is_high = True
+    has_qdd = True
+    is_writer = False
+    type_state = aval_method(cur_qdd)
+
+    def lo_ty_qdd(self, state: Any, /) -> list:
+        raise NotImplementedError(f"{type(self).__name__}.lo_ty_qdd must be defined")
+
+    def lo_ty(self) -> list:
+        raise TypeError("a mutable high-level type lowers through lo_ty_qdd, not lo_ty")
+
+    def new_from_loval(self, state: Any, /, *lo_vals: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.new_from_loval must be defined")
+
+    def read_loval(self, state: Any, val: Any, /) -> list:
+        raise NotImplementedError(f"{type(self).__name__}.read_loval must be defined")
+
+    def update_from_loval(self, state: Any, val: Any, /, *lo_vals: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.update_from_loval must be defined")
+
+    def to_tangent_aval(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__}.to_tangent_aval must be defined")
+
+    def to_ct_aval(self) -> Any:
+        return self.to_tangent_aval()
+
+    def str_short(self, short_dtypes: bool = False, **_) -> str:
+        return type(self).__name__
+
+
+class HiPrimitive(core.Primitive):
+    """A primitive over high-level values. A subclass defines ``abstract_eval``, ``to_lojax``
+    (what it does to the values' lowered form; eager evaluation runs it too unless the
+    subclass defines ``impl``) and, if differentiable, ``jvp`` and ``transpose``."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        ad.jvp_rules[self] = self._jvp_rule
+
+    def _jvp_rule(self, primals, tangents, **params):
+        return self.jvp(primals, tangents, **params)
+
+    def bind(self, *args, **params):
+        trace = core.current_trace()
+        if isinstance(trace, ad.JVPTrace):
+            return trace.process_primitive(self, args, params)
+        return self.impl(*args, **params) if trace is core.eval_trace else \
+            self.to_lojax(*args, **params)
+
+    def is_high(self, *avals, **params) -> bool:
+        return True
+
+    def is_effectful(self, params) -> bool:
+        return False
+
+    def impl(self, *args, **params):
+        return self.to_lojax(*args, **params)
+
+    def abstract_eval(self, *avals, **params):
+        raise NotImplementedError(f"abstract evaluation rule for '{self.name}' is not "
+                                  "implemented")
+
+    def to_lojax(self, *args, **params):
+        raise NotImplementedError(f"Primitive '{self.name}' has is_high=True but no to_lojax "
+                                  "lowering rule.")
+
+    def jvp(self, primals, tangents, **params):
+        raise NotImplementedError(f"JVP rule for '{self.name}' is not implemented")
+
+    def transpose(self, *args, **params):
+        raise NotImplementedError(f"transpose rule for '{self.name}' is not implemented")
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering high-level arguments of a traced function (jit)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class HiArgs:
+    """How a call's flat arguments were lowered, hashable (part of the cache key): for each
+    flat argument its index among the distinct high-level values (``-1``: an array), and each
+    value's type, QDD and number of array leaves."""
+    slots: tuple
+    types: tuple
+    qdds: tuple
+    sizes: tuple
+
+
+def lower_args(flat: list) -> tuple[HiArgs, list, list]:
+    """``(spec, lowered flat arguments, the distinct high-level values)``. A value passed
+    several times is lowered once (the traced function sees one value, as JAX)."""
+    index: dict[int, int] = {}
+    his, slots, lo_his, lo_rest = [], [], [], []
+    for x in flat:
+        if type(x) in hitypes:
+            k = index.get(id(x))
+            if k is None:
+                k = index[id(x)] = len(his)
+                his.append(x)
+            slots.append(k)
+        else:
+            slots.append(-1)
+            lo_rest.append(x)
+    types, qdds, sizes = [], [], []
+    for h in his:
+        ty = hitypes[type(h)](h)
+        qdd = cur_qdd(h) if ty.has_qdd else None
+        lo = ty.read_loval(qdd, h) if ty.has_qdd else ty.lower_val(h)
+        types.append(ty)
+        qdds.append(qdd)
+        sizes.append(len(lo))
+        lo_his.extend(lo)
+    return HiArgs(tuple(slots), tuple(types), tuple(qdds), tuple(sizes)), lo_his + lo_rest, his
+
+
+def raise_args(spec: HiArgs, lo_flat: list) -> tuple[list, list]:
+    """Inside the traced function: ``(flat arguments with fresh high-level values raised from
+    their traced leaves, those values)``."""
+    n_hi = sum(spec.sizes)
+    lo_his, rest = iter(lo_flat[:n_hi]), iter(lo_flat[n_hi:])
+    his = []
+    for ty, qdd, size in zip(spec.types, spec.qdds, spec.sizes):
+        lo = [next(lo_his) for _ in range(size)]
+        his.append(ty.new_from_loval(qdd, *lo) if ty.has_qdd else ty.raise_val(*lo))
+    return [next(rest) if k < 0 else his[k] for k in spec.slots], his
+
+
+@tree_util.register_pytree_node_class
+class FinalState:
+    """The traced function's extra result: the array leaves of its mutable high-level values
+    at the end, with their final QDDs as static data (a box may change what it holds)."""
+
+    def __init__(self, leaves: list, qdds: tuple):
+        self.leaves, self.qdds = leaves, qdds
+
+    def tree_flatten(self):
+        return self.leaves, self.qdds
+
+    @classmethod
+    def tree_unflatten(cls, qdds, leaves):
+        return cls(list(leaves), qdds)
+
+
+def final_state(spec: HiArgs, his: list) -> FinalState:
+    """The leaves and QDDs of the traced function's mutable high-level values at its end."""
+    leaves, qdds = [], []
+    for ty, h in zip(spec.types, his):
+        if ty.has_qdd:
+            qdd = cur_qdd(h)
+            lo = ty.read_loval(qdd, h)
+            qdds.append((qdd, len(lo)))
+            leaves.extend(lo)
+    return FinalState(leaves, tuple(qdds))
+
+
+def write_back(spec: HiArgs, his: list, state: FinalState) -> None:
+    """Update the caller's mutable high-level values from the call's final state."""
+    it = iter(state.leaves)
+    muts = [(ty, h) for ty, h in zip(spec.types, his) if ty.has_qdd]
+    for (ty, h), (qdd, size) in zip(muts, state.qdds):
+        ty.update_from_loval(qdd, h, *[next(it) for _ in range(size)])
