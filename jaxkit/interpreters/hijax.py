@@ -19,11 +19,14 @@ its QDD is part of the cache key, and the QDD it ends with is recorded with the 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
+import weakref
 from typing import Any, Callable
 
 from jaxkit import core, tree_util
-from jaxkit.interpreters import ad
+from jaxkit.interpreters import ad, batching
+from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
            "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd", "hitypes",
@@ -170,6 +173,19 @@ class HiPrimitive(core.Primitive):
         trace = core.current_trace()
         if isinstance(trace, ad.JVPTrace):
             return trace.process_primitive(self, args, params)
+        if _raw[0]:
+            return self._run(trace, args, params)
+        backed = _backed_args(trace, args)
+        for b in backed:
+            b.sync(trace)
+        out = self._run(trace, args, params)
+        for b in backed:
+            b.write(trace)
+        if trace is not core.eval_trace:
+            _record_owned(trace, out if isinstance(out, (list, tuple)) else [out])
+        return out
+
+    def _run(self, trace, args, params):
         return self.impl(*args, **params) if trace is core.eval_trace else \
             self.to_lojax(*args, **params)
 
@@ -249,6 +265,7 @@ def raise_args(spec: HiArgs, lo_flat: list) -> tuple[list, list]:
     for ty, qdd, size in zip(spec.types, spec.qdds, spec.sizes):
         lo = [next(lo_his) for _ in range(size)]
         his.append(ty.new_from_loval(qdd, *lo) if ty.has_qdd else ty.raise_val(*lo))
+    _record_owned(core.current_trace(), his)
     return [next(rest) if k < 0 else his[k] for k in spec.slots], his
 
 
@@ -286,3 +303,145 @@ def write_back(spec: HiArgs, his: list, state: FinalState) -> None:
     muts = [(ty, h) for ty, h in zip(spec.types, his) if ty.has_qdd]
     for (ty, h), (qdd, size) in zip(muts, state.qdds):
         ty.update_from_loval(qdd, h, *[next(it) for _ in range(size)])
+
+
+# --------------------------------------------------------------------------------------------
+# Mutable high-level values closed over by a traced body (scan, cond, while, jit, vmap)
+# --------------------------------------------------------------------------------------------
+#
+# A body that mutates a value made outside it must not store its tracers in that value. On the
+# first operation on such a value inside a body the value gets a *backing*: one ref per array
+# leaf, made where the value was made (eagerly, or in the trace that made it), so that each
+# body sees the refs as closed-over state, which jaxkit's ref machinery threads through loops,
+# branches and jit calls and writes back. From then on an operation on the value in a trace
+# first reloads its leaves from the refs when the trace last seeing them was another one, and
+# eagerly always (after the body ran, the caller sees the refs' new contents), and stores any
+# leaf it changed back
+# into them. The refs have fixed types, so a backed value's QDD must not change inside a body
+# (eagerly, a change ends the backing). Backings of eagerly made values live as long as the
+# values; those made in a trace, as long as the trace.
+
+# The ref operations (``new_ref``, read, write), filled in by ``jaxkit.ref``, a layer above.
+ref_ops: list = []
+
+# Traces whose values must not be stored in a value made outside them.
+_LIFTING_TRACES = (pe.DynamicJaxprTrace, batching.BatchTrace)
+
+_raw = [False]  # set while the backing machinery itself operates on values
+_owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {id: value}
+_backings: dict[int, _Backing] = {}  # of eagerly made values
+_trace_backings: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {id: ..}
+
+
+@contextlib.contextmanager
+def _raw_ops():
+    prev, _raw[0] = _raw[0], True
+    try:
+        yield
+    finally:
+        _raw[0] = prev
+
+
+def _record_owned(trace, values) -> None:
+    """Note the high-level values among ``values`` as made inside ``trace``."""
+    for x in values:
+        if type(x) in hitypes:
+            _owned.setdefault(trace, {})[id(x)] = x
+
+
+def _owner(x, trace):
+    """The innermost trace from ``trace`` outwards that made ``x`` (the eval trace: none)."""
+    t = trace
+    while t is not None and t is not core.eval_trace:
+        if _owned.get(t, {}).get(id(x)) is x:
+            return t
+        t = t.parent
+    return core.eval_trace
+
+
+def _same_qdd(a, b) -> bool:
+    if a == b:
+        return True
+    norm = getattr(a, "normalize", None)
+    return norm is not None and norm() == b.normalize()
+
+
+class _Backing:
+    """The refs holding mutable value ``value``'s leaves (see above)."""
+
+    def __init__(self, value, ty, owner):
+        self.value, self.ty = value, ty
+        with _raw_ops(), core.set_current_trace(owner):
+            self.qdd = cur_qdd(value)
+            self.leaves = ty.read_loval(self.qdd, value)
+            new_ref = ref_ops[0]
+            self.refs = [new_ref(v) for v in self.leaves]
+        self.view = weakref.ref(owner)
+
+    def sync(self, trace) -> None:
+        """Reload the value's leaves from the refs, as ``trace`` sees them. Eagerly always: a
+        cached jit call may have written the refs since without tracing anything."""
+        if trace is not core.eval_trace and self.view() is trace:
+            return
+        with _raw_ops():
+            self.leaves = [ref_ops[1](r) for r in self.refs]
+            self.ty.update_from_loval(self.qdd, self.value, *self.leaves)
+        self.view = weakref.ref(trace)
+
+    def write(self, trace) -> None:
+        """Store the leaves an operation in ``trace`` changed into the refs."""
+        with _raw_ops():
+            qdd = cur_qdd(self.value)
+            if not _same_qdd(qdd, self.qdd):
+                if trace is core.eval_trace:
+                    _backings.pop(id(self.value), None)
+                    return
+                raise TypeError(
+                    f"a mutable {type(self.value).__name__} made outside a transformed "
+                    f"function changed type inside it ({self.qdd} to {qdd}); set it to a "
+                    "value of the same structure, shapes and dtypes, or pass it in as an "
+                    "argument.")
+            leaves = self.ty.read_loval(qdd, self.value)
+            for r, old, new in zip(self.refs, self.leaves, leaves):
+                if new is not old:
+                    ref_ops[2](r, new)
+        self.leaves = leaves
+
+
+def _backed_args(trace, args) -> list:
+    """The backings of the mutable high-level values among ``args`` that need one in
+    ``trace`` (made for those that get one now)."""
+    out = []
+    for x in args:
+        if type(x) not in hitypes:
+            continue
+        b = _find_backing(x, trace)
+        if b is not None:
+            out.append(b)
+            continue
+        if not isinstance(trace, _LIFTING_TRACES):
+            continue
+        ty = hitypes[type(x)](x)
+        owner = _owner(x, trace)
+        if not ty.has_qdd or owner is trace:
+            continue
+        b = _Backing(x, ty, owner)
+        if owner is core.eval_trace:
+            _backings[id(x)] = b
+        else:
+            _trace_backings.setdefault(owner, {})[id(x)] = b
+        out.append(b)
+    return out
+
+
+def _find_backing(x, trace):
+    b = _backings.get(id(x))
+    if b is not None and b.value is x:
+        return b
+    t = trace
+    while _trace_backings and t is not None and t is not core.eval_trace:
+        b = _trace_backings.get(t, {}).get(id(x))
+        if b is not None and b.value is x:
+            return b
+        t = t.parent
+    return None
