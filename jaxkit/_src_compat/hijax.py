@@ -1,15 +1,14 @@
 """``jax.experimental.hijax`` (imported by Flax NNX's ``variablelib``; used when a variable is
-made with ``hijax=True``): JAX's high-level types and primitives, from
-``jaxkit.interpreters.hijax``, and user primitives (``VJPHiPrimitive``) with the AD helpers
-from ``jaxkit.experimental.hijax`` (``install_as_jax`` maps ``jax.experimental.hijax`` here)."""
+made with ``hijax=True``): ``jaxkit.experimental.hijax`` (high-level types and
+primitives, user primitives, the AD helpers) with the effect registry Flax adds its effect to
+(``install_as_jax`` maps ``jax.experimental.hijax`` here)."""
 from __future__ import annotations
 
 from jaxkit.core import ShapedArray
-from jaxkit.experimental.hijax import (AbstractRef, VJPHiPrimitive, Zero,  # noqa: F401
-                                       instantiate_zeros, is_undefined_primal)
-from jaxkit.interpreters.hijax import (AvalMutableQDD, AvalQDD, HiPrimitive,  # noqa: F401
-                                       HiType, MutableHiType, aval_method, aval_property,
-                                       register_hitype)
+from jaxkit.experimental.hijax import (AbstractRef, AvalMutableQDD, AvalQDD,  # noqa: F401
+                                       HiPrimitive, HiType, MutableHiType, VJPHiPrimitive,
+                                       Zero, aval_method, aval_property, instantiate_zeros,
+                                       is_undefined_primal, register_hitype)
 
 __all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive",
            "HiType", "MutableHiType", "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method",

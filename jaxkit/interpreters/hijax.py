@@ -221,8 +221,8 @@ class HiPrimitive(core.Primitive):
 @dataclasses.dataclass(frozen=True)
 class HiArgs:
     """How a call's flat arguments were lowered, hashable (part of the cache key): for each
-    flat argument its index among the distinct high-level values (``-1``: an array), and each
-    value's type, QDD and number of array leaves."""
+    flat argument its index among the high-level values (``-1``: an array), and each value's
+    type, QDD and number of array leaves."""
     slots: tuple
     types: tuple
     qdds: tuple
@@ -230,17 +230,13 @@ class HiArgs:
 
 
 def lower_args(flat: list) -> tuple[HiArgs, list, list]:
-    """``(spec, lowered flat arguments, the distinct high-level values)``. A value passed
-    several times is lowered once (the traced function sees one value, as JAX)."""
-    index: dict[int, int] = {}
+    """``(spec, lowered flat arguments, the high-level values)``. As JAX, a value passed
+    twice is two values to the traced function, each written back in turn."""
     his, slots, lo_his, lo_rest = [], [], [], []
     for x in flat:
         if type(x) in hitypes:
-            k = index.get(id(x))
-            if k is None:
-                k = index[id(x)] = len(his)
-                his.append(x)
-            slots.append(k)
+            slots.append(len(his))
+            his.append(x)
         else:
             slots.append(-1)
             lo_rest.append(x)

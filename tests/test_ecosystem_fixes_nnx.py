@@ -1,0 +1,256 @@
+"""Regression tests for Flax NNX's hijax variables (``nnx.Variable(..., hijax=True)``, Flax's
+``tests/nnx/mutable_array_test.py``, ``variable_test.py``, ``transforms_test.py``
+``test_eval_shape_mutable_array``): a mutable high-level type written as Flax writes its
+``HijaxVariable`` (a box holding a pytree of arrays, its QDD the leaves' types and tree
+structure), against ``jax.experimental.hijax`` and jaxkit's, run side by side on the JAX oracle
+and on jaxkit: eager use, jit arguments (mutated, passed twice, changing structure), closures
+of jit, scan, fori_loop, cond and vmap, grad with a box as a non-differentiated argument or a
+closure, eval_shape.
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import jaxkit
+from jaxkit.experimental import hijax as khijax
+
+pytest.importorskip("jax")
+import jax  # noqa: E402
+import jax.experimental.hijax  # noqa: E402
+
+
+def make_box(m, hjx):
+    """A ``Box`` type (``Box(v)``, ``box.get()``, ``box.set(v)``) written against library
+    ``m`` (jax or jaxkit) and its hijax module ``hjx``, as Flax writes ``HijaxVariable``."""
+    tu = m.tree_util
+
+    @dataclasses.dataclass(frozen=True)
+    class BoxState:
+        leaf_avals: tuple
+        treedef: object
+
+        def to_tangent_qdd(self):
+            return BoxState(tuple(a.to_tangent_aval() for a in self.leaf_avals), self.treedef)
+
+    class Box:
+        def __init__(self, val):
+            self._val = val
+
+        def cur_qdd(self):
+            leaves, treedef = tu.tree_flatten(self._val)
+            return BoxState(tuple(map(m.typeof, leaves)), treedef)
+
+        def get(self):
+            return box_get(self)
+
+        def set(self, val):
+            box_set(self, val)
+
+    def box_get(box):
+        qdd = m.experimental.cur_qdd(box)
+        return tu.tree_unflatten(qdd.treedef, get_p.bind(box, avals=tuple(qdd.leaf_avals)))
+
+    def box_set(box, val):
+        leaves, treedef = tu.tree_flatten(val)
+        set_p.bind(box, *leaves, treedef=treedef)
+
+    class BoxTy(hjx.MutableHiType):
+        has_qdd = True
+        # JAX's traced boxes are tracers of this type, forwarding these to the value.
+        get = hjx.aval_method(box_get)
+        set = hjx.aval_method(box_set)
+
+        def __hash__(self):
+            return hash(BoxTy)
+
+        def __eq__(self, other):
+            return isinstance(other, BoxTy)
+
+        def str_short(self, short_dtypes=False, **_):
+            return "BoxTy"
+
+        def lo_ty_qdd(self, state):
+            return [t for a in state.leaf_avals for t in a.lo_ty()]
+
+        def new_from_loval(self, state, *lo_vals):
+            return Box(tu.tree_unflatten(state.treedef, lo_vals))
+
+        def read_loval(self, state, box):
+            return tu.tree_leaves(box.get())
+
+        def update_from_loval(self, state, box, *lo_vals):
+            box.set(tu.tree_unflatten(state.treedef, lo_vals))
+
+        def to_tangent_aval(self):
+            return BoxTy()
+
+    hjx.register_hitype(Box, lambda b: BoxTy())
+
+    class BoxGet(hjx.HiPrimitive):
+        multiple_results = True
+
+        def abstract_eval(self, box_ty, *, avals):
+            return avals, set()
+
+        def to_lojax(self, box, *, avals):
+            return tu.tree_leaves(box._val)
+
+        def jvp(self, primals, tangents, *, avals):
+            return (self.bind(primals[0], avals=avals),
+                    self.bind(tangents[0], avals=tuple(a.to_tangent_aval() for a in avals)))
+
+    class BoxSet(hjx.HiPrimitive):
+        multiple_results = True
+
+        def abstract_eval(self, box_ty, *leaf_avals, treedef):
+            box_ty.mutable_qdd.update(BoxState(leaf_avals, treedef))
+            return [], set()
+
+        def to_lojax(self, box, *leaves, treedef):
+            box._val = tu.tree_unflatten(treedef, leaves)
+            return []
+
+        def jvp(self, primals, tangents, *, treedef):
+            raise Exception("can't differentiate Box.set, did you forget stop_gradient?")
+
+    get_p, set_p = BoxGet("box_get"), BoxSet("box_set")
+    return Box
+
+
+OURS = make_box(jaxkit, khijax)
+THEIRS = make_box(jax, jax.experimental.hijax)
+
+
+def _jit_args(m, Box):
+    b = Box(m.numpy.float32(1.0))
+
+    @m.jit
+    def f(b, x):
+        b.set(b.get() + x)
+        return b.get() * 2
+
+    return f(b, 1.0), b.get(), f(b, 2.0), b.get()
+
+
+def _jit_same_box_twice(m, Box):
+    b = Box(m.numpy.float32(1.0))
+
+    @m.jit
+    def f(b1, b2):  # two values to the function, written back in turn: b1's write is lost
+        b1.set(b1.get() + 1)
+        return b1.get(), b2.get()
+
+    return f(b, b), b.get()
+
+
+def _jit_changes_structure(m, Box):
+    b = Box({})
+
+    @m.jit
+    def f(b, x):
+        b.set({"sum": m.numpy.sum(x), "n": x.shape[0]})
+
+    f(b, m.numpy.arange(4.0))
+    return b.get()
+
+
+def _jit_closure(m, Box):
+    b = Box(m.numpy.float32(3.0))
+
+    @m.jit
+    def f(x):
+        b.set(b.get() + x)
+        return b.get() * 2
+
+    first = (f(1.0), b.get())
+    b.set(m.numpy.float32(100.0))  # an eager write between cached calls
+    return first, f(1.0), b.get()
+
+
+def _scan_closure(m, Box):
+    b = Box(m.numpy.float32(3.0))
+
+    def body(c, _):
+        b.set(b.get() + 1.0)
+        return c + b.get(), None
+
+    return m.lax.scan(body, 0.0, None, length=5)[0], b.get()
+
+
+def _fori_and_cond_closure(m, Box):
+    b = Box(m.numpy.float32(0.0))
+    m.lax.fori_loop(0, 3, lambda i, c: (b.set(b.get() + i), c)[1], 0)
+    m.lax.cond(True, lambda: b.set(b.get() * 10), lambda: b.set(b.get() - 1))
+    return b.get()
+
+
+def _grad_nondiff_arg(m, Box):
+    b = Box(m.numpy.float32(2.0))
+
+    def loss(x, b):
+        b.set(m.lax.stop_gradient(x * 2))
+        return x ** 2 + b.get()
+
+    return m.grad(loss)(3.0, b), b.get()
+
+
+def _grad_closure(m, Box):
+    b = Box(m.numpy.float32(2.0))
+
+    def loss(x):
+        b.set(m.lax.stop_gradient(x * 3))
+        return x ** 2 * b.get()
+
+    return m.grad(loss)(4.0), b.get()
+
+
+def _vmap_reads_closure(m, Box):
+    b = Box(m.numpy.float32(5.0))
+    return m.vmap(lambda x: x + b.get())(m.numpy.arange(3.0))
+
+
+def _eval_shape(m, Box):
+    b = Box(m.numpy.ones((2, 3)))
+
+    def f(b):
+        b.set(b.get() + 1)
+        return b.get().sum(0)
+
+    out = m.eval_shape(f, b)
+    return out.shape, str(out.dtype), b.get()  # not run: b keeps its value
+
+
+def _typeof(m, Box):
+    b = Box(1.0)
+    return str(m.typeof(b).str_short()), m.typeof(b) == m.typeof(Box(2))
+
+
+CASES = {f.__name__[1:]: f for f in (
+    _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure, _scan_closure,
+    _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
+    _eval_shape, _typeof)}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hijax_box_matches_jax(case):
+    ours, theirs = CASES[case](jaxkit, OURS), CASES[case](jax, THEIRS)
+    ours_l, ours_t = jaxkit.tree_util.tree_flatten(ours)
+    theirs_l, theirs_t = jax.tree_util.tree_flatten(theirs)
+    assert str(ours_t) == str(theirs_t)
+    for a, b in zip(ours_l, theirs_l, strict=True):
+        if isinstance(b, (str, bool, tuple)):
+            assert a == b
+        else:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+
+
+def test_hijax_names_are_jaxkits():
+    # install_as_jax maps jax.experimental.hijax to the compatibility module Flax imports.
+    from jaxkit._src_compat import hijax as compat
+    for name in ("HiPrimitive", "HiType", "MutableHiType", "AvalQDD", "AvalMutableQDD",
+                 "aval_method", "aval_property", "register_hitype"):
+        assert getattr(compat, name) is getattr(khijax, name)
+        assert hasattr(jax.experimental.hijax, name)
+    assert jaxkit.experimental.cur_qdd is not None
