@@ -254,3 +254,16 @@ def test_hijax_names_are_jaxkits():
         assert getattr(compat, name) is getattr(khijax, name)
         assert hasattr(jax.experimental.hijax, name)
     assert jaxkit.experimental.cur_qdd is not None
+
+
+def test_box_made_in_a_body_by_its_constructor_is_local_to_it():
+    # A value made without a primitive (so no trace recorded making it) holding a body's
+    # tracer belongs to that body: it is not given refs outside it. (JAX's own Box is made by a
+    # primitive; JAX leaks the tracer of this constructor-made one.)
+    def body(c, x):
+        b = OURS(c)
+        b.set(b.get() + x)
+        return b.get(), None
+
+    out = jaxkit.jit(lambda: jaxkit.lax.scan(body, 0.0, jaxkit.numpy.arange(4.0))[0])()
+    assert float(out) == 6.0

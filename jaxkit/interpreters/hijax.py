@@ -345,11 +345,16 @@ def _record_owned(trace, values) -> None:
             _owned.setdefault(trace, {})[id(x)] = x
 
 
-def _owner(x, trace):
-    """The innermost trace from ``trace`` outwards that made ``x`` (the eval trace: none)."""
+def _owner(x, ty, trace):
+    """The innermost trace from ``trace`` outwards that made ``x``: one a primitive made it in,
+    or else the innermost one whose tracers it holds (a value made by its class's own
+    constructor); the eval trace when none."""
+    with _raw_ops():
+        holds = {id(leaf._trace) for leaf in ty.read_loval(cur_qdd(x), x)
+                 if isinstance(leaf, core.Tracer)}
     t = trace
     while t is not None and t is not core.eval_trace:
-        if _owned.get(t, {}).get(id(x)) is x:
+        if id(t) in holds or _owned.get(t, {}).get(id(x)) is x:
             return t
         t = t.parent
     return core.eval_trace
@@ -418,8 +423,10 @@ def _backed_args(trace, args) -> list:
         if not isinstance(trace, _LIFTING_TRACES):
             continue
         ty = hitypes[type(x)](x)
-        owner = _owner(x, trace)
-        if not ty.has_qdd or owner is trace:
+        if not ty.has_qdd:
+            continue
+        owner = _owner(x, ty, trace)
+        if owner is trace:
             continue
         b = _Backing(x, ty, owner)
         if owner is core.eval_trace:
