@@ -246,6 +246,13 @@ def test_hijax_box_matches_jax(case):
             assert np.asarray(a).dtype == np.asarray(b).dtype
 
 
+@pytest.mark.parametrize("m,Box", [(jaxkit, OURS), (jax, THEIRS)], ids=["jaxkit", "jax"])
+def test_vmap_setting_a_batched_value_has_no_rule(m, Box):
+    b = Box(m.numpy.float32(1.0))
+    with pytest.raises(NotImplementedError, match="(?i)batching rule for 'box_set'"):
+        m.vmap(b.set)(m.numpy.arange(3.0))
+
+
 def test_hijax_names_are_jaxkits():
     # install_as_jax maps jax.experimental.hijax to the compatibility module Flax imports.
     from jaxkit._src_compat import hijax as compat

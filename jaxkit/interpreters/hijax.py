@@ -10,7 +10,8 @@ operates on such values and says how it runs on their lowered form (``to_lojax``
 jaxkit's jaxprs and interpreters carry arrays only, so high-level values are lowered where they
 meet a transformation rather than staged: a ``HiPrimitive`` runs its ``to_lojax`` rule on the
 current trace at once (under ``jit`` the values it touches hold that trace's tracers), except on
-a JVP trace with a nonzero tangent flowing in, which uses the primitive's ``jvp``. ``jit``
+a JVP trace with a nonzero tangent flowing in, which uses the primitive's ``jvp``, and under
+``vmap`` with a batched operand, which has no rule. ``jit``
 lowers high-level arguments on entry (``lower_args``): each distinct value becomes its array
 leaves, the traced function gets a fresh value raised from the traced leaves, and a mutable
 value's final leaves are extra results written back into the caller's value (``write_back``);
@@ -157,6 +158,12 @@ class MutableHiType:
         return type(self).__name__
 
 
+# Traces that pass a high-level primitive on to their parent unless one of their own tracers
+# flows in, and then apply its rule: its ``jvp``; for vmap, none (JAX's HiPrimitive has no
+# batching interface), so vmap raises the usual missing-rule error.
+_RULE_TRACES = (ad.JVPTrace, batching.BatchTrace)
+
+
 class HiPrimitive(core.Primitive):
     """A primitive over high-level values. A subclass defines ``abstract_eval``, ``to_lojax``
     (what it does to the values' lowered form; eager evaluation runs it too unless the
@@ -171,7 +178,7 @@ class HiPrimitive(core.Primitive):
 
     def bind(self, *args, **params):
         trace = core.current_trace()
-        if isinstance(trace, ad.JVPTrace):
+        if isinstance(trace, _RULE_TRACES):
             return trace.process_primitive(self, args, params)
         if _raw[0]:
             return self._run(trace, args, params)
@@ -321,7 +328,7 @@ def write_back(spec: HiArgs, his: list, state: FinalState) -> None:
 ref_ops: list = []
 
 # Traces whose values must not be stored in a value made outside them.
-_LIFTING_TRACES = (pe.DynamicJaxprTrace, batching.BatchTrace)
+_LIFTING_TRACES = (pe.DynamicJaxprTrace,)
 
 _raw = [False]  # set while the backing machinery itself operates on values
 _owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {id: value}
