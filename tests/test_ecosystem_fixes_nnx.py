@@ -178,6 +178,23 @@ def _scan_closure(m, Box):
     return m.lax.scan(body, 0.0, None, length=5)[0], b.get()
 
 
+def _jit_of_scan_closure(m, Box):
+    b = Box(m.numpy.float32(1.0))
+
+    def body(c, x):
+        b.set(b.get() * 2 + x)
+        return c + b.get(), None
+
+    f = m.jit(lambda xs: m.lax.scan(body, 0.0, xs)[0])
+    return f(m.numpy.arange(3.0)), b.get(), f(m.numpy.arange(3.0)), b.get()
+
+
+def _nested_jit_closure_and_arg(m, Box):
+    b, b2 = Box(m.numpy.float32(1.0)), Box(m.numpy.float32(5.0))
+    g = m.jit(lambda bb, x: (bb.set(bb.get() + x), b.set(b.get() - x), bb.get() + b.get())[2])
+    return m.jit(lambda x: g(b2, x) * 2)(1.0), b.get(), b2.get()
+
+
 def _fori_and_cond_closure(m, Box):
     b = Box(m.numpy.float32(0.0))
     m.lax.fori_loop(0, 3, lambda i, c: (b.set(b.get() + i), c)[1], 0)
@@ -228,6 +245,7 @@ def _typeof(m, Box):
 
 CASES = {f.__name__[1:]: f for f in (
     _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure, _scan_closure,
+    _jit_of_scan_closure, _nested_jit_closure_and_arg,
     _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
     _eval_shape, _typeof)}
 

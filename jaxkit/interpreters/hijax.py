@@ -331,7 +331,7 @@ ref_ops: list = []
 _LIFTING_TRACES = (pe.DynamicJaxprTrace,)
 
 _raw = [False]  # set while the backing machinery itself operates on values
-_owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {id: value}
+_owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> ids of values
 _backings: dict[int, _Backing] = {}  # of eagerly made values
 _trace_backings: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {id: ..}
 
@@ -349,7 +349,10 @@ def _record_owned(trace, values) -> None:
     """Note the high-level values among ``values`` as made inside ``trace``."""
     for x in values:
         if type(x) in hitypes:
-            _owned.setdefault(trace, {})[id(x)] = x
+            # Ids only (the values hold the trace's tracers: keeping them would keep the trace
+            # alive). While the trace lives, a value made outside it was alive when it began,
+            # so no value made inside it can have had its id.
+            _owned.setdefault(trace, set()).add(id(x))
 
 
 def _owner(x, ty, trace):
@@ -361,17 +364,22 @@ def _owner(x, ty, trace):
                  if isinstance(leaf, core.Tracer)}
     t = trace
     while t is not None and t is not core.eval_trace:
-        if id(t) in holds or _owned.get(t, {}).get(id(x)) is x:
+        if id(t) in holds or id(x) in _owned.get(t, ()):
             return t
         t = t.parent
     return core.eval_trace
 
 
-def _same_qdd(a, b) -> bool:
+def _same_qdd(ty, a, b) -> bool:
+    """Whether refs made for QDD ``a`` hold a value of QDD ``b``: the same QDD up to weak
+    types (the refs keep their dtypes)."""
     if a == b:
         return True
     norm = getattr(a, "normalize", None)
-    return norm is not None and norm() == b.normalize()
+    if norm is not None:
+        return norm() == b.normalize()
+    sig = lambda q: [(t.shape, t.dtype) for t in ty.lo_ty_qdd(q)]  # noqa: E731
+    return sig(a) == sig(b) and getattr(a, "treedef", None) == getattr(b, "treedef", None)
 
 
 class _Backing:
@@ -400,7 +408,7 @@ class _Backing:
         """Store the leaves an operation in ``trace`` changed into the refs."""
         with _raw_ops():
             qdd = cur_qdd(self.value)
-            if not _same_qdd(qdd, self.qdd):
+            if not _same_qdd(self.ty, self.qdd, qdd):
                 if trace is core.eval_trace:
                     _backings.pop(id(self.value), None)
                     return
@@ -439,6 +447,10 @@ def _backed_args(trace, args) -> list:
         if owner is core.eval_trace:
             _backings[id(x)] = b
         else:
+            # Its refs are the owner's tracers, so the entry keeps the owner alive: entries of
+            # finished traces are dropped here.
+            for t in [t for t in _trace_backings if t._invalid]:
+                del _trace_backings[t]
             _trace_backings.setdefault(owner, {})[id(x)] = b
         out.append(b)
     return out
