@@ -195,6 +195,14 @@ def _nested_jit_closure_and_arg(m, Box):
     return m.jit(lambda x: g(b2, x) * 2)(1.0), b.get(), b2.get()
 
 
+def _cached_inner_jit_in_outer_jit(m, Box):
+    b = Box(m.numpy.float32(1.0))
+    inner = m.jit(lambda: b.set(b.get() + 1))
+    inner()  # traced and cached: inside outer it writes the closure without tracing
+    outer = m.jit(lambda: (b.get(), inner(), b.get())[::2])
+    return outer(), b.get(), outer(), b.get()
+
+
 def _fori_and_cond_closure(m, Box):
     b = Box(m.numpy.float32(0.0))
     m.lax.fori_loop(0, 3, lambda i, c: (b.set(b.get() + i), c)[1], 0)
@@ -245,7 +253,7 @@ def _typeof(m, Box):
 
 CASES = {f.__name__[1:]: f for f in (
     _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure, _scan_closure,
-    _jit_of_scan_closure, _nested_jit_closure_and_arg,
+    _jit_of_scan_closure, _nested_jit_closure_and_arg, _cached_inner_jit_in_outer_jit,
     _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
     _eval_shape, _typeof)}
 

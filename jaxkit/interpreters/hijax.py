@@ -309,20 +309,19 @@ def write_back(spec: HiArgs, his: list, state: FinalState) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Mutable high-level values closed over by a traced body (scan, cond, while, jit, vmap)
+# Mutable high-level values closed over by a traced body (scan, cond, while, jit)
 # --------------------------------------------------------------------------------------------
 #
 # A body that mutates a value made outside it must not store its tracers in that value. On the
 # first operation on such a value inside a body the value gets a *backing*: one ref per array
 # leaf, made where the value was made (eagerly, or in the trace that made it), so that each
 # body sees the refs as closed-over state, which jaxkit's ref machinery threads through loops,
-# branches and jit calls and writes back. From then on an operation on the value in a trace
-# first reloads its leaves from the refs when the trace last seeing them was another one, and
-# eagerly always (after the body ran, the caller sees the refs' new contents), and stores any
-# leaf it changed back
-# into them. The refs have fixed types, so a backed value's QDD must not change inside a body
-# (eagerly, a change ends the backing). Backings of eagerly made values live as long as the
-# values; those made in a trace, as long as the trace.
+# branches and jit calls and writes back. From then on every operation on the value, in any
+# trace, first reloads its leaves from the refs (a body, or a cached jit call that traces
+# nothing, may have written them) and afterwards stores the leaves it changed into them. The
+# refs have fixed types, so a backed value's QDD must not change inside a body (eagerly, a
+# change ends the backing). Backings of eagerly made values live as long as the values; those
+# made in a trace, as long as the trace.
 
 # The ref operations (``new_ref``, read, write), filled in by ``jaxkit.ref``, a layer above.
 ref_ops: list = []
@@ -392,17 +391,13 @@ class _Backing:
             self.leaves = ty.read_loval(self.qdd, value)
             new_ref = ref_ops[0]
             self.refs = [new_ref(v) for v in self.leaves]
-        self.view = weakref.ref(owner)
 
     def sync(self, trace) -> None:
-        """Reload the value's leaves from the refs, as ``trace`` sees them. Eagerly always: a
-        cached jit call may have written the refs since without tracing anything."""
-        if trace is not core.eval_trace and self.view() is trace:
-            return
+        """Reload the value's leaves from the refs, as ``trace`` sees them: a body or a cached
+        jit call (which traces nothing) may have written them since."""
         with _raw_ops():
             self.leaves = [ref_ops[1](r) for r in self.refs]
             self.ty.update_from_loval(self.qdd, self.value, *self.leaves)
-        self.view = weakref.ref(trace)
 
     def write(self, trace) -> None:
         """Store the leaves an operation in ``trace`` changed into the refs."""
