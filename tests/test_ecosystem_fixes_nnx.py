@@ -283,7 +283,8 @@ def test_hijax_names_are_jaxkits():
     # install_as_jax maps jax.experimental.hijax to the compatibility module Flax imports.
     from jaxkit._src_compat import hijax as compat
     for name in ("HiPrimitive", "HiType", "MutableHiType", "AvalQDD", "AvalMutableQDD",
-                 "aval_method", "aval_property", "register_hitype"):
+                 "aval_method", "aval_property", "register_hitype",
+                 "control_flow_allowed_effects"):
         assert getattr(compat, name) is getattr(khijax, name)
         assert hasattr(jax.experimental.hijax, name)
     assert jaxkit.experimental.cur_qdd is not None

@@ -35,7 +35,8 @@ from jaxkit.transforms.vmap import vmap
 
 __all__ = ["AbstractRef", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
            "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method", "aval_property",
-           "call_hi_primitive_p", "call_hi_primitive_linearized_p", "instantiate_zeros",
+           "call_hi_primitive_p", "call_hi_primitive_linearized_p",
+           "control_flow_allowed_effects", "instantiate_zeros",
            "is_undefined_primal", "register_hitype"]
 
 
@@ -45,6 +46,25 @@ def _leaves(tree_def, tree: Any) -> list:
     if got != tree_def:
         raise TypeError(f"expected a value of structure {tree_def}, got {got}")
     return leaves
+
+
+class _EffectTypeSet:
+    """The effect types that may appear inside control flow (JAX's
+    ``effects.control_flow_allowed_effects``; Flax adds its variable effect). jaxkit's jaxprs
+    carry no high-level effects (high-level primitives are lowered where they are bound), so
+    this only records them."""
+
+    def __init__(self):
+        self._types: set = set()
+
+    def add_type(self, t: type) -> None:
+        self._types.add(t)
+
+    def contains(self, effect) -> bool:
+        return any(isinstance(effect, t) for t in self._types)
+
+
+control_flow_allowed_effects = _EffectTypeSet()
 
 
 class _Accum:
