@@ -118,8 +118,53 @@ def make_box(m, hjx):
     return Box
 
 
+def make_pair(m, hjx):
+    """An immutable high-level ``Pair`` of arrays (``HiType``) with a ``pair_sum`` primitive,
+    written against library ``m`` and its hijax module ``hjx``."""
+
+    class Pair:
+        def __init__(self, x, y):
+            self.x, self.y = x, y
+
+    class PairTy(hjx.HiType):
+        def __init__(self, x_ty, y_ty):
+            self.x_ty, self.y_ty = x_ty, y_ty
+
+        def __hash__(self):
+            return hash((PairTy, self.x_ty, self.y_ty))
+
+        def __eq__(self, other):
+            return isinstance(other, PairTy) and (self.x_ty, self.y_ty) == (other.x_ty,
+                                                                            other.y_ty)
+
+        def str_short(self, short_dtypes=False, **_):
+            return "PairTy"
+
+        def lo_ty(self):
+            return [self.x_ty, self.y_ty]
+
+        def lower_val(self, p):
+            return [p.x, p.y]
+
+        def raise_val(self, x, y):
+            return Pair(x, y)
+
+    hjx.register_hitype(Pair, lambda p: PairTy(m.typeof(p.x), m.typeof(p.y)))
+
+    class PairSum(hjx.HiPrimitive):
+        def abstract_eval(self, pair_ty):
+            return pair_ty.x_ty, set()
+
+        def to_lojax(self, p):
+            return p.x + p.y
+
+    sum_p = PairSum("pair_sum")
+    return Pair, sum_p.bind
+
+
 OURS = make_box(jaxkit, khijax)
 THEIRS = make_box(jax, jax.experimental.hijax)
+PAIRS = {jaxkit: make_pair(jaxkit, khijax), jax: make_pair(jax, jax.experimental.hijax)}
 
 
 def _jit_args(m, Box):
@@ -246,6 +291,12 @@ def _eval_shape(m, Box):
     return out.shape, str(out.dtype), b.get()  # not run: b keeps its value
 
 
+def _immutable_hitype_jit_arg(m, Box):
+    Pair, pair_sum = PAIRS[m]
+    f = m.jit(lambda p, z: pair_sum(p) * z)
+    return f(Pair(m.numpy.ones(2), m.numpy.arange(2.0)), 3.0), pair_sum(Pair(1.0, 2.0))
+
+
 def _typeof(m, Box):
     b = Box(1.0)
     return str(m.typeof(b).str_short()), m.typeof(b) == m.typeof(Box(2))
@@ -255,7 +306,7 @@ CASES = {f.__name__[1:]: f for f in (
     _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure, _scan_closure,
     _jit_of_scan_closure, _nested_jit_closure_and_arg, _cached_inner_jit_in_outer_jit,
     _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
-    _eval_shape, _typeof)}
+    _eval_shape, _immutable_hitype_jit_arg, _typeof)}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -301,3 +352,23 @@ def test_box_made_in_a_body_by_its_constructor_is_local_to_it():
 
     out = jaxkit.jit(lambda: jaxkit.lax.scan(body, 0.0, jaxkit.numpy.arange(4.0))[0])()
     assert float(out) == 6.0
+
+
+def test_mutable_hitype_without_qdd_as_jit_argument_says_so():
+    # Flax's ref-backed HijaxVariable (has_qdd=False); JAX fails on it with an internal
+    # ValueError, jaxkit says what is unsupported and what works (closing over it).
+    class Holder:
+        pass
+
+    class HolderTy(khijax.MutableHiType):
+        has_qdd = False
+
+        def __hash__(self):
+            return hash(HolderTy)
+
+        def __eq__(self, other):
+            return isinstance(other, HolderTy)
+
+    khijax.register_hitype(Holder, lambda h: HolderTy())
+    with pytest.raises(NotImplementedError, match="without quasi-dynamic data"):
+        jaxkit.jit(lambda h: 1.0)(Holder())

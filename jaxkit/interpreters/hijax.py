@@ -250,6 +250,13 @@ def lower_args(flat: list) -> tuple[HiArgs, list, list]:
     types, qdds, sizes = [], [], []
     for h in his:
         ty = hitypes[type(h)](h)
+        if not (ty.has_qdd or isinstance(ty, HiType)):
+            # (Flax's ref-backed HijaxVariable: a MutableHiType without QDD; JAX fails too.)
+            raise NotImplementedError(
+                f"passing a {type(h).__name__} (type {ty.str_short()}, a mutable high-level "
+                "type without quasi-dynamic data) to a transformed function is not "
+                "supported: its type lowers neither through lo_ty_qdd (has_qdd is False) nor "
+                "through HiType's lower_val; close over it instead.")
         qdd = cur_qdd(h) if ty.has_qdd else None
         lo = ty.read_loval(qdd, h) if ty.has_qdd else ty.lower_val(h)
         types.append(ty)
