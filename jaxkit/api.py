@@ -594,6 +594,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     def make(*args, **kwargs):
         dyn = [a for i, a in enumerate(args) if i not in static_nums]
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
+        hijax.check_no_hi_args(flat, "make_jaxpr")
         avals = [core.get_aval(x) for x in flat]
         out_tree_box = []
 
@@ -678,7 +679,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
     """The output shapes and dtypes of ``fun(*args)``, without computing anything."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     call = lambda ak: fun(*ak[0], **ak[1])  # noqa: E731
-    if hijax.hitypes and any(type(x) in hijax.hitypes for x in flat):
+    if hijax.has_hi(flat):
         # High-level arguments are traced as their array leaves (their mutations dropped).
         spec, flat, _ = hijax.lower_args(flat)
         hi_tree, in_tree = in_tree, tree_util.tree_structure(flat)

@@ -372,3 +372,14 @@ def test_mutable_hitype_without_qdd_as_jit_argument_says_so():
     khijax.register_hitype(Holder, lambda h: HolderTy())
     with pytest.raises(NotImplementedError, match="without quasi-dynamic data"):
         jaxkit.jit(lambda h: 1.0)(Holder())
+
+
+def test_jaxprs_of_high_level_arguments_are_refused_clearly():
+    # JAX stages high-level equations (box_get, box_set) into these jaxprs; jaxkit lowers the
+    # values where they meet a transformation, so it says what is not supported.
+    b = OURS(jaxkit.numpy.float32(1.0))
+    f = lambda b: b.get() * 2  # noqa: E731
+    with pytest.raises(NotImplementedError, match="make_jaxpr of a function taking a Box"):
+        jaxkit.make_jaxpr(f)(b)
+    with pytest.raises(NotImplementedError, match=r"jit\(...\).trace/lower of a function"):
+        jaxkit.jit(f).lower(b)

@@ -30,8 +30,8 @@ from jaxkit.interpreters import ad, batching
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
-           "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd", "hitypes",
-           "is_hi", "lower_args", "register_hitype", "write_back"]
+           "QuasiDynamicData", "aval_method", "aval_property", "check_no_hi_args", "cur_qdd",
+           "has_hi", "hitypes", "is_hi", "lower_args", "register_hitype", "write_back"]
 
 # Markers for a method or property of a high-level type that its traced values forward to
 # (JAX's names and fields: libraries build them with ``aval_property(fget=...)``).
@@ -234,6 +234,23 @@ class HiArgs:
     types: tuple
     qdds: tuple
     sizes: tuple
+
+
+def has_hi(flat: list) -> bool:
+    """Whether any of ``flat`` is a high-level value (cheap when no type is registered)."""
+    return bool(hitypes) and any(type(x) in hitypes for x in flat)
+
+
+def check_no_hi_args(flat: list, what: str) -> None:
+    """Raise for ``what`` (an API that returns a jaxpr or a program) of high-level arguments:
+    jaxkit's jaxprs hold arrays only, and JAX's would hold these values' types."""
+    if has_hi(flat):
+        x = next(x for x in flat if type(x) in hitypes)
+        raise NotImplementedError(
+            f"{what} of a function taking a {type(x).__name__} (a high-level value) is not "
+            "supported: jaxkit lowers high-level values where they meet a transformation, so "
+            "its jaxprs have no high-level types to show. Call the jitted function, or use "
+            "jax.eval_shape for the result types.")
 
 
 def lower_args(flat: list) -> tuple[HiArgs, list, list]:

@@ -338,7 +338,7 @@ class JitFunction:
             return self._fun(*args, **kwargs)
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
-        if hijax.hitypes and any(type(x) in hijax.hitypes for x in flat):
+        if hijax.has_hi(flat):
             return call_with_hi_args(self, statics, flat, in_tree)
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
@@ -610,6 +610,7 @@ class JitFunction:
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        hijax.check_no_hi_args(flat, "jit(...).trace/lower")
         sig = CallSignature(in_tree, avals, statics)
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
