@@ -383,3 +383,10 @@ def test_jaxprs_of_high_level_arguments_are_refused_clearly():
         jaxkit.make_jaxpr(f)(b)
     with pytest.raises(NotImplementedError, match=r"jit\(...\).trace/lower of a function"):
         jaxkit.jit(f).lower(b)
+
+
+def test_jit_shardings_with_high_level_arguments_are_refused_clearly():
+    b = OURS(jaxkit.numpy.float32(1.0))
+    one = jaxkit.sharding.SingleDeviceSharding(jaxkit.devices()[0])
+    with pytest.raises(NotImplementedError, match="in_shardings/out_shardings and high-level"):
+        jaxkit.jit(lambda b: b.get(), out_shardings=one)(b)

@@ -24,6 +24,11 @@ _lowered_funs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def call_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any) -> Any:
     """Call ``jit_fun`` (a ``JitFunction``) on flat arguments ``flat`` (structure
     ``in_tree``, static arguments ``statics``), some of them high-level values."""
+    if tree_util.tree_leaves((jit_fun._in_shardings, jit_fun._out_shardings)):
+        raise NotImplementedError(
+            f"jit of {jit_fun._name} with in_shardings/out_shardings and high-level arguments "
+            "is not supported: the shardings describe the high-level values, whose array "
+            "leaves are what the program takes. Lay the arrays out before the call instead.")
     spec, lo_flat, his = hijax.lower_args(flat)
     inner = _lowered_funs.get(jit_fun)
     if inner is None:
