@@ -320,6 +320,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = 
 
 
 def _check_input_dtype_revderiv(name: str, holomorphic: bool, allow_int: bool, x) -> None:
+    if hijax.is_hi(x):  # NotImplementedError, as JAX's JVP rules of Flax's variables raise
+        raise NotImplementedError(
+            f"{name} with respect to a {type(x).__name__} (a high-level value) is not "
+            "supported: differentiate with respect to its arrays instead (for Flax, "
+            "nnx.with_vars(params, hijax=False)), or pass it as a non-differentiated argument.")
     aval = core.get_aval(_check_leaf(x, f"{name} arguments"))
     if holomorphic and not dtypes.issubdtype(aval.dtype, np.complexfloating):
         raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "

@@ -390,3 +390,11 @@ def test_jit_shardings_with_high_level_arguments_are_refused_clearly():
     one = jaxkit.sharding.SingleDeviceSharding(jaxkit.devices()[0])
     with pytest.raises(NotImplementedError, match="in_shardings/out_shardings and high-level"):
         jaxkit.jit(lambda b: b.get(), out_shardings=one)(b)
+
+
+def test_grad_with_respect_to_a_box_is_not_implemented():
+    # JAX fails too: NotImplementedError from the JVP rule of Flax's get_variable, or an
+    # AssertionError ('must override') for this Box, whose type defines no tangent space.
+    b = OURS(jaxkit.numpy.float32(2.0))
+    with pytest.raises(NotImplementedError, match="grad with respect to a Box"):
+        jaxkit.grad(lambda b: b.get() ** 2)(b)
