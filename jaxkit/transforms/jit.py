@@ -34,7 +34,7 @@ from jaxkit import tree_util
 from jaxkit._config import config
 from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import debug_nans, dispatch, state
+from jaxkit.interpreters import debug_nans, dispatch, hijax, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement
@@ -43,6 +43,7 @@ from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.jit_dispatch import CallPlan, dispatcher, fast_key, leaf_avals
+from jaxkit.transforms.jit_hijax import call_with_hi_args
 from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced, _Program
 
@@ -174,6 +175,8 @@ class JitFunction:
             return self._fun(*args, **kwargs)
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        if hijax.has_hi(flat):
+            return call_with_hi_args(self, statics, flat, in_tree)
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
             try:
@@ -487,6 +490,7 @@ class JitFunction:
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        hijax.check_no_hi_args(flat, "jit(...).trace/lower")
         sig = CallSignature(in_tree, avals, statics)
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
