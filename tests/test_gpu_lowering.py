@@ -279,3 +279,25 @@ def test_sort_comparator_is_the_one_xla_sorts_with_cub(fn, dtype):
     want = jax.jit(lambda v: getattr(jnp, base)(v, **kw)).lower(x).as_text()
     got = jaxkit.jit(lambda v: getattr(knp, base)(v, **kw)).lower(x).as_text()
     assert _comparator(got) == _comparator(want)
+
+
+def _host_callback_calls(text):
+    """The Python host callback custom calls: target, side effect, types, index."""
+    return [_normalized(m.group(0)) for m in
+            map(re.compile(r"custom_call @xla_ffi_python\w+.*").search, text.splitlines()) if m]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: jaxkit.pure_callback(np.sin, x, x) * 2,
+    lambda x: jaxkit.experimental.io_callback(np.sin, x, x) * 2,
+], ids=["pure_callback", "io_callback"])
+def test_python_callbacks_call_jaxlibs_gpu_handler(fn):
+    # On a GPU, XLA runs jaxlib's xla_ffi_python_gpu_callback (the CPU handler is not
+    # registered for CUDA: "No FFI handler registered for xla_ffi_python_cpu_callback"), as
+    # JAX's callback lowering names it; the call is otherwise the CPU's (JAX cannot lower a
+    # callback for cuda without a GPU backend, so the CPU call is the reference here).
+    x = np.ones(3, np.float32)
+    cpu = _host_callback_calls(kit_text(fn, x, platform="cpu"))
+    gpu = _host_callback_calls(kit_text(fn, x))
+    assert len(cpu) == 1 and cpu[0].startswith("custom_call @xla_ffi_python_cpu_callback")
+    assert gpu == [cpu[0].replace("python_cpu_callback", "python_gpu_callback")]

@@ -249,10 +249,12 @@ ROWS = [
         *lax.linalg.svd(a, full_matrices=False)), (OP43,), order=1),
     Row("tridiagonal_solve", lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
         (_u(-1, 1, (3,)), _u(3, 4, (3,)), _u(-1, 1, (3,)), M2), order=1),
-    Row("cholesky_update", lambda r, w: lax.linalg.cholesky_update(r, w),
+    # the defined parts: R's upper triangle (a GPU leaves the lower one as it was), and the
+    # symmetric product's lower triangle mirrored (cuBLAS's syrk writes only that one)
+    Row("cholesky_update", lambda r, w: jnp.triu(lax.linalg.cholesky_update(r, w)),
         (np.triu(SPD3).astype(F32), X), order=1),
-    Row("symmetric_product", lambda a, c: lax.linalg.symmetric_product(a, c, alpha=2.0,
-                                                                       beta=0.5),
+    Row("symmetric_product", lambda a, c: lax.linalg.symmetric_product(
+        a, c, alpha=2.0, beta=0.5, symmetrize_output=True),
         (M2, SPD3[:3, :3].copy()), order=1),
     Row("conv_general_dilated", lambda lhs, rhs: lax.conv_general_dilated(lhs, rhs, (1,), [(1, 0)]),
         (_u(-1, 1, (1, 2, 5)), _u(-1, 1, (3, 2, 2)))),

@@ -95,6 +95,11 @@ class Op:
         return self.name
 
 
+def _triu(x):
+    """The upper triangle of a jaxkit or JAX array (the module of the op under test)."""
+    return x.at[np.tril_indices(x.shape[-1], -1)].set(0)
+
+
 def _recon_lu(args, outs):
     (a,) = args
     lu, _, perm = (np.asarray(o) for o in outs)
@@ -210,18 +215,24 @@ OPS = [
                                         compute_right_eigenvectors=False), general((4, 4)),
        ref=lambda x: (lambda o: np.sort_complex(np.asarray(o[0])),
                       np.sort_complex(np.linalg.eigvals(x)))),
+    # R is its upper triangle: cuSOLVER's kernel (JAX's GPU rule) leaves the strictly lower
+    # one as it was, the CPU's rotation scales it
     Op("cholesky_update", "cholesky_update",
-       lambda L, r, w: L.cholesky_update(r, w),
+       lambda L, r, w: _triu(L.cholesky_update(r, w)),
        lambda rng, dt: (lambda a, w: [np.linalg.cholesky(a).T.copy(), w])(
            hpd(4)(rng, dt)[0], _rand(rng, (4,), dt)),
        ref=lambda r, w: (lambda o: np.asarray(o), np.linalg.cholesky(r.T @ r +
                                                                      np.outer(w, w)).T),
-       gfn=lambda L, m, r, w: L.cholesky_update(m.triu(r), w), dtypes=(np.float32, np.float64)),
+       gfn=lambda L, m, r, w: m.triu(L.cholesky_update(m.triu(r), w)),
+       dtypes=(np.float32, np.float64)),
+    # only the lower triangle is defined on every platform (JAX's contract; cuBLAS's syrk
+    # leaves the upper one as c had it): the whole matrix through symmetrize_output
     Op("symmetric_product", "symmetric_product",
-       lambda L, a, c: L.symmetric_product(a, c, alpha=2.0, beta=0.5),
+       lambda L, a, c: L.symmetric_product(a, c, alpha=2.0, beta=0.5, symmetrize_output=True),
        lambda rng, dt: [_rand(rng, (3, 4), dt), hpd(3)(rng, dt)[0]],
        ref=lambda a, c: (lambda o: np.asarray(o), 2 * a @ a.T + 0.5 * c),
-       gfn=lambda L, m, a, c: L.symmetric_product(a, c, alpha=2.0, beta=0.5),
+       gfn=lambda L, m, a, c: L.symmetric_product(a, c, alpha=2.0, beta=0.5,
+                                                   symmetrize_output=True),
        dtypes=(np.float32, np.float64)),
 ]
 
