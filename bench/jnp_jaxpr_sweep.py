@@ -25,7 +25,7 @@ import jaxkit.numpy as knp
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3)  # the generic array operand
 V = np.array([3.0, 1.0, 2.0], np.float32)  # the generic vector operand
-I = np.array([[1, 0, 2], [2, 1, 0]], np.int32)
+IX = np.array([[1, 0, 2], [2, 1, 0]], np.int32)
 SQ = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
 B = np.array([[True, False, True], [False, True, True]])
 
@@ -36,8 +36,8 @@ GENERIC = [
     ((V,), lambda N, f, v: f(v)),
     ((V, V), lambda N, f, v, w: f(v, w)),
     ((X, X, X), lambda N, f, x, y, z: f(x, y, z)),
-    ((I,), lambda N, f, i: f(i)),
-    ((I, I), lambda N, f, i, j: f(i, j)),
+    ((IX,), lambda N, f, i: f(i)),
+    ((IX, IX), lambda N, f, i, j: f(i, j)),
     ((SQ,), lambda N, f, s: f(s)),
     ((), lambda N, f: f(3)),
     ((), lambda N, f: f((2, 3))),
@@ -75,9 +75,9 @@ CASES = {
                ("slice", (X,), lambda N, x: N.delete(x, slice(0, 2), axis=1))],
     "partition": [("", (X,), lambda N, x: N.partition(x, 1))],
     "argpartition": [("", (X,), lambda N, x: N.argpartition(x, 1))],
-    "choose": [("", (I, X), lambda N, i, x: N.choose(
+    "choose": [("", (IX, X), lambda N, i, x: N.choose(
         N.clip(i, 0, 1), [x, -x])),
-               ("clip", (I, X), lambda N, i, x: N.choose(i, [x, -x, x], mode="clip"))],
+               ("clip", (IX, X), lambda N, i, x: N.choose(i, [x, -x, x], mode="clip"))],
     "block": [("", (X,), lambda N, x: N.block([[x, x], [x, x]])),
               ("1d", (V,), lambda N, v: N.block([v, v]))],
     "diff": [("", (X,), lambda N, x: N.diff(x)),
@@ -86,7 +86,7 @@ CASES = {
     "ediff1d": [("", (V,), lambda N, v: N.ediff1d(v, to_begin=1.0))],
     "cumsum": [("", (X,), lambda N, x: N.cumsum(x)),
                ("axis", (X,), lambda N, x: N.cumsum(x, axis=1)),
-               ("int", (I,), lambda N, i: N.cumsum(i, axis=0))],
+               ("int", (IX,), lambda N, i: N.cumsum(i, axis=0))],
     "cumprod": [("", (X,), lambda N, x: N.cumprod(x, axis=1))],
     "cumulative_sum": [("", (X,), lambda N, x: N.cumulative_sum(x, axis=1)),
                        ("initial", (X,), lambda N, x: N.cumulative_sum(
@@ -173,7 +173,7 @@ CASES = {
     "ravel_multi_index": [("", (), lambda N: N.ravel_multi_index(
         (N.array([0, 1]), N.array([2, 0])), (2, 3)))],
     "unravel_index": [("", (), lambda N: N.unravel_index(N.array([1, 4]), (2, 3)))],
-    "take_along_axis": [("", (X, I), lambda N, x, i: N.take_along_axis(x, i, axis=1))],
+    "take_along_axis": [("", (X, IX), lambda N, x, i: N.take_along_axis(x, i, axis=1))],
     "matrix_transpose": [("", (X,), lambda N, x: N.matrix_transpose(x))],
     "astype": [("", (X,), lambda N, x: N.astype(x, np.int32))],
     "nan_to_num": [("", (X,), lambda N, x: N.nan_to_num(x))],
@@ -208,15 +208,22 @@ def _normalise(text: str) -> str:
     differ only in how they name variables compare equal. A variable is a name bound as
     ``name:type``; its uses are the same word not followed by ``[`` or ``=``."""
     binders = set(re.findall(r"\b([a-z]+):", text))
-    names: dict[str, str] = {}
 
-    def rename(m):
-        word = m.group(0)
-        if word not in binders:
-            return word
-        return names.setdefault(word, f"v{len(names)}")
+    def block(part: str) -> str:
+        names: dict[str, str] = {}
 
-    return re.sub(r"(?<![\w.'\"])[a-z]+\b(?![\[=])", rename, text)
+        def rename(m):
+            word = m.group(0)
+            if word not in binders:
+                return word
+            return names.setdefault(word, f"v{len(names)}")
+
+        return re.sub(r"(?<![\w.'\"])[a-z]+\b(?![\[=])", rename, part)
+
+    # Each shared ``let name = {...} in`` jaxpr and the main one are renamed on their own (JAX
+    # names variables afresh across them, jaxkit reuses the names of the first use).
+    parts = re.split(r"(?m)^(?=let \w+ = \{|\{ lambda)", text)
+    return "".join(block(p) for p in parts)
 
 
 def _text(J, N, name, operands, call) -> str:

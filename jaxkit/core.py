@@ -789,8 +789,12 @@ def _jaxpr_doc(jaxpr: Jaxpr, namer: Namer, top_level: bool) -> pp.Doc:
 
     constvars = binders(jaxpr.constvars)
     invars = binders(jaxpr.invars)
-    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
-    used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    # As JAX, only the printed jaxpr itself shows its unused results as ``_``: nested and
+    # shared jaxprs name every result.
+    used = None
+    if top_level:
+        used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+        used.update(v for v in jaxpr.outvars if type(v) is not Literal)
     eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, used, top_level) for e in jaxpr.eqns])
     outs = pp.concat([pp.text("("), _vars_doc([namer(v) for v in jaxpr.outvars], sep=","),
                       pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])

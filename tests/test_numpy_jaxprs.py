@@ -75,6 +75,23 @@ RECORDS = [
     ("vmap_tile", lambda N: lambda x: (jax if N is jnp else jaxkit).vmap(
         lambda r: N.tile(r, 3), in_axes=1)(x), (2, 3), KINDS),
     ("unstack", lambda N: lambda x: N.unstack(x, axis=1), (2, 3), KINDS),
+    # Functions JAX wraps in a plain jit stage a jit[name=...] equation (aliases too: acosh
+    # stages arccosh's), with JAX's bodies.
+    ("acosh", lambda N: lambda x: N.acosh(x), (2, 3), ("float32",)),
+    ("signbit_copysign", lambda N: lambda x: N.copysign(x, -x), (2, 3), ("float32",)),
+    ("hypot", lambda N: lambda x: N.hypot(x, x[0]), (2, 3), ("float32",)),
+    ("plain_jit_unary", lambda N: lambda x: (N.rint(x), N.trunc(x), N.isinf(x), N.sinc(x),
+                                             N.modf(x)), (2, 3), ("float32",)),
+    ("plain_jit_binary", lambda N: lambda x: (N.fmod(x, 2), N.heaviside(x, 0.5)), (2, 3),
+     ("float32",)),
+    ("bitwise_count", lambda N: lambda x: N.bitwise_count(x), (2, 3), ("int32",)),
+    ("count_nonzero", lambda N: lambda x: N.count_nonzero(x, axis=1), (2, 3), KINDS[:4]),
+    ("matvec", lambda N: lambda x: N.matvec(x, x[0]), (2, 3), ("float32", "complex64")),
+    ("vecmat", lambda N: lambda x: N.vecmat(x[:, 0], x), (2, 3), ("float32", "complex64")),
+    ("select", lambda N: lambda x: N.select([x > 1, x < 4], [x, -x], 1), (2, 3),
+     ("int32", "float32")),
+    ("nonzero_size", lambda N: lambda x: N.nonzero(x, size=4, fill_value=-1), (2, 3),
+     KINDS[:4]),
 ]
 
 

@@ -33,6 +33,7 @@ from jaxkit.numpy._promotion import (
 from jaxkit.numpy._reductions import sum as _sum
 from jaxkit.numpy._shape import moveaxis, ravel, reshape, stack
 from jaxkit.numpy._ufuncs import conjugate, multiply, subtract, where3
+from jaxkit.numpy._vectorize import vectorize
 from jaxkit.typing import Array, ArrayLike
 
 
@@ -153,20 +154,18 @@ def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = 
     return lax.squeeze(out, (out.ndim - 2, out.ndim - 1))
 
 
-@jitted
+@jitted(inline=False)
 def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.matvec``: batched matrix-vector product."""
     x1, x2 = ensure_arraylike("matvec", x1, x2)
-    out = matmul(x1, lax.expand_dims(x2, (x2.ndim,)))
-    return lax.squeeze(out, (out.ndim - 1,))
+    return vectorize(matmul, signature="(n,m),(m)->(n)")(x1, x2)
 
 
-@jitted
+@jitted(inline=False)
 def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.vecmat``: batched (conjugated) vector-matrix product."""
     x1, x2 = ensure_arraylike("vecmat", x1, x2)
-    out = matmul(lax.expand_dims(conjugate(x1), (x1.ndim - 1,)), x2)
-    return lax.squeeze(out, (out.ndim - 2,))
+    return vectorize(matmul, signature="(n),(n,m)->(m)")(conjugate(x1), x2)
 
 
 @jitted(static_argnames=("precision", "preferred_element_type"))
@@ -322,14 +321,20 @@ def diagflat(v: ArrayLike, k: int = 0) -> Array:
     return diag(ravel(v), k)
 
 
-@jitted(static_argnames=("offset", "axis1", "axis2", "dtype", "out"))
+@jitted(static_argnames=("axis1", "axis2", "dtype", "out"), inline=False)
 def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: None = None) -> Array:
-    """``jnp.trace``: the sum of the ``offset`` diagonal."""
+    """``jnp.trace``: the sum of the ``offset`` diagonal (``offset`` may be traced)."""
+    a = ensure_arraylike("trace", a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
-    a = ensure_arraylike("trace", a)
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    if canonicalize_axis(axis1, a.ndim) == canonicalize_axis(axis2, a.ndim):
+        raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
+    a_shape = a.shape
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    # JAX's algorithm: mask everything off the diagonal, then sum the last two axes.
+    a = where3(eye(a_shape[axis1], a_shape[axis2], k=offset, dtype=bool), a, zeros_like(a))
+    return _sum(a, axis=(-2, -1), dtype=dtype)
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._reductions import all as _all
 from jaxkit.numpy._reductions import any as _any
-from jaxkit.numpy._shape import concatenate
+from jaxkit.numpy._reductions import argmax
+from jaxkit.numpy._shape import concatenate, stack
 from jaxkit.numpy._ufuncs import (
     absolute,
     ceil,
@@ -133,7 +134,7 @@ def _greater(x: Any, y: Any) -> Array:
     return lax.gt(x, y)
 
 
-@jitted
+@jitted(inline=False)
 def trunc(x: ArrayLike) -> Array:
     """``jnp.trunc``: round towards zero."""
     x = ensure_arraylike("trunc", x)
@@ -298,11 +299,18 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike],
     if len(condlist) == 0:
         raise ValueError("condlist must be non-empty")
     check_arraylike("select", *condlist, *choicelist, default)
-    default, *choices = promote_dtypes(default, *choicelist)
-    out = default
-    for cond, choice in reversed(list(zip(condlist, choices))):
-        out = where3(cond, choice, out)
-    return asarray(out)
+    condlist = [asarray(cond) for cond in condlist]
+    choicelist = [asarray(choice) for choice in choicelist]
+    # A Python scalar default stays a host scalar (a literal once promoted), as JAX's
+    # asarray of one is while tracing.
+    if not isinstance(default, (bool, int, float, complex)):
+        default = asarray(default)
+    # As JAX's: one select_n over [default, *choices] indexed by the first true condition
+    # (argmax of [False, *conditions], which is 0 where none holds).
+    choices = promote_dtypes(default, *choicelist)
+    conditions = stack(broadcast_arrays(False, *condlist))
+    idx = argmax(conditions.astype(bool), axis=0)
+    return lax.select_n(*broadcast_arrays(idx, *choices))
 
 
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,

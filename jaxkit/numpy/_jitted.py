@@ -99,10 +99,13 @@ def alias(fun: Callable, name: str) -> Callable:
     (``abs`` of ``absolute``, ``acos`` of ``arccos``...): a jit of its own, so its eager
     program is ``jit_<name>`` and it prints as ``name``."""
     jit = fun._jit
+    # JAX's aliases are inline jits calling the original: an alias of a plain-jit function
+    # (``acosh`` of ``arccosh``) stages the original's ``jit[name=arccosh]`` equation.
+    target = jit._fun if jit._inline else fun
 
     def body(*args, **kwargs):
-        return jit._fun(*args, **kwargs)
+        return target(*args, **kwargs)
     functools.update_wrapper(body, jit._fun)
     body.__name__ = body.__qualname__ = name
     return JnpFunction(body, jit._static_argnums, jit._static_argnames,
-                       inline=jit._inline).as_function()
+                       inline=True).as_function()

@@ -384,7 +384,7 @@ def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
     return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
-@jitted(static_argnames=("axis", "keepdims"))
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
 def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """``jnp.count_nonzero``: the number of nonzero elements over ``axis``."""
     a = ensure_arraylike("count_nonzero", a)
