@@ -92,6 +92,16 @@ RECORDS = [
      ("int32", "float32")),
     ("nonzero_size", lambda N: lambda x: N.nonzero(x, size=4, fill_value=-1), (2, 3),
      KINDS[:4]),
+    ("argwhere_size", lambda N: lambda x: N.argwhere(x, size=2), (2, 3), ("int32",)),
+    ("trace", lambda N: lambda x: (N.trace(x), N.trace(x, 1)), (2, 3), KINDS[:4]),
+    ("pad_constant", lambda N: lambda x: N.pad(x, ((1, 0), (0, 2)), constant_values=3),
+     (2, 3), KINDS[:4]),
+    ("pad_modes", lambda N: lambda x: [N.pad(x, 1, mode=m) for m in (
+        "edge", "wrap", "reflect", "symmetric", "empty", "maximum", "mean", "linear_ramp")],
+     (2, 3), ("float32",)),
+    ("linspace", lambda N: lambda x: (N.linspace(x[0, 0], x[1], 4), N.linspace(0, 1, 3),
+                                      N.logspace(0.0, x[0, 1], 3), N.geomspace(1.0, x[1], 2)),
+     (2, 3), ("float32",)),
 ]
 
 
