@@ -453,24 +453,22 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False,
              indexing: str = "xy") -> list[Array]:
     """``jnp.meshgrid``: coordinate arrays from 1-D coordinate vectors."""
     args = [ensure_arraylike("meshgrid", x) for x in xi]
+    if not copy:
+        raise ValueError("jax.numpy.meshgrid only supports copy=True")
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
     if any(a.ndim != 1 for a in args):
         raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shapes "
                          f"{[a.shape for a in args]}")
-    shape = [len(a) for a in args]
-    axes = list(range(len(args)))
+    # As JAX's: with "xy" indexing the first two inputs trade places, each input is broadcast
+    # along its own axis, and the first two outputs trade back.
     if indexing == "xy" and len(args) >= 2:
-        shape[0], shape[1] = shape[1], shape[0]
-        axes[0], axes[1] = 1, 0
-    out = []
-    for a, ax in zip(args, axes):
-        if sparse:
-            s = [1] * len(args)
-            s[ax] = shape[ax]
-            out.append(lax.reshape(a, tuple(s)))
-        else:
-            out.append(lax.broadcast_in_dim(a, tuple(shape), (ax,)))
+        args[0], args[1] = args[1], args[0]
+    shape = [1 if sparse else a.shape[0] for a in args]
+    out = [lax.broadcast_in_dim(a, tuple(shape[:i] + [a.shape[0]] + shape[i + 1:]) if sparse
+                                else tuple(shape), (i,)) for i, a in enumerate(args)]
+    if indexing == "xy" and len(args) >= 2:
+        out[0], out[1] = out[1], out[0]
     return out
 
 

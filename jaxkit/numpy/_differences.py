@@ -69,12 +69,12 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
         ([edge(append)] if append is not None else [])
     if len(combined) > 1:
         arr = concatenate(combined, axis)
+    # Basic indexing (slices with no strides in the jaxpr), as JAX's.
+    hi = tuple(slice(1, None) if i == axis else slice(None) for i in range(arr.ndim))
+    lo = tuple(slice(None, -1) if i == axis else slice(None) for i in range(arr.ndim))
+    op = operator.ne if arr.dtype == np.bool_ else operator.sub
     for _ in range(n):
-        size = arr.shape[axis]
-        # ``a[1:]`` of an empty axis is empty (the start clamps), as in JAX.
-        hi = lax.slice_in_dim(arr, min(1, size), size, axis=axis)
-        lo = lax.slice_in_dim(arr, 0, max(size - 1, 0), axis=axis)
-        arr = lax.ne(hi, lo) if arr.dtype == np.bool_ else lax.sub(hi, lo)
+        arr = op(arr[hi], arr[lo])
     return arr
 
 

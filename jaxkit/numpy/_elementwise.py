@@ -13,7 +13,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
-from jaxkit.numpy._jitted import alias, jitted
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_all,
     broadcast_arrays,
@@ -36,11 +36,13 @@ from jaxkit.numpy._ufuncs import (
     degrees,
     floor,
     floor_divide,
+    greater,
     imag,
     isfinite,
     isnan,
     isneginf,
     isposinf,
+    less,
     logical_and,
     logical_or,
     maximum,
@@ -115,23 +117,14 @@ def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
 @jitted(inline=False)
 def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.fmax``: elementwise maximum, ignoring NaNs."""
-    x1, x2 = promote_args("fmax", x1, x2)
-    return where3(lax.bitwise_or(_greater(x1, x2), isnan(x2)), x1, x2)
+    return where3(greater(x1, x2) | isnan(x2), x1, x2)
 
 
 @jitted(inline=False)
 def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.fmin``: elementwise minimum, ignoring NaNs."""
-    x1, x2 = promote_args("fmin", x1, x2)
-    return where3(lax.bitwise_or(_greater(x2, x1), isnan(x2)), x1, x2)
-
-
-def _greater(x: Any, y: Any) -> Array:
-    if dtypes.issubdtype(dtypes.dtype(x), np.complexfloating):
-        x, y = broadcast_all("greater", x, y)
-        return lax.select(lax.eq(lax.real(x), lax.real(y)), lax.gt(lax.imag(x), lax.imag(y)),
-                          lax.gt(lax.real(x), lax.real(y)))
-    return lax.gt(x, y)
+    # As JAX's: the ufuncs broadcast their operands themselves.
+    return where3(less(x1, x2) | isnan(x2), x1, x2)
 
 
 @jitted(inline=False)
@@ -176,7 +169,10 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     return _round_float(a)
 
 
-around = alias(round, "around")
+@jitted(static_argnames=("decimals", "out"), inline=False)
+def around(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
+    """``jnp.around``: ``round`` (a plain jit calling it, as JAX's)."""
+    return round(a, decimals, out)
 
 
 @jitted(inline=False)

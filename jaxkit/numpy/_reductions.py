@@ -375,12 +375,17 @@ def _std(a: Array, *, axis: Axis = None, dtype: DTypeLike | None = None, out: No
                         where=where, mean=mean))
 
 
-@jitted(static_argnames=("axis", "out", "keepdims"))
 def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
     """``jnp.ptp``: ``max - min`` over ``axis``."""
+    a = ensure_arraylike("ptp", a)
+    return _ptp(a, _ensure_optional_axes(axis), out, keepdims)
+
+
+@jitted(static_argnames=("axis", "out", "keepdims"), inline=False)
+def _ptp(a: Array, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
+    # ptp's body, a plain jit of its own as JAX's.
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.ptp is not supported.")
-    a = ensure_arraylike("ptp", a)
     return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
@@ -647,12 +652,24 @@ def _cumulative_api(name: str, lax_fn: str, x: ArrayLike, axis: int | None,
                              "an explicit value. The axis argument is only optional for "
                              "one-dimensional arrays.")
     axis = canonicalize_axis(axis, x.ndim)
-    out = _cumulative_reduction(name, lax_fn, x, axis, dtype, promote_integers=promote)
+    if lax_fn == "cumsum":
+        out = _cumsum_with_promotion(x, axis=axis, dtype=dtype)
+    else:
+        out = _cumulative_reduction(name, lax_fn, x, axis, dtype, promote_integers=promote)
     if include_initial:
         shape = list(x.shape)
         shape[axis] = 1
         out = lax.concatenate([lax.full(shape, initial, dtype=out.dtype), out], axis)
     return out
+
+
+@jitted(static_argnames=("axis", "dtype"), inline=False)
+def _cumsum_with_promotion(a: ArrayLike, axis: int | None = None,
+                           dtype: DTypeLike | None = None) -> Array:
+    # cumulative_sum's body: a plain jit of its own in JAX (integers widen to the default
+    # integer type).
+    return _cumulative_reduction("_cumsum_with_promotion", "cumsum", a, axis, dtype,
+                                 promote_integers=True)
 
 
 def cumulative_sum(x: ArrayLike, /, *, axis: int | None = None, dtype: DTypeLike | None = None,

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._creation import array, asarray, full, zeros_like
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._jitted import jitted
@@ -233,8 +234,28 @@ def _rows(arrays: Any) -> list:
     return list(arrays)
 
 
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, Array, core.Tracer))
+
+
+def _concatenate_array(arr: Any, axis: int | None, dtype: DTypeLike | None = None) -> Array:
+    # An array's rows joined by one reshape (moving axis 0 next to ``axis``), as JAX's.
+    arr = asarray(arr, dtype=dtype)
+    if arr.ndim == 0 or arr.shape[0] == 0:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        return lax.reshape(arr, (arr.size,))
+    if arr.ndim == 1:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, arr.ndim - 1)
+    shape = arr.shape[1:axis + 1] + (arr.shape[0] * arr.shape[axis + 1],) + arr.shape[axis + 2:]
+    return lax.reshape(arr, shape, [*range(1, axis + 1), 0, *range(axis + 1, arr.ndim)])
+
+
 def concatenate(arrays: Any, axis: int | None = 0, dtype: DTypeLike | None = None) -> Array:
     """``jnp.concatenate``: join arrays along an existing axis (flattened if ``axis=None``)."""
+    if _is_array(arrays):
+        return _concatenate_array(arrays, axis, dtype=dtype)
     arrays = _rows(arrays)
     check_arraylike("concatenate", *arrays)
     if not arrays:
@@ -305,32 +326,38 @@ def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Array, ...]:
 
 def vstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     """``jnp.vstack``: concatenate along axis 0 after ``atleast_2d``."""
-    arrs = _rows(tup)
-    check_arraylike("vstack", *arrs)
-    return concatenate([atleast_2d(m) for m in arrs], axis=0, dtype=dtype)
+    if _is_array(tup):
+        # An array's rows, as JAX's: atleast_2d mapped over them, then one reshape.
+        return concatenate(vmap(atleast_2d)(tup), axis=0, dtype=dtype)
+    check_arraylike("vstack", *tup)
+    return concatenate([atleast_2d(m) for m in tup], axis=0, dtype=dtype)
 
 
 def hstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     """``jnp.hstack``: concatenate along axis 1 (axis 0 for 1-D inputs)."""
-    arrs = _rows(tup)
-    check_arraylike("hstack", *arrs)
-    arrs = [atleast_1d(m) for m in arrs]
+    if _is_array(tup):
+        arrs = vmap(atleast_1d)(tup)
+        return concatenate(arrs, axis=0 if arrs.ndim - 1 == 1 else 1, dtype=dtype)
+    check_arraylike("hstack", *tup)
+    arrs = [atleast_1d(m) for m in tup]
     return concatenate(arrs, axis=0 if arrs[0].ndim == 1 else 1, dtype=dtype)
 
 
 def dstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     """``jnp.dstack``: concatenate along axis 2 after ``atleast_3d``."""
-    arrs = _rows(tup)
-    check_arraylike("dstack", *arrs)
-    return concatenate([atleast_3d(m) for m in arrs], axis=2, dtype=dtype)
+    if _is_array(tup):
+        return concatenate(vmap(atleast_3d)(tup), axis=2, dtype=dtype)
+    check_arraylike("dstack", *tup)
+    return concatenate([atleast_3d(m) for m in tup], axis=2, dtype=dtype)
 
 
 def column_stack(tup: Any) -> Array:
     """``jnp.column_stack``: 1-D arrays become columns of a 2-D array."""
-    arrs = _rows(tup)
-    check_arraylike("column_stack", *arrs)
-    arrs = [lax.transpose(atleast_2d(a), (1, 0)) if np.ndim(a) < 2 else asarray(a)
-            for a in arrs]
+    if _is_array(tup):
+        arrs = vmap(lambda x: atleast_2d(x).T)(tup) if np.ndim(tup) < 3 else tup
+        return concatenate(arrs, axis=1)
+    check_arraylike("column_stack", *tup)
+    arrs = [atleast_2d(a).T if a.ndim < 2 else a for a in map(asarray, tup)]
     return concatenate(arrs, axis=1)
 
 
