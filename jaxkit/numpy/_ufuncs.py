@@ -591,6 +591,11 @@ def _logaddexp2(x1: Array, x2: Array) -> Array:
                           lax.abs(delta)))))))
 
 
+# The custom_jvp equations are named as JAX's (``custom_jvp_call[name=logaddexp ...]``).
+_logaddexp.fun.__name__ = "logaddexp"
+_logaddexp2.fun.__name__ = "logaddexp2"
+
+
 @_logaddexp2.defjvp
 def _logaddexp2_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     x1, x2 = primals
