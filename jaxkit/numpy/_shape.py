@@ -17,7 +17,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
 from jaxkit.transforms.vmap import vmap
-from jaxkit.numpy._creation import array, asarray, full, zeros_like
+from jaxkit.numpy._creation import asarray, full, zeros_like
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -622,90 +622,6 @@ def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis=axis)
-
-
-def delete(arr: ArrayLike, obj: Any, axis: int | None = None, *,
-           assume_unique_indices: bool = False) -> Array:
-    """``jnp.delete``: ``arr`` without the entries ``obj`` (concrete indices, a slice or a
-    mask) along ``axis``."""
-    a = ensure_arraylike("delete", arr)
-    if axis is None:
-        a = ravel(a)
-        axis = 0
-    axis = canonicalize_axis(axis, a.ndim)
-    n = a.shape[axis]
-    pre = (slice(None),) * axis
-    try:
-        i = operator.index(obj)
-    except TypeError:
-        pass
-    else:
-        i = canonicalize_axis(i, n)
-        return concatenate([getitem(a, pre + (slice(0, i),)),
-                            getitem(a, pre + (slice(i + 1, None),))], axis=axis)
-    if isinstance(obj, slice):
-        obj = np.arange(n)[obj]
-    obj_arr = np.asarray(core.concrete_or_error(obj, "'obj' array argument of jnp.delete()"))
-    if dtypes.issubdtype(obj_arr.dtype, np.integer):
-        mask = np.ones(n, dtype=bool)
-        mask[obj_arr] = False
-    elif obj_arr.dtype == bool:
-        if obj_arr.shape != (n,):
-            raise ValueError("np.delete(arr, obj): for boolean indices, obj must be "
-                             "one-dimensional with length matching specified axis.")
-        mask = ~obj_arr
-    else:
-        raise ValueError(f"np.delete(arr, obj): got obj.dtype={obj_arr.dtype}; must be integer "
-                         "or bool.")
-    return take(a, asarray(np.nonzero(mask)[0].astype(np.int32)), axis=axis, mode="clip")
-
-
-def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Array:
-    """``jnp.insert``: ``values`` inserted before the indices ``obj`` along ``axis``."""
-    a = ensure_arraylike("insert", arr)
-    values = asarray(values) if not isinstance(values, (list, tuple)) else array(values)
-    if axis is None:
-        a = ravel(a)
-        axis = 0
-    axis = canonicalize_axis(axis, a.ndim)
-    n = a.shape[axis]
-    if isinstance(obj, slice):
-        indices = np.arange(*obj.indices(n))
-    else:
-        indices = np.asarray(core.concrete_or_error(obj, "'obj' argument of jnp.insert()"))
-    if indices.ndim > 1:
-        raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
-                         f"scalar; got {obj}")
-    if not np.issubdtype(indices.dtype, np.integer):
-        if indices.size == 0:
-            indices = indices.astype(int)
-        else:
-            raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
-    values = array(values, ndmin=a.ndim, dtype=a.dtype, copy=False)
-    scalar_index = indices.ndim == 0
-    if indices.size == 1:
-        index = int(indices.ravel()[0])
-        if scalar_index:
-            values = moveaxis(values, 0, axis)
-        indices = np.full(values.shape[axis], index)
-    n_insert = broadcast_shapes(indices.shape, (values.shape[axis],))[0]
-    indices = np.clip(np.where(indices < 0, indices + n, indices), 0, n)
-    values_ind = indices.copy()
-    values_ind[np.argsort(indices, kind="stable")] += np.arange(n_insert)
-    arr_mask = np.ones(n + n_insert, dtype=bool)
-    arr_mask[values_ind] = False
-    arr_ind = np.nonzero(arr_mask)[0]
-    out_shape = list(a.shape)
-    out_shape[axis] += n_insert
-    out = zeros_like(a, shape=tuple(out_shape))
-    pre = (slice(None),) * axis
-    target = list(out_shape)
-    target[axis] = n_insert
-    values = broadcast_to_shape(values, tuple(target))
-    out = scatter_update(out, pre + (asarray(values_ind.astype(np.int32)),), values,
-                         lax.scatter, True, True)
-    return scatter_update(out, pre + (asarray(arr_ind.astype(np.int32)),), a, lax.scatter,
-                          True, True)
 
 
 @jitted(static_argnames=("new_shape",), inline=False)
