@@ -479,15 +479,17 @@ def indices(dimensions: Sequence[int], dtype: DTypeLike | None = None,
     dtype = _user_dtype(dtype) or dtypes.default_int_dtype()
     n = len(dimensions)
     out = []
+    s = tuple(dimensions)
     for i, d in enumerate(dimensions):
-        s = (1,) * i + (d,) + (1,) * (n - i - 1)
-        a = lax.reshape(lax.iota(dtype, d), s)
-        out.append(a if sparse else lax.broadcast_in_dim(a, tuple(dimensions), tuple(range(n))))
+        # As JAX's: each iota broadcast along its own axis (a size-1 elsewhere when sparse).
+        if sparse:
+            s = (1,) * i + (d,) + (1,) * (n - i - 1)
+        out.append(lax.broadcast_in_dim(lax.iota(dtype, d), s, (i,)))
     if sparse:
         return tuple(out)
     if not out:
         return zeros((0,), dtype)
-    return lax.concatenate([lax.expand_dims(o, (0,)) for o in out], 0)
+    return lax.stack(out, 0)
 
 
 def fromfunction(function: Callable, shape: Sequence[int], *, dtype: DTypeLike = float,

@@ -11,8 +11,9 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import arange, array, asarray, linspace, meshgrid, tri
-from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._creation import arange, array, asarray, indices, linspace, meshgrid, tri
+from jaxkit.numpy._elementwise import clip
+from jaxkit.numpy._indexing import scatter_update
 from jaxkit.numpy._promotion import (
     broadcast_arrays,
     check_arraylike,
@@ -21,7 +22,6 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._shape import concatenate, expand_dims, ravel, stack, tile, transpose
 from jaxkit.numpy._sorting import nonzero
-from jaxkit.numpy._ufuncs import remainder
 from jaxkit.typing import ArrayLike
 
 
@@ -226,18 +226,17 @@ def choose(a: ArrayLike, choices: Sequence[ArrayLike], out: None = None,
         raise ValueError("`a` array must be integer typed")
     n = len(choices)
     if mode == "raise":
-        arr = np.asarray(core.concrete_or_error(
+        arr = core.concrete_or_error(
             a, "The error occurred because jnp.choose was jit-compiled with mode='raise'. Use "
-               "mode='wrap' or mode='clip' instead."))
-        if np.any((arr < 0) | (arr >= n)):
+               "mode='wrap' or mode='clip' instead.")
+        if np.any((np.asarray(arr) < 0) | (np.asarray(arr) >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
-        a = remainder(a, n)
+        arr = asarray(a) % n
     elif mode == "clip":
-        a = lax.clamp(np.asarray(0, a.dtype)[()], a, np.asarray(n - 1, a.dtype)[()])
+        arr = clip(a, 0, n - 1)
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
-    a, *choices = broadcast_arrays(a, *choices)
-    stacked = stack(choices)
-    grids = tuple(lax.broadcasted_iota(np.int32, a.shape, d) for d in range(a.ndim))
-    return getitem(stacked, (a, *grids))
+    # As JAX's: index the array of the (broadcast) choices by ``arr`` and a sparse grid.
+    arr, *choices = broadcast_arrays(arr, *choices)
+    return array(choices)[(arr,) + indices(arr.shape, sparse=True)]

@@ -16,6 +16,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._creation import _user_dtype, arange, array, asarray, zeros
 from jaxkit.numpy._elementwise import clip
 from jaxkit.numpy._indexing import getitem, scatter_update
@@ -29,7 +30,7 @@ from jaxkit.numpy._promotion import (
 from jaxkit.numpy._reductions import any as _any
 from jaxkit.numpy._reductions import cumsum
 from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import (atleast_1d, expand_dims, moveaxis, ravel, swapaxes, transpose,
+from jaxkit.numpy._shape import (atleast_1d, expand_dims, moveaxis, ravel, transpose,
                                  vstack)
 from jaxkit.numpy._take import take
 from jaxkit.numpy._ufuncs import floor_divide, remainder, where3
@@ -121,29 +122,46 @@ def partition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """``jnp.partition``: the ``kth`` smallest element at position ``kth``, smaller ones
     (ascending) before it, larger ones (descending, as JAX's ``top_k``) after it."""
     arr = ensure_arraylike("partition", a)
+    if dtypes.issubdtype(arr.dtype, np.complexfloating):
+        raise NotImplementedError("jnp.partition for complex dtype is not implemented.")
     axis = canonicalize_axis(axis, arr.ndim)
     kth = canonicalize_axis(kth, arr.shape[axis])
-    arr = swapaxes(arr, axis, -1)
-    s = lax.sort(arr, dimension=arr.ndim - 1)
-    n = arr.shape[-1]
-    bottom = lax.slice_in_dim(s, 0, kth + 1, axis=arr.ndim - 1)
-    top = lax.rev(lax.slice_in_dim(s, kth + 1, n, axis=arr.ndim - 1), (arr.ndim - 1,))
-    return swapaxes(lax.concatenate([bottom, top], arr.ndim - 1), -1, axis)
+    arr = arr.swapaxes(axis, -1)
+    # JAX's two top_k: the kth + 1 smallest (largest of the negation) and the rest.
+    if dtypes.issubdtype(arr.dtype, np.unsignedinteger):
+        # Shifted by one so that 0 negates to a value below every other (unsigned wrap).
+        bottom = -lax.top_k(-(arr + 1), kth + 1)[0] - 1
+    else:
+        bottom = -lax.top_k(-arr, kth + 1)[0]
+    top = lax.top_k(arr, arr.shape[-1] - kth - 1)[0]
+    out = lax.concatenate([bottom, top], arr.ndim - 1)
+    return out.swapaxes(-1, axis)
 
 
 @jitted(static_argnames=("kth", "axis"), inline=False)
 def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """``jnp.argpartition``: indices that partition ``a`` (the ``kth + 1`` smallest first, in
     ascending order, then the others in index order, as JAX)."""
-    arr = ensure_arraylike("argpartition", a)
+    arr = ensure_arraylike("partition", a)
+    if dtypes.issubdtype(arr.dtype, np.complexfloating):
+        raise NotImplementedError("jnp.argpartition for complex dtype is not implemented.")
     axis = canonicalize_axis(axis, arr.ndim)
     kth = canonicalize_axis(kth, arr.shape[axis])
-    arr = swapaxes(arr, axis, -1)
-    last = arr.ndim - 1
-    perm = argsort(arr, axis=-1)
-    bottom = lax.slice_in_dim(perm, 0, kth + 1, axis=last)
-    top = lax.sort(lax.slice_in_dim(perm, kth + 1, arr.shape[-1], axis=last), dimension=last)
-    return swapaxes(lax.concatenate([bottom, top], last), -1, axis)
+    arr = arr.swapaxes(axis, -1)
+    if dtypes.issubdtype(arr.dtype, np.unsignedinteger):
+        bottom_ind = lax.top_k(-(arr + 1), kth + 1)[1]
+    else:
+        bottom_ind = lax.top_k(-arr, kth + 1)[1]
+    # The other indices, in index order even with ties: top_k of a proxy that is 0 at the
+    # bottom indices and 1 elsewhere.
+    def set_to_zero(p, i):
+        return p.at[i].set(0)
+    for _ in range(arr.ndim - 1):
+        set_to_zero = vmap(set_to_zero)
+    proxy = set_to_zero(lax.full(arr.shape, 1.0), bottom_ind)
+    top_ind = lax.top_k(proxy, arr.shape[-1] - kth - 1)[1]
+    out = lax.concatenate([bottom_ind, top_ind], arr.ndim - 1)
+    return out.swapaxes(-1, axis)
 
 
 # --------------------------------------------------------------------------------------------
