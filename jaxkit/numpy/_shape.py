@@ -361,7 +361,7 @@ def column_stack(tup: Any) -> Array:
     return concatenate(arrs, axis=1)
 
 
-@jitted(inline=False)
+@jitted(inline=False, pytree_args=True)
 def block(arrays: Any) -> Array:
     """``jnp.block``: assemble an array from nested lists of blocks."""
     out, _ = _block(arrays)
