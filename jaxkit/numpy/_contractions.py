@@ -19,7 +19,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.lax.sharding import lay_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
-from jaxkit.numpy._creation import eye, zeros_like
+from jaxkit.numpy._creation import arange, eye, zeros, zeros_like
 from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -148,10 +148,12 @@ def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = 
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"axes must match; got shapes {x1.shape} and {x2.shape} with "
                          f"axis={axis}")
-    x1 = lax.expand_dims(moveaxis(conjugate(x1), axis, -1), (-2,))
-    x2 = lax.expand_dims(moveaxis(x2, axis, -1), (-1,))
-    out = matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
-    return lax.squeeze(out, (out.ndim - 2, out.ndim - 1))
+    x1 = moveaxis(x1, axis, -1)
+    x2 = moveaxis(x2, axis, -1)
+    # As JAX's: vdot vectorized over the other axes.
+    return vectorize(partial(vdot, precision=precision,
+                             preferred_element_type=preferred_element_type),
+                     signature="(n),(n)->()")(x1, x2)
 
 
 @jitted(inline=False)
@@ -317,8 +319,16 @@ def _diag(v: Array, k: int) -> Array:
 
 def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """``jnp.diagflat``: a 2-D array with the flattened ``v`` on the ``k``-th diagonal."""
-    v = ensure_arraylike("diagflat", v)
-    return diag(ravel(v), k)
+    check_arraylike("diagflat", v)
+    # As JAX's: one scatter into the flattened square result.
+    v_ravel = ravel(v)
+    v_length = len(v_ravel)
+    adj_length = v_length + abs(k)
+    res = zeros(adj_length * adj_length, dtype=v_ravel.dtype)
+    i = arange(0, adj_length - abs(k))
+    fi = i + k + i * adj_length if k >= 0 else i + (i - k) * adj_length
+    res = res.at[fi].set(v_ravel)
+    return res.reshape(adj_length, adj_length)
 
 
 @jitted(static_argnames=("axis1", "axis2", "dtype", "out"), inline=False)

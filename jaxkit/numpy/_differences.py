@@ -22,7 +22,6 @@ from jaxkit.numpy._promotion import (
     promote_dtypes_inexact,
 )
 from jaxkit.numpy._reductions import cumsum
-from jaxkit.numpy._reductions import sum as _sum
 from jaxkit.numpy._shape import concatenate, moveaxis, ravel
 from jaxkit.numpy._sorting import searchsorted
 from jaxkit.numpy._ufuncs import true_divide
@@ -110,11 +109,11 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
         y_arr, x_arr = promote_dtypes_inexact(y, x)
         dx_arr = diff(x_arr) if x_arr.ndim == 1 else moveaxis(diff(x_arr, axis=axis), axis, -1)
     y_arr = moveaxis(y_arr, axis, -1)
-    n = y_arr.shape[-1]
-    last = y_arr.ndim - 1
-    mid = lax.add(lax.slice_in_dim(y_arr, 1, n, axis=last),
-                  lax.slice_in_dim(y_arr, 0, n - 1, axis=last))
-    return multiply(0.5, _sum(multiply(dx_arr, mid), axis=-1))
+    # JAX's fast path when dx is constant along the axis: the sum less half the end points.
+    if dx_arr.ndim == 0 or dx_arr.shape[-1] == 1:
+        dx_reduced = dx_arr if dx_arr.ndim == 0 else dx_arr[..., 0]
+        return dx_reduced * (y_arr.sum(-1) - 0.5 * (y_arr[..., 0] + y_arr[..., -1]))
+    return 0.5 * (dx_arr * (y_arr[..., 1:] + y_arr[..., :-1])).sum(-1)
 
 
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None = None,
