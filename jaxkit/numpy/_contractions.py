@@ -19,7 +19,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.lax.sharding import lay_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
-from jaxkit.numpy._creation import arange, eye, zeros, zeros_like
+from jaxkit.numpy._creation import arange, array, eye, zeros, zeros_like
 from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -31,8 +31,8 @@ from jaxkit.numpy._promotion import (
     promote_dtypes,
 )
 from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import moveaxis, ravel, reshape, stack
-from jaxkit.numpy._ufuncs import conjugate, multiply, subtract, where3
+from jaxkit.numpy._shape import moveaxis, ravel, reshape
+from jaxkit.numpy._ufuncs import conjugate, multiply, where3
 from jaxkit.numpy._vectorize import vectorize
 from jaxkit.typing import Array, ArrayLike
 
@@ -249,15 +249,17 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     b = moveaxis(b, axisb, -1)
     if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
         raise ValueError("Dimension must be either 2 or 3 for cross product")
-    comp = lambda x, i: getitem(x, (Ellipsis, i))
+    # JAX's order of equations: the components of a, then of b; the result an array of the
+    # three differences (one expand_dims each, then a concatenate).
     if a.shape[-1] == 2 and b.shape[-1] == 2:
-        return subtract(multiply(comp(a, 0), comp(b, 1)), multiply(comp(a, 1), comp(b, 0)))
-    a0, a1, b0, b1 = comp(a, 0), comp(a, 1), comp(b, 0), comp(b, 1)
-    a2 = comp(a, 2) if a.shape[-1] == 3 else zeros_like(a0)
-    b2 = comp(b, 2) if b.shape[-1] == 3 else zeros_like(b0)
-    c = stack([subtract(multiply(a1, b2), multiply(a2, b1)),
-               subtract(multiply(a2, b0), multiply(a0, b2)),
-               subtract(multiply(a0, b1), multiply(a1, b0))])
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    a0 = a[..., 0]
+    a1 = a[..., 1]
+    a2 = a[..., 2] if a.shape[-1] == 3 else zeros_like(a0)
+    b0 = b[..., 0]
+    b1 = b[..., 1]
+    b2 = b[..., 2] if b.shape[-1] == 3 else zeros_like(b0)
+    c = array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
     return moveaxis(c, 0, axisc)
 
 

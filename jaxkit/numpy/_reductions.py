@@ -269,11 +269,12 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
             if weights.shape != tuple(a.shape[ax] for ax in axes):
                 raise ValueError("Shape of weights must be consistent with shape of a along "
                                  "specified axis.")
-            order = tuple(int(i) for i in np.argsort(axes))
-            weights = lax.broadcast_in_dim(lax.transpose(weights, order), a.shape,
-                                           tuple(sorted(axes)))
+            # As JAX's: size 1 along the other axes (the ufuncs broadcast it).
+            new_shape = tuple(d if i in axes else 1 for i, d in enumerate(a.shape))
+            weights = lax.reshape(weights, new_shape,
+                                  tuple(int(i) for i in np.argsort(axes)))
         weights_sum = sum(weights, axis=axis, keepdims=keepdims)
-        avg = lax.div(sum(lax.mul(a, weights), axis=axis, keepdims=keepdims), weights_sum)
+        avg = sum(a * weights, axis=axis, keepdims=keepdims) / weights_sum
     if returned:
         if avg.shape != weights_sum.shape:
             weights_sum = broadcast_to_shape(weights_sum, avg.shape)
