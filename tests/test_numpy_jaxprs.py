@@ -107,7 +107,7 @@ RECORDS = [
                                       N.meshgrid(x[0], x[1], indexing="ij", sparse=True)),
      (2, 3), ("float32",)),
     ("stack_rows_of_array", lambda N: lambda x: (N.concatenate(x), N.hstack(x),
-                                                 N.concatenate(x[None], axis=2)), (2, 3),
+                                                 N.concatenate(x[None], axis=1)), (2, 3),
      KINDS[:4]),
     ("full_weak_fill", lambda N: lambda x: N.full((2,), 1.5) + x[0, :2], (2, 3), ("float32",)),
     ("around_fmin_ptp", lambda N: lambda x: (N.around(x, 1), N.fmin(x, x[0]), N.ptp(x, 1)),
