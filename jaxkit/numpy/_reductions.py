@@ -436,28 +436,46 @@ def argmin(a: ArrayLike, axis: int | None = None, out: None = None,
     return _arg_reduction("argmin", "argmin", a, axis, keepdims)
 
 
-def _nan_arg(name: str, fn: Callable, fill: float, a: ArrayLike, axis: int | None,
-             keepdims: bool | None) -> Array:
-    a = ensure_arraylike(name, a)
+def _nan_arg(name: str, fn: Callable, fill: float, a: Array, axis: int | None,
+             keepdims: bool) -> Array:
+    # JAX's body: NaNs replaced by -inf (inf for argmin), -1 where a slice is all NaN; the
+    # fills stay Python scalars, so _where converts them as in JAX.
     if not dtypes.issubdtype(a.dtype, np.inexact):
         return fn(a, axis=axis, keepdims=keepdims)
     nan_mask = lax.ne(a, a)
-    a = where3(nan_mask, np.asarray(fill, a.dtype)[()], a)
+    a = where3(nan_mask, fill, a)
     res = fn(a, axis=axis, keepdims=keepdims)
-    return where3(all(nan_mask, axis=axis, keepdims=bool(keepdims)),
-                  np.asarray(-1, res.dtype)[()], res)
+    return where3(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+
+
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
+def _nanargmax(a: Array, axis: int | None = None, keepdims: bool = False) -> Array:
+    return _nan_arg("nanargmax", argmax, -np.inf, a, axis, keepdims)
+
+
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
+def _nanargmin(a: Array, axis: int | None = None, keepdims: bool = False) -> Array:
+    return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
 
 
 def nanargmax(a: ArrayLike, axis: int | None = None, out: None = None,
               keepdims: bool | None = None) -> Array:
     """``jnp.nanargmax``: ``argmax`` ignoring NaNs (-1 where all are NaN)."""
-    return _nan_arg("nanargmax", argmax, -np.inf, a, axis, keepdims)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanargmax is not supported.")
+    a = ensure_arraylike("nanargmax", a)
+    return _nanargmax(a, None if axis is None else operator.index(axis),
+                      keepdims=bool(keepdims))
 
 
 def nanargmin(a: ArrayLike, axis: int | None = None, out: None = None,
               keepdims: bool | None = None) -> Array:
     """``jnp.nanargmin``: ``argmin`` ignoring NaNs (-1 where all are NaN)."""
-    return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanargmin is not supported.")
+    a = ensure_arraylike("nanargmin", a)
+    return _nanargmin(a, None if axis is None else operator.index(axis),
+                      keepdims=bool(keepdims))
 
 
 # --------------------------------------------------------------------------------------------
