@@ -131,6 +131,11 @@ RECORDS = [
     ("trapezoid_vecdot_diagflat", lambda N: lambda x: (N.trapezoid(x), N.vecdot(x, x),
                                                        N.diagflat(x[0], 1)), (2, 3),
      ("float32", "complex64")),
+    ("gcd", lambda N: lambda x: N.gcd(x, x[0]), (2, 3), ("int32",)),
+    ("lcm", lambda N: lambda x: N.lcm(x, 3), (2, 3), ("int32",)),
+    ("nanarg_cross_average", lambda N: lambda x: (
+        N.nanargmax(x, 1), N.nanargmin(x), N.cross(x, x[::-1]),
+        N.average(x, axis=1, weights=x[0])), (2, 3), ("float32",)),
     ("linspace", lambda N: lambda x: (N.linspace(x[0, 0], x[1], 4), N.linspace(0, 1, 3),
                                       N.logspace(0.0, x[0, 1], 3), N.geomspace(1.0, x[1], 2)),
      (2, 3), ("float32",)),

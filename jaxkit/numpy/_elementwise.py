@@ -345,15 +345,13 @@ def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
     x1, x2 = broadcast_arrays(x1, x2)
 
     def cond(xs):
-        return _any(lax.ne(xs[1], _const(xs[1], 0)))
+        return _any(xs[1] != 0)
 
     def body(xs):
+        # JAX's loop body (an integer rem by 0 is defined in XLA; its lanes are discarded).
         a, b = xs
-        nz = lax.ne(b, _const(b, 0))
-        safe_b = lax.select(nz, b, lax.full_like(b, 1))
-        a, b = lax.select(nz, b, a), lax.select(nz, lax.rem(a, safe_b), lax.full_like(b, 0))
-        lt = lax.lt(a, b)
-        return (lax.select(lt, b, a), lax.select(lt, a, b))
+        a, b = (where3(b != 0, b, a), where3(b != 0, lax.rem(a, b), _const(b, 0)))
+        return (where3(a < b, b, a), where3(a < b, a, b))
 
     out, _ = lax.while_loop(cond, body, (absolute(x1), absolute(x2)))
     return out
@@ -367,6 +365,4 @@ def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
     x1, x2 = absolute(x1), absolute(x2)
     d = gcd(x1, x2)
-    zero = lax.eq(d, _const(d, 0))
-    safe_d = lax.select(zero, lax.full_like(d, 1), d)
-    return where3(zero, _const(d, 0), multiply(x1, floor_divide(x2, safe_d)))
+    return where3(d == 0, _const(d, 0), multiply(x1, floor_divide(x2, d)))
