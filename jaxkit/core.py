@@ -722,7 +722,7 @@ def _vars_doc(names: Sequence[str], sep: str = "") -> pp.Doc:
 def _eqn_doc(eqn: JaxprEqn, namer: Namer, used: set | None = None,
              top_level: bool = True) -> pp.Doc:
     def binder(v):
-        unused = isinstance(v, DropVar) or (used is not None and v not in used)
+        unused = isinstance(v, DropVar) or (top_level and used is not None and v not in used)
         return f"{'_' if unused else namer(v)}:{v.aval.str_short()}"
 
     custom = pp_eqn_rules.get(eqn.primitive)
@@ -789,12 +789,8 @@ def _jaxpr_doc(jaxpr: Jaxpr, namer: Namer, top_level: bool) -> pp.Doc:
 
     constvars = binders(jaxpr.constvars)
     invars = binders(jaxpr.invars)
-    # As JAX, only the printed jaxpr itself shows its unused results as ``_``: nested and
-    # shared jaxprs name every result.
-    used = None
-    if top_level:
-        used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
-        used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+    used.update(v for v in jaxpr.outvars if type(v) is not Literal)
     eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, used, top_level) for e in jaxpr.eqns])
     outs = pp.concat([pp.text("("), _vars_doc([namer(v) for v in jaxpr.outvars], sep=","),
                       pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])
