@@ -491,11 +491,12 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
 
 
 def _convert_element_type_fold(operand, *, new_dtype, weak_type, **_):
-    # A Python int made a weakly typed int, float or complex while staging
-    # (``full_like(x, 0)`` of a weak ``x``): JAX folds it to a literal, a Python scalar as weak
-    # as the result, and no equation.
-    if weak_type and type(operand) is int:
-        for kind in (int, float, complex):
+    # A Python scalar made a weakly typed scalar of its kind or a wider one while staging
+    # (``full_like(x, 0)`` of a weak ``x``, ``jnp.full(s, 1.5)``): JAX folds it to a literal,
+    # a Python scalar as weak as the result, and no equation.
+    kinds = {int: (int, float, complex), float: (float, complex), complex: (complex,)}
+    if weak_type and type(operand) in kinds:
+        for kind in kinds[type(operand)]:
             if new_dtype == dtypes.canonicalize_dtype(dtypes.dtype(kind(0))):
                 return kind(operand), core.ShapedArray((), new_dtype, weak_type=True)
     # A strongly typed conversion of a rank-0 host constant (``jnp.zeros((), uint32)``) is a
