@@ -478,24 +478,32 @@ shr.defur(split_p, shr.sharding_ur.keep_each_rule(lambda x, *, sizes, axis: len(
 
 # ---- convert_element_type ------------------------------------------------------------------
 def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
-                         weak_type: bool = False) -> Array:
-    """Cast to ``new_dtype`` (canonicalised). Lowers to ``stablehlo.convert``."""
+                         weak_type: bool = False, *, sharding: Any = None) -> Array:
+    """Cast to ``new_dtype`` (canonicalised). Lowers to ``stablehlo.convert``. ``sharding``
+    (a type-level ``NamedSharding``, what ``jnp.array(out_sharding=)`` asks for) types the
+    result's layout too; it is a parameter only when given."""
     aval = core.get_aval(operand)
     if dtypes.is_extended(aval.dtype) or dtypes.is_extended(new_dtype):
         return _convert_extended(operand, aval, new_dtype)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \
-            not isinstance(operand, (int, float, complex, np.generic)):
-        return operand
-    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+            not isinstance(operand, (int, float, complex, np.generic)) and \
+            (sharding is None or shr.type_sharding_of(sharding, aval.ndim) == aval._sharding):
+        return operand  # as JAX forwards an equation whose type is its operand's
+    extra = {} if sharding is None else {"sharding": sharding}
+    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type),
+                                       **extra)
 
 
-def _convert_element_type_fold(operand, *, new_dtype, weak_type, **_):
-    # A Python int made a weakly typed int, float or complex while staging
-    # (``full_like(x, 0)`` of a weak ``x``): JAX folds it to a literal, a Python scalar as weak
-    # as the result, and no equation.
-    if weak_type and type(operand) is int:
-        for kind in (int, float, complex):
+def _convert_element_type_fold(operand, *, new_dtype, weak_type, sharding=None):
+    if sharding is not None:
+        return None  # a laid-out constant is an equation, as in JAX
+    # A Python int made a weakly typed int, float or complex (a float a weak float, a complex
+    # a weak complex) while staging (``full_like(x, 0)`` of a weak ``x``, ``full(s, 1.5)``):
+    # JAX folds it to a literal, a Python scalar as weak as the result, and no equation.
+    kinds = {int: (int, float, complex), float: (float,), complex: (complex,)}
+    if weak_type and type(operand) in kinds:
+        for kind in kinds[type(operand)]:
             if new_dtype == dtypes.canonicalize_dtype(dtypes.dtype(kind(0))):
                 return kind(operand), core.ShapedArray((), new_dtype, weak_type=True)
     # A strongly typed conversion of a rank-0 host constant (``jnp.zeros((), uint32)``) is a
@@ -509,24 +517,40 @@ def _convert_element_type_fold(operand, *, new_dtype, weak_type, **_):
     return None
 
 
-def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type, **sharding):
     (x,), (t,) = primals, tangents
-    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type, **sharding)
     out_aval = core.get_aval(out).to_tangent_aval()
     if type(t) is ad.Zero or out_aval.dtype == dtypes.float0 or \
             core.get_aval(t).dtype == dtypes.float0:
         return out, ad.Zero(out_aval)
-    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type,
+                                            **sharding)
 
 
-def _convert_element_type_transpose(ct, operand, *, new_dtype, weak_type):
+def _convert_element_type_transpose(ct, operand, *, new_dtype, weak_type, sharding=None):
     old = operand.aval
     if type(ct) is ad.Zero or old.to_tangent_aval().dtype == dtypes.float0:
         return [ad.Zero(old.to_tangent_aval())]
-    return [convert_element_type_p.bind(ct, new_dtype=old.dtype, weak_type=old.weak_type)]
+    # Back to the operand's type, its layout included when the forward one changed it.
+    back = {} if sharding is None else {"sharding": old._sharding}
+    return [convert_element_type_p.bind(ct, new_dtype=old.dtype, weak_type=old.weak_type,
+                                        **back)]
 
 
-def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type):
+def _convert_element_type_batch(axis_data, args, dims, *, new_dtype, weak_type,
+                                sharding=None):
+    (x,), (d,) = args, dims
+    if sharding is not None and d is not batching.not_mapped:  # the batch keeps its layout
+        parts = list(sharding.spec) + [None] * (np.ndim(x) - 1 - len(sharding.spec))
+        parts.insert(d, axis_data.explicit_mesh_axis)
+        sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(*parts))
+    extra = {} if sharding is None else {"sharding": sharding}
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type,
+                                       **extra), d
+
+
+def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type, sharding=None):
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
     if dtypes.issubdtype(aval_in.dtype, np.complexfloating) and \
             not dtypes.issubdtype(new_dtype, np.complexfloating):
@@ -539,13 +563,18 @@ def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type):
 
 
 convert_element_type_p = standard_primitive(
-    lambda x, **_: x.shape, lambda x, *, new_dtype, weak_type: np.dtype(new_dtype),
-    "convert_element_type", lambda x, *, new_dtype, weak_type: weak_type)
+    lambda x, **_: x.shape, lambda x, *, new_dtype, **_: np.dtype(new_dtype),
+    "convert_element_type", lambda x, *, weak_type, **_: weak_type)
 ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
 pe.const_fold_rules[convert_element_type_p] = _convert_element_type_fold
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
-batching.defvectorized(convert_element_type_p)
-shr.defsharding(convert_element_type_p, shr.unary_rule)
+batching.defrule(convert_element_type_p, _convert_element_type_batch)
+shr.defsharding(convert_element_type_p, lambda x, *, sharding=None, **_: (
+    shr.unary_rule(x) if sharding is None else sharding))
+lay_out_eager_results(convert_element_type_p)
+# The layout is the binder's type, as JAX prints it.
+core.defpp_params(convert_element_type_p, lambda params: {
+    k: v for k, v in params.items() if k != "sharding"})
 shr.defur(convert_element_type_p, shr.sharding_ur.keep_rule)
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 
