@@ -273,13 +273,15 @@ def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
 def _reshard_impl(x, *, sharding: NamedSharding):
     # Into a mesh with Auto axes (``auto_axes``): the array keeps its layout over those axes
     # (XLA's to choose), only its mesh's axis types change, as JAX's eager reshard gives.
+    # (A spec naming Auto axes, which JAX refuses, lays out just as asked.)
     s = getattr(x, "_sharding", None) if type(x) is ShardedArray else None
     mesh = sharding.mesh
+    kinds = dict(zip(mesh.axis_names, mesh.axis_types))
+    named = {a for axes in sharding.spec._normalized(0) for a in axes}
     if (AxisType.Auto in mesh.axis_types and type(s) is NamedSharding
-            and s.mesh.shape_tuple == mesh.shape_tuple and not s.spec.unreduced):
-        kinds = dict(zip(mesh.axis_names, mesh.axis_types))
+            and s.mesh.shape_tuple == mesh.shape_tuple and not s.spec.unreduced
+            and all(kinds[a] is not AxisType.Auto for a in named)):
         ndim = np.ndim(x)
-        named = {a for axes in sharding.spec._normalized(0) for a in axes}
         kept = [[a for a in axes if kinds[a] is AxisType.Auto and a not in named]
                 for axes in s.spec._normalized(ndim)]
         parts = [tuple(axes) + tuple(extra) or None
