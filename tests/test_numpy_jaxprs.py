@@ -189,11 +189,6 @@ SIGNATURE_EXCEPTIONS = {
     # JAX's own signature is an opaque ``(*args, **kwargs)`` wrapper: nothing to compare.
     "fromiter": "JAX's is (*args, **kwargs)",
     "set_printoptions": "JAX's is (*args, **kwargs)",
-    # ``out_sharding`` types the result over Explicit mesh axes: JAX wraps these functions'
-    # bodies in ``auto_axes`` (percentile, repeat, bincount's scatter) or lays a traced
-    # constant out (array, asarray); jaxkit's ``auto_axes`` sits above jaxkit.numpy's layer.
-    **{name: "out_sharding not supported yet" for name in (
-        "array", "asarray", "bincount", "percentile", "repeat")},
 }
 
 

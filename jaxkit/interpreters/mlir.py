@@ -431,7 +431,7 @@ def _laid_out_as_typed(ctx: ModuleContext, x: Any, aval: Any) -> Any:
     typed = getattr(aval, "_sharding", None)
     if typed is None or typed.mesh.shape_tuple != tuple(ctx.mesh):
         return x
-    return sharding_constraint(x, typed.sdy_attr(len(aval.shape)))
+    return sharding_constraint(x, typed.sdy_attr(len(aval.shape), modify_wrt_axis_types=True))
 
 
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:

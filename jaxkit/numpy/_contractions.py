@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax.sharding import lay_out
+from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.numpy._creation import arange, array, eye, zeros, zeros_like
 from jaxkit.numpy._indexing import getitem
@@ -440,6 +441,12 @@ def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any 
         return _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
                        preferred_element_type=preferred_element_type,
                        _dot_general=_dot_general, out_sharding=sharding)
+    if sharding is not None and len(operands) > 2:
+        # Several contractions run under auto_axes, the result laid out as asked (JAX's).
+        return auto_axes_out(lambda *ops: _einsum(
+            subscripts, *ops, out=out, optimize=optimize, precision=precision,
+            preferred_element_type=preferred_element_type, _dot_general=_dot_general),
+            sharding)(*ensure_arraylike("einsum", *operands))
     return lay_out(_einsum(subscripts, *operands, out=out, optimize=optimize,
                            precision=precision, preferred_element_type=preferred_element_type,
                            _dot_general=_dot_general),
@@ -509,6 +516,9 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
     for k in range(1, len(pending)):
         y, yt = pending[k]
         later = set(out_term).union(*(t for _, t in pending[k + 1:]))
+        if k == len(pending) - 1 and _swapped_is_output(xt, yt, later, out_term):
+            # As JAX's: the other operand order when it gives the output with no transpose.
+            x, xt, y, yt = y, yt, x, xt
         shared = [c for c in xt if c in yt]
         batch = [c for c in shared if c in later]
         contract = [c for c in shared if c not in later]
@@ -532,6 +542,18 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
     perm = tuple(xt.index(c) for c in out_term)
     x = lax.transpose(x, perm)
     return lax.convert_element_type(x, dt, weak_type=weak)
+
+
+def _contracted_term(xt: str, yt: str, later: set) -> str:
+    """The labels of ``dot_general(x, y)``: batch, then ``x``'s free, then ``y``'s free."""
+    shared = [c for c in xt if c in yt]
+    return ("".join(c for c in shared if c in later) +
+            "".join(c for c in xt if c not in shared) + "".join(c for c in yt if c not in shared))
+
+
+def _swapped_is_output(xt: str, yt: str, later: set, out_term: str) -> bool:
+    return (_contracted_term(xt, yt, later) != out_term
+            and _contracted_term(yt, xt, later) == out_term)
 
 
 def _einsum_dot_sharding(s: Any, out_term: str, dot_term: str) -> Any:

@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
+from jaxkit.lax.sharding import reshard_leaves
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._jitted import jitted
@@ -60,10 +61,31 @@ def _is_jax_array(x: Any) -> bool:
 
 
 def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = True,
-          order: str | None = "K", ndmin: int = 0) -> Array:
+          order: str | None = "K", ndmin: int = 0, device: Any = None,
+          out_sharding: Any = None) -> Array:
     """``jnp.array``: an array from an array, a scalar or nested lists/tuples of them.
     ``copy``, ``order`` and ``ndmin`` given positionally still work, with JAX 0.10.2's
-    DeprecationWarning."""
+    DeprecationWarning. ``out_sharding`` (over Explicit mesh axes) types the result's layout
+    (the final conversion's, as JAX's); ``device`` places a concrete result."""
+    sharding = _out_sharding(device, out_sharding, "jnp.array")
+    out = _array(object, dtype, *args, copy=copy, order=order, ndmin=ndmin, sharding=sharding)
+    if device is not None and not isinstance(out, core.Tracer):
+        out = _on_device(out, device)
+    return out
+
+
+def _on_device(x: Array, device: Any) -> Array:
+    """``x`` placed as a ``device=`` argument asks: a device, or a sharding."""
+    devices = getattr(device, "device_set", None)
+    if devices is None:
+        return device_put_value(x, device)
+    if len(devices) == 1:
+        return device_put_value(x, next(iter(devices)))
+    return reshard_leaves(x, device)
+
+
+def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: str | None,
+           ndmin: int, sharding: Any) -> Array:
     if args:
         if len(args) > 3:
             raise TypeError(f"array() takes at most 5 positional arguments but "
@@ -74,7 +96,7 @@ def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = 
         copy, order, ndmin = (list(args) + [copy, order, ndmin][len(args):])[:3]
         warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array positionally "
                       "is deprecated. Use keyword arguments instead.", DeprecationWarning,
-                      stacklevel=2)
+                      stacklevel=3)
     if order is not None and order not in ("K", "A", "C"):
         raise NotImplementedError("Only implemented for order='K', 'A' or 'C'")
     ndmin = operator.index(ndmin)
@@ -121,23 +143,27 @@ def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = 
                 raise TypeError(f"Unexpected input type for array: {type(object)}") from e
             # A ValueError (a ragged nested list) propagates with NumPy's message, as in JAX.
             out = device_put_value(host, weak_type=weak)
+    if sharding is not None:
+        out = lax.convert_element_type(out, dtype, weak, sharding=sharding)
     if ndmin > np.ndim(out):
         out = lax.expand_dims(out, tuple(range(ndmin - np.ndim(out))))
     return out
 
 
-def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None,
-            copy: bool | None = None) -> Array:
+def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
+            copy: bool | None = None, device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.asarray``: like ``array`` but returns a jaxkit array unchanged when it can."""
     if copy is False and isinstance(a, (list, tuple)):
         pass  # NumPy raises here; JAX accepts (it always copies host data)
-    if dtype is None and _is_jax_array(a):
-        return a
-    if dtype is not None and isinstance(a, (Array, core.Tracer)):
-        dt = _user_dtype(dtype)
-        if a.dtype == dt and not a.weak_type:
+    if device is None and out_sharding is None:
+        if dtype is None and _is_jax_array(a):
             return a
-    return array(a, dtype=dtype, copy=bool(copy), order=order)
+        if dtype is not None and isinstance(a, (Array, core.Tracer)):
+            dt = _user_dtype(dtype)
+            if a.dtype == dt and not a.weak_type:
+                return a
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
+                 out_sharding=out_sharding)
 
 
 def copy(a: ArrayLike, order: str | None = None) -> Array:

@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array
-from jaxkit.runtime.sharding import PartitionSpec
+from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
+                                     current_abstract_mesh)
 from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._creation import asarray, full, zeros_like
 from jaxkit.numpy._indexing import getitem, scatter_update
@@ -474,14 +476,37 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
 
 
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
-           total_repeat_length: int | None = None) -> Array:
+           total_repeat_length: int | None = None, out_sharding: Any = None) -> Array:
     """``jnp.repeat``: each element repeated ``repeats`` times along ``axis``. Traced
-    ``repeats`` need a static ``total_repeat_length``."""
+    ``repeats`` need a static ``total_repeat_length``. Over a mesh with Explicit axes the body
+    runs under ``auto_axes``, laid out as ``out_sharding`` (default: as ``a``, whose repeated
+    axis must then be unsplit), as JAX's."""
     check_arraylike("repeat", a)
     a = asarray(a)
     if axis is None:
         a = ravel(a)
         axis = 0
+    sharding = resolve_out_sharding("repeat", out_sharding)
+    context = current_abstract_mesh()
+    if sharding is None and AxisType.Explicit in context.axis_types:
+        typed = core.get_aval(a)._sharding
+        if typed is None:
+            sharding = NamedSharding(context, PartitionSpec())
+        elif typed.spec.partitions[axis] is not None:
+            raise ValueError("Please pass sharding to `jnp.repeat` via `out_sharding` "
+                             "parameter.")
+        else:
+            sharding = typed
+    if sharding is None:
+        return _repeat(a, repeats, axis, total_repeat_length)
+    if total_repeat_length is None:
+        return auto_axes_out(lambda x: _repeat(x, repeats, axis, None), sharding)(a)
+    return auto_axes_out(lambda r, x: _repeat(x, r, axis, total_repeat_length),
+                         sharding)(repeats, a)
+
+
+def _repeat(a: Array, repeats: ArrayLike, axis: int,
+            total_repeat_length: int | None) -> Array:
     axis = canonicalize_axis(operator.index(axis), a.ndim) if a.ndim else 0
     if total_repeat_length is None:
         repeats = np.asarray(core.concrete_or_error(

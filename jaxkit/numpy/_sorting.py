@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.avals import ShardingTypeError
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.transforms.vmap import vmap
@@ -242,9 +244,10 @@ _SIZE_HINT = ("The size argument of jnp.nonzero must be statically specified to 
 
 
 def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
-             length: int | None = None) -> Array:
+             length: int | None = None, out_sharding: Any = None) -> Array:
     """``jnp.bincount``: the number of occurrences (or summed weights) of each value of the
-    non-negative integer array ``x``; ``length`` must be static under ``jit``."""
+    non-negative integer array ``x``; ``length`` must be static under ``jit``.
+    ``out_sharding`` may only be replicated (or unreduced over every mesh axis), as JAX's."""
     x = ensure_arraylike("bincount", x)
     if x.dtype == np.bool_:
         x = lax.convert_element_type(x, np.int32)
@@ -269,9 +272,20 @@ def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0,
         weights = ensure_arraylike("bincount", weights)
         if weights.shape != x.shape:
             raise ValueError("shape of weights must match shape of x.")
+    sharding = resolve_out_sharding("jnp.bincount", out_sharding)
+    if sharding is not None and not _replicated_or_unreduced(sharding):
+        raise ShardingTypeError("out_sharding passed to `jnp.bincount` can only be fully "
+                                "replicated or fully unreduced along all mesh axes")
     # JAX's ``zeros(length).at[clip(x, 0)].add(weights, mode='drop')``, in that order.
     out = zeros(length, dtypes.dtype(weights))
-    return scatter_update(out, clip(x, 0), weights, lax.scatter_add, False, False, "drop")
+    return scatter_update(out, clip(x, 0), weights, lax.scatter_add, False, False, "drop",
+                          out_sharding=sharding)
+
+
+def _replicated_or_unreduced(s: Any) -> bool:
+    split = any(axes for axes in s.spec._normalized(0))
+    return not split and (not s.spec.unreduced or
+                          set(s.spec.unreduced) == set(s.mesh.axis_names))
 
 
 def nonzero(a: ArrayLike, *, size: int | None = None,
