@@ -202,16 +202,17 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
     if _placement.spread:
         where = _placed_together(args)
-        if where is None:  # anything else: placed by the general rule, moved there
-            where, committed = placement(args, prim.name, inner=True)
-            device = where._device
-            bufs = [x._buf if type(x) is Array and x._buf._sharding is where
-                    else to_buffer(x, a, device) for x, a in zip(args, avals)]
-        else:
-            where, committed = where
-            bufs = [x._buf for x in args]
+        together = where is not None
+        where, committed = where if together else placement(args, prim.name, inner=True)
+        # The program first: its abstract evaluation raises the primitive's own errors
+        # (an unreduced operand's rule) before any argument is moved.
         program = programs.get((prim, avals, tuple(params.items()), where),
                                _compile_primitive, prim, avals, params, where._device)
+        if together:
+            bufs = [x._buf for x in args]
+        else:  # placed by the general rule: moved there
+            bufs = [x._buf if type(x) is Array and x._buf._sharding is where
+                    else to_buffer(x, a, where._device) for x, a in zip(args, avals)]
         outs = program.executable(bufs, committed)
     else:
         program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
