@@ -54,7 +54,9 @@ from jaxkit.runtime import sharding as _sharding
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
                                      PartitionSpec, current_mesh, typed_sharding)
-from jaxkit.transforms import shard_map_eager
+from jaxkit.transforms import shard_map_check, shard_map_eager
+from jaxkit.transforms.shard_map_check import (check_out_ur, check_replication,
+                                               check_unreduced_specs, implicit_casts, spec_axes)
 from jaxkit.transforms.jit import jit
 
 __all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
@@ -88,9 +90,13 @@ def _local_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str,
                              f"by {t}")
         shape.append(n // t)
     # A block's type carries no layout: the mesh axes are manual inside the body. With
-    # ``vma``, it varies over the axes the spec splits it over.
-    return aval.strip_sharding().update(
-        shape=tuple(shape), vma=aval.vma | _spec_axes(spec) if vma else frozenset())
+    # ``vma``, it varies over the axes the spec splits it over, and is unreduced/reduced over
+    # those its type (and spec) says.
+    if not vma:
+        return aval.strip_sharding().update(shape=tuple(shape), vma=frozenset())
+    shard_map_check.check_in_ur(spec, aval)
+    return aval.strip_sharding().update(shape=tuple(shape), vma=aval.vma | spec_axes(spec),
+                                        mur=(spec.unreduced, spec.reduced))
 
 
 def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray,
@@ -100,7 +106,8 @@ def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray,
     ndim = len(aval.shape)
     return ShapedArray(tuple(n * t for n, t in zip(aval.shape, _tiling(mesh, spec, ndim))),
                        aval.dtype, aval.weak_type,
-                       typed_sharding(mesh, (tuple(spec) + (None,) * ndim)[:ndim]),
+                       typed_sharding(mesh, (spec.partitions + (None,) * ndim)[:ndim],
+                                      spec.unreduced, spec.reduced),
                        aval.vma - manual)
 
 
@@ -205,6 +212,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         manual = _manual_axes(the_mesh, axis_names)
         _check_specs_manual(in_specs, frozenset(manual), "in_specs")
         _check_specs_manual(out_specs, frozenset(manual), "out_specs")
+        check_unreduced_specs("in_specs", the_mesh, manual, in_specs)
+        check_unreduced_specs("out_specs", the_mesh, manual, out_specs)
+        # With check_vma, JAX's casts of the results to their specs end the body.
+        body = (lambda *a: implicit_casts(f(*a), out_specs)) if check_vma else f
         flat, in_tree = tree_util.tree_flatten(args)
         avals = [core.get_aval(x) for x in flat]
         # Without in_specs, each argument is split as its type says (over Explicit axes;
@@ -222,10 +233,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         with _mesh_axes_bound(the_mesh, manual, check_vma):
             if eager:
                 # Called eagerly: values printed in the body show every device's block.
-                jaxpr, consts, out_tree = _trace_eager(f, in_tree, flat, specs_in, local,
+                jaxpr, consts, out_tree = _trace_eager(body, in_tree, flat, specs_in, local,
                                                        debug, the_mesh, manual, check_vma)
             else:
-                jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: f(*a), in_tree,
+                jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: body(*a), in_tree,
                                                                  local, debug)
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         full_out = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
@@ -236,7 +247,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                 raise ValueError(f"shard_map out_specs {s} has {len(s)} entries for an output "
                                  f"of rank {len(a.shape)} ({a.str_short()})")
         if check_vma:
-            _check_replication(f, the_mesh, manual, closed.out_avals, out_specs, full_out)
+            check_replication(f, the_mesh, manual, closed.out_avals, out_specs, full_out)
+            check_out_ur(specs_out, closed.out_avals)
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
         outs = _bind(closed, [*consts, *flat], specs_in, specs_out, the_mesh, manual,
                      check_vma)
@@ -423,64 +435,6 @@ def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
     return mapped
 
 
-# ---- check_vma: the outputs' types say which mesh axes each may vary over ----
-
-
-def _spec_axes(spec: PartitionSpec) -> frozenset:
-    return frozenset(a for axes in spec._normalized(0) for a in axes)
-
-
-def _check_replication(f, mesh: Mesh, manual: tuple, out_avals, out_specs,
-                       out_tree_value) -> None:
-    """Raise JAX's error if an output's type varies over a mesh axis its spec leaves out."""
-    out_vmas = [a.vma for a in out_avals]
-    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
-    spec_paths = tree_util.tree_flatten_with_path(out_specs, is_leaf=is_spec)[0]
-    index_tree = tree_util.tree_unflatten(tree_util.tree_structure(out_specs, is_spec),
-                                          range(len(spec_paths)))
-    per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(index_tree, out_tree_value))
-    order = list(manual)
-    # Called eagerly, JAX runs the body per device and checks each output in turn through a
-    # one-output shard_map of its ``_rem_singleton`` helper: its error names that helper and
-    # the first offending output alone, without its path.
-    eager = core.current_trace() is core.eval_trace
-    msgs = []
-    for vma, i in zip(out_vmas, per_leaf):
-        path, spec = spec_paths[i]
-        path = () if eager else path
-        spec = spec or PartitionSpec()
-        unmentioned = [a for a in order if a not in _spec_axes(spec)]
-        if not any(a in vma for a in unmentioned):
-            continue
-        where = f"* out_specs{tree_util.keystr(path)} is {spec} which implies that the " \
-                "corresponding output value is"
-        if len(unmentioned) > 1:
-            need = ",".join(a for a in order if a in _spec_axes(spec))
-            diff = ",".join(a for a in unmentioned if a in vma)
-            got = ",".join(a for a in order if a in vma)
-            msgs.append(f"{where} only varying across mesh axes {{{need}}} and not "
-                        f"{{{diff}}}, but it was inferred to be possibly varying over "
-                        f"{{{got}}}")
-        else:
-            msgs.append(f"{where} replicated across mesh axis '{unmentioned[0]}', but could "
-                        "not infer replication over any axes")
-        if eager:
-            break
-    if not msgs:
-        return
-    if len(msgs) == 1:
-        msgs = [msgs[0][2:]]
-    name = "_rem_singleton" if eager else getattr(f, "__name__", str(f))
-    raise ValueError(
-        f"shard_map applied to the function '{name}' was given out_specs which require "
-        "replication which can't be statically inferred given the mesh:\n\n"
-        f"The mesh given has shape {tuple(mesh.shape.values())} with corresponding axis "
-        f"names {tuple(mesh.axis_names)}.\n\n" + "\n\n".join(msgs) + "\n\n"
-        "Check if these output values are meant to be replicated over those mesh axes. If "
-        "not, consider revising the corresponding out_specs entries. If so, consider "
-        "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
-
-
 def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs, check_vma,
                    newly_manual_axes):
     return [_global_aval(mesh, s, a, newly_manual_axes)
@@ -511,7 +465,10 @@ def _per_value_attr(mesh: Mesh, specs, avals, open_dims: bool) -> ir.Attribute:
         for axes in s._normalized(len(core.physical_aval(a).shape)):
             names = [f'"{n}"' for n in axes] + (["?"] if open_dims else [])
             dims.append("{" + ", ".join(names) + "}")
-        items.append(f"<@mesh, [{', '.join(dims)}]>")
+        # an unreduced value's devices hold summands (Shardy's ``unreduced``, in mesh order)
+        unreduced = ", ".join(f'"{n}"' for n in mesh.axis_names if n in s.unreduced)
+        unreduced = f", unreduced={{{unreduced}}}" if unreduced else ""
+        items.append(f"<@mesh, [{', '.join(dims)}]{unreduced}>")
     return ir.Attribute.parse(f"#sdy.sharding_per_value<[{', '.join(items)}]>")
 
 
@@ -722,7 +679,7 @@ def _typed_transposed_body(t_closed: ClosedJaxpr, n_res: int, ct_specs) -> Close
     axes its output's spec splits it over (as JAX's transpose types it), and the transposed
     body is traced again on those types, so a replicated input's cotangent is ``psum``-med by
     the transpose of the ``pvary`` that made it varying."""
-    avals = [*(a.update(vma=a.vma | _spec_axes(s))
+    avals = [*(a.update(vma=a.vma | spec_axes(s))
                for a, s in zip(t_closed.in_avals[n_res:], ct_specs)),
              *t_closed.in_avals[:n_res]]
     return _cts_first(t_closed, n_res, avals)
