@@ -244,7 +244,8 @@ class ShapedArray:
         return f"{dtypes.short_dtype_name(self.dtype)}[{self._dims()}]{self._ur()}"
 
     def __repr__(self):
-        if self._sharding is not None or self.vma or self.mur is not NO_MUR:  # JAX: ``ShapedArray(float32[4@X,4@Y])``
+        # JAX: ``ShapedArray(float32[4@X,4@Y])``
+        if self._sharding is not None or self.vma or self.mur is not NO_MUR:
             weak = ", weak_type=True" if self.weak_type else ""
             return f"ShapedArray({self.dtype.name}[{self._dims()}]{self._ur()}{weak})"
         weak = ", weak_type=True" if self.weak_type else ""

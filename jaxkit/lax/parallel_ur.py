@@ -37,8 +37,8 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import parallel, parallel_vma
 from jaxkit.lax.parallel import _axes_tuple, axis_size
 
-__all__ = ["all_gather", "all_gather_reduced", "all_gather_reduced_p", "pcast", "preduced", "preduced_p",
-           "reduced_vary_cast", "reduced_vary_cast_p", "unreduced_psum", "unreduced_psum_p",
+__all__ = ["all_gather", "all_gather_reduced", "all_gather_reduced_p", "pcast", "preduced",
+           "preduced_p", "reduced_vary_cast", "reduced_vary_cast_p", "unreduced_psum", "unreduced_psum_p",
            "unreduced_psum_scatter", "unreduced_reduce_scatter_p", "vary_unreduced_cast",
            "vary_unreduced_cast_p"]
 
