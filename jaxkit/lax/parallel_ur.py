@@ -38,9 +38,9 @@ from jaxkit.lax import parallel, parallel_vma
 from jaxkit.lax.parallel import _axes_tuple, axis_size
 
 __all__ = ["all_gather", "all_gather_reduced", "all_gather_reduced_p", "pcast", "preduced",
-           "preduced_p", "reduced_vary_cast", "reduced_vary_cast_p", "unreduced_psum", "unreduced_psum_p",
-           "unreduced_psum_scatter", "unreduced_reduce_scatter_p", "vary_unreduced_cast",
-           "vary_unreduced_cast_p"]
+           "preduced_p", "reduced_vary_cast", "reduced_vary_cast_p", "unreduced_psum",
+           "unreduced_psum_p", "unreduced_psum_scatter", "unreduced_reduce_scatter_p",
+           "vary_unreduced_cast", "vary_unreduced_cast_p"]
 
 _ISSUE = "Please file an issue at https://github.com/jax-ml/jax/issues"
 
