@@ -28,6 +28,7 @@ from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
+from jaxkit.lax import parallel_vma
 from jaxkit.lax.sharding import reshard_p
 from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh, typed_aval)
@@ -402,6 +403,16 @@ def _one_like(aval: core.ShapedArray, args: Any = ()):
             return reshard_p.bind(one, sharding=seed_sharding)
         if seed_sharding is not None:
             return reshard(one, seed_sharding)
+        if aval.mur != (frozenset(), frozenset()):
+            # JAX's check of its seed (varying as the output, never reduced or unreduced)
+            # against the output's cotangent type, whose unreduced and reduced axes swap.
+            raise ValueError(
+                "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                f"{aval.update(mur=((), ()))}, but expected "
+                f"{aval.update(mur=aval.mur[::-1])} because the corresponding output of the "
+                f"differentiated function had JAX type {aval}")
+        if aval.vma:  # in a typed shard_map body: varying as the output, as JAX's seed
+            return parallel_vma.pvary(one, tuple(aval.vma))
     return one
 
 

@@ -217,6 +217,12 @@ class ShapedArray:
         return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type,
                            self._sharding, self.vma, self.mur)
 
+    def to_ct_aval(self) -> ShapedArray:
+        """The type of a cotangent: the tangent's, unreduced where the value is reduced over
+        manual axes and reduced where it is unreduced (JAX's ``to_ct_aval``)."""
+        t = self.to_tangent_aval()
+        return t if self.mur is NO_MUR else t.update(mur=self.mur[::-1])
+
     def _dims(self) -> str:
         if self._sharding is None:
             return ",".join(map(str, self.shape))

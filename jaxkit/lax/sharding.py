@@ -279,8 +279,13 @@ def _batcher(prim, axis_data, args, dims, *, sharding: NamedSharding):
 
 
 def _reshard_transpose(ct, x, *, sharding: NamedSharding):
-    # The cotangent goes back to the operand's layout: its type's, on the same devices.
-    back = NamedSharding(sharding.mesh, PartitionSpec(*shr.parts(x.aval)))
+    # The cotangent goes back to the operand's layout: its type's, on the same devices; it is
+    # reduced where the operand is unreduced and unreduced where it is reduced (JAX's
+    # cotangent type).
+    s = getattr(x.aval, "_sharding", None)
+    u, r = (s.spec.unreduced, s.spec.reduced) if s is not None else (frozenset(),) * 2
+    back = NamedSharding(sharding.mesh, PartitionSpec(*shr.parts(x.aval), unreduced=r,
+                                                      reduced=u))
     return [reshard_p.bind(ct, sharding=back)]
 
 

@@ -715,6 +715,12 @@ def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, manual_axes: tuple,
     return result
 
 
+def _ct_spec(spec: PartitionSpec) -> PartitionSpec:
+    if not (spec.unreduced or spec.reduced):
+        return spec
+    return spec.update(unreduced=spec.reduced, reduced=spec.unreduced)
+
+
 def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
                check_vma, newly_manual_axes):
     manual_axes = _in_mesh_order(mesh, newly_manual_axes)
@@ -722,9 +728,10 @@ def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
     ct_nonzero = [not ad.is_zero(c) for c in cts]
     with _mesh_axes_bound(mesh, manual_axes, check_vma):
         t_closed, lin_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
-        lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+        # a cotangent is unreduced where its value is reduced, and reduced where unreduced
+        lin_specs = [_ct_spec(s) for s, lin in zip(in_specs, linear) if lin]
         nz_specs = [s for s, nz in zip(lin_specs, lin_nz) if nz]
-        ct_specs = [s for s, nz in zip(out_specs, ct_nonzero) if nz]
+        ct_specs = [_ct_spec(s) for s, nz in zip(out_specs, ct_nonzero) if nz]
         n_res = len(args) - sum(linear)
         body = _spmd_transposed_body(t_closed, mesh, manual_axes, n_res, ct_specs, nz_specs,
                                      check_vma)

@@ -44,7 +44,8 @@ def check_unreduced_specs(what: str, mesh: Mesh, manual: tuple, specs: Any) -> N
             if not all(kinds.get(a) is AxisType.Explicit for a in axes):
                 raise ValueError(
                     f"{name} in {prefix}_specs {s} can only be used when the mesh passed to "
-                    f"shard_map contains axis names all of type `Explicit`. Got mesh {mesh}")
+                    "shard_map contains axis names all of type `Explicit`. Got mesh "
+                    f"{getattr(mesh, 'shown', mesh)}")  # a context mesh shows its abstract one
 
 
 def check_in_ur(spec: PartitionSpec, aval: ShapedArray) -> None:
