@@ -713,5 +713,19 @@ def eval_shape(fun: Callable, *args, **kwargs):
     avals = [_abstractify(x) for x in flat]
     jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(lambda ak: fun(*ak[0], **ak[1]), in_tree, avals,
                                                 pe.debug_info("eval_shape", fun, []))
-    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, sharding=_type_sharding(a))
+              for a in jaxpr.out_avals]
     return tree_util.tree_unflatten(out_tree, shapes)
+
+
+def _type_sharding(aval: core.ShapedArray) -> Any:
+    """The sharding ``eval_shape`` gives a result, as JAX's: its type's layout over Explicit
+    mesh axes; every dimension replicated over a context mesh whose axes are all Explicit;
+    else none."""
+    s = getattr(aval, "_sharding", None)
+    if s is not None:
+        return s
+    mesh = current_abstract_mesh()
+    if mesh.empty or any(t is not AxisType.Explicit for t in mesh.axis_types):
+        return None
+    return NamedSharding(mesh, PartitionSpec(*[None] * len(aval.shape)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -182,11 +183,20 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     leaves, treedef, per_leaf = _per_leaf(x, shardings)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        then = None
+        if type(s) in constraint_forms:  # a layout.Format: its sharding, then its layout
+            s, then = constraint_forms[type(s)](s)
         named = _resolve(s, leaf)
         named.check_shape(np.shape(leaf))
-        outs.append(leaf if _check_constraint(leaf, named) else
-                    sharding_constraint_p.bind(leaf, sharding=named))
+        out = leaf if _check_constraint(leaf, named) else \
+            sharding_constraint_p.bind(leaf, sharding=named)
+        outs.append(out if then is None else then(out))
     return tree_util.tree_unflatten(treedef, outs)
+
+
+# Other forms a constraint may take, by type: ``form -> (sharding, then)``, ``then`` (or None)
+# applied to the constrained value. ``jax.experimental.layout`` (above lax) registers Format.
+constraint_forms: dict[type, Callable[[Any], tuple]] = {}
 
 
 def constrain(x: Any, shardings: Any, prim: core.Primitive | None = None) -> Any:
