@@ -56,6 +56,7 @@ from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding
                                      PartitionSpec, current_mesh, typed_sharding)
 from jaxkit.transforms import shard_map_check, shard_map_eager
 from jaxkit.transforms.shard_map_check import (check_out_ur, check_replication,
+                                               check_specs_manual, check_specs_match_types,
                                                check_unreduced_specs, implicit_casts, spec_axes)
 from jaxkit.transforms.jit import jit
 
@@ -159,20 +160,6 @@ def _mesh_axes_bound(mesh: Mesh, manual_axes: tuple, check_vma: bool):
             _body_stack.pop()
 
 
-def _check_specs_manual(specs: Any, manual: frozenset, what: str) -> None:
-    """JAX's error for a spec naming a mesh axis the shard_map is not manual over."""
-    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
-    msgs = []
-    for path, spec in tree_util.tree_flatten_with_path(specs, is_leaf=is_spec)[0]:
-        for axes in (spec or PartitionSpec())._normalized(0):
-            msgs += [f"  {what}{tree_util.keystr(path)} refers to {a!r}" for a in axes
-                     if a not in manual]
-    if msgs:
-        raise ValueError(f"shard_map {what} argument must refer to an axis marked as manual "
-                         f"({manual}), but:\n\n" + "\n\n".join(msgs) + "\n\n"
-                         f"Check the {what} values passed to shard_map.")
-
-
 def _manual_axes(mesh: Mesh, axis_names) -> tuple:
     """The axes a shard_map is newly manual over, in mesh order: ``axis_names`` (all the
     mesh's axes when empty) less those an enclosing shard_map is already manual over."""
@@ -210,8 +197,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         if mesh is None:
             the_mesh = _ContextMesh(the_mesh, _sharding.current_abstract_mesh())
         manual = _manual_axes(the_mesh, axis_names)
-        _check_specs_manual(in_specs, frozenset(manual), "in_specs")
-        _check_specs_manual(out_specs, frozenset(manual), "out_specs")
+        check_specs_manual(in_specs, frozenset(manual), "in_specs")
+        check_specs_manual(out_specs, frozenset(manual), "out_specs")
         check_unreduced_specs("in_specs", the_mesh, manual, in_specs)
         check_unreduced_specs("out_specs", the_mesh, manual, out_specs)
         # With check_vma, JAX's casts of the results to their specs end the body.
@@ -225,14 +212,16 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                           if getattr(a, "_sharding", None) is not None else PartitionSpec()
                           for a in avals))
         if in_specs is not None:
-            _check_specs_match_types(the_mesh, manual, specs_in, avals)
+            check_specs_match_types(the_mesh, manual, specs_in, avals, bool(_body_stack))
         local = [_local_aval(the_mesh, s, a, "in_specs", check_vma)
                  for s, a in zip(specs_in, avals)]
         debug = pe.debug_info("shard_map", f, ())
-        eager = core.current_trace() is core.eval_trace
+        # Called eagerly, or in an eager body (a shard_map nested in one): values printed in
+        # the body show every device's block.
+        eager = core.current_trace() is core.eval_trace or isinstance(
+            core.current_trace(), shard_map_eager.ShardMapTrace)
         with _mesh_axes_bound(the_mesh, manual, check_vma):
             if eager:
-                # Called eagerly: values printed in the body show every device's block.
                 jaxpr, consts, out_tree = _trace_eager(body, in_tree, flat, specs_in, local,
                                                        debug, the_mesh, manual, check_vma)
             else:
@@ -284,21 +273,30 @@ def _trace_eager(f, in_tree, args: list, specs: tuple, local: list, debug, mesh:
         out_trees.append(out_tree)
         return out_flat
 
-    # (called inside the body's bound axes: the stacks' depths around the call are one less)
-    depths = (len(_sharding._abstract_mesh_stack) - 1, len(_body_stack) - 1)
-    compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, depths, args, specs,
-                                local)
+    # (called inside the body's bound axes: the stacks' depths around the call are less by
+    # this body's entries)
+    depths = (len(_sharding._abstract_mesh_stack) - 1, len(_body_stack) - 1,
+              len(parallel._axis_env.frames) - len(manual), len(parallel_vma._checking.stack) - 1)
+    outer = core.current_trace()
+    if isinstance(outer, shard_map_eager.ShardMapTrace):
+        # Inside an eager body: a value here is computed through the enclosing body's values.
+        run = functools.partial(_nested_run, mesh, manual, check_vma, specs, local)
+        compute = functools.partial(shard_map_eager.nested_blocks, outer, run, args, manual,
+                                    functools.partial(_enclosing_body, depths))
+        manual = tuple(a for a in mesh.axis_names if a in {*outer.manual, *manual})
+    else:
+        compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, depths[:2],
+                                    args, specs, local)
     jaxpr, consts = shard_map_eager.trace_body(flat_fun, local, debug, mesh, manual,
                                                check_vma, compute)
     return jaxpr, consts, out_trees[0]
 
 
-def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, args: list,
-                     specs: tuple, local: list, snapshot: core.Jaxpr,
-                     consts: list) -> np.ndarray:
-    """Run ``snapshot`` (the equations of an eager body recorded so far, one output) on the
-    call's arguments: every device's block of its output, stacked in mesh order (JAX's eager
-    values: varying over every manual axis, replicated ones by a ``pvary``)."""
+def _stacked(mesh: Mesh, manual: tuple, check_vma: bool, local: list, snapshot: core.Jaxpr,
+             consts: list) -> tuple[ClosedJaxpr, list]:
+    """``snapshot`` (the equations of an eager body recorded so far, one output) as a body
+    whose output is its value stacked over the manual axes (varying over all of them, as
+    JAX's eager values are: replicated ones by a ``pvary``), and that body's constants."""
     avals = [_local_aval(mesh, PartitionSpec(), core.get_aval(c), "in_specs", check_vma)
              for c in consts] + list(local)
 
@@ -310,13 +308,54 @@ def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, 
         return [reshape(out, (1, *np.shape(out)))]
 
     jaxpr, body_consts = pe.trace_to_jaxpr(body, avals)
-    closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), body_consts
+
+
+def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, args: list,
+                     specs: tuple, local: list, snapshot: core.Jaxpr,
+                     consts: list) -> np.ndarray:
+    """Run ``snapshot`` on the call's arguments: every device's block of its output, stacked
+    in mesh order."""
+    closed, body_consts = _stacked(mesh, manual, check_vma, local, snapshot, consts)
     n_replicated = len(body_consts) + len(consts)
     with _outside_body(depths):
         out, = _bind(closed, [*body_consts, *consts, *args],
                      (PartitionSpec(),) * n_replicated + tuple(specs),
                      (PartitionSpec(manual),), mesh, manual, check_vma)
         return np.asarray(out)
+
+
+def _nested_run(mesh: Mesh, manual: tuple, check_vma: bool, specs: tuple, local: list,
+                snapshot: core.Jaxpr, consts: list) -> Callable:
+    """For a shard_map called in an eager body: ``snapshot`` stacked (``_stacked``, built
+    here, in its body), as a function of the values of its constants and arguments in the
+    enclosing body, which binds it as a shard_map there."""
+    closed, body_consts = _stacked(mesh, manual, check_vma, local, snapshot, consts)
+    n_replicated = len(body_consts) + len(consts)
+
+    def run(values: list):
+        out, = _bind(closed, [*body_consts, *values],
+                     (PartitionSpec(),) * n_replicated + tuple(specs),
+                     (PartitionSpec(manual),), mesh, manual, check_vma)
+        return out
+    return run
+
+
+@contextlib.contextmanager
+def _enclosing_body(depths: tuple):
+    """Trace in the enclosing body's context while a nested one traces: the nested one's
+    abstract mesh, body, bound axes and typing set aside (``depths``: those stacks' depths
+    around its call)."""
+    stacks = (_sharding._abstract_mesh_stack, _body_stack, parallel._axis_env.frames,
+              parallel_vma._checking.stack)
+    inside = [stack[depth:] for stack, depth in zip(stacks, depths)]
+    for stack, depth in zip(stacks, depths):
+        del stack[depth:]
+    try:
+        yield
+    finally:
+        for stack, entries in zip(stacks, inside):
+            stack.extend(entries)
 
 
 @contextlib.contextmanager
@@ -351,28 +390,6 @@ def _pp_params(params: dict) -> dict:
     mesh = params["mesh"]
     return dict(sorted({**params, "mesh": mesh.shown if isinstance(mesh, _ContextMesh)
                         else mesh}.items()))
-
-
-def _check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list) -> None:
-    """Over a mesh whose axes are all Explicit and all made manual, the arguments' types
-    already say their layout: ``in_specs`` must agree (JAX's ValueError and words)."""
-    if _body_stack or set(manual) != set(mesh.axis_names) or any(
-            t is not AxisType.Explicit for t in mesh.axis_types):
-        return
-    for spec, aval in zip(specs, avals):
-        ndim = len(aval.shape)
-        parts = [None if p is PartitionSpec.UNCONSTRAINED else p for p in spec.partitions]
-        parts += [None] * (ndim - len(parts))
-        want = typed_sharding(mesh, parts)
-        want_spec = want.spec if want is not None else PartitionSpec(*[None] * ndim)
-        have = aval.sharding.spec
-        if want_spec.partitions != tuple(have.partitions):
-            raise ValueError(
-                f"in_specs passed to shard_map: {want_spec} does not match the specs of the "
-                f"input: {have} for arg: {aval}. `in_specs` is an optional argument so you can "
-                "omit specifying it and shard_map will infer the in_specs from the arguments. "
-                "If you want to reshard your inputs, you can use `jax.reshard` on the "
-                "arguments and then pass those args to shard_map.")
 
 
 class _InferFromArgs:

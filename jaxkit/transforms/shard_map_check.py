@@ -15,14 +15,52 @@ from typing import Any
 from jaxkit import core, tree_util
 from jaxkit.core import ShapedArray
 from jaxkit.lax import parallel_ur, parallel_vma
-from jaxkit.runtime.sharding import AxisType, Mesh, PartitionSpec
+from jaxkit.runtime.sharding import AxisType, Mesh, PartitionSpec, typed_sharding
 
-__all__ = ["check_out_ur", "check_replication", "check_unreduced_specs", "implicit_casts",
-           "spec_axes"]
+__all__ = ["check_out_ur", "check_replication", "check_specs_manual", "check_specs_match_types",
+           "check_unreduced_specs", "implicit_casts", "spec_axes"]
 
 
 def _is_spec(s: Any) -> bool:
     return isinstance(s, PartitionSpec) or s is None
+
+
+def check_specs_manual(specs: Any, manual: frozenset, what: str) -> None:
+    """JAX's error for a spec naming a mesh axis the shard_map is not manual over."""
+    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
+    msgs = []
+    for path, spec in tree_util.tree_flatten_with_path(specs, is_leaf=is_spec)[0]:
+        for axes in (spec or PartitionSpec())._normalized(0):
+            msgs += [f"  {what}{tree_util.keystr(path)} refers to {a!r}" for a in axes
+                     if a not in manual]
+    if msgs:
+        raise ValueError(f"shard_map {what} argument must refer to an axis marked as manual "
+                         f"({manual}), but:\n\n" + "\n\n".join(msgs) + "\n\n"
+                         f"Check the {what} values passed to shard_map.")
+
+
+def check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list,
+                            nested: bool) -> None:
+    """Over a mesh whose axes are all Explicit and all made manual (by a shard_map not
+    ``nested`` in another), the arguments' types already say their layout: ``in_specs`` must
+    agree (JAX's ValueError and words)."""
+    if nested or set(manual) != set(mesh.axis_names) or any(
+            t is not AxisType.Explicit for t in mesh.axis_types):
+        return
+    for spec, aval in zip(specs, avals):
+        ndim = len(aval.shape)
+        parts = [None if p is PartitionSpec.UNCONSTRAINED else p for p in spec.partitions]
+        parts += [None] * (ndim - len(parts))
+        want = typed_sharding(mesh, parts)
+        want_spec = want.spec if want is not None else PartitionSpec(*[None] * ndim)
+        have = aval.sharding.spec
+        if want_spec.partitions != tuple(have.partitions):
+            raise ValueError(
+                f"in_specs passed to shard_map: {want_spec} does not match the specs of the "
+                f"input: {have} for arg: {aval}. `in_specs` is an optional argument so you can "
+                "omit specifying it and shard_map will infer the in_specs from the arguments. "
+                "If you want to reshard your inputs, you can use `jax.reshard` on the "
+                "arguments and then pass those args to shard_map.")
 
 
 def check_unreduced_specs(what: str, mesh: Mesh, manual: tuple, specs: Any) -> None:
