@@ -6,6 +6,8 @@ pairs one with a sharding. ``x.format`` reports a device array's, ``Compiled.inp
 and ``output_formats`` those XLA chose for an executable, and ``with_layout_constraint``
 pins the layout of an intermediate value: it lowers to XLA's ``LayoutConstraint`` custom call.
 Eagerly it keeps the array's row-major layout (see ``_layout_constraint_impl``).
+``lax.with_sharding_constraint(x, Format(layout, sharding))`` applies the sharding, then
+``with_layout_constraint`` for a ``Layout`` (so eagerly the value stays row-major too).
 
 The ``format`` property of arrays and the ``input_formats``/``output_formats`` properties of
 ``Compiled`` are installed on those classes here (as ``jaxkit.numpy`` installs the array
