@@ -9,16 +9,16 @@ spelled for the result's rank: ``P('x', None)``).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from jaxkit import core
-from jaxkit.lax.sharding import reshard_leaves
+from jaxkit.lax.sharding import constrain, reshard_leaves
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 
-__all__ = ["lay_out_eager_results"]
+__all__ = ["lay_out_eager_results", "like_concrete"]
 
 
 def _for_rank(s: NamedSharding, ndim: int) -> NamedSharding:
@@ -41,3 +41,17 @@ def lay_out_eager_results(prim: core.Primitive) -> None:
         return reshard_leaves(out, _for_rank(sharding, np.ndim(out)))
 
     prim.def_impl(laid_out)
+
+
+def like_concrete(out: Any, x: Any, fill_shape: Sequence[int], weak: bool,
+                  sharding: Any) -> Any:
+    """JAX's ``full_like`` of a concrete array laid out over a mesh (committed, not weak, of
+    the result's shape or fully replicated) lays the result out as ``x`` is, whatever the
+    mesh's axis types (optax's ``zeros_like`` state of a sharded parameter keeps its
+    layout); an Explicit layout is already the result's type."""
+    xs = getattr(x, "sharding", None) if sharding is None and not weak and \
+        not isinstance(x, core.Tracer) else None
+    if not isinstance(xs, NamedSharding) or not getattr(x, "_committed", True) or (
+            tuple(fill_shape) != np.shape(x) and not xs.is_fully_replicated):
+        return out
+    return constrain(out, xs) if getattr(out, "sharding", None) != xs else out

@@ -22,8 +22,7 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import sharding_rules as shr
-from jaxkit.lax import sharding as lax_sharding
-from jaxkit.lax.sharding_eager import lay_out_eager_results
+from jaxkit.lax.sharding_eager import lay_out_eager_results, like_concrete
 from jaxkit.lax.standard import (
     _all_weak,
     _num,
@@ -757,21 +756,7 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
         out = full(fill_shape, fill_value, dtype, sharding=sharding)
     if avals_mod.vma_seen:  # in a shard_map body it varies over the manual axes x does
         out = avals_mod.vma_join(None, (out, x), {})[0]
-    return _like_concrete(out, x, fill_shape, weak, sharding)
-
-
-def _like_concrete(out: Any, x: Any, fill_shape: Sequence[int], weak: bool,
-                   sharding: Any) -> Any:
-    """JAX's ``full_like`` of a concrete array laid out over a mesh (committed, not weak, of
-    the result's shape or fully replicated) lays the result out as ``x`` is, whatever the
-    mesh's axis types (optax's ``zeros_like`` state of a sharded parameter keeps its
-    layout); an Explicit layout is already the result's type."""
-    xs = getattr(x, "sharding", None) if sharding is None and not weak and \
-        not isinstance(x, core.Tracer) else None
-    if not isinstance(xs, shr.NamedSharding) or not getattr(x, "_committed", True) or (
-            tuple(fill_shape) != np.shape(x) and not xs.is_fully_replicated):
-        return out
-    return lax_sharding.constrain(out, xs) if getattr(out, "sharding", None) != xs else out
+    return like_concrete(out, x, fill_shape, weak, sharding)
 
 
 def zeros_like_array(x: ArrayLike) -> Array:
