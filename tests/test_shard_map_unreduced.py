@@ -40,6 +40,8 @@ JAX_OUTPUT = [
     "ValueError: vary_unreduced_cast is a Varying->Unreduced collective. This means that the axis names mentioned in `axes` passed to `vary_unreduced_cast` must be present in `jax.typeof(x).mat.varying`. Got axes=('x',) and jax.typeof(x).mat.varying=frozenset({'y'})",
     "ValueError: unreduced in out_specs P(None, 'y', unreduced={'x'}) can only be used when the mesh passed to shard_map contains axis names all of type `Explicit`. Got mesh AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto), device_kind=cpu, num_cores=None, platform=cpu)",
     'ValueError: unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got float32[]{V:y}, but expected float32[]{V:y, U:x} because the corresponding output of the differentiated function had JAX type float32[]{V:y, R:x}',
+    "ValueError: Unsupported pcast from=invarying, to='unreduced'",
+    'NameError: Found an unbound axis name: x. To fix this, please call preduced under `jax.shard_map`.',
 ]
 
 
@@ -117,6 +119,9 @@ def _lines(jax, devices) -> list[str]:
         ]
         arg = [half, x, x, x, x, x, x, x, x, half, half]
         msgs = [error(lambda e=e, a=a: jax.make_jaxpr(e)(a)) for e, a in zip(errors, arg)]
+        # outside a shard_map: the cast is refused first, then the unbound name
+        msgs += [error(lambda: jax.make_jaxpr(lambda a: lax.pcast(a, "x", to=to))(x))
+                 for to in ("unreduced", "reduced")]
     with jax.set_mesh(au):
         xa = jax.device_put(data, P("x", "y"))
         # without checking types, the cast is nothing and psum the plain psum
@@ -124,7 +129,7 @@ def _lines(jax, devices) -> list[str]:
                    check_vma=False)
         out.append(str(jax.make_jaxpr(plain)(xa)))
         auto = sm(lambda a: a, xy, P(None, "y", unreduced={"x"}))
-        out += msgs[:-1] + [error(lambda: jax.make_jaxpr(auto)(xa)), msgs[-1]]
+        out += msgs[:-3] + [error(lambda: jax.make_jaxpr(auto)(xa)), *msgs[-3:]]
     return out
 
 

@@ -94,12 +94,22 @@ def _cast_primitive(name: str, abstract_eval) -> core.Primitive:
     return p
 
 
+def check_axis_names(axes: tuple, api: str) -> None:
+    """JAX's error for an axis name no enclosing shard_map (or pmap, vmap) binds."""
+    for name in axes:
+        try:
+            axis_size(name)
+        except NameError:
+            raise NameError(f"Found an unbound axis name: {name}. To fix this, please call "
+                            f"{api} under `jax.shard_map`.") from None
+
+
 def _bind_each(p: core.Primitive, x, axis_name):
     axes = _axes_tuple(axis_name) if axis_name else ()
     if not axes:
         return x
+    check_axis_names(axes, p.name.removesuffix("_p"))
     if not parallel_vma.checking():  # pmap, vmap, check_vma=False: types carry no states
-        axis_size(axes)
         return x
     ordered = avals_mod.mesh_ordered(axes)
     return tree_util.tree_map(lambda v: p.bind(v, axes=ordered), x)
@@ -384,7 +394,12 @@ def state_of(aval: ShapedArray, axes: tuple, name: str) -> str:
     return states.pop()
 
 
-_CASTS = {("invarying", "varying"): parallel_vma.pvary,
+def _pvary(x, axes: tuple):
+    check_axis_names(axes, "pvary")
+    return parallel_vma.pvary(x, axes)
+
+
+_CASTS = {("invarying", "varying"): _pvary,
           ("invarying", "reduced"): preduced,
           ("varying", "unreduced"): vary_unreduced_cast,
           ("reduced", "varying"): reduced_vary_cast}
@@ -402,9 +417,8 @@ def pcast(x, axis_name, *, to: str):
         raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
                          f"{set(_PCAST_TO)}")
     axes = _axes_tuple(axis_name)
-    axis_size(axes)  # NameError for an unbound name
 
-    # (pmap, vmap, check_vma=False: types carry no states, so every value is invariant there
+    # (an unbound name is refused by the cast, as JAX's; pmap, vmap, check_vma=False: types carry no states, so every value is invariant there
     # and the casts it allows return it as it is, as JAX's)
     def cast(leaf):
         from_ = state_of(core.get_aval(leaf), axes, "jax.lax.pcast")
