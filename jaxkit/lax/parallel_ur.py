@@ -418,8 +418,9 @@ def pcast(x, axis_name, *, to: str):
                          f"{set(_PCAST_TO)}")
     axes = _axes_tuple(axis_name)
 
-    # (an unbound name is refused by the cast, as JAX's; pmap, vmap, check_vma=False: types carry no states, so every value is invariant there
-    # and the casts it allows return it as it is, as JAX's)
+    # (an unbound name is refused by the cast, as JAX's; under pmap, vmap or check_vma=False
+    # types carry no states, so every value is invariant there and the casts it allows
+    # return it as it is, as JAX's)
     def cast(leaf):
         from_ = state_of(core.get_aval(leaf), axes, "jax.lax.pcast")
         fn = _CASTS.get((from_, to))
