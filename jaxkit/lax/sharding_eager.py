@@ -5,7 +5,9 @@
 (over Explicit mesh axes the result's type says it). Under ``jit`` the partitioner lays the
 result out as its type says; run eagerly, the one-primitive program runs on one device, so
 the result is then laid out as asked, as JAX's eager results are (``x.sharding.spec``
-spelled for the result's rank: ``P('x', None)``).
+spelled for the result's rank: ``P('x', None)``). ``full_like``'s result takes the layout
+of ``x`` (``like_type_sharding`` over Explicit axes, ``like_concrete`` for a concrete ``x``
+over any mesh), as JAX's.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from jaxkit import core
 from jaxkit.lax.sharding import constrain, reshard_leaves
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 
-__all__ = ["lay_out_eager_results", "like_concrete"]
+__all__ = ["lay_out_eager_results", "like_concrete", "like_type_sharding"]
 
 
 def _for_rank(s: NamedSharding, ndim: int) -> NamedSharding:
@@ -41,6 +43,16 @@ def lay_out_eager_results(prim: core.Primitive) -> None:
         return reshard_leaves(out, _for_rank(sharding, np.ndim(out)))
 
     prim.def_impl(laid_out)
+
+
+def like_type_sharding(x: Any, shape: Sequence[int] | None, sharding: Any) -> Any:
+    """The type-level sharding of ``full_like(x, ..., shape, sharding)``: ``sharding`` when
+    given; else over Explicit mesh axes the result is laid out as ``x`` (as in JAX: a
+    concrete ``x`` also when ``shape`` is its own)."""
+    if sharding is not None:
+        return sharding
+    same = shape is None or (not isinstance(x, core.Tracer) and tuple(shape) == np.shape(x))
+    return getattr(core.get_aval(x), "_sharding", None) if same else None
 
 
 def like_concrete(out: Any, x: Any, fill_shape: Sequence[int], weak: bool,
