@@ -27,6 +27,8 @@ JAX_OUTPUT = [
     '[-0.14550000429153442, -0.9110999703407288, -0.8391000032424927, 0.004399999976158142, 0.8439000248908997, 0.9074000120162964, 0.13670000433921814, -0.7597000002861023]',
     "{ lambda ; a:f32[4@x,8@y]. let\n    b:f32[16@(x,y),2] c:f32[2,8@y]{U:x} = shard_map[\n      check_vma=True\n      in_specs=(P('x', 'y'),)\n      jaxpr={ lambda ; d:f32[2,2]{V:(x,y)}. let\n          e:f32[2,2]{V:(x,y)} = sin d\n          f:f32[2,2]{V:(x,y)} = cos d\n          g:f32[2,2]{V:y, U:x} = vary_unreduced_cast_p[axes=('x',)] e\n        in (f, g) }\n      mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P(('x', 'y'),), P(None, 'y', unreduced={'x'}))\n    ] a\n    h:f32[2,8@y] = reshard c\n    _:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] h\n    i:f32[] = reshard 1.0:f32[]\n    j:f32[2,8@y] = broadcast_in_dim i\n    k:f32[2,8@y]{R:x} = reshard j\n    l:f32[4@x,8@y] = shard_map[\n      check_vma=True\n      in_specs=(P(None, 'y', reduced={'x'}), P(('x', 'y'),))\n      jaxpr={ lambda ; m:f32[2,2]{V:y, R:x} n:f32[2,2]{V:(x,y)}. let\n          o:f32[2,2]{V:(x,y)} = reduced_vary_cast_p[axes=('x',)] m\n          p:f32[2,2]{V:(x,y)} = mul o n\n        in (p,) }\n      mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P('x', 'y'),)\n    ] k b\n  in (l,) }",
     '[-0.14550000429153442, -0.9110999703407288, -0.8391000032424927, 0.004399999976158142, 0.8439000248908997, 0.9074000120162964, 0.13670000433921814, -0.7597000002861023]',
+    "{ lambda ; a:f32[4@x]. let\n    b:f32[]{U:x} = dot_general[\n      dimension_numbers=(([0], [0]), ([], []))\n      preferred_element_type=float32\n    ] a a\n    c:f32[] = shard_map[\n      check_vma=True\n      in_specs=(P(unreduced={'x'}),)\n      jaxpr={ lambda ; d:f32[]{U:x}. let\n          e:f32[] = unreduced_psum[axes=('x',)] d\n        in (e,) }\n      mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P(),)\n    ] b\n  in (c,) }",
+    '896.0',
     "{ lambda ; a:f32[4,8]. let\n    b:f32[2,8] = shard_map[\n      check_vma=False\n      in_specs=(P('x', 'y'),)\n      jaxpr={ lambda ; c:f32[2,2]. let\n          d:f32[2,2] = psum[axes=('x',) axis_index_groups=None] c\n        in (d,) }\n      mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P(None, 'y'),)\n    ] a\n  in (b,) }",
     "ValueError: Unsupported pcast from=invarying, to='unreduced'",
     "ValueError: Unsupported pcast from=varying, to='reduced'",
@@ -40,6 +42,7 @@ JAX_OUTPUT = [
     "ValueError: vary_unreduced_cast is a Varying->Unreduced collective. This means that the axis names mentioned in `axes` passed to `vary_unreduced_cast` must be present in `jax.typeof(x).mat.varying`. Got axes=('x',) and jax.typeof(x).mat.varying=frozenset({'y'})",
     "ValueError: unreduced in out_specs P(None, 'y', unreduced={'x'}) can only be used when the mesh passed to shard_map contains axis names all of type `Explicit`. Got mesh AbstractMesh('x': 2, 'y': 4, axis_types=(Auto, Auto), device_kind=cpu, num_cores=None, platform=cpu)",
     'ValueError: unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got float32[]{V:y}, but expected float32[]{V:y, U:x} because the corresponding output of the differentiated function had JAX type float32[]{V:y, R:x}',
+    "ValueError: in_specs passed to shard_map: P() does not match the specs of the input: P(unreduced={'x'}) for arg: float32[]{U:x}. `in_specs` is an optional argument so you can omit specifying it and shard_map will infer the in_specs from the arguments. If you want to reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args to shard_map.",
     "ValueError: Unsupported pcast from=invarying, to='unreduced'",
     'NameError: Found an unbound axis name: x. To fix this, please call preduced under `jax.shard_map`.',
 ]
@@ -103,6 +106,13 @@ def _lines(jax, devices) -> list[str]:
         k = jax.grad(lambda a: jax.sharding.reshard(u(a), yy).sum())
         out.append(str(jax.make_jaxpr(k)(x)))
         out.append(str(np.round(np.asarray(jax.jit(k)(x))[1], 4).tolist()))
+        # an argument unreduced over Explicit axes: in_specs inferred from its type, the
+        # body's block unreduced too
+        def dot_psum(a, **kw):
+            u = jnp.dot(a, a, out_sharding=P(unreduced={"x"}))
+            return jax.shard_map(lambda b: lax.psum(b, "x"), out_specs=P(), **kw)(u)
+        v = jax.device_put(data[:, 0], P("x"))
+        out += [str(jax.make_jaxpr(dot_psum)(v)), str(jax.jit(dot_psum)(v))]
         errors = [
             sm(lambda a: lax.pcast(a, "x", to="unreduced"), yy, yy),
             sm(lambda a: lax.pcast(a, "x", to="reduced"), xy, xy),
@@ -119,6 +129,7 @@ def _lines(jax, devices) -> list[str]:
         ]
         arg = [half, x, x, x, x, x, x, x, x, half, half]
         msgs = [error(lambda e=e, a=a: jax.make_jaxpr(e)(a)) for e, a in zip(errors, arg)]
+        msgs.append(error(lambda: jax.make_jaxpr(lambda a: dot_psum(a, in_specs=P()))(v)))
         # outside a shard_map: the cast is refused first, then the unbound name
         msgs += [error(lambda: jax.make_jaxpr(lambda a: lax.pcast(a, "x", to=to))(x))
                  for to in ("unreduced", "reduced")]
@@ -129,7 +140,7 @@ def _lines(jax, devices) -> list[str]:
                    check_vma=False)
         out.append(str(jax.make_jaxpr(plain)(xa)))
         auto = sm(lambda a: a, xy, P(None, "y", unreduced={"x"}))
-        out += msgs[:-3] + [error(lambda: jax.make_jaxpr(auto)(xa)), *msgs[-3:]]
+        out += msgs[:-4] + [error(lambda: jax.make_jaxpr(auto)(xa)), *msgs[-4:]]
     return out
 
 

@@ -115,7 +115,7 @@ def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray,
 def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ...]:
     is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
     if is_spec(specs):
-        return (specs or PartitionSpec(),) * len(tree_util.tree_leaves(tree))
+        return (PartitionSpec() if specs is None else specs,) * len(tree_util.tree_leaves(tree))
     try:
         prefix_leaves, prefix_def = tree_util.tree_flatten(specs, is_spec)
         subtrees = prefix_def.flatten_up_to(tree)
@@ -123,7 +123,7 @@ def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ..
         raise ValueError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of the "
                          f"{'arguments' if what == 'in_specs' else 'outputs'}: {e}") from None
     # A spec covers every leaf of its subtree; one over an empty subtree (None) covers none.
-    return tuple(s or PartitionSpec() for s, sub in zip(prefix_leaves, subtrees)
+    return tuple(PartitionSpec() if s is None else s for s, sub in zip(prefix_leaves, subtrees)
                  for _ in tree_util.tree_leaves(sub))
 
 
@@ -208,7 +208,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         # Without in_specs, each argument is split as its type says (over Explicit axes;
         # a type without a sharding is unsplit), as JAX infers them.
         specs_in = (_specs_per_leaf(in_specs, args, "in_specs") if in_specs is not None else
-                    tuple(PartitionSpec(*a.sharding.spec)
+                    tuple(a.sharding.spec
                           if getattr(a, "_sharding", None) is not None else PartitionSpec()
                           for a in avals))
         if in_specs is not None:

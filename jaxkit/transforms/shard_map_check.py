@@ -30,7 +30,7 @@ def check_specs_manual(specs: Any, manual: frozenset, what: str) -> None:
     is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
     msgs = []
     for path, spec in tree_util.tree_flatten_with_path(specs, is_leaf=is_spec)[0]:
-        for axes in (spec or PartitionSpec())._normalized(0):
+        for axes in (PartitionSpec() if spec is None else spec)._normalized(0):
             msgs += [f"  {what}{tree_util.keystr(path)} refers to {a!r}" for a in axes
                      if a not in manual]
     if msgs:
@@ -51,10 +51,11 @@ def check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list
         ndim = len(aval.shape)
         parts = [None if p is PartitionSpec.UNCONSTRAINED else p for p in spec.partitions]
         parts += [None] * (ndim - len(parts))
-        want = typed_sharding(mesh, parts)
+        want = typed_sharding(mesh, parts, spec.unreduced, spec.reduced)
         want_spec = want.spec if want is not None else PartitionSpec(*[None] * ndim)
         have = aval.sharding.spec
-        if want_spec.partitions != tuple(have.partitions):
+        if (want_spec.partitions, want_spec.unreduced, want_spec.reduced) != (
+                tuple(have.partitions), have.unreduced, have.reduced):
             raise ValueError(
                 f"in_specs passed to shard_map: {want_spec} does not match the specs of the "
                 f"input: {have} for arg: {aval}. `in_specs` is an optional argument so you can "
@@ -121,7 +122,7 @@ def per_leaf_specs(specs: Any, tree: Any) -> list:
     """``specs`` (a prefix of ``tree``) as one spec per leaf of ``tree``."""
     prefix, prefix_def = tree_util.tree_flatten(specs, _is_spec)
     subtrees = prefix_def.flatten_up_to(tree)
-    return [s or PartitionSpec() for s, sub in zip(prefix, subtrees)
+    return [PartitionSpec() if s is None else s for s, sub in zip(prefix, subtrees)
             for _ in tree_util.tree_leaves(sub)]
 
 
@@ -163,7 +164,7 @@ def check_replication(f, mesh: Mesh, manual: tuple, out_avals, out_specs,
     for vma, i in zip(out_vmas, per_leaf):
         path, spec = spec_paths[i]
         path = () if eager else path
-        spec = spec or PartitionSpec()
+        spec = PartitionSpec() if spec is None else spec
         named = spec_axes(spec) | spec.unreduced | spec.reduced
         unmentioned = [a for a in order if a not in named]
         if not any(a in vma for a in unmentioned):
