@@ -20,9 +20,10 @@ and the collectives that take the sum an unreduced value stands for:
   all-gather; ``all_gather(..., to='reduced')``).
 
 The casts transpose to each other (varying->unreduced to reduced->varying), so reverse mode
-through them needs no other rule. Which state an ordinary primitive's result has follows its
-``sharding_ur`` rule (a sum of unreduced values is unreduced, ``sin`` of one is refused), read
-by ``parallel_vma``'s typing hook.
+through them needs no other rule. None has a batching rule (JAX 0.10.2's raise too): vmap of
+a body that uses them raises ``NotImplementedError`` naming the primitive. Which state an
+ordinary primitive's result has follows its ``sharding_ur`` rule (a sum of unreduced values
+is unreduced, ``sin`` of one is refused), read by ``parallel_vma``'s typing hook.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from typing import Any
 from jaxkit import avals as avals_mod
 from jaxkit import core, tree_util
 from jaxkit.core import ShapedArray
-from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import ad, mlir
 from jaxkit.lax import parallel, parallel_vma
 from jaxkit.lax.parallel import _axes_tuple, axis_size
 
@@ -77,19 +78,12 @@ def _raise_outside(name: str, *args, **params):
     raise ValueError(f"{name} should be called under jax.shard_map.")
 
 
-def _no_batching(name: str):
-    def rule(axis_data, vals, dims, **params):
-        raise NotImplementedError(f"batching rule for '{name}' is not implemented. {_ISSUE}")
-    return rule
-
-
 def _cast_primitive(name: str, abstract_eval) -> core.Primitive:
     """A no-op retyping: checked and typed by ``abstract_eval``, lowered to its operand."""
     p = core.Primitive(name)
     p.def_impl(partial(_raise_outside, name.removesuffix("_p")))
     p.def_abstract_eval(abstract_eval)
     mlir.register_lowering(p, lambda ctx, x, *, axes: [x])
-    batching.defrule(p, _no_batching(name))
     parallel_vma.self_typed.add(p)
     return p
 
@@ -221,7 +215,6 @@ unreduced_psum_p.def_impl(partial(parallel._unbound_impl, "unreduced_psum"))
 unreduced_psum_p.def_abstract_eval(_unreduced_psum_abstract_eval)
 mlir.register_lowering(unreduced_psum_p, lambda ctx, x, *, axes: parallel_vma._psum_lowering(
     ctx, x, axes=axes, axis_index_groups=None))
-batching.defrule(unreduced_psum_p, _no_batching("unreduced_psum"))
 parallel_vma.self_typed.add(unreduced_psum_p)
 
 
@@ -279,7 +272,6 @@ unreduced_reduce_scatter_p = core.Primitive("unreduced_reduce_scatter")
 unreduced_reduce_scatter_p.def_impl(partial(parallel._unbound_impl, "unreduced_reduce_scatter"))
 unreduced_reduce_scatter_p.def_abstract_eval(_unreduced_reduce_scatter_abstract_eval)
 mlir.register_lowering(unreduced_reduce_scatter_p, _unreduced_reduce_scatter_lowering)
-batching.defrule(unreduced_reduce_scatter_p, _no_batching("unreduced_reduce_scatter"))
 parallel_vma.self_typed.add(unreduced_reduce_scatter_p)
 
 
@@ -333,7 +325,6 @@ all_gather_reduced_p = core.Primitive("all_gather_reduced")
 all_gather_reduced_p.def_impl(partial(parallel._unbound_impl, "all_gather_reduced"))
 all_gather_reduced_p.def_abstract_eval(_all_gather_reduced_abstract_eval)
 mlir.register_lowering(all_gather_reduced_p, _all_gather_reduced_lowering)
-batching.defrule(all_gather_reduced_p, _no_batching("all_gather_reduced"))
 parallel_vma.self_typed.add(all_gather_reduced_p)
 
 
