@@ -97,7 +97,8 @@ def main() -> None:
     parser.add_argument("--venv", help="reuse this virtual environment (else a throwaway one)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per test file")
     parser.add_argument("--files", help="only test files whose name contains one of these "
-                        "(comma-separated)")
+                        "(comma-separated; one ending in .py is a whole file name: "
+                        "transforms_test.py but not linen_transforms_test.py)")
     parser.add_argument("--log", help="write each file's pytest output tail here")
     parser.add_argument("--start", help="skip the suite's files before the first whose path "
                         "contains this (resume a cut-off run)")
@@ -116,7 +117,8 @@ def main() -> None:
     totals = {}
     for suite in args.suites.split(","):
         files = [f for f in suite_files(py, suite, workdir, args.flax_sdist)
-                 if not args.files or any(p in f.name for p in args.files.split(","))]
+                 if not args.files or any(p == f.name if p.endswith(".py") else p in f.name
+                                          for p in args.files.split(","))]
         if args.start:
             first = next((i for i, f in enumerate(files) if args.start in str(f)), len(files))
             files = files[first:]

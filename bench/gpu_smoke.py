@@ -24,10 +24,14 @@ import numpy as np
 import jaxkit as jax
 import jaxkit.numpy as jnp
 from jaxkit import lax
+from jaxkit.lax.linalg.qr import geqrf
 
 # TF32 keeps 10 bits of each float32 factor: a product of K terms is off by up to ~K * 2^-11
 # relative to its largest terms, more relative to a sum that cancels.
-TOLERANCE = {"exact": 0.0, "f32": 2e-5, "tf32": 3e-2, "bf16": 2e-2, "f64": 1e-12}
+TOLERANCE = {"exact": 0.0, "f32": 2e-5, "tf32": 3e-2, "bf16": 2e-2, "f64": 1e-12,
+             # float32 factorizations by different algorithms (Jacobi vs divide and conquer,
+             # ...): invariants agree to a few hundred ulps of the matrix's norm
+             "linalg32": 2e-4}
 
 
 def _rng(shape, dtype=np.float32, seed=0):
@@ -37,6 +41,71 @@ def _rng(shape, dtype=np.float32, seed=0):
 def _spd(n):
     a = _rng((n, n))
     return (a @ a.T + n * np.eye(n)).astype(np.float32)
+
+
+def _mm(a, b):
+    return jnp.matmul(a, b, precision=lax.Precision.HIGHEST)
+
+
+def _h(x):
+    return jnp.conj(jnp.swapaxes(x, -1, -2))
+
+
+def _svd_invariants(a, **kw):
+    """Singular values, U S V^H and the Gram matrices of U and V^H: the same on every
+    platform, unlike the singular vectors' signs and phases."""
+    u, s, vh = lax.linalg.svd(a, **kw)
+    k = s.shape[-1]
+    us = u[..., :k] * s[..., None, :].astype(u.dtype)
+    return s, _mm(us, vh[..., :k, :]), _mm(_h(u), u), _mm(vh, _h(vh))
+
+
+def _gpu_algorithm(name):
+    """An SVD algorithm the GPU has and the CPU (computing the reference) has not."""
+    return getattr(lax.linalg.SvdAlgorithm, name) if jax.default_backend() == "gpu" else None
+
+
+def _eig_invariants(a, **kw):
+    """Order-free functions of the eigenvalues (sum, sum of squares, product) and the
+    residuals A V - V diag(w) (and W^H A - diag(w) W^H): zero on every platform."""
+    outs = lax.linalg.eig(a, **kw)
+    w = outs[0]
+    ac = a.astype(w.dtype)
+    found = [w.sum(-1), (w * w).sum(-1), w.prod(-1)]
+    if kw.get("compute_right_eigenvectors", True):
+        vr = outs[-1]
+        found += [_mm(ac, vr) - vr * w[..., None, :], jnp.linalg.norm(vr, axis=-2)]
+    if kw.get("compute_left_eigenvectors", True):
+        vl = outs[1]
+        found.append(_mm(_h(vl), ac) - w[..., :, None] * _h(vl))
+    return found
+
+
+def _tridiag(m, batch=(), seed=0):
+    dl, d, du = (_rng(batch + (m,), seed=seed + i) for i in range(3))
+    return dl, d + 4, du, _rng(batch + (m, 3), seed=seed + 3)
+
+
+def _ormqr_invariants(a, c):
+    """Q c, c^T Q and their inverses (Q^T, from the left and the right) checked against each
+    other and against the leading columns of Q that householder_product forms."""
+    r, taus = geqrf(a)
+    qc = lax.linalg.ormqr(r, taus, c, left=True, transpose=False)
+    ctq = lax.linalg.ormqr(r, taus, c.T, left=False, transpose=False)
+    q1 = lax.linalg.householder_product(r, taus)
+    return (lax.linalg.ormqr(r, taus, qc, left=True, transpose=True) - c,
+            lax.linalg.ormqr(r, taus, ctq, left=False, transpose=True) - c.T,
+            _mm(q1.T, qc) - c[:q1.shape[1]], jnp.linalg.norm(qc, axis=0))
+
+
+def _geqp3_invariants(a):
+    q, r, p = jax.scipy.linalg.qr(a, pivoting=True, mode="economic")
+    return p, jnp.abs(jnp.diagonal(r)), _mm(q, r) - a[:, p]
+
+
+def _tridiagonal_invariants(a):
+    _, d, e, _ = lax.linalg.tridiagonal(a, lower=True)
+    return d, jnp.abs(e)
 
 
 def _mlp_grad(params, x):
@@ -128,6 +197,47 @@ CASES = [
     ("triangular_solve", "tf32",
      lambda a, b: jax.scipy.linalg.solve_triangular(a, b, lower=True),
      lambda: (np.tril(_spd(32)), _rng((32, 4)))),
+    # the GPU linear algebra of cuSOLVER, cuSPARSE, jaxlib's CUDA and hybrid kernels
+    ("svd_jacobi_c64_wide", "linalg32", _svd_invariants,
+     lambda: ((_rng((6, 9)) + 1j * _rng((6, 9), seed=1)).astype(np.complex64),)),
+    ("svd_jacobi_economy_batched", "linalg32",
+     lambda a: _svd_invariants(a, full_matrices=False), lambda: (_rng((3, 40, 33)),)),
+    ("svd_jacobi_economy_small", "linalg32",
+     lambda a: _svd_invariants(a, full_matrices=False), lambda: (_rng((2, 7, 5)),)),
+    ("svd_qr_wide", "linalg32",
+     lambda a: _svd_invariants(a, algorithm=lax.linalg.SvdAlgorithm.QR), lambda: (_rng((5, 8)),)),
+    ("svd_polar_tall", "linalg32",
+     lambda a: _svd_invariants(a, full_matrices=False, algorithm=_gpu_algorithm("POLAR")),
+     lambda: (_rng((8, 5)),)),
+    ("svd_values_over_1024", "linalg32", lambda a: jnp.linalg.svd(a, compute_uv=False),
+     lambda: (_rng((1100, 3)),)),
+    ("eig_right", "linalg32",
+     lambda a: _eig_invariants(a, compute_left_eigenvectors=False), lambda: (_rng((6, 6)),)),
+    ("eig_left_right_hybrid", "linalg32", _eig_invariants, lambda: (_rng((6, 6)),)),
+    ("eigvals_c64_batched", "linalg32",
+     lambda a: _eig_invariants(a, compute_left_eigenvectors=False,
+                               compute_right_eigenvectors=False),
+     lambda: ((_rng((2, 5, 5)) + 1j * _rng((2, 5, 5), seed=1)).astype(np.complex64),)),
+    ("tridiagonal_solve_gtsv2", "linalg32", lax.linalg.tridiagonal_solve,
+     lambda: _tridiag(64, (2,))),
+    ("tridiagonal_solve_two_equations", "linalg32", lax.linalg.tridiagonal_solve,
+     lambda: _tridiag(2)),
+    ("tridiagonal_solve_perturbed", "linalg32",
+     lambda *a: lax.linalg.tridiagonal_solve(*a, perturb_singular=True), lambda: _tridiag(16)),
+    ("ormqr", "linalg32", _ormqr_invariants, lambda: (_rng((12, 7)), _rng((12, 3)))),
+    ("geqp3", "linalg32", _geqp3_invariants, lambda: (_rng((9, 6)),)),
+    ("tridiagonal_sytrd", "linalg32", _tridiagonal_invariants, lambda: (_spd(12),)),
+    ("lu_pivots_to_permutation", "exact",
+     lambda p: lax.linalg.lu_pivots_to_permutation(p, 6),
+     lambda: (np.array([[2, 2, 5, 3], [0, 4, 2, 3]], np.int32),)),
+    ("cholesky_update", "linalg32",  # the upper factor (JAX leaves the lower triangle as is)
+     lambda r, w: jnp.triu(lax.linalg.cholesky_update(r, w)),
+     lambda: (np.linalg.cholesky(_spd(8)).T.astype(np.float32), _rng((8,)))),
+    ("symmetric_product", "linalg32",  # syrk writes the lower triangle
+     lambda a, c: (jnp.tril(lax.linalg.symmetric_product(a, c, alpha=2.0, beta=0.5)),
+                   lax.linalg.symmetric_product(a, c, alpha=2.0, beta=0.5,
+                                                symmetrize_output=True)),
+     lambda: (_rng((6, 4)), _spd(6))),
 ]
 
 

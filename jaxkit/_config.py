@@ -23,6 +23,8 @@ import contextlib
 import itertools
 import os
 import sys
+import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -204,7 +206,29 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     # Where computations without committed arguments run (None: the default backend's first
     # device); ``with default_device(...)`` overrides it in its thread (runtime/pjrt.py).
     "jax_default_device": (None, validate_default_device, ()),
+    # Whether the GPU's hybrid eig/geqp3 kernels may use MAGMA (lax/linalg/_lapack.py).
+    "jax_use_magma": ("auto", _enum("off", "on", "auto"), ()),
 }
+
+
+class _ThreadBlocks(threading.local):
+    """Options set for a block in one thread (``with jax.default_device(d):``), as JAX's
+    thread-local option values: while set, reading the option in that thread gives the
+    block's value instead of the one ``update`` set."""
+
+    def __init__(self):
+        self.values: dict[str, Any] = {}
+
+
+thread_blocks = _ThreadBlocks()
+# The options such blocks set. Their ``update`` value is stored under ``_global_<name>``, so
+# that reading ``config.<name>`` goes through ``Config.__getattr__``, which looks at this
+# thread's blocks first; and, as in JAX, ``config.read`` refuses them.
+_THREAD_LOCAL_OPTIONS = frozenset({"jax_default_device"})
+
+
+def _stored(name: str) -> str:
+    return f"_global_{name}" if name in _THREAD_LOCAL_OPTIONS else name
 
 
 class Config:
@@ -222,15 +246,22 @@ class Config:
         d["_callbacks"] = []
         for name, (default, coerce, env_vars) in _OPTIONS.items():
             value = default
-            for var in env_vars:
+            # As JAX's, every option also reads its upper-case name (JAX_DEFAULT_DEVICE, ...).
+            upper = name.upper()
+            for var in env_vars if upper in env_vars else (*env_vars, upper):
                 if var in env:
                     # Lenient for booleans: a typo in the environment must not make
                     # `import jaxkit` fail, so anything but a true-ish string is False.
                     raw = env[var]
-                    value = (raw.strip().lower() in _TRUE_STRINGS if coerce is _to_bool
-                             else coerce(name, raw))
+                    try:
+                        value = (raw.strip().lower() in _TRUE_STRINGS if coerce is _to_bool
+                                 else coerce(name, raw))
+                    except NotImplementedError as e:
+                        # A setting JAX has and jaxkit cannot honour (JAX_ENABLE_CHECKS=1)
+                        # is reported, not fatal to `import jaxkit`.
+                        warnings.warn(f"{var}={raw!r} is ignored: {e}", stacklevel=2)
                     break
-            d[name] = value
+            d[_stored(name)] = value
         d["x64"] = d["jax_enable_x64"]
         d["use_absl"] = False  # set by config_with_absl, as JAX's attribute
         d["_absl_parsed"] = False
@@ -243,7 +274,7 @@ class Config:
     @property
     def values(self) -> dict[str, Any]:
         """A snapshot of all option values."""
-        return {name: self.__dict__[name] for name in _OPTIONS}
+        return {name: getattr(self, name) for name in _OPTIONS}
 
     def _unknown(self, name: str) -> AttributeError:
         return AttributeError(f"Unrecognized config option: {name!r}. "
@@ -251,6 +282,9 @@ class Config:
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails, i.e. for names that are not options.
+        if name in _THREAD_LOCAL_OPTIONS:
+            blocks = thread_blocks.values
+            return blocks[name] if name in blocks else self.__dict__[_stored(name)]
         if name.startswith("__"):
             raise AttributeError(name)
         raise self._unknown(name)
@@ -264,7 +298,18 @@ class Config:
         """The value of option ``name`` (as ``jax.config.read``)."""
         if name not in _OPTIONS:
             raise self._unknown(name)
+        if name in _THREAD_LOCAL_OPTIONS:
+            raise AttributeError("For flags with a corresponding contextmanager, read their "
+                                 f"value via e.g. `config.{name}` rather than "
+                                 f"`config.FLAGS.{name}`.")
         return self.__dict__[name]
+
+    def read_global(self, name: str) -> Any:
+        """The value ``update`` last gave option ``name``, whatever blocks of this thread
+        set (``default_device``)."""
+        if name not in _OPTIONS:
+            raise self._unknown(name)
+        return self.__dict__[_stored(name)]
 
     def update(self, name: str, value: Any) -> None:
         """Set option ``name`` to ``value``; subscribers are told if the value changed."""
@@ -272,8 +317,8 @@ class Config:
             raise self._unknown(name)
         value = _OPTIONS[name][1](name, value)
         d = self.__dict__
-        old = d[name]
-        d[name] = value
+        old = d[_stored(name)]
+        d[_stored(name)] = value
         if name == "jax_enable_x64":
             d["x64"] = value
         if old != value or type(old) is not type(value):
@@ -301,7 +346,7 @@ class Config:
         for name in options:
             if name not in _OPTIONS:
                 raise self._unknown(name)
-        saved = {name: self.__dict__[name] for name in options}
+        saved = {name: self.__dict__[_stored(name)] for name in options}
         try:
             for name, value in options.items():
                 self.update(name, value)
@@ -330,10 +375,10 @@ class Config:
             kind, choices = _absl_flag_kind(coerce)
             help_text = f"jaxkit config option {name} (jax.config.update({name!r}, value))."
             if kind == "enum":
-                absl_flags.DEFINE_enum(name, d[name], choices, help_text,
+                absl_flags.DEFINE_enum(name, d[_stored(name)], choices, help_text,
                                        flag_values=flag_values)
             else:
-                define[kind](name, d[name], help_text, flag_values=flag_values)
+                define[kind](name, d[_stored(name)], help_text, flag_values=flag_values)
         app.call_after_init(lambda: self._complete_absl_config(flag_values))
 
     def _complete_absl_config(self, flag_values: Any) -> None:
@@ -382,7 +427,7 @@ class State:
 
     @property
     def value(self) -> Any:
-        return config.read(self.name)
+        return getattr(config, self.name)
 
     def __call__(self, new_val: Any = ...) -> contextlib.AbstractContextManager:
         if new_val is ...:

@@ -25,7 +25,7 @@ from jaxkit.api_devices import (  # re-exported, as jax.device_put & co.
     block_until_ready, default_backend, device_count, device_get, device_put, devices,
     local_device_count, local_devices, process_count, process_index)
 from jaxkit.api_namespaces import VJPFunction
-from jaxkit.interpreters import ad
+from jaxkit.interpreters import ad, hijax
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax import parallel_vma
@@ -323,6 +323,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = 
 
 
 def _check_input_dtype_revderiv(name: str, holomorphic: bool, allow_int: bool, x) -> None:
+    if hijax.is_hi(x):  # NotImplementedError, as JAX's JVP rules of Flax's variables raise
+        raise NotImplementedError(
+            f"{name} with respect to a {type(x).__name__} (a high-level value) is not "
+            "supported: differentiate with respect to its arrays instead (for Flax, "
+            "nnx.with_vars(params, hijax=False)), or pass it as a non-differentiated argument.")
     aval = core.get_aval(_check_leaf(x, f"{name} arguments"))
     if holomorphic and not dtypes.issubdtype(aval.dtype, np.complexfloating):
         raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
@@ -627,6 +632,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     def make(*args, **kwargs):
         dyn = [a for i, a in enumerate(args) if i not in static_nums]
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
+        hijax.check_no_hi_args(flat, "make_jaxpr")
         avals = [core.get_aval(x) for x in flat]
         out_tree_box = []
 
@@ -710,8 +716,17 @@ def _abstractify(x) -> core.ShapedArray:
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output shapes and dtypes of ``fun(*args)``, without computing anything."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    call = lambda ak: fun(*ak[0], **ak[1])  # noqa: E731
+    if hijax.has_hi(flat):
+        # High-level arguments are traced as their array leaves (their mutations dropped).
+        spec, flat, _ = hijax.lower_args(flat)
+        hi_tree, in_tree = in_tree, tree_util.tree_structure(flat)
+
+        def call(lo):
+            a, kw = tree_util.tree_unflatten(hi_tree, hijax.raise_args(spec, lo)[0])
+            return fun(*a, **kw)
     avals = [_abstractify(x) for x in flat]
-    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(lambda ak: fun(*ak[0], **ak[1]), in_tree, avals,
+    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals,
                                                 pe.debug_info("eval_shape", fun, []))
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, sharding=_type_sharding(a))
               for a in jaxpr.out_avals]

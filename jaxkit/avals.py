@@ -174,6 +174,20 @@ class ShapedArray:
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
+    def normalize(self) -> ShapedArray:
+        return self.strip_weak_type()
+
+    # An array is its own lowering: high-level types holding arrays (``interpreters.hijax``)
+    # lower their leaves through these, as through any high-level type's.
+    def lo_ty(self) -> list:
+        return [self]
+
+    def lower_val(self, val: Any) -> list:
+        return [val]
+
+    def raise_val(self, val: Any) -> Any:
+        return val
+
     def strip_sharding(self) -> ShapedArray:
         """The type without its explicit sharding (what a layout-blind consumer sees)."""
         if self._sharding is None:

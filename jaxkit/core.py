@@ -722,7 +722,7 @@ def _vars_doc(names: Sequence[str], sep: str = "") -> pp.Doc:
 def _eqn_doc(eqn: JaxprEqn, namer: Namer, used: set | None = None,
              top_level: bool = True) -> pp.Doc:
     def binder(v):
-        unused = isinstance(v, DropVar) or (used is not None and v not in used)
+        unused = isinstance(v, DropVar) or (top_level and used is not None and v not in used)
         return f"{'_' if unused else namer(v)}:{v.aval.str_short()}"
 
     custom = pp_eqn_rules.get(eqn.primitive)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
 from typing import Any
 
 from jaxkit._config import State, config, validate_default_device
@@ -67,18 +66,9 @@ def transfer_guard(new_val: str) -> contextlib.AbstractContextManager:
     return config.override(jax_transfer_guard=new_val)
 
 
-@contextlib.contextmanager
-def default_device(new_val: Any = None) -> Iterator[None]:
+def default_device(new_val: Any = None) -> contextlib.AbstractContextManager:
     """Run computations without committed arguments, and place new arrays, on ``new_val``
     (a device, or a platform name such as ``"cpu"``: its first device) inside the block, in
-    this thread only; None restores the ``jax_default_device`` option's choice."""
-    new_val = validate_default_device("jax_default_device", new_val)
-    context = pjrt.default_device_context
-    saved = context.device
-    if new_val is not None:
-        pjrt.placement.spread = True
-    context.device = new_val
-    try:
-        yield
-    finally:
-        context.device = saved
+    this thread only; None means the default backend's first device, whatever the
+    ``jax_default_device`` option says (as in JAX)."""
+    return pjrt.default_device_block(validate_default_device("jax_default_device", new_val))

@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit.interpreters import ad, batching
+from jaxkit.interpreters import ad, batching, hijax
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.state import (AbstractRef, Ref, accept_refs_eagerly, defdischarge,
                                       discharge_closed, impl_via_discharge, is_ref_aval,
@@ -630,3 +630,8 @@ def _cond_discharge(in_avals, index, *ops, branches, **params):
 for _p, _rule in [(loops.while_p, _while_discharge), (cond_p, _cond_discharge)]:
     defdischarge(_p, _rule)
     accept_refs_eagerly(_p)
+
+
+# High-level mutable values closed over by a traced body keep their leaves in refs (see
+# ``interpreters.hijax``), which sits below this module.
+hijax.ref_ops[:] = [new_ref, get, lambda ref, value: swap(ref, (), value)]

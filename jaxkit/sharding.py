@@ -6,14 +6,7 @@ SPMD partitioner, and ``jaxkit.lax.with_sharding_constraint`` pins layouts insid
 """
 from __future__ import annotations
 
-import functools
-
-import numpy as _np
-
-from jaxkit import core as _core
-from jaxkit import tree_util as _tree_util
-from jaxkit.lax.mesh_cast import mesh_cast as _mesh_cast_p_bind
-from jaxkit.lax.sharding import reshard_leaves as _reshard_leaves
+from jaxkit.lax.sharding_axes import auto_axes, explicit_axes, reshard, use_abstract_mesh
 from jaxkit.runtime import pjrt as _pjrt
 from jaxkit.runtime import sharding as _runtime
 from jaxkit.runtime.multi_device import AxisSharding as _AxisSharding
@@ -61,24 +54,6 @@ def get_mesh() -> Mesh | None:
     return _runtime.current_mesh()
 
 
-class use_abstract_mesh:  # noqa: N801  (a context manager, as in JAX)
-    """Make ``mesh`` (an ``AbstractMesh``) the abstract mesh ``get_abstract_mesh`` returns
-    within the block: what tracing sees when no concrete mesh is at hand."""
-
-    def __init__(self, mesh: AbstractMesh):
-        if not isinstance(mesh, AbstractMesh):
-            raise ValueError("Expected mesh of type `jax.sharding.AbstractMesh`. Got type: "
-                             f"{type(mesh)}")
-        self._mesh = mesh
-
-    def __enter__(self) -> AbstractMesh:
-        _runtime._abstract_mesh_stack.append(self._mesh)
-        return self._mesh
-
-    def __exit__(self, *exc) -> None:
-        _runtime._abstract_mesh_stack.pop()
-
-
 def get_abstract_mesh() -> AbstractMesh:
     """The abstract mesh in context: from ``use_abstract_mesh``, else that of the mesh set
     with ``set_mesh``/``with mesh:``, else the empty one."""
@@ -88,35 +63,6 @@ def get_abstract_mesh() -> AbstractMesh:
 def make_single_device_sharding(device) -> SingleDeviceSharding:
     """The sharding of an array that lives whole on ``device``."""
     return _pjrt.backend_of(device).shardings[device]
-
-
-def reshard(xs, out_shardings):
-    """``xs`` (a pytree) laid out as ``out_shardings`` (a sharding or ``PartitionSpec`` on the
-    mesh in context, one for all leaves or a pytree prefix): inside ``jit`` a constraint on the
-    layout, outside it a copy in the new layout. A spec over ``Explicit`` axes comes out
-    spelled for the value's rank (``P('y', None)``), as a JAX type spells it."""
-    is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec))  # noqa: E731
-    leaves, treedef = _tree_util.tree_flatten(xs)
-    if is_leaf(out_shardings):
-        per_leaf = [out_shardings] * len(leaves)
-    else:
-        per_leaf = _tree_util.tree_leaves(
-            _tree_util.tree_broadcast(out_shardings, xs, is_leaf), is_leaf=is_leaf)
-    typed = [_spelled_for_rank(s, _np.ndim(x)) for s, x in zip(per_leaf, leaves)]
-    return _tree_util.tree_unflatten(treedef, [
-        _reshard_leaves(x, s) for x, s in zip(leaves, typed)])
-
-
-def _spelled_for_rank(s, ndim: int):
-    mesh = s.mesh if isinstance(s, NamedSharding) else get_mesh()
-    spec = s.spec if isinstance(s, NamedSharding) else s
-    if mesh is None or not isinstance(spec, PartitionSpec) or len(spec) >= ndim:
-        return s
-    kinds = dict(zip(mesh.axis_names, mesh.axis_types))
-    used = [a for axes in spec._normalized(0) for a in axes]
-    if not used or any(kinds.get(a) is not AxisType.Explicit for a in used):
-        return s
-    return NamedSharding(mesh, PartitionSpec(*spec, *[None] * (ndim - len(spec))))
 
 
 class ManualAxisType:
@@ -184,100 +130,6 @@ class ManualAxisType:
 
 
 _empty_manual_axis_type = ManualAxisType()
-
-
-def _mesh_with_axis_types(name: str, axes, axis_type: AxisType,
-                          shardings=None) -> tuple[AbstractMesh, AbstractMesh] | None:
-    """(the abstract mesh in context, the same with ``axes`` of ``axis_type``) as
-    ``auto_axes``/``explicit_axes`` switch to, or None without a mesh. The mesh is the one in
-    context, else that of the ``NamedSharding``s given (which must agree with it)."""
-    current = get_abstract_mesh()
-    given = None
-    for s in _tree_util.tree_leaves(shardings):
-        if isinstance(s, NamedSharding):
-            if given is not None and given != s.mesh.abstract_mesh:
-                raise ValueError(f"Shardings passed to {name} should have the same mesh. Got "
-                                 f"one mesh {given} and another {s.mesh}")
-            given = s.mesh.abstract_mesh
-    if given is None and current.empty:
-        return None
-    if given is not None and not current.empty and given != current:
-        raise ValueError(f"Context mesh {current} must match the mesh passed to shardings "
-                         f"{given}. Recommended approach is to use `jax.set_mesh` context "
-                         "manager.")
-    mesh = current if not current.empty else given
-    axes = mesh.axis_names if axes is None else axes if isinstance(axes, tuple) else (axes,)
-    kinds = dict(zip(mesh.axis_names, mesh.axis_types))
-    if any(kinds[a] is AxisType.Manual for a in axes):
-        raise NotImplementedError("Going from `Manual` AxisType to `Auto` or `Explicit` "
-                                  "AxisType is not allowed. Please file a bug at "
-                                  "https://github.com/jax-ml/jax/issues with your use case")
-    types = tuple(axis_type if n in axes else kinds[n] for n in mesh.axis_names)
-    return mesh, AbstractMesh(mesh.axis_sizes, mesh.axis_names, types,
-                              abstract_device=mesh.abstract_device)
-
-
-def _mesh_cast(x, mesh: AbstractMesh):
-    """An array leaf typed over ``mesh`` (other axis types); anything else as it is."""
-    return _mesh_cast_p_bind(x, mesh) if _is_array(x) else x
-
-
-def _is_array(x) -> bool:
-    return _core.is_array_like(x) and not isinstance(x, (int, float, complex, bool))
-
-
-def auto_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, out_sharding=None):
-    """``f`` run with ``axes`` (default: all the mesh's) typed ``Auto``, its results laid
-    out as ``out_sharding`` (given here or as a keyword of the call).
-
-    The arguments keep their layout, but their types drop those axes (XLA chooses how
-    ``f``'s values are split over them); as in JAX, when the axes are ``Auto`` already ``f``
-    is simply called."""
-    if f is None:
-        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
-
-    @functools.wraps(f)
-    def wrapped(*args, **kwargs):
-        target = out_sharding
-        if target is None:
-            if "out_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'out_sharding'")
-            target = kwargs.pop("out_sharding")
-        meshes = _mesh_with_axis_types("auto_axes", axes, AxisType.Auto, target)
-        if meshes is None or meshes[0].axis_types == meshes[1].axis_types:
-            return f(*args, **kwargs)
-        args, kwargs = _tree_util.tree_map(lambda x: _mesh_cast(x, meshes[1]), (args, kwargs))
-        with use_abstract_mesh(meshes[1]):
-            out = f(*args, **kwargs)
-        return reshard(out, target)
-
-    return wrapped
-
-
-def explicit_axes(f=None, /, *, axes: str | tuple[str, ...] | None = None, in_sharding=None):
-    """``f`` run on its arguments laid out as ``in_sharding`` (given here or as a keyword of
-    the call) with ``axes`` (default: all the mesh's) typed ``Explicit``: within ``f`` the
-    types carry the layout and the sharding rules follow it; the results' types drop those
-    axes again."""
-    if f is None:
-        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
-
-    @functools.wraps(f)
-    def wrapped(*args, **kwargs):
-        target = in_sharding
-        if target is None:
-            if "in_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'in_sharding'")
-            target = kwargs.pop("in_sharding")
-        meshes = _mesh_with_axis_types("explicit_axes", axes, AxisType.Explicit)
-        if meshes is None:
-            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to "
-                             "enter into a mesh context when using `explicit_axes` API.")
-        with use_abstract_mesh(meshes[1]):
-            out = f(*reshard(args, target), **kwargs)
-        return _tree_util.tree_map(lambda x: _mesh_cast(x, meshes[0]), out)
-
-    return wrapped
 
 
 __all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "DuplicateSpecError",

@@ -33,6 +33,8 @@ class Case:
     batch: Sequence[Sequence[int | None]] | None = None  # in_dims over the primitive's args
     rtol: float = 1e-5
     jax_fn: Callable | None = None  # when the oracle needs a different call
+    # the platforms whose XLA compiles the op (None: all); elsewhere XLA rejects it, in JAX too
+    platforms: tuple[str, ...] | None = None
 
     def __str__(self):
         return self.name

@@ -207,7 +207,10 @@ SLICING = [
          diff=(0, 2), batch=[(0, None, 0), (None, 0, 0)]),
     Case("scatter_int_clip", "scatter",
          lambda l, x, i, u: l.scatter(x, i, u, _sdn(l, **ROW_SCATTER), mode="clip"),
-         _args(_ints(9, 5, 3), OOB_IDX, _ints(9, 4, 3))),
+         # out of bounds on both sides but no two rows clipped onto one: which colliding
+         # update wins is unspecified (XLA's GPU scatter differs from its CPU loop)
+         _args(_ints(9, 5, 3), lambda rng: np.array([[1], [7], [2], [-2]], np.int32),
+               _ints(9, 4, 3))),
     Case("scatter_apply_rows", "scatter",
          lambda l, x, i: l.scatter_apply(x, i, l.sin, _sdn(l, **ROW_SCATTER), update_shape=(3, 3)),
          _args(f32(5, 3), DUP_IDX), batch=[(0, None, None), (None, 0, None), (1, 0, None)]),
@@ -429,10 +432,12 @@ CONVOLUTION = [
                lambda rng: (rng.standard_normal((3, 2, 3))
                             + 1j * rng.standard_normal((3, 2, 3))).astype(np.complex64)),
          rtol=1e-4),
+    # XLA's GPU compiler has no integer convolution (cuDNN: "Unimplemented"), for JAX too
     Case("conv_int_preferred", "conv_general_dilated",
          lambda l, x, w: l.conv(x, w, (1,), "VALID", preferred_element_type=np.int32),
          _args(lambda rng: rng.integers(-3, 4, (1, 2, 5)).astype(np.int8),
-               lambda rng: rng.integers(-3, 4, (2, 2, 2)).astype(np.int8))),
+               lambda rng: rng.integers(-3, 4, (2, 2, 2)).astype(np.int8)),
+         platforms=("cpu",)),
 ]
 
 

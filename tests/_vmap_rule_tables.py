@@ -59,7 +59,6 @@ EXERCISED_ELSEWHERE = {
     "psum_invariant": "test_shard_map_vma.py (vmap of a check_vma shard_map that pvary-s and "
                       "psums)",
     "sharding_constraint": "test_sharding.py (with_sharding_constraint under vmap)",
-    "mesh_cast": "test_explicit_sharding.py (vmap of auto_axes over a split dimension, vs JAX)",
     "reshard": "test_explicit_sharding.py (vmap of reshard, the batch keeping its split, vs JAX)",
     "my_call": "test_extend.py (a user CallPrimitive under vmap)",
     "call": "test_extend.py (call_p under vmap and vmap of grad, against JAX)",

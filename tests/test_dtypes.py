@@ -599,6 +599,20 @@ def test_config_defaults():
     assert c.jax_default_matmul_precision is None
 
 
+def test_config_reads_every_option_from_its_upper_case_environment_variable():
+    # As JAX's config: JAX_<OPTION> at start-up (GPU test runs set
+    # JAX_DEFAULT_MATMUL_PRECISION for jaxkit and the oracle alike).
+    c = Config(environ={"JAX_DEFAULT_MATMUL_PRECISION": "highest", "JAX_DEBUG_NANS": "1",
+                        "JAX_NUMPY_RANK_PROMOTION": "raise"})
+    assert c.jax_default_matmul_precision == "highest"
+    assert c.jax_debug_nans is True and c.jax_numpy_rank_promotion == "raise"
+    with pytest.raises(ValueError, match="jax_default_matmul_precision"):
+        Config(environ={"JAX_DEFAULT_MATMUL_PRECISION": "ultra"})
+    # A JAX setting jaxkit cannot honour warns instead of failing `import jaxkit`.
+    with pytest.warns(UserWarning, match="JAX_ENABLE_CHECKS='1' is ignored"):
+        assert Config(environ={"JAX_ENABLE_CHECKS": "1"}).jax_enable_checks is False
+
+
 def test_config_update_and_fast_mirror():
     c = Config(environ={})
     c.update("jax_enable_x64", True)

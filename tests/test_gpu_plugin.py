@@ -5,6 +5,7 @@ A fake ``jax-cuda12-pjrt`` distribution (dist-info metadata plus the library fil
 missing plugin, a version mismatch and a library that cannot start give RuntimeErrors that say
 what to do, and the CPU stays the default backend."""
 import _ctypes
+import importlib
 import os
 import shutil
 import subprocess
@@ -163,3 +164,77 @@ def test_a_plugin_that_cannot_start_falls_back_to_the_cpu(tmp_path):
     assert out[0] == "default: cpu [CpuDevice(id=0)]"
     assert out[1].startswith(f"error: The CUDA plugin at {lib} could not start a GPU client")
     assert "falling back to the CPU" in proc.stderr
+
+
+KERNELS = {  # module of the kernels wheel: kernel names (each kind of name jaxlib registers)
+    "_solver": ["cusolver_geev_ffi", "cusolver_getrf"],
+    "_sparse": ["cusparse_gtsv2_ffi"],
+    "_linalg": ["cu_lu_pivots_to_permutation", "cu_cholesky_update_ffi"],
+    "_hybrid": ["cuhybrid_eig_real"],
+}
+
+
+@pytest.fixture
+def fake_kernels(site, monkeypatch):
+    """A fake CUDA "99" release with its plugin and kernels wheels (Python modules standing in
+    for the extensions), so that no real installed wheel is ever imported."""
+    release = _gpu.CudaWheels("99", ())
+    monkeypatch.setattr(_gpu, "RELEASES", (release,))
+    make_fake_wheel(site, cuda="99")
+    package = site / release.kernels_package
+    package.mkdir()
+    # As the 0.11 wheels' __init__, which imports jax: jaxkit loads the modules by file
+    (package / "__init__.py").write_text("raise ImportError('the package __init__ ran')\n")
+    (package / "cuda_plugin_extension.py").write_text("")
+    for module, names in KERNELS.items():
+        (package / f"{module}.py").write_text(
+            f"def registrations():\n    return {{n: 'capsule ' + n for n in {names!r}}}\n")
+    with open(package / "_hybrid.py", "a") as f:
+        f.write("initialized = []\n\ndef initialize():\n    initialized.append(True)\n")
+    (package / "_versions.py").write_text("def cusolver_get_version():\n    return 11701\n")
+    importlib.invalidate_caches()
+    for cached in (_gpu.initialize_hybrid_kernels, _gpu.cusolver_version):
+        cached.cache_clear()
+    yield release
+    for cached in (_gpu.initialize_hybrid_kernels, _gpu.cusolver_version):
+        cached.cache_clear()
+    for name in [m for m in sys.modules if m.startswith(release.kernels_package)]:
+        del sys.modules[name]
+
+
+def test_kernels_are_registered_with_jaxlibs_api_versions(fake_kernels, monkeypatch):
+    registered = []
+    monkeypatch.setattr(_gpu.multi_device, "register_plugin_custom_calls", lambda *a: None)
+    monkeypatch.setattr(_gpu.ffi_registry, "register_target",
+                        lambda name, capsule, platform, api: registered.append(
+                            (name, capsule, platform, api)))
+    _gpu._register_kernels(object(), fake_kernels)
+    # typed FFI (api_version 1): every _linalg and _hybrid kernel, the others' "_ffi" names
+    assert sorted(registered) == [
+        ("cu_cholesky_update_ffi", "capsule cu_cholesky_update_ffi", "CUDA", 1),
+        ("cu_lu_pivots_to_permutation", "capsule cu_lu_pivots_to_permutation", "CUDA", 1),
+        ("cuhybrid_eig_real", "capsule cuhybrid_eig_real", "CUDA", 1),
+        ("cusolver_geev_ffi", "capsule cusolver_geev_ffi", "CUDA", 1),
+        ("cusolver_getrf", "capsule cusolver_getrf", "CUDA", 0),
+        ("cusparse_gtsv2_ffi", "capsule cusparse_gtsv2_ffi", "CUDA", 1)]
+
+
+def test_hybrid_kernels_initialized_and_cusolver_version_read_from_the_kernels_wheel(
+        fake_kernels):
+    assert _gpu.cusolver_version() == 11701
+    assert _gpu.initialize_hybrid_kernels() is True
+    assert _gpu.initialize_hybrid_kernels() is True  # once only
+    assert sys.modules[f"{fake_kernels.kernels_package}._hybrid"].initialized == [True]
+
+
+def test_without_the_kernels_wheel_there_is_no_cusolver_version(site, monkeypatch):
+    monkeypatch.setattr(_gpu, "RELEASES", (_gpu.CudaWheels("99", ()),))
+    make_fake_wheel(site, cuda="99")  # the plugin alone
+    for cached in (_gpu.initialize_hybrid_kernels, _gpu.cusolver_version):
+        cached.cache_clear()
+    try:
+        assert _gpu.cusolver_version() is None
+        assert _gpu.initialize_hybrid_kernels() is False
+    finally:
+        for cached in (_gpu.initialize_hybrid_kernels, _gpu.cusolver_version):
+            cached.cache_clear()

@@ -20,8 +20,7 @@ from _max_dtype import max_dtype
 from gradcheck import check_grads, check_jvp
 
 import jaxkit
-from jaxkit.lax.mesh_cast import mesh_cast
-from jaxkit.sharding import AbstractMesh, AxisType, NamedSharding, PartitionSpec
+from jaxkit.sharding import AxisType, NamedSharding, PartitionSpec
 import jaxkit.numpy as jnp
 from jaxkit import core, dtypes, lax
 from jaxkit.api import grad, jvp
@@ -44,7 +43,6 @@ P2 = _u(0.5, 2.0)
 # A one-device mesh whose axis is Explicit (types carry layouts over it), and the same axis
 # Auto, for the layout primitives' rows.
 _EXPLICIT1 = jaxkit.make_mesh((1,), ("x",), (AxisType.Explicit,), devices=jaxkit.devices()[:1])
-_AUTO1 = AbstractMesh((1,), ("x",), (AxisType.Auto,))
 _MANUAL2 = jaxkit.make_mesh((2,), ("i",), axis_types=(AxisType.Auto,),
                             devices=multi_device.add_cpu_backend("spmd8", 8).devices[:2])
 P_X = PartitionSpec("x")
@@ -121,12 +119,13 @@ ROWS = [
         x * x, NamedSharding(jaxkit.make_mesh((1,), ("x",), (AxisType.Auto,),
                                               devices=jaxkit.devices()[:1]),
                              PartitionSpec("x"))), (X,)),
-    # reshard (types a layout over an Explicit axis) and mesh_cast (retypes it over the same
-    # axis made Auto): identities on values
+    # reshard (types a layout over an Explicit axis; auto_axes reshards into the same axis
+    # made Auto and back): identities on values
     Row("reshard", lambda x: jaxkit.sharding.reshard(x * x, NamedSharding(_EXPLICIT1, P_X)),
         (X,)),
-    Row("mesh_cast", lambda x: mesh_cast(jaxkit.sharding.reshard(
-        x * x, NamedSharding(_EXPLICIT1, P_X)), _AUTO1), (X,)),
+    Row("auto_axes", lambda x: jaxkit.sharding.auto_axes(
+        lambda u: u * u, out_sharding=NamedSharding(_EXPLICIT1, P_X))(
+        jaxkit.sharding.reshard(x, NamedSharding(_EXPLICIT1, P_X))), (X,)),
     # transcendental
     unary("exp"), unary("exp2"), unary("log", P), unary("expm1"), unary("log1p", P),
     unary("tanh"), unary("logistic"), unary("sin"), unary("cos"), unary("tan"),
@@ -249,10 +248,12 @@ ROWS = [
         *lax.linalg.svd(a, full_matrices=False)), (OP43,), order=1),
     Row("tridiagonal_solve", lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b),
         (_u(-1, 1, (3,)), _u(3, 4, (3,)), _u(-1, 1, (3,)), M2), order=1),
-    Row("cholesky_update", lambda r, w: lax.linalg.cholesky_update(r, w),
+    # the defined parts: R's upper triangle (a GPU leaves the lower one as it was), and the
+    # symmetric product's lower triangle mirrored (cuBLAS's syrk writes only that one)
+    Row("cholesky_update", lambda r, w: jnp.triu(lax.linalg.cholesky_update(r, w)),
         (np.triu(SPD3).astype(F32), X), order=1),
-    Row("symmetric_product", lambda a, c: lax.linalg.symmetric_product(a, c, alpha=2.0,
-                                                                       beta=0.5),
+    Row("symmetric_product", lambda a, c: lax.linalg.symmetric_product(
+        a, c, alpha=2.0, beta=0.5, symmetrize_output=True),
         (M2, SPD3[:3, :3].copy()), order=1),
     Row("conv_general_dilated", lambda lhs, rhs: lax.conv_general_dilated(lhs, rhs, (1,), [(1, 0)]),
         (_u(-1, 1, (1, 2, 5)), _u(-1, 1, (3, 2, 2)))),

@@ -6,7 +6,6 @@ import pytest
 import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit._config import config
-from jaxkit.runtime.pjrt import placement
 from jaxkit.transforms.jit import jit_p
 
 
@@ -258,9 +257,10 @@ def test_static_keywords_select_their_own_plan():
         np.testing.assert_allclose(jf(x, y, scale=2.0, shift=1.0), [1.0, 3.0, 5.0])
         np.testing.assert_allclose(jf(x, y, shift=1.0, scale=2.0), [1.0, 3.0, 5.0])
     assert calls == [2.0, 3.0, 2.0]  # keyword order is not part of the signature
-    plans = jf._jit._fast  # one per keyword pattern, each run inline by the dispatcher,
-    # unless this process has several devices: then each places its arguments first
-    assert len(plans) == 4 and all(plan.direct != placement.spread for plan in plans.values())
+    # One plan per keyword pattern, each run inline by the dispatcher (with several devices
+    # each is also found under its key extended with its placement)
+    plans = {id(plan): plan for plan in jf._jit._fast.values()}
+    assert len(plans) == 4 and all(plan.direct for plan in plans.values())
 
 
 def test_direct_plans_with_keywords_keep_weak_types_and_scalars():

@@ -4,12 +4,19 @@ import pytest
 from _lax_checks import (check_batching, check_jit, check_jvp, check_numpy, check_transpose,
                          check_vs_jax)
 from _lax_records import RECORDS
+from platform_checks import KIT_PLATFORM
 
 jax = pytest.importorskip("jax")
 
 
 def _params(keep=lambda case: True):
-    return [pytest.param(c, id=c.name) for c in RECORDS if keep(c)]
+    return [pytest.param(c, id=c.name, marks=_platform_marks(c)) for c in RECORDS if keep(c)]
+
+
+def _platform_marks(case):
+    if case.platforms is None or KIT_PLATFORM in case.platforms:
+        return ()
+    return pytest.mark.skip(reason=f"XLA compiles {case.name} only for {case.platforms}")
 
 
 @pytest.mark.parametrize("case", _params())

@@ -75,6 +75,70 @@ RECORDS = [
     ("vmap_tile", lambda N: lambda x: (jax if N is jnp else jaxkit).vmap(
         lambda r: N.tile(r, 3), in_axes=1)(x), (2, 3), KINDS),
     ("unstack", lambda N: lambda x: N.unstack(x, axis=1), (2, 3), KINDS),
+    # Functions JAX wraps in a plain jit stage a jit[name=...] equation (aliases too: acosh
+    # stages arccosh's), with JAX's bodies.
+    ("acosh", lambda N: lambda x: N.acosh(x), (2, 3), ("float32",)),
+    ("signbit_copysign", lambda N: lambda x: N.copysign(x, -x), (2, 3), ("float32",)),
+    ("hypot", lambda N: lambda x: N.hypot(x, x[0]), (2, 3), ("float32",)),
+    ("plain_jit_unary", lambda N: lambda x: (N.rint(x), N.trunc(x), N.isinf(x), N.sinc(x),
+                                             N.modf(x)), (2, 3), ("float32",)),
+    ("plain_jit_binary", lambda N: lambda x: (N.fmod(x, 2), N.heaviside(x, 0.5)), (2, 3),
+     ("float32",)),
+    ("bitwise_count", lambda N: lambda x: N.bitwise_count(x), (2, 3), ("int32",)),
+    ("count_nonzero", lambda N: lambda x: N.count_nonzero(x, axis=1), (2, 3), KINDS[:4]),
+    ("matvec", lambda N: lambda x: N.matvec(x, x[0]), (2, 3), ("float32", "complex64")),
+    ("vecmat", lambda N: lambda x: N.vecmat(x[:, 0], x), (2, 3), ("float32", "complex64")),
+    ("select", lambda N: lambda x: N.select([x > 1, x < 4], [x, -x], 1), (2, 3),
+     ("int32", "float32")),
+    ("nonzero_size", lambda N: lambda x: N.nonzero(x, size=4, fill_value=-1), (2, 3),
+     KINDS[:4]),
+    ("argwhere_size", lambda N: lambda x: N.argwhere(x, size=2), (2, 3), ("int32",)),
+    ("trace", lambda N: lambda x: (N.trace(x), N.trace(x, 1)), (2, 3), KINDS[:4]),
+    ("pad_constant", lambda N: lambda x: N.pad(x, ((1, 0), (0, 2)), constant_values=3),
+     (2, 3), KINDS[:4]),
+    ("pad_modes", lambda N: lambda x: [N.pad(x, 1, mode=m) for m in (
+        "edge", "wrap", "reflect", "symmetric", "empty", "maximum", "mean", "linear_ramp")],
+     (2, 3), ("float32",)),
+    ("diff", lambda N: lambda x: (N.diff(x), N.diff(x, n=2, axis=0), N.diff(x, prepend=0)),
+     (2, 3), ("int32", "float32", "bool")),
+    ("cumulative_sum", lambda N: lambda x: N.cumulative_sum(x, axis=1, include_initial=True),
+     (2, 3), ("int32", "float32", "bool")),
+    ("meshgrid", lambda N: lambda x: (N.meshgrid(x[0], x[1, :2]),
+                                      N.meshgrid(x[0], x[1], indexing="ij", sparse=True)),
+     (2, 3), ("float32",)),
+    ("stack_rows_of_array", lambda N: lambda x: (N.concatenate(x), N.hstack(x),
+                                                 N.concatenate(x[None], axis=1)), (2, 3),
+     KINDS[:4]),
+    ("full_weak_fill", lambda N: lambda x: N.full((2,), 1.5) + x[0, :2], (2, 3), ("float32",)),
+    ("around_fmin_ptp", lambda N: lambda x: (N.around(x, 1), N.fmin(x, x[0]), N.ptp(x, 1)),
+     (2, 3), ("float32",)),
+    ("isin", lambda N: lambda x: (N.isin(x, x[0, :2]), N.isin(x, x[1], invert=True)), (2, 3),
+     ("int32", "float32")),
+    ("partition", lambda N: lambda x: (N.partition(x, 1), N.partition(x, 0, axis=0)), (2, 3),
+     ("int32", "float32")),
+    ("choose", lambda N: lambda x: N.choose(np.array([[0, 2, 1], [1, 0, 3]]), [x, -x, x[0]],
+                                            mode="clip"), (2, 3), ("int32", "float32")),
+    ("block", lambda N: lambda x: N.block([[x, x[:, :1]], [x[:1], x[:1, :1]]]), (2, 3),
+     KINDS[:4]),
+    ("delete_static", lambda N: lambda x: (N.delete(x, 1, axis=1), N.delete(x, -1)), (2, 3),
+     KINDS),
+    ("indices", lambda N: lambda x: (N.indices((2, 3)), N.indices((2, 3), sparse=True)), (),
+     ("int32",)),
+    ("tri_indices", lambda N: lambda x: (N.tril_indices(3), N.triu_indices(3, 1, 4),
+                                         N.tril_indices_from(x, -1)), (2, 3), ("float32",)),
+    ("insert", lambda N: lambda x: (N.insert(x, 1, 5.0, axis=1), N.insert(x[0], IDX, x[1, :2])),
+     (2, 3), ("int32", "float32")),
+    ("trapezoid_vecdot_diagflat", lambda N: lambda x: (N.trapezoid(x), N.vecdot(x, x),
+                                                       N.diagflat(x[0], 1)), (2, 3),
+     ("float32", "complex64")),
+    ("gcd", lambda N: lambda x: N.gcd(x, x[0]), (2, 3), ("int32",)),
+    ("lcm", lambda N: lambda x: N.lcm(x, 3), (2, 3), ("int32",)),
+    ("nanarg_cross_average", lambda N: lambda x: (
+        N.nanargmax(x, 1), N.nanargmin(x), N.cross(x, x[::-1]),
+        N.average(x, axis=1, weights=x[0])), (2, 3), ("float32",)),
+    ("linspace", lambda N: lambda x: (N.linspace(x[0, 0], x[1], 4), N.linspace(0, 1, 3),
+                                      N.logspace(0.0, x[0, 1], 3), N.geomspace(1.0, x[1], 2)),
+     (2, 3), ("float32",)),
 ]
 
 
@@ -125,11 +189,6 @@ SIGNATURE_EXCEPTIONS = {
     # JAX's own signature is an opaque ``(*args, **kwargs)`` wrapper: nothing to compare.
     "fromiter": "JAX's is (*args, **kwargs)",
     "set_printoptions": "JAX's is (*args, **kwargs)",
-    # ``out_sharding`` types the result over Explicit mesh axes: JAX wraps these functions'
-    # bodies in ``auto_axes`` (percentile, repeat, bincount's scatter) or lays a traced
-    # constant out (array, asarray); jaxkit's ``auto_axes`` sits above jaxkit.numpy's layer.
-    **{name: "out_sharding not supported yet" for name in (
-        "array", "asarray", "bincount", "percentile", "repeat")},
 }
 
 

@@ -42,6 +42,23 @@ def _np(m):
     return kjnp if m is jaxkit else jnp
 
 
+def _callback(m):
+    """An ordered io_callback adding one on the host (JAX orders it with a token)."""
+    experimental = jaxkit.experimental if m is jaxkit else jax.experimental
+    return lambda x: experimental.io_callback(lambda v: v + 1, m.ShapeDtypeStruct(
+        (4,), np.float32), x, ordered=True)
+
+
+_JITTED_CALLBACKS = {}
+
+
+def _jitted_callback(m):
+    """A jitted function with an ordered effect (which JAX threads a token through)."""
+    if m not in _JITTED_CALLBACKS:
+        _JITTED_CALLBACKS[m] = m.jit(lambda x: _callback(m)(x * 2) + 1)
+    return _JITTED_CALLBACKS[m]
+
+
 # (label, computation of the library module `m` on array `x`)
 OPS = [
     ("eager x + 1", lambda m, x: x + 1),
@@ -53,6 +70,10 @@ OPS = [
     ("grad", lambda m, x: m.grad(_square_sum(m))(x)),
     ("vmap", lambda m, x: m.vmap(_np(m).sin)(x)),
     ("with an uncommitted array", lambda m, x: x + _np(m).ones(4)),
+    ("eager io_callback, ordered", lambda m, x: _callback(m)(x)),
+    ("eager pure_callback", lambda m, x: m.pure_callback(
+        lambda v: v * 3, m.ShapeDtypeStruct((4,), np.float32), x)),
+    ("jit with an ordered io_callback", lambda m, x: _jitted_callback(m)(x)),
 ]
 IDS = [label for label, _ in OPS]
 
@@ -92,7 +113,7 @@ MISMATCHES = [
     (lambda x, w: klax.add(x, w), ("args[0]", "add", "args[1]", "add")),
     (lambda x, w: kjnp.dot(x, w), ("a", "dot", "b", "dot")),
     (lambda x, w: jaxkit.jit(lambda t: t[0] + t[1])((x, w)),
-     ("t[0]", "<lambda>", "t[1]", "<lambda>")),
+     ("t[0]", "<lambda>.<locals>.<lambda>", "t[1]", "<lambda>.<locals>.<lambda>")),
 ]
 
 
@@ -103,6 +124,78 @@ def test_arguments_on_two_devices_raise_jax_error(fn, names):
         fn(x, w)
     assert str(info.value) == _MISMATCH.format(*names)
     fn(x, jaxkit.device_put(HOST, DEVICES[3]))  # the same computation on one device runs
+
+
+# Under a transformation the mismatch is found in the program run for the jit call (a jnp
+# function's too), which names its own arguments; tracers have no device, so JAX names their
+# side by the mismatch's kind (and, when it names one argument only, pairs it with the second
+# device whichever side it found: JAX's text, kept). Raw lax primitives name their own.
+def _on(device_id):
+    return f"with device ids [{device_id}] on platform CPU"
+
+
+_ARG = "argument {} of {} with shape float32[4] and " + _on("{}")
+TRANSFORMED_MISMATCHES = [
+    (lambda x, w: jaxkit.grad(lambda a, b: (a * b).sum())(x, w),
+     f"{_ARG.format('y', 'multiply', 1)} and ARG_SHARDING {_on(1)}"),
+    (lambda x, w: jaxkit.grad(lambda a, b: (a * b).sum(), argnums=(0, 1))(x, w),
+     f"ARG_SHARDING {_on(3)} and ARG_SHARDING {_on(1)}"),
+    (lambda x, w: jaxkit.vmap(kjnp.add)(x, w), f"ARG_SHARDING {_on(3)} and ARG_SHARDING {_on(1)}"),
+    (lambda x, w: jaxkit.vmap(klax.add)(x, w),
+     f"{_ARG.format('args[0]', 'add', 3)} and {_ARG.format('args[1]', 'add', 1)}"),
+    (lambda x, w: jaxkit.jvp(lambda a, b: a * b, (x, w), (x, w)),
+     f"ARG_SHARDING {_on(3)} and ARG_SHARDING {_on(1)}"),
+    (lambda x, w: jaxkit.grad(jaxkit.jit(lambda a, b: (a * b).sum()))(x, w),
+     f"{_ARG.format('b', '<lambda>.<locals>.<lambda>', 1)} and ARG_SHARDING {_on(1)}"),
+]
+
+
+def test_arguments_on_two_devices_under_transformations_raise_jax_error():
+    x, w = jaxkit.device_put(HOST, DEVICES[3]), jaxkit.device_put(HOST, DEVICES[1])
+    for fn, got in TRANSFORMED_MISMATCHES:
+        with pytest.raises(ValueError) as info:
+            fn(x, w)
+        assert str(info.value) == f"Received incompatible devices for jitted computation. Got {got}"
+
+
+def test_unused_committed_arguments_take_no_part_in_placement():
+    x, w = jaxkit.device_put(HOST, DEVICES[3]), jaxkit.device_put(HOST, DEVICES[1])
+    pruned = jaxkit.jit(lambda a, b: a * 2)
+    for _ in range(2):  # the call that compiles, then the cached one
+        for a, b, k in ((x, w, 3), (w, x, 1)):
+            out = pruned(a, b)  # as JAX: b is unused, wherever it is
+            assert out.devices() == {DEVICES[k]} and out.committed
+    with pytest.raises(ValueError, match="argument a of .*<lambda> .* and argument b of"):
+        jaxkit.jit(lambda a, b: a * 2, keep_unused=True)(x, w)
+
+
+def test_transfers_are_committed_and_then_disagree():
+    x = jaxkit.device_put(HOST, DEVICES[3])
+    for moved in (kjnp.asarray(HOST).to_device(DEVICES[1]),
+                  jaxkit.dlpack.from_dlpack(HOST, device=DEVICES[1])):
+        with pytest.raises(ValueError) as info:
+            x + moved  # as in JAX, where both are committed
+        assert str(info.value) == _MISMATCH.format("x", "add", "y", "add")
+
+
+@pytest.mark.parametrize("f", [_jitted(jaxkit), lambda a, b: klax.add(klax.mul(a, b), 1.0)],
+                         ids=["jit (its call-site plan)", "eager lax (two arrays, then a scalar)"])
+def test_each_call_is_placed_as_its_arguments_say(f):
+    c3, c5 = jaxkit.device_put(HOST, DEVICES[3]), jaxkit.device_put(HOST, DEVICES[5])
+    u = kjnp.asarray(HOST)
+    with jaxkit.default_device(DEVICES[2]):
+        u2 = kjnp.asarray(HOST)  # uncommitted on DEVICES[2]: moved to the default device
+    default = jaxkit.devices()[0]
+    calls = [((c3, c3), DEVICES[3], True), ((u, u), default, False),
+             ((c5, u), DEVICES[5], True), ((u, c3), DEVICES[3], True), ((u2, u), default, False)]
+    for _ in range(2):
+        for args, device, committed in calls:
+            out = f(*args)
+            assert (out.devices(), out.committed) == ({device}, committed)
+        with jaxkit.default_device(DEVICES[6]):
+            out = f(u, u)
+        assert (out.devices(), out.committed) == ({DEVICES[6]}, False)
+    np.testing.assert_array_equal(np.asarray(out), HOST * HOST + 1)
 
 
 def test_devices_of_two_backends_do_not_mix():
@@ -143,16 +236,22 @@ def test_default_device_context_nests_and_is_thread_local():
 
     def other_thread():
         seen["thread"] = kjnp.ones(1).devices()
+        seen["option"] = jaxkit.config.jax_default_device
 
     with jaxkit.default_device(DEVICES[2]):
         with jaxkit.default_device(DEVICES[1]):
             assert kjnp.ones(1).devices() == {DEVICES[1]}
+            assert jaxkit.config.jax_default_device == DEVICES[1]  # read back, as JAX
+            with jaxkit.default_device("cpu"):
+                assert jaxkit.config.jax_default_device == "cpu"
+        assert jaxkit.config.jax_default_device == DEVICES[2]
         created = kjnp.ones(1)
         thread = threading.Thread(target=other_thread)
         thread.start()
         thread.join()
     assert created.devices() == {DEVICES[2]} and not created.committed
     assert seen["thread"] == {jaxkit.devices()[0]}  # as in JAX: the block is this thread's
+    assert seen["option"] is None
     assert kjnp.ones(1).devices() == {jaxkit.devices()[0]}
 
 
@@ -163,11 +262,24 @@ def test_default_device_option_takes_devices_and_platforms():
         assert (kjnp.asarray(HOST) * 2.0).devices() == {DEVICES[7]}
         with jaxkit.default_device(DEVICES[1]):  # the block wins over the option
             assert kjnp.ones(2).devices() == {DEVICES[1]}
+        with jaxkit.default_device(None):  # as JAX: None is the default backend's device
+            assert kjnp.ones(2).devices() == {jaxkit.devices()[0]}
+            assert jaxkit.config.jax_default_device is None
+        assert jaxkit.config.jax_default_device == DEVICES[7]
         jaxkit.config.update("jax_default_device", "cpu")
         assert kjnp.ones(2).devices() == {jaxkit.devices("cpu")[0]}
     finally:
         jaxkit.config.update("jax_default_device", None)
     assert kjnp.ones(2).devices() == {jaxkit.devices()[0]}
+
+
+def test_default_device_option_is_read_as_an_attribute_as_jax():
+    with pytest.raises(AttributeError) as theirs:
+        jax.config.read("jax_default_device")
+    with pytest.raises(AttributeError) as mine:
+        jaxkit.config.read("jax_default_device")
+    assert str(mine.value) == str(theirs.value)
+    assert jaxkit.config.jax_default_device is jax.config.jax_default_device is None
 
 
 def test_default_device_rejects_other_values_as_jax():

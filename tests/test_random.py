@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from platform_checks import assert_equal_or_ulps
 
 import jaxkit
 from jaxkit import random
@@ -19,7 +20,9 @@ def assert_bits_equal(x, ref):
     x, ref = np.asarray(x), np.asarray(ref)
     assert x.dtype == ref.dtype, (x.dtype, ref.dtype)
     assert x.shape == ref.shape, (x.shape, ref.shape)
-    np.testing.assert_array_equal(x, ref)
+    # bits exactly; floats derived from them exactly on the oracle's platform (a GPU's
+    # log/erf_inv may round the last bit differently)
+    assert_equal_or_ulps(x, ref)
 
 
 def assert_close(x, ref, rtol=2e-5, atol=2e-6):

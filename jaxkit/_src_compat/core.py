@@ -53,3 +53,8 @@ def physical_element_aval(dtype):
 
 def lazy_init(x):
     return x
+
+
+# High-level types (``jax.experimental.hijax`` reaches them through ``jax._src.core``).
+from jaxkit.interpreters.hijax import (AvalMutableQDD, AvalQDD, QuasiDynamicData,  # noqa: E402,F401
+                                       aval_method, aval_property, cur_qdd)

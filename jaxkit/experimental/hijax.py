@@ -13,9 +13,8 @@ backward rule. Evaluated forward (``jax.jvp``), that primitive calls the subclas
 instead, so a class with only a VJP fails forward mode with JAX's message, and one with both
 gets each where JAX uses it.
 
-The rest of JAX's hijax module (``HiType``/``MutableHiType`` user types, ``HiPrimitive``,
-``register_hitype``, QDD) needs types other than arrays flowing through every interpreter, which
-jaxkit's core does not have; those names are not provided.
+User types (``HiType``, ``MutableHiType``, ``register_hitype``, QDD) and their primitives
+(``HiPrimitive``) come from ``jaxkit.interpreters.hijax``, which says how jaxkit runs them.
 """
 from __future__ import annotations
 
@@ -28,11 +27,17 @@ from jaxkit.avals import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import Zero, instantiate_zeros, is_undefined_primal
+from jaxkit.interpreters.hijax import (AvalMutableQDD, AvalQDD, HiPrimitive, HiType,
+                                       MutableHiType, aval_method, aval_property,
+                                       register_hitype)
 from jaxkit.ref import AbstractRef
 from jaxkit.transforms.vmap import vmap
 
-__all__ = ["AbstractRef", "ShapedArray", "VJPHiPrimitive", "Zero", "call_hi_primitive_p",
-           "call_hi_primitive_linearized_p", "instantiate_zeros", "is_undefined_primal"]
+__all__ = ["AbstractRef", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
+           "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method", "aval_property",
+           "call_hi_primitive_p", "call_hi_primitive_linearized_p",
+           "control_flow_allowed_effects", "instantiate_zeros",
+           "is_undefined_primal", "register_hitype"]
 
 
 def _leaves(tree_def, tree: Any) -> list:
@@ -41,6 +46,25 @@ def _leaves(tree_def, tree: Any) -> list:
     if got != tree_def:
         raise TypeError(f"expected a value of structure {tree_def}, got {got}")
     return leaves
+
+
+class _EffectTypeSet:
+    """The effect types that may appear inside control flow (JAX's
+    ``effects.control_flow_allowed_effects``; Flax adds its variable effect). jaxkit's jaxprs
+    carry no high-level effects (high-level primitives are lowered where they are bound), so
+    this only records them."""
+
+    def __init__(self):
+        self._types: set = set()
+
+    def add_type(self, t: type) -> None:
+        self._types.add(t)
+
+    def contains(self, effect) -> bool:
+        return any(isinstance(effect, t) for t in self._types)
+
+
+control_flow_allowed_effects = _EffectTypeSet()
 
 
 class _Accum:

@@ -191,6 +191,7 @@ config.on_change(_clear_on_config_change)
 
 
 _placement = pjrt.placement
+_Sharding = pjrt.Sharding
 
 
 def apply_primitive(prim: core.Primitive, *args, **params):
@@ -200,13 +201,18 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     one and stays out of the key."""
     avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
     if _placement.spread:
-        where, committed = placement(args, prim.name)
-        device = where._device
+        where = _placed_together(args)
+        if where is None:  # anything else: placed by the general rule, moved there
+            where, committed = placement(args, prim.name, inner=True)
+            device = where._device
+            bufs = [x._buf if type(x) is Array and x._buf._sharding is where
+                    else to_buffer(x, a, device) for x, a in zip(args, avals)]
+        else:
+            where, committed = where
+            bufs = [x._buf for x in args]
         program = programs.get((prim, avals, tuple(params.items()), where),
-                               _compile_primitive, prim, avals, params, device)
-        outs = program.executable([x._buf if type(x) is Array and x._buf._sharding is where
-                                   else to_buffer(x, a, device) for x, a in zip(args, avals)],
-                                  committed)
+                               _compile_primitive, prim, avals, params, where._device)
+        outs = program.executable(bufs, committed)
     else:
         program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
                                avals, params)
@@ -217,6 +223,33 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     if prim.multiple_results:
         return [wrap_result(b) for b in outs]
     return wrap_result(outs[0])
+
+
+def _placed_together(args) -> tuple | None:
+    """``(sharding, committed)`` for the commonest eager calls, one or two ``Array``s on one
+    device, committed there or uncommitted on the unchanged default one (``Placement``); None
+    for any other call. A few identity checks, so that several devices cost what one does."""
+    n = len(args)
+    if n == 1:
+        x = args[0]
+        if type(x) is not Array:
+            return None
+        buf = x._buf
+        where, committed = buf._sharding, buf._committed
+    elif n == 2:
+        x, y = args
+        if type(x) is not Array or type(y) is not Array:
+            return None
+        buf, other = x._buf, y._buf
+        where = buf._sharding
+        if other._sharding is not where:
+            return None
+        committed = buf._committed or other._committed
+    else:
+        return None
+    if committed:
+        return (where, True) if type(where) is _Sharding else None
+    return (where, False) if where is _placement.default else None
 
 
 def primitive_jaxpr(prim: core.Primitive, avals: Sequence[ShapedArray], params: dict) -> Jaxpr:
@@ -248,7 +281,7 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], a
     """Run ``closed`` on concrete ``args`` (the eager impl of primitives carrying a jaxpr),
     compiling it once per jaxpr object (and device, once placement is spread)."""
     if _placement.spread:
-        where, committed = placement(args, name)
+        where, committed = placement(args, name, inner=True)
         device = where._device
         program = programs.get((closed, where), _compile_closed_program, name, closed,
                                donated_invars, device)

@@ -431,7 +431,7 @@ def _laid_out_as_typed(ctx: ModuleContext, x: Any, aval: Any) -> Any:
     typed = getattr(aval, "_sharding", None)
     if typed is None or typed.mesh.shape_tuple != tuple(ctx.mesh):
         return x
-    return sharding_constraint(x, typed.sdy_attr(len(aval.shape)))
+    return sharding_constraint(x, typed.sdy_attr(len(aval.shape), modify_wrt_axis_types=True))
 
 
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
@@ -762,38 +762,3 @@ def layouts_attr(layouts: Sequence[Sequence[int]]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.DenseIntElementsAttr.get(np.asarray(layout, np.int64),
                                                          type=ir.IndexType.get())
                              for layout in layouts])
-
-
-# --------------------------------------------------------------------------------------------
-# Python host callbacks
-# --------------------------------------------------------------------------------------------
-
-
-def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands: Sequence,
-                         result_avals: Sequence[core.ShapedArray], *,
-                         has_side_effect: bool) -> list[ir.Value]:
-    """Emit a call of the Python function ``callback`` on the host.
-
-    ``callback`` receives the operands as read-only NumPy arrays and returns a sequence of NumPy
-    arrays matching ``result_avals``. It becomes jaxlib's typed-FFI target
-    ``xla_ffi_python_cpu_callback``; the attribute ``index`` selects it among the module's
-    ``host_callbacks`` (handed to the compiler by ``pjrt.compile_module``). A call with
-    ``has_side_effect`` is never removed or duplicated by XLA."""
-    if ctx.module_context.num_replicas != 1 or ctx.module_context.axis_env:
-        raise NotImplementedError("Python callbacks (pure_callback, debug.print) inside pmap "
-                                  "are not supported yet: call them outside the pmapped "
-                                  "function (under jit or vmap they work)")
-    index = len(ctx.module_context.host_callbacks)
-    ctx.module_context.host_callbacks.append(callback)
-    operand_ranks = [ir.RankedTensorType(x.type).rank for x in operands]
-    op = hlo.CustomCallOp(
-        [aval_to_ir_type(a) for a in result_avals], list(operands),
-        call_target_name=ir.StringAttr.get("xla_ffi_python_cpu_callback"),
-        has_side_effect=ir.BoolAttr.get(has_side_effect),
-        backend_config=ir.StringAttr.get(""),
-        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
-        operand_layouts=layouts_attr([row_major(r) for r in operand_ranks]),
-        result_layouts=layouts_attr([row_major(a.ndim) for a in result_avals]))
-    op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(
-        {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)})
-    return list(op.results)

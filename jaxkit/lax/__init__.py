@@ -5,6 +5,7 @@ functions. Names and signatures follow ``jax.lax``.
 """
 # ruff: noqa: F401, F403
 from jaxkit.interpreters.ad import stop_gradient
+from jaxkit.lax import interpreter_hooks  # noqa: F401  (registers lax's ops with ad/batching)
 from jaxkit.lax.cond import *
 from jaxkit.lax.loops import *
 from jaxkit.lax.convolution import *

@@ -243,7 +243,8 @@ def _impl(x, *, sharding: NamedSharding):
             "jax.device_put(x, sharding) or reshard inside jax.jit")
     value = (reduced_value(x) if type(x) is ShardedArray and x.sharding.spec.unreduced else
              np.asarray(x._value if isinstance(x, Array) else x))
-    aval = core.get_aval(x)
+    # The type comes from the new layout (its Explicit axes), not from the operand's.
+    aval = core.get_aval(x).strip_sharding()
     return ShardedArray(put_global(value, aval, sharding), aval, sharding)
 
 
@@ -279,6 +280,39 @@ def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
                                                          sdy_mesh_name(ctx, sharding.mesh)))
 
 
+def _reshard_impl(x, *, sharding: NamedSharding):
+    # Into a mesh with Auto axes (``auto_axes``): the array keeps its layout over those axes
+    # (XLA's to choose), only its mesh's axis types change, as JAX's eager reshard gives.
+    # (A spec naming Auto axes, which JAX refuses, lays out just as asked.)
+    s = getattr(x, "_sharding", None) if type(x) is ShardedArray else None
+    mesh = sharding.mesh
+    kinds = dict(zip(mesh.axis_names, mesh.axis_types))
+    named = {a for axes in sharding.spec._normalized(0) for a in axes}
+    if (AxisType.Auto in mesh.axis_types and type(s) is NamedSharding
+            and s.mesh.shape_tuple == mesh.shape_tuple and not s.spec.unreduced
+            and all(kinds[a] is not AxisType.Auto for a in named)):
+        ndim = np.ndim(x)
+        kept = [[a for a in axes if kinds[a] is AxisType.Auto and a not in named]
+                for axes in s.spec._normalized(ndim)]
+        parts = [tuple(axes) + tuple(extra) or None
+                 for axes, extra in zip(sharding.spec._normalized(ndim), kept)]
+        parts = [p[0] if p is not None and len(p) == 1 else p for p in parts]
+        sharding = NamedSharding(mesh, PartitionSpec(*parts))
+    return _impl(x, sharding=sharding)
+
+
+def _reshard_lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
+    # Over Auto axes the layout is XLA's to choose: no constraint at all when every axis is
+    # Auto, else every dimension open to them, as JAX lowers a value typed over such a mesh.
+    if sharding.mesh.are_all_axes_auto:
+        return x
+    if AxisType.Auto not in sharding.mesh.axis_types:
+        return _lowering(ctx, x, sharding=sharding)
+    return mlir.sharding_constraint(x, sharding.sdy_attr(
+        len(ctx.avals_in[0].shape), sdy_mesh_name(ctx, sharding.mesh),
+        modify_wrt_axis_types=True))
+
+
 def _batcher(prim, axis_data, args, dims, *, sharding: NamedSharding):
     (x,), (d,) = args, dims
     if d is batching.not_mapped:
@@ -289,13 +323,18 @@ def _batcher(prim, axis_data, args, dims, *, sharding: NamedSharding):
 
 
 def _reshard_transpose(ct, x, *, sharding: NamedSharding):
-    # The cotangent goes back to the operand's layout: its type's, on the same devices; it is
-    # reduced where the operand is unreduced and unreduced where it is reduced (JAX's
-    # cotangent type).
-    s = getattr(x.aval, "_sharding", None)
-    u, r = (s.spec.unreduced, s.spec.reduced) if s is not None else (frozenset(),) * 2
-    back = NamedSharding(sharding.mesh, PartitionSpec(*shr.parts(x.aval), unreduced=r,
-                                                      reduced=u))
+    # The cotangent goes back to the operand's layout: its type's, on the same devices, over
+    # the axis types of the operand's mesh (``auto_axes`` reshards into another typing of the
+    # same mesh), else of the mesh in context. It is reduced where the operand is unreduced
+    # and unreduced where it is reduced (JAX's cotangent type).
+    typed = x.aval._sharding
+    types = (typed.mesh if typed is not None else current_abstract_mesh()).axis_types
+    mesh = sharding.mesh
+    if len(types) == len(mesh.axis_types) and types != mesh.axis_types \
+            and isinstance(mesh, Mesh):
+        mesh = Mesh(mesh.devices, mesh.axis_names, types)
+    u, r = (typed.spec.unreduced, typed.spec.reduced) if typed is not None else (frozenset(),) * 2
+    back = NamedSharding(mesh, PartitionSpec(*shr.parts(x.aval), unreduced=r, reduced=u))
     return [reshard_p.bind(ct, sharding=back)]
 
 
@@ -310,11 +349,11 @@ sharding_ur.defur(sharding_constraint_p, sharding_ur.asked_rule)
 
 # ``reshard``: the same value and layout rules; JAX prints it bare (``b:f32[8@x,4] = reshard
 # a``), and transposes it back to the operand's layout.
-reshard_p.def_impl(_impl)
+reshard_p.def_impl(_reshard_impl)
 reshard_p.def_abstract_eval(lambda x, **_: x)
 ad.deflinear2(reshard_p, _reshard_transpose)
 batching.defrule(reshard_p, partial(_batcher, reshard_p))
-mlir.register_lowering(reshard_p, _lowering)
+mlir.register_lowering(reshard_p, _reshard_lowering)
 shr.defsharding(reshard_p, shr.sharding_constraint_rule)
 sharding_ur.defur(reshard_p, sharding_ur.asked_rule)
 core.defpp_params(reshard_p, lambda params: {})

@@ -266,7 +266,7 @@ def reduce_sum_rule(x: ShapedArray, *, axes: Sequence[int],
 
 
 def asked_rule(x: ShapedArray, *, sharding: Any = None, **params) -> URPair:
-    """``reshard``/``with_sharding_constraint``/``mesh_cast``: the sets asked for."""
+    """``reshard``/``with_sharding_constraint``: the sets asked for."""
     spec = getattr(sharding, "spec", None)
     if spec is None:
         return frozenset(), frozenset()

@@ -133,7 +133,10 @@ def pad(operand: ArrayLike, padding_value: ArrayLike,
         padding_config: Sequence[tuple[int, int, int]]) -> Array:
     """Pad each axis with ``(low, high, interior)`` copies of the scalar ``padding_value``;
     negative low/high padding removes elements. Lowers to ``stablehlo.pad``."""
-    config = tuple(as_tuple_of_ints(c, "padding_config") for c in padding_config)
+    # Integers are kept as given (JAX binds ``tuple(padding_config)``: jnp.pad's NumPy
+    # integers print as ``np.int64(1)``); anything else must convert to ints.
+    config = tuple(tuple(c) if all(type(v) is int or isinstance(v, np.integer) for v in c)
+                   else as_tuple_of_ints(c, "padding_config") for c in padding_config)
     if any(len(c) != 3 for c in config):
         raise ValueError(f"padding_config must be a sequence of (low, high, interior) "
                          f"triples, got {padding_config}")

@@ -19,9 +19,14 @@ from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.lax.convert import (  # noqa: F401  (re-exported: lax and its users import them here)
+    convert_element_type,
+    convert_element_type_p,
+    from_edtype_p,
+    to_edtype_p,
+)
 from jaxkit.lax.sharding_eager import lay_out_eager_results, like_concrete, like_type_sharding
 from jaxkit.lax.standard import (
     _all_weak,
@@ -476,156 +481,6 @@ shr.defsharding(split_p, shr.split_rule)
 shr.defur(split_p, shr.sharding_ur.keep_each_rule(lambda x, *, sizes, axis: len(sizes)))
 
 
-# ---- convert_element_type ------------------------------------------------------------------
-def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
-                         weak_type: bool = False) -> Array:
-    """Cast to ``new_dtype`` (canonicalised). Lowers to ``stablehlo.convert``."""
-    aval = core.get_aval(operand)
-    if dtypes.is_extended(aval.dtype) or dtypes.is_extended(new_dtype):
-        return _convert_extended(operand, aval, new_dtype)
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type and \
-            not isinstance(operand, (int, float, complex, np.generic)):
-        return operand
-    return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
-
-
-def _convert_element_type_fold(operand, *, new_dtype, weak_type, **_):
-    # A Python int made a weakly typed int, float or complex while staging
-    # (``full_like(x, 0)`` of a weak ``x``): JAX folds it to a literal, a Python scalar as weak
-    # as the result, and no equation.
-    if weak_type and type(operand) is int:
-        for kind in (int, float, complex):
-            if new_dtype == dtypes.canonicalize_dtype(dtypes.dtype(kind(0))):
-                return kind(operand), core.ShapedArray((), new_dtype, weak_type=True)
-    # A strongly typed conversion of a rank-0 host constant (``jnp.zeros((), uint32)``) is a
-    # literal too. The caller gets a tracer standing for it, as in JAX, not a NumPy scalar:
-    # Flax's nnx.Rngs keeps its counter as such a value and assigns into it under jit.
-    if not weak_type and isinstance(operand, (int, float, complex, np.generic, np.ndarray)) \
-            and not np.shape(operand) and not dtypes.issubdtype(new_dtype, dtypes.extended) \
-            and (dtypes.issubdtype(new_dtype, np.complexfloating) or
-                 not np.iscomplexobj(operand)):
-        return np.asarray(operand).astype(new_dtype)[()], core.ShapedArray((), new_dtype)
-    return None
-
-
-def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
-    (x,), (t,) = primals, tangents
-    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    out_aval = core.get_aval(out).to_tangent_aval()
-    if type(t) is ad.Zero or out_aval.dtype == dtypes.float0 or \
-            core.get_aval(t).dtype == dtypes.float0:
-        return out, ad.Zero(out_aval)
-    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
-
-
-def _convert_element_type_transpose(ct, operand, *, new_dtype, weak_type):
-    old = operand.aval
-    if type(ct) is ad.Zero or old.to_tangent_aval().dtype == dtypes.float0:
-        return [ad.Zero(old.to_tangent_aval())]
-    return [convert_element_type_p.bind(ct, new_dtype=old.dtype, weak_type=old.weak_type)]
-
-
-def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type):
-    aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
-    if dtypes.issubdtype(aval_in.dtype, np.complexfloating) and \
-            not dtypes.issubdtype(new_dtype, np.complexfloating):
-        x = hlo.RealOp(x).result  # complex -> real drops the imaginary part, as NumPy
-        aval_in = aval_in.update(dtype=np.finfo(aval_in.dtype).dtype)
-    if new_dtype == np.bool_ and aval_in.dtype != np.bool_:
-        zero = mlir.full_like_aval(0, aval_in)
-        return mlir.compare_lowering("NE")(ctx.replace(avals_in=[aval_in, aval_in]), x, zero)
-    return mlir.convert(x, aval_out)
-
-
-convert_element_type_p = standard_primitive(
-    lambda x, **_: x.shape, lambda x, *, new_dtype, weak_type: np.dtype(new_dtype),
-    "convert_element_type", lambda x, *, new_dtype, weak_type: weak_type)
-ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
-pe.const_fold_rules[convert_element_type_p] = _convert_element_type_fold
-ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
-batching.defvectorized(convert_element_type_p)
-shr.defsharding(convert_element_type_p, shr.unary_rule)
-shr.defur(convert_element_type_p, shr.sharding_ur.keep_rule)
-mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
-
-
-# ---- to_edtype / from_edtype: convert_element_type to and from an extended dtype ----------
-# Keys convert only to their own dtype; a user-defined dtype (Flax's fp8 meta dtype) may allow
-# its representation dtype, as its rules say. The value is the same tensor either way.
-def _dtype_str(dtype) -> str:
-    return str(dtype) if dtypes.is_extended(dtype) else dtypes.dtype(dtype).name
-
-
-def _convert_extended(operand, aval, new_dtype):
-    old = aval.dtype
-    if old == new_dtype:
-        return operand
-    if dtypes.is_extended(old) and dtypes.is_extended(new_dtype):
-        raise ValueError(f"cannot directly convert between extended dtypes: from {old} to "
-                         f"{new_dtype}. Instead, convert to and from their representation "
-                         f"dtypes, e.g.:\n{old} -> {old.physical_dtype.name} -> "
-                         f"{new_dtype.physical_dtype.name} -> {new_dtype}")
-    if dtypes.is_extended(new_dtype):
-        return to_edtype_p.bind(operand, edtype=new_dtype)
-    return from_edtype_p.bind(operand, dtype=dtypes.canonicalize_dtype(new_dtype))
-
-
-def _check_edtype_conversion(allowed: bool, src, dst, edtype) -> None:
-    if not allowed:
-        raise ValueError(f"Cannot convert_element_type from {_dtype_str(src)} to "
-                         f"{_dtype_str(dst)}")
-    rep = edtype.physical_dtype
-    if (src if dst is edtype else dst) != rep:
-        raise ValueError(f"can only convert {'to' if dst is edtype else 'from'} extended "
-                         f"dtype {edtype} {'from' if dst is edtype else 'to'} its "
-                         f"representation dtype {rep.name}, not {_dtype_str(src)}.")
-
-
-def _to_edtype_shape(x, *, edtype):
-    _check_edtype_conversion(edtype.convert_to(x.dtype), x.dtype, edtype, edtype)
-    n, rep = x.ndim - len(edtype.physical_shape), tuple(edtype.physical_shape)
-    if n < 0 or x.shape[n:] != rep:
-        raise ValueError(f"can only convert to extended dtype {edtype} from an array whose "
-                         f"shape ends in its representation shape {rep}, got {x.shape}.")
-    return x.shape[:n]
-
-
-def _from_edtype_shape(x, *, dtype):
-    _check_edtype_conversion(x.dtype.convert_from(dtype), x.dtype, dtype, x.dtype)
-    return (*x.shape, *x.dtype.physical_shape)
-
-
-def _edtype_jvp(prim):
-    def jvp(primals, tangents, **params):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x, **params)
-        t_aval = core.get_aval(out).to_tangent_aval()
-        if type(t) is ad.Zero or t_aval.dtype == dtypes.float0:
-            return out, ad.Zero(t_aval)
-        return out, convert_element_type(t, t_aval.dtype)
-    return jvp
-
-
-def _edtype_transpose(ct, operand, **params):
-    old = operand.aval
-    if type(ct) is ad.Zero:
-        return [ad.Zero(old.to_tangent_aval())]
-    return [convert_element_type(ct, old.dtype)]
-
-
-to_edtype_p = standard_primitive(_to_edtype_shape, lambda x, *, edtype: edtype, "to_edtype")
-from_edtype_p = standard_primitive(_from_edtype_shape, lambda x, *, dtype: dtype, "from_edtype")
-for _p in (to_edtype_p, from_edtype_p):
-    ad.defjvp_rule(_p, _edtype_jvp(_p))
-    ad.deftranspose(_p, _edtype_transpose)
-    batching.defvectorized(_p)
-    shr.defsharding(_p, shr.unary_rule)
-    shr.defur(_p, shr.sharding_ur.keep_rule)
-    # The operand's tensor is the result's: an extended dtype's value is its representation.
-    mlir.register_lowering(_p, lambda ctx, x, **_: x, physical=True)
-
-
 # ---- reduce_sum (the rest of the reductions live in reductions.py) -------------------------
 def _reduce_sum(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return reduce_sum_p.bind(operand, axes=tuple(axes))
@@ -757,42 +612,3 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
 def zeros_like_array(x: ArrayLike) -> Array:
     """Zeros of the shape and dtype of ``x``."""
     return full_like(x, 0)
-
-
-# ---- registrations used by the interpreters ------------------------------------------------
-def _zeros_like_aval(aval: core.ShapedArray):
-    if dtypes.is_extended(aval.dtype):  # the zero the dtype's rule gives, broadcast
-        return broadcast_in_dim(aval.dtype.zero(), aval.shape, ())
-    # A weakly typed aval gets weak zeros (the gradient with respect to a Python scalar is
-    # weak, as in JAX).
-    zero = np.zeros((), aval.dtype)[()]
-    if core.current_trace() is core.eval_trace:
-        zero = convert_element_type(zero, aval.dtype, aval.weak_type)
-    elif aval.weak_type:
-        if dtypes.dtype(zero.item(), canonicalize=True) == aval.dtype:
-            # Folds to a weak literal: a tracer (user rules given instantiated zeros read
-            # ``.shape`` or assign into them, as Flax's nnx.custom_vjp bwd does), printed as
-            # a literal in jaxprs.
-            zero = convert_element_type(0, aval.dtype, True)
-        else:
-            zero = convert_element_type(zero, aval.dtype, True)
-    return zero if aval.shape == () else broadcast_in_dim(zero, aval.shape, ())
-
-
-def _moveaxis(x, src: int, dst: int):
-    perm = [i for i in range(np.ndim(x)) if i != src]
-    perm.insert(dst, src)
-    return transpose(x, perm)
-
-
-def _broadcast_new_axis(x, size: int, axis: int):
-    aval = core.get_aval(x)
-    shape = list(aval.shape)
-    shape.insert(axis, size)
-    dims = [i for i in range(len(shape)) if i != axis]
-    return broadcast_in_dim(x, shape, dims)
-
-
-ad.register_zeros_like_aval(_zeros_like_aval)
-batching.register_axis_ops(moveaxis=_moveaxis, broadcast=_broadcast_new_axis,
-                           broadcast_in_dim=broadcast_in_dim)

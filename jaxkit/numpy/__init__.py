@@ -214,6 +214,7 @@ from jaxkit.numpy._setops import (  # noqa: F401
     unique_inverse,
     unique_values,
 )
+from jaxkit.numpy._insert_delete import delete, insert  # noqa: F401
 from jaxkit.numpy._shape import (  # noqa: F401
     append,
     array_split,
@@ -224,7 +225,6 @@ from jaxkit.numpy._shape import (  # noqa: F401
     column_stack,
     concat,
     concatenate,
-    delete,
     dsplit,
     dstack,
     expand_dims,
@@ -233,7 +233,6 @@ from jaxkit.numpy._shape import (  # noqa: F401
     flipud,
     hsplit,
     hstack,
-    insert,
     matrix_transpose,
     moveaxis,
     permute_dims,

@@ -18,8 +18,9 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax.sharding import lay_out
+from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
-from jaxkit.numpy._creation import eye, zeros_like
+from jaxkit.numpy._creation import arange, array, eye, zeros, zeros_like
 from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -31,8 +32,9 @@ from jaxkit.numpy._promotion import (
     promote_dtypes,
 )
 from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import moveaxis, ravel, reshape, stack
-from jaxkit.numpy._ufuncs import conjugate, multiply, subtract, where3
+from jaxkit.numpy._shape import moveaxis, ravel, reshape
+from jaxkit.numpy._ufuncs import conjugate, multiply, where3
+from jaxkit.numpy._vectorize import vectorize
 from jaxkit.typing import Array, ArrayLike
 
 
@@ -156,26 +158,26 @@ def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = 
     if x1.shape[axis] != x2.shape[axis]:
         raise ValueError(f"axes must match; got shapes {x1.shape} and {x2.shape} with "
                          f"axis={axis}")
-    x1 = lax.expand_dims(moveaxis(conjugate(x1), axis, -1), (-2,))
-    x2 = lax.expand_dims(moveaxis(x2, axis, -1), (-1,))
-    out = matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
-    return lax.squeeze(out, (out.ndim - 2, out.ndim - 1))
+    x1 = moveaxis(x1, axis, -1)
+    x2 = moveaxis(x2, axis, -1)
+    # As JAX's: vdot vectorized over the other axes.
+    return vectorize(partial(vdot, precision=precision,
+                             preferred_element_type=preferred_element_type),
+                     signature="(n),(n)->()")(x1, x2)
 
 
-@jitted
+@jitted(inline=False)
 def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.matvec``: batched matrix-vector product."""
     x1, x2 = ensure_arraylike("matvec", x1, x2)
-    out = matmul(x1, lax.expand_dims(x2, (x2.ndim,)))
-    return lax.squeeze(out, (out.ndim - 1,))
+    return vectorize(matmul, signature="(n,m),(m)->(n)")(x1, x2)
 
 
-@jitted
+@jitted(inline=False)
 def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.vecmat``: batched (conjugated) vector-matrix product."""
     x1, x2 = ensure_arraylike("vecmat", x1, x2)
-    out = matmul(lax.expand_dims(conjugate(x1), (x1.ndim - 1,)), x2)
-    return lax.squeeze(out, (out.ndim - 2,))
+    return vectorize(matmul, signature="(n),(n,m)->(m)")(conjugate(x1), x2)
 
 
 @jitted(static_argnames=("precision", "preferred_element_type"))
@@ -270,15 +272,17 @@ def cross(a: ArrayLike, b: ArrayLike, axisa: int = -1, axisb: int = -1, axisc: i
     b = moveaxis(b, axisb, -1)
     if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
         raise ValueError("Dimension must be either 2 or 3 for cross product")
-    comp = lambda x, i: getitem(x, (Ellipsis, i))
+    # JAX's order of equations: the components of a, then of b; the result an array of the
+    # three differences (one expand_dims each, then a concatenate).
     if a.shape[-1] == 2 and b.shape[-1] == 2:
-        return subtract(multiply(comp(a, 0), comp(b, 1)), multiply(comp(a, 1), comp(b, 0)))
-    a0, a1, b0, b1 = comp(a, 0), comp(a, 1), comp(b, 0), comp(b, 1)
-    a2 = comp(a, 2) if a.shape[-1] == 3 else zeros_like(a0)
-    b2 = comp(b, 2) if b.shape[-1] == 3 else zeros_like(b0)
-    c = stack([subtract(multiply(a1, b2), multiply(a2, b1)),
-               subtract(multiply(a2, b0), multiply(a0, b2)),
-               subtract(multiply(a0, b1), multiply(a1, b0))])
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    a0 = a[..., 0]
+    a1 = a[..., 1]
+    a2 = a[..., 2] if a.shape[-1] == 3 else zeros_like(a0)
+    b0 = b[..., 0]
+    b1 = b[..., 1]
+    b2 = b[..., 2] if b.shape[-1] == 3 else zeros_like(b0)
+    c = array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
     return moveaxis(c, 0, axisc)
 
 
@@ -340,18 +344,32 @@ def _diag(v: Array, k: int) -> Array:
 
 def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """``jnp.diagflat``: a 2-D array with the flattened ``v`` on the ``k``-th diagonal."""
-    v = ensure_arraylike("diagflat", v)
-    return diag(ravel(v), k)
+    check_arraylike("diagflat", v)
+    # As JAX's: one scatter into the flattened square result.
+    v_ravel = ravel(v)
+    v_length = len(v_ravel)
+    adj_length = v_length + abs(k)
+    res = zeros(adj_length * adj_length, dtype=v_ravel.dtype)
+    i = arange(0, adj_length - abs(k))
+    fi = i + k + i * adj_length if k >= 0 else i + (i - k) * adj_length
+    res = res.at[fi].set(v_ravel)
+    return res.reshape(adj_length, adj_length)
 
 
-@jitted(static_argnames=("offset", "axis1", "axis2", "dtype", "out"))
+@jitted(static_argnames=("axis1", "axis2", "dtype", "out"), inline=False)
 def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: None = None) -> Array:
-    """``jnp.trace``: the sum of the ``offset`` diagonal."""
+    """``jnp.trace``: the sum of the ``offset`` diagonal (``offset`` may be traced)."""
+    a = ensure_arraylike("trace", a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
-    a = ensure_arraylike("trace", a)
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    if canonicalize_axis(axis1, a.ndim) == canonicalize_axis(axis2, a.ndim):
+        raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
+    a_shape = a.shape
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    # JAX's algorithm: mask everything off the diagonal, then sum the last two axes.
+    a = where3(eye(a_shape[axis1], a_shape[axis2], k=offset, dtype=bool), a, zeros_like(a))
+    return _sum(a, axis=(-2, -1), dtype=dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -423,6 +441,12 @@ def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any 
         return _einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
                        preferred_element_type=preferred_element_type,
                        _dot_general=_dot_general, out_sharding=sharding)
+    if sharding is not None and len(operands) > 2:
+        # Several contractions run under auto_axes, the result laid out as asked (JAX's).
+        return auto_axes_out(lambda *ops: _einsum(
+            subscripts, *ops, out=out, optimize=optimize, precision=precision,
+            preferred_element_type=preferred_element_type, _dot_general=_dot_general),
+            sharding)(*ensure_arraylike("einsum", *operands))
     return lay_out(_einsum(subscripts, *operands, out=out, optimize=optimize,
                            precision=precision, preferred_element_type=preferred_element_type,
                            _dot_general=_dot_general),
@@ -492,6 +516,9 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
     for k in range(1, len(pending)):
         y, yt = pending[k]
         later = set(out_term).union(*(t for _, t in pending[k + 1:]))
+        if k == len(pending) - 1 and _swapped_is_output(xt, yt, later, out_term):
+            # As JAX's: the other operand order when it gives the output with no transpose.
+            x, xt, y, yt = y, yt, x, xt
         shared = [c for c in xt if c in yt]
         batch = [c for c in shared if c in later]
         contract = [c for c in shared if c not in later]
@@ -515,6 +542,18 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
     perm = tuple(xt.index(c) for c in out_term)
     x = lax.transpose(x, perm)
     return lax.convert_element_type(x, dt, weak_type=weak)
+
+
+def _contracted_term(xt: str, yt: str, later: set) -> str:
+    """The labels of ``dot_general(x, y)``: batch, then ``x``'s free, then ``y``'s free."""
+    shared = [c for c in xt if c in yt]
+    return ("".join(c for c in shared if c in later) +
+            "".join(c for c in xt if c not in shared) + "".join(c for c in yt if c not in shared))
+
+
+def _swapped_is_output(xt: str, yt: str, later: set, out_term: str) -> bool:
+    return (_contracted_term(xt, yt, later) != out_term
+            and _contracted_term(yt, xt, later) == out_term)
 
 
 def _einsum_dot_sharding(s: Any, out_term: str, dot_term: str) -> Any:

@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
+from jaxkit.lax.sharding import reshard_leaves
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._jitted import jitted
@@ -29,7 +30,10 @@ from jaxkit.numpy._promotion import (
     convert,
     ensure_arraylike,
     is_extended_value,
+    promote_dtypes,
 )
+from jaxkit.numpy._ufuncs import log10, power
+from jaxkit.numpy._ufuncs import sign as _sign
 from jaxkit.typing import ArrayLike, DTypeLike
 
 
@@ -57,10 +61,31 @@ def _is_jax_array(x: Any) -> bool:
 
 
 def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = True,
-          order: str | None = "K", ndmin: int = 0) -> Array:
+          order: str | None = "K", ndmin: int = 0, device: Any = None,
+          out_sharding: Any = None) -> Array:
     """``jnp.array``: an array from an array, a scalar or nested lists/tuples of them.
     ``copy``, ``order`` and ``ndmin`` given positionally still work, with JAX 0.10.2's
-    DeprecationWarning."""
+    DeprecationWarning. ``out_sharding`` (over Explicit mesh axes) types the result's layout
+    (the final conversion's, as JAX's); ``device`` places a concrete result."""
+    sharding = _out_sharding(device, out_sharding, "jnp.array")
+    out = _array(object, dtype, *args, copy=copy, order=order, ndmin=ndmin, sharding=sharding)
+    if device is not None and not isinstance(out, core.Tracer):
+        out = _on_device(out, device)
+    return out
+
+
+def _on_device(x: Array, device: Any) -> Array:
+    """``x`` placed as a ``device=`` argument asks: a device, or a sharding."""
+    devices = getattr(device, "device_set", None)
+    if devices is None:
+        return device_put_value(x, device)
+    if len(devices) == 1:
+        return device_put_value(x, next(iter(devices)))
+    return reshard_leaves(x, device)
+
+
+def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: str | None,
+           ndmin: int, sharding: Any) -> Array:
     if args:
         if len(args) > 3:
             raise TypeError(f"array() takes at most 5 positional arguments but "
@@ -71,7 +96,7 @@ def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = 
         copy, order, ndmin = (list(args) + [copy, order, ndmin][len(args):])[:3]
         warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array positionally "
                       "is deprecated. Use keyword arguments instead.", DeprecationWarning,
-                      stacklevel=2)
+                      stacklevel=3)
     if order is not None and order not in ("K", "A", "C"):
         raise NotImplementedError("Only implemented for order='K', 'A' or 'C'")
     ndmin = operator.index(ndmin)
@@ -118,23 +143,27 @@ def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = 
                 raise TypeError(f"Unexpected input type for array: {type(object)}") from e
             # A ValueError (a ragged nested list) propagates with NumPy's message, as in JAX.
             out = device_put_value(host, weak_type=weak)
+    if sharding is not None:
+        out = lax.convert_element_type(out, dtype, weak, sharding=sharding)
     if ndmin > np.ndim(out):
         out = lax.expand_dims(out, tuple(range(ndmin - np.ndim(out))))
     return out
 
 
-def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None,
-            copy: bool | None = None) -> Array:
+def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
+            copy: bool | None = None, device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.asarray``: like ``array`` but returns a jaxkit array unchanged when it can."""
     if copy is False and isinstance(a, (list, tuple)):
         pass  # NumPy raises here; JAX accepts (it always copies host data)
-    if dtype is None and _is_jax_array(a):
-        return a
-    if dtype is not None and isinstance(a, (Array, core.Tracer)):
-        dt = _user_dtype(dtype)
-        if a.dtype == dt and not a.weak_type:
+    if device is None and out_sharding is None:
+        if dtype is None and _is_jax_array(a):
             return a
-    return array(a, dtype=dtype, copy=bool(copy), order=order)
+        if dtype is not None and isinstance(a, (Array, core.Tracer)):
+            dt = _user_dtype(dtype)
+            if a.dtype == dt and not a.weak_type:
+                return a
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
+                 out_sharding=out_sharding)
 
 
 def copy(a: ArrayLike, order: str | None = None) -> Array:
@@ -304,6 +333,15 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     ``start * (1 - t) + stop * t``, which hits both endpoints exactly, as JAX)."""
     num = operator.index(core.concrete_or_error(num, "'num' argument of jnp.linspace"))
     axis = operator.index(core.concrete_or_error(axis, "'axis' argument of jnp.linspace"))
+    return _linspace(start, stop, num, endpoint, retstep, dtype, axis, device=device)
+
+
+@jitted(static_argnames=("num", "endpoint", "retstep", "dtype", "axis", "device"), inline=False)
+def _linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+              retstep: bool = False, dtype: DTypeLike | None = None, axis: int = 0, *,
+              device: Any = None) -> Array | tuple[Array, Array]:
+    # A plain jit with traced ``start``/``stop``, as JAX's (differentiable in both); the
+    # values are ``start * (1 - t) + stop * t``, which hits both endpoints exactly.
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     start, stop = ensure_arraylike("linspace", start, stop)
@@ -312,8 +350,8 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
             dtypes.result_type(start, stop)))
     cdt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
-    start = convert(start, cdt)
-    stop = convert(stop, cdt)
+    start = start.astype(cdt)
+    stop = stop.astype(cdt)
     bounds = list(broadcast_shapes(start.shape, stop.shape))
     b_start = broadcast_to_shape(start, tuple(bounds))
     b_stop = broadcast_to_shape(stop, tuple(bounds))
@@ -321,28 +359,23 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     bounds.insert(axis, 1)
     div = (num - 1) if endpoint else num
     if num > 1:
-        delta = lax.div(lax.sub(stop, start), convert(div, cdt))
+        delta = lax.convert_element_type(stop - start, cdt) / asarray(div, dtype=cdt)
         iota_shape = [1] * len(bounds)
         iota_shape[axis] = div
         real_dt = dtypes.finfo(cdt).dtype
-        t = lax.div(lax.reshape(lax.iota(real_dt, div), tuple(iota_shape)),
-                    np.asarray(div, real_dt)[()])
-        t = convert(t, cdt)
-        full_shape = tuple(bounds[:axis] + [div] + bounds[axis + 1:])
-        a = broadcast_to_shape(lax.reshape(b_start, tuple(bounds)), full_shape)
-        b = broadcast_to_shape(lax.reshape(b_stop, tuple(bounds)), full_shape)
-        t = broadcast_to_shape(t, full_shape)
-        one_minus_t = lax.sub(np.asarray(1, cdt)[()], t)
-        out = lax.add(lax.mul(a, one_minus_t), lax.mul(b, t))
+        step = lax.iota(real_dt, div).reshape(iota_shape) / asarray(div, dtype=real_dt)
+        step = step.astype(cdt)
+        out = (b_start.reshape(bounds) * (1 - step) + b_stop.reshape(bounds) * step)
         if endpoint:
-            out = lax.concatenate([out, lax.expand_dims(b_stop, (axis,))], axis)
+            out = lax.concatenate([out, lax.expand_dims(b_stop, (axis,))],
+                                  canonicalize_axis(axis, out.ndim))
     elif num == 1:
-        delta = lax.full((), np.nan, cdt) if endpoint else lax.sub(stop, start)
-        out = lax.reshape(b_start, tuple(bounds))
+        delta = asarray(np.nan if endpoint else stop - start, dtype=cdt)
+        out = b_start.reshape(bounds)
     else:
         empty_shape = list(broadcast_shapes(start.shape, stop.shape))
         empty_shape.insert(axis, 0)
-        delta = lax.full((), np.nan, cdt)
+        delta = full((), np.nan, cdt)
         out = zeros(empty_shape, dtype)
     if dtypes.issubdtype(dtype, np.integer) and not dtypes.issubdtype(out.dtype, np.integer):
         out = lax.floor(out)
@@ -353,43 +386,55 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
 def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
              base: ArrayLike = 10.0, dtype: DTypeLike | None = None, axis: int = 0) -> Array:
     """``jnp.logspace``: ``base ** linspace(start, stop, num)``."""
+    num = operator.index(core.concrete_or_error(num, "'num' argument of jnp.logspace"))
+    axis = operator.index(core.concrete_or_error(axis, "'axis' argument of jnp.logspace"))
+    return _logspace(start, stop, num, endpoint, base, dtype, axis)
+
+
+@jitted(static_argnames=("num", "endpoint", "dtype", "axis"), inline=False)
+def _logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+              base: ArrayLike = 10.0, dtype: DTypeLike | None = None, axis: int = 0) -> Array:
+    # A plain jit differentiable in start and stop, as JAX's.
     dtype = _user_dtype(dtype)
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
             dtypes.result_type(start, stop)))
     cdt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
     start, stop = ensure_arraylike("logspace", start, stop)
-    lin = linspace(convert(start, cdt), convert(stop, cdt), num, endpoint=endpoint, axis=axis)
-    return convert(_power(base, lin), dtype)
+    start = start.astype(cdt)
+    stop = stop.astype(cdt)
+    lin = linspace(start, stop, num, endpoint=endpoint, retstep=False, dtype=None, axis=axis)
+    return lax.convert_element_type(power(base, lin), dtype)
 
 
 def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
               dtype: DTypeLike | None = None, axis: int = 0) -> Array:
     """``jnp.geomspace``: values spaced evenly on a log scale from ``start`` to ``stop``."""
+    num = operator.index(core.concrete_or_error(num, "'num' argument of jnp.geomspace"))
+    axis = operator.index(core.concrete_or_error(axis, "'axis' argument of jnp.geomspace"))
+    return _geomspace(start, stop, num, endpoint, dtype, axis)
+
+
+@jitted(static_argnames=("num", "endpoint", "dtype", "axis"), inline=False)
+def _geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+               dtype: DTypeLike | None = None, axis: int = 0) -> Array:
+    # A plain jit differentiable in start and stop, as JAX's: logspace of the logs of the
+    # magnitudes, with the sign of ``start``.
     dtype = _user_dtype(dtype)
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
             dtypes.result_type(start, stop)))
     cdt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
     start, stop = ensure_arraylike("geomspace", start, stop)
-    start, stop = convert(start, cdt), convert(stop, cdt)
-    sign = lax.sign(start)
-    log10 = lambda v: lax.div(lax.log(v), np.asarray(np.log(10), cdt)[()])
-    lo, hi = log10(lax.div(start, sign)), log10(lax.div(stop, sign))
-    res = logspace(lo, hi, num, endpoint=endpoint, base=10.0, dtype=cdt, axis=0)
-    res = lax.mul(broadcast_to_shape(sign, res.shape), res)
+    start = start.astype(cdt)
+    stop = stop.astype(cdt)
+    sign = _sign(start)
+    res = sign * logspace(log10(start / sign), log10(stop / sign), num, endpoint=endpoint,
+                          base=10.0, dtype=cdt, axis=0)
     axis = canonicalize_axis(axis, res.ndim)
     if axis != 0:
         res = lax.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, res.ndim)))
-    return convert(res, dtype)
-
-
-def _power(base: Any, x: Any) -> Array:
-    """``base ** x`` for an inexact ``x`` (promoting ``base`` to its dtype)."""
-    dt = dtypes.result_type(base, x)
-    b = broadcast_to_shape(convert(_asarray(base), dt), x.shape) if np.ndim(base) else \
-        convert(base, dt)
-    return lax.pow(b, convert(x, dt))
+    return lax.convert_element_type(res, dtype)
 
 
 # --------------------------------------------------------------------------------------------
@@ -403,11 +448,20 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
     M = N if M is None else operator.index(core.concrete_or_error(M, "'M' argument of jnp.eye"))
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
-    k = operator.index(core.concrete_or_error(k, "'k' argument of jnp.eye"))
     dtype = _user_dtype(dtype) or dtypes.default_float_dtype()
-    rows = lax.broadcasted_iota(np.int32, (N, M), 0)
-    cols = lax.broadcasted_iota(np.int32, (N, M), 1)
-    return convert(lax.eq(lax.add(rows, np.int32(k)), cols), dtype)
+    if isinstance(k, (int, np.integer)):
+        info = np.iinfo(np.int32)
+        dt = dtypes.default_int_dtype()
+        offset = np.asarray(min(max(int(k), info.min), info.max), dt)[()]
+    else:
+        # A traced offset, as JAX's (``jnp.trace`` passes its dynamic ``offset``).
+        offset = _asarray(k)
+        if offset.shape != () or not dtypes.issubdtype(offset.dtype, np.integer):
+            raise ValueError(f"k must be a scalar integer; got {k}")
+        dt = offset.dtype
+    rows = lax.broadcasted_iota(dt, (N, M), 0)
+    cols = lax.broadcasted_iota(dt, (N, M), 1)
+    return convert(lax.eq(lax.add(*promote_dtypes(rows, offset)), cols), dtype)
 
 
 def identity(n: int, dtype: DTypeLike | None = None) -> Array:
@@ -458,24 +512,22 @@ def meshgrid(*xi: ArrayLike, copy: bool = True, sparse: bool = False,
              indexing: str = "xy") -> list[Array]:
     """``jnp.meshgrid``: coordinate arrays from 1-D coordinate vectors."""
     args = [ensure_arraylike("meshgrid", x) for x in xi]
+    if not copy:
+        raise ValueError("jax.numpy.meshgrid only supports copy=True")
     if indexing not in ("xy", "ij"):
         raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
     if any(a.ndim != 1 for a in args):
         raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shapes "
                          f"{[a.shape for a in args]}")
-    shape = [len(a) for a in args]
-    axes = list(range(len(args)))
+    # As JAX's: with "xy" indexing the first two inputs trade places, each input is broadcast
+    # along its own axis, and the first two outputs trade back.
     if indexing == "xy" and len(args) >= 2:
-        shape[0], shape[1] = shape[1], shape[0]
-        axes[0], axes[1] = 1, 0
-    out = []
-    for a, ax in zip(args, axes):
-        if sparse:
-            s = [1] * len(args)
-            s[ax] = shape[ax]
-            out.append(lax.reshape(a, tuple(s)))
-        else:
-            out.append(lax.broadcast_in_dim(a, tuple(shape), (ax,)))
+        args[0], args[1] = args[1], args[0]
+    shape = [1 if sparse else a.shape[0] for a in args]
+    out = [lax.broadcast_in_dim(a, tuple(shape[:i] + [a.shape[0]] + shape[i + 1:]) if sparse
+                                else tuple(shape), (i,)) for i, a in enumerate(args)]
+    if indexing == "xy" and len(args) >= 2:
+        out[0], out[1] = out[1], out[0]
     return out
 
 
@@ -486,15 +538,17 @@ def indices(dimensions: Sequence[int], dtype: DTypeLike | None = None,
     dtype = _user_dtype(dtype) or dtypes.default_int_dtype()
     n = len(dimensions)
     out = []
+    s = tuple(dimensions)
     for i, d in enumerate(dimensions):
-        s = (1,) * i + (d,) + (1,) * (n - i - 1)
-        a = lax.reshape(lax.iota(dtype, d), s)
-        out.append(a if sparse else lax.broadcast_in_dim(a, tuple(dimensions), tuple(range(n))))
+        # As JAX's: each iota broadcast along its own axis (a size-1 elsewhere when sparse).
+        if sparse:
+            s = (1,) * i + (d,) + (1,) * (n - i - 1)
+        out.append(lax.broadcast_in_dim(lax.iota(dtype, d), s, (i,)))
     if sparse:
         return tuple(out)
     if not out:
         return zeros((0,), dtype)
-    return lax.concatenate([lax.expand_dims(o, (0,)) for o in out], 0)
+    return lax.stack(out, 0)
 
 
 def fromfunction(function: Callable, shape: Sequence[int], *, dtype: DTypeLike = float,

@@ -22,7 +22,6 @@ from jaxkit.numpy._promotion import (
     promote_dtypes_inexact,
 )
 from jaxkit.numpy._reductions import cumsum
-from jaxkit.numpy._reductions import sum as _sum
 from jaxkit.numpy._shape import concatenate, moveaxis, ravel
 from jaxkit.numpy._sorting import searchsorted
 from jaxkit.numpy._ufuncs import true_divide
@@ -69,12 +68,12 @@ def diff(a: ArrayLike, n: int = 1, axis: int = -1, prepend: ArrayLike | None = N
         ([edge(append)] if append is not None else [])
     if len(combined) > 1:
         arr = concatenate(combined, axis)
+    # Basic indexing (slices with no strides in the jaxpr), as JAX's.
+    hi = tuple(slice(1, None) if i == axis else slice(None) for i in range(arr.ndim))
+    lo = tuple(slice(None, -1) if i == axis else slice(None) for i in range(arr.ndim))
+    op = operator.ne if arr.dtype == np.bool_ else operator.sub
     for _ in range(n):
-        size = arr.shape[axis]
-        # ``a[1:]`` of an empty axis is empty (the start clamps), as in JAX.
-        hi = lax.slice_in_dim(arr, min(1, size), size, axis=axis)
-        lo = lax.slice_in_dim(arr, 0, max(size - 1, 0), axis=axis)
-        arr = lax.ne(hi, lo) if arr.dtype == np.bool_ else lax.sub(hi, lo)
+        arr = op(arr[hi], arr[lo])
     return arr
 
 
@@ -110,11 +109,11 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
         y_arr, x_arr = promote_dtypes_inexact(y, x)
         dx_arr = diff(x_arr) if x_arr.ndim == 1 else moveaxis(diff(x_arr, axis=axis), axis, -1)
     y_arr = moveaxis(y_arr, axis, -1)
-    n = y_arr.shape[-1]
-    last = y_arr.ndim - 1
-    mid = lax.add(lax.slice_in_dim(y_arr, 1, n, axis=last),
-                  lax.slice_in_dim(y_arr, 0, n - 1, axis=last))
-    return multiply(0.5, _sum(multiply(dx_arr, mid), axis=-1))
+    # JAX's fast path when dx is constant along the axis: the sum less half the end points.
+    if dx_arr.ndim == 0 or dx_arr.shape[-1] == 1:
+        dx_reduced = dx_arr if dx_arr.ndim == 0 else dx_arr[..., 0]
+        return dx_reduced * (y_arr.sum(-1) - 0.5 * (y_arr[..., 0] + y_arr[..., -1]))
+    return 0.5 * (dx_arr * (y_arr[..., 1:] + y_arr[..., :-1])).sum(-1)
 
 
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None = None,

@@ -13,7 +13,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
-from jaxkit.numpy._jitted import alias, jitted
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_all,
     broadcast_arrays,
@@ -28,18 +28,21 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._reductions import all as _all
 from jaxkit.numpy._reductions import any as _any
-from jaxkit.numpy._shape import concatenate
+from jaxkit.numpy._reductions import argmax
+from jaxkit.numpy._shape import concatenate, stack
 from jaxkit.numpy._ufuncs import (
     absolute,
     ceil,
     degrees,
     floor,
     floor_divide,
+    greater,
     imag,
     isfinite,
     isnan,
     isneginf,
     isposinf,
+    less,
     logical_and,
     logical_or,
     maximum,
@@ -114,26 +117,17 @@ def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
 @jitted(inline=False)
 def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.fmax``: elementwise maximum, ignoring NaNs."""
-    x1, x2 = promote_args("fmax", x1, x2)
-    return where3(lax.bitwise_or(_greater(x1, x2), isnan(x2)), x1, x2)
+    return where3(greater(x1, x2) | isnan(x2), x1, x2)
 
 
 @jitted(inline=False)
 def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
     """``jnp.fmin``: elementwise minimum, ignoring NaNs."""
-    x1, x2 = promote_args("fmin", x1, x2)
-    return where3(lax.bitwise_or(_greater(x2, x1), isnan(x2)), x1, x2)
+    # As JAX's: the ufuncs broadcast their operands themselves.
+    return where3(less(x1, x2) | isnan(x2), x1, x2)
 
 
-def _greater(x: Any, y: Any) -> Array:
-    if dtypes.issubdtype(dtypes.dtype(x), np.complexfloating):
-        x, y = broadcast_all("greater", x, y)
-        return lax.select(lax.eq(lax.real(x), lax.real(y)), lax.gt(lax.imag(x), lax.imag(y)),
-                          lax.gt(lax.real(x), lax.real(y)))
-    return lax.gt(x, y)
-
-
-@jitted
+@jitted(inline=False)
 def trunc(x: ArrayLike) -> Array:
     """``jnp.trunc``: round towards zero."""
     x = ensure_arraylike("trunc", x)
@@ -175,7 +169,10 @@ def round(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
     return _round_float(a)
 
 
-around = alias(round, "around")
+@jitted(static_argnames=("decimals", "out"), inline=False)
+def around(a: ArrayLike, decimals: int = 0, out: None = None) -> Array:
+    """``jnp.around``: ``round`` (a plain jit calling it, as JAX's)."""
+    return round(a, decimals, out)
 
 
 @jitted(inline=False)
@@ -298,11 +295,18 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike],
     if len(condlist) == 0:
         raise ValueError("condlist must be non-empty")
     check_arraylike("select", *condlist, *choicelist, default)
-    default, *choices = promote_dtypes(default, *choicelist)
-    out = default
-    for cond, choice in reversed(list(zip(condlist, choices))):
-        out = where3(cond, choice, out)
-    return asarray(out)
+    condlist = [asarray(cond) for cond in condlist]
+    choicelist = [asarray(choice) for choice in choicelist]
+    # A Python scalar default stays a host scalar (a literal once promoted), as JAX's
+    # asarray of one is while tracing.
+    if not isinstance(default, (bool, int, float, complex)):
+        default = asarray(default)
+    # As JAX's: one select_n over [default, *choices] indexed by the first true condition
+    # (argmax of [False, *conditions], which is 0 where none holds).
+    choices = promote_dtypes(default, *choicelist)
+    conditions = stack(broadcast_arrays(False, *condlist))
+    idx = argmax(conditions.astype(bool), axis=0)
+    return lax.select_n(*broadcast_arrays(idx, *choices))
 
 
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,
@@ -341,15 +345,13 @@ def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
     x1, x2 = broadcast_arrays(x1, x2)
 
     def cond(xs):
-        return _any(lax.ne(xs[1], _const(xs[1], 0)))
+        return _any(xs[1] != 0)
 
     def body(xs):
+        # JAX's loop body (an integer rem by 0 is defined in XLA; its lanes are discarded).
         a, b = xs
-        nz = lax.ne(b, _const(b, 0))
-        safe_b = lax.select(nz, b, lax.full_like(b, 1))
-        a, b = lax.select(nz, b, a), lax.select(nz, lax.rem(a, safe_b), lax.full_like(b, 0))
-        lt = lax.lt(a, b)
-        return (lax.select(lt, b, a), lax.select(lt, a, b))
+        a, b = (where3(b != 0, b, a), where3(b != 0, lax.rem(a, b), _const(b, 0)))
+        return (where3(a < b, b, a), where3(a < b, a, b))
 
     out, _ = lax.while_loop(cond, body, (absolute(x1), absolute(x2)))
     return out
@@ -363,6 +365,4 @@ def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
     x1, x2 = absolute(x1), absolute(x2)
     d = gcd(x1, x2)
-    zero = lax.eq(d, _const(d, 0))
-    safe_d = lax.select(zero, lax.full_like(d, 1), d)
-    return where3(zero, _const(d, 0), multiply(x1, floor_divide(x2, safe_d)))
+    return where3(d == 0, _const(d, 0), multiply(x1, floor_divide(x2, d)))

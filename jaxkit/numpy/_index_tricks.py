@@ -11,8 +11,10 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import arange, array, asarray, linspace, meshgrid, tri
-from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._creation import (arange, array, asarray, indices, linspace, meshgrid, ones,
+                                    tril, triu)
+from jaxkit.numpy._elementwise import clip
+from jaxkit.numpy._indexing import scatter_update
 from jaxkit.numpy._promotion import (
     broadcast_arrays,
     check_arraylike,
@@ -21,7 +23,6 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._shape import concatenate, expand_dims, ravel, stack, tile, transpose
 from jaxkit.numpy._sorting import nonzero
-from jaxkit.numpy._ufuncs import remainder
 from jaxkit.typing import ArrayLike
 
 
@@ -133,13 +134,25 @@ def ix_(*args: ArrayLike) -> tuple[Array, ...]:
     return tuple(out)
 
 
+def _triu_size(n: int, m: int, k: int) -> int:
+    """The number of entries of an ``n x m`` matrix on or above its ``k``-th diagonal."""
+    if k < 0:
+        return n * m - _triu_size(m, n, 1 - k)
+    if k >= m:
+        return 0
+    mk = min(n, m - k)
+    return mk * (mk + 1) // 2 + mk * (m - k - mk)
+
+
 def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
-    """``jnp.tril_indices``: row and column indices of the lower triangle."""
-    n = operator.index(core.concrete_or_error(n, "n argument of jnp.tril_indices"))
-    k = operator.index(core.concrete_or_error(k, "k argument of jnp.tril_indices"))
+    """``jnp.tril_indices``: row and column indices of the lower triangle (a static count, so
+    it works under ``jit``, as JAX's)."""
+    n = operator.index(core.concrete_or_error(n, "n argument of jnp.triu_indices"))
+    k = operator.index(core.concrete_or_error(k, "k argument of jnp.triu_indices"))
     m = n if m is None else operator.index(core.concrete_or_error(
-        m, "m argument of jnp.tril_indices"))
-    return nonzero(tri(n, m, k=k, dtype=bool))
+        m, "m argument of jnp.triu_indices"))
+    i, j = nonzero(tril(ones((n, m)), k=k), size=_triu_size(m, n, -k))
+    return i, j
 
 
 def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array]:
@@ -148,12 +161,19 @@ def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Array, Array
     k = operator.index(core.concrete_or_error(k, "k argument of jnp.triu_indices"))
     m = n if m is None else operator.index(core.concrete_or_error(
         m, "m argument of jnp.triu_indices"))
-    return nonzero(lax.bitwise_not(tri(n, m, k=k - 1, dtype=bool)))
+    i, j = nonzero(triu(ones((n, m)), k=k), size=_triu_size(n, m, k))
+    return i, j
+
+
+def _shape_of(name: str, arr: Any) -> tuple[int, ...]:
+    if hasattr(arr, "shape"):
+        return arr.shape
+    return ensure_arraylike(name, arr).shape
 
 
 def tril_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
     """``jnp.tril_indices_from``: ``tril_indices`` for the shape of a 2-D array."""
-    shape = np.shape(arr)
+    shape = _shape_of("tril_indices_from", arr)
     if len(shape) != 2:
         raise ValueError("Only 2-D inputs are accepted")
     return tril_indices(shape[0], k=k, m=shape[1])
@@ -161,7 +181,7 @@ def tril_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
 
 def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
     """``jnp.triu_indices_from``: ``triu_indices`` for the shape of a 2-D array."""
-    shape = np.shape(arr)
+    shape = _shape_of("triu_indices_from", arr)
     if len(shape) != 2:
         raise ValueError("Only 2-D inputs are accepted")
     return triu_indices(shape[0], k=k, m=shape[1])
@@ -170,8 +190,8 @@ def triu_indices_from(arr: ArrayLike, k: int = 0) -> tuple[Array, Array]:
 def mask_indices(n: int, mask_func: Callable, k: int = 0, *, size: int | None = None
                  ) -> tuple[Array, ...]:
     """``jnp.mask_indices``: the indices where ``mask_func(ones((n, n)), k)`` is nonzero."""
-    a = lax.full((n, n), 1, dtypes.default_int_dtype())
-    return nonzero(mask_func(a, k), size=size)
+    i, j = nonzero(mask_func(ones((n, n)), k), size=size)
+    return (i, j)
 
 
 def diag_indices(n: int, ndim: int = 2) -> tuple[Array, ...]:
@@ -226,18 +246,17 @@ def choose(a: ArrayLike, choices: Sequence[ArrayLike], out: None = None,
         raise ValueError("`a` array must be integer typed")
     n = len(choices)
     if mode == "raise":
-        arr = np.asarray(core.concrete_or_error(
+        arr = core.concrete_or_error(
             a, "The error occurred because jnp.choose was jit-compiled with mode='raise'. Use "
-               "mode='wrap' or mode='clip' instead."))
-        if np.any((arr < 0) | (arr >= n)):
+               "mode='wrap' or mode='clip' instead.")
+        if np.any((np.asarray(arr) < 0) | (np.asarray(arr) >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":
-        a = remainder(a, n)
+        arr = asarray(a) % n
     elif mode == "clip":
-        a = lax.clamp(np.asarray(0, a.dtype)[()], a, np.asarray(n - 1, a.dtype)[()])
+        arr = clip(a, 0, n - 1)
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
-    a, *choices = broadcast_arrays(a, *choices)
-    stacked = stack(choices)
-    grids = tuple(lax.broadcasted_iota(np.int32, a.shape, d) for d in range(a.ndim))
-    return getitem(stacked, (a, *grids))
+    # As JAX's: index the array of the (broadcast) choices by ``arr`` and a sparse grid.
+    arr, *choices = broadcast_arrays(arr, *choices)
+    return array(choices)[(arr,) + indices(arr.shape, sparse=True)]

@@ -22,9 +22,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from jaxkit import core, dtypes, lax
+from jaxkit import core, dtypes, lax, tree_util
 from jaxkit.errors import NonConcreteBooleanIndexError
 from jaxkit.indexing import Slice
+from jaxkit.lax.sharding_axes import auto_axes_out
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._promotion import (
     asarray,
@@ -538,8 +540,12 @@ def _dslice_update_index(idx: Any, shape: tuple[int, ...]) -> tuple:
 
 
 def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None, fill_value: Any = None) -> Any:
-    """``arr[idx]`` with NumPy semantics (out-of-bounds integer indices are clamped)."""
+            unique_indices: bool = False, mode: Any = None, fill_value: Any = None,
+            out_sharding: Any = None) -> Any:
+    """``arr[idx]`` with NumPy semantics (out-of-bounds integer indices are clamped). A
+    gather with ``out_sharding`` (over Explicit mesh axes) runs under ``auto_axes`` over the
+    array and the index arrays, laid out so; a slice is typed by its own rules (both as
+    JAX's)."""
     arr = asarray(arr)
     if any(isinstance(i, Slice) for i in _as_tuple(idx)):
         arr, idx = _apply_dslices(arr, idx)
@@ -555,6 +561,21 @@ def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
             out = None
         if out is not None:
             return out
+    sharding = resolve_out_sharding("take", out_sharding)
+    if sharding is not None:
+        leaves, tree = tree_util.tree_flatten(idx)
+        dynamic = [i for i, leaf in enumerate(leaves)
+                   if isinstance(leaf, (Array, core.Tracer, np.ndarray))]
+
+        def body(arr, *arrays):
+            index = list(leaves)
+            for i, a in zip(dynamic, arrays):
+                index[i] = a
+            return getitem(arr, tree_util.tree_unflatten(tree, index),
+                           indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+
+        return auto_axes_out(body, sharding)(arr, *[leaves[i] for i in dynamic])
     parsed = _expand_bool_indices(parsed, arr.shape)
     indexer = _index_to_gather(parsed, arr.shape)
     y = arr
@@ -584,10 +605,26 @@ def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
 
 def scatter_update(x: ArrayLike, idx: Any, y: ArrayLike, scatter_op: Callable,
                    indices_are_sorted: bool, unique_indices: bool, mode: Any = None,
-                   normalize_indices: bool = True) -> Any:
+                   normalize_indices: bool = True, out_sharding: Any = None) -> Any:
     """``x`` with ``y`` combined into ``x[idx]`` by the lax scatter function ``scatter_op``.
 
-    The result keeps the dtype and weak type of ``x``; ``y`` is converted to it."""
+    The result keeps the dtype and weak type of ``x``; ``y`` is converted to it. With
+    ``out_sharding`` (over Explicit mesh axes) it runs under ``auto_axes`` over the operand,
+    the updates and the index arrays, laid out so, as JAX's."""
+    sharding = resolve_out_sharding("scatter", out_sharding)
+    if sharding is not None:
+        leaves, tree = tree_util.tree_flatten(idx)
+        dynamic = [i for i, leaf in enumerate(leaves)
+                   if isinstance(leaf, (Array, core.Tracer, np.ndarray))]
+
+        def body(x, y, *arrays):
+            index = list(leaves)
+            for i, a in zip(dynamic, arrays):
+                index[i] = a
+            return scatter_update(x, tree_util.tree_unflatten(tree, index), y, scatter_op,
+                                  indices_are_sorted, unique_indices, mode, normalize_indices)
+
+        return auto_axes_out(body, sharding)(x, y, *[leaves[i] for i in dynamic])
     x = asarray(x)
     if isinstance(y, int) and dtypes.issubdtype(x.dtype, np.integer) and \
             int(dtypes.iinfo(x.dtype).min) <= y <= int(dtypes.iinfo(x.dtype).max):
@@ -637,66 +674,82 @@ class _IndexUpdateRef:
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode: Any = None, fill_value: Any = None, out_sharding: Any = None) -> Any:
         """``x[idx]``, with ``mode`` ('fill', 'clip', 'promise_in_bounds') and
-        ``fill_value`` for out-of-bounds indices."""
+        ``fill_value`` for out-of-bounds indices; ``out_sharding`` lays a gather's result
+        out."""
         return getitem(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                       unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+                       unique_indices=unique_indices, mode=mode, fill_value=fill_value,
+                       out_sharding=out_sharding)
 
     def _scatter(self, op: Callable, values: Any, indices_are_sorted: bool,
-                 unique_indices: bool, mode: Any) -> Any:
+                 unique_indices: bool, mode: Any, out_sharding: Any = None) -> Any:
         return scatter_update(self.array, self.index, values, op, indices_are_sorted,
-                              unique_indices, mode)
+                              unique_indices, mode, out_sharding=out_sharding)
 
     def _ones_times(self, values: Any, indices_are_sorted: bool, unique_indices: bool,
-                    mode: Any) -> Any:
+                    mode: Any, out_sharding: Any = None) -> Any:
         # divide and power apply ``values`` through an operand of ones (the divisor, the
         # exponent) with ``values`` multiplied in at the index, as JAX's do.
         ones = lax.full_like(asarray(self.array), 1)
         return scatter_update(ones, self.index, values, lax.scatter_mul, indices_are_sorted,
-                              unique_indices, mode)
+                              unique_indices, mode, out_sharding=out_sharding)
 
     def set(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None) -> Any:
         """``x[idx] = values``, out of place."""
-        return self._scatter(lax.scatter, values, indices_are_sorted, unique_indices, mode)
+        return self._scatter(lax.scatter, values, indices_are_sorted, unique_indices, mode,
+                             out_sharding)
 
     def add(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None) -> Any:
         """``x[idx] += values`` (repeated indices all add), out of place."""
-        return self._scatter(lax.scatter_add, values, indices_are_sorted, unique_indices, mode)
+        return self._scatter(lax.scatter_add, values, indices_are_sorted, unique_indices, mode,
+                             out_sharding)
 
     def subtract(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-                 unique_indices: bool = False, mode: Any = None) -> Any:
+                 unique_indices: bool = False, mode: Any = None,
+                 out_sharding: Any = None) -> Any:
         """``x[idx] -= values``, out of place."""
-        return self._scatter(lax.scatter_sub, values, indices_are_sorted, unique_indices, mode)
+        return self._scatter(lax.scatter_sub, values, indices_are_sorted, unique_indices, mode,
+                             out_sharding)
 
     def multiply(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-                 unique_indices: bool = False, mode: Any = None) -> Any:
+                 unique_indices: bool = False, mode: Any = None,
+                 out_sharding: Any = None) -> Any:
         """``x[idx] *= values``, out of place."""
-        return self._scatter(lax.scatter_mul, values, indices_are_sorted, unique_indices, mode)
+        return self._scatter(lax.scatter_mul, values, indices_are_sorted, unique_indices, mode,
+                             out_sharding)
 
     mul = multiply
 
     def divide(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-               unique_indices: bool = False, mode: Any = None) -> Any:
+               unique_indices: bool = False, mode: Any = None,
+               out_sharding: Any = None) -> Any:
         """``x[idx] /= values``, out of place."""
         return true_divide(self.array, self._ones_times(values, indices_are_sorted,
-                                                        unique_indices, mode))
+                                                        unique_indices, mode, out_sharding))
 
     def power(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-              unique_indices: bool = False, mode: Any = None) -> Any:
+              unique_indices: bool = False, mode: Any = None,
+              out_sharding: Any = None) -> Any:
         """``x[idx] **= values``, out of place."""
         return power(self.array, self._ones_times(values, indices_are_sorted, unique_indices,
-                                                  mode))
+                                                  mode, out_sharding))
 
     def min(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None) -> Any:
         """``x[idx] = minimum(x[idx], values)``, out of place."""
-        return self._scatter(lax.scatter_min, values, indices_are_sorted, unique_indices, mode)
+        return self._scatter(lax.scatter_min, values, indices_are_sorted, unique_indices, mode,
+                             out_sharding)
 
     def max(self, values: ArrayLike, *, indices_are_sorted: bool = False,
-            unique_indices: bool = False, mode: Any = None) -> Any:
+            unique_indices: bool = False, mode: Any = None,
+            out_sharding: Any = None) -> Any:
         """``x[idx] = maximum(x[idx], values)``, out of place."""
-        return self._scatter(lax.scatter_max, values, indices_are_sorted, unique_indices, mode)
+        return self._scatter(lax.scatter_max, values, indices_are_sorted, unique_indices, mode,
+                             out_sharding)
 
     def apply(self, func: Callable, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: Any = None) -> Any:

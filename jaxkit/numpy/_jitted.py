@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-from jaxkit import core
+from jaxkit import core, tree_util
 from jaxkit.transforms.jit import JitFunction
 
 # Types of the leaves jit takes as traced arguments (Array, NumPy values, Python scalars).
@@ -44,10 +44,11 @@ class JnpFunction(JitFunction):
     programs are ``jit_<name>``), for a body that cannot be called by its public name."""
 
     def __init__(self, fun: Callable, static_argnums, static_argnames, *, inline: bool,
-                 name: str | None = None):
+                 name: str | None = None, pytree_args: bool = False):
         super().__init__(fun, static_argnums, static_argnames, inline=inline)
         if name is not None:
             self._name = name
+        self._pytree_args = pytree_args
 
     def _call(self, args, kwargs):
         if self._jittable(args, kwargs):
@@ -56,18 +57,25 @@ class JnpFunction(JitFunction):
 
     def _jittable(self, args, kwargs) -> bool:
         static_nums, static_names = self._static_argnums, self._static_argnames
+        traceable = _traceable_tree if self._pytree_args else _traceable
         for i, x in enumerate(args):
-            if not (_hashable(x) if i in static_nums else _traceable(x)):
+            if not (_hashable(x) if i in static_nums else traceable(x)):
                 return False
         for k, x in kwargs.items():
-            if not (_hashable(x) if k in static_names else _traceable(x)):
+            if not (_hashable(x) if k in static_names else traceable(x)):
                 return False
         return True
 
 
+def _traceable_tree(x) -> bool:
+    """Whether every leaf of the pytree ``x`` is traceable as it is (``jnp.block``'s nested
+    lists, which JAX's jit takes as a pytree)."""
+    return all(_traceable(leaf) for leaf in tree_util.tree_leaves(x))
+
+
 def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
            static_argnums: Sequence[int] = (), inline: bool = True, name: str | None = None,
-           stages_only: bool = False):
+           stages_only: bool = False, pytree_args: bool = False):
     """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``.
     The function gets jit's stages (``lower``, ``trace``, ``eval_shape``) as JAX's jitted
     jnp functions have them (``jnp.dot.lower(x, y)``).
@@ -78,13 +86,15 @@ def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
     body named otherwise (``_dot`` behind ``dot``). ``stages_only`` is for a public function
     that prepares its arguments and calls a jitted body of its own (``dot`` resolves its
     ``out_sharding`` against the mesh in context, for ``_dot``'s cache key): calls run it as
-    it is, and only its stages are those of a jit of it."""
+    it is, and only its stages are those of a jit of it. ``pytree_args`` lets jit take
+    pytrees of arrays as arguments (``block``'s nested lists), as JAX's jit does."""
     # No static_argnums means None to jit, so that the numbers of static_argnames are inferred
     # from the signature (jit infers neither when given both, as JAX's).
     nums = tuple(static_argnums) or None
 
     def make(f: Callable) -> Callable:
-        jit = JnpFunction(f, nums, static_argnames, inline=inline, name=name)
+        jit = JnpFunction(f, nums, static_argnames, inline=inline, name=name,
+                          pytree_args=pytree_args)
         if not stages_only:
             return jit.as_function()
         f.lower, f.trace, f.eval_shape = jit.lower, jit.trace, jit.eval_shape
@@ -99,10 +109,13 @@ def alias(fun: Callable, name: str) -> Callable:
     (``abs`` of ``absolute``, ``acos`` of ``arccos``...): a jit of its own, so its eager
     program is ``jit_<name>`` and it prints as ``name``."""
     jit = fun._jit
+    # JAX's aliases are inline jits calling the original: an alias of a plain-jit function
+    # (``acosh`` of ``arccosh``) stages the original's ``jit[name=arccosh]`` equation.
+    target = jit._fun if jit._inline else fun
 
     def body(*args, **kwargs):
-        return jit._fun(*args, **kwargs)
+        return target(*args, **kwargs)
     functools.update_wrapper(body, jit._fun)
     body.__name__ = body.__qualname__ = name
     return JnpFunction(body, jit._static_argnums, jit._static_argnames,
-                       inline=jit._inline).as_function()
+                       inline=True).as_function()

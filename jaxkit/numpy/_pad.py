@@ -14,8 +14,9 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import asarray, linspace
+from jaxkit.numpy._creation import asarray, empty_like, linspace
 from jaxkit.numpy._elementwise import round as _round
+from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import broadcast_to_shape, convert, ensure_arraylike
 from jaxkit.numpy._quantiles import median
 from jaxkit.numpy._reductions import max as _max
@@ -134,6 +135,8 @@ def _pad_symmetric_or_reflect(array: Array, pad_width: Any, mode: str,
         if axis_size == 0:
             _check_no_padding(pad_width[i], mode)
             continue
+        if pad_width[i][0] == 0 and pad_width[i][1] == 0:
+            continue
         array = _reflect_side(array, i, axis_size, pad_width[i][0], True, mode, reflect_type)
         array = _reflect_side(array, i, axis_size, pad_width[i][1], False, mode, reflect_type)
     return array
@@ -151,15 +154,28 @@ def _pad_edge(array: Array, pad_width: Any) -> Array:
     return array
 
 
+def _pad_empty(array: Array, pad_width: Any) -> Array:
+    # As JAX's: zero blocks (jnp.empty is jnp.zeros) concatenated on each side of each axis.
+    for i in range(array.ndim):
+        before = empty_like(array, shape=array.shape[:i] + (pad_width[i][0],)
+                            + array.shape[i + 1:])
+        after = empty_like(array, shape=array.shape[:i] + (pad_width[i][1],)
+                           + array.shape[i + 1:])
+        array = lax.concatenate([before, array, after], i)
+    return array
+
+
 def _pad_linear_ramp(array: Array, pad_width: Any, end_values: Any) -> Array:
     for axis in range(array.ndim):
         n = array.shape[axis]
-        edge_before = lax.squeeze(_slice(array, 0, 1, axis), (axis,))
-        edge_after = lax.squeeze(_slice(array, n - 1, n, axis), (axis,))
-        ramp_before = linspace(end_values[axis][0], edge_before, num=int(pad_width[axis][0]),
-                               endpoint=False, dtype=array.dtype, axis=axis)
-        ramp_after = linspace(end_values[axis][1], edge_after, num=int(pad_width[axis][1]),
-                              endpoint=False, dtype=array.dtype, axis=axis)
+        edge_before = _slice(array, 0, 1, axis)
+        edge_after = _slice(array, n - 1, n, axis)
+        ramp_before = linspace(end_values[axis][0], lax.squeeze(edge_before, (axis,)),
+                               num=int(pad_width[axis][0]), endpoint=False, dtype=array.dtype,
+                               axis=axis)
+        ramp_after = linspace(end_values[axis][1], lax.squeeze(edge_after, (axis,)),
+                              num=int(pad_width[axis][1]), endpoint=False, dtype=array.dtype,
+                              axis=axis)
         ramp_before = convert(ramp_before, array.dtype, array.weak_type)
         ramp_after = flip(convert(ramp_after, array.dtype, array.weak_type), axis)
         array = lax.concatenate([ramp_before, array, ramp_after], axis)
@@ -188,17 +204,46 @@ def _pad_stats(array: Array, pad_width: Any, stat_length: Any, stat_func: Callab
     return array
 
 
+@jitted(static_argnums=(1, 2, 4, 5, 6), inline=False)
+def _pad(array: ArrayLike, pad_width: Any, mode: str, constant_values: ArrayLike,
+         stat_length: Any, end_values: Any, reflect_type: str) -> Array:
+    # A plain jit of its own, as JAX's: ``constant_values`` is its one traced argument besides
+    # the array (passed, unused, in every mode), the rest are static.
+    array = asarray(array)
+    nd = array.ndim
+    if nd == 0:
+        return array
+    pad_width = _broadcast_to_pairs(pad_width, nd, "pad_width")
+    if any(p < 0 for pair in pad_width for p in pair):
+        raise ValueError("index can't contain negative values")
+    if mode == "constant":
+        return _pad_constant(array, pad_width, asarray(constant_values))
+    if mode == "wrap":
+        return _pad_wrap(array, pad_width)
+    if mode in ("symmetric", "reflect"):
+        return _pad_symmetric_or_reflect(array, pad_width, mode, reflect_type)
+    if mode == "edge":
+        return _pad_edge(array, pad_width)
+    if mode == "linear_ramp":
+        end_values = _broadcast_to_pairs(end_values, nd, "end_values")
+        return _pad_linear_ramp(array, pad_width, end_values)
+    if mode == "empty":
+        return _pad_empty(array, pad_width)
+    if stat_length is not None:
+        stat_length = _broadcast_to_pairs(stat_length, nd, "stat_length")
+    funcs = {"maximum": _max, "minimum": _min, "mean": _mean, "median": median}
+    return _pad_stats(array, pad_width, stat_length, funcs[mode])
+
+
 def pad(array: ArrayLike, pad_width: Any, mode: str | Callable = "constant",
         **kwargs: Any) -> Array:
     """``jnp.pad``: ``array`` padded by ``pad_width`` (per-axis ``(before, after)`` pairs)
     with NumPy's ``mode``."""
     array = ensure_arraylike("pad", array)
-    nd = array.ndim
-    pad_width = _broadcast_to_pairs(pad_width, nd, "pad_width")
+    pad_width = _broadcast_to_pairs(pad_width, array.ndim, "pad_width")
     if pad_width and not all(isinstance(p, (int, np.integer)) for pair in pad_width
                              for p in pair):
         raise TypeError("`pad_width` must be of integral type.")
-    pad_width = tuple((int(a), int(b)) for a, b in pad_width)
     if callable(mode):
         raise NotImplementedError("jnp.pad with a callable mode is not supported by jaxkit.")
     allowed = {"empty": [], "edge": [], "wrap": [], "constant": ["constant_values"],
@@ -211,26 +256,6 @@ def pad(array: ArrayLike, pad_width: Any, mode: str | Callable = "constant",
     unsupported = set(kwargs) - set(allowed[mode])
     if unsupported:
         raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
-    if nd == 0:
-        return array
-    if any(p < 0 for pair in pad_width for p in pair):
-        raise ValueError("index can't contain negative values")
-    if mode == "constant":
-        return _pad_constant(array, pad_width, kwargs.get("constant_values", 0))
-    if mode == "wrap":
-        return _pad_wrap(array, pad_width)
-    if mode in ("symmetric", "reflect"):
-        return _pad_symmetric_or_reflect(array, pad_width, mode,
-                                         kwargs.get("reflect_type", "even"))
-    if mode == "edge":
-        return _pad_edge(array, pad_width)
-    if mode == "linear_ramp":
-        end_values = _broadcast_to_pairs(kwargs.get("end_values", 0), nd, "end_values")
-        return _pad_linear_ramp(array, pad_width, end_values)
-    if mode == "empty":
-        return _pad_constant(array, pad_width, 0)
-    stat_length = kwargs.get("stat_length")
-    if stat_length is not None:
-        stat_length = _broadcast_to_pairs(stat_length, nd, "stat_length")
-    funcs = {"maximum": _max, "minimum": _min, "mean": _mean, "median": median}
-    return _pad_stats(array, pad_width, stat_length, funcs[mode])
+    return _pad(array, pad_width, mode, kwargs.get("constant_values", 0),
+                kwargs.get("stat_length"), kwargs.get("end_values", 0),
+                kwargs.get("reflect_type", "even"))

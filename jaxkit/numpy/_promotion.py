@@ -121,6 +121,12 @@ def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     t = type(x)
     if t is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
         return x  # the common case, without a trip through lax
+    if t is Array and x.aval.weak_type and not x.aval.shape \
+            and core.current_trace() is not core.eval_trace:
+        # A weak scalar array (``jnp.asarray(1.0)``) converted while tracing: JAX's asarray
+        # makes a literal of it there, which converts with no equation; so does its value.
+        x = np.asarray(x).item()
+        t = type(x)
     if t in _python_scalar_types or (isinstance(x, np.generic) and not weak_type):
         if weak_type:
             py = _weak_scalar_type(dtype)

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from jaxkit import dtypes, lax
+from jaxkit.lax.sharding_axes import auto_axes_out
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     canonicalize_axis,
@@ -131,16 +133,25 @@ def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None =
     return _quantile(a, q, axis, method, keepdims, True)
 
 
-@jitted(static_argnames=("axis", "overwrite_input", "keepdims", "method"), inline=False)
+@jitted(static_argnames=("axis", "overwrite_input", "keepdims", "method", "out_sharding"),
+        inline=False)
 def percentile(a: ArrayLike, q: ArrayLike, axis: int | tuple[int, ...] | None = None,
                out: None = None, overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False, *, weights: ArrayLike | None = None) -> Array:
-    """``jnp.percentile``: ``quantile(a, q / 100)``."""
+               keepdims: bool = False, *, weights: ArrayLike | None = None,
+               out_sharding: Any = None) -> Array:
+    """``jnp.percentile``: ``quantile(a, q / 100)``; with ``out_sharding`` (over Explicit
+    mesh axes) run under ``auto_axes`` and laid out so, as JAX's."""
     a, q = ensure_arraylike("percentile", a, q)
     q, = promote_dtypes_inexact(q)
-    return quantile(a, true_divide(q, 100), axis=axis, out=out,
-                    overwrite_input=overwrite_input, method=method, keepdims=keepdims,
-                    weights=weights)
+
+    def internal_quantile(x, y, w):
+        return quantile(x, y, axis=axis, out=out, overwrite_input=overwrite_input,
+                        method=method, keepdims=keepdims, weights=w)
+
+    sharding = resolve_out_sharding("jnp.percentile", out_sharding)
+    if sharding is not None:
+        return auto_axes_out(internal_quantile, sharding)(a, true_divide(q, 100), weights)
+    return internal_quantile(a, true_divide(q, 100), weights)
 
 
 @jitted(static_argnames=("axis", "overwrite_input", "keepdims", "method"), inline=False)

@@ -269,11 +269,12 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
             if weights.shape != tuple(a.shape[ax] for ax in axes):
                 raise ValueError("Shape of weights must be consistent with shape of a along "
                                  "specified axis.")
-            order = tuple(int(i) for i in np.argsort(axes))
-            weights = lax.broadcast_in_dim(lax.transpose(weights, order), a.shape,
-                                           tuple(sorted(axes)))
+            # As JAX's: size 1 along the other axes (the ufuncs broadcast it).
+            new_shape = tuple(d if i in axes else 1 for i, d in enumerate(a.shape))
+            weights = lax.reshape(weights, new_shape,
+                                  tuple(int(i) for i in np.argsort(axes)))
         weights_sum = sum(weights, axis=axis, keepdims=keepdims)
-        avg = lax.div(sum(lax.mul(a, weights), axis=axis, keepdims=keepdims), weights_sum)
+        avg = sum(a * weights, axis=axis, keepdims=keepdims) / weights_sum
     if returned:
         if avg.shape != weights_sum.shape:
             weights_sum = broadcast_to_shape(weights_sum, avg.shape)
@@ -375,16 +376,21 @@ def _std(a: Array, *, axis: Axis = None, dtype: DTypeLike | None = None, out: No
                         where=where, mean=mean))
 
 
-@jitted(static_argnames=("axis", "out", "keepdims"))
 def ptp(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
     """``jnp.ptp``: ``max - min`` over ``axis``."""
+    a = ensure_arraylike("ptp", a)
+    return _ptp(a, _ensure_optional_axes(axis), out, keepdims)
+
+
+@jitted(static_argnames=("axis", "out", "keepdims"), inline=False)
+def _ptp(a: Array, axis: Axis = None, out: None = None, keepdims: bool = False) -> Array:
+    # ptp's body, a plain jit of its own as JAX's.
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.ptp is not supported.")
-    a = ensure_arraylike("ptp", a)
     return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
-@jitted(static_argnames=("axis", "keepdims"))
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
 def count_nonzero(a: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Array:
     """``jnp.count_nonzero``: the number of nonzero elements over ``axis``."""
     a = ensure_arraylike("count_nonzero", a)
@@ -430,28 +436,46 @@ def argmin(a: ArrayLike, axis: int | None = None, out: None = None,
     return _arg_reduction("argmin", "argmin", a, axis, keepdims)
 
 
-def _nan_arg(name: str, fn: Callable, fill: float, a: ArrayLike, axis: int | None,
-             keepdims: bool | None) -> Array:
-    a = ensure_arraylike(name, a)
+def _nan_arg(name: str, fn: Callable, fill: float, a: Array, axis: int | None,
+             keepdims: bool) -> Array:
+    # JAX's body: NaNs replaced by -inf (inf for argmin), -1 where a slice is all NaN; the
+    # fills stay Python scalars, so _where converts them as in JAX.
     if not dtypes.issubdtype(a.dtype, np.inexact):
         return fn(a, axis=axis, keepdims=keepdims)
     nan_mask = lax.ne(a, a)
-    a = where3(nan_mask, np.asarray(fill, a.dtype)[()], a)
+    a = where3(nan_mask, fill, a)
     res = fn(a, axis=axis, keepdims=keepdims)
-    return where3(all(nan_mask, axis=axis, keepdims=bool(keepdims)),
-                  np.asarray(-1, res.dtype)[()], res)
+    return where3(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+
+
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
+def _nanargmax(a: Array, axis: int | None = None, keepdims: bool = False) -> Array:
+    return _nan_arg("nanargmax", argmax, -np.inf, a, axis, keepdims)
+
+
+@jitted(static_argnames=("axis", "keepdims"), inline=False)
+def _nanargmin(a: Array, axis: int | None = None, keepdims: bool = False) -> Array:
+    return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
 
 
 def nanargmax(a: ArrayLike, axis: int | None = None, out: None = None,
               keepdims: bool | None = None) -> Array:
     """``jnp.nanargmax``: ``argmax`` ignoring NaNs (-1 where all are NaN)."""
-    return _nan_arg("nanargmax", argmax, -np.inf, a, axis, keepdims)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanargmax is not supported.")
+    a = ensure_arraylike("nanargmax", a)
+    return _nanargmax(a, None if axis is None else operator.index(axis),
+                      keepdims=bool(keepdims))
 
 
 def nanargmin(a: ArrayLike, axis: int | None = None, out: None = None,
               keepdims: bool | None = None) -> Array:
     """``jnp.nanargmin``: ``argmin`` ignoring NaNs (-1 where all are NaN)."""
-    return _nan_arg("nanargmin", argmin, np.inf, a, axis, keepdims)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanargmin is not supported.")
+    a = ensure_arraylike("nanargmin", a)
+    return _nanargmin(a, None if axis is None else operator.index(axis),
+                      keepdims=bool(keepdims))
 
 
 # --------------------------------------------------------------------------------------------
@@ -647,12 +671,24 @@ def _cumulative_api(name: str, lax_fn: str, x: ArrayLike, axis: int | None,
                              "an explicit value. The axis argument is only optional for "
                              "one-dimensional arrays.")
     axis = canonicalize_axis(axis, x.ndim)
-    out = _cumulative_reduction(name, lax_fn, x, axis, dtype, promote_integers=promote)
+    if lax_fn == "cumsum":
+        out = _cumsum_with_promotion(x, axis=axis, dtype=dtype)
+    else:
+        out = _cumulative_reduction(name, lax_fn, x, axis, dtype, promote_integers=promote)
     if include_initial:
         shape = list(x.shape)
         shape[axis] = 1
         out = lax.concatenate([lax.full(shape, initial, dtype=out.dtype), out], axis)
     return out
+
+
+@jitted(static_argnames=("axis", "dtype"), inline=False)
+def _cumsum_with_promotion(a: ArrayLike, axis: int | None = None,
+                           dtype: DTypeLike | None = None) -> Array:
+    # cumulative_sum's body: a plain jit of its own in JAX (integers widen to the default
+    # integer type).
+    return _cumulative_reduction("_cumsum_with_promotion", "cumsum", a, axis, dtype,
+                                 promote_integers=True)
 
 
 def cumulative_sum(x: ArrayLike, /, *, axis: int | None = None, dtype: DTypeLike | None = None,

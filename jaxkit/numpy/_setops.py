@@ -16,18 +16,17 @@ from jaxkit import core, dtypes, lax
 from jaxkit.numpy._creation import asarray, full, full_like, zeros
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._promotion import (
-    broadcast_to_shape,
     canonicalize_axis,
     check_arraylike,
     convert,
     ensure_arraylike,
     promote_dtypes,
 )
-from jaxkit.numpy._reductions import all as _all
 from jaxkit.numpy._reductions import any as _any
 from jaxkit.numpy._reductions import sum as _sum
 from jaxkit.numpy._shape import concatenate, moveaxis, ravel, reshape
-from jaxkit.numpy._sorting import argsort, lexsort, nonzero, sort
+from jaxkit.numpy._jitted import jitted
+from jaxkit.numpy._sorting import argsort, lexsort, nonzero, searchsorted, sort
 from jaxkit.numpy._ufuncs import where3
 from jaxkit.typing import Array, ArrayLike
 
@@ -201,30 +200,56 @@ def unique_values(x: ArrayLike, /, *, size: int | None = None,
     return unique(x, equal_nan=False, size=size, fill_value=fill_value)
 
 
-def _in1d(ar1: ArrayLike, ar2: ArrayLike, invert: bool) -> Array:
-    arr1, arr2 = ensure_arraylike("in1d", ar1, ar2)
-    arr1, arr2 = ravel(arr1), ravel(arr2)
+@jitted(static_argnames=("assume_unique", "invert", "method"), inline=False)
+def _in1d(ar1: ArrayLike, ar2: ArrayLike, invert: bool, *, method: str = "auto",
+          assume_unique: bool = False) -> Array:
+    # A plain jit, as JAX's, with JAX's three methods: compare every pair ("auto",
+    # "compare_all"), binary search in the sorted ``ar2``, or one sort of both arrays.
+    ar1, ar2 = ensure_arraylike("in1d", ar1, ar2)
+    arr1, arr2 = promote_dtypes(ar1, ar2)
+    arr1, arr2 = arr1.ravel(), arr2.ravel()
     if arr1.size == 0 or arr2.size == 0:
         return full(arr1.shape, invert, dtype=bool)
-    arr1, arr2 = promote_dtypes(arr1, arr2)
-    a = broadcast_to_shape(lax.expand_dims(arr1, (1,)), (arr1.shape[0], arr2.shape[0]))
-    b = broadcast_to_shape(lax.expand_dims(arr2, (0,)), (arr1.shape[0], arr2.shape[0]))
-    if invert:
-        return _all(lax.ne(a, b), axis=-1)
-    return _any(lax.eq(a, b), axis=-1)
+    if method in ("auto", "compare_all"):
+        if invert:
+            return (arr1[:, None] != arr2[None, :]).all(-1)
+        return (arr1[:, None] == arr2[None, :]).any(-1)
+    if method == "binary_search":
+        arr2 = lax.sort(arr2)
+        ind = searchsorted(arr2, arr1)
+        return arr1 != arr2[ind] if invert else arr1 == arr2[ind]
+    if method == "sort":
+        if assume_unique:
+            ind_out: Any = slice(None)
+        else:
+            arr1, ind_out = unique(arr1, size=len(arr1), return_inverse=True,
+                                   fill_value=arr2.max())
+        aux, ind = lax.sort_key_val(concatenate([arr1, arr2]),
+                                    lax.iota(dtypes.default_int_dtype(), arr1.size + arr2.size))
+        if invert:
+            hits = full(arr1.shape, True, dtype=bool).at[ind[:-1]].set(
+                aux[1:] != aux[:-1], mode="drop")
+        else:
+            hits = full(arr1.shape, False, dtype=bool).at[ind[:-1]].set(
+                aux[1:] == aux[:-1], mode="drop")
+        return hits[ind_out]
+    raise ValueError(f"{method=} is not implemented; options are 'compare_all', "
+                     "'binary_search', 'sort', and 'auto'")
 
 
 def in1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, invert: bool = False, *,
          method: str = "auto") -> Array:
     """``jnp.in1d``: whether each element of ``ravel(ar1)`` is in ``ar2``."""
-    return _in1d(ar1, ar2, invert)
+    return _in1d(ar1, ar2, invert=invert, method=method, assume_unique=assume_unique)
 
 
 def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = False,
          invert: bool = False, *, method: str = "auto") -> Array:
     """``jnp.isin``: whether each element of ``element`` is in ``test_elements``."""
     element, test_elements = ensure_arraylike("isin", element, test_elements)
-    return reshape(_in1d(element, test_elements, invert), element.shape)
+    result = _in1d(element, test_elements, invert=invert, method=method,
+                   assume_unique=assume_unique)
+    return result.reshape(np.shape(element))
 
 
 def union1d(ar1: ArrayLike, ar2: ArrayLike, *, size: int | None = None,

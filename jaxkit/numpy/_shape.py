@@ -15,10 +15,13 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array
-from jaxkit.runtime.sharding import PartitionSpec
-from jaxkit.numpy._creation import array, asarray, full, zeros_like
+from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
+                                     current_abstract_mesh)
+from jaxkit.transforms.vmap import vmap
+from jaxkit.numpy._creation import asarray, full, zeros_like
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -248,8 +251,28 @@ def _rows(arrays: Any) -> list:
     return list(arrays)
 
 
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, Array, core.Tracer))
+
+
+def _concatenate_array(arr: Any, axis: int | None, dtype: DTypeLike | None = None) -> Array:
+    # An array's rows joined by one reshape (moving axis 0 next to ``axis``), as JAX's.
+    arr = asarray(arr, dtype=dtype)
+    if arr.ndim == 0 or arr.shape[0] == 0:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        return lax.reshape(arr, (arr.size,))
+    if arr.ndim == 1:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, arr.ndim - 1)
+    shape = arr.shape[1:axis + 1] + (arr.shape[0] * arr.shape[axis + 1],) + arr.shape[axis + 2:]
+    return lax.reshape(arr, shape, [*range(1, axis + 1), 0, *range(axis + 1, arr.ndim)])
+
+
 def concatenate(arrays: Any, axis: int | None = 0, dtype: DTypeLike | None = None) -> Array:
     """``jnp.concatenate``: join arrays along an existing axis (flattened if ``axis=None``)."""
+    if _is_array(arrays):
+        return _concatenate_array(arrays, axis, dtype=dtype)
     arrays = _rows(arrays)
     check_arraylike("concatenate", *arrays)
     if not arrays:
@@ -320,36 +343,42 @@ def unstack(x: ArrayLike, /, *, axis: int = 0) -> tuple[Array, ...]:
 
 def vstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     """``jnp.vstack``: concatenate along axis 0 after ``atleast_2d``."""
-    arrs = _rows(tup)
-    check_arraylike("vstack", *arrs)
-    return concatenate([atleast_2d(m) for m in arrs], axis=0, dtype=dtype)
+    if _is_array(tup):
+        # An array's rows, as JAX's: atleast_2d mapped over them, then one reshape.
+        return concatenate(vmap(atleast_2d)(tup), axis=0, dtype=dtype)
+    check_arraylike("vstack", *tup)
+    return concatenate([atleast_2d(m) for m in tup], axis=0, dtype=dtype)
 
 
 def hstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     """``jnp.hstack``: concatenate along axis 1 (axis 0 for 1-D inputs)."""
-    arrs = _rows(tup)
-    check_arraylike("hstack", *arrs)
-    arrs = [atleast_1d(m) for m in arrs]
+    if _is_array(tup):
+        arrs = vmap(atleast_1d)(tup)
+        return concatenate(arrs, axis=0 if arrs.ndim - 1 == 1 else 1, dtype=dtype)
+    check_arraylike("hstack", *tup)
+    arrs = [atleast_1d(m) for m in tup]
     return concatenate(arrs, axis=0 if arrs[0].ndim == 1 else 1, dtype=dtype)
 
 
 def dstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     """``jnp.dstack``: concatenate along axis 2 after ``atleast_3d``."""
-    arrs = _rows(tup)
-    check_arraylike("dstack", *arrs)
-    return concatenate([atleast_3d(m) for m in arrs], axis=2, dtype=dtype)
+    if _is_array(tup):
+        return concatenate(vmap(atleast_3d)(tup), axis=2, dtype=dtype)
+    check_arraylike("dstack", *tup)
+    return concatenate([atleast_3d(m) for m in tup], axis=2, dtype=dtype)
 
 
 def column_stack(tup: Any) -> Array:
     """``jnp.column_stack``: 1-D arrays become columns of a 2-D array."""
-    arrs = _rows(tup)
-    check_arraylike("column_stack", *arrs)
-    arrs = [lax.transpose(atleast_2d(a), (1, 0)) if np.ndim(a) < 2 else asarray(a)
-            for a in arrs]
+    if _is_array(tup):
+        arrs = vmap(lambda x: atleast_2d(x).T)(tup) if np.ndim(tup) < 3 else tup
+        return concatenate(arrs, axis=1)
+    check_arraylike("column_stack", *tup)
+    arrs = [atleast_2d(a).T if a.ndim < 2 else a for a in map(asarray, tup)]
     return concatenate(arrs, axis=1)
 
 
-@jitted(inline=False)
+@jitted(inline=False, pytree_args=True)
 def block(arrays: Any) -> Array:
     """``jnp.block``: assemble an array from nested lists of blocks."""
     out, _ = _block(arrays)
@@ -447,14 +476,37 @@ def tile(A: ArrayLike, reps: int | Sequence[int]) -> Array:
 
 
 def repeat(a: ArrayLike, repeats: ArrayLike, axis: int | None = None, *,
-           total_repeat_length: int | None = None) -> Array:
+           total_repeat_length: int | None = None, out_sharding: Any = None) -> Array:
     """``jnp.repeat``: each element repeated ``repeats`` times along ``axis``. Traced
-    ``repeats`` need a static ``total_repeat_length``."""
+    ``repeats`` need a static ``total_repeat_length``. Over a mesh with Explicit axes the body
+    runs under ``auto_axes``, laid out as ``out_sharding`` (default: as ``a``, whose repeated
+    axis must then be unsplit), as JAX's."""
     check_arraylike("repeat", a)
     a = asarray(a)
     if axis is None:
         a = ravel(a)
         axis = 0
+    sharding = resolve_out_sharding("repeat", out_sharding)
+    context = current_abstract_mesh()
+    if sharding is None and AxisType.Explicit in context.axis_types:
+        typed = core.get_aval(a)._sharding
+        if typed is None:
+            sharding = NamedSharding(context, PartitionSpec())
+        elif typed.spec.partitions[axis] is not None:
+            raise ValueError("Please pass sharding to `jnp.repeat` via `out_sharding` "
+                             "parameter.")
+        else:
+            sharding = typed
+    if sharding is None:
+        return _repeat(a, repeats, axis, total_repeat_length)
+    if total_repeat_length is None:
+        return auto_axes_out(lambda x: _repeat(x, repeats, axis, None), sharding)(a)
+    return auto_axes_out(lambda r, x: _repeat(x, r, axis, total_repeat_length),
+                         sharding)(repeats, a)
+
+
+def _repeat(a: Array, repeats: ArrayLike, axis: int,
+            total_repeat_length: int | None) -> Array:
     axis = canonicalize_axis(operator.index(axis), a.ndim) if a.ndim else 0
     if total_repeat_length is None:
         repeats = np.asarray(core.concrete_or_error(
@@ -610,90 +662,6 @@ def append(arr: ArrayLike, values: ArrayLike, axis: int | None = None) -> Array:
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis=axis)
-
-
-def delete(arr: ArrayLike, obj: Any, axis: int | None = None, *,
-           assume_unique_indices: bool = False) -> Array:
-    """``jnp.delete``: ``arr`` without the entries ``obj`` (concrete indices, a slice or a
-    mask) along ``axis``."""
-    a = ensure_arraylike("delete", arr)
-    if axis is None:
-        a = ravel(a)
-        axis = 0
-    axis = canonicalize_axis(axis, a.ndim)
-    n = a.shape[axis]
-    pre = (slice(None),) * axis
-    try:
-        i = operator.index(obj)
-    except TypeError:
-        pass
-    else:
-        i = canonicalize_axis(i, n)
-        return concatenate([getitem(a, pre + (slice(0, i),)),
-                            getitem(a, pre + (slice(i + 1, None),))], axis=axis)
-    if isinstance(obj, slice):
-        obj = np.arange(n)[obj]
-    obj_arr = np.asarray(core.concrete_or_error(obj, "'obj' array argument of jnp.delete()"))
-    if dtypes.issubdtype(obj_arr.dtype, np.integer):
-        mask = np.ones(n, dtype=bool)
-        mask[obj_arr] = False
-    elif obj_arr.dtype == bool:
-        if obj_arr.shape != (n,):
-            raise ValueError("np.delete(arr, obj): for boolean indices, obj must be "
-                             "one-dimensional with length matching specified axis.")
-        mask = ~obj_arr
-    else:
-        raise ValueError(f"np.delete(arr, obj): got obj.dtype={obj_arr.dtype}; must be integer "
-                         "or bool.")
-    return take(a, asarray(np.nonzero(mask)[0].astype(np.int32)), axis=axis, mode="clip")
-
-
-def insert(arr: ArrayLike, obj: Any, values: ArrayLike, axis: int | None = None) -> Array:
-    """``jnp.insert``: ``values`` inserted before the indices ``obj`` along ``axis``."""
-    a = ensure_arraylike("insert", arr)
-    values = asarray(values) if not isinstance(values, (list, tuple)) else array(values)
-    if axis is None:
-        a = ravel(a)
-        axis = 0
-    axis = canonicalize_axis(axis, a.ndim)
-    n = a.shape[axis]
-    if isinstance(obj, slice):
-        indices = np.arange(*obj.indices(n))
-    else:
-        indices = np.asarray(core.concrete_or_error(obj, "'obj' argument of jnp.insert()"))
-    if indices.ndim > 1:
-        raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
-                         f"scalar; got {obj}")
-    if not np.issubdtype(indices.dtype, np.integer):
-        if indices.size == 0:
-            indices = indices.astype(int)
-        else:
-            raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
-    values = array(values, ndmin=a.ndim, dtype=a.dtype, copy=False)
-    scalar_index = indices.ndim == 0
-    if indices.size == 1:
-        index = int(indices.ravel()[0])
-        if scalar_index:
-            values = moveaxis(values, 0, axis)
-        indices = np.full(values.shape[axis], index)
-    n_insert = broadcast_shapes(indices.shape, (values.shape[axis],))[0]
-    indices = np.clip(np.where(indices < 0, indices + n, indices), 0, n)
-    values_ind = indices.copy()
-    values_ind[np.argsort(indices, kind="stable")] += np.arange(n_insert)
-    arr_mask = np.ones(n + n_insert, dtype=bool)
-    arr_mask[values_ind] = False
-    arr_ind = np.nonzero(arr_mask)[0]
-    out_shape = list(a.shape)
-    out_shape[axis] += n_insert
-    out = zeros_like(a, shape=tuple(out_shape))
-    pre = (slice(None),) * axis
-    target = list(out_shape)
-    target[axis] = n_insert
-    values = broadcast_to_shape(values, tuple(target))
-    out = scatter_update(out, pre + (asarray(values_ind.astype(np.int32)),), values,
-                         lax.scatter, True, True)
-    return scatter_update(out, pre + (asarray(arr_ind.astype(np.int32)),), a, lax.scatter,
-                          True, True)
 
 
 @jitted(static_argnames=("new_shape",), inline=False)

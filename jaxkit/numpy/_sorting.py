@@ -14,9 +14,13 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.avals import ShardingTypeError
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import _user_dtype, asarray, zeros
+from jaxkit.transforms.vmap import vmap
+from jaxkit.numpy._creation import _user_dtype, arange, array, asarray, zeros
+from jaxkit.numpy._elementwise import clip
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._promotion import (
     canonicalize_axis,
@@ -25,10 +29,13 @@ from jaxkit.numpy._promotion import (
     ensure_arraylike,
     promote_dtypes,
 )
+from jaxkit.numpy._reductions import any as _any
+from jaxkit.numpy._reductions import cumsum
 from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import atleast_1d, ravel, swapaxes
+from jaxkit.numpy._shape import (atleast_1d, expand_dims, moveaxis, ravel, transpose,
+                                 vstack)
 from jaxkit.numpy._take import take
-from jaxkit.numpy._ufuncs import where3
+from jaxkit.numpy._ufuncs import floor_divide, remainder, where3
 from jaxkit.typing import ArrayLike, DTypeLike
 
 
@@ -117,29 +124,46 @@ def partition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """``jnp.partition``: the ``kth`` smallest element at position ``kth``, smaller ones
     (ascending) before it, larger ones (descending, as JAX's ``top_k``) after it."""
     arr = ensure_arraylike("partition", a)
+    if dtypes.issubdtype(arr.dtype, np.complexfloating):
+        raise NotImplementedError("jnp.partition for complex dtype is not implemented.")
     axis = canonicalize_axis(axis, arr.ndim)
     kth = canonicalize_axis(kth, arr.shape[axis])
-    arr = swapaxes(arr, axis, -1)
-    s = lax.sort(arr, dimension=arr.ndim - 1)
-    n = arr.shape[-1]
-    bottom = lax.slice_in_dim(s, 0, kth + 1, axis=arr.ndim - 1)
-    top = lax.rev(lax.slice_in_dim(s, kth + 1, n, axis=arr.ndim - 1), (arr.ndim - 1,))
-    return swapaxes(lax.concatenate([bottom, top], arr.ndim - 1), -1, axis)
+    arr = arr.swapaxes(axis, -1)
+    # JAX's two top_k: the kth + 1 smallest (largest of the negation) and the rest.
+    if dtypes.issubdtype(arr.dtype, np.unsignedinteger):
+        # Shifted by one so that 0 negates to a value below every other (unsigned wrap).
+        bottom = -lax.top_k(-(arr + 1), kth + 1)[0] - 1
+    else:
+        bottom = -lax.top_k(-arr, kth + 1)[0]
+    top = lax.top_k(arr, arr.shape[-1] - kth - 1)[0]
+    out = lax.concatenate([bottom, top], arr.ndim - 1)
+    return out.swapaxes(-1, axis)
 
 
 @jitted(static_argnames=("kth", "axis"), inline=False)
 def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
     """``jnp.argpartition``: indices that partition ``a`` (the ``kth + 1`` smallest first, in
     ascending order, then the others in index order, as JAX)."""
-    arr = ensure_arraylike("argpartition", a)
+    arr = ensure_arraylike("partition", a)
+    if dtypes.issubdtype(arr.dtype, np.complexfloating):
+        raise NotImplementedError("jnp.argpartition for complex dtype is not implemented.")
     axis = canonicalize_axis(axis, arr.ndim)
     kth = canonicalize_axis(kth, arr.shape[axis])
-    arr = swapaxes(arr, axis, -1)
-    last = arr.ndim - 1
-    perm = argsort(arr, axis=-1)
-    bottom = lax.slice_in_dim(perm, 0, kth + 1, axis=last)
-    top = lax.sort(lax.slice_in_dim(perm, kth + 1, arr.shape[-1], axis=last), dimension=last)
-    return swapaxes(lax.concatenate([bottom, top], last), -1, axis)
+    arr = arr.swapaxes(axis, -1)
+    if dtypes.issubdtype(arr.dtype, np.unsignedinteger):
+        bottom_ind = lax.top_k(-(arr + 1), kth + 1)[1]
+    else:
+        bottom_ind = lax.top_k(-arr, kth + 1)[1]
+    # The other indices, in index order even with ties: top_k of a proxy that is 0 at the
+    # bottom indices and 1 elsewhere.
+    def set_to_zero(p, i):
+        return p.at[i].set(0)
+    for _ in range(arr.ndim - 1):
+        set_to_zero = vmap(set_to_zero)
+    proxy = set_to_zero(lax.full(arr.shape, 1.0), bottom_ind)
+    top_ind = lax.top_k(proxy, arr.shape[-1] - kth - 1)[1]
+    out = lax.concatenate([bottom_ind, top_ind], arr.ndim - 1)
+    return out.swapaxes(-1, axis)
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,9 +244,10 @@ _SIZE_HINT = ("The size argument of jnp.nonzero must be statically specified to 
 
 
 def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
-             length: int | None = None) -> Array:
+             length: int | None = None, out_sharding: Any = None) -> Array:
     """``jnp.bincount``: the number of occurrences (or summed weights) of each value of the
-    non-negative integer array ``x``; ``length`` must be static under ``jit``."""
+    non-negative integer array ``x``; ``length`` must be static under ``jit``.
+    ``out_sharding`` may only be replicated (or unreduced over every mesh axis), as JAX's."""
     x = ensure_arraylike("bincount", x)
     if x.dtype == np.bool_:
         x = lax.convert_element_type(x, np.int32)
@@ -247,10 +272,20 @@ def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0,
         weights = ensure_arraylike("bincount", weights)
         if weights.shape != x.shape:
             raise ValueError("shape of weights must match shape of x.")
-    zero = np.asarray(0, x.dtype)[()]
-    idx = lax.max(x, zero) if not dtypes.issubdtype(x.dtype, np.unsignedinteger) else x
-    return scatter_update(zeros(length, dtypes.dtype(weights)), idx, weights, lax.scatter_add,
-                          False, False, "drop")
+    sharding = resolve_out_sharding("jnp.bincount", out_sharding)
+    if sharding is not None and not _replicated_or_unreduced(sharding):
+        raise ShardingTypeError("out_sharding passed to `jnp.bincount` can only be fully "
+                                "replicated or fully unreduced along all mesh axes")
+    # JAX's ``zeros(length).at[clip(x, 0)].add(weights, mode='drop')``, in that order.
+    out = zeros(length, dtypes.dtype(weights))
+    return scatter_update(out, clip(x, 0), weights, lax.scatter_add, False, False, "drop",
+                          out_sharding=sharding)
+
+
+def _replicated_or_unreduced(s: Any) -> bool:
+    split = any(axes for axes in s.spec._normalized(0))
+    return not split and (not s.spec.unreduced or
+                          set(s.spec.unreduced) == set(s.mesh.axis_names))
 
 
 def nonzero(a: ArrayLike, *, size: int | None = None,
@@ -261,30 +296,26 @@ def nonzero(a: ArrayLike, *, size: int | None = None,
     if arr.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "jnp.atleast_1d(scalar).nonzero() instead.")
-    mask = arr if arr.dtype == np.bool_ else lax.ne(arr, np.asarray(0, arr.dtype)[()])
+    mask = arr if arr.dtype == np.bool_ else (arr != 0)
     if size is None:
         core.concrete_or_error(mask, _SIZE_HINT)
         size = int(np.count_nonzero(np.asarray(mask)))
     size = operator.index(core.concrete_or_error(size, _SIZE_HINT))
-    int_dt = _int_dtype()
     if arr.size == 0 or size == 0:
-        return tuple(lax.full((size,), 0, int_dt) for _ in arr.shape)
-    flat_mask = lax.reshape(mask, (arr.size,))
-    counts = lax.cumsum(lax.convert_element_type(flat_mask, int_dt), axis=0)
-    # Position j of the output holds the flat index of the (j+1)-th true element: count how
-    # many prefix counts are <= j (a bincount of the running count, cumulated).
-    hist = bincount(counts, length=size)
-    flat_indices = lax.cumsum(hist, axis=0)
-    strides = (np.cumprod(arr.shape[::-1])[::-1] // arr.shape).astype(int_dt)
-    out = tuple(lax.rem(lax.div(flat_indices, np.asarray(stride, int_dt)[()]),
-                        np.asarray(dim, int_dt)[()]) for stride, dim in zip(strides, arr.shape))
+        return tuple(zeros(size, int) for _ in arr.shape)
+    # JAX's algorithm, so jaxprs match: position j of the output holds the flat index of the
+    # (j+1)-th true element, the number of running counts <= j (a bincount of the running
+    # count of trues, cumulated); each axis' index is that flat index // stride % dim.
+    flat_indices = cumsum(bincount(cumsum(mask), length=size))
+    strides = (np.cumprod(arr.shape[::-1])[::-1] // arr.shape).astype(flat_indices.dtype)
+    out = tuple(remainder(floor_divide(flat_indices, stride), dim)
+                for stride, dim in zip(strides, arr.shape))
     if fill_value is not None:
         fill_tup = fill_value if isinstance(fill_value, tuple) else arr.ndim * (fill_value,)
         if any(np.shape(val) != () for val in fill_tup):
             raise ValueError(f"fill_value must be a scalar or a tuple of length {arr.ndim}; got "
                              f"{fill_value}")
-        total = _sum(flat_mask, dtype=int_dt)
-        fill_mask = lax.ge(lax.iota(int_dt, size), total)
+        fill_mask = arange(size) >= _sum(mask)
         out = tuple(where3(fill_mask, fv, entry) for fv, entry in zip(fill_tup, out))
     return out
 
@@ -299,12 +330,10 @@ def argwhere(a: ArrayLike, *, size: int | None = None, fill_value: ArrayLike | N
              ) -> Array:
     """``jnp.argwhere``: the indices of the nonzero elements as rows of a 2-D array."""
     a = ensure_arraylike("argwhere", a)
-    idx = nonzero(atleast_1d(a), size=size, fill_value=fill_value)
-    result = lax.transpose(lax.concatenate([lax.expand_dims(i, (0,)) for i in idx], 0), (1, 0))
+    result = transpose(vstack(nonzero(atleast_1d(a), size=size, fill_value=fill_value)))
     if a.ndim == 0:
-        return lax.reshape(lax.slice(result, (0, 0), (result.shape[0], 0)),
-                           (result.shape[0], 0))
-    return result
+        return result[:0].reshape(result.shape[0], 0)
+    return result.reshape(result.shape[0], a.ndim)
 
 
 def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None, /, *,
@@ -334,31 +363,29 @@ def extract(condition: ArrayLike, arr: ArrayLike, *, size: int | None = None,
 def compress(condition: ArrayLike, a: ArrayLike, axis: int | None = None, *,
              size: int | None = None, fill_value: ArrayLike = 0, out: None = None) -> Array:
     """``jnp.compress``: the slices of ``a`` along ``axis`` where ``condition`` is true."""
+    condition_arr, arr, fill_value = ensure_arraylike("compress", condition, a, fill_value)
+    condition_arr = condition_arr.astype(bool)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
-    condition_arr, arr = ensure_arraylike("compress", condition, a)
-    condition_arr = lax.ne(condition_arr, np.asarray(0, condition_arr.dtype)[()]) \
-        if condition_arr.dtype != np.bool_ else condition_arr
     if condition_arr.ndim != 1:
         raise ValueError("condition must be a 1D array")
     if axis is None:
         axis = 0
         arr = ravel(arr)
-    axis = canonicalize_axis(axis, arr.ndim)
-    n = arr.shape[axis]
-    c = condition_arr.shape[0]
-    if c > n:
-        condition_arr = lax.slice(condition_arr, (0,), (n,))
-    elif c < n:
-        arr = lax.slice_in_dim(arr, 0, c, axis=axis)
-    idx = nonzero(condition_arr, size=size)[0]
-    result = take(arr, idx, axis=axis, mode="clip")
-    if size is not None and fill_value is not None:
-        total = _sum(condition_arr, dtype=_int_dtype())
-        valid = lax.lt(lax.iota(_int_dtype(), size), total)
-        shape = [1] * result.ndim
-        shape[axis] = size
-        valid = lax.broadcast_in_dim(lax.reshape(valid, tuple(shape)), result.shape,
-                                     tuple(range(result.ndim)))
-        result = where3(valid, result, convert(fill_value, result.dtype))
-    return result
+    else:
+        arr = moveaxis(arr, axis, 0)
+    condition_arr, extra = condition_arr[:arr.shape[0]], condition_arr[arr.shape[0]:]
+    arr = arr[:condition_arr.shape[0]]
+    if size is None:
+        if _any(extra):
+            raise ValueError("condition contains entries that are out of bounds")
+        result = arr[condition_arr]
+    elif not 0 <= size <= arr.shape[0]:
+        raise ValueError("size must be positive and not greater than the size of the array "
+                         f"axis; got {size=} for a.shape[axis]={arr.shape[0]}")
+    else:
+        # As JAX's: fill the dropped slices, then move the kept ones (stably) to the front.
+        mask = expand_dims(condition_arr, range(1, arr.ndim))
+        arr = where3(mask, arr, array(fill_value, dtype=arr.dtype))
+        result = arr[argsort(condition_arr, stable=True, descending=True)][:size]
+    return moveaxis(result, 0, axis)

@@ -131,7 +131,7 @@ sqrt = _unary_inexact("sqrt", "sqrt")
 cbrt = _unary_inexact("cbrt", "cbrt")
 
 
-@jitted
+@jitted(inline=False)
 def arccosh(x: ArrayLike, /) -> Array:
     """``jnp.arccosh``: inverse hyperbolic cosine (principal branch for complex inputs)."""
     result = lax.acosh(*promote_args_inexact("arccosh", x))
@@ -260,7 +260,7 @@ def right_shift(x1: ArrayLike, x2: ArrayLike, /) -> Array:
 bitwise_right_shift = alias(right_shift, "bitwise_right_shift")
 
 
-@jitted
+@jitted(inline=False)
 def bitwise_count(x: ArrayLike, /) -> Array:
     """``jnp.bitwise_count``: the number of 1 bits of ``|x|``, as uint8."""
     x, = promote_args_numeric("bitwise_count", x)
@@ -379,7 +379,7 @@ def absolute(x: ArrayLike, /) -> Array:
 abs = alias(absolute, "abs")
 
 
-@jitted
+@jitted(inline=False)
 def rint(x: ArrayLike, /) -> Array:
     """``jnp.rint``: round to the nearest integer, ties to even (integers become floats)."""
     x = ensure_arraylike("rint", x)
@@ -391,7 +391,7 @@ def rint(x: ArrayLike, /) -> Array:
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
-@jitted
+@jitted(inline=False)
 def signbit(x: ArrayLike, /) -> Array:
     """``jnp.signbit``: whether the sign bit is set (true for -0.0)."""
     x, = promote_args("signbit", x)
@@ -406,18 +406,18 @@ def signbit(x: ArrayLike, /) -> Array:
     int_type = {16: np.int16, 32: np.int32, 64: np.int64}.get(info.bits)
     if int_type is None:
         raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
+    # The sign bit shifted down to bit 0, as JAX's (an arithmetic shift: -1 or 0).
     bits = lax.bitcast_convert_type(x, int_type)
-    return lax.lt(bits, np.asarray(0, int_type)[()])
+    return lax.convert_element_type(bits >> (info.nexp + info.nmant), np.bool_)
 
 
-@jitted
+@jitted(inline=False)
 def copysign(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.copysign``: ``|x1|`` with the sign of ``x2``."""
     x1, x2 = promote_args_inexact("copysign", x1, x2)
     if dtypes.issubdtype(_dtype(x1), np.complexfloating):
         raise TypeError("copysign does not support complex-valued inputs")
-    a = lax.abs(x1)
-    return where3(signbit(x2), lax.neg(a), a)
+    return where3(signbit(x2), -lax.abs(x1), lax.abs(x1))
 
 
 @jitted
@@ -491,7 +491,7 @@ def divmod(x1: ArrayLike, x2: ArrayLike, /) -> tuple[Array, Array]:
     return _float_divmod(x1, x2)
 
 
-@jitted
+@jitted(inline=False)
 def fmod(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.fmod``: C's ``fmod`` (the remainder has the sign of ``x1``)."""
     check_arraylike("fmod", x1, x2)
@@ -589,6 +589,11 @@ def _logaddexp2(x1: Array, x2: Array) -> Array:
     return lax.select(_isnan(delta), lax.add(x1, x2),
                       lax.add(amax, lax.mul(inv_ln2, lax.log1p(lax.exp2(lax.neg(
                           lax.abs(delta)))))))
+
+
+# The custom_jvp equations are named as JAX's (``custom_jvp_call[name=logaddexp ...]``).
+_logaddexp.fun.__name__ = "logaddexp"
+_logaddexp2.fun.__name__ = "logaddexp2"
 
 
 @_logaddexp2.defjvp
@@ -697,7 +702,7 @@ def imag(val: ArrayLike, /) -> Array:
     return lax.full_like(val, 0)
 
 
-@jitted(static_argnames=("out",))
+@jitted(static_argnames=("out",), inline=False)
 def modf(x: ArrayLike, /, out: None = None) -> tuple[Array, Array]:
     """``jnp.modf``: the fractional and integral parts."""
     if out is not None:
@@ -720,7 +725,7 @@ def isfinite(x: ArrayLike, /) -> Array:
     return lax.full_like(x, True, dtype=np.bool_)
 
 
-@jitted
+@jitted(inline=False)
 def isinf(x: ArrayLike, /) -> Array:
     """``jnp.isinf``: plus or minus infinity."""
     x = ensure_arraylike("isinf", x)

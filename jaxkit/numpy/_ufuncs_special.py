@@ -22,14 +22,14 @@ from jaxkit.numpy._ufuncs import (
     _const,
     _dtype,
     _isnan,
-    _lit,
-    _same_shape,
     _strong,
     add,
     copysign,
     isinf,
     isnan,
     isposinf,
+    maximum,
+    minimum,
     multiply,
     subtract,
     where3,
@@ -37,7 +37,7 @@ from jaxkit.numpy._ufuncs import (
 from jaxkit.typing import Array, ArrayLike
 
 
-@jitted
+@jitted(inline=False)
 def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.heaviside``: 0 for negative ``x1``, 1 for positive, ``x2`` at zero."""
     check_arraylike("heaviside", x1, x2)
@@ -47,23 +47,23 @@ def heaviside(x1: ArrayLike, x2: ArrayLike, /) -> Array:
                   where3(lax.gt(x1, zero), _const(x1, 1), where3(_isnan(x1), x1, x2)))
 
 
-@jitted
+@jitted(inline=False)
 def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.hypot``: ``sqrt(x1**2 + x2**2)`` without intermediate overflow."""
     x1, x2 = promote_args_inexact("hypot", x1, x2)
     if dtypes.issubdtype(_dtype(x1), np.complexfloating):
         raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
                          "convert to real values first, such as by using abs(x)")
-    x1, x2 = _same_shape("hypot", lax.abs(x1), lax.abs(x2))
+    x1, x2 = lax.abs(x1), lax.abs(x2)
     idx_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
-    x1, x2 = lax.max(x1, x2), lax.min(x1, x2)
-    is_zero = lax.eq(x1, _strong(x1, 0))
-    ratio = lax.div(x2, lax.select(is_zero, lax.full_like(x1, 1), x1))
-    x = lax.select(is_zero, x1, lax.mul(x1, lax.sqrt(lax.add(_lit(x1, 1), lax.square(ratio)))))
+    x1, x2 = maximum(x1, x2), minimum(x1, x2)
+    # One expression, so the two ``x1 == 0`` are staged in JAX's order.
+    x = where3(x1 == 0, x1, x1 * lax.sqrt(
+        1 + lax.square(lax.div(x2, where3(x1 == 0, lax.full_like(x1, 1), x1)))))
     return where3(idx_inf, _const(x, np.inf), x)
 
 
-@jitted
+@jitted(inline=False)
 def sinc(x: ArrayLike, /) -> Array:
     """``jnp.sinc``: ``sin(pi x) / (pi x)``, 1 at 0."""
     x = ensure_arraylike("sinc", x)
@@ -106,7 +106,7 @@ def spacing(x: ArrayLike, /) -> Array:
 _INT_FOR_BITS = {16: np.int16, 32: np.int32, 64: np.int64}
 
 
-@jitted
+@jitted(inline=False)
 def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     """``jnp.frexp``: mantissa in [0.5, 1) and exponent with ``x = m * 2**e``."""
     x = ensure_arraylike("frexp", x)
@@ -133,7 +133,7 @@ def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     return where3(special, x, x1), lax.convert_element_type(e, np.int32)
 
 
-@jitted
+@jitted(inline=False)
 def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """``jnp.ldexp``: ``x1 * 2**x2``."""
     x1, x2 = ensure_arraylike("ldexp", x1, x2)

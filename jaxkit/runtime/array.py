@@ -294,13 +294,16 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
 
 
 def placement(args: Sequence, fun_name: str,
-              arg_names: Sequence[str] | Callable[[], Sequence[str]] | None = None) -> tuple:
+              arg_names: Sequence[str] | Callable[[], Sequence[str]] | None = None,
+              inner: bool = False) -> tuple:
     """``(sharding, committed)``: where a computation on ``args`` runs, as the one
     ``Sharding`` object of its device (``sharding._device``). On the device its committed
     ``Array`` arguments share (the results are committed there too), else on the current
     default device (uncommitted arguments elsewhere are moved). Arguments committed to
     different devices raise JAX's ``ValueError`` naming them (``arg_names``, or a function
-    giving them, called only then; default ``args[i]``) and ``fun_name``."""
+    giving them, called only then; default ``args[i]``) and ``fun_name``; the ``inner``
+    computation of a jit call under a transformation raises ``DeviceMismatch``, which that
+    call renames (as JAX's)."""
     where = None
     for x in args:
         t = type(x)
@@ -320,25 +323,93 @@ def placement(args: Sequence, fun_name: str,
         if where is None:
             where = s if type(s) is pjrt.Sharding else pjrt.sharding_of(s._device)
         elif s is not where and s._device != where._device:
-            _raise_incompatible(args, fun_name, arg_names)
+            _raise_incompatible(args, fun_name, arg_names, inner)
     if where is None:
         return pjrt.current_default_sharding(), False
     return where, True
 
 
-def _raise_incompatible(args: Sequence, fun_name: str, arg_names) -> None:
-    committed = []
-    for i, x in enumerate(args):
-        data = x if type(x) is Array else getattr(getattr(x, "dtype", None), "to_physical",
-                                                   lambda v: None)(x)
-        if type(data) is Array and data._buf._committed:
-            committed.append((i, core.get_aval(x), data._buf._sharding._device))
-    (first, first_aval, first_device), *rest = committed
-    i, aval, device = next(c for c in rest if c[2] != first_device)
+def place_results(values: Sequence, args: Sequence, fun_name: str) -> list[Array]:
+    """Host values computed eagerly from ``args`` (an eager callback's results) as arrays
+    placed where a computation on ``args`` puts its results: committed to the device of the
+    committed arguments, else uncommitted on the default device."""
+    if not _placement.spread:
+        return [device_put_value(v) for v in values]
+    where, committed = placement(args, fun_name)
+    if not committed:
+        return [device_put_value(v) for v in values]
+    return [device_put_value(v, where._device) for v in values]
+
+
+class DeviceMismatch(ValueError):
+    """JAX's error for a computation whose arguments are committed to different devices.
+
+    ``fails`` holds the two devices that disagree: the first committed argument's and the
+    first other one. The message names the arguments of the computation that raised; as in
+    JAX, the ``jit`` call that encloses it under a transformation names its own arguments
+    instead (``mismatch_error``), and tracers, which have no device, are named by the
+    mismatch's kind, ``ARG_SHARDING``."""
+
+    def __init__(self, message: str, fails: tuple):
+        super().__init__(message)
+        self.fails = fails
+
+
+# It reaches users when no jit call encloses the computation that raised (an eager primitive):
+# a traceback then says ValueError, as JAX's.
+DeviceMismatch.__name__ = DeviceMismatch.__qualname__ = "ValueError"
+DeviceMismatch.__module__ = "builtins"
+
+
+def _device_data(x):
+    """The ``Array`` holding ``x``'s data (a key array's physical array), else None."""
+    if type(x) is Array:
+        return x
+    data = getattr(getattr(x, "dtype", None), "to_physical", lambda v: None)(x)
+    return data if type(data) is Array else None
+
+
+def mismatch_error(fun_name: str, fails: tuple, args: Sequence,
+                   arg_names: Sequence[str] | Callable[[], Sequence[str]] | None
+                   ) -> DeviceMismatch:
+    """The error for devices ``fails`` disagreeing, naming the first argument of ``args``
+    on each device (committed or not, as JAX); one not found is named ``ARG_SHARDING``.
+    JAX's pairing is kept when only one is found: that one, then the second device."""
     names = arg_names() if callable(arg_names) else arg_names
     names = names or [f"args[{k}]" for k in range(len(args))]
-    raise pjrt.incompatible_devices(fun_name, (names[first], first_aval, first_device),
-                                    (names[i], aval, device))
+
+    def where(device) -> str:
+        return f"with device ids [{device.id}] on platform {device.platform.upper()}"
+
+    found = []
+    for device in fails:
+        for i, x in enumerate(args):
+            data = _device_data(x)
+            if data is not None and data._buf._sharding._device == device:
+                aval = core.get_aval(x)
+                # JAX spells the dtype out here (float32[4]), unlike in jaxprs (f32[4])
+                shape = (f"{getattr(aval.dtype, 'name', aval.dtype)}"
+                         f"[{','.join(map(str, aval.shape))}]")
+                found.append(f"argument {names[i]} of {fun_name} with shape {shape} and "
+                             f"{where(device)}")
+                break
+    if len(found) < 2:
+        found.append(f"ARG_SHARDING {where(fails[1])}")
+    if len(found) < 2:
+        found.insert(0, f"ARG_SHARDING {where(fails[0])}")
+    return DeviceMismatch("Received incompatible devices for jitted computation. Got "
+                          f"{found[0]} and {found[1]}", fails)
+
+
+def _raise_incompatible(args: Sequence, fun_name: str, arg_names, inner: bool) -> None:
+    devices = [data._buf._sharding._device for x in args
+               if (data := _device_data(x)) is not None and data._buf._committed]
+    first = devices[0]
+    error = mismatch_error(fun_name, (first, next(d for d in devices if d != first)), args,
+                           arg_names)
+    if inner:
+        raise error
+    raise ValueError(str(error))  # named here: an enclosing jit call does not rename it
 
 
 def wrap_result(buf) -> Any:

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import logging
 import os
 import pathlib
+import sys
 from typing import Any
 
 from jaxkit.runtime import ffi_registry, multi_device, pjrt
@@ -31,8 +34,13 @@ from jaxkit.runtime import ffi_registry, multi_device, pjrt
 logger = logging.getLogger("jaxkit")
 
 PLATFORM_NAMES = ("gpu", "cuda")
-# The modules of the kernels wheel whose kernels jaxkit's GPU lowerings call.
-KERNEL_MODULES = ("_solver", "_linalg")
+# The modules of the kernels wheel whose kernels jaxkit's GPU lowerings call: cuSOLVER's
+# (``cusolver_*_ffi``), cuSPARSE's (``cusparse_gtsv2_ffi``), jaxlib's own CUDA kernels
+# (``cu_lu_pivots_to_permutation``, ...) and the hybrid ones that run LAPACK on the host
+# (``cuhybrid_eig_real``, ...). The modules whose every kernel is a typed-FFI handler, whatever
+# its name, as jaxlib registers them; in the others only names ending ``_ffi`` are.
+KERNEL_MODULES = ("_solver", "_sparse", "_linalg", "_hybrid")
+TYPED_FFI_MODULES = ("_linalg", "_hybrid")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +174,26 @@ def preload_nvidia_libraries(release: CudaWheels | None = None) -> list[str]:
     return loaded
 
 
+def _load_submodule(package: str, module: str) -> Any:
+    """The extension module ``package.module`` loaded from its file without running
+    ``package/__init__.py``: the kernels wheels' ``__init__`` may import jax (0.11's does),
+    and ``import jaxkit`` never imports jax."""
+    name = f"{package}.{module}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(package)
+    for directory in (spec.submodule_search_locations or ()) if spec else ():
+        for suffix in importlib.machinery.all_suffixes():
+            path = pathlib.Path(directory, module + suffix)
+            if path.is_file():
+                module_spec = importlib.util.spec_from_file_location(name, path)
+                loaded = importlib.util.module_from_spec(module_spec)
+                module_spec.loader.exec_module(loaded)
+                sys.modules[name] = loaded
+                return loaded
+    raise ImportError(f"{name} not found (no {module} module in {package})")
+
+
 def _register_kernels(c_api: Any, release: CudaWheels) -> None:
     """Custom calls of the ``jax-cuda13-plugin``/``jax-cuda12-plugin`` wheel (cuSOLVER,
     cuBLAS, ...), if present. The GPU still starts without them (jax does the same): only
@@ -176,23 +204,72 @@ def _register_kernels(c_api: Any, release: CudaWheels) -> None:
                     package)
         return
     try:
-        extension = importlib.import_module(f"{package}.cuda_plugin_extension")
+        extension = _load_submodule(package, "cuda_plugin_extension")
         multi_device.register_plugin_custom_calls("CUDA", extension, c_api)
-        # The kernels themselves (cuSOLVER factorizations, LU pivots), imported directly
-        # rather than through jaxlib's plugin lookup, which would pick them by jaxlib's
-        # version instead of the plugin's; a ``_ffi`` name is a typed-FFI kernel.
+        # The kernels themselves (cuSOLVER factorizations, cuSPARSE's gtsv2, LU pivots, the
+        # hybrid eig/geqp3), imported directly rather than through jaxlib's plugin lookup,
+        # which would pick them by jaxlib's version instead of the plugin's; API versions as
+        # jaxlib's gpu_solver/gpu_sparse/gpu_linalg give them (TYPED_FFI_MODULES).
         names = []
         for module in KERNEL_MODULES:
-            kernels = importlib.import_module(f"{package}.{module}")
+            kernels = _load_submodule(package, module)
             for name, capsule in kernels.registrations().items():
-                ffi_registry.register_target(name, capsule, "CUDA",
-                                             int(name.endswith("_ffi")))
+                typed = module in TYPED_FFI_MODULES or name.endswith("_ffi")
+                ffi_registry.register_target(name, capsule, "CUDA", int(typed))
                 names.append(name)
         logger.info("registered %d GPU kernels of %s", len(names), package)
     except (ImportError, AttributeError, RuntimeError, TypeError) as e:
         logger.warning("The GPU kernels of %s could not be registered (%s); GPU linear algebra "
                        "custom calls are unavailable. Install the version matching jaxlib %s "
                        "with `%s`.", package, e, pjrt.jaxlib_version, release.install_hint)
+
+
+def _kernels_module(module: str) -> Any | None:
+    """``<kernels package>.<module>`` of the installed CUDA release (its NVIDIA libraries
+    loaded first, as for the backend), or None where the kernels wheel is not installed or
+    does not load."""
+    release = _installed_release()
+    if release is None or importlib.util.find_spec(release.kernels_package) is None:
+        return None
+    preload_nvidia_libraries(release)
+    try:
+        return _load_submodule(release.kernels_package, module)
+    except ImportError as e:
+        logger.warning("%s.%s could not be loaded: %s", release.kernels_package, module, e)
+        return None
+
+
+@functools.cache
+def initialize_hybrid_kernels() -> bool:
+    """Give the hybrid GPU kernels (``cuhybrid_eig_real``, ``cuhybrid_geqp3``, ...) the host
+    LAPACK routines they call between copies, as jax does before lowering one: the plugin's
+    ``_hybrid.initialize`` looks them up in SciPy's LAPACK (a jaxlib dependency). Returns
+    whether it ran (False without the kernels wheel: the GPU cannot run them then anyway)."""
+    hybrid = _kernels_module("_hybrid")
+    if hybrid is None:
+        return False
+    try:
+        hybrid.initialize()
+    except ImportError as e:  # no SciPy: the hybrid kernels would fail when run
+        logger.warning("The hybrid GPU kernels (eig, pivoted QR) could not find LAPACK: %s. "
+                       "Install SciPy (`pip install scipy`).", e)
+        return False
+    return True
+
+
+@functools.cache
+def cusolver_version() -> int | None:
+    """cuSOLVER's version number (``cusolverGetProperty``: 11701 for 11.7.1) from the kernels
+    wheel's ``_versions`` module, or None without that wheel. JAX chooses eig's GPU kernel by
+    it (cuSOLVER's own ``geev`` from 11.7.1 on)."""
+    versions = _kernels_module("_versions")
+    if versions is None:
+        return None
+    try:
+        return int(versions.cusolver_get_version())
+    except RuntimeError as e:  # the library is missing or too old for the query
+        logger.warning("cuSOLVER's version could not be read: %s", e)
+        return None
 
 
 def make_gpu_backend() -> pjrt.Backend:

@@ -8,6 +8,7 @@ owns it, and 64-bit data is canonicalised here because jaxlib would narrow it si
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import os
@@ -15,7 +16,7 @@ import re
 import sys
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # silence PjRt start-up info lines
@@ -29,7 +30,7 @@ from jaxlib import _jax  # noqa: E402
 from jaxlib import xla_client as xc  # noqa: E402
 
 from jaxkit import core, dtypes, errors  # noqa: E402
-from jaxkit._config import config  # noqa: E402
+from jaxkit._config import config, thread_blocks  # noqa: E402
 from jaxkit.runtime import compile_cache  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
@@ -136,37 +137,72 @@ _lock = threading.Lock()
 
 
 class Placement:
-    """Whether placement must be decided per computation.
+    """Whether placement must be decided per computation, and the default placement.
 
     ``spread`` stays False while the process has one device and no committed array: every
     computation then runs on that device, and the dispatch paths skip deciding it (one check
     of this flag). It turns True for good once a second device exists (a backend with several
     devices, or a second backend), an array is committed to a device, or a default device is
     set; from then on every eager op and jit call decides its device from its arguments
-    (``runtime.array.placement``) and keys its programs on it."""
+    (``runtime.array.placement``) and keys its programs on it.
 
-    __slots__ = ("spread",)
+    ``default`` is the sharding of the default backend's first device while nothing
+    overrides it (no ``default_device`` block open in any thread, ``jax_default_device``
+    unset), else None. The cached dispatch paths compare a call's uncommitted arguments'
+    sharding with it (one ``is``) instead of asking ``current_default_sharding()``; while it
+    is None they take the general path, which asks."""
+
+    __slots__ = ("spread", "default", "blocks")
 
     def __init__(self):
         self.spread = False
+        self.default = None
+        self.blocks = 0  # default_device blocks open, over all threads
 
 
 placement = Placement()
+_first_sharding: list = []  # the default backend's first device's sharding, once known
+_blocks_lock = threading.Lock()
+_UNSET = object()
 
 
-class _DefaultDeviceContext(threading.local):
-    """The device (or platform name) of the innermost ``with default_device(...)`` block of
-    this thread; it takes precedence over the ``jax_default_device`` option, as in JAX."""
-
-    device: Any = None
+def _refresh_default() -> None:
+    placement.default = (_first_sharding[0] if _first_sharding and not placement.blocks and
+                         config.read_global("jax_default_device") is None else None)
 
 
-default_device_context = _DefaultDeviceContext()
+@contextlib.contextmanager
+def default_device_block(device) -> Iterator[None]:
+    """Inside the block, computations without committed arguments run on ``device`` (a
+    device, a platform name, or None: the default backend's first device), in this thread;
+    ``config.jax_default_device`` reads it back there, as in JAX."""
+    blocks = thread_blocks.values
+    name = "jax_default_device"
+    saved = blocks.get(name, _UNSET)
+    if device is not None:
+        placement.spread = True
+    with _blocks_lock:
+        placement.blocks += 1
+        placement.default = None
+    blocks[name] = device
+    try:
+        yield
+    finally:
+        if saved is _UNSET:
+            del blocks[name]
+        else:
+            blocks[name] = saved
+        with _blocks_lock:
+            placement.blocks -= 1
+            _refresh_default()
 
 
 def _spread_on_default_device(name: str, value) -> None:
-    if name == "jax_default_device" and value is not None:
-        placement.spread = True
+    if name == "jax_default_device":
+        if value is not None:
+            placement.spread = True
+        with _blocks_lock:
+            _refresh_default()
 
 
 config.on_change(_spread_on_default_device)
@@ -210,20 +246,17 @@ def default_device():
     return get_backend().local_devices[0]
 
 
-_first_sharding: list = []  # the default backend's first device's sharding, once known
-
-
 def current_default_sharding() -> Sharding:
     """The sharding of ``current_default_device()`` (one object per device: placement keys
     its caches on these, which hash faster than devices)."""
-    dev = default_device_context.device
+    dev = config.jax_default_device  # this thread's default_device block's, else the option's
     if dev is None:
-        dev = config.jax_default_device
-        if dev is None:
-            if not _first_sharding:
-                backend = get_backend()
+        if not _first_sharding:
+            backend = get_backend()
+            with _blocks_lock:
                 _first_sharding.append(backend.shardings[backend.local_devices[0]])
-            return _first_sharding[0]
+                _refresh_default()
+        return _first_sharding[0]
     if isinstance(dev, str):
         backend = get_backend(dev)
         return backend.shardings[backend.local_devices[0]]
@@ -296,18 +329,6 @@ def copy_to_device(buf: ArrayImpl, aval, device, committed: bool = True) -> Arra
     if device_of(buf) == device and (buf._committed or not committed):
         return buf
     return put(np.array(fetch(buf)), aval, device, may_alias=True, committed=committed)
-
-
-def incompatible_devices(fun_name: str, first: tuple, second: tuple) -> ValueError:
-    """JAX's error for a computation whose arguments are committed to different devices;
-    ``first`` and ``second`` are ``(argument name, aval, device)``."""
-    def describe(name, aval, device):
-        # JAX spells the dtype out here (float32[4]), unlike in jaxprs (f32[4])
-        shape = f"{getattr(aval.dtype, 'name', aval.dtype)}[{','.join(map(str, aval.shape))}]"
-        return (f"argument {name} of {fun_name} with shape {shape} and with device ids "
-                f"[{device.id}] on platform {device.platform.upper()}")
-    return ValueError("Received incompatible devices for jitted computation. Got "
-                      f"{describe(*first)} and {describe(*second)}")
 
 
 # --------------------------------------------------------------------------------------------

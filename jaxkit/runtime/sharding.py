@@ -484,15 +484,29 @@ class NamedSharding:
                 multi_device.device_list(self.mesh._flat), hlo)
         return shd
 
-    def sdy_attr(self, ndim: int, mesh_name: str = "mesh") -> str:
-        """The Shardy attribute text of this layout for a rank-``ndim`` value."""
-        dims = ", ".join("{" + ", ".join(f'"{a}"' for a in axes) + "}"
+    def sdy_attr(self, ndim: int, mesh_name: str = "mesh",
+                 modify_wrt_axis_types: bool = False) -> str:
+        """The Shardy attribute text of this layout for a rank-``ndim`` value. With
+        ``modify_wrt_axis_types`` (a type's layout, as JAX lowers one) over a mesh with Auto
+        axes, every dimension is left open to them (``{"y", ?}``) and the Explicit axes the
+        spec does not name are kept replicated."""
+        types = self.mesh.axis_types
+        is_open = modify_wrt_axis_types and AxisType.Auto in types
+        dims = ", ".join("{" + ", ".join([f'"{a}"' for a in axes] + ["?"] * is_open) + "}"
                          for axes in self.spec._normalized(ndim))
+        replicated = ""
+        if is_open:
+            named = {a for axes in self.spec._normalized(0) for a in axes}
+            kept = [n for n, t in zip(self.mesh.axis_names, types)
+                    if t is AxisType.Explicit and n not in named and
+                    n not in self.spec.unreduced and n not in self.spec.reduced]
+            if kept:
+                replicated = ", replicated={" + ", ".join(f'"{a}"' for a in kept) + "}"
         unreduced = ""
         if self.spec.unreduced:  # in mesh order, as Shardy wants them
             unreduced = ", unreduced={" + ", ".join(
                 f'"{a}"' for a in self.mesh.axis_names if a in self.spec.unreduced) + "}"
-        return f"#sdy.sharding<@{mesh_name}, [{dims}]{unreduced}>"
+        return f"#sdy.sharding<@{mesh_name}, [{dims}]{replicated}{unreduced}>"
 
     def is_equivalent_to(self, other: Any, ndim: int) -> bool:
         """Whether ``other`` places the same pieces of a rank-``ndim`` array on the same

@@ -2,9 +2,10 @@
 
 Both are primitives whose ``callback`` parameter is a ``FlatCallback`` (the user's function and
 the pytree structure of its arguments). Eagerly the function is simply called; under ``jit``
-the lowering emits jaxlib's Python host callback (``mlir.emit_python_callback``: a typed-FFI
-``custom_call`` whose target jaxlib's CPU client registers, with the callables handed to
-``compile_and_load``), so it runs on the host while the compiled program executes. In both
+the lowering emits jaxlib's Python host callback (``mlir_callbacks.emit_python_callback``: a
+typed-FFI ``custom_call`` whose target jaxlib registers for the CPU and the CUDA plugin, with
+the callables handed to ``compile_and_load``), so it runs on the host while the compiled
+program executes. In both
 cases the function receives ``jaxkit.Array``s, as in JAX.
 
 * ``pure_callback_p``: a function of its inputs with declared result shapes. XLA may skip it
@@ -24,9 +25,9 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import tree_util
-from jaxkit.runtime.array import device_put_value
+from jaxkit.runtime.array import device_put_value, place_results
 from jaxkit.core import ShapedArray
-from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import ad, batching, mlir, mlir_callbacks
 from jaxkit.interpreters import partial_eval as pe
 
 
@@ -129,7 +130,7 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any,
 
 def _pure_callback_impl(*args, callback: FlatCallback, result_avals, vmap_method):
     outs = _check_results(callback(*_as_arrays(args)), result_avals, "pure_callback")
-    return [device_put_value(x) for x in outs]
+    return place_results(outs, args, "pure_callback")
 
 
 def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
@@ -200,7 +201,7 @@ def _pure_callback_lowering(ctx: mlir.LoweringRuleContext, *args, callback, resu
         return tuple(_check_results(callback(*_as_arrays(flat_args)), result_avals,
                                     "pure_callback"))
 
-    return mlir.emit_python_callback(ctx, host, args, result_avals, has_side_effect=False)
+    return mlir_callbacks.emit_python_callback(ctx, host, args, result_avals, has_side_effect=False)
 
 
 pure_callback_p = core.Primitive("pure_callback")
@@ -241,7 +242,7 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
 
 def _io_callback_impl(*args, callback: FlatCallback, result_avals, ordered):
     outs = _check_results(callback(*_as_arrays(args)), result_avals, "io_callback")
-    return [device_put_value(x) for x in outs]
+    return place_results(outs, args, "io_callback")
 
 
 def _io_callback_jvp(primals, tangents, **params):
@@ -271,7 +272,7 @@ def _io_callback_lowering(ctx: mlir.LoweringRuleContext, *args, callback, result
         return tuple(_check_results(callback(*_as_arrays(flat_args)), result_avals,
                                     "io_callback"))
 
-    return mlir.emit_python_callback(ctx, host, args, result_avals, has_side_effect=True)
+    return mlir_callbacks.emit_python_callback(ctx, host, args, result_avals, has_side_effect=True)
 
 
 io_callback_p = core.Primitive("io_callback")
@@ -351,7 +352,7 @@ def _side_effect_primitive(name: str) -> core.Primitive:
             callback(*_as_arrays(flat_args))
             return ()
 
-        return mlir.emit_python_callback(ctx, host, args, [], has_side_effect=True)
+        return mlir_callbacks.emit_python_callback(ctx, host, args, [], has_side_effect=True)
 
     ad.defjvp_rule(prim, _jvp)
     ad.deftranspose(prim, _transpose)

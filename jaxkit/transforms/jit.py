@@ -8,8 +8,9 @@ A miss goes through the stages themselves (``Traced`` -> ``Lowered`` -> ``Compil
 signature (logged under ``jax_explain_cache_misses`` and kept in ``cache_events``).
 
 A call outside any transformation whose traced arguments are leaves (``Array``s, NumPy values,
-Python scalars) passed positionally takes the fast path: a key made of their avals and the
-static values, one lookup, and the entry's ``CallPlan`` for that pattern; no pytree work.
+Python scalars) passed positionally takes the fast path (``jit_dispatch.py``): a key made of
+their avals and the static values, one lookup, and the entry's ``CallPlan`` for that pattern;
+no pytree work.
 
 ``inline=True`` (used by ``jaxkit.numpy``): under a transformation the function is simply
 called, so its operations are traced in place and no ``jit`` equation appears. Otherwise, under
@@ -25,7 +26,7 @@ import time
 import types
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from jaxkit import core
@@ -33,185 +34,22 @@ from jaxkit import tree_util
 from jaxkit._config import config
 from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import debug_nans, dispatch, state
+from jaxkit.interpreters import debug_nans, dispatch, hijax, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import pjrt
-from jaxkit.runtime.pjrt import JaxRuntimeError
-from jaxkit.runtime.array import Array, placement, to_buffer
+from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
+from jaxkit.transforms.jit_dispatch import CallPlan, dispatcher, fast_key, leaf_avals
+from jaxkit.transforms.jit_hijax import call_with_hi_args
 from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
-from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced
+from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced, _Program
 
 logger = logging.getLogger("jaxkit")
 current_trace = core.current_trace
 eval_trace = core.eval_trace
-
-
-
-# --------------------------------------------------------------------------------------------
-# The fast path: call plans and the dispatcher
-# --------------------------------------------------------------------------------------------
-
-
-class CallPlan:
-    """How calls of one fast-path pattern run a compiled entry.
-
-    The pattern (the fast-path key) fixes which argument positions are traced and which of
-    them are device ``Array``s (they pass their buffer) or NumPy values and Python scalars (put
-    on the device at their aval). ``run(args)`` runs such a call. A ``direct`` plan (one or two
-    ``Array``s, all traced, no constants; keywords, if any, are static: a plan is made only for
-    calls whose keywords are all static) is the commonest call, e.g. ``jnp.dot(a, b,
-    precision=None)``; the dispatcher runs it inline through ``execute`` and ``handlers`` and
-    makes the outputs with ``build`` (or, when ``single``, wraps the one result itself),
-    saving function calls. Once placement is spread (``pjrt.Placement``) a plan is made for
-    one ``device`` (and committedness of the results) and every argument goes through
-    ``to_buffer``, which moves uncommitted arrays there."""
-
-    __slots__ = ("build", "direct", "execute", "handlers", "run", "single")
-
-    def __init__(self, compiled: Compiled, args: tuple, avals: Sequence[ShapedArray],
-                 positions: Sequence[int], kwargs: dict, where=None, committed: bool = False):
-        device = None if where is None else where._device
-        program = compiled.program if device is None else compiled.program_on(device)
-        if compiled.kept is not None:  # the arguments the program does not read stay out
-            positions = [positions[i] for i in compiled.kept]
-            avals = [avals[i] for i in compiled.kept]
-        self.execute = execute = program.executable.xla_executable.execute_sharded
-        self.handlers = handlers = (program.executable.committed_handlers if committed
-                                    else program.executable.handlers)
-        consts, outputs = program.const_bufs, compiled.outputs
-        self.build = outputs
-        plan = [(i, None if type(args[i]) is Array else a) for i, a in zip(positions, avals)]
-        if device is not None:
-            self.direct = self.single = False
-            placed = list(zip(positions, avals))
-
-            def run(args):
-                bufs = []
-                for i, a in placed:  # arrays already there pass their buffer
-                    x = args[i]
-                    bufs.append(x._buf if type(x) is Array and x._buf._sharding is where
-                                else to_buffer(x, a, device))
-                return outputs(execute(consts + bufs if consts else bufs)
-                               .consume_with_handlers(handlers))
-        elif not consts and len(plan) == len(args) and all(a is None for _, a in plan):
-            self.direct = 1 <= len(args) <= 2
-            self.single = compiled.single_leaf and len(handlers) == 1
-
-            def run(args):
-                return outputs(execute([x._buf for x in args]).consume_with_handlers(handlers))
-        else:
-            self.direct = self.single = False
-
-            def run(args):
-                bufs = [args[i]._buf if a is None else to_buffer(args[i], a) for i, a in plan]
-                return outputs(execute(consts + bufs if consts else bufs)
-                               .consume_with_handlers(handlers))
-        self.run = run
-
-
-# type -> aval function, for the leaves the fast path accepts (Array, NumPy, Python scalars).
-_leaf_avals = core.pytype_aval_mappings
-
-
-def _leaf_key(x) -> tuple:
-    """Fast-path key of a NumPy value or Python scalar: its type and aval (an ``Array``'s key
-    is its bare aval, so that an all-``Array`` call needs no per-argument type check)."""
-    return type(x), _leaf_avals[type(x)](x)
-
-
-def _fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
-    """The fast-path key: per argument, the value of a static one or the key of a traced leaf;
-    then the (static) keywords. Raises ``KeyError`` for an argument that is not a leaf and
-    ``TypeError`` for an unhashable one: such calls take the general path."""
-    key = tuple([x if i in static_argnums else x.aval if type(x) is Array else _leaf_key(x)
-                 for i, x in enumerate(args)])
-    return (key, *kwargs.items()) if kwargs else key
-
-
-def _dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
-                inline: bool, slow: Callable, fixed_device=None) -> Callable:
-    """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
-
-    Outside any transformation a call whose traced arguments are positional leaves takes the
-    fast path: its key (``_fast_key``), one lookup in ``fast``, its plan. Calls of one or two
-    positional arguments without static positions build their key in place (as ``_fast_key``
-    does, keywords included) and run direct plans inline: this is the cached-call path whose
-    every bytecode shows in the benchmark, and the path of eager jnp functions called with
-    static keywords (``jnp.dot(a, b, precision=None)``, ``x.mean(axis=0)``). Once placement
-    is spread, the key also holds the device the call runs on (``spread_call``)."""
-    unrolled = not static_argnums
-    spread = pjrt.placement
-    fixed = None if fixed_device is None else (pjrt.sharding_of(fixed_device), True)
-
-    def spread_call(args, kwargs):
-        try:
-            if unrolled:  # _fast_key without static positions
-                key = tuple([x.aval if type(x) is Array else _leaf_key(x) for x in args])
-                if kwargs:
-                    key = (key, *kwargs.items())
-            else:
-                key = _fast_key(static_argnums, args, kwargs)
-            plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
-        except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
-            plan = None                            # names in its error
-        if plan is None:
-            return slow(args, kwargs)
-        return plan.run(args)
-
-    def dispatch(*args, **kwargs):
-        # The executables below run the arguments' buffers as they are; a deleted or donated
-        # one fails in jaxlib, and only then are the arguments examined (a try costs nothing).
-        try:
-            if current_trace() is not eval_trace:
-                return fun(*args, **kwargs) if inline else slow(args, kwargs)
-            if spread.spread:
-                return spread_call(args, kwargs)
-            n = len(args)
-            if n == 1 and unrolled:
-                x, = args
-                # A miss leaves the except block before calling `slow`, so that errors raised
-                # while tracing or compiling do not come chained to this KeyError.
-                try:
-                    key = (x.aval if type(x) is Array else _leaf_key(x),)
-                    plan = fast[(key, *kwargs.items()) if kwargs else key]
-                except (KeyError, TypeError):  # a new signature, or not a leaf
-                    plan = None
-                if plan is None:
-                    return slow(args, kwargs)
-                if plan.direct:
-                    out = plan.execute([x._buf]).consume_with_handlers(plan.handlers)
-                    return Array(out[0]) if plan.single else plan.build(out)
-            elif n == 2 and unrolled:
-                x, y = args
-                try:
-                    key = (x.aval if type(x) is Array else _leaf_key(x),
-                           y.aval if type(y) is Array else _leaf_key(y))
-                    plan = fast[(key, *kwargs.items()) if kwargs else key]
-                except (KeyError, TypeError):
-                    plan = None
-                if plan is None:
-                    return slow(args, kwargs)
-                if plan.direct:
-                    out = plan.execute([x._buf, y._buf]).consume_with_handlers(plan.handlers)
-                    return Array(out[0]) if plan.single else plan.build(out)
-            else:
-                try:
-                    plan = fast[_fast_key(static_argnums, args, kwargs)]
-                except (KeyError, TypeError):
-                    plan = None
-                if plan is None:
-                    return slow(args, kwargs)
-            return plan.run(args)
-        except JaxRuntimeError:
-            pjrt.raise_if_deleted([a._buf for a in (*args, *kwargs.values())
-                                   if type(a) is Array])
-            raise
-
-    return dispatch
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,8 +103,8 @@ class JitFunction:
     general call path.
 
     Users hold ``self.as_function()``, the plain function that ``jit`` returns. Its body is the
-    dispatcher (see ``_dispatcher``) and its attributes are the jit API (``lower``, ``trace``,
-    ``clear_cache``, ``cache_events``...). A plain function because calling one is the
+    dispatcher (``jit_dispatch.dispatcher``) and its attributes are the jit API (``lower``,
+    ``trace``, ``clear_cache``, ``cache_events``...). A plain function because calling one is the
     cheapest call Python has: an object with a Python ``__call__``, or a ``functools.partial``
     subclass, costs 0.1-0.2 µs more per call, up to a twentieth of a cached call."""
 
@@ -313,8 +151,8 @@ class JitFunction:
     def as_function(self) -> Callable:
         """The function ``jit`` returns. It refers to this object (not the other way round, so
         that dropping it frees the caches at once)."""
-        wrapper = _dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
-                              self._call, self._device)
+        wrapper = dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
+                              self._call, self._device, self._rename_mismatch)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
             wrapper.__signature__ = inspect.signature(self._fun)
@@ -337,12 +175,17 @@ class JitFunction:
             return self._fun(*args, **kwargs)
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        if hijax.has_hi(flat):
+            return call_with_hi_args(self, statics, flat, in_tree)
         sig = CallSignature(in_tree, avals, statics)
         if current_trace() is not eval_trace:
-            return self._bind(sig, flat, dyn_args, dyn_kwargs)
+            try:
+                return self._bind(sig, flat, dyn_args, dyn_kwargs)
+            except DeviceMismatch as e:  # in the program run under the transformation
+                raise self._rename_mismatch(e, args, kwargs) from None
         if self._sharded or any(type(spmd.data_of(x)) is ShardedArray for x in flat):
             return self._call_sharded(sig, flat, dyn_args, dyn_kwargs)
-        where, committed = self._placement(flat, dyn_args, dyn_kwargs)
+        where, committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
         device = None if where is None else where._device
         compiled = self._cache.get(sig)
         if compiled is None:
@@ -356,10 +199,27 @@ class JitFunction:
                                         lambda: self._fun(*args, **kwargs))
             return out
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
-            type(x) in _leaf_avals for x in dyn_args)
+            type(x) in leaf_avals for x in dyn_args)
         if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
             self._add_plan(compiled, avals, args, kwargs, where, committed)
         return compiled.run_flat(flat, avals, device, committed)
+
+    def _rename_mismatch(self, error: DeviceMismatch, args, kwargs) -> ValueError:
+        """JAX's error for devices that disagree in the program this call ran under a
+        transformation, naming this call's arguments (tracers have no device)."""
+        dyn_args, dyn_kwargs, _ = self._split_statics(args, kwargs)
+        flat = tree_util.tree_leaves((dyn_args, dyn_kwargs))
+        return ValueError(str(mismatch_error(self._error_name(), error.fails, flat,
+                                             self._arg_names(dyn_args, dyn_kwargs))))
+
+    def _error_name(self) -> str:
+        """How JAX names the function in a device-mismatch error: its qualified name (a
+        body jit names otherwise, as jnp's ``_dot`` behind ``dot``, by that name)."""
+        fun = self._fun
+        name = getattr(fun, "__name__", None)
+        if name is not None and name != self._name:
+            return self._name
+        return getattr(fun, "__qualname__", name or str(fun))
 
     def _call_sharded(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """A call with arrays spread over devices (they never take the fast path). Laid out
@@ -408,22 +268,43 @@ class JitFunction:
         """Let later calls like this one (traced arguments all positional leaves, placed on
         the device of sharding ``where`` if placement is spread) take the fast path."""
         try:
-            key = _fast_key(self._static_argnums, args, kwargs)
+            key = fast_key(self._static_argnums, args, kwargs)
         except (KeyError, TypeError):  # an unhashable static value: no fast path for it
             return
+        plan = CallPlan(compiled, args, avals, self._traced_positions(len(args)), kwargs,
+                        where, committed)
         if where is not None:
-            key = (key, where, committed)
-        self._fast[key] = CallPlan(compiled, args, avals, self._traced_positions(len(args)),
-                                   kwargs, where, committed)
+            self._fast[(key, where, committed)] = plan
+            if self._device is not None:  # only the placed key: see `jit_dispatch.dispatcher`
+                return
+        self._fast[key] = plan
 
-    def _placement(self, flat, dyn_args, dyn_kwargs) -> tuple:
+    def _placement(self, flat, dyn_args, dyn_kwargs, sig: CallSignature | None = None) -> tuple:
         """``(sharding, committed)`` of the device this call runs on (``jit(device=)``'s, or
-        the arguments' by ``placement``); ``(None, False)`` while placement is not spread."""
+        the arguments' by ``placement``); ``(None, False)`` while placement is not spread.
+        Arguments committed to different devices raise, unless (given ``sig``) the ones
+        that disagree are unused: as in JAX, those the program drops take no part."""
         if self._device is not None:
             return pjrt.sharding_of(self._device), True
         if not pjrt.placement.spread:
             return None, False
-        return placement(flat, self._name, lambda: self._arg_names(dyn_args, dyn_kwargs))
+        names = lambda: self._arg_names(dyn_args, dyn_kwargs)  # noqa: E731
+        try:
+            return placement(flat, self._error_name(), names)
+        except ValueError:
+            kept = None if sig is None or self._keep_unused else self._kept(sig, dyn_args,
+                                                                             dyn_kwargs)
+            if kept is None:
+                raise
+        return placement([flat[i] for i in kept], self._error_name(),
+                         lambda: [names()[i] for i in kept])
+
+    def _kept(self, sig: CallSignature, dyn_args, dyn_kwargs) -> tuple[int, ...] | None:
+        """The argument leaves the program of ``sig`` reads (None: all of them)."""
+        compiled = self._cache.get(sig)
+        if compiled is not None:
+            return compiled.kept
+        return _Program.of(self._traced(sig, dyn_args, dyn_kwargs)).kept
 
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
@@ -609,11 +490,12 @@ class JitFunction:
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        hijax.check_no_hi_args(flat, "jit(...).trace/lower")
         sig = CallSignature(in_tree, avals, statics)
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
         if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
-            where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs)
+            where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
             traced.device = where._device
         return traced
 

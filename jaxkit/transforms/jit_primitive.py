@@ -50,8 +50,11 @@ def _ctx(ctx_mesh) -> dict:
 
 def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
     # As JAX prints jit: the body's binders and results take the names of the equation's
-    # operands and results.
+    # operands and results; a shared body (printed once as ``let name = ...``) keeps names
+    # of its own, as in JAX.
     body = eqn.params["jaxpr"].jaxpr
+    if body in namer.shared:
+        return
     namer.suggest_same_names(body.invars, eqn.invars)
     namer.suggest_same_names(body.outvars, eqn.outvars)
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxkit import core, dtypes
+from jaxkit import _config, core, dtypes
+from jaxkit.runtime import gpu as _gpu
 from jaxkit.runtime import pjrt as _runtime
 from jaxkit import lax as _lax
 from jaxkit.interpreters import mlir
@@ -57,8 +58,11 @@ def column_major(ndim: int) -> tuple[int, ...]:
     return (ndim - 2, ndim - 1) + tuple(range(ndim - 3, -1, -1))
 
 
-def _layout(aval: core.ShapedArray, nbatch: int) -> tuple[int, ...]:
-    return column_major(aval.ndim) if aval.ndim - nbatch == 2 else mlir.row_major(aval.ndim)
+def _layout(aval: core.ShapedArray, nbatch: int, matrices_column_major: bool = True
+            ) -> tuple[int, ...]:
+    if matrices_column_major and aval.ndim - nbatch == 2:
+        return column_major(aval.ndim)
+    return mlir.row_major(aval.ndim)
 
 
 def u8_attr(char: str) -> ir.Attribute:
@@ -98,10 +102,16 @@ def ffi_call(target: str, operands: Sequence[ir.Value],
              operand_avals: Sequence[core.ShapedArray],
              result_avals: Sequence[core.ShapedArray], nbatch: int,
              attrs: dict[str, ir.Attribute] | None = None,
-             aliases: dict[int, int] | None = None) -> list[ir.Value]:
+             aliases: dict[int, int] | None = None, *, matrices_column_major: bool = True,
+             batch_attribute: bool = True) -> list[ir.Value]:
     """One typed-FFI custom call of ``target`` (a LAPACK kernel, or a GPU solver kernel of the
     CUDA plugin's wheel), in the conventions both follow: Fortran-order matrices, a batch of
-    ``nbatch`` leading dimensions, options as ``mhlo.backend_config`` attributes."""
+    ``nbatch`` leading dimensions, options as ``mhlo.backend_config`` attributes.
+
+    ``matrices_column_major=False`` passes matrices in row-major (C) order instead (cuSOLVER's
+    ``gesvd`` of a wide matrix reads it as the tall transpose). ``batch_attribute=False``
+    leaves out the ``num_batch_dims`` frontend attribute, as JAX does for the kernels that
+    take no batch (``cu_cholesky_update_ffi``, ``cusolver_syrk_ffi``)."""
     i32 = ir.IntegerType.get_signless(32)
     attributes = {
         "call_target_name": ir.StringAttr.get(target),
@@ -109,8 +119,10 @@ def ffi_call(target: str, operands: Sequence[ir.Value],
         "backend_config": ir.StringAttr.get(""),
         "api_version": ir.IntegerAttr.get(i32, 1),
         "called_computations": ir.ArrayAttr.get([]),
-        "operand_layouts": mlir.layouts_attr([_layout(a, nbatch) for a in operand_avals]),
-        "result_layouts": mlir.layouts_attr([_layout(a, nbatch) for a in result_avals])}
+        "operand_layouts": mlir.layouts_attr([_layout(a, nbatch, matrices_column_major)
+                                              for a in operand_avals]),
+        "result_layouts": mlir.layouts_attr([_layout(a, nbatch, matrices_column_major)
+                                             for a in result_avals])}
     if aliases:
         single = len(result_avals) == 1
         attributes["output_operand_aliases"] = ir.ArrayAttr.get([
@@ -120,8 +132,9 @@ def ffi_call(target: str, operands: Sequence[ir.Value],
         results=[mlir.aval_to_ir_type(a) for a in result_avals], operands=list(operands),
         attributes=attributes)
     op.operation.attributes["mhlo.backend_config"] = ir.DictAttr.get(attrs or {})
-    op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
-        {"num_batch_dims": ir.StringAttr.get(str(nbatch))})
+    if batch_attribute:
+        op.operation.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
+            {"num_batch_dims": ir.StringAttr.get(str(nbatch))})
     return list(op.results)
 
 
@@ -150,14 +163,36 @@ def on_cuda(ctx) -> bool:
     return ctx.module_context.platform == "cuda"
 
 
-def cpu_only(name: str):
-    """The GPU lowering of ``name``, a primitive jaxkit computes with LAPACK only so far: a
-    clear error when compiled for the GPU rather than XLA's missing-kernel one."""
+def hybrid_target(name: str) -> str:
+    """``cuhybrid_<name>``: a kernel of the plugin's ``_hybrid`` module, which runs LAPACK on
+    the host between copies (``eig``, ``geqp3``). Its LAPACK is set up first, as JAX does
+    when it lowers one (a no-op where the plugin's kernels are not installed)."""
+    _gpu.initialize_hybrid_kernels()
+    return f"cuhybrid_{name}"
+
+
+def magma_attr(override: bool | None) -> ir.Attribute:
+    """Whether a hybrid kernel may use MAGMA (``"on"``/``"off"``/``"auto"``): the call's own
+    choice if it made one, else the ``jax_use_magma`` option."""
+    value = _config.config.jax_use_magma if override is None else "on" if override else "off"
+    return ir.StringAttr.get(value)
+
+
+def cusolver_version() -> int | None:
+    """The version of the cuSOLVER library the CUDA plugin's kernels use (e.g. 11701), or
+    None where they are not installed: JAX picks some kernels by it."""
+    return _gpu.cusolver_version()
+
+
+def no_gpu_kernel(name: str):
+    """The lowering of ``name`` for the GPU, which neither JAX nor jaxkit has (LAPACK only):
+    JAX's error, with how to run the computation on the CPU instead."""
     def rule(ctx, *args, **params):
         raise NotImplementedError(
-            f"lowering rule for '{name}' on the GPU: jaxkit computes {name} with LAPACK on "
-            "the CPU only so far. Run this computation on the CPU, e.g. "
-            "`with jax.default_device(jax.devices('cpu')[0]):`.")
+            f"MLIR translation rule for primitive '{name}' not found for platform cuda: "
+            f"{name} is computed with LAPACK on the CPU only (JAX has no GPU kernel for it "
+            "either). Run it on the CPU device: put its operand there with "
+            "`x = jax.device_put(x, jax.devices('cpu')[0])`.")
     return rule
 
 

@@ -3,7 +3,9 @@
 ``cholesky`` lowers to LAPACK ``?potrf`` and ``triangular_solve`` to BLAS ``?trsm`` (jaxlib's
 typed-FFI CPU kernels, as JAX lowers them on the CPU); ``cholesky_update`` and
 ``symmetric_product`` are written in jaxkit operations (a loop of Givens rotations and one
-``dot_general``), as JAX writes them for the CPU.
+``dot_general``), as JAX writes them for the CPU. For NVIDIA GPUs, as JAX: cuSOLVER's
+``potrf``, XLA's own ``triangular_solve``, jaxlib's CUDA kernel ``cu_cholesky_update_ffi`` and
+cuBLAS's ``syrk`` (``cusolver_syrk_ffi``).
 """
 from __future__ import annotations
 
@@ -272,6 +274,20 @@ batching.defleading(cholesky_update_p)
 mlir.register_lowering(cholesky_update_p, mlir.lower_fun(_cholesky_update_impl))
 
 
+def _cholesky_update_cuda_lowering(ctx, r, w):
+    # jaxlib's CUDA kernel updates one matrix (JAX's primitive has no batching); a vmapped
+    # batch is computed with the rotations written in jaxkit operations, as on the CPU.
+    r_aval, w_aval = ctx.avals_in
+    if r_aval.ndim != 2:
+        return mlir.lower_fun(_cholesky_update_impl)(ctx, r, w)
+    return ffi_call("cu_cholesky_update_ffi", [r, w], [r_aval, w_aval], [r_aval, w_aval], 0,
+                    {}, aliases={0: 0, 1: 1}, matrices_column_major=False,
+                    batch_attribute=False)[:1]
+
+
+mlir.register_lowering(cholesky_update_p, _cholesky_update_cuda_lowering, platform="cuda")
+
+
 # ---- symmetric_product ---------------------------------------------------------------------
 def symmetric_product(a_matrix: ArrayLike, c_matrix: ArrayLike, *, alpha: float = 1.0,
                       beta: float = 0.0, symmetrize_output: bool = False) -> Array:
@@ -319,3 +335,19 @@ symmetric_product_p = standard_primitive(_symmetric_product_shape, lambda a, c, 
 ad.defjvp_rule(symmetric_product_p, _symmetric_product_jvp)
 batching.defleading(symmetric_product_p)
 mlir.register_lowering(symmetric_product_p, mlir.lower_fun(_symmetric_product_impl))
+
+
+def _symmetric_product_cuda_lowering(ctx, a, c, *, alpha, beta):
+    # cuBLAS's syrk through jaxlib's kernel, as JAX: it writes the lower triangle only (the
+    # upper one keeps beta * c's; symmetrize_output copies the lower one over it).
+    a_aval, c_aval = ctx.avals_in
+    scalar = core.ShapedArray((), a_aval.dtype)
+    return ffi_call("cusolver_syrk_ffi",
+                    [a, c, mlir.ir_constant(np.array(alpha, a_aval.dtype)),
+                     mlir.ir_constant(np.array(beta, a_aval.dtype))],
+                    [a_aval, c_aval, scalar, scalar], [c_aval], 0,
+                    {"transpose": bool_attr(False)}, aliases={0: 1},
+                    matrices_column_major=False, batch_attribute=False)
+
+
+mlir.register_lowering(symmetric_product_p, _symmetric_product_cuda_lowering, platform="cuda")

@@ -3,6 +3,8 @@
 ``eigh`` lowers to LAPACK ``?syevd``/``?heevd``, ``tridiagonal`` to ``?sytrd``/``?hetrd``,
 ``hessenberg`` to ``?gehrd`` and ``schur`` to ``?gees`` (jaxlib's typed-FFI CPU kernels, with
 the attributes JAX gives them); a nonzero LAPACK ``info`` turns that matrix's results into NaN.
+For NVIDIA GPUs ``eigh`` and ``tridiagonal`` call cuSOLVER's ``syevd``/``sytrd`` kernels, as
+JAX does; ``hessenberg`` and ``schur`` have no GPU kernel, in JAX as in jaxkit.
 """
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from jaxkit.lax.linalg._lapack import (
     bool_attr,
     check_dtype,
     check_square,
-    cpu_only,
     diagonal,
     eye,
     ffi_call,
@@ -29,6 +30,7 @@ from jaxkit.lax.linalg._lapack import (
     lapack_call,
     matmul,
     nan_unless_ok,
+    no_gpu_kernel,
     on_cuda,
     real_dtype,
     symmetrize,
@@ -63,12 +65,9 @@ def eigh(x: ArrayLike, *, lower: bool = True, symmetrize_input: bool = True,
     check_square("eigh", core.get_aval(x))
     if symmetrize_input:
         x = symmetrize(x)
-    if implementation not in (None, EighImplementation.QR):
-        raise NotImplementedError(f"eigh implementation {implementation} is not available on "
-                                  "the CPU; use implementation=None.")
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
                        subset_by_index=None if subset_by_index is None
-                       else tuple(subset_by_index), algorithm=None)
+                       else tuple(subset_by_index), algorithm=implementation)
     return v, w
 
 
@@ -110,15 +109,17 @@ def _eigh_lowering(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorith
     batch, n, nbatch = aval.shape[:-2], aval.shape[-1], aval.ndim - 2
     w_aval = core.ShapedArray(aval.shape[:-1], real_dtype(aval.dtype))
     results = [aval, w_aval, core.ShapedArray(batch, np.int32)]
+    if algorithm == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
     if on_cuda(ctx):
-        if algorithm == EighImplementation.QDWH:
-            raise NotImplementedError("QDWH implementation is only supported on TPU")
         # cuSOLVER's choice (0), its QR-based syevd (1) or Jacobi syevj (2), as JAX numbers them
         code = 0 if algorithm is None else 2 if algorithm == EighImplementation.JACOBI else 1
         v, w, info = ffi_call("cusolver_syevd_ffi", [x], [aval], results, nbatch,
                               {"lower": bool_attr(lower), "algorithm": u8_int(code)},
                               aliases={0: 0})
     else:
+        if algorithm == EighImplementation.JACOBI:
+            raise NotImplementedError("Jacobi implementation is not supported on CPU")
         v, w, info = lapack_call("heevd_ffi" if is_complex(aval.dtype) else "syevd_ffi",
                                  aval.dtype, [x], [aval], results, nbatch,
                                  {"mode": u8_attr("V"), "uplo": u8_attr("L" if lower else "U")},
@@ -163,17 +164,20 @@ def _tridiagonal_abstract_eval(a, *, lower):
 def _tridiagonal_lowering(ctx, a, *, lower):
     (aval,) = ctx.avals_in
     batch, nbatch = aval.shape[:-2], aval.ndim - 2
-    *results, info = lapack_call(
-        "hetrd_ffi" if is_complex(aval.dtype) else "sytrd_ffi", aval.dtype, [a], [aval],
-        [*ctx.avals_out, core.ShapedArray(batch, np.int32)], nbatch,
-        {"uplo": u8_attr("L" if lower else "U")}, aliases={0: 0})
+    results = [*ctx.avals_out, core.ShapedArray(batch, np.int32)]
+    if on_cuda(ctx):  # cuSOLVER's sytrd (hetrd for complex matrices: one kernel for both)
+        *results, info = ffi_call("cusolver_sytrd_ffi", [a], [aval], results, nbatch,
+                                  {"lower": bool_attr(lower)}, aliases={0: 0})
+    else:
+        *results, info = lapack_call(
+            "hetrd_ffi" if is_complex(aval.dtype) else "sytrd_ffi", aval.dtype, [a], [aval],
+            results, nbatch, {"uplo": u8_attr("L" if lower else "U")}, aliases={0: 0})
     return _nan_results(ctx, info, results, nbatch)
 
 
 tridiagonal_p = standard_multi_result_primitive(_tridiagonal_abstract_eval, "tridiagonal")
 batching.defleading(tridiagonal_p)
 mlir.register_lowering(tridiagonal_p, _tridiagonal_lowering)
-mlir.register_lowering(tridiagonal_p, cpu_only("tridiagonal"), platform="cuda")
 
 
 # ---- hessenberg ----------------------------------------------------------------------------
@@ -204,7 +208,7 @@ def _hessenberg_lowering(ctx, a):
 hessenberg_p = standard_multi_result_primitive(_hessenberg_abstract_eval, "hessenberg")
 batching.defleading(hessenberg_p)
 mlir.register_lowering(hessenberg_p, _hessenberg_lowering)
-mlir.register_lowering(hessenberg_p, cpu_only("hessenberg"), platform="cuda")
+mlir.register_lowering(hessenberg_p, no_gpu_kernel("hessenberg"), platform="cuda")
 
 
 # ---- schur ---------------------------------------------------------------------------------
@@ -244,4 +248,4 @@ def _schur_lowering(ctx, x, *, compute_schur_vectors, sort_eig_vals, select_call
 schur_p = standard_multi_result_primitive(_schur_abstract_eval, "schur")
 batching.defleading(schur_p)
 mlir.register_lowering(schur_p, _schur_lowering)
-mlir.register_lowering(schur_p, cpu_only("schur"), platform="cuda")
+mlir.register_lowering(schur_p, no_gpu_kernel("schur"), platform="cuda")

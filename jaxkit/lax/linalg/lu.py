@@ -2,7 +2,10 @@
 
 ``lu`` lowers to LAPACK ``?getrf`` and ``tridiagonal_solve`` to ``?gtsv`` (jaxlib's typed-FFI
 CPU kernels, as in JAX); ``lu_pivots_to_permutation`` is a loop of swaps written in jaxkit
-operations, as JAX writes it for the CPU.
+operations, as JAX writes it for the CPU. For NVIDIA GPUs, as JAX: cuSOLVER's ``getrf``,
+jaxlib's CUDA kernel ``cu_lu_pivots_to_permutation``, and cuSPARSE's ``gtsv2`` (jaxlib's
+``cu_tridiagonal_solve_perturbed`` with ``perturb_singular``; systems of one or two equations,
+which ``gtsv2`` rejects, are eliminated in jaxkit operations).
 """
 from __future__ import annotations
 
@@ -17,7 +20,6 @@ from jaxkit.lax.standard import standard_multi_result_primitive, standard_primit
 from jaxkit.lax.linalg._lapack import (
     check_dtype,
     check_matrix,
-    cpu_only,
     eye,
     ffi_call,
     info_ok,
@@ -96,6 +98,12 @@ lu_pivots_to_permutation_p = standard_primitive(
 ad.defjvp_zero(lu_pivots_to_permutation_p)
 batching.defleading(lu_pivots_to_permutation_p)
 mlir.register_lowering(lu_pivots_to_permutation_p, mlir.lower_fun(_permutation_from_pivots))
+mlir.register_lowering(
+    lu_pivots_to_permutation_p,
+    lambda ctx, pivots, *, permutation_size: ffi_call(  # jaxlib's CUDA kernel, as JAX
+        "cu_lu_pivots_to_permutation", [pivots], list(ctx.avals_in), list(ctx.avals_out),
+        ctx.avals_in[0].ndim - 1),
+    platform="cuda")
 
 
 # ---- lu ------------------------------------------------------------------------------------
@@ -170,9 +178,9 @@ def _lu_lowering(ctx, x):
     piv = hlo.SubtractOp(piv, one).result  # pivots count from 1 in both kernels
     # getrf's info > 0 marks an exactly singular U, which is still a valid factorization.
     lu_ = nan_unless_ok(info_ok(info, batch, "GE"), lu_, lu_aval, nbatch)
+    # Through the primitive, whose own rule for the platform applies (a CUDA kernel on GPUs).
     perm_ctx = ctx.replace(avals_in=[piv_aval], avals_out=[perm_aval])
-    perm = mlir.lower_fun(_permutation_from_pivots)(perm_ctx, piv,
-                                                    permutation_size=aval.shape[-2])
+    perm = mlir.lower_fun(lambda p: lu_pivots_to_permutation(p, aval.shape[-2]))(perm_ctx, piv)
     return [lu_, piv, perm]
 
 
@@ -252,10 +260,43 @@ def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
     return [None, None, None, ct_b]
 
 
+def _thomas(dl, d, du, b):
+    """Gaussian elimination of tridiagonal systems without pivoting (the Thomas algorithm),
+    unrolled over the ``m`` equations: what JAX computes on the GPU for the systems of one or
+    two equations that cuSPARSE's ``gtsv2`` rejects."""
+    nb, m = d.ndim - 1, d.shape[-1]
+    if m == 0:
+        return b
+
+    def row(v, i):  # v[..., i] (diagonals) or v[..., i, :] (right-hand sides)
+        return _lax.squeeze(_lax.slice_in_dim(v, i, i + 1, axis=nb), (nb,))
+
+    def col(v):  # a diagonal's entries as a column of b's shape
+        return _lax.broadcast_in_dim(v, v.shape + (b.shape[-1],), tuple(range(nb)))
+
+    cp, dp = [_lax.div(row(du, 0), row(d, 0))], [_lax.div(row(b, 0), col(row(d, 0)))]
+    for i in range(1, m):
+        denom = _lax.sub(row(d, i), _lax.mul(row(dl, i), cp[-1]))
+        cp.append(_lax.div(row(du, i), denom))
+        dp.append(_lax.div(_lax.sub(row(b, i), _lax.mul(col(row(dl, i)), dp[-1])), col(denom)))
+    x = [dp[-1]]
+    for i in range(m - 2, -1, -1):
+        x.insert(0, _lax.sub(dp[i], _lax.mul(col(cp[i]), x[0])))
+    return _lax.concatenate([_lax.expand_dims(r, (nb,)) for r in x], nb)
+
+
 def _tridiagonal_solve_lowering(ctx, dl, d, du, b, *, perturb_singular):
     avals = list(ctx.avals_in)
     b_aval = avals[3]
     batch, nbatch = b_aval.shape[:-2], b_aval.ndim - 2
+    if on_cuda(ctx):
+        if perturb_singular:
+            return ffi_call("cu_tridiagonal_solve_perturbed", [dl, d, du, b], avals, [b_aval],
+                            nbatch, {})[0]
+        if b_aval.shape[-2] <= 2:  # gtsv2 needs m >= 3
+            return mlir.lower_fun(_thomas)(ctx, dl, d, du, b)
+        return ffi_call("cusparse_gtsv2_ffi", [dl, d, du, b], avals, [b_aval], nbatch, {},
+                        aliases={0: 3})[0]
     if perturb_singular:
         # jaxlib's dtype-generic kernel (as JAX lowers it): zero pivots are perturbed
         # instead of making the solve fail.
@@ -273,4 +314,3 @@ ad.defjvp_rule(tridiagonal_solve_p, _tridiagonal_solve_jvp)
 ad.deftranspose(tridiagonal_solve_p, _tridiagonal_solve_transpose)
 batching.defleading(tridiagonal_solve_p)
 mlir.register_lowering(tridiagonal_solve_p, _tridiagonal_solve_lowering)
-mlir.register_lowering(tridiagonal_solve_p, cpu_only("tridiagonal_solve"), platform="cuda")

@@ -3,7 +3,9 @@
 ``geqrf`` (``?geqrf``: R and the reflectors below it), ``geqp3`` (``?geqp3``: the same with
 column pivoting), ``householder_product`` (``?orgqr``/``?ungqr``: Q from reflectors) and
 ``ormqr`` (``?ormqr``/``?unmqr``: Q applied to a matrix) lower to jaxlib's typed-FFI LAPACK
-kernels; ``qr`` is written with them, as JAX lowers it on the CPU.
+kernels; ``qr`` is written with them, as JAX lowers it on the CPU. For NVIDIA GPUs they call
+cuSOLVER's ``geqrf``/``orgqr``/``ormqr`` and, for ``geqp3``, the CUDA plugin's hybrid kernel
+(LAPACK or MAGMA on the host), as JAX does.
 """
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ from jaxkit.lax.linalg._lapack import (
     bool_attr,
     check_dtype,
     check_matrix,
-    cpu_only,
     eye,
     ffi_call,
+    hybrid_target,
     is_complex,
     lapack_call,
+    magma_attr,
     matmul,
     on_cuda,
     tril,
@@ -62,14 +65,18 @@ batching.defleading(geqrf_p)
 mlir.register_lowering(geqrf_p, _geqrf_lowering)
 
 
-def _geqp3_abstract_eval(a, jpvt):
+def _geqp3_abstract_eval(a, jpvt, **_):
     check_matrix("geqp3", a)
     check_dtype("geqp3", a)
     return [a, jpvt, core.ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)]
 
 
-def _geqp3_lowering(ctx, a, jpvt):
+def _geqp3_lowering(ctx, a, jpvt, *, use_magma=None):
     a_aval, jpvt_aval = ctx.avals_in
+    if on_cuda(ctx):  # LAPACK (or MAGMA) on the host, between copies, as JAX does
+        return ffi_call(hybrid_target("geqp3"), [a, jpvt], [a_aval, jpvt_aval],
+                        list(ctx.avals_out), a_aval.ndim - 2, {"magma": magma_attr(use_magma)},
+                        aliases={0: 0, 1: 1})
     return lapack_call("geqp3_ffi", a_aval.dtype, [a, jpvt], [a_aval, jpvt_aval],
                        list(ctx.avals_out), a_aval.ndim - 2, {}, aliases={0: 0, 1: 1})
 
@@ -77,7 +84,6 @@ def _geqp3_lowering(ctx, a, jpvt):
 geqp3_p = standard_multi_result_primitive(_geqp3_abstract_eval, "geqp3")
 batching.defleading(geqp3_p)
 mlir.register_lowering(geqp3_p, _geqp3_lowering)
-mlir.register_lowering(geqp3_p, cpu_only("geqp3"), platform="cuda")
 
 
 # ---- householder_product -------------------------------------------------------------------
@@ -143,16 +149,18 @@ def _ormqr_shape(a, taus, c, *, left, transpose):
 
 def _ormqr_lowering(ctx, a, taus, c, *, left, transpose):
     a_aval, taus_aval, c_aval = ctx.avals_in
+    attrs = {"left": bool_attr(left), "transpose": bool_attr(transpose)}
+    if on_cuda(ctx):  # cuSOLVER's ormqr (unmqr for complex matrices: one kernel for both)
+        return ffi_call("cusolver_ormqr_ffi", [a, taus, c], [a_aval, taus_aval, c_aval],
+                        [c_aval], a_aval.ndim - 2, attrs, aliases={0: 2})[0]
     return lapack_call("ormqr_ffi" if not is_complex(a_aval.dtype) else "unmqr_ffi",
                        a_aval.dtype, [a, taus, c], [a_aval, taus_aval, c_aval], [c_aval],
-                       a_aval.ndim - 2, {"left": bool_attr(left),
-                                         "transpose": bool_attr(transpose)}, aliases={0: 2})[0]
+                       a_aval.ndim - 2, attrs, aliases={0: 2})[0]
 
 
 ormqr_p = standard_primitive(_ormqr_shape, lambda a, t, c, **_: c.dtype, "ormqr")
 batching.defleading(ormqr_p)
 mlir.register_lowering(ormqr_p, _ormqr_lowering)
-mlir.register_lowering(ormqr_p, cpu_only("ormqr"), platform="cuda")
 
 
 # ---- qr ------------------------------------------------------------------------------------
@@ -182,7 +190,8 @@ def _qr_impl(x, *, pivoting, full_matrices, use_magma):
     batch, (m, n) = x.shape[:-2], x.shape[-2:]
     nb = len(batch)
     if pivoting:
-        r, jpvt, taus = geqp3_p.bind(x, _lax.full(batch + (n,), 0, np.int32))
+        r, jpvt, taus = geqp3_p.bind(x, _lax.full(batch + (n,), 0, np.int32),
+                                     use_magma=use_magma)
         jpvt = _lax.sub(jpvt, _lax.full_like(jpvt, 1))
     else:
         r, taus = geqrf_p.bind(x)

@@ -1,9 +1,11 @@
 """Singular value decomposition and the QDWH polar decomposition.
 
 ``svd`` lowers to LAPACK ``?gesdd`` (divide and conquer, the default) or ``?gesvd`` (the QR
-algorithm), jaxlib's typed-FFI CPU kernels, as JAX does. ``qdwh`` (the QR-based dynamically
-weighted Halley iteration of Nakatsukasa, Bai and Gygi 2010) is written in jaxkit operations:
-a ``while_loop`` over QR- or Cholesky-based steps.
+algorithm), jaxlib's typed-FFI CPU kernels, as JAX does; for NVIDIA GPUs to cuSOLVER's Jacobi
+``gesvdj`` (JAX's default up to 1024 x 1024), QR ``gesvd`` (larger, or ``SvdAlgorithm.QR``)
+or polar ``gesvdp``. ``qdwh`` (the QR-based dynamically weighted Halley iteration of
+Nakatsukasa, Bai and Gygi 2010) is written in jaxkit operations: a ``while_loop`` over QR- or
+Cholesky-based steps.
 """
 from __future__ import annotations
 
@@ -18,20 +20,23 @@ from jaxkit.lax.standard import standard_multi_result_primitive
 from jaxkit.lax.linalg._lapack import (
     H,
     check_dtype,
+    bool_attr,
     check_matrix,
-    cpu_only,
     diagonal,
     eye,
+    ffi_call,
     info_ok,
     is_complex,
     lapack_call,
     matmul,
     nan_unless_ok,
+    on_cuda,
     real_dtype,
     u8_attr,
 )
 from jaxkit.lax.linalg.cholesky import cholesky, triangular_solve
 from jaxkit.lax.linalg.qr import qr
+from jaxkit.interpreters.mlir import hlo
 from jaxkit.typing import ArrayLike
 
 __all__ = ["SvdAlgorithm", "qdwh", "svd", "svd_p"]
@@ -39,7 +44,8 @@ __all__ = ["SvdAlgorithm", "qdwh", "svd", "svd_p"]
 
 class SvdAlgorithm(enum.Enum):
     """Which algorithm ``svd`` uses; the CPU has ``DEFAULT``/``DIVIDE_AND_CONQUER``
-    (``gesdd``) and ``QR`` (``gesvd``)."""
+    (``gesdd``) and ``QR`` (``gesvd``), NVIDIA GPUs ``DEFAULT`` (Jacobi up to 1024 x 1024,
+    else QR), ``QR``, ``JACOBI`` and ``POLAR``."""
     DEFAULT = "default"
     QR = "QR"
     JACOBI = "Jacobi"
@@ -53,10 +59,6 @@ def svd(x: ArrayLike, *, full_matrices: bool = True, compute_uv: bool = True,
         algorithm: SvdAlgorithm | None = None):
     """Singular value decomposition of matrices ``[..., m, n]``: ``(u, s, vh)`` with ``x ==
     u @ diag(s) @ vh`` and ``s`` descending (real), or just ``s`` if not ``compute_uv``."""
-    if algorithm not in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.QR,
-                         SvdAlgorithm.DIVIDE_AND_CONQUER):
-        raise NotImplementedError(f"svd algorithm {algorithm} is not available on the CPU; "
-                                  "use None, SvdAlgorithm.QR or DIVIDE_AND_CONQUER.")
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
                       subset_by_index=None if subset_by_index is None
                       else tuple(subset_by_index), algorithm=algorithm)
@@ -146,10 +148,7 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorit
     (aval,) = ctx.avals_in
     batch, (m, n), nbatch = aval.shape[:-2], aval.shape[-2:], aval.ndim - 2
     k = min(m, n)
-    mode = "A" if full_matrices or not compute_uv else "S"
-    if not compute_uv:
-        mode = "N"
-    ku, kv = (m, n) if mode in "AN" else (k, k)
+    ku, kv = (m, n) if full_matrices else (k, k)
     s_aval = core.ShapedArray(batch + (k,), real_dtype(aval.dtype))
     u_aval = core.ShapedArray(batch + (m, ku), aval.dtype)
     vt_aval = core.ShapedArray(batch + (kv, n), aval.dtype)
@@ -160,11 +159,22 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorit
                 outs += [eye(u_aval.shape, aval.dtype), eye(vt_aval.shape, aval.dtype)]
             return outs
         return mlir.lower_fun(empty, multiple_results=True)(ctx, x)
-    target = "gesvd_ffi" if algorithm == SvdAlgorithm.QR else "gesdd_ffi"
-    _, s, u, vt, info = lapack_call(
-        target, aval.dtype, [x], [aval],
-        [aval, s_aval, u_aval, vt_aval, core.ShapedArray(batch, np.int32)], nbatch,
-        {"mode": u8_attr(mode)}, aliases={0: 0})
+    if on_cuda(ctx):
+        s, u, vt, info = _cusolver_svd(x, aval, full_matrices, compute_uv, algorithm)
+    else:
+        if algorithm in (SvdAlgorithm.JACOBI, SvdAlgorithm.POLAR):
+            raise NotImplementedError("The SVD Jacobi and Polar algorithms are not "
+                                      "implemented on CPU.")
+        # LAPACK's JOBZ: all (A) or the leading min(m, n) (S) singular vectors, or none (N);
+        # with none the factors' results are still [m, m] and [n, n].
+        mode = "N" if not compute_uv else "A" if full_matrices else "S"
+        ku, kv = (k, k) if mode == "S" else (m, n)
+        _, s, u, vt, info = lapack_call(
+            "gesvd_ffi" if algorithm == SvdAlgorithm.QR else "gesdd_ffi", aval.dtype, [x],
+            [aval], [aval, s_aval, core.ShapedArray(batch + (m, ku), aval.dtype),
+                     core.ShapedArray(batch + (kv, n), aval.dtype),
+                     core.ShapedArray(batch, np.int32)], nbatch,
+            {"mode": u8_attr(mode)}, aliases={0: 0})
     ok = info_ok(info, batch)
     outs = [nan_unless_ok(ok, s, s_aval, nbatch)]
     if compute_uv:
@@ -185,11 +195,66 @@ def _svd_lowering(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorit
     return outs
 
 
+def _cusolver_svd(x, aval, full_matrices, compute_uv, algorithm):
+    """cuSOLVER's SVD of ``x`` as JAX 0.10.2 calls it: ``(s, u, vt, info)``, ``u``/``vt``
+    shaped as the primitive's results (meaningless scalars without ``compute_uv``)."""
+    batch, (m, n), nbatch = aval.shape[:-2], aval.shape[-2:], aval.ndim - 2
+    k = min(m, n)
+    dtype = aval.dtype
+    s_aval = core.ShapedArray(batch + (k,), real_dtype(dtype))
+    info_aval = core.ShapedArray(batch, np.int32)
+    if algorithm in (None, SvdAlgorithm.DEFAULT):
+        # Jacobi is the faster for matrices up to 1024 x 1024 (NVIDIA's GTC 2019 s9226).
+        algorithm = SvdAlgorithm.JACOBI if m <= 1024 and n <= 1024 else SvdAlgorithm.QR
+    if algorithm == SvdAlgorithm.DIVIDE_AND_CONQUER:
+        raise NotImplementedError("Divide-and-conquer SVD (SvdAlgorithm.DIVIDE_AND_CONQUER) "
+                                  "is only supported on AMD (ROCm) GPUs, not on NVIDIA CUDA.")
+    if algorithm == SvdAlgorithm.QR:
+        # gesvd needs m >= n: a wide matrix is passed in row-major order, which it reads as
+        # its tall transpose, whose U and V^T are our V^T and U.
+        transposed = m < n
+        ku, kv = (m, n) if full_matrices else (k, k)
+        u_aval = core.ShapedArray(batch + (m, ku) if compute_uv else (), dtype)
+        vt_aval = core.ShapedArray(batch + (kv, n) if compute_uv else (), dtype)
+        factors = [vt_aval, u_aval] if transposed else [u_aval, vt_aval]
+        _, s, f1, f2, info = ffi_call(
+            "cusolver_gesvd_ffi", [x], [aval], [aval, s_aval, *factors, info_aval], nbatch,
+            {"full_matrices": bool_attr(full_matrices), "compute_uv": bool_attr(compute_uv),
+             "transposed": bool_attr(transposed)}, aliases={0: 0},
+            matrices_column_major=not transposed)
+        u, vt = (f2, f1) if transposed else (f1, f2)
+        return s, u, vt, info
+    # Jacobi and polar always compute U and V (not V^T), all of them unless "economic";
+    # batched Jacobi (used up to 32 x 32) has no economic mode.
+    if algorithm == SvdAlgorithm.JACOBI:
+        target, econ = "cusolver_gesvdj_ffi", not full_matrices and m > 32 and n > 32
+    else:
+        target, econ = "cusolver_gesvdp_ffi", not full_matrices
+    u_aval = core.ShapedArray(batch + (m, k if econ else m), dtype)
+    v_aval = core.ShapedArray(batch + (n, k if econ else n), dtype)
+    _, s, u, v, info = ffi_call(
+        target, [x], [aval], [aval, s_aval, u_aval, v_aval, info_aval], nbatch,
+        {"full_matrices": bool_attr(not econ), "compute_uv": bool_attr(compute_uv)},
+        aliases={0: 0})
+    if not compute_uv:
+        return s, u, v, info
+    vt = hlo.TransposeOp(v, mlir.i64_attr(tuple(range(nbatch)) + (nbatch + 1, nbatch))).result
+    if is_complex(dtype):
+        vt = hlo.ComplexOp(hlo.RealOp(vt).result,
+                           hlo.NegOp(hlo.ImagOp(vt).result).result).result
+    if not full_matrices and not econ:  # keep the leading min(m, n) singular vectors
+        ones = [1] * aval.ndim
+        u = hlo.SliceOp(u, mlir.i64_attr([0] * aval.ndim), mlir.i64_attr(batch + (m, k)),
+                        mlir.i64_attr(ones)).result
+        vt = hlo.SliceOp(vt, mlir.i64_attr([0] * aval.ndim), mlir.i64_attr(batch + (k, n)),
+                         mlir.i64_attr(ones)).result
+    return s, u, vt, info
+
+
 svd_p = standard_multi_result_primitive(_svd_abstract_eval, "svd")
 ad.defjvp_rule(svd_p, _svd_jvp)
 batching.defleading(svd_p)
 mlir.register_lowering(svd_p, _svd_lowering)
-mlir.register_lowering(svd_p, cpu_only("svd"), platform="cuda")
 
 
 # ---- qdwh ----------------------------------------------------------------------------------
