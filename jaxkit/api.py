@@ -28,6 +28,7 @@ from jaxkit.api_namespaces import VJPFunction
 from jaxkit.interpreters import ad, hijax
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
+from jaxkit.lax import parallel_vma
 from jaxkit.lax.sharding import reshard_p
 from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh, typed_aval)
@@ -407,6 +408,16 @@ def _one_like(aval: core.ShapedArray, args: Any = ()):
             return reshard_p.bind(one, sharding=seed_sharding)
         if seed_sharding is not None:
             return reshard(one, seed_sharding)
+        if aval.mur != (frozenset(), frozenset()):
+            # JAX's check of its seed (varying as the output, never reduced or unreduced)
+            # against the output's cotangent type, whose unreduced and reduced axes swap.
+            raise ValueError(
+                "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                f"{aval.update(mur=((), ()))}, but expected "
+                f"{aval.update(mur=aval.mur[::-1])} because the corresponding output of the "
+                f"differentiated function had JAX type {aval}")
+        if aval.vma:  # in a typed shard_map body: varying as the output, as JAX's seed
+            return parallel_vma.pvary(one, tuple(aval.vma))
     return one
 
 
@@ -717,5 +728,19 @@ def eval_shape(fun: Callable, *args, **kwargs):
     avals = [_abstractify(x) for x in flat]
     jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals,
                                                 pe.debug_info("eval_shape", fun, []))
-    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
+    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, sharding=_type_sharding(a))
+              for a in jaxpr.out_avals]
     return tree_util.tree_unflatten(out_tree, shapes)
+
+
+def _type_sharding(aval: core.ShapedArray) -> Any:
+    """The sharding ``eval_shape`` gives a result, as JAX's: its type's layout over Explicit
+    mesh axes; every dimension replicated over a context mesh whose axes are all Explicit;
+    else none."""
+    s = getattr(aval, "_sharding", None)
+    if s is not None:
+        return s
+    mesh = current_abstract_mesh()
+    if mesh.empty or any(t is not AxisType.Explicit for t in mesh.axis_types):
+        return None
+    return NamedSharding(mesh, PartitionSpec(*[None] * len(aval.shape)))

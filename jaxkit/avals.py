@@ -50,15 +50,20 @@ def mesh_ordered(names) -> tuple:
 
 
 class ManualAxisType:
-    """The manual mesh axes a value inside a ``shard_map`` body varies over (JAX's
-    ``aval.manual_axis_type``; jaxkit has no unreduced/reduced manual values, so those are
-    empty)."""
+    """The manual mesh axes a value inside a ``shard_map`` body varies over, is unreduced
+    over (each device holds a summand) and is reduced over (JAX's ``aval.manual_axis_type``)."""
 
     __slots__ = ("varying", "unreduced", "reduced")
 
-    def __init__(self, varying=frozenset()):
+    def __init__(self, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
         self.varying = frozenset(varying)
-        self.unreduced = self.reduced = frozenset()
+        self.unreduced = frozenset(unreduced)
+        self.reduced = frozenset(reduced)
+
+    @property
+    def vur(self) -> frozenset:
+        """Every manual axis the value is not plainly replicated over."""
+        return self.varying | self.unreduced | self.reduced
 
     def __repr__(self):
         return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
@@ -75,6 +80,10 @@ def vma_join(prim: Any, args: Sequence, params: dict) -> Sequence:
     """The operands of ``prim``, those varying over fewer manual axes than the others made
     varying (``pvary``): replaced by ``jaxkit.lax.parallel_vma``."""
     return args
+
+
+# The manual axes a value is (unreduced over, reduced over): none, for almost every type.
+NO_MUR: tuple = (frozenset(), frozenset())
 
 
 class ShardingTypeError(Exception):
@@ -95,37 +104,42 @@ class ShapedArray:
     # Instances are interned: one object per (shape, dtype, weak_type). Equal avals are then the
     # same object, so hashing and comparing them is the default identity test, done in C: the
     # jit fast path looks its executables up by argument avals on every call.
-    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "vma", "__weakref__")
+    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "vma", "mur", "__weakref__")
     array_abstraction_level = 1
     _interned: dict[tuple, ShapedArray] = {}
 
     def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False,
-                sharding: Any = None, vma: frozenset = frozenset()):
+                sharding: Any = None, vma: frozenset = frozenset(), mur: tuple = NO_MUR):
         global vma_seen
         dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         if type(vma) is not frozenset:
             vma = frozenset(vma)
-        key = (tuple([int(d) for d in shape]), dtype, bool(weak_type), sharding, vma)
+        if mur is not NO_MUR:
+            mur = (frozenset(mur[0]), frozenset(mur[1]))
+            mur = NO_MUR if mur == NO_MUR else mur
+        key = (tuple([int(d) for d in shape]), dtype, bool(weak_type), sharding, vma, mur)
         self = cls._interned.get(key)
         if self is None:
             _check_shape(*key[:2])  # once per distinct aval: interning makes it free after
             if sharding is not None:
                 _check_type_sharding(key[0], sharding)
-            if vma:
+            if vma or mur is not NO_MUR:
                 vma_seen = True
             self = object.__new__(cls)
-            self.shape, self.dtype, self.weak_type, self._sharding, self.vma = key
+            self.shape, self.dtype, self.weak_type, self._sharding, self.vma, self.mur = key
             self = cls._interned.setdefault(key, self)  # one winner if threads race
         return self
 
     def __reduce__(self):
-        return ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self.vma)
+        return ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self.vma,
+                             self.mur)
 
     @property
     def manual_axis_type(self) -> ManualAxisType:
         """The manual mesh axes the value varies over inside a ``shard_map`` body (``vma``,
-        ``frozenset()`` outside one or with ``check_vma=False``), as JAX's attribute."""
-        return ManualAxisType(self.vma)
+        ``frozenset()`` outside one or with ``check_vma=False``) and those it is unreduced or
+        reduced over (``mur``), as JAX's attribute."""
+        return ManualAxisType(self.vma, *self.mur)
 
     mat = manual_axis_type
 
@@ -145,16 +159,17 @@ class ShapedArray:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
-               vma=None) -> ShapedArray:
+               vma=None, mur=None) -> ShapedArray:
         """The same type with the fields given replaced. The sharding is kept while the rank
-        is (a spec has one entry per dimension); pass ``sharding`` for a new rank. The varying
-        manual axes are kept unless ``vma`` is given."""
+        is (a spec has one entry per dimension); pass ``sharding`` for a new rank. The
+        manual axes (varying, unreduced/reduced) are kept unless ``vma``/``mur`` is given."""
         if sharding is None and (shape is None or len(shape) == len(self.shape)):
             sharding = self._sharding
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type, sharding,
-                           self.vma if vma is None else frozenset(vma))
+                           self.vma if vma is None else frozenset(vma),
+                           self.mur if mur is None else mur)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -177,23 +192,24 @@ class ShapedArray:
         """The type without its explicit sharding (what a layout-blind consumer sees)."""
         if self._sharding is None:
             return self
-        return ShapedArray(self.shape, self.dtype, self.weak_type, None, self.vma)
+        return ShapedArray(self.shape, self.dtype, self.weak_type, None, self.vma, self.mur)
 
     def delete_dim(self, axis: int) -> ShapedArray:
         """The type without dimension ``axis`` (one example of a batch): its split goes."""
         shape = self.shape[:axis] + self.shape[axis + 1:]
         return ShapedArray(shape, self.dtype, self.weak_type,
-                           self._respec(lambda spec: spec[:axis] + spec[axis + 1:]), self.vma)
+                           self._respec(lambda spec: spec[:axis] + spec[axis + 1:]), self.vma,
+                           self.mur)
 
     def insert_dim(self, axis: int, size: int, split: Any = None) -> ShapedArray:
         """The type with a dimension of ``size`` at ``axis`` (a batch of examples), split
         over the mesh axis ``split`` (None: not split)."""
         shape = self.shape[:axis] + (size,) + self.shape[axis:]
         if self._sharding is None and split is None:
-            return ShapedArray(shape, self.dtype, self.weak_type, None, self.vma)
+            return ShapedArray(shape, self.dtype, self.weak_type, None, self.vma, self.mur)
         return ShapedArray(shape, self.dtype, self.weak_type,
                            self._respec(lambda spec: spec[:axis] + (split,) + spec[axis:],
-                                        force=True), self.vma)
+                                        force=True), self.vma, self.mur)
 
     def _respec(self, change, force: bool = False) -> Any:
         """The sharding with its spec entries changed (None when no entry names an axis)."""
@@ -213,7 +229,13 @@ class ShapedArray:
         """Integer and boolean values have ``float0`` tangents, as in JAX; the tangent is laid
         out as the primal."""
         return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type,
-                           self._sharding, self.vma)
+                           self._sharding, self.vma, self.mur)
+
+    def to_ct_aval(self) -> ShapedArray:
+        """The type of a cotangent: the tangent's, unreduced where the value is reduced over
+        manual axes and reduced where it is unreduced (JAX's ``to_ct_aval``)."""
+        t = self.to_tangent_aval()
+        return t if self.mur is NO_MUR else t.update(mur=self.mur[::-1])
 
     def _dims(self) -> str:
         if self._sharding is None:
@@ -225,10 +247,15 @@ class ShapedArray:
         (``f32[3]{V:i}``, ``f32[8@X,4]{U:Y}``), in mesh order."""
         s = self._sharding
         sets = [_set_str("V", mesh_ordered(self.vma))] if self.vma else []
-        if s is None or not (s.spec.unreduced or s.spec.reduced):
+        if (s is None or not (s.spec.unreduced or s.spec.reduced)) and self.mur is NO_MUR:
             return "{" + sets[0] + "}" if sets else ""
-        for tag, axes in (("U", s.spec.unreduced), ("R", s.spec.reduced)):
-            ordered = [a for a in s.mesh.axis_names if a in axes]
+        spec_ur = (s.spec.unreduced, s.spec.reduced) if s is not None else NO_MUR
+        for tag, axes, manual in (("U", spec_ur[0], self.mur[0]),
+                                  ("R", spec_ur[1], self.mur[1])):
+            if s is not None and not manual:
+                ordered = [a for a in s.mesh.axis_names if a in axes]
+            else:
+                ordered = list(mesh_ordered(axes | manual))
             if ordered:
                 sets.append(_set_str(tag, ordered))
         return "{" + ", ".join(sets) + "}"
@@ -237,7 +264,8 @@ class ShapedArray:
         return f"{dtypes.short_dtype_name(self.dtype)}[{self._dims()}]{self._ur()}"
 
     def __repr__(self):
-        if self._sharding is not None or self.vma:  # JAX: ``ShapedArray(float32[4@X,4@Y])``
+        # JAX: ``ShapedArray(float32[4@X,4@Y])``
+        if self._sharding is not None or self.vma or self.mur is not NO_MUR:
             weak = ", weak_type=True" if self.weak_type else ""
             return f"ShapedArray({self.dtype.name}[{self._dims()}]{self._ur()}{weak})"
         weak = ", weak_type=True" if self.weak_type else ""

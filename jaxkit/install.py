@@ -37,7 +37,6 @@ _RENAMED = {
     "jax.version": "jaxkit._src_compat.version",
     "jax.interpreters.partial_eval": "jaxkit._src_compat.partial_eval",
     "jax.experimental.hijax": "jaxkit._src_compat.hijax",
-    "jax.experimental.layout": "jaxkit._src_compat.layout",
 }
 _RENAMED_PREFIXES = (
     ("jax._src", "jaxkit._src_compat"),

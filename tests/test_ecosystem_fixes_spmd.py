@@ -3,7 +3,12 @@ with the code below: no subprocess here): ``Sharding.is_equivalent_to``; a convo
 out by ``out_sharding`` over Explicit mesh axes (jaxpr, types, vmap); ``zeros_like`` keeping
 an Explicit layout so that ``select``'s cases agree (``nnx.Dropout``); ``jit`` of a function
 with no argument whose body lays a value out; grad's seed laid out over the argument's
-Explicit mesh when no mesh is in context; ``PartitionSpec.index``/``count``."""
+Explicit mesh when no mesh is in context; ``PartitionSpec.index``/``count``; ``eval_shape``
+results keeping their layout over Explicit axes; ``full_like``/``zeros_like`` of a concrete
+array over an Auto mesh keeping its layout (optax's state); ``with_sharding_constraint`` with a
+``layout.Format``."""
+import importlib
+
 import numpy as np
 
 import jaxkit
@@ -31,6 +36,14 @@ JAX_OUTPUT = [
     "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P('x', 'y'), memory_kind=device) (4, 1)",
     '{ lambda ; a:f32[8@x,2]. let\n    b:f32[8@x,2] = mul a 2.0:f32[]\n    _:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b\n    c:f32[] = reshard 1.0:f32[]\n    d:f32[8@x,2] = broadcast_in_dim c\n    e:f32[8@x,2] = mul d 2.0:f32[]\n  in (e,) }',
     'spec 2 1',
+    "ShapeDtypeStruct(shape=(8, 2), dtype=float32, sharding=NamedSharding(mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu), spec=P('x', None)))",
+    "NamedSharding(mesh=AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu), spec=P(None, None))",
+    'ShapeDtypeStruct(shape=(2, 2), dtype=float32)',
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P('y', 'x'), memory_kind=device)",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P('y', 'x'), memory_kind=device)",
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P(), memory_kind=device)",
+    'SingleDeviceSharding',
+    "NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Auto, Auto)), spec=P('x', None), memory_kind=device) (0, 1)",
 ]
 
 
@@ -80,6 +93,24 @@ def _lines(jax, devices) -> list[str]:
     out.append(str(jax.make_jaxpr(jax.grad(lambda a: (a * 2).sum()))(x)))
     # PartitionSpec has tuple's index and count (Flax's linen spmd calls index)
     out.append(f"spec {P('x', None, ('x', 'y')).index(('x', 'y'))} {P('x', None).count(None)}")
+    # eval_shape gives a result's layout over Explicit axes (Flax's nnx.eval_shape), and
+    # replicated over an all-Explicit context mesh
+    out.append(repr(jax.eval_shape(lambda: from_sh.reshard(jnp.ones((8, 2)), NS(ex, P("x"))))))
+    with jax.set_mesh(ex):
+        out.append(str(jax.eval_shape(lambda: jnp.ones((2, 2))).sharding))
+    out.append(repr(jax.eval_shape(lambda: jnp.ones((2, 2)))))
+    # full_like of a concrete array laid out over an Auto mesh keeps its layout (optax's
+    # zeros_like state of a sharded parameter); a new shape of a split one does not
+    xa = jax.device_put(np.ones((8, 2), np.float32), NS(au, P("y", "x")))
+    rep = jax.device_put(np.ones((8, 2), np.float32), NS(au, P()))
+    out += [str(jnp.zeros_like(xa).sharding), str(jnp.full_like(xa, 2.0).sharding),
+            str(jnp.zeros_like(rep, shape=(3,)).sharding),
+            str(type(jnp.zeros_like(xa, shape=(3,)).sharding).__name__)]
+    # with_sharding_constraint takes a layout.Format: its sharding (Flax's Variable)
+    lay = importlib.import_module(f"{jax.__name__}.experimental.layout")
+    fmt = lay.Format(lay.Layout(major_to_minor=(0, 1)), NS(au, P("x", None)))
+    v = lax.with_sharding_constraint(jnp.ones((4, 4)), fmt)
+    out.append(f"{v.sharding} {v.format.layout.major_to_minor}")
     return out
 
 

@@ -263,6 +263,24 @@ ROWS = [
         lambda a, b: lax_parallel.psum(a * b, "i"), mesh=_MANUAL2, in_specs=(PartitionSpec("i"),
                                                                             PartitionSpec()),
         out_specs=PartitionSpec())(x, w), (_u(-1, 1, (4,)), _u(-1, 1, (2,)))),
+    # unreduced/reduced manual axes: the casts and the collectives of an unreduced value
+    # transpose to their duals (unreduced_psum to preduced, the reduce-scatter to the
+    # reduced all-gather)
+    Row("unreduced_psum", lambda x: jaxkit.shard_map(
+        lambda a: lax_parallel.psum(lax.pcast(jnp.sin(a), "i", to="unreduced"), "i"),
+        mesh=_MANUAL2, in_specs=PartitionSpec("i"), out_specs=PartitionSpec())(x),
+        (_u(-1, 1, (4,)),), order=1),
+    Row("unreduced_reduce_scatter", lambda x: jaxkit.shard_map(
+        lambda a: lax_parallel.psum_scatter(lax.pcast(a * a, "i", to="unreduced"), "i",
+                                            tiled=True),
+        mesh=_MANUAL2, in_specs=PartitionSpec("i"), out_specs=PartitionSpec("i"))(x),
+        (_u(-1, 1, (4,)),), order=1),
+    Row("all_gather_reduced", lambda x, w: jaxkit.shard_map(
+        lambda a, b: lax.pcast(lax.all_gather(a, "i", tiled=True, to="reduced"), "i",
+                               to="varying") * lax.pcast(lax.pcast(b, "i", to="reduced"), "i",
+                                                         to="varying"),
+        mesh=_MANUAL2, in_specs=(PartitionSpec("i"), PartitionSpec()),
+        out_specs=PartitionSpec("i"))(x, w), (_u(-1, 1, (2,)), _u(-1, 1, (2,))), order=1),
     # collectives, through vmap with a named axis
     Row("psum", lambda x: vmap(lambda y: lax_parallel.psum(y, "i"), axis_name="i")(x), (M,)),
     Row("all_gather", lambda x: vmap(lambda y: lax_parallel.all_gather(y, "i"), axis_name="i")(x), (M,)),

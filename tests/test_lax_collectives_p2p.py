@@ -452,7 +452,10 @@ def test_pcast_is_the_identity_where_jax_lets_it_run(oracle):
     # no equation: under pmap JAX's pvary disappears too
     assert eqns(ppmap(lambda v: lax.pcast(v, "i", to="varying")), X, name="pvary") == \
         oracle["pcast_pmap_eqns"] == []
-    tree = vmap(lambda v: lax.pcast({"a": v, "b": (v,)}, "i", to="unreduced"),
+    # untyped (vmap): every value is invariant, and invariant -> unreduced is refused (JAX)
+    with pytest.raises(ValueError, match="Unsupported pcast from=invarying, to='unreduced'"):
+        vmap(lambda v: lax.pcast({"a": v, "b": (v,)}, "i", to="unreduced"), axis_name="i")(X)
+    tree = vmap(lambda v: lax.pcast({"a": v, "b": (v,)}, "i", to="reduced"),
                 axis_name="i")(X)
     np.testing.assert_array_equal(np.asarray(tree["b"][0]), X)
     np.testing.assert_array_equal(np.asarray(lax.pcast(X, (), to="bogus")),

@@ -380,6 +380,27 @@ EAGER_PRINTED = (
     "      out_specs=(P('i',),)\n"
     '    ] a\n'
     '  in (b,) }\n'
+    # a shard_map nested in an eager body: its values print every device's block too
+    'On cpu:0 at mesh coordinates (i, j,) = (0, 0):\n'
+    '[[ 0.]\n'
+    ' [12.]]\n'
+    '\n'
+    'On cpu:1 at mesh coordinates (i, j,) = (0, 1):\n'
+    '[[ 6.]\n'
+    ' [18.]]\n'
+    '\n'
+    'On cpu:2 at mesh coordinates (i, j,) = (1, 0):\n'
+    '[[ 88.]\n'
+    ' [132.]]\n'
+    '\n'
+    'On cpu:3 at mesh coordinates (i, j,) = (1, 1):\n'
+    '[[110.]\n'
+    ' [154.]]\n'
+    '\n'
+    '[[ 1.]\n'
+    ' [ 5.]\n'
+    ' [ 9.]\n'
+    ' [13.]]\n'
 )
 
 
@@ -395,6 +416,15 @@ def _eager_body(x):
     except Exception as e:
         print(type(e).__name__)
     return y
+
+
+def _nested(v):  # manual over i; the nested body, over j, prints every device's block
+    s = v.sum()
+
+    def inner(b):
+        print(b * s)
+        return lax.psum(b, "j")
+    return jax.shard_map(inner, in_specs=P(None, "j"), out_specs=P(), axis_names={"j"})(v)
 
 
 def test_eager_body_prints_each_device_block_as_jax(capsys):
@@ -415,4 +445,6 @@ def test_eager_body_prints_each_device_block_as_jax(capsys):
     # without mesh=, the jaxpr holds (and shows) the context's abstract mesh
     with jax.set_mesh(MESH1):
         print(jax.make_jaxpr(jax.shard_map(lambda v: v, in_specs=P("i"), out_specs=P("i")))(X1))
+    with jax.set_mesh(MESH):
+        print(jax.shard_map(_nested, in_specs=P("i"), out_specs=P("i"), axis_names={"i"})(X))
     assert _canonical(capsys.readouterr().out) == _canonical("".join(EAGER_PRINTED))

@@ -6,6 +6,8 @@ pairs one with a sharding. ``x.format`` reports a device array's, ``Compiled.inp
 and ``output_formats`` those XLA chose for an executable, and ``with_layout_constraint``
 pins the layout of an intermediate value: it lowers to XLA's ``LayoutConstraint`` custom call.
 Eagerly it keeps the array's row-major layout (see ``_layout_constraint_impl``).
+``lax.with_sharding_constraint(x, Format(layout, sharding))`` applies the sharding, then
+``with_layout_constraint`` for a ``Layout`` (so eagerly the value stays row-major too).
 
 The ``format`` property of arrays and the ``input_formats``/``output_formats`` properties of
 ``Compiled`` are installed on those classes here (as ``jaxkit.numpy`` installs the array
@@ -19,6 +21,7 @@ from jaxkit import core, tree_util
 from jaxkit import sharding as jsharding
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.lax import sharding as lax_sharding
 from jaxkit.runtime import layouts, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
@@ -189,6 +192,18 @@ def _format_as_jit_sharding(fmt: Format) -> Any:
 
 
 jit_module.sharding_forms[Format] = _format_as_jit_sharding
+
+
+def _format_as_constraint(fmt: Format) -> tuple:
+    """``with_sharding_constraint(x, Format(layout, sharding))``: the sharding's constraint,
+    then ``with_layout_constraint`` for a ``Layout`` (eagerly the value keeps row-major, see
+    ``_layout_constraint_impl``; in a program XLA's LayoutConstraint lays it out)."""
+    if not isinstance(fmt.layout, Layout):  # AUTO or None: the compiler's choice
+        return fmt.sharding, None
+    return fmt.sharding, lambda x: with_layout_constraint(x, fmt.layout)
+
+
+lax_sharding.constraint_forms[Format] = _format_as_constraint
 
 Array.format = property(_array_format)
 ShardedArray.format = property(_array_format)

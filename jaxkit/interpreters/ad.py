@@ -623,6 +623,12 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool],
     return result
 
 
+def _ct_aval(aval):
+    """A cotangent's type: unreduced/reduced manual axes swap (``ShapedArray.to_ct_aval``)."""
+    to_ct = getattr(aval, "to_ct_aval", None)
+    return to_ct() if to_ct is not None else aval.to_tangent_aval()
+
+
 def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool], ct_nonzero: Sequence[bool]
                     ) -> tuple[ClosedJaxpr, list[bool]]:
     """The transpose of a jaxpr linear in the inputs marked ``linear``: it maps
@@ -634,14 +640,14 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool], ct_nonzero: Seq
     if hit is not None:
         return hit
     res_avals = [a for a, lin in zip(closed.in_avals, linear) if not lin]
-    ct_avals = [a.to_tangent_aval() for a, nz in zip(closed.out_avals, ct_nonzero) if nz]
+    ct_avals = [_ct_aval(a) for a, nz in zip(closed.out_avals, ct_nonzero) if nz]
     nz_cell = []
 
     def fun(*args):
         res, cts_nz = iter(args[:len(res_avals)]), iter(args[len(res_avals):])
         primals = [UndefinedPrimal(a) if lin else next(res)
                    for a, lin in zip(closed.in_avals, linear)]
-        cts = [next(cts_nz) if nz else Zero(a.to_tangent_aval())
+        cts = [next(cts_nz) if nz else Zero(_ct_aval(a))
                for a, nz in zip(closed.out_avals, ct_nonzero)]
         cts_in = backward_pass(closed.jaxpr, closed.consts, primals, cts,
                                transform_stack=False)

@@ -25,7 +25,7 @@ from jaxkit.lax.gather_scatter import *
 from jaxkit.lax.linear_solve import *
 from jaxkit.lax.parallel import *
 from jaxkit.lax.parallel_extra import *
-from jaxkit.lax.parallel_vma import pcast  # noqa: F401
+from jaxkit.lax.parallel_ur import all_gather, pcast  # noqa: F401
 from jaxkit.lax.ragged_dot import *
 from jaxkit.lax.reductions import *
 from jaxkit.lax.rng import *

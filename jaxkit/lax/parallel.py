@@ -487,11 +487,14 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
 
     def bind(v):
         dim = int(scatter_dimension) % max(np.ndim(v), 1)
-        return reduce_scatter_p.bind(v, scatter_dimension=dim, axis_name=names,
-                                     axis_index_groups=groups, axis_size=size,
-                                     tiled=bool(tiled))
+        return bind_reduce_scatter(v, scatter_dimension=dim, axis_name=names,
+                                   axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
 
     return tree_util.tree_map(bind, x)
+
+
+def bind_reduce_scatter(x, **params):  # replaced by jaxkit.lax.parallel_ur (unreduced operands)
+    return reduce_scatter_p.bind(x, **params)
 
 
 def _reduce_scatter_abstract_eval(x, *, scatter_dimension, axis_name, axis_index_groups,

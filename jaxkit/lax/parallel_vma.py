@@ -30,13 +30,14 @@ from typing import Any
 from jaxkit import avals as avals_mod
 from jaxkit import core
 from jaxkit import tree_util
+from jaxkit.avals import NO_MUR
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
-from jaxkit.lax import parallel, parallel_extra
+from jaxkit.lax import parallel, parallel_extra, sharding_ur
 from jaxkit.lax.parallel import _allreduce_lowering, _axes_tuple, axis_size
 
-__all__ = ["pcast", "psum_invariant_p", "pvary", "pvary_p"]
+__all__ = ["psum_invariant_p", "pvary", "pvary_p"]
 
 
 class _Checking(threading.local):
@@ -96,8 +97,17 @@ def pvary(x, axis_name):
     return tree_util.tree_map(lambda v: pvary_p.bind(v, axes=ordered), x)
 
 
+def _check_not_ur(x: ShapedArray, axes, name: str) -> None:
+    """JAX's refusal of an operand unreduced or reduced over one of ``axes``."""
+    for what, have in (("unreduced", x.mur[0]), ("reduced", x.mur[1])):
+        if have & set(axes):
+            raise ValueError(f"{name} cannot accept args which are {what}. Got "
+                             f"{x.str_short()} and axes={set(axes)}")
+
+
 def _pvary_abstract_eval(x: ShapedArray, *, axes):
     axis_size(axes)
+    _check_not_ur(x, axes, "pvary")
     if set(axes) & x.vma:
         raise ValueError("pvary is a invariant->variant collective. This means that the axis "
                          "names mentioned in `axes` passed to `pvary` must not be present in "
@@ -126,6 +136,7 @@ def _psum_invariant_abstract_eval(x: ShapedArray, *, axes):
                          "names mentioned in `axes` passed to `psum` must be present in "
                          f"`jax.typeof(inp).mat.varying`. Got axes={axes} and "
                          f"jax.typeof(inp).mat.varying={x.vma}")
+    _check_not_ur(x, axes, "psum_invariant")
     return x.update(vma=x.vma - frozenset(axes))
 
 
@@ -166,45 +177,6 @@ parallel.bind_psum = _bind_psum
 
 
 # --------------------------------------------------------------------------------------------
-# pcast
-# --------------------------------------------------------------------------------------------
-
-_PCAST_TO = ("varying", "unreduced", "reduced")
-
-
-def pcast(x, axis_name, *, to: str):
-    """Cast ``x`` (a pytree) to be ``to`` over the named manual axes: 'varying' is ``pvary``
-    (from invariant). jaxkit has no reduced/unreduced manual values, so the other targets raise
-    JAX's error for a cast it does not support."""
-    if isinstance(axis_name, (set, frozenset)):
-        raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name!r}")
-    if not axis_name:
-        return x
-    if to not in _PCAST_TO:
-        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
-                         f"{set(_PCAST_TO)}")
-    axes = _axes_tuple(axis_name)
-    axis_size(axes)  # NameError for an unbound name
-    if not checking():  # pmap, vmap, check_vma=False: types carry no manual axes
-        return x
-
-    def cast(leaf):
-        vma = _vma(leaf)
-        states = {"varying" if a in vma else "invarying" for a in axes}
-        if len(states) > 1:
-            raise ValueError("jax.lax.pcast can only accept axis_name which corresponds to one "
-                             "of varying, unreduced, reduced or invarying state of the input. "
-                             f"Got input type: {core.get_aval(leaf)}, axes: {axes} and input "
-                             f"state: {states}")
-        from_ = states.pop()
-        if (from_, to) != ("invarying", "varying"):
-            raise ValueError(f"Unsupported pcast from={from_}, to={to!r}")
-        return pvary(leaf, axes)
-
-    return tree_util.tree_map(cast, x)
-
-
-# --------------------------------------------------------------------------------------------
 # The typing rules: result types, and operands joined at bind
 # --------------------------------------------------------------------------------------------
 
@@ -233,8 +205,10 @@ _vma_rules = {
     parallel.all_gather_p: _keeps, parallel.reduce_scatter_p: _keeps,
     parallel.ppermute_p: _keeps, parallel.all_to_all_p: _keeps,
     parallel_extra.ragged_all_to_all_p: _keeps,
-    pvary_p: None, psum_invariant_p: None,  # their abstract evaluation types them
 }
+# Primitives whose abstract evaluation types them (``parallel_ur`` adds its own).
+self_typed: set = {pvary_p, psum_invariant_p}
+reduced_vary_cast_p: Any = None  # set by ``parallel_ur``
 _needs_varying = {parallel.pmax_p, parallel.pmin_p, parallel.all_gather_p,
                   parallel.reduce_scatter_p, parallel.ppermute_p, parallel.all_to_all_p,
                   parallel_extra.ragged_all_to_all_p}
@@ -245,23 +219,42 @@ def _carries_jaxpr(params: dict) -> bool:
 
 
 def _vma_hook(prim: core.Primitive, avals: Sequence, params: dict, out: Any) -> Any:
+    if prim in self_typed:
+        return out
     if prim in _vma_rules:
-        rule = _vma_rules[prim]
-        if rule is None:
-            return out
-        vma = rule([a for a in avals if isinstance(a, ShapedArray)], params)
+        vma = _vma_rules[prim]([a for a in avals if isinstance(a, ShapedArray)], params)
     else:
         # (every abstract evaluation passes here once a varying type exists: keep it cheap)
-        if not any(getattr(a, "vma", None) for a in avals) or _carries_jaxpr(params):
+        if not any(getattr(a, "vma", None) or getattr(a, "mur", NO_MUR) is not NO_MUR
+                   for a in avals) or _carries_jaxpr(params):
             return out  # a body's results are typed by the body
         vma = frozenset().union(*(getattr(a, "vma", frozenset()) for a in avals))
+    murs = _result_mur(prim, avals, params)
     if prim.multiple_results:
-        return [o.update(vma=vma) if type(o) is ShapedArray else o for o in out]
-    return out.update(vma=vma) if type(out) is ShapedArray else out
+        return [o.update(vma=vma, mur=m) if type(o) is ShapedArray else o
+                for o, m in zip(out, murs or [NO_MUR] * len(out))]
+    return out.update(vma=vma, mur=murs[0] if murs else NO_MUR) \
+        if type(out) is ShapedArray else out
+
+
+def _result_mur(prim: core.Primitive, avals: Sequence, params: dict) -> list | None:
+    """The manual axes each result is unreduced/reduced over, by the primitive's ``ur`` rule
+    (None when no operand is either); JAX's error for a primitive without a rule."""
+    manual = frozenset().union(*(m[0] | m[1] for a in avals
+                                 if (m := getattr(a, "mur", NO_MUR)) is not NO_MUR))
+    if not manual:
+        return None
+    rule = sharding_ur.ur_rules.get(prim)
+    if rule is None:
+        raise sharding_ur.no_rule_error(prim.name)
+    us, rs = rule(*avals, **params)
+    if not prim.multiple_results:
+        us, rs = [us], [rs]
+    return [(u & manual, r & manual) for u, r in zip(us, rs)]
 
 
 def _vma_join(prim: core.Primitive, args: Sequence, params: dict) -> Sequence:
-    if not checking() or prim is pvary_p or prim is psum_invariant_p:
+    if not checking() or prim in self_typed:
         return args
     if prim in _needs_varying:
         want = _named(params)
@@ -273,8 +266,17 @@ def _vma_join(prim: core.Primitive, args: Sequence, params: dict) -> Sequence:
     want = want.union(*(a.vma for a in avals))
     if not want or all(a.vma == want for a in avals):
         return args
-    return [pvary_p.bind(x, axes=avals_mod.mesh_ordered(want - a.vma))
-            if a.vma != want and type(a) is ShapedArray else x for x, a in zip(args, avals)]
+    return [_join_one(x, a, want) if a.vma != want and type(a) is ShapedArray else x
+            for x, a in zip(args, avals)]
+
+
+def _join_one(x, a: ShapedArray, want: frozenset):
+    """``x`` made varying over the axes of ``want`` it lacks: a reduced value over exactly
+    those is cast (``reduced_vary_cast``, as JAX), any other one ``pvary``-ed."""
+    rest = avals_mod.mesh_ordered(want - a.vma)
+    if a.mur[1] and a.mur[1] == frozenset(rest):
+        return reduced_vary_cast_p.bind(x, axes=rest)
+    return pvary_p.bind(x, axes=rest)
 
 
 avals_mod.vma_hook = _vma_hook

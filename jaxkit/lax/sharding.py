@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -182,11 +183,20 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     leaves, treedef, per_leaf = _per_leaf(x, shardings)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        then = None
+        if type(s) in constraint_forms:  # a layout.Format: its sharding, then its layout
+            s, then = constraint_forms[type(s)](s)
         named = _resolve(s, leaf)
         named.check_shape(np.shape(leaf))
-        outs.append(leaf if _check_constraint(leaf, named) else
-                    sharding_constraint_p.bind(leaf, sharding=named))
+        out = leaf if _check_constraint(leaf, named) else \
+            sharding_constraint_p.bind(leaf, sharding=named)
+        outs.append(out if then is None else then(out))
     return tree_util.tree_unflatten(treedef, outs)
+
+
+# Other forms a constraint may take, by type: ``form -> (sharding, then)``, ``then`` (or None)
+# applied to the constrained value. ``jax.experimental.layout`` (above lax) registers Format.
+constraint_forms: dict[type, Callable[[Any], tuple]] = {}
 
 
 def constrain(x: Any, shardings: Any, prim: core.Primitive | None = None) -> Any:
@@ -315,14 +325,16 @@ def _batcher(prim, axis_data, args, dims, *, sharding: NamedSharding):
 def _reshard_transpose(ct, x, *, sharding: NamedSharding):
     # The cotangent goes back to the operand's layout: its type's, on the same devices, over
     # the axis types of the operand's mesh (``auto_axes`` reshards into another typing of the
-    # same mesh), else of the mesh in context.
+    # same mesh), else of the mesh in context. It is reduced where the operand is unreduced
+    # and unreduced where it is reduced (JAX's cotangent type).
     typed = x.aval._sharding
     types = (typed.mesh if typed is not None else current_abstract_mesh()).axis_types
     mesh = sharding.mesh
     if len(types) == len(mesh.axis_types) and types != mesh.axis_types \
             and isinstance(mesh, Mesh):
         mesh = Mesh(mesh.devices, mesh.axis_names, types)
-    back = NamedSharding(mesh, PartitionSpec(*shr.parts(x.aval)))
+    u, r = (typed.spec.unreduced, typed.spec.reduced) if typed is not None else (frozenset(),) * 2
+    back = NamedSharding(mesh, PartitionSpec(*shr.parts(x.aval), unreduced=r, reduced=u))
     return [reshard_p.bind(ct, sharding=back)]
 
 

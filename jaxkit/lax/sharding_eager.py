@@ -5,20 +5,22 @@
 (over Explicit mesh axes the result's type says it). Under ``jit`` the partitioner lays the
 result out as its type says; run eagerly, the one-primitive program runs on one device, so
 the result is then laid out as asked, as JAX's eager results are (``x.sharding.spec``
-spelled for the result's rank: ``P('x', None)``).
+spelled for the result's rank: ``P('x', None)``). ``full_like``'s result takes the layout
+of ``x`` (``like_type_sharding`` over Explicit axes, ``like_concrete`` for a concrete ``x``
+over any mesh), as JAX's.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from jaxkit import core
-from jaxkit.lax.sharding import reshard_leaves
+from jaxkit.lax.sharding import constrain, reshard_leaves
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 
-__all__ = ["lay_out_eager_results"]
+__all__ = ["lay_out_eager_results", "like_concrete", "like_type_sharding"]
 
 
 def _for_rank(s: NamedSharding, ndim: int) -> NamedSharding:
@@ -41,3 +43,27 @@ def lay_out_eager_results(prim: core.Primitive) -> None:
         return reshard_leaves(out, _for_rank(sharding, np.ndim(out)))
 
     prim.def_impl(laid_out)
+
+
+def like_type_sharding(x: Any, shape: Sequence[int] | None, sharding: Any) -> Any:
+    """The type-level sharding of ``full_like(x, ..., shape, sharding)``: ``sharding`` when
+    given; else over Explicit mesh axes the result is laid out as ``x`` (as in JAX: a
+    concrete ``x`` also when ``shape`` is its own)."""
+    if sharding is not None:
+        return sharding
+    same = shape is None or (not isinstance(x, core.Tracer) and tuple(shape) == np.shape(x))
+    return getattr(core.get_aval(x), "_sharding", None) if same else None
+
+
+def like_concrete(out: Any, x: Any, fill_shape: Sequence[int], weak: bool,
+                  sharding: Any) -> Any:
+    """JAX's ``full_like`` of a concrete array laid out over a mesh (committed, not weak, of
+    the result's shape or fully replicated) lays the result out as ``x`` is, whatever the
+    mesh's axis types (optax's ``zeros_like`` state of a sharded parameter keeps its
+    layout); an Explicit layout is already the result's type."""
+    xs = getattr(x, "sharding", None) if sharding is None and not weak and \
+        not isinstance(x, core.Tracer) else None
+    if not isinstance(xs, NamedSharding) or not getattr(x, "_committed", True) or (
+            tuple(fill_shape) != np.shape(x) and not xs.is_fully_replicated):
+        return out
+    return constrain(out, xs) if getattr(out, "sharding", None) != xs else out

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxkit import core
+from jaxkit.avals import NO_MUR
 from jaxkit.core import ShapedArray, ShardingTypeError
 from jaxkit.runtime.sharding import current_abstract_mesh
 
@@ -39,15 +40,18 @@ def defur(prim: core.Primitive, rule: Callable[..., URPair]) -> None:
 
 
 def getu(aval: Any) -> frozenset:
-    """The mesh axes over which ``aval`` is unreduced (empty when its type says none)."""
+    """The mesh axes over which ``aval`` is unreduced (empty when its type says none): Explicit
+    axes its sharding names, and manual axes inside a ``shard_map`` body."""
     s = getattr(aval, "_sharding", None)
-    return frozenset() if s is None else s.spec.unreduced
+    manual = getattr(aval, "mur", NO_MUR)[0]
+    return manual if s is None else s.spec.unreduced | manual
 
 
 def getr(aval: Any) -> frozenset:
     """The mesh axes over which ``aval`` is reduced (empty when its type says none)."""
     s = getattr(aval, "_sharding", None)
-    return frozenset() if s is None else s.spec.reduced
+    manual = getattr(aval, "mur", NO_MUR)[1]
+    return manual if s is None else s.spec.reduced | manual
 
 
 def no_rule_error(name: str) -> NotImplementedError:
@@ -92,11 +96,13 @@ def _flat(spec_entries: Sequence) -> frozenset:
 
 
 def _replicated_axes(aval: ShapedArray, mesh) -> frozenset:
+    mur = getattr(aval, "mur", NO_MUR)
+    manual = getattr(aval, "vma", frozenset()) | mur[0] | mur[1]  # inside a shard_map body
     s = getattr(aval, "_sharding", None)
     if s is None:
-        return frozenset(mesh.axis_names)
+        return frozenset(mesh.axis_names) - manual
     return frozenset(mesh.axis_names) - (_flat(s.spec.partitions) | s.spec.unreduced
-                                         | s.spec.reduced)
+                                         | s.spec.reduced | manual)
 
 
 def nary_reduced(*avals: ShapedArray) -> frozenset:

@@ -27,7 +27,7 @@ from jaxkit.lax.convert import (  # noqa: F401  (re-exported: lax and its users 
     from_edtype_p,
     to_edtype_p,
 )
-from jaxkit.lax.sharding_eager import lay_out_eager_results
+from jaxkit.lax.sharding_eager import lay_out_eager_results, like_concrete, like_type_sharding
 from jaxkit.lax.standard import (
     _all_weak,
     _num,
@@ -595,12 +595,7 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     fill_shape = np.shape(x) if shape is None else shape
     weak = dtype is None and dtypes.is_weakly_typed(x)
     dtype = dtypes.dtype(x) if dtype is None else dtypes.canonicalize_dtype(dtype)
-    sharding = shr.resolve_out_sharding("full_like", sharding)
-    if sharding is None:
-        # Over Explicit mesh axes the result is laid out as ``x`` (as in JAX: a concrete
-        # ``x`` also when ``shape`` is its own).
-        same = shape is None or (not isinstance(x, core.Tracer) and tuple(shape) == np.shape(x))
-        sharding = getattr(core.get_aval(x), "_sharding", None) if same else None
+    sharding = like_type_sharding(x, shape, shr.resolve_out_sharding("full_like", sharding))
     if weak:
         scalar = convert_element_type(fill_value, dtype, True)
         if not tuple(fill_shape) and sharding is None:
@@ -611,7 +606,7 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
         out = full(fill_shape, fill_value, dtype, sharding=sharding)
     if avals_mod.vma_seen:  # in a shard_map body it varies over the manual axes x does
         out = avals_mod.vma_join(None, (out, x), {})[0]
-    return out
+    return like_concrete(out, x, fill_shape, weak, sharding)
 
 
 def zeros_like_array(x: ArrayLike) -> Array:

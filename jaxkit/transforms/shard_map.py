@@ -54,7 +54,10 @@ from jaxkit.runtime import sharding as _sharding
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
                                      PartitionSpec, current_mesh, typed_sharding)
-from jaxkit.transforms import shard_map_eager
+from jaxkit.transforms import shard_map_check, shard_map_eager
+from jaxkit.transforms.shard_map_check import (check_out_ur, check_replication,
+                                               check_specs_manual, check_specs_match_types,
+                                               check_unreduced_specs, implicit_casts, spec_axes)
 from jaxkit.transforms.jit import jit
 
 __all__ = ["Infer", "shard_map", "shard_map_p", "smap"]
@@ -88,9 +91,13 @@ def _local_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray, what: str,
                              f"by {t}")
         shape.append(n // t)
     # A block's type carries no layout: the mesh axes are manual inside the body. With
-    # ``vma``, it varies over the axes the spec splits it over.
-    return aval.strip_sharding().update(
-        shape=tuple(shape), vma=aval.vma | _spec_axes(spec) if vma else frozenset())
+    # ``vma``, it varies over the axes the spec splits it over, and is unreduced/reduced over
+    # those its type (and spec) says.
+    if not vma:
+        return aval.strip_sharding().update(shape=tuple(shape), vma=frozenset())
+    shard_map_check.check_in_ur(spec, aval)
+    return aval.strip_sharding().update(shape=tuple(shape), vma=aval.vma | spec_axes(spec),
+                                        mur=(spec.unreduced, spec.reduced))
 
 
 def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray,
@@ -100,14 +107,15 @@ def _global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray,
     ndim = len(aval.shape)
     return ShapedArray(tuple(n * t for n, t in zip(aval.shape, _tiling(mesh, spec, ndim))),
                        aval.dtype, aval.weak_type,
-                       typed_sharding(mesh, (tuple(spec) + (None,) * ndim)[:ndim]),
+                       typed_sharding(mesh, (spec.partitions + (None,) * ndim)[:ndim],
+                                      spec.unreduced, spec.reduced),
                        aval.vma - manual)
 
 
 def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ...]:
     is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
     if is_spec(specs):
-        return (specs or PartitionSpec(),) * len(tree_util.tree_leaves(tree))
+        return (PartitionSpec() if specs is None else specs,) * len(tree_util.tree_leaves(tree))
     try:
         prefix_leaves, prefix_def = tree_util.tree_flatten(specs, is_spec)
         subtrees = prefix_def.flatten_up_to(tree)
@@ -115,7 +123,7 @@ def _specs_per_leaf(specs: Any, tree: Any, what: str) -> tuple[PartitionSpec, ..
         raise ValueError(f"shard_map {what} must be a PartitionSpec or a pytree prefix of the "
                          f"{'arguments' if what == 'in_specs' else 'outputs'}: {e}") from None
     # A spec covers every leaf of its subtree; one over an empty subtree (None) covers none.
-    return tuple(s or PartitionSpec() for s, sub in zip(prefix_leaves, subtrees)
+    return tuple(PartitionSpec() if s is None else s for s, sub in zip(prefix_leaves, subtrees)
                  for _ in tree_util.tree_leaves(sub))
 
 
@@ -150,20 +158,6 @@ def _mesh_axes_bound(mesh: Mesh, manual_axes: tuple, check_vma: bool):
         finally:
             _sharding._abstract_mesh_stack.pop()
             _body_stack.pop()
-
-
-def _check_specs_manual(specs: Any, manual: frozenset, what: str) -> None:
-    """JAX's error for a spec naming a mesh axis the shard_map is not manual over."""
-    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
-    msgs = []
-    for path, spec in tree_util.tree_flatten_with_path(specs, is_leaf=is_spec)[0]:
-        for axes in (spec or PartitionSpec())._normalized(0):
-            msgs += [f"  {what}{tree_util.keystr(path)} refers to {a!r}" for a in axes
-                     if a not in manual]
-    if msgs:
-        raise ValueError(f"shard_map {what} argument must refer to an axis marked as manual "
-                         f"({manual}), but:\n\n" + "\n\n".join(msgs) + "\n\n"
-                         f"Check the {what} values passed to shard_map.")
 
 
 def _manual_axes(mesh: Mesh, axis_names) -> tuple:
@@ -203,29 +197,35 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         if mesh is None:
             the_mesh = _ContextMesh(the_mesh, _sharding.current_abstract_mesh())
         manual = _manual_axes(the_mesh, axis_names)
-        _check_specs_manual(in_specs, frozenset(manual), "in_specs")
-        _check_specs_manual(out_specs, frozenset(manual), "out_specs")
+        check_specs_manual(in_specs, frozenset(manual), "in_specs")
+        check_specs_manual(out_specs, frozenset(manual), "out_specs")
+        check_unreduced_specs("in_specs", the_mesh, manual, in_specs)
+        check_unreduced_specs("out_specs", the_mesh, manual, out_specs)
+        # With check_vma, JAX's casts of the results to their specs end the body.
+        body = (lambda *a: implicit_casts(f(*a), out_specs)) if check_vma else f
         flat, in_tree = tree_util.tree_flatten(args)
         avals = [core.get_aval(x) for x in flat]
         # Without in_specs, each argument is split as its type says (over Explicit axes;
         # a type without a sharding is unsplit), as JAX infers them.
         specs_in = (_specs_per_leaf(in_specs, args, "in_specs") if in_specs is not None else
-                    tuple(PartitionSpec(*a.sharding.spec)
+                    tuple(a.sharding.spec
                           if getattr(a, "_sharding", None) is not None else PartitionSpec()
                           for a in avals))
         if in_specs is not None:
-            _check_specs_match_types(the_mesh, manual, specs_in, avals)
+            check_specs_match_types(the_mesh, manual, specs_in, avals, bool(_body_stack))
         local = [_local_aval(the_mesh, s, a, "in_specs", check_vma)
                  for s, a in zip(specs_in, avals)]
         debug = pe.debug_info("shard_map", f, ())
-        eager = core.current_trace() is core.eval_trace
+        # Called eagerly, or in an eager body (a shard_map nested in one): values printed in
+        # the body show every device's block.
+        eager = core.current_trace() is core.eval_trace or isinstance(
+            core.current_trace(), shard_map_eager.ShardMapTrace)
         with _mesh_axes_bound(the_mesh, manual, check_vma):
             if eager:
-                # Called eagerly: values printed in the body show every device's block.
-                jaxpr, consts, out_tree = _trace_eager(f, in_tree, flat, specs_in, local,
+                jaxpr, consts, out_tree = _trace_eager(body, in_tree, flat, specs_in, local,
                                                        debug, the_mesh, manual, check_vma)
             else:
-                jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: f(*a), in_tree,
+                jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(lambda a: body(*a), in_tree,
                                                                  local, debug)
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
         full_out = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
@@ -236,7 +236,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                 raise ValueError(f"shard_map out_specs {s} has {len(s)} entries for an output "
                                  f"of rank {len(a.shape)} ({a.str_short()})")
         if check_vma:
-            _check_replication(f, the_mesh, manual, closed.out_avals, out_specs, full_out)
+            check_replication(f, the_mesh, manual, closed.out_avals, out_specs, full_out)
+            check_out_ur(specs_out, closed.out_avals)
         specs_in = (PartitionSpec(),) * len(consts) + specs_in
         outs = _bind(closed, [*consts, *flat], specs_in, specs_out, the_mesh, manual,
                      check_vma)
@@ -272,21 +273,30 @@ def _trace_eager(f, in_tree, args: list, specs: tuple, local: list, debug, mesh:
         out_trees.append(out_tree)
         return out_flat
 
-    # (called inside the body's bound axes: the stacks' depths around the call are one less)
-    depths = (len(_sharding._abstract_mesh_stack) - 1, len(_body_stack) - 1)
-    compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, depths, args, specs,
-                                local)
+    # (called inside the body's bound axes: the stacks' depths around the call are less by
+    # this body's entries)
+    depths = (len(_sharding._abstract_mesh_stack) - 1, len(_body_stack) - 1,
+              len(parallel._axis_env.frames) - len(manual), len(parallel_vma._checking.stack) - 1)
+    outer = core.current_trace()
+    if isinstance(outer, shard_map_eager.ShardMapTrace):
+        # Inside an eager body: a value here is computed through the enclosing body's values.
+        run = functools.partial(_nested_run, mesh, manual, check_vma, specs, local)
+        compute = functools.partial(shard_map_eager.nested_blocks, outer, run, args, manual,
+                                    functools.partial(_enclosing_body, depths))
+        manual = tuple(a for a in mesh.axis_names if a in {*outer.manual, *manual})
+    else:
+        compute = functools.partial(_snapshot_blocks, mesh, manual, check_vma, depths[:2],
+                                    args, specs, local)
     jaxpr, consts = shard_map_eager.trace_body(flat_fun, local, debug, mesh, manual,
                                                check_vma, compute)
     return jaxpr, consts, out_trees[0]
 
 
-def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, args: list,
-                     specs: tuple, local: list, snapshot: core.Jaxpr,
-                     consts: list) -> np.ndarray:
-    """Run ``snapshot`` (the equations of an eager body recorded so far, one output) on the
-    call's arguments: every device's block of its output, stacked in mesh order (JAX's eager
-    values: varying over every manual axis, replicated ones by a ``pvary``)."""
+def _stacked(mesh: Mesh, manual: tuple, check_vma: bool, local: list, snapshot: core.Jaxpr,
+             consts: list) -> tuple[ClosedJaxpr, list]:
+    """``snapshot`` (the equations of an eager body recorded so far, one output) as a body
+    whose output is its value stacked over the manual axes (varying over all of them, as
+    JAX's eager values are: replicated ones by a ``pvary``), and that body's constants."""
     avals = [_local_aval(mesh, PartitionSpec(), core.get_aval(c), "in_specs", check_vma)
              for c in consts] + list(local)
 
@@ -298,13 +308,54 @@ def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, 
         return [reshape(out, (1, *np.shape(out)))]
 
     jaxpr, body_consts = pe.trace_to_jaxpr(body, avals)
-    closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    return ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), body_consts
+
+
+def _snapshot_blocks(mesh: Mesh, manual: tuple, check_vma: bool, depths: tuple, args: list,
+                     specs: tuple, local: list, snapshot: core.Jaxpr,
+                     consts: list) -> np.ndarray:
+    """Run ``snapshot`` on the call's arguments: every device's block of its output, stacked
+    in mesh order."""
+    closed, body_consts = _stacked(mesh, manual, check_vma, local, snapshot, consts)
     n_replicated = len(body_consts) + len(consts)
     with _outside_body(depths):
         out, = _bind(closed, [*body_consts, *consts, *args],
                      (PartitionSpec(),) * n_replicated + tuple(specs),
                      (PartitionSpec(manual),), mesh, manual, check_vma)
         return np.asarray(out)
+
+
+def _nested_run(mesh: Mesh, manual: tuple, check_vma: bool, specs: tuple, local: list,
+                snapshot: core.Jaxpr, consts: list) -> Callable:
+    """For a shard_map called in an eager body: ``snapshot`` stacked (``_stacked``, built
+    here, in its body), as a function of the values of its constants and arguments in the
+    enclosing body, which binds it as a shard_map there."""
+    closed, body_consts = _stacked(mesh, manual, check_vma, local, snapshot, consts)
+    n_replicated = len(body_consts) + len(consts)
+
+    def run(values: list):
+        out, = _bind(closed, [*body_consts, *values],
+                     (PartitionSpec(),) * n_replicated + tuple(specs),
+                     (PartitionSpec(manual),), mesh, manual, check_vma)
+        return out
+    return run
+
+
+@contextlib.contextmanager
+def _enclosing_body(depths: tuple):
+    """Trace in the enclosing body's context while a nested one traces: the nested one's
+    abstract mesh, body, bound axes and typing set aside (``depths``: those stacks' depths
+    around its call)."""
+    stacks = (_sharding._abstract_mesh_stack, _body_stack, parallel._axis_env.frames,
+              parallel_vma._checking.stack)
+    inside = [stack[depth:] for stack, depth in zip(stacks, depths)]
+    for stack, depth in zip(stacks, depths):
+        del stack[depth:]
+    try:
+        yield
+    finally:
+        for stack, entries in zip(stacks, inside):
+            stack.extend(entries)
 
 
 @contextlib.contextmanager
@@ -339,28 +390,6 @@ def _pp_params(params: dict) -> dict:
     mesh = params["mesh"]
     return dict(sorted({**params, "mesh": mesh.shown if isinstance(mesh, _ContextMesh)
                         else mesh}.items()))
-
-
-def _check_specs_match_types(mesh: Mesh, manual: tuple, specs: tuple, avals: list) -> None:
-    """Over a mesh whose axes are all Explicit and all made manual, the arguments' types
-    already say their layout: ``in_specs`` must agree (JAX's ValueError and words)."""
-    if _body_stack or set(manual) != set(mesh.axis_names) or any(
-            t is not AxisType.Explicit for t in mesh.axis_types):
-        return
-    for spec, aval in zip(specs, avals):
-        ndim = len(aval.shape)
-        parts = [None if p is PartitionSpec.UNCONSTRAINED else p for p in spec.partitions]
-        parts += [None] * (ndim - len(parts))
-        want = typed_sharding(mesh, parts)
-        want_spec = want.spec if want is not None else PartitionSpec(*[None] * ndim)
-        have = aval.sharding.spec
-        if want_spec.partitions != tuple(have.partitions):
-            raise ValueError(
-                f"in_specs passed to shard_map: {want_spec} does not match the specs of the "
-                f"input: {have} for arg: {aval}. `in_specs` is an optional argument so you can "
-                "omit specifying it and shard_map will infer the in_specs from the arguments. "
-                "If you want to reshard your inputs, you can use `jax.reshard` on the "
-                "arguments and then pass those args to shard_map.")
 
 
 class _InferFromArgs:
@@ -423,64 +452,6 @@ def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
     return mapped
 
 
-# ---- check_vma: the outputs' types say which mesh axes each may vary over ----
-
-
-def _spec_axes(spec: PartitionSpec) -> frozenset:
-    return frozenset(a for axes in spec._normalized(0) for a in axes)
-
-
-def _check_replication(f, mesh: Mesh, manual: tuple, out_avals, out_specs,
-                       out_tree_value) -> None:
-    """Raise JAX's error if an output's type varies over a mesh axis its spec leaves out."""
-    out_vmas = [a.vma for a in out_avals]
-    is_spec = lambda s: isinstance(s, PartitionSpec) or s is None  # noqa: E731
-    spec_paths = tree_util.tree_flatten_with_path(out_specs, is_leaf=is_spec)[0]
-    index_tree = tree_util.tree_unflatten(tree_util.tree_structure(out_specs, is_spec),
-                                          range(len(spec_paths)))
-    per_leaf = tree_util.tree_leaves(tree_util.tree_broadcast(index_tree, out_tree_value))
-    order = list(manual)
-    # Called eagerly, JAX runs the body per device and checks each output in turn through a
-    # one-output shard_map of its ``_rem_singleton`` helper: its error names that helper and
-    # the first offending output alone, without its path.
-    eager = core.current_trace() is core.eval_trace
-    msgs = []
-    for vma, i in zip(out_vmas, per_leaf):
-        path, spec = spec_paths[i]
-        path = () if eager else path
-        spec = spec or PartitionSpec()
-        unmentioned = [a for a in order if a not in _spec_axes(spec)]
-        if not any(a in vma for a in unmentioned):
-            continue
-        where = f"* out_specs{tree_util.keystr(path)} is {spec} which implies that the " \
-                "corresponding output value is"
-        if len(unmentioned) > 1:
-            need = ",".join(a for a in order if a in _spec_axes(spec))
-            diff = ",".join(a for a in unmentioned if a in vma)
-            got = ",".join(a for a in order if a in vma)
-            msgs.append(f"{where} only varying across mesh axes {{{need}}} and not "
-                        f"{{{diff}}}, but it was inferred to be possibly varying over "
-                        f"{{{got}}}")
-        else:
-            msgs.append(f"{where} replicated across mesh axis '{unmentioned[0]}', but could "
-                        "not infer replication over any axes")
-        if eager:
-            break
-    if not msgs:
-        return
-    if len(msgs) == 1:
-        msgs = [msgs[0][2:]]
-    name = "_rem_singleton" if eager else getattr(f, "__name__", str(f))
-    raise ValueError(
-        f"shard_map applied to the function '{name}' was given out_specs which require "
-        "replication which can't be statically inferred given the mesh:\n\n"
-        f"The mesh given has shape {tuple(mesh.shape.values())} with corresponding axis "
-        f"names {tuple(mesh.axis_names)}.\n\n" + "\n\n".join(msgs) + "\n\n"
-        "Check if these output values are meant to be replicated over those mesh axes. If "
-        "not, consider revising the corresponding out_specs entries. If so, consider "
-        "disabling the check by passing the check_vma=False argument to `jax.shard_map`.")
-
-
 def _abstract_eval(*avals, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs, check_vma,
                    newly_manual_axes):
     return [_global_aval(mesh, s, a, newly_manual_axes)
@@ -511,7 +482,10 @@ def _per_value_attr(mesh: Mesh, specs, avals, open_dims: bool) -> ir.Attribute:
         for axes in s._normalized(len(core.physical_aval(a).shape)):
             names = [f'"{n}"' for n in axes] + (["?"] if open_dims else [])
             dims.append("{" + ", ".join(names) + "}")
-        items.append(f"<@mesh, [{', '.join(dims)}]>")
+        # an unreduced value's devices hold summands (Shardy's ``unreduced``, in mesh order)
+        unreduced = ", ".join(f'"{n}"' for n in mesh.axis_names if n in s.unreduced)
+        unreduced = f", unreduced={{{unreduced}}}" if unreduced else ""
+        items.append(f"<@mesh, [{', '.join(dims)}]{unreduced}>")
     return ir.Attribute.parse(f"#sdy.sharding_per_value<[{', '.join(items)}]>")
 
 
@@ -722,7 +696,7 @@ def _typed_transposed_body(t_closed: ClosedJaxpr, n_res: int, ct_specs) -> Close
     axes its output's spec splits it over (as JAX's transpose types it), and the transposed
     body is traced again on those types, so a replicated input's cotangent is ``psum``-med by
     the transpose of the ``pvary`` that made it varying."""
-    avals = [*(a.update(vma=a.vma | _spec_axes(s))
+    avals = [*(a.update(vma=a.vma | spec_axes(s))
                for a, s in zip(t_closed.in_avals[n_res:], ct_specs)),
              *t_closed.in_avals[:n_res]]
     return _cts_first(t_closed, n_res, avals)
@@ -758,6 +732,12 @@ def _spmd_transposed_body(t_closed: ClosedJaxpr, mesh: Mesh, manual_axes: tuple,
     return result
 
 
+def _ct_spec(spec: PartitionSpec) -> PartitionSpec:
+    if not (spec.unreduced or spec.reduced):
+        return spec
+    return spec.update(unreduced=spec.reduced, reduced=spec.unreduced)
+
+
 def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
                check_vma, newly_manual_axes):
     manual_axes = _in_mesh_order(mesh, newly_manual_axes)
@@ -765,9 +745,10 @@ def _transpose(cts, *args, jaxpr: ClosedJaxpr, mesh: Mesh, in_specs, out_specs,
     ct_nonzero = [not ad.is_zero(c) for c in cts]
     with _mesh_axes_bound(mesh, manual_axes, check_vma):
         t_closed, lin_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
-        lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+        # a cotangent is unreduced where its value is reduced, and reduced where unreduced
+        lin_specs = [_ct_spec(s) for s, lin in zip(in_specs, linear) if lin]
         nz_specs = [s for s, nz in zip(lin_specs, lin_nz) if nz]
-        ct_specs = [s for s, nz in zip(out_specs, ct_nonzero) if nz]
+        ct_specs = [_ct_spec(s) for s, nz in zip(out_specs, ct_nonzero) if nz]
         n_res = len(args) - sum(linear)
         body = _spmd_transposed_body(t_closed, mesh, manual_axes, n_res, ct_specs, nz_specs,
                                      check_vma)

@@ -23,7 +23,7 @@ from jaxkit import core, source_info
 from jaxkit.core import Jaxpr, ShapedArray
 from jaxkit.interpreters import partial_eval as pe
 
-__all__ = ["ShardMapTrace", "ShardMapTracer", "trace_body"]
+__all__ = ["ShardMapTrace", "ShardMapTracer", "nested_blocks", "trace_body"]
 
 
 class ShardMapTracer(pe.DynamicJaxprTracer):
@@ -111,3 +111,39 @@ def trace_body(fun: Callable, in_avals: Sequence[ShapedArray], debug: pe.DebugIn
     del trace, args, outs
     core.check_no_leaks(trace_ref)
     return result
+
+
+def nested_blocks(outer: ShardMapTrace, run: Callable, args: Sequence, manual: tuple,
+                  enclosing: Callable, snapshot: Jaxpr, consts: list) -> np.ndarray:
+    """The blocks of a value of a shard_map body (manual over ``manual``) called in an eager
+    body (``outer``'s): the enclosing body's equations so far give the nested call's
+    arguments (and the constants it closed over), ``run(snapshot, consts)`` gives the function
+    of their values that stacks ``snapshot``'s output over ``manual`` (traced in the enclosing
+    body's context, ``enclosing()``), and ``outer``
+    computes that stack on every device of its own manual axes. The blocks come back in the
+    mesh's device order."""
+    sources = [*consts, *args]
+    traced = [isinstance(v, core.Tracer) and v._trace is outer for v in sources]
+    wanted = Jaxpr(list(outer.constvars), list(outer.invars),
+                   [outer.to_atom(v) for v, t in zip(sources, traced) if t], list(outer.eqns),
+                   None)
+    k = len(outer.constvars)
+    stacked = run(snapshot, consts)
+
+    def composed(*vals):
+        got = iter(core.eval_jaxpr(wanted, vals[:k], *vals[k:]))
+        return [stacked([next(got) if t else v for v, t in zip(sources, traced)])]
+
+    with enclosing():
+        jaxpr, extra = pe.trace_to_jaxpr(composed, [v.aval for v in (*outer.constvars,
+                                                                     *outer.invars)])
+    snap = Jaxpr([*jaxpr.constvars, *jaxpr.invars[:k]], list(jaxpr.invars[k:]),
+                 list(jaxpr.outvars), list(jaxpr.eqns), None)
+    blocks = outer.compute(snap, [*extra, *outer.constvals])  # (outer devices, inner, ...)
+    # from (enclosing manual axes..., nested manual axes..., block) to mesh order
+    sizes = dict(zip(outer.mesh.axis_names, outer.mesh.devices.shape))
+    order = [*outer.manual, *manual]
+    blocks = np.reshape(blocks, (*[sizes[a] for a in order], *blocks.shape[2:]))
+    perm = sorted(range(len(order)), key=lambda i: outer.mesh.axis_names.index(order[i]))
+    blocks = np.transpose(blocks, (*perm, *range(len(order), blocks.ndim)))
+    return np.reshape(blocks, (-1, *blocks.shape[len(order):]))
