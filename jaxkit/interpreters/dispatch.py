@@ -25,6 +25,7 @@ from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import debug_nans, mlir
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, placement, to_buffer, wrap_result
+from jaxkit.runtime.sharded_array import ShardedArray
 
 # --------------------------------------------------------------------------------------------
 # Compile logging
@@ -194,6 +195,11 @@ _placement = pjrt.placement
 _Sharding = pjrt.Sharding
 
 
+# Set by ``transforms.jit``: runs a primitive with an operand laid out over several devices
+# as a partitioned program (interpreters sit below the transformations).
+sharded_apply: Callable | None = None
+
+
 def apply_primitive(prim: core.Primitive, *args, **params):
     """Run ``prim`` on concrete arguments (the impl rule of most primitives): a one-equation
     jaxpr, compiled once per (primitive, input avals, params, device) and cached in
@@ -203,6 +209,11 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     if _placement.spread:
         where = _placed_together(args)
         together = where is not None
+        if not together and sharded_apply is not None and not config.jax_disable_jit and \
+                any(type(x) is ShardedArray for x in args):
+            out = sharded_apply(prim, args, params)
+            if out is not NotImplemented:
+                return out
         where, committed = where if together else placement(args, prim.name, inner=True)
         # The program first: its abstract evaluation raises the primitive's own errors
         # (an unreduced operand's rule) before any argument is moved.

@@ -676,3 +676,37 @@ def jit_object(fn: Any) -> JitFunction | None:
     else."""
     obj = getattr(fn, "_jit", None) if isinstance(fn, types.FunctionType) else None
     return obj if isinstance(obj, JitFunction) else None
+
+
+# ---- eager primitives on sharded arrays ------------------------------------------------------
+# As in JAX, where an eager primitive is a jitted call: applied to an array laid out over
+# several devices it runs as one partitioned program over that layout (XLA's partitioner
+# propagates it to the result), not gathered onto one device. One jitted function per
+# (primitive, parameters), kept while there are few.
+_sharded_eager: dict = {}
+
+
+def _apply_sharded(prim: core.Primitive, args: tuple, params: dict) -> Any:
+    meshes = {getattr(x.sharding, "mesh", None) for x in args if type(x) is ShardedArray}
+    if len(meshes) != 1 or None in meshes:
+        # operands over different meshes (the same devices typed Auto and Explicit, as an
+        # auto_axes residual meets its cotangent): run on one device, as before
+        return NotImplemented
+    try:
+        key = (prim, tuple(params.items()))
+        fun = _sharded_eager.get(key)
+    except TypeError:  # unhashable parameters (a jaxpr's consts): not kept
+        key, fun = None, None
+    if fun is None:
+        def call(*xs):
+            return prim.bind(*xs, **params)
+        call.__name__ = call.__qualname__ = prim.name
+        fun = jit(call)
+        if key is not None:
+            if len(_sharded_eager) > 512:
+                _sharded_eager.clear()
+            _sharded_eager[key] = fun
+    return fun(*args)
+
+
+dispatch.sharded_apply = _apply_sharded
