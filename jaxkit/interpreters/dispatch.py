@@ -209,8 +209,8 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     if _placement.spread:
         where = _placed_together(args)
         together = where is not None
-        if not together and sharded_apply is not None and not config.jax_disable_jit and \
-                any(type(x) is ShardedArray for x in args):
+        if not together and ShardedArray in map(type, args) and sharded_apply is not None \
+                and not config.jax_disable_jit:
             out = sharded_apply(prim, args, params)
             if out is not NotImplemented:
                 return out
