@@ -245,18 +245,10 @@ def _unreduced_reduce_scatter_abstract_eval(x: ShapedArray, *, axis_name, scatte
         raise ValueError("unreduced_psum_scatter's input cannot be varying across the "
                          f"axis_name provided. Got x={x.str_short()} and "
                          f"axis_name={axis_name!r}")
-    shape = list(x.shape)
-    n = shape[scatter_dimension]
-    if tiled:
-        if n % axis_size:
-            raise ValueError(f"tiled reduce_scatter operand scatter dimension size {n} must be "
-                             f"divisible by shard_count {axis_size}")
-        shape[scatter_dimension] = n // axis_size
-    else:
-        if n != axis_size:
-            raise ValueError(f"reduce_scatter operand scatter dimension size {n} must match "
-                             f"shard count {axis_size}")
-        del shape[scatter_dimension]
+    # the shape as psum_scatter's (its size checks and messages)
+    shape = parallel._reduce_scatter_abstract_eval(
+        x, scatter_dimension=scatter_dimension, axis_name=axis_name, axis_index_groups=None,
+        axis_size=axis_size, tiled=tiled).shape
     return _retype(x, tuple(shape), varying=x.vma | frozenset(axis_name),
                    unreduced=_u(x) - set(axis_name))
 
@@ -305,11 +297,9 @@ def _all_gather_reduced_abstract_eval(x: ShapedArray, *, all_gather_dimension, a
     if _r(x) & set(axis_name):
         raise ValueError("all_gather_reduced's input cannot be reduced across the axis_name "
                          f"provided. Got x={x.str_short()} and axis_name={axis_name!r}")
-    shape = list(x.shape)
-    if tiled:
-        shape[all_gather_dimension] *= axis_size
-    else:
-        shape.insert(all_gather_dimension, axis_size)
+    shape = parallel._all_gather_abstract_eval(  # the shape as all_gather's
+        x, all_gather_dimension=all_gather_dimension, axis_name=axis_name,
+        axis_index_groups=None, axis_size=axis_size, tiled=tiled).shape
     return _retype(x, tuple(shape), varying=x.vma - set(axis_name),
                    reduced=_r(x) | frozenset(axis_name))
 
