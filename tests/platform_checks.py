@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import pytest
 
 import jaxkit
 import jaxkit.numpy as jnp
@@ -61,6 +62,17 @@ def assert_equal_or_ulps(x, ref, maxulp: int = 2):
 CPU_ONLY_PRIMITIVES = frozenset({"schur", "hessenberg",
                                  # SciPy functions computed through a Schur form
                                  "sqrtm", "funm", "solve_sylvester"})
+
+
+def cpu_only_on_the_cpu(operation_of_params):
+    """An autouse fixture for a test module: each test whose parameters name a CPU-only
+    operation (``operation_of_params(params) -> name or None``) runs under ``cpu_for``."""
+    @pytest.fixture(autouse=True)
+    def fixture(request):
+        params = getattr(getattr(request.node, "callspec", None), "params", {})
+        with cpu_for(operation_of_params(params)):
+            yield
+    return fixture
 
 
 def cpu_for(primitive: str | None):

@@ -9,7 +9,7 @@ import scipy.linalg as sl
 import jaxkit
 import jaxkit.scipy.linalg as jsl
 from gradcheck import check_grads
-from platform_checks import align_vectors, cpu_for
+from platform_checks import align_vectors, cpu_for, cpu_only_on_the_cpu
 
 jax = pytest.importorskip("jax")
 import jax.scipy.linalg as jax_sl  # noqa: E402
@@ -126,13 +126,9 @@ def _check_structure(kind, a, out, kw, dtype):
 _VECTORS = {"eigh": (1, None), "svd": (0, 2)}
 
 
-@pytest.fixture(autouse=True)
-def _cpu_only_primitives_on_the_cpu(request):
-    """schur and hessenberg have no GPU rule in JAX either: on a GPU machine their tests run
-    with the CPU as default device."""
-    name = getattr(getattr(request.node, "callspec", None), "params", {}).get("name")
-    with cpu_for(name):
-        yield
+# schur, hessenberg (and the functions through them) have no GPU rule in JAX either: on a GPU
+# machine their tests run with the CPU as default device
+_cpu_only = cpu_only_on_the_cpu(lambda p: p.get("name"))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
