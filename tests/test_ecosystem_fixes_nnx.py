@@ -8,12 +8,15 @@ of jit, scan, fori_loop, cond and vmap, grad with a box as a non-differentiated 
 closure, eval_shape.
 """
 import dataclasses
+import gc
+import weakref
 
 import numpy as np
 import pytest
 
 import jaxkit
 from jaxkit.experimental import hijax as khijax
+from jaxkit.interpreters import hijax as hijax_impl
 
 pytest.importorskip("jax")
 import jax  # noqa: E402
@@ -213,6 +216,22 @@ def _jit_closure(m, Box):
     return first, f(1.0), b.get()
 
 
+def _jit_closure_changes_type(m, Box):
+    # As JAX: the closed-over box keeps the type the body gave it after each call, and a call
+    # after an eager write of another type traces anew (JAX's QDD cache index).
+    b = Box(m.numpy.float32(1.0))
+
+    @m.jit
+    def f(x):
+        b.set({"a": x, "b": m.numpy.ones(2) * x})
+        return b.get()["b"].sum()
+
+    first = (f(1.0), b.get())
+    second = (f(2.0), b.get())
+    b.set(m.numpy.float32(5.0))
+    return first, second, b.get(), f(3.0), b.get()
+
+
 def _scan_closure(m, Box):
     b = Box(m.numpy.float32(3.0))
 
@@ -303,7 +322,8 @@ def _typeof(m, Box):
 
 
 CASES = {f.__name__[1:]: f for f in (
-    _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure, _scan_closure,
+    _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure,
+    _jit_closure_changes_type, _scan_closure,
     _jit_of_scan_closure, _nested_jit_closure_and_arg, _cached_inner_jit_in_outer_jit,
     _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
     _eval_shape, _immutable_hitype_jit_arg, _typeof)}
@@ -398,3 +418,27 @@ def test_grad_with_respect_to_a_box_is_not_implemented():
     b = OURS(jaxkit.numpy.float32(2.0))
     with pytest.raises(NotImplementedError, match="grad with respect to a Box"):
         jaxkit.grad(lambda b: b.get() ** 2)(b)
+
+
+def test_closed_over_values_dropped_by_the_user_are_freed():
+    # A value closed over by a traced body gets refs (a backing) in a table keyed by its id;
+    # Flax's variables cannot be weakly referenced, so the table frees the entries of values
+    # nothing else holds (by reference count): a loop making new values does not grow it.
+    alive, base = [], hijax_impl.live_backings()  # others' values other tests still hold
+    for i in range(2 * hijax_impl._SWEEP_MIN + 1):
+        kept = OURS(jaxkit.numpy.float32(i))
+        jaxkit.make_jaxpr(kept.get)()  # a trace closing over it: it gets a backing
+        alive.append(weakref.ref(kept))
+    gc.collect()
+    assert len(hijax_impl._backings) <= base + 2 * hijax_impl._SWEEP_MIN
+    assert alive[0]() is None
+    assert hijax_impl.live_backings() == base + 1  # the one still held
+    del kept
+    assert hijax_impl.live_backings() == base
+
+
+def test_closed_over_value_changing_type_in_a_loop_body_says_so():
+    # A loop carries the refs with fixed types (JAX: a carry type mismatch TypeError).
+    b = OURS(jaxkit.numpy.float32(1.0))
+    with pytest.raises(TypeError, match="changed type inside it"):
+        jaxkit.lax.fori_loop(0, 2, lambda i, c: (b.set(jaxkit.numpy.ones(2)), c)[1], 0)

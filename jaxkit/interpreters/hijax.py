@@ -22,8 +22,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import sys
 import weakref
 from typing import Any, Callable
+
+import numpy as np
 
 from jaxkit import core, tree_util
 from jaxkit.interpreters import ad, batching
@@ -343,9 +346,11 @@ def write_back(spec: HiArgs, his: list, state: FinalState) -> None:
 # branches and jit calls and writes back. From then on every operation on the value, in any
 # trace, first reloads its leaves from the refs (a body, or a cached jit call that traces
 # nothing, may have written them) and afterwards stores the leaves it changed into them. The
-# refs have fixed types, so a backed value's QDD must not change inside a body (eagerly, a
-# change ends the backing). Backings of eagerly made values live as long as the values; those
-# made in a trace, as long as the trace.
+# refs have fixed types: a backed value's QDD may change eagerly (which ends the backing) or,
+# for an eagerly made value, in the body of a jit (which gives it new refs of the new types, see
+# "jit bodies" below); elsewhere (a loop or a branch) it must not. Backings of eagerly made
+# values live while something besides the backing holds the value (see ``_sweep``); those made
+# in a trace, as long as the trace.
 
 # The ref operations (``new_ref``, read, write), filled in by ``jaxkit.ref``, a layer above.
 ref_ops: list = []
@@ -356,6 +361,8 @@ _LIFTING_TRACES = (pe.DynamicJaxprTrace,)
 _raw = [False]  # set while the backing machinery itself operates on values
 _owned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> ids of values
 _backings: dict[int, _Backing] = {}  # of eagerly made values
+_SWEEP_MIN = 32  # ``_backings`` is swept of dead values when it grows past max(this, 2 * live)
+_sweep_at = [_SWEEP_MIN]
 _trace_backings: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # trace -> {id: ..}
 
 
@@ -409,7 +416,7 @@ class _Backing:
     """The refs holding mutable value ``value``'s leaves (see above)."""
 
     def __init__(self, value, ty, owner):
-        self.value, self.ty = value, ty
+        self.value, self.ty, self.owner = value, ty, owner
         with _raw_ops(), core.set_current_trace(owner):
             self.qdd = cur_qdd(value)
             self.leaves = ty.read_loval(self.qdd, value)
@@ -419,6 +426,8 @@ class _Backing:
     def sync(self, trace) -> None:
         """Reload the value's leaves from the refs, as ``trace`` sees them: a body or a cached
         jit call (which traces nothing) may have written them since."""
+        if _logs and self.owner is core.eval_trace:
+            _note_use(self)
         with _raw_ops():
             self.leaves = [ref_ops[1](r) for r in self.refs]
             self.ty.update_from_loval(self.qdd, self.value, *self.leaves)
@@ -431,6 +440,9 @@ class _Backing:
                 if trace is core.eval_trace:
                     _backings.pop(id(self.value), None)
                     return
+                if self.owner is core.eval_trace and _logs and _logs[-1].trace is trace:
+                    self._retype(qdd)
+                    return
                 raise TypeError(
                     f"a mutable {type(self.value).__name__} made outside a transformed "
                     f"function changed type inside it ({self.qdd} to {qdd}); set it to a "
@@ -441,6 +453,16 @@ class _Backing:
                 if new is not old:
                     ref_ops[2](r, new)
         self.leaves = leaves
+
+    def _retype(self, qdd) -> None:
+        """In a jit body, the value changed QDD: new (eager) refs of the new types, holding
+        its leaves from here on; the jit applies the switch at each call (``apply_closure``)."""
+        leaves = self.ty.read_loval(qdd, self.value)
+        with core.set_current_trace(core.eval_trace):
+            refs = [ref_ops[0](np.zeros(a.shape, a.dtype)) for a in self.ty.lo_ty_qdd(qdd)]
+        for r, v in zip(refs, leaves):
+            ref_ops[2](r, v)
+        self.qdd, self.refs, self.leaves = qdd, refs, leaves
 
 
 def _backed_args(trace, args) -> list:
@@ -464,6 +486,8 @@ def _backed_args(trace, args) -> list:
             continue
         b = _Backing(x, ty, owner)
         if owner is core.eval_trace:
+            if len(_backings) >= _sweep_at[0]:
+                _sweep()
             _backings[id(x)] = b
         else:
             # Its refs are the owner's tracers, so the entry keeps the owner alive: entries of
@@ -486,3 +510,97 @@ def _find_backing(x, trace):
             return b
         t = t.parent
     return None
+
+
+def _sweep() -> None:
+    """Drop the backings of eagerly made values nothing else holds. The values (Flax's
+    variables among them) may not support weak references, so the test is their reference
+    count: one from the backing, one from ``getrefcount``'s argument. A value held only by a
+    reference cycle of its own stays until the cycle is broken."""
+    for k in [k for k, b in _backings.items() if sys.getrefcount(b.value) <= 2]:
+        del _backings[k]
+    _sweep_at[0] = max(_SWEEP_MIN, 2 * len(_backings))
+
+
+def live_backings() -> int:
+    """How many eagerly made values have a backing (after dropping those nothing holds)."""
+    _sweep()
+    return len(_backings)
+
+
+# --------------------------------------------------------------------------------------------
+# Jit bodies: what a traced jit did to the backings of eagerly made values it closes over
+# --------------------------------------------------------------------------------------------
+#
+# As JAX, a jit whose body sets a closed-over value to one of another type (a box given a new
+# structure, a Flax variable re-typed) leaves it with that type after every call, and a later
+# call with the value of another type traces anew (JAX's QDD cache index). The trace records,
+# for each backing it used, the refs it found (the condition for reusing it) and those it left
+# (a type change switched them): tracing itself leaves the backings as they were, and each call
+# of the traced program switches them after running it.
+
+
+class _ClosureLog:
+    """The backings a jit body (tracing in ``trace``) used, with the QDD and refs it found."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.uses: dict[int, tuple] = {}
+        self.switches: tuple = ()
+
+
+_logs: list[_ClosureLog] = []
+# A traced jit's jaxpr -> (the backings it used as it found them, the switches it made).
+_closure_effects: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _note_use(b: _Backing) -> None:
+    for log in _logs:
+        log.uses.setdefault(id(b), (b, b.qdd, b.refs))
+
+
+@contextlib.contextmanager
+def closure_log():
+    """Around a jit body, inside its trace: log the closed-over backings it uses and switches,
+    and leave them as they were (the calls switch them, ``apply_closure``)."""
+    log = _ClosureLog(core.current_trace())
+    _logs.append(log)
+    try:
+        yield log
+    finally:
+        _logs.pop()
+        log.switches = tuple((b, b.qdd, b.refs) for b, _, refs in log.uses.values()
+                             if b.refs is not refs)
+        for b, qdd, refs in log.uses.values():
+            b.qdd, b.refs = qdd, refs
+
+
+def record_closure(closed: Any, log: _ClosureLog) -> None:
+    """Keep what the body traced into ``closed`` found and did (when it used any backing)."""
+    if log.uses:
+        _closure_effects[closed] = (tuple(log.uses.values()), log.switches)
+
+
+def closure_holds(closed: Any) -> bool:
+    """Whether the trace ``closed`` may run now: every closed-over value it used still has the
+    backing, and the refs, it found (not so once the value changed type since)."""
+    rec = _closure_effects.get(closed)
+    if rec is None:
+        return True
+    for b, _, refs in rec[0]:
+        if _backings.get(id(b.value)) is not b or b.refs is not refs:
+            return False
+    if _logs:  # an enclosing jit body depends on them too
+        for b, _, _ in rec[0]:
+            _note_use(b)
+    return True
+
+
+def apply_closure(closed: Any) -> None:
+    """After running the trace ``closed``: the type changes it made to closed-over values."""
+    rec = _closure_effects.get(closed)
+    if rec is not None:
+        for b, qdd, refs in rec[1]:
+            if _logs:
+                _note_use(b)
+            b.qdd, b.refs = qdd, refs

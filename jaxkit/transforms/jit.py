@@ -309,7 +309,7 @@ class JitFunction:
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
         closed, out_tree, consts, _ = self._trace_cached(sig, dyn_args, dyn_kwargs)
-        refs: list = []
+        traced_closed, refs = closed, []
         if any(state.is_ref_aval(core.get_aval(c)) for c in consts):
             closed, consts, refs = state.closed_over_refs_last(closed, consts)
         elif consts and not any(isinstance(c, core.Tracer) for c in consts):
@@ -319,6 +319,7 @@ class JitFunction:
         outs = jit_p.bind(*consts, *flat, *refs, jaxpr=closed, name=self._name,
                           donated_invars=(False,) * (len(consts) + len(flat) + len(refs)),
                           inline=self._inline, **ctx_mesh_params())
+        hijax.apply_closure(traced_closed)  # closed-over high-level values it re-typed
         return tree_util.tree_unflatten(out_tree, outs)
 
     # ---- arguments ----
@@ -406,12 +407,14 @@ class JitFunction:
                                "'no_tracing' is set")
         arg_names = self._arg_names(dyn_args, dyn_kwargs)
         debug = pe.debug_info("jit", self._fun, arg_names)
-        out_tree_box = []
+        out_tree_box, logs = [], []
 
         def flat_fun(*flat_args):
             a, kw = tree_util.tree_unflatten(sig.in_tree, flat_args)
             full_args, full_kwargs = self._merge_statics(sig.statics, a, kw)
-            out = self._fun(*full_args, **full_kwargs)
+            with hijax.closure_log() as log:
+                logs.append(log)
+                out = self._fun(*full_args, **full_kwargs)
             out_flat, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
             for path, leaf in tree_util.tree_flatten_with_path(out)[0]:
@@ -431,11 +434,12 @@ class JitFunction:
         dispatch.log_compile_step("Finished tracing %s for jit in %.9f sec", self._name,
                                   trace_time)
         closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+        hijax.record_closure(closed, logs[0])
         return closed, out_tree_box[0], consts, trace_time
 
     def _trace_cached(self, sig: CallSignature, dyn_args, dyn_kwargs):
         traced = self._traces.get(sig)
-        if traced is None:
+        if traced is None or not hijax.closure_holds(traced[0]):
             traced = self._trace(sig, dyn_args, dyn_kwargs)
             if not any(isinstance(c, core.Tracer) for c in traced[2]):
                 self._traces[sig] = traced
