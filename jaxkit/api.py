@@ -25,7 +25,7 @@ from jaxkit.api_devices import (  # re-exported, as jax.device_put & co.
     block_until_ready, default_backend, device_count, device_get, device_put, devices,
     local_device_count, local_devices, process_count, process_index)
 from jaxkit.api_namespaces import VJPFunction
-from jaxkit.interpreters import ad, hijax
+from jaxkit.interpreters import ad, hijax, hijax_staging
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax import parallel_vma
@@ -632,7 +632,6 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     def make(*args, **kwargs):
         dyn = [a for i, a in enumerate(args) if i not in static_nums]
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
-        hijax.check_no_hi_args(flat, "make_jaxpr")
         avals = [core.get_aval(x) for x in flat]
         out_tree_box = []
 
@@ -646,7 +645,10 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             return out_flat
 
         debug = pe.debug_info("make_jaxpr", fun, _flat_arg_names(fun, dyn, kwargs))
-        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals, debug)
+        if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
+            jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)
+        else:
+            jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals, debug)
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]

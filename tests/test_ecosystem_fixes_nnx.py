@@ -4,8 +4,9 @@
 ``HijaxVariable`` (a box holding a pytree of arrays, its QDD the leaves' types and tree
 structure), against ``jax.experimental.hijax`` and jaxkit's, run side by side on the JAX oracle
 and on jaxkit: eager use, jit arguments (mutated, passed twice, changing structure), closures
-of jit, scan, fori_loop, cond and vmap, grad with a box as a non-differentiated argument or a
-closure, eval_shape.
+of jit, scan, fori_loop, cond and vmap (a jit closure changing the box's type), grad with a box
+as a non-differentiated argument or a closure, eval_shape, the printed jaxprs of make_jaxpr and
+jit(...).trace and the lowered text of jit(...).lower, and the freeing of closed-over values.
 """
 import dataclasses
 import gc
@@ -316,6 +317,38 @@ def _immutable_hitype_jit_arg(m, Box):
     return f(Pair(m.numpy.ones(2), m.numpy.arange(2.0)), 3.0), pair_sum(Pair(1.0, 2.0))
 
 
+def _hi_programs(m, Box):
+    """The functions and high-level arguments whose jaxprs and programs are compared."""
+    Pair, pair_sum = PAIRS[m]
+
+    def g(b, x):  # fills an empty box: the program has no box input, two box results
+        b.set({"sum": m.numpy.sum(x), "n": x.shape[0]})
+
+    return [
+        (lambda b, x: (b.set(b.get() + x), b.get() * 2)[1], (Box(m.numpy.float32(1.0)), 1.0)),
+        (g, (Box({}), m.numpy.arange(4.0))),
+        (lambda x, d: d.get()["a"] + x, (2.0, Box({"a": m.numpy.ones(2), "b": 1}))),
+        (lambda p, z: pair_sum(p) * z, (Pair(m.numpy.ones(2), m.numpy.arange(2.0)), 3.0)),
+    ]
+
+
+def _make_jaxpr_of_hi_args(m, Box):
+    # As JAX: the high-level arguments are inputs of their types (a:BoxTy), the primitives on
+    # them equations; the values themselves are not touched.
+    programs = _hi_programs(m, Box)
+    return ([str(m.make_jaxpr(f)(*args)) for f, args in programs],
+            programs[0][1][0].get(), len(programs[1][1][0].get()))
+
+
+def _jit_trace_and_lower_of_hi_args(m, Box):
+    # The lowered program takes the values' array leaves in place, and returns the mutable
+    # ones' final leaves (results named "") before the function's results.
+    programs = _hi_programs(m, Box)
+    f, args = programs[0]
+    return ([str(m.jit(f).trace(*args).jaxpr)] +
+            [m.jit(f).lower(*args).as_text() for f, args in programs])
+
+
 def _typeof(m, Box):
     b = Box(1.0)
     return str(m.typeof(b).str_short()), m.typeof(b) == m.typeof(Box(2))
@@ -326,7 +359,8 @@ CASES = {f.__name__[1:]: f for f in (
     _jit_closure_changes_type, _scan_closure,
     _jit_of_scan_closure, _nested_jit_closure_and_arg, _cached_inner_jit_in_outer_jit,
     _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
-    _eval_shape, _immutable_hitype_jit_arg, _typeof)}
+    _eval_shape, _immutable_hitype_jit_arg, _make_jaxpr_of_hi_args,
+    _jit_trace_and_lower_of_hi_args, _typeof)}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -394,15 +428,11 @@ def test_mutable_hitype_without_qdd_as_jit_argument_says_so():
         jaxkit.jit(lambda h: 1.0)(Holder())
 
 
-def test_jaxprs_of_high_level_arguments_are_refused_clearly():
-    # JAX stages high-level equations (box_get, box_set) into these jaxprs; jaxkit lowers the
-    # values where they meet a transformation, so it says what is not supported.
-    b = OURS(jaxkit.numpy.float32(1.0))
-    f = lambda b: b.get() * 2  # noqa: E731
-    with pytest.raises(NotImplementedError, match="make_jaxpr of a function taking a Box"):
-        jaxkit.make_jaxpr(f)(b)
-    with pytest.raises(NotImplementedError, match=r"jit\(...\).trace/lower of a function"):
-        jaxkit.jit(f).lower(b)
+@pytest.mark.parametrize("m,Box", [(jaxkit, OURS), (jax, THEIRS)], ids=["jaxkit", "jax"])
+def test_staged_value_without_the_attribute_raises_attribute_error(m, Box):
+    b = Box(m.numpy.float32(1.0))
+    with pytest.raises(AttributeError, match="_val"):
+        m.make_jaxpr(lambda b: b._val)(b)
 
 
 def test_jit_shardings_with_high_level_arguments_are_refused_clearly():

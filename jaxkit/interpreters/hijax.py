@@ -7,15 +7,17 @@ says how its values lower to arrays (``lo_ty``/``lower_val``/``raise_val``, or
 ``lo_ty_qdd``/``read_loval``/``new_from_loval``/``update_from_loval``). A ``HiPrimitive``
 operates on such values and says how it runs on their lowered form (``to_lojax``).
 
-jaxkit's jaxprs and interpreters carry arrays only, so high-level values are lowered where they
-meet a transformation rather than staged: a ``HiPrimitive`` runs its ``to_lojax`` rule on the
-current trace at once (under ``jit`` the values it touches hold that trace's tracers), except on
-a JVP trace with a nonzero tangent flowing in, which uses the primitive's ``jvp``, and under
-``vmap`` with a batched operand, which has no rule. ``jit``
-lowers high-level arguments on entry (``lower_args``): each distinct value becomes its array
-leaves, the traced function gets a fresh value raised from the traced leaves, and a mutable
-value's final leaves are extra results written back into the caller's value (``write_back``);
-its QDD is part of the cache key, and the QDD it ends with is recorded with the trace.
+jaxkit's interpreters carry arrays only, so high-level values are lowered where they meet a
+transformation rather than staged (only the jaxprs shown by ``make_jaxpr`` and
+``jit(f).trace``/``.lower`` of high-level arguments stage them: ``hijax_staging``): a
+``HiPrimitive`` runs its ``to_lojax`` rule on the current trace at once (under ``jit`` the
+values it touches hold that trace's tracers), except on a JVP trace with a nonzero tangent
+flowing in, which uses the primitive's ``jvp``, and under ``vmap`` with a batched operand, which
+has no rule. ``jit`` lowers high-level arguments on entry (``lower_args``): each distinct value
+becomes its array leaves, the traced function gets a fresh value raised from the traced leaves,
+and a mutable value's final leaves are extra results written back into the caller's value
+(``write_back``); its QDD is part of the cache key, and the QDD it ends with is recorded with
+the trace.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from jaxkit.interpreters import ad, batching
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
-           "QuasiDynamicData", "aval_method", "aval_property", "check_no_hi_args", "cur_qdd",
+           "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd",
            "has_hi", "hitypes", "is_hi", "lower_args", "register_hitype", "write_back"]
 
 # Markers for a method or property of a high-level type that its traced values forward to
@@ -183,6 +185,10 @@ class HiPrimitive(core.Primitive):
         trace = core.current_trace()
         if isinstance(trace, _RULE_TRACES):
             return trace.process_primitive(self, args, params)
+        if getattr(trace, "stages_hi", False):  # make_jaxpr of high-level args: hijax_staging
+            out = trace.process_hi_primitive(self, args, params)
+            if out is not NotImplemented:
+                return out
         if _raw[0]:
             return self._run(trace, args, params)
         backed = _backed_args(trace, args)
@@ -242,18 +248,6 @@ class HiArgs:
 def has_hi(flat: list) -> bool:
     """Whether any of ``flat`` is a high-level value (cheap when no type is registered)."""
     return bool(hitypes) and any(type(x) in hitypes for x in flat)
-
-
-def check_no_hi_args(flat: list, what: str) -> None:
-    """Raise for ``what`` (an API that returns a jaxpr or a program) of high-level arguments:
-    jaxkit's jaxprs hold arrays only, and JAX's would hold these values' types."""
-    if has_hi(flat):
-        x = next(x for x in flat if type(x) in hitypes)
-        raise NotImplementedError(
-            f"{what} of a function taking a {type(x).__name__} (a high-level value) is not "
-            "supported: jaxkit lowers high-level values where they meet a transformation, so "
-            "its jaxprs have no high-level types to show. Call the jitted function, or use "
-            "jax.eval_shape for the result types.")
 
 
 def lower_args(flat: list) -> tuple[HiArgs, list, list]:
@@ -594,6 +588,12 @@ def closure_holds(closed: Any) -> bool:
         for b, _, _ in rec[0]:
             _note_use(b)
     return True
+
+
+def made_here(values: list) -> None:
+    """Note the high-level values among ``values`` as made in the current trace (raised from
+    its tracers: a value without leaves holds none to tell so)."""
+    _record_owned(core.current_trace(), values)
 
 
 def apply_closure(closed: Any) -> None:

@@ -43,7 +43,7 @@ from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.jit_dispatch import CallPlan, dispatcher, fast_key, leaf_avals
-from jaxkit.transforms.jit_hijax import call_with_hi_args
+from jaxkit.transforms.jit_hijax import call_with_hi_args, trace_with_hi_args
 from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced, _Program
 
@@ -494,7 +494,8 @@ class JitFunction:
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
-        hijax.check_no_hi_args(flat, "jit(...).trace/lower")
+        if hijax.has_hi(flat):
+            return trace_with_hi_args(self, statics, flat, in_tree, dyn_args, dyn_kwargs)
         sig = CallSignature(in_tree, avals, statics)
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))

@@ -7,16 +7,23 @@ of the mutable values, which are written back into the caller's values.
 A separate jitted function rather than a branch of ``JitFunction._call`` keeps the cached fast
 path of array calls untouched: these calls never take it, and each lowers its arguments anew
 (a mutable value's QDD is read at every call and is part of the cache key).
+
+``jit(f).trace``/``.lower`` of such a call (``trace_with_hi_args``) show what JAX shows: a
+jaxpr with the high-level values staged (``hijax_staging``), lowered to a program of their
+array leaves whose leading results are the mutable values' final leaves.
 """
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any
 
-from jaxkit import tree_util
-from jaxkit.interpreters import hijax
+from jaxkit import core, tree_util
+from jaxkit.interpreters import hijax, hijax_staging
+from jaxkit.interpreters import partial_eval as pe
+from jaxkit.transforms.stages import Lowered, Timings, Traced
 
-__all__ = ["call_with_hi_args"]
+__all__ = ["call_with_hi_args", "trace_with_hi_args"]
 
 _lowered_funs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -55,3 +62,54 @@ def _lowered_jit(jit_fun: Any) -> Any:
     lowered.__name__ = lowered.__qualname__ = jit_fun._name
     return type(jit_fun)(lowered, static_argnums=(0,), inline=jit_fun._inline,
                          keep_unused=jit_fun._keep_unused, device=jit_fun._device)._call
+
+
+def trace_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any,
+                       dyn_args: tuple, dyn_kwargs: dict) -> Traced:
+    """``jit_fun.trace`` (a ``JitFunction``'s) at flat arguments ``flat``, some of them
+    high-level values: they are staged, as JAX's jaxpr shows them (the values are not
+    touched)."""
+    out_trees = []
+
+    def flat_fun(*flat_args):
+        a, kw = tree_util.tree_unflatten(in_tree, flat_args)
+        args, kwargs = jit_fun._merge_statics(statics, a, kw)
+        out_flat, out_tree = tree_util.tree_flatten(jit_fun._fun(*args, **kwargs))
+        out_trees.append(out_tree)
+        return out_flat
+
+    debug = pe.debug_info("jit", jit_fun._fun, jit_fun._arg_names(dyn_args, dyn_kwargs))
+    start = time.perf_counter()
+    jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)
+    return HiTraced(jit_fun._name, core.ClosedJaxpr(jaxpr, consts), in_tree, out_trees[0],
+                    jit_fun._donated(dyn_args, dyn_kwargs), jit_fun._flatten,
+                    Timings(trace=time.perf_counter() - start), None, jit_fun._keep_unused,
+                    flat=flat, debug=debug)
+
+
+class HiTraced(Traced):
+    """A ``Traced`` whose jaxpr takes high-level values; it lowers (``lower``) to the program
+    of their array leaves."""
+
+    def __init__(self, *args, flat: list, debug: Any):
+        super().__init__(*args)
+        self._flat, self._debug = flat, debug
+
+    def lower(self) -> Lowered:
+        lo, n_state = hijax_staging.lower_jaxpr(self.jaxpr, self._flat, self._debug)
+        n_in = len(lo.in_avals)
+        return _LoTraced(self.fun_name, lo, tree_util.tree_structure(((0,) * n_in, {})),
+                         self.out_tree, (False,) * n_in, self.flatten, self.timings, None,
+                         self.keep_unused, n_state=n_state).lower()
+
+
+class _LoTraced(Traced):
+    """The program a ``HiTraced`` lowers to: the mutable values' final leaves (results JAX
+    leaves unnamed) before the function's results."""
+
+    def __init__(self, *args, n_state: int):
+        super().__init__(*args)
+        self._n_state = n_state
+
+    def result_names(self) -> list[str]:
+        return [""] * self._n_state + super().result_names()

@@ -1,0 +1,157 @@
+"""High-level values staged into jaxprs, for the APIs that show or lower a jaxpr of a function
+taking them (``make_jaxpr``, ``jit(f).trace``, ``jit(f).lower``), as JAX's do.
+
+Everywhere else jaxkit lowers high-level values where they meet a transformation (see
+``hijax``). A jaxpr shown to the user must hold them, though: JAX's ``make_jaxpr`` of a function
+taking a box prints ``a:BoxTy`` inputs and ``box_get``/``box_set`` equations. Here each
+high-level argument is an input variable of its type, held by a ``HiJaxprTracer`` that carries
+the value's current QDD and forwards the type's ``aval_method``/``aval_property`` members (the
+way user code calls ``box.get()`` on a traced box); a ``HiPrimitive`` applied to such tracers is
+staged as an equation, its ``abstract_eval`` given a mutable operand's QDD to update.
+
+``lower_jaxpr`` turns such a jaxpr into one of arrays (JAX's ``lower_jaxpr``): the high-level
+inputs become their array leaves, each equation runs with high-level values raised from them
+(so a ``HiPrimitive`` runs its ``to_lojax``), and the mutable values' final leaves are leading
+results, as JAX orders them.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from jaxkit import core, source_info
+from jaxkit.interpreters import hijax
+from jaxkit.interpreters import partial_eval as pe
+
+__all__ = ["HiJaxprTrace", "HiJaxprTracer", "lower_jaxpr", "trace_to_jaxpr"]
+
+
+class HiJaxprTracer(pe.DynamicJaxprTracer):
+    """A high-level value being staged: a jaxpr variable of its type, with its current QDD
+    (None for an immutable type)."""
+
+    __slots__ = ("qdd",)
+
+    def cur_qdd(self) -> Any:
+        return self.qdd
+
+    def __getattr__(self, name: str) -> Any:
+        member = getattr(type(self._aval), name, None)
+        if isinstance(member, hijax.aval_method):
+            return functools.partial(member.fun, self)
+        if isinstance(member, hijax.aval_property):
+            return member.fget(self)
+        raise AttributeError(
+            f"a traced {self._aval.str_short()} value has no attribute {name!r}: jaxkit "
+            "stages high-level values only as arguments of make_jaxpr and jit(...).trace/lower "
+            "and reached by the type's aval_method/aval_property members and HiPrimitives. "
+            "Call the jitted function instead to run other code on the value.")
+
+    def __repr__(self):
+        return f"JitTracer({self._aval.str_short()})"
+
+
+class HiJaxprTrace(pe.DynamicJaxprTrace):
+    """A ``DynamicJaxprTrace`` whose high-level arguments stay high-level values."""
+
+    __slots__ = ()
+    stages_hi = True  # what ``HiPrimitive.bind`` looks for
+
+    def process_primitive(self, primitive, args, params):
+        for x in args:
+            if isinstance(x, HiJaxprTracer) and x._trace is self:
+                raise NotImplementedError(
+                    f"'{primitive.name}' applied to a traced {x.aval.str_short()} value: in "
+                    "make_jaxpr and jit(...).trace/lower jaxkit stages high-level arguments "
+                    "for HiPrimitives only (not for jit, control flow or array operations). "
+                    "Call the jitted function instead.")
+        return super().process_primitive(primitive, args, params)
+
+    def process_hi_primitive(self, primitive, args: Sequence, params: dict) -> Any:
+        """Stage ``primitive`` as an equation if one of ``args`` is a staged high-level
+        value; else ``NotImplemented`` (the value was made eagerly: it is closed over)."""
+        if not any(isinstance(x, HiJaxprTracer) and x._trace is self for x in args):
+            return NotImplemented
+        in_avals, updates = [], []
+        for x in args:
+            if isinstance(x, HiJaxprTracer) and x.aval.has_qdd:
+                mutable = hijax.MutableQuasiDynamicData(x.qdd)
+                updates.append((x, mutable))
+                in_avals.append(hijax.AvalMutableQDD(x.aval, mutable))
+            else:
+                in_avals.append(core.get_aval(x))
+        out, _effects = primitive.abstract_eval(*in_avals, **params)
+        outs = list(out) if primitive.multiple_results else [out]
+        lo_avals = [a.aval if isinstance(a, hijax.AvalQDD) else a for a in outs]
+        tracers = self.stage(primitive, args, lo_avals, params)
+        for x, mutable in updates:
+            x.qdd = mutable.cur_val
+        tracers = [_hi_tracer(self, a, t._var, a.qdd) if isinstance(a, hijax.AvalQDD) else
+                   _hi_tracer(self, a, t._var, None) if getattr(a, "is_high", False) else t
+                   for a, t in zip(outs, tracers)]
+        return tracers if primitive.multiple_results else tracers[0]
+
+
+def _hi_tracer(trace: HiJaxprTrace, aval: Any, var: core.Var, qdd: Any) -> HiJaxprTracer:
+    t = HiJaxprTracer(trace, aval, var)
+    t.qdd = qdd
+    return t
+
+
+def trace_to_jaxpr(fun: Callable, flat_args: Sequence, debug: pe.DebugInfo | None = None
+                   ) -> tuple[core.Jaxpr, list]:
+    """``pe.trace_to_jaxpr`` at the types of ``flat_args``, whose high-level values are
+    staged (their QDDs read now: the values themselves are not touched)."""
+    with source_info.name_stack_context(pe._NO_NAMES):
+        trace = HiJaxprTrace(debug)
+    with core.new_trace(trace), source_info.name_stack_context(pe._NO_NAMES):
+        args = []
+        for x in flat_args:
+            aval = core.get_aval(x)
+            arg = trace.new_arg(aval)
+            if hijax.is_hi(x):
+                arg = _hi_tracer(trace, aval, arg._var,
+                                 hijax.cur_qdd(x) if aval.has_qdd else None)
+            args.append(arg)
+        outs = fun(*args)
+        return trace.to_jaxpr(outs)
+
+
+def lower_jaxpr(closed: core.ClosedJaxpr, flat_args: Sequence, debug: pe.DebugInfo | None
+                ) -> tuple[core.ClosedJaxpr, int]:
+    """The jaxpr of arrays that ``closed`` (a jaxpr of high-level arguments ``flat_args``)
+    lowers to, and how many leading results are the mutable values' final leaves."""
+    specs, lo_avals = [], []
+    for x, aval in zip(flat_args, closed.in_avals):
+        if hijax.is_hi(x):
+            qdd = hijax.cur_qdd(x) if aval.has_qdd else None
+            lo_ty = aval.lo_ty_qdd(qdd) if aval.has_qdd else aval.lo_ty()
+            specs.append((aval, qdd, len(lo_ty)))
+            lo_avals.extend(lo_ty)
+        else:
+            specs.append(None)
+            lo_avals.append(aval)
+    n_state = []
+
+    def lo_fun(*lo_args):
+        it, args, muts = iter(lo_args), [], []
+        for spec in specs:
+            if spec is None:
+                args.append(next(it))
+                continue
+            aval, qdd, size = spec
+            leaves = [next(it) for _ in range(size)]
+            value = aval.new_from_loval(qdd, *leaves) if aval.has_qdd else \
+                aval.raise_val(*leaves)
+            hijax.made_here([value])
+            args.append(value)
+            if aval.has_qdd:
+                muts.append((aval, value))
+        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        state = [leaf for aval, value in muts
+                 for leaf in aval.read_loval(hijax.cur_qdd(value), value)]
+        n_state.append(len(state))
+        return [*state, *outs]
+
+    jaxpr, consts = pe.trace_to_jaxpr(lo_fun, lo_avals, debug)
+    return core.ClosedJaxpr(jaxpr, consts), n_state[0]
