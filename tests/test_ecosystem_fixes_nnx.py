@@ -71,6 +71,9 @@ def make_box(m, hjx):
         def __eq__(self, other):
             return isinstance(other, BoxTy)
 
+        def _getitem(self, box, idx):  # a traced box's box[idx] (as Flax's variables index)
+            return box_get(box)[idx]
+
         def str_short(self, short_dtypes=False, **_):
             return "BoxTy"
 
@@ -329,6 +332,7 @@ def _hi_programs(m, Box):
         (g, (Box({}), m.numpy.arange(4.0))),
         (lambda x, d: d.get()["a"] + x, (2.0, Box({"a": m.numpy.ones(2), "b": 1}))),
         (lambda p, z: pair_sum(p) * z, (Pair(m.numpy.ones(2), m.numpy.arange(2.0)), 3.0)),
+        (lambda b: b[1] * 2, (Box(m.numpy.arange(3.0)),)),
     ]
 
 

@@ -16,7 +16,7 @@ results, as JAX orders them.
 """
 from __future__ import annotations
 
-import functools
+import types
 from typing import Any, Callable, Sequence
 
 from jaxkit import core, source_info
@@ -36,19 +36,37 @@ class HiJaxprTracer(pe.DynamicJaxprTracer):
         return self.qdd
 
     def __getattr__(self, name: str) -> Any:
-        member = getattr(type(self._aval), name, None)
-        if isinstance(member, hijax.aval_method):
-            return functools.partial(member.fun, self)
-        if isinstance(member, hijax.aval_property):
+        # As JAX's tracers: the type's members, an aval_method bound to the traced value, an
+        # aval_property read from it (Flax's variables forward their attributes so).
+        try:
+            member = getattr(self._aval, name)
+        except AttributeError as err:
+            raise AttributeError(f"DynamicJaxprTracer has no attribute {name}") from err
+        if type(member) is hijax.aval_method:
+            return types.MethodType(member.fun, self)
+        if type(member) is hijax.aval_property:
             return member.fget(self)
-        raise AttributeError(
-            f"a traced {self._aval.str_short()} value has no attribute {name!r}: jaxkit "
-            "stages high-level values only as arguments of make_jaxpr and jit(...).trace/lower "
-            "and reached by the type's aval_method/aval_property members and HiPrimitives. "
-            "Call the jitted function instead to run other code on the value.")
+        return member
 
     def __repr__(self):
         return f"JitTracer({self._aval.str_short()})"
+
+
+def _forward_to_type(name: str) -> Callable:
+    """As JAX's tracers, operator ``__name__`` of a staged value is its type's ``_name``."""
+    def op(self, *args):
+        return getattr(self._aval, f"_{name}")(self, *args)
+    op.__name__ = f"__{name}__"
+    return op
+
+
+for _name in ("getitem", "setitem", "len", "iter", "bool", "int", "float", "complex", "index",
+              "neg", "pos", "abs", "invert", "add", "sub", "mul", "matmul", "truediv",
+              "floordiv", "mod", "divmod", "pow", "lshift", "rshift", "and", "xor", "or", "radd",
+              "rsub", "rmul", "rmatmul", "rtruediv", "rfloordiv", "rmod", "rdivmod", "rpow",
+              "rlshift", "rrshift", "rand", "rxor", "ror"):
+    setattr(HiJaxprTracer, f"__{_name}__", _forward_to_type(_name))
+HiJaxprTracer.__iter__ = lambda self: iter(self._aval._iter(self))
 
 
 class HiJaxprTrace(pe.DynamicJaxprTrace):
