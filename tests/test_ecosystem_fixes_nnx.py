@@ -439,6 +439,16 @@ def test_staged_value_without_the_attribute_raises_attribute_error(m, Box):
         m.make_jaxpr(lambda b: b._val)(b)
 
 
+def test_staged_value_inside_a_transformation_of_the_body_is_refused_clearly():
+    # JAX stages a jit, scan or grad of a staged box too; jaxkit stages HiPrimitives on it at
+    # the traced function's top level only, and says so.
+    b = OURS(jaxkit.numpy.float32(1.0))
+    with pytest.raises(NotImplementedError, match="jit of <lambda> taking a BoxTy value"):
+        jaxkit.make_jaxpr(lambda b: jaxkit.jit(lambda b: b.get())(b))(b)
+    with pytest.raises(NotImplementedError, match="'box_get' of a BoxTy value staged"):
+        jaxkit.make_jaxpr(lambda b: jaxkit.grad(lambda x: x * b.get())(1.0))(b)
+
+
 def test_jit_shardings_with_high_level_arguments_are_refused_clearly():
     b = OURS(jaxkit.numpy.float32(1.0))
     one = jaxkit.sharding.SingleDeviceSharding(jaxkit.devices()[0])

@@ -189,6 +189,13 @@ class HiPrimitive(core.Primitive):
             out = trace.process_hi_primitive(self, args, params)
             if out is not NotImplemented:
                 return out
+        for a in args:
+            if getattr(type(a), "staged_hi", False):
+                raise NotImplementedError(
+                    f"'{self.name}' of a {a.aval.str_short()} value staged by make_jaxpr or "
+                    "jit(...).trace/lower, inside a transformation of the traced function "
+                    "(scan, cond, grad, vmap...): jaxkit stages such values at the function's "
+                    "top level only. Call the jitted function instead, or close over the value.")
         if _raw[0]:
             return self._run(trace, args, params)
         backed = _backed_args(trace, args)

@@ -31,6 +31,7 @@ class HiJaxprTracer(pe.DynamicJaxprTracer):
     (None for an immutable type)."""
 
     __slots__ = ("qdd",)
+    staged_hi = True  # what ``HiPrimitive.bind`` looks for
 
     def cur_qdd(self) -> Any:
         return self.qdd
@@ -67,6 +68,9 @@ for _name in ("getitem", "setitem", "len", "iter", "bool", "int", "float", "comp
               "rlshift", "rrshift", "rand", "rxor", "ror"):
     setattr(HiJaxprTracer, f"__{_name}__", _forward_to_type(_name))
 HiJaxprTracer.__iter__ = lambda self: iter(self._aval._iter(self))
+# A staged value is a high-level value to the transformations it meets (``hijax.has_hi``): they
+# say they do not take one (``jit``) rather than tracing it as an array.
+hijax.hitypes[HiJaxprTracer] = lambda t: t.aval
 
 
 class HiJaxprTrace(pe.DynamicJaxprTrace):

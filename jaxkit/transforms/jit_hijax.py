@@ -36,6 +36,13 @@ def call_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any) ->
             f"jit of {jit_fun._name} with in_shardings/out_shardings and high-level arguments "
             "is not supported: the shardings describe the high-level values, whose array "
             "leaves are what the program takes. Lay the arrays out before the call instead.")
+    for x in flat:
+        if isinstance(x, hijax_staging.HiJaxprTracer):
+            raise NotImplementedError(
+                f"jit of {jit_fun._name} taking a {x.aval.str_short()} value staged by "
+                "make_jaxpr or jit(...).trace/lower is not supported (JAX stages a jit of "
+                "high-level operands; jaxkit stages only HiPrimitives on them). Trace the "
+                "inner function without jit, or call the outer jitted function instead.")
     spec, lo_flat, his = hijax.lower_args(flat)
     inner = _lowered_funs.get(jit_fun)
     if inner is None:
