@@ -16,6 +16,7 @@ results, as JAX orders them.
 """
 from __future__ import annotations
 
+import contextlib
 import types
 from typing import Any, Callable, Sequence
 
@@ -68,9 +69,6 @@ for _name in ("getitem", "setitem", "len", "iter", "bool", "int", "float", "comp
               "rlshift", "rrshift", "rand", "rxor", "ror"):
     setattr(HiJaxprTracer, f"__{_name}__", _forward_to_type(_name))
 HiJaxprTracer.__iter__ = lambda self: iter(self._aval._iter(self))
-# A staged value is a high-level value to the transformations it meets (``hijax.has_hi``): they
-# say they do not take one (``jit``) rather than tracing it as an array.
-hijax.hitypes[HiJaxprTracer] = lambda t: t.aval
 
 
 class HiJaxprTrace(pe.DynamicJaxprTrace):
@@ -120,13 +118,35 @@ def _hi_tracer(trace: HiJaxprTrace, aval: Any, var: core.Var, qdd: Any) -> HiJax
     return t
 
 
+_active = [0]  # how many stagings are under way
+
+
+@contextlib.contextmanager
+def _staging():
+    """While staging, a staged value is a high-level value to the transformations it meets
+    (``hijax.has_hi``: ``jit`` says it does not take one rather than tracing it as an array);
+    registered only meanwhile, so that ``has_hi`` stays free when no type is registered."""
+    _active[0] += 1
+    hijax.hitypes[HiJaxprTracer] = _staged_type
+    try:
+        yield
+    finally:
+        _active[0] -= 1
+        if not _active[0]:
+            del hijax.hitypes[HiJaxprTracer]
+
+
+def _staged_type(t: HiJaxprTracer) -> Any:
+    return t.aval
+
+
 def trace_to_jaxpr(fun: Callable, flat_args: Sequence, debug: pe.DebugInfo | None = None
                    ) -> tuple[core.Jaxpr, list]:
     """``pe.trace_to_jaxpr`` at the types of ``flat_args``, whose high-level values are
     staged (their QDDs read now: the values themselves are not touched)."""
     with source_info.name_stack_context(pe._NO_NAMES):
         trace = HiJaxprTrace(debug)
-    with core.new_trace(trace), source_info.name_stack_context(pe._NO_NAMES):
+    with core.new_trace(trace), source_info.name_stack_context(pe._NO_NAMES), _staging():
         args = []
         for x in flat_args:
             aval = core.get_aval(x)
