@@ -236,6 +236,27 @@ def _jit_closure_changes_type(m, Box):
     return first, second, b.get(), f(3.0), b.get()
 
 
+def _nested_jit_closure_grows(m, Box):
+    # An inner jit growing the box, called twice in an outer jit (each call traced with the
+    # type the previous left), the outer called again, the inner alone; then a scan reading a
+    # box a jit body re-typed first.
+    jnp = m.numpy
+    b = Box(jnp.float32(1.0))
+    inner = m.jit(lambda x: b.set(jnp.append(b.get(), x)))
+    outer = m.jit(lambda x: (inner(x), inner(x * 2), b.get().sum())[2])
+    first, after_first = outer(1.0), b.get()
+    second, after_second = outer(1.0), b.get()
+    inner(5.0)
+    b2 = Box(jnp.float32(0.0))
+
+    def body(c, x):
+        b2.set(b2.get() + x)
+        return c + b2.get(), None
+
+    f = m.jit(lambda xs: (b2.set(jnp.zeros(2)), m.lax.scan(body, jnp.zeros(2), xs)[0])[1])
+    return first, after_first, second, after_second, b.get(), f(jnp.ones((3, 2))), b2.get()
+
+
 def _scan_closure(m, Box):
     b = Box(m.numpy.float32(3.0))
 
@@ -360,7 +381,7 @@ def _typeof(m, Box):
 
 CASES = {f.__name__[1:]: f for f in (
     _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure,
-    _jit_closure_changes_type, _scan_closure,
+    _jit_closure_changes_type, _nested_jit_closure_grows, _scan_closure,
     _jit_of_scan_closure, _nested_jit_closure_and_arg, _cached_inner_jit_in_outer_jit,
     _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
     _eval_shape, _immutable_hitype_jit_arg, _make_jaxpr_of_hi_args,
