@@ -160,9 +160,11 @@ def trace_to_jaxpr(fun: Callable, flat_args: Sequence, debug: pe.DebugInfo | Non
 
 
 def lower_jaxpr(closed: core.ClosedJaxpr, flat_args: Sequence, debug: pe.DebugInfo | None
-                ) -> tuple[core.ClosedJaxpr, int]:
+                ) -> tuple[core.ClosedJaxpr, list, list]:
     """The jaxpr of arrays that ``closed`` (a jaxpr of high-level arguments ``flat_args``)
-    lowers to, and how many leading results are the mutable values' final leaves."""
+    lowers to; for each flat argument, None (an array) or ``(type, QDD, number of leaves)``;
+    and for each mutable one, ``(type, final QDD, number of final leaves)``: its final leaves
+    are the leading results, in that order."""
     specs, lo_avals = [], []
     for x, aval in zip(flat_args, closed.in_avals):
         if hijax.is_hi(x):
@@ -173,7 +175,7 @@ def lower_jaxpr(closed: core.ClosedJaxpr, flat_args: Sequence, debug: pe.DebugIn
         else:
             specs.append(None)
             lo_avals.append(aval)
-    n_state = []
+    finals: list = []
 
     def lo_fun(*lo_args):
         it, args, muts = iter(lo_args), [], []
@@ -190,10 +192,13 @@ def lower_jaxpr(closed: core.ClosedJaxpr, flat_args: Sequence, debug: pe.DebugIn
             if aval.has_qdd:
                 muts.append((aval, value))
         outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        state = [leaf for aval, value in muts
-                 for leaf in aval.read_loval(hijax.cur_qdd(value), value)]
-        n_state.append(len(state))
+        state = []
+        for aval, value in muts:
+            qdd = hijax.cur_qdd(value)
+            leaves = aval.read_loval(qdd, value)
+            finals.append((aval, qdd, len(leaves)))
+            state.extend(leaves)
         return [*state, *outs]
 
     jaxpr, consts = pe.trace_to_jaxpr(lo_fun, lo_avals, debug)
-    return core.ClosedJaxpr(jaxpr, consts), n_state[0]
+    return core.ClosedJaxpr(jaxpr, consts), specs, finals

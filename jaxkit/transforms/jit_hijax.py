@@ -21,7 +21,8 @@ from typing import Any
 from jaxkit import core, tree_util
 from jaxkit.interpreters import hijax, hijax_staging
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.transforms.stages import Lowered, Timings, Traced
+from jaxkit.transforms import stages
+from jaxkit.transforms.stages import ArgInfo, Compiled, Lowered, Timings, Traced
 
 __all__ = ["call_with_hi_args", "trace_with_hi_args"]
 
@@ -103,20 +104,100 @@ class HiTraced(Traced):
         self._flat, self._debug = flat, debug
 
     def lower(self) -> Lowered:
-        lo, n_state = hijax_staging.lower_jaxpr(self.jaxpr, self._flat, self._debug)
-        n_in = len(lo.in_avals)
-        return _LoTraced(self.fun_name, lo, tree_util.tree_structure(((0,) * n_in, {})),
-                         self.out_tree, (False,) * n_in, self.flatten, self.timings, None,
-                         self.keep_unused, n_state=n_state).lower()
+        lo, specs, finals = hijax_staging.lower_jaxpr(self.jaxpr, self._flat, self._debug)
+        n_in, n_state = len(lo.in_avals), sum(size for _, _, size in finals)
+        out_tree = tree_util.treedef_tuple([tree_util.tree_structure([0] * n_state),
+                                            self.out_tree])
+        traced = _LoTraced(self.fun_name, lo, tree_util.tree_structure(((0,) * n_in, {})),
+                           out_tree, (False,) * n_in, self.flatten, self.timings, None,
+                           self.keep_unused)
+        traced.hi = (self.in_tree, self.out_tree, specs, finals)
+        low = Traced.lower(traced)
+        return _HiLowered(low.traced, low.module, low.timings, low.program)
 
 
 class _LoTraced(Traced):
-    """The program a ``HiTraced`` lowers to: the mutable values' final leaves (results JAX
-    leaves unnamed) before the function's results."""
+    """The program a ``HiTraced`` lowers to: its results are the mutable values' final leaves
+    (which JAX leaves unnamed) and the function's results; ``hi``: the call's input and
+    output structures, each flat argument's lowering and each mutable one's final type."""
 
-    def __init__(self, *args, n_state: int):
-        super().__init__(*args)
-        self._n_state = n_state
+    hi: tuple
 
     def result_names(self) -> list[str]:
-        return [""] * self._n_state + super().result_names()
+        in_tree, out_tree, _, finals = self.hi
+        names = Traced.result_names(self)
+        n_state = sum(size for _, _, size in finals)
+        return [""] * n_state + ["result" + n[len("result[1]"):] for n in names[n_state:]]
+
+    def _per_argument(self, what: list) -> Any:
+        # As JAX's: each argument shows the list of what its leaves are.
+        in_tree, _, specs, _ = self.hi
+        it, groups = iter(what), []
+        for spec in specs:
+            groups.append([next(it) for _ in range(1 if spec is None else spec[2])])
+        return tree_util.tree_unflatten(in_tree, groups)
+
+    @property
+    def in_avals(self):
+        return self._per_argument(self.jaxpr.in_avals)
+
+    @property
+    def args_info(self):
+        return self._per_argument([ArgInfo(a, d) for a, d in zip(self.jaxpr.in_avals,
+                                                                 self.donated_invars)])
+
+
+class _HiLowered(Lowered):
+    """The lowered program of a call with high-level arguments; compiled, it takes them."""
+
+    in_avals = property(lambda self: self.traced.in_avals)
+    args_info = property(lambda self: self.traced.args_info)
+
+    @property
+    def out_info(self):
+        """The function's results (JAX 0.10.2 fails here, pairing the program's results,
+        the final leaves among them, with the function's output structure)."""
+        _, out_tree, _, finals = self.traced.hi
+        n_state = sum(size for _, _, size in finals)
+        return tree_util.tree_unflatten(out_tree, [
+            stages.out_struct(a, False) for a in self.traced.jaxpr.out_avals[n_state:]])
+
+    def compile(self, *args, **kwargs) -> Compiled:
+        c = super().compile(*args, **kwargs)
+        return _HiCompiled(self, c.program, c.timings)
+
+
+class _HiCompiled(Compiled):
+    """An executable called with the high-level values it was compiled for: it runs on their
+    leaves and writes the mutable ones' final leaves back, as a jitted call does."""
+
+    in_avals = property(lambda self: self.traced.in_avals)
+    args_info = property(lambda self: self.traced.args_info)
+
+    def __call__(self, *args, **kwargs):
+        traced = self.traced
+        in_tree, out_tree, specs, finals = traced.hi
+        flat, tree, _ = traced.flatten(args, kwargs)
+        lo_flat, muts = [], []
+        for x, spec in zip(flat, specs):
+            if spec is None:
+                lo_flat.append(x)
+                continue
+            aval, qdd, _ = spec
+            if not (hijax.is_hi(x) and hijax.hitypes[type(x)](x) == aval and
+                    (not aval.has_qdd or hijax.cur_qdd(x) == qdd)):
+                tree = None  # not what it was compiled for
+                break
+            lo_flat.extend(aval.read_loval(qdd, x) if aval.has_qdd else aval.lower_val(x))
+            if aval.has_qdd:
+                muts.append(x)
+        if tree != in_tree:
+            raise TypeError(
+                f"Compiled function {self.fun_name} was called with arguments other than the "
+                "types (and high-level values' states) it was compiled for. Call jit(f) "
+                "instead to compile for new types.")
+        state, out = self.run_flat(lo_flat, traced.jaxpr.in_avals)
+        it = iter(state)
+        for x, (aval, qdd, size) in zip(muts, finals):
+            aval.update_from_loval(qdd, x, *[next(it) for _ in range(size)])
+        return out
