@@ -585,7 +585,7 @@ def record_closure(closed: Any, log: _ClosureLog) -> None:
 def closure_holds(closed: Any) -> bool:
     """Whether the trace ``closed`` may run now: every closed-over value it used still has the
     backing, and the refs, it found (not so once the value changed type since)."""
-    rec = _closure_effects.get(closed)
+    rec = _closure_effects.get(closed) if _closure_effects else None  # (the usual case free)
     if rec is None:
         return True
     for b, _, refs in rec[0]:
@@ -605,7 +605,7 @@ def made_here(values: list) -> None:
 
 def apply_closure(closed: Any) -> None:
     """After running the trace ``closed``: the type changes it made to closed-over values."""
-    rec = _closure_effects.get(closed)
+    rec = _closure_effects.get(closed) if _closure_effects else None
     if rec is not None:
         for b, qdd, refs in rec[1]:
             if _logs:
