@@ -639,7 +639,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             dyn_args, kw = tree_util.tree_unflatten(in_tree, flat_args)
             it = iter(dyn_args)
             full = [a if i in static_nums else next(it) for i, a in enumerate(args)]
-            out = fun(*full, **kw)
+            with hijax.closure_log():  # a closed-over high-level value may change type: traced
+                out = fun(*full, **kw)  # as a jit's body, the value left as it was
             out_flat, out_tree = tree_util.tree_flatten(out)
             out_tree_box.append(out_tree)
             return out_flat

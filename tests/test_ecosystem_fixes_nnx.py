@@ -361,8 +361,10 @@ def _make_jaxpr_of_hi_args(m, Box):
     # As JAX: the high-level arguments are inputs of their types (a:BoxTy), the primitives on
     # them equations; the values themselves are not touched.
     programs = _hi_programs(m, Box)
+    closed_over = Box(m.numpy.float32(1.0))  # re-typed by the traced function (jaxkit's jaxpr
+    m.make_jaxpr(lambda x: closed_over.set({"a": x}))(1.0)  # shows refs where JAX's a box)
     return ([str(m.make_jaxpr(f)(*args)) for f, args in programs],
-            programs[0][1][0].get(), len(programs[1][1][0].get()))
+            programs[0][1][0].get(), len(programs[1][1][0].get()), closed_over.get())
 
 
 def _jit_trace_and_lower_of_hi_args(m, Box):

@@ -455,6 +455,14 @@ class _Backing:
                     ref_ops[2](r, new)
         self.leaves = leaves
 
+    def switch(self, qdd, refs) -> None:
+        """Hold the value in ``refs`` of type ``qdd`` from now on (a jit's call re-typed it,
+        or its tracing is undone). The value itself gets their eager contents at once: user
+        code reads its QDD before the next operation reloads it (``sync``)."""
+        self.qdd, self.refs = qdd, refs
+        with _raw_ops(), core.set_current_trace(core.eval_trace):
+            self.ty.update_from_loval(qdd, self.value, *[ref_ops[1](r) for r in refs])
+
     def _retype(self, qdd) -> None:
         """In a jit body, the value changed QDD: new (eager) refs of the new types, holding
         its leaves from here on; the jit applies the switch at each call (``apply_closure``)."""
@@ -573,7 +581,8 @@ def closure_log():
         log.switches = tuple((b, b.qdd, b.refs) for b, _, refs in log.uses.values()
                              if b.refs is not refs)
         for b, qdd, refs in log.uses.values():
-            b.qdd, b.refs = qdd, refs
+            if b.refs is not refs:
+                b.switch(qdd, refs)
 
 
 def record_closure(closed: Any, log: _ClosureLog) -> None:
@@ -610,4 +619,4 @@ def apply_closure(closed: Any) -> None:
         for b, qdd, refs in rec[1]:
             if _logs:
                 _note_use(b)
-            b.qdd, b.refs = qdd, refs
+            b.switch(qdd, refs)
