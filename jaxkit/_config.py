@@ -20,7 +20,9 @@ This module imports nothing from jaxkit: everything else imports it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
+import logging
 import os
 import sys
 import threading
@@ -29,6 +31,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from jaxkit._config_options import OPTIONS as _JAX_OPTIONS
+from jaxkit._config_options import PLAIN_FLAGS
 
 _TRUE_STRINGS = frozenset({"1", "true", "yes", "on", "y", "t"})
 _FALSE_STRINGS = frozenset({"0", "false", "no", "off", "n", "f", ""})
@@ -130,6 +135,8 @@ validate_default_device.flag_type = str  # type: ignore[attr-defined]
 def _absl_flag_kind(coerce: Callable[[str, Any], Any]) -> tuple[str, tuple[str, ...]]:
     """The absl flag kind ('bool', 'int', 'float', 'str' or 'enum') JAX defines for an option
     with this coercer, and an enum's string choices."""
+    if hasattr(coerce, "absl_kind"):  # the options of jaxkit._config_options
+        return coerce.absl_kind, tuple(getattr(coerce, "enum_values", ()))
     if coerce is _to_bool:
         return "bool", ()
     if coerce is _optional_path:
@@ -208,7 +215,12 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_default_device": (None, validate_default_device, ()),
     # Whether the GPU's hybrid eig/geqp3 kernels may use MAGMA (lax/linalg/_lapack.py).
     "jax_use_magma": ("auto", _enum("off", "on", "auto"), ()),
+    # JAX's other options, each with JAX's checks: see jaxkit/_config_options.py.
+    **_JAX_OPTIONS,
 }
+# As in JAX, config.read refuses the options that have a context manager (thread-local
+# states): their value is read as ``config.<name>``.
+CONTEXT_MANAGER_OPTIONS = frozenset(_OPTIONS) - PLAIN_FLAGS
 
 
 class _ThreadBlocks(threading.local):
@@ -225,6 +237,13 @@ thread_blocks = _ThreadBlocks()
 # that reading ``config.<name>`` goes through ``Config.__getattr__``, which looks at this
 # thread's blocks first; and, as in JAX, ``config.read`` refuses them.
 _THREAD_LOCAL_OPTIONS = frozenset({"jax_default_device"})
+
+
+def _from_env(name: str, convert: Callable[[str], Any], raw: str) -> Any:
+    try:
+        return convert(raw)
+    except ValueError:  # JAX's message for JAX_RANDOM_SEED_OFFSET=abc and the like
+        raise ValueError(f'Invalid value "{raw}" for JAX flag {name}') from None
 
 
 def _stored(name: str) -> str:
@@ -247,15 +266,22 @@ class Config:
         for name, (default, coerce, env_vars) in _OPTIONS.items():
             value = default
             # As JAX's, every option also reads its upper-case name (JAX_DEFAULT_DEVICE, ...).
+            # (The options of _config_options list exactly the variables JAX reads.)
             upper = name.upper()
-            for var in env_vars if upper in env_vars else (*env_vars, upper):
+            exact = name in _JAX_OPTIONS or upper in env_vars
+            for var in env_vars if exact else (*env_vars, upper):
                 if var in env:
                     # Lenient for booleans: a typo in the environment must not make
                     # `import jaxkit` fail, so anything but a true-ish string is False.
                     raw = env[var]
+                    from_env = getattr(coerce, "from_env", None)
                     try:
-                        value = (raw.strip().lower() in _TRUE_STRINGS if coerce is _to_bool
-                                 else coerce(name, raw))
+                        if from_env is not None:  # JAX's conversion of the string
+                            value = coerce(name, _from_env(name, from_env, raw))
+                        elif coerce is _to_bool:
+                            value = raw.strip().lower() in _TRUE_STRINGS
+                        else:
+                            value = coerce(name, raw)
                     except NotImplementedError as e:
                         # A setting JAX has and jaxkit cannot honour (JAX_ENABLE_CHECKS=1)
                         # is reported, not fatal to `import jaxkit`.
@@ -298,7 +324,7 @@ class Config:
         """The value of option ``name`` (as ``jax.config.read``)."""
         if name not in _OPTIONS:
             raise self._unknown(name)
-        if name in _THREAD_LOCAL_OPTIONS:
+        if name in CONTEXT_MANAGER_OPTIONS:
             raise AttributeError("For flags with a corresponding contextmanager, read their "
                                  f"value via e.g. `config.{name}` rather than "
                                  f"`config.FLAGS.{name}`.")
@@ -377,6 +403,9 @@ class Config:
             if kind == "enum":
                 absl_flags.DEFINE_enum(name, d[_stored(name)], choices, help_text,
                                        flag_values=flag_values)
+            elif kind == "enum_class":
+                absl_flags.DEFINE_enum_class(name, d[_stored(name)], coerce.enum_class,
+                                             help_text, flag_values=flag_values)
             else:
                 define[kind](name, d[_stored(name)], help_text, flag_values=flag_values)
         app.call_after_init(lambda: self._complete_absl_config(flag_values))
@@ -418,24 +447,92 @@ config = Config()
 
 class State:
     """A config option as JAX's top-level flag objects (``jax.enable_x64``, ``jax.debug_nans``,
-    ...): ``.value`` reads it and calling it gives a context manager that sets it for a block
-    (``with jax.debug_nans(True): ...``)."""
+    ...): ``.value`` reads it and calling it gives a context manager, also usable as a
+    decorator, that sets it for a block (``with jax.debug_nans(True): ...``). As in JAX, a
+    boolean option's context manager defaults to True and the others need a value."""
 
-    def __init__(self, name: str, default_arg: Any = True):
+    def __init__(self, name: str):
+        if name not in _OPTIONS:
+            raise config._unknown(name)
         self.name = name
-        self._default_arg = default_arg
+        self.__name__ = name[4:] if name.startswith("jax_") else name
+        self.__doc__ = f"Context manager for `{name}` config option."
 
     @property
     def value(self) -> Any:
         return getattr(config, self.name)
 
+    def get_global(self) -> Any:
+        """The value ``config.update`` last set, outside any block."""
+        return config.read_global(self.name)
+
     def __call__(self, new_val: Any = ...) -> contextlib.AbstractContextManager:
         if new_val is ...:
-            new_val = self._default_arg
+            if not isinstance(_OPTIONS[self.name][0], bool):
+                raise TypeError(f"Context manager for {self.__name__} config option requires "
+                                "an argument representing the new value for the config "
+                                "option.")
+            new_val = True
+        _OPTIONS[self.name][1](self.name, new_val)  # a bad value fails here, as in JAX
         return config.override(**{self.name: new_val})
 
     def __bool__(self) -> bool:
-        return bool(self.value)
+        # JAX's message: truth-testing the object instead of its value is a bug.
+        raise TypeError("bool() not supported for instances of type 'State' (did you mean "
+                        "to use 'State.value' instead?)")
 
     def __repr__(self) -> str:
         return f"State({self.name}={self.value!r})"
+
+
+# ---- options whose effect lives here: Python logging -------------------------------------
+# JAX's jax_logging_level sets the level of its root loggers (and sends them to stderr);
+# jaxkit's loggers are named "jaxkit..." and, where they stand for JAX's, "jax._src...".
+_LOG_FORMAT = logging.Formatter("{levelname}:{asctime}:{name}:{lineno}: {message}", style="{")
+_ROOT_LOGGERS = ("jax", "jaxlib", "jaxkit")
+
+
+@functools.cache
+def _stderr_handler(level: int = logging.NOTSET) -> logging.Handler:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LOG_FORMAT)
+    handler.setLevel(level)
+    return handler
+
+
+_logging_saved: dict[str, int] = {}  # logger -> level before jax_logging_level set it
+_debug_saved: dict[str, int] = {}  # logger -> level before jax_debug_log_modules set it
+
+
+def _update_logging(name: str, value: Any) -> None:
+    if name == "jax_logging_level":
+        for logger_name, level in _logging_saved.items():
+            logger = logging.getLogger(logger_name)
+            logger.removeHandler(_stderr_handler())
+            logger.setLevel(level)
+        _logging_saved.clear()
+        if value is None:  # None: leave the loggers alone
+            return
+        for logger_name in _ROOT_LOGGERS:
+            logger = logging.getLogger(logger_name)
+            _logging_saved[logger_name] = logger.level
+            logger.setLevel(logging.getLevelName(value))
+            if value != "NOTSET":
+                logger.addHandler(_stderr_handler())
+    elif name == "jax_debug_log_modules":
+        for logger_name, level in _debug_saved.items():
+            logger = logging.getLogger(logger_name)
+            logger.removeHandler(_stderr_handler(logging.DEBUG))
+            logger.setLevel(level)
+        _debug_saved.clear()
+        for logger_name in filter(None, (m.strip() for m in value.split(","))):
+            logger = logging.getLogger(logger_name)
+            _debug_saved[logger_name] = logger.level
+            logger.addHandler(_stderr_handler(logging.DEBUG))
+            logger.setLevel(logging.DEBUG)
+
+
+config.on_change(_update_logging)
+for _name in ("jax_logging_level", "jax_debug_log_modules"):
+    if config.read_global(_name) != _OPTIONS[_name][0]:  # set by the environment
+        _update_logging(_name, config.read_global(_name))

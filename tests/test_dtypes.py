@@ -622,7 +622,7 @@ def test_config_update_and_fast_mirror():
     c.update("jax_numpy_rank_promotion", "raise")
     assert c.jax_numpy_rank_promotion == "raise"
     c.update("jax_default_matmul_precision", "highest")
-    assert c.read("jax_default_matmul_precision") == "highest"
+    assert c.jax_default_matmul_precision == "highest"
     c.jax_debug_nans = True  # attribute assignment goes through update
     assert c.jax_debug_nans is True
     assert c.values["jax_debug_nans"] is True
