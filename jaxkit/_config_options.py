@@ -382,6 +382,8 @@ def _build() -> dict[str, Option]:
     for name, (parse, default, *reason) in _NEW.items():
         is_state = name not in PLAIN_FLAGS
         env = _env(name) if is_state or name in _FLAG_ENV else ()
+        if name == "jax_platforms":  # jaxkit's own name first, as for its other variables
+            env = ("JAXKIT_PLATFORMS", *env)
         table[name] = _option(parse, default, reason[0] if reason else None, env)
     return table
 

@@ -58,6 +58,7 @@ from typing import Any
 from jaxlib import version as _jaxlib_version
 
 from jaxkit._config import config
+from jaxkit.runtime import compile_config
 
 logger = logging.getLogger("jaxkit.compilation_cache")
 
@@ -382,6 +383,9 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
 
     Returns ``(loaded_executable, source)`` with ``source`` one of ``COMPILED``, ``MEMORY``,
     ``PERSISTENT``. ``compile_fn`` (default: that ``compile_and_load`` call) runs on a miss."""
+    # The config's build options belong to the key; JAX dumps every module it compiles.
+    compile_config.apply_config_to_compile_options(options)
+    compile_config.dump_module(module)
     # In this process an executable is reused only for the same source lines (its HLO
     # metadata names them); across processes, for the same program wherever it was written.
     key = cache_key(_module_bytes(module), client, devices, options)
