@@ -41,6 +41,21 @@ class ExplicitX64Mode(enum.IntEnum):
         return {"warn": cls.WARN, "error": cls.ERROR, "allow": cls.ALLOW}.get(value)  # type: ignore[call-overload]
 
 
+class NumpyDtypePromotion(enum.StrEnum):
+    """``jax_numpy_dtype_promotion``: JAX's promotion lattice, or explicit casts only."""
+
+    STANDARD = "standard"
+    STRICT = "strict"
+
+
+class LegacyPrngKeyState(enum.StrEnum):
+    """``jax_legacy_prng_key``: what using a raw ``uint32`` key does."""
+
+    ALLOW = "allow"
+    WARN = "warn"
+    ERROR = "error"
+
+
 class RuntimeTracebackMode(enum.StrEnum):
     """``jax_send_traceback_to_runtime``: whether Python tracebacks go to the runtime."""
 
@@ -166,17 +181,19 @@ def flag(kind: type) -> Callable[[str, Any], Any]:
     return parse
 
 
-def limited(parse: Callable[[str, Any], Any], default: Any,
-            reason: str) -> Callable[[str, Any], Any]:
-    """``parse`` (JAX's check), then refuse every value but ``default``: the feature the
-    option controls does not exist in jaxkit, and silently accepting another value would let
-    a program believe it took effect."""
+def limited(parse: Callable[[str, Any], Any], default: Any, reason: str,
+            also: tuple = ()) -> Callable[[str, Any], Any]:
+    """``parse`` (JAX's check), then refuse every value but ``default`` (and ``also``): the
+    feature the option controls does not exist in jaxkit, and silently accepting another
+    value would let a program believe it took effect."""
+    accepted = (default, *also)
+
     def check(name: str, value: Any) -> Any:
         value = parse(name, value)
-        if value != default or type(value) is not type(default):
+        if not any(value == ok and type(value) is type(ok) for ok in accepted):
             raise NotImplementedError(
-                f"jaxkit does not implement {name}={value!r} (only JAX's default, "
-                f"{default!r}): {reason}")
+                f"jaxkit does not implement {name}={value!r} (only "
+                f"{' or '.join(map(repr, accepted))}): {reason}")
         return value
     for attr in ("absl_kind", "from_env", "enum_values", "enum_class"):
         if hasattr(parse, attr):

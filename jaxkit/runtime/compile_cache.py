@@ -299,6 +299,7 @@ def write_entry(directory: str, key: bytes, payload: bytes) -> None:
     if state is None:
         return
     max_size = config.jax_compilation_cache_max_size
+    max_size = -1 if max_size is None else max_size  # None (JAX's type allows it): unbounded
     total = _HEADER.size + len(payload)
     if 0 <= max_size < total:
         return  # could never fit: JAX does not store these either
@@ -419,12 +420,13 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
     seconds = time.perf_counter() - start
     stats["compiles"] += 1
     _memory_put(key, exe)
-    if directory is not None and seconds >= config.jax_persistent_cache_min_compile_time_secs:
+    min_seconds = config.jax_persistent_cache_min_compile_time_secs or 0.0  # None: 0
+    if directory is not None and seconds >= min_seconds:
         try:
             payload = exe.serialize()
         except Exception as err:  # noqa: BLE001  (a backend without serialization)
             _cache_error("serializing an executable", directory, err)
         else:
-            if len(payload) >= config.jax_persistent_cache_min_entry_size_bytes:
+            if len(payload) >= (config.jax_persistent_cache_min_entry_size_bytes or 0):
                 write_entry(directory, disk_key, payload)
     return exe, COMPILED

@@ -218,7 +218,7 @@ def _num_cpu_devices() -> int:
     ``JAX_NUM_CPU_DEVICES``, else XLA's ``--xla_force_host_platform_device_count`` in
     ``XLA_FLAGS`` (as JAX reads them when its backend starts), else 1; the
     ``jax_num_cpu_devices`` option, when set, before all of them."""
-    if config.jax_num_cpu_devices > 0:
+    if (config.jax_num_cpu_devices or 0) > 0:  # None, as JAX's type allows: unset
         return config.jax_num_cpu_devices
     for name in ("JAXKIT_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
         if name in os.environ:
