@@ -2,10 +2,14 @@
 
 Options are read as attributes (``config.jax_enable_x64``) and changed with
 ``config.update(name, value)`` or temporarily with ``with config.override(name=value): ...``.
-Initial values come from environment variables (``JAXKIT_ENABLE_X64``, also ``JAX_ENABLE_X64``,
-``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``, and for the
-persistent compilation cache ``JAXKIT_COMPILATION_CACHE`` (0 turns it off) and
-``JAXKIT_COMPILATION_CACHE_DIR``, also under their ``JAX_`` names).
+Every option of JAX 0.10.2 exists, checks a new value as JAX does (same error class and text)
+and starts from JAX's environment variable (``JAX_<NAME>``); the options jaxkit defines here
+also read ``JAXKIT_`` names first (``JAXKIT_ENABLE_X64``, ``JAXKIT_DEBUG_NANS``,
+``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``, and for the persistent compilation
+cache ``JAXKIT_COMPILATION_CACHE`` (0 turns it off) and ``JAXKIT_COMPILATION_CACHE_DIR``).
+The rest of JAX's options, and which of them jaxkit cannot honour (those refuse any value but
+JAX's default with ``NotImplementedError``), are tabled in ``jaxkit._config_options``. As in
+JAX, ``config.read`` refuses the options that have a context manager.
 
 Two things exist for the runtime rather than for users:
 
@@ -13,9 +17,9 @@ Two things exist for the runtime rather than for users:
   canonicalisation runs on every operation, so it must not pay for a property or a dict lookup.
 * ``config.on_change(callback)`` registers ``callback(name, value)``, called after an option
   changes value, so that caches keyed on configuration (compiled executables, traced jaxprs)
-  can be dropped.
+  can be dropped. The logging options take effect here that way.
 
-This module imports nothing from jaxkit: everything else imports it.
+This module imports nothing from jaxkit but its option table: everything else imports it.
 """
 from __future__ import annotations
 

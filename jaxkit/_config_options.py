@@ -218,9 +218,20 @@ _EXPORT = "jaxkit.export serialises only its fixed calling convention"
 Option = tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]
 
 
-def _option(parse: Callable[[str, Any], Any], default: Any, reason: str | None = None,
-            env: Sequence[str] | None = None) -> Option:
-    return default, parse if reason is None else limited(parse, default, reason), tuple(env or ())
+def _option(name: str, parse: Callable[[str, Any], Any], default: Any,
+            reason: str | None = None, env: Sequence[str] = ()) -> Option:
+    if reason is not None:
+        parse = limited(parse, default, reason, _ALSO.get(name, ()))
+    return default, parse, tuple(env)
+
+
+# Values besides JAX's default that an unavailable option accepts because they describe what
+# jaxkit does anyway.
+_ALSO = {
+    "jax_traceback_filtering": ("off",),  # jaxkit shows whole tracebacks
+    "jax_pprint_use_color": (False,),  # jaxkit's printing has no colour
+    "jax_enable_preemption_service": (False,),  # jaxkit starts no preemption service
+}
 
 
 def _env(name: str) -> tuple[str, ...]:
@@ -244,6 +255,8 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_include_debug_info_in_dumps": (flag(bool), True),
     # Added to the seed of random.key / PRNGKey (random/key_prims.py).
     "jax_random_seed_offset": (int_state, 0),
+    # Source locations in the persistent cache key (runtime/compile_cache.py).
+    "jax_compilation_cache_include_metadata_in_key": (bool_state, False),
     # Python logging of the jax/jaxkit loggers (jaxkit/_config.py: _update_logging).
     "jax_logging_level": (optional_enum_state("NOTSET", "DEBUG", "INFO", "WARNING", "ERROR",
                                               "CRITICAL"), "NOTSET"),
@@ -275,9 +288,6 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_compilation_cache_check_contents": (bool_state, False, "jaxkit's persistent cache "
                                              "does not recompile to verify its entries"),
     "jax_compilation_cache_expect_pgle": (bool_state, False, _PGLE),
-    "jax_compilation_cache_include_metadata_in_key": (
-        bool_state, False, "jaxkit's persistent cache key leaves source locations out "
-        "(metadata is never part of it)"),
     "jax_cpu_collectives_implementation": (
         optional_enum_state("gloo", "mpi", "megascale"), "gloo", _MULTI_HOST),
     "jax_cpu_get_global_topology_timeout_minutes": (int_state, 5, _MULTI_HOST),
@@ -401,7 +411,7 @@ def _build() -> dict[str, Option]:
         env = _env(name) if is_state or name in _FLAG_ENV else ()
         if name == "jax_platforms":  # jaxkit's own name first, as for its other variables
             env = ("JAXKIT_PLATFORMS", *env)
-        table[name] = _option(parse, default, reason[0] if reason else None, env)
+        table[name] = _option(name, parse, default, reason[0] if reason else None, env)
     return table
 
 

@@ -1,5 +1,6 @@
 """JAX's top-level configuration flags: ``jax.enable_x64``, ``jax.debug_nans``, ... as State
-objects (``.value``; calling one gives a context manager setting it for a block), and the
+objects (``.value``; calling one gives a context manager, also a decorator, setting it for a
+block: a boolean option's defaults to True, the others need a value, as in JAX), and the
 context managers ``disable_jit``, ``default_device``, ``transfer_guard`` and
 ``checking_leaks``. Options whose other values jaxkit does not implement raise
 ``NotImplementedError`` when set to them (see ``jaxkit._config``)."""

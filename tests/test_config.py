@@ -20,7 +20,7 @@ from jaxlib import _jax
 import jaxkit
 from jaxkit import _config_options
 from jaxkit._config import _OPTIONS, CONTEXT_MANAGER_OPTIONS, Config, config
-from jaxkit.runtime import compile_config, pjrt
+from jaxkit.runtime import compile_cache, compile_config, pjrt
 from jaxkit.runtime import gpu as _gpu
 
 jax = pytest.importorskip("jax")
@@ -36,6 +36,7 @@ CLASSIFICATION = {
     **dict.fromkeys(["jax_dump_ir_to", "jax_dump_ir_modes", "jax_include_debug_info_in_dumps"],
                     (EFFECT, "test_dump_ir")),
     "jax_random_seed_offset": (EFFECT, "test_random_seed_offset"),
+    "jax_compilation_cache_include_metadata_in_key": (EFFECT, "test_metadata_in_cache_key"),
     "jax_logging_level": (EFFECT, "test_logging_level"),
     "jax_debug_log_modules": (EFFECT, "test_debug_log_modules"),
     "jax_platforms": (EFFECT, "test_platforms"),
@@ -45,7 +46,7 @@ CLASSIFICATION = {
         "jax_backend_target", "jax_bcoo_cusparse_lowering", "jax_captured_constants_report_frames",
         "jax_captured_constants_warn_bytes", "jax_check_proxy_envs", "jax_check_static_indices",
         "jax_compilation_cache_check_contents", "jax_compilation_cache_expect_pgle",
-        "jax_compilation_cache_include_metadata_in_key", "jax_compiler_detailed_logging_min_ops",
+        "jax_compiler_detailed_logging_min_ops",
         "jax_cpu_collectives_implementation", "jax_cpu_enable_async_dispatch",
         "jax_cpu_get_global_topology_timeout_minutes",
         "jax_cpu_get_local_topology_timeout_minutes", "jax_cross_host_transfer_socket_address",
@@ -105,7 +106,7 @@ def test_classification_covers_the_options_jaxkit_lacked():
     assert set(CLASSIFICATION) == set(_config_options.OPTIONS)
     counts = {kind: sum(k == kind for k, _ in CLASSIFICATION.values())
               for kind in (EFFECT, UNAVAILABLE)}
-    assert counts == {EFFECT: 14, UNAVAILABLE: 81}
+    assert counts == {EFFECT: 15, UNAVAILABLE: 80}
     for name, (kind, test_name) in CLASSIFICATION.items():
         coerce = _OPTIONS[name][1]
         assert hasattr(coerce, "unsupported_reason") is (kind == UNAVAILABLE), name
@@ -169,14 +170,21 @@ def test_unavailable_options_refuse_other_values():
         c.update(name, default)  # JAX's default is always accepted
         choices = getattr(_OPTIONS[name][1], "enum_values", None) or getattr(
             _OPTIONS[name][1], "enum_class", None)
+        accepted = (default, *_config_options._ALSO.get(name, ()))
         if choices is not None:  # another valid choice
-            other = next(v for v in choices if v != default)
+            other = next(v for v in choices if v not in accepted)
+        elif isinstance(default, bool):
+            if (not default) in accepted:
+                continue  # both booleans accepted: nothing to refuse
+            other = not default
         else:
-            other = (not default if isinstance(default, bool) else
-                     default + 1 if isinstance(default, int) else "x")
+            other = default + 1 if isinstance(default, int) else "x"
         with pytest.raises(NotImplementedError, match=re.escape(name)):
             c.update(name, other)
         assert getattr(c, name) == default
+    # values that say what jaxkit does anyway are accepted
+    c.update("jax_traceback_filtering", "off")
+    c.update("jax_pprint_use_color", False)
 
 
 def test_environment_variables_as_jax():
@@ -288,6 +296,13 @@ def test_random_seed_offset():
     np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_array_equal(ours, [[0, 5], [0, 6]])
     np.testing.assert_array_equal(jaxkit.jit(jaxkit.random.PRNGKey)(1), [0, 1])  # retraced
+
+
+def test_metadata_in_cache_key():
+    module = jaxkit.jit(lambda x: x * 3).lower(np.float32(1.0)).compiler_ir()
+    assert b"test_config.py" not in compile_cache.persistent_module_bytes(module)
+    with config.override(jax_compilation_cache_include_metadata_in_key=True):
+        assert b"test_config.py" in compile_cache.persistent_module_bytes(module)
 
 
 def test_logging_level():

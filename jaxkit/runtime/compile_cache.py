@@ -95,6 +95,14 @@ def _module_bytes(module: Any) -> bytes:
     return buf.getvalue()
 
 
+def persistent_module_bytes(module: Any) -> bytes:
+    """What the persistent key hashes of a module: its text without source locations, or with
+    them under ``jax_compilation_cache_include_metadata_in_key`` (as JAX's option)."""
+    if config.jax_compilation_cache_include_metadata_in_key:
+        return _module_bytes(module)
+    return _module_bytes_without_locations(module)
+
+
 def _module_bytes_without_locations(module: Any) -> bytes:
     """The module as text without source locations: the persistent key, so that a program
     whose source moved (a line added above it, a notebook cell's file named after the
@@ -397,7 +405,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
     directory = cache_dir()
     disk_key = None
     if directory is not None:
-        disk_key = cache_key(_module_bytes_without_locations(module), client, devices, options)
+        disk_key = cache_key(persistent_module_bytes(module), client, devices, options)
         payload = read_entry(directory, disk_key)
         if payload is not None:
             try:
