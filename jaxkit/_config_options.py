@@ -255,6 +255,8 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_include_debug_info_in_dumps": (flag(bool), True),
     # Added to the seed of random.key / PRNGKey (random/key_prims.py).
     "jax_random_seed_offset": (int_state, 0),
+    # The warning about large captured constants (runtime/compile_config.py).
+    "jax_captured_constants_warn_bytes": (int_state, 2000000000),
     # Source locations in the persistent cache key (runtime/compile_cache.py).
     "jax_compilation_cache_include_metadata_in_key": (bool_state, False),
     # Python logging of the jax/jaxkit loggers (jaxkit/_config.py: _update_logging).
@@ -277,10 +279,8 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_backend_target": (flag(str), "", "jaxkit has no remote (gRPC) backend target"),
     "jax_bcoo_cusparse_lowering": (bool_state, False, "jaxkit.experimental.sparse does not "
                                    "lower to cuSPARSE"),
-    "jax_captured_constants_report_frames": (int_state, 0, "jaxkit does not report captured "
-                                             "constants"),
-    "jax_captured_constants_warn_bytes": (int_state, 2000000000, "jaxkit does not warn about "
-                                          "large captured constants"),
+    "jax_captured_constants_report_frames": (int_state, 0, "jaxkit does not report where "
+                                             "captured constants are used"),
     "jax_check_proxy_envs": (flag(bool), True, "jaxkit starts no gRPC client that reads "
                              "proxy variables"),
     "jax_check_static_indices": (bool_state, False, "jaxkit does not check static indices "

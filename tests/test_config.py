@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ CLASSIFICATION = {
                     (EFFECT, "test_dump_ir")),
     "jax_random_seed_offset": (EFFECT, "test_random_seed_offset"),
     "jax_compilation_cache_include_metadata_in_key": (EFFECT, "test_metadata_in_cache_key"),
+    "jax_captured_constants_warn_bytes": (EFFECT, "test_captured_constants_warning"),
     "jax_logging_level": (EFFECT, "test_logging_level"),
     "jax_debug_log_modules": (EFFECT, "test_debug_log_modules"),
     "jax_platforms": (EFFECT, "test_platforms"),
@@ -44,7 +46,7 @@ CLASSIFICATION = {
     **dict.fromkeys([
         "check_vma", "eager_constant_folding", "jax2tf_default_native_serialization",
         "jax_backend_target", "jax_bcoo_cusparse_lowering", "jax_captured_constants_report_frames",
-        "jax_captured_constants_warn_bytes", "jax_check_proxy_envs", "jax_check_static_indices",
+        "jax_check_proxy_envs", "jax_check_static_indices",
         "jax_compilation_cache_check_contents", "jax_compilation_cache_expect_pgle",
         "jax_compiler_detailed_logging_min_ops",
         "jax_cpu_collectives_implementation", "jax_cpu_enable_async_dispatch",
@@ -106,7 +108,7 @@ def test_classification_covers_the_options_jaxkit_lacked():
     assert set(CLASSIFICATION) == set(_config_options.OPTIONS)
     counts = {kind: sum(k == kind for k, _ in CLASSIFICATION.values())
               for kind in (EFFECT, UNAVAILABLE)}
-    assert counts == {EFFECT: 15, UNAVAILABLE: 80}
+    assert counts == {EFFECT: 16, UNAVAILABLE: 79}
     for name, (kind, test_name) in CLASSIFICATION.items():
         coerce = _OPTIONS[name][1]
         assert hasattr(coerce, "unsupported_reason") is (kind == UNAVAILABLE), name
@@ -303,6 +305,21 @@ def test_metadata_in_cache_key():
     assert b"test_config.py" not in compile_cache.persistent_module_bytes(module)
     with config.override(jax_compilation_cache_include_metadata_in_key=True):
         assert b"test_config.py" in compile_cache.persistent_module_bytes(module)
+
+
+def test_captured_constants_warning():
+    big = np.arange(100, dtype=np.float32)
+
+    def messages(module, options):
+        with options, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module.jit(lambda x: x + big)(np.float32(1))
+        return [str(w.message) for w in caught if "constants" in str(w.message)]
+
+    ours = messages(jaxkit, config.override(jax_captured_constants_warn_bytes=100))
+    theirs = messages(jax, _jax_options({"jax_captured_constants_warn_bytes": 100}))
+    assert len(ours) == 1 and ours == theirs and "(400.00B total)" in ours[0]
+    assert messages(jaxkit, config.override(jax_captured_constants_warn_bytes=-1)) == []
 
 
 def test_logging_level():

@@ -522,6 +522,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     compile_config.dump_jaxpr(name, jaxpr)  # with jax_dump_ir_modes=jaxpr, as JAX's lowering
+    compile_config.warn_captured_constants(consts)
     # Op names start from the module's own name, whatever scope the caller is in.
     # A program starts with no names, but keeps the XLA metadata of the ``set_xla_metadata``
     # blocks it is lowered in (a jit traced inside one carries them, as in JAX).

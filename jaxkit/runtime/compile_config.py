@@ -2,7 +2,8 @@
 (``jax_optimization_level``, ``jax_memory_fitting_level``, the two effort knobs,
 ``jax_disable_most_optimizations``, ``jax_compiler_enable_remat_pass``) and the dump of each
 compiled StableHLO module and of each lowered jaxpr (``jax_dump_ir_to``,
-``jax_dump_ir_modes``, ``jax_include_debug_info_in_dumps``).
+``jax_dump_ir_modes``, ``jax_include_debug_info_in_dumps``), and the warning about large
+captured constants (``jax_captured_constants_warn_bytes``) that lowering gives.
 
 ``compile_cache.compile_and_load``, through which every compilation goes, calls both before
 looking in its caches: the options are part of the serialized ``CompileOptions`` and hence of
@@ -12,9 +13,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import os
 import pathlib
 import re
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from jaxlib.mlir import ir
@@ -117,3 +121,28 @@ def dump_jaxpr(fun_name: str, jaxpr: Any) -> str | None:
     logger.info("Dumping jaxpr for %s to %s.", fun_name, out_dir)
     (out_dir / file_name).write_text(str(jaxpr))
     return file_name
+
+
+def _bytes_text(num_bytes: float) -> str:
+    """``4.00KB``: bytes in powers of 1000 with two decimals, as JAX's messages print them."""
+    if num_bytes <= 0:
+        return "0.00B"
+    prefixes = ("", "K", "M", "G", "T")
+    exponent = min(math.floor(math.log(num_bytes, 1000)), len(prefixes) - 1)
+    return f"{num_bytes / 1000 ** exponent:.2f}{prefixes[exponent]}B"
+
+
+def warn_captured_constants(consts: Sequence) -> None:
+    """Warn, as JAX's lowering does, when the constants captured by a program being lowered
+    add up to ``jax_captured_constants_warn_bytes`` or more (-1: never)."""
+    threshold = config.jax_captured_constants_warn_bytes
+    if threshold is None or threshold == -1 or not consts:
+        return
+    total = sum(getattr(c, "nbytes", 0) for c in consts)
+    if total < threshold:
+        return
+    warnings.warn(
+        f"A large amount of constants were captured during lowering ({_bytes_text(total)} "
+        "total). If this is intentional, disable this warning by setting "
+        "JAX_CAPTURED_CONSTANTS_WARN_BYTES=-1. To obtain a report of where these constants "
+        "were encountered, set JAX_CAPTURED_CONSTANTS_REPORT_FRAMES=-1.", stacklevel=2)
