@@ -318,7 +318,8 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_experimental_unsafe_xla_runtime_errors": (bool_state, False, "jaxkit lowers no "
                                                    "XLA runtime error checks"),
     "jax_explicit_x64_dtypes": (enum_class_state(ExplicitX64Mode), ExplicitX64Mode.WARN,
-                                "jaxkit always warns on explicit 64-bit dtypes without x64"),
+                                "jaxkit.numpy truncates explicit 64-bit dtypes without x64 "
+                                "and has no ERROR or ALLOW mode"),
     "jax_export_calling_convention_version": (int_state, 10, _EXPORT),
     "jax_export_ignore_forward_compatibility": (bool_state, False, _EXPORT),
     "jax_force_dcn_cross_host_transfers": (flag(bool), False, _MULTI_HOST),
