@@ -36,11 +36,12 @@ from typing import Any
 
 from jaxkit._config_options import OPTIONS as _JAX_OPTIONS
 from jaxkit._config_options import (PLAIN_FLAGS, LegacyPrngKeyState, NumpyDtypePromotion,
-                                    _parser, bool_state, enum_class_state, enum_state,
+                                    bool_state, enum_class_state, enum_state,
                                     float_state, int_state, limited, optional_enum_state,
-                                    optional_string_state)
+                                    optional_string_state, tag_parser)
 
-@_parser("str", from_env=str)
+
+@tag_parser("str", from_env=str)
 def _optional_path(name: str, value: Any) -> str | None:
     """jax_compilation_cache_dir: JAX's optional string, a path object too; "" is None."""
     if isinstance(value, os.PathLike):
@@ -66,6 +67,8 @@ _TRANSFER_GUARD = limited(
 
 def _false_only(reason: str) -> Callable[[str, Any], Any]:
     return limited(bool_state, False, reason)
+
+
 # 'log'/'fatal' report an Array freed by the cycle collector through hooks of jaxlib's guard
 # library that JAX's own Array wires up; jaxkit implements the default, 'allow'.
 _gc_guard = limited(optional_enum_state("allow", "log", "fatal"), None,

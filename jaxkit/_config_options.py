@@ -75,7 +75,7 @@ def _env_bool(raw: str) -> bool:
     return raw.strip().lower() in _TRUE_STRINGS
 
 
-def _parser(kind: str, *, from_env: Callable[[str], Any] | None = None,
+def tag_parser(kind: str, *, from_env: Callable[[str], Any] | None = None,
             **meta: Any) -> Callable[[Callable[[str, Any], Any]], Callable[[str, Any], Any]]:
     """Tag a parser with its absl flag kind and how it reads its environment variable."""
     def tag(fn: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
@@ -87,13 +87,13 @@ def _parser(kind: str, *, from_env: Callable[[str], Any] | None = None,
     return tag
 
 
-@_parser("bool", from_env=_env_bool)
+@tag_parser("bool", from_env=_env_bool)
 def bool_state(name: str, value: Any) -> bool:
     """JAX's boolean states take any value and keep its truth."""
     return bool(value)
 
 
-@_parser("int", from_env=int)
+@tag_parser("int", from_env=int)
 def int_state(name: str, value: Any) -> int | None:
     if value is not None and not isinstance(value, int):
         raise ValueError("new int config value must be None or of type int, got "
@@ -101,7 +101,7 @@ def int_state(name: str, value: Any) -> int | None:
     return value
 
 
-@_parser("float", from_env=float)
+@tag_parser("float", from_env=float)
 def float_state(name: str, value: Any) -> float | None:
     if value is not None and not isinstance(value, (float, int)):
         raise ValueError("new float config value must be None or of type float, got "
@@ -109,7 +109,7 @@ def float_state(name: str, value: Any) -> float | None:
     return value
 
 
-@_parser("str", from_env=str)
+@tag_parser("str", from_env=str)
 def string_state(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError("new string config value must be of type str, got "
@@ -117,7 +117,7 @@ def string_state(name: str, value: Any) -> str:
     return value
 
 
-@_parser("str", from_env=str)
+@tag_parser("str", from_env=str)
 def optional_string_state(name: str, value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ValueError("new string config value must be None or of type str, got "
@@ -125,7 +125,7 @@ def optional_string_state(name: str, value: Any) -> str | None:
     return value
 
 
-@_parser("str", from_env=str)
+@tag_parser("str", from_env=str)
 def string_or_dict_state(name: str, value: Any) -> str | dict | None:
     """jax_pjrt_client_create_options: a ``key:value;...`` string or a dict."""
     if value is not None and not isinstance(value, (str, dict)):
@@ -137,7 +137,7 @@ def string_or_dict_state(name: str, value: Any) -> str | dict | None:
 def enum_state(*allowed: str) -> Callable[[str, Any], str]:
     values = list(allowed)
 
-    @_parser("enum", from_env=str, enum_values=allowed)
+    @tag_parser("enum", from_env=str, enum_values=allowed)
     def parse(name: str, value: Any) -> str:
         if type(value) is not str or value not in values:
             raise ValueError(f"new enum value must be in {values}, got {value} of type "
@@ -149,7 +149,7 @@ def enum_state(*allowed: str) -> Callable[[str, Any], str]:
 def optional_enum_state(*allowed: str) -> Callable[[str, Any], str | None]:
     values = list(allowed)
 
-    @_parser("enum", from_env=str, enum_values=allowed)
+    @tag_parser("enum", from_env=str, enum_values=allowed)
     def parse(name: str, value: Any) -> str | None:
         if value is not None and (type(value) is not str or value not in values):
             raise ValueError(f"new enum value must be None or in {values}, got {value} of "
@@ -159,7 +159,7 @@ def optional_enum_state(*allowed: str) -> Callable[[str, Any], str | None]:
 
 
 def enum_class_state(enum_class: type[enum.Enum]) -> Callable[[str, Any], enum.Enum]:
-    @_parser("enum_class", from_env=enum_class, enum_class=enum_class)
+    @tag_parser("enum_class", from_env=enum_class, enum_class=enum_class)
     def parse(name: str, value: Any) -> enum.Enum:
         if isinstance(value, str):
             return enum_class(value)
@@ -175,7 +175,7 @@ def flag(kind: type) -> Callable[[str, Any], Any]:
     the flag's type, used for the environment variable and absl."""
     env = {bool: _env_bool, int: int, str: str}[kind]
 
-    @_parser(kind.__name__, from_env=env)
+    @tag_parser(kind.__name__, from_env=env)
     def parse(name: str, value: Any) -> Any:
         return value
     return parse
