@@ -2,10 +2,14 @@
 
 Options are read as attributes (``config.jax_enable_x64``) and changed with
 ``config.update(name, value)`` or temporarily with ``with config.override(name=value): ...``.
-Initial values come from environment variables (``JAXKIT_ENABLE_X64``, also ``JAX_ENABLE_X64``,
-``JAXKIT_DEBUG_NANS``, ``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``, and for the
-persistent compilation cache ``JAXKIT_COMPILATION_CACHE`` (0 turns it off) and
-``JAXKIT_COMPILATION_CACHE_DIR``, also under their ``JAX_`` names).
+Every option of JAX 0.10.2 exists, checks a new value as JAX does (same error class and text)
+and starts from JAX's environment variable (``JAX_<NAME>``); the options jaxkit defines here
+also read ``JAXKIT_`` names first (``JAXKIT_ENABLE_X64``, ``JAXKIT_DEBUG_NANS``,
+``JAXKIT_DISABLE_JIT``, ``JAXKIT_EXPLAIN_CACHE_MISSES``, and for the persistent compilation
+cache ``JAXKIT_COMPILATION_CACHE`` (0 turns it off) and ``JAXKIT_COMPILATION_CACHE_DIR``).
+The rest of JAX's options, and which of them jaxkit cannot honour (those refuse any value but
+JAX's default with ``NotImplementedError``), are tabled in ``jaxkit._config_options``. As in
+JAX, ``config.read`` refuses the options that have a context manager.
 
 Two things exist for the runtime rather than for users:
 
@@ -13,14 +17,16 @@ Two things exist for the runtime rather than for users:
   canonicalisation runs on every operation, so it must not pay for a property or a dict lookup.
 * ``config.on_change(callback)`` registers ``callback(name, value)``, called after an option
   changes value, so that caches keyed on configuration (compiled executables, traced jaxprs)
-  can be dropped.
+  can be dropped. The logging options take effect here that way.
 
-This module imports nothing from jaxkit: everything else imports it.
+This module imports nothing from jaxkit but its option table: everything else imports it.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
+import logging
 import os
 import sys
 import threading
@@ -28,89 +34,46 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
-_TRUE_STRINGS = frozenset({"1", "true", "yes", "on", "y", "t"})
-_FALSE_STRINGS = frozenset({"0", "false", "no", "off", "n", "f", ""})
-
-
-def _to_bool(name: str, value: Any) -> bool:
-    """Coerce a flag value: bools, ints and the usual strings ("1", "true", "yes", ...)."""
-    if value is None:
-        return False
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in _TRUE_STRINGS:
-            return True
-        if low in _FALSE_STRINGS:
-            return False
-        raise ValueError(f"{name} expects a boolean, got the string {value!r}")
-    if isinstance(value, (bool, int, np.bool_, np.integer)):
-        return bool(value)
-    raise TypeError(f"{name} expects a boolean, got {value!r} of type {type(value).__name__}")
+from jaxkit._config_options import OPTIONS as _JAX_OPTIONS
+from jaxkit._config_options import (PLAIN_FLAGS, LegacyPrngKeyState, NumpyDtypePromotion,
+                                    bool_state, enum_class_state, enum_state,
+                                    float_state, int_state, limited, optional_enum_state,
+                                    optional_string_state, tag_parser)
 
 
+@tag_parser("str", from_env=str)
 def _optional_path(name: str, value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, (str, os.PathLike)):
-        return os.fspath(value)
-    raise TypeError(f"{name} expects a directory path or None, got {value!r}")
-
-
-def _number(kind: type) -> Callable[[str, Any], Any]:
-    def check(name: str, value: Any) -> Any:
-        try:
-            return kind(value)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} expects a{'n' if kind is int else ''} {kind.__name__}, "
-                            f"got {value!r}") from None
-    check.flag_type = kind  # type: ignore[attr-defined]  # the absl flag's type
-    return check
-
-
-def _enum(*allowed: Any) -> Callable[[str, Any], Any]:
-    def check(name: str, value: Any) -> Any:
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-        return value
-    check.enum_values = allowed  # type: ignore[attr-defined]  # the absl flag's choices
-    return check
+    """jax_compilation_cache_dir: JAX's optional string, a path object too; "" is None."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    return optional_string_state(name, value) or None
 
 
 # JAX's accepted values for jax_default_matmul_precision: the legacy names and the dot
 # algorithm presets.
 _MATMUL_PRECISIONS = (
-    None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+    "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
     "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
     "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
     "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
     "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64",
 )
-
-def _only(*supported: Any) -> Callable[[str, Any], Any]:
-    """An option JAX has whose other values jaxkit does not implement: they raise."""
-    def check(name: str, value: Any) -> Any:
-        if isinstance(supported[0], bool):
-            value = _to_bool(name, value)
-        if value not in supported:
-            raise NotImplementedError(f"jaxkit does not implement {name}={value!r}; supported: "
-                                      f"{', '.join(map(repr, supported))}")
-        return value
-    check.enum_values = supported  # type: ignore[attr-defined]
-    return check
+_PRNG_IMPLS = ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32")
+# None (JAX's default, no guard set) and "allow" both transfer freely.
+_TRANSFER_GUARD = limited(
+    optional_enum_state("allow", "log", "disallow", "log_explicit", "disallow_explicit"), None,
+    "jaxkit has no transfer guards: every transfer is allowed, as JAX's default", ("allow",))
 
 
-def _gc_guard(name: str, value: Any) -> Any:
-    """jax_array_garbage_collection_guard: JAX's enum check, then the one level jaxkit has."""
-    allowed = ["allow", "log", "fatal"]
-    if value is not None and value not in allowed:
-        raise ValueError(f"new enum value must be None or in {allowed}, got {value} of type "
-                         f"{type(value)}.")
-    return _only(None, "allow")(name, value)
+def _false_only(reason: str) -> Callable[[str, Any], Any]:
+    return limited(bool_state, False, reason)
 
 
-_gc_guard.enum_values = ("allow", "log", "fatal")  # type: ignore[attr-defined]
+# 'log'/'fatal' report an Array freed by the cycle collector through hooks of jaxlib's guard
+# library that JAX's own Array wires up; jaxkit implements the default, 'allow'.
+_gc_guard = limited(optional_enum_state("allow", "log", "fatal"), None,
+                    "jaxkit does not report arrays freed by the garbage collector",
+                    also=("allow",))
 
 
 def validate_default_device(name: str, value: Any) -> Any:
@@ -130,85 +93,88 @@ validate_default_device.flag_type = str  # type: ignore[attr-defined]
 def _absl_flag_kind(coerce: Callable[[str, Any], Any]) -> tuple[str, tuple[str, ...]]:
     """The absl flag kind ('bool', 'int', 'float', 'str' or 'enum') JAX defines for an option
     with this coercer, and an enum's string choices."""
-    if coerce is _to_bool:
-        return "bool", ()
-    if coerce is _optional_path:
-        return "str", ()
-    if hasattr(coerce, "flag_type"):
-        return coerce.flag_type.__name__, ()
-    allowed = coerce.enum_values  # type: ignore[attr-defined]
-    if isinstance(allowed[0], bool):
-        return "bool", ()
-    return "enum", tuple(v for v in allowed if isinstance(v, str))
+    if hasattr(coerce, "absl_kind"):  # the parsers of jaxkit._config_options
+        return coerce.absl_kind, tuple(getattr(coerce, "enum_values", ()))
+    return coerce.flag_type.__name__, ()  # type: ignore[attr-defined]
 
 
 # name -> (default, validator/coercer, environment variables read at start-up, first wins)
 _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
-    "jax_enable_x64": (False, _to_bool, ("JAXKIT_ENABLE_X64", "JAX_ENABLE_X64")),
-    "jax_debug_nans": (False, _to_bool, ("JAXKIT_DEBUG_NANS",)),
-    "jax_disable_jit": (False, _to_bool, ("JAXKIT_DISABLE_JIT",)),
-    "jax_explain_cache_misses": (False, _to_bool, ("JAXKIT_EXPLAIN_CACHE_MISSES",)),
-    "jax_numpy_rank_promotion": ("allow", _enum("allow", "warn", "raise"), ()),
-    "jax_default_matmul_precision": (None, _enum(*_MATMUL_PRECISIONS), ()),
+    "jax_enable_x64": (False, bool_state, ("JAXKIT_ENABLE_X64", "JAX_ENABLE_X64")),
+    "jax_debug_nans": (False, bool_state, ("JAXKIT_DEBUG_NANS",)),
+    "jax_disable_jit": (False, bool_state, ("JAXKIT_DISABLE_JIT",)),
+    "jax_explain_cache_misses": (False, bool_state, ("JAXKIT_EXPLAIN_CACHE_MISSES",)),
+    "jax_numpy_rank_promotion": ("allow", enum_state("allow", "warn", "raise"), ()),
+    "jax_default_matmul_precision": (None, optional_enum_state(*_MATMUL_PRECISIONS), ()),
     # The persistent compilation cache (runtime/compile_cache.py). Unlike JAX's it is on by
     # default: with no directory set it uses $XDG_CACHE_HOME/jaxkit/xla, every compile is
     # stored (JAX's minimum compile time is 1 s) and the directory is bounded to 1 GiB (JAX's
     # default is unbounded, -1).
-    "jax_enable_compilation_cache": (True, _to_bool, ("JAXKIT_COMPILATION_CACHE",
+    "jax_enable_compilation_cache": (True, bool_state, ("JAXKIT_COMPILATION_CACHE",
                                                       "JAX_ENABLE_COMPILATION_CACHE")),
     "jax_compilation_cache_dir": (None, _optional_path, ("JAXKIT_COMPILATION_CACHE_DIR",
                                                          "JAX_COMPILATION_CACHE_DIR")),
-    "jax_persistent_cache_min_compile_time_secs": (0.0, _number(float), ()),
-    "jax_persistent_cache_min_entry_size_bytes": (0, _number(int), ()),
-    "jax_compilation_cache_max_size": (1 << 30, _number(int), ()),
-    "jax_raise_persistent_cache_errors": (False, _to_bool, ()),
+    "jax_persistent_cache_min_compile_time_secs": (0.0, float_state, ()),
+    "jax_persistent_cache_min_entry_size_bytes": (0, int_state, ()),
+    "jax_compilation_cache_max_size": (1 << 30, int_state, ()),
+    "jax_raise_persistent_cache_errors": (False, bool_state, ()),
     # False selects JAX's original (pre-2025) key layout for split/random_bits.
-    "jax_threefry_partitionable": (True, _to_bool, ("JAX_THREEFRY_PARTITIONABLE",)),
-    "jax_default_prng_impl": ("threefry2x32", _only("threefry2x32"), ()),
-    "jax_numpy_dtype_promotion": ("standard", _only("standard"), ()),
-    "jax_log_compiles": (False, _to_bool, ("JAX_LOG_COMPILES",)),
-    "jax_debug_infs": (False, _only(False), ()),
-    "jax_check_tracer_leaks": (False, _to_bool, ("JAX_CHECK_TRACER_LEAKS",)),
+    "jax_threefry_partitionable": (True, bool_state, ("JAX_THREEFRY_PARTITIONABLE",)),
+    "jax_default_prng_impl": ("threefry2x32", limited(
+        enum_state(*_PRNG_IMPLS), "threefry2x32", "jaxkit's keys are threefry2x32 only"), ()),
+    "jax_numpy_dtype_promotion": (NumpyDtypePromotion.STANDARD, limited(
+        enum_class_state(NumpyDtypePromotion), NumpyDtypePromotion.STANDARD,
+        "jaxkit.numpy has JAX's standard promotion only"), ()),
+    "jax_log_compiles": (False, bool_state, ("JAX_LOG_COMPILES",)),
+    "jax_debug_infs": (False, _false_only("jaxkit does not check for infinities"), ()),
+    "jax_check_tracer_leaks": (False, bool_state, ("JAX_CHECK_TRACER_LEAKS",)),
     # False: reduce_sum of float16/bfloat16 over a dimension longer than 1 is an error.
-    "jax_allow_f16_reductions": (True, _to_bool, ()),
+    "jax_allow_f16_reductions": (True, bool_state, ()),
     # jit raises instead of tracing (a cache miss) while set.
-    "jax_no_tracing": (False, _to_bool, ()),
-    "jax_enable_checks": (False, _only(False), ()),
-    "jax_transfer_guard": ("allow", _only("allow"), ()),
-    "jax_transfer_guard_host_to_device": ("allow", _only("allow"), ()),
-    "jax_transfer_guard_device_to_host": ("allow", _only("allow"), ()),
-    "jax_transfer_guard_device_to_device": ("allow", _only("allow"), ()),
-    "jax_softmax_custom_jvp": (False, _only(False), ()),
-    "jax_enable_custom_prng": (False, _only(False), ()),
-    "jax_legacy_prng_key": ("allow", _only("allow"), ()),
-    "jax_debug_key_reuse": (False, _only(False), ()),
+    "jax_no_tracing": (False, bool_state, ()),
+    "jax_enable_checks": (False, _false_only("jaxkit has no internal consistency checks to "
+                                             "enable"), ()),
+    "jax_transfer_guard": (None, _TRANSFER_GUARD, ()),
+    "jax_transfer_guard_host_to_device": (None, _TRANSFER_GUARD, ()),
+    "jax_transfer_guard_device_to_host": (None, _TRANSFER_GUARD, ()),
+    "jax_transfer_guard_device_to_device": (None, _TRANSFER_GUARD, ()),
+    "jax_softmax_custom_jvp": (False, _false_only("jaxkit's softmax has one derivative rule"), ()),
+    "jax_enable_custom_prng": (False, _false_only("jaxkit has no custom PRNG implementations"), ()),
+    "jax_legacy_prng_key": (LegacyPrngKeyState.ALLOW, limited(
+        enum_class_state(LegacyPrngKeyState), LegacyPrngKeyState.ALLOW,
+        "jaxkit does not warn about raw uint32 keys"), ()),
+    "jax_debug_key_reuse": (False, _false_only("jaxkit does not track key reuse"), ()),
     # Executing any compiled program raises while set (tracing and lowering still work).
-    "jax_no_execution": (False, _to_bool, ()),
+    "jax_no_execution": (False, bool_state, ()),
     # Multi-process only: raise when a collective program is launched from another thread
     # than the one that set it. jaxkit launches multi-process programs from the calling
     # thread only, so the check can never fire; the option is accepted for JAX code.
-    "jax_thread_guard": (False, _to_bool, ()),
+    "jax_thread_guard": (False, bool_state, ()),
     # jax2tf's lowering choice for cumulative reductions; jaxkit has no jax2tf, so it is read
     # by nothing, as in JAX without TensorFlow.
-    "jax2tf_associative_scan_reductions": (False, _to_bool, ()),
-    # 'log'/'fatal' report an Array freed by the cycle collector through hooks of jaxlib's
-    # guard library that JAX's own Array wires up; jaxkit implements the default, 'allow'.
+    "jax2tf_associative_scan_reductions": (False, bool_state, ()),
     "jax_array_garbage_collection_guard": (None, _gc_guard, ()),
     # How many CPU devices the CPU backend gets (-1: the environment's choice); read when
     # the backend starts (runtime/pjrt.py), so it must be set before any computation.
-    "jax_num_cpu_devices": (-1, _number(int), ()),
+    "jax_num_cpu_devices": (-1, int_state, ()),
     # True: mesh axes of size 1 are left out of the shardings in types (f32[8@x,4] over a
     # mesh whose 'y' has one device never says @y). Read by runtime/sharding.py.
-    "jax_remove_size_one_mesh_axis_from_type": (False, _to_bool, ()),
+    "jax_remove_size_one_mesh_axis_from_type": (False, bool_state, ()),
     # JAX inserts pvary to match the varying axes of operands inside shard_map; jaxkit infers
     # variation from the traced body, which is what True gives.
-    "jax_auto_pcast": (True, _only(True), ()),
+    "jax_auto_pcast": (True, limited(bool_state, True, "jaxkit infers variation from the "
+                                     "traced body"), ()),
     # Where computations without committed arguments run (None: the default backend's first
     # device); ``with default_device(...)`` overrides it in its thread (runtime/pjrt.py).
     "jax_default_device": (None, validate_default_device, ()),
     # Whether the GPU's hybrid eig/geqp3 kernels may use MAGMA (lax/linalg/_lapack.py).
-    "jax_use_magma": ("auto", _enum("off", "on", "auto"), ()),
+    "jax_use_magma": ("auto", enum_state("off", "on", "auto"), ()),
+    # JAX's other options, each with JAX's checks: see jaxkit/_config_options.py.
+    **_JAX_OPTIONS,
 }
+# As in JAX, config.read refuses the options that have a context manager (thread-local
+# states): their value is read as ``config.<name>``.
+CONTEXT_MANAGER_OPTIONS = frozenset(_OPTIONS) - PLAIN_FLAGS
 
 
 class _ThreadBlocks(threading.local):
@@ -225,6 +191,15 @@ thread_blocks = _ThreadBlocks()
 # that reading ``config.<name>`` goes through ``Config.__getattr__``, which looks at this
 # thread's blocks first; and, as in JAX, ``config.read`` refuses them.
 _THREAD_LOCAL_OPTIONS = frozenset({"jax_default_device"})
+
+
+def _from_env(name: str, convert: Callable[[str], Any], raw: str) -> Any:
+    try:
+        value = convert(raw)
+        _OPTIONS[name][1](name, value)  # a bad value: JAX's message, naming the variable's flag
+    except (TypeError, ValueError):  # JAX_RANDOM_SEED_OFFSET=abc and the like
+        raise ValueError(f'Invalid value "{raw}" for JAX flag {name}') from None
+    return value
 
 
 def _stored(name: str) -> str:
@@ -247,15 +222,17 @@ class Config:
         for name, (default, coerce, env_vars) in _OPTIONS.items():
             value = default
             # As JAX's, every option also reads its upper-case name (JAX_DEFAULT_DEVICE, ...).
+            # (The options of _config_options list exactly the variables JAX reads.)
             upper = name.upper()
-            for var in env_vars if upper in env_vars else (*env_vars, upper):
+            exact = name in _JAX_OPTIONS or upper in env_vars
+            for var in env_vars if exact else (*env_vars, upper):
                 if var in env:
                     # Lenient for booleans: a typo in the environment must not make
                     # `import jaxkit` fail, so anything but a true-ish string is False.
                     raw = env[var]
+                    from_env = getattr(coerce, "from_env", None)
                     try:
-                        value = (raw.strip().lower() in _TRUE_STRINGS if coerce is _to_bool
-                                 else coerce(name, raw))
+                        value = coerce(name, _from_env(name, from_env or str, raw))
                     except NotImplementedError as e:
                         # A setting JAX has and jaxkit cannot honour (JAX_ENABLE_CHECKS=1)
                         # is reported, not fatal to `import jaxkit`.
@@ -298,7 +275,7 @@ class Config:
         """The value of option ``name`` (as ``jax.config.read``)."""
         if name not in _OPTIONS:
             raise self._unknown(name)
-        if name in _THREAD_LOCAL_OPTIONS:
+        if name in CONTEXT_MANAGER_OPTIONS:
             raise AttributeError("For flags with a corresponding contextmanager, read their "
                                  f"value via e.g. `config.{name}` rather than "
                                  f"`config.FLAGS.{name}`.")
@@ -377,6 +354,9 @@ class Config:
             if kind == "enum":
                 absl_flags.DEFINE_enum(name, d[_stored(name)], choices, help_text,
                                        flag_values=flag_values)
+            elif kind == "enum_class":
+                absl_flags.DEFINE_enum_class(name, d[_stored(name)], coerce.enum_class,
+                                             help_text, flag_values=flag_values)
             else:
                 define[kind](name, d[_stored(name)], help_text, flag_values=flag_values)
         app.call_after_init(lambda: self._complete_absl_config(flag_values))
@@ -418,24 +398,95 @@ config = Config()
 
 class State:
     """A config option as JAX's top-level flag objects (``jax.enable_x64``, ``jax.debug_nans``,
-    ...): ``.value`` reads it and calling it gives a context manager that sets it for a block
-    (``with jax.debug_nans(True): ...``)."""
+    ...): ``.value`` reads it and calling it gives a context manager, also usable as a
+    decorator, that sets it for a block (``with jax.debug_nans(True): ...``). As in JAX, a
+    boolean option's context manager defaults to True and the others need a value."""
 
-    def __init__(self, name: str, default_arg: Any = True):
+    def __init__(self, name: str):
+        if name not in _OPTIONS:
+            raise config._unknown(name)
         self.name = name
-        self._default_arg = default_arg
+        self.__name__ = name[4:] if name.startswith("jax_") else name
+        self.__doc__ = f"Context manager for `{name}` config option."
 
     @property
     def value(self) -> Any:
         return getattr(config, self.name)
 
+    def get_global(self) -> Any:
+        """The value ``config.update`` last set, outside any block."""
+        return config.read_global(self.name)
+
     def __call__(self, new_val: Any = ...) -> contextlib.AbstractContextManager:
         if new_val is ...:
-            new_val = self._default_arg
+            if not isinstance(_OPTIONS[self.name][0], bool):
+                raise TypeError(f"Context manager for {self.__name__} config option requires "
+                                "an argument representing the new value for the config "
+                                "option.")
+            new_val = True
+        try:  # a bad value fails here, as in JAX
+            _OPTIONS[self.name][1](self.name, new_val)
+        except NotImplementedError:  # a value JAX takes: refused when the block is entered
+            pass
         return config.override(**{self.name: new_val})
 
     def __bool__(self) -> bool:
-        return bool(self.value)
+        # JAX's message: truth-testing the object instead of its value is a bug.
+        raise TypeError("bool() not supported for instances of type 'State' (did you mean "
+                        "to use 'State.value' instead?)")
 
     def __repr__(self) -> str:
         return f"State({self.name}={self.value!r})"
+
+
+# ---- options whose effect lives here: Python logging -------------------------------------
+# JAX's jax_logging_level sets the level of its root loggers (and sends them to stderr);
+# jaxkit's loggers are named "jaxkit..." and, where they stand for JAX's, "jax._src...".
+_LOG_FORMAT = logging.Formatter("{levelname}:{asctime}:{name}:{lineno}: {message}", style="{")
+_ROOT_LOGGERS = ("jax", "jaxlib", "jaxkit")
+
+
+@functools.cache
+def _stderr_handler(level: int = logging.NOTSET) -> logging.Handler:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LOG_FORMAT)
+    handler.setLevel(level)
+    return handler
+
+
+_logging_saved: dict[str, int] = {}  # logger -> level before jax_logging_level set it
+_debug_saved: dict[str, int] = {}  # logger -> level before jax_debug_log_modules set it
+
+
+def _update_logging(name: str, value: Any) -> None:
+    if name == "jax_logging_level":
+        for logger_name, level in _logging_saved.items():
+            logger = logging.getLogger(logger_name)
+            logger.removeHandler(_stderr_handler())
+            logger.setLevel(level)
+        _logging_saved.clear()
+        if value is None:  # None: leave the loggers alone
+            return
+        for logger_name in _ROOT_LOGGERS:
+            logger = logging.getLogger(logger_name)
+            _logging_saved[logger_name] = logger.level
+            logger.setLevel(logging.getLevelName(value))
+            if value != "NOTSET":
+                logger.addHandler(_stderr_handler())
+    elif name == "jax_debug_log_modules":
+        for logger_name, level in _debug_saved.items():
+            logger = logging.getLogger(logger_name)
+            logger.removeHandler(_stderr_handler(logging.DEBUG))
+            logger.setLevel(level)
+        _debug_saved.clear()
+        for logger_name in filter(None, (m.strip() for m in value.split(","))):
+            logger = logging.getLogger(logger_name)
+            _debug_saved[logger_name] = logger.level
+            logger.addHandler(_stderr_handler(logging.DEBUG))
+            logger.setLevel(logging.DEBUG)
+
+
+config.on_change(_update_logging)
+for _name in ("jax_logging_level", "jax_debug_log_modules"):
+    if config.read_global(_name) != _OPTIONS[_name][0]:  # set by the environment
+        _update_logging(_name, config.read_global(_name))

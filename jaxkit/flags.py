@@ -1,5 +1,6 @@
 """JAX's top-level configuration flags: ``jax.enable_x64``, ``jax.debug_nans``, ... as State
-objects (``.value``; calling one gives a context manager setting it for a block), and the
+objects (``.value``; calling one gives a context manager, also a decorator, setting it for a
+block: a boolean option's defaults to True, the others need a value, as in JAX), and the
 context managers ``disable_jit``, ``default_device``, ``transfer_guard`` and
 ``checking_leaks``. Options whose other values jaxkit does not implement raise
 ``NotImplementedError`` when set to them (see ``jaxkit._config``)."""
@@ -33,24 +34,24 @@ threefry_partitionable = State("jax_threefry_partitionable")
 log_compiles = State("jax_log_compiles")
 check_tracer_leaks = State("jax_check_tracer_leaks")
 no_tracing = State("jax_no_tracing")
-allow_f16_reductions = State("jax_allow_f16_reductions", True)
+allow_f16_reductions = State("jax_allow_f16_reductions")
 checking_leaks = functools.partial(check_tracer_leaks, True)
 enable_checks = State("jax_enable_checks")
-default_matmul_precision = State("jax_default_matmul_precision", None)
-numpy_rank_promotion = State("jax_numpy_rank_promotion", "allow")
-numpy_dtype_promotion = State("jax_numpy_dtype_promotion", "standard")
-default_prng_impl = State("jax_default_prng_impl", "threefry2x32")
+default_matmul_precision = State("jax_default_matmul_precision")
+numpy_rank_promotion = State("jax_numpy_rank_promotion")
+numpy_dtype_promotion = State("jax_numpy_dtype_promotion")
+default_prng_impl = State("jax_default_prng_impl")
 softmax_custom_jvp = State("jax_softmax_custom_jvp")
 enable_custom_prng = State("jax_enable_custom_prng")
-legacy_prng_key = State("jax_legacy_prng_key", "allow")
+legacy_prng_key = State("jax_legacy_prng_key")
 debug_key_reuse = State("jax_debug_key_reuse")
-transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device", "allow")
-transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host", "allow")
-transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device", "allow")
+transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device")
+transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host")
+transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device")
 no_execution = State("jax_no_execution")
 thread_guard = State("jax_thread_guard")
 jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions")
-array_garbage_collection_guard = State("jax_array_garbage_collection_guard", None)
+array_garbage_collection_guard = State("jax_array_garbage_collection_guard")
 remove_size_one_mesh_axis_from_type = State("jax_remove_size_one_mesh_axis_from_type")
 auto_pcast = State("jax_auto_pcast")
 

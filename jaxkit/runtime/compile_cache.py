@@ -58,6 +58,7 @@ from typing import Any
 from jaxlib import version as _jaxlib_version
 
 from jaxkit._config import config
+from jaxkit.runtime import compile_config
 
 logger = logging.getLogger("jaxkit.compilation_cache")
 
@@ -92,6 +93,14 @@ def _module_bytes(module: Any) -> bytes:
     buf = io.BytesIO()
     module.operation.write_bytecode(file=buf)
     return buf.getvalue()
+
+
+def persistent_module_bytes(module: Any) -> bytes:
+    """What the persistent key hashes of a module: its text without source locations, or with
+    them under ``jax_compilation_cache_include_metadata_in_key`` (as JAX's option)."""
+    if config.jax_compilation_cache_include_metadata_in_key:
+        return _module_bytes(module)
+    return _module_bytes_without_locations(module)
 
 
 def _module_bytes_without_locations(module: Any) -> bytes:
@@ -298,6 +307,7 @@ def write_entry(directory: str, key: bytes, payload: bytes) -> None:
     if state is None:
         return
     max_size = config.jax_compilation_cache_max_size
+    max_size = -1 if max_size is None else max_size  # None (JAX's type allows it): unbounded
     total = _HEADER.size + len(payload)
     if 0 <= max_size < total:
         return  # could never fit: JAX does not store these either
@@ -382,6 +392,9 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
 
     Returns ``(loaded_executable, source)`` with ``source`` one of ``COMPILED``, ``MEMORY``,
     ``PERSISTENT``. ``compile_fn`` (default: that ``compile_and_load`` call) runs on a miss."""
+    # The config's build options belong to the key; JAX dumps every module it compiles.
+    compile_config.apply_config_to_compile_options(options)
+    compile_config.dump_module(module)
     # In this process an executable is reused only for the same source lines (its HLO
     # metadata names them); across processes, for the same program wherever it was written.
     key = cache_key(_module_bytes(module), client, devices, options)
@@ -392,7 +405,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
     directory = cache_dir()
     disk_key = None
     if directory is not None:
-        disk_key = cache_key(_module_bytes_without_locations(module), client, devices, options)
+        disk_key = cache_key(persistent_module_bytes(module), client, devices, options)
         payload = read_entry(directory, disk_key)
         if payload is not None:
             try:
@@ -415,12 +428,13 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
     seconds = time.perf_counter() - start
     stats["compiles"] += 1
     _memory_put(key, exe)
-    if directory is not None and seconds >= config.jax_persistent_cache_min_compile_time_secs:
+    min_seconds = config.jax_persistent_cache_min_compile_time_secs or 0.0  # None: 0
+    if directory is not None and seconds >= min_seconds:
         try:
             payload = exe.serialize()
         except Exception as err:  # noqa: BLE001  (a backend without serialization)
             _cache_error("serializing an executable", directory, err)
         else:
-            if len(payload) >= config.jax_persistent_cache_min_entry_size_bytes:
+            if len(payload) >= (config.jax_persistent_cache_min_entry_size_bytes or 0):
                 write_entry(directory, disk_key, payload)
     return exe, COMPILED

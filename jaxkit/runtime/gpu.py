@@ -11,8 +11,9 @@ own ``dlopen`` calls find them, and the custom calls of ``jax-cuda13-plugin`` /
 
 ``install()`` registers the ``gpu`` backend (aliases ``cuda``) with the runtime: it is created
 on first use and becomes the default backend when a plugin is installed *and* a GPU is visible
-(``JAXKIT_PLATFORMS=cpu`` keeps the CPU). Without a plugin, ``jaxkit.devices("gpu")`` raises a
-``RuntimeError`` that says what to install; the CPU stays the default.
+(``JAXKIT_PLATFORMS=cpu``, the ``jax_platforms`` option, keeps the CPU). Without a plugin,
+``jaxkit.devices("gpu")`` raises a ``RuntimeError`` that says what to install; the CPU stays
+the default.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import pathlib
 import sys
 from typing import Any
 
+from jaxkit._config import config
 from jaxkit.runtime import ffi_registry, multi_device, pjrt
 
 logger = logging.getLogger("jaxkit")
@@ -310,9 +312,13 @@ def make_gpu_backend() -> pjrt.Backend:
 
 
 def _platforms_allow_gpu() -> bool:
-    value = os.environ.get("JAXKIT_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
-    names = {p.strip().lower() for p in value.split(",") if p.strip()}
-    return not names or bool(names & set(PLATFORM_NAMES))
+    """Whether ``jax_platforms`` (JAXKIT_PLATFORMS / JAX_PLATFORMS at start-up) lets the GPU be
+    the default: unset, or its first platform that jaxkit has is the GPU ("cuda,cpu"; but
+    "cpu,cuda" keeps the CPU first, as in JAX)."""
+    value = config.jax_platforms or ""
+    names = [p.strip().lower() for p in value.split(",") if p.strip()]
+    known = [n for n in names if n in ("cpu", *PLATFORM_NAMES)]
+    return not names or bool(known) and known[0] in PLATFORM_NAMES
 
 
 def gpu_is_default() -> bool:

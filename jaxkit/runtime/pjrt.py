@@ -31,7 +31,7 @@ from jaxlib import xla_client as xc  # noqa: E402
 
 from jaxkit import core, dtypes, errors  # noqa: E402
 from jaxkit._config import config, thread_blocks  # noqa: E402
-from jaxkit.runtime import compile_cache  # noqa: E402
+from jaxkit.runtime import compile_cache, compile_config  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
 JaxRuntimeError = _jax.JaxRuntimeError
@@ -198,6 +198,11 @@ def default_device_block(device) -> Iterator[None]:
 
 
 def _spread_on_default_device(name: str, value) -> None:
+    if name == "jax_platform_name":  # another default backend: its first device from now on
+        placement.spread = True
+        with _blocks_lock:
+            _first_sharding.clear()
+            _refresh_default()
     if name == "jax_default_device":
         if value is not None:
             placement.spread = True
@@ -213,7 +218,7 @@ def _num_cpu_devices() -> int:
     ``JAX_NUM_CPU_DEVICES``, else XLA's ``--xla_force_host_platform_device_count`` in
     ``XLA_FLAGS`` (as JAX reads them when its backend starts), else 1; the
     ``jax_num_cpu_devices`` option, when set, before all of them."""
-    if config.jax_num_cpu_devices > 0:
+    if (config.jax_num_cpu_devices or 0) > 0:  # None, as JAX's type allows: unset
         return config.jax_num_cpu_devices
     for name in ("JAXKIT_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
         if name in os.environ:
@@ -433,7 +438,9 @@ def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) 
             np.array([[dev.id]], dtype=np.int32))
     callbacks = module_host_callbacks.get(module_bytes_or_text) if not isinstance(
         module_bytes_or_text, (str, bytes)) else None
-    if callbacks:
+    if callbacks:  # not cached (the callables are this process's), so configured here
+        compile_config.apply_config_to_compile_options(options)
+        compile_config.dump_module(module_bytes_or_text)
         exe = _CallbackExecutable(backend.client.compile_and_load(
             module_bytes_or_text, backend.device_lists[dev], options,
             host_callbacks=list(callbacks)), callbacks)
@@ -549,8 +556,8 @@ def get_backend(platform: str | None = None) -> Backend:
         canonical, factory, _ = _backend_factories[name]
     else:
         known = sorted({"cpu", *_backend_factories})
-        raise RuntimeError(f"Unknown backend {platform!r}. Available backends: {known}. For "
-                           "NVIDIA GPUs install the CUDA plugin: pip install 'jaxkit[cuda13]' "
+        raise RuntimeError(f"Unknown backend {platform or name!r}. Available backends: {known}. "
+                           "For NVIDIA GPUs install the CUDA plugin: pip install 'jaxkit[cuda13]' "
                            "(or 'jaxkit[cuda12]' for CUDA 12).")
     with _lock:
         backend = _backends.get(canonical)
@@ -561,7 +568,12 @@ def get_backend(platform: str | None = None) -> Backend:
 
 
 def default_backend() -> str:
-    """"cpu", or a registered plugin platform that asks to be the default (decided once)."""
+    """"cpu", or a registered plugin platform that asks to be the default (decided once);
+    the ``jax_platform_name`` option, when set, names it instead (as in JAX)."""
+    forced = config.jax_platform_name
+    if forced:
+        forced = str(forced).lower()
+        return _backend_factories[forced][0] if forced in _backend_factories else forced
     if not _default_backend_name:
         chosen = "cpu"
         for alias, (canonical, _, is_default) in list(_backend_factories.items()):

@@ -90,7 +90,9 @@ def _clear_on_config_change(name, value):
     # sits in Executable.__call__ (no plan is added while it is on either).
     if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
                 "jax_threefry_partitionable", "jax_default_matmul_precision",
-                "jax_allow_f16_reductions", "jax_no_execution"):
+                "jax_allow_f16_reductions", "jax_no_execution",
+                # in JAX's jit key: the seed offset is traced in, the levels are compiled in
+                "jax_random_seed_offset", "jax_optimization_level", "jax_memory_fitting_level"):
         for cache in list(_all_fun_caches):
             cache.clear()
 
