@@ -174,7 +174,7 @@ def _invariant_lines(jax, devices) -> list[str]:
     """``all_gather(..., to='invarying')`` (the ``all_gather_invariant`` primitive): its
     types and jaxpr, values eager and under jit, reverse mode (a dynamic slice at the
     device's index) and JAX's errors, written for JAX's API as ``_lines``."""
-    lax, jnp = jax.lax, jax.numpy
+    lax = jax.lax
     P, AT = jax.sharding.PartitionSpec, jax.sharding.AxisType
     mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AT.Explicit,) * 2, devices=devices)
     data = np.arange(16, dtype=np.float32).reshape(8, 2)

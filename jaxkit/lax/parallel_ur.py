@@ -23,8 +23,9 @@ and the collectives that take the sum an unreduced value stands for:
   cotangent at the device's index (invariant -> varying), as JAX's.
 
 The casts transpose to each other (varying->unreduced to reduced->varying), so reverse mode
-through them needs no other rule. None but ``all_gather_invariant`` has a batching rule (JAX 0.10.2's raise too): vmap of
-a body that uses them raises ``NotImplementedError`` naming the primitive. Which state an
+through them needs no other rule. None but ``all_gather_invariant`` has a batching rule
+(JAX 0.10.2's raise too): vmap of a body that uses them raises ``NotImplementedError`` naming
+the primitive. Which state an
 ordinary primitive's result has follows its ``sharding_ur`` rule (a sum of unreduced values
 is unreduced, ``sin`` of one is refused), read by ``parallel_vma``'s typing hook.
 """
@@ -41,7 +42,8 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax import elementwise, parallel, parallel_vma, slicing, structural
 from jaxkit.lax.parallel import _axes_tuple, axis_size
 
-__all__ = ["all_gather", "all_gather_invariant", "all_gather_invariant_p", "all_gather_reduced", "all_gather_reduced_p", "pcast", "preduced",
+__all__ = ["all_gather", "all_gather_invariant", "all_gather_invariant_p",
+           "all_gather_reduced", "all_gather_reduced_p", "pcast", "preduced",
            "preduced_p", "reduced_vary_cast", "reduced_vary_cast_p", "unreduced_psum",
            "unreduced_psum_p", "unreduced_psum_scatter", "unreduced_reduce_scatter_p",
            "vary_unreduced_cast", "vary_unreduced_cast_p"]
