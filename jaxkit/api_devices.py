@@ -102,6 +102,7 @@ def _device_put_sharded(x: Any, shardings: Any):
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        _refuse_moving_unreduced(leaf, s)
         if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
                 leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
             outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value
@@ -118,6 +119,18 @@ def _device_put_sharded(x: Any, shardings: Any):
         else:
             raise TypeError(f"device_put expects a device or a sharding, got {s!r}")
     return tree_util.tree_unflatten(treedef, outs)
+
+
+def _refuse_moving_unreduced(leaf: Any, s: Any) -> None:
+    """JAX's error for an array unreduced over mesh axes put anywhere but where it is: its
+    devices hold summands, not slices, of the value (``reshard`` sums them)."""
+    held = getattr(leaf, "sharding", None)
+    if not (isinstance(leaf, ShardedArray) and isinstance(held, NamedSharding)
+            and held.spec.unreduced):
+        return
+    target = resolve_sharding(s, leaf) if isinstance(s, (NamedSharding, PartitionSpec)) else s
+    if target != held:
+        held.devices_indices_map(leaf.shape)  # raises JAX's NotImplementedError
 
 
 @functools.lru_cache(maxsize=64)

@@ -219,5 +219,86 @@ def _invariant_lines(jax, devices) -> list[str]:
     return out
 
 
+EAGER_OUTPUT = [
+    "Array(shape=(2, 8), dtype=float32, sharding=NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit)), spec=P(None, 'y', unreduced={'x'}), memory_kind=device))",
+    'float32[2,8@y]{U:x}',
+    'float32[2,8@y]{R:x}',
+    'float32[2,8@y]{U:x}',
+    'ShardingTypeError: lhs is unreduced while rhs is not. `add` operation does not allow this because there will be implicit communication. Please reduce lhs via `reshard` before calling `add`.',
+    'ShardingTypeError: RHS should be reduced along the same axes LHS is unreduced on. Got lhs=float32[2,8@y]{U:x} and rhs=float32[]',
+    'ShardingTypeError: lhs is unreduced while rhs is not. `add` operation does not allow this because there will be implicit communication. Please reduce lhs via `reshard` before calling `add`.',
+    'NotImplementedError: unreduced rule for sin is not implemented. Please file an issue at https://github.com/jax-ml/jax/issues',
+    "NotImplementedError: device_indices_map doesn't work with unreduced. Please file a bug at https://github.com/jax-ml/jax/issues",
+    "NotImplementedError: device_indices_map doesn't work with unreduced. Please file a bug at https://github.com/jax-ml/jax/issues",
+    'ValueError: Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions',
+    'ValueError: Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions',
+    'ValueError: Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions',
+    'float32[1,2,8@y]{U:x}',
+    '[[16.0, 18.0, 20.0, 22.0, 24.0, 26.0, 28.0, 30.0], [32.0, 34.0, 36.0, 38.0, 40.0, 42.0, 44.0, 46.0]]',
+    '[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]]',
+    '[[16.0, 18.0, 20.0, 22.0, 24.0, 26.0, 28.0, 30.0], [32.0, 34.0, 36.0, 38.0, 40.0, 42.0, 44.0, 46.0]]',
+    "ValueError: in_specs passed to shard_map: P(None, 'y') does not match the specs of the input: P(None, 'y', unreduced={'x'}) for arg: float32[2,8@y]{U:x}. `in_specs` is an optional argument so you can omit specifying it and shard_map will infer the in_specs from the arguments. If you want to reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args to shard_map.",
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    'NotImplementedError: unreduced rule for sin is not implemented. Please file an issue at https://github.com/jax-ml/jax/issues',
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    "ValueError: Unsupported pcast from=varying, to='reduced'",
+    "ValueError: in_specs passed to shard_map: P(None, 'y', unreduced={'x'}) does not match the specs of the input: P(None, 'y') for arg: float32[2,8@y]. `in_specs` is an optional argument so you can omit specifying it and shard_map will infer the in_specs from the arguments. If you want to reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args to shard_map.",
+]
+
+
+def _eager_lines(jax, devices) -> list[str]:
+    """Misuse of unreduced and reduced values run eagerly (no jit around): eager shard_map
+    bodies that drop, mix or reduce them wrongly, and eager operations on an unreduced
+    array (arithmetic with plain values, reading it to the host, indexing, device_put),
+    with the few uses that work; written for JAX's API as ``_lines``."""
+    lax, jnp = jax.lax, jax.numpy
+    P, AT = jax.sharding.PartitionSpec, jax.sharding.AxisType
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AT.Explicit,) * 2, devices=devices)
+    data = np.arange(32, dtype=np.float32).reshape(4, 8)
+    xy, yy = P("x", "y"), P(None, "y")
+    red, unr = P(None, "y", reduced={"x"}), P(None, "y", unreduced={"x"})
+
+    def sm(body, in_specs, out_specs):
+        return jax.shard_map(body, in_specs=in_specs, out_specs=out_specs)
+
+    def to_u(b):
+        return lax.pcast(b, "x", to="unreduced")
+
+    def run(thunk):
+        try:
+            return str(thunk())
+        except Exception as e:  # noqa: BLE001  (the class and words are the record)
+            return f"{type(e).__name__}: {e}"
+
+    with jax.set_mesh(mesh):
+        x = jax.device_put(data, xy)
+        half = jax.device_put(data[:2], yy)
+        u = sm(to_u, xy, unr)(x)
+        r = sm(lambda b: lax.pcast(b, "x", to="reduced"), yy, red)(half)
+        return [run(thunk) for thunk in (
+            lambda: repr(u), lambda: jax.typeof(u), lambda: jax.typeof(r),
+            lambda: jax.typeof(u + u), lambda: u + 1, lambda: u * 2.0, lambda: u + half,
+            lambda: jnp.sin(u), lambda: np.asarray(u), lambda: jax.device_put(u, yy),
+            lambda: u[0], lambda: u[:, 1:], lambda: r[0], lambda: jax.typeof(u[None]),
+            lambda: np.asarray(jax.sharding.reshard(u, yy)).tolist(),
+            lambda: np.asarray(r + 1).tolist(),
+            lambda: np.asarray(sm(lambda b: lax.psum(b, "x"), unr, yy)(u)).tolist(),
+            lambda: sm(lambda b: b, yy, yy)(u),
+            lambda: sm(to_u, xy, xy)(x),
+            lambda: sm(lambda b: to_u(b) + b, xy, xy)(x),
+            lambda: sm(lambda b: jnp.sin(to_u(b)), xy, unr)(x),
+            lambda: sm(lambda b: lax.pmax(to_u(b), "x"), xy, yy)(x),
+            lambda: sm(lambda b: lax.all_gather(to_u(b), "x"), xy, yy)(x),
+            lambda: sm(lambda b: lax.pcast(b, "x", to="reduced"), xy, xy)(x),
+            lambda: sm(lambda b: b, unr, unr)(half),
+        )]
+
+
+def test_unreduced_misuse_eagerly_as_jax():
+    assert _canonical(_eager_lines(jaxkit, DEVICES)) == _canonical(EAGER_OUTPUT)
+
+
 def test_all_gather_invarying_as_jax():
     assert _canonical(_invariant_lines(jaxkit, DEVICES)) == _canonical(INVARIANT_OUTPUT)

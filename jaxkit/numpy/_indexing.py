@@ -28,6 +28,7 @@ from jaxkit.indexing import Slice
 from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_arrays,
@@ -539,6 +540,30 @@ def _dslice_update_index(idx: Any, shape: tuple[int, ...]) -> tuple:
     return tuple(out)
 
 
+def _gathers_when_sharded(arr: Any, p: _Idx) -> bool:
+    """Whether JAX indexes an array laid out over several devices along ``p`` by a gather:
+    an integer or array index, or a slice that is not the whole axis in unit steps."""
+    if p.kind is _Kind.SLICE:
+        if not all(_static_slice_elt(v) for v in (p.index.start, p.index.stop, p.index.step)):
+            return True
+        size = arr.shape[p.axes[0]]
+        start, stop, step = p.index.indices(size)
+        return abs(step) != 1 or abs(stop - start) != size
+    return p.kind not in (_Kind.NONE, _Kind.ELLIPSIS)
+
+
+def _refuse_unreduced_sharded(arr: Any, parsed: list[_Idx]) -> None:
+    """JAX's gather for an array laid out over several devices reads the array's spec
+    position by position, which a spec with unreduced or reduced axes refuses
+    (``PartitionSpec.__iter__``'s ValueError, raised here for the same indices)."""
+    if not isinstance(arr, ShardedArray) or arr.sharding.num_devices == 1:
+        return
+    spec = getattr(arr.sharding, "spec", None)
+    if spec is not None and (spec.unreduced or spec.reduced) and any(
+            _gathers_when_sharded(arr, p) for p in parsed):
+        tuple(spec)
+
+
 def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None, fill_value: Any = None,
             out_sharding: Any = None) -> Any:
@@ -550,6 +575,7 @@ def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
     if any(isinstance(i, Slice) for i in _as_tuple(idx)):
         arr, idx = _apply_dslices(arr, idx)
     parsed = _parse(idx, arr.shape)
+    _refuse_unreduced_sharded(arr, parsed)
     if mode is None or lax.GatherScatterMode.from_any(mode) in (
             lax.GatherScatterMode.PROMISE_IN_BOUNDS, lax.GatherScatterMode.CLIP):
         try:
