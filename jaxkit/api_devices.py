@@ -55,6 +55,11 @@ def process_count() -> int:
     return distributed.process_count()
 
 
+# Types that stand for a placement in device_put, with the function that puts one leaf so:
+# layout.Format registers itself (it lives in a layer above this one).
+device_put_forms: dict[type, Callable[[Any, Any], Any]] = {}
+
+
 def device_put(x: Any, device=None, *, src=None, donate: bool = False,
                may_alias: bool | None = None):
     """Place every array of the pytree ``x`` on ``device`` (default: the first device), or
@@ -64,6 +69,9 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
     Inside a trace the placement is a ``device_put`` equation of the traced program."""
     if donate and may_alias:
         raise ValueError("may_alias and donate cannot both be True")
+    if type(device) in device_put_forms:
+        put = device_put_forms[type(device)]
+        return tree_util.tree_map(lambda leaf: put(leaf, device), x)
     if isinstance(device, (NamedSharding, PartitionSpec)) or not (
             device is None or isinstance(device, (pjrt.Device, pjrt.Sharding))):
         return _device_put_sharded(x, device)

@@ -109,15 +109,51 @@ def test_jit_with_a_layout_it_cannot_honour_says_so(fmt):
 
 
 @pytest.mark.parametrize("m2m", [(1, 0), (0, 1)])
-def test_eager_with_layout_constraint_keeps_the_values(m2m):
+def test_eager_with_layout_constraint_lays_the_array_out_as_jax(m2m):
     def build(J, L):
         y = L.with_layout_constraint(J.numpy.asarray(X), L.Layout(m2m))
-        return np.asarray(y).tolist(), y.shape, y.dtype
+        return np.asarray(y).tolist(), y.shape, y.dtype, repr(y.format), np.asarray(
+            y + 1).tolist(), np.asarray(J.jit(lambda a: a.T * 2)(y)).tolist()
     ours, theirs = _both(build)
     assert ours == theirs
-    # JAX copies into ``m2m``; jaxkit keeps row-major (its executables assume it).
-    y = klayout.with_layout_constraint(jnp.asarray(X), klayout.Layout(m2m))
-    assert y.format.layout == klayout.Layout((0, 1), ())
+
+
+def _error(thunk):
+    try:
+        return repr(thunk())
+    except Exception as e:  # noqa: BLE001  (the class and words are the record)
+        return f"{type(e).__name__}: {e}"
+
+
+def _device_put_formats(J, L):
+    """``device_put`` with a ``Format``: a buffer in that layout (``x.format``), the values
+    it holds, computations on it, AOT calls that need another layout, and the errors."""
+    dev = J.devices()[0]
+    one = J.sharding.SingleDeviceSharding(dev)
+    cube = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    z = J.device_put(X, L.Format(L.Layout((1, 0)), one))
+    c = J.device_put(cube, L.Format(L.Layout((2, 0, 1)), one))
+    exe = J.jit(lambda a: a * 2).lower(X).compile()
+    relaid = L.with_layout_constraint(J.numpy.asarray(X), L.Layout((1, 0)))  # uncommitted
+    return [
+        repr(z.format), repr(z), np.asarray(z).tolist(), repr(z + 1), repr(z.T),
+        repr(J.jit(lambda a: a @ a.T)(z)), repr(c.format), repr(c[1]), repr(c.sum(2)),
+        repr(J.device_put(z, dev).format), repr(J.device_put(J.numpy.asarray(X), L.Format(
+            L.Layout((1, 0)), one)).format),
+        repr(J.device_put(X, L.Format(None, one)).format),
+        repr(J.device_put(X, L.Format(L.Layout((0, 1)), one)).format),
+        repr(J.lax.with_sharding_constraint(J.numpy.asarray(X), L.Format(L.Layout((1, 0)),
+                                                                         one)).format),
+        _error(lambda: exe(z)), _error(lambda: exe(relaid)),
+        _error(lambda: J.device_put(X, L.Format(L.Layout.AUTO, one))),
+        _error(lambda: J.device_put(X, L.Format(L.Layout((0,)), one))),
+        _error(lambda: J.device_put(X, L.Format(L.Layout((0, 0)), one))),
+    ]
+
+
+def test_device_put_with_a_format_as_jax():
+    ours, theirs = _both(_device_put_formats)
+    assert ours == theirs
 
 
 def test_jit_lowers_to_the_layout_constraint_custom_call_as_jax():

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from jaxkit import core, tree_util
+from jaxkit import api_devices, core, tree_util
 from jaxkit import sharding as jsharding
+from jaxkit.experimental import layout_arrays
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding as lax_sharding
@@ -130,7 +131,7 @@ def _array_format(self: Array) -> Format:
     """The array's layout in device memory and its sharding."""
     if self.is_deleted():
         return Format(None, self.sharding)
-    found = layouts.buffer_layout(self._buf)
+    found = layout_arrays.buffer_layout(self)
     return Format(None if found is None else Layout._from_tuple(found), self.sharding)
 
 
@@ -198,13 +199,70 @@ def _format_as_constraint(fmt: Format) -> tuple:
     """``with_sharding_constraint(x, Format(layout, sharding))``: the sharding's constraint,
     then ``with_layout_constraint`` for a ``Layout`` (eagerly the value keeps row-major, see
     ``_layout_constraint_impl``; in a program XLA's LayoutConstraint lays it out)."""
+    # A one-device sharding constrains nothing in a one-device program: only the layout.
+    sharding = None if isinstance(fmt.sharding, pjrt.Sharding) else fmt.sharding
     if not isinstance(fmt.layout, Layout):  # AUTO or None: the compiler's choice
-        return fmt.sharding, None
-    return fmt.sharding, lambda x: with_layout_constraint(x, fmt.layout)
+        return sharding, None
+    return sharding, lambda x: with_layout_constraint(x, fmt.layout)
 
 
 lax_sharding.constraint_forms[Format] = _format_as_constraint
 
+
+def _device_put_format(x: Any, fmt: Format) -> Any:
+    """``device_put(x, Format(layout, sharding))``: put on the sharding (the default device
+    when None), then lay the value out as ``layout`` (a concrete one: ``Layout.AUTO`` has
+    no meaning outside a compiled program)."""
+    layout = fmt.layout
+    if isinstance(layout, AutoLayoutSingleton):
+        raise ValueError(f"sharding and layout in `Layout` instance should be concrete. Got "
+                         f"layout: {fmt} for input {core.get_aval(x)}")
+    placed = api_devices.device_put(x, fmt.sharding)
+    if layout is None:
+        return placed
+    try:
+        layout.check_compatible_aval(placed.shape)
+    except ValueError as e:
+        raise ValueError(f"One of jit outputs with pytree key path result is incompatible "
+                         f"with its layout annotation {layout}: {e}") from None
+    return _laid_out(placed, layout)
+
+
+api_devices.device_put_forms[Format] = _device_put_format
+
+def _check_arg_layouts(compiled: Compiled, flat: list) -> None:
+    """JAX's error for an argument committed to a layout other than the one the compiled
+    program takes (an uncommitted one is laid out as the program takes it)."""
+    ins, _ = _compiled_formats(compiled)
+    names = getattr(compiled.lowered.traced.jaxpr.jaxpr.debug_info, "arg_names", None)
+    if names is None or len(names) != len(flat):
+        names = [f"args[{i}]" for i in range(len(flat))]
+    errors = []
+    for x, fmt, name in zip(flat, ins, names):
+        if isinstance(x, Array) and x.committed:
+            have = _array_format(x).layout
+            if have is not None and have != fmt.layout:
+                errors.append(f"Argument {name} with shape {x.aval}:\n"
+                              f"  Passed layout: {have}\n  Required layout: {fmt.layout}")
+    if errors:
+        count = (f"the {len(errors)} mismatches" if len(errors) < 5 else
+                 f"5 mismatches out of {len(errors)}")
+        raise ValueError("Computation was compiled for input layouts that disagree with the "
+                         f"layouts of arguments passed to it. Here are {count}:\n"
+                         + "\n".join(errors[:5]))
+
+
+_plain_compiled_call = Compiled.__call__
+
+
+def _compiled_call(self: Compiled, *args, **kwargs):
+    flat = tree_util.tree_leaves((args, kwargs))
+    if any(type(x) is layout_arrays.LaidOutArray for x in flat) and not self.partitioned:
+        _check_arg_layouts(self, flat)
+    return _plain_compiled_call(self, *args, **kwargs)
+
+
+Compiled.__call__ = _compiled_call
 Array.format = property(_array_format)
 ShardedArray.format = property(_array_format)
 Compiled.input_formats = property(_input_formats)
@@ -246,14 +304,23 @@ def _broadcast_prefix(tree: Any, layouts: Any) -> list:
 
 
 def _layout_constraint_impl(x: Any, *, layout: Layout) -> Any:
-    if not isinstance(x, Array):
+    if not isinstance(x, (Array, ShardedArray)):
         raise ValueError(f"with_layout_constraint in eager mode can only be applied to "
                          f"jax.Arrays. Got {type(x)}")
-    # JAX copies the array into ``layout`` here. jaxkit's executables are compiled for
-    # row-major parameters and hand buffers to PjRt without checking their layouts, so an
-    # array in another layout would be read wrongly by the next computation: the value is
-    # returned as it is (the same elements; only its memory order differs from JAX's).
-    return x
+    # (committed, as JAX's: it runs a jit whose out_shardings name the array's device)
+    return _laid_out(x, layout, commit=True)
+
+
+def _laid_out(x: Any, layout: Layout, commit: bool = False) -> Any:
+    """``x`` copied into ``layout`` (``x`` itself when it already lies so)."""
+    if layout.tiling or layout.sub_byte_element_size_in_bits:
+        raise NotImplementedError(f"{layout}: jaxkit lays arrays out by major_to_minor "
+                                  f"only; pass a Layout without tiling or element size")
+    if isinstance(x, ShardedArray):
+        if _is_default_layout(layout):
+            return x
+        return layout_arrays.relayout(x, layout.major_to_minor)  # refuses, saying why
+    return layout_arrays.relayout(x, layout.major_to_minor, commit)
 
 
 def _layout_constraint_lowering(ctx: Any, x: Any, *, layout: Layout) -> Any:

@@ -540,28 +540,21 @@ def _dslice_update_index(idx: Any, shape: tuple[int, ...]) -> tuple:
     return tuple(out)
 
 
-def _gathers_when_sharded(arr: Any, p: _Idx) -> bool:
-    """Whether JAX indexes an array laid out over several devices along ``p`` by a gather:
-    an integer or array index, or a slice that is not the whole axis in unit steps."""
-    if p.kind is _Kind.SLICE:
-        if not all(_static_slice_elt(v) for v in (p.index.start, p.index.stop, p.index.step)):
-            return True
-        size = arr.shape[p.axes[0]]
-        start, stop, step = p.index.indices(size)
-        return abs(step) != 1 or abs(stop - start) != size
-    return p.kind not in (_Kind.NONE, _Kind.ELLIPSIS)
-
-
 def _refuse_unreduced_sharded(arr: Any, parsed: list[_Idx]) -> None:
-    """JAX's gather for an array laid out over several devices reads the array's spec
-    position by position, which a spec with unreduced or reduced axes refuses
-    (``PartitionSpec.__iter__``'s ValueError, raised here for the same indices)."""
-    if not isinstance(arr, ShardedArray) or arr.sharding.num_devices == 1:
+    """JAX indexes an array over several devices by a gather (for an integer or array index,
+    or a slice short of its axis) that reads the array's spec position by position: a spec
+    with unreduced/reduced axes refuses that (``PartitionSpec.__iter__``'s ValueError)."""
+    spec = getattr(arr.sharding, "spec", None) if isinstance(arr, ShardedArray) else None
+    if spec is None or not (spec.unreduced or spec.reduced) or arr.sharding.num_devices == 1:
         return
-    spec = getattr(arr.sharding, "spec", None)
-    if spec is not None and (spec.unreduced or spec.reduced) and any(
-            _gathers_when_sharded(arr, p) for p in parsed):
-        tuple(spec)
+    for p in parsed:
+        if p.kind is _Kind.SLICE and all(_static_slice_elt(v) for v in (
+                p.index.start, p.index.stop, p.index.step)):
+            start, stop, step = p.index.indices(arr.shape[p.axes[0]])
+            if abs(step) == 1 and abs(stop - start) == arr.shape[p.axes[0]]:
+                continue
+        if p.kind not in (_Kind.NONE, _Kind.ELLIPSIS):
+            tuple(spec)
 
 
 def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
