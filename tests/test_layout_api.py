@@ -5,6 +5,7 @@ and ``output_formats`` (also over 8 devices, against JAX in a subprocess), and
 ``LayoutConstraint`` custom call), vmap, grad and in jaxprs."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -95,17 +96,39 @@ def test_jit_accepts_formats_as_jax():
     assert got == expected
 
 
-@pytest.mark.parametrize("fmt", [
-    lambda: klayout.Format(klayout.Layout((1, 0)), jaxkit.sharding.SingleDeviceSharding(
-        jaxkit.devices()[0])),
-    lambda: klayout.Format(klayout.Layout((0, 1), ((8, 128),)),
-                           jaxkit.sharding.SingleDeviceSharding(jaxkit.devices()[0])),
-])
-def test_jit_with_a_layout_it_cannot_honour_says_so(fmt):
-    # JAX relays the buffers out around the call; jaxkit compiles row-major only, and says so.
-    with pytest.raises(NotImplementedError, match="default row-major layout only"):
-        jaxkit.jit(lambda x: x * 2, in_shardings=fmt())
+def test_jit_with_a_tiled_layout_says_so():
+    # JAX lays out tiles on TPUs; jaxkit lays parameters out by major_to_minor only.
+    fmt = klayout.Format(klayout.Layout((0, 1), ((8, 128),)),
+                         jaxkit.sharding.SingleDeviceSharding(jaxkit.devices()[0]))
+    with pytest.raises(NotImplementedError, match="by major_to_minor only"):
+        jaxkit.jit(lambda x: x * 2, in_shardings=fmt)
 
+
+def _jit_formats(J, L):
+    """jit with ``Format(Layout((1, 0)), sharding)`` in/out shardings: the layout attributes
+    of the lowered program, the compiled formats, values and results' formats, and JAX's
+    error for an argument committed to another layout."""
+    one = J.sharding.SingleDeviceSharding(J.devices()[0])
+    col = L.Format(L.Layout((1, 0)), one)
+    f = J.jit(lambda a, b: (a * 2, a @ b), in_shardings=(col, None),
+              out_shardings=(col, None))
+    text = f.lower(X, X.T).as_text()
+    compiled = f.lower(X, X.T).compile()
+    y, z = f(X, X.T)
+    g = J.jit(lambda a: a + 1, out_shardings=col)
+    return [
+        re.findall(r"mhlo.layout_mode = \"[^\"]*\"", text),
+        repr(compiled.input_formats), repr(compiled.output_formats),
+        repr(y), repr(y.format), repr(z.format), repr(f(y, X.T)[1]),
+        repr(J.jit(lambda a: a.sum(0))(y)), repr(g(J.numpy.asarray(X)).format),
+        repr(compiled(J.numpy.asarray(X), X.T)[0]),
+        _error(lambda: f(J.device_put(X, J.devices()[0]), X.T)),
+    ]
+
+
+def test_jit_with_formats_lays_values_out_as_jax():
+    ours, theirs = _both(_jit_formats)
+    assert ours == theirs
 
 
 @pytest.mark.parametrize("m2m", [(1, 0), (0, 1)])

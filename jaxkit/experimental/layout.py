@@ -19,7 +19,7 @@ from typing import Any, Union
 
 from jaxkit import api_devices, core, tree_util
 from jaxkit import sharding as jsharding
-from jaxkit.experimental import layout_arrays
+from jaxkit.experimental import layout_arrays, layout_jit
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding as lax_sharding
@@ -171,17 +171,16 @@ def _is_default_layout(layout: Layout) -> bool:
 
 
 def _format_as_jit_sharding(fmt: Format) -> Any:
-    """The sharding ``jit`` uses for ``Format(layout, sharding)`` in its in/out shardings.
+    """The sharding ``jit`` uses for ``Format(layout, sharding)`` in its in/out shardings
+    (the layout itself is ``layout_jit``'s: see ``_layout_mode``).
 
     ``Layout.AUTO`` lets XLA choose; on CPU it chooses the default (row-major) layout, which is
-    the one jaxkit compiles for, as is an explicit row-major ``Layout``. Another layout would
-    need buffers relaid out around the call, which jaxkit does not do."""
+    the one jaxkit compiles for unless told otherwise."""
     layout, sharding = fmt.layout, fmt.sharding
-    if isinstance(layout, Layout) and not _is_default_layout(layout):
+    if isinstance(layout, Layout) and (layout.tiling or layout.sub_byte_element_size_in_bits):
         raise NotImplementedError(
-            f"jit with in_shardings/out_shardings {fmt}: jaxkit compiles parameters and results "
-            f"in the default row-major layout only; pass Format(Layout.AUTO) or a Layout with "
-            f"major_to_minor=(0, 1, ...), or lay the value out with with_layout_constraint.")
+            f"jit with in_shardings/out_shardings {fmt}: jaxkit lays parameters and results "
+            f"out by major_to_minor only; pass a Layout without tiling or element size.")
     if isinstance(sharding, pjrt.Sharding):
         if sharding.device_set != {pjrt.default_device()}:
             raise NotImplementedError(
@@ -189,9 +188,31 @@ def _format_as_jit_sharding(fmt: Format) -> Any:
                 f"device other than the default one; use a NamedSharding over a mesh, or "
                 f"jax.device_put the arguments onto that device.")
         return None  # a program on the default device: where jaxkit runs it unpartitioned
+    if _layout_mode(fmt) is not None:
+        raise NotImplementedError(
+            f"jit with in_shardings/out_shardings {fmt}: jaxkit lays out parameters and "
+            f"results in another order than row-major in one-device programs only; use a "
+            f"SingleDeviceSharding, or the row-major layout over several devices.")
     return sharding
 
 
+def _layout_mode(fmt: Any) -> Any:
+    """The major_to_minor order a Format lays a parameter or result out in; None for the
+    default (row-major, or the compiler's choice)."""
+    if isinstance(fmt, Format) and isinstance(fmt.layout, Layout) and \
+            not _is_default_layout(fmt.layout):
+        return fmt.layout.major_to_minor
+    return None
+
+
+def _has_layouts(shardings: Any) -> bool:
+    leaves = tree_util.tree_leaves(shardings, is_leaf=lambda x: isinstance(x, Format))
+    return any(_layout_mode(f) is not None for f in leaves)
+
+
+jit_module.has_layouts = _has_layouts
+jit_module.laid_out_jit = lambda plain, ins, outs: layout_jit.LaidOutJit(
+    plain, ins, outs, lambda x: isinstance(x, Format), _layout_mode)
 jit_module.sharding_forms[Format] = _format_as_jit_sharding
 
 
@@ -259,7 +280,8 @@ def _compiled_call(self: Compiled, *args, **kwargs):
     flat = tree_util.tree_leaves((args, kwargs))
     if any(type(x) is layout_arrays.LaidOutArray for x in flat) and not self.partitioned:
         _check_arg_layouts(self, flat)
-    return _plain_compiled_call(self, *args, **kwargs)
+    return layout_jit.compiled_call(self, _plain_compiled_call, args, kwargs,
+                                    lambda flat: _check_arg_layouts(self, flat))
 
 
 Compiled.__call__ = _compiled_call
