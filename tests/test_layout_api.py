@@ -116,8 +116,11 @@ def _jit_formats(J, L):
     compiled = f.lower(X, X.T).compile()
     y, z = f(X, X.T)
     g = J.jit(lambda a: a + 1, out_shardings=col)
+    auto = J.jit(lambda a: a.T, in_shardings=L.Format(L.Layout.AUTO),
+                 out_shardings=L.Format(L.Layout.AUTO)).lower(X).as_text()
     return [
         re.findall(r"mhlo.layout_mode = \"[^\"]*\"", text),
+        re.findall(r"mhlo.layout_mode = \"[^\"]*\"", auto),
         repr(compiled.input_formats), repr(compiled.output_formats),
         repr(y), repr(y.format), repr(z.format), repr(f(y, X.T)[1]),
         repr(J.jit(lambda a: a.sum(0))(y)), repr(g(J.numpy.asarray(X)).format),

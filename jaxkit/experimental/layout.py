@@ -188,7 +188,7 @@ def _format_as_jit_sharding(fmt: Format) -> Any:
                 f"device other than the default one; use a NamedSharding over a mesh, or "
                 f"jax.device_put the arguments onto that device.")
         return None  # a program on the default device: where jaxkit runs it unpartitioned
-    if _layout_mode(fmt) is not None:
+    if isinstance(layout, Layout) and _layout_mode(fmt) is not None:
         raise NotImplementedError(
             f"jit with in_shardings/out_shardings {fmt}: jaxkit lays out parameters and "
             f"results in another order than row-major in one-device programs only; use a "
@@ -197,8 +197,10 @@ def _format_as_jit_sharding(fmt: Format) -> Any:
 
 
 def _layout_mode(fmt: Any) -> Any:
-    """The major_to_minor order a Format lays a parameter or result out in; None for the
-    default (row-major, or the compiler's choice)."""
+    """The major_to_minor order a Format lays a parameter or result out in, ``"auto"`` for
+    the compiler's choice (``Layout.AUTO``); None for the default (row-major)."""
+    if isinstance(fmt, Format) and isinstance(fmt.layout, AutoLayoutSingleton):
+        return "auto"
     if isinstance(fmt, Format) and isinstance(fmt.layout, Layout) and \
             not _is_default_layout(fmt.layout):
         return fmt.layout.major_to_minor

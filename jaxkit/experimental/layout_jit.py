@@ -27,7 +27,7 @@ from jaxkit.transforms.stages import Compiled, Lowered, Traced
 
 __all__ = ["LaidOutJit", "compiled_call", "main_layouts"]
 
-Mode = Any  # a major_to_minor tuple, or None for the default (row-major) layout
+Mode = Any  # a major_to_minor tuple, "auto" (XLA's choice) or None for the default
 
 
 def _flat_modes(modes: Any, tree: Any, is_format: Callable[[Any], bool],
@@ -46,6 +46,8 @@ def _flat_modes(modes: Any, tree: Any, is_format: Callable[[Any], bool],
 
 
 def _mode_attr(mode: Mode) -> ir.Attribute:
+    if mode == "auto":
+        return ir.StringAttr.get("auto")
     return ir.StringAttr.get("{" + ",".join(map(str, mode[::-1])) + "}")
 
 
@@ -170,7 +172,7 @@ class LaidOutJit:
         args_tree = tree_util.treedef_children(compiled.traced.in_tree)[0]
         asked = _flat_modes(self._in, args_tree, self._is_format, lambda f: f)
         for x, fmt in zip(flat, asked):
-            if not (self._is_format(fmt) and self._mode_of(fmt) is not None):
+            if not (self._is_format(fmt) and self._mode_of(fmt) not in (None, "auto")):
                 continue
             if isinstance(x, Array) and x.committed and \
                     layout_arrays.layout_of(x) != fmt.layout.major_to_minor:
