@@ -237,6 +237,7 @@ def test_bad_with_layout_constraint_raises_as_jax(x, layouts, prefix):
 
 # ---- formats of arrays and executables partitioned over 8 devices ---------------------------
 SHARDED_FORMATS = """
+import importlib
 import numpy as np
 mesh = J.make_mesh((4, 2), ("x", "y"), devices=devs, axis_types=(J.sharding.AxisType.Auto,) * 2)
 NS, P = J.sharding.NamedSharding, J.sharding.PartitionSpec
@@ -246,6 +247,9 @@ c = J.jit(lambda a: (a * 2).T).lower(x).compile()
 out += [repr(c.input_formats), repr(c.output_formats)]
 c = J.jit(lambda a, b: {"s": a + b}, out_shardings=NS(mesh, P("y"))).lower(x, 1.0).compile()
 out += [repr(c.input_formats), repr(c.output_formats)]
+L = importlib.import_module(J.__name__ + ".experimental.layout")
+y = J.device_put(np.ones((8, 4), np.float32), L.Format(L.Layout((0, 1)), NS(mesh, P("x"))))
+out += [repr(y.format), repr(J.device_put(x, L.Format(None, NS(mesh, P("y")))).format)]
 """
 
 

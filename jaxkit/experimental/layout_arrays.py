@@ -138,11 +138,12 @@ def relayout(x: Any, major_to_minor: MajorToMinor, commit: bool = False) -> Arra
     """``x`` (a one-device array) with its buffer laid out ``major_to_minor``: ``x`` itself
     when it already is, else a copy (a ``LaidOutArray`` unless row-major), committed to its
     device if ``x`` is or ``commit`` says so."""
-    if not isinstance(x, Array):
+    if type(x) not in (Array, LaidOutArray):
         raise NotImplementedError(
-            f"a layout other than row-major for an array of type {type(x).__name__}: jaxkit "
-            f"lays out arrays on one device only; gather the value onto one device first "
-            f"(jax.device_put(x, jax.devices()[0])) or keep the row-major layout.")
+            f"a layout other than row-major for an array with sharding "
+            f"{getattr(x, 'sharding', type(x).__name__)}: jaxkit lays out arrays on one device "
+            f"only; gather the value onto one device first (jax.device_put(x, "
+            f"jax.devices()[0])) or keep the row-major layout.")
     if dtypes.is_extended(x.dtype):
         raise NotImplementedError(f"a layout other than row-major for an array of "
                                   f"{x.dtype} elements (its data is a uint32 array)")
