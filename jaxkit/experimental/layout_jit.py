@@ -128,6 +128,14 @@ def compiled_call(compiled: Compiled, plain_call: Callable, args: tuple, kwargs:
     return tree_util.tree_unflatten(out_tree, results)
 
 
+def _key_of(x: Any) -> Any:
+    """What tells calls apart: an array's type, a static argument's value."""
+    try:
+        return core.get_aval(x)
+    except TypeError:
+        return x
+
+
 class LaidOutJit:
     """What ``jit`` returns for in/out shardings with layouts: the plain jitted function
     ``plain`` (shardings only), lowered with the layouts and compiled once per argument
@@ -158,9 +166,16 @@ class LaidOutJit:
     def eval_shape(self, *args, **kwargs) -> Any:
         return self._plain.eval_shape(*args, **kwargs)
 
+    def __getattr__(self, name: str) -> Any:  # cache_events, _jit, ...: the plain jit's
+        return getattr(self._plain, name)
+
+    def clear_cache(self) -> None:
+        self._compiled.clear()
+        self._plain.clear_cache()
+
     def __call__(self, *args, **kwargs) -> Any:
         flat, tree = tree_util.tree_flatten((args, kwargs))
-        key = (tree, tuple(core.get_aval(x) for x in flat))
+        key = (tree, tuple(map(_key_of, flat)))
         compiled = self._compiled.get(key)
         if compiled is None:
             compiled = self._compiled[key] = self.lower(*args, **kwargs).compile()
