@@ -2,7 +2,9 @@
 ``Layout``/``Format`` printing, equality and errors, ``x.format``, ``Compiled.input_formats``
 and ``output_formats`` (also over 8 devices, against JAX in a subprocess), and
 ``with_layout_constraint`` eagerly, under jit (the
-``LayoutConstraint`` custom call), vmap, grad and in jaxprs."""
+``LayoutConstraint`` custom call), vmap, grad and in jaxprs; ``device_put`` and ``jit``
+in/out shardings with a ``Format`` laying values out column-major (formats, values, the
+lowered ``mhlo.layout_mode`` attributes, JAX's errors for committed arguments)."""
 import json
 import os
 import re

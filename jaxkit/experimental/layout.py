@@ -5,13 +5,15 @@
 pairs one with a sharding. ``x.format`` reports a device array's, ``Compiled.input_formats``
 and ``output_formats`` those XLA chose for an executable, and ``with_layout_constraint``
 pins the layout of an intermediate value: it lowers to XLA's ``LayoutConstraint`` custom call.
-Eagerly it keeps the array's row-major layout (see ``_layout_constraint_impl``).
-``lax.with_sharding_constraint(x, Format(layout, sharding))`` applies the sharding, then
-``with_layout_constraint`` for a ``Layout`` (so eagerly the value stays row-major too).
+Eagerly it copies the array into that layout (``layout_arrays``), as does
+``device_put(x, Format(layout, sharding))``; ``lax.with_sharding_constraint(x, Format(...))``
+applies the sharding, then ``with_layout_constraint``. ``jit`` with Formats in its in/out
+shardings lays its parameters and results out so (``layout_jit``).
 
 The ``format`` property of arrays and the ``input_formats``/``output_formats`` properties of
 ``Compiled`` are installed on those classes here (as ``jaxkit.numpy`` installs the array
 methods), since ``Format`` lives above the runtime; ``import jaxkit`` imports this module.
+So is the check of a compiled program's argument layouts around ``Compiled.__call__``.
 """
 from __future__ import annotations
 
