@@ -78,6 +78,8 @@ class LaidOutArray(Array):
 
     @property
     def _buf(self) -> Any:
+        if self._laid.is_deleted():
+            return self._laid  # (what reads it raises JAX's error for a deleted array)
         if self._row_major is None:
             self._row_major = _run_relayout(self._laid, self.aval, self._order,
                                             _row_major(self.ndim), self._laid._committed)
@@ -121,6 +123,10 @@ class LaidOutArray(Array):
         self._laid.delete()
         if self._row_major is not None:
             self._row_major.delete()
+        try:
+            del self._npy  # the host copy, if it was fetched
+        except AttributeError:
+            pass
 
     def block_until_ready(self) -> LaidOutArray:
         pjrt.block_until_ready_buffers([self._laid])
