@@ -29,6 +29,7 @@ from jaxkit.runtime import layouts, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.transforms import jit as jit_module
+from jaxkit.transforms import stages
 from jaxkit.transforms.stages import Compiled
 
 __all__ = ["Format", "Layout", "with_layout_constraint"]
@@ -289,6 +290,17 @@ def _compiled_call(self: Compiled, *args, **kwargs):
 
 
 Compiled.__call__ = _compiled_call
+_plain_run_flat = Compiled.run_flat
+
+
+def _run_flat(self: Compiled, *args, **kwargs):
+    return layout_jit.laid_out_results(self, _plain_run_flat(self, *args, **kwargs))
+
+
+Compiled.run_flat = _run_flat
+jit_module.takes_other_layouts = layout_jit.takes_other_layouts
+stages.result_layouts = lambda jaxpr, module: layout_jit.result_layouts(
+    jaxpr, module, layout_constraint_p)
 Array.format = property(_array_format)
 ShardedArray.format = property(_array_format)
 Compiled.input_formats = property(_input_formats)

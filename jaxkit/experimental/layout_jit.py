@@ -25,7 +25,8 @@ from jaxkit.runtime import layouts
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.transforms.stages import Compiled, Lowered, Traced
 
-__all__ = ["LaidOutJit", "compiled_call", "main_layouts"]
+__all__ = ["LaidOutJit", "compiled_call", "laid_out_results", "main_layouts", "result_layouts",
+           "takes_other_layouts"]
 
 Mode = Any  # a major_to_minor tuple, "auto" (XLA's choice) or None for the default
 
@@ -60,23 +61,40 @@ def _with_layout_modes(lowered: Lowered, arg_modes: Sequence[Mode],
         arg_modes = [arg_modes[i] for i in kept]
     with mlir.make_ir_context():
         module = ir.Module.parse(mlir.module_to_string(lowered.module))
-        main = next(op for op in module.body.operations
-                    if ir.StringAttr(op.attributes["sym_name"]).value == "main")
-        n_in = len(main.regions[0].blocks[0].arguments)
-        arg_modes = [None] * (n_in - len(arg_modes)) + list(arg_modes)  # leading constants
-        for attr_name, modes in (("arg_attrs", arg_modes), ("res_attrs", out_modes)):
-            if not any(m is not None for m in modes):
-                continue
-            old = (list(main.attributes[attr_name]) if attr_name in main.attributes
-                   else [ir.DictAttr.get({}) for _ in modes])
-            new = []
-            for attrs, mode in zip(old, modes):
-                entries = {a.name: a.attr for a in ir.DictAttr(attrs)}
-                if mode is not None:
-                    entries["mhlo.layout_mode"] = _mode_attr(mode)
-                new.append(ir.DictAttr.get(dict(sorted(entries.items()))))
-            main.attributes[attr_name] = ir.ArrayAttr.get(new)
+        _set_layout_modes(module, arg_modes, out_modes)
     return Lowered(lowered.traced, module, lowered.timings, lowered.program)
+
+
+def _set_layout_modes(module: Any, arg_modes: Sequence[Mode], out_modes: Sequence[Mode]):
+    main = next(op for op in module.body.operations
+                if ir.StringAttr(op.attributes["sym_name"]).value == "main")
+    n_in = len(main.regions[0].blocks[0].arguments)
+    arg_modes = [None] * (n_in - len(arg_modes)) + list(arg_modes)  # leading constants
+    for attr_name, modes in (("arg_attrs", arg_modes), ("res_attrs", out_modes)):
+        if not any(m is not None for m in modes):
+            continue
+        old = (list(main.attributes[attr_name]) if attr_name in main.attributes
+               else [ir.DictAttr.get({}) for _ in modes])
+        new = []
+        for attrs, mode in zip(old, modes):
+            entries = {a.name: a.attr for a in ir.DictAttr(attrs)}
+            if mode is not None:
+                entries["mhlo.layout_mode"] = _mode_attr(mode)
+            new.append(ir.DictAttr.get(dict(sorted(entries.items()))))
+        main.attributes[attr_name] = ir.ArrayAttr.get(new)
+
+
+def result_layouts(jaxpr: core.ClosedJaxpr, module: Any, constraint: core.Primitive) -> Any:
+    """``module`` with the results that a ``constraint`` (``layout_constraint``) equation of
+    ``jaxpr`` produces directly left to XLA's layout choice (``mhlo.layout_mode = "auto"``), as
+    JAX lowers them: the constraint's layout becomes the result's."""
+    made = {v for eqn in jaxpr.jaxpr.eqns if eqn.primitive is constraint for v in eqn.outvars}
+    modes = ["auto" if isinstance(v, core.Var) and v in made else None
+             for v in jaxpr.jaxpr.outvars]
+    if "auto" in modes:
+        with mlir.make_ir_context():
+            _set_layout_modes(module, [], modes)
+    return module
 
 
 def main_layouts(compiled: Compiled) -> tuple[list[Mode], list[Mode]]:
@@ -91,7 +109,11 @@ def _row_major(ndim: int) -> tuple[int, ...]:
     return tuple(range(ndim))
 
 
-def _takes_other_layouts(compiled: Compiled) -> bool:
+def takes_other_layouts(compiled: Compiled) -> bool:
+    """Whether a one-device program takes or gives a buffer in another order than
+    row-major."""
+    if compiled.partitioned:
+        return False
     found = getattr(compiled, "_other_layouts", None)
     if found is None:
         ins, outs = main_layouts(compiled)
@@ -105,7 +127,7 @@ def compiled_call(compiled: Compiled, plain_call: Callable, args: tuple, kwargs:
     """Call ``compiled`` (through ``plain_call``) with every argument in the layout its
     parameter takes: ``mismatch(flat)`` raises for committed arguments in another one;
     results in another order than row-major come back as ``LaidOutArray``s."""
-    if compiled.partitioned or not _takes_other_layouts(compiled):
+    if compiled.partitioned or not takes_other_layouts(compiled):
         return plain_call(compiled, *args, **kwargs)
     flat, tree = tree_util.tree_flatten((args, kwargs))
     mismatch(flat)
@@ -120,12 +142,22 @@ def compiled_call(compiled: Compiled, plain_call: Callable, args: tuple, kwargs:
         # the executable takes the buffer in its own layout: handed over as it lies
         flat[i] = Array(x.laid_out_buffer()) if type(x) is layout_arrays.LaidOutArray else x
     args, kwargs = tree_util.tree_unflatten(tree, flat)
-    out = plain_call(compiled, *args, **kwargs)
+    return plain_call(compiled, *args, **kwargs)  # (its run_flat lays the results out)
+
+
+def laid_out_results(compiled: Compiled, out: Any) -> Any:
+    """``out``, the results of ``compiled``, with those XLA gave another layout than
+    row-major made ``LaidOutArray``s (the result handlers made plain arrays of them)."""
+    if compiled.partitioned or not takes_other_layouts(compiled):
+        return out
     results, out_tree = tree_util.tree_flatten(out)
-    results = [layout_arrays.LaidOutArray(r._buf, r.aval, m)
-               if type(r) is Array and m != _row_major(r.ndim) else r
-               for r, m in zip(results, outs)]
-    return tree_util.tree_unflatten(out_tree, results)
+    modes = main_layouts(compiled)[1]
+    if len(results) != len(modes):
+        return out
+    return tree_util.tree_unflatten(out_tree, [
+        layout_arrays.LaidOutArray(r._buf, r.aval, m)
+        if type(r) is Array and m != _row_major(r.ndim) else r
+        for r, m in zip(results, modes)])
 
 
 def _key_of(x: Any) -> Any:

@@ -200,7 +200,8 @@ class JitFunction:
             return out
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
             type(x) in leaf_avals for x in dyn_args)
-        if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
+        if fast_path_fits and not compiled.partitioned and not config.jax_no_execution \
+                and not takes_other_layouts(compiled):
             self._add_plan(compiled, avals, args, kwargs, where, committed)
         return compiled.run_flat(flat, avals, device, committed)
 
@@ -632,6 +633,9 @@ sharding_forms: dict[type, Callable[[Any], Any]] = {}
 # ``laid_out_jit(plain_jit_function, in_shardings, out_shardings)`` (layout.Format registers
 # it, and ``has_layouts``, which says whether shardings ask for such layouts) wraps it.
 has_layouts: Callable[[Any], bool] = lambda shardings: False  # noqa: E731
+# Whether a compiled program takes or gives buffers in another order than row-major (its
+# calls then take the general path, which lays them out: see layout_jit).
+takes_other_layouts: Callable[[Any], bool] = lambda compiled: False  # noqa: E731
 laid_out_jit: Callable | None = None
 
 
