@@ -282,9 +282,12 @@ _plain_compiled_call = Compiled.__call__
 
 
 def _compiled_call(self: Compiled, *args, **kwargs):
-    flat = tree_util.tree_leaves((args, kwargs))
-    if any(type(x) is layout_arrays.LaidOutArray for x in flat) and not self.partitioned:
-        _check_arg_layouts(self, flat)
+    if layout_arrays.LaidOutArray.made and not self.partitioned:  # (else nothing to check)
+        flat = tree_util.tree_leaves((args, kwargs))
+        if any(type(x) is layout_arrays.LaidOutArray for x in flat):
+            _check_arg_layouts(self, flat)
+    if not layout_jit.takes_other_layouts(self):
+        return _plain_compiled_call(self, *args, **kwargs)
     return layout_jit.compiled_call(self, _plain_compiled_call, args, kwargs,
                                     lambda flat: _check_arg_layouts(self, flat))
 
@@ -294,7 +297,9 @@ _plain_run_flat = Compiled.run_flat
 
 
 def _run_flat(self: Compiled, *args, **kwargs):
-    return layout_jit.laid_out_results(self, _plain_run_flat(self, *args, **kwargs))
+    out = _plain_run_flat(self, *args, **kwargs)
+    return layout_jit.laid_out_results(self, out) if layout_jit.takes_other_layouts(
+        self) else out
 
 
 Compiled.run_flat = _run_flat

@@ -69,8 +69,10 @@ class LaidOutArray(Array):
 
     __slots__ = ("_laid", "_order", "_row_major")
     laid_out = True  # (read by device_put: one already on its device stays as it is)
+    made = False  # whether one was ever made (calls skip looking for them until then)
 
     def __init__(self, laid: Any, aval: core.ShapedArray, order: MajorToMinor):
+        LaidOutArray.made = True
         self._laid = laid
         self.aval = aval
         self._order = order

@@ -124,11 +124,10 @@ def takes_other_layouts(compiled: Compiled) -> bool:
 
 def compiled_call(compiled: Compiled, plain_call: Callable, args: tuple, kwargs: dict,
                   mismatch: Callable[[list], None]) -> Any:
-    """Call ``compiled`` (through ``plain_call``) with every argument in the layout its
-    parameter takes: ``mismatch(flat)`` raises for committed arguments in another one;
-    results in another order than row-major come back as ``LaidOutArray``s."""
-    if compiled.partitioned or not takes_other_layouts(compiled):
-        return plain_call(compiled, *args, **kwargs)
+    """Call ``compiled`` (a program that ``takes_other_layouts``, through ``plain_call``) with
+    every argument in the layout its parameter takes: ``mismatch(flat)`` raises for committed
+    arguments in another one; results in another order than row-major come back as
+    ``LaidOutArray``s (its ``run_flat`` makes them)."""
     flat, tree = tree_util.tree_flatten((args, kwargs))
     mismatch(flat)
     ins, outs = main_layouts(compiled)
@@ -146,10 +145,9 @@ def compiled_call(compiled: Compiled, plain_call: Callable, args: tuple, kwargs:
 
 
 def laid_out_results(compiled: Compiled, out: Any) -> Any:
-    """``out``, the results of ``compiled``, with those XLA gave another layout than
-    row-major made ``LaidOutArray``s (the result handlers made plain arrays of them)."""
-    if compiled.partitioned or not takes_other_layouts(compiled):
-        return out
+    """``out``, the results of ``compiled`` (a program that ``takes_other_layouts``), with
+    those XLA gave another layout than row-major made ``LaidOutArray``s (the result
+    handlers made plain arrays of them)."""
     results, out_tree = tree_util.tree_flatten(out)
     modes = main_layouts(compiled)[1]
     if len(results) != len(modes):
