@@ -55,6 +55,11 @@ def process_count() -> int:
     return distributed.process_count()
 
 
+# Types that stand for a placement in device_put, with the function that puts one leaf so:
+# layout.Format registers itself (it lives in a layer above this one).
+device_put_forms: dict[type, Callable[[Any, Any], Any]] = {}
+
+
 def device_put(x: Any, device=None, *, src=None, donate: bool = False,
                may_alias: bool | None = None):
     """Place every array of the pytree ``x`` on ``device`` (default: the first device), or
@@ -64,6 +69,9 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
     Inside a trace the placement is a ``device_put`` equation of the traced program."""
     if donate and may_alias:
         raise ValueError("may_alias and donate cannot both be True")
+    if type(device) in device_put_forms:
+        put = device_put_forms[type(device)]
+        return tree_util.tree_map(lambda leaf: put(leaf, device), x)
     if isinstance(device, (NamedSharding, PartitionSpec)) or not (
             device is None or isinstance(device, (pjrt.Device, pjrt.Sharding))):
         return _device_put_sharded(x, device)
@@ -102,6 +110,7 @@ def _device_put_sharded(x: Any, shardings: Any):
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        _refuse_moving_unreduced(leaf, s)
         if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
                 leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
             outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value
@@ -118,6 +127,18 @@ def _device_put_sharded(x: Any, shardings: Any):
         else:
             raise TypeError(f"device_put expects a device or a sharding, got {s!r}")
     return tree_util.tree_unflatten(treedef, outs)
+
+
+def _refuse_moving_unreduced(leaf: Any, s: Any) -> None:
+    """JAX's error for an array unreduced over mesh axes put anywhere but where it is: its
+    devices hold summands, not slices, of the value (``reshard`` sums them)."""
+    held = getattr(leaf, "sharding", None)
+    if not (isinstance(leaf, ShardedArray) and isinstance(held, NamedSharding)
+            and held.spec.unreduced):
+        return
+    target = resolve_sharding(s, leaf) if isinstance(s, (NamedSharding, PartitionSpec)) else s
+    if target != held:
+        held.devices_indices_map(leaf.shape)  # raises JAX's NotImplementedError
 
 
 @functools.lru_cache(maxsize=64)

@@ -77,6 +77,8 @@ EXERCISED_ELSEWHERE = {
 EXERCISED_ELSEWHERE.update({p: "test_ecosystem_fixes_edtypes.py (vmap of a conversion to and "
                                "from a user-defined extended dtype, against JAX)"
                             for p in ("to_edtype", "from_edtype")})
+EXERCISED_ELSEWHERE["all_gather_invariant"] = (
+    "test_shard_map_unreduced.py (vmap inside a shard_map body, against JAX)")
 EXERCISED_ELSEWHERE.update({p: "test_ref.py (vmap over refs and of functions making refs)"
                             for p in ("get", "swap", "addupdate", "new_ref", "freeze")})
 EXERCISED_ELSEWHERE.update({p: "test_sparse.py (vmap over sparse arrays, against JAX/a loop)"

@@ -281,6 +281,11 @@ ROWS = [
                                                          to="varying"),
         mesh=_MANUAL2, in_specs=(PartitionSpec("i"), PartitionSpec()),
         out_specs=PartitionSpec("i"))(x, w), (_u(-1, 1, (2,)), _u(-1, 1, (2,))), order=1),
+    # varying -> invariant all-gather: transposes to the slice at the device's index
+    Row("all_gather_invariant", lambda x, w: jaxkit.shard_map(
+        lambda a, b: jnp.sin(lax.all_gather(a, "i", tiled=True, to="invarying")) * b,
+        mesh=_MANUAL2, in_specs=(PartitionSpec("i"), PartitionSpec()),
+        out_specs=PartitionSpec())(x, w), (_u(-1, 1, (4,)), _u(-1, 1, (4,))), order=1),
     # collectives, through vmap with a named axis
     Row("psum", lambda x: vmap(lambda y: lax_parallel.psum(y, "i"), axis_name="i")(x), (M,)),
     Row("all_gather", lambda x: vmap(lambda y: lax_parallel.all_gather(y, "i"), axis_name="i")(x), (M,)),

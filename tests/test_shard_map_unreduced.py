@@ -4,7 +4,8 @@ subprocess here): ``pcast`` to ``unreduced``/``reduced``/``varying`` and the typ
 (``f32[2,2]{V:y, U:x}``), ``psum``/``psum_scatter`` of an unreduced value (``unreduced_psum``,
 ``unreduced_reduce_scatter``) with their values, ``all_gather(to='reduced')``, out_specs with
 unreduced/reduced sets (the result's type and sharding), reverse mode through the casts, and
-JAX's errors for the casts and operations it refuses."""
+JAX's errors for the casts and operations it refuses; ``all_gather(to='invarying')`` (the
+``all_gather_invariant`` primitive) with its transpose."""
 import re
 
 import numpy as np
@@ -153,3 +154,151 @@ def _canonical(lines: list[str]) -> list[str]:
 
 def test_unreduced_reduced_manual_axes_as_jax():
     assert _canonical(_lines(jaxkit, DEVICES)) == _canonical(JAX_OUTPUT)
+
+
+INVARIANT_OUTPUT = [
+    "{ lambda ; a:f32[8@x,2]. let\n    b:f32[2,8] = shard_map[\n      check_vma=True\n      in_specs=(P('x',),)\n      jaxpr={ lambda ; c:f32[2,2]{V:x}. let\n          d:f32[2,8] = all_gather_invariant[\n            all_gather_dimension=1\n            axis_name=('x',)\n            axis_size=4\n            tiled=True\n          ] c\n        in (d,) }\n      mesh=AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P(),)\n    ] a\n  in (b,) }",
+    'float32[2,8]',
+    '[[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]], [[8.0, 9.0], [10.0, 11.0]], [[12.0, 13.0], [14.0, 15.0]]]',
+    '[[0.0, 2.0], [4.0, 6.0], [8.0, 10.0], [12.0, 14.0], [16.0, 18.0], [20.0, 22.0], [24.0, 26.0], [28.0, 30.0]]',
+    "let jaxpr = { lambda ; a:f32[2,2]{V:x}. let\n    b:f32[8,2] = all_gather_invariant[\n      all_gather_dimension=0\n      axis_name=('x',)\n      axis_size=4\n      tiled=True\n    ] a\n    c:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] b\n    d:f32[8,2] = broadcast_in_dim 1.0:f32[]\n    e:i32[]{V:x} = axis_index[axis_name=x] \n    f:i32[]{V:x} = pvary[axes=('x',)] 1:i32[]\n    g:i32[]{V:x} = mul e f\n    h:i32[]{V:x} = pvary[axes=('x',)] 0:i32[]\n    i:i32[]{V:x} = add h g\n    j:i32[]{V:x} = pvary[axes=('x',)] 2:i32[]\n    k:i32[]{V:x} = mul i j\n    l:i32[]{V:x} = pvary[axes=('x',)] 0:i32[]\n    m:bool[]{V:x} = lt k l\n    n:i32[]{V:x} = pvary[axes=('x',)] 8:i32[]\n    o:i32[]{V:x} = add k n\n    p:i32[]{V:x} = select_n m k o\n    q:f32[8,2]{V:x} = pvary[axes=('x',)] d\n    r:i32[]{V:x} = pvary[axes=('x',)] 0:i32[]\n    s:f32[2,2]{V:x} = dynamic_slice[slice_sizes=(2, 2)] q p r\n  in (s,) } in\n{ lambda ; t:f32[8@x,2]. let\n    u:f32[8@x,2] = shard_map[\n      check_vma=True\n      in_specs=(P('x',),)\n      jaxpr=jaxpr\n      mesh=AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P('x',),)\n    ] t\n  in (u,) }",
+    "{ lambda ; a:f32[8,2]. let\n    b:f32[4,8,2] = shard_map[\n      check_vma=True\n      in_specs=(P(),)\n      jaxpr={ lambda ; c:f32[8,2]. let\n          d:f32[8,2]{V:x} = pvary[axes=('x',)] c\n          e:f32[4,8,2] = all_gather_invariant[\n            all_gather_dimension=0\n            axis_name=('x',)\n            axis_size=4\n            tiled=False\n          ] d\n        in (e,) }\n      mesh=AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P(),)\n    ] a\n  in (b,) }",
+    '[0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]',
+    "{ lambda ; a:f32[8@x,2]. let\n    b:f32[4,2,2] = shard_map[\n      check_vma=True\n      in_specs=(P('x',),)\n      jaxpr={ lambda ; c:f32[2,2]{V:x}. let\n          d:f32[4,2,2] = all_gather_invariant[\n            all_gather_dimension=0\n            axis_name=('x',)\n            axis_size=4\n            tiled=False\n          ] c\n          e:f32[4,2,2] = transpose[permutation=(0, 2, 1)] d\n        in (e,) }\n      mesh=AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit), device_kind=cpu, num_cores=None, platform=cpu)\n      newly_manual_axes=frozenset({'x', 'y'})\n      out_specs=(P(),)\n    ] a\n  in (b,) }",
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{U:x} and axes={'x'}",
+    'NameError: unbound axis name: q',
+]
+
+
+def _invariant_lines(jax, devices) -> list[str]:
+    """``all_gather(..., to='invarying')`` (the ``all_gather_invariant`` primitive): its
+    types and jaxpr, values eager and under jit, reverse mode (a dynamic slice at the
+    device's index) and JAX's errors, written for JAX's API as ``_lines``."""
+    lax = jax.lax
+    P, AT = jax.sharding.PartitionSpec, jax.sharding.AxisType
+    mesh = jax.make_mesh((4, 2), ("x", "y"), axis_types=(AT.Explicit,) * 2, devices=devices)
+    data = np.arange(16, dtype=np.float32).reshape(8, 2)
+    out, seen = [], []
+
+    def gather(a, **kw):
+        b = lax.all_gather(a, "x", to="invarying", **kw)
+        seen.append(str(jax.typeof(b)))
+        return b
+
+    def sm(body, in_specs=P("x"), out_specs=P(), **kw):
+        return jax.shard_map(body, in_specs=in_specs, out_specs=out_specs, **kw)
+
+    def error(thunk):
+        try:
+            thunk()
+        except Exception as e:  # noqa: BLE001  (the class and words are the record)
+            return f"{type(e).__name__}: {e}"
+        return "no error"
+
+    with jax.set_mesh(mesh):
+        x = jax.device_put(data, P("x"))
+        f = sm(lambda a: gather(a, axis=1, tiled=True))
+        out += [str(jax.make_jaxpr(f)(x)), seen[0]]
+        out.append(str(np.asarray(sm(gather)(x)).tolist()))  # eager: stacked blocks
+        loss = jax.jit(jax.grad(lambda a: (sm(lambda b: gather(b, tiled=True))(a) ** 2).sum()))
+        out.append(str(np.asarray(loss(x)).tolist()))
+        out.append(str(jax.make_jaxpr(sm(jax.grad(lambda b: gather(b, tiled=True).sum()),
+                                         out_specs=P("x")))(x)))
+        # an invariant operand is made varying first; two axes gather in row-major order
+        out.append(str(jax.make_jaxpr(sm(gather, in_specs=P()))(jax.device_put(data, P()))))
+        two = sm(lambda a: lax.all_gather(a, ("x", "y"), to="invarying", tiled=True),
+                 in_specs=P(("x", "y")))
+        out.append(str(np.asarray(jax.jit(two)(jax.device_put(data[:, 0], P(("x", "y"))))
+                                  ).tolist()))
+        out.append(str(jax.make_jaxpr(sm(jax.vmap(gather, in_axes=1, out_axes=1)))(x)))
+        out += [
+            error(lambda: jax.make_jaxpr(sm(lambda a: gather(lax.pcast(a, "x",
+                                                                       to="unreduced"))))(x)),
+            error(lambda: jax.make_jaxpr(lambda a: lax.all_gather(a, "q", to="invarying"))(x)),
+        ]
+    return out
+
+
+EAGER_OUTPUT = [
+    "Array(shape=(2, 8), dtype=float32, sharding=NamedSharding(mesh=Mesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit)), spec=P(None, 'y', unreduced={'x'}), memory_kind=device))",
+    'float32[2,8@y]{U:x}',
+    'float32[2,8@y]{R:x}',
+    'float32[2,8@y]{U:x}',
+    'ShardingTypeError: lhs is unreduced while rhs is not. `add` operation does not allow this because there will be implicit communication. Please reduce lhs via `reshard` before calling `add`.',
+    'ShardingTypeError: RHS should be reduced along the same axes LHS is unreduced on. Got lhs=float32[2,8@y]{U:x} and rhs=float32[]',
+    'ShardingTypeError: lhs is unreduced while rhs is not. `add` operation does not allow this because there will be implicit communication. Please reduce lhs via `reshard` before calling `add`.',
+    'NotImplementedError: unreduced rule for sin is not implemented. Please file an issue at https://github.com/jax-ml/jax/issues',
+    "NotImplementedError: device_indices_map doesn't work with unreduced. Please file a bug at https://github.com/jax-ml/jax/issues",
+    "NotImplementedError: device_indices_map doesn't work with unreduced. Please file a bug at https://github.com/jax-ml/jax/issues",
+    'ValueError: Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions',
+    'ValueError: Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions',
+    'ValueError: Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions',
+    'float32[1,2,8@y]{U:x}',
+    '[[16.0, 18.0, 20.0, 22.0, 24.0, 26.0, 28.0, 30.0], [32.0, 34.0, 36.0, 38.0, 40.0, 42.0, 44.0, 46.0]]',
+    '[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]]',
+    '[[16.0, 18.0, 20.0, 22.0, 24.0, 26.0, 28.0, 30.0], [32.0, 34.0, 36.0, 38.0, 40.0, 42.0, 44.0, 46.0]]',
+    "ValueError: in_specs passed to shard_map: P(None, 'y') does not match the specs of the input: P(None, 'y', unreduced={'x'}) for arg: float32[2,8@y]{U:x}. `in_specs` is an optional argument so you can omit specifying it and shard_map will infer the in_specs from the arguments. If you want to reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args to shard_map.",
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    'NotImplementedError: unreduced rule for sin is not implemented. Please file an issue at https://github.com/jax-ml/jax/issues',
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    "ValueError: pvary cannot accept args which are unreduced. Got f32[2,2]{V:y, U:x} and axes={'x'}",
+    "ValueError: Unsupported pcast from=varying, to='reduced'",
+    "ValueError: in_specs passed to shard_map: P(None, 'y', unreduced={'x'}) does not match the specs of the input: P(None, 'y') for arg: float32[2,8@y]. `in_specs` is an optional argument so you can omit specifying it and shard_map will infer the in_specs from the arguments. If you want to reshard your inputs, you can use `jax.reshard` on the arguments and then pass those args to shard_map.",
+]
+
+
+def _eager_lines(jax, devices) -> list[str]:
+    """Misuse of unreduced and reduced values run eagerly (no jit around): eager shard_map
+    bodies that drop, mix or reduce them wrongly, and eager operations on an unreduced
+    array (arithmetic with plain values, reading it to the host, indexing, device_put),
+    with the few uses that work; written for JAX's API as ``_lines``."""
+    lax, jnp = jax.lax, jax.numpy
+    P, AT = jax.sharding.PartitionSpec, jax.sharding.AxisType
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AT.Explicit,) * 2, devices=devices)
+    data = np.arange(32, dtype=np.float32).reshape(4, 8)
+    xy, yy = P("x", "y"), P(None, "y")
+    red, unr = P(None, "y", reduced={"x"}), P(None, "y", unreduced={"x"})
+
+    def sm(body, in_specs, out_specs):
+        return jax.shard_map(body, in_specs=in_specs, out_specs=out_specs)
+
+    def to_u(b):
+        return lax.pcast(b, "x", to="unreduced")
+
+    def run(thunk):
+        try:
+            return str(thunk())
+        except Exception as e:  # noqa: BLE001  (the class and words are the record)
+            return f"{type(e).__name__}: {e}"
+
+    with jax.set_mesh(mesh):
+        x = jax.device_put(data, xy)
+        half = jax.device_put(data[:2], yy)
+        u = sm(to_u, xy, unr)(x)
+        r = sm(lambda b: lax.pcast(b, "x", to="reduced"), yy, red)(half)
+        return [run(thunk) for thunk in (
+            lambda: repr(u), lambda: jax.typeof(u), lambda: jax.typeof(r),
+            lambda: jax.typeof(u + u), lambda: u + 1, lambda: u * 2.0, lambda: u + half,
+            lambda: jnp.sin(u), lambda: np.asarray(u), lambda: jax.device_put(u, yy),
+            lambda: u[0], lambda: u[:, 1:], lambda: r[0], lambda: jax.typeof(u[None]),
+            lambda: np.asarray(jax.sharding.reshard(u, yy)).tolist(),
+            lambda: np.asarray(r + 1).tolist(),
+            lambda: np.asarray(sm(lambda b: lax.psum(b, "x"), unr, yy)(u)).tolist(),
+            lambda: sm(lambda b: b, yy, yy)(u),
+            lambda: sm(to_u, xy, xy)(x),
+            lambda: sm(lambda b: to_u(b) + b, xy, xy)(x),
+            lambda: sm(lambda b: jnp.sin(to_u(b)), xy, unr)(x),
+            lambda: sm(lambda b: lax.pmax(to_u(b), "x"), xy, yy)(x),
+            lambda: sm(lambda b: lax.all_gather(to_u(b), "x"), xy, yy)(x),
+            lambda: sm(lambda b: lax.pcast(b, "x", to="reduced"), xy, xy)(x),
+            lambda: sm(lambda b: b, unr, unr)(half),
+        )]
+
+
+def test_unreduced_misuse_eagerly_as_jax():
+    assert _canonical(_eager_lines(jaxkit, DEVICES)) == _canonical(EAGER_OUTPUT)
+
+
+def test_all_gather_invarying_as_jax():
+    assert _canonical(_invariant_lines(jaxkit, DEVICES)) == _canonical(INVARIANT_OUTPUT)

@@ -5,20 +5,23 @@
 pairs one with a sharding. ``x.format`` reports a device array's, ``Compiled.input_formats``
 and ``output_formats`` those XLA chose for an executable, and ``with_layout_constraint``
 pins the layout of an intermediate value: it lowers to XLA's ``LayoutConstraint`` custom call.
-Eagerly it keeps the array's row-major layout (see ``_layout_constraint_impl``).
-``lax.with_sharding_constraint(x, Format(layout, sharding))`` applies the sharding, then
-``with_layout_constraint`` for a ``Layout`` (so eagerly the value stays row-major too).
+Eagerly it copies the array into that layout (``layout_arrays``), as does
+``device_put(x, Format(layout, sharding))``; ``lax.with_sharding_constraint(x, Format(...))``
+applies the sharding, then ``with_layout_constraint``. ``jit`` with Formats in its in/out
+shardings lays its parameters and results out so (``layout_jit``).
 
 The ``format`` property of arrays and the ``input_formats``/``output_formats`` properties of
 ``Compiled`` are installed on those classes here (as ``jaxkit.numpy`` installs the array
 methods), since ``Format`` lives above the runtime; ``import jaxkit`` imports this module.
+So is the check of a compiled program's argument layouts around ``Compiled.__call__``.
 """
 from __future__ import annotations
 
 from typing import Any, Union
 
-from jaxkit import core, tree_util
+from jaxkit import api_devices, core, tree_util
 from jaxkit import sharding as jsharding
+from jaxkit.experimental import layout_arrays, layout_jit
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding as lax_sharding
@@ -26,6 +29,7 @@ from jaxkit.runtime import layouts, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.transforms import jit as jit_module
+from jaxkit.transforms import stages
 from jaxkit.transforms.stages import Compiled
 
 __all__ = ["Format", "Layout", "with_layout_constraint"]
@@ -130,7 +134,7 @@ def _array_format(self: Array) -> Format:
     """The array's layout in device memory and its sharding."""
     if self.is_deleted():
         return Format(None, self.sharding)
-    found = layouts.buffer_layout(self._buf)
+    found = layout_arrays.buffer_layout(self)
     return Format(None if found is None else Layout._from_tuple(found), self.sharding)
 
 
@@ -170,17 +174,16 @@ def _is_default_layout(layout: Layout) -> bool:
 
 
 def _format_as_jit_sharding(fmt: Format) -> Any:
-    """The sharding ``jit`` uses for ``Format(layout, sharding)`` in its in/out shardings.
+    """The sharding ``jit`` uses for ``Format(layout, sharding)`` in its in/out shardings
+    (the layout itself is ``layout_jit``'s: see ``_layout_mode``).
 
     ``Layout.AUTO`` lets XLA choose; on CPU it chooses the default (row-major) layout, which is
-    the one jaxkit compiles for, as is an explicit row-major ``Layout``. Another layout would
-    need buffers relaid out around the call, which jaxkit does not do."""
+    the one jaxkit compiles for unless told otherwise."""
     layout, sharding = fmt.layout, fmt.sharding
-    if isinstance(layout, Layout) and not _is_default_layout(layout):
+    if isinstance(layout, Layout) and (layout.tiling or layout.sub_byte_element_size_in_bits):
         raise NotImplementedError(
-            f"jit with in_shardings/out_shardings {fmt}: jaxkit compiles parameters and results "
-            f"in the default row-major layout only; pass Format(Layout.AUTO) or a Layout with "
-            f"major_to_minor=(0, 1, ...), or lay the value out with with_layout_constraint.")
+            f"jit with in_shardings/out_shardings {fmt}: jaxkit lays parameters and results "
+            f"out by major_to_minor only; pass a Layout without tiling or element size.")
     if isinstance(sharding, pjrt.Sharding):
         if sharding.device_set != {pjrt.default_device()}:
             raise NotImplementedError(
@@ -188,9 +191,33 @@ def _format_as_jit_sharding(fmt: Format) -> Any:
                 f"device other than the default one; use a NamedSharding over a mesh, or "
                 f"jax.device_put the arguments onto that device.")
         return None  # a program on the default device: where jaxkit runs it unpartitioned
+    if isinstance(layout, Layout) and _layout_mode(fmt) is not None:
+        raise NotImplementedError(
+            f"jit with in_shardings/out_shardings {fmt}: jaxkit lays out parameters and "
+            f"results in another order than row-major in one-device programs only; use a "
+            f"SingleDeviceSharding, or the row-major layout over several devices.")
     return sharding
 
 
+def _layout_mode(fmt: Any) -> Any:
+    """The major_to_minor order a Format lays a parameter or result out in, ``"auto"`` for
+    the compiler's choice (``Layout.AUTO``); None for the default (row-major)."""
+    if isinstance(fmt, Format) and isinstance(fmt.layout, AutoLayoutSingleton):
+        return "auto"
+    if isinstance(fmt, Format) and isinstance(fmt.layout, Layout) and \
+            not _is_default_layout(fmt.layout):
+        return fmt.layout.major_to_minor
+    return None
+
+
+def _has_layouts(shardings: Any) -> bool:
+    leaves = tree_util.tree_leaves(shardings, is_leaf=lambda x: isinstance(x, Format))
+    return any(_layout_mode(f) is not None for f in leaves)
+
+
+jit_module.has_layouts = _has_layouts
+jit_module.laid_out_jit = lambda plain, ins, outs: layout_jit.LaidOutJit(
+    plain, ins, outs, lambda x: isinstance(x, Format), _layout_mode)
 jit_module.sharding_forms[Format] = _format_as_jit_sharding
 
 
@@ -198,13 +225,87 @@ def _format_as_constraint(fmt: Format) -> tuple:
     """``with_sharding_constraint(x, Format(layout, sharding))``: the sharding's constraint,
     then ``with_layout_constraint`` for a ``Layout`` (eagerly the value keeps row-major, see
     ``_layout_constraint_impl``; in a program XLA's LayoutConstraint lays it out)."""
+    # A one-device sharding constrains nothing in a one-device program: only the layout.
+    sharding = None if isinstance(fmt.sharding, pjrt.Sharding) else fmt.sharding
     if not isinstance(fmt.layout, Layout):  # AUTO or None: the compiler's choice
-        return fmt.sharding, None
-    return fmt.sharding, lambda x: with_layout_constraint(x, fmt.layout)
+        return sharding, None
+    return sharding, lambda x: with_layout_constraint(x, fmt.layout)
 
 
 lax_sharding.constraint_forms[Format] = _format_as_constraint
 
+
+def _device_put_format(x: Any, fmt: Format) -> Any:
+    """``device_put(x, Format(layout, sharding))``: put on the sharding (the default device
+    when None), then lay the value out as ``layout`` (a concrete one: ``Layout.AUTO`` has
+    no meaning outside a compiled program)."""
+    layout = fmt.layout
+    if isinstance(layout, AutoLayoutSingleton):
+        raise ValueError(f"sharding and layout in `Layout` instance should be concrete. Got "
+                         f"layout: {fmt} for input {core.get_aval(x)}")
+    placed = api_devices.device_put(x, fmt.sharding)
+    if layout is None:
+        return placed
+    try:
+        layout.check_compatible_aval(placed.shape)
+    except ValueError as e:
+        raise ValueError(f"One of jit outputs with pytree key path result is incompatible "
+                         f"with its layout annotation {layout}: {e}") from None
+    return _laid_out(placed, layout)
+
+
+api_devices.device_put_forms[Format] = _device_put_format
+
+def _check_arg_layouts(compiled: Compiled, flat: list) -> None:
+    """JAX's error for an argument committed to a layout other than the one the compiled
+    program takes (an uncommitted one is laid out as the program takes it)."""
+    ins, _ = _compiled_formats(compiled)
+    names = getattr(compiled.lowered.traced.jaxpr.jaxpr.debug_info, "arg_names", None)
+    if names is None or len(names) != len(flat):
+        names = [f"args[{i}]" for i in range(len(flat))]
+    errors = []
+    for x, fmt, name in zip(flat, ins, names):
+        if isinstance(x, Array) and x.committed:
+            have = _array_format(x).layout
+            if have is not None and have != fmt.layout:
+                errors.append(f"Argument {name} with shape {x.aval}:\n"
+                              f"  Passed layout: {have}\n  Required layout: {fmt.layout}")
+    if errors:
+        count = (f"the {len(errors)} mismatches" if len(errors) < 5 else
+                 f"5 mismatches out of {len(errors)}")
+        raise ValueError("Computation was compiled for input layouts that disagree with the "
+                         f"layouts of arguments passed to it. Here are {count}:\n"
+                         + "\n".join(errors[:5]))
+
+
+_plain_compiled_call = Compiled.__call__
+
+
+def _compiled_call(self: Compiled, *args, **kwargs):
+    if layout_arrays.LaidOutArray.made and not self.partitioned:  # (else nothing to check)
+        flat = tree_util.tree_leaves((args, kwargs))
+        if any(type(x) is layout_arrays.LaidOutArray for x in flat):
+            _check_arg_layouts(self, flat)
+    if not layout_jit.takes_other_layouts(self):
+        return _plain_compiled_call(self, *args, **kwargs)
+    return layout_jit.compiled_call(self, _plain_compiled_call, args, kwargs,
+                                    lambda flat: _check_arg_layouts(self, flat))
+
+
+Compiled.__call__ = _compiled_call
+_plain_run_flat = Compiled.run_flat
+
+
+def _run_flat(self: Compiled, *args, **kwargs):
+    out = _plain_run_flat(self, *args, **kwargs)
+    return layout_jit.laid_out_results(self, out) if layout_jit.takes_other_layouts(
+        self) else out
+
+
+Compiled.run_flat = _run_flat
+jit_module.takes_other_layouts = layout_jit.takes_other_layouts
+stages.result_layouts = lambda jaxpr, module: layout_jit.result_layouts(
+    jaxpr, module, layout_constraint_p)
 Array.format = property(_array_format)
 ShardedArray.format = property(_array_format)
 Compiled.input_formats = property(_input_formats)
@@ -246,14 +347,23 @@ def _broadcast_prefix(tree: Any, layouts: Any) -> list:
 
 
 def _layout_constraint_impl(x: Any, *, layout: Layout) -> Any:
-    if not isinstance(x, Array):
+    if not isinstance(x, (Array, ShardedArray)):
         raise ValueError(f"with_layout_constraint in eager mode can only be applied to "
                          f"jax.Arrays. Got {type(x)}")
-    # JAX copies the array into ``layout`` here. jaxkit's executables are compiled for
-    # row-major parameters and hand buffers to PjRt without checking their layouts, so an
-    # array in another layout would be read wrongly by the next computation: the value is
-    # returned as it is (the same elements; only its memory order differs from JAX's).
-    return x
+    # (committed, as JAX's: it runs a jit whose out_shardings name the array's device)
+    return _laid_out(x, layout, commit=True)
+
+
+def _laid_out(x: Any, layout: Layout, commit: bool = False) -> Any:
+    """``x`` copied into ``layout`` (``x`` itself when it already lies so)."""
+    if layout.tiling or layout.sub_byte_element_size_in_bits:
+        raise NotImplementedError(f"{layout}: jaxkit lays arrays out by major_to_minor "
+                                  f"only; pass a Layout without tiling or element size")
+    if isinstance(x, ShardedArray):
+        if _is_default_layout(layout):
+            return x
+        return layout_arrays.relayout(x, layout.major_to_minor)  # refuses, saying why
+    return layout_arrays.relayout(x, layout.major_to_minor, commit)
 
 
 def _layout_constraint_lowering(ctx: Any, x: Any, *, layout: Layout) -> Any:

@@ -17,11 +17,15 @@ and the collectives that take the sum an unreduced value stands for:
   all-reduce; it transposes to ``preduced``;
 * ``unreduced_reduce_scatter_p``: unreduced -> varying (``psum_scatter`` of one), a
   reduce-scatter; it transposes to ``all_gather_reduced_p`` (varying -> reduced, an
-  all-gather; ``all_gather(..., to='reduced')``).
+  all-gather; ``all_gather(..., to='reduced')``);
+* ``all_gather_invariant_p``: varying -> invariant (``all_gather(..., to='invarying')``), an
+  all-gather whose result every device holds whole; it transposes to a dynamic slice of the
+  cotangent at the device's index (invariant -> varying), as JAX's.
 
 The casts transpose to each other (varying->unreduced to reduced->varying), so reverse mode
-through them needs no other rule. None has a batching rule (JAX 0.10.2's raise too): vmap of
-a body that uses them raises ``NotImplementedError`` naming the primitive. Which state an
+through them needs no other rule. None but ``all_gather_invariant`` has a batching rule
+(JAX 0.10.2's raise too): vmap of a body that uses them raises ``NotImplementedError`` naming
+the primitive. Which state an
 ordinary primitive's result has follows its ``sharding_ur`` rule (a sum of unreduced values
 is unreduced, ``sin`` of one is refused), read by ``parallel_vma``'s typing hook.
 """
@@ -34,11 +38,12 @@ from typing import Any
 from jaxkit import avals as avals_mod
 from jaxkit import core, tree_util
 from jaxkit.core import ShapedArray
-from jaxkit.interpreters import ad, mlir
-from jaxkit.lax import parallel, parallel_vma
+from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.lax import elementwise, parallel, parallel_vma, slicing, structural
 from jaxkit.lax.parallel import _axes_tuple, axis_size
 
-__all__ = ["all_gather", "all_gather_reduced", "all_gather_reduced_p", "pcast", "preduced",
+__all__ = ["all_gather", "all_gather_invariant", "all_gather_invariant_p",
+           "all_gather_reduced", "all_gather_reduced_p", "pcast", "preduced",
            "preduced_p", "reduced_vary_cast", "reduced_vary_cast_p", "unreduced_psum",
            "unreduced_psum_p", "unreduced_psum_scatter", "unreduced_reduce_scatter_p",
            "vary_unreduced_cast", "vary_unreduced_cast_p"]
@@ -318,6 +323,101 @@ mlir.register_lowering(all_gather_reduced_p, _all_gather_reduced_lowering)
 parallel_vma.self_typed.add(all_gather_reduced_p)
 
 
+# ---- varying -> invariant: the all-gather whose result every device holds whole ----
+
+def all_gather_invariant(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    """``all_gather`` of ``x`` (a pytree) whose result is invariant over the named axes
+    (``all_gather(..., to='invarying')``): every device holds the same gathered value, so
+    it may leave a shard_map through an out_spec that does not name the axes. An operand
+    invariant over some of them is first made varying (``pvary``), as JAX's."""
+    names = _axes_tuple(axis_name)
+    if not names:
+        return x
+    size = axis_size(names)
+
+    def bind(v):
+        rank = len(core.get_aval(v).shape) + (0 if tiled else 1)
+        missing = [a for a in names if a not in core.get_aval(v).vma]
+        if missing and parallel_vma.checking():
+            v = parallel_vma.pvary(v, tuple(missing))
+        elif missing and any(_vmapped(a) for a in missing):
+            # JAX's pvary of a vmapped value reaches its eager impl, which refuses it
+            raise ValueError("pvary should be called under jax.shard_map.")
+        return all_gather_invariant_p.bind(v, all_gather_dimension=int(axis) % rank,
+                                           axis_name=names, axis_size=size, tiled=bool(tiled))
+
+    return tree_util.tree_map(bind, x)
+
+
+def _vmapped(name: Any) -> bool:
+    try:
+        batching.find_axis(name)
+    except NameError:
+        return False
+    return True
+
+
+def _all_gather_invariant_abstract_eval(x: ShapedArray, *, all_gather_dimension, axis_name,
+                                        axis_size, tiled):
+    # (names were checked by the wrapper; under pmap they are not bound at lowering time)
+    check_unreduced_args([x], axis_name, "all_gather_invariant")
+    shape = parallel._all_gather_abstract_eval(  # the shape as all_gather's
+        x, all_gather_dimension=all_gather_dimension, axis_name=axis_name,
+        axis_index_groups=None, axis_size=axis_size, tiled=tiled).shape
+    return _retype(x, tuple(shape), varying=x.vma - set(axis_name))
+
+
+def _all_gather_invariant_transpose(ct, x, *, all_gather_dimension, axis_name, axis_size,
+                                    tiled):
+    """Each device's cotangent is its own block of the (invariant) gathered cotangent: a
+    dynamic slice at its index along the axes, which makes it varying over them again."""
+    block = ct.aval.shape[all_gather_dimension] // axis_size
+    index = 0  # the row-major index over the named axes, built as JAX's axis_index does
+    inner = 1
+    for name in reversed(axis_name):
+        index = elementwise.add(index, parallel._times(parallel.axis_index(name), inner))
+        inner *= parallel.axis_size(name)
+    start = parallel._times(index, block)
+    out = slicing.dynamic_slice_in_dim(ct, start, block, all_gather_dimension)
+    return [out if tiled else structural.squeeze(out, (all_gather_dimension,))]
+
+
+def _all_gather_invariant_batcher(axis_data, vals, dims, *, all_gather_dimension, axis_name,
+                                  axis_size, tiled):
+    (x,), (d,) = vals, dims
+    dim = all_gather_dimension
+    if axis_data.name not in axis_name:  # gather the examples' blocks alongside each other
+        if d is not None:
+            if d <= dim:
+                dim += 1
+            elif not tiled:
+                d += 1
+        return all_gather_invariant_p.bind(x, all_gather_dimension=dim, axis_name=axis_name,
+                                           axis_size=axis_size, tiled=tiled), d
+    if len(axis_name) > 1:
+        raise NotImplementedError("batching rule for 'all_gather_invariant' over several "
+                                  "axes one of which is vmapped is not implemented")
+    y = parallel._insert_axis(x, dim, axis_data.size) if d is None else \
+        parallel._moveaxis(x, d, dim)
+    return (parallel._foldaxis(y, dim) if tiled else y), None
+
+
+def _all_gather_invariant_lowering(ctx, x, *, all_gather_dimension, axis_name, axis_size,
+                                   tiled):
+    return parallel._all_gather_lowering(
+        ctx, x, all_gather_dimension=all_gather_dimension, axis_name=axis_name,
+        axis_index_groups=None, axis_size=axis_size, tiled=tiled)
+
+
+all_gather_invariant_p = core.Primitive("all_gather_invariant")
+all_gather_invariant_p.def_impl(partial(parallel._unbound_impl, "all_gather_invariant"))
+all_gather_invariant_p.def_abstract_eval(_all_gather_invariant_abstract_eval)
+ad.deflinear2(all_gather_invariant_p, _all_gather_invariant_transpose)
+batching.defrule(all_gather_invariant_p, _all_gather_invariant_batcher, named_axis=True)
+mlir.register_lowering(all_gather_invariant_p, _all_gather_invariant_lowering)
+parallel_vma.self_typed.add(all_gather_invariant_p)
+
+
 # ---- transposes: each cast to its mirror, each collective to its dual ----
 
 ad.deflinear2(vary_unreduced_cast_p, lambda ct, x, *, axes: [
@@ -354,8 +454,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
     if axis_index_groups is not None:
         raise NotImplementedError(f"all_gather(to={to!r}) with axis_index_groups")
     if to == "invarying":
-        raise NotImplementedError("all_gather(to='invarying'): the all_gather_invariant "
-                                  "primitive is not implemented in jaxkit")
+        return all_gather_invariant(x, axis_name, axis=axis, tiled=tiled)
     return all_gather_reduced(x, axis_name, axis=axis, tiled=tiled)
 
 

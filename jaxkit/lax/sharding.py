@@ -186,6 +186,9 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         then = None
         if type(s) in constraint_forms:  # a layout.Format: its sharding, then its layout
             s, then = constraint_forms[type(s)](s)
+            if s is None:  # a layout alone
+                outs.append(leaf if then is None else then(leaf))
+                continue
         named = _resolve(s, leaf)
         named.check_shape(np.shape(leaf))
         out = leaf if _check_constraint(leaf, named) else \

@@ -28,6 +28,7 @@ from jaxkit.indexing import Slice
 from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.numpy._promotion import (
     asarray,
     broadcast_arrays,
@@ -539,6 +540,23 @@ def _dslice_update_index(idx: Any, shape: tuple[int, ...]) -> tuple:
     return tuple(out)
 
 
+def _refuse_unreduced_sharded(arr: Any, parsed: list[_Idx]) -> None:
+    """JAX indexes an array over several devices by a gather (for an integer or array index,
+    or a slice short of its axis) that reads the array's spec position by position: a spec
+    with unreduced/reduced axes refuses that (``PartitionSpec.__iter__``'s ValueError)."""
+    spec = getattr(arr.sharding, "spec", None) if isinstance(arr, ShardedArray) else None
+    if spec is None or not (spec.unreduced or spec.reduced) or arr.sharding.num_devices == 1:
+        return
+    for p in parsed:
+        if p.kind is _Kind.SLICE and all(_static_slice_elt(v) for v in (
+                p.index.start, p.index.stop, p.index.step)):
+            start, stop, step = p.index.indices(arr.shape[p.axes[0]])
+            if abs(step) == 1 and abs(stop - start) == arr.shape[p.axes[0]]:
+                continue
+        if p.kind not in (_Kind.NONE, _Kind.ELLIPSIS):
+            tuple(spec)
+
+
 def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: Any = None, fill_value: Any = None,
             out_sharding: Any = None) -> Any:
@@ -550,6 +568,7 @@ def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
     if any(isinstance(i, Slice) for i in _as_tuple(idx)):
         arr, idx = _apply_dslices(arr, idx)
     parsed = _parse(idx, arr.shape)
+    _refuse_unreduced_sharded(arr, parsed)
     if mode is None or lax.GatherScatterMode.from_any(mode) in (
             lax.GatherScatterMode.PROMISE_IN_BOUNDS, lax.GatherScatterMode.CLIP):
         try:

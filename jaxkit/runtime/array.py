@@ -243,6 +243,9 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
         if device is None:
             return x
         return Array(pjrt.copy_to_device(x._buf, x.aval, device))
+    if getattr(type(x), "laid_out", False) and dtype is None and (device is None or (
+            x.committed and x.device == device)):
+        return x  # an array laid out in another order stays as it is where it is
     aval = core.get_aval(x)
     if isinstance(aval.dtype, dtypes.ExtendedDType):  # a key array moves its data
         if device is None:

@@ -202,7 +202,8 @@ class JitFunction:
             return out
         fast_path_fits = not dyn_kwargs and len(flat) == len(dyn_args) and all(
             type(x) in leaf_avals for x in dyn_args)
-        if fast_path_fits and not compiled.partitioned and not config.jax_no_execution:
+        if fast_path_fits and not compiled.partitioned and not config.jax_no_execution \
+                and not takes_other_layouts(compiled):
             self._add_plan(compiled, avals, args, kwargs, where, committed)
         return compiled.run_flat(flat, avals, device, committed)
 
@@ -635,6 +636,16 @@ def _shardings_key(shardings) -> Any:
 sharding_forms: dict[type, Callable[[Any], Any]] = {}
 
 
+# A jit whose in/out shardings lay values out in memory in another order than row-major:
+# ``laid_out_jit(plain_jit_function, in_shardings, out_shardings)`` (layout.Format registers
+# it, and ``has_layouts``, which says whether shardings ask for such layouts) wraps it.
+has_layouts: Callable[[Any], bool] = lambda shardings: False  # noqa: E731
+# Whether a compiled program takes or gives buffers in another order than row-major (its
+# calls then take the general path, which lays them out: see layout_jit).
+takes_other_layouts: Callable[[Any], bool] = lambda compiled: False  # noqa: E731
+laid_out_jit: Callable | None = None
+
+
 def _sharding_forms(shardings: Any) -> Any:
     if not sharding_forms or shardings is None:
         return shardings
@@ -655,7 +666,6 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     ``NamedSharding`` each, or pytree prefixes of the arguments/outputs) partition the program
     over their mesh with XLA's SPMD partitioner. Arguments the function does not use are
     left out of the compiled program (calls still take them) unless ``keep_unused``."""
-    in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
                                  static_argnums=static_argnums,
@@ -673,9 +683,13 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                              f"got device={device} and backend={backend}")
         if device is None:
             device = pjrt.get_backend(backend).local_devices[0]
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
-                       inline, in_shardings, out_shardings, keep_unused,
-                       device).as_function()
+    laid_out = has_layouts(in_shardings) or has_layouts(out_shardings)
+    raw = in_shardings, out_shardings
+    in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)
+    plain = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                        inline, in_shardings, out_shardings, keep_unused,
+                        device).as_function()
+    return laid_out_jit(plain, *raw) if laid_out and laid_out_jit is not None else plain
 
 
 def jit_object(fn: Any) -> JitFunction | None:

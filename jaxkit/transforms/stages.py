@@ -150,10 +150,16 @@ class Traced(_Stage):
             module = dispatch.lower_closed(self.fun_name, program.jaxpr, program.donated_invars,
                                            self.result_names(),
                                            platform=mlir.lowering_platform(self.device))
+            module = result_layouts(program.jaxpr, module)
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
                                   self.fun_name, seconds)
         return Lowered(self, module, Timings(self.timings.trace, seconds), program)
+
+
+# ``(jaxpr, module) -> module`` with the memory layouts of results that a layout constraint
+# produces (``jax.experimental.layout`` registers it; it lives in a layer above this one).
+result_layouts: Callable[[core.ClosedJaxpr, Any], Any] = lambda jaxpr, module: module
 
 
 @dataclass(frozen=True)
