@@ -57,3 +57,89 @@ def test_eager_primitive_keeps_the_layout(laid_out, axis_type, name):
     assert isinstance(out.sharding, NamedSharding) and out.sharding.spec == spec
     assert out.sharding.mesh.devices.tolist() == a.sharding.mesh.devices.tolist()
     np.testing.assert_allclose(float(np.asarray(out).sum()), total, rtol=1e-5)
+
+
+# Eager results with no operand laid out, under ``jax.set_mesh``: JAX 0.10.2 runs them over
+# the context mesh, committed and replicated; over an Explicit mesh the spec has one entry per
+# dimension, over an Auto one it is ``P()``; host data converted by jnp.array is ``P()``;
+# ``device_put`` without a sharding stays on one device, uncommitted. (call, JAX's spec over
+# the Explicit mesh, over the Auto one (None: a SingleDeviceSharding), jax.typeof over each,
+# the value's sum)
+X0 = np.arange(8.0, dtype=np.float32)
+MADE = {
+    "zeros": (lambda: jax.numpy.zeros(8), "P(None,)", "P()", "float32[8]", 0.0),
+    "ones": (lambda: jax.numpy.ones((2, 4)), "P(None, None)", "P()", "float32[2,4]", 8.0),
+    "full": (lambda: jax.numpy.full((4,), 2.0), "P(None,)", "P()", "~float32[4]", 8.0),
+    "arange": (lambda: jax.numpy.arange(8), "P(None,)", "P()", "int32[8]", 28.0),
+    "array": (lambda: jax.numpy.array([1.0, 2.0]), "P()", "P()", "float32[2]", 3.0),
+    "asarray": (lambda: jax.numpy.asarray(X0), "P()", "P()", "float32[8]", 28.0),
+    "eye": (lambda: jax.numpy.eye(3), "P(None, None)", "P()", "float32[3,3]", 3.0),
+    "normal": (lambda: jax.random.normal(jax.random.key(0), (4,)), "P(None,)", "P()",
+               "float32[4]", 3.135694980621338),
+    "key": (lambda: jax.random.key(0), "P()", "P()", "key<fry>[]", None),
+    "jit_no_args": (lambda: jax.jit(lambda: jax.numpy.ones(3))(), "P(None,)", "P()",
+                    "float32[3]", 3.0),
+    "jit_numpy": (lambda: jax.jit(lambda a: a * 2)(X0), "P(None,)", "P()", "float32[8]", 56.0),
+    "jnp_add_numpy": (lambda: jax.numpy.add(X0, 1.0), "P(None,)", "P()", "float32[8]", 36.0),
+    "lax_add_numpy": (lambda: lax.add(X0, X0), "P(None,)", "P()", "float32[8]", 56.0),
+    "device_put": (lambda: jax.device_put(X0), None, None, "float32[8]", 28.0),
+    "device_put_plus_1": (lambda: jax.device_put(X0) + 1, "P(None,)", "P()", "float32[8]",
+                          36.0),
+    "grad_numpy": (lambda: jax.grad(lambda a: (a * a).sum())(X0), "P(None,)", "P()",
+                   "float32[8]", 56.0),
+    "sum_of_made": (lambda: jax.numpy.ones((8, 4)).sum(0), "P(None,)", "P()", "float32[4]",
+                    32.0),
+    "asarray_of_laid_out": (lambda: jax.numpy.asarray(jax.device_put(X0, P("y"))), "P('y',)",
+                            "P('y',)", ("float32[8@y]", "float32[8]"), 28.0),
+}
+MADE_RECORDS = [(t, k) for t in ("Explicit", "Auto") for k in MADE]
+
+
+@pytest.fixture(scope="module")
+def context_meshes():
+    made_before = jax.numpy.ones(8)  # uncommitted, before any mesh is set
+    return made_before, {t: jax.make_mesh((2, 4), ("x", "y"), devices=DEVICES,
+                                          axis_types=(getattr(AxisType, t),) * 2)
+                         for t in ("Explicit", "Auto")}
+
+
+@pytest.mark.parametrize("axis_type,name", MADE_RECORDS,
+                         ids=[f"{t}-{k}" for t, k in MADE_RECORDS])
+def test_eager_result_under_set_mesh(context_meshes, axis_type, name):
+    fn, explicit_spec, auto_spec, typ, total = MADE[name]
+    mesh = context_meshes[1][axis_type]
+    spec = explicit_spec if axis_type == "Explicit" else auto_spec
+    typ = typ if isinstance(typ, str) else typ[axis_type == "Auto"]
+    with jax.set_mesh(mesh):
+        out = fn()
+    assert str(jax.typeof(out)) == typ
+    if spec is None:
+        assert type(out.sharding).__name__ == "SingleDeviceSharding" and not out.committed
+    else:
+        assert isinstance(out.sharding, NamedSharding) and str(out.sharding.spec) == spec
+        assert out.sharding.mesh == mesh and out.committed
+    if total is not None:
+        np.testing.assert_allclose(float(np.asarray(out).sum()), total, rtol=1e-6)
+
+
+def test_set_mesh_lays_out_results_of_arrays_made_before(context_meshes):
+    """An uncommitted array made before ``set_mesh`` meets the mesh in the next eager op; the
+    legacy ``with mesh:`` lays nothing out (JAX 0.10.2)."""
+    made_before, meshes = context_meshes
+    for axis_type, spec in (("Explicit", "P(None,)"), ("Auto", "P()")):
+        with jax.set_mesh(meshes[axis_type]):
+            out = made_before + 1
+            assert str(out.sharding.spec) == spec and out.sharding.mesh == meshes[axis_type]
+            assert jax.numpy.asarray(made_before) is made_before  # no computation: unchanged
+        with meshes[axis_type]:
+            assert type(jax.numpy.zeros(8).sharding).__name__ == "SingleDeviceSharding"
+    assert type((made_before + 1).sharding).__name__ == "SingleDeviceSharding"
+
+
+def test_eager_grad_over_an_explicit_mesh_needs_set_mesh(laid_out):
+    """JAX's ValueError (JAX names the seed cotangent f32[], whose type carries the mesh
+    there; jaxkit's scalar types carry none, so the first typed value is named)."""
+    with pytest.raises(ValueError, match=r"^Length of device assignment 1 is not equal to the "
+                       r"size of the mesh 8 of aval f32\[.*\]\(\{Explicit: \('x', 'y'\)\}\)\. "
+                       r"Please enter your `jit` into a mesh context via `jax.set_mesh`\.$"):
+        jax.grad(lambda x: (x * x).sum())(laid_out["Explicit"])

@@ -19,6 +19,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
 from jaxkit.lax.sharding import reshard_leaves
 from jaxkit.lax.sharding_rules import resolve_out_sharding
+from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import asarray as _asarray
@@ -142,7 +143,8 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
             except TypeError as e:
                 raise TypeError(f"Unexpected input type for array: {type(object)}") from e
             # A ValueError (a ragged nested list) propagates with NumPy's message, as in JAX.
-            out = device_put_value(host, weak_type=weak)
+            # Under jax.set_mesh host data lands replicated over its devices (JAX's P()).
+            out = context_mesh.lay_out(device_put_value(host, weak_type=weak), from_host=True)
     if sharding is not None:
         out = lax.convert_element_type(out, dtype, weak, sharding=sharding)
     if ndmin > np.ndim(out):

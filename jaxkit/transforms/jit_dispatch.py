@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from jaxkit import core, dtypes
 from jaxkit.core import ShapedArray
-from jaxkit.runtime import pjrt
+from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
 from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.source_info import api_boundary
@@ -141,6 +141,7 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
     placement (``spread_call``), which becomes the call site's."""
     unrolled = not static_argnums
     spread = pjrt.placement
+    eager_meshes = context_mesh.eager_meshes
     fixed = None if fixed_device is None else (pjrt.sharding_of(fixed_device), True)
 
     def spread_call(args, kwargs):
@@ -154,8 +155,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
             plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
         except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
             plan = None                            # names (or an unused argument's)
-        if plan is None:
-            return slow(args, kwargs)
+        if plan is None or (eager_meshes and not plan.committed):
+            return slow(args, kwargs)  # (under jax.set_mesh the slow path lays results out)
         if fixed is None:
             fast[key] = plan
         return plan.run(args)
