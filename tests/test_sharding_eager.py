@@ -143,3 +143,32 @@ def test_eager_grad_over_an_explicit_mesh_needs_set_mesh(laid_out):
                        r"size of the mesh 8 of aval f32\[.*\]\(\{Explicit: \('x', 'y'\)\}\)\. "
                        r"Please enter your `jit` into a mesh context via `jax.set_mesh`\.$"):
         jax.grad(lambda x: (x * x).sum())(laid_out["Explicit"])
+
+
+# jnp.*_like of a duck-typed array (a ShapeDtypeStruct, Flax's hijax Variables) lays the result
+# out as its sharding says, as JAX 0.10.2 (Optax's state of a Flax param keeps its layout):
+# (call on the struct, JAX's spec (None: a SingleDeviceSharding), type over Explicit, the sum)
+LIKE = {
+    "zeros_like": (lambda s: jax.numpy.zeros_like(s), "P('x', 'y')", "float32[8@x,4@y]", 0.0),
+    "ones_like_int": (lambda s: jax.numpy.ones_like(s, dtype=np.int32), "P('x', 'y')",
+                      "int32[8@x,4@y]", 32.0),
+    "full_like_other_shape": (lambda s: jax.numpy.full_like(s, 2.0, shape=(3,)), None,
+                              "float32[3]", 6.0),
+}
+LIKE_RECORDS = [(t, k) for t in ("Explicit", "Auto") for k in LIKE]
+
+
+@pytest.mark.parametrize("axis_type,name", LIKE_RECORDS,
+                         ids=[f"{t}-{k}" for t, k in LIKE_RECORDS])
+def test_like_of_a_duck_typed_array_keeps_its_layout(context_meshes, axis_type, name):
+    fn, spec, typ, total = LIKE[name]
+    mesh = context_meshes[1][axis_type]
+    struct = jax.ShapeDtypeStruct((8, 4), np.float32, sharding=NamedSharding(mesh, P("x", "y")))
+    out = fn(struct)
+    if spec is None:
+        assert type(out.sharding).__name__ == "SingleDeviceSharding"
+    else:
+        assert str(out.sharding.spec) == spec and out.sharding.mesh == mesh
+    assert str(jax.typeof(out)) == (typ if axis_type == "Explicit" else typ.replace("@x", "")
+                                    .replace("@y", ""))
+    assert float(np.asarray(out).sum()) == total
