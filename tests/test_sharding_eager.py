@@ -172,3 +172,29 @@ def test_like_of_a_duck_typed_array_keeps_its_layout(context_meshes, axis_type, 
     assert str(jax.typeof(out)) == (typ if axis_type == "Explicit" else typ.replace("@x", "")
                                     .replace("@y", ""))
     assert float(np.asarray(out).sum()) == total
+
+
+# An operand committed to one device meets a computation under ``jax.set_mesh``, which runs
+# over the mesh's devices: JAX 0.10.2's ValueError, naming the first such argument.
+OFF_MESH = "with device ids [0] on platform CPU and jit's context mesh with device ids " \
+    "[0, 1, 2, 3, 4, 5, 6, 7] on platform CPU"
+COMMITTED = {
+    "add": (lambda a, b: a + 1.0, "argument x of add with shape float32[]"),
+    "sin": (lambda a, b: jax.numpy.sin(a), "argument x of sin with shape float32[]"),
+    "jit": (lambda a, b: jax.jit(lambda u: u * 2)(a),
+            "argument u of <lambda>.<locals>.<lambda> with shape float32[]"),
+    "two_devices": (lambda a, b: a + b, "argument x of add with shape float32[]"),
+}
+
+
+def test_committed_operand_under_set_mesh_is_refused(context_meshes):
+    one, two = (jax.device_put(np.float32(1.0), d) for d in DEVICES[:2])
+    with jax.set_mesh(context_meshes[1]["Explicit"]):
+        for name, (fn, named) in COMMITTED.items():
+            with pytest.raises(ValueError) as info:
+                fn(one, two)
+            assert str(info.value) == ("Received incompatible devices for jitted computation. "
+                                       f"Got {named} and {OFF_MESH}"), name
+        assert jax.numpy.asarray(one) is one  # no computation: nothing to refuse
+        assert str(jax.device_put(one, P()).sharding.spec) == "P()"
+    assert float(one + 1.0) == 2.0 and one.committed  # the mesh left: placed as before

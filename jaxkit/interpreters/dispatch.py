@@ -269,8 +269,9 @@ def _placed_together(args) -> tuple | None:
         committed = buf._committed or other._committed
     else:
         return None
-    if committed:
-        return (where, True) if type(where) is _Sharding else None
+    if committed:  # (under jax.set_mesh the general path refuses it, as JAX)
+        return (where, True) if type(where) is _Sharding and not _placement.mesh_devices \
+            else None
     return (where, False) if where is _placement.default else None
 
 

@@ -43,7 +43,7 @@ def enter(mesh: Mesh) -> None:
     eager_meshes.append(mesh)
     placement = pjrt.placement
     placement.spread = True  # placement is decided per call from now on
-    placement.meshes = len(eager_meshes)
+    placement.mesh_devices = tuple(mesh._flat)
     pjrt.refresh_default()
 
 
@@ -51,7 +51,7 @@ def exit(mesh: Mesh) -> None:  # noqa: A001  (the pair of ``enter``)
     """Leave ``mesh`` (the innermost one set): the fast paths come back with the last one."""
     if eager_meshes and eager_meshes[-1] is mesh:
         eager_meshes.pop()
-    pjrt.placement.meshes = len(eager_meshes)
+    pjrt.placement.mesh_devices = tuple(eager_meshes[-1]._flat) if eager_meshes else ()
     pjrt.refresh_default()
 
 

@@ -93,8 +93,8 @@ class CallPlan:
 
     def placed_here(self, args) -> bool:
         """Whether a call (of this plan's pattern) is placed as this plan: see the class."""
-        if not self.checkable:
-            return False
+        if not self.checkable or pjrt.placement.mesh_devices:
+            return False  # (under jax.set_mesh calls are placed, or refused, by the slow path)
         where, committed = self.where, False
         for i in self.arrays:
             buf = args[i]._buf
@@ -188,7 +188,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                     bx = x._buf
                     if spread.spread and (bx._sharding is not plan.where or bx._committed
                                           is not plan.committed or plan.where is not
-                                          spread.default and not plan.committed):
+                                          spread.default and not plan.committed
+                                          or spread.mesh_devices):
                         return spread_call(args, kwargs)
                     out = plan.execute([bx]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
@@ -208,7 +209,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                         where = plan.where
                         if bx._sharding is not where or by._sharding is not where or (
                                 bx._committed or by._committed) is not plan.committed or (
-                                where is not spread.default and not plan.committed):
+                                where is not spread.default and not plan.committed) or \
+                                spread.mesh_devices:
                             return spread_call(args, kwargs)
                     out = plan.execute([bx, by]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
