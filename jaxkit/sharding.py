@@ -7,6 +7,7 @@ SPMD partitioner, and ``jaxkit.lax.with_sharding_constraint`` pins layouts insid
 from __future__ import annotations
 
 from jaxkit.lax.sharding_axes import auto_axes, explicit_axes, reshard, use_abstract_mesh
+from jaxkit.runtime import context_mesh as _context_mesh
 from jaxkit.runtime import pjrt as _pjrt
 from jaxkit.runtime import sharding as _runtime
 from jaxkit.runtime.multi_device import AxisSharding as _AxisSharding
@@ -33,6 +34,7 @@ class set_mesh:  # noqa: N801  (a function in JAX; a class here so it is a conte
             raise TypeError(f"set_mesh expects a Mesh, got {mesh!r}")
         self._mesh = mesh
         _runtime._mesh_stack.append(mesh)
+        _context_mesh.enter(mesh)  # eager results are laid out over it
 
     def __enter__(self) -> Mesh:
         return self._mesh
@@ -41,6 +43,7 @@ class set_mesh:  # noqa: N801  (a function in JAX; a class here so it is a conte
         stack = _runtime._mesh_stack
         if stack and stack[-1] is self._mesh:
             stack.pop()
+        _context_mesh.exit(self._mesh)
 
 
 # Its object prints as JAX's does (``<jax._src.sharding_impls.set_mesh object at ...>``), as

@@ -23,7 +23,7 @@ from jaxkit import core
 from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import debug_nans, mlir
-from jaxkit.runtime import pjrt
+from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, placement, to_buffer, wrap_result
 from jaxkit.runtime.sharded_array import ShardedArray
 
@@ -193,6 +193,7 @@ config.on_change(_clear_on_config_change)
 
 _placement = pjrt.placement
 _Sharding = pjrt.Sharding
+_eager_meshes = context_mesh.eager_meshes
 
 
 # Set by ``transforms.jit``: runs a primitive with an operand laid out over several devices
@@ -225,6 +226,8 @@ def apply_primitive(prim: core.Primitive, *args, **params):
             bufs = [x._buf if type(x) is Array and x._buf._sharding is where
                     else to_buffer(x, a, where._device) for x, a in zip(args, avals)]
         outs = program.executable(bufs, committed)
+        if not committed and _eager_meshes:  # under jax.set_mesh: over its devices
+            return _on_context_mesh(prim, outs)
     else:
         program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
                                avals, params)
@@ -235,6 +238,13 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     if prim.multiple_results:
         return [wrap_result(b) for b in outs]
     return wrap_result(outs[0])
+
+
+def _on_context_mesh(prim: core.Primitive, outs: list):
+    if config.jax_debug_nans:
+        debug_nans.check_primitive(prim, [Array(b) for b in outs])
+    laid_out = context_mesh.lay_out_results([wrap_result(b) for b in outs])
+    return laid_out if prim.multiple_results else laid_out[0]
 
 
 def _placed_together(args) -> tuple | None:
@@ -259,8 +269,9 @@ def _placed_together(args) -> tuple | None:
         committed = buf._committed or other._committed
     else:
         return None
-    if committed:
-        return (where, True) if type(where) is _Sharding else None
+    if committed:  # (under jax.set_mesh the general path refuses it, as JAX)
+        return (where, True) if type(where) is _Sharding and not _placement.mesh_devices \
+            else None
     return (where, False) if where is _placement.default else None
 
 
@@ -301,4 +312,5 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], a
         device, committed = None, False
         program = programs.get(closed, _compile_closed_program, name, closed, donated_invars)
     bufs = [to_buffer(x, a, device) for x, a in zip(args, closed.in_avals)]
-    return [wrap_result(b) for b in program.run(bufs, committed)]
+    outs = [wrap_result(b) for b in program.run(bufs, committed)]
+    return context_mesh.lay_out_results(outs) if _eager_meshes and not committed else outs

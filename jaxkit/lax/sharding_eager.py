@@ -18,7 +18,8 @@ import numpy as np
 
 from jaxkit import core
 from jaxkit.lax.sharding import constrain, reshard_leaves
-from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.runtime.sharding import AbstractMesh, NamedSharding, PartitionSpec, current_mesh
 
 __all__ = ["lay_out_eager_results", "like_concrete", "like_type_sharding"]
 
@@ -40,9 +41,24 @@ def lay_out_eager_results(prim: core.Primitive) -> None:
         sharding = params.get("sharding", params.get("out_sharding"))
         if sharding is None or sharding.spec.unreduced or sharding.spec.reduced:
             return out  # partial sums: only a partitioned program decides who holds which
+        _check_devices(out, sharding)
         return reshard_leaves(out, _for_rank(sharding, np.ndim(out)))
 
     prim.def_impl(laid_out)
+
+
+def _check_devices(out: Any, sharding: NamedSharding) -> None:
+    """JAX's error for a result typed over an abstract mesh of Explicit axes made on one
+    device, with no mesh set to say which devices the type's mesh means (an eager ``grad``
+    of a function of arrays laid out over such a mesh, called outside ``jax.set_mesh``)."""
+    mesh = sharding.mesh
+    if not isinstance(mesh, AbstractMesh) or not mesh.are_all_axes_explicit or \
+            mesh.size == 1 or isinstance(out, ShardedArray) or current_mesh() is not None:
+        return
+    raise ValueError(
+        f"Length of device assignment 1 is not equal to the size of the mesh {mesh.size} of "
+        f"aval {core.get_aval(out).str_short()}({{Explicit: {tuple(mesh.axis_names)}}}). "
+        "Please enter your `jit` into a mesh context via `jax.set_mesh`.")
 
 
 def like_type_sharding(x: Any, shape: Sequence[int] | None, sharding: Any) -> Any:

@@ -18,7 +18,9 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
 from jaxkit.lax.sharding import reshard_leaves
+from jaxkit.lax.sharding_eager import like_concrete
 from jaxkit.lax.sharding_rules import resolve_out_sharding
+from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import asarray as _asarray
@@ -142,7 +144,8 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
             except TypeError as e:
                 raise TypeError(f"Unexpected input type for array: {type(object)}") from e
             # A ValueError (a ragged nested list) propagates with NumPy's message, as in JAX.
-            out = device_put_value(host, weak_type=weak)
+            # Under jax.set_mesh host data lands replicated over its devices (JAX's P()).
+            out = context_mesh.lay_out(device_put_value(host, weak_type=weak), from_host=True)
     if sharding is not None:
         out = lax.convert_element_type(out, dtype, weak, sharding=sharding)
     if ndmin > np.ndim(out):
@@ -264,8 +267,10 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
               shape: Any = None, *, device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.full_like``: ``fill_value`` with the shape and dtype of ``a``."""
     _check_like("full_like", a)
+    duck = None
     if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(
             a, (Array, core.Tracer, np.ndarray, np.generic)):
+        duck = a  # (a Flax hijax Variable, a ShapeDtypeStruct): its shape, dtype and layout
         a = core.ShapedArray(a.shape, dtypes.canonicalize_dtype(a.dtype),
                              getattr(a, "weak_type", False))
         a = lax.full(a.shape, 0, a.dtype)
@@ -273,8 +278,12 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     out_shape = _like_shape(a, shape)
     sharding = _out_sharding(device, out_sharding, "full_like")
     if np.ndim(fill_value) == 0:  # shape None: laid out as ``a`` over Explicit axes
-        return lax.full_like(a, fill_value, dtype, None if shape is None else out_shape,
-                             sharding=sharding)
+        out = lax.full_like(a, fill_value, dtype, None if shape is None else out_shape,
+                            sharding=sharding)
+        if duck is None or isinstance(out, core.Tracer):
+            return out
+        # A concrete duck-typed array lays the result out as its own layout says, as JAX's.
+        return like_concrete(out, duck, out_shape, dtype is None and a.weak_type, sharding)
     weak = dtype is None and dtypes.is_weakly_typed(a)
     dt = dtype or dtypes.dtype(a)
     return broadcast_to_shape(convert(_asarray(fill_value), dt, weak), out_shape,

@@ -325,6 +325,10 @@ def placement(args: Sequence, fun_name: str,
         s = buf._sharding
         if where is None:
             where = s if type(s) is pjrt.Sharding else pjrt.sharding_of(s._device)
+            mesh_devices = _placement.mesh_devices  # under jax.set_mesh: its devices only
+            if mesh_devices and (len(mesh_devices) != 1 or mesh_devices[0] != where._device):
+                _raise_off_context_mesh(args, fun_name, arg_names, where._device,
+                                        mesh_devices)
         elif s is not where and s._device != where._device:
             _raise_incompatible(args, fun_name, arg_names, inner)
     if where is None:
@@ -413,6 +417,26 @@ def _raise_incompatible(args: Sequence, fun_name: str, arg_names, inner: bool) -
     if inner:
         raise error
     raise ValueError(str(error))  # named here: an enclosing jit call does not rename it
+
+
+def _raise_off_context_mesh(args: Sequence, fun_name: str, arg_names, device,
+                            mesh_devices: tuple) -> None:
+    """JAX's error for an argument committed to one device in a computation under
+    ``jax.set_mesh``, which runs over the mesh's devices: the first such argument is named."""
+    names = arg_names() if callable(arg_names) else arg_names
+    names = names or [f"args[{k}]" for k in range(len(args))]
+    for i, x in enumerate(args):
+        data = _device_data(x)
+        if data is not None and data._buf._committed and data._buf._sharding._device == device:
+            aval = core.get_aval(x)
+            shape = f"{getattr(aval.dtype, 'name', aval.dtype)}[{','.join(map(str, aval.shape))}]"
+            break
+    ids = ", ".join(str(d.id) for d in mesh_devices)
+    raise ValueError(
+        f"Received incompatible devices for jitted computation. Got argument {names[i]} of "
+        f"{fun_name} with shape {shape} and with device ids [{device.id}] on platform "
+        f"{device.platform.upper()} and jit's context mesh with device ids [{ids}] on "
+        f"platform {mesh_devices[0].platform.upper()}")
 
 
 def wrap_result(buf) -> Any:

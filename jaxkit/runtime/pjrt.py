@@ -148,16 +148,19 @@ class Placement:
 
     ``default`` is the sharding of the default backend's first device while nothing
     overrides it (no ``default_device`` block open in any thread, ``jax_default_device``
-    unset), else None. The cached dispatch paths compare a call's uncommitted arguments'
-    sharding with it (one ``is``) instead of asking ``current_default_sharding()``; while it
-    is None they take the general path, which asks."""
+    unset, no mesh set with ``jax.set_mesh``: ``mesh_devices``), else None. The cached dispatch
+    paths compare a call's uncommitted arguments' sharding with it (one ``is``) instead of
+    asking ``current_default_sharding()``; while it is None they take the general path,
+    which asks."""
 
-    __slots__ = ("spread", "default", "blocks")
+    __slots__ = ("spread", "default", "blocks", "mesh_devices")
 
     def __init__(self):
         self.spread = False
         self.default = None
         self.blocks = 0  # default_device blocks open, over all threads
+        # The devices of the mesh set with jax.set_mesh (``runtime.context_mesh``), else ()
+        self.mesh_devices: tuple = ()
 
 
 placement = Placement()
@@ -168,7 +171,14 @@ _UNSET = object()
 
 def _refresh_default() -> None:
     placement.default = (_first_sharding[0] if _first_sharding and not placement.blocks and
+                         not placement.mesh_devices and
                          config.read_global("jax_default_device") is None else None)
+
+
+def refresh_default() -> None:
+    """Recompute ``placement.default`` (after ``placement.mesh_devices`` changed)."""
+    with _blocks_lock:
+        _refresh_default()
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import debug_nans, dispatch, hijax, state
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.runtime import pjrt
+from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
@@ -205,7 +205,10 @@ class JitFunction:
         if fast_path_fits and not compiled.partitioned and not config.jax_no_execution \
                 and not takes_other_layouts(compiled):
             self._add_plan(compiled, avals, args, kwargs, where, committed)
-        return compiled.run_flat(flat, avals, device, committed)
+        out = compiled.run_flat(flat, avals, device, committed)
+        if context_mesh.eager_meshes and not committed:  # under jax.set_mesh: over its devices
+            return tree_util.tree_map(context_mesh.lay_out, out)
+        return out
 
     def _rename_mismatch(self, error: DeviceMismatch, args, kwargs) -> ValueError:
         """JAX's error for devices that disagree in the program this call ran under a

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from jaxkit import core, dtypes
 from jaxkit.core import ShapedArray
-from jaxkit.runtime import pjrt
+from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
 from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.source_info import api_boundary
@@ -93,8 +93,8 @@ class CallPlan:
 
     def placed_here(self, args) -> bool:
         """Whether a call (of this plan's pattern) is placed as this plan: see the class."""
-        if not self.checkable:
-            return False
+        if not self.checkable or pjrt.placement.mesh_devices:
+            return False  # (under jax.set_mesh calls are placed, or refused, by the slow path)
         where, committed = self.where, False
         for i in self.arrays:
             buf = args[i]._buf
@@ -141,6 +141,7 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
     placement (``spread_call``), which becomes the call site's."""
     unrolled = not static_argnums
     spread = pjrt.placement
+    eager_meshes = context_mesh.eager_meshes
     fixed = None if fixed_device is None else (pjrt.sharding_of(fixed_device), True)
 
     def spread_call(args, kwargs):
@@ -154,8 +155,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
             plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
         except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
             plan = None                            # names (or an unused argument's)
-        if plan is None:
-            return slow(args, kwargs)
+        if plan is None or (eager_meshes and not plan.committed):
+            return slow(args, kwargs)  # (under jax.set_mesh the slow path lays results out)
         if fixed is None:
             fast[key] = plan
         return plan.run(args)
@@ -187,7 +188,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                     bx = x._buf
                     if spread.spread and (bx._sharding is not plan.where or bx._committed
                                           is not plan.committed or plan.where is not
-                                          spread.default and not plan.committed):
+                                          spread.default and not plan.committed
+                                          or spread.mesh_devices):
                         return spread_call(args, kwargs)
                     out = plan.execute([bx]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)
@@ -207,7 +209,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                         where = plan.where
                         if bx._sharding is not where or by._sharding is not where or (
                                 bx._committed or by._committed) is not plan.committed or (
-                                where is not spread.default and not plan.committed):
+                                where is not spread.default and not plan.committed) or \
+                                spread.mesh_devices:
                             return spread_call(args, kwargs)
                     out = plan.execute([bx, by]).consume_with_handlers(plan.handlers)
                     return Array(out[0]) if plan.single else plan.build(out)

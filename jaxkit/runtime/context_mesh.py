@@ -1,0 +1,112 @@
+"""Eager results under the mesh of ``jax.set_mesh``: replicated over it, as JAX lays them out.
+
+In JAX every eager computation is a jitted call, and a jitted call whose operands are not
+committed anywhere runs over the devices of the mesh set with ``jax.set_mesh`` (not the
+legacy ``with mesh:``): its results are committed, fully replicated ``NamedSharding``s over
+that mesh. jaxkit runs such a computation on the default device as before (the program and
+its cache stay the one-device ones) and the dispatch paths then lay each uncommitted result
+out here, replicated over the context mesh; a result already committed (an operand was) or
+laid out (``ShardedArray``) is left alone.
+
+The spec is what JAX prints: a mesh with an Explicit axis types its results with one entry
+per dimension (``P(None, None)``); over an all-Auto mesh XLA chooses and JAX prints ``P()``;
+a value converted from the host (``jnp.asarray(np_array)``) is ``P()`` over either.
+
+While a mesh is set, ``pjrt.placement.default`` is None, so no cached fast path takes an
+uncommitted call: they all reach the general paths, which call ``lay_out_results``. With no
+mesh set nothing here runs (the dispatch paths test one list).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import dtypes
+from jaxkit.runtime import pjrt
+from jaxkit.runtime.array import Array
+from jaxkit.runtime.partition_spec import PartitionSpec
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.runtime.sharding import (AxisType, Mesh, NamedSharding, current_abstract_mesh,
+                                     put_global)
+
+__all__ = ["eager_meshes", "enter", "exit", "lay_out", "lay_out_results"]
+
+# The meshes set with ``jax.set_mesh``, innermost last (``with mesh:`` does not push here).
+eager_meshes: list[Mesh] = []
+
+
+def enter(mesh: Mesh) -> None:
+    """``mesh`` becomes the one eager results are laid out over; the cached fast paths of
+    uncommitted calls step aside (``pjrt.placement.default`` None) until it is left."""
+    eager_meshes.append(mesh)
+    placement = pjrt.placement
+    placement.spread = True  # placement is decided per call from now on
+    placement.mesh_devices = tuple(mesh._flat)
+    pjrt.refresh_default()
+
+
+def exit(mesh: Mesh) -> None:  # noqa: A001  (the pair of ``enter``)
+    """Leave ``mesh`` (the innermost one set): the fast paths come back with the last one."""
+    if eager_meshes and eager_meshes[-1] is mesh:
+        eager_meshes.pop()
+    pjrt.placement.mesh_devices = tuple(eager_meshes[-1]._flat) if eager_meshes else ()
+    pjrt.refresh_default()
+
+
+def _spec(mesh: Mesh, ndim: int, from_host: bool) -> PartitionSpec:
+    if from_host or not any(t is AxisType.Explicit for t in mesh.axis_types):
+        return PartitionSpec()
+    return PartitionSpec(*[None] * ndim)
+
+
+_retyped: dict = {}
+
+
+def _typed(mesh: Mesh) -> Mesh:
+    """``mesh`` as the abstract mesh in context types it (``auto_axes``/``explicit_axes``
+    and ``use_abstract_mesh`` inside ``set_mesh`` change its axis types, names or shape):
+    values made in there are laid out over the devices of ``mesh`` with those types."""
+    abstract = current_abstract_mesh()
+    if abstract.empty or (abstract.axis_names == mesh.axis_names and abstract.axis_sizes ==
+                          mesh.axis_sizes and abstract.axis_types == mesh.axis_types):
+        return mesh
+    if abstract.size != mesh.size:
+        return mesh
+    key = (mesh, abstract)
+    out = _retyped.get(key)
+    if out is None:
+        if len(_retyped) > 64:
+            _retyped.clear()
+        out = _retyped[key] = Mesh(np.array(mesh._flat, dtype=object).reshape(
+            abstract.axis_sizes), abstract.axis_names, abstract.axis_types)
+    return out
+
+
+def lay_out(x: Any, from_host: bool = False, ndim: int | None = None) -> Any:
+    """``x`` replicated over the context mesh when it is an uncommitted one-device array and
+    a mesh is set; anything else unchanged. ``from_host``: the value came from host data
+    (its spec is ``P()`` over any mesh, as JAX's ``jnp.asarray``); ``ndim``: the rank the
+    spec is spelled for (a key array's, not its data's)."""
+    if not eager_meshes:
+        return x
+    mesh = _typed(eager_meshes[-1])
+    if type(x) is not Array:
+        dtype = getattr(x, "dtype", None)
+        if isinstance(dtype, dtypes.ExtendedDType) and not isinstance(x, ShardedArray):
+            data = dtype.to_physical(x)  # a key array: its data is laid out
+            if type(data) is Array and not data._buf._committed:
+                return dtype.from_physical(lay_out(data, from_host, np.ndim(x)))
+        return x
+    if x._buf._committed:
+        return x
+    aval = x.aval
+    spec = _spec(mesh, len(aval.shape) if ndim is None else ndim, from_host)
+    sharding = NamedSharding(mesh, spec)
+    return ShardedArray(put_global(np.asarray(x), aval, sharding), aval, sharding)
+
+
+def lay_out_results(outs: Sequence) -> list:
+    """Each of ``outs`` laid out as ``lay_out`` says (the results of one eager call)."""
+    return [lay_out(x) for x in outs]
