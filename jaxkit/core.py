@@ -348,7 +348,7 @@ class Tracer:
 
     def __len__(self):
         if not self.shape:
-            raise TypeError("len() of unsized object (a scalar tracer)")
+            raise TypeError("len() of unsized object")  # JAX's words
         return self.shape[0]
 
     def __iter__(self):
@@ -730,6 +730,11 @@ def _eqn_doc(eqn: JaxprEqn, namer: Namer, used: set | None = None,
         return pp.text(custom(eqn, namer, binder, top_level))
     naming = pp_naming_rules.get(eqn.primitive)
     if naming is not None:
+        # An output printed as ``_`` is named ``_``, so a nested binder named like it prints
+        # ``_`` too (as JAX's), and it takes no letter.
+        for v in eqn.outvars:
+            if top_level and used is not None and v not in used and type(v) is Var:
+                namer.names.setdefault(v, "_")
         naming(eqn, namer)
     lhs = _vars_doc([binder(v) for v in eqn.outvars])
     rhs_args = _vars_doc([namer(a) for a in eqn.invars])

@@ -292,38 +292,38 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     int32 (int64 with x64), float ones float32. ``out_sharding`` (over Explicit mesh axes)
     lays the result out (the iota is typed so, as JAX's)."""
     sharding = _out_sharding(device, out_sharding, "jnp.arange")
-    for name, v in (("start", start), ("stop", stop), ("step", step)):
+    dtype = _user_dtype(dtype)
+    start_name = "stop" if stop is None and step is None else "start"
+    for name, v in ((start_name, start), ("stop", stop), ("step", step)):
         if v is not None:
             core.concrete_or_error(v, f"It arose in the jnp.arange argument '{name}'")
-    dtype = _user_dtype(dtype)
+            if np.ndim(v) != 0:
+                raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {name}={v}")
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(dtypes.result_type(
             start, *(x for x in (stop, step) if x is not None)))
-    if stop is None and step is None:
-        start_np = np.asarray(start)
-        if not np.issubdtype(start_np.dtype, np.integer):
-            start_np = np.ceil(start_np).astype(int)
-        return lax.broadcasted_iota(dtype, (max(int(start_np), 0),), 0, out_sharding=sharding)
-    if step is None and start == 0 and stop is not None:
-        return lax.broadcasted_iota(dtype, (max(int(np.ceil(stop)), 0),), 0,
-                                    out_sharding=sharding)
-    if sharding is not None:
-        # As JAX's: start + step * iota, the iota typed with the layout asked for.
-        start, stop = (0, start) if stop is None else (start, stop)
-        if step is None:
-            iota = lax.broadcasted_iota(dtype, (max(0, int(np.ceil(stop - start))),), 0,
-                                        out_sharding=sharding)
-            return lax.add(lax.convert_element_type(start, dtype), iota)
+    if any(v is not None and np.iscomplexobj(v) for v in (start, stop, step)):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
+                         "starting in JAX v0.10.0.")
+    # JAX's algorithm (its equations under a trace, its float32 rounding eagerly): an iota,
+    # shifted by ``start`` and scaled by ``step`` in the result dtype (float32 for the
+    # narrower floats).
+    if stop is None:
+        start, stop = 0, start
+    if step is not None:
         work = (np.dtype("float32") if dtypes.issubdtype(dtype, np.floating)
                 and dtypes.finfo(dtype).bits < 32 else dtype)
-        iota = lax.broadcasted_iota(work, (max(0, int(np.ceil((stop - start) / step))),), 0,
-                                    out_sharding=sharding)
+        size = max(0, int(np.ceil((stop - start) / step)))
+        iota = lax.broadcasted_iota(work, (size,), 0, out_sharding=sharding)
         ramp = lax.mul(lax.convert_element_type(step, work), iota)
         return lax.convert_element_type(lax.add(lax.convert_element_type(start, work), ramp),
                                         dtype)
-    vals = np.arange(np.asarray(start), np.asarray(stop) if stop is not None else None,
-                     np.asarray(step) if step is not None else None, dtype=dtype)
-    return device_put_value(vals)
+    if start == 0:
+        return lax.broadcasted_iota(dtype, (max(0, int(np.ceil(stop))),), 0,
+                                    out_sharding=sharding)
+    iota = lax.broadcasted_iota(dtype, (max(0, int(np.ceil(stop - start))),), 0,
+                                out_sharding=sharding)
+    return lax.add(lax.convert_element_type(start, dtype), iota)
 
 
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
