@@ -525,7 +525,8 @@ def _reduce_batch_rule(prim):
 
     def rule(axis_data, args, dims, *, axes, **params):
         (x,), (d,) = args, dims
-        new_axes = tuple(a + (a >= d) for a in axes)
+        # NumPy's arithmetic, as JAX's rule: the shifted axes are np.int64 and print so.
+        new_axes = tuple(np.where(np.less(axes, d), axes, np.add(axes, 1)))
         out_d = d - sum(1 for a in new_axes if a < d)
         return prim.bind(x, axes=new_axes, **params), out_d
 
