@@ -28,8 +28,6 @@ from jaxkit.numpy._shape import atleast_1d, concatenate, flip, roll, trim_zeros
 from jaxkit.numpy._ufuncs import power
 from jaxkit.numpy._ufuncs import (
     conj,
-    equal,
-    less,
     maximum,
     multiply,
     negative,
@@ -261,26 +259,27 @@ def poly(seq_of_zeros: ArrayLike) -> Array:
     return a
 
 
+@jitted(inline=False)
 def _roots_no_zeros(p: Array) -> Array:
     """The eigenvalues of the companion matrix of ``p`` (whose leading coefficient is
-    nonzero)."""
-    if p.shape[0] < 2:
+    nonzero): a plain jit, as JAX's."""
+    if p.size < 2:
         return array([], dtype=dtypes.to_complex_dtype(p.dtype))
-    a = diag(ones((p.shape[0] - 2,), p.dtype), -1)
-    a = a.at[0, :].set(true_divide(negative(getitem(p, slice(1, None))), getitem(p, 0)))
+    a = diag(ones((p.size - 2,), p.dtype), -1)
+    a = a.at[0, :].set(-p[1:] / p[0])
     return linalg.eigvals(a)
 
 
+@jitted(inline=False)
 def _roots_with_zeros(p: Array, num_leading_zeros: Array) -> Array:
-    n = p.shape[0]
-    p = where3(equal(num_leading_zeros, n), lax.full((), 1, p.dtype), p)  # all zeros
-    roots = _roots_no_zeros(roll(p, negative(num_leading_zeros)))
+    # A plain jit, as JAX's. All zeros would make the companion matrix singular: ones instead.
+    p = where3(len(p) == num_leading_zeros, 1.0, p)
     # The leading zeros rolled to the end give zero roots: sort them last, then make NaN as
     # many roots as there were leading zeros.
-    roots = lax.sort_key_val(equal(roots, 0), roots)[1]
-    nan = lax.full((), complex(np.nan, np.nan), roots.dtype)
-    return where3(less(arange(roots.shape[0]), subtract(roots.shape[0], num_leading_zeros)),
-                  roots, nan)
+    roots = _roots_no_zeros(roll(p, -num_leading_zeros))
+    roots = lax.sort_key_val(roots == 0, roots)[1]
+    return where3(arange(roots.size) < roots.size - num_leading_zeros, roots,
+                  complex(np.nan, np.nan))
 
 
 def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
@@ -292,16 +291,15 @@ def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
     p = atleast_1d(p)
     if p.ndim != 1:
         raise ValueError("Input must be a rank-1 array.")
-    if p.shape[0] < 2:
+    if p.size < 2:
         return array([], dtype=dtypes.to_complex_dtype(p.dtype))
-    is_zero = equal(p, 0)
-    num_leading_zeros = where3(all_(is_zero), p.shape[0], argmin(is_zero))
+    num_leading_zeros = where3(all_(p == 0), len(p), argmin(p == 0))
     if strip_zeros:
         num_leading_zeros = int(core.concrete_or_error(
             num_leading_zeros, "The error occurred in the jnp.roots() function. To use this "
             "within a JIT-compiled context, pass strip_zeros=False, but be aware that leading "
             "zeros will result in some returned roots being set to NaN."))
-        return _roots_no_zeros(getitem(p, slice(num_leading_zeros, None)))
+        return _roots_no_zeros(p[num_leading_zeros:])
     return _roots_with_zeros(p, num_leading_zeros)
 
 

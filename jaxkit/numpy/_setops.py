@@ -301,6 +301,9 @@ def _setxor1d_size(arr1: Array, arr2: Array, fill_value: ArrayLike | None, *,
                    assume_unique: bool, size: int) -> Array:
     # A plain jit, as JAX's: the values in exactly one array, padded to ``size``.
     if assume_unique:
+        # JAX's body stages one concatenation it does not use; so does this one, for its
+        # printed jaxpr to read as JAX's.
+        concatenate([arr1, arr2])
         aux = sort(concatenate([arr1, arr2]))
         flag = concatenate((bool(aux.size), aux[1:] != aux[:-1], True), axis=None)
     else:
