@@ -707,6 +707,12 @@ pp_naming_rules: dict[Primitive, Callable[[JaxprEqn, Namer], None]] = {}
 pp_eqn_rules: dict[Primitive, Callable] = {}
 
 
+# Primitives whose ``name`` parameter JAX computes when printing (custom_jvp_call's function
+# name) rather than holds: it does not name the jaxprs printed once at the top, which JAX
+# calls ``jaxpr`` then.
+pp_display_only_names: set[Primitive] = set()
+
+
 def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
     """How an equation of ``prim`` shows its parameters: ``rule(params) -> params to print``
     (as JAX prints them: defaults left out, nested jaxprs with names of their own, ...)."""
@@ -763,8 +769,9 @@ def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) ->
 def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> str:
     """A whole program, as ``str(jaxpr)`` prints it: the shared jaxprs first (``let name =
     { ... } in``), then the program, its equations referring to them by name."""
-    shared = pp.shared_names(jaxpr, lambda j: [(e.params.get("name"), list(subjaxprs(e.params)))
-                                               for e in j.eqns])
+    shared = pp.shared_names(jaxpr, lambda j: [
+        (None if e.primitive in pp_display_only_names else e.params.get("name"),
+         list(subjaxprs(e.params))) for e in j.eqns])
     namer = Namer(shared)
     docs = [pp.concat([pp.text(f"let {name} = "), _jaxpr_doc(sub, namer, False),
                        pp.text(" in"), pp.brk()]) for sub, name in shared.items()]
