@@ -99,7 +99,8 @@ def spacing(x: ArrayLike, /) -> Array:
     if _dtype(arr) == np.float16:
         return subtract(lax.nextafter(arr, inf), arr)
     result = subtract(lax.nextafter(arr, copysign(inf, arr)), arr)
-    tiny = float(dtypes.finfo(_dtype(arr)).smallest_subnormal)
+    # A NumPy scalar of the dtype (as JAX's), so this copysign is the first one's program.
+    tiny = dtypes.finfo(_dtype(arr)).smallest_subnormal
     return where3(lax.eq(result, _strong(result, 0)), copysign(tiny, arr), result)
 
 
