@@ -20,6 +20,7 @@ from jaxkit.lax import elementwise_bits
 from jaxkit.lax.sharding import reshard_leaves
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import asarray as _asarray
 from jaxkit.numpy._promotion import (
@@ -555,5 +556,9 @@ def fromfunction(function: Callable, shape: Sequence[int], *, dtype: DTypeLike =
                  **kwargs: Any) -> Any:
     """``jnp.fromfunction``: ``function`` applied to the index grids of ``shape``."""
     shape = canonicalize_shape(shape)
-    grids = indices(shape, dtype=dtype)
-    return function(*[grids[i] for i in range(len(shape))], **kwargs)
+    # As JAX's: ``function`` vmapped once per axis over 1-D aranges (it sees scalars), not
+    # called on index grids.
+    for i in range(len(shape)):
+        in_axes = [0 if i == j else None for j in range(len(shape))]
+        function = vmap(function, in_axes=tuple(in_axes[::-1]))
+    return function(*(arange(s, dtype=dtype) for s in shape), **kwargs)
