@@ -184,6 +184,14 @@ RECORDS += [
     ("vmapped_reductions", lambda N: lambda x: (
         N.apply_along_axis(N.sum, 1, x), N.apply_along_axis(N.max, 0, x)), (2, 3),
      ("int32", "float32")),
+    ("extract_compress_size", lambda N: lambda x: (
+        N.extract(x > 1, x, size=2), N.compress(x[0] > 0, x, axis=1, size=1, fill_value=7)),
+     (2, 3), ("int32", "float32")),
+    ("frexp_ldexp_spacing_i0", lambda N: lambda x: (
+        N.frexp(x), N.ldexp(x, np.array([1, -2, 3], np.int32)), N.spacing(x), N.i0(x)),
+     (2, 3), ("float32",)),
+    ("packbits", lambda N: lambda x: (N.packbits(x), N.packbits(x, axis=1, bitorder="little")),
+     (2, 3), ("int32", "bool")),
 ]
 
 

@@ -126,10 +126,12 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
             dtype = dtypes.canonicalize_dtype(dt)
         else:
             dtype = dtypes.default_float_dtype()
-    if _is_jax_array(object):
+    if _is_jax_array(object) and copy:
+        # As JAX's: a copy (a new buffer: optax donates a param and its copy), then the
+        # conversion, both equations under a trace.
+        out = lax.convert_element_type(elementwise_bits.copy(object), dtype, weak)
+    elif _is_jax_array(object):
         out = convert(object, dtype, weak)
-        if copy and out is object:  # a new buffer, as JAX (optax donates a param and its copy)
-            out = elementwise_bits.copy(out)
     elif isinstance(object, (list, tuple)) and any(map(_is_jax_array, leaves)):
         parts = [lax.expand_dims(array(elt, dtype=dtype, copy=False), (0,)) for elt in object]
         out = lax.concatenate(parts, 0)
