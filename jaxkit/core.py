@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import _pretty as pp
+from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
 from jaxkit.avals import (AbstractToken, ShapedArray, ShardingTypeError,  # noqa: F401
@@ -645,24 +646,6 @@ class Namer:
                 self.names[for_v] = self(like_v)
 
 
-def pp_literal(lit: Literal) -> str:
-    """``2.0:f32[]``. As JAX: a literal holding a Python float prints that float (``1.67``);
-    one holding a NumPy value prints it widened to a Python float (``1.6699999570846558``)."""
-    val = lit.val
-    if isinstance(val, np.ndarray) and val.shape:
-        return f"{val.tolist()}:{lit.aval.str_short()}"
-    if type(val) is float:
-        return f"{val!r}:{lit.aval.str_short()}"
-    val = np.asarray(val).item() if isinstance(val, (np.ndarray, np.generic)) else val
-    if isinstance(val, bool):
-        text = str(val)
-    elif isinstance(val, float):
-        text = repr(float(np.asarray(val, lit.aval.dtype)))
-    else:
-        text = str(val)
-    return f"{text}:{lit.aval.str_short()}"
-
-
 def _param_doc(value, namer: Namer) -> pp.Doc:
     if isinstance(value, ClosedJaxpr):
         return _jaxpr_ref_doc(value.jaxpr, namer)
@@ -736,11 +719,6 @@ def _eqn_doc(eqn: JaxprEqn, namer: Namer, used: set | None = None,
         return pp.text(custom(eqn, namer, binder, top_level))
     naming = pp_naming_rules.get(eqn.primitive)
     if naming is not None:
-        # An output printed as ``_`` is named ``_``, so a nested binder named like it prints
-        # ``_`` too (as JAX's), and it takes no letter.
-        for v in eqn.outvars:
-            if top_level and used is not None and v not in used and type(v) is Var:
-                namer.names.setdefault(v, "_")
         naming(eqn, namer)
     lhs = _vars_doc([binder(v) for v in eqn.outvars])
     rhs_args = _vars_doc([namer(a) for a in eqn.invars])
@@ -803,6 +781,8 @@ def _jaxpr_doc(jaxpr: Jaxpr, namer: Namer, top_level: bool) -> pp.Doc:
     invars = binders(jaxpr.invars)
     used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
     used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    if top_level:  # an unused output is named ``_``, so a nested binder named like it is too
+        namer.names.update({v: "_" for e in jaxpr.eqns for v in e.outvars if v not in used})
     eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, used, top_level) for e in jaxpr.eqns])
     outs = pp.concat([pp.text("("), _vars_doc([namer(v) for v in jaxpr.outvars], sep=","),
                       pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])
