@@ -6,11 +6,16 @@ group is broken), ``nest`` (more indentation for the breaks inside), ``group`` a
 (JAX measures the group alone, not the text after it, unlike Lindig's paper), else its
 breaks become newlines; groups inside a broken group decide again for themselves. So a list
 of variables whose separators are each their own group fills lines (``pp_vars`` in JAX).
+Also how a jaxpr literal prints (``pp_literal``) and which nested jaxprs print once, named
+(``shared_names``).
 """
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
 
 # Document nodes are tuples, cheap to build: ("text", s), ("brk", s), ("nest", n, doc),
 # ("group", doc), ("concat", docs).
@@ -133,3 +138,21 @@ def shared_names(top: Hashable, children: Callable[[Hashable], list]) -> dict:
                 used[name] = used.get(name, 0) + 1
             shared[prog] = name
     return shared
+
+
+def pp_literal(lit: Any) -> str:
+    """``2.0:f32[]``. As JAX: a literal holding a Python float prints that float (``1.67``);
+    one holding a NumPy value prints it widened to a Python float (``1.6699999570846558``)."""
+    val = lit.val
+    if isinstance(val, np.ndarray) and val.shape:
+        return f"{val.tolist()}:{lit.aval.str_short()}"
+    if type(val) is float:
+        return f"{val!r}:{lit.aval.str_short()}"
+    val = np.asarray(val).item() if isinstance(val, (np.ndarray, np.generic)) else val
+    if isinstance(val, bool):
+        shown = str(val)
+    elif isinstance(val, float):
+        shown = repr(float(np.asarray(val, lit.aval.dtype)))
+    else:
+        shown = str(val)
+    return f"{shown}:{lit.aval.str_short()}"

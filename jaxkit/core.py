@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import _pretty as pp
+from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
 from jaxkit.avals import (AbstractToken, ShapedArray, ShardingTypeError,  # noqa: F401
@@ -348,7 +349,7 @@ class Tracer:
 
     def __len__(self):
         if not self.shape:
-            raise TypeError("len() of unsized object (a scalar tracer)")
+            raise TypeError("len() of unsized object")  # JAX's words
         return self.shape[0]
 
     def __iter__(self):
@@ -645,24 +646,6 @@ class Namer:
                 self.names[for_v] = self(like_v)
 
 
-def pp_literal(lit: Literal) -> str:
-    """``2.0:f32[]``. As JAX: a literal holding a Python float prints that float (``1.67``);
-    one holding a NumPy value prints it widened to a Python float (``1.6699999570846558``)."""
-    val = lit.val
-    if isinstance(val, np.ndarray) and val.shape:
-        return f"{val.tolist()}:{lit.aval.str_short()}"
-    if type(val) is float:
-        return f"{val!r}:{lit.aval.str_short()}"
-    val = np.asarray(val).item() if isinstance(val, (np.ndarray, np.generic)) else val
-    if isinstance(val, bool):
-        text = str(val)
-    elif isinstance(val, float):
-        text = repr(float(np.asarray(val, lit.aval.dtype)))
-    else:
-        text = str(val)
-    return f"{text}:{lit.aval.str_short()}"
-
-
 def _param_doc(value, namer: Namer) -> pp.Doc:
     if isinstance(value, ClosedJaxpr):
         return _jaxpr_ref_doc(value.jaxpr, namer)
@@ -705,6 +688,12 @@ pp_naming_rules: dict[Primitive, Callable[[JaxprEqn, Namer], None]] = {}
 # own (the ref primitives: ``c:f32[] <- a[1]``); ``binder(v)`` prints an output binder,
 # ``top_level`` says whether the equation is in the printed jaxpr itself (not a nested one).
 pp_eqn_rules: dict[Primitive, Callable] = {}
+
+
+# Primitives whose ``name`` parameter JAX computes when printing (custom_jvp_call's function
+# name) rather than holds: it does not name the jaxprs printed once at the top, which JAX
+# calls ``jaxpr`` then.
+pp_display_only_names: set[Primitive] = set()
 
 
 def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
@@ -758,8 +747,9 @@ def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) ->
 def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> str:
     """A whole program, as ``str(jaxpr)`` prints it: the shared jaxprs first (``let name =
     { ... } in``), then the program, its equations referring to them by name."""
-    shared = pp.shared_names(jaxpr, lambda j: [(e.params.get("name"), list(subjaxprs(e.params)))
-                                               for e in j.eqns])
+    shared = pp.shared_names(jaxpr, lambda j: [
+        (None if e.primitive in pp_display_only_names else e.params.get("name"),
+         list(subjaxprs(e.params))) for e in j.eqns])
     namer = Namer(shared)
     docs = [pp.concat([pp.text(f"let {name} = "), _jaxpr_doc(sub, namer, False),
                        pp.text(" in"), pp.brk()]) for sub, name in shared.items()]
@@ -791,6 +781,8 @@ def _jaxpr_doc(jaxpr: Jaxpr, namer: Namer, top_level: bool) -> pp.Doc:
     invars = binders(jaxpr.invars)
     used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
     used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+    if top_level:  # an unused output is named ``_``, so a nested binder named like it is too
+        namer.names.update({v: "_" for e in jaxpr.eqns for v in e.outvars if v not in used})
     eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, used, top_level) for e in jaxpr.eqns])
     outs = pp.concat([pp.text("("), _vars_doc([namer(v) for v in jaxpr.outvars], sep=","),
                       pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])

@@ -141,6 +141,59 @@ RECORDS = [
      (2, 3), ("float32",)),
 ]
 
+# Set operations with size=, stacking rows of an array, arange, einsum's repeated labels,
+# convolutions and polynomials, put/place/fill_diagonal, and the vmapped reductions and
+# broadcasts inside them (np.int64 parameters, as JAX's batching rules make them).
+RECORDS += [
+    ("unique_size", lambda N: lambda x: (N.unique(x, size=3), N.unique(
+        x, size=4, fill_value=-1, return_index=True, return_inverse=True,
+        return_counts=True)), (6,), ("int32", "float32")),
+    ("set_ops_size", lambda N: lambda x: (
+        N.union1d(x, x[::-1], size=3), N.setdiff1d(x, x[:1], size=3),
+        N.intersect1d(x, x[1:], size=2), N.setxor1d(x, x[:2], size=3)), (4,),
+     ("int32", "float32")),
+    ("intersect1d_indices", lambda N: lambda x: (
+        N.intersect1d(x, x[1:], size=2, return_indices=True),
+        N.intersect1d(x, x[1:], size=2, assume_unique=True, return_indices=True),
+        N.setxor1d(x, x[:2], size=3, assume_unique=True)), (4,), ("float32",)),
+    ("stack_rows_2d", lambda N: lambda x: (N.vstack(x), N.dstack(x), N.column_stack(x),
+                                           N.concat(x)), (2, 3), KINDS[:4]),
+    ("arange", lambda N: lambda x: (N.arange(0.0, 1.0, 0.25) + x[0], N.arange(2, 7),
+                                    N.arange(5, step=2), N.arange(0, 3, 1, np.float16)), (2,),
+     ("float32",)),
+    ("einsum_repeated", lambda N: lambda x: (N.einsum("ii", x), N.einsum("ii->i", x),
+                                             N.einsum("ii,ij->j", x, x)), (2, 2),
+     ("int32", "float32")),
+    ("convolve_correlate", lambda N: lambda x: (
+        N.convolve(x, x[:2]), N.convolve(x[:2], x, mode="same"),
+        N.correlate(x[:2], x, mode="full"), N.correlate(x, x, mode="valid")), (3,),
+     ("float32", "complex64")),
+    ("polynomials", lambda N: lambda x: (
+        N.polyval(x, x), N.polyder(x), N.polyder(x, 2), N.poly(x), N.polymul(x, x[:2]),
+        N.polydiv(x, x[:2])), (3,), ("float32",)),
+    ("polyder_2d", lambda N: lambda x: N.polyder(x), (2, 3), ("float32",)),
+    ("roots", lambda N: lambda x: (N.roots(3.0), N.roots(x, strip_zeros=False)), (3,),
+     ("float32",)),
+    ("put_place_fill_diagonal", lambda N: lambda x: (
+        N.put(x, np.array([0, 4]), x[0, :1], inplace=False),
+        N.put(x, np.array([-1]), 9, mode="wrap", inplace=False),
+        N.place(x, x > 1, x[1], inplace=False),
+        N.fill_diagonal(x, x[0, :2], inplace=False)), (2, 3), ("int32", "float32")),
+    ("delete_index_array", lambda N: lambda x: (N.delete(x, np.array([0, 2]), axis=1),
+                                                x[np.array([1, -1])]), (2, 3), KINDS[:4]),
+    ("vmapped_reductions", lambda N: lambda x: (
+        N.apply_along_axis(N.sum, 1, x), N.apply_along_axis(N.max, 0, x)), (2, 3),
+     ("int32", "float32")),
+    ("extract_compress_size", lambda N: lambda x: (
+        N.extract(x > 1, x, size=2), N.compress(x[0] > 0, x, axis=1, size=1, fill_value=7)),
+     (2, 3), ("int32", "float32")),
+    ("frexp_ldexp_spacing_i0", lambda N: lambda x: (
+        N.frexp(x), N.ldexp(x, np.array([1, -2, 3], np.int32)), N.spacing(x), N.i0(x)),
+     (2, 3), ("float32",)),
+    ("packbits", lambda N: lambda x: (N.packbits(x), N.packbits(x, axis=1, bitorder="little")),
+     (2, 3), ("int32", "bool")),
+]
+
 
 def _text(J, N, make, shape, kind) -> str:
     try:

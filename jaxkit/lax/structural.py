@@ -52,6 +52,9 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
     result's layout. Lowers to ``stablehlo.broadcast_in_dim``."""
     shape = as_tuple_of_ints(shape, "broadcast_in_dim shape")
     dims = as_tuple_of_ints(broadcast_dimensions, "broadcast_dimensions")
+    # The parameter keeps the caller's integers (JAX's does; a NumPy integer prints as such).
+    if all(isinstance(d, (int, np.integer)) for d in broadcast_dimensions):
+        dims = tuple(broadcast_dimensions)
     sharding = shr.resolve_out_sharding("broadcast_in_dim", out_sharding)
     if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape \
             and sharding is None:
@@ -94,7 +97,8 @@ def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimension
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     new_shape = (x.shape[0],) + tuple(shape)
-    new_dims = (0,) + tuple(b + 1 for b in broadcast_dimensions)
+    # NumPy's add, as JAX's rule does: the shifted dimensions are np.int64 and print so.
+    new_dims = (0,) + tuple(np.add(1, broadcast_dimensions))
     if sharding is not None:  # the batch dimension keeps its layout
         sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(
             axis_data.explicit_mesh_axis, *sharding.spec))
@@ -521,7 +525,8 @@ def _reduce_batch_rule(prim):
 
     def rule(axis_data, args, dims, *, axes, **params):
         (x,), (d,) = args, dims
-        new_axes = tuple(a + (a >= d) for a in axes)
+        # NumPy's arithmetic, as JAX's rule: the shifted axes are np.int64 and print so.
+        new_axes = tuple(np.where(np.less(axes, d), axes, np.add(axes, 1)))
         out_d = d - sum(1 for a in new_axes if a < d)
         return prim.bind(x, axes=new_axes, **params), out_d
 

@@ -271,9 +271,8 @@ from jaxkit.numpy._sorting import (  # noqa: F401
     sort_complex,
     where,
 )
+from jaxkit.numpy._put_place import place, put  # noqa: F401
 from jaxkit.numpy._take import (  # noqa: F401
-    place,
-    put,
     put_along_axis,
     ravel_multi_index,
     take,

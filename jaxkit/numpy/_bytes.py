@@ -10,16 +10,12 @@ import numpy as np
 from jaxkit import dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import asarray
+from jaxkit.numpy._creation import arange, asarray
 from jaxkit.numpy._promotion import (
     broadcast_to_shape,
     ensure_arraylike,
 )
-from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import ravel, swapaxes
-from jaxkit.numpy._ufuncs import (
-    left_shift,
-)
+from jaxkit.numpy._shape import expand_dims, ravel, swapaxes
 from jaxkit.typing import ArrayLike
 
 
@@ -31,10 +27,10 @@ def packbits(a: ArrayLike, axis: int | None = None, bitorder: str = "big") -> Ar
         raise TypeError("Expected an input array of integer or boolean data type")
     if bitorder not in ("little", "big"):
         raise ValueError("'order' must be either 'little' or 'big'")
-    arr = lax.convert_element_type(lax.ne(arr, np.asarray(0, arr.dtype)[()]), np.uint8)
-    bits = np.arange(8, dtype=np.uint8)
+    arr = lax.ne(arr, np.asarray(0, arr.dtype)[()]).astype("uint8")
+    bits = arange(8, dtype="uint8")
     if bitorder == "big":
-        bits = bits[::-1].copy()
+        bits = bits[::-1]
     if axis is None:
         arr = ravel(arr)
         axis = 0
@@ -42,9 +38,9 @@ def packbits(a: ArrayLike, axis: int | None = None, bitorder: str = "big") -> Ar
     rem = arr.shape[-1] % 8
     if rem:
         arr = lax.pad(arr, np.uint8(0), [(0, 0, 0)] * (arr.ndim - 1) + [(0, 8 - rem, 0)])
-    arr = lax.reshape(arr, arr.shape[:-1] + (arr.shape[-1] // 8, 8))
-    shifted = left_shift(arr, broadcast_to_shape(asarray(bits), arr.shape))
-    packed = lax.convert_element_type(_sum(shifted, axis=-1), np.uint8)
+    arr = arr.reshape(arr.shape[:-1] + (arr.shape[-1] // 8, 8))
+    bits = expand_dims(bits, tuple(range(arr.ndim - 1)))
+    packed = (arr << bits).sum(-1).astype("uint8")
     return swapaxes(packed, axis, -1)
 
 

@@ -409,17 +409,37 @@ def _parse_subscripts(subscripts: str, ndims: list[int]) -> tuple[list[str], str
     return terms, out
 
 
-def _einsum_diagonal(x: Array, term: str) -> tuple[Array, str]:
-    """Take the diagonal over repeated letters of one operand (``ii->i``)."""
-    while True:
-        counts = Counter(term)
-        rep = next((c for c in term if counts[c] > 1), None)
-        if rep is None:
-            return x, term
-        i = term.index(rep)
-        j = term.index(rep, i + 1)
-        x = diagonal(x, 0, i, j)
-        term = "".join(c for n, c in enumerate(term) if n not in (i, j)) + rep
+def _einsum_repeats(x: Array, term: str, keep: set) -> tuple[Array, str]:
+    """An operand's repeated labels (``ii->i``, ``ii->``), as JAX's einsum handles them: first
+    its labels found nowhere else are summed; then, per repeated label, everything off the
+    diagonal of its axes is zeroed (a Kronecker-delta mask) and those axes are summed, all of
+    them, or all but the last when the label is still needed (``keep``)."""
+    counts = Counter(term)
+    if all(n == 1 for n in counts.values()):
+        return x, term
+    uniques = tuple(i for i, c in enumerate(term) if counts[c] == 1 and c not in keep)
+    if uniques:
+        x = lax.reduce_sum(x, uniques)
+        term = "".join(c for i, c in enumerate(term) if i not in uniques)
+    for label, count in counts.items():
+        if count == 1:
+            continue
+        axes = tuple(i for i, c in enumerate(term) if c == label)
+        base = tuple(x.shape[i] for i in axes)
+        iotas = [lax.broadcasted_iota(np.uint32, base, i) for i in range(len(base))]
+        eyes = [lax.eq(i1, i2) for i1, i2 in zip(iotas[:-1], iotas[1:])]
+        delta = eyes[0]
+        for e in eyes[1:]:
+            delta = lax.bitwise_and(delta, e)
+        delta = lax.broadcast_in_dim(delta, x.shape, axes)
+        x = lax.select(delta, x, lax.full_like(x, 0))
+        if label in keep:
+            x = lax.reduce_sum(x, axes[:-1])
+            term = term.replace(label, "", count - 1)
+        else:
+            x = lax.reduce_sum(x, axes)
+            term = term.replace(label, "")
+    return x, term
 
 
 def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any = "auto",
@@ -502,11 +522,11 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
     # Per operand: diagonals, broadcast size-1 labels, sum labels seen nowhere else.
     pending = []
     for n, (t, o) in enumerate(zip(terms, ops)):
-        o, t = _einsum_diagonal(o, t)
+        others = set(out_term).union(*(terms[m] for m in range(len(terms)) if m != n))
+        o, t = _einsum_repeats(o, t, others)
         target = tuple(sizes[c] for c in t)
         if o.shape != target:
             o = broadcast_to_shape(o, target)
-        others = set(out_term).union(*(terms[m] for m in range(len(terms)) if m != n))
         drop = tuple(i for i, c in enumerate(t) if c not in others)
         if drop:
             o = lax.reduce_sum(o, drop)

@@ -22,6 +22,7 @@ from jaxkit.lax.sharding_eager import like_concrete
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import asarray as _asarray
 from jaxkit.numpy._promotion import (
@@ -127,10 +128,12 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
             dtype = dtypes.canonicalize_dtype(dt)
         else:
             dtype = dtypes.default_float_dtype()
-    if _is_jax_array(object):
+    if _is_jax_array(object) and copy:
+        # As JAX's: a copy (a new buffer: optax donates a param and its copy), then the
+        # conversion, both equations under a trace.
+        out = lax.convert_element_type(elementwise_bits.copy(object), dtype, weak)
+    elif _is_jax_array(object):
         out = convert(object, dtype, weak)
-        if copy and out is object:  # a new buffer, as JAX (optax donates a param and its copy)
-            out = elementwise_bits.copy(out)
     elif isinstance(object, (list, tuple)) and any(map(_is_jax_array, leaves)):
         parts = [lax.expand_dims(array(elt, dtype=dtype, copy=False), (0,)) for elt in object]
         out = lax.concatenate(parts, 0)
@@ -301,38 +304,38 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     int32 (int64 with x64), float ones float32. ``out_sharding`` (over Explicit mesh axes)
     lays the result out (the iota is typed so, as JAX's)."""
     sharding = _out_sharding(device, out_sharding, "jnp.arange")
-    for name, v in (("start", start), ("stop", stop), ("step", step)):
+    dtype = _user_dtype(dtype)
+    start_name = "stop" if stop is None and step is None else "start"
+    for name, v in ((start_name, start), ("stop", stop), ("step", step)):
         if v is not None:
             core.concrete_or_error(v, f"It arose in the jnp.arange argument '{name}'")
-    dtype = _user_dtype(dtype)
+            if np.ndim(v) != 0:
+                raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {name}={v}")
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(dtypes.result_type(
             start, *(x for x in (stop, step) if x is not None)))
-    if stop is None and step is None:
-        start_np = np.asarray(start)
-        if not np.issubdtype(start_np.dtype, np.integer):
-            start_np = np.ceil(start_np).astype(int)
-        return lax.broadcasted_iota(dtype, (max(int(start_np), 0),), 0, out_sharding=sharding)
-    if step is None and start == 0 and stop is not None:
-        return lax.broadcasted_iota(dtype, (max(int(np.ceil(stop)), 0),), 0,
-                                    out_sharding=sharding)
-    if sharding is not None:
-        # As JAX's: start + step * iota, the iota typed with the layout asked for.
-        start, stop = (0, start) if stop is None else (start, stop)
-        if step is None:
-            iota = lax.broadcasted_iota(dtype, (max(0, int(np.ceil(stop - start))),), 0,
-                                        out_sharding=sharding)
-            return lax.add(lax.convert_element_type(start, dtype), iota)
+    if any(v is not None and np.iscomplexobj(v) for v in (start, stop, step)):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
+                         "starting in JAX v0.10.0.")
+    # JAX's algorithm (its equations under a trace, its float32 rounding eagerly): an iota,
+    # shifted by ``start`` and scaled by ``step`` in the result dtype (float32 for the
+    # narrower floats).
+    if stop is None:
+        start, stop = 0, start
+    if step is not None:
         work = (np.dtype("float32") if dtypes.issubdtype(dtype, np.floating)
                 and dtypes.finfo(dtype).bits < 32 else dtype)
-        iota = lax.broadcasted_iota(work, (max(0, int(np.ceil((stop - start) / step))),), 0,
-                                    out_sharding=sharding)
+        size = max(0, int(np.ceil((stop - start) / step)))
+        iota = lax.broadcasted_iota(work, (size,), 0, out_sharding=sharding)
         ramp = lax.mul(lax.convert_element_type(step, work), iota)
         return lax.convert_element_type(lax.add(lax.convert_element_type(start, work), ramp),
                                         dtype)
-    vals = np.arange(np.asarray(start), np.asarray(stop) if stop is not None else None,
-                     np.asarray(step) if step is not None else None, dtype=dtype)
-    return device_put_value(vals)
+    if start == 0:
+        return lax.broadcasted_iota(dtype, (max(0, int(np.ceil(stop))),), 0,
+                                    out_sharding=sharding)
+    iota = lax.broadcasted_iota(dtype, (max(0, int(np.ceil(stop - start))),), 0,
+                                out_sharding=sharding)
+    return lax.add(lax.convert_element_type(start, dtype), iota)
 
 
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
@@ -564,5 +567,9 @@ def fromfunction(function: Callable, shape: Sequence[int], *, dtype: DTypeLike =
                  **kwargs: Any) -> Any:
     """``jnp.fromfunction``: ``function`` applied to the index grids of ``shape``."""
     shape = canonicalize_shape(shape)
-    grids = indices(shape, dtype=dtype)
-    return function(*[grids[i] for i in range(len(shape))], **kwargs)
+    # As JAX's: ``function`` vmapped once per axis over 1-D aranges (it sees scalars), not
+    # called on index grids.
+    for i in range(len(shape)):
+        in_axes = [0 if i == j else None for j in range(len(shape))]
+        function = vmap(function, in_axes=tuple(in_axes[::-1]))
+    return function(*(arange(s, dtype=dtype) for s in shape), **kwargs)

@@ -12,12 +12,11 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import asarray
+from jaxkit.numpy._creation import array, asarray, zeros_like
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_all,
     broadcast_arrays,
-    broadcast_to_shape,
     check_arraylike,
     check_for_prng_keys,
     convert,
@@ -28,8 +27,9 @@ from jaxkit.numpy._promotion import (
 )
 from jaxkit.numpy._reductions import all as _all
 from jaxkit.numpy._reductions import any as _any
-from jaxkit.numpy._reductions import argmax
+from jaxkit.numpy._reductions import argmax, cumsum
 from jaxkit.numpy._shape import concatenate, stack
+from jaxkit.numpy._vectorize import vectorize
 from jaxkit.numpy._ufuncs import (
     absolute,
     ceil,
@@ -311,27 +311,41 @@ def select(condlist: Sequence[ArrayLike], choicelist: Sequence[ArrayLike],
 
 def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,
               **kw: Any) -> Array:
-    """``jnp.piecewise``: ``funclist[i](x)`` where ``condlist[i]`` (last true wins)."""
-    x = ensure_arraylike("piecewise", x)
-    condlist = [asarray(c) for c in (condlist if isinstance(condlist, (list, tuple))
-                                     else [condlist])]
+    """``jnp.piecewise``: ``funclist[i](x)`` where ``condlist[i]`` (last true wins); with one
+    more function than conditions, the last is the default."""
+    x_arr = ensure_arraylike("piecewise", x)
     nc, nf = len(condlist), len(funclist)
     if nf == nc + 1:
-        otherwise = funclist[-1]
-        funclist = funclist[:-1]
-        others = lax.bitwise_not(_any(asarray(concatenate(
-            [lax.expand_dims(broadcast_to_shape(c, x.shape), (0,)) for c in condlist])),
-            axis=0))
-        condlist = [*condlist, others]
-        funclist = [*funclist, otherwise]
-    elif nf != nc:
+        funclist = funclist[-1:] + funclist[:-1]
+    elif nf == nc:
+        funclist = [0] + list(funclist)
+    else:
         raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are "
                          f"expected; got {nf}")
-    out = lax.full_like(x, 0)
-    for cond, f in zip(condlist, funclist):
-        val = f(x, *args, **kw) if callable(f) else f
-        out = where3(cond, convert(val, x.dtype), out)
-    return out
+    consts = {i: c for i, c in enumerate(funclist) if not callable(c)}
+    funcs = {i: f for i, f in enumerate(funclist) if callable(f)}
+    return _piecewise(x_arr, asarray(condlist, dtype=bool), consts,
+                      frozenset(funcs.items()), *args, **kw)
+
+
+@jitted(static_argnames=("funcs",), inline=False, pytree_args=True)
+def _piecewise(x: Array, condlist: Array, consts: dict, funcs: frozenset, *args: Any,
+               **kw: Any) -> Array:
+    # A plain jit, as JAX's: per element, the index of the last true condition (0, the
+    # default, if none), then one switch over the functions, vectorized over the elements.
+    funcdict = dict(funcs)
+    funclist = [consts.get(i, funcdict.get(i)) for i in range(len(condlist) + 1)]
+    indices = argmax(cumsum(concatenate([zeros_like(condlist[:1]), condlist], 0), 0), 0)
+    dtype = x.dtype
+
+    def _call(f):
+        return lambda x: f(x, *args, **kw).astype(dtype)
+
+    def _const(v):
+        return lambda x: array(v, dtype=dtype)
+
+    funclist = [_call(f) if callable(f) else _const(f) for f in funclist]
+    return vectorize(lax.switch, excluded=(1,))(indices, funclist, x)
 
 
 @jitted(inline=False)

@@ -14,14 +14,14 @@ from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import (arange, array, asarray, indices, linspace, meshgrid, ones,
                                     tril, triu)
 from jaxkit.numpy._elementwise import clip
-from jaxkit.numpy._indexing import scatter_update
 from jaxkit.numpy._promotion import (
     broadcast_arrays,
     check_arraylike,
     ensure_arraylike,
     promote_dtypes,
 )
-from jaxkit.numpy._shape import concatenate, expand_dims, ravel, stack, tile, transpose
+from jaxkit.numpy._put_place import _tile_to_size
+from jaxkit.numpy._shape import concatenate, expand_dims, stack, transpose
 from jaxkit.numpy._sorting import nonzero
 from jaxkit.typing import ArrayLike
 
@@ -220,19 +220,17 @@ def fill_diagonal(a: ArrayLike, val: ArrayLike, wrap: bool = False, *,
     """``jnp.fill_diagonal`` (``inplace=False`` required): ``a`` with ``val`` on the main
     diagonal (cycled)."""
     if inplace:
-        raise ValueError("JAX arrays are immutable, so jnp.fill_diagonal cannot modify arrays "
-                         "in-place. Pass inplace=False to instead return a modified array.")
+        raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
+    if wrap:
+        raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
     a, val = ensure_arraylike("fill_diagonal", a, val)
     if a.ndim < 2:
         raise ValueError("array must be at least 2-d")
-    if wrap:
-        raise NotImplementedError("wrap=True is not implemented")
+    if a.ndim > 2 and not all(n == a.shape[0] for n in a.shape[1:]):
+        raise ValueError("All dimensions of input must be of equal length")
     n = min(a.shape)
     idx = diag_indices(n, a.ndim)
-    if val.ndim:
-        flat = ravel(val)
-        val = lax.slice(tile(flat, -(-n // flat.shape[0])), (0,), (n,))
-    return scatter_update(a, idx, val, lax.scatter, True, True)
+    return a.at[idx].set(val if val.ndim == 0 else _tile_to_size(val.ravel(), n))
 
 
 def choose(a: ArrayLike, choices: Sequence[ArrayLike], out: None = None,

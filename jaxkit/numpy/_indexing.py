@@ -337,8 +337,10 @@ def _normalize(index: Any, size: int) -> Any:
     dt = dtypes.dtype(index)
     if dtypes.issubdtype(dt, np.unsignedinteger):
         return index
-    return lax.select(lax.lt(index, np.asarray(0, dt)[()]),
-                      lax.add(index, np.asarray(size, dt)[()]), index)
+    # A NumPy index is tested on the host, as JAX's: the mask is a constant of the program.
+    negative = index < 0 if isinstance(index, np.ndarray) else \
+        lax.lt(index, np.asarray(0, dt)[()])
+    return lax.select(negative, lax.add(index, np.asarray(size, dt)[()]), index)
 
 
 class _GatherIndexer(NamedTuple):
@@ -358,7 +360,9 @@ def _to_array_index(i: Any) -> Any:
         return i
     if isinstance(i, Sequence):
         return _creation_array(i)
-    return asarray(np.asarray(i)) if isinstance(i, np.ndarray) else i
+    if isinstance(i, np.ndarray):  # stays on the host until normalised (see _normalize)
+        return i.astype(dtypes.canonicalize_dtype(i.dtype), copy=False)
+    return i
 
 
 def _creation_array(seq: Sequence) -> Any:

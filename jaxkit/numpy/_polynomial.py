@@ -12,12 +12,11 @@ from jaxkit import core, dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy import linalg
-from jaxkit.numpy._creation import arange, full, ones, zeros
+from jaxkit.numpy._creation import arange, array, full, ones, zeros
 from jaxkit.numpy._contractions import diag
 from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._elementwise import _const
 from jaxkit.numpy._promotion import (
-    broadcast_to_shape,
     ensure_arraylike,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -29,8 +28,6 @@ from jaxkit.numpy._shape import atleast_1d, concatenate, flip, roll, trim_zeros
 from jaxkit.numpy._ufuncs import power
 from jaxkit.numpy._ufuncs import (
     conj,
-    equal,
-    less,
     maximum,
     multiply,
     negative,
@@ -42,9 +39,12 @@ from jaxkit.numpy._ufuncs import (
 from jaxkit.typing import ArrayLike
 
 
+@jitted(static_argnames=("mode", "op", "precision", "preferred_element_type"), inline=False)
 def _conv(x: Array, y: Array, mode: str, op: str, precision: Any,
-          preferred_element_type: Any) -> Array:
-    if x.ndim != 1 or y.ndim != 1:
+          preferred_element_type: Any = None) -> Array:
+    # A plain jit, as JAX's: one 1-D conv_general_dilated of the longer operand by the
+    # (flipped, for a convolution) shorter one.
+    if np.ndim(x) != 1 or np.ndim(y) != 1:
         raise ValueError(f"{op}() only support 1-dimensional inputs.")
     if preferred_element_type is None:
         x, y = promote_dtypes_inexact(x, y)
@@ -52,12 +52,12 @@ def _conv(x: Array, y: Array, mode: str, op: str, precision: Any,
         x, y = promote_dtypes(x, y)
     if x.shape[0] == 0 or y.shape[0] == 0:
         raise ValueError(f"{op}: inputs cannot be empty, got shapes {x.shape} and {y.shape}.")
-    reverse_out = False
+    out_order = slice(None)
     if op == "correlate":
         y = conj(y)
         if x.shape[0] < y.shape[0]:
             x, y = y, x
-            reverse_out = True
+            out_order = slice(None, None, -1)  # the correlation of the swapped pair, reversed
     else:
         if x.shape[0] < y.shape[0]:
             x, y = y, x
@@ -71,12 +71,10 @@ def _conv(x: Array, y: Array, mode: str, op: str, precision: Any,
         padding = [(n - 1, n - 1)]
     else:
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
-    out = lax.conv_general_dilated(lax.reshape(x, (1, 1, x.shape[0])),
-                                   lax.reshape(y, (1, 1, n)), (1,), padding,
+    out = lax.conv_general_dilated(x[None, None, :], y[None, None, :], (1,), padding,
                                    precision=precision,
                                    preferred_element_type=preferred_element_type)
-    out = lax.reshape(out, (out.shape[-1],))
-    return lax.rev(out, (0,)) if reverse_out else out
+    return out[0, 0, out_order]
 
 
 @jitted(static_argnames=("mode", "precision", "preferred_element_type"), inline=False)
@@ -84,7 +82,8 @@ def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full", *, precision: Any =
              preferred_element_type: Any = None) -> Array:
     """``jnp.convolve``: discrete linear convolution of two 1-D arrays."""
     a, v = ensure_arraylike("convolve", a, v)
-    return _conv(a, v, mode, "convolve", precision, preferred_element_type)
+    return _conv(a, v, mode=mode, op="convolve", precision=precision,
+                 preferred_element_type=preferred_element_type)
 
 
 @jitted(static_argnames=("mode", "precision", "preferred_element_type"), inline=False)
@@ -92,7 +91,8 @@ def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid", *, precision: Any
               preferred_element_type: Any = None) -> Array:
     """``jnp.correlate``: cross-correlation of two 1-D arrays."""
     a, v = ensure_arraylike("correlate", a, v)
-    return _conv(a, v, mode, "correlate", precision, preferred_element_type)
+    return _conv(a, v, mode=mode, op="correlate", precision=precision,
+                 preferred_element_type=preferred_element_type)
 
 
 @jitted(static_argnames=("unroll",), inline=False)
@@ -100,12 +100,11 @@ def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
     """``jnp.polyval``: the polynomial ``p`` at ``x`` (Horner's scheme)."""
     p, x = ensure_arraylike("polyval", p, x)
     p, x = promote_dtypes(p, x)
-    shape = tuple(np.broadcast_shapes(np.shape(p)[1:], np.shape(x)))
-    y = lax.full_like(x, 0, shape=shape)
-    x = broadcast_to_shape(x, shape)
-    for i in range(np.shape(p)[0]):
-        y = lax.add(lax.mul(y, x), broadcast_to_shape(lax.index_in_dim(p, i, keepdims=False),
-                                                      shape))
+    shape = lax.broadcast_shapes(p.shape[1:], x.shape)
+    y = lax.full_like(x, 0, shape=shape, dtype=x.dtype)
+    # Horner's scheme as one scan over the coefficients (JAX's: one loop body, unrolled
+    # ``unroll`` times when compiled).
+    y, _ = lax.scan(lambda y, c: (y * x + c, None), y, p, unroll=unroll)
     return y
 
 
@@ -151,7 +150,7 @@ def polydiv(u: ArrayLike, v: ArrayLike, *, trim_leading_zeros: bool = False
     for k in range(m - n + 1):
         d = multiply(scale, getitem(u, k))
         q = scatter_update(q, k, d, lax.scatter, True, True)
-        u = scatter_update(u, slice(k, k + n + 1), negative(multiply(d, v)), lax.scatter_add,
+        u = scatter_update(u, slice(k, k + n + 1), multiply(negative(d), v), lax.scatter_add,
                            True, True)
     if trim_leading_zeros:
         raise NotImplementedError("polydiv(trim_leading_zeros=True) needs concrete values; "
@@ -169,10 +168,11 @@ def polyder(p: ArrayLike, m: int = 1) -> Array:
         raise ValueError("Order of derivative must be positive")
     if m == 0:
         return p
-    n = p.shape[0]
-    grid = (np.arange(m, n)[None] - np.arange(m)[:, None]).prod(0)[::-1]
-    coeff = lax.convert_element_type(np.asarray(grid), p.dtype)
-    return lax.mul(lax.slice(p, (0,), (n - m,)), coeff)
+    # JAX's: the falling factorials (k)(k-1)...(k-m+1) for k = n-1 ... m, as a product over
+    # a grid (traced, so its equations are JAX's); ``p`` is sliced along its first axis.
+    coeff = (arange(m, len(p), dtype=p.dtype)[np.newaxis]
+             - arange(m, dtype=p.dtype)[:, np.newaxis]).prod(0)
+    return p[:-m] * coeff[::-1]
 
 
 @jitted(static_argnames=("m",), inline=False)
@@ -255,32 +255,31 @@ def poly(seq_of_zeros: ArrayLike) -> Array:
         return ones((), dtype=dt)
     a = ones((1,), dtype=dt)
     for k in range(seq.shape[0]):
-        factor = lax.concatenate([lax.full((1,), 1, dt),
-                                  lax.reshape(negative(getitem(seq, k)), (1,))], 0)
-        a = convolve(a, factor, mode="full")
+        a = convolve(a, array([1, -seq[k]], dtype=dt), mode="full")
     return a
 
 
+@jitted(inline=False)
 def _roots_no_zeros(p: Array) -> Array:
     """The eigenvalues of the companion matrix of ``p`` (whose leading coefficient is
-    nonzero)."""
-    if p.shape[0] < 2:
-        return zeros((0,), dtypes.to_complex_dtype(p.dtype))
-    a = diag(ones((p.shape[0] - 2,), p.dtype), -1)
-    a = a.at[0, :].set(true_divide(negative(getitem(p, slice(1, None))), getitem(p, 0)))
+    nonzero): a plain jit, as JAX's."""
+    if p.size < 2:
+        return array([], dtype=dtypes.to_complex_dtype(p.dtype))
+    a = diag(ones((p.size - 2,), p.dtype), -1)
+    a = a.at[0, :].set(-p[1:] / p[0])
     return linalg.eigvals(a)
 
 
+@jitted(inline=False)
 def _roots_with_zeros(p: Array, num_leading_zeros: Array) -> Array:
-    n = p.shape[0]
-    p = where3(equal(num_leading_zeros, n), lax.full((), 1, p.dtype), p)  # all zeros
-    roots = _roots_no_zeros(roll(p, negative(num_leading_zeros)))
+    # A plain jit, as JAX's. All zeros would make the companion matrix singular: ones instead.
+    p = where3(len(p) == num_leading_zeros, 1.0, p)
     # The leading zeros rolled to the end give zero roots: sort them last, then make NaN as
     # many roots as there were leading zeros.
-    roots = lax.sort_key_val(equal(roots, 0), roots)[1]
-    nan = lax.full((), complex(np.nan, np.nan), roots.dtype)
-    return where3(less(arange(roots.shape[0]), subtract(roots.shape[0], num_leading_zeros)),
-                  roots, nan)
+    roots = _roots_no_zeros(roll(p, -num_leading_zeros))
+    roots = lax.sort_key_val(roots == 0, roots)[1]
+    return where3(arange(roots.size) < roots.size - num_leading_zeros, roots,
+                  complex(np.nan, np.nan))
 
 
 def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
@@ -292,16 +291,15 @@ def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
     p = atleast_1d(p)
     if p.ndim != 1:
         raise ValueError("Input must be a rank-1 array.")
-    if p.shape[0] < 2:
-        return zeros((0,), dtypes.to_complex_dtype(p.dtype))
-    is_zero = equal(p, 0)
-    num_leading_zeros = where3(all_(is_zero), p.shape[0], argmin(is_zero))
+    if p.size < 2:
+        return array([], dtype=dtypes.to_complex_dtype(p.dtype))
+    num_leading_zeros = where3(all_(p == 0), len(p), argmin(p == 0))
     if strip_zeros:
         num_leading_zeros = int(core.concrete_or_error(
             num_leading_zeros, "The error occurred in the jnp.roots() function. To use this "
             "within a JIT-compiled context, pass strip_zeros=False, but be aware that leading "
             "zeros will result in some returned roots being set to NaN."))
-        return _roots_no_zeros(getitem(p, slice(num_leading_zeros, None)))
+        return _roots_no_zeros(p[num_leading_zeros:])
     return _roots_with_zeros(p, num_leading_zeros)
 
 

@@ -142,7 +142,8 @@ def _reduction(a: ArrayLike, name: str, op: str, init_val: Any, *, has_identity:
     init = _reduction_init_val(computation_dtype, init_val)
     if where_ is not None:
         a = where3(where_, a, init)
-    result = getattr(lax, _LAX_REDUCERS[op])(a, dims) if dims else a
+    # Reduced even over no axes: JAX stages the ``reduce_*[axes=()]`` equation too.
+    result = getattr(lax, _LAX_REDUCERS[op])(a, dims)
     if initial is not None:
         initial_arr = convert(initial, computation_dtype)
         if np.shape(initial_arr) != ():

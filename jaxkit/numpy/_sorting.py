@@ -102,7 +102,7 @@ def lexsort(keys: Sequence[ArrayLike], axis: int = -1) -> Array:
     """``jnp.lexsort``: indices sorting by the last key, then the one before, ..."""
     if isinstance(keys, (Array, core.Tracer, np.ndarray)):
         keys = asarray(keys)
-        key_tuple = tuple(getitem(keys, i) for i in range(keys.shape[0]))
+        key_tuple = tuple(keys)  # traced iteration: JAX's strided slice + squeeze per key
     else:
         key_tuple = tuple(keys)
     check_arraylike("lexsort", *key_tuple)

@@ -1,5 +1,5 @@
-"""``take``, ``take_along_axis``, ``put_along_axis``, ``put``, ``place``,
-``unravel_index`` and ``ravel_multi_index``: gathers and scatters along one axis or at flat
+"""``take``, ``take_along_axis``, ``put_along_axis``, ``unravel_index`` and
+``ravel_multi_index``: gathers and scatters along one axis or at flat
 indices, built on the indexing machinery of ``_indexing``."""
 from __future__ import annotations
 
@@ -196,31 +196,6 @@ def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: 
     return lax.reshape(result, original_shape)
 
 
-def place(arr: ArrayLike, mask: ArrayLike, vals: ArrayLike, *, inplace: bool = True) -> Any:
-    """``jnp.place`` (``inplace=False`` required): ``vals`` (cycled) put where ``mask``."""
-    if inplace:
-        raise ValueError("jax.numpy.place cannot modify arrays in-place, because JAX arrays "
-                         "are immutable. Pass inplace=False to instead return an updated "
-                         "array.")
-    data, mask_arr, vals_arr = ensure_arraylike("place", arr, mask, vals)
-    vals_arr = lax.reshape(vals_arr, (vals_arr.size,))
-    if data.size != mask_arr.size:
-        raise ValueError("place: arr and mask must be the same size")
-    if not vals_arr.size:
-        raise ValueError("Cannot place values from an empty array")
-    if not data.size:
-        return data
-    flat_mask = lax.reshape(lax.ne(mask_arr, np.asarray(0, mask_arr.dtype)[()]),
-                            (mask_arr.size,))
-    # Position among the true elements, for cycling through vals.
-    rank = lax.sub(lax.cumsum(lax.convert_element_type(flat_mask, np.int32), axis=0),
-                   np.int32(1))
-    picked = take(vals_arr, remainder(rank, np.int32(vals_arr.size)), mode="clip")
-    flat = lax.reshape(data, (data.size,))
-    return lax.reshape(where3(flat_mask, convert(picked, data.dtype, data.weak_type), flat),
-                       data.shape)
-
-
 def unravel_index(indices: ArrayLike, shape: Any) -> tuple[Any, ...]:
     """``jnp.unravel_index``: flat indices as a tuple of coordinate arrays; out-of-bounds
     indices are clipped (JAX's behaviour, NumPy raises)."""
@@ -287,35 +262,3 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
     for a, s in zip(arrs, strides):
         result = _add(result, _mul(convert(a, dtype), int(s)))
     return asarray(result)
-
-
-def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *,
-        inplace: bool = True) -> Any:
-    """``jnp.put`` (``inplace=False`` required): ``v`` put at the flat indices ``ind``."""
-    if inplace:
-        raise ValueError("jax.numpy.put cannot modify arrays in-place, because JAX arrays are "
-                         "immutable. Pass inplace=False to instead return an updated array.")
-    arr, ind_arr, v_arr = ensure_arraylike("put", a, ind, v)
-    ind_arr = lax.reshape(ind_arr, (ind_arr.size,))
-    v_arr = lax.reshape(v_arr, (v_arr.size,))
-    if not arr.size or not ind_arr.size or not v_arr.size:
-        return arr
-    if v_arr.size < ind_arr.size:
-        reps = -(-ind_arr.size // v_arr.size)
-        v_arr = lax.concatenate([v_arr] * reps, 0)
-    v_arr = lax.slice(v_arr, (0,), (ind_arr.size,))
-    if mode is None:
-        scatter_mode = "drop"
-    elif mode == "clip":
-        ind_arr = lax.clamp(np.asarray(0, ind_arr.dtype)[()], ind_arr,
-                            np.asarray(arr.size - 1, ind_arr.dtype)[()])
-        scatter_mode = "promise_in_bounds"
-    elif mode == "wrap":
-        ind_arr = remainder(ind_arr, np.asarray(arr.size, ind_arr.dtype)[()])
-        scatter_mode = "promise_in_bounds"
-    elif mode == "raise":
-        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
-    else:
-        raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
-    return scatter_update(arr, unravel_index(ind_arr, arr.shape), v_arr, lax.scatter, False,
-                          False, scatter_mode)

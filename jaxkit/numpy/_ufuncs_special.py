@@ -99,11 +99,23 @@ def spacing(x: ArrayLike, /) -> Array:
     if _dtype(arr) == np.float16:
         return subtract(lax.nextafter(arr, inf), arr)
     result = subtract(lax.nextafter(arr, copysign(inf, arr)), arr)
-    tiny = float(dtypes.finfo(_dtype(arr)).smallest_subnormal)
+    # A NumPy scalar of the dtype (as JAX's), so this copysign is the first one's program.
+    tiny = dtypes.finfo(_dtype(arr)).smallest_subnormal
     return where3(lax.eq(result, _strong(result, 0)), copysign(tiny, arr), result)
 
 
 _INT_FOR_BITS = {16: np.int16, 32: np.int32, 64: np.int64}
+
+
+def _normalize_float(x: Array) -> tuple[Array, Array]:
+    """``x``'s bits as integers, subnormals first scaled into the normal range, and the
+    exponent correction that scaling needs."""
+    info = dtypes.finfo(_dtype(x))
+    int_type = _INT_FOR_BITS[info.bits]
+    cond = lax.abs(x) < info.tiny
+    x1 = where3(cond, x * _const(x, 1 << info.nmant), x)
+    x2 = where3(cond, int_type(-info.nmant), int_type(0))
+    return lax.bitcast_convert_type(x1, int_type), x2
 
 
 @jitted(inline=False)
@@ -111,26 +123,36 @@ def frexp(x: ArrayLike, /) -> tuple[Array, Array]:
     """``jnp.frexp``: mantissa in [0.5, 1) and exponent with ``x = m * 2**e``."""
     x = ensure_arraylike("frexp", x)
     x, = promote_dtypes_inexact(x)
-    dt = _dtype(x)
-    if dtypes.issubdtype(dt, np.complexfloating):
+    if dtypes.issubdtype(_dtype(x), np.complexfloating):
         raise TypeError("frexp does not support complex-valued inputs")
-    info = dtypes.finfo(dt)
-    int_type = _INT_FOR_BITS[info.bits]
-    ic = lambda v: np.asarray(v, int_type)[()]
+    return _frexp(x)
+
+
+@custom_jvp
+def _frexp(x: Array) -> tuple[Array, Array]:
+    # The exponent field, unbiased, is the exponent; the mantissa keeps its bits under the
+    # exponent of 0.5. Infinities, NaNs and zeros are their own mantissa, exponent 0.
+    dtype = _dtype(x)
+    info = dtypes.finfo(dtype)
     mask = (1 << info.nexp) - 1
     bias = 1 - info.minexp
-    cond = lax.lt(lax.abs(x), _const(x, info.tiny))
-    x1 = where3(cond, lax.mul(x, _const(x, 1 << info.nmant)), x)
-    e = where3(cond, ic(-info.nmant), ic(0))
-    x1 = lax.bitcast_convert_type(x1, int_type)
-    e = lax.add(e, lax.add(lax.sub(lax.bitwise_and(
-        lax.shift_right_logical(x1, ic(info.nmant)), ic(mask)), ic(bias)), ic(1)))
-    x1 = lax.bitwise_and(x1, ic(~(mask << info.nmant)))
-    x1 = lax.bitwise_or(x1, ic((bias - 1) << info.nmant))
-    x1 = lax.bitcast_convert_type(x1, dt)
-    special = lax.bitwise_or(lax.bitwise_or(isinf(x), isnan(x)), lax.eq(x, _const(x, 0)))
-    e = where3(special, ic(0), e)
-    return where3(special, x, x1), lax.convert_element_type(e, np.int32)
+    x1, x2 = _normalize_float(x)
+    x2 += ((x1 >> info.nmant) & mask) - bias + 1
+    x1 &= ~(mask << info.nmant)
+    x1 |= (bias - 1) << info.nmant
+    x1 = lax.bitcast_convert_type(x1, dtype)
+    cond = isinf(x) | isnan(x) | (x == 0)
+    x2 = where3(cond, lax.full_like(x2, 0), x2)
+    return where3(cond, x, x1), lax.convert_element_type(x2, np.int32)
+
+
+@_frexp.defjvp
+def _frexp_jvp(primals: tuple, tangents: tuple) -> tuple:
+    (x,), (t,) = primals, tangents
+    m, e = frexp(x)
+    mdot = t * lax.exp2(-e.astype(t.dtype))
+    edot = lax.full_like(e, fill_value=0, dtype=dtypes.float0)
+    return (m, e), (mdot, edot)
 
 
 @jitted(inline=False)
@@ -141,11 +163,12 @@ def ldexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
             dtypes.issubdtype(x2.dtype, np.inexact):
         raise ValueError(f"ldexp not supported for input types {(x1.dtype, x2.dtype)}")
     x1, = promote_args_inexact("ldexp", x1)
+    x2 = lax.convert_element_type(x2, x1.dtype)
+    # The exponent split off first, so that a small x1 and a large x2 do not overflow; the
+    # result's exponent may still be one too large for a finite result: moved to the mantissa.
     m, e = frexp(x1)
-    e = add(e, x2)
-    e = lax.convert_element_type(e, _dtype(x1))
-    pos = lax.gt(e, _const(e, 0))
-    m = where3(pos, multiply(m, 2), m)
-    e = where3(pos, subtract(e, 1), e)
-    x = multiply(m, lax.exp2(e))
-    return where3(lax.bitwise_or(isinf(x1), lax.eq(x1, _const(x1, 0))), x1, x)
+    e = (e.astype(x2.dtype) + x2).astype(x1.dtype)
+    m = where3(e > 0, m * 2, m)
+    e = where3(e > 0, e - 1, e)
+    x = m * (2 ** e.astype(m.dtype))
+    return where3(isinf(x1) | (x1 == 0), x1, x)

@@ -12,8 +12,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.numpy._creation import ones
 from jaxkit.numpy._promotion import (
-    ensure_arraylike,
-    promote_dtypes_inexact,
+    promote_args_inexact,
 )
 from jaxkit.numpy._ufuncs import abs as _abs
 from jaxkit.numpy._ufuncs import (
@@ -77,16 +76,16 @@ def kaiser(M: int, beta: ArrayLike) -> Array:
 @jitted(inline=False)
 def i0(x: ArrayLike) -> Array:
     """``jnp.i0``: the modified Bessel function of the first kind, order 0."""
-    x = ensure_arraylike("i0", x)
-    x, = promote_dtypes_inexact(x)
-    if dtypes.issubdtype(x.dtype, np.complexfloating):
-        raise ValueError("i0 does not support complex-valued inputs.")
+    x, = promote_args_inexact("i0", x)
+    if not dtypes.issubdtype(x.dtype, np.floating):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {x.dtype}")
     return _i0(x)
 
 
 @custom_jvp
 def _i0(x: Array) -> Array:
-    return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
+    abs_x = lax.abs(x)
+    return lax.mul(lax.exp(abs_x), lax.bessel_i0e(abs_x))
 
 
 @_i0.defjvp

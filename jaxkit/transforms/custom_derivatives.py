@@ -473,6 +473,7 @@ def _custom_call_pp_params(params: dict) -> dict:
 
 
 core.defpp_params(custom_jvp_call_p, _custom_call_pp_params)
+core.pp_display_only_names.add(custom_jvp_call_p)
 ad.deftranspose(custom_jvp_call_p, _custom_jvp_call_transpose)
 batching.defrule(custom_jvp_call_p, _custom_jvp_call_batch, named_axis=True)
 mlir.register_lowering(custom_jvp_call_p, _call_jaxpr_lowering)
@@ -748,6 +749,7 @@ custom_vjp_call_p.def_impl(_call_jaxpr_impl)
 custom_vjp_call_p.def_abstract_eval(_call_jaxpr_abstract_eval)
 ad.defjvp_rule(custom_vjp_call_p, _custom_vjp_call_jvp)
 core.defpp_params(custom_vjp_call_p, _custom_call_pp_params)
+core.pp_display_only_names.add(custom_vjp_call_p)
 batching.defrule(custom_vjp_call_p, _custom_vjp_call_batch, named_axis=True)
 mlir.register_lowering(custom_vjp_call_p, _call_jaxpr_lowering)
 
