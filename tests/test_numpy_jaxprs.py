@@ -146,6 +146,14 @@ RECORDS = [
      ("int32", "float32", "complex64")),
     ("digitize", lambda N: lambda x: (N.digitize(x, x[0]), N.digitize(x[1], x[0], right=True)),
      (2, 3), ("int32", "float32")),
+    ("interp", lambda N: lambda x: (N.interp(x, x[0], x[1]), N.interp(
+        x[0], x[1], x[0], left=-1.0, right="extrapolate"), N.interp(x[1], x[0], x[1], period=4)),
+     (2, 3), ("int32", "float32")),
+    ("histogram", lambda N: lambda x: (N.histogram(x, 3), N.histogram(
+        x[0], 2, range=(0, 4), weights=x[1], density=True), N.histogram_bin_edges(x, 4)),
+     (2, 3), ("int32", "float32")),
+    ("histogramdd", lambda N: lambda x: (N.histogramdd(x.T, 2), N.histogram2d(
+        x[0], x[1], [2, 3], weights=x[0], density=True)), (2, 3), ("float32",)),
 ]
 
 

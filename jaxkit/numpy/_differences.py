@@ -2,6 +2,7 @@
 ``gradient``, ``trapezoid``, ``interp``, ``unwrap``."""
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -12,11 +13,10 @@ from jaxkit import core, dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
-from jaxkit.numpy._elementwise import _const
+from jaxkit.numpy._elementwise import clip
 from jaxkit.numpy._promotion import (
     broadcast_to_shape,
     canonicalize_axis,
-    convert,
     ensure_arraylike,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -118,63 +118,59 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
 
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None = None,
            right: ArrayLike | str | None = None, period: ArrayLike | None = None) -> Array:
-    """``jnp.interp``: piecewise-linear interpolation of ``(xp, fp)`` at ``x``."""
-    x, xp_arr, fp_arr = ensure_arraylike("interp", x, xp, fp)
-    if xp_arr.ndim != 1 or fp_arr.ndim != 1:
-        raise ValueError("xp and fp must be one-dimensional")
-    if xp_arr.shape[0] != fp_arr.shape[0]:
-        raise ValueError("xp and fp must have the same length")
-    if xp_arr.shape[0] == 0:
-        raise ValueError("xp and fp must be non-empty")
-    if dtypes.issubdtype(x.dtype, np.complexfloating):
+    """``jnp.interp``: piecewise-linear interpolation of ``(xp, fp)`` at ``x``; ``left`` or
+    ``right`` may be ``'extrapolate'``, ``period`` makes ``xp`` periodic."""
+    # As JAX: a jit of ``_interp`` whose static arguments are those left as None or strings.
+    static = tuple(name for name, value in (("left", left), ("right", right))
+                   if value is None or isinstance(value, str))
+    static += ("period",) if period is None else ()
+    return _interp_jit(static)(x, xp, fp, left, right, period)
+
+
+@functools.cache
+def _interp_jit(static_argnames: tuple[str, ...]):
+    return jitted(_interp, static_argnames=static_argnames, inline=False)
+
+
+def _interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None,
+            right: ArrayLike | str | None, period: ArrayLike | None) -> Array:
+    x, xp, fp = ensure_arraylike("interp", x, xp, fp)
+    if np.shape(xp) != np.shape(fp) or np.ndim(xp) != 1:
+        raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+    x_arr, xp_arr = promote_dtypes_inexact(x, xp)
+    fp_arr, = promote_dtypes_inexact(fp)
+    for name, value in (("left", left), ("right", right)):
+        if isinstance(value, str) and value != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', but "
+                             f"got: {value!r}")
+    if dtypes.issubdtype(x_arr.dtype, np.complexfloating):
         raise ValueError("jnp.interp: complex x values not supported.")
     if period is not None:
-        if left is not None or right is not None:
-            raise ValueError("jnp.interp: left and right are not supported with period")
-        x, xp_arr, period = promote_dtypes_inexact(x, xp_arr, period)
+        if np.ndim(period) != 0:
+            raise ValueError(f"period must be a scalar; got {period}")
         period = absolute(period)
-        x = remainder(x, period)
-        xp_arr = remainder(xp_arr, period)
-        order = _argsort1(xp_arr)
-        xp_arr = _take1(xp_arr, order)
-        fp_arr = _take1(fp_arr, order)
-        n = xp_arr.shape[0]
-        xp_arr = concatenate([lax.sub(lax.slice(xp_arr, (n - 1,), (n,)), period), xp_arr,
-                              lax.add(lax.slice(xp_arr, (0,), (1,)), period)])
-        fp_arr = concatenate([lax.slice(fp_arr, (n - 1,), (n,)), fp_arr,
-                              lax.slice(fp_arr, (0,), (1,))])
-    x, xp_arr, fp_arr = promote_dtypes_inexact(x, xp_arr, fp_arr)
-    n = xp_arr.shape[0]
-    i = lax.clamp(np.int32(1), lax.convert_element_type(searchsorted(xp_arr, x, side="right"),
-                                                        np.int32), np.int32(max(n - 1, 1)))
-    xi, xi1 = _take1(xp_arr, i), _take1(xp_arr, lax.sub(i, np.int32(1)))
-    fi, fi1 = _take1(fp_arr, i), _take1(fp_arr, lax.sub(i, np.int32(1)))
-    dx = lax.sub(xi, xi1)
-    delta = lax.sub(x, xi1)
-    eps = float(np.finfo(np.dtype(xp_arr.dtype)).eps) if n > 1 else 0.0
-    small = lax.le(lax.abs(dx), _const(dx, eps))
-    safe_dx = lax.select(small, lax.full_like(dx, 1), dx)
-    f = lax.select(small, fi, lax.add(fi1, lax.mul(lax.div(delta, safe_dx), lax.sub(fi, fi1))))
-    if period is None:
-        first, last = _take1(fp_arr, np.int32(0)), _take1(fp_arr, np.int32(n - 1))
-        left_v = first if left is None else convert(left, f.dtype)
-        right_v = last if right is None else convert(right, f.dtype)
-        x0, xn = _take1(xp_arr, np.int32(0)), _take1(xp_arr, np.int32(n - 1))
-        f = where3(lax.lt(x, x0), left_v, f)
-        f = where3(lax.gt(x, xn), right_v, f)
+        x_arr = x_arr % period
+        xp_arr = xp_arr % period
+        xp_arr, fp_arr = lax.sort_key_val(xp_arr, fp_arr)
+        xp_arr = concatenate([xp_arr[-1:] - period, xp_arr, xp_arr[:1] + period])
+        fp_arr = concatenate([fp_arr[-1:], fp_arr, fp_arr[:1]])
+    i = clip(searchsorted(xp_arr, x_arr, side="right"), 1, len(xp_arr) - 1)
+    df = fp_arr[i] - fp_arr[i - 1]
+    dx = xp_arr[i] - xp_arr[i - 1]
+    delta = x_arr - xp_arr[i - 1]
+    # Where two points (nearly) coincide, the left value, without a NaN gradient.
+    epsilon = np.spacing(np.finfo(xp_arr.dtype).eps)
+    dx0 = lax.abs(dx) <= epsilon
+    f = where3(dx0, fp_arr[i - 1], fp_arr[i - 1] + (delta / where3(dx0, 1, dx)) * df)
+    if not isinstance(left, str):
+        left_arr = fp_arr[0] if left is None else left  # made before the test, as JAX's
+        if period is None:
+            f = where3(x_arr < xp_arr[0], left_arr, f)
+    if not isinstance(right, str):
+        right_arr = fp_arr[-1] if right is None else right
+        if period is None:
+            f = where3(x_arr > xp_arr[-1], right_arr, f)
     return f
-
-
-def _take1(a: Array, i: Any) -> Array:
-    return lax.gather(a, lax.expand_dims(asarray(i), (np.ndim(i),)),
-                      lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
-                                                 start_index_map=(0,)),
-                      (1,), mode="clip")
-
-
-def _argsort1(a: Array) -> Array:
-    _, idx = lax.sort_key_val(a, lax.iota(np.int32, a.shape[0]))
-    return idx
 
 
 @jitted(static_argnames=("axis",), inline=False)
