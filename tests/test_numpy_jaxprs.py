@@ -154,6 +154,18 @@ RECORDS = [
      (2, 3), ("int32", "float32")),
     ("histogramdd", lambda N: lambda x: (N.histogramdd(x.T, 2), N.histogram2d(
         x[0], x[1], [2, 3], weights=x[0], density=True)), (2, 3), ("float32",)),
+    ("quantiles", lambda N: lambda x: (
+        N.quantile(x, 0.5), N.percentile(x, np.array([10, 50]), axis=1, method="nearest"),
+        N.median(x, axis=(0, 1), keepdims=True), N.quantile(x, 0.3, axis=1, weights=x[0],
+                                                            method="inverted_cdf")),
+     (2, 3), ("int32", "float32")),
+    ("nanquantiles", lambda N: lambda x: (
+        N.nanquantile(x, 0.5), N.nanpercentile(x, np.array([10, 50]), axis=1, keepdims=True),
+        N.nanmedian(x, axis=0), N.nanquantile(x, 0.3, axis=1, method="inverted_cdf")),
+     (2, 3), ("float32",)),
+    ("nanvar_nanstd", lambda N: lambda x: (N.nanvar(x), N.nanstd(x, axis=1, ddof=1),
+                                           N.nanvar(x, axis=0, keepdims=True, where=x != 1)),
+     (2, 3), ("int32", "float32", "complex64")),
 ]
 
 
