@@ -166,6 +166,10 @@ RECORDS = [
     ("nanvar_nanstd", lambda N: lambda x: (N.nanvar(x), N.nanstd(x, axis=1, ddof=1),
                                            N.nanvar(x, axis=0, keepdims=True, where=x != 1)),
      (2, 3), ("int32", "float32", "complex64")),
+    ("lexsort_sort_complex", lambda N: lambda x: (N.lexsort(x), N.lexsort((x[0], x[1])),
+                                                  N.sort_complex(x), N.argpartition(x, 1)),
+     (2, 3), ("int32", "float32")),
+    ("iterate_traced", lambda N: lambda x: tuple(x), (2, 3), KINDS),
 ]
 
 

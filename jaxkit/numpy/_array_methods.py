@@ -269,6 +269,14 @@ def _unary(fn: Callable) -> Callable:
     return op
 
 
+def _tracer_iter(self: core.Tracer) -> Any:
+    """``iter(tracer)``: as JAX's, ``index_in_dim`` of each row (a ``slice`` with unit
+    strides and a ``squeeze`` in jaxprs)."""
+    if not self.shape:
+        raise TypeError("iteration over a 0-d array")
+    return (lax.index_in_dim(self, i, keepdims=False) for i in range(self.shape[0]))
+
+
 def install_operators(cls: type) -> None:
     """Set the Python operators on ``cls``: the jnp functions, whose type rules accept or
     refuse the operands (a key array class gets these alone, as in JAX: ``==`` compares
@@ -295,7 +303,9 @@ def install(classes: tuple[type, ...] = (Array, core.Tracer)) -> None:
         for name, fn in _properties.items():
             setattr(cls, name, property(fn))
     if Array in classes:
-        Array.__iter__ = _array_iter  # tracers keep one indexing operation per row
+        Array.__iter__ = _array_iter
+    if core.Tracer in classes:
+        core.Tracer.__iter__ = _tracer_iter
 
 
 def _pow_deferred(self: Any, other: Any, mod: Any = None) -> Any:

@@ -27,7 +27,6 @@ from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._promotion import (
     canonicalize_axis,
     check_arraylike,
-    convert,
     ensure_arraylike,
     promote_dtypes,
 )
@@ -94,28 +93,28 @@ def argsort(a: ArrayLike, axis: int | None = -1, *, kind: None = None, order: No
 def sort_complex(a: ArrayLike) -> Array:
     """``jnp.sort_complex``: sort by real part, then imaginary part, as complex."""
     a = ensure_arraylike("sort_complex", a)
-    a = sort(a, axis=0)
-    return convert(a, dtypes.canonicalize_dtype(dtypes.to_complex_dtype(a.dtype)))
+    a = lax.sort(a)
+    return lax.convert_element_type(a, dtypes.to_complex_dtype(a.dtype))
 
 
-@jitted(static_argnames=("axis",), inline=False)
+@jitted(static_argnames=("axis",), inline=False, pytree_args=True)
 def lexsort(keys: Sequence[ArrayLike], axis: int = -1) -> Array:
     """``jnp.lexsort``: indices sorting by the last key, then the one before, ..."""
-    if isinstance(keys, (Array, core.Tracer, np.ndarray)):
-        keys = asarray(keys)
-        key_tuple = tuple(getitem(keys, i) for i in range(keys.shape[0]))
-    else:
-        key_tuple = tuple(keys)
+    # An array of keys is iterated over its rows, as JAX's.
+    key_tuple = tuple(keys)
     check_arraylike("lexsort", *key_tuple)
     key_arrays = tuple(asarray(k) for k in key_tuple)
-    if not key_arrays:
+    if len(key_arrays) == 0:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
-    if len({k.shape for k in key_arrays}) > 1:
+    if len({np.shape(key) for key in key_arrays}) > 1:
         raise ValueError("all keys need to be the same shape")
-    if key_arrays[0].ndim == 0:
-        return asarray(np.asarray(0, _int_dtype()))
-    axis = canonicalize_axis(axis, key_arrays[0].ndim)
-    iota = lax.broadcasted_iota(_int_dtype(), key_arrays[0].shape, axis)
+    if np.ndim(key_arrays[0]) == 0:
+        return lax.full((), 0, dtypes.default_int_dtype())
+    axis = canonicalize_axis(axis, np.ndim(key_arrays[0]))
+    # The default int (int64 with x64) unless the axis is too long for int32.
+    idx_dtype = np.dtype(np.int64) if key_arrays[0].shape[axis] > np.iinfo(np.int32).max \
+        else dtypes.default_int_dtype()
+    iota = lax.broadcasted_iota(idx_dtype, np.shape(key_arrays[0]), axis)
     return lax.sort((*key_arrays[::-1], iota), dimension=axis,
                     num_keys=len(key_arrays))[-1]
 
