@@ -170,6 +170,9 @@ RECORDS = [
                                                   N.sort_complex(x), N.argpartition(x, 1)),
      (2, 3), ("int32", "float32")),
     ("iterate_traced", lambda N: lambda x: tuple(x), (2, 3), KINDS),
+    ("gradient_unwrap", lambda N: lambda x: (
+        N.gradient(x), N.gradient(x, 2.0, axis=1), N.gradient(x[0], x[1]), N.unwrap(x),
+        N.unwrap(x, discont=1.0, period=3, axis=0)), (2, 3), ("int32", "float32")),
 ]
 
 

@@ -24,19 +24,9 @@ from jaxkit.numpy._promotion import (
 from jaxkit.numpy._reductions import cumsum
 from jaxkit.numpy._shape import concatenate, moveaxis, ravel
 from jaxkit.numpy._sorting import searchsorted
-from jaxkit.numpy._ufuncs import true_divide
 from jaxkit.numpy._ufuncs import (
     absolute,
-    add,
-    equal,
-    floor_divide,
-    greater,
-    less,
-    logical_and,
-    multiply,
-    negative,
     remainder,
-    subtract,
     where3,
 )
 from jaxkit.typing import ArrayLike
@@ -179,26 +169,26 @@ def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
     """``jnp.unwrap``: remove jumps larger than ``discont`` by adding multiples of
     ``period``."""
     p = ensure_arraylike("unwrap", p)
-    p, period = promote_dtypes(p, period)
-    if dtypes.issubdtype(dtypes.dtype(p), np.complexfloating):
+    p, promoted = promote_dtypes(p, period)
+    # An array of the promoted type, as JAX's promotion returns (a Python period becomes a
+    # weak literal of its own value), so that the arithmetic on it is staged as JAX's.
+    period = promoted if isinstance(promoted, (Array, core.Tracer)) else \
+        lax.convert_element_type(period, p.dtype, dtypes.is_weakly_typed(p))
+    if dtypes.issubdtype(p.dtype, np.complexfloating):
         raise ValueError("jnp.unwrap does not support complex inputs.")
-    p = asarray(p)
-    axis = canonicalize_axis(axis, p.ndim)
     if p.shape[axis] == 0:
         return p
-    is_int = dtypes.issubdtype(p.dtype, np.integer)
-    interval = floor_divide(period, 2) if is_int else multiply(period, 0.5)
     if discont is None:
-        discont = interval
+        discont = period / 2
+    interval = period // 2 if dtypes.issubdtype(p.dtype, np.integer) else period / 2
     dd = diff(p, axis=axis)
-    ddmod = subtract(remainder(add(dd, interval), period), interval)
-    ddmod = where3(logical_and(equal(ddmod, negative(interval)), greater(dd, 0)), interval,
-                   ddmod)
-    ph_correct = where3(less(absolute(dd), discont), 0, subtract(ddmod, dd))
-    n = p.shape[axis]
-    head = lax.slice_in_dim(p, 0, 1, axis=axis)
-    tail = add(lax.slice_in_dim(p, 1, n, axis=axis), cumsum(ph_correct, axis=axis))
-    return concatenate((head, tail), axis=axis)
+    ddmod = remainder(dd + interval, period) - interval
+    # A jump of exactly half a period keeps its sign.
+    ddmod = where3((ddmod == -interval) & (dd > 0), interval, ddmod)
+    ph_correct = where3(absolute(dd) < discont, 0, ddmod - dd)
+    return concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
+                        lax.slice_in_dim(p, 1, None, axis=axis) + cumsum(ph_correct, axis=axis)),
+                       axis=axis)
 
 
 @jitted(static_argnames=("axis", "edge_order"), inline=False)
@@ -210,43 +200,45 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None
     a, *spacing = promote_dtypes_inexact(*ensure_arraylike("gradient", f, *varargs)) \
         if varargs else promote_dtypes_inexact(ensure_arraylike("gradient", f))
 
-    def along(a: Array, h: Any, ax: int) -> Array:
-        n = a.shape[ax]
-        def sl(lo: int, hi: int) -> Array:
-            return lax.slice_in_dim(a, lo, hi, axis=ax)
+    def along(a: Array, h: Any, axis: int) -> Array:
+        def sliced(start: int | None, stop: int | None) -> Array:
+            return lax.slice_in_dim(a, start, stop, axis=axis)
 
-        upper = subtract(sl(1, 2), sl(0, 1))
-        lower = subtract(sl(n - 1, n), sl(n - 2, n - 1))
+        upper_edge = sliced(1, 2) - sliced(0, 1)
+        lower_edge = sliced(-1, None) - sliced(-2, -1)
         if np.ndim(h) == 0:
-            inner = true_divide(multiply(subtract(sl(2, n), sl(0, n - 2)), 0.5), h)
-            return concatenate((true_divide(upper, h), inner, true_divide(lower, h)), axis=ax)
-        if np.ndim(h) != 1:
+            inner = (sliced(2, None) - sliced(None, -2)) * 0.5 / h
+            lower_edge /= h
+            upper_edge /= h
+        elif np.ndim(h) == 1:
+            if len(h) != a.shape[axis]:
+                raise ValueError("Spacing arrays must have the same length as the dimension "
+                                 "along which the gradient is calculated.")
+            h_shape = [1] * a.ndim
+            h_shape[axis] = len(h)
+            h = h.reshape(h_shape)
+
+            def sliced_x(start: int | None, stop: int | None) -> Array:
+                return lax.slice_in_dim(h, start, stop, axis=axis)
+
+            # Second-order differences for uneven spacing (NumPy's formula).
+            upper_edge /= sliced_x(1, 2) - sliced_x(0, 1)
+            lower_edge /= sliced_x(-1, None) - sliced_x(-2, -1)
+            dx1 = sliced_x(1, -1) - sliced_x(0, -2)
+            dx2 = sliced_x(2, None) - sliced_x(1, -1)
+            ca = -(dx2) / (dx1 * (dx1 + dx2))
+            cb = (dx2 - dx1) / (dx1 * dx2)
+            cc = dx1 / (dx2 * (dx1 + dx2))
+            inner = ca * sliced(0, -2) + cb * sliced(1, -1) + cc * sliced(2, None)
+        else:
             raise ValueError("Spacing arrays must be 1D arrays or scalars.")
-        if h.shape[0] != n:
-            raise ValueError("Spacing arrays must have the same length as the dimension along "
-                             "which the gradient is calculated.")
-        shape = [1] * a.ndim
-        shape[ax] = n
-        h = lax.reshape(h, tuple(shape))
-
-        def hs(lo: int, hi: int) -> Array:
-            return lax.slice_in_dim(h, lo, hi, axis=ax)
-
-        upper = true_divide(upper, subtract(hs(1, 2), hs(0, 1)))
-        lower = true_divide(lower, subtract(hs(n - 1, n), hs(n - 2, n - 1)))
-        dx1 = subtract(hs(1, n - 1), hs(0, n - 2))
-        dx2 = subtract(hs(2, n), hs(1, n - 1))
-        ca = true_divide(lax.neg(dx2), multiply(dx1, lax.add(dx1, dx2)))
-        cb = true_divide(subtract(dx2, dx1), multiply(dx1, dx2))
-        cc = true_divide(dx1, multiply(dx2, lax.add(dx1, dx2)))
-        inner = lax.add(lax.add(multiply(ca, sl(0, n - 2)), multiply(cb, sl(1, n - 1))),
-                        multiply(cc, sl(2, n)))
-        return concatenate((upper, inner, lower), axis=ax)
+        return concatenate((upper_edge, inner, lower_edge), axis=axis)
 
     if axis is None:
         axes = tuple(range(a.ndim))
     else:
-        axes = tuple(ax % a.ndim for ax in ((axis,) if isinstance(axis, int) else axis))
+        axes = tuple(canonicalize_axis(ax, a.ndim)
+                     for ax in ((axis,) if isinstance(axis, int) else axis))
     if not axes:
         return []
     if min(a.shape[ax] for ax in axes) < 2:
