@@ -142,7 +142,8 @@ RECORDS = [
     # Searching and statistics (issue #22, jnpjx3): JAX's algorithms, nested jits and scans.
     ("searchsorted", lambda N: lambda x: (
         N.searchsorted(x[0], x), N.searchsorted(x[1], x[0], side="right", method="sort"),
-        N.searchsorted(x[0], x[1, 0], method="scan_unrolled")), (2, 3),
+        N.searchsorted(x[0], x[1, 0], method="scan_unrolled"),
+        N.searchsorted(x[0], x, method="compare_all")), (2, 3),
      ("int32", "float32", "complex64")),
     ("digitize", lambda N: lambda x: (N.digitize(x, x[0]), N.digitize(x[1], x[0], right=True)),
      (2, 3), ("int32", "float32")),
