@@ -139,6 +139,41 @@ RECORDS = [
     ("linspace", lambda N: lambda x: (N.linspace(x[0, 0], x[1], 4), N.linspace(0, 1, 3),
                                       N.logspace(0.0, x[0, 1], 3), N.geomspace(1.0, x[1], 2)),
      (2, 3), ("float32",)),
+    # Searching and statistics (issue #22, jnpjx3): JAX's algorithms, nested jits and scans.
+    ("searchsorted", lambda N: lambda x: (
+        N.searchsorted(x[0], x), N.searchsorted(x[1], x[0], side="right", method="sort"),
+        N.searchsorted(x[0], x[1, 0], method="scan_unrolled"),
+        N.searchsorted(x[0], x, method="compare_all")), (2, 3),
+     ("int32", "float32", "complex64")),
+    ("digitize", lambda N: lambda x: (N.digitize(x, x[0]), N.digitize(x[1], x[0], right=True)),
+     (2, 3), ("int32", "float32")),
+    ("interp", lambda N: lambda x: (N.interp(x, x[0], x[1]), N.interp(
+        x[0], x[1], x[0], left=-1.0, right="extrapolate"), N.interp(x[1], x[0], x[1], period=4)),
+     (2, 3), ("int32", "float32")),
+    ("histogram", lambda N: lambda x: (N.histogram(x, 3), N.histogram(
+        x[0], 2, range=(0, 4), weights=x[1], density=True), N.histogram_bin_edges(x, 4)),
+     (2, 3), ("int32", "float32")),
+    ("histogramdd", lambda N: lambda x: (N.histogramdd(x.T, 2), N.histogram2d(
+        x[0], x[1], [2, 3], weights=x[0], density=True)), (2, 3), ("float32",)),
+    ("quantiles", lambda N: lambda x: (
+        N.quantile(x, 0.5), N.percentile(x, np.array([10, 50]), axis=1, method="nearest"),
+        N.median(x, axis=(0, 1), keepdims=True), N.quantile(x, 0.3, axis=1, weights=x[0],
+                                                            method="inverted_cdf")),
+     (2, 3), ("int32", "float32")),
+    ("nanquantiles", lambda N: lambda x: (
+        N.nanquantile(x, 0.5), N.nanpercentile(x, np.array([10, 50]), axis=1, keepdims=True),
+        N.nanmedian(x, axis=0), N.nanquantile(x, 0.3, axis=1, method="inverted_cdf")),
+     (2, 3), ("float32",)),
+    ("nanvar_nanstd", lambda N: lambda x: (N.nanvar(x), N.nanstd(x, axis=1, ddof=1),
+                                           N.nanvar(x, axis=0, keepdims=True, where=x != 1)),
+     (2, 3), ("int32", "float32", "complex64")),
+    ("lexsort_sort_complex", lambda N: lambda x: (N.lexsort(x), N.lexsort((x[0], x[1])),
+                                                  N.sort_complex(x), N.argpartition(x, 1)),
+     (2, 3), ("int32", "float32")),
+    ("iterate_traced", lambda N: lambda x: tuple(x), (2, 3), KINDS),
+    ("gradient_unwrap", lambda N: lambda x: (
+        N.gradient(x), N.gradient(x, 2.0, axis=1), N.gradient(x[0], x[1]), N.unwrap(x),
+        N.unwrap(x, discont=1.0, period=3, axis=0)), (2, 3), ("int32", "float32")),
 ]
 
 # Set operations with size=, stacking rows of an array, arange, einsum's repeated labels,

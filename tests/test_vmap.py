@@ -439,7 +439,8 @@ def test_defbroadcasting_avoids_moving_aligned_axes():
         f32(2, 3), f32(2), f32(3)))
     # the unbatched and per-example operands get a size-1 axis, which the op broadcasts
     assert "transpose" not in text
-    assert "d:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] b" in text
+    # (np.int64 dimensions for the unbatched operand, as JAX's batching broadcast makes them)
+    assert "d:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(np.int64(0),)] b" in text
     assert "f:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,)] c" in text
 
 

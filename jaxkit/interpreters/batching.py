@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from jaxkit import core
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import partial_eval as pe
@@ -425,16 +427,16 @@ def broadcast_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
                      if unmapped_aval(d, core.get_aval(x)).shape), 0)
     dim = next((d for x, d in zip(batched_args, batch_dims)
                 if d is not not_mapped and _ndim(x) == rank), 0)
-    args = []
-    for x, d in zip(batched_args, batch_dims):
-        if d is not_mapped:
-            args.append(x if _ndim(x) == 0 else _insert_unit_axis(x, dim))
-        elif _ndim(x) != rank:  # one rank-0 value per example, beside arrays
+    # Two passes in JAX's order: the axes of unbatched arrays first, then the per-example
+    # rank-0 operands (so the equations come in JAX's order where the batch axis is first).
+    args = [x if _ndim(x) == 0 else _insert_unit_axis(x, dim) if d is not_mapped
+            else x if _ndim(x) != rank else moveaxis(x, d, dim)
+            for x, d in zip(batched_args, batch_dims)]
+    for i, (x, d) in enumerate(zip(batched_args, batch_dims)):
+        if d is not not_mapped and _ndim(x) != rank:  # one rank-0 value per example
             shape = [1] * rank
             shape[dim] = core.get_aval(x).shape[0]
-            args.append(_axis_ops["broadcast_in_dim"](x, tuple(shape), (dim,)))
-        else:
-            args.append(moveaxis(x, d, dim))
+            args[i] = _axis_ops["broadcast_in_dim"](x, tuple(shape), (dim,))
     out = prim.bind(*args, **params)
     return (out, [dim] * len(out)) if prim.multiple_results else (out, dim)
 
@@ -443,8 +445,9 @@ def _insert_unit_axis(x, dim: int):
     """``x`` with a new axis of size 1 at ``dim``."""
     shape = list(core.get_aval(x).shape)
     shape.insert(dim, 1)
+    # np.int64 dimensions, as JAX's batching ``broadcast`` makes them.
     return _axis_ops["broadcast_in_dim"](
-        x, tuple(shape), tuple(i + (i >= dim) for i in range(len(shape) - 1)))
+        x, tuple(shape), tuple(np.delete(np.arange(len(shape)), dim)))
 
 
 def defbroadcasting(prim: core.Primitive) -> None:

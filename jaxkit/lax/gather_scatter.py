@@ -351,6 +351,12 @@ def _zeros(x):
     return full_like(x, 0)
 
 
+def _np_shift(dims) -> tuple:
+    """``dims`` moved one axis on, as np.int64s: JAX's scatter batching rule adds with NumPy,
+    so its jaxprs print them as ``np.int64(1)``."""
+    return tuple(np.add(1, dims))
+
+
 def _scatter_batch(prim, axis_data, args, dims, *, update_jaxpr, update_consts,
                    dimension_numbers, indices_are_sorted, unique_indices, mode):
     # The combiner is scalar, so it is the same for the batched scatter.
@@ -361,19 +367,19 @@ def _scatter_batch(prim, axis_data, args, dims, *, update_jaxpr, update_consts,
     updates = batching.bdim_at_front(updates, updates_bdim, size)
     if indices_bdim is batching.not_mapped:
         dnums = ScatterDimensionNumbers(
-            update_window_dims=(0,) + _shift(dn.update_window_dims),
-            inserted_window_dims=_shift(dn.inserted_window_dims),
-            scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
-            operand_batching_dims=_shift(dn.operand_batching_dims),
+            update_window_dims=(0,) + _np_shift(dn.update_window_dims),
+            inserted_window_dims=_np_shift(dn.inserted_window_dims),
+            scatter_dims_to_operand_dims=_np_shift(dn.scatter_dims_to_operand_dims),
+            operand_batching_dims=_np_shift(dn.operand_batching_dims),
             scatter_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
     else:
         indices = batching.bdim_at_front(indices, indices_bdim, size)
         dnums = ScatterDimensionNumbers(
-            update_window_dims=_shift(dn.update_window_dims),
-            inserted_window_dims=_shift(dn.inserted_window_dims),
-            scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
-            operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
-            scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims))
+            update_window_dims=_np_shift(dn.update_window_dims),
+            inserted_window_dims=_np_shift(dn.inserted_window_dims),
+            scatter_dims_to_operand_dims=_np_shift(dn.scatter_dims_to_operand_dims),
+            operand_batching_dims=(0,) + _np_shift(dn.operand_batching_dims),
+            scatter_indices_batching_dims=(0,) + _np_shift(dn.scatter_indices_batching_dims))
     return prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
                      update_consts=update_consts, dimension_numbers=dnums,
                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,

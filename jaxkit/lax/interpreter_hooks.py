@@ -40,7 +40,8 @@ def _broadcast_new_axis(x, size: int, axis: int):
     aval = core.get_aval(x)
     shape = list(aval.shape)
     shape.insert(axis, size)
-    dims = [i for i in range(len(shape)) if i != axis]
+    # np.int64 dimensions, as JAX's (they print as ``np.int64(1)`` in its jaxprs).
+    dims = tuple(np.delete(np.arange(len(shape)), axis))
     return broadcast_in_dim(x, shape, dims)
 
 

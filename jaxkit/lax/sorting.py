@@ -17,8 +17,12 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import chlo, hlo, ir
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.standard import canonicalize_axis
+from jaxkit.lax.elementwise import eq, imag, ne, real, select
+from jaxkit.lax.elementwise_bits import bitwise_and, bitwise_or
 from jaxkit.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
-from jaxkit.lax.structural import broadcast_in_dim, broadcasted_iota, expand_dims, reshape
+from jaxkit.lax.staging import eq_to_p, le_to_p, lt_to_p
+from jaxkit.lax.structural import (broadcast_in_dim, broadcasted_iota, expand_dims, full_like,
+                                   reshape)
 from jaxkit.typing import Array, ArrayLike
 
 
@@ -235,5 +239,45 @@ ad.defjvp_rule(top_k_p, _top_k_jvp)
 batching.defrule(top_k_p, _top_k_batch)
 mlir.register_lowering(top_k_p, _top_k_lowering)
 shr.defsharding(top_k_p, shr.top_k_rule)
+
+
+# ---- the sort order as comparisons -----------------------------------------------------------
+# ``sort``'s order written with total-order comparison primitives, for code that compares
+# elements the way ``sort`` orders them (``jnp.searchsorted``): -0.0 equals 0.0 and every NaN
+# equals every other and sorts last, because zeros and NaNs are made canonical first.
+
+def _canonical_for_sort(x: Array) -> Array:
+    zero = full_like(x, 0, shape=())
+    result = select(eq(x, zero), full_like(x, 0), x)
+    return select(ne(x, x), full_like(result, np.nan), result)
+
+
+def _sort_keys_of(x: Array) -> list[Array]:
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        return [_canonical_for_sort(real(x)), _canonical_for_sort(imag(x))]
+    if dtypes.issubdtype(x.dtype, np.floating):
+        return [_canonical_for_sort(x)]
+    return [x]
+
+
+def _sort_comparator(last, x: Array, y: Array) -> Array:
+    """Lexicographic over the keys of ``x`` and ``y``: ``last`` compares the last key (``<``
+    or ``<=``), the ones before it decide unless they are equal."""
+    p = None
+    for xk, yk in zip(_sort_keys_of(x)[::-1], _sort_keys_of(y)[::-1]):
+        p = last.bind(xk, yk) if p is None else bitwise_or(
+            lt_to_p.bind(xk, yk), bitwise_and(eq_to_p.bind(xk, yk), p))
+    return p
+
+
+def sort_lt_comparator(x: Array, y: Array) -> Array:
+    """``x < y`` in the order ``sort`` uses (of two arrays of one dtype)."""
+    return _sort_comparator(lt_to_p, x, y)
+
+
+def sort_le_comparator(x: Array, y: Array) -> Array:
+    """``x <= y`` in the order ``sort`` uses (of two arrays of one dtype)."""
+    return _sort_comparator(le_to_p, x, y)
+
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]

@@ -51,10 +51,11 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
     ``broadcast_dimensions[i]``. ``out_sharding`` (over Explicit mesh axes) types the
     result's layout. Lowers to ``stablehlo.broadcast_in_dim``."""
     shape = as_tuple_of_ints(shape, "broadcast_in_dim shape")
-    dims = as_tuple_of_ints(broadcast_dimensions, "broadcast_dimensions")
-    # The parameter keeps the caller's integers (JAX's does; a NumPy integer prints as such).
-    if all(isinstance(d, (int, np.integer)) for d in broadcast_dimensions):
-        dims = tuple(broadcast_dimensions)
+    checked = as_tuple_of_ints(broadcast_dimensions, "broadcast_dimensions")
+    # NumPy integers stay as given, as JAX binds them (its batching rule's np.int64
+    # dimensions print as ``np.int64(1)``; they compare and hash as the ints).
+    dims = tuple(d if isinstance(d, np.integer) else c
+                 for d, c in zip(broadcast_dimensions, checked))
     sharding = shr.resolve_out_sharding("broadcast_in_dim", out_sharding)
     if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape \
             and sharding is None:
@@ -97,8 +98,7 @@ def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimension
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     new_shape = (x.shape[0],) + tuple(shape)
-    # NumPy's add, as JAX's rule does: the shifted dimensions are np.int64 and print so.
-    new_dims = (0,) + tuple(np.add(1, broadcast_dimensions))
+    new_dims = (0,) + tuple(np.add(1, broadcast_dimensions))  # np.int64s, as JAX's
     if sharding is not None:  # the batch dimension keeps its layout
         sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(
             axis_data.explicit_mesh_axis, *sharding.spec))

@@ -2,6 +2,7 @@
 ``gradient``, ``trapezoid``, ``interp``, ``unwrap``."""
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -12,11 +13,10 @@ from jaxkit import core, dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.numpy._creation import asarray
-from jaxkit.numpy._elementwise import _const
+from jaxkit.numpy._elementwise import clip
 from jaxkit.numpy._promotion import (
     broadcast_to_shape,
     canonicalize_axis,
-    convert,
     ensure_arraylike,
     promote_dtypes,
     promote_dtypes_inexact,
@@ -24,19 +24,9 @@ from jaxkit.numpy._promotion import (
 from jaxkit.numpy._reductions import cumsum
 from jaxkit.numpy._shape import concatenate, moveaxis, ravel
 from jaxkit.numpy._sorting import searchsorted
-from jaxkit.numpy._ufuncs import true_divide
 from jaxkit.numpy._ufuncs import (
     absolute,
-    add,
-    equal,
-    floor_divide,
-    greater,
-    less,
-    logical_and,
-    multiply,
-    negative,
     remainder,
-    subtract,
     where3,
 )
 from jaxkit.typing import ArrayLike
@@ -118,63 +108,59 @@ def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0,
 
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None = None,
            right: ArrayLike | str | None = None, period: ArrayLike | None = None) -> Array:
-    """``jnp.interp``: piecewise-linear interpolation of ``(xp, fp)`` at ``x``."""
-    x, xp_arr, fp_arr = ensure_arraylike("interp", x, xp, fp)
-    if xp_arr.ndim != 1 or fp_arr.ndim != 1:
-        raise ValueError("xp and fp must be one-dimensional")
-    if xp_arr.shape[0] != fp_arr.shape[0]:
-        raise ValueError("xp and fp must have the same length")
-    if xp_arr.shape[0] == 0:
-        raise ValueError("xp and fp must be non-empty")
-    if dtypes.issubdtype(x.dtype, np.complexfloating):
+    """``jnp.interp``: piecewise-linear interpolation of ``(xp, fp)`` at ``x``; ``left`` or
+    ``right`` may be ``'extrapolate'``, ``period`` makes ``xp`` periodic."""
+    # As JAX: a jit of ``_interp`` whose static arguments are those left as None or strings.
+    static = tuple(name for name, value in (("left", left), ("right", right))
+                   if value is None or isinstance(value, str))
+    static += ("period",) if period is None else ()
+    return _interp_jit(static)(x, xp, fp, left, right, period)
+
+
+@functools.cache
+def _interp_jit(static_argnames: tuple[str, ...]):
+    return jitted(_interp, static_argnames=static_argnames, inline=False)
+
+
+def _interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: ArrayLike | str | None,
+            right: ArrayLike | str | None, period: ArrayLike | None) -> Array:
+    x, xp, fp = ensure_arraylike("interp", x, xp, fp)
+    if np.shape(xp) != np.shape(fp) or np.ndim(xp) != 1:
+        raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+    x_arr, xp_arr = promote_dtypes_inexact(x, xp)
+    fp_arr, = promote_dtypes_inexact(fp)
+    for name, value in (("left", left), ("right", right)):
+        if isinstance(value, str) and value != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', but "
+                             f"got: {value!r}")
+    if dtypes.issubdtype(x_arr.dtype, np.complexfloating):
         raise ValueError("jnp.interp: complex x values not supported.")
     if period is not None:
-        if left is not None or right is not None:
-            raise ValueError("jnp.interp: left and right are not supported with period")
-        x, xp_arr, period = promote_dtypes_inexact(x, xp_arr, period)
+        if np.ndim(period) != 0:
+            raise ValueError(f"period must be a scalar; got {period}")
         period = absolute(period)
-        x = remainder(x, period)
-        xp_arr = remainder(xp_arr, period)
-        order = _argsort1(xp_arr)
-        xp_arr = _take1(xp_arr, order)
-        fp_arr = _take1(fp_arr, order)
-        n = xp_arr.shape[0]
-        xp_arr = concatenate([lax.sub(lax.slice(xp_arr, (n - 1,), (n,)), period), xp_arr,
-                              lax.add(lax.slice(xp_arr, (0,), (1,)), period)])
-        fp_arr = concatenate([lax.slice(fp_arr, (n - 1,), (n,)), fp_arr,
-                              lax.slice(fp_arr, (0,), (1,))])
-    x, xp_arr, fp_arr = promote_dtypes_inexact(x, xp_arr, fp_arr)
-    n = xp_arr.shape[0]
-    i = lax.clamp(np.int32(1), lax.convert_element_type(searchsorted(xp_arr, x, side="right"),
-                                                        np.int32), np.int32(max(n - 1, 1)))
-    xi, xi1 = _take1(xp_arr, i), _take1(xp_arr, lax.sub(i, np.int32(1)))
-    fi, fi1 = _take1(fp_arr, i), _take1(fp_arr, lax.sub(i, np.int32(1)))
-    dx = lax.sub(xi, xi1)
-    delta = lax.sub(x, xi1)
-    eps = float(np.finfo(np.dtype(xp_arr.dtype)).eps) if n > 1 else 0.0
-    small = lax.le(lax.abs(dx), _const(dx, eps))
-    safe_dx = lax.select(small, lax.full_like(dx, 1), dx)
-    f = lax.select(small, fi, lax.add(fi1, lax.mul(lax.div(delta, safe_dx), lax.sub(fi, fi1))))
-    if period is None:
-        first, last = _take1(fp_arr, np.int32(0)), _take1(fp_arr, np.int32(n - 1))
-        left_v = first if left is None else convert(left, f.dtype)
-        right_v = last if right is None else convert(right, f.dtype)
-        x0, xn = _take1(xp_arr, np.int32(0)), _take1(xp_arr, np.int32(n - 1))
-        f = where3(lax.lt(x, x0), left_v, f)
-        f = where3(lax.gt(x, xn), right_v, f)
+        x_arr = x_arr % period
+        xp_arr = xp_arr % period
+        xp_arr, fp_arr = lax.sort_key_val(xp_arr, fp_arr)
+        xp_arr = concatenate([xp_arr[-1:] - period, xp_arr, xp_arr[:1] + period])
+        fp_arr = concatenate([fp_arr[-1:], fp_arr, fp_arr[:1]])
+    i = clip(searchsorted(xp_arr, x_arr, side="right"), 1, len(xp_arr) - 1)
+    df = fp_arr[i] - fp_arr[i - 1]
+    dx = xp_arr[i] - xp_arr[i - 1]
+    delta = x_arr - xp_arr[i - 1]
+    # Where two points (nearly) coincide, the left value, without a NaN gradient.
+    epsilon = np.spacing(np.finfo(xp_arr.dtype).eps)
+    dx0 = lax.abs(dx) <= epsilon
+    f = where3(dx0, fp_arr[i - 1], fp_arr[i - 1] + (delta / where3(dx0, 1, dx)) * df)
+    if not isinstance(left, str):
+        left_arr = fp_arr[0] if left is None else left  # made before the test, as JAX's
+        if period is None:
+            f = where3(x_arr < xp_arr[0], left_arr, f)
+    if not isinstance(right, str):
+        right_arr = fp_arr[-1] if right is None else right
+        if period is None:
+            f = where3(x_arr > xp_arr[-1], right_arr, f)
     return f
-
-
-def _take1(a: Array, i: Any) -> Array:
-    return lax.gather(a, lax.expand_dims(asarray(i), (np.ndim(i),)),
-                      lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
-                                                 start_index_map=(0,)),
-                      (1,), mode="clip")
-
-
-def _argsort1(a: Array) -> Array:
-    _, idx = lax.sort_key_val(a, lax.iota(np.int32, a.shape[0]))
-    return idx
 
 
 @jitted(static_argnames=("axis",), inline=False)
@@ -183,26 +169,26 @@ def unwrap(p: ArrayLike, discont: ArrayLike | None = None, axis: int = -1,
     """``jnp.unwrap``: remove jumps larger than ``discont`` by adding multiples of
     ``period``."""
     p = ensure_arraylike("unwrap", p)
-    p, period = promote_dtypes(p, period)
-    if dtypes.issubdtype(dtypes.dtype(p), np.complexfloating):
+    p, promoted = promote_dtypes(p, period)
+    # An array of the promoted type, as JAX's promotion returns (a Python period becomes a
+    # weak literal of its own value), so that the arithmetic on it is staged as JAX's.
+    period = promoted if isinstance(promoted, (Array, core.Tracer)) else \
+        lax.convert_element_type(period, p.dtype, dtypes.is_weakly_typed(p))
+    if dtypes.issubdtype(p.dtype, np.complexfloating):
         raise ValueError("jnp.unwrap does not support complex inputs.")
-    p = asarray(p)
-    axis = canonicalize_axis(axis, p.ndim)
     if p.shape[axis] == 0:
         return p
-    is_int = dtypes.issubdtype(p.dtype, np.integer)
-    interval = floor_divide(period, 2) if is_int else multiply(period, 0.5)
     if discont is None:
-        discont = interval
+        discont = period / 2
+    interval = period // 2 if dtypes.issubdtype(p.dtype, np.integer) else period / 2
     dd = diff(p, axis=axis)
-    ddmod = subtract(remainder(add(dd, interval), period), interval)
-    ddmod = where3(logical_and(equal(ddmod, negative(interval)), greater(dd, 0)), interval,
-                   ddmod)
-    ph_correct = where3(less(absolute(dd), discont), 0, subtract(ddmod, dd))
-    n = p.shape[axis]
-    head = lax.slice_in_dim(p, 0, 1, axis=axis)
-    tail = add(lax.slice_in_dim(p, 1, n, axis=axis), cumsum(ph_correct, axis=axis))
-    return concatenate((head, tail), axis=axis)
+    ddmod = remainder(dd + interval, period) - interval
+    # A jump of exactly half a period keeps its sign.
+    ddmod = where3((ddmod == -interval) & (dd > 0), interval, ddmod)
+    ph_correct = where3(absolute(dd) < discont, 0, ddmod - dd)
+    return concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
+                        lax.slice_in_dim(p, 1, None, axis=axis) + cumsum(ph_correct, axis=axis)),
+                       axis=axis)
 
 
 @jitted(static_argnames=("axis", "edge_order"), inline=False)
@@ -214,43 +200,45 @@ def gradient(f: ArrayLike, *varargs: ArrayLike, axis: int | Sequence[int] | None
     a, *spacing = promote_dtypes_inexact(*ensure_arraylike("gradient", f, *varargs)) \
         if varargs else promote_dtypes_inexact(ensure_arraylike("gradient", f))
 
-    def along(a: Array, h: Any, ax: int) -> Array:
-        n = a.shape[ax]
-        def sl(lo: int, hi: int) -> Array:
-            return lax.slice_in_dim(a, lo, hi, axis=ax)
+    def along(a: Array, h: Any, axis: int) -> Array:
+        def sliced(start: int | None, stop: int | None) -> Array:
+            return lax.slice_in_dim(a, start, stop, axis=axis)
 
-        upper = subtract(sl(1, 2), sl(0, 1))
-        lower = subtract(sl(n - 1, n), sl(n - 2, n - 1))
+        upper_edge = sliced(1, 2) - sliced(0, 1)
+        lower_edge = sliced(-1, None) - sliced(-2, -1)
         if np.ndim(h) == 0:
-            inner = true_divide(multiply(subtract(sl(2, n), sl(0, n - 2)), 0.5), h)
-            return concatenate((true_divide(upper, h), inner, true_divide(lower, h)), axis=ax)
-        if np.ndim(h) != 1:
+            inner = (sliced(2, None) - sliced(None, -2)) * 0.5 / h
+            lower_edge /= h
+            upper_edge /= h
+        elif np.ndim(h) == 1:
+            if len(h) != a.shape[axis]:
+                raise ValueError("Spacing arrays must have the same length as the dimension "
+                                 "along which the gradient is calculated.")
+            h_shape = [1] * a.ndim
+            h_shape[axis] = len(h)
+            h = h.reshape(h_shape)
+
+            def sliced_x(start: int | None, stop: int | None) -> Array:
+                return lax.slice_in_dim(h, start, stop, axis=axis)
+
+            # Second-order differences for uneven spacing (NumPy's formula).
+            upper_edge /= sliced_x(1, 2) - sliced_x(0, 1)
+            lower_edge /= sliced_x(-1, None) - sliced_x(-2, -1)
+            dx1 = sliced_x(1, -1) - sliced_x(0, -2)
+            dx2 = sliced_x(2, None) - sliced_x(1, -1)
+            ca = -(dx2) / (dx1 * (dx1 + dx2))
+            cb = (dx2 - dx1) / (dx1 * dx2)
+            cc = dx1 / (dx2 * (dx1 + dx2))
+            inner = ca * sliced(0, -2) + cb * sliced(1, -1) + cc * sliced(2, None)
+        else:
             raise ValueError("Spacing arrays must be 1D arrays or scalars.")
-        if h.shape[0] != n:
-            raise ValueError("Spacing arrays must have the same length as the dimension along "
-                             "which the gradient is calculated.")
-        shape = [1] * a.ndim
-        shape[ax] = n
-        h = lax.reshape(h, tuple(shape))
-
-        def hs(lo: int, hi: int) -> Array:
-            return lax.slice_in_dim(h, lo, hi, axis=ax)
-
-        upper = true_divide(upper, subtract(hs(1, 2), hs(0, 1)))
-        lower = true_divide(lower, subtract(hs(n - 1, n), hs(n - 2, n - 1)))
-        dx1 = subtract(hs(1, n - 1), hs(0, n - 2))
-        dx2 = subtract(hs(2, n), hs(1, n - 1))
-        ca = true_divide(lax.neg(dx2), multiply(dx1, lax.add(dx1, dx2)))
-        cb = true_divide(subtract(dx2, dx1), multiply(dx1, dx2))
-        cc = true_divide(dx1, multiply(dx2, lax.add(dx1, dx2)))
-        inner = lax.add(lax.add(multiply(ca, sl(0, n - 2)), multiply(cb, sl(1, n - 1))),
-                        multiply(cc, sl(2, n)))
-        return concatenate((upper, inner, lower), axis=ax)
+        return concatenate((upper_edge, inner, lower_edge), axis=axis)
 
     if axis is None:
         axes = tuple(range(a.ndim))
     else:
-        axes = tuple(ax % a.ndim for ax in ((axis,) if isinstance(axis, int) else axis))
+        axes = tuple(canonicalize_axis(ax, a.ndim)
+                     for ax in ((axis,) if isinstance(axis, int) else axis))
     if not axes:
         return []
     if min(a.shape[ax] for ax in axes) < 2:

@@ -271,8 +271,11 @@ def _try_dynamic(arr: Any, parsed: list[_Idx]) -> Any:
                 sizes.append(max(0, stop - start))
     out = arr
     if not trivial:
-        starts = [s if _is_int_scalar(s) else lax.convert_element_type(s, np.int32)
-                  for s in starts]
+        # One start keeps its dtype (an unsigned one is not normalised); several are made
+        # int32, as dynamic_slice needs them of one dtype (as JAX's).
+        if len(starts) > 1:
+            starts = [s if _is_int_scalar(s) else lax.convert_element_type(s, np.int32)
+                      for s in starts]
         out = lax.dynamic_slice(arr, starts, sizes)
     if rev:
         out = lax.rev(out, rev)

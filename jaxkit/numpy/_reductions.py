@@ -555,26 +555,27 @@ def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
     """``jnp.nanvar``: ``var`` over the non-NaN elements."""
     a = ensure_arraylike("nanvar", a)
     where = check_where("nanvar", where)
+    dtype = _user_dtype(dtype)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.nanvar is not supported.")
-    computation_dtype, dtype = _var_promote_types(a.dtype, _user_dtype(dtype))
-    a = lax.convert_element_type(a, computation_dtype)
+    computation_dtype, dtype = _var_promote_types(a.dtype, dtype)
+    a = a.astype(computation_dtype)
     if mean is None:
         a_mean = nanmean(a, axis, dtype=computation_dtype, keepdims=True, where=where)
     else:
-        a_mean = convert(ensure_arraylike("nanvar", mean), computation_dtype)
-    is_nan = lax.ne(a, a)
-    centered = where3(is_nan, _zero(a), lax.sub(a, broadcast_to_shape(a_mean, a.shape)))
+        a_mean = ensure_arraylike("nanvar", mean).astype(computation_dtype)
+    # Zero at the NaNs after subtracting (the double-where trick: no NaN gradients).
+    centered = where3(lax.ne(a, a), 0, lax.sub(a, a_mean))
     if dtypes.issubdtype(centered.dtype, np.complexfloating):
         centered = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
         centered = lax.square(centered)
-    normalizer = sum(lax.bitwise_not(is_nan), axis=axis, keepdims=keepdims, where=where)
-    normalizer = lax.sub(normalizer, convert(ddof, normalizer.dtype))
-    mask = lax.le(normalizer, _zero(normalizer))
+    normalizer = sum(lax.bitwise_not(lax.ne(a, a)), axis=axis, keepdims=keepdims, where=where)
+    normalizer = normalizer - ddof
+    normalizer_mask = lax.le(normalizer, _zero(normalizer))
     result = sum(centered, axis, keepdims=keepdims, where=where)
-    result = where3(mask, np.asarray(np.nan, result.dtype)[()], result)
-    divisor = where3(mask, np.asarray(1, normalizer.dtype)[()], normalizer)
+    result = where3(normalizer_mask, np.nan, result)
+    divisor = where3(normalizer_mask, 1, normalizer)
     result = lax.div(result, lax.convert_element_type(divisor, result.dtype))
     return lax.convert_element_type(result, dtype)
 
@@ -584,7 +585,12 @@ def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
            ddof: int = 0, keepdims: bool = False, where: ArrayLike | None = None,
            mean: ArrayLike | None = None) -> Array:
     """``jnp.nanstd``: ``std`` over the non-NaN elements."""
-    return lax.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+    a = ensure_arraylike("nanstd", a)
+    where = check_where("nanstd", where)
+    dtype = _user_dtype(dtype)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanstd is not supported.")
+    return lax.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
                            where=where, mean=mean))
 
 

@@ -7,6 +7,7 @@ Functions whose output size depends on the data (``nonzero``, one-argument ``whe
 """
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.avals import ShardingTypeError
 from jaxkit.lax.sharding_rules import resolve_out_sharding
+from jaxkit.lax.sorting import sort_le_comparator, sort_lt_comparator
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
 from jaxkit.transforms.vmap import vmap
@@ -25,7 +27,6 @@ from jaxkit.numpy._indexing import getitem, scatter_update
 from jaxkit.numpy._promotion import (
     canonicalize_axis,
     check_arraylike,
-    convert,
     ensure_arraylike,
     promote_dtypes,
 )
@@ -34,7 +35,6 @@ from jaxkit.numpy._reductions import cumsum
 from jaxkit.numpy._reductions import sum as _sum
 from jaxkit.numpy._shape import (atleast_1d, expand_dims, moveaxis, ravel, transpose,
                                  vstack)
-from jaxkit.numpy._take import take
 from jaxkit.numpy._ufuncs import floor_divide, remainder, where3
 from jaxkit.typing import ArrayLike, DTypeLike
 
@@ -93,28 +93,28 @@ def argsort(a: ArrayLike, axis: int | None = -1, *, kind: None = None, order: No
 def sort_complex(a: ArrayLike) -> Array:
     """``jnp.sort_complex``: sort by real part, then imaginary part, as complex."""
     a = ensure_arraylike("sort_complex", a)
-    a = sort(a, axis=0)
-    return convert(a, dtypes.canonicalize_dtype(dtypes.to_complex_dtype(a.dtype)))
+    a = lax.sort(a)
+    return lax.convert_element_type(a, dtypes.to_complex_dtype(a.dtype))
 
 
-@jitted(static_argnames=("axis",), inline=False)
+@jitted(static_argnames=("axis",), inline=False, pytree_args=True)
 def lexsort(keys: Sequence[ArrayLike], axis: int = -1) -> Array:
     """``jnp.lexsort``: indices sorting by the last key, then the one before, ..."""
-    if isinstance(keys, (Array, core.Tracer, np.ndarray)):
-        keys = asarray(keys)
-        key_tuple = tuple(keys)  # traced iteration: JAX's strided slice + squeeze per key
-    else:
-        key_tuple = tuple(keys)
+    # An array of keys is iterated over its rows, as JAX's.
+    key_tuple = tuple(keys)
     check_arraylike("lexsort", *key_tuple)
     key_arrays = tuple(asarray(k) for k in key_tuple)
-    if not key_arrays:
+    if len(key_arrays) == 0:
         raise TypeError("need sequence of keys with len > 0 in lexsort")
-    if len({k.shape for k in key_arrays}) > 1:
+    if len({np.shape(key) for key in key_arrays}) > 1:
         raise ValueError("all keys need to be the same shape")
-    if key_arrays[0].ndim == 0:
-        return asarray(np.asarray(0, _int_dtype()))
-    axis = canonicalize_axis(axis, key_arrays[0].ndim)
-    iota = lax.broadcasted_iota(_int_dtype(), key_arrays[0].shape, axis)
+    if np.ndim(key_arrays[0]) == 0:
+        return lax.full((), 0, dtypes.default_int_dtype())
+    axis = canonicalize_axis(axis, np.ndim(key_arrays[0]))
+    # The default int (int64 with x64) unless the axis is too long for int32.
+    idx_dtype = np.dtype(np.int64) if key_arrays[0].shape[axis] > np.iinfo(np.int32).max \
+        else dtypes.default_int_dtype()
+    iota = lax.broadcasted_iota(idx_dtype, np.shape(key_arrays[0]), axis)
     return lax.sort((*key_arrays[::-1], iota), dimension=axis,
                     num_keys=len(key_arrays))[-1]
 
@@ -170,49 +170,86 @@ def argpartition(a: ArrayLike, kth: int, axis: int = -1) -> Array:
 # searchsorted / digitize
 # --------------------------------------------------------------------------------------------
 
-def _total_lt(x: Array, y: Array) -> Array:
-    """``x < y`` with NaNs ordered after everything (the order ``sort`` uses)."""
-    if dtypes.issubdtype(dtypes.dtype(x), np.inexact):
-        x_nan, y_nan = lax.ne(x, x), lax.ne(y, y)
-        return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(y_nan, lax.bitwise_not(x_nan)))
-    return lax.lt(x, y)
-
-
-def _total_le(x: Array, y: Array) -> Array:
-    return lax.bitwise_not(_total_lt(y, x))
-
-
 @jitted(static_argnames=("side", "method"), inline=False)
 def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: ArrayLike | None = None,
                  *, method: str = "scan") -> Array:
-    """``jnp.searchsorted``: where to insert ``v`` into the sorted 1-D ``a`` to keep it sorted
-    (a binary search unrolled over the static length of ``a``)."""
-    a, v = ensure_arraylike("searchsorted", a, v)
-    if sorter is not None:
-        a = take(a, sorter, mode="clip")
-    if side not in ("left", "right"):
-        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
-                         "['left', 'right'].")
-    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
-        raise ValueError(f"{method!r} is an invalid value for keyword 'method'. Expected one "
-                         "of ['sort', 'scan', 'scan_unrolled', 'compare_all'].")
+    """``jnp.searchsorted``: where to insert ``v`` into the sorted 1-D ``a`` to keep it sorted.
+    ``method`` picks JAX's algorithm: ``'scan'`` (a binary search in a ``scan``),
+    ``'scan_unrolled'``, ``'sort'`` (ranks in a co-sort) or ``'compare_all'``."""
+    if sorter is None:
+        a, v = ensure_arraylike("searchsorted", a, v)
+    else:
+        a, v, sorter = ensure_arraylike("searchsorted", a, v, sorter)
     if a.ndim != 1:
         raise ValueError("a should be 1-dimensional")
     a, v = promote_dtypes(a, v)
-    a, v = asarray(a), asarray(v)
-    n = a.shape[0]
+    if sorter is not None:
+        a = getitem(a, sorter)
+    if side not in ("left", "right"):
+        raise ValueError(f"invalid argument side={side!r}, expected 'left' or 'right'")
+    impls = {"scan": functools.partial(_searchsorted_scan_impl, unrolled=False),
+             "scan_unrolled": functools.partial(_searchsorted_scan_impl, unrolled=True),
+             "compare_all": _searchsorted_compare_all_impl,
+             "sort": _searchsorted_sort_impl}
+    if method not in impls:
+        raise ValueError(f"invalid argument {method=}, expected one of {sorted(impls)}")
     # int32 whatever the x64 setting, as JAX (int64 only for arrays too long for int32).
-    dt = np.dtype(np.int32 if n <= np.iinfo(np.int32).max // 2 else np.int64)
+    dtype = np.dtype(np.int64 if a.shape[0] > np.iinfo(np.int32).max else np.int32)
+    return impls[method](a, v, side=side, dtype=dtypes.canonicalize_dtype(dtype))
+
+
+@jitted(static_argnames=("side", "dtype", "unrolled"), inline=False)
+def _searchsorted_scan_impl(sorted_arr: Array, query: Array, side: str, dtype: np.dtype,
+                            unrolled: bool) -> Array:
+    """A binary search of each query, written for a scalar query and vmapped over the
+    query's axes one at a time (as JAX's, so each axis stages one nested ``jit``)."""
+    n, = sorted_arr.shape
     if n == 0:
-        return lax.full(v.shape, 0, dt)
-    go_left_op = _total_le if side == "left" else _total_lt
-    low = lax.full(v.shape, 0, dt)
-    high = lax.full(v.shape, n, dt)
-    for _ in range(int(np.ceil(np.log2(n + 1)))):
-        mid = lax.div(lax.add(low, high), np.asarray(2, dt))
-        go_left = go_left_op(v, take(a, mid, mode="clip"))
-        low, high = lax.select(go_left, low, mid), lax.select(go_left, mid, high)
-    return high
+        return lax.full(query.shape, 0, dtype)
+    if query.ndim > 0:
+        return vmap(functools.partial(_searchsorted_scan_impl, side=side, dtype=dtype,
+                                      unrolled=unrolled),
+                    in_axes=(None, 0))(sorted_arr, query)
+    go_left_op = sort_le_comparator if side == "left" else sort_lt_comparator
+    # Unsigned bounds, so that ``low + (high - low) // 2`` cannot overflow.
+    unsigned = np.uint64 if np.dtype(dtype).itemsize == 8 else np.uint32
+
+    def step(state, _):
+        low, high = state
+        mid = low + (high - low) // 2
+        go_left = go_left_op(query, getitem(sorted_arr, mid))
+        return (lax.select(go_left, low, mid), lax.select(go_left, mid, high)), ()
+
+    levels = int(np.ceil(np.log2(n + 1)))
+    (_, high), _ = lax.scan(step, (unsigned(0), unsigned(n)), (), length=levels,
+                            unroll=levels if unrolled else 1)
+    return high.astype(dtype)
+
+
+@jitted(static_argnames=("side", "dtype"), inline=False)
+def _searchsorted_sort_impl(sorted_arr: Array, query: Array, side: str,
+                            dtype: np.dtype) -> Array:
+    """Each query's rank among the sorted array and the queries together, less its rank
+    among the queries alone (a stable co-sort puts ties on the ``side`` asked for)."""
+    working = np.int32 if sorted_arr.size + query.size <= np.iinfo(np.int32).max else np.int64
+
+    def rank(x):
+        idx = lax.iota(working, len(x))
+        return lax.full_like(idx, 0).at[lax.sort_key_val(x, idx)[1]].set(idx)
+
+    if side == "left":
+        index = rank(lax.concatenate([query.ravel(), sorted_arr], 0))[:query.size]
+    else:
+        index = rank(lax.concatenate([sorted_arr, query.ravel()], 0))[sorted_arr.size:]
+    return lax.reshape(lax.sub(index, rank(query.ravel())), np.shape(query)).astype(dtype)
+
+
+@jitted(static_argnames=("side", "dtype"), inline=False)
+def _searchsorted_compare_all_impl(sorted_arr: Array, query: Array, side: str,
+                                   dtype: np.dtype) -> Array:
+    """The number of elements of the sorted array before each query: every pair compared."""
+    op = sort_lt_comparator if side == "left" else sort_le_comparator
+    return vmap(op, in_axes=(0, None))(sorted_arr, query).sum(dtype=dtype, axis=0)
 
 
 @jitted(static_argnames=("right", "method"), inline=False)

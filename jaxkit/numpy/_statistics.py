@@ -12,21 +12,21 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime.array import Array
-from jaxkit.numpy._creation import asarray, full, linspace
-from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._creation import asarray, full, linspace, ones_like, zeros
+from jaxkit.numpy._indexing import getitem
+from jaxkit.numpy._index_tricks import ix_
 from jaxkit.numpy._contractions import diag, dot
 from jaxkit.numpy._differences import diff
 from jaxkit.numpy._elementwise import clip, iscomplexobj
 from jaxkit.numpy._promotion import (
     check_arraylike,
-    convert,
     ensure_arraylike,
     promote_dtypes_inexact,
 )
 from jaxkit.numpy._reductions import average, ptp
 from jaxkit.numpy._reductions import sum as _sum
-from jaxkit.numpy._shape import atleast_2d, concatenate, expand_dims, reshape
-from jaxkit.numpy._sorting import searchsorted
+from jaxkit.numpy._shape import atleast_2d, concatenate, expand_dims, reshape, transpose
+from jaxkit.numpy._sorting import bincount, searchsorted
 from jaxkit.numpy._take import ravel_multi_index
 from jaxkit.numpy._ufuncs import (
     absolute,
@@ -138,26 +138,25 @@ def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True,
 def histogram_bin_edges(a: ArrayLike, bins: Any = 10, range: Sequence[Any] | None = None,
                         weights: ArrayLike | None = None) -> Array:
     """``jnp.histogram_bin_edges``: the bin edges ``histogram`` would use."""
+    del weights  # only string bins would use them, and those are not supported (as JAX)
     if isinstance(bins, str):
         raise NotImplementedError("string values for `bins` not implemented.")
-    arr = ensure_arraylike("histogram_bin_edges", a)
-    dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(arr.dtype))
+    check_arraylike("histogram_bin_edges", a, bins)
+    arr = asarray(a)
+    dtype = dtypes.to_inexact_dtype(arr.dtype)
     if np.ndim(bins) == 1:
         return asarray(bins, dtype=dtype)
-    n = operator.index(core.concrete_or_error(bins, "bins argument of histogram_bin_edges"))
+    bins_int = operator.index(core.concrete_or_error(
+        bins, "bins argument of histogram_bin_edges"))
     if range is None:
-        lo, hi = lax.reduce_min(arr, tuple(builtins.range(arr.ndim))), \
-            lax.reduce_max(arr, tuple(builtins.range(arr.ndim)))
-        rng = lax.concatenate([lax.reshape(convert(lo, dtype), (1,)),
-                               lax.reshape(convert(hi, dtype), (1,))], 0)
-    else:
-        rng = asarray(range, dtype=dtype)
-    if rng.shape != (2,):
+        range = [arr.min(), arr.max()]
+    range = asarray(range, dtype=dtype)
+    if np.shape(range) != (2,):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
-    empty = lax.eq(ptp(rng), np.asarray(0, dtype)[()])
-    lo = where3(empty, subtract(getitem(rng, 0), 0.5), getitem(rng, 0))
-    hi = where3(empty, lax.add(getitem(rng, 1), np.asarray(0.5, dtype)[()]), getitem(rng, 1))
-    return linspace(lo, hi, n + 1, dtype=dtype)
+    # An empty range widens to one unit around its value, as NumPy's.
+    lo = where3(ptp(range) == 0, range[0] - 0.5, range[0])
+    hi = where3(ptp(range) == 0, range[1] + 0.5, range[1])
+    return linspace(lo, hi, bins_int + 1, dtype=dtype)
 
 
 def histogram(a: ArrayLike, bins: Any = 10, range: Sequence[Any] | None = None,
@@ -165,63 +164,71 @@ def histogram(a: ArrayLike, bins: Any = 10, range: Sequence[Any] | None = None,
               ) -> tuple[Array, Array]:
     """``jnp.histogram``: counts (or summed weights) per bin, and the bin edges."""
     if weights is None:
-        a, = promote_dtypes_inexact(ensure_arraylike("histogram", a))
-        weights = lax.full_like(a, 1)
+        a, _ = ensure_arraylike("histogram", a, bins)
+        a, = promote_dtypes_inexact(a)
+        weights = ones_like(a)
     else:
-        a, weights = ensure_arraylike("histogram", a, weights)
-        if a.shape != weights.shape:
+        a, _, weights = ensure_arraylike("histogram", a, bins, weights)
+        if np.shape(a) != np.shape(weights):
             raise ValueError("weights should have the same shape as a.")
         a, weights = promote_dtypes_inexact(a, weights)
-    edges = histogram_bin_edges(a, bins, range, weights)
-    n = edges.shape[0]
-    idx = searchsorted(edges, a, side="right")
-    idx = where3(lax.eq(a, getitem(edges, -1)), n - 1, idx)
-    counts = scatter_update(lax.full((n,), 0, weights.dtype), idx, weights, lax.scatter_add,
-                            False, False, "drop")
-    counts = lax.slice(counts, (1,), (n,))
+    bin_edges = histogram_bin_edges(a, bins, range, weights)
+    bin_idx = searchsorted(bin_edges, a, side="right")
+    # The last edge belongs to the last bin (closed on the right).
+    bin_idx = where3(a == bin_edges[-1], len(bin_edges) - 1, bin_idx)
+    counts = zeros(len(bin_edges), weights.dtype).at[bin_idx].add(weights)[1:]
     if density:
-        counts = true_divide(true_divide(counts, diff(edges)), _sum(counts))
-    return counts, edges
+        counts = counts / diff(bin_edges) / counts.sum()
+    return counts, bin_edges
 
 
 def histogramdd(sample: ArrayLike, bins: Any = 10, range: Sequence[Any] | None = None,
                 weights: ArrayLike | None = None, density: bool | None = None
                 ) -> tuple[Array, list[Array]]:
     """``jnp.histogramdd``: a multidimensional histogram of the rows of ``sample`` (N, D)."""
-    sample = ensure_arraylike("histogramdd", sample)
+    if weights is None:
+        sample = ensure_arraylike("histogramdd", sample)
+        sample, = promote_dtypes_inexact(sample)
+    else:
+        sample, weights = ensure_arraylike("histogramdd", sample, weights)
+        if np.shape(weights) != np.shape(sample)[:1]:
+            raise ValueError("should have one weight for each sample.")
+        sample, weights = promote_dtypes_inexact(sample, weights)
     if sample.ndim != 2:
         raise ValueError(f"sample must be a 2-D array of shape (N, D); got {sample.shape}")
-    n_dims = sample.shape[1]
-    if range is not None and (len(range) != n_dims or
+    n, d = sample.shape
+    if range is not None and (len(range) != d or
                               any(r is not None and np.shape(r)[0] != 2 for r in range)):
-        raise ValueError(f"For sample.shape={sample.shape}, range must be a sequence of "
-                         f"{n_dims} pairs or Nones; got range={range}")
-    bins_seq = [bins] * n_dims if isinstance(bins, int) else list(bins)
-    if len(bins_seq) != n_dims:
-        raise ValueError(f"should be a bin for each dimension, got {len(bins_seq)}")
-    edges, idxs = [], []
-    for i in builtins.range(n_dims):
-        col = getitem(sample, (slice(None), i))
-        e = histogram_bin_edges(col, bins_seq[i], None if range is None else range[i])
-        k = searchsorted(e, col, side="right")
-        k = where3(lax.eq(col, getitem(e, -1)), e.shape[0] - 1, k)
-        edges.append(e)
-        idxs.append(k)
-    dims = tuple(e.shape[0] + 1 for e in edges)
-    flat = ravel_multi_index(tuple(idxs), dims, mode="clip")
-    w = lax.full(flat.shape, 1, dtypes.default_int_dtype()) if weights is None else \
-        ensure_arraylike("histogramdd", weights)
-    counts = scatter_update(lax.full((int(np.prod(dims)),), 0, w.dtype), flat, w,
-                            lax.scatter_add, False, False, "drop")
-    counts = lax.reshape(counts, dims)
-    counts = lax.slice(counts, (1,) * n_dims, tuple(d - 1 for d in dims))
+        raise ValueError(f"For sample.shape={(n, d)}, range must be a sequence of {d} pairs "
+                         f"or Nones; got {range=}")
+    try:
+        bins_per_dimension = list(bins)
+    except TypeError:
+        bins_per_dimension = d * [bins]  # one bin count for every dimension
+    else:
+        if len(bins_per_dimension) != d:
+            raise ValueError("should be a bin for each dimension.")
+    bin_idx_by_dim, bin_edges_by_dim = [], []
+    for i in builtins.range(d):
+        range_i = None if range is None else range[i]
+        bin_edges = histogram_bin_edges(sample[:, i], bins_per_dimension[i], range_i, weights)
+        bin_idx = searchsorted(bin_edges, sample[:, i], side="right")
+        bin_idx = where3(sample[:, i] == bin_edges[-1], bin_idx - 1, bin_idx)
+        bin_idx_by_dim.append(bin_idx)
+        bin_edges_by_dim.append(bin_edges)
+    # Each dimension has an outlier bin at either end, dropped after counting.
+    nbins = tuple(len(bin_edges) + 1 for bin_edges in bin_edges_by_dim)
+    dedges = [diff(bin_edges) for bin_edges in bin_edges_by_dim]
+    xy = ravel_multi_index(tuple(bin_idx_by_dim), nbins, mode="clip")
+    hist = bincount(xy, weights, length=int(np.prod(nbins)))
+    hist = reshape(hist, nbins)
+    hist = hist[d * (slice(1, -1),)]
     if density:
-        counts = true_divide(counts, _sum(counts))
-        for i, e in enumerate(edges):
-            shape = [1] * n_dims
-            shape[i] = e.shape[0] - 1
-            counts = true_divide(counts, lax.reshape(diff(e), tuple(shape)))
-    return counts, edges
+        hist = hist.astype(sample.dtype)
+        hist /= hist.sum()
+        for norm in ix_(*dedges):
+            hist /= norm
+    return hist, bin_edges_by_dim
 
 
 def histogram2d(x: ArrayLike, y: ArrayLike, bins: Any = 10, range: Any = None,
@@ -233,10 +240,10 @@ def histogram2d(x: ArrayLike, y: ArrayLike, bins: Any = 10, range: Any = None,
         n = len(bins)
     except TypeError:
         n = 1
-    if n == 2:
-        bins = list(bins)
-    sample = lax.transpose(concatenate([lax.expand_dims(v, (0,)) for v in
-                                        promote_dtypes_inexact(x, y)]), (1, 0))
+    if n != 1 and n != 2:  # one array of edges, for both dimensions
+        x_edges = y_edges = asarray(bins)
+        bins = [x_edges, y_edges]
+    sample = transpose(asarray([x, y]))
     hist, edges = histogramdd(sample, bins, range, weights, density)
     return hist, edges[0], edges[1]
 

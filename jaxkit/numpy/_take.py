@@ -12,6 +12,8 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.numpy._creation import _user_dtype
+# The module, not its names: _elementwise imports this module (through _shape) while loading.
+from jaxkit.numpy import _elementwise
 from jaxkit.numpy._indexing import _normalize, scatter_update
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -245,8 +247,7 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
             if np.any((v < 0) | (v >= d)):
                 raise ValueError("invalid entry in coordinates array")
     elif mode == "clip":
-        arrs = [lax.clamp(np.asarray(0, a.dtype)[()], a, np.asarray(d - 1, a.dtype)[()])
-                for a, d in zip(arrs, dims)]
+        arrs = [_elementwise.clip(a, 0, d - 1) for a, d in zip(arrs, dims)]  # as JAX's
     elif mode == "wrap":
         arrs = [remainder(a, d) for a, d in zip(arrs, dims)]
     elif mode != "ignore":
