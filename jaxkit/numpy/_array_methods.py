@@ -18,6 +18,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.numpy import (
     _creation,
     _index_tricks,
+    _index_update,
     _indexing,
     _contractions,
     _elementwise,
@@ -159,8 +160,8 @@ def _getitem(self, idx: Any) -> Any:
     return _indexing.getitem(self, idx)
 
 
-def _at(self) -> _indexing._IndexUpdateHelper:
-    return _indexing._IndexUpdateHelper(self)
+def _at(self) -> _index_update._IndexUpdateHelper:
+    return _index_update._IndexUpdateHelper(self)
 
 
 def _transpose_property(self) -> Any:

@@ -14,7 +14,8 @@ from jaxkit.runtime.array import Array
 from jaxkit.numpy import linalg
 from jaxkit.numpy._creation import arange, array, full, ones, zeros
 from jaxkit.numpy._contractions import diag
-from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._index_update import scatter_update
+from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._elementwise import _const
 from jaxkit.numpy._promotion import (
     ensure_arraylike,

@@ -22,7 +22,8 @@ from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh)
 from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._creation import asarray, full, zeros_like
-from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._index_update import scatter_update
+from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     broadcast_shapes,

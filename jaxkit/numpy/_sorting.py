@@ -23,7 +23,8 @@ from jaxkit.runtime.array import Array
 from jaxkit.transforms.vmap import vmap
 from jaxkit.numpy._creation import _user_dtype, arange, array, asarray, zeros
 from jaxkit.numpy._elementwise import clip
-from jaxkit.numpy._indexing import getitem, scatter_update
+from jaxkit.numpy._index_update import scatter_update
+from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._promotion import (
     canonicalize_axis,
     check_arraylike,

@@ -14,7 +14,8 @@ from jaxkit import core, dtypes, lax
 from jaxkit.numpy._creation import _user_dtype
 # The module, not its names: _elementwise imports this module (through _shape) while loading.
 from jaxkit.numpy import _elementwise
-from jaxkit.numpy._indexing import _normalize, scatter_update
+from jaxkit.numpy._index_update import scatter_update
+from jaxkit.numpy._indexing import _normalize
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
     asarray,

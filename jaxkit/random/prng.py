@@ -31,7 +31,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
-from jaxkit.numpy import _indexing as jnp_indexing
+from jaxkit.numpy import _index_update as jnp_index_update
 from jaxkit.numpy._array_methods import install_operators
 from jaxkit.runtime.array import Array, PublicArray, Shard
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
@@ -412,7 +412,7 @@ class PRNGKeyArray:
     aval = property(lambda self: ShapedArray(self.shape, fry_dtype))
     weak_type = False
     # keys.at[i].set(k): a scatter of keys, as on any array
-    at = property(lambda self: jnp_indexing._IndexUpdateHelper(self))
+    at = property(lambda self: jnp_index_update._IndexUpdateHelper(self))
 
     # Where the keys live: where their data does (its trailing word axis is never split).
     device = property(lambda self: self._base_array.device)
