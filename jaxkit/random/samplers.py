@@ -79,8 +79,8 @@ def uniform(key, shape: Shape = (), dtype: DTypeLike | None = None, minval: Arra
 @partial(jit, static_argnums=(3, 4))
 def _uniform(key, minval, maxval, shape, dtype) -> Array:
     check_shape("uniform", shape, np.shape(minval), np.shape(maxval))
-    minval = broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
-    maxval = broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
+    minval, maxval = (lax.convert_element_type(v, dtype) for v in (minval, maxval))
+    minval, maxval = (broadcast_to_rank(v, len(shape)) for v in (minval, maxval))
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     if nbits not in (8, 16, 32, 64):
