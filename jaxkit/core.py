@@ -44,6 +44,11 @@ class ConcretizationTypeError(JaxkitTypeError):
     """A concrete Python value was needed from an abstract (traced) value."""
 
 
+# How a tracer is iterated (``a, b = tracer``): set by ``jaxkit.lax`` to its rows through
+# ``index_in_dim``, as JAX's ``ShapedArray._iter`` (below lax, core cannot call it itself).
+iter_rows: Callable[[Any], Any] | None = None
+
+
 class TracerBoolConversionError(ConcretizationTypeError):
     """``bool()`` (an ``if``/``while``) was applied to a traced value."""
 
@@ -354,6 +359,8 @@ class Tracer:
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d array (a scalar tracer)")
+        if iter_rows is not None:  # lax's index_in_dim, as JAX iterates a tracer
+            return iter_rows(self)
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self):
