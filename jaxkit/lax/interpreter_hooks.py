@@ -1,7 +1,8 @@
 """The array operations the interpreters need from lax, registered with them: zeros of an
 aval (``ad``'s symbolic zeros made concrete), moving or inserting a batch axis (``batching``)
-and a tracer's rows (``core``'s iteration, ``a, b = tracer``). They live in ``lax`` because they bind its primitives; the interpreters sit
-below ``lax`` and receive them here."""
+and a tracer's rows (``core``'s iteration, ``a, b = tracer``). They live in ``lax`` because
+they bind its primitives; the interpreters and ``core`` sit below ``lax`` and receive them
+here."""
 from __future__ import annotations
 
 import numpy as np
