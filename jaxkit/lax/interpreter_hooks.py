@@ -52,6 +52,6 @@ def _iter_rows(tracer):
 
 
 ad.register_zeros_like_aval(_zeros_like_aval)
-core.iter_rows = _iter_rows
+core.Tracer._iter_rows = staticmethod(_iter_rows)
 batching.register_axis_ops(moveaxis=_moveaxis, broadcast=_broadcast_new_axis,
                            broadcast_in_dim=broadcast_in_dim)
