@@ -121,7 +121,8 @@ def _threefry2x32_rolled(k1, k2, x1, x2):
             v0, v1 = _apply_round(v0, v1, lax.index_in_dim(rotations[0], k, keepdims=False))
         v0 = lax.add(v0, _scalar_to(ks[0], v0))
         v1 = lax.add(v1, _scalar_to(ks[1], v1))
-        count = lax.convert_element_type(lax.add(i, np.int32(1)), _u32)
+        one = np.ones((), core.get_aval(i).dtype)[()]  # the loop index's type (int64 with x64)
+        count = lax.convert_element_type(lax.add(i, one), _u32)
         v1 = lax.add(v1, _scalar_to(count, v1))
         return [v0, v1], ks[1:] + ks[:1], rotations[1:] + rotations[:1]
 
