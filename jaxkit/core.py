@@ -330,12 +330,12 @@ def leaked_tracer_message(tracer: Tracer) -> str:
 class Tracer:
     """A value being traced by a ``Trace``. Behaves like an array of shape ``aval.shape``.
 
-    Operator overloading and array methods are installed by ``jaxkit.numpy`` (on tracers and
-    concrete arrays alike) so that this module stays below the numpy layer.
-    """
+    Operator overloading and array methods come from ``jaxkit.numpy``, the rows of ``a, b =
+    tracer`` (``_iter_rows``: ``index_in_dim``, as JAX's) from ``jaxkit.lax``; core is below."""
 
     __slots__ = ("_trace", "__weakref__")
     __array_priority__ = 1000
+    _iter_rows = staticmethod(lambda t: (t[i] for i in range(t.shape[0])))
 
     @property
     def aval(self) -> ShapedArray:
@@ -354,8 +354,8 @@ class Tracer:
 
     def __iter__(self):
         if not self.shape:
-            raise TypeError("iteration over a 0-d array (a scalar tracer)")
-        return (self[i] for i in range(self.shape[0]))
+            raise TypeError("iteration over a 0-d array")  # JAX's words
+        return Tracer._iter_rows(self)
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"

@@ -72,7 +72,24 @@ def _programs(jx, jnp):
         "under_grad": (jx.grad(lambda x: inner(x).sum()), (x,)),
         "under_cond": (lambda x: jx.lax.cond(x[0] > 0, inner, lambda y: y, x), (x,)),
         "jnp_dot": (lambda a, b: jnp.dot(a, b) + 1, (m, m.T)),
+        # lax functions JAX wraps in jit (lax.nested_jit), and the bodies JAX lowers out of
+        # line: scan's ``@closed_call`` with its index functions, the rolled
+        # ``@threefry2x32`` (one per operand shapes, renamed with the module-wide counter).
+        "lax_fft": (lambda x: jx.lax.fft(x, "fft", (3,)), (x,)),
+        "lax_dynamic_index": (lambda m, i: jx.lax.dynamic_index_in_dim(m, i, 1, False),
+                              (m, np.int32(1))),
+        "scan": (lambda x: jx.lax.scan(lambda c, a: (c + a, c * a), 1.0, x), (x,)),
+        "scan_unroll_reverse": (lambda x: jx.lax.scan(lambda c, a: (c + a, c * a), 1.0, x,
+                                                      unroll=2, reverse=True), (x,)),
+        "random_split_normal": (_split_normal(jx), (jx.random.PRNGKey(0),)),
     }
+
+
+def _split_normal(jx):
+    def f(key):
+        a, b = jx.random.split(key)
+        return jx.random.normal(a, (3,)), jx.random.uniform(b, (3,))
+    return f
 
 
 _OURS, _THEIRS = _programs(jaxkit, jk_jnp), _programs(jax, jax_jnp)
@@ -95,6 +112,8 @@ def test_nested_jit_lowers_as_jax(lowered_texts):
     assert lowered_texts["called_twice"][0].count("func.func private @inner(") == 1
     assert "func.func private @scale_0(" in lowered_texts["static_args"][0]
     assert "call" not in lowered_texts["inline_true"][0]
+    assert "func.call @closed_call(" in lowered_texts["scan"][0]
+    assert "func.func private @threefry2x32_0(" in lowered_texts["random_split_normal"][0]
 
 
 def test_nested_jit_compiles_and_costs_as_jax():

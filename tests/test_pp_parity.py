@@ -116,6 +116,21 @@ RECORDS_ARGS = [
     ("fori_loop_weak_lower", _fori_weak_bound, (np.ones(16), 5)),
     ("scan_weak_carry", _scan_weak_carry, (np.ones(16), 5.)),
     ("scan_carry_dtype_change", _while_dtype_change, (np.float32(1),)),
+    # lax functions JAX wraps in jit (a weak index converted inside), their transposes
+    # (``_rfft_transpose``), and NumPy-integer parameters from JAX's batching/transpose rules.
+    ("lax_fft", lambda J: lambda a: J.lax.fft(a, "fft", (4,)), (M,)),
+    ("lax_fft_grad_rfft", lambda J: J.grad(lambda a: J.lax.fft(a, "rfft", (4,)).real.sum()),
+     (M,)),
+    ("lax_fft_grad_irfft", lambda J: J.grad(
+        lambda a: J.lax.fft(a, "irfft", (4,)).sum()), (M[:, :3] * (1 + 1j),)),
+    ("dynamic_index_weak", lambda J: lambda a, i: J.lax.dynamic_index_in_dim(a, i, 1, False),
+     (M, 1)),
+    ("dynamic_update_index", lambda J: lambda a, i: J.lax.dynamic_update_index_in_dim(
+        a, a[:, :1], i, 1), (M, np.int32(2))),
+    ("vmap_sum_numpy_axes", lambda J: J.vmap(J.numpy.sum, in_axes=1), (M,)),
+    ("grad_partial_sum", lambda J: J.grad(lambda a: (a.sum(0) ** 2).sum()), (M,)),
+    ("numpy_int_params", lambda J: lambda a: J.lax.rev(J.lax.reduce_sum(
+        a, (np.int64(1),)), (np.int64(0),)), (M,)),
 ]
 
 

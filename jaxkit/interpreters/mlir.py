@@ -277,6 +277,16 @@ class ModuleContext:
     platform: str = "cpu"  # whose ``platform_lowering_rules`` apply
     # The private functions emitted for nested jaxprs (``mlir_calls``): key -> symbol name.
     functions: dict = field(default_factory=dict)
+    # The module's one symbol table (made on first use; shared by copies of this context):
+    # its renaming counter is module-wide, so functions are renamed ``f_0``, ``g_1``... as
+    # JAX's are.
+    symbol_tables: list = field(default_factory=list)
+
+    def insert_symbol(self, fn) -> str:
+        """Insert ``fn`` into the module, renamed if its name is taken; return its name."""
+        if not self.symbol_tables:
+            self.symbol_tables.append(ir.SymbolTable(self.module.operation))
+        return ir.StringAttr(self.symbol_tables[0].insert(fn)).value
 
     def device_mesh(self) -> Mesh | None:
         """The ``Mesh`` the module is partitioned over (its axes laid over
@@ -477,7 +487,7 @@ def private_function(ctx: ModuleContext, name: str, closed: core.ClosedJaxpr) ->
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
         # Inserted (and so renamed: ``f``, ``f_0``...) before its body is lowered, so that the
         # functions its body calls come after it, in the order JAX emits them.
-        symbol = ir.StringAttr(ir.SymbolTable(ctx.module.operation).insert(fn)).value
+        symbol = ctx.insert_symbol(fn)
         entry = fn.add_entry_block()
         with ir.InsertionPoint(entry):
             func_dialect.ReturnOp(closed_subcomp(ctx, closed, *entry.arguments))

@@ -6,6 +6,7 @@ program is the one an inlined body gives."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from jaxkit import core, source_info
 from jaxkit.interpreters import mlir
@@ -43,3 +44,49 @@ def call_jaxpr(ctx: mlir.LoweringRuleContext, name: str, closed: core.ClosedJaxp
         call = mlir.func_dialect.CallOp([mlir.aval_to_ir_type(a) for a in closed.out_avals],
                                         mlir.ir.FlatSymbolRefAttr.get(symbol), list(args))
     return list(call.results)
+
+
+def out_of_line(rule: Callable, name: str) -> Callable:
+    """The lowering rule ``rule`` emitted out of line, as JAX's ``register_lowering(...,
+    inline=False)``: its ops form a private ``func.func @name``, emitted once per (operand and
+    result types, parameters) in a module and called with ``func.call`` at each equation (JAX
+    lowers ``threefry2x32`` this way)."""
+
+    def lowering(ctx: mlir.LoweringRuleContext, *args, **params):
+        mctx = ctx.module_context
+        key = ("out_of_line", rule, name, tuple(ctx.avals_in), tuple(ctx.avals_out),
+               tuple(sorted(params.items())), tuple(mctx.axis_env), mctx.manual, mctx.platform,
+               None if mctx.mesh is None else tuple(mctx.mesh))
+        out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
+        symbol = mctx.functions.get(key)
+        if symbol is None:
+            symbol = _emit_function(ctx, rule, name, out_types, params)
+            mctx.functions[key] = symbol
+        call = mlir.func_dialect.CallOp(out_types, mlir.ir.FlatSymbolRefAttr.get(symbol),
+                                        list(args))
+        results = list(call.results)
+        return results if ctx.primitive is None or ctx.primitive.multiple_results \
+            else results[0]
+
+    return lowering
+
+
+def _emit_function(ctx: mlir.LoweringRuleContext, rule: Callable, name: str, out_types: list,
+                   params: dict) -> str:
+    mctx = ctx.module_context
+    in_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_in]
+    with mlir.ir.Location.unknown():
+        with mlir.ir.InsertionPoint(mctx.module.body):
+            fn = mlir.func_dialect.FuncOp(name, mlir.ir.FunctionType.get(in_types, out_types))
+            fn.attributes["sym_visibility"] = mlir.ir.StringAttr.get("private")
+            # Inserted before its body is lowered, so that the functions the body calls come
+            # after it, in the order JAX emits them.
+            symbol = mctx.insert_symbol(fn)
+            entry = fn.add_entry_block()
+        with mlir.ir.InsertionPoint(entry):
+            inner = ctx.replace(module_context=dataclasses.replace(mctx, name_stack=""))
+            outs = rule(inner, *entry.arguments, **params)
+            if not isinstance(outs, (list, tuple)):
+                outs = [outs]
+            mlir.func_dialect.ReturnOp(list(outs))
+    return symbol

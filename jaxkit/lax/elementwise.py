@@ -585,7 +585,8 @@ def real(x: ArrayLike) -> Array:
 
 
 real_p = standard_unop("real", _complex, _complex_basetype)
-ad.deflinear2(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
+# A rank-0 zero, as JAX's (a literal operand in jaxprs, broadcast by the lowering).
+ad.deflinear2(real_p, lambda ct, x: [complex(ct, np.zeros((), ct.dtype)[()])])
 batching.defvectorized(real_p)
 mlir.register_lowering(real_p, mlir.nary_lowering(hlo.RealOp))
 
@@ -596,7 +597,7 @@ def imag(x: ArrayLike) -> Array:
 
 
 imag_p = standard_unop("imag", _complex, _complex_basetype)
-ad.deflinear2(imag_p, lambda ct, x: [complex(_zeros(ct), neg(ct))])
+ad.deflinear2(imag_p, lambda ct, x: [complex(np.zeros((), ct.dtype)[()], neg(ct))])
 batching.defvectorized(imag_p)
 mlir.register_lowering(imag_p, mlir.nary_lowering(hlo.ImagOp))
 

@@ -20,6 +20,7 @@ from jaxkit.lax import elementwise as ew
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax import slicing
 from jaxkit.lax import structural as st
+from jaxkit.lax.nested_jit import nested_jit
 from jaxkit.lax.standard import standard_primitive
 from jaxkit.typing import Array, ArrayLike
 
@@ -45,8 +46,10 @@ def _str_to_fft_type(s: str) -> FftType:
         raise ValueError(f"Unknown FFT type '{s}'") from None
 
 
+@nested_jit(static_argnums=(1, 2))
 def fft(x: ArrayLike, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Array:
-    """``lax.fft``: an FFT of ``x`` over its last ``len(fft_lengths)`` axes."""
+    """``lax.fft``: an FFT of ``x`` over its last ``len(fft_lengths)`` axes (a ``jit`` with
+    ``fft_type`` and ``fft_lengths`` static, as JAX's). Lowers to ``stablehlo.fft``."""
     if isinstance(fft_type, str):
         typ = _str_to_fft_type(fft_type)
     elif isinstance(fft_type, FftType):
@@ -107,29 +110,42 @@ def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
                      mlir.i64_attr(fft_lengths)).result
 
 
+def _hermitian_mask(like, m: int, n: int, dtype) -> Array:
+    """Weights of the ``m`` stored frequencies of a length-``n`` real transform: 2 for each
+    one standing for itself and its mirror image, 1 for DC and (``n`` even) Nyquist."""
+    mask = st.full_like(like, 2.0, dtype=dtype, shape=(m,))
+    starts = (0,) if n % 2 else (0, m - 1)
+    for start in starts:  # a fresh ``1`` each time, as JAX's (one equation each in jaxprs)
+        one = st.full_like(like, 1.0, dtype=dtype, shape=(1,))
+        mask = slicing.dynamic_update_slice(mask, one, (start,))
+    return mask
+
+
+@nested_jit(static_argnums=(1,))
 def _rfft_transpose(ct, fft_lengths):
-    """RFFT is ``slice(FFT(complex(x)))``: transpose each step, in reverse order."""
-    n = fft_lengths[-1]
-    m = ct.shape[-1]
-    config = [(0, 0, 0)] * (ct.ndim - 1) + [(0, n - m, 0)]
-    full = slicing.pad(ct, np.zeros((), ct.dtype)[()], config)
-    return ew.real(fft_p.bind(full, fft_type=FftType.FFT, fft_lengths=fft_lengths))
+    """RFFT's transpose: an IRFFT of the conjugate cotangent, each stored frequency divided by
+    its Hermitian weight (a ``jit`` of its own, as JAX's)."""
+    mask = _hermitian_mask(ct, ct.shape[-1], fft_lengths[-1], None)
+    mask = st.expand_dims(mask, range(ct.ndim - 1))
+    out = fft(ew.div(ew.conj(ct), mask), FftType.IRFFT, fft_lengths)
+    return ew.mul(_weak_scalar(math.prod(fft_lengths), out.dtype), out)
 
 
 def _irfft_transpose(ct, fft_lengths):
     """IRFFT sums each stored frequency with its mirror image (weight 2) except DC and, for
-    even lengths, Nyquist; its transpose is the RFFT of the cotangent with those weights."""
-    # IRFFT's kernel is exp(+i...), the conjugate of RFFT's: conjugate the RFFT of ct.
-    x = ew.conj(fft_p.bind(ct, fft_type=FftType.RFFT, fft_lengths=fft_lengths))
-    m = x.shape[-1]
-    odd = fft_lengths[-1] % 2
-    w = np.full((m,), 2.0)
-    w[0] = 1.0
-    if not odd:
-        w[-1] = 1.0
-    w = w / math.prod(fft_lengths)
-    w = st.broadcast_in_dim(np.asarray(w, x.dtype), x.shape, (x.ndim - 1,))
-    return ew.mul(x, w)
+    even lengths, Nyquist; its transpose is the conjugate RFFT of the cotangent with those
+    weights, scaled by ``1/N``."""
+    x = fft(ct, FftType.RFFT, fft_lengths)
+    mask = _hermitian_mask(ct, x.shape[-1], fft_lengths[-1], x.dtype)
+    scale = _weak_scalar(1 / math.prod(fft_lengths), x.dtype)
+    out = ew.mul(ew.mul(scale, st.expand_dims(mask, range(x.ndim - 1))), x)
+    return ew.conj(out)
+
+
+def _weak_scalar(value, dtype):
+    """``value`` as a weakly typed scalar of ``dtype``: a literal in jaxprs, as the Python
+    scalar of JAX's ``N * x`` is."""
+    return st.convert_element_type(value, dtype, weak_type=True)
 
 
 def _fft_transpose(ct, x, *, fft_type, fft_lengths):
@@ -139,13 +155,13 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
         return [_rfft_transpose(ct, fft_lengths)]
     if fft_type == FftType.IRFFT:
         return [_irfft_transpose(ct, fft_lengths)]
-    return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=fft_lengths)]
+    return [fft(ct, fft_type, fft_lengths)]
 
 
 def _fft_batch(axis_data, args, dims, *, fft_type, fft_lengths):
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
-    return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths), 0
+    return fft(x, fft_type, fft_lengths), 0
 
 
 fft_p = standard_primitive(lambda x, **p: _fft_abstract_eval(x, **p).shape,

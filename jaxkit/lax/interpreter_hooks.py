@@ -1,13 +1,15 @@
 """The array operations the interpreters need from lax, registered with them: zeros of an
-aval (``ad``'s symbolic zeros made concrete) and moving or inserting a batch axis
-(``batching``). They live in ``lax`` because they bind its primitives; the interpreters sit
-below ``lax`` and receive them here."""
+aval (``ad``'s symbolic zeros made concrete), moving or inserting a batch axis (``batching``)
+and a tracer's rows (``core``'s iteration, ``a, b = tracer``). They live in ``lax`` because
+they bind its primitives; the interpreters and ``core`` sit below ``lax`` and receive them
+here."""
 from __future__ import annotations
 
 import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching
+from jaxkit.lax.slicing import index_in_dim
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type, transpose
 
 
@@ -45,6 +47,12 @@ def _broadcast_new_axis(x, size: int, axis: int):
     return broadcast_in_dim(x, shape, dims)
 
 
+def _iter_rows(tracer):
+    # As JAX's: ``index_in_dim`` (a slice with unit strides and a squeeze) per row.
+    return (index_in_dim(tracer, i, keepdims=False) for i in range(tracer.shape[0]))
+
+
 ad.register_zeros_like_aval(_zeros_like_aval)
+core.Tracer._iter_rows = staticmethod(_iter_rows)
 batching.register_axis_ops(moveaxis=_moveaxis, broadcast=_broadcast_new_axis,
                            broadcast_in_dim=broadcast_in_dim)

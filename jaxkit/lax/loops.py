@@ -33,9 +33,11 @@ from jaxkit.lax.bodies import (avals_of, carry_mismatch, instantiate, make_close
                                zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
 from jaxkit.lax.reductions import reduce_or
-from jaxkit.lax.slicing import dynamic_index_in_dim, dynamic_update_index_in_dim, slice_in_dim
-from jaxkit.lax.structural import (broadcast_in_dim, concatenate, convert_element_type, full,
-                                   reshape, rev)
+from jaxkit.lax.eval_jaxpr import eval_jaxpr
+from jaxkit.lax.slicing import (dynamic_index_in_dim, dynamic_update_index_in_dim, index_in_dim,
+                                slice_in_dim)
+from jaxkit.lax.structural import (broadcast_in_dim, concatenate, convert_element_type,
+                                   expand_dims, full, reshape, rev)
 
 # --------------------------------------------------------------------------------------------
 # while_loop / fori_loop
@@ -404,36 +406,68 @@ def _scan_abstract_eval(*args, jaxpr, length, reverse, num_consts, num_carry, un
 
 
 def _scan_impl_fun(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, linear):
-    """The scan as a while loop over an index (used to lower it)."""
-    consts = list(args[:num_consts])
-    carry = list(args[num_consts:num_consts + num_carry])
-    xs = list(args[num_consts + num_carry:])
+    """The scan as a while loop over an index, laid out as JAX's (used to lower it, so that
+    lowered text reads as JAX's): ``unroll`` iterations per trip of the loop, the body called
+    as ``func.call @closed_call``, the slices taken with ``dynamic_index_in_dim`` and
+    ``dynamic_update_index_in_dim`` (private functions too), the iterations left over after
+    the last full trip run after the loop."""
+    consts, carry, xs = split_list(list(args), [num_consts, num_carry])
     y_avals = jaxpr.out_avals[num_carry:]
-    ys = [full((length,) + a.shape, 0, a.dtype) for a in y_avals]
-    unroll = max(1, min(unroll, max(length, 1)))
-    n_outer, remainder = divmod(length, unroll)
+    num_trips, remainder = (0, length) if unroll == 0 else divmod(length, unroll)
+    if unroll != 1 and num_trips == 1 and remainder == 0:
+        num_trips, remainder = 0, length  # one full trip: no loop at all
+    xs_rem: list = []
+    if unroll == 1:
+        xss, yss = xs, [_empty((length,), a) for a in y_avals]
+    else:
+        if remainder:
+            cut = num_trips * unroll if not reverse else remainder
+            heads = [slice_in_dim(x, 0, cut) for x in xs]
+            tails = [slice_in_dim(x, cut, x.shape[0]) for x in xs]
+            xs, xs_rem = (heads, tails) if not reverse else (tails, heads)
+        if num_trips:
+            xss = [reshape(x, (num_trips, unroll, *x.shape[1:])) for x in xs]
+            yss = [_empty((num_trips, unroll), a) for a in y_avals]
+        else:
+            xss, yss = [], [_empty((0,), a) for a in y_avals]
 
-    def one_step(i, carry, ys):
-        idx = sub(np.int32(length - 1), i) if reverse else i
-        x_slices = [dynamic_index_in_dim(x, idx, 0, keepdims=False) for x in xs]
-        outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *x_slices)
-        carry, y = outs[:num_carry], outs[num_carry:]
-        ys = [dynamic_update_index_in_dim(buf, yv, idx, 0) for buf, yv in zip(ys, y)]
-        return carry, ys
+    def inner(n, carry, xs):
+        if unroll == 1:
+            return split_list(eval_jaxpr(jaxpr, *consts, *carry, *xs), [num_carry])
+        ys = []
+        for k in range(n):
+            i = n - k - 1 if reverse else k
+            x = [index_in_dim(x, i, keepdims=False) for x in xs]
+            carry, y = split_list(eval_jaxpr(jaxpr, *consts, *carry, *x), [num_carry])
+            ys.append(y)
+        ys = ys[::-1] if reverse else ys
+        return carry, [concatenate([expand_dims(y, (0,)) for y in col], 0)
+                       for col in zip(*ys)]
 
     def body(state):
-        i, carry, ys = state
-        for k in range(unroll):
-            carry, ys = one_step(add(i, np.int32(k)), carry, ys)
-        return add(i, np.int32(unroll)), carry, ys
+        trip, carry, yss = state
+        i = sub(sub(np.int32(num_trips), trip), np.int32(1)) if reverse else trip
+        xs = [dynamic_index_in_dim(x, i, keepdims=False, allow_negative_indices=False)
+              for x in xss]
+        carry, ys = inner(unroll, carry, xs)
+        yss = [dynamic_update_index_in_dim(y, upd, i, 0, allow_negative_indices=False)
+               for y, upd in zip(yss, ys)]
+        return add(trip, np.int32(1)), carry, yss
 
-    state = (np.int32(0), carry, ys)
-    if n_outer:
-        state = while_loop(lambda s: lt(s[0], np.int32(n_outer * unroll)), body, state)
-    i, carry, ys = state
-    for k in range(remainder):
-        carry, ys = one_step(add(i, np.int32(k)), carry, ys)
+    if num_trips:
+        _, carry, yss = while_loop(lambda s: lt(s[0], np.int32(num_trips)), body,
+                                   (np.int32(0), carry, yss))
+    ys = yss
+    if unroll != 1 and num_trips:
+        ys = [reshape(y, (num_trips * unroll, *y.shape[2:])) for y in yss]
+    if remainder:
+        carry, ys_rem = inner(remainder, carry, xs_rem)
+        ys = [concatenate([a, b] if not reverse else [b, a], 0) for a, b in zip(ys, ys_rem)]
     return list(carry) + list(ys)
+
+
+def _empty(prefix: tuple, aval: core.ShapedArray):
+    return full(prefix + aval.shape, 0, aval.dtype)
 
 
 scan_p = core.Primitive("scan")

@@ -22,7 +22,8 @@ from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax.elementwise_bits import bitwise_and, bitwise_or
 from jaxkit.lax import sharding_rules as shr
-from jaxkit.lax.standard import as_tuple_of_ints, canonicalize_axis, standard_primitive
+from jaxkit.lax.standard import (as_tuple_of_indices, as_tuple_of_ints, canonicalize_axis,
+                                 standard_primitive)
 from jaxkit.lax.structural import (
     _reduce_batch_rule,
     _reduce_shape_rule,
@@ -45,7 +46,7 @@ __all__ = ["reduce_sum", "reduce_sum_p"]  # extended below
 
 def _canonical_axes(operand, axes, name: str) -> tuple[int, ...]:
     # As in JAX, lax reductions take nonnegative axes (jnp canonicalizes negative ones).
-    return as_tuple_of_ints(axes, f"{name} axes")
+    return as_tuple_of_indices(axes, f"{name} axes")
 
 
 def _get_max_identity(dtype) -> np.ndarray:

@@ -19,13 +19,16 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax import sharding_rules as shr
-from jaxkit.lax.standard import _all_weak, _first_weak, as_tuple_of_ints, standard_primitive
+from jaxkit.lax.nested_jit import nested_jit
+from jaxkit.lax.standard import (_all_weak, _first_weak, as_tuple_of_indices, as_tuple_of_ints,
+                                 standard_primitive)
 from jaxkit.lax.gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
                                        ScatterDimensionNumbers, _gather_batch, _scatter_batch,
                                        scatter_p)
 from jaxkit.lax.structural import (
     broadcast_in_dim,
     concatenate,
+    convert_element_type,
     expand_dims,
     full,
     full_like,
@@ -40,9 +43,9 @@ def slice(operand: ArrayLike, start_indices: Sequence[int], limit_indices: Seque
           strides: Sequence[int] | None = None) -> Array:
     """``operand[start:limit:stride]`` in every axis (static bounds). Lowers to
     ``stablehlo.slice``."""
-    return slice_p.bind(operand, start_indices=as_tuple_of_ints(start_indices, "start_indices"),
-                        limit_indices=as_tuple_of_ints(limit_indices, "limit_indices"),
-                        strides=None if strides is None else as_tuple_of_ints(strides,
+    return slice_p.bind(operand, start_indices=as_tuple_of_indices(start_indices, "start_indices"),
+                        limit_indices=as_tuple_of_indices(limit_indices, "limit_indices"),
+                        strides=None if strides is None else as_tuple_of_indices(strides,
                                                                               "strides"))
 
 
@@ -242,8 +245,11 @@ def _dynamic_slice_indices(operand, start_indices, allow_negative_indices) -> li
         elif dtypes.issubdtype(dtype, np.unsignedinteger) or not allow:
             result.append(i)
         else:
-            result.append(ew.select_n(ew.lt(i, np.zeros((), dtype)[()]), i,
-                                      ew.add(i, np.array(d, dtype)[()])))
+            # JAX adds the size with ``i + d``, which promotes a weakly typed index (a
+            # Python int given to a jit) to ``d``'s strong type first.
+            negative = ew.lt(i, np.zeros((), dtype)[()])
+            shifted = convert_element_type(i, dtype) if dtypes.is_weakly_typed(i) else i
+            result.append(ew.select_n(negative, i, ew.add(shifted, np.array(d, dtype)[()])))
     return result
 
 
@@ -479,10 +485,12 @@ def dynamic_slice_in_dim(operand: ArrayLike, start_index: ArrayLike, slice_size:
     return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)
 
 
+@nested_jit(static_argnames=("axis", "keepdims", "allow_negative_indices"))
 def dynamic_index_in_dim(operand: ArrayLike, index: ArrayLike, axis: int = 0,
                          keepdims: bool = True, *, allow_negative_indices: bool = True
                          ) -> Array:
-    """``operand[..., index]`` along ``axis`` with a traced index."""
+    """``operand[..., index]`` along ``axis`` with a traced index (a ``jit``, as JAX's).
+    Lowers to ``stablehlo.dynamic_slice``."""
     result = dynamic_slice_in_dim(operand, index, 1, axis,
                                   allow_negative_indices=allow_negative_indices)
     return result if keepdims else squeeze(result, (axis,))
@@ -500,10 +508,11 @@ def dynamic_update_slice_in_dim(operand: ArrayLike, update: ArrayLike, start_ind
     return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow)
 
 
+@nested_jit(static_argnames=("axis", "allow_negative_indices"))
 def dynamic_update_index_in_dim(operand: ArrayLike, update: ArrayLike, index: ArrayLike,
                                 axis: int, *, allow_negative_indices: bool = True) -> Array:
     """Write ``update`` (with or without the size-1 ``axis``) at a traced index along
-    ``axis``."""
+    ``axis`` (a ``jit``, as JAX's). Lowers to ``stablehlo.dynamic_update_slice``."""
     axis = int(axis)
     if np.ndim(update) != np.ndim(operand):
         if np.ndim(update) + 1 != np.ndim(operand):

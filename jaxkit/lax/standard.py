@@ -177,3 +177,11 @@ def as_tuple_of_ints(xs, what: str) -> tuple[int, ...]:
         if isinstance(e, core.ConcretizationTypeError):
             raise
         raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None
+
+
+def as_tuple_of_indices(xs, what: str) -> tuple[int, ...]:
+    """``as_tuple_of_ints`` that keeps NumPy integers as they are: the parameters JAX passes
+    through with ``tuple(...)`` (reduction axes, ``broadcast_dimensions``, slice bounds, ``rev``
+    dimensions) print as ``np.int64(1)`` in its jaxprs when given NumPy integers."""
+    ints = as_tuple_of_ints(xs, what)
+    return tuple(x if isinstance(x, np.integer) else i for x, i in zip(xs, ints))

@@ -32,6 +32,7 @@ from jaxkit.lax.standard import (
     _all_weak,
     _num,
     _first_weak,
+    as_tuple_of_indices,
     as_tuple_of_ints,
     canonicalize_axis,
     check_dtype,
@@ -51,11 +52,7 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
     ``broadcast_dimensions[i]``. ``out_sharding`` (over Explicit mesh axes) types the
     result's layout. Lowers to ``stablehlo.broadcast_in_dim``."""
     shape = as_tuple_of_ints(shape, "broadcast_in_dim shape")
-    checked = as_tuple_of_ints(broadcast_dimensions, "broadcast_dimensions")
-    # NumPy integers stay as given, as JAX binds them (its batching rule's np.int64
-    # dimensions print as ``np.int64(1)``; they compare and hash as the ints).
-    dims = tuple(d if isinstance(d, np.integer) else c
-                 for d, c in zip(broadcast_dimensions, checked))
+    dims = as_tuple_of_indices(broadcast_dimensions, "broadcast_dimensions")
     sharding = shr.resolve_out_sharding("broadcast_in_dim", out_sharding)
     if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape \
             and sharding is None:
@@ -98,7 +95,8 @@ def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimension
     (x,), (d,) = args, dims
     x = batching.moveaxis(x, d, 0)
     new_shape = (x.shape[0],) + tuple(shape)
-    new_dims = (0,) + tuple(np.add(1, broadcast_dimensions))  # np.int64s, as JAX's
+    # NumPy integers past the batch axis, as JAX's rule computes them (``np.add``).
+    new_dims = (0,) + tuple(np.add(1, np.asarray(broadcast_dimensions, np.int64)))
     if sharding is not None:  # the batch dimension keeps its layout
         sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(
             axis_data.explicit_mesh_axis, *sharding.spec))
@@ -307,7 +305,7 @@ mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: hlo.Transpose
 # ---- rev -----------------------------------------------------------------------------------
 def rev(operand: ArrayLike, dimensions: Sequence[int]) -> Array:
     """Reverse the order of elements along ``dimensions``. Lowers to ``stablehlo.reverse``."""
-    return rev_p.bind(operand, dimensions=as_tuple_of_ints(dimensions, "rev dimensions"))
+    return rev_p.bind(operand, dimensions=as_tuple_of_indices(dimensions, "rev dimensions"))
 
 
 def _rev_shape_rule(operand, *, dimensions):
@@ -495,7 +493,7 @@ def reduce_sum(operand: ArrayLike, axes: Sequence[int], *, out_sharding: Any = N
     says over Explicit mesh axes (which may leave it unreduced over the mesh axes of the
     summed dimensions: ``P(unreduced={'x'})``). Lowers to ``stablehlo.reduce`` with an add
     body."""
-    axes = as_tuple_of_ints(axes, "reduce_sum axes")
+    axes = as_tuple_of_indices(axes, "reduce_sum axes")
     asked = shr.resolve_out_sharding("reduce_sum", out_sharding)
     if asked is None:
         return _reduce_sum(operand, axes)
@@ -514,7 +512,9 @@ def _reduce_shape_rule(operand, *, axes, **params):
 
 def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
     shape = operand.aval.shape
-    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    # NumPy integers, as JAX's transpose computes them (``np.delete``): printed jaxprs show
+    # ``broadcast_dimensions=(np.int64(1),)`` as JAX's do.
+    kept = tuple(np.delete(np.arange(len(shape)), axes))
     # The cotangent is laid out as the operand (its summed dimensions may be split).
     return [broadcast_in_dim(ct, shape, kept, out_sharding=operand.aval._sharding)]
 
@@ -525,7 +525,9 @@ def _reduce_batch_rule(prim):
 
     def rule(axis_data, args, dims, *, axes, **params):
         (x,), (d,) = args, dims
-        # NumPy's arithmetic, as JAX's rule: the shifted axes are np.int64 and print so.
+        # NumPy integers, as JAX's batcher computes them (``np.where``): jaxprs of vmapped
+        # reductions print ``axes=(np.int64(1),)`` as JAX's do.
+        axes = np.asarray(axes, np.int64)
         new_axes = tuple(np.where(np.less(axes, d), axes, np.add(axes, 1)))
         out_d = d - sum(1 for a in new_axes if a < d)
         return prim.bind(x, axes=new_axes, **params), out_d

@@ -264,14 +264,6 @@ def _array_iter(self: Array) -> Any:
                 self, start, min(_ITER_CHUNK, n - start))))
 
 
-def _tracer_iter(self: core.Tracer) -> Any:
-    """``iter(tracer)``: one static ``index_in_dim`` per row (a strided ``slice`` and a
-    ``squeeze``), the equations JAX's traced iteration records."""
-    if not self.shape:
-        raise TypeError("iteration over a 0-d array")
-    return (lax.index_in_dim(self, i, keepdims=False) for i in range(self.shape[0]))
-
-
 def _unary(fn: Callable) -> Callable:
     def op(self):
         return fn(self)
@@ -304,9 +296,7 @@ def install(classes: tuple[type, ...] = (Array, core.Tracer)) -> None:
         for name, fn in _properties.items():
             setattr(cls, name, property(fn))
     if Array in classes:
-        Array.__iter__ = _array_iter
-    if core.Tracer in classes:
-        core.Tracer.__iter__ = _tracer_iter
+        Array.__iter__ = _array_iter  # (tracers: core.Tracer.__iter__, lax's index_in_dim)
 
 
 def _pow_deferred(self: Any, other: Any, mod: Any = None) -> Any:

@@ -221,7 +221,8 @@ def split_list(key: Any, num: int = 2) -> list:
         keys = threefry_split(key, (num,))
         return [lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(num)]
     keys = random_split_p.bind(key, shape=(num,))
-    return [lax.squeeze(lax.slice(keys, (i,), (i + 1,)), (0,)) for i in range(num)]
+    # Rows as JAX's iteration takes them (index_in_dim: unit strides, then a squeeze).
+    return [lax.index_in_dim(keys, i, keepdims=False) for i in range(num)]
 
 
 # --------------------------------------------------------------------------------------------

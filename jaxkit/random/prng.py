@@ -23,7 +23,7 @@ import operator
 import warnings
 from collections.abc import Sequence
 from typing import Any
-from functools import reduce
+from functools import partial, reduce
 
 import numpy as np
 
@@ -34,9 +34,10 @@ from jaxkit import numpy as jnp
 from jaxkit.numpy import _index_update as jnp_index_update
 from jaxkit.numpy._array_methods import install_operators
 from jaxkit.runtime.array import Array, PublicArray, Shard
+from jaxkit.transforms.jit import jit
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.core import ShapedArray
-from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import ad, batching, mlir, mlir_calls
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.typing import ArrayLike, DTypeLike
 
@@ -67,26 +68,66 @@ def _threefry2x32_abstract_eval(*avals):
     return [aval, aval]
 
 
-def _rotate_left(x, d: int):
-    return lax.bitwise_or(lax.shift_left(x, np.uint32(d)),
-                          lax.shift_right_logical(x, np.uint32(32 - d)))
+def _rotate_left(x, d):
+    """``x`` rotated left by ``d`` bits (a Python int, or a traced ``uint32`` scalar that is
+    broadcast, as in JAX's rolled loop)."""
+    if isinstance(d, int):
+        return lax.bitwise_or(lax.shift_left(x, np.uint32(d)),
+                              lax.shift_right_logical(x, np.uint32(32 - d)))
+    left = lax.shift_left(x, _scalar_to(d, x))
+    right = lax.shift_right_logical(x, _scalar_to(lax.sub(np.uint32(32), d), x))
+    return lax.bitwise_or(left, right)
 
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 
+def _apply_round(v0, v1, rotation):
+    v0 = lax.add(v0, v1)
+    return v0, lax.bitwise_xor(v0, _rotate_left(v1, rotation))
+
+
+def _scalar_to(x, like):
+    """``x`` made the shape of ``like`` when it is a scalar (explicitly, as JAX's ``x + k``
+    broadcasts it); key words of ``like``'s shape (a batched hash) stay as they are."""
+    shape = core.get_aval(like).shape
+    return lax.broadcast_in_dim(x, shape, ()) if shape and not np.shape(x) else x
+
+
 def _threefry2x32_fun(k1, k2, x1, x2):
-    """Threefry-2x32 in lax operations: five groups of four rounds, a key injection after
-    each group (unrolled: XLA fuses the 20 rounds into one elementwise loop)."""
+    """Threefry-2x32 in lax operations, unrolled: five groups of four rounds, a key injection
+    after each group (JAX's lowering everywhere but on CPU)."""
     ks = [k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), np.uint32(0x1BD11BDA))]
-    v0, v1 = lax.add(x1, ks[0]), lax.add(x2, ks[1])
+    v0, v1 = lax.add(x1, _scalar_to(ks[0], x1)), lax.add(x2, _scalar_to(ks[1], x2))
     for i in range(5):
         for r in _ROTATIONS[i % 2]:
-            v0 = lax.add(v0, v1)
-            v1 = lax.bitwise_xor(v0, _rotate_left(v1, r))
-        v0 = lax.add(v0, ks[(i + 1) % 3])
-        v1 = lax.add(lax.add(v1, ks[(i + 2) % 3]), np.uint32(i + 1))
+            v0, v1 = _apply_round(v0, v1, r)
+        v0 = lax.add(v0, _scalar_to(ks[(i + 1) % 3], v0))
+        v1 = lax.add(lax.add(v1, _scalar_to(ks[(i + 2) % 3], v1)), np.uint32(i + 1))
     return [v0, v1]
+
+
+def _threefry2x32_rolled(k1, k2, x1, x2):
+    """Threefry-2x32 as a loop of five trips (four rounds and a key injection each), with the
+    key words and rotations rotated between trips: JAX's CPU lowering, which compiles faster
+    than the unrolled rounds."""
+    ks = [k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), np.uint32(0x1BD11BDA))]
+    x = [lax.add(x1, _scalar_to(ks[0], x1)), lax.add(x2, _scalar_to(ks[1], x2))]
+    rotations = [np.array(r, _u32) for r in _ROTATIONS]
+
+    def trip(i, state):
+        (v0, v1), ks, rotations = state
+        for k in range(4):
+            v0, v1 = _apply_round(v0, v1, lax.index_in_dim(rotations[0], k, keepdims=False))
+        v0 = lax.add(v0, _scalar_to(ks[0], v0))
+        v1 = lax.add(v1, _scalar_to(ks[1], v1))
+        one = np.ones((), core.get_aval(i).dtype)[()]  # the loop index's type (int64 with x64)
+        count = lax.convert_element_type(lax.add(i, one), _u32)
+        v1 = lax.add(v1, _scalar_to(count, v1))
+        return [v0, v1], ks[1:] + ks[:1], rotations[1:] + rotations[:1]
+
+    x, _, _ = lax.fori_loop(0, 5, trip, (x, ks[1:] + ks[:1], rotations))
+    return x
 
 
 def _threefry2x32_batch(axis_data, args, dims):
@@ -114,7 +155,13 @@ threefry2x32_p.def_impl(lambda *args: dispatch.apply_primitive(threefry2x32_p, *
 threefry2x32_p.def_abstract_eval(_threefry2x32_abstract_eval)
 ad.defjvp_zero(threefry2x32_p)
 batching.defrule(threefry2x32_p, _threefry2x32_batch)
-mlir.register_lowering(threefry2x32_p, mlir.lower_fun(_threefry2x32_fun, multiple_results=True))
+# Out of line, as JAX's: one private ``@threefry2x32`` per operand shapes in a program; on CPU
+# the rolled loop (whose trips call the loop body, ``@closed_call``).
+mlir.register_lowering(threefry2x32_p, mlir_calls.out_of_line(
+    mlir.lower_fun(_threefry2x32_fun, multiple_results=True), "threefry2x32"))
+mlir.register_lowering(threefry2x32_p, mlir_calls.out_of_line(
+    mlir.lower_fun(_threefry2x32_rolled, multiple_results=True), "threefry2x32"),
+    platform="cpu")
 
 
 # --------------------------------------------------------------------------------------------
@@ -139,13 +186,16 @@ def _iota_2x32_shape_lowering(ctx, *, shape):
     def const(v):
         return mlir.broadcast_in_dim(mlir.ir_constant(np.array(v, np.uint64)), u64, ())
 
+    # In JAX's order (the iotas, then each scaled by its stride; the low word converted
+    # first), so that lowered text reads as JAX's.
     strides = [int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape))]
-    terms = [hlo.MulOp(const(s), hlo.IotaOp(u64_type, i).result).result
-             for i, s in enumerate(strides)]
+    iotas = [hlo.IotaOp(u64_type, i).result for i in range(len(shape))]
+    terms = [hlo.MulOp(const(s), iota).result for s, iota in zip(strides, iotas)]
     counts = reduce(lambda a, b: hlo.AddOp(a, b).result, terms)
     hi = hlo.ShiftRightLogicalOp(counts, const(32)).result
     out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
-    return [hlo.ConvertOp(out_type, hi).result, hlo.ConvertOp(out_type, counts).result]
+    lo = hlo.ConvertOp(out_type, counts).result
+    return [hlo.ConvertOp(out_type, hi).result, lo]
 
 
 iota_2x32_shape_p = core.Primitive("iota_2x32_shape")
@@ -173,9 +223,9 @@ def _key_words(key) -> tuple:
 
 
 def _stack_last(a, b):
-    shape = tuple(core.get_aval(a).shape)
-    return lax.concatenate([lax.reshape(a, (*shape, 1)), lax.reshape(b, (*shape, 1))],
-                           len(shape))
+    # With expand_dims (a broadcast_in_dim), as JAX's jnp.stack: lowered text reads as JAX's.
+    ndim = len(core.get_aval(a).shape)
+    return lax.concatenate([lax.expand_dims(a, (ndim,)), lax.expand_dims(b, (ndim,))], ndim)
 
 
 def threefry_seed(seed) -> Array:
@@ -212,7 +262,14 @@ def _threefry_counts(key, counts) -> Array:
 
 
 def threefry_split(key, shape: tuple[int, ...]) -> Array:
-    """``shape`` new raw keys from one (``uint32[*shape, 2]``)."""
+    """``shape`` new raw keys from one (``uint32[*shape, 2]``): a ``jit`` named
+    ``_threefry_split`` with ``shape`` static, as JAX's (a private function in lowered
+    programs)."""
+    return _threefry_split(key, tuple(shape))
+
+
+@partial(jit, static_argnums=(1,))
+def _threefry_split(key, shape: tuple[int, ...]) -> Array:
     if not config.jax_threefry_partitionable:
         num = math.prod(shape)
         bits = _threefry_counts(key, lax.iota(_u32, num * 2))
@@ -224,10 +281,18 @@ def threefry_split(key, shape: tuple[int, ...]) -> Array:
 
 
 def threefry_fold_in(key, data) -> Array:
-    """The raw key of ``key`` with ``uint32`` scalar ``data`` folded in."""
-    k1, k2 = _key_words(key)
-    b1, b2 = threefry2x32(k1, k2, np.zeros((), _u32), data)
-    return _stack_last(b1, b2)
+    """The raw key of ``key`` with ``uint32`` scalar ``data`` folded in: a ``jit`` named
+    ``_threefry_fold_in``, as JAX's."""
+    return _threefry_fold_in(key, data)
+
+
+@jit
+def _threefry_fold_in(key, data) -> Array:
+    # As JAX's: the hash of the counters ``[data >> 32, data & 0xFFFFFFFF]`` (``0`` and
+    # ``data`` for a uint32 ``data``: XLA's logical shift by the bit width gives 0).
+    hi = lax.expand_dims(lax.shift_right_logical(data, np.array(32, _u32)), (0,))
+    lo = lax.expand_dims(lax.bitwise_and(data, np.array(0xFFFFFFFF, _u32)), (0,))
+    return _threefry_counts(key, lax.concatenate([hi, lo], 0))
 
 
 def threefry_random_bits(key, bit_width: int, shape: tuple[int, ...]) -> Array:

@@ -79,8 +79,8 @@ def uniform(key, shape: Shape = (), dtype: DTypeLike | None = None, minval: Arra
 @partial(jit, static_argnums=(3, 4))
 def _uniform(key, minval, maxval, shape, dtype) -> Array:
     check_shape("uniform", shape, np.shape(minval), np.shape(maxval))
-    minval = broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
-    maxval = broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
+    minval, maxval = (lax.convert_element_type(v, dtype) for v in (minval, maxval))
+    minval, maxval = (broadcast_to_rank(v, len(shape)) for v in (minval, maxval))
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     if nbits not in (8, 16, 32, 64):
@@ -137,9 +137,10 @@ def _randint(key, minval, maxval, shape, dtype) -> Array:
     maxval_out_of_range = lax.gt(
         maxval, _convert_and_clip_integer(np.array(dtypes.iinfo(dtype).max, dtype),
                                           maxval.dtype))
-    minval = jnp.broadcast_to(_convert_and_clip_integer(minval, dtype), shape)
-    maxval = jnp.broadcast_to(_convert_and_clip_integer(maxval, dtype), shape)
-    maxval_out_of_range = jnp.broadcast_to(maxval_out_of_range, shape)
+    # Ranks (not shapes) broadcast, and the span's steps, as JAX's: the lax ops broadcast the
+    # size-1 axes, so jaxprs read as JAX's.
+    minval = broadcast_to_rank(_convert_and_clip_integer(minval, dtype), len(shape))
+    maxval = broadcast_to_rank(_convert_and_clip_integer(maxval, dtype), len(shape))
     nbits = dtypes.iinfo(dtype).bits
     if nbits not in (8, 16, 32, 64):
         raise TypeError(f"randint only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}")
@@ -147,14 +148,13 @@ def _randint(key, minval, maxval, shape, dtype) -> Array:
     higher_bits = random_bits(k1, nbits, shape)
     lower_bits = random_bits(k2, nbits, shape)
     unsigned_dtype = UINT_DTYPES[nbits]
-    span = lax.convert_element_type(lax.sub(maxval, minval), unsigned_dtype)
-    one = lax.full_like(span, 1)
+    span = lax.convert_element_type(maxval - minval, unsigned_dtype)
     # span=1 when maxval <= minval, so minval is returned (jax issue 222).
-    span = lax.select(lax.le(maxval, minval), one, span)
-    span = lax.select(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)),
-                      lax.add(span, one), span)
+    span = lax.select(maxval <= minval, lax.full_like(span, 1), span)
+    span = lax.select(maxval_out_of_range & (maxval > minval),
+                      lax.add(span, np.array(1, unsigned_dtype)[()]), span)
     # (hi * 2**nbits + lo) % span without overflow: multiplier = 2**nbits % span.
-    multiplier = lax.rem(lax.full_like(span, 2 ** (nbits // 2)), span)
+    multiplier = lax.rem(np.array(2 ** (nbits // 2), unsigned_dtype)[()], span)
     multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
     random_offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier),
                             lax.rem(lower_bits, span))
@@ -394,7 +394,9 @@ def _gumbel(key, shape, dtype, mode) -> Array:
         high, low = u[0], u[1]
         x = jnp.where(high >= 0.5, high, high + 2 ** -(info.nmant) * low + info.tiny)
         return -jnp.log(-jnp.log1p(-x))
-    return -jnp.log(-jnp.log(_uniform(key, info.tiny, 1., shape, dtype)))
+    # Keywords, as JAX's call (its jit passes them in sorted order: maxval, minval).
+    return -jnp.log(-jnp.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
+                                      dtype=dtype)))
 
 
 def categorical(key, logits: ArrayLike, axis: int = -1, shape: Shape | None = None,
@@ -478,7 +480,7 @@ def _rademacher(key, shape, dtype) -> Array:
 def maxwell(key, shape, dtype) -> Array:
     """One-sided Maxwell samples: the norm of three standard normals."""
     norm_rvs = normal(key=key, shape=(*shape, 3), dtype=dtype)
-    return jnp.sqrt(jnp.sum(norm_rvs * norm_rvs, axis=-1))  # jnp.linalg.norm's formula
+    return jnp.linalg.norm(norm_rvs, axis=-1)  # a jit named norm, as JAX's
 
 
 def double_sided_maxwell(key, loc: ArrayLike, scale: ArrayLike, shape: Shape = (),
@@ -569,8 +571,9 @@ def _geometric(key, p, shape, dtype) -> Array:
         p = p.astype(dtypes.to_inexact_dtype(p.dtype))
     u = uniform(key, shape, p.dtype)
     u = jnp.where(u == 0, 1, u)
+    log_u = lax.log(u)  # before log1p(-p), as JAX's: jaxprs in its order
     log_one_minus_p = jnp.broadcast_to(lax.log1p(-p), shape)
-    g = lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1
+    g = lax.floor(lax.div(log_u, log_one_minus_p)) + 1
     return g.astype(dtype)
 
 

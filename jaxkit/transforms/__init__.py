@@ -5,3 +5,5 @@
 ``jaxkit.random``, ``jaxkit.nn`` and ``jaxkit.scipy``, which are built with them (as in JAX,
 every jnp function is ``jit(inline=True)``); ``jaxkit.api`` on top adds differentiation.
 """
+
+from jaxkit.transforms import lax_jit  # noqa: F401,E402  (gives lax's nested_jit functions a jit)
