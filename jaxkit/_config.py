@@ -299,8 +299,14 @@ class Config:
         if name == "jax_enable_x64":
             d["x64"] = value
         if old != value or type(old) is not type(value):
-            for callback in tuple(d["_callbacks"]):
-                callback(name, value)
+            try:
+                for callback in tuple(d["_callbacks"]):
+                    callback(name, value)
+            except Exception:  # a subscriber refused the value (as JAX's validators): unset
+                d[_stored(name)] = old
+                if name == "jax_enable_x64":
+                    d["x64"] = old
+                raise
 
     def on_change(self, callback: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
         """Register ``callback(name, value)``, called after any option changes value.

@@ -89,6 +89,12 @@ OWN_DEFAULTS = {"jax_enable_compilation_cache", "jax_persistent_cache_min_compil
 BAD_VALUES = (1.5, "zz", None, 7, True, "allow", object())
 
 
+# Options JAX refuses to change once its backends started (the other two are not available in
+# jaxkit at all: NotImplementedError whatever the state).
+FIXED_ONCE_STARTED = {"jax_num_cpu_devices", "jax_cpu_get_local_topology_timeout_minutes",
+                      "jax_cpu_get_global_topology_timeout_minutes"}
+
+
 def _outcome(fn):
     try:
         return "ok", fn()
@@ -146,6 +152,8 @@ def test_bad_values_fail_as_in_jax():
     for name in config.option_names:
         if name == "jax_default_device":  # its validator is JAX's; the values are devices
             continue
+        if name in FIXED_ONCE_STARTED:  # JAX's parser refuses them once its backend started:
+            continue                    # state, not type (test_num_cpu_devices_fixed_once_started)
         coerce = _OPTIONS[name][1]
         for value in BAD_VALUES:
             theirs = _outcome(lambda: _jax_parse(name, value))
@@ -355,3 +363,14 @@ def test_platform_name():
         with pytest.raises(RuntimeError, match="Unknown backend 'tpu'"):
             pjrt.get_backend()
     np.testing.assert_array_equal(jaxkit.numpy.ones(2), [1, 1])
+
+
+def test_num_cpu_devices_fixed_once_started():
+    """Once the CPU backend runs, a new device count is refused with JAX's RuntimeError and
+    the option keeps its value."""
+    jaxkit.numpy.zeros(1).block_until_ready()  # the backend has started
+    before = config.jax_num_cpu_devices
+    with pytest.raises(RuntimeError, match="jax_num_cpu_devices config should be updated "
+                       "before backends are initialized"):
+        config.update("jax_num_cpu_devices", 7)
+    assert config.jax_num_cpu_devices == before
