@@ -47,3 +47,24 @@ def test_builtin_round_under_jit():
     jax = _oracle()
     x = np.array([0.5, 1.5, -2.7], np.float32)
     _same(jaxkit.jit(round)(x), jax.jit(round)(x))
+
+
+# --------------------------------------------------------------------------------------------
+# Lowered.cost_analysis(): XLA's estimate of the unoptimized program (Flax linen summary_test,
+# 15 tests: tabulate counts flops through jit(f).lower(...).cost_analysis())
+# --------------------------------------------------------------------------------------------
+
+def _matmul_tanh(m):
+    return lambda x, w: m.numpy.tanh(x @ w).sum()
+
+
+def test_lowered_cost_analysis():
+    jax = _oracle()
+    x, w = np.ones((4, 8), np.float32), np.ones((8, 3), np.float32)
+    mine = jaxkit.jit(_matmul_tanh(jaxkit)).lower(x, w).cost_analysis()
+    theirs = jax.jit(_matmul_tanh(jax)).lower(x, w).cost_analysis()
+    assert mine == theirs
+    assert mine["flops"] > 0
+    # A program with no operations costs nothing: an empty dict, not None.
+    assert jaxkit.jit(lambda: None).lower().cost_analysis() == \
+        jax.jit(lambda: None).lower().cost_analysis()

@@ -282,6 +282,19 @@ def backend_of(device) -> Backend:
     raise ValueError(f"{device!r} is not a device of any jaxkit backend")
 
 
+def hlo_cost_analysis(hlo_module, device=None) -> dict[str, float]:
+    """XLA's cost estimate (flops, transcendentals, bytes accessed, ...) of an HLO module
+    before optimization, by the client of ``device`` (default: the default device's), as
+    JAX's ``Lowered.cost_analysis``. A client behind the PjRt C API (a plugin: CUDA, TPU) has
+    no such analysis; that raises NotImplementedError, as in JAX."""
+    backend = backend_of(default_device() if device is None else device)
+    if "PJRT C API" in backend.client.platform_version:
+        raise NotImplementedError(
+            f"Lowered.cost_analysis not implemented on platform '{backend.platform}'. Use "
+            "compile().cost_analysis() for post-compilation cost estimates.")
+    return _jax.hlo_module_cost_analysis(backend.client, hlo_module)
+
+
 # --------------------------------------------------------------------------------------------
 # Host <-> device
 # --------------------------------------------------------------------------------------------
