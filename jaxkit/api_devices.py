@@ -87,9 +87,14 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
     return tree_util.tree_unflatten(treedef, outs)
 
 
+# Other forms a placement may take, by type: ``form(value) -> sharding`` (or device, None).
+# ``jax.experimental.layout`` (a layer above) registers its ``Format``.
+put_forms: dict[type, Callable[[Any, Any], Any]] = {}
+
+
 def _device_put_sharded(x: Any, shardings: Any):
     is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec, pjrt.Sharding,  # noqa
-                                       pjrt.Device)) or s is None
+                                       pjrt.Device, *put_forms)) or s is None
     if not is_leaf(shardings):
         try:
             shardings = tree_util.tree_broadcast(shardings, x, is_leaf)
@@ -102,6 +107,8 @@ def _device_put_sharded(x: Any, shardings: Any):
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        if type(s) in put_forms:
+            s = put_forms[type(s)](s, leaf)
         if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
                 leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
             outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value

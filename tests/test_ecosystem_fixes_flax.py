@@ -68,3 +68,118 @@ def test_lowered_cost_analysis():
     # A program with no operations costs nothing: an empty dict, not None.
     assert jaxkit.jit(lambda: None).lower().cost_analysis() == \
         jax.jit(lambda: None).lower().cost_analysis()
+
+
+# --------------------------------------------------------------------------------------------
+# Orbax checkpointing (Flax checkpoints_test, 26 tests; nnx integration_test, 17): the modules
+# Orbax imports, the Sharding methods it reads, and device_put of a layout.Format
+# --------------------------------------------------------------------------------------------
+
+def test_orbax_imports_resolve_under_install_as_jax():
+    import importlib
+    import warnings
+
+    from jaxkit import install
+    jax = _oracle()
+    names = {"jax.interpreters.pxla": (), "jax.experimental.pjit": (),
+             "jax.experimental.colocated_python.func": ("make_callable",),
+             "jax.experimental.colocated_python.serialization": ("DeviceList",),
+             "jax._src.distributed": ("global_state", "is_initialized"),
+             "jax._src.tree_util": ("flatten_one_level",)}
+    for name, attrs in names.items():
+        mine = importlib.import_module(install.jaxkit_name(name))
+        theirs = importlib.import_module(name)
+        for attr in attrs:
+            assert hasattr(mine, attr) and hasattr(theirs, attr), (name, attr)
+    # Orbax reaches these as attributes of jax._src, without importing them.
+    import jaxkit._src_compat as compat
+    assert compat.tree_util.flatten_one_level({"a": [1], "b": 2}) == \
+        jax._src.tree_util.flatten_one_level({"a": [1], "b": 2})
+    for attr in ("client", "process_id", "num_processes", "service"):
+        assert getattr(compat.distributed.global_state, attr) == \
+            getattr(jax._src.distributed.global_state, attr), attr
+    serialization = importlib.import_module(
+        install.jaxkit_name("jax.experimental.colocated_python.serialization"))
+    assert serialization.DeviceList is \
+        jax.experimental.colocated_python.serialization.DeviceList
+    pjit_mod = importlib.import_module("jaxkit.experimental.pjit")
+    for mod in (pjit_mod, importlib.import_module("jax.experimental.pjit")):
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            pjit = mod.pjit
+        assert int(pjit(lambda x: x * 2, None, None)(np.int32(3))) == 6
+
+
+SHARDING_QUERIES = [
+    ("devices_indices_map", lambda s: s.devices_indices_map((2, 3))),
+    ("addressable_map", lambda s: s.addressable_devices_indices_map((4,))),
+    ("has_addressable", lambda s: s.has_addressable_devices),
+    ("device_assignment", lambda s: s._device_assignment),
+    ("addressable_assignment", lambda s: s._addressable_device_assignment),
+    ("check_aval", lambda s: s.check_compatible_aval((2, 3))),
+]
+
+
+@pytest.mark.parametrize("query", [q[1] for q in SHARDING_QUERIES],
+                         ids=[q[0] for q in SHARDING_QUERIES])
+def test_single_device_sharding_base_methods(query):
+    jax = _oracle()
+    mine = query(jaxkit.numpy.ones(3).sharding)
+    theirs = query(jax.numpy.ones(3).sharding)
+    assert repr(mine) == repr(theirs)
+
+
+def test_named_sharding_addressable_device_assignment():
+    jax = _oracle()
+    for m in (jaxkit, jax):
+        mesh = m.make_mesh((1,), ("x",))
+        s = m.sharding.NamedSharding(mesh, m.sharding.PartitionSpec("x"))
+        assert s._addressable_device_assignment == s._device_assignment == tuple(m.devices()[:1])
+
+
+def test_copy_to_host_async_then_read():
+    x = jaxkit.numpy.arange(4.0) * 2
+    x.copy_to_host_async()
+    np.testing.assert_array_equal(np.asarray(x), [0.0, 2.0, 4.0, 6.0])
+
+
+def test_make_single_device_sharding_memory_kind():
+    jax = _oracle()
+    for kind in (None, "device"):
+        mine = jaxkit.sharding.make_single_device_sharding(jaxkit.devices()[0], memory_kind=kind)
+        theirs = jax.sharding.make_single_device_sharding(jax.devices()[0], memory_kind=kind)
+        assert repr(mine) == repr(theirs)
+    errors = []
+    for m in (jaxkit, jax):
+        with pytest.raises(ValueError) as e:
+            m.sharding.make_single_device_sharding(m.devices()[0], memory_kind="bogus")
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+    with pytest.raises(NotImplementedError, match="default memory only"):
+        jaxkit.sharding.make_single_device_sharding(jaxkit.devices()[0],
+                                                    memory_kind="pinned_host")
+
+
+def test_device_put_of_a_format():
+    import jax.experimental.layout as their_layout
+
+    import jaxkit.experimental.layout as my_layout
+    jax = _oracle()
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for m, lay in ((jaxkit, my_layout), (jax, their_layout)):
+        s = m.sharding.SingleDeviceSharding(m.devices()[0])
+        for fmt in (lay.Format(None, s), lay.Format(lay.Layout((0, 1)), s)):
+            y = m.device_put({"a": x}, {"a": fmt})["a"]
+            np.testing.assert_array_equal(np.asarray(y), x)
+            assert repr(y.sharding) == repr(s)
+    errors = []
+    for m, lay in ((jaxkit, my_layout), (jax, their_layout)):
+        s = m.sharding.SingleDeviceSharding(m.devices()[0])
+        with pytest.raises(ValueError) as e:
+            m.device_put(x, lay.Format(lay.Layout.AUTO, s))
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+    with pytest.raises(NotImplementedError, match="row-major layout only"):
+        jaxkit.device_put(x, my_layout.Format(my_layout.Layout((1, 0)),
+                                              jaxkit.sharding.SingleDeviceSharding(
+                                                  jaxkit.devices()[0])))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from jaxkit import core, tree_util
+from jaxkit import api_devices, core, tree_util
 from jaxkit import sharding as jsharding
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
@@ -204,6 +204,24 @@ def _format_as_constraint(fmt: Format) -> tuple:
 
 
 lax_sharding.constraint_forms[Format] = _format_as_constraint
+
+
+def _format_as_placement(fmt: Format, x: Any) -> Any:
+    """``device_put(x, Format(layout, sharding))``: the sharding, where the layout is None or
+    the default row-major one (how jaxkit lays out every array); JAX needs it concrete."""
+    if isinstance(fmt.layout, AutoLayoutSingleton):
+        aval = core.get_aval(x)  # named as JAX's str_short names it: float32[2,3]
+        raise ValueError("sharding and layout in `Layout` instance should be concrete. Got "
+                         f"layout: {fmt} for input "
+                         f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]")
+    if isinstance(fmt.layout, Layout) and not _is_default_layout(fmt.layout):
+        raise NotImplementedError(
+            f"device_put(x, {fmt}): jaxkit keeps arrays in the default row-major layout "
+            "only; pass Format(None, sharding) or a Layout with major_to_minor=(0, 1, ...)")
+    return fmt.sharding
+
+
+api_devices.put_forms[Format] = _format_as_placement
 
 Array.format = property(_array_format)
 ShardedArray.format = property(_array_format)

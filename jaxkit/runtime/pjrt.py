@@ -99,6 +99,20 @@ class Sharding(_jax.SingleDeviceSharding):
     def shard_shape(self, global_shape):
         return tuple(global_shape)
 
+    # The base ``jax.sharding.Sharding`` methods (Orbax's checkpointing reads the indices map
+    # of every array it saves): the one device holds the whole array.
+    has_addressable_devices = True
+
+    def devices_indices_map(self, global_shape) -> dict:
+        """The device's slices of an array of ``global_shape``: all of it."""
+        return {self._device: (slice(None),) * len(global_shape)}
+
+    addressable_devices_indices_map = devices_indices_map
+    _device_assignment = _addressable_device_assignment = property(lambda self: (self._device,))
+
+    def check_compatible_aval(self, aval_shape) -> None:
+        """Any shape fits on one device (JAX checks a rank only for partitioned shardings)."""
+
 
 Sharding.__name__ = Sharding.__qualname__ = "SingleDeviceSharding"
 Sharding.__module__ = "jax.sharding"
