@@ -183,3 +183,27 @@ def test_device_put_of_a_format():
         jaxkit.device_put(x, my_layout.Format(my_layout.Layout((1, 0)),
                                               jaxkit.sharding.SingleDeviceSharding(
                                                   jaxkit.devices()[0])))
+
+
+# --------------------------------------------------------------------------------------------
+# jax._src.tree_util.prefix_errors (Flax struct_test: 13 tests, the module imports it)
+# --------------------------------------------------------------------------------------------
+
+PREFIX_CASES = [
+    ("list_length", [1, 2], [1, 2, 3]),
+    ("nested_tuple", {"a": 1, "b": (1,)}, {"a": 1, "b": (1, 2)}),
+    ("dict_keys", {"a": 1}, {"a": 1, "c": 2}),
+    ("types", [[1], [2]], [[1, 2], (3,)]),
+    ("none_vs_leaf", (1, None), (1, 2)),
+    ("prefix", 1, [1, 2]),
+]
+
+
+def test_prefix_errors_as_jax():
+    from jaxkit._src_compat.tree_util import prefix_errors
+    jax = _oracle()
+    theirs_fn = jax._src.tree_util.prefix_errors
+    for name, prefix, full in PREFIX_CASES:
+        mine = [str(e("in_axes")) for e in prefix_errors(prefix, full)]
+        theirs = [str(e("in_axes")) for e in theirs_fn(prefix, full)]
+        assert mine == theirs, name
