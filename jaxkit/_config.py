@@ -208,6 +208,11 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
     "jax_default_device": (None, validate_default_device, ()),
     # Whether the GPU's hybrid eig/geqp3 kernels may use MAGMA (lax/linalg/_lapack.py).
     "jax_use_magma": ("auto", _enum("off", "on", "auto"), ()),
+    # How library entry points marked with jax._src.traceback_util.api_boundary filter their
+    # exceptions' tracebacks (_src_compat/traceback_util.py).
+    "jax_traceback_filtering": ("auto", _enum("off", "tracebackhide", "remove_frames",
+                                              "quiet_remove_frames", "auto"),
+                                ("JAX_TRACEBACK_FILTERING",)),
 }
 
 

@@ -207,3 +207,60 @@ def test_prefix_errors_as_jax():
         mine = [str(e("in_axes")) for e in prefix_errors(prefix, full)]
         theirs = [str(e("in_axes")) for e in theirs_fn(prefix, full)]
         assert mine == theirs, name
+
+
+# --------------------------------------------------------------------------------------------
+# jax._src.traceback_util.api_boundary filters hidden frames as jax_traceback_filtering says
+# (Flax traceback_util_test: 3 tests, through Flax's own boundaries and its hidden files)
+# --------------------------------------------------------------------------------------------
+
+def _raise_through_boundary(tbu, mode_setter, mode, hidden_file):
+    """Raise from a function compiled as if in ``hidden_file`` (a library's file, registered
+    as hidden) through two nested boundaries; give the exception."""
+    src = "def library_call(f):\n    return f()\n"
+    namespace: dict = {}
+    exec(compile(src, hidden_file, "exec"), namespace)  # noqa: S102
+    inner = tbu.api_boundary(lambda: namespace["library_call"](_user_error))
+    outer = tbu.api_boundary(lambda: namespace["library_call"](inner))
+    mode_setter(mode)
+    try:
+        outer()
+    except ValueError as e:
+        return e
+    finally:
+        mode_setter("auto")
+
+
+def _user_error():
+    raise ValueError("boom")
+
+
+def _shown(tb):
+    import traceback
+    return [f.f_code.co_name for f, _ in traceback.walk_tb(tb)
+            if "__tracebackhide__" not in f.f_locals]
+
+
+@pytest.mark.parametrize("mode", ["off", "tracebackhide", "remove_frames",
+                                  "quiet_remove_frames"])
+def test_api_boundary_filters_as_jax(mode):
+    import os
+    import tempfile
+
+    from jaxkit._src_compat import traceback_util as mine
+    jax = _oracle()
+    theirs = jax._src.traceback_util
+    hidden = os.path.join(tempfile.gettempdir(), "jaxkit_hidden_library", "lib.py")
+    got = []
+    for tbu, setter in ((mine, lambda v: jaxkit.config.update("jax_traceback_filtering", v)),
+                        (theirs, lambda v: jax.config.update("jax_traceback_filtering", v))):
+        tbu._exclude_paths.append(hidden)
+        try:
+            e = _raise_through_boundary(tbu, setter, mode, hidden)
+        finally:
+            tbu._exclude_paths.remove(hidden)
+        cause = e.__cause__
+        got.append((_shown(e.__traceback__) if mode != "off" else None,
+                    type(cause).__name__, str(cause).split("\n")[0] if cause else None,
+                    getattr(e, "__notes__", None)))
+    assert got[0] == got[1]
