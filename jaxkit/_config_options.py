@@ -228,7 +228,6 @@ def _option(name: str, parse: Callable[[str, Any], Any], default: Any,
 # Values besides JAX's default that an unavailable option accepts because they describe what
 # jaxkit does anyway.
 _ALSO = {
-    "jax_traceback_filtering": ("off",),  # jaxkit shows whole tracebacks
     "jax_pprint_use_color": (False,),  # jaxkit's printing has no colour
     "jax_enable_preemption_service": (False,),  # jaxkit starts no preemption service
 }
@@ -242,6 +241,10 @@ def _env(name: str) -> tuple[str, ...]:
 # state reads JAX_<NAME>; plain flags read only the variable JAX gives them, if any.
 _NEW: dict[str, tuple[Any, ...]] = {
     # --- implemented: the option has its effect --------------------------------------------
+    # How library entry points marked with jax._src.traceback_util.api_boundary (Flax's
+    # init/apply) filter their exceptions' tracebacks (_src_compat/traceback_util.py).
+    "jax_traceback_filtering": (enum_state("off", "tracebackhide", "remove_frames",
+                                           "quiet_remove_frames", "auto"), "auto"),
     # Compile options (runtime/compile_cache.py: apply_config_to_compile_options).
     "jax_optimization_level": (enum_state("UNKNOWN", "O0", "O1", "O2", "O3"), "UNKNOWN"),
     "jax_memory_fitting_level": (enum_state("UNKNOWN", "O0", "O1", "O2", "O3"), "O2"),
@@ -368,9 +371,6 @@ _NEW: dict[str, tuple[Any, ...]] = {
                               "locations to URLs"),
     "jax_threefry_gpu_kernel_lowering": (bool_state, False, "jaxkit lowers threefry to "
                                          "StableHLO only, with no custom GPU kernel"),
-    "jax_traceback_filtering": (enum_state("off", "tracebackhide", "remove_frames",
-                                           "quiet_remove_frames", "auto"), "auto",
-                                "jaxkit does not filter tracebacks"),
     "jax_traceback_in_locations_limit": (int_state, 100, "jaxkit's locations are its own"),
     "jax_tracer_error_num_traceback_frames": (flag(int), 5, "jaxkit's tracer errors name "
                                               "the argument instead of showing frames"),

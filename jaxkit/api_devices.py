@@ -97,7 +97,7 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
 
 def _device_put_sharded(x: Any, shardings: Any):
     is_leaf = lambda s: isinstance(s, (NamedSharding, PartitionSpec, pjrt.Sharding,  # noqa
-                                       pjrt.Device)) or s is None
+                                       pjrt.Device, *device_put_forms)) or s is None
     if not is_leaf(shardings):
         try:
             shardings = tree_util.tree_broadcast(shardings, x, is_leaf)
@@ -110,6 +110,9 @@ def _device_put_sharded(x: Any, shardings: Any):
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        if type(s) in device_put_forms:  # a Format in a pytree of placements
+            outs.append(device_put_forms[type(s)](leaf, s))
+            continue
         _refuse_moving_unreduced(leaf, s)
         if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
                 leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:

@@ -63,8 +63,20 @@ def get_abstract_mesh() -> AbstractMesh:
     return _runtime.current_abstract_mesh()
 
 
-def make_single_device_sharding(device) -> SingleDeviceSharding:
-    """The sharding of an array that lives whole on ``device``."""
+def make_single_device_sharding(device, *, memory_kind: str | None = None
+                                ) -> SingleDeviceSharding:
+    """The sharding of an array that lives whole on ``device`` (in its default memory:
+    ``memory_kind`` None or ``"device"``)."""
+    if memory_kind not in (None, "device"):
+        kinds = [m.kind for m in device.addressable_memories()]
+        if memory_kind not in kinds:
+            raise ValueError(
+                f"Could not find memory addressable by device {device.device_kind}. Device "
+                f"{device.device_kind} can address the following memory kinds: "
+                f"{', '.join(kinds)}. Got memory kind: {memory_kind}")
+        raise NotImplementedError(
+            f"make_single_device_sharding(memory_kind={memory_kind!r}): jaxkit's one-device "
+            "arrays live in the device's default memory only; leave memory_kind None")
     return _pjrt.backend_of(device).shardings[device]
 
 

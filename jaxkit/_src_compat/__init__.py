@@ -11,3 +11,7 @@ naming it. These modules are no part of jaxkit's own API.
 # Libraries reach some of these as attributes of ``jax._src`` without importing them (chex's
 # ``fake`` reads ``jax._src.xla_bridge._backends``), so they are loaded with the package.
 from jaxkit._src_compat import xla_bridge  # noqa: E402,F401
+# Orbax's tree utilities call ``jax._src.tree_util.flatten_one_level`` the same way.
+from jaxkit._src_compat import tree_util  # noqa: E402,F401
+# ... and read ``jax._src.distributed.global_state`` to ask whether jax.distributed is running.
+from jaxkit._src_compat import distributed  # noqa: E402,F401

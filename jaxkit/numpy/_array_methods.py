@@ -202,8 +202,10 @@ def _len_hint(self) -> int:
 
 
 def _round_dunder(self, ndigits: int | None = None) -> Any:
+    # As JAX: an array of any shape (traced too), integer like builtin round(7.5) when
+    # ``ndigits`` is None, rather than a Python int that only a 0-d array could give.
     if ndigits is None:
-        return round(float(np.asarray(self)))
+        return _elementwise.round(self, 0).astype(int)
     return _elementwise.round(self, ndigits)
 
 

@@ -100,7 +100,10 @@ class Array:
         return self._buf.is_ready()
 
     def copy_to_host_async(self) -> None:
-        self._buf.copy_to_host_async()
+        """Start copying the value to host memory (what ``np.asarray`` waits for later)."""
+        self._check_alive()
+        # jaxlib's buffer names the method as JAX's single-device arrays call it.
+        self._buf._copy_single_device_array_to_host_async()
 
     def delete(self) -> None:
         self._buf.delete()

@@ -90,6 +90,7 @@ class AxisSharding(_jax.GSPMDSharding):
 
 _shardings: dict[tuple, AxisSharding] = {}
 _device_lists: dict[tuple, Any] = {}
+DeviceList = _jax.DeviceList  # jaxlib's type of the lists below (named by JAX's modules)
 
 
 def device_list(devices: Sequence) -> Any:

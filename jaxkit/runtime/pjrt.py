@@ -99,6 +99,20 @@ class Sharding(_jax.SingleDeviceSharding):
     def shard_shape(self, global_shape):
         return tuple(global_shape)
 
+    # The base ``jax.sharding.Sharding`` methods (Orbax's checkpointing reads the indices map
+    # of every array it saves): the one device holds the whole array.
+    has_addressable_devices = True
+
+    def devices_indices_map(self, global_shape) -> dict:
+        """The device's slices of an array of ``global_shape``: all of it."""
+        return {self._device: (slice(None),) * len(global_shape)}
+
+    addressable_devices_indices_map = devices_indices_map
+    _device_assignment = _addressable_device_assignment = property(lambda self: (self._device,))
+
+    def check_compatible_aval(self, aval_shape) -> None:
+        """Any shape fits on one device (JAX checks a rank only for partitioned shardings)."""
+
 
 Sharding.__name__ = Sharding.__qualname__ = "SingleDeviceSharding"
 Sharding.__module__ = "jax.sharding"
@@ -295,6 +309,19 @@ def backend_of(device) -> Backend:
         if device in backend.shardings:
             return backend
     raise ValueError(f"{device!r} is not a device of any jaxkit backend")
+
+
+def hlo_cost_analysis(hlo_module, device=None) -> dict[str, float]:
+    """XLA's cost estimate (flops, transcendentals, bytes accessed, ...) of an HLO module
+    before optimization, by the client of ``device`` (default: the default device's), as
+    JAX's ``Lowered.cost_analysis``. A client behind the PjRt C API (a plugin: CUDA, TPU) has
+    no such analysis; that raises NotImplementedError, as in JAX."""
+    backend = backend_of(default_device() if device is None else device)
+    if "PJRT C API" in backend.client.platform_version:
+        raise NotImplementedError(
+            f"Lowered.cost_analysis not implemented on platform '{backend.platform}'. Use "
+            "compile().cost_analysis() for post-compilation cost estimates.")
+    return _jax.hlo_module_cost_analysis(backend.client, hlo_module)
 
 
 # --------------------------------------------------------------------------------------------

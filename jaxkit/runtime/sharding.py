@@ -411,6 +411,15 @@ class NamedSharding:
     def _device_assignment(self) -> tuple:
         return self.mesh._flat
 
+    @property
+    def _addressable_device_assignment(self) -> tuple:
+        """This process's devices, in the mesh's order (JAX's private name; Orbax reads it
+        when it restores an array)."""
+        if self.is_fully_addressable:
+            return self.mesh._flat
+        local = set(self.mesh.local_devices)
+        return tuple(d for d in self.mesh._flat if d in local)
+
     def with_memory_kind(self, kind: str) -> NamedSharding:
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 

@@ -232,6 +232,16 @@ class Lowered(_Stage):
             return mlir.module_to_xla_computation(self.module)
         return self.module
 
+    def cost_analysis(self) -> dict[str, float] | None:
+        """XLA's cost estimate of the program before optimization (``flops``,
+        ``transcendentals``, ``bytes accessed``, ...), as JAX; None where the backend has
+        none (a PjRt plugin: use ``compile().cost_analysis()``)."""
+        hlo_module = mlir.module_to_xla_computation(self.module).as_hlo_module()
+        try:
+            return pjrt.hlo_cost_analysis(hlo_module, self.traced.device)
+        except NotImplementedError:
+            return None
+
     def compile(self, compiler_options: dict[str, Any] | None = None, *,
                 device_assignment: tuple | None = None) -> Compiled:
         """Compile for the devices the lowering was made for; a one-device program for
