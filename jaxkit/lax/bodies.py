@@ -209,3 +209,52 @@ def zeros_of_aval(aval: ShapedArray):
 
 def instantiate(t, aval: ShapedArray):
     return ad.instantiate_zeros(t) if ad.is_zero(t) else t
+
+
+def output_sources(closed: ClosedJaxpr, start: int) -> list[tuple[str, object] | None]:
+    """Where each output of ``closed`` from ``start`` on comes from, when it is passed through.
+
+    ``("in", i)`` for an output that is input ``i`` itself, ``("const", value)`` for one that
+    is a constant of the closed jaxpr, ``None`` for a computed one. Loop rules use it to hand a
+    residual that is only a forwarded input to the other loop directly instead of stacking it
+    once per iteration (JAX's ``partial_eval_jaxpr_nounits_fwd``).
+    """
+    where = {v: ("in", i) for i, v in enumerate(closed.jaxpr.invars)}
+    where.update({v: ("const", c) for v, c in zip(closed.jaxpr.constvars, closed.consts)})
+    return [where.get(v) if isinstance(v, core.Var) else None
+            for v in closed.jaxpr.outvars[start:]]
+
+
+def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    """``closed`` with only the outputs where ``keep`` is true."""
+    if all(keep):
+        return closed
+    return make_closed_jaxpr(
+        lambda *a: [o for o, k in zip(run_jaxpr(closed, *a), keep) if k], closed.in_avals)
+
+
+def hoist_invariant_outputs(closed: ClosedJaxpr, consts: Sequence, num_outs: int
+                            ) -> tuple[ClosedJaxpr, list, list[bool], list]:
+    """Move out of a loop body what depends only on its consts, residuals included.
+
+    ``closed`` takes ``[*consts, *others]``; its outputs from ``num_outs`` on are residuals of
+    every iteration. What is computed from ``consts`` alone is the same at each iteration, so
+    it is computed once here (under the current trace) rather than stacked ``length``
+    times (JAX's ``_scan_known_hoisting``). Returns ``(body, body_consts, hoisted, values)``:
+    ``body`` takes ``[*body_consts, *others]`` (``body_consts`` are the loop-invariant values it
+    still uses) and gives the first ``num_outs`` outputs and the residuals not hoisted;
+    ``hoisted[i]`` says whether residual ``i`` was; ``values`` are the hoisted ones in order.
+    """
+    n_res = len(closed.out_avals) - num_outs
+    nc = len(consts)
+    if not n_res or not nc:
+        return closed, list(consts), [False] * n_res, []
+    unknowns = [False] * nc + [True] * (len(closed.in_avals) - nc)
+    known, unknown, out_uk, _ = pe.partial_eval_jaxpr(
+        closed, unknowns, [True] * num_outs + [False] * n_res)
+    hoisted = [not u for u in out_uk[num_outs:]]
+    if not known.jaxpr.eqns:  # nothing computed from the consts alone: keep the body as it is
+        return closed, list(consts), [False] * n_res, []
+    outs = run_jaxpr(known, *consts)
+    n_h = sum(hoisted)
+    return unknown, list(outs[n_h:]), hoisted, list(outs[:n_h])

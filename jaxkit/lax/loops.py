@@ -28,7 +28,8 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
-from jaxkit.lax.bodies import (avals_of, carry_mismatch, instantiate, make_closed_jaxpr,
+from jaxkit.lax.bodies import (avals_of, carry_mismatch, hoist_invariant_outputs, instantiate,
+                               make_closed_jaxpr, output_sources, select_outputs,
                                promote_weak_carry, run_jaxpr, strip_weak, trace_function,
                                zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
@@ -620,33 +621,61 @@ def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_
     kc = [x for x, u in zip(consts, c_uk) if not u]
     kca = [x for x, u in zip(carry, ca_uk) if not u]
     kx = [x for x, u in zip(xs, x_uk) if not u]
-    n_kca = len(kca)
-    # Known scan: carry = known carries; ys = known ys and the residuals of every iteration.
+    n_kc, n_kca = len(kc), len(kca)
+    n_kout = len(known.out_avals) - num_res
+    # A residual that is a known const or x itself goes to the unknown scan as it is, and one
+    # computed from known consts alone is computed once before the loop: only the others are
+    # stacked by the known scan. A carry is never forwarded: it changes at every iteration.
+    fwd = [None if src is not None and src[0] == "in" and n_kc <= src[1] < n_kc + n_kca
+           else src for src in output_sources(known, n_kout)]
+    known = select_outputs(known, [True] * n_kout + [f is None for f in fwd])
     with core.set_current_trace(trace.parent):
-        known_outs = _bind_scan(kc, kca, kx, known, length, reverse, unroll)
-    k_carry, k_rest = known_outs[:n_kca], known_outs[n_kca:]
-    n_kys = len(k_rest) - num_res
-    k_ys, residuals = k_rest[:n_kys], k_rest[n_kys:]
-    # Unknown scan: consts = unknown consts, carry = unknown carries, xs = residuals and
-    # unknown xs. ``unknown`` takes [residuals, unknown consts, unknown carries, unknown xs].
+        known, k_consts, hoisted, hoisted_vals = hoist_invariant_outputs(known, kc, n_kout)
+        known_outs = _bind_scan(k_consts, kca, kx, known, length, reverse, unroll)
+    k_carry, k_ys, stacked = split_list(known_outs, [n_kca, n_kout - n_kca])
+    stacked_it, hoisted_it, h_val_it = iter(stacked), iter(hoisted), iter(hoisted_vals)
+    # Residuals in order, each either intensive (a const of the unknown scan) or extensive.
+    residuals, res_const = [], []
+    for src in fwd:
+        if src is None:
+            h = next(hoisted_it)
+            residuals.append(next(h_val_it) if h else next(stacked_it))
+            res_const.append(h)
+        elif src[0] == "const":
+            residuals.append(src[1])
+            res_const.append(True)
+        else:
+            residuals.append((kc + kca + kx)[src[1]])
+            res_const.append(src[1] < n_kc)
+    # Unknown scan, laid out as JAX's: consts = [intensive residuals, unknown consts], carry =
+    # unknown carries, xs = [unknown xs, extensive residuals]. ``unknown`` takes [residuals,
+    # unknown consts, unknown carries, unknown xs].
     uc = [x for x, u in zip(consts, c_uk) if u]
     uca = [x for x, u in zip(carry, ca_uk) if u]
     ux = [x for x, u in zip(xs, x_uk) if u]
+    int_res = [r for r, c in zip(residuals, res_const) if c]
+    ext_res = [r for r, c in zip(residuals, res_const) if not c]
     res_avals = unknown.in_avals[:num_res]
+    int_av = [a for a, c in zip(res_avals, res_const) if c]
+    ext_av = [a for a, c in zip(res_avals, res_const) if not c]
     uc_av = [core.get_aval(x) for x in uc]
     uca_av = [core.get_aval(x) for x in uca]
     ux_av = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in ux]
 
     def body(*a):
-        c, ca, r, x = split_list(a, [len(uc), len(uca), num_res])
+        ir_, c, ca, x, er = split_list(a, [len(int_res), len(uc), len(uca), len(ux)])
+        ir_it, er_it = iter(ir_), iter(er)
+        r = [next(ir_it) if is_c else next(er_it) for is_c in res_const]
         return run_jaxpr(unknown, *r, *c, *ca, *x)
 
-    ubody = make_closed_jaxpr(body, uc_av + uca_av + list(res_avals) + ux_av)
-    u_out_avals = _scan_abstract(ubody, len(uc), len(uca), length)
-    staged = trace.stage(scan_p, [*uc, *uca, *residuals, *ux], u_out_avals,
+    ubody = make_closed_jaxpr(body, int_av + uc_av + uca_av + ux_av + ext_av)
+    n_uc = len(int_res) + len(uc)
+    u_out_avals = _scan_abstract(ubody, n_uc, len(uca), length)
+    u_args = [*int_res, *uc, *uca, *ux, *ext_res]
+    staged = trace.stage(scan_p, u_args, u_out_avals,
                          dict(jaxpr=ubody, length=length, reverse=reverse,
-                              num_consts=len(uc), num_carry=len(uca), unroll=unroll,
-                              linear=(False,) * (len(uc) + len(uca) + num_res + len(ux))))
+                              num_consts=n_uc, num_carry=len(uca), unroll=unroll,
+                              linear=(False,) * len(u_args)))
     s_it = iter(staged)
     known_it = iter(list(k_carry) + list(k_ys))
     results = []
