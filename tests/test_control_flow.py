@@ -301,3 +301,23 @@ def test_scan_grad_residuals_and_temp_memory_match_jax(which):
         assert _scan_signatures(jaxpr) == _scan_signatures(o_jaxpr)
     if which in ("scan", "remat"):
         assert _live_lines(jaxpr) == _live_lines(o_jaxpr)
+
+
+def test_scan_forwards_read_only_carries_and_ys_that_are_xs_like_jax():
+    ojax = pytest.importorskip("jax")
+
+    def f(lib, c, xs):
+        def body(carry, x):
+            a, b = carry
+            return (a, b + x * a), (x, b)
+        return lib.lax.scan(body, (c, c), xs)
+
+    xs = np.arange(3.0, dtype=np.float32)
+    ours = jax.make_jaxpr(partial(f, jax))(1.0, xs)
+    theirs = ojax.make_jaxpr(partial(f, ojax))(1.0, xs)
+    assert str(ours) == str(theirs)  # the carry `a` is a const, the ys `x` is not stacked
+    (a, b), (ys_x, ys_b) = f(jax, 1.0, xs)
+    (oa, ob), (oys_x, oys_b) = f(ojax, 1.0, xs)
+    assert type(a) is type(oa) and a == oa  # the initial value itself, as in JAX
+    for u, v in ((b, ob), (ys_x, oys_x), (ys_b, oys_b)):
+        close(u, v)

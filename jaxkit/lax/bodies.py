@@ -225,12 +225,58 @@ def output_sources(closed: ClosedJaxpr, start: int) -> list[tuple[str, object] |
             for v in closed.jaxpr.outvars[start:]]
 
 
+# Derived bodies, cached on the body they come from so that a loop built from the same body
+# again gets the same jaxpr object (and so hits the caches keyed on it: eager dispatch, jit).
+_derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _derive(closed: ClosedJaxpr, key: tuple, build: Callable[[], ClosedJaxpr]) -> ClosedJaxpr:
+    per = _derived.setdefault(closed, {})
+    if key not in per:
+        per[key] = build()
+    return per[key]
+
+
 def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
     """``closed`` with only the outputs where ``keep`` is true."""
+    keep = tuple(bool(k) for k in keep)
     if all(keep):
         return closed
-    return make_closed_jaxpr(
-        lambda *a: [o for o, k in zip(run_jaxpr(closed, *a), keep) if k], closed.in_avals)
+    return _derive(closed, ("select", keep), lambda: make_closed_jaxpr(
+        lambda *a: [o for o, k in zip(run_jaxpr(closed, *a), keep) if k], closed.in_avals))
+
+
+def forward_loop_io(body: ClosedJaxpr, num_consts: int, num_carry: int
+                    ) -> tuple[ClosedJaxpr, list[bool], list[int | None]]:
+    """Take out of a scan body the carries it returns unchanged and the ys that are its xs.
+
+    ``body`` maps ``[*consts, *carry, *xs]`` to ``[*carry, *ys]``. A carry returned as it came
+    in is read-only: it becomes a const (moved in front of the others) and the loop returns its
+    initial value. A y that is an x is not copied into a new stack: the loop returns the x
+    (JAX's ``scan`` does both before binding ``scan_p``). Returns ``(body, to_const, y_from_x)``:
+    ``to_const[i]`` says whether carry ``i`` moved, ``y_from_x[j]`` is the x that y ``j`` is, or
+    None.
+    """
+    src = [s[1] if s is not None and s[0] == "in" else None for s in output_sources(body, 0)]
+    first_x = num_consts + num_carry
+    to_const = [s == num_consts + i for i, s in enumerate(src[:num_carry])]
+    y_from_x = [s - first_x if s is not None and s >= first_x else None
+                for s in src[num_carry:]]
+    if not any(to_const) and all(f is None for f in y_from_x):
+        return body, to_const, y_from_x
+    keep = [not m for m in to_const] + [f is None for f in y_from_x]
+    moved = [num_consts + i for i, m in enumerate(to_const) if m]
+    order = moved + [i for i in range(len(body.in_avals)) if i not in moved]
+
+    def fun(*a):
+        args = [None] * len(order)
+        for pos, i in enumerate(order):
+            args[i] = a[pos]
+        return [o for o, k in zip(run_jaxpr(body, *args), keep) if k]
+
+    new = _derive(body, ("loop_io", num_consts, num_carry), lambda: make_closed_jaxpr(
+        fun, [body.in_avals[i] for i in order]))
+    return new, to_const, y_from_x
 
 
 def hoist_invariant_outputs(closed: ClosedJaxpr, consts: Sequence, num_outs: int
@@ -247,7 +293,7 @@ def hoist_invariant_outputs(closed: ClosedJaxpr, consts: Sequence, num_outs: int
     """
     n_res = len(closed.out_avals) - num_outs
     nc = len(consts)
-    if not n_res or not nc:
+    if not nc:
         return closed, list(consts), [False] * n_res, []
     unknowns = [False] * nc + [True] * (len(closed.in_avals) - nc)
     known, unknown, out_uk, _ = pe.partial_eval_jaxpr(

@@ -28,8 +28,9 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
-from jaxkit.lax.bodies import (avals_of, carry_mismatch, hoist_invariant_outputs, instantiate,
-                               make_closed_jaxpr, output_sources, select_outputs,
+from jaxkit.runtime.array import device_put_value
+from jaxkit.lax.bodies import (avals_of, carry_mismatch, forward_loop_io, hoist_invariant_outputs,
+                               instantiate, make_closed_jaxpr, output_sources, select_outputs,
                                promote_weak_carry, run_jaxpr, strip_weak, trace_function,
                                zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
@@ -391,13 +392,24 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         unroll = max(length, 1)
     elif unroll is False:
         unroll = 1
-    outs = scan_p.bind(*consts, *carry_flat, *xs_flat, jaxpr=body, length=length,
-                       reverse=bool(reverse), num_consts=len(consts), num_carry=n_carry,
-                       unroll=int(unroll), linear=(False,) * (len(consts) + n_carry +
+    body, to_const, y_from_x = forward_loop_io(body, len(consts), n_carry)
+    consts = [c for c, m in zip(carry_flat, to_const) if m] + list(consts)
+    loop_carry = [c for c, m in zip(carry_flat, to_const) if not m]
+    outs = scan_p.bind(*consts, *loop_carry, *xs_flat, jaxpr=body, length=length,
+                       reverse=bool(reverse), num_consts=len(consts), num_carry=len(loop_carry),
+                       unroll=int(unroll), linear=(False,) * (len(consts) + len(loop_carry) +
                                                             len(xs_flat)))
-    carry_out = tree_util.tree_unflatten(carry_tree, outs[:n_carry])
-    ys = tree_util.tree_unflatten(out_children[1], outs[n_carry:])
+    carry_it, ys_it = iter(outs[:len(loop_carry)]), iter(outs[len(loop_carry):])
+    carry_out = tree_util.tree_unflatten(
+        carry_tree, [c if m else next(carry_it) for c, m in zip(carry_flat, to_const)])
+    ys = tree_util.tree_unflatten(out_children[1], [
+        next(ys_it) if f is None else _device_value(xs_flat[f]) for f in y_from_x])
     return carry_out, ys
+
+
+def _device_value(x):
+    # A NumPy x that scan returns as a y comes back on the device, as JAX's ``_maybe_put``.
+    return device_put_value(x) if isinstance(x, np.ndarray) else x
 
 
 def _scan_abstract_eval(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, linear):
@@ -703,14 +715,15 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     ca_av = jaxpr.in_avals[num_consts:num_consts + num_carry]
     y_av = jaxpr.out_avals[num_carry:]
     ct_carry = [instantiate(c, a.to_tangent_aval()) for c, a in zip(ct_carry, ca_av)]
-    ct_ys = [instantiate(c, a.update(shape=(length,) + a.shape).to_tangent_aval())
-             for c, a in zip(ct_ys, y_av)]
+    # A symbolically zero ys cotangent is neither stacked in memory nor added in the body.
+    ys_nz = [not ad.is_zero(c) for c in ct_ys]
+    ct_ys = [c for c, nz in zip(ct_ys, ys_nz) if nz]
     res_consts = [x for x, lin in zip(consts, c_lin) if not lin]
     res_xs = [x for x, lin in zip(xs, x_lin) if not lin]
     lin_c_av = [x.aval for x, lin in zip(consts, c_lin) if lin]
     lin_x_av = [x.aval.update(shape=x.aval.shape[1:]) for x, lin in zip(xs, x_lin) if lin]
     linear_flags = c_lin + [True] * num_carry + x_lin
-    t, nz = ad.transpose_jaxpr(jaxpr, linear_flags, [True] * len(jaxpr.out_avals))
+    t, nz = ad.transpose_jaxpr(jaxpr, linear_flags, [True] * num_carry + ys_nz)
     lin_avals = lin_c_av + list(ca_av) + lin_x_av
     n_rc, n_rx, n_lc = len(res_consts), len(res_xs), len(lin_c_av)
 
@@ -728,7 +741,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     tbody = make_closed_jaxpr(body, [core.get_aval(x) for x in res_consts]
                         + [a.to_tangent_aval() for a in lin_c_av]
                         + [a.to_tangent_aval() for a in ca_av] + x_res_av
-                        + [a.to_tangent_aval() for a in y_av])
+                        + [a.to_tangent_aval() for a, nz in zip(y_av, ys_nz) if nz])
     acc0 = [zeros_of_aval(a.to_tangent_aval()) for a in lin_c_av]
     outs = _bind_scan(res_consts, acc0 + ct_carry, res_xs + ct_ys, tbody, length,
                       not reverse, unroll)
