@@ -321,3 +321,10 @@ def test_scan_forwards_read_only_carries_and_ys_that_are_xs_like_jax():
     assert type(a) is type(oa) and a == oa  # the initial value itself, as in JAX
     for u, v in ((b, ob), (ys_x, oys_x), (ys_b, oys_b)):
         close(u, v)
+    # A NumPy x closed over is stacked as a residual, not forwarded into the staged jaxpr.
+    ws = np.arange(1.0, 4.0, dtype=np.float32)
+
+    def g(lib, w):
+        return lib.lax.scan(lambda c, x: (lib.numpy.sin(c * w * x), None), 1.0, ws)[0]
+    assert (_scan_signatures(jax.make_jaxpr(jax.grad(partial(g, jax)))(2.0))
+            == _scan_signatures(ojax.make_jaxpr(ojax.grad(partial(g, ojax)))(2.0)))

@@ -637,8 +637,11 @@ def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_
     n_kout = len(known.out_avals) - num_res
     # A residual that is a known const or x itself goes to the unknown scan as it is, and one
     # computed from known consts alone is computed once before the loop: only the others are
-    # stacked by the known scan. A carry is never forwarded: it changes at every iteration.
-    fwd = [None if src is not None and src[0] == "in" and n_kc <= src[1] < n_kc + n_kca
+    # stacked by the known scan. A carry is never forwarded: it changes at every iteration;
+    # nor is a NumPy array (as in JAX): it would become a constant of the staged jaxpr.
+    k_in = kc + kca + kx
+    fwd = [None if src is not None and src[0] == "in" and (
+        n_kc <= src[1] < n_kc + n_kca or isinstance(k_in[src[1]], np.ndarray))
            else src for src in output_sources(known, n_kout)]
     known = select_outputs(known, [True] * n_kout + [f is None for f in fwd])
     with core.set_current_trace(trace.parent):
@@ -657,7 +660,7 @@ def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_
             residuals.append(src[1])
             res_const.append(True)
         else:
-            residuals.append((kc + kca + kx)[src[1]])
+            residuals.append(k_in[src[1]])
             res_const.append(src[1] < n_kc)
     # Unknown scan, laid out as JAX's: consts = [intensive residuals, unknown consts], carry =
     # unknown carries, xs = [unknown xs, extensive residuals]. ``unknown`` takes [residuals,
