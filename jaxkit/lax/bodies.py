@@ -209,3 +209,98 @@ def zeros_of_aval(aval: ShapedArray):
 
 def instantiate(t, aval: ShapedArray):
     return ad.instantiate_zeros(t) if ad.is_zero(t) else t
+
+
+def output_sources(closed: ClosedJaxpr, start: int) -> list[tuple[str, object] | None]:
+    """Where each output of ``closed`` from ``start`` on comes from, when it is passed through.
+
+    ``("in", i)`` for an output that is input ``i`` itself, ``("const", value)`` for one that
+    is a constant of the closed jaxpr, ``None`` for a computed one. Loop rules use it to hand a
+    residual that is only a forwarded input to the other loop directly instead of stacking it
+    once per iteration (JAX's ``partial_eval_jaxpr_nounits_fwd``).
+    """
+    where = {v: ("in", i) for i, v in enumerate(closed.jaxpr.invars)}
+    where.update({v: ("const", c) for v, c in zip(closed.jaxpr.constvars, closed.consts)})
+    return [where.get(v) if isinstance(v, core.Var) else None
+            for v in closed.jaxpr.outvars[start:]]
+
+
+# Derived bodies, cached on the body they come from so that a loop built from the same body
+# again gets the same jaxpr object (and so hits the caches keyed on it: eager dispatch, jit).
+_derived: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _derive(closed: ClosedJaxpr, key: tuple, build: Callable[[], ClosedJaxpr]) -> ClosedJaxpr:
+    per = _derived.setdefault(closed, {})
+    if key not in per:
+        per[key] = build()
+    return per[key]
+
+
+def select_outputs(closed: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    """``closed`` with only the outputs where ``keep`` is true."""
+    keep = tuple(bool(k) for k in keep)
+    if all(keep):
+        return closed
+    return _derive(closed, ("select", keep), lambda: make_closed_jaxpr(
+        lambda *a: [o for o, k in zip(run_jaxpr(closed, *a), keep) if k], closed.in_avals))
+
+
+def forward_loop_io(body: ClosedJaxpr, num_consts: int, num_carry: int
+                    ) -> tuple[ClosedJaxpr, list[bool], list[int | None]]:
+    """Take out of a scan body the carries it returns unchanged and the ys that are its xs.
+
+    ``body`` maps ``[*consts, *carry, *xs]`` to ``[*carry, *ys]``. A carry returned as it came
+    in is read-only: it becomes a const (moved in front of the others) and the loop returns its
+    initial value. A y that is an x is not copied into a new stack: the loop returns the x
+    (JAX's ``scan`` does both before binding ``scan_p``). Returns ``(body, to_const, y_from_x)``:
+    ``to_const[i]`` says whether carry ``i`` moved, ``y_from_x[j]`` is the x that y ``j`` is, or
+    None.
+    """
+    src = [s[1] if s is not None and s[0] == "in" else None for s in output_sources(body, 0)]
+    first_x = num_consts + num_carry
+    to_const = [s == num_consts + i for i, s in enumerate(src[:num_carry])]
+    y_from_x = [s - first_x if s is not None and s >= first_x else None
+                for s in src[num_carry:]]
+    if not any(to_const) and all(f is None for f in y_from_x):
+        return body, to_const, y_from_x
+    keep = [not m for m in to_const] + [f is None for f in y_from_x]
+    moved = [num_consts + i for i, m in enumerate(to_const) if m]
+    order = moved + [i for i in range(len(body.in_avals)) if i not in moved]
+
+    def fun(*a):
+        args = [None] * len(order)
+        for pos, i in enumerate(order):
+            args[i] = a[pos]
+        return [o for o, k in zip(run_jaxpr(body, *args), keep) if k]
+
+    new = _derive(body, ("loop_io", num_consts, num_carry), lambda: make_closed_jaxpr(
+        fun, [body.in_avals[i] for i in order]))
+    return new, to_const, y_from_x
+
+
+def hoist_invariant_outputs(closed: ClosedJaxpr, consts: Sequence, num_outs: int
+                            ) -> tuple[ClosedJaxpr, list, list[bool], list]:
+    """Move out of a loop body what depends only on its consts, residuals included.
+
+    ``closed`` takes ``[*consts, *others]``; its outputs from ``num_outs`` on are residuals of
+    every iteration. What is computed from ``consts`` alone is the same at each iteration, so
+    it is computed once here (under the current trace) rather than stacked ``length``
+    times (JAX's ``_scan_known_hoisting``). Returns ``(body, body_consts, hoisted, values)``:
+    ``body`` takes ``[*body_consts, *others]`` (``body_consts`` are the loop-invariant values it
+    still uses) and gives the first ``num_outs`` outputs and the residuals not hoisted;
+    ``hoisted[i]`` says whether residual ``i`` was; ``values`` are the hoisted ones in order.
+    """
+    n_res = len(closed.out_avals) - num_outs
+    nc = len(consts)
+    if not nc:
+        return closed, list(consts), [False] * n_res, []
+    unknowns = [False] * nc + [True] * (len(closed.in_avals) - nc)
+    known, unknown, out_uk, _ = pe.partial_eval_jaxpr(
+        closed, unknowns, [True] * num_outs + [False] * n_res)
+    hoisted = [not u for u in out_uk[num_outs:]]
+    if not known.jaxpr.eqns:  # nothing computed from the consts alone: keep the body as it is
+        return closed, list(consts), [False] * n_res, []
+    outs = run_jaxpr(known, *consts)
+    n_h = sum(hoisted)
+    return unknown, list(outs[n_h:]), hoisted, list(outs[:n_h])

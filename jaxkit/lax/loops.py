@@ -28,7 +28,9 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
-from jaxkit.lax.bodies import (avals_of, carry_mismatch, instantiate, make_closed_jaxpr,
+from jaxkit.runtime.array import device_put_value
+from jaxkit.lax.bodies import (avals_of, carry_mismatch, forward_loop_io, hoist_invariant_outputs,
+                               instantiate, make_closed_jaxpr, output_sources, select_outputs,
                                promote_weak_carry, run_jaxpr, strip_weak, trace_function,
                                zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
@@ -390,13 +392,24 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         unroll = max(length, 1)
     elif unroll is False:
         unroll = 1
-    outs = scan_p.bind(*consts, *carry_flat, *xs_flat, jaxpr=body, length=length,
-                       reverse=bool(reverse), num_consts=len(consts), num_carry=n_carry,
-                       unroll=int(unroll), linear=(False,) * (len(consts) + n_carry +
+    body, to_const, y_from_x = forward_loop_io(body, len(consts), n_carry)
+    consts = [c for c, m in zip(carry_flat, to_const) if m] + list(consts)
+    loop_carry = [c for c, m in zip(carry_flat, to_const) if not m]
+    outs = scan_p.bind(*consts, *loop_carry, *xs_flat, jaxpr=body, length=length,
+                       reverse=bool(reverse), num_consts=len(consts), num_carry=len(loop_carry),
+                       unroll=int(unroll), linear=(False,) * (len(consts) + len(loop_carry) +
                                                             len(xs_flat)))
-    carry_out = tree_util.tree_unflatten(carry_tree, outs[:n_carry])
-    ys = tree_util.tree_unflatten(out_children[1], outs[n_carry:])
+    carry_it, ys_it = iter(outs[:len(loop_carry)]), iter(outs[len(loop_carry):])
+    carry_out = tree_util.tree_unflatten(
+        carry_tree, [c if m else next(carry_it) for c, m in zip(carry_flat, to_const)])
+    ys = tree_util.tree_unflatten(out_children[1], [
+        next(ys_it) if f is None else _device_value(xs_flat[f]) for f in y_from_x])
     return carry_out, ys
+
+
+def _device_value(x):
+    # A NumPy x that scan returns as a y comes back on the device, as JAX's ``_maybe_put``.
+    return device_put_value(x) if isinstance(x, np.ndarray) else x
 
 
 def _scan_abstract_eval(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, linear):
@@ -620,33 +633,64 @@ def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_
     kc = [x for x, u in zip(consts, c_uk) if not u]
     kca = [x for x, u in zip(carry, ca_uk) if not u]
     kx = [x for x, u in zip(xs, x_uk) if not u]
-    n_kca = len(kca)
-    # Known scan: carry = known carries; ys = known ys and the residuals of every iteration.
+    n_kc, n_kca = len(kc), len(kca)
+    n_kout = len(known.out_avals) - num_res
+    # A residual that is a known const or x itself goes to the unknown scan as it is, and one
+    # computed from known consts alone is computed once before the loop: only the others are
+    # stacked by the known scan. A carry is never forwarded: it changes at every iteration;
+    # nor is a NumPy array (as in JAX): it would become a constant of the staged jaxpr.
+    k_in = kc + kca + kx
+    fwd = [None if src is not None and src[0] == "in" and (
+        n_kc <= src[1] < n_kc + n_kca or isinstance(k_in[src[1]], np.ndarray))
+           else src for src in output_sources(known, n_kout)]
+    known = select_outputs(known, [True] * n_kout + [f is None for f in fwd])
     with core.set_current_trace(trace.parent):
-        known_outs = _bind_scan(kc, kca, kx, known, length, reverse, unroll)
-    k_carry, k_rest = known_outs[:n_kca], known_outs[n_kca:]
-    n_kys = len(k_rest) - num_res
-    k_ys, residuals = k_rest[:n_kys], k_rest[n_kys:]
-    # Unknown scan: consts = unknown consts, carry = unknown carries, xs = residuals and
-    # unknown xs. ``unknown`` takes [residuals, unknown consts, unknown carries, unknown xs].
+        known, k_consts, hoisted, hoisted_vals = hoist_invariant_outputs(known, kc, n_kout)
+        known_outs = _bind_scan(k_consts, kca, kx, known, length, reverse, unroll)
+    k_carry, k_ys, stacked = split_list(known_outs, [n_kca, n_kout - n_kca])
+    stacked_it, hoisted_it, h_val_it = iter(stacked), iter(hoisted), iter(hoisted_vals)
+    # Residuals in order, each either intensive (a const of the unknown scan) or extensive.
+    residuals, res_const = [], []
+    for src in fwd:
+        if src is None:
+            h = next(hoisted_it)
+            residuals.append(next(h_val_it) if h else next(stacked_it))
+            res_const.append(h)
+        elif src[0] == "const":
+            residuals.append(src[1])
+            res_const.append(True)
+        else:
+            residuals.append(k_in[src[1]])
+            res_const.append(src[1] < n_kc)
+    # Unknown scan, laid out as JAX's: consts = [intensive residuals, unknown consts], carry =
+    # unknown carries, xs = [unknown xs, extensive residuals]. ``unknown`` takes [residuals,
+    # unknown consts, unknown carries, unknown xs].
     uc = [x for x, u in zip(consts, c_uk) if u]
     uca = [x for x, u in zip(carry, ca_uk) if u]
     ux = [x for x, u in zip(xs, x_uk) if u]
+    int_res = [r for r, c in zip(residuals, res_const) if c]
+    ext_res = [r for r, c in zip(residuals, res_const) if not c]
     res_avals = unknown.in_avals[:num_res]
+    int_av = [a for a, c in zip(res_avals, res_const) if c]
+    ext_av = [a for a, c in zip(res_avals, res_const) if not c]
     uc_av = [core.get_aval(x) for x in uc]
     uca_av = [core.get_aval(x) for x in uca]
     ux_av = [core.get_aval(x).update(shape=core.get_aval(x).shape[1:]) for x in ux]
 
     def body(*a):
-        c, ca, r, x = split_list(a, [len(uc), len(uca), num_res])
+        ir_, c, ca, x, er = split_list(a, [len(int_res), len(uc), len(uca), len(ux)])
+        ir_it, er_it = iter(ir_), iter(er)
+        r = [next(ir_it) if is_c else next(er_it) for is_c in res_const]
         return run_jaxpr(unknown, *r, *c, *ca, *x)
 
-    ubody = make_closed_jaxpr(body, uc_av + uca_av + list(res_avals) + ux_av)
-    u_out_avals = _scan_abstract(ubody, len(uc), len(uca), length)
-    staged = trace.stage(scan_p, [*uc, *uca, *residuals, *ux], u_out_avals,
+    ubody = make_closed_jaxpr(body, int_av + uc_av + uca_av + ux_av + ext_av)
+    n_uc = len(int_res) + len(uc)
+    u_out_avals = _scan_abstract(ubody, n_uc, len(uca), length)
+    u_args = [*int_res, *uc, *uca, *ux, *ext_res]
+    staged = trace.stage(scan_p, u_args, u_out_avals,
                          dict(jaxpr=ubody, length=length, reverse=reverse,
-                              num_consts=len(uc), num_carry=len(uca), unroll=unroll,
-                              linear=(False,) * (len(uc) + len(uca) + num_res + len(ux))))
+                              num_consts=n_uc, num_carry=len(uca), unroll=unroll,
+                              linear=(False,) * len(u_args)))
     s_it = iter(staged)
     known_it = iter(list(k_carry) + list(k_ys))
     results = []
@@ -674,14 +718,15 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     ca_av = jaxpr.in_avals[num_consts:num_consts + num_carry]
     y_av = jaxpr.out_avals[num_carry:]
     ct_carry = [instantiate(c, a.to_tangent_aval()) for c, a in zip(ct_carry, ca_av)]
-    ct_ys = [instantiate(c, a.update(shape=(length,) + a.shape).to_tangent_aval())
-             for c, a in zip(ct_ys, y_av)]
+    # A symbolically zero ys cotangent is neither stacked in memory nor added in the body.
+    ys_nz = [not ad.is_zero(c) for c in ct_ys]
+    ct_ys = [c for c, nz in zip(ct_ys, ys_nz) if nz]
     res_consts = [x for x, lin in zip(consts, c_lin) if not lin]
     res_xs = [x for x, lin in zip(xs, x_lin) if not lin]
     lin_c_av = [x.aval for x, lin in zip(consts, c_lin) if lin]
     lin_x_av = [x.aval.update(shape=x.aval.shape[1:]) for x, lin in zip(xs, x_lin) if lin]
     linear_flags = c_lin + [True] * num_carry + x_lin
-    t, nz = ad.transpose_jaxpr(jaxpr, linear_flags, [True] * len(jaxpr.out_avals))
+    t, nz = ad.transpose_jaxpr(jaxpr, linear_flags, [True] * num_carry + ys_nz)
     lin_avals = lin_c_av + list(ca_av) + lin_x_av
     n_rc, n_rx, n_lc = len(res_consts), len(res_xs), len(lin_c_av)
 
@@ -699,7 +744,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     tbody = make_closed_jaxpr(body, [core.get_aval(x) for x in res_consts]
                         + [a.to_tangent_aval() for a in lin_c_av]
                         + [a.to_tangent_aval() for a in ca_av] + x_res_av
-                        + [a.to_tangent_aval() for a in y_av])
+                        + [a.to_tangent_aval() for a, nz in zip(y_av, ys_nz) if nz])
     acc0 = [zeros_of_aval(a.to_tangent_aval()) for a in lin_c_av]
     outs = _bind_scan(res_consts, acc0 + ct_carry, res_xs + ct_ys, tbody, length,
                       not reverse, unroll)
