@@ -76,10 +76,12 @@ RECORDS = {
     "identity": lambda L: L.jnp.identity(2, dtype=F),
     "tri": lambda L: L.jnp.tri(2, dtype=F),
     "indices": lambda L: L.jnp.indices((2,), dtype=I),
+    "fromfunction": lambda L: L.jnp.fromfunction(lambda i: i, (2,), dtype=F),
     # casts
     "astype": lambda L: L.jnp.astype(L.v, F),
     "Array.astype": lambda L: L.m.astype("complex128"),
     "Array.view (no warning)": lambda L: L.v.view("int32"),
+    "Array.view": lambda L: L.m[:, :4].view(I),
     # reductions
     "trace": lambda L: L.jnp.trace(L.m, dtype=F),
     "sum (name: two warnings)": lambda L: L.jnp.sum(L.v, dtype=F),
@@ -126,17 +128,23 @@ RECORDS = {
     "lax.argmin": lambda L: L.lax.argmin(L.v, 0, I),
     "lax.conv_general_dilated": lambda L: L.lax.conv_general_dilated(
         L.m[None], L.m[None, :, :2], (1,), "VALID", preferred_element_type=F),
+    "lax.rng_bit_generator": lambda L: L.lax.rng_bit_generator(
+        L.jnp.zeros(4, "uint32"), (2,), np.uint64),
     # random (JAX names no function)
     "random.uniform": lambda L: L.random.uniform(L.k, (2,), F),
-    "random.normal": lambda L: L.random.normal(L.k, (2,), F),
     "random.randint": lambda L: L.random.randint(L.k, (2,), 0, 3, I),
     "random.bits": lambda L: L.random.bits(L.k, (2,), "uint64"),
     "random.exponential": lambda L: L.random.exponential(L.k, (2,), F),
+    "random.geometric": lambda L: L.random.geometric(L.k, 0.5, (2,), I),
     # nn, scipy
     "nn.one_hot": lambda L: L.nn.one_hot(L.iv, 3, dtype=F),
     "nn.initializers.normal": lambda L: L.nn.initializers.normal()(L.k, (2,), F),
+    "nn.initializers.zeros": lambda L: L.nn.initializers.zeros(L.k, (2,), F),
     "scipy.linalg.dft (then JAX's error)": lambda L: L.jsp.linalg.dft(2, dtype=F),
     "scipy.linalg.dft complex128": lambda L: L.jsp.linalg.dft(2, dtype="complex128"),
+    "make_array_from_callback": lambda L: L.jax.make_array_from_callback(
+        (2,), L.jax.sharding.SingleDeviceSharding(L.jax.devices()[0]),
+        lambda i: np.zeros(2, np.float32), dtype=F),
     # traced: JAX warns at trace time; the warning points at the traced function's line
     "jit zeros": lambda L: L.jax.jit(lambda: L.jnp.zeros(4, F))(),
     "jit prod": lambda L: L.jax.jit(lambda a: L.jnp.prod(a, dtype=F))(L.m),
@@ -152,11 +160,8 @@ RECORDS = {
     "internal: norm": lambda L: L.jnp.linalg.norm(L.m),
     "internal: fft": lambda L: L.jnp.fft.fft(L.v),
     "internal: bernoulli": lambda L: L.random.bernoulli(L.k, 0.5, (2,)),
-    "internal: permutation": lambda L: L.random.permutation(L.k, 3),
     "internal: choice": lambda L: L.random.choice(L.k, 3, (2,)),
-    "internal: categorical": lambda L: L.random.categorical(L.k, L.v),
     "internal: randint default": lambda L: L.random.randint(L.k, (2,), 0, 3),
-    "internal: softmax": lambda L: L.nn.softmax(L.v),
 }
 
 
@@ -198,6 +203,15 @@ def test_the_table_checks_warnings(results):
             "be truncated to dtype float32. To enable more dtypes, set the jax_enable_x64 "
             "configuration option or the JAX_ENABLE_X64 shell environment variable. See "
             "https://github.com/jax-ml/jax#current-gotchas for more.") in texts
+
+
+def test_fftfreq_warns_jax_first_warning():
+    """JAX's fftfreq passes the dtype on to arange, astype and array, warning in each; jaxkit
+    checks it once and gives the first of those warnings."""
+    ws = [[w[:2] for w in _run(lambda jnp: jnp.fft.fftfreq(6, dtype=F), jnp)[0]]
+          for jnp in (jax.numpy, knp)]
+    assert len(ws[0]) == 4 and ws[1] == ws[0][:1]
+    assert "requested in arange" in ws[1][0][1]
 
 
 def _modes(mode: str):

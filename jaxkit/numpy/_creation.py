@@ -552,5 +552,5 @@ def fromfunction(function: Callable, shape: Sequence[int], *, dtype: DTypeLike =
                  **kwargs: Any) -> Any:
     """``jnp.fromfunction``: ``function`` applied to the index grids of ``shape``."""
     shape = canonicalize_shape(shape)
-    grids = indices(shape, dtype=dtype)
+    grids = indices(shape, dtype=_user_dtype(dtype, "arange"))  # JAX's name
     return function(*[grids[i] for i in range(len(shape))], **kwargs)
