@@ -230,6 +230,8 @@ def _option(name: str, parse: Callable[[str, Any], Any], default: Any,
 _ALSO = {
     "jax_pprint_use_color": (False,),  # jaxkit's printing has no colour
     "jax_enable_preemption_service": (False,),  # jaxkit starts no preemption service
+    # dtypes.check_and_canonicalize_user_dtype warns or raises; only 'allow' is missing.
+    "jax_explicit_x64_dtypes": (ExplicitX64Mode.ERROR,),
 }
 
 
@@ -321,8 +323,8 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_experimental_unsafe_xla_runtime_errors": (bool_state, False, "jaxkit lowers no "
                                                    "XLA runtime error checks"),
     "jax_explicit_x64_dtypes": (enum_class_state(ExplicitX64Mode), ExplicitX64Mode.WARN,
-                                "jaxkit.numpy truncates explicit 64-bit dtypes without x64 "
-                                "and has no ERROR or ALLOW mode"),
+                                "jaxkit makes no 64-bit arrays while x64 is off: its lax "
+                                "ops canonicalise every dtype (no ALLOW mode)"),
     "jax_export_calling_convention_version": (int_state, 10, _EXPORT),
     "jax_export_ignore_forward_compatibility": (bool_state, False, _EXPORT),
     "jax_force_dcn_cross_host_transfers": (flag(bool), False, _MULTI_HOST),

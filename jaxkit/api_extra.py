@@ -198,7 +198,8 @@ def make_array_from_callback(shape: Sequence[int], sharding, data_callback: Call
     device = _single_device(sharding, "make_array_from_callback")
     data = data_callback(tuple(slice(None, None, None) for _ in shape))
     if dtype is not None:
-        data = np.asarray(data, dtype)
+        data = np.asarray(data, dtypes.check_and_canonicalize_user_dtype(
+            dtype, "make_array_from_callback"))
     if tuple(np.shape(data)) != tuple(shape):
         raise ValueError(f"Expected shard shape {tuple(shape)} doesn't match the data shape "
                          f"{tuple(np.shape(data))}")

@@ -16,12 +16,15 @@ Everything here reproduces JAX 0.10.2 (``jax._src.dtypes``) without importing ``
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from jaxkit._config import config
+from jaxkit._config_options import ExplicitX64Mode
+from jaxkit.source_info import user_stacklevel
 
 DType = np.dtype
 DTypeLike = Any  # a dtype, scalar type, dtype name, or anything with a ``.dtype``
@@ -169,6 +172,39 @@ def default_float_dtype() -> np.dtype:
 def default_complex_dtype() -> np.dtype:
     """The dtype of Python complex numbers: complex128 with x64, else complex64."""
     return _C128 if config.x64 else _C64
+
+
+def check_and_canonicalize_user_dtype(dtype: DTypeLike, fun_name: str | None = None) -> np.dtype:
+    """A public function's ``dtype=``, canonicalised. With x64 off a 64-bit dtype warns as JAX
+    does (naming ``fun_name``), or raises if ``jax_explicit_x64_dtypes='error'``. jaxkit's own
+    64-bit requests use :func:`canonicalize_dtype`, which never warns."""
+    if dtype is None:
+        raise ValueError("dtype must be specified.")
+    if hasattr(dtype, "aval"):  # a jaxkit array or tracer
+        raise ValueError("Passing an array as a dtype argument is no longer supported; "
+                         "instead of dtype=arr use dtype=arr.dtype.")
+    if isinstance(dtype, ExtendedDType):
+        return dtype
+    if isinstance(dtype, type) and dtype in python_scalar_dtypes:
+        return python_scalar_dtype(dtype)
+    requested = np.dtype(dtype)
+    if requested not in _valid_dtypes:
+        raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype {dtype}"
+                        + (f" in {fun_name}" if fun_name else ""))
+    if (out := canonicalize_dtype(requested)) == requested:
+        return out
+    where = f" requested in {fun_name}" if fun_name else ""
+    if config.jax_explicit_x64_dtypes == ExplicitX64Mode.ERROR:
+        raise ValueError(f"Explicitly requested dtype {requested}{where} is not available. To "
+                         "enable more dtypes, set the jax_enable_x64 or allow_explicit_x64_dtypes"
+                         " configuration options.See "
+                         "https://github.com/jax-ml/jax#current-gotchas for more.")
+    warnings.warn(f"Explicitly requested dtype {requested}{where} is not available, and will "
+                  f"be truncated to dtype {out.name}. To enable more dtypes, set the "
+                  "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+                  "variable. See https://github.com/jax-ml/jax#current-gotchas for more.",
+                  UserWarning, stacklevel=user_stacklevel())  # JAX's 4 can land in jax
+    return out
 
 
 #: The (uncanonicalised) dtypes of the Python scalar types, as JAX's

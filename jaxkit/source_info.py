@@ -206,6 +206,16 @@ def current(depth: int = 1, name_prefix: int = 0) -> SourceInfo | None:
     return None
 
 
+def user_stacklevel(depth: int = 1) -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called ``depth`` frames below the caller that
+    names the innermost frame outside the excluded paths: the user's line however deep in
+    jaxkit the warning starts."""
+    frame, level = sys._getframe(depth + 1), depth + 1
+    while frame is not None and frame.f_code.co_filename.startswith(_excluded):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 _columns: dict = {}
 
 

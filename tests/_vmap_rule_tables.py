@@ -22,6 +22,8 @@ NO_RULE = {
     "select_and_scatter": "JAX has no batching rule for the general form",
     # JAX has none either; test_export.py and test_linear_call.py check that vmap raises.
     "call_exported": "JAX has no batching rule (vmap of Exported.call raises, as in JAX)",
+    "eval_jaxpr": "bound only while lowering scan bodies (func.call @closed_call), after every "
+                  "transformation ran; the scan primitive has the batching rule",
     "linear_call": "JAX has no batching rule (test_linear_call.py: both raise)",
     "custom_partitioning": "JAX has no batching rule (test_custom_partitioning.py: both raise)",
     # Made by test_extend.py to show a user-defined primitive (extend.core.Primitive); it is

@@ -29,7 +29,8 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
     aval = core.get_aval(operand)
     if dtypes.is_extended(aval.dtype) or dtypes.is_extended(new_dtype):
         return _convert_extended(operand, aval, new_dtype)
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    new_dtype = dtypes.check_and_canonicalize_user_dtype(new_dtype,
+                                                         "convert_element_type")
     if aval.dtype == new_dtype and aval.weak_type == weak_type and \
             not isinstance(operand, (int, float, complex, np.generic)) and \
             (sharding is None or shr.type_sharding_of(sharding, aval.ndim) == aval._sharding):

@@ -148,7 +148,8 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
         raise ValueError("padding argument to conv_general_dilated should be a string or a "
                          f"sequence of (low, high) pairs, got {padding}") from e
     pet = (None if preferred_element_type is None
-           else dtypes.canonicalize_dtype(preferred_element_type))
+           else dtypes.check_and_canonicalize_user_dtype(preferred_element_type,
+                                                         "conv_general_dilated"))
     # ``out_sharding`` is a parameter only when it chooses a layout (as dot_general's; its
     # spec as given, as JAX keeps it); jaxprs print it None otherwise, as JAX's do.
     extra = {} if out_sharding is None else {"out_sharding": out_sharding}

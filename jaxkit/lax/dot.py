@@ -130,7 +130,7 @@ def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: Precision
              (as_tuple_of_ints(lb, "lhs_batch_dimensions"),
               as_tuple_of_ints(rb, "rhs_batch_dimensions")))
     pet = (None if preferred_element_type is None
-           else dtypes.canonicalize_dtype(preferred_element_type))
+           else dtypes.check_and_canonicalize_user_dtype(preferred_element_type, "dot"))
     # ``out_sharding`` is a parameter only when it chooses a layout: the equations of
     # programs without Explicit mesh axes stay as they were.
     extra = {}

@@ -139,7 +139,8 @@ mlir.register_lowering(clz_p, mlir.nary_lowering(hlo.ClzOp))
 def bitcast_convert_type(operand: ArrayLike, new_dtype: DTypeLike) -> Array:
     """Reinterpret the bits of ``operand`` as ``new_dtype``; a narrower type adds a trailing
     axis, a wider one consumes it. Lowers to ``stablehlo.bitcast_convert``."""
-    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.check_and_canonicalize_user_dtype(
+        new_dtype, "bitcast_convert_type"))
 
 
 def _bit_width(dt) -> int:

@@ -366,14 +366,16 @@ def argmax(operand: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     """Index of the maximum along ``axis`` (the first one on ties; NaN counts as maximal).
     Lowers to a two-operand ``stablehlo.reduce``."""
     return argmax_p.bind(operand, axes=(int(axis),),
-                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+                         index_dtype=dtypes.check_and_canonicalize_user_dtype(
+                             index_dtype, "argmax"))
 
 
 def argmin(operand: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     """Index of the minimum along ``axis`` (the first one on ties; NaN counts as minimal).
     Lowers to a two-operand ``stablehlo.reduce``."""
     return argmin_p.bind(operand, axes=(int(axis),),
-                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+                         index_dtype=dtypes.check_and_canonicalize_user_dtype(
+                             index_dtype, "argmin"))
 
 
 def _argminmax_shape_rule(operand, *, axes, index_dtype):

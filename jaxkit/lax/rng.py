@@ -50,7 +50,7 @@ def rng_bit_generator(key: ArrayLike, shape: Sequence[int], dtype: DTypeLike = n
     the advanced key. ``key`` is ``uint32[4]`` (or ``uint64[2]``). Lowers to
     ``stablehlo.rng_bit_generator``."""
     shape = as_tuple_of_ints(shape, "rng_bit_generator shape")
-    dtype = np.dtype(dtype)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "rng_bit_generator")
     if dtype not in _BIT_DTYPES:
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
     return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype,

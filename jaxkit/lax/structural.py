@@ -340,7 +340,7 @@ def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int, *,
                      out_sharding: Any = None) -> Array:
     """An array of ``shape`` whose value is the index along ``dimension``, laid out as
     ``out_sharding`` says over Explicit mesh axes. Lowers to ``stablehlo.iota``."""
-    dtype = dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "broadcasted_iota")
     shape = as_tuple_of_ints(shape, "broadcasted_iota shape")
     dimension = int(core.concrete_or_error(dimension, "dimension argument of "
                                                       "lax.broadcasted_iota"))
@@ -582,7 +582,8 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
     if dtypes.is_extended(dtype) or dtypes.is_extended(fill_dtype):  # keys: the dtype's rule
         return (dtype if dtype is not None else fill_dtype).full(shape, fill_value)
     weak = dtype is None and dtypes.is_weakly_typed(fill_value)
-    dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else dtypes.dtype(fill_value))
+    dtype = dtypes.canonicalize_dtype(dtypes.dtype(fill_value)) if dtype is None else \
+        dtypes.check_and_canonicalize_user_dtype(dtype, "full")
     if not weak and not _is_array(fill_value):
         # A constant: convert it now (a NumPy scalar is staged as a literal, as in JAX).
         scalar = np.asarray(fill_value).astype(dtype)[()]
@@ -601,7 +602,8 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     ``sharding`` (over Explicit mesh axes) when given."""
     fill_shape = np.shape(x) if shape is None else shape
     weak = dtype is None and dtypes.is_weakly_typed(x)
-    dtype = dtypes.dtype(x) if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.dtype(x) if dtype is None else \
+        dtypes.check_and_canonicalize_user_dtype(dtype, "dtype")  # JAX's name
     sharding = like_type_sharding(x, shape, shr.resolve_out_sharding("full_like", sharding))
     if weak:
         scalar = convert_element_type(fill_value, dtype, True)

@@ -350,7 +350,8 @@ def one_hot(x: Any, num_classes: int, *, dtype: DTypeLike | None = None,
         raise TypeError("The error arose in jax.nn.one_hot argument `num_classes`: a concrete "
                         f"integer is required, got {num_classes!r}.") from None
     x_arr = jnp.asarray(x)
-    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.default_float_dtype() if dtype is None else \
+        dtypes.check_and_canonicalize_user_dtype(dtype, "astype")  # JAX's name (it casts)
     return _one_hot(x_arr, num_classes, dtype=dtype, axis=axis)
 
 

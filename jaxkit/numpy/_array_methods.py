@@ -109,7 +109,7 @@ def _view(self, dtype: Any = None, type: Any = None) -> Any:
     if dtype is None:
         return self
     dt_in = self.dtype
-    dt_out = dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+    dt_out = dtypes.check_and_canonicalize_user_dtype(dtype, "view")
     if dt_in == dt_out:
         return self
     arr = self

@@ -20,7 +20,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit.lax.sharding import lay_out
 from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
-from jaxkit.numpy._creation import arange, array, eye, zeros, zeros_like
+from jaxkit.numpy._creation import _user_dtype, arange, array, eye, zeros, zeros_like
 from jaxkit.numpy._indexing import getitem
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -38,10 +38,10 @@ from jaxkit.numpy._vectorize import vectorize
 from jaxkit.typing import Array, ArrayLike
 
 
-def _result_dtype(preferred: Any, *args: Any) -> tuple[np.dtype, bool]:
+def _result_dtype(preferred: Any, *args: Any, name: str) -> tuple[np.dtype, bool]:
     if preferred is None:
         return dtypes.result_type(*args, return_weak_type_flag=True)
-    return dtypes.canonicalize_dtype(dtypes.dtype(preferred)), False
+    return dtypes.check_and_canonicalize_user_dtype(preferred, name), False
 
 
 def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
@@ -71,7 +71,7 @@ def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
 def _dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
          preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("dot", a, b)
-    dt, weak = _result_dtype(preferred_element_type, a, b)
+    dt, weak = _result_dtype(preferred_element_type, a, b, name="dot")
     if a.ndim == 0 or b.ndim == 0:
         contract = ((), ())
     elif b.ndim == 1:
@@ -100,7 +100,7 @@ def _matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
         if x.ndim < 1:
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
                              f"ndim {x.ndim}")
-    dt, weak = _result_dtype(preferred_element_type, a, b)
+    dt, weak = _result_dtype(preferred_element_type, a, b, name="matmul")
     a_is_mat, b_is_mat = a.ndim > 1, b.ndim > 1
     a_batch = a.shape[:-2] if a_is_mat else ()
     b_batch = b.shape[:-2] if b_is_mat else ()
@@ -219,7 +219,7 @@ def _tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *,
                precision: Any = None, preferred_element_type: Any = None,
                out_sharding: Any = None) -> Array:
     a, b = ensure_arraylike("tensordot", a, b)
-    dt, weak = _result_dtype(preferred_element_type, a, b)
+    dt, weak = _result_dtype(preferred_element_type, a, b, name="tensordot")
     if type(axes) is int:
         if axes > min(a.ndim, b.ndim):
             raise TypeError(f"Number of tensordot axes (axes {axes}) exceeds input ranks "
@@ -369,7 +369,7 @@ def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: 
     a = moveaxis(a, (axis1, axis2), (-2, -1))
     # JAX's algorithm: mask everything off the diagonal, then sum the last two axes.
     a = where3(eye(a_shape[axis1], a_shape[axis2], k=offset, dtype=bool), a, zeros_like(a))
-    return _sum(a, axis=(-2, -1), dtype=dtype)
+    return _sum(a, axis=(-2, -1), dtype=_user_dtype(dtype, "trace"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -509,7 +509,7 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     ops = list(ensure_arraylike("einsum", *operands)) if len(operands) > 1 else \
         [ensure_arraylike("einsum", *operands)]
-    dt, weak = _result_dtype(preferred_element_type, *ops)
+    dt, weak = _result_dtype(preferred_element_type, *ops, name="einsum")
     ops = [convert(o, dt) for o in ops]
     terms, out_term = _parse_subscripts(subscripts, [o.ndim for o in ops])
     sizes: dict[str, int] = {}

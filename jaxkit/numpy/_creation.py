@@ -40,14 +40,10 @@ from jaxkit.numpy._ufuncs import sign as _sign
 from jaxkit.typing import ArrayLike, DTypeLike
 
 
-def _user_dtype(dtype: DTypeLike | None) -> np.dtype | None:
-    """A dtype argument, checked and canonicalised (``None`` stays ``None``)."""
-    if dtype is None:
-        return None
-    if dtypes.is_extended(dtype):  # a key dtype, given by a key array's .dtype
-        return dtype
-    dt = dtypes.dtype(dtype)
-    return dtypes.canonicalize_dtype(dt)
+def _user_dtype(dtype: DTypeLike | None, fun_name: str | None = None) -> np.dtype | None:
+    """A dtype argument, checked and canonicalised (``None`` stays ``None``); a truncated
+    64-bit dtype warns naming ``fun_name``, as JAX does."""
+    return None if dtype is None else dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
 
 
 def _flatten_nested(obj: Any, leaves: list) -> None:
@@ -103,7 +99,7 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
     if order is not None and order not in ("K", "A", "C"):
         raise NotImplementedError("Only implemented for order='K', 'A' or 'C'")
     ndmin = operator.index(ndmin)
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "array")
     weak = dtype is None and dtypes.is_weakly_typed(object)
     m = getattr(object, "__jax_array__", None)
     if m is not None:
@@ -161,6 +157,7 @@ def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
     """``jnp.asarray``: like ``array`` but returns a jaxkit array unchanged when it can."""
     if copy is False and isinstance(a, (list, tuple)):
         pass  # NumPy raises here; JAX accepts (it always copies host data)
+    dtype = _user_dtype(dtype, "asarray")
     if device is None and out_sharding is None:
         if dtype is None and _is_jax_array(a):
             return a
@@ -193,7 +190,7 @@ def zeros(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
     """``jnp.zeros``: zeros of ``shape`` (default dtype float32, float64 with x64)."""
     _check_forgot_shape_tuple("zeros", shape, dtype)
     shape = canonicalize_shape(shape)
-    return lax.full(shape, 0, _user_dtype(dtype) or dtypes.default_float_dtype(),
+    return lax.full(shape, 0, _user_dtype(dtype, "zeros") or dtypes.default_float_dtype(),
                     sharding=_out_sharding(device, out_sharding, "jnp.zeros"))
 
 
@@ -202,7 +199,7 @@ def ones(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
     """``jnp.ones``: ones of ``shape``."""
     _check_forgot_shape_tuple("ones", shape, dtype)
     shape = canonicalize_shape(shape)
-    return lax.full(shape, 1, _user_dtype(dtype) or dtypes.default_float_dtype(),
+    return lax.full(shape, 1, _user_dtype(dtype, "ones") or dtypes.default_float_dtype(),
                     sharding=_out_sharding(device, out_sharding, "jnp.ones"))
 
 
@@ -210,14 +207,14 @@ def empty(shape: Any, dtype: DTypeLike | None = None, *, device: Any = None,
           out_sharding: Any = None) -> Array:
     """``jnp.empty``: as ``zeros`` (XLA has no uninitialised memory)."""
     _check_forgot_shape_tuple("empty", shape, dtype)
-    return zeros(shape, dtype, device=device, out_sharding=out_sharding)
+    return zeros(shape, _user_dtype(dtype, "empty"), device=device, out_sharding=out_sharding)
 
 
 def full(shape: Any, fill_value: ArrayLike, dtype: DTypeLike | None = None, *,
          device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.full``: ``fill_value`` (a scalar or broadcastable array) of ``shape``."""
     shape = canonicalize_shape(shape)
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "full")
     sharding = _out_sharding(device, out_sharding, "full")
     if np.ndim(fill_value) == 0:
         return lax.full(shape, fill_value, dtype, sharding=sharding)
@@ -249,21 +246,21 @@ def _check_like(name: str, a: Any) -> None:
 def zeros_like(a: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
                device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.zeros_like``: zeros of the shape and dtype (and weak type) of ``a``."""
-    return full_like(a, 0, dtype, shape, device=device,
+    return full_like(a, 0, _user_dtype(dtype, "zeros_like"), shape, device=device,
                      out_sharding=_out_sharding(device, out_sharding, "jnp.zeros_like"))
 
 
 def ones_like(a: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
               device: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.ones_like``: ones of the shape and dtype (and weak type) of ``a``."""
-    return full_like(a, 1, dtype, shape, device=device,
+    return full_like(a, 1, _user_dtype(dtype, "ones_like"), shape, device=device,
                      out_sharding=_out_sharding(device, out_sharding, "jnp.ones_like"))
 
 
 def empty_like(prototype: ArrayLike, dtype: DTypeLike | None = None, shape: Any = None, *,
                device: Any = None) -> Array:
     """``jnp.empty_like``: as ``zeros_like``."""
-    return full_like(prototype, 0, dtype, shape)
+    return full_like(prototype, 0, _user_dtype(dtype, "ones_like"), shape)  # JAX's name
 
 
 def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
@@ -277,7 +274,7 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
         a = core.ShapedArray(a.shape, dtypes.canonicalize_dtype(a.dtype),
                              getattr(a, "weak_type", False))
         a = lax.full(a.shape, 0, a.dtype)
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "full_like")
     out_shape = _like_shape(a, shape)
     sharding = _out_sharding(device, out_sharding, "full_like")
     if np.ndim(fill_value) == 0:  # shape None: laid out as ``a`` over Explicit axes
@@ -304,7 +301,7 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     int32 (int64 with x64), float ones float32. ``out_sharding`` (over Explicit mesh axes)
     lays the result out (the iota is typed so, as JAX's)."""
     sharding = _out_sharding(device, out_sharding, "jnp.arange")
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "arange")
     start_name = "stop" if stop is None and step is None else "start"
     for name, v in ((start_name, start), ("stop", stop), ("step", step)):
         if v is not None:
@@ -357,7 +354,7 @@ def _linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     start, stop = ensure_arraylike("linspace", start, stop)
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "linspace")
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
             dtypes.result_type(start, stop)))
@@ -407,7 +404,7 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
 def _logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
               base: ArrayLike = 10.0, dtype: DTypeLike | None = None, axis: int = 0) -> Array:
     # A plain jit differentiable in start and stop, as JAX's.
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "logspace")
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
             dtypes.result_type(start, stop)))
@@ -432,7 +429,7 @@ def _geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool 
                dtype: DTypeLike | None = None, axis: int = 0) -> Array:
     # A plain jit differentiable in start and stop, as JAX's: logspace of the logs of the
     # magnitudes, with the sign of ``start``.
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "geomspace")
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(
             dtypes.result_type(start, stop)))
@@ -460,7 +457,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
     M = N if M is None else operator.index(core.concrete_or_error(M, "'M' argument of jnp.eye"))
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
-    dtype = _user_dtype(dtype) or dtypes.default_float_dtype()
+    dtype = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
     if isinstance(k, (int, np.integer)):
         info = np.iinfo(np.int32)
         dt = dtypes.default_int_dtype()
@@ -478,7 +475,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
 
 def identity(n: int, dtype: DTypeLike | None = None) -> Array:
     """``jnp.identity``: the ``n x n`` identity matrix."""
-    return eye(n, dtype=dtype)
+    return eye(n, dtype=_user_dtype(dtype, "identity"))
 
 
 def _tri_mask(N: int, M: int, k: int) -> Array:
@@ -492,7 +489,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
     N = operator.index(core.concrete_or_error(N, "'N' argument of jnp.tri"))
     M = N if M is None else operator.index(M)
     k = operator.index(core.concrete_or_error(k, "'k' argument of jnp.tri"))
-    dtype = _user_dtype(dtype) or np.dtype(np.float32)  # float32 even under x64, as JAX
+    dtype = _user_dtype(dtype, "tri") or np.dtype(np.float32)  # float32 even under x64, as JAX
     return convert(_tri_mask(N, M, k), dtype)
 
 
@@ -547,7 +544,7 @@ def indices(dimensions: Sequence[int], dtype: DTypeLike | None = None,
             sparse: bool = False) -> Array | tuple[Array, ...]:
     """``jnp.indices``: arrays of the index along each axis of a grid of ``dimensions``."""
     dimensions = canonicalize_shape(dimensions)
-    dtype = _user_dtype(dtype) or dtypes.default_int_dtype()
+    dtype = _user_dtype(dtype, "indices") or dtypes.default_int_dtype()
     n = len(dimensions)
     out = []
     s = tuple(dimensions)

@@ -108,7 +108,7 @@ def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
     """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed)."""
     x_arr = ensure_arraylike("astype", x)
     dt = dtypes.default_float_dtype() if dtype is None else dtype if \
-        dtypes.is_extended(dtype) else dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+        dtypes.is_extended(dtype) else dtypes.check_and_canonicalize_user_dtype(dtype, "astype")
     if dtypes.issubdtype(x_arr.dtype, np.complexfloating) and dt == np.bool_:
         x_arr = lax.ne(x_arr, _const(x_arr, 0))
     return lax.convert_element_type(x_arr, dt)

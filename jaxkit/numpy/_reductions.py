@@ -54,8 +54,8 @@ def _promote_integer_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
-def _user_dtype(dtype: DTypeLike | None) -> np.dtype | None:
-    return None if dtype is None else dtypes.canonicalize_dtype(dtypes.dtype(dtype))
+def _user_dtype(dtype: DTypeLike | None, fun_name: str | None = None) -> np.dtype | None:
+    return None if dtype is None else dtypes.check_and_canonicalize_user_dtype(dtype, fun_name)
 
 
 def check_where(name: str, where: ArrayLike | None) -> Array | None:
@@ -132,7 +132,7 @@ def _reduction(a: ArrayLike, name: str, op: str, init_val: Any, *, has_identity:
         if promote_integers:
             result_dtype = _promote_integer_dtype(result_dtype)
     else:
-        result_dtype = _user_dtype(dtype)
+        result_dtype = _user_dtype(dtype, name)
     computation_dtype = result_dtype
     if upcast_f16_for_computation and dtypes.issubdtype(result_dtype, np.inexact):
         computation_dtype = _upcast_f16(result_dtype)
@@ -152,7 +152,9 @@ def _reduction(a: ArrayLike, name: str, op: str, init_val: Any, *, has_identity:
         result = getattr(lax, _LAX_BINOPS[op])(initial_arr, result)
     if keepdims:
         result = lax.expand_dims(result, dims)
-    return lax.convert_element_type(result, result_dtype)
+    # JAX casts to the dtype as the user gave it, so a 64-bit name or type (not an np.dtype,
+    # which is falsy) warns a second time, naming convert_element_type.
+    return lax.convert_element_type(result, dtype or result_dtype)
 
 
 def _cast_to_bool(x: Array) -> Array:
@@ -245,7 +247,7 @@ def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: N
         result_dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(a.dtype))
         computation_dtype = _upcast_f16(result_dtype)
     else:
-        result_dtype = computation_dtype = _user_dtype(dtype)
+        result_dtype = computation_dtype = _user_dtype(dtype, "mean")
     normalizer = _count(a, axis, keepdims, where, computation_dtype)
     total = sum(a, axis, dtype=computation_dtype, keepdims=keepdims, where=where)
     return lax.convert_element_type(lax.div(total, normalizer), result_dtype)
@@ -328,7 +330,7 @@ def _var(a: Array, *, axis: Axis = None, dtype: DTypeLike | None = None, out: No
     where = check_where("var", where)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.var is not supported.")
-    computation_dtype, dtype = _var_promote_types(a.dtype, _user_dtype(dtype))
+    computation_dtype, dtype = _var_promote_types(a.dtype, _user_dtype(dtype, "var"))
     a = lax.convert_element_type(a, computation_dtype)
     if a_mean is None:
         a_mean = _mean_fn(a, axis, dtype=computation_dtype, keepdims=True, where=where)
@@ -369,7 +371,7 @@ def _std(a: Array, *, axis: Axis = None, dtype: DTypeLike | None = None, out: No
          correction: float = 0, keepdims: bool = False, where: ArrayLike | None = None,
          mean: ArrayLike | None = None) -> Array:
     where = check_where("std", where)
-    if dtype is not None and not dtypes.issubdtype(_user_dtype(dtype), np.inexact):
+    if dtype is not None and not dtypes.issubdtype(_user_dtype(dtype, "std"), np.inexact):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {dtype}")
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.std is not supported.")
@@ -519,7 +521,8 @@ def nansum(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
            keepdims: bool = False, initial: ArrayLike | None = None,
            where: ArrayLike | None = None) -> Array:
     """``jnp.nansum``: ``sum`` treating NaNs as zero."""
-    return _nan_reduction(a, "nansum", sum, 0, False, axis=axis, dtype=dtype, out=out,
+    return _nan_reduction(a, "nansum", sum, 0, False, axis=axis,
+                          dtype=_user_dtype(dtype, "nanprod"), out=out,  # JAX's name
                           keepdims=keepdims, initial=initial, where=where)
 
 
@@ -528,7 +531,8 @@ def nanprod(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
             keepdims: bool = False, initial: ArrayLike | None = None,
             where: ArrayLike | None = None) -> Array:
     """``jnp.nanprod``: ``prod`` treating NaNs as one."""
-    return _nan_reduction(a, "nanprod", prod, 1, False, axis=axis, dtype=dtype, out=out,
+    return _nan_reduction(a, "nanprod", prod, 1, False, axis=axis,
+                          dtype=_user_dtype(dtype, "nanprod"), out=out,
                           keepdims=keepdims, initial=initial, where=where)
 
 
@@ -542,7 +546,8 @@ def nanmean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out
         raise NotImplementedError("The 'out' argument to jnp.nanmean is not supported.")
     if a.dtype == np.bool_ or dtypes.issubdtype(a.dtype, np.integer):
         return mean(a, axis, dtype, out, keepdims, where=where)
-    dtype = _user_dtype(dtype) or dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(a.dtype))
+    dtype = _user_dtype(dtype, "mean") or dtypes.canonicalize_dtype(
+        dtypes.to_inexact_dtype(a.dtype))
     not_nan = lax.bitwise_not(lax.ne(a, a))
     normalizer = sum(not_nan, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     return lax.div(nansum(a, axis, dtype=dtype, keepdims=keepdims, where=where), normalizer)
@@ -555,7 +560,7 @@ def nanvar(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
     """``jnp.nanvar``: ``var`` over the non-NaN elements."""
     a = ensure_arraylike("nanvar", a)
     where = check_where("nanvar", where)
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "nanvar")
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.nanvar is not supported.")
     computation_dtype, dtype = _var_promote_types(a.dtype, dtype)
@@ -587,7 +592,7 @@ def nanstd(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out:
     """``jnp.nanstd``: ``std`` over the non-NaN elements."""
     a = ensure_arraylike("nanstd", a)
     where = check_where("nanstd", where)
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, "nanstd")
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.nanstd is not supported.")
     return lax.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
@@ -613,7 +618,7 @@ def _cumulative_reduction(name: str, lax_fn: str, a: ArrayLike, axis: int | None
     axis = canonicalize_axis(axis, a.ndim)
     if fill_nan and dtypes.issubdtype(a.dtype, np.inexact):
         a = where3(lax.ne(a, a), np.asarray(fill_value, a.dtype)[()], a)
-    dtype = _user_dtype(dtype)
+    dtype = _user_dtype(dtype, name)
     if dtype is None:
         result_type = _promote_integer_dtype(a.dtype) if promote_integers or \
             a.dtype == np.bool_ else a.dtype
@@ -678,6 +683,7 @@ def _cumulative_api(name: str, lax_fn: str, x: ArrayLike, axis: int | None,
                              "an explicit value. The axis argument is only optional for "
                              "one-dimensional arrays.")
     axis = canonicalize_axis(axis, x.ndim)
+    dtype = _user_dtype(dtype)  # JAX names no function here
     if lax_fn == "cumsum":
         out = _cumsum_with_promotion(x, axis=axis, dtype=dtype)
     else:

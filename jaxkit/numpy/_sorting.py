@@ -79,7 +79,7 @@ def argsort(a: ArrayLike, axis: int | None = -1, *, kind: None = None, order: No
     # JAX sizes the default by the axis length: int64 beyond int32's range, else the default.
     default = np.dtype(np.int64) if arr.shape[dimension] > np.iinfo(np.int32).max \
         else _int_dtype()
-    idx_dtype = default if dtype is None else _user_dtype(dtype)
+    idx_dtype = default if dtype is None else _user_dtype(dtype, "argsort")
     iota = lax.broadcasted_iota(idx_dtype, arr.shape, dimension,
                                 out_sharding=core.get_aval(arr)._sharding)
     # A stable descending sort: reverse, sort ascending, reverse back (ties keep their order).

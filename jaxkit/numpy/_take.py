@@ -230,7 +230,8 @@ def ravel_multi_index(multi_index: Sequence[ArrayLike], dims: Sequence[int], mod
     dims = tuple(operator.index(core.concrete_or_error(
         d, "in `dims` argument of ravel_multi_index().")) for d in dims)
     arrs = [ensure_arraylike("ravel_multi_index", i) for i in multi_index]
-    dtype = dtypes.result_type(int, *arrs) if dtype is None else _user_dtype(dtype)
+    dtype = dtypes.result_type(int, *arrs) if dtype is None else \
+        _user_dtype(dtype, "ravel_multi_index")
     if not dtypes.issubdtype(dtype, np.integer):
         raise ValueError(f"{dtype=} is not an integer type.")
     if math.prod(dims) - 1 > np.iinfo(dtype).max:

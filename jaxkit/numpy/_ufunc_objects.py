@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, lax
+from jaxkit import core, dtypes, lax
 from jaxkit.transforms.jit import jit
 from jaxkit.numpy import _reductions, _ufuncs
 from jaxkit.numpy._creation import asarray
@@ -240,7 +240,8 @@ def _reduce_via_loop(uf: ufunc, arr: Array, axis: Any, dtype: Any, keepdims: boo
     arr = asarray(arr)
     if initial is None:
         initial = uf.identity
-    dtype = _result_dtype(uf, arr, arr) if dtype is None else np.dtype(dtype)
+    dtype = _result_dtype(uf, arr, arr) if dtype is None else \
+        dtypes.check_and_canonicalize_user_dtype(dtype, f"jnp.{uf.__name__}.reduce")
     if where is not None:
         where = broadcast_to(where, arr.shape)
     if isinstance(axis, tuple):

@@ -254,8 +254,8 @@ def irfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] = (
 def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype: Any = None, device: Any = None) -> Array:
     """``jnp.fft.fftfreq``: the sample frequencies of ``fft`` (cycles per unit of ``d``)."""
     n = operator.index(core.concrete_or_error(n, "The n argument of jnp.fft.fftfreq"))
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else \
-        dtypes.default_float_dtype()
+    dt = dtypes.check_and_canonicalize_user_dtype(dtype, "arange") if dtype is not None else \
+        dtypes.default_float_dtype()  # JAX's first warning (it warns again in astype, array)
     k = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
     out = asarray(k.astype(dt))
     return lax.div(out, convert(lax.mul(convert(d, dt), np.asarray(n, dt)[()]), dt)
@@ -265,8 +265,8 @@ def fftfreq(n: int, d: ArrayLike = 1.0, *, dtype: Any = None, device: Any = None
 def rfftfreq(n: int, d: ArrayLike = 1.0, *, dtype: Any = None, device: Any = None) -> Array:
     """``jnp.fft.rfftfreq``: the sample frequencies of ``rfft``."""
     n = operator.index(core.concrete_or_error(n, "The n argument of jnp.fft.rfftfreq"))
-    dt = dtypes.canonicalize_dtype(dtype) if dtype is not None else \
-        dtypes.default_float_dtype()
+    dt = dtypes.check_and_canonicalize_user_dtype(dtype, "arange") if dtype is not None else \
+        dtypes.default_float_dtype()  # JAX's first warning (it warns again in astype, array)
     out = asarray(np.arange(0, n // 2 + 1).astype(dt))
     return lax.div(out, convert(lax.mul(convert(d, dt), np.asarray(n, dt)[()]), dt)
                    if isinstance(d, (Array, core.Tracer)) else np.asarray(n * d, dt)[()])

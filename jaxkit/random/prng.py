@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 from collections.abc import Sequence
 from typing import Any
 from functools import partial, reduce
@@ -614,18 +613,9 @@ def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
 
 
 def user_dtype(dtype: DTypeLike) -> np.dtype:
-    """``dtype`` canonicalised, warning (like JAX) when x64 is off and it gets truncated.
-    The Python types ``int``/``float``/``complex`` mean the default dtypes: no warning."""
-    if any(dtype is t for t in (bool, int, float, complex)):
-        return dtypes.python_scalar_dtype(dtype)
-    requested = np.dtype(dtype)
-    out = dtypes.canonicalize_dtype(requested)
-    if out != requested:
-        warnings.warn(f"Explicitly requested dtype {requested.name} is not available, and will "
-                      f"be truncated to dtype {out.name}. To enable more dtypes, set the "
-                      "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
-                      "environment variable.", UserWarning, stacklevel=3)
-    return out
+    """``dtype`` canonicalised, warning (like JAX, which names no function for the samplers)
+    when x64 is off and it gets truncated."""
+    return dtypes.check_and_canonicalize_user_dtype(dtype)
 
 
 def float_dtype(name: str, dtype, kinds=np.floating, what: str = "a float") -> np.dtype:

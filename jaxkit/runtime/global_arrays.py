@@ -30,7 +30,7 @@ def _check_dtype(dtypes_seen: Sequence[np.dtype], dtype: Any, fname: str) -> np.
             raise ValueError("If the Array has no addressable shards, `dtype` must be provided "
                              f"via the `dtype` argument to `jax.{fname}`.")
         return np.dtype(dtypes_seen[0])
-    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    dtype = dtypes.check_and_canonicalize_user_dtype(dtype, fname)
     if dtypes_seen and np.dtype(dtypes_seen[0]) != dtype:
         raise ValueError(f"If `dtype` is provided to `jax.{fname}`, it must match the dtype of "
                          f"the addressable shards. Got dtype={dtype} and shard "

@@ -457,7 +457,7 @@ def dft(n: int, scale: str | None = None, *, dtype=None) -> Array:
     if dtype is None:
         dtype = dtypes.canonicalize_dtype(np.complex128)
     else:
-        dtype = dtypes.canonicalize_dtype(dtype)
+        dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "dft")
         if not dtypes.issubdtype(dtype, np.complexfloating):
             raise ValueError(f"dtype must be a complex floating-point type; got {dtype}.")
     a = jnp.arange(n, dtype=dtype)

@@ -92,7 +92,8 @@ def _clear_on_config_change(name, value):
                 "jax_threefry_partitionable", "jax_default_matmul_precision",
                 "jax_allow_f16_reductions", "jax_no_execution",
                 # in JAX's jit key: the seed offset is traced in, the levels are compiled in
-                "jax_random_seed_offset", "jax_optimization_level", "jax_memory_fitting_level"):
+                "jax_random_seed_offset", "jax_optimization_level", "jax_memory_fitting_level",
+                "jax_explicit_x64_dtypes"):  # traced jnp functions warn or raise by it
         for cache in list(_all_fun_caches):
             cache.clear()
 
