@@ -124,6 +124,7 @@ class TypePromotionError(ValueError):
 # --------------------------------------------------------------------------------------------
 
 _TO_32BIT = {_I64: _I32, _U64: _U32, _F64: _F32, _C128: _C64}
+_SAME_UNDER_X64 = _valid_dtypes - set(_TO_32BIT)  # canonical whatever jax_enable_x64 says
 
 # (dtype-like, x64) -> canonical dtype. Only dtypes, types and names are used as keys, so that
 # the cache cannot keep arbitrary objects alive.
@@ -183,7 +184,7 @@ def check_and_canonicalize_user_dtype(dtype: DTypeLike, fun_name: str | None = N
     if hasattr(dtype, "aval"):  # a jaxkit array or tracer
         raise ValueError("Passing an array as a dtype argument is no longer supported; "
                          "instead of dtype=arr use dtype=arr.dtype.")
-    if isinstance(dtype, ExtendedDType):
+    if dtype in _SAME_UNDER_X64 or isinstance(dtype, ExtendedDType):  # float32, bool...: as is
         return dtype
     if isinstance(dtype, type) and dtype in python_scalar_dtypes:
         return python_scalar_dtype(dtype)
@@ -207,8 +208,7 @@ def check_and_canonicalize_user_dtype(dtype: DTypeLike, fun_name: str | None = N
     return out
 
 
-#: The (uncanonicalised) dtypes of the Python scalar types, as JAX's
-#: ``python_scalar_types_to_dtypes``; :func:`python_scalar_dtype` gives the canonical one.
+#: The Python scalar types' (uncanonicalised) dtypes, as JAX's ``python_scalar_types_to_dtypes``.
 python_scalar_dtypes: dict[type, np.dtype] = {bool: _BOOL, int: _I64, float: _F64,
                                               complex: _C128}
 _WEAK_SCALAR_TYPES = (int, float, complex)  # the lattice nodes i*, f*, c*
