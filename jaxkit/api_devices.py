@@ -84,11 +84,12 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
         outs = lax.device_put_p.bind(*leaves, devices=(device,) * n, srcs=(src,) * n,
                                      copy_semantics=(copy,) * n)
         return tree_util.tree_unflatten(treedef, outs)
+    kind = None
     if isinstance(device, pjrt.Sharding):
-        device = device._device
+        device, kind = device._device, device.memory_kind
     outs = []
     for leaf in leaves:
-        moved = device_put_value(leaf, device)
+        moved = device_put_value(leaf, device, memory_kind=kind)
         if moved is leaf and copy != lax.ArrayCopySemantics.REUSE_INPUT:
             moved = lax.copy(leaf)  # a fresh buffer, as may_alias=False / donate promise
         outs.append(moved)
@@ -148,7 +149,7 @@ def _reshard(sharding: NamedSharding) -> Callable:
 
 
 def device_get(x: Any):
-    """Fetch every array of the pytree ``x`` to NumPy."""
+    """Fetch every array of the pytree ``x`` to NumPy (from any memory space)."""
     return tree_util.tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
 
 

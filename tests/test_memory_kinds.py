@@ -1,0 +1,93 @@
+"""Memory kinds (host offloading) against JAX 0.10.2 on the CPU: shardings that name a memory
+space of their devices (``device``, ``pinned_host``, ``unpinned_host``), how they print and
+compare, ``device_put`` into and out of host memory, and JAX's errors for unknown kinds. Each
+record is an expression and what it gives under JAX 0.10.2 (recorded with the oracle)."""
+import numpy as np
+import pytest
+
+import jaxkit as jax
+import jaxkit.numpy as jnp
+from jaxkit.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+
+d = jax.devices()[0]
+mesh = Mesh(np.array(d).reshape(1, 1), ("x", "y"))
+s_plain = NamedSharding(mesh, P("x", "y"))
+s_dev = NamedSharding(mesh, P("x", "y"), memory_kind="device")
+s_host = s_dev.with_memory_kind("pinned_host")
+x = jnp.arange(8.0).reshape(2, 4)
+put = jax.device_put
+
+# (expression, its str() or "ErrorClass: message" under JAX 0.10.2)
+EAGER = [
+    ('repr(s_dev)',
+     "NamedSharding(mesh=Mesh('x': 1, 'y': 1, axis_types=(Auto, Auto)), spec=P('x', 'y'), memory_kind=device)"),
+    ('repr(s_host)',
+     "NamedSharding(mesh=Mesh('x': 1, 'y': 1, axis_types=(Auto, Auto)), spec=P('x', 'y'), memory_kind=pinned_host)"),
+    ("repr(NamedSharding(mesh, P(), memory_kind='unpinned_host'))",
+     "NamedSharding(mesh=Mesh('x': 1, 'y': 1, axis_types=(Auto, Auto)), spec=P(), memory_kind=unpinned_host)"),
+    ("repr(NamedSharding(mesh, P('x')))",
+     "NamedSharding(mesh=Mesh('x': 1, 'y': 1, axis_types=(Auto, Auto)), spec=P('x',), memory_kind=device)"),
+    ('s_plain.memory_kind',
+     'device'),
+    ('(s_plain == s_dev, hash(s_plain) == hash(s_dev), s_host == s_dev)',
+     '(True, True, False)'),
+    ("s_host.with_memory_kind('device') == s_dev",
+     'True'),
+    ('repr(s_host.update(spec=P()))',
+     "NamedSharding(mesh=Mesh('x': 1, 'y': 1, axis_types=(Auto, Auto)), spec=P(), memory_kind=pinned_host)"),
+    ('repr(SingleDeviceSharding(d))',
+     'SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)'),
+    ("repr(SingleDeviceSharding(d, memory_kind='pinned_host'))",
+     'SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=pinned_host)'),
+    ("(SingleDeviceSharding(d) == SingleDeviceSharding(d, memory_kind='device'), SingleDeviceSharding(d) == SingleDeviceSharding(d, memory_kind='pinned_host'))",
+     '(True, False)'),
+    ("NamedSharding(mesh, P(), memory_kind='hbm')",
+     'ValueError: Could not find memory addressable by device cpu. Device cpu can address the following memory kinds: device, pinned_host, unpinned_host. Got memory kind: hbm'),
+    ("SingleDeviceSharding(d, memory_kind='foo')",
+     'ValueError: Could not find memory addressable by device cpu. Device cpu can address the following memory kinds: device, pinned_host, unpinned_host. Got memory kind: foo'),
+    ('repr(put(x, s_host).sharding)',
+     "NamedSharding(mesh=Mesh('x': 1, 'y': 1, axis_types=(Auto, Auto)), spec=P('x', 'y'), memory_kind=pinned_host)"),
+    ('put(x, s_host).sharding.memory_kind',
+     'pinned_host'),
+    ('str(put(x, s_host))',
+     '[[0. 1. 2. 3.]\n [4. 5. 6. 7.]]'),
+    ('str(put(x, s_host) + 1)',
+     '[[1. 2. 3. 4.]\n [5. 6. 7. 8.]]'),
+    ('put(put(x, s_host), s_dev).sharding.memory_kind',
+     'device'),
+    ('str(put(put(x, s_host), s_dev) * 2)',
+     '[[ 0.  2.  4.  6.]\n [ 8. 10. 12. 14.]]'),
+    ("repr(put(x, SingleDeviceSharding(d, memory_kind='unpinned_host')).sharding)",
+     'SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=unpinned_host)'),
+    ("repr(put(put(x, SingleDeviceSharding(d, memory_kind='pinned_host')), SingleDeviceSharding(d)).sharding)",
+     'SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)'),
+    ('repr(jax.device_get(put(x, s_host)))',
+     'array([[0., 1., 2., 3.],\n       [4., 5., 6., 7.]], dtype=float32)'),
+    ('put(x, s_host).sharding.is_equivalent_to(s_dev, 2), put(x, s_host).sharding.is_equivalent_to(s_host, 2)',
+     '(False, True)'),
+    ("repr(put(1.0, SingleDeviceSharding(d, memory_kind='pinned_host')))",
+     'Array(1., dtype=float32, weak_type=True)'),
+]
+
+
+def _run(expr: str) -> str:
+    try:
+        return str(eval(expr))
+    except Exception as e:  # the error is part of the recorded output
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("expr, expected", EAGER, ids=[e for e, _ in EAGER])
+def test_eager_memory_kinds_as_jax(expr, expected):
+    assert _run(expr) == expected
+
+
+def test_buffer_lies_in_the_memory_space_it_names():
+    """The buffer itself is in host memory (jaxlib checks the sharding's kind against the
+    buffer's when the array is made), and its value survives the round trip."""
+    host = put(x, s_host)
+    shard = host.addressable_shards[0].data
+    assert shard.sharding.memory_kind == "pinned_host"
+    back = put(host, SingleDeviceSharding(d))
+    assert back.sharding.memory_kind == "device"
+    np.testing.assert_array_equal(np.asarray(back), np.arange(8.0).reshape(2, 4))
