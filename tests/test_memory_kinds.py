@@ -91,3 +91,57 @@ def test_buffer_lies_in_the_memory_space_it_names():
     back = put(host, SingleDeviceSharding(d))
     assert back.sharding.memory_kind == "device"
     np.testing.assert_array_equal(np.asarray(back), np.arange(8.0).reshape(2, 4))
+
+
+# jit with memory kinds in in_shardings/out_shardings: (name, function, jit's arguments, the
+# argument (in device or host memory)), then per name what JAX 0.10.2 gives: the lines of the
+# lowered text that carry memory kinds, the results' memory kinds and values.
+ad, ah = put(x, s_dev), put(x, s_host)
+JITS = [("ident_to_dev", lambda x: x, {"out_shardings": s_dev}, ah),
+        ("ident_to_host", lambda x: x, {"out_shardings": s_host}, ad),
+        ("double_host_host", lambda x: x * 2, {"in_shardings": s_host, "out_shardings": s_host},
+         ah),
+        ("plus_one_dev", lambda x: x + 1, {}, ad),
+        ("two_outs", lambda x: (x, x + 1), {"out_shardings": (s_host, None)}, ad)]
+JIT_EXPECTED = {
+    'ident_to_dev': (
+        ['func.func public @main(%arg0: tensor<2x4xf32> {mhlo.memory_kind = "pinned_host", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) -> (tensor<2x4xf32> {jax.result_info = "result", mhlo.memory_kind = "device", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) {', '%0 = stablehlo.custom_call @annotate_device_placement(%arg0) {backend_config = "", has_side_effect = true, mhlo.frontend_attributes = {_xla_buffer_placement = "device"}} : (tensor<2x4xf32>) -> tensor<2x4xf32>'],
+        ['device'],
+        [[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]]),
+    'ident_to_host': (
+        ['func.func public @main(%arg0: tensor<2x4xf32> {mhlo.memory_kind = "device", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) -> (tensor<2x4xf32> {jax.result_info = "result", mhlo.memory_kind = "pinned_host", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) {', '%0 = stablehlo.custom_call @annotate_device_placement(%arg0) {backend_config = "", has_side_effect = true, mhlo.frontend_attributes = {_xla_buffer_placement = "pinned_host"}} : (tensor<2x4xf32>) -> tensor<2x4xf32>'],
+        ['pinned_host'],
+        [[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]]),
+    'double_host_host': (
+        ['func.func public @main(%arg0: tensor<2x4xf32> {mhlo.memory_kind = "pinned_host", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) -> (tensor<2x4xf32> {jax.result_info = "result", mhlo.memory_kind = "pinned_host", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) {', '%2 = stablehlo.custom_call @annotate_device_placement(%1) {backend_config = "", has_side_effect = true, mhlo.frontend_attributes = {_xla_buffer_placement = "pinned_host"}} : (tensor<2x4xf32>) -> tensor<2x4xf32>'],
+        ['pinned_host'],
+        [[[0.0, 2.0, 4.0, 6.0], [8.0, 10.0, 12.0, 14.0]]]),
+    'plus_one_dev': (
+        [],
+        ['device'],
+        [[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]]),
+    'two_outs': (
+        ['func.func public @main(%arg0: tensor<2x4xf32> {mhlo.memory_kind = "device", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}) -> (tensor<2x4xf32> {jax.result_info = "result[0]", mhlo.memory_kind = "pinned_host", sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}, tensor<2x4xf32> {jax.result_info = "result[1]", mhlo.memory_kind = "device"}) {', '%2 = stablehlo.custom_call @annotate_device_placement(%arg0) {backend_config = "", has_side_effect = true, mhlo.frontend_attributes = {_xla_buffer_placement = "pinned_host"}} : (tensor<2x4xf32>) -> tensor<2x4xf32>'],
+        ['pinned_host', 'device'],
+        [[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]], [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]]),
+}
+
+
+@pytest.mark.parametrize("name, f, kw, arg", JITS, ids=[j[0] for j in JITS])
+def test_jit_memory_kinds_as_jax(name, f, kw, arg):
+    fragments, kinds, values = JIT_EXPECTED[name]
+    j = jax.jit(f, **kw)
+    text = j.lower(arg).as_text()
+    assert [ln.strip() for ln in text.splitlines()
+            if "memory_kind" in ln or "annotate_device" in ln] == fragments
+    out = j(arg)
+    outs = out if isinstance(out, tuple) else (out,)
+    assert [o.sharding.memory_kind for o in outs] == kinds
+    assert [np.asarray(o).tolist() for o in outs] == values
+
+
+def test_jit_result_is_compiled_into_host_memory():
+    """XLA's executable itself returns the result in host memory (its layout's memory space
+    S(5)), as JAX's: the label is not only on the Python side."""
+    compiled = jax.jit(lambda x: x * 3, out_shardings=s_host).lower(ad).compile()
+    assert "->f32[2,4]{1,0:S(5)}" in compiled.as_text()
