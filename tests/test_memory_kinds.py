@@ -16,6 +16,7 @@ s_dev = NamedSharding(mesh, P("x", "y"), memory_kind="device")
 s_host = s_dev.with_memory_kind("pinned_host")
 x = jnp.arange(8.0).reshape(2, 4)
 put = jax.device_put
+S = jax.memory.Space
 
 # (expression, its str() or "ErrorClass: message" under JAX 0.10.2)
 EAGER = [
@@ -67,6 +68,19 @@ EAGER = [
      '(False, True)'),
     ("repr(put(1.0, SingleDeviceSharding(d, memory_kind='pinned_host')))",
      'Array(1., dtype=float32, weak_type=True)'),
+    # jax.memory.Space names a memory of the value's own device(s)
+    ('repr(put(x, S.Host).sharding)',
+     'SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=pinned_host)'),
+    ('str(put(x, S.Host))',
+     '[[0. 1. 2. 3.]\n [4. 5. 6. 7.]]'),
+    ('repr(put(put(x, S.Host), S.Device).sharding)',
+     'SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)'),
+    ('repr(put(np.ones((2, 2), np.float32), S.Host).sharding)',
+     'SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=pinned_host)'),
+    ('[repr(S.Host), str(S.Device), S.Any.value, S.__name__, [m.name for m in S]]',
+     "['MemorySpace.Host', 'MemorySpace.Device', 3, 'MemorySpace', ['Device', 'Host', 'Any']]"),
+    ('str(jax.jit(lambda v: put(v, s_dev) + 1, out_shardings=s_dev)(put(x, s_host)))',
+     '[[1. 2. 3. 4.]\n [5. 6. 7. 8.]]'),
 ]
 
 
@@ -145,3 +159,12 @@ def test_jit_result_is_compiled_into_host_memory():
     S(5)), as JAX's: the label is not only on the Python side."""
     compiled = jax.jit(lambda x: x * 3, out_shardings=s_host).lower(ad).compile()
     assert "->f32[2,4]{1,0:S(5)}" in compiled.as_text()
+
+
+@pytest.mark.parametrize("target", [s_host, S.Host, SingleDeviceSharding(d, memory_kind="pinned_host")],
+                         ids=["NamedSharding", "Space.Host", "SingleDeviceSharding"])
+def test_staged_move_to_host_is_refused_not_ignored(target):
+    """JAX types the result of this move ``f32<host>[...]``; jaxkit's abstract values have no
+    memory space, so rather than leave the value in device memory it says so."""
+    with pytest.raises(NotImplementedError, match="device_put to memory kind 'pinned_host'"):
+        jax.jit(lambda v: put(v, target))(x)
