@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 import jaxkit as jax
+import jaxkit.ad_checkpoint
 import jaxkit.numpy as jnp
+from jaxkit.lax import add_p, dot_general_p  # noqa: F401 (the policy records' expressions)
+from jaxkit.transforms.checkpoint import name_p  # noqa: F401
 from jaxkit.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
 
 d = jax.devices()[0]
@@ -168,3 +171,59 @@ def test_staged_move_to_host_is_refused_not_ignored(target):
     memory space, so rather than leave the value in device memory it says so."""
     with pytest.raises(NotImplementedError, match="device_put to memory kind 'pinned_host'"):
         jax.jit(lambda v: put(v, target))(x)
+
+
+# Checkpoint policies that offload residuals to host memory, and the one combining two policies:
+# what they answer (JAX 0.10.2's answers; its Saveable/Recompute print with their address).
+cp = jax.checkpoint_policies
+pol = cp.save_and_offload_only_these_names(
+    names_which_can_be_saved=["y"], names_which_can_be_offloaded=["x"], offload_src="device",
+    offload_dst="pinned_host")
+dot = cp.offload_dot_with_no_batch_dims("device", "pinned_host")
+both = cp.save_from_both_policies(cp.save_only_these_names("a"), cp.dots_saveable)
+
+
+def f(x):
+    a = jax.ad_checkpoint.checkpoint_name(jnp.sin(x), "a")
+    return jnp.sum(jnp.cos(a @ x))
+
+
+POLICIES = [
+    ("repr(pol(name_p, name='x'))",
+     "Offloadable(src='device', dst='pinned_host')"),
+    ("type(pol(name_p, name='y')).__name__",
+     'SaveableType'),
+    ("type(pol(name_p, name='z')).__name__",
+     'RecomputeType'),
+    ('type(pol(add_p)).__name__',
+     'RecomputeType'),
+    ('repr(dot(dot_general_p, dimension_numbers=(((1,), (0,)), ((), ()))))',
+     "Offloadable(src='device', dst='pinned_host')"),
+    ('type(dot(dot_general_p, dimension_numbers=(((2,), (1,)), ((0,), (0,))))).__name__',
+     'RecomputeType'),
+    ('type(dot(add_p)).__name__',
+     'RecomputeType'),
+    ("cp.save_and_offload_only_these_names(names_which_can_be_saved=['x'], names_which_can_be_offloaded=['x'], offload_src='device', offload_dst='pinned_host')",
+     "ValueError: The names should be exclusive and should not intersect in `names_which_can_be_saved` and `names_which_can_be_offloaded`. Got names_which_can_be_saved={'x'}, names_which_can_be_offloaded={'x'} and the intersection={'x'}"),
+    ("both(name_p, name='a'), both(name_p, name='b'), both(dot_general_p, dimension_numbers=(((1,), (0,)), ((), ())))",
+     '(True, False, True)'),
+    ("cp.save_from_both_policies(pol, cp.dots_saveable)(name_p, name='x')",
+     "ValueError: The return value of the policies should be a boolean. Got: Offloadable(src='device', dst='pinned_host') and False. Please write a custom policy function directly, rather than using this helper function."),
+    # JAX 0.10.2's gradient: [[-1.0302834510803223, 0.0], [0.0, -1.0302834510803223]]
+    ("np.allclose(jax.grad(jax.checkpoint(f, policy=both))(np.eye(2, dtype=np.float32)), "
+     "[[-1.0302834510803223, 0.0], [0.0, -1.0302834510803223]], rtol=1e-6)",
+     'True'),
+]
+
+
+@pytest.mark.parametrize("expr, expected", POLICIES, ids=[e for e, _ in POLICIES])
+def test_offloading_policies_as_jax(expr, expected):
+    assert _run(expr) == expected
+
+
+def test_offloaded_residual_is_refused_clearly():
+    """An offloaded residual would be typed ``f32<host>[...]``; jaxkit's abstract values have
+    no memory space, so checkpoint says it cannot rather than keep it on the device."""
+    g = jax.checkpoint(lambda v: jnp.sum(jnp.sin(v) @ v), policy=dot)
+    with pytest.raises(NotImplementedError, match="offloading residuals"):
+        jax.grad(g)(np.eye(2, dtype=np.float32))
