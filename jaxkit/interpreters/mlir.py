@@ -516,7 +516,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 mesh: Sequence[tuple[str, int]] | None = None,
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
-                arg_memory_kinds: Sequence[str | None] = (),
+                arg_memory_kinds: Sequence[str] = (),
                 result_memory_kinds: Sequence[str | None] | None = None,
                 device_assignment: tuple = (), api: str = "jit",
                 result_names: Sequence[str] = (), platform: str | None = None) -> ir.Module:
@@ -529,9 +529,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
     Shardy attributes given (None: XLA propagates one); ``device_assignment`` names the device
     of each partition, for rules that report on them (``inspect_array_sharding``).
-    ``arg_memory_kinds``/``result_memory_kinds`` (when some value is not in device memory)
-    name the memory space of each parameter and result; a result placed by name (not None)
-    is annotated so that XLA moves it there (``annotate_device_placement``).
+    ``arg/result_memory_kinds`` (when a value is not in device memory) name each one's memory;
+    a result whose kind is not None is annotated so XLA moves it there.
 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
     CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
@@ -575,8 +574,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 if shd is not None:
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
             for attrs_i, kind in zip(arg_attrs, arg_memory_kinds):
-                if kind is not None:
-                    attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind)
+                attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind)
             if any(arg_attrs):
                 fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
             result_attrs = [{} for _ in out_types]
@@ -607,13 +605,11 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
 def place_in_memory(x: ir.Value, memory_kind: str) -> ir.Value:
     """``x`` annotated to live in the memory space ``memory_kind`` (XLA's
     ``annotate_device_placement``, which makes it copy the value there)."""
-    op = hlo.CustomCallOp([x.type], [x],
-                          call_target_name=ir.StringAttr.get("annotate_device_placement"),
-                          has_side_effect=ir.BoolAttr.get(True),
-                          backend_config=ir.StringAttr.get(""),
-                          api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
-                          called_computations=ir.ArrayAttr.get([]), operand_layouts=None,
-                          result_layouts=None)
+    op = hlo.CustomCallOp(
+        [x.type], [x], call_target_name=ir.StringAttr.get("annotate_device_placement"),
+        has_side_effect=ir.BoolAttr.get(True), backend_config=ir.StringAttr.get(""),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        called_computations=ir.ArrayAttr.get([]), operand_layouts=None, result_layouts=None)
     op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
         {"_xla_buffer_placement": ir.StringAttr.get(memory_kind)})
     return op.result
