@@ -85,6 +85,7 @@ class Sharding(_jax.SingleDeviceSharding):
     def __init__(self, device, *, memory_kind: str | None = None):
         check_memory_kind((device,), memory_kind)
         super().__init__(device, memory_kind=memory_kind)
+        self._hash = hash((device, self._memory_kind))  # shardings key caches: hash once
 
     # jaxlib's C++ class fills in the device's default memory kind ("device") for None.
     memory_kind = property(lambda self: self._memory_kind)
@@ -97,13 +98,13 @@ class Sharding(_jax.SingleDeviceSharding):
 
     # jaxlib's class compares by identity; JAX's compares the device and the memory kind.
     def __eq__(self, other):
-        if not isinstance(other, Sharding):
-            return False
-        return self is other or (self._device == other._device and
-                                 self.memory_kind == other.memory_kind)
+        if self is other:
+            return True
+        return isinstance(other, Sharding) and self._device == other._device and \
+            self._memory_kind == other._memory_kind
 
     def __hash__(self):
-        return hash((self._device, self.memory_kind))
+        return self._hash
 
     def __repr__(self):
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
