@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, distributed, lax, tree_util
+from jaxkit.api_namespaces import MemorySpace
 from jaxkit.lax.sharding import constrain, resolve_sharding
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, device_put_value
@@ -55,6 +56,9 @@ def process_count() -> int:
     return distributed.process_count()
 
 
+# The memory kind of a device that each memory space names (Any names none).
+_SPACE_KINDS = {MemorySpace.Device: "device", MemorySpace.Host: "pinned_host"}
+
 # Types that stand for a placement in device_put, with the function that puts one leaf so:
 # layout.Format registers itself (it lives in a layer above this one).
 device_put_forms: dict[type, Callable[[Any, Any], Any]] = {}
@@ -72,6 +76,8 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
     if type(device) in device_put_forms:
         put = device_put_forms[type(device)]
         return tree_util.tree_map(lambda leaf: put(leaf, device), x)
+    if isinstance(device, MemorySpace):
+        return tree_util.tree_map(lambda leaf: _put_in_space(leaf, device), x)
     if isinstance(device, (NamedSharding, PartitionSpec)) or not (
             device is None or isinstance(device, (pjrt.Device, pjrt.Sharding))):
         return _device_put_sharded(x, device)
@@ -80,15 +86,17 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
             lax.ArrayCopySemantics.REUSE_INPUT)
     leaves, treedef = tree_util.tree_flatten(x)
     if any(isinstance(leaf, core.Tracer) for leaf in leaves):
+        _refuse_staged_memory_kind(device)
         n = len(leaves)
         outs = lax.device_put_p.bind(*leaves, devices=(device,) * n, srcs=(src,) * n,
                                      copy_semantics=(copy,) * n)
         return tree_util.tree_unflatten(treedef, outs)
+    kind = None
     if isinstance(device, pjrt.Sharding):
-        device = device._device
+        device, kind = device._device, device.memory_kind
     outs = []
     for leaf in leaves:
-        moved = device_put_value(leaf, device)
+        moved = device_put_value(leaf, device, memory_kind=kind)
         if moved is leaf and copy != lax.ArrayCopySemantics.REUSE_INPUT:
             moved = lax.copy(leaf)  # a fresh buffer, as may_alias=False / donate promise
         outs.append(moved)
@@ -114,6 +122,8 @@ def _device_put_sharded(x: Any, shardings: Any):
             outs.append(device_put_forms[type(s)](leaf, s))
             continue
         _refuse_moving_unreduced(leaf, s)
+        if isinstance(leaf, core.Tracer):
+            _refuse_staged_memory_kind(s)
         if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
                 leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
             outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value
@@ -130,6 +140,37 @@ def _device_put_sharded(x: Any, shardings: Any):
         else:
             raise TypeError(f"device_put expects a device or a sharding, got {s!r}")
     return tree_util.tree_unflatten(treedef, outs)
+
+
+def _put_in_space(leaf: Any, space: MemorySpace) -> Any:
+    """``leaf`` moved to the memory space ``space`` of the device(s) it is on (a host value:
+    of the default device), laid out as it is."""
+    if space not in _SPACE_KINDS:
+        raise ValueError(f"device_put to {space!r} names no memory to move the value to; use "
+                         "jax.memory.Space.Device or jax.memory.Space.Host")
+    _refuse_staged_memory_kind(space, isinstance(leaf, core.Tracer))
+    held = getattr(leaf, "sharding", None)
+    if held is None:
+        held = pjrt.current_default_sharding()
+    if not hasattr(held, "with_memory_kind"):
+        raise NotImplementedError(f"device_put to {space!r} of an array laid out as {held!r} "
+                                  "is not implemented; device_put it to a NamedSharding with "
+                                  "a memory_kind instead")
+    return device_put(leaf, held.with_memory_kind(_SPACE_KINDS[space]))
+
+
+def _refuse_staged_memory_kind(target: Any, traced: bool = True) -> None:
+    """Inside a trace, a move to another memory space than the device's is not staged:
+    jaxkit's abstract values carry no memory space (JAX types the result ``f32<host>[...]``
+    and lowers it into the program's result memory kinds), so it would silently stay in
+    device memory."""
+    kind = _SPACE_KINDS.get(target) if isinstance(target, MemorySpace) else \
+        getattr(target, "memory_kind", None)
+    if traced and kind not in (None, "device"):
+        raise NotImplementedError(
+            f"device_put to memory kind {kind!r} inside a traced function (jit, grad, vmap) "
+            "is not implemented: jaxkit's abstract values carry no memory space. Place the "
+            "value with jit's in_shardings/out_shardings, or device_put it outside the trace")
 
 
 def _refuse_moving_unreduced(leaf: Any, s: Any) -> None:
@@ -151,7 +192,7 @@ def _reshard(sharding: NamedSharding) -> Callable:
 
 
 def device_get(x: Any):
-    """Fetch every array of the pytree ``x`` to NumPy."""
+    """Fetch every array of the pytree ``x`` to NumPy (from any memory space)."""
     return tree_util.tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
 
 

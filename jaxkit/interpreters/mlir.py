@@ -516,6 +516,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 mesh: Sequence[tuple[str, int]] | None = None,
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
+                arg_memory_kinds: Sequence[str] = (),
+                result_memory_kinds: Sequence[str | None] | None = None,
                 device_assignment: tuple = (), api: str = "jit",
                 result_names: Sequence[str] = (), platform: str | None = None) -> ir.Module:
     """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
@@ -527,6 +529,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     devices: it declares the Shardy mesh ``@mesh`` and its parameters and results carry the
     Shardy attributes given (None: XLA propagates one); ``device_assignment`` names the device
     of each partition, for rules that report on them (``inspect_array_sharding``).
+    ``arg/result_memory_kinds`` (when a value is not in device memory) name each one's memory;
+    a result whose kind is not None is annotated so XLA moves it there.
 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
     CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
@@ -569,6 +573,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
             for attrs_i, shd in zip(arg_attrs, arg_shardings):
                 if shd is not None:
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
+            for attrs_i, kind in zip(arg_attrs, arg_memory_kinds):
+                attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind)
             if any(arg_attrs):
                 fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
             result_attrs = [{} for _ in out_types]
@@ -577,6 +583,9 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
             for attrs_i, res_name in zip(result_attrs, result_names):
                 attrs_i["jax.result_info"] = ir.StringAttr.get(res_name)
+            for attrs_i, kind in zip(result_attrs, result_memory_kinds or ()):
+                # a result placed by no one stays where values are made: device memory
+                attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind or "device")
             if any(result_attrs):
                 fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
             entry = fn.add_entry_block(arg_locs=_arg_locations(jaxpr))
@@ -584,11 +593,26 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 args = [_token_from_boundary(v.aval, x)
                         for v, x in zip(jaxpr.invars, entry.arguments)]
                 outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *args)
+                outs = [x if kind is None else place_in_memory(x, kind)
+                        for x, kind in zip(outs, result_memory_kinds or [None] * len(outs))]
                 func_dialect.ReturnOp([_token_to_boundary(v.aval, x)
                                        for v, x in zip(jaxpr.outvars, outs)])
         if ctx.host_callbacks:
             pjrt.module_host_callbacks[module] = ctx.host_callbacks
         return module
+
+
+def place_in_memory(x: ir.Value, memory_kind: str) -> ir.Value:
+    """``x`` annotated to live in the memory space ``memory_kind`` (XLA's
+    ``annotate_device_placement``, which makes it copy the value there)."""
+    op = hlo.CustomCallOp(
+        [x.type], [x], call_target_name=ir.StringAttr.get("annotate_device_placement"),
+        has_side_effect=ir.BoolAttr.get(True), backend_config=ir.StringAttr.get(""),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1),
+        called_computations=ir.ArrayAttr.get([]), operand_layouts=None, result_layouts=None)
+    op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(
+        {"_xla_buffer_placement": ir.StringAttr.get(memory_kind)})
+    return op.result
 
 
 def inspect_sharding(value: ir.Value, callback: Callable[[Any], None]) -> None:

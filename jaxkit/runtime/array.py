@@ -238,14 +238,14 @@ core.pytype_aval_mappings[Array] = lambda x: x.aval
 
 
 def device_put_value(x: Any, device=None, weak_type: bool | None = None,
-                     dtype=None) -> Array:
-    """Any array-like (NumPy, Python scalar, Array) -> Array on ``device``, committed to it;
-    with no ``device``, an Array stays as it is and other values go to the default device,
-    uncommitted."""
+                     dtype=None, memory_kind: str | None = None) -> Array:
+    """Any array-like (NumPy, Python scalar, Array) -> Array on ``device``, committed to it,
+    in its memory space ``memory_kind`` (None: the default one); with no ``device``, an Array
+    stays as it is and other values go to the default device, uncommitted."""
     if type(x) is Array and dtype is None:
         if device is None:
             return x
-        return Array(pjrt.copy_to_device(x._buf, x.aval, device))
+        return Array(pjrt.copy_to_device(x._buf, x.aval, device, memory_kind=memory_kind))
     if getattr(type(x), "laid_out", False) and dtype is None and (device is None or (
             x.committed and x.device == device)):
         return x  # an array laid out in another order stays as it is where it is
@@ -261,7 +261,8 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
         aval = aval.update(weak_type=weak_type)
     host = x._value if type(x) is Array else x
     value = np.asarray(host, dtype=aval.dtype)
-    return Array(pjrt.put(value, aval, device, committed=device is not None))
+    return Array(pjrt.put(value, aval, device, committed=device is not None,
+                          memory_kind=memory_kind))
 
 
 # (value, type, aval, device[, sign]) -> device buffer of a Python scalar: `x * 2.0` in a loop

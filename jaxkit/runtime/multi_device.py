@@ -197,7 +197,7 @@ def _make_stub_modules() -> dict[str, types.ModuleType]:
     impls = types.ModuleType("jax._src.sharding_impls")
 
     def make_single_device_sharding(device, memory_kind=None):
-        return pjrt.backend_of(device).shardings[device]
+        return pjrt.memory_sharding(device, memory_kind)
 
     impls.make_single_device_sharding = make_single_device_sharding
     jax_mod._src = src
@@ -242,8 +242,9 @@ def fetch_shards(buf: ArrayImpl) -> list[np.ndarray]:
 
 def wrap_shard(shard: ArrayImpl, aval) -> ArrayImpl:
     """A single-device array over the buffer of ``shard`` that carries ``aval``."""
-    device = shard._sharding._device
-    return ArrayImpl(aval, pjrt.backend_of(device).shardings[device], [shard], True, True)
+    held = shard._sharding
+    return ArrayImpl(aval, pjrt.memory_sharding(held._device, held.memory_kind), [shard], True,
+                     True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -80,15 +80,34 @@ class Sharding(_jax.SingleDeviceSharding):
     jax monkey-patches ``memory_kind`` and ``_to_xla_hlo_sharding`` onto the C++ class; we
     subclass instead. One instance per device is reused everywhere (compared by identity)."""
 
-    memory_kind = None
     _replicated = xc.HloSharding.replicate()
+
+    def __init__(self, device, *, memory_kind: str | None = None):
+        check_memory_kind((device,), memory_kind)
+        super().__init__(device, memory_kind=memory_kind)
+        self._hash = hash((device, self._memory_kind))  # shardings key caches: hash once
+
+    # jaxlib's C++ class fills in the device's default memory kind ("device") for None.
+    memory_kind = property(lambda self: self._memory_kind)
+
+    def with_memory_kind(self, kind: str) -> Sharding:
+        return memory_sharding(self._device, kind)
 
     def _to_xla_hlo_sharding(self, ndim):
         return Sharding._replicated
 
-    # What JAX's SingleDeviceSharding shows and answers (its memory kind on CPU is "device").
+    # jaxlib's class compares by identity; JAX's compares the device and the memory kind.
+    def __eq__(self, other):
+        if self is other:
+            return True
+        return isinstance(other, Sharding) and self._device == other._device and \
+            self._memory_kind == other._memory_kind
+
+    def __hash__(self):
+        return self._hash
+
     def __repr__(self):
-        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
 
     device_set = property(lambda self: {self._device})
     addressable_devices = device_set
@@ -116,6 +135,33 @@ class Sharding(_jax.SingleDeviceSharding):
 
 Sharding.__name__ = Sharding.__qualname__ = "SingleDeviceSharding"
 Sharding.__module__ = "jax.sharding"
+
+
+def check_memory_kind(devices: Sequence, kind: str | None) -> None:
+    """JAX's error for a memory kind that the devices cannot address (None: the default)."""
+    if kind is None:
+        return
+    for device in devices:
+        kinds = [m.kind for m in device.addressable_memories()]
+        if kind not in kinds:
+            raise ValueError(
+                f"Could not find memory addressable by device {device.device_kind}. Device "
+                f"{device.device_kind} can address the following memory kinds: "
+                f"{', '.join(kinds)}. Got memory kind: {kind}")
+
+
+_memory_shardings: dict[tuple, Sharding] = {}
+
+
+def memory_sharding(device, kind: str | None) -> Sharding:
+    """The one single-device sharding of ``device`` in its memory space ``kind`` (None or
+    its default memory: the device's own sharding)."""
+    if kind is None or kind == device.default_memory().kind:
+        return sharding_of(device)
+    s = _memory_shardings.get((device, kind))
+    if s is None:
+        s = _memory_shardings[(device, kind)] = Sharding(device, memory_kind=kind)
+    return s
 
 
 _COPY = _jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
@@ -331,13 +377,14 @@ def hlo_cost_analysis(hlo_module, device=None) -> dict[str, float]:
 
 
 def put(x: np.ndarray, aval, device=None, may_alias: bool = False,
-        committed: bool = False) -> ArrayImpl:
+        committed: bool = False, memory_kind: str | None = None) -> ArrayImpl:
     """Copy a NumPy array (already of ``aval.dtype``) to a device buffer carrying ``aval``, on
     ``device`` (default: ``current_default_device()``); ``committed`` marks the array as
     placed there by the user (computations on it then run there).
 
     ``may_alias=True`` lets the CPU client alias the NumPy memory; only for arrays that the
-    library created and nobody else can mutate."""
+    library created and nobody else can mutate. ``memory_kind`` names the device's memory
+    space to put it in (None: its default one)."""
     if device is None:
         dev = current_default_device() if placement.spread else default_device()
     else:
@@ -349,6 +396,8 @@ def put(x: np.ndarray, aval, device=None, may_alias: bool = False,
         sharding = backend.shardings[dev]
     except KeyError:
         raise ValueError(f"{dev!r} is not a device of the {backend.platform} backend") from None
+    if memory_kind is not None:
+        sharding = memory_sharding(dev, memory_kind)
     return _jax.batched_device_put(aval, sharding, [x], [dev], committed, False,
                                    _ALIAS if may_alias else backend.host_copy,
                                    enable_x64=config.x64)
@@ -366,11 +415,16 @@ def device_of(buf: ArrayImpl):
     return buf._sharding._device
 
 
-def copy_to_device(buf: ArrayImpl, aval, device, committed: bool = True) -> ArrayImpl:
-    """``buf`` on ``device`` (itself if it is there already, when its committedness fits)."""
-    if device_of(buf) == device and (buf._committed or not committed):
+def copy_to_device(buf: ArrayImpl, aval, device, committed: bool = True,
+                   memory_kind: str | None = None) -> ArrayImpl:
+    """``buf`` on ``device``, in its memory space ``memory_kind`` (None: the default one);
+    itself if it is there already, when its committedness fits."""
+    held = buf._sharding.memory_kind or "device"
+    if device_of(buf) == device and (buf._committed or not committed) and \
+            held == (memory_kind or "device"):
         return buf
-    return put(np.array(fetch(buf)), aval, device, may_alias=True, committed=committed)
+    return put(np.array(fetch(buf)), aval, device, may_alias=True, committed=committed,
+               memory_kind=memory_kind)
 
 
 # --------------------------------------------------------------------------------------------

@@ -332,10 +332,10 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=
 
 
 class GlobalSharding(_jax.GSPMDSharding):
-    """The label of a global device buffer: jaxlib's C++ sharding over a device list, with
-    the two members jax normally adds."""
+    """The label of a global device buffer: jaxlib's C++ sharding over a device list (in one
+    memory space of its devices), with the two members jax normally adds."""
 
-    memory_kind = None
+    memory_kind = property(lambda self: self._memory_kind)
 
     def _to_xla_hlo_sharding(self, ndim):
         return self._hlo_sharding
@@ -356,9 +356,8 @@ class NamedSharding:
                 spec = PartitionSpec(*(spec or ()))
             else:
                 raise TypeError(f"NamedSharding expects a PartitionSpec, got {spec!r}")
-        if memory_kind not in (None, "device"):
-            raise ValueError(f"memory_kind {memory_kind!r} is not supported; jaxkit places "
-                             "arrays in device memory ('device')")
+        if isinstance(mesh, Mesh):
+            pjrt.check_memory_kind(mesh._flat[:1], memory_kind)
         self.mesh = mesh
         self.spec = spec
         seen: set[str] = set()
@@ -374,8 +373,17 @@ class NamedSharding:
                         f"entries for `{a}`")
                 seen.add(a)
         _check_unreduced_axes(mesh, spec)
+        # As JAX's: None means the devices' default memory ("device"); over an abstract mesh
+        # (a type's sharding) it stays None.
+        if memory_kind is None and isinstance(mesh, Mesh):
+            memory_kind = mesh._flat[0].default_memory().kind
+        self._memory_kind = memory_kind
 
-    memory_kind = "device"
+    @property
+    def memory_kind(self) -> str | None:
+        """The memory space of the devices that holds the array: "device", "pinned_host" or
+        "unpinned_host"."""
+        return self._memory_kind
 
     def _devices(self, what: str) -> tuple:
         if isinstance(self.mesh, AbstractMesh):
@@ -424,7 +432,8 @@ class NamedSharding:
         return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
     def update(self, **kw) -> NamedSharding:
-        return NamedSharding(kw.get("mesh", self.mesh), kw.get("spec", self.spec))
+        return NamedSharding(kw.get("mesh", self.mesh), kw.get("spec", self.spec),
+                             memory_kind=kw.get("memory_kind", self.memory_kind))
 
     def _tiling(self, ndim: int) -> list[int]:
         sizes = self.mesh.shape
@@ -486,11 +495,11 @@ class NamedSharding:
         """The C++ sharding that labels this layout's rank-``ndim`` device buffers (one object
         per layout: jaxlib compares them by identity)."""
         hlo = self._to_xla_hlo_sharding(ndim)
-        key = (self.mesh._flat, repr(hlo))
+        key = (self.mesh._flat, repr(hlo), self.memory_kind)
         shd = _global_shardings.get(key)
         if shd is None:
             shd = _global_shardings[key] = GlobalSharding(
-                multi_device.device_list(self.mesh._flat), hlo)
+                multi_device.device_list(self.mesh._flat), hlo, memory_kind=self.memory_kind)
         return shd
 
     def sdy_attr(self, ndim: int, mesh_name: str = "mesh",
@@ -532,16 +541,18 @@ class NamedSharding:
         n = max(len(self.spec), len(other.spec))
         return (self.spec._normalized(n) == other.spec._normalized(n)
                 and self.spec.unreduced == other.spec.unreduced
-                and self.spec.reduced == other.spec.reduced)
+                and self.spec.reduced == other.spec.reduced
+                and self.memory_kind == other.memory_kind)
 
     def __hash__(self) -> int:
         return hash((self.mesh, tuple(a for a in self.spec._normalized(0)),
-                     self.spec.unreduced, self.spec.reduced))
+                     self.spec.unreduced, self.spec.reduced, self.memory_kind))
 
     def __repr__(self) -> str:
-        if isinstance(self.mesh, AbstractMesh):  # a type's sharding: in no memory yet
+        if self.memory_kind is None:  # a type's sharding: in no memory yet
             return f"NamedSharding(mesh={self.mesh}, spec={self.spec})"
-        return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind=device)"
+        return (f"NamedSharding(mesh={self.mesh}, spec={self.spec}, "
+                f"memory_kind={self.memory_kind})")
 
 
 def _device_list(s: Any) -> tuple:
@@ -558,7 +569,7 @@ def shardings_equivalent(s1: Any, s2: Any, ndim: int, check_devices: bool = True
     replicated ones are the same), in the same memory, over the same device list."""
     h1, h2 = s1._to_xla_hlo_sharding(ndim), s2._to_xla_hlo_sharding(ndim)
     same = h1 == h2 or (h1.is_replicated() and h2.is_replicated())
-    # jaxlib's classes here leave memory_kind None; every jaxkit buffer is in device memory
+    # None: a sharding over no concrete devices, or one of jaxlib's that names no memory
     same = same and (s1.memory_kind or "device") == (s2.memory_kind or "device")
     return same and (not check_devices or _device_list(s1) == _device_list(s2))
 
@@ -715,7 +726,8 @@ def put_global(value: np.ndarray, aval, sharding: NamedSharding) -> Any:
     (``bad_function_call``) on partially replicated layouts unless jax is imported."""
     indices = sharding.addressable_devices_indices_map(value.shape)
     shard_aval = aval.update(shape=sharding.shard_shape(value.shape))
-    shards = [pjrt.put(np.ascontiguousarray(value[index]), shard_aval, device)
+    shards = [pjrt.put(np.ascontiguousarray(value[index]), shard_aval, device,
+                       memory_kind=sharding.memory_kind)
               for device, index in indices.items()]
     return multi_device.ArrayImpl(aval, sharding.runtime_sharding(value.ndim), shards, True,
                                   True)

@@ -123,6 +123,51 @@ def _save_only_these_names(*names: str) -> Callable:
     return policy
 
 
+def _save_and_offload_only_these_names(*, names_which_can_be_saved: Sequence[str],
+                                       names_which_can_be_offloaded: Sequence[str],
+                                       offload_src: str, offload_dst: str) -> Callable:
+    """Save the values named in the first list, offload those named in the second from
+    memory ``offload_src`` to ``offload_dst``, recompute the rest."""
+    saved, offloaded = set(names_which_can_be_saved), set(names_which_can_be_offloaded)
+    both = saved & offloaded
+    if both:
+        raise ValueError(
+            "The names should be exclusive and should not intersect in "
+            "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+            f"names_which_can_be_saved={saved}, names_which_can_be_offloaded={offloaded} "
+            f"and the intersection={both}")
+
+    def policy(prim, *_, **params):
+        if prim is name_p and params["name"] in saved:
+            return Saveable
+        if prim is name_p and params["name"] in offloaded:
+            return Offloadable(src=offload_src, dst=offload_dst)
+        return Recompute
+    return policy
+
+
+def _offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable:
+    """Offload (instead of recomputing) the results of dots without batch dimensions."""
+    def policy(prim, *_, **params):
+        if _dots_with_no_batch_dims_saveable(prim, **params):
+            return Offloadable(src=offload_src, dst=offload_dst)
+        return Recompute
+    return policy
+
+
+def _save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable:
+    """Save what either policy saves (both must answer with booleans)."""
+    def policy(prim, *args, **params) -> bool:
+        out1, out2 = policy_1(prim, *args, **params), policy_2(prim, *args, **params)
+        if not (isinstance(out1, bool) and isinstance(out2, bool)):
+            raise ValueError(
+                f"The return value of the policies should be a boolean. Got: {out1} and "
+                f"{out2}. Please write a custom policy function directly, rather than using "
+                "this helper function.")
+        return out1 or out2
+    return policy
+
+
 def _save_any_names_but_these(*names: str) -> Callable:
     # Only named values are saved (unlike save_anything_except_these_names), as in JAX.
     names_set = frozenset(names)
@@ -197,6 +242,9 @@ checkpoint_policies = types.SimpleNamespace(
     save_only_these_names=_save_only_these_names,
     save_any_names_but_these=_save_any_names_but_these,
     save_anything_except_these_names=_save_anything_except_these_names,
+    save_and_offload_only_these_names=_save_and_offload_only_these_names,
+    offload_dot_with_no_batch_dims=_offload_dot_with_no_batch_dims,
+    save_from_both_policies=_save_from_both_policies,
 )
 
 

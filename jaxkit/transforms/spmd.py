@@ -269,6 +269,12 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     # Results typed over another mesh of the same devices name a Shardy mesh of their own.
     others = {s.mesh.shape_tuple for s in plan.out_shardings
               if s is not None and s.mesh.shape_tuple != own}
+    # As JAX's: memory kinds are written only when some value is not in device memory.
+    named = [s for s in plan.in_shardings + plan.out_shardings if s is not None]
+    arg_kinds, result_kinds = (), None
+    if any(s.memory_kind not in (None, "device") for s in named):
+        arg_kinds = [s.memory_kind for s in plan.in_shardings]
+        result_kinds = [None if s is None else s.memory_kind for s in plan.out_shardings]
     module = mlir.lower_jaxpr(
         name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
         mesh=own, device_assignment=plan.mesh._flat,
@@ -278,6 +284,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
             _rank(v.aval), "mesh" if s.mesh.shape_tuple == own else
             sdy_mesh_symbol(s.mesh.shape_tuple))
             for s, v in zip(plan.out_shardings, jaxpr.outvars)],
+        arg_memory_kinds=arg_kinds, result_memory_kinds=result_kinds,
         result_names=result_names)
     for shape in others:
         declare_sdy_mesh(module, shape)
