@@ -413,6 +413,8 @@ EXEMPT = {
                      "primitives, which do)",
     "select_and_scatter": "JAX defines no derivative for the general form (its add form, "
                           "select_and_scatter_add, has one)",
+    "eval_jaxpr": "bound only while lowering scan bodies (func.call @closed_call), after "
+                  "every transformation ran; the scan primitive has the JVP rule",
 }
 # Primitives with a zero derivative everywhere (defjvp_zero) need no numerical row.
 _LINEAR_NAMES = {  # linear in some argument: need a transpose rule (besides ad.linear_primitives)
