@@ -435,8 +435,11 @@ HTML(report.sharding.html())"""),
     md("""
 ## What is not there yet
 
-Sharding rules for the primitives beyond the elementwise ones, contractions, reductions and
-the structural ones (a primitive without one refuses an operand split over `Explicit` axes:
-`auto_axes` runs it with XLA choosing the layout), unreduced types (`P(..., unreduced=...)`),
-`jax.experimental.layout` and `custom_partitioning` are still to come."""),
+Unreduced and reduced types (`P(..., unreduced=...)`), `jax.experimental.layout` and
+`custom_partitioning` work as in JAX. Still to come: arrays laid out in memory in another
+order than row-major over several devices (one device works), and memory kinds inside traced
+code (`device_put` to `pinned_host` under `jit`, and the checkpoint policies that offload
+residuals to the host): eager placement in host memory and `jit(out_shardings=...)` with a
+memory kind work; inside a trace jaxkit raises `NotImplementedError` rather than leave the
+value in device memory."""),
 ]
