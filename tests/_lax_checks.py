@@ -89,7 +89,8 @@ def primitive_call(case: Case, args) -> tuple[core.Primitive, list, list, dict]:
     """The (last) equation of ``case.prim`` in the traced call: the primitive, its operands
     (computed by evaluating the equations before it), the argument position each operand is
     (None if it is computed, a literal or a constant) and the params."""
-    closed = jaxkit.make_jaxpr(partial(case.fn, lax))(*args)
+    with jaxkit.disable_jit():  # nested jits inlined (lax.fft, dynamic_index_in_dim are ones)
+        closed = jaxkit.make_jaxpr(partial(case.fn, lax))(*args)
     jaxpr = closed.jaxpr
     idx = max((k for k, e in enumerate(jaxpr.eqns) if e.primitive.name == case.prim),
               default=None)
