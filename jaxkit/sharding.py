@@ -65,19 +65,10 @@ def get_abstract_mesh() -> AbstractMesh:
 
 def make_single_device_sharding(device, *, memory_kind: str | None = None
                                 ) -> SingleDeviceSharding:
-    """The sharding of an array that lives whole on ``device`` (in its default memory:
-    ``memory_kind`` None or ``"device"``)."""
-    if memory_kind not in (None, "device"):
-        kinds = [m.kind for m in device.addressable_memories()]
-        if memory_kind not in kinds:
-            raise ValueError(
-                f"Could not find memory addressable by device {device.device_kind}. Device "
-                f"{device.device_kind} can address the following memory kinds: "
-                f"{', '.join(kinds)}. Got memory kind: {memory_kind}")
-        raise NotImplementedError(
-            f"make_single_device_sharding(memory_kind={memory_kind!r}): jaxkit's one-device "
-            "arrays live in the device's default memory only; leave memory_kind None")
-    return _pjrt.backend_of(device).shardings[device]
+    """The sharding of an array that lives whole on ``device``, in its memory space
+    ``memory_kind`` (None: the default one; JAX's ValueError for a kind it cannot address)."""
+    _pjrt.check_memory_kind((device,), memory_kind)
+    return _pjrt.memory_sharding(device, memory_kind)
 
 
 class ManualAxisType:

@@ -145,7 +145,7 @@ def test_copy_to_host_async_then_read():
 
 def test_make_single_device_sharding_memory_kind():
     jax = _oracle()
-    for kind in (None, "device"):
+    for kind in (None, "device", "pinned_host", "unpinned_host"):
         mine = jaxkit.sharding.make_single_device_sharding(jaxkit.devices()[0], memory_kind=kind)
         theirs = jax.sharding.make_single_device_sharding(jax.devices()[0], memory_kind=kind)
         assert repr(mine) == repr(theirs)
@@ -155,9 +155,6 @@ def test_make_single_device_sharding_memory_kind():
             m.sharding.make_single_device_sharding(m.devices()[0], memory_kind="bogus")
         errors.append(str(e.value))
     assert errors[0] == errors[1]
-    with pytest.raises(NotImplementedError, match="default memory only"):
-        jaxkit.sharding.make_single_device_sharding(jaxkit.devices()[0],
-                                                    memory_kind="pinned_host")
 
 
 def test_device_put_of_a_format():
