@@ -602,7 +602,8 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     ``sharding`` (over Explicit mesh axes) when given."""
     fill_shape = np.shape(x) if shape is None else shape
     weak = dtype is None and dtypes.is_weakly_typed(x)
-    dtype = dtypes.dtype(x) if dtype is None else \
+    # x's own dtype is canonicalised silently (a float64 NumPy x is no user request), as JAX's
+    dtype = dtypes.dtype(x, canonicalize=True) if dtype is None else \
         dtypes.check_and_canonicalize_user_dtype(dtype, "dtype")  # JAX's name
     sharding = like_type_sharding(x, shape, shr.resolve_out_sharding("full_like", sharding))
     if weak:
