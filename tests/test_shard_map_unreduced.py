@@ -68,13 +68,6 @@ def _lines(jax, devices) -> list[str]:
     def sm(body, in_specs, out_specs, **kw):
         return jax.shard_map(body, in_specs=in_specs, out_specs=out_specs, **kw)
 
-    def error(thunk):
-        try:
-            thunk()
-        except Exception as e:  # noqa: BLE001  (the class and words are the record)
-            return f"{type(e).__name__}: {e}"
-        return "no error"
-
     with jax.set_mesh(ex):
         x = jax.device_put(data, xy)
         half = jax.device_put(data[:2], yy)
@@ -129,10 +122,10 @@ def _lines(jax, devices) -> list[str]:
                P(None, "y", unreduced={"x"})),
         ]
         arg = [half, x, x, x, x, x, x, x, x, half, half]
-        msgs = [error(lambda e=e, a=a: jax.make_jaxpr(e)(a)) for e, a in zip(errors, arg)]
-        msgs.append(error(lambda: jax.make_jaxpr(lambda a: dot_psum(a, in_specs=P()))(v)))
+        msgs = [_error_text(lambda e=e, a=a: jax.make_jaxpr(e)(a)) for e, a in zip(errors, arg)]
+        msgs.append(_error_text(lambda: jax.make_jaxpr(lambda a: dot_psum(a, in_specs=P()))(v)))
         # outside a shard_map: the cast is refused first, then the unbound name
-        msgs += [error(lambda: jax.make_jaxpr(lambda a: lax.pcast(a, "x", to=to))(x))
+        msgs += [_error_text(lambda: jax.make_jaxpr(lambda a: lax.pcast(a, "x", to=to))(x))
                  for to in ("unreduced", "reduced")]
     with jax.set_mesh(au):
         xa = jax.device_put(data, P("x", "y"))
@@ -141,7 +134,7 @@ def _lines(jax, devices) -> list[str]:
                    check_vma=False)
         out.append(str(jax.make_jaxpr(plain)(xa)))
         auto = sm(lambda a: a, xy, P(None, "y", unreduced={"x"}))
-        out += msgs[:-4] + [error(lambda: jax.make_jaxpr(auto)(xa)), *msgs[-4:]]
+        out += msgs[:-4] + [_error_text(lambda: jax.make_jaxpr(auto)(xa)), *msgs[-4:]]
     return out
 
 
@@ -151,6 +144,15 @@ def _canonical(lines: list[str]) -> list[str]:
                    re.sub(r"\{'varying', 'unreduced'\}", "{'unreduced', 'varying'}", s))
             for s in lines]
 
+
+
+def _error_text(thunk) -> str:
+    """What ``thunk()`` raises, as ``Class: message`` (the record compared), else "no error"."""
+    try:
+        thunk()
+    except Exception as e:  # noqa: BLE001  (the class and words are the record)
+        return f"{type(e).__name__}: {e}"
+    return "no error"
 
 def test_unreduced_reduced_manual_axes_as_jax():
     assert _canonical(_lines(jaxkit, DEVICES)) == _canonical(JAX_OUTPUT)
@@ -188,13 +190,6 @@ def _invariant_lines(jax, devices) -> list[str]:
     def sm(body, in_specs=P("x"), out_specs=P(), **kw):
         return jax.shard_map(body, in_specs=in_specs, out_specs=out_specs, **kw)
 
-    def error(thunk):
-        try:
-            thunk()
-        except Exception as e:  # noqa: BLE001  (the class and words are the record)
-            return f"{type(e).__name__}: {e}"
-        return "no error"
-
     with jax.set_mesh(mesh):
         x = jax.device_put(data, P("x"))
         f = sm(lambda a: gather(a, axis=1, tiled=True))
@@ -212,9 +207,9 @@ def _invariant_lines(jax, devices) -> list[str]:
                                   ).tolist()))
         out.append(str(jax.make_jaxpr(sm(jax.vmap(gather, in_axes=1, out_axes=1)))(x)))
         out += [
-            error(lambda: jax.make_jaxpr(sm(lambda a: gather(lax.pcast(a, "x",
+            _error_text(lambda: jax.make_jaxpr(sm(lambda a: gather(lax.pcast(a, "x",
                                                                        to="unreduced"))))(x)),
-            error(lambda: jax.make_jaxpr(lambda a: lax.all_gather(a, "q", to="invarying"))(x)),
+            _error_text(lambda: jax.make_jaxpr(lambda a: lax.all_gather(a, "q", to="invarying"))(x)),
         ]
     return out
 
