@@ -9,8 +9,10 @@ execution, ``jit`` and lowering all go through it), JVP (a ref's tangent is a re
 evaluation (a ref written with an unknown value becomes unknown) and batching.
 
 An index is kept as a static ``indexer`` parameter, one entry per dimension of the ref: an
-int, a slice ``(start, stop, step)``, or ``None`` for "the next dynamic operand" (an integer
-array or traced scalar); ``indexer=None`` is the whole ref (``ref[...]``).
+int, a slice ``(start, stop, step)``, ``None`` for "the next dynamic operand" (an integer
+array or traced scalar), or ``("ds", size)`` for ``jax.ds(start, size)`` with a traced start
+(the next dynamic operand; Pallas kernels index blocks so); ``indexer=None`` is the whole ref
+(``ref[...]``).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.indexing import Slice
 from jaxkit import numpy as jnp
 from jaxkit.interpreters import ad, batching, hijax
 from jaxkit.interpreters import partial_eval as pe
@@ -32,6 +35,11 @@ __all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze",
            "new_ref", "set", "swap"]
 
 _FULL = "full"  # marker in an indexer for a whole dimension (printed ``:``)
+_DS = "ds"  # first item of a dynamic-start slice entry ``("ds", size)``
+
+
+def _is_ds(entry) -> bool:
+    return isinstance(entry, tuple) and len(entry) == 2 and entry[0] == _DS
 
 
 # --------------------------------------------------------------------------------------------
@@ -84,6 +92,8 @@ def _parse_index(shape: tuple, idx: Any) -> tuple[tuple | None, list]:
                            else (start, stop, step))
         elif isinstance(i, (int, np.integer)) and not isinstance(i, bool):
             indexer.append(int(i))
+        elif isinstance(i, Slice):
+            indexer.append(_slice_entry(dim, i, dyn))
         else:
             aval = _aval(i)
             if aval is None or not dtypes.issubdtype(aval.dtype, np.integer):
@@ -94,13 +104,38 @@ def _parse_index(shape: tuple, idx: Any) -> tuple[tuple | None, list]:
     return tuple(indexer), dyn
 
 
+def _slice_entry(dim: int, s: Slice, dyn: list):
+    """The indexer entry of a ``jax.ds`` slice: a static slice when its start is known, else a
+    dynamic-start entry whose start becomes the next dynamic operand."""
+    if s.is_dynamic_size:
+        raise ValueError("Ref slices must have a static size (jax.ds(start, size) with an int "
+                         "size); the start may be traced.")
+    if not s.is_dynamic_start:
+        start, size, stride = int(s.start), int(s.size), s.stride
+        stop = start + (size - 1) * stride + 1 if size else start
+        if start < 0 or stop > dim:
+            raise IndexError(f"jax.ds({start}, {size}) is out of bounds for a dimension of size "
+                             f"{dim}")
+        return _FULL if (start, stop, stride) == (0, dim, 1) else (start, stop, stride)
+    if s.stride != 1:
+        raise NotImplementedError("Ref indexing with a traced-start jax.ds of stride "
+                                  f"{s.stride} is not implemented; use stride 1")
+    if not dtypes.issubdtype(core.get_aval(s.start).dtype, np.integer):
+        raise TypeError(f"jax.ds start must be an integer, got {s.start!r}")
+    dyn.append(s.start)
+    return (_DS, int(s.size))
+
+
 def _to_numpy_index(indexer: tuple | None, dyn) -> tuple:
     if indexer is None:
         return ()
     it = iter(dyn)
     out = []
     for i in indexer:
-        if i is None:
+        if _is_ds(i):  # only in shape computations: where the window starts does not matter
+            next(it)
+            out.append(slice(0, i[1]))
+        elif i is None:
             out.append(next(it))
         elif i == _FULL:
             out.append(slice(None))
@@ -123,7 +158,10 @@ def _pp_indexer(eqn: core.JaxprEqn, namer: core.Namer, ref_aval, indexer, dyn) -
     it = iter(dyn)
     parts = []
     for dim, i in zip(ref_aval.shape, indexer):
-        if i is None:
+        if _is_ds(i):  # as JAX: ``a[i:i+4]``
+            start = namer(next(it))
+            parts.append(f"{start}:{start}+{i[1]}")
+        elif i is None:
             parts.append(namer(next(it)))
         elif i == _FULL:
             parts.append(":")
@@ -202,7 +240,35 @@ def _get_abstract_eval(ref_aval, *dyn_avals, indexer):
     return inner.update(shape=_indexed_shape(inner.shape, indexer, dyn_avals))
 
 
+def _split_dynamic_slices(x, indexer, dyn):
+    """For an indexer with dynamic-start slices: the window of ``x`` they select (made by
+    ``dynamic_slice``), its start indices, and the indexer and operands left to apply to it."""
+    starts, sizes, rest, rest_dyn = [], [], [], []
+    it = iter(dyn)
+    for dim, i in zip(x.shape, indexer):
+        if _is_ds(i):
+            starts.append(next(it))
+            sizes.append(i[1])
+            rest.append(_FULL)
+        else:
+            if i is None:
+                rest_dyn.append(next(it))
+            starts.append(0)
+            sizes.append(dim)
+            rest.append(i)
+    starts = [lax.convert_element_type(s, np.int32) if isinstance(s, core.Tracer) else s
+              for s in starts]
+    window = lax.dynamic_slice(x, starts, sizes)
+    return window, starts, tuple(rest), rest_dyn
+
+
+def _has_ds(indexer) -> bool:
+    return indexer is not None and any(_is_ds(i) for i in indexer)
+
+
 def _get_discharge(in_avals, x, *dyn, indexer):
+    if _has_ds(indexer):
+        x, _, indexer, dyn = _split_dynamic_slices(x, indexer, dyn)
     return [None] * (1 + len(dyn)), x[_to_numpy_index(indexer, dyn)] if indexer else x
 
 
@@ -264,6 +330,11 @@ def set(ref: Ref, idx: Any, value: Any) -> None:  # noqa: A001  (JAX's name)
 
 
 def _swap_discharge(in_avals, x, v, *dyn, indexer):
+    if _has_ds(indexer):
+        window, starts, rest, rest_dyn = _split_dynamic_slices(x, indexer, dyn)
+        i = _to_numpy_index(rest, rest_dyn)
+        new = lax.dynamic_update_slice(x, window.at[i].set(v), starts)
+        return [new] + [None] * (1 + len(dyn)), window[i]
     if indexer is None:
         return [v] + [None] * (1 + len(dyn)), x
     i = _to_numpy_index(indexer, dyn)
@@ -298,6 +369,10 @@ def addupdate(ref: Ref, idx: Any, value: Any) -> None:
 
 
 def _addupdate_discharge(in_avals, x, v, *dyn, indexer):
+    if _has_ds(indexer):
+        window, starts, rest, rest_dyn = _split_dynamic_slices(x, indexer, dyn)
+        window = window.at[_to_numpy_index(rest, rest_dyn)].add(v)
+        return [lax.dynamic_update_slice(x, window, starts)] + [None] * (1 + len(dyn)), []
     new = x + v if indexer is None else x.at[_to_numpy_index(indexer, dyn)].add(v)
     return [new] + [None] * (1 + len(dyn)), []
 

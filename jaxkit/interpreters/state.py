@@ -23,12 +23,14 @@ from jaxkit.interpreters import partial_eval as pe
 
 
 class AbstractRef:
-    """The type of a mutable array reference: ``Ref{f32[3]}`` holding an ``f32[3]`` array."""
+    """The type of a mutable array reference: ``Ref{f32[3]}`` holding an ``f32[3]`` array.
+    A ref in a Pallas kernel also has a memory space, printed as JAX does: ``Ref<any>{...}``."""
 
-    __slots__ = ("inner_aval", "__weakref__")
+    __slots__ = ("inner_aval", "memory_space", "__weakref__")
 
-    def __init__(self, inner_aval: ShapedArray):
+    def __init__(self, inner_aval: ShapedArray, memory_space: Any = None):
         self.inner_aval = inner_aval
+        self.memory_space = memory_space
 
     shape = property(lambda self: self.inner_aval.shape)
     dtype = property(lambda self: self.inner_aval.dtype)
@@ -37,32 +39,40 @@ class AbstractRef:
     size = property(lambda self: self.inner_aval.size)
 
     def __eq__(self, other):
-        return type(other) is AbstractRef and other.inner_aval == self.inner_aval
+        return (type(other) is AbstractRef and other.inner_aval == self.inner_aval
+                and other.memory_space == self.memory_space)
 
     def __hash__(self):
-        return hash((AbstractRef, self.inner_aval))
+        return hash((AbstractRef, self.inner_aval, self.memory_space))
+
+    def _with(self, inner_aval: ShapedArray) -> AbstractRef:
+        return AbstractRef(inner_aval, self.memory_space)
 
     def update(self, shape=None, dtype=None, weak_type=None) -> AbstractRef:
-        return AbstractRef(self.inner_aval.update(shape, dtype, weak_type))
+        return self._with(self.inner_aval.update(shape, dtype, weak_type))
 
     # vmap types a batched ref by its array's type less (or plus) the batch dimension
     def delete_dim(self, axis: int) -> AbstractRef:
-        return AbstractRef(self.inner_aval.delete_dim(axis))
+        return self._with(self.inner_aval.delete_dim(axis))
 
     def insert_dim(self, axis: int, size: int, split: Any = None) -> AbstractRef:
-        return AbstractRef(self.inner_aval.insert_dim(axis, size, split))
+        return self._with(self.inner_aval.insert_dim(axis, size, split))
 
     def to_tangent_aval(self) -> AbstractRef:
-        return AbstractRef(self.inner_aval.to_tangent_aval())
+        return self._with(self.inner_aval.to_tangent_aval())
 
     def strip_weak_type(self) -> AbstractRef:
-        return AbstractRef(self.inner_aval.strip_weak_type())
+        return self._with(self.inner_aval.strip_weak_type())
+
+    def _space(self) -> str:
+        return "" if self.memory_space is None else f"<{self.memory_space}>"
 
     def str_short(self) -> str:
-        return f"Ref{{{self.inner_aval.str_short()}}}"
+        return f"Ref{self._space()}{{{self.inner_aval.str_short()}}}"
 
     def __str__(self):
-        return f"Ref{{{self.inner_aval.dtype.name}[{','.join(map(str, self.shape))}]}}"
+        return (f"Ref{self._space()}{{{self.inner_aval.dtype.name}"
+                f"[{','.join(map(str, self.shape))}]}}")
 
     __repr__ = __str__
 
