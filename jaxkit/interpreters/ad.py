@@ -466,7 +466,12 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
         primals_out = [p for p, _ in pairs]
         for p in primals_out:
             if not ptrace.is_known(p):
-                raise AssertionError("internal: linearize produced an unknown primal output")
+                # JAX's error: a primitive whose JVP mixes primals and tangents in one
+                # equation (pallas_call) leaves its primal output unknown
+                raise ValueError("Linearization failed to produce known values for all output "
+                                 "primals. This is typically caused by attempting to "
+                                 "differentiate a function uses an operation that does not "
+                                 "support reverse-mode autodiff.")
         out_avals = [core.get_aval(p).to_tangent_aval() for p in primals_out]
         out_nonzero = [not is_zero(t) for _, t in pairs]
         jaxpr, consts = ptrace.to_jaxpr([t for _, t in pairs if not is_zero(t)])

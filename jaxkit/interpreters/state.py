@@ -162,14 +162,19 @@ def _eqn_has_refs(eqn: core.JaxprEqn) -> bool:
 
 _has_refs_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+# Primitives whose nested jaxprs take refs that live only inside the primitive (a Pallas
+# kernel's refs to blocks): the primitive's own rules handle them, so an equation of one is
+# pure to its enclosing jaxpr and is not discharged.
+self_contained_ref_primitives: set[core.Primitive] = set()
+
 
 def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
     """Whether any variable of ``jaxpr`` (or of a jaxpr nested in it) is a ref."""
     found = _has_refs_cache.get(jaxpr)
     if found is None:
         found = any(is_ref_aval(v.aval) for v in jaxpr.constvars + jaxpr.invars) or any(
-            _eqn_has_refs(e) or any(jaxpr_has_refs(s) for s in core.subjaxprs(e.params))
-            for e in jaxpr.eqns)
+            _eqn_has_refs(e) or e.primitive not in self_contained_ref_primitives
+            and any(jaxpr_has_refs(s) for s in core.subjaxprs(e.params)) for e in jaxpr.eqns)
         _has_refs_cache[jaxpr] = found
     return found
 

@@ -1,0 +1,36 @@
+"""``jax.experimental.pallas``: kernels written on refs to blocks, run over a grid.
+
+jaxkit runs them in *interpret mode* (``pallas_call(..., interpret=True)``), as JAX does on a
+CPU: the kernel becomes ordinary XLA code looping over the grid. Without ``interpret`` a
+``pallas_call`` fails on the CPU with JAX's ``ValueError``; the TPU (Mosaic) and GPU (Triton,
+Mosaic GPU) compilers are not part of jaxkit.
+"""
+import warnings as _warnings
+
+from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, BoundedSlice,
+                                             Buffered, CompilerParams, CostEstimate, Element,
+                                             GridSpec, MemoryRef, MemorySpace, Squeezed,
+                                             no_block_spec, squeezed)
+from jaxkit.experimental.pallas.pallas_call import pallas_call, pallas_call_p
+from jaxkit.experimental.pallas.primitives import (cdiv, debug_print, loop, multiple_of,
+                                                   num_programs, program_id, when)
+from jaxkit.experimental.pallas.primitives import dot as _dot
+from jaxkit.indexing import Slice, ds, dslice
+
+__all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
+           "CompilerParams", "CostEstimate", "Element", "GridSpec", "MemoryRef", "MemorySpace",
+           "Slice", "Squeezed", "cdiv", "debug_print", "ds", "dslice", "loop", "multiple_of",
+           "no_block_spec", "num_programs", "pallas_call", "pallas_call_p", "program_id",
+           "squeezed", "when"]
+
+
+def __getattr__(name: str):
+    # As JAX 0.10.2: ``pl.dot`` still works but warns that it moved to pallas.triton.
+    if name == "dot":
+        _warnings.warn(
+            "jax.experimental.pallas.dot was moved to jax.experimental.pallas.triton. "
+            "Accessing it via jax.experimental.pallas is deprecated. You can use "
+            "jax.numpy.dot, jax.numpy.einsum or the @ operator instead in a TPU or MGPU "
+            "kernel.", DeprecationWarning, stacklevel=2)
+        return _dot
+    raise AttributeError(f"module 'jax.experimental.pallas' has no attribute '{name}'")
