@@ -120,9 +120,9 @@ def _flat_specs(specs, n: int, what: str) -> list:
         specs = (specs,)
     flat = tree_util.tree_flatten(specs, is_leaf=_is_spec_leaf)[0]
     if len(flat) != n:
-        raise ValueError(f"Pytree for `{what}` and {'inputs' if what == 'in_specs' else 'out_shape'}"
-                         f" do not match: {len(flat)} block specs for {n} arrays. Give one "
-                         "BlockSpec per array.")
+        other = "inputs" if what == "in_specs" else "out_shape"
+        raise ValueError(f"Pytree for `{what}` and {other} do not match: {len(flat)} block "
+                         f"specs for {n} arrays. Give one BlockSpec per array.")
     return flat
 
 
