@@ -1,5 +1,6 @@
 """``jax.experimental.pallas`` in interpret mode against the JAX oracle: one record per kernel
-(grids of several dimensions, index maps, squeezed and ragged blocks, ``pl.ds`` with static
+(grids of several dimensions, index maps, squeezed, element and ragged blocks, scratch
+buffers, ``pl.ds`` with static
 and traced starts, ``pl.when``, loops, aliasing), each run under ``jit`` with its values
 compared (NaN where the kernel leaves outputs unwritten, as JAX), some printed with
 ``make_jaxpr``, batched with ``vmap`` and differentiated with ``jvp``; JAX's errors where it
@@ -12,12 +13,15 @@ import pytest
 import jaxkit
 import jaxkit.numpy as kjnp
 from jaxkit.experimental import pallas as kpl
+from jaxkit.experimental.pallas import tpu as kpltpu
 
 jax = pytest.importorskip("jax")
 jjnp = pytest.importorskip("jax.numpy")
 jpl = pytest.importorskip("jax.experimental.pallas")
+jpltpu = pytest.importorskip("jax.experimental.pallas.tpu")
 
 LIBS = {"jax": (jax, jjnp, jpl), "jaxkit": (jaxkit, kjnp, kpl)}
+TPU = {"jax": jpltpu, "jaxkit": kpltpu}
 
 
 def _add(J, jnp, pl):
@@ -34,7 +38,8 @@ def _static_ds_program_id(J, jnp, pl):
         o_ref[pl.ds(0, 2)] = x_ref[pl.ds(0, 2)] * i + pl.num_programs(0)
     spec = pl.BlockSpec((4,), lambda i: (i,))
     f = pl.pallas_call(kernel, out_shape=J.ShapeDtypeStruct((8,), jnp.float32), grid=(2,),
-                       in_specs=[spec], out_specs=spec, interpret=True)
+                       in_specs=[pl.BlockSpec((pl.Element(4),), lambda i: (4 * i,))],
+                       out_specs=spec, interpret=True)
     return f, (np.arange(8.0, dtype=np.float32),)
 
 
@@ -66,16 +71,19 @@ def _loop_traced_ds(J, jnp, pl):
 
 
 def _when_accumulate(J, jnp, pl):
-    # The output block is revisited by every step: a sum over the grid.
-    def kernel(x_ref, o_ref):
+    # A scratch buffer lives across the grid: a running sum, written out at each step.
+    def kernel(x_ref, o_ref, acc_ref):
         @pl.when(pl.program_id(0) == 0)
         def _():
-            o_ref[...] = jnp.zeros_like(o_ref)
+            acc_ref[...] = jnp.zeros_like(acc_ref)
 
-        o_ref[...] += x_ref[...]
+        acc_ref[...] += x_ref[...]
+        o_ref[...] = acc_ref[...] * 2
+    vmem = TPU["jax" if J is jax else "jaxkit"].VMEM
     f = pl.pallas_call(kernel, out_shape=J.ShapeDtypeStruct((2, 4), jnp.float32), grid=(3,),
                        in_specs=[pl.BlockSpec((None, 2, 4), lambda k: (k, 0, 0))],
-                       out_specs=pl.BlockSpec((2, 4), lambda k: (0, 0)), interpret=True)
+                       out_specs=pl.BlockSpec((2, 4), lambda k: (0, 0)),
+                       scratch_shapes=[vmem((2, 4), jnp.float32)], interpret=True)
     return f, (np.arange(24.0, dtype=np.float32).reshape(3, 2, 4),)
 
 
@@ -192,7 +200,7 @@ def test_errors_match_jax(case, exc, exact):
 
 
 def test_tpu_names_and_interpret_params():
-    from jaxkit.experimental.pallas import tpu as pltpu
+    pltpu = kpltpu
     assert str(pltpu.SMEM) == "smem" and str(kpl.ANY) == "any"
     def double(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 2

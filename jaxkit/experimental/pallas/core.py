@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from jaxkit import core
 
 __all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CompilerParams",
@@ -37,7 +39,7 @@ class MemorySpace(enum.Enum):
         return self.value
 
     def __call__(self, shape: tuple[int, ...], dtype: Any) -> MemoryRef:
-        return MemoryRef(core.ShapedArray(tuple(shape), dtype), memory_space=self)
+        return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(dtype)), memory_space=self)
 
     def from_type(self, ty: Any) -> MemoryRef:
         return MemoryRef(ty, memory_space=self)
@@ -77,8 +79,6 @@ class Element:
     padding: tuple[int, int] = (0, 0)
 
     def __repr__(self) -> str:
-        if self.padding == (0, 0):
-            return f"Element(block_size={self.block_size})"
         return f"Element(block_size={self.block_size}, padding={self.padding})"
 
 
@@ -219,13 +219,15 @@ class BlockMapping:
 @dataclasses.dataclass(frozen=True, eq=False)
 class GridMapping:
     """The grid and the block mappings of the inputs then outputs; ``vmapped_dims`` are the
-    grid axes ``vmap`` added in front (the kernel's ``program_id`` does not count them)."""
+    grid axes ``vmap`` added in front (the kernel's ``program_id`` does not count them);
+    ``scratch_avals`` the ref types of the scratch buffers."""
 
     grid: tuple[int, ...]
     block_mappings: tuple[BlockMapping, ...]
     num_inputs: int
     vmapped_dims: int = 0
     grid_names: tuple | None = None
+    scratch_avals: tuple = ()  # kernel refs after the outputs, alive for the whole grid
 
     def __repr__(self) -> str:
         return f"GridMapping(grid={self.grid}, block_mappings={self.block_mappings})"

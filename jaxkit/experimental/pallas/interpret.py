@@ -210,6 +210,9 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
     operands = [jnp.asarray(x) for x in args] + outs0
     shapes = [x.shape for x in operands]
     padded = [_pad(x, bm.block_shape) for x, bm in zip(operands, gm.block_mappings)]
+    n_io = len(padded)
+    # scratch buffers live across the whole grid, unblocked
+    scratch = [uninitialized_value(a.shape, a.dtype) for a in gm.scratch_avals]
 
     def step(i, carry):
         idx = _unravel(i, gm.grid)
@@ -217,11 +220,12 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
         blocks = [lax.dynamic_slice(x, st, bm.full_block_shape).reshape(bm.kernel_shape)
                   for x, st, bm in zip(carry, starts, gm.block_mappings)]
         finals = core.eval_jaxpr(kernel, kernel_consts, *captured, *idx[gm.vmapped_dims:],
-                                 *blocks)
-        return [lax.dynamic_update_slice(x, f.reshape(bm.full_block_shape), st)
-                for x, f, st, bm in zip(carry, finals, starts, gm.block_mappings)]
+                                 *blocks, *carry[n_io:])
+        return [*(lax.dynamic_update_slice(x, f.reshape(bm.full_block_shape), st)
+                  for x, f, st, bm in zip(carry, finals, starts, gm.block_mappings)),
+                *finals[n_io:]]
 
-    final = lax.fori_loop(np.int32(0), np.int32(gm.num_programs), step, padded)
+    final = lax.fori_loop(np.int32(0), np.int32(gm.num_programs), step, padded + scratch)
     n_in = gm.num_inputs
     return [x if x.shape == s else lax.slice(x, (0,) * len(s), s)
-            for x, s in zip(final[n_in:], shapes[n_in:])]
+            for x, s in zip(final[n_in:n_io], shapes[n_in:])]

@@ -23,7 +23,8 @@ import numpy as np
 
 from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.core import (BlockMapping, BlockSpec, Blocked, Element,
-                                             GridMapping, GridSpec, MemorySpace, Squeezed,
+                                             GridMapping, GridSpec, MemoryRef, MemorySpace,
+                                             Squeezed,
                                              _NoBlockSpec, no_block_spec)
 from jaxkit.experimental.pallas.interpret import interpret_pallas_call
 from jaxkit.experimental.pallas.primitives import kernel_grid, program_id_p
@@ -113,6 +114,16 @@ def _kernel_ref_aval(bm: BlockMapping) -> AbstractRef:
     return AbstractRef(inner, space)
 
 
+def _scratch_aval(s) -> AbstractRef:
+    if not isinstance(s, MemoryRef):
+        raise NotImplementedError(f"pallas_call scratch shape {s!r} is not implemented in "
+                                  "jaxkit (give buffers as pltpu.VMEM(shape, dtype) or "
+                                  "pl.MemorySpace...(shape, dtype))")
+    aval = s.inner_aval
+    return AbstractRef(core.ShapedArray(aval.shape, np.dtype(aval.dtype)),
+                       MemorySpace.DEFAULT if s.memory_space is None else s.memory_space)
+
+
 def _flat_specs(specs, n: int, what: str) -> list:
     if specs is no_block_spec:
         return [no_block_spec] * n
@@ -144,9 +155,6 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
     if getattr(grid_spec, "num_scalar_prefetch", 0):
         raise NotImplementedError("pallas_call with scalar prefetch is not implemented in "
                                   "jaxkit")
-    if grid_spec.scratch_shapes:
-        raise NotImplementedError("pallas_call with scratch_shapes is not implemented in "
-                                  "jaxkit")
     out_flat, out_tree = tree_util.tree_flatten(out_shape)
     out_avals = tuple(core.ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_flat)
 
@@ -158,8 +166,11 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
             zip(_flat_specs(grid_spec.in_specs, len(in_avals), "in_specs"), in_avals))]
         out_bms = [_block_mapping(s, a, n_grid, f"outputs[{i}]") for i, (s, a) in enumerate(
             zip(_flat_specs(grid_spec.out_specs, len(out_avals), "out_specs"), out_avals))]
+        scratch = tree_util.tree_leaves(grid_spec.scratch_shapes,
+                                        is_leaf=lambda x: isinstance(x, MemoryRef))
         gm = GridMapping(grid_spec.grid, tuple(in_bms + out_bms), len(in_bms),
-                         grid_names=grid_spec.grid_names)
+                         grid_names=grid_spec.grid_names,
+                         scratch_avals=tuple(_scratch_aval(s) for s in scratch))
         jaxpr = _trace_kernel(kernel, gm, in_tree, out_tree)
         aliases = tuple(sorted(dict(input_output_aliases).items()))
         for i, o in aliases:
@@ -177,15 +188,15 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
 
 
 def _trace_kernel(kernel: Callable, gm: GridMapping, in_tree, out_tree) -> core.Jaxpr:
-    avals = [_kernel_ref_aval(bm) for bm in gm.block_mappings]
-    n_in = gm.num_inputs
+    avals = [_kernel_ref_aval(bm) for bm in gm.block_mappings] + list(gm.scratch_avals)
+    n_in, n_io = gm.num_inputs, len(gm.block_mappings)
     returned = []
 
     def flat(*refs):
         ins = tree_util.tree_unflatten(in_tree, refs[:n_in])
-        outs = tree_util.tree_unflatten(out_tree, refs[n_in:])
+        outs = tree_util.tree_unflatten(out_tree, refs[n_in:n_io])
         outs = outs if isinstance(outs, tuple) else (outs,)
-        returned.append(kernel(*ins, *outs))
+        returned.append(kernel(*ins, *outs, *refs[n_io:]))
         return []
 
     with kernel_grid(gm.grid):
@@ -229,6 +240,9 @@ def _pallas_call_jvp(primals, tangents, *, jaxpr, grid_mapping, out_avals,
     if input_output_aliases:
         raise NotImplementedError("JVP with aliasing not supported.")
     gm = grid_mapping
+    if gm.scratch_avals:
+        raise NotImplementedError("JVP rule for 'pallas_call' with scratch_shapes is not "
+                                  "implemented")
     n_in, n_out = gm.num_inputs, len(out_avals)
     nz = [not ad.is_zero(t) for t in tangents]
     k = sum(nz)
@@ -292,7 +306,7 @@ def _pallas_call_batch(axis_data, vals, dims, *, grid_mapping, out_avals,
     bms = ([_batch_mapping(bm, b, size) for bm, b in zip(gm.in_mappings, batched)]
            + [_batch_mapping(bm, True, size) for bm in gm.out_mappings])
     new_gm = GridMapping((size, *gm.grid), tuple(bms), gm.num_inputs, gm.vmapped_dims + 1,
-                         gm.grid_names)
+                         gm.grid_names, gm.scratch_avals)
     outs = pallas_call_p.bind(*vals, grid_mapping=new_gm,
                               out_avals=tuple(a.insert_dim(0, size) for a in out_avals),
                               input_output_aliases=input_output_aliases, **params)

@@ -13,6 +13,8 @@ import dataclasses
 import enum
 from typing import Any
 
+import numpy as np
+
 from jaxkit import core
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef
@@ -38,7 +40,7 @@ class MemorySpace(enum.Enum):
         return self.value
 
     def __call__(self, shape: tuple[int, ...], dtype: Any) -> MemoryRef:
-        return MemoryRef(core.ShapedArray(tuple(shape), dtype), memory_space=self)
+        return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(dtype)), memory_space=self)
 
 
 VMEM = MemorySpace.VMEM
@@ -115,10 +117,10 @@ class PrefetchScalarGridSpec(GridSpec):
 
     def __init__(self, num_scalar_prefetch: int, grid: Any = (), in_specs: Any = None,
                  out_specs: Any = None, scratch_shapes: Any = ()):
-        from_defaults = {} if in_specs is None else {"in_specs": in_specs}
+        specs = {} if in_specs is None else {"in_specs": in_specs}
         if out_specs is not None:
-            from_defaults["out_specs"] = out_specs
-        super().__init__(grid, scratch_shapes=scratch_shapes, **from_defaults)
+            specs["out_specs"] = out_specs
+        super().__init__(grid, scratch_shapes=scratch_shapes, **specs)
         self.num_scalar_prefetch = num_scalar_prefetch
         if num_scalar_prefetch:
             raise NotImplementedError("pltpu.PrefetchScalarGridSpec with num_scalar_prefetch "
