@@ -14,14 +14,17 @@ import jaxkit
 import jaxkit.numpy as kjnp
 from jaxkit.experimental import pallas as kpl
 from jaxkit.experimental.pallas import tpu as kpltpu
+from jaxkit.experimental.pallas import triton as kplgpu
 
 jax = pytest.importorskip("jax")
 jjnp = pytest.importorskip("jax.numpy")
 jpl = pytest.importorskip("jax.experimental.pallas")
 jpltpu = pytest.importorskip("jax.experimental.pallas.tpu")
+jplgpu = pytest.importorskip("jax.experimental.pallas.triton")
 
 LIBS = {"jax": (jax, jjnp, jpl), "jaxkit": (jaxkit, kjnp, kpl)}
 TPU = {"jax": jpltpu, "jaxkit": kpltpu}
+TRITON = {"jax": jplgpu, "jaxkit": kplgpu}
 
 
 def _add(J, jnp, pl):
@@ -110,9 +113,31 @@ def _int_alias_squeezed(J, jnp, pl):
     return f, (np.arange(12, dtype=np.int32).reshape(2, 6), np.int32(3))
 
 
+def _triton_masked_atomic_views(J, jnp, pl):
+    # Ref views (x_ref.at[...]), masked loads and stores running past the end of the ref
+    # (the last window reads `other` there), and atomic read-modify-writes.
+    plgpu = TRITON["jax" if J is jax else "jaxkit"]
+
+    def kernel(x_ref, o_ref, a_ref):
+        i = pl.program_id(0)
+        m = i * 4 + jnp.arange(4) < 10
+        v = plgpu.load(x_ref.at[pl.ds(i * 4, 4)], mask=m, other=-1.0)
+        plgpu.store(o_ref.at[pl.ds(i * 4, 4)], v * 2, mask=m)
+
+        @pl.when(i == 0)
+        def _():
+            a_ref[...] = jnp.zeros_like(a_ref)
+        old = plgpu.atomic_add(a_ref, (pl.ds(1, 2),), x_ref[pl.ds(0, 2)])
+        plgpu.atomic_max(a_ref, (pl.ds(0, 2),), old + 5)
+    f = pl.pallas_call(kernel, out_shape=(J.ShapeDtypeStruct((10,), jnp.float32),
+                                          J.ShapeDtypeStruct((4,), jnp.float32)),
+                       grid=(3,), interpret=True)
+    return lambda x: jnp.concatenate(f(x)), (np.arange(10.0, dtype=np.float32),)
+
+
 RECORDS = {f.__name__[1:]: f for f in (
     _add, _static_ds_program_id, _matmul_2d_grid, _loop_traced_ds, _when_accumulate,
-    _ragged_blocks_pl_loop, _int_alias_squeezed)}
+    _ragged_blocks_pl_loop, _int_alias_squeezed, _triton_masked_atomic_views)}
 # records whose printed jaxprs match JAX's (the others hold a fori_loop, whose jaxkit staging
 # of the lower bound differs from JAX's)
 PRINTED = ("add", "static_ds_program_id", "matmul_2d_grid", "when_accumulate")
