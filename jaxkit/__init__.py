@@ -81,6 +81,7 @@ from jaxkit.api_extra import (clear_caches, copy_to_host_async, custom_gradient,
 from jaxkit import dlpack, export, ffi
 from jaxkit import api_util, ref
 from jaxkit.ref import Ref, empty_ref, free_ref, freeze, new_ref
+from jaxkit import _ref_views  # noqa: F401  (installs ref.at[...] views on traced refs)
 from jaxkit.install import install_as_jax
 from jaxkit.api_namespaces import ad, memory
 from jaxkit.indexing import ds

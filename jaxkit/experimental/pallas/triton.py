@@ -16,7 +16,7 @@ from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.interpret import uninitialized_value
 from jaxkit.experimental.pallas.primitives import dot
-from jaxkit.ref import RefView
+from jaxkit._ref_views import RefView
 
 __all__ = ["CompilerParams", "approx_tanh", "atomic_add", "atomic_and", "atomic_cas",
            "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "dot",
