@@ -1,7 +1,7 @@
 """``jax.experimental.pallas`` in interpret mode against the JAX oracle: one record per kernel
 (grids of several dimensions, index maps, squeezed, element and ragged blocks, scratch
-buffers, ``pl.ds`` with static
-and traced starts, ``pl.when``, loops, aliasing), each run under ``jit`` with its values
+buffers, scalar prefetch, ``pl.ds`` with static and traced starts, ref views, ``pl.when``,
+loops, aliasing, Triton's masked loads/stores and atomics), each run under ``jit`` with its values
 compared (NaN where the kernel leaves outputs unwritten, as JAX), some printed with
 ``make_jaxpr``, batched with ``vmap`` and differentiated with ``jvp``; JAX's errors where it
 refuses (no interpret mode on a CPU, reverse mode, captured constants)."""
@@ -113,6 +113,21 @@ def _int_alias_squeezed(J, jnp, pl):
     return f, (np.arange(12, dtype=np.int32).reshape(2, 6), np.int32(3))
 
 
+def _scalar_prefetch(J, jnp, pl):
+    # The index map reads a scalar-prefetch ref: a gather of row blocks, in order idx.
+    pltpu = TPU["jax" if J is jax else "jaxkit"]
+
+    def kernel(idx_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] + idx_ref[pl.program_id(0)]
+    gs = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(3,),
+        in_specs=[pl.BlockSpec((2, 4), lambda i, idx: (idx[i], 0))],
+        out_specs=pl.BlockSpec((2, 4), lambda i, idx: (i, 0)))
+    f = pl.pallas_call(kernel, out_shape=J.ShapeDtypeStruct((6, 4), jnp.float32),
+                       grid_spec=gs, interpret=True)
+    return f, (np.array([2, 0, 1], np.int32), np.arange(24.0, dtype=np.float32).reshape(6, 4))
+
+
 def _triton_masked_atomic_views(J, jnp, pl):
     # Ref views (x_ref.at[...]), masked loads and stores running past the end of the ref
     # (the last window reads `other` there), and atomic read-modify-writes.
@@ -137,10 +152,12 @@ def _triton_masked_atomic_views(J, jnp, pl):
 
 RECORDS = {f.__name__[1:]: f for f in (
     _add, _static_ds_program_id, _matmul_2d_grid, _loop_traced_ds, _when_accumulate,
-    _ragged_blocks_pl_loop, _int_alias_squeezed, _triton_masked_atomic_views)}
+    _ragged_blocks_pl_loop, _int_alias_squeezed, _scalar_prefetch,
+    _triton_masked_atomic_views)}
 # records whose printed jaxprs match JAX's (the others hold a fori_loop, whose jaxkit staging
 # of the lower bound differs from JAX's)
-PRINTED = ("add", "static_ds_program_id", "matmul_2d_grid", "when_accumulate")
+PRINTED = ("add", "static_ds_program_id", "matmul_2d_grid", "when_accumulate",
+           "scalar_prefetch")
 VMAPPED = ("static_ds_program_id",)
 
 

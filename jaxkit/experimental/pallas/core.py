@@ -220,7 +220,8 @@ class BlockMapping:
 class GridMapping:
     """The grid and the block mappings of the inputs then outputs; ``vmapped_dims`` are the
     grid axes ``vmap`` added in front (the kernel's ``program_id`` does not count them);
-    ``scratch_avals`` the ref types of the scratch buffers."""
+    ``scratch_avals`` the ref types of the scratch buffers, ``index_avals`` those of the
+    scalar-prefetch operands (whole arrays given to the index maps and the kernel first)."""
 
     grid: tuple[int, ...]
     block_mappings: tuple[BlockMapping, ...]
@@ -228,6 +229,7 @@ class GridMapping:
     vmapped_dims: int = 0
     grid_names: tuple | None = None
     scratch_avals: tuple = ()  # kernel refs after the outputs, alive for the whole grid
+    index_avals: tuple = ()  # refs to the scalar-prefetch operands, before the inputs
 
     def __repr__(self) -> str:
         return f"GridMapping(grid={self.grid}, block_mappings={self.block_mappings})"

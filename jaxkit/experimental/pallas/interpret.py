@@ -185,8 +185,11 @@ def _unravel(i, grid: tuple[int, ...]) -> list:
     return idx[::-1]
 
 
-def _block_starts(bm, grid_idx) -> list:
-    outs = core.eval_jaxpr(bm.index_map.jaxpr, bm.index_map.consts, *grid_idx)
+def _block_starts(bm, grid_idx, index_vals) -> list:
+    # index maps may read the scalar-prefetch refs: evaluate their discharged form
+    pure = state.discharge_closed(bm.index_map)
+    outs = core.eval_jaxpr(pure.jaxpr, pure.consts, *grid_idx, *index_vals)
+    outs = outs[:len(bm.block_shape)]
     starts = []
     for b, d in zip(outs, bm.block_shape):
         b = lax.convert_element_type(b, np.int32)
@@ -204,8 +207,11 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
                 raise NotImplementedError("interpret-mode rule for 'pallas_call' with "
                                           "pl.Element padding is not implemented")
     kernel, kernel_consts, captured = discharged_kernel(jaxpr, len(gm.grid) - gm.vmapped_dims)
+    n_idx = len(gm.index_avals)
+    all_args = args  # input_output_aliases count the scalar-prefetch operands too
+    index_vals, args = args[:n_idx], args[n_idx:]
     aliased = {o: i for i, o in input_output_aliases}
-    outs0 = [args[aliased[k]] if k in aliased else uninitialized_value(a.shape, a.dtype)
+    outs0 = [all_args[aliased[k]] if k in aliased else uninitialized_value(a.shape, a.dtype)
              for k, a in enumerate(out_avals)]
     operands = [jnp.asarray(x) for x in args] + outs0
     shapes = [x.shape for x in operands]
@@ -216,11 +222,11 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
 
     def step(i, carry):
         idx = _unravel(i, gm.grid)
-        starts = [_block_starts(bm, idx) for bm in gm.block_mappings]
+        starts = [_block_starts(bm, idx, index_vals) for bm in gm.block_mappings]
         blocks = [lax.dynamic_slice(x, st, bm.full_block_shape).reshape(bm.kernel_shape)
                   for x, st, bm in zip(carry, starts, gm.block_mappings)]
         finals = core.eval_jaxpr(kernel, kernel_consts, *captured, *idx[gm.vmapped_dims:],
-                                 *blocks, *carry[n_io:])
+                                 *index_vals, *blocks, *carry[n_io:])[n_idx:]
         return [*(lax.dynamic_update_slice(x, f.reshape(bm.full_block_shape), st)
                   for x, f, st, bm in zip(carry, finals, starts, gm.block_mappings)),
                 *finals[n_io:]]

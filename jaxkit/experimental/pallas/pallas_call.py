@@ -68,7 +68,7 @@ def _block_dims(spec_shape, aval, origin: str) -> tuple:
 
 
 def _index_map_jaxpr(index_map: Callable | None, n_grid: int, block_shape: tuple,
-                     origin: str) -> core.ClosedJaxpr:
+                     origin: str, index_avals: tuple = ()) -> core.ClosedJaxpr:
     if index_map is None:
         def index_map(*_):
             return (0,) * len(block_shape)
@@ -82,7 +82,7 @@ def _index_map_jaxpr(index_map: Callable | None, n_grid: int, block_shape: tuple
                              f"{block_shape}. Currently returning {len(out)} values.")
         return [_as_i32(o) for o in out]
 
-    jaxpr, consts = pe.trace_to_jaxpr(flat, [_I32] * n_grid)
+    jaxpr, consts = pe.trace_to_jaxpr(flat, [_I32] * n_grid + list(index_avals))
     if consts:
         raise ValueError(f"Index map function {_src(index_map)} for {origin} must not capture "
                          "constants; compute its results from the grid indices.")
@@ -96,7 +96,7 @@ def _as_i32(x):
     return x if isinstance(x, core.Tracer) else np.int32(x)
 
 
-def _block_mapping(spec, aval, n_grid: int, origin: str) -> BlockMapping:
+def _block_mapping(spec, aval, n_grid: int, origin: str, index_avals: tuple) -> BlockMapping:
     if spec is None or isinstance(spec, _NoBlockSpec):
         spec = BlockSpec()
     space = spec.memory_space
@@ -104,7 +104,7 @@ def _block_mapping(spec, aval, n_grid: int, origin: str) -> BlockMapping:
     if shape is None:
         shape = aval.shape
     dims = _block_dims(shape, aval, origin)
-    index_map = _index_map_jaxpr(spec.index_map, n_grid, dims, origin)
+    index_map = _index_map_jaxpr(spec.index_map, n_grid, dims, origin, index_avals)
     return BlockMapping(dims, index_map, aval, space)
 
 
@@ -152,33 +152,41 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
     elif grid != () or in_specs is not no_block_spec or out_specs is not no_block_spec:
         raise ValueError("If `grid_spec` is specified, then `grid`, `in_specs` and "
                          "`out_specs` must not be.")
-    if getattr(grid_spec, "num_scalar_prefetch", 0):
-        raise NotImplementedError("pallas_call with scalar prefetch is not implemented in "
-                                  "jaxkit")
     out_flat, out_tree = tree_util.tree_flatten(out_shape)
     out_avals = tuple(core.ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_flat)
 
     def wrapped(*args):
-        flat_args, in_tree = tree_util.tree_flatten(args)
+        n_idx = getattr(grid_spec, "num_scalar_prefetch", 0)
+        idx_flat, idx_tree = tree_util.tree_flatten(args[:n_idx])
+        flat_args, in_tree = tree_util.tree_flatten(args[n_idx:])
+        space = getattr(grid_spec, "index_memory_space", MemorySpace.INDEX)
+        index_avals = tuple(AbstractRef(core.get_aval(x).strip_weak_type(), space)
+                            for x in idx_flat)
         in_avals = [core.get_aval(x).strip_weak_type() for x in flat_args]
         n_grid = len(grid_spec.grid)
-        in_bms = [_block_mapping(s, a, n_grid, f"args[{i}]") for i, (s, a) in enumerate(
-            zip(_flat_specs(grid_spec.in_specs, len(in_avals), "in_specs"), in_avals))]
-        out_bms = [_block_mapping(s, a, n_grid, f"outputs[{i}]") for i, (s, a) in enumerate(
-            zip(_flat_specs(grid_spec.out_specs, len(out_avals), "out_specs"), out_avals))]
+        in_bms = [_block_mapping(s, a, n_grid, f"args[{i}]", index_avals)
+                  for i, (s, a) in enumerate(zip(
+                      _flat_specs(grid_spec.in_specs, len(in_avals), "in_specs"), in_avals))]
+        out_bms = [_block_mapping(s, a, n_grid, f"outputs[{i}]", index_avals)
+                   for i, (s, a) in enumerate(zip(
+                       _flat_specs(grid_spec.out_specs, len(out_avals), "out_specs"),
+                       out_avals))]
         scratch = tree_util.tree_leaves(grid_spec.scratch_shapes,
                                         is_leaf=lambda x: isinstance(x, MemoryRef))
         gm = GridMapping(grid_spec.grid, tuple(in_bms + out_bms), len(in_bms),
                          grid_names=grid_spec.grid_names,
-                         scratch_avals=tuple(_scratch_aval(s) for s in scratch))
-        jaxpr = _trace_kernel(kernel, gm, in_tree, out_tree)
+                         scratch_avals=tuple(_scratch_aval(s) for s in scratch),
+                         index_avals=index_avals)
+        jaxpr = _trace_kernel(kernel, gm, idx_tree, in_tree, out_tree)
         aliases = tuple(sorted(dict(input_output_aliases).items()))
+        operand_avals = [a.inner_aval for a in index_avals] + in_avals
         for i, o in aliases:
-            if in_avals[i] != out_avals[o]:
-                raise ValueError(f"input_output_aliases: input {i} of type {in_avals[i]} "
-                                 f"cannot alias output {o} of type {out_avals[o]}.")
+            if operand_avals[i] != out_avals[o]:
+                raise ValueError(f"input_output_aliases: input {i} of type "
+                                 f"{operand_avals[i]} cannot alias output {o} of type "
+                                 f"{out_avals[o]}.")
         outs = pallas_call_p.bind(
-            *flat_args, jaxpr=jaxpr, grid_mapping=gm, out_avals=out_avals,
+            *idx_flat, *flat_args, jaxpr=jaxpr, grid_mapping=gm, out_avals=out_avals,
             input_output_aliases=aliases, debug=debug, interpret=interpret, name=name,
             compiler_params=compiler_params, cost_estimate=cost_estimate, mesh=None,
             metadata=metadata)
@@ -187,16 +195,20 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
     return wrapped
 
 
-def _trace_kernel(kernel: Callable, gm: GridMapping, in_tree, out_tree) -> core.Jaxpr:
-    avals = [_kernel_ref_aval(bm) for bm in gm.block_mappings] + list(gm.scratch_avals)
-    n_in, n_io = gm.num_inputs, len(gm.block_mappings)
+def _trace_kernel(kernel: Callable, gm: GridMapping, idx_tree, in_tree,
+                  out_tree) -> core.Jaxpr:
+    avals = [*gm.index_avals, *(_kernel_ref_aval(bm) for bm in gm.block_mappings),
+             *gm.scratch_avals]
+    n_idx = len(gm.index_avals)
+    n_in, n_io = n_idx + gm.num_inputs, n_idx + len(gm.block_mappings)
     returned = []
 
     def flat(*refs):
-        ins = tree_util.tree_unflatten(in_tree, refs[:n_in])
+        idx = tree_util.tree_unflatten(idx_tree, refs[:n_idx])
+        ins = tree_util.tree_unflatten(in_tree, refs[n_idx:n_in])
         outs = tree_util.tree_unflatten(out_tree, refs[n_in:n_io])
         outs = outs if isinstance(outs, tuple) else (outs,)
-        returned.append(kernel(*ins, *outs, *refs[n_io:]))
+        returned.append(kernel(*idx, *ins, *outs, *refs[n_io:]))
         return []
 
     with kernel_grid(gm.grid):
@@ -240,9 +252,9 @@ def _pallas_call_jvp(primals, tangents, *, jaxpr, grid_mapping, out_avals,
     if input_output_aliases:
         raise NotImplementedError("JVP with aliasing not supported.")
     gm = grid_mapping
-    if gm.scratch_avals:
-        raise NotImplementedError("JVP rule for 'pallas_call' with scratch_shapes is not "
-                                  "implemented")
+    if gm.scratch_avals or gm.index_avals:
+        raise NotImplementedError("JVP rule for 'pallas_call' with scratch_shapes or scalar "
+                                  "prefetch is not implemented")
     n_in, n_out = gm.num_inputs, len(out_avals)
     nz = [not ad.is_zero(t) for t in tangents]
     k = sum(nz)
@@ -277,13 +289,11 @@ ad.defjvp_zero(program_id_p)
 
 
 def _prepend_batch_index(index_map: core.ClosedJaxpr, batched: bool) -> core.ClosedJaxpr:
-    n = len(index_map.in_avals)
-
     def f(b, *idx):
         out = core.eval_jaxpr(index_map.jaxpr, index_map.consts, *idx)
         return [b, *out] if batched else out
 
-    jaxpr, consts = pe.trace_to_jaxpr(f, [_I32] * (n + 1))
+    jaxpr, consts = pe.trace_to_jaxpr(f, [_I32, *index_map.in_avals])
     return core.ClosedJaxpr(jaxpr, consts)
 
 
@@ -291,14 +301,20 @@ def _batch_mapping(bm: BlockMapping, batched: bool, size: int) -> BlockMapping:
     if not batched:
         return BlockMapping(bm.block_shape, _prepend_batch_index(bm.index_map, False),
                             bm.array_aval, bm.memory_space)
-    return BlockMapping((Squeezed(), *bm.block_shape), _prepend_batch_index(bm.index_map, True),
+    return BlockMapping((Squeezed(), *bm.block_shape),
+                        _prepend_batch_index(bm.index_map, True),
                         bm.array_aval.insert_dim(0, size), bm.memory_space)
 
 
 def _pallas_call_batch(axis_data, vals, dims, *, grid_mapping, out_avals,
                        input_output_aliases, **params):
     gm, size = grid_mapping, axis_data.size
-    aliased_ins = {i for i, _ in input_output_aliases}
+    n_idx = len(gm.index_avals)
+    if any(d is not batching.not_mapped for d in dims[:n_idx]):
+        raise NotImplementedError("batching rule for 'pallas_call' with batched scalar-prefetch "
+                                  "operands is not implemented")
+    idx_vals, vals, dims = vals[:n_idx], vals[n_idx:], dims[n_idx:]
+    aliased_ins = {i - n_idx for i, _ in input_output_aliases}
     vals = [batching.bdim_at_front(x, d, size)
             if d is not batching.not_mapped or i in aliased_ins else x
             for i, (x, d) in enumerate(zip(vals, dims))]
@@ -306,8 +322,8 @@ def _pallas_call_batch(axis_data, vals, dims, *, grid_mapping, out_avals,
     bms = ([_batch_mapping(bm, b, size) for bm, b in zip(gm.in_mappings, batched)]
            + [_batch_mapping(bm, True, size) for bm in gm.out_mappings])
     new_gm = GridMapping((size, *gm.grid), tuple(bms), gm.num_inputs, gm.vmapped_dims + 1,
-                         gm.grid_names, gm.scratch_avals)
-    outs = pallas_call_p.bind(*vals, grid_mapping=new_gm,
+                         gm.grid_names, gm.scratch_avals, gm.index_avals)
+    outs = pallas_call_p.bind(*idx_vals, *vals, grid_mapping=new_gm,
                               out_avals=tuple(a.insert_dim(0, size) for a in out_avals),
                               input_output_aliases=input_output_aliases, **params)
     return outs, [0] * len(outs)

@@ -122,9 +122,7 @@ class PrefetchScalarGridSpec(GridSpec):
             specs["out_specs"] = out_specs
         super().__init__(grid, scratch_shapes=scratch_shapes, **specs)
         self.num_scalar_prefetch = num_scalar_prefetch
-        if num_scalar_prefetch:
-            raise NotImplementedError("pltpu.PrefetchScalarGridSpec with num_scalar_prefetch "
-                                      "> 0 is not implemented in jaxkit")
+        self.index_memory_space = SMEM
 
 
 def _tpu_only(name: str):
