@@ -253,3 +253,10 @@ def test_tpu_names_and_interpret_params():
         pltpu.async_copy(None, None, None)
     with pytest.warns(DeprecationWarning, match="moved to jax.experimental.pallas.triton"):
         kpl.dot  # noqa: B018
+
+
+def test_helpers_match_jax():
+    for lib in ("jax", "jaxkit"):
+        pl = LIBS[lib][2]
+        assert (pl.cdiv(9, 2), pl.align_to(5, 4), pl.next_power_of_2(5),
+                pl.strides_from_shape((2, 3, 4))) == (5, 8, 8, (12, 4, 1))

@@ -12,16 +12,19 @@ from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, Boun
                                              GridSpec, MemoryRef, MemorySpace, Squeezed,
                                              no_block_spec, squeezed)
 from jaxkit.experimental.pallas.pallas_call import pallas_call, pallas_call_p
-from jaxkit.experimental.pallas.primitives import (cdiv, debug_print, loop, multiple_of,
-                                                   num_programs, program_id, when)
+from jaxkit.experimental.pallas.primitives import (align_to, cdiv, debug_print, loop,
+                                                   multiple_of, next_power_of_2, num_programs,
+                                                   program_id, reciprocal, strides_from_shape,
+                                                   when)
 from jaxkit.experimental.pallas.primitives import dot as _dot
 from jaxkit.indexing import Slice, ds, dslice
 
 __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "CompilerParams", "CostEstimate", "Element", "GridSpec", "MemoryRef", "MemorySpace",
-           "Slice", "Squeezed", "cdiv", "debug_print", "ds", "dslice", "loop", "multiple_of",
-           "no_block_spec", "num_programs", "pallas_call", "pallas_call_p", "program_id",
-           "squeezed", "when"]
+           "Slice", "Squeezed", "align_to", "cdiv", "debug_print", "ds", "dslice", "loop",
+           "multiple_of", "next_power_of_2", "no_block_spec", "num_programs", "pallas_call",
+           "pallas_call_p", "program_id", "reciprocal", "squeezed", "strides_from_shape",
+           "when"]
 
 
 def __getattr__(name: str):

@@ -19,8 +19,8 @@ from jaxkit import core, debug, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.interpreters import ad, batching, mlir
 
-__all__ = ["cdiv", "debug_print", "dot", "loop", "multiple_of", "num_programs", "program_id",
-           "when"]
+__all__ = ["align_to", "cdiv", "debug_print", "dot", "loop", "multiple_of", "next_power_of_2",
+           "num_programs", "program_id", "reciprocal", "strides_from_shape", "when"]
 
 # The grid of the kernel being traced (None outside pallas_call's tracing of a kernel).
 _kernel_grid: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
@@ -95,11 +95,42 @@ def when(condition: Any, /) -> Callable[[Callable[[], None]], None]:
     return wrapped
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
 def cdiv(a: Any, b: Any) -> Any:
     """Ceiling division, for ints and integer arrays."""
-    if isinstance(a, int) and isinstance(b, int):
-        return -(-a // b)
-    return lax.div(a + b - 1, b)
+    if _is_int(a) and _is_int(b):
+        return (a + b - 1) // b
+    return lax.div(a + (b - 1), b)
+
+
+def align_to(a: Any, alignment: Any) -> Any:
+    """``a`` rounded up to a multiple of ``alignment``."""
+    return cdiv(a, alignment) * alignment
+
+
+def next_power_of_2(x: int) -> int:
+    """The least power of two ``>= x``."""
+    if x < 0:
+        raise ValueError("`next_power_of_2` requires a non-negative integer.")
+    return 1 if x == 0 else 2 ** (x - 1).bit_length()
+
+
+def strides_from_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides, in elements, of an array of ``shape``."""
+    size = int(np.prod(shape))
+    strides = []
+    for n in shape:
+        size //= n
+        strides.append(size)
+    return tuple(strides)
+
+
+def reciprocal(x: Any, *, approx: bool = False, full_range: bool = True) -> Any:
+    """``1 / x`` (TPUs may approximate it with ``approx=True``; interpret mode is exact)."""
+    return lax.div(lax.full_like(x, 1), x)
 
 
 def loop(lower: Any, upper: Any, *, init_carry: Any = None, step: Any = 1,
