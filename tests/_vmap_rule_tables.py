@@ -94,3 +94,7 @@ EXERCISED_ELSEWHERE.update({p: "test_sparse.py (vmap over sparse arrays, against
                                       "csr_matvec", "csr_todense")})
 EXERCISED_ELSEWHERE.update({p: "test_sparse_api.py (vmap of todense and the raw COO products, "
                                "against JAX/NumPy)" for p in ("todense", "coo_spmv", "coo_spmm")})
+NO_RULE["program_id"] = ("no operands (a Pallas kernel's grid index); vmap of a pallas_call adds "
+                         "a grid axis instead of batching the kernel")
+NO_RULE["multiple_of"] = "JAX 0.10.2 has none (test_pallas.py checks vmap raises as JAX's)"
+EXERCISED_ELSEWHERE["pallas_call"] = "test_pallas.py (vmap of kernels, against JAX)"

@@ -256,7 +256,10 @@ def test_tpu_names_and_interpret_params():
 
 
 def test_helpers_match_jax():
+    x = np.arange(8, dtype=np.int32)
     for lib in ("jax", "jaxkit"):
-        pl = LIBS[lib][2]
+        J, pl = LIBS[lib][0], LIBS[lib][2]
         assert (pl.cdiv(9, 2), pl.align_to(5, 4), pl.next_power_of_2(5),
                 pl.strides_from_shape((2, 3, 4))) == (5, 8, 8, (12, 4, 1))
+        with pytest.raises(NotImplementedError, match="multiple_of"):  # no batching rule
+            J.vmap(lambda v: pl.multiple_of(v * 4, 4))(x)

@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxkit import core, debug, dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import ad, mlir
 
 __all__ = ["align_to", "cdiv", "debug_print", "dot", "loop", "multiple_of", "next_power_of_2",
            "num_programs", "program_id", "reciprocal", "strides_from_shape", "when"]
@@ -73,7 +73,6 @@ multiple_of_p = core.Primitive("multiple_of")
 multiple_of_p.def_abstract_eval(lambda aval, **_: aval)
 multiple_of_p.def_impl(lambda x, **_: x)
 ad.deflinear(multiple_of_p, lambda ct, x, **params: [ct])
-batching.defvectorized(multiple_of_p)
 mlir.register_lowering(multiple_of_p, lambda ctx, x, **_: [x])
 
 
