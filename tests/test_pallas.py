@@ -128,6 +128,24 @@ def _scalar_prefetch(J, jnp, pl):
     return f, (np.array([2, 0, 1], np.int32), np.arange(24.0, dtype=np.float32).reshape(6, 4))
 
 
+def _tpu_local_copies(J, jnp, pl):
+    # An unblocked (pl.ANY) input copied by pltpu.sync_copy and a local async copy, with a
+    # scratch buffer and a DMA semaphore.
+    pltpu = TPU["jax" if J is jax else "jaxkit"]
+
+    def kernel(x_hbm_ref, o_ref, scratch_ref, sem):
+        pltpu.sync_copy(x_hbm_ref.at[1:2], scratch_ref)
+        o_ref[...] = scratch_ref[...] + 1
+        copy = pltpu.make_async_copy(x_hbm_ref.at[0:1, 4:], o_ref.at[:, :4], sem.at[0])
+        copy.start()
+        copy.wait()
+    f = pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                       out_shape=J.ShapeDtypeStruct((1, 8), jnp.float32),
+                       scratch_shapes=(pltpu.VMEM(shape=(1, 8), dtype=jnp.float32),
+                                       pltpu.SemaphoreType.DMA((1,))), interpret=True)
+    return f, (np.arange(16.0, dtype=np.float32).reshape(2, 8),)
+
+
 def _triton_masked_atomic_views(J, jnp, pl):
     # Ref views (x_ref.at[...]), masked loads and stores running past the end of the ref
     # (the last window reads `other` there), and atomic read-modify-writes.
@@ -152,7 +170,7 @@ def _triton_masked_atomic_views(J, jnp, pl):
 
 RECORDS = {f.__name__[1:]: f for f in (
     _add, _static_ds_program_id, _matmul_2d_grid, _loop_traced_ds, _when_accumulate,
-    _ragged_blocks_pl_loop, _int_alias_squeezed, _scalar_prefetch,
+    _ragged_blocks_pl_loop, _int_alias_squeezed, _scalar_prefetch, _tpu_local_copies,
     _triton_masked_atomic_views)}
 # records whose printed jaxprs match JAX's (the others hold a fori_loop, whose jaxkit staging
 # of the lower bound differs from JAX's)
@@ -249,8 +267,8 @@ def test_tpu_names_and_interpret_params():
     f = kpl.pallas_call(double, out_shape=jaxkit.ShapeDtypeStruct((4,), kjnp.float32),
                         interpret=pltpu.InterpretParams())
     np.testing.assert_array_equal(np.asarray(f(kjnp.arange(4.0))), np.arange(4.0) * 2)
-    with pytest.raises(NotImplementedError, match="pltpu.async_copy"):
-        pltpu.async_copy(None, None, None)
+    with pytest.raises(NotImplementedError, match="pltpu.make_async_remote_copy"):
+        pltpu.make_async_remote_copy(None, None, None, None, None, None)
     with pytest.warns(DeprecationWarning, match="moved to jax.experimental.pallas.triton"):
         kpl.dot  # noqa: B018
 

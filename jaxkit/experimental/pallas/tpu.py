@@ -3,9 +3,10 @@
 What describes a kernel (memory spaces, compiler parameters, ``PrefetchScalarGridSpec``,
 ``InterpretParams``) exists so that code written for TPUs runs its CPU parts as it does under
 JAX: a ``pallas_call`` without interpret mode fails with JAX's CPU error, and
-``interpret=pltpu.InterpretParams()`` runs jaxkit's interpreter (JAX's TPU interpreter also
-simulates DMAs, semaphores and races; the operations needing those raise
-``NotImplementedError`` here, naming themselves).
+``interpret=pltpu.InterpretParams()`` runs jaxkit's interpreter. Local copies (``sync_copy``,
+``make_async_copy``/``async_copy``) complete at once there; JAX's TPU interpreter also
+simulates remote DMAs, semaphore signalling and races: the operations needing those raise
+``NotImplementedError`` here, naming themselves.
 """
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core
+from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
 
-__all__ = ["ANY", "CMEM", "CompilerParams", "GridDimensionSemantics", "HBM",
+__all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
+           "HBM",
            "InterpretParams", "MemorySpace", "PrefetchScalarGridSpec", "SMEM",
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
            "make_async_remote_copy", "sync_copy", "emit_pipeline"]
@@ -63,9 +65,16 @@ ARBITRARY = GridDimensionSemantics.ARBITRARY
 
 
 class SemaphoreType(enum.Enum):
+    """Semaphore kinds; ``SemaphoreType.DMA((n,))`` is a scratch buffer of semaphores (an
+    ``int32`` array in jaxkit's interpret mode, where copies complete at once)."""
+
     REGULAR = "regular"
     DMA = "dma"
     BARRIER = "barrier"
+
+    def __call__(self, shape: tuple[int, ...]) -> MemoryRef:
+        return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(np.int32)),
+                         memory_space=MemorySpace.SEMAPHORE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +134,48 @@ class PrefetchScalarGridSpec(GridSpec):
         self.index_memory_space = SMEM
 
 
+def _copy(src: Any, dst: Any, add: bool) -> None:
+    if add:
+        dst[...] = dst[...] + src[...]
+    else:
+        dst[...] = src[...]
+
+
+def sync_copy(src_ref: Any, dst_ref: Any, *, add: bool = False) -> None:
+    """Copy ``src_ref`` into ``dst_ref`` (refs or ``ref.at[...]`` views, or pytrees of
+    them); with ``add``, accumulate into it."""
+    for s, d in zip(tree_util.tree_leaves(src_ref), tree_util.tree_leaves(dst_ref)):
+        _copy(s, d, add)
+
+
+class AsyncCopyDescriptor:
+    """A local DMA ``src -> dst``. Interpret mode performs it at ``start`` (JAX's TPU
+    interpreter may defer it to ``wait``; kernels that wait before reading see the same)."""
+
+    def __init__(self, src_ref: Any, dst_ref: Any, sem: Any):
+        self.src_ref, self.dst_ref, self.sem = src_ref, dst_ref, sem
+
+    def start(self, priority: int = 0, add: bool = False) -> None:
+        _copy(self.src_ref, self.dst_ref, add)
+
+    def wait(self) -> None:
+        """The copy is complete already."""
+
+
+def make_async_copy(src_ref: Any, dst_ref: Any, sem: Any) -> AsyncCopyDescriptor:
+    """A descriptor of the copy ``src_ref -> dst_ref`` signalling ``sem``; ``.start()``
+    and ``.wait()`` it."""
+    return AsyncCopyDescriptor(src_ref, dst_ref, sem)
+
+
+def async_copy(src_ref: Any, dst_ref: Any, sem: Any, *, priority: int = 0,
+               add: bool = False) -> AsyncCopyDescriptor:
+    """Start the copy ``src_ref -> dst_ref`` and return its descriptor."""
+    desc = make_async_copy(src_ref, dst_ref, sem)
+    desc.start(priority=priority, add=add)
+    return desc
+
+
 def _tpu_only(name: str):
     def op(*args, **kwargs):
         raise NotImplementedError(f"pltpu.{name} is not implemented in jaxkit: it needs JAX's "
@@ -134,11 +185,8 @@ def _tpu_only(name: str):
     return op
 
 
-async_copy = _tpu_only("async_copy")
-make_async_copy = _tpu_only("make_async_copy")
 make_async_remote_copy = _tpu_only("make_async_remote_copy")
 async_remote_copy = _tpu_only("async_remote_copy")
-sync_copy = _tpu_only("sync_copy")
 emit_pipeline = _tpu_only("emit_pipeline")
 get_barrier_semaphore = _tpu_only("get_barrier_semaphore")
 semaphore_signal = _tpu_only("semaphore_signal")
