@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jaxkit import core, dtypes
+from jaxkit._config import config, local_blocks
 from jaxkit.core import ShapedArray
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
@@ -172,6 +173,10 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                     return fun(*args, **kwargs)
                 except DeviceMismatch as e:  # as if the body ran as one program: see _call
                     raise rename_mismatch(e, args, kwargs) from None
+            # `fast` holds the plans of the global configuration: a thread inside a block of
+            # its own option values finds its programs through the slow path.
+            if local_blocks.open and config.trace_context:
+                return slow(args, kwargs)
             n = len(args)
             if n == 1 and unrolled:
                 x, = args
