@@ -468,3 +468,21 @@ def test_jit_caches_follow_the_calling_thread():
 
     assert story(jaxkit) == story(jax)
     assert story(jaxkit)[1][1] == ("float32", "float32")
+
+
+def test_blocks_checks_hold_on_repeated_calls():
+    """Inside a thread-local block the calls take the plans of that configuration: the checks
+    it asks for (debug_nans, disable_jit) still run on the second, cached call, and once the
+    block is closed the global plans run again."""
+    def story(module):
+        f = module.jit(lambda a: module.numpy.log(a) * 2)
+        out = [_outcome(lambda: f(module.numpy.ones(2)).tolist())]
+        with module.debug_nans(True):
+            out += [_outcome(lambda: f(-module.numpy.ones(2)))[0] for _ in range(2)]
+        with module.disable_jit():
+            out += [type(f(module.numpy.ones(2))).__name__ for _ in range(2)]
+        return out + [str(f(-module.numpy.ones(2)))]  # (nan != nan: compared as text)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nan reruns' messages
+        assert story(jaxkit) == story(jax)

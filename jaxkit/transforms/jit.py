@@ -148,6 +148,7 @@ class JitFunction:
         self._options = options
         self._per_fun = per_fun
         self._global_cache = cache  # keeps it alive while this JitFunction lives
+        self._context_dispatchers: dict[tuple, Callable] = {}  # see _call_in_context
         self.cache_events: list[CacheEvent] = []
 
     # The caches of the calling thread's configuration: the global one, or, inside a block
@@ -166,6 +167,17 @@ class JitFunction:
             _all_fun_caches.add(cache)
         return cache
 
+    def _call_in_context(self, args, kwargs):
+        """A call from inside a block of thread-local option values: the dispatcher of the
+        plans of that configuration (made on the first such call)."""
+        context = config.trace_context
+        dispatch = self._context_dispatchers.get(context)
+        if dispatch is None:
+            dispatch = self._context_dispatchers[context] = dispatcher(
+                self._fun, self._fun_cache.fast, self._static_argnums, self._inline,
+                self._call, self._device, self._rename_mismatch)
+        return dispatch(*args, **kwargs)
+
     @property
     def _cache(self) -> dict:
         return self._fun_cache.entries
@@ -182,7 +194,8 @@ class JitFunction:
         """The function ``jit`` returns. It refers to this object (not the other way round, so
         that dropping it frees the caches at once)."""
         wrapper = dispatcher(self._fun, self._global_cache.fast, self._static_argnums, self._inline,
-                              self._call, self._device, self._rename_mismatch)
+                              self._call, self._device, self._rename_mismatch,
+                              self._call_in_context)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
             wrapper.__signature__ = inspect.signature(self._fun)

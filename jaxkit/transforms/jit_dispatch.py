@@ -125,7 +125,8 @@ def fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
 
 def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
                 inline: bool, slow: Callable, fixed_device=None,
-                rename_mismatch: Callable | None = None) -> Callable:
+                rename_mismatch: Callable | None = None,
+                in_context: Callable | None = None) -> Callable:
     """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
 
     Outside any transformation a call whose traced arguments are positional leaves takes the
@@ -139,7 +140,11 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
     call placed as it is (``CallPlan.placed_here``, unrolled for direct plans: a few identity
     checks, so that several devices cost what one does) runs it; any other call is placed
     by ``runtime.array.placement`` and finds its plan under the key extended with that
-    placement (``spread_call``), which becomes the call site's."""
+    placement (``spread_call``), which becomes the call site's.
+
+    ``fast`` holds the plans of the global configuration. A call from a thread inside a
+    block of its own option values (``config.trace_context``) goes to ``in_context(args,
+    kwargs)``: the dispatcher of that configuration's plans."""
     unrolled = not static_argnums
     spread = pjrt.placement
     eager_meshes = context_mesh.eager_meshes
@@ -173,10 +178,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                     return fun(*args, **kwargs)
                 except DeviceMismatch as e:  # as if the body ran as one program: see _call
                     raise rename_mismatch(e, args, kwargs) from None
-            # `fast` holds the plans of the global configuration: a thread inside a block of
-            # its own option values finds its programs through the slow path.
-            if local_blocks.open and config.trace_context:
-                return slow(args, kwargs)
+            if local_blocks.open and in_context is not None and config.trace_context:
+                return in_context(args, kwargs)
             n = len(args)
             if n == 1 and unrolled:
                 x, = args
