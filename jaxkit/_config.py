@@ -31,7 +31,7 @@ import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from jaxkit._config_options import OPTIONS as _JAX_OPTIONS
@@ -177,20 +177,69 @@ _OPTIONS: dict[str, tuple[Any, Callable[[str, Any], Any], tuple[str, ...]]] = {
 CONTEXT_MANAGER_OPTIONS = frozenset(_OPTIONS) - PLAIN_FLAGS
 
 
-class _ThreadBlocks(threading.local):
-    """Options set for a block in one thread (``with jax.default_device(d):``), as JAX's
-    thread-local option values: while set, reading the option in that thread gives the
-    block's value instead of the one ``update`` set."""
+class _ThreadValues(threading.local):
+    """The option values set by the open blocks of one thread (``with jax.enable_x64(True):``,
+    ``with jax.default_device(d):``), by name, and the ``trace_context`` they make."""
 
     def __init__(self):
         self.values: dict[str, Any] = {}
+        self.context: tuple = ()
 
 
-thread_blocks = _ThreadBlocks()
-# The options such blocks set. Their ``update`` value is stored under ``_global_<name>``, so
-# that reading ``config.<name>`` goes through ``Config.__getattr__``, which looks at this
-# thread's blocks first; and, as in JAX, ``config.read`` refuses them.
-_THREAD_LOCAL_OPTIONS = frozenset({"jax_default_device"})
+# The runtime sets and deletes default_device's entry of ``thread_blocks.values`` directly
+# (runtime/pjrt.py); ``config.jax_default_device`` reads it back in that thread.
+thread_blocks = _ThreadValues()
+
+
+class LocalBlocks:
+    """How many blocks with thread-local option values are open, over all threads. Caches
+    keyed on configuration check ``open`` before reading ``config.trace_context`` (the open
+    blocks of the calling thread): while it is 0 every thread sees the global values, and a
+    plain attribute read is all the hot paths pay."""
+
+    def __init__(self):
+        self.open = 0
+        self.lock = threading.Lock()
+        self.by_name: dict[str, int] = {}  # option -> blocks of it open, over all threads
+
+
+local_blocks = LocalBlocks()
+# Options whose thread-local values do not change what a program computes, so they stay out
+# of ``trace_context``: the default device is handled by placement (runtime/pjrt.py).
+_NOT_IN_CONTEXT = frozenset({"jax_default_device"})
+_UNSET = object()
+
+
+def _context(values: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, v) for k, v in values.items()
+                        if k in _OPTIONS and k not in _NOT_IN_CONTEXT))
+
+
+# Class attributes are set and removed past Config.__setattr__ (which is config.update).
+setattr_, delattr_ = type.__setattr__, type.__delattr__
+
+
+class _ThreadLocalOption:
+    """Installed on the class of ``config`` as option ``name`` while some thread has a block
+    of it open: reads give the calling thread's block value, else the global one (which stays
+    in the instance ``__dict__``). A data descriptor, so it comes before that ``__dict__``;
+    while no block of the option is open anywhere it is not there, and reading the option
+    is a plain instance attribute read."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        values = thread_blocks.values
+        name = self.name
+        return values[name] if name in values else obj.__dict__[name]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.update(self.name, value)
 
 
 def _from_env(name: str, convert: Callable[[str], Any], raw: str) -> Any:
@@ -202,18 +251,28 @@ def _from_env(name: str, convert: Callable[[str], Any], raw: str) -> Any:
     return value
 
 
-def _stored(name: str) -> str:
-    return f"_global_{name}" if name in _THREAD_LOCAL_OPTIONS else name
-
-
 class Config:
     """Holds the option values. Use the module-level ``config`` singleton, not this class.
 
-    Option values live in the instance ``__dict__`` so reads are ordinary attribute reads;
-    ``__setattr__`` routes writes through :meth:`update` so validation and callbacks run.
+    As JAX's, an option has a global value (set by :meth:`update`, seen by every thread) and,
+    inside a block (:meth:`thread_override`, ``with jax.enable_x64(True):``), a value of the
+    calling thread only. Reads must be fast (``config.x64`` is read by every operation): the
+    global values live in the instance ``__dict__``, so reads are ordinary attribute reads,
+    and only while a thread has a block of an option open is that option's read routed,
+    by a descriptor put on the instance's own class (``_ThreadLocalOption``), through the
+    thread's block values. ``__setattr__`` routes writes through :meth:`update` so validation
+    and callbacks run.
     """
 
-    x64: bool  # fast mirror of jax_enable_x64, kept in sync by update()
+    x64: bool  # fast mirror of jax_enable_x64, kept in sync by update() and thread_override()
+
+    def __new__(cls, environ: dict[str, str] | None = None):
+        # A class of its own per instance, to put the descriptors of its open blocks on.
+        own = type(cls.__name__, (cls,), {"__module__": cls.__module__,
+                                           "__qualname__": cls.__qualname__})
+        # Read through this thread's blocks always: the runtime sets it directly.
+        own.jax_default_device = _ThreadLocalOption("jax_default_device")
+        return super().__new__(own)
 
     def __init__(self, environ: dict[str, str] | None = None):
         env = os.environ if environ is None else environ
@@ -238,10 +297,18 @@ class Config:
                         # is reported, not fatal to `import jaxkit`.
                         warnings.warn(f"{var}={raw!r} is ignored: {e}", stacklevel=2)
                     break
-            d[_stored(name)] = value
+            d[name] = value
         d["x64"] = d["jax_enable_x64"]
         d["use_absl"] = False  # set by config_with_absl, as JAX's attribute
         d["_absl_parsed"] = False
+
+    @property
+    def trace_context(self) -> tuple:
+        """This thread's block values of the options that can change a program, as a sorted
+        tuple of ``(name, value)`` pairs; () outside blocks. Caches keyed on configuration
+        add it to their keys while ``local_blocks.open`` (jit: transforms/jit.py, eager ops:
+        interpreters/dispatch.py)."""
+        return thread_blocks.context
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -259,9 +326,6 @@ class Config:
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails, i.e. for names that are not options.
-        if name in _THREAD_LOCAL_OPTIONS:
-            blocks = thread_blocks.values
-            return blocks[name] if name in blocks else self.__dict__[_stored(name)]
         if name.startswith("__"):
             raise AttributeError(name)
         raise self._unknown(name)
@@ -279,23 +343,24 @@ class Config:
             raise AttributeError("For flags with a corresponding contextmanager, read their "
                                  f"value via e.g. `config.{name}` rather than "
                                  f"`config.FLAGS.{name}`.")
-        return self.__dict__[name]
+        return getattr(self, name)
 
     def read_global(self, name: str) -> Any:
         """The value ``update`` last gave option ``name``, whatever blocks of this thread
-        set (``default_device``)."""
+        set."""
         if name not in _OPTIONS:
             raise self._unknown(name)
-        return self.__dict__[_stored(name)]
+        return self.__dict__[name]
 
     def update(self, name: str, value: Any) -> None:
-        """Set option ``name`` to ``value``; subscribers are told if the value changed."""
+        """Set the global value of option ``name`` (every thread's, outside its blocks of
+        that option); subscribers are told if the value changed."""
         if name not in _OPTIONS:
             raise self._unknown(name)
         value = _OPTIONS[name][1](name, value)
         d = self.__dict__
-        old = d[_stored(name)]
-        d[_stored(name)] = value
+        old = d[name]
+        d[name] = value
         if name == "jax_enable_x64":
             d["x64"] = value
         if old != value or type(old) is not type(value):
@@ -303,15 +368,15 @@ class Config:
                 for callback in tuple(d["_callbacks"]):
                     callback(name, value)
             except Exception:  # a subscriber refused the value (as JAX's validators): unset
-                d[_stored(name)] = old
+                d[name] = old
                 if name == "jax_enable_x64":
                     d["x64"] = old
                 raise
 
     def on_change(self, callback: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
-        """Register ``callback(name, value)``, called after any option changes value.
-
-        Returns the callback, so this can be used as a decorator.
+        """Register ``callback(name, value)``, called after the global value of an option
+        changes (:meth:`update`; a block's thread-local value is seen by the caches through
+        ``trace_context`` instead). Returns the callback, so this can be used as a decorator.
         """
         self.__dict__["_callbacks"].append(callback)
         return callback
@@ -322,14 +387,15 @@ class Config:
 
     @contextlib.contextmanager
     def override(self, **options: Any) -> Iterator[Config]:
-        """Temporarily set options: ``with config.override(jax_enable_x64=True): ...``.
-
-        The previous values are restored on exit, also when the block raises.
-        """
+        """Temporarily set the global values of options, for every thread (jaxkit's own API,
+        for tests and tools): ``with config.override(jax_enable_x64=True): ...``. The
+        previous values are restored on exit, also when the block raises. JAX's context
+        managers (``jax.enable_x64``, ...) set a value for the calling thread only: that is
+        :meth:`thread_override`."""
         for name in options:
             if name not in _OPTIONS:
                 raise self._unknown(name)
-        saved = {name: self.__dict__[_stored(name)] for name in options}
+        saved = {name: self.read_global(name) for name in options}
         try:
             for name, value in options.items():
                 self.update(name, value)
@@ -337,6 +403,52 @@ class Config:
         finally:
             for name, value in saved.items():
                 self.update(name, value)
+
+    @contextlib.contextmanager
+    def thread_override(self, **options: Any) -> Iterator[Config]:
+        """Set options for a block in the calling thread only, as JAX's context managers
+        (``with jax.enable_x64(True):``): other threads keep seeing the global values, and
+        ``update`` inside the block changes those, not this thread's. This thread's previous
+        values come back on exit, also when the block raises. Subscribers of
+        :meth:`on_change` are not told: caches see the block through ``trace_context``."""
+        for name in options:
+            if name not in _OPTIONS:
+                raise self._unknown(name)
+        values = {name: _OPTIONS[name][1](name, value) for name, value in options.items()}
+        if "jax_enable_x64" in values:
+            values["x64"] = values["jax_enable_x64"]
+        local = thread_blocks.values
+        saved = {name: local.get(name, _UNSET) for name in values}
+        self._open(values, +1)
+        local.update(values)
+        thread_blocks.context = _context(local)
+        try:
+            yield self
+        finally:
+            for name, value in saved.items():
+                if value is _UNSET:
+                    del local[name]
+                else:
+                    local[name] = value
+            thread_blocks.context = _context(local)
+            self._open(values, -1)
+
+    def _open(self, names: Iterable[str], opened: int) -> None:
+        """Count blocks of ``names`` opened (+1) or closed (-1); the first one opened puts the
+        descriptor that reads thread values on the class, the last one closed takes it off."""
+        cls = type(self)
+        with local_blocks.lock:
+            local_blocks.open += opened
+            counts = local_blocks.by_name
+            for name in names:
+                count = counts.get(name, 0) + opened
+                counts[name] = count
+                if name == "jax_default_device":
+                    continue  # always read through the blocks
+                if count == opened == 1:
+                    setattr_(cls, name, _ThreadLocalOption(name))
+                elif count == 0:
+                    delattr_(cls, name)
 
     def config_with_absl(self) -> None:
         """Define an absl flag for every option, named as the option, defaulting to its current
@@ -358,13 +470,13 @@ class Config:
             kind, choices = _absl_flag_kind(coerce)
             help_text = f"jaxkit config option {name} (jax.config.update({name!r}, value))."
             if kind == "enum":
-                absl_flags.DEFINE_enum(name, d[_stored(name)], choices, help_text,
+                absl_flags.DEFINE_enum(name, d[name], choices, help_text,
                                        flag_values=flag_values)
             elif kind == "enum_class":
-                absl_flags.DEFINE_enum_class(name, d[_stored(name)], coerce.enum_class,
+                absl_flags.DEFINE_enum_class(name, d[name], coerce.enum_class,
                                              help_text, flag_values=flag_values)
             else:
-                define[kind](name, d[_stored(name)], help_text, flag_values=flag_values)
+                define[kind](name, d[name], help_text, flag_values=flag_values)
         app.call_after_init(lambda: self._complete_absl_config(flag_values))
 
     def _complete_absl_config(self, flag_values: Any) -> None:
@@ -434,7 +546,7 @@ class State:
             _OPTIONS[self.name][1](self.name, new_val)
         except NotImplementedError:  # a value JAX takes: refused when the block is entered
             pass
-        return config.override(**{self.name: new_val})
+        return config.thread_override(**{self.name: new_val})
 
     def __bool__(self) -> bool:
         # JAX's message: truth-testing the object instead of its value is a bug.

@@ -398,6 +398,9 @@ def _one_like(aval: core.ShapedArray, args: Any = ()):
         one = 1.0 if dtypes.issubdtype(aval.dtype, np.floating) else 1.0 + 0.0j
     else:
         one = np.ones((), aval.dtype)[()]
+        if core.current_trace() is core.eval_trace:
+            # An array, as JAX's seed (a user's transpose rule is given an Array)
+            return lax.convert_element_type(one, aval.dtype)
     if core.current_trace() is not core.eval_trace:
         # JAX's seed is laid out (replicated) over the output's Explicit mesh: its jaxpr
         # shows it.
@@ -418,6 +421,11 @@ def _one_like(aval: core.ShapedArray, args: Any = ()):
                 f"differentiated function had JAX type {aval}")
         if aval.vma:  # in a typed shard_map body: varying as the output, as JAX's seed
             return parallel_vma.pvary(one, tuple(aval.vma))
+        trace = core.current_trace()
+        if type(trace) is pe.DynamicJaxprTrace:
+            # Under jit the seed is a traced value, as JAX's (a user's transpose rule is given
+            # a tracer, not 1.0), still a literal in the jaxpr.
+            return trace.new_literal(one, core.get_aval(one))
     return one
 
 

@@ -16,15 +16,13 @@ Everything here reproduces JAX 0.10.2 (``jax._src.dtypes``) without importing ``
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from jaxkit._config import config
-from jaxkit._config_options import ExplicitX64Mode
-from jaxkit.source_info import user_stacklevel
+from jaxkit._dtypes_explicit import is_explicit_specifier, truncate_request
 
 DType = np.dtype
 DTypeLike = Any  # a dtype, scalar type, dtype name, or anything with a ``.dtype``
@@ -194,18 +192,7 @@ def check_and_canonicalize_user_dtype(dtype: DTypeLike, fun_name: str | None = N
                         + (f" in {fun_name}" if fun_name else ""))
     if (out := canonicalize_dtype(requested)) == requested:
         return out
-    where = f" requested in {fun_name}" if fun_name else ""
-    if config.jax_explicit_x64_dtypes == ExplicitX64Mode.ERROR:
-        raise ValueError(f"Explicitly requested dtype {requested}{where} is not available. To "
-                         "enable more dtypes, set the jax_enable_x64 or allow_explicit_x64_dtypes"
-                         " configuration options.See "
-                         "https://github.com/jax-ml/jax#current-gotchas for more.")
-    warnings.warn(f"Explicitly requested dtype {requested}{where} is not available, and will "
-                  f"be truncated to dtype {out.name}. To enable more dtypes, set the "
-                  "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
-                  "variable. See https://github.com/jax-ml/jax#current-gotchas for more.",
-                  UserWarning, stacklevel=user_stacklevel())  # JAX's 4 can land in jax
-    return out
+    return truncate_request(requested, out, fun_name)
 
 
 #: The Python scalar types' (uncanonicalised) dtypes, as JAX's ``python_scalar_types_to_dtypes``.
@@ -685,7 +672,7 @@ def _node_dtype(node: Any) -> np.dtype:
 # Types whose instances carry an ``aval`` (jaxkit arrays, tracers), learnt on first sight so
 # that later calls skip the generic path.
 _aval_types: set[type] = set()
-_dtype_like_cache: dict[tuple[Any, bool], tuple[np.dtype, bool]] = {}
+_dtype_like_cache: dict[tuple[Any, bool], tuple] = {}  # -> ((dtype, weak), request, key)
 
 
 def _dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
@@ -701,11 +688,19 @@ def _dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
     if isinstance(x, (type, np.dtype, str)):  # dtype-likes: cached, they recur constantly
         key = (x, config.x64)
         out = _dtype_like_cache.get(key)
-        if out is None:
+        # (jnp.float64 == np.float64: an entry is the object's own, told by identity)
+        if out is None or out[2] is not x:
             # The Python types themselves count as weak: result_type(int8, int) is int8.
-            out = _dtype_like_cache[key] = (dtype(x, canonicalize=True),
-                                            any(x is w for w in _WEAK_SCALAR_TYPES))
-        return out
+            dt = dtype(x, canonicalize=True)
+            # A 64-bit dtype given as such (not int or jnp.float64) is truncated with JAX's
+            # warning, as its dtype() does: on every call, so it is remembered here.
+            request = (np.dtype(x) if is_explicit_specifier(x) and np.dtype(x) != dt
+                       else None)
+            out = _dtype_like_cache[key] = ((dt, any(x is w for w in _WEAK_SCALAR_TYPES)),
+                                            request, x)
+        if out[1] is not None:
+            truncate_request(out[1], out[0][0], "dtype")
+        return out[0]
     aval = getattr(x, "aval", None)
     if aval is not None:
         # Arrays and tracers: their dtype is not re-canonicalised (an int64 array made under

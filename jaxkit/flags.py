@@ -59,12 +59,12 @@ auto_pcast = State("jax_auto_pcast")
 def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager:
     """Run jitted functions (and lax control flow bodies under jit) as plain Python inside
     the block, for debugging."""
-    return config.override(jax_disable_jit=disable)
+    return config.thread_override(jax_disable_jit=disable)
 
 
 def transfer_guard(new_val: str) -> contextlib.AbstractContextManager:
     """Set all three transfer guards for a block (jaxkit implements only ``"allow"``)."""
-    return config.override(jax_transfer_guard=new_val)
+    return config.thread_override(jax_transfer_guard=new_val)
 
 
 def default_device(new_val: Any = None) -> contextlib.AbstractContextManager:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import traceback
 import warnings
 
@@ -406,3 +407,82 @@ def test_traceback_filtering(tmp_path):
     finally:
         traceback_util._exclude_paths.remove(hidden)
     assert hidden in shown["off"] and hidden not in shown["remove_frames"]
+
+
+# ---- thread-local blocks -------------------------------------------------------------------
+
+# (top-level name, block argument, a value that differs from the default for `update`)
+THREAD_LOCAL_STATES = [
+    ("enable_x64", True, True), ("numpy_rank_promotion", "raise", "warn"),
+    ("default_matmul_precision", "highest", "high"), ("debug_nans", True, True),
+    ("check_tracer_leaks", True, True), ("log_compiles", True, True),
+]
+
+
+def _in_thread(fn):
+    out = []
+    thread = threading.Thread(target=lambda: out.append(_outcome(fn)))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def _thread_story(module, name, value, other):
+    """What this thread and another one read of option ``name`` inside and after a block
+    of this thread setting it to ``value``, with `config.update(other)` (global) in between."""
+    state, option = getattr(module, name), getattr(module, name).name
+    read = lambda: getattr(module.config, option)  # noqa: E731
+    default = read()
+    story = []
+    with state(value):
+        story += [read(), state.value, _in_thread(read)]
+        module.config.update(option, other)  # global: the block's value stays in this thread
+        story += [read(), _in_thread(read)]
+        module.config.update(option, default)
+        with state(other):  # nested blocks restore the enclosing block's value
+            story.append(read())
+        story.append(read())
+    story += [read(), _in_thread(read)]
+    return story
+
+
+@pytest.mark.parametrize("name, value, other", THREAD_LOCAL_STATES)
+def test_blocks_are_thread_local_as_jax(name, value, other):
+    assert _thread_story(jaxkit, name, value, other) == _thread_story(jax, name, value, other)
+
+
+def test_jit_caches_follow_the_calling_thread():
+    """A function jitted in an x64 block of one thread and called in another (and the
+    reverse) gives each thread's dtype, as JAX's jit cache keys on the thread's values."""
+    def story(module):
+        f = module.jit(lambda a: a * 2)
+        add = lambda: (f(1.0).dtype.name, (module.numpy.ones(1) + 1).dtype.name)  # noqa: E731
+        with module.enable_x64(True):
+            story = [add(), _in_thread(add)]
+        story += [add(), _in_thread(lambda: _with(module.enable_x64(True), add))]
+        return story + [add()]
+
+    def _with(block, fn):
+        with block:
+            return fn()
+
+    assert story(jaxkit) == story(jax)
+    assert story(jaxkit)[1][1] == ("float32", "float32")
+
+
+def test_blocks_checks_hold_on_repeated_calls():
+    """Inside a thread-local block the calls take the plans of that configuration: the checks
+    it asks for (debug_nans, disable_jit) still run on the second, cached call, and once the
+    block is closed the global plans run again."""
+    def story(module):
+        f = module.jit(lambda a: module.numpy.log(a) * 2)
+        out = [_outcome(lambda: f(module.numpy.ones(2)).tolist())]
+        with module.debug_nans(True):
+            out += [_outcome(lambda: f(-module.numpy.ones(2)))[0] for _ in range(2)]
+        with module.disable_jit():
+            out += [type(f(module.numpy.ones(2))).__name__ for _ in range(2)]
+        return out + [str(f(-module.numpy.ones(2)))]  # (nan != nan: compared as text)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nan reruns' messages
+        assert story(jaxkit) == story(jax)

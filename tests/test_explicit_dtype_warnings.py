@@ -103,6 +103,21 @@ RECORDS = {
     "cumulative_prod": lambda L: L.jnp.cumulative_prod(L.v, dtype=F),
     "logaddexp.reduce": lambda L: L.jnp.logaddexp.reduce(L.v, dtype=F),
     "add.reduce": lambda L: L.jnp.add.reduce(L.m, dtype=F),
+    # dtype functions: JAX's dtype() warns for a 64-bit name, NumPy dtype or NumPy scalar
+    # type reaching result_type (naming "dtype"), not for jnp.float64, Python types or values
+    "result_type": lambda L: L.jnp.result_type(F),
+    "result_type np.float64": lambda L: L.jnp.result_type(np.float64, "float32"),
+    "result_type np.dtype": lambda L: L.jax.dtypes.result_type(np.dtype("uint64")),
+    "result_type complex128": lambda L: L.jnp.result_type(L.m, "complex128"),
+    "result_type jnp.float64 (no warning)": lambda L: L.jnp.result_type(L.jnp.float64),
+    "result_type values (no warning)": lambda L: L.jnp.result_type(np.float64(1), np.ones(2)),
+    "result_type float (no warning)": lambda L: L.jnp.result_type(float, int),
+    "promote_types (no warning)": lambda L: L.jnp.promote_types(F, "float32"),
+    "dtype (no warning)": lambda L: L.jnp.dtype(F),
+    "canonicalize_dtype (no warning)": lambda L: L.jax.dtypes.canonicalize_dtype(I),
+    "can_cast (no warning)": lambda L: L.jnp.can_cast(F, "float32"),
+    "issubdtype (no warning)": lambda L: L.jnp.issubdtype(np.int64, L.jnp.integer),
+    "finfo (no warning)": lambda L: L.jnp.finfo(F),
     # index dtypes
     "argsort": lambda L: L.jnp.argsort(L.v, dtype=I),
     "ravel_multi_index": lambda L: L.jnp.ravel_multi_index((L.iv, L.iv), (2, 2), dtype=I),
@@ -162,6 +177,11 @@ RECORDS = {
     "internal: bernoulli": lambda L: L.random.bernoulli(L.k, 0.5, (2,)),
     "internal: choice": lambda L: L.random.choice(L.k, 3, (2,)),
     "internal: randint default": lambda L: L.random.randint(L.k, (2,), 0, 3),
+    # float64 NumPy inputs are values, not requests
+    "internal: logsumexp np64": lambda L: L.jsp.special.logsumexp(np.ones(13)),
+    "internal: norm.logpdf np64": lambda L: L.jsp.stats.norm.logpdf(np.ones(13), 0.0, 1.0),
+    "internal: softmax np64": lambda L: L.nn.softmax(np.ones(13)),
+    "internal: linalg.solve np64": lambda L: L.jsp.linalg.solve(np.eye(3), np.ones(3)),
 }
 
 

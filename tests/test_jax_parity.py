@@ -512,8 +512,8 @@ def fma_jvp(primals, tangents):
     return fma(x, y, z), fma(xt, y, fma(x, yt, zt))
 
 def fma_transpose(ct, x, y, z):
-    # (ct, and z made from it, under jit: constants here, JitTracers in JAX)
-    print("transpose", x, y)
+    # (under jit(grad) the output cotangent is a JitTracer, as in JAX)
+    print("transpose", type(ct).__name__, x, y)
     if not ad.is_undefined_primal(x):
         return None, fma(x, ct, jnp.zeros_like(ct)), ct
     return fma(ct, y, jnp.zeros_like(ct)), None, ct

@@ -416,29 +416,34 @@ def defvectorized(prim: core.Primitive) -> None:
 
 def broadcast_batcher(prim: core.Primitive, batched_args, batch_dims, **params):
     """Rule of an n-ary elementwise primitive (rank-0 operands and size-1 dimensions
-    broadcast).
+    broadcast), as JAX's.
 
-    The batch axis of the result is that of the first operand batched with the full rank.
-    Operands batched elsewhere are moved there; unbatched arrays and per-example rank-0
-    operands get a size-1 axis there (the primitive broadcasts it, as JAX's rule does, so
-    nothing is copied); unbatched rank-0 operands broadcast by themselves."""
-    rank = 1 + next((len(unmapped_aval(d, core.get_aval(x)).shape)
-                     for x, d in zip(batched_args, batch_dims)
-                     if unmapped_aval(d, core.get_aval(x)).shape), 0)
-    dim = next((d for x, d in zip(batched_args, batch_dims)
-                if d is not not_mapped and _ndim(x) == rank), 0)
-    # Two passes in JAX's order: the axes of unbatched arrays first, then the per-example
-    # rank-0 operands (so the equations come in JAX's order where the batch axis is first).
-    args = [x if _ndim(x) == 0 else _insert_unit_axis(x, dim) if d is not_mapped
-            else x if _ndim(x) != rank else moveaxis(x, d, dim)
-            for x, d in zip(batched_args, batch_dims)]
-    for i, (x, d) in enumerate(zip(batched_args, batch_dims)):
-        if d is not not_mapped and _ndim(x) != rank:  # one rank-0 value per example
-            shape = [1] * rank
-            shape[dim] = core.get_aval(x).shape[0]
-            args[i] = _axis_ops["broadcast_in_dim"](x, tuple(shape), (dim,))
+    When the batched operands all have one shape and one batch axis (the others being
+    rank-0), the primitive applies as it is and the batch axis stays where it is. Otherwise
+    every batch axis moves to the front: unbatched arrays get a size-1 axis there (the
+    primitive broadcasts it, so nothing is copied) and per-example rank-0 operands size-1
+    axes after it; unbatched rank-0 operands broadcast by themselves. (Where the axes go
+    decides the layout XLA reduces over later, and so the last bits of sums: JAX's.)"""
+    if all(d is not_mapped for d in batch_dims):
+        out = prim.bind(*batched_args, **params)
+        return (out, [not_mapped] * len(out)) if prim.multiple_results else (out, not_mapped)
+    shape, dim = next((_shape(x), d) for x, d in zip(batched_args, batch_dims)
+                      if d is not not_mapped)
+    if all(_shape(x) == shape and d == dim for x, d in zip(batched_args, batch_dims)
+           if _ndim(x)):
+        out = prim.bind(*batched_args, **params)
+        return (out, [dim] * len(out)) if prim.multiple_results else (out, dim)
+    # Two passes in JAX's order: the batch axes to the front first, then the per-example
+    # rank-0 operands' size-1 axes.
+    args = [x if _ndim(x) == 0 else _insert_unit_axis(x, 0) if d is not_mapped
+            else moveaxis(x, d, 0) for x, d in zip(batched_args, batch_dims)]
+    rank = max(_ndim(x) for x in args)
+    for i, (x, d) in enumerate(zip(args, batch_dims)):
+        if d is not not_mapped and _ndim(x) != rank:
+            shape = (*_shape(x), *[1] * (rank - _ndim(x)))
+            args[i] = _axis_ops["broadcast_in_dim"](x, shape, tuple(range(_ndim(x))))
     out = prim.bind(*args, **params)
-    return (out, [dim] * len(out)) if prim.multiple_results else (out, dim)
+    return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
 
 
 def _insert_unit_axis(x, dim: int):

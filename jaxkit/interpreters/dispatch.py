@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 
 from jaxkit import core
-from jaxkit._config import config
+from jaxkit._config import config, local_blocks
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import debug_nans, mlir
 from jaxkit.runtime import context_mesh, pjrt
@@ -218,7 +218,10 @@ def apply_primitive(prim: core.Primitive, *args, **params):
         where, committed = where if together else placement(args, prim.name, inner=True)
         # The program first: its abstract evaluation raises the primitive's own errors
         # (an unreduced operand's rule) before any argument is moved.
-        program = programs.get((prim, avals, tuple(params.items()), where),
+        key = (prim, avals, tuple(params.items()), where)
+        if local_blocks.open:  # the shape rules read options (x64) set for this thread
+            key = (key, config.trace_context)
+        program = programs.get(key,
                                _compile_primitive, prim, avals, params, where._device)
         if together:
             bufs = [x._buf for x in args]
@@ -229,8 +232,10 @@ def apply_primitive(prim: core.Primitive, *args, **params):
         if not committed and _eager_meshes:  # under jax.set_mesh: over its devices
             return _on_context_mesh(prim, outs)
     else:
-        program = programs.get((prim, avals, tuple(params.items())), _compile_primitive, prim,
-                               avals, params)
+        key = (prim, avals, tuple(params.items()))
+        if local_blocks.open:
+            key = (key, config.trace_context)
+        program = programs.get(key, _compile_primitive, prim, avals, params)
         bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
         outs = program.executable(bufs)
     if config.jax_debug_nans:

@@ -31,7 +31,7 @@ from typing import Any
 
 from jaxkit import core
 from jaxkit import tree_util
-from jaxkit._config import config
+from jaxkit._config import config, local_blocks
 from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import debug_nans, dispatch, hijax, state
@@ -145,17 +145,57 @@ class JitFunction:
         if cache is None:
             cache = per_fun[options] = _FunCache()
             _all_fun_caches.add(cache)
-        self._fun_cache = cache  # keeps it alive while this JitFunction lives
-        self._cache = cache.entries
-        self._traces = cache.traces
-        self._fast = cache.fast
+        self._options = options
+        self._per_fun = per_fun
+        self._global_cache = cache  # keeps it alive while this JitFunction lives
+        self._context_dispatchers: dict[tuple, Callable] = {}  # see _call_in_context
         self.cache_events: list[CacheEvent] = []
+
+    # The caches of the calling thread's configuration: the global one, or, inside a block
+    # setting options for this thread only (``with jax.enable_x64(True):``), the one of
+    # those values (``config.trace_context``). The dispatcher's fast path holds the global
+    # plans only and leaves such calls to ``_call``.
+    @property
+    def _fun_cache(self) -> _FunCache:
+        context = config.trace_context if local_blocks.open else ()
+        if not context:
+            return self._global_cache
+        key = (self._options, context)
+        cache = self._per_fun.get(key)
+        if cache is None:
+            cache = self._per_fun[key] = _FunCache()
+            _all_fun_caches.add(cache)
+        return cache
+
+    def _call_in_context(self, args, kwargs):
+        """A call from inside a block of thread-local option values: the dispatcher of the
+        plans of that configuration (made on the first such call)."""
+        context = config.trace_context
+        dispatch = self._context_dispatchers.get(context)
+        if dispatch is None:
+            dispatch = self._context_dispatchers[context] = dispatcher(
+                self._fun, self._fun_cache.fast, self._static_argnums, self._inline,
+                self._call, self._device, self._rename_mismatch)
+        return dispatch(*args, **kwargs)
+
+    @property
+    def _cache(self) -> dict:
+        return self._fun_cache.entries
+
+    @property
+    def _traces(self) -> dict:
+        return self._fun_cache.traces
+
+    @property
+    def _fast(self) -> dict:
+        return self._fun_cache.fast
 
     def as_function(self) -> Callable:
         """The function ``jit`` returns. It refers to this object (not the other way round, so
         that dropping it frees the caches at once)."""
-        wrapper = dispatcher(self._fun, self._fast, self._static_argnums, self._inline,
-                              self._call, self._device, self._rename_mismatch)
+        wrapper = dispatcher(self._fun, self._global_cache.fast, self._static_argnums, self._inline,
+                              self._call, self._device, self._rename_mismatch,
+                              self._call_in_context)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
             wrapper.__signature__ = inspect.signature(self._fun)
@@ -524,7 +564,10 @@ class JitFunction:
         return len(self._cache) + len(self._fun_cache.partitioned)
 
     def clear_cache(self) -> None:
-        self._fun_cache.clear()
+        for key, cache in list(self._per_fun.items()):  # also those of thread-local contexts
+            if key == self._options or (type(key) is tuple and len(key) == 2
+                                        and key[0] == self._options):
+                cache.clear()
 
 
 _with_consts_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

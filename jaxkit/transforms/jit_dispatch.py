@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jaxkit import core, dtypes
+from jaxkit._config import config, local_blocks
 from jaxkit.core import ShapedArray
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
@@ -124,7 +125,8 @@ def fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
 
 def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
                 inline: bool, slow: Callable, fixed_device=None,
-                rename_mismatch: Callable | None = None) -> Callable:
+                rename_mismatch: Callable | None = None,
+                in_context: Callable | None = None) -> Callable:
     """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
 
     Outside any transformation a call whose traced arguments are positional leaves takes the
@@ -138,7 +140,11 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
     call placed as it is (``CallPlan.placed_here``, unrolled for direct plans: a few identity
     checks, so that several devices cost what one does) runs it; any other call is placed
     by ``runtime.array.placement`` and finds its plan under the key extended with that
-    placement (``spread_call``), which becomes the call site's."""
+    placement (``spread_call``), which becomes the call site's.
+
+    ``fast`` holds the plans of the global configuration. A call from a thread inside a
+    block of its own option values (``config.trace_context``) goes to ``in_context(args,
+    kwargs)``: the dispatcher of that configuration's plans."""
     unrolled = not static_argnums
     spread = pjrt.placement
     eager_meshes = context_mesh.eager_meshes
@@ -172,6 +178,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                     return fun(*args, **kwargs)
                 except DeviceMismatch as e:  # as if the body ran as one program: see _call
                     raise rename_mismatch(e, args, kwargs) from None
+            if local_blocks.open and in_context is not None and config.trace_context:
+                return in_context(args, kwargs)
             n = len(args)
             if n == 1 and unrolled:
                 x, = args
