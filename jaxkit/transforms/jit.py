@@ -208,7 +208,9 @@ class JitFunction:
             self._add_plan(compiled, avals, args, kwargs, where, committed)
         out = compiled.run_flat(flat, avals, device, committed)
         if context_mesh.eager_meshes and not committed:  # under jax.set_mesh: over its devices
-            return tree_util.tree_map(context_mesh.lay_out, out)
+            leaves, tree = tree_util.tree_flatten(out)
+            typed = context_mesh.typed_outputs(compiled.lowered.traced.jaxpr)
+            return tree_util.tree_unflatten(tree, context_mesh.lay_out_results(leaves, typed))
         return out
 
     def _rename_mismatch(self, error: DeviceMismatch, args, kwargs) -> ValueError:
