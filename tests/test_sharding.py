@@ -95,12 +95,25 @@ def test_shard_indices_and_replicas_match_jax(mesh):
         (4, (0, 4), 2), (5, (4, 8), 2), (6, (0, 4), 3), (7, (4, 8), 3)]
 
 
+def test_jit_result_over_a_one_device_mesh_has_its_shard():
+    """JAX 0.10.2: one shard, the whole array (a dimension split once is ``slice(None)``)."""
+    mesh1 = jax.make_mesh((1,), ("x",), devices=DEVICES[:1])
+    out = jax.jit(lambda a: a * 2)(jax.device_put(np.arange(8.0, dtype=np.float32).reshape(8, 1),
+                                                  NamedSharding(mesh1, P("x"))))
+    [shard] = out.addressable_shards
+    assert shard.device == DEVICES[0] and shard.index == (slice(None), slice(None))
+    assert shard.replica_id == 0 and shard.data.shape == (8, 1)
+    np.testing.assert_array_equal(np.asarray(shard.data).ravel(), np.arange(8.0) * 2)
+
+
 def test_jit_partitions_a_matmul_over_the_mesh(mesh):
     xv = np.arange(32, dtype=np.float32).reshape(8, 4) / 10
     x, w = put(mesh, xv, "x", None), put(mesh, np.ones((4, 2)), None, "y")
     f = jax.jit(lambda x, w: jnp.tanh(x @ w))
     text = f.lower(x, w).as_text()
-    assert 'sdy.mesh @mesh = <["x"=4, "y"=2]>' in text
+    # JAX 0.10.2's line (its sdy-lift-inlined-meshes pass adds the stablehlo.mesh attribute)
+    assert 'sdy.mesh @mesh = <["x"=4, "y"=2]> {stablehlo.mesh = {axes = [{name = "x", size = ' \
+        '4 : i64}, {name = "y", size = 2 : i64}]}}\n' in text
     assert 'sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>' in text
     assert "mhlo.num_partitions = 8" in text
     y = f(x, w)

@@ -227,9 +227,18 @@ def jax_free_imports() -> Iterator[None]:
 def addressable_shards(buf: ArrayImpl) -> list[ArrayImpl]:
     """The per-device arrays of a global array (this process's devices, in sharding order).
 
-    Their ``aval`` is unset (jaxlib builds it with jax); callers know the shard type."""
+    Their ``aval`` is unset (jaxlib builds it with jax); callers know the shard type. A
+    global array over one device (a program partitioned over a 1-device mesh) is its own
+    only shard for jaxlib, still labelled with the global sharding: it is relabelled as a
+    one-device array, as every other shard is."""
     with jax_free_imports():
-        return buf._arrays
+        arrays = buf._arrays
+    if len(arrays) == 1 and not hasattr(arrays[0]._sharding, "_device"):
+        held = buf._sharding
+        device = held._devices[0]
+        return [ArrayImpl(buf.aval, pjrt.memory_sharding(device, held.memory_kind), arrays,
+                          True, True)]
+    return arrays
 
 
 def fetch_shards(buf: ArrayImpl) -> list[np.ndarray]:

@@ -472,7 +472,7 @@ class NamedSharding:
             coord = dict(zip(names, pos))
             index = []
             for n, axes in zip(shape, norm):
-                if not axes:
+                if math.prod(sizes[a] for a in axes) == 1:  # whole (JAX's slice(None))
                     index.append(slice(None))
                     continue
                 k = 0

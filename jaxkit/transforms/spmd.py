@@ -288,6 +288,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
         result_names=result_names)
     for shape in others:
         declare_sdy_mesh(module, shape)
+    mlir.lift_inlined_meshes(module)
     return module
 
 
