@@ -722,9 +722,19 @@ def put_global(value: np.ndarray, aval, sharding: NamedSharding) -> Any:
     """One global device array of ``aval`` laid out as ``sharding`` from the host ``value``
     (each addressable device gets its slice).
 
-    The shards are put one by one and assembled: jaxlib's ``batched_device_put`` fails
+    A layout fully replicated or split with no replica is put in one ``batched_device_put``
+    call (an eager op's scalar operand under ``set_mesh`` is put so on every call); other
+    shards are put one by one and assembled: jaxlib's ``batched_device_put`` fails
     (``bad_function_call``) on partially replicated layouts unless jax is imported."""
     indices = sharding.addressable_devices_indices_map(value.shape)
+    if sharding.memory_kind in (None, "device") and value.dtype.kind != "V":
+        replicated = all(t == 1 for t in sharding._tiling(value.ndim))
+        distinct = {tuple((i.start, i.stop) for i in index) for index in indices.values()}
+        if replicated or len(distinct) == len(indices) == sharding.mesh.size:
+            pieces = [value] * len(indices) if replicated else \
+                [np.ascontiguousarray(value[index]) for index in indices.values()]
+            return multi_device.put_pieces(pieces, aval, sharding.runtime_sharding(value.ndim),
+                                           list(indices))
     shard_aval = aval.update(shape=sharding.shard_shape(value.shape))
     shards = [pjrt.put(np.ascontiguousarray(value[index]), shard_aval, device,
                        memory_kind=sharding.memory_kind)
