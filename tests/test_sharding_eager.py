@@ -108,6 +108,14 @@ MADE = {
     "einsum_numpy": (lambda: jax.numpy.einsum("ij,kj", X0.reshape(2, 4), X0.reshape(2, 4)),
                      "P(None, None)", "P()", "float32[2,2]", 216.0),
     "array_scalar": (lambda: jax.numpy.array(1.0), "P()", "P()", "~float32[]", 1.0),
+    # cond's result is typed as its first branch's: the identity of host data carries no
+    # mesh (the index, converted first, is laid out but is not the result)
+    "cond_numpy": (lambda: lax.cond(True, lambda a: a + 1, lambda a: a, X0), "P()", "P()",
+                   "float32[8]", 36.0),
+    "switch_numpy": (lambda: lax.switch(1, [lambda a: a, lambda a: a + 1], X0), "P()", "P()",
+                     "float32[8]", 36.0),
+    "cond_of_made": (lambda: lax.cond(True, lambda a: a + 1, lambda a: a,
+                                      jax.numpy.ones(4)), "P(None,)", "P()", "float32[4]", 8.0),
     # Raw key data is spelled for its own rank; wrap_key_data of NumPy data stays put.
     "PRNGKey": (lambda: jax.random.PRNGKey(0), "P(None,)", "P()", "uint32[2]", 0.0),
     "key_data": (lambda: jax.random.key_data(jax.random.key(0)), "P(None,)", "P()",

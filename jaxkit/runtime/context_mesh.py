@@ -136,12 +136,17 @@ untyped_results: set[core.Primitive] = set()
 _typed_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def typed_outputs(jaxpr: core.Jaxpr | core.ClosedJaxpr) -> list[bool]:
-    """For each output of ``jaxpr`` run on operands whose types carry no mesh (an eager call
-    under ``set_mesh`` with no committed operand), whether JAX's type of it carries the
-    context mesh. Cached per jaxpr: the eager calls ask every time."""
+def typed_outputs(jaxpr: core.Jaxpr | core.ClosedJaxpr,
+                  typed_in: Sequence[bool] | None = None) -> list[bool]:
+    """For each output of ``jaxpr``, whether JAX's type of it carries the context mesh, when
+    run on operands whose types carry none (an eager call under ``set_mesh`` with no
+    committed operand; cached per jaxpr: the eager calls ask every time) or, given
+    ``typed_in``, whose types carry it as that says (arrays laid out over a mesh do, host
+    data does not)."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
+    if typed_in is not None:
+        return _walk(jaxpr, typed_in)
     out = _typed_cache.get(jaxpr)
     if out is None:
         out = _typed_cache[jaxpr] = _walk(jaxpr, [False] * len(jaxpr.invars))
