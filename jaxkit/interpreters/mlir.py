@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 from jaxlib import _hlo, _jax
 from jaxlib import xla_client as _xc
-from jaxlib.mlir import ir, passmanager
+from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import func as func_dialect
@@ -123,15 +123,6 @@ def make_ir_context() -> ir.Context:
         sdy.register_dialect(ctx)  # Shardy: the sharding annotations XLA partitions by
         _context = ctx
     return _context
-
-
-def lift_inlined_meshes(module: ir.Module) -> None:
-    """Run Shardy's ``sdy-lift-inlined-meshes`` pass on ``module``, as JAX does at the end of
-    every lowering with Shardy: each ``sdy.mesh`` symbol gets its ``stablehlo.mesh``
-    attribute (the axes as StableHLO names them), so the printed module reads as JAX's."""
-    with module.context:
-        passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(
-            module.operation)
 
 
 def _float8_types() -> dict:

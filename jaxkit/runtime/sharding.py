@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from jaxlib import _jax
 from jaxlib import xla_client as xc
+from jaxlib.mlir import passmanager
 
 from jaxkit import avals, core
 from jaxkit._config import config
@@ -763,6 +764,15 @@ def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
     build.use_shardy_partitioner = True
     return compile_cache.compile_and_load(backend.client, module,
                                           multi_device.device_list(devices), devices, opts)
+
+
+def lift_inlined_meshes(module: Any) -> None:
+    """Run Shardy's ``sdy-lift-inlined-meshes`` pass on a lowered ``module``, as JAX does at
+    the end of every lowering with Shardy: each ``sdy.mesh`` symbol gets its
+    ``stablehlo.mesh`` attribute (the axes as StableHLO names them), as JAX prints it."""
+    with module.context:
+        passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(
+            module.operation)
 
 
 def output_hlo_shardings(executable: Any, num_outputs: int) -> list[xc.HloSharding]:

@@ -30,7 +30,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec,
                                      compile_partitioned, current_mesh, named_from_hlo,
-                                     output_hlo_shardings, put_global)
+                                     lift_inlined_meshes, output_hlo_shardings, put_global)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -292,7 +292,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
         result_names=result_names)
     for shape in others:
         declare_sdy_mesh(module, shape)
-    mlir.lift_inlined_meshes(module)
+    lift_inlined_meshes(module)
     return module
 
 
