@@ -95,12 +95,51 @@ def test_shard_indices_and_replicas_match_jax(mesh):
         (4, (0, 4), 2), (5, (4, 8), 2), (6, (0, 4), 3), (7, (4, 8), 3)]
 
 
+def test_jit_result_over_a_one_device_mesh_has_its_shard():
+    """JAX 0.10.2: one shard, the whole array (a dimension split once is ``slice(None)``)."""
+    mesh1 = jax.make_mesh((1,), ("x",), devices=DEVICES[:1])
+    out = jax.jit(lambda a: a * 2)(jax.device_put(np.arange(8.0, dtype=np.float32).reshape(8, 1),
+                                                  NamedSharding(mesh1, P("x"))))
+    [shard] = out.addressable_shards
+    assert shard.device == DEVICES[0] and shard.index == (slice(None), slice(None))
+    assert shard.replica_id == 0 and shard.data.shape == (8, 1)
+    np.testing.assert_array_equal(np.asarray(shard.data).ravel(), np.arange(8.0) * 2)
+
+
+# JAX 0.10.2's lowered text over an Explicit mesh: the mesh with its stablehlo.mesh attribute,
+# the broadcast scalar and the product constrained to the operand's type.
+SCALED_TEXT = """\
+module @jit__lambda attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=4]> {stablehlo.mesh = {axes = [{name = "x", size = 2 : i64}, \
+{name = "y", size = 4 : i64}]}}
+  func.func public @main(%arg0: tensor<2x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, \
+{"y"}]>}) -> (tensor<2x4xf32> {jax.result_info = "result", sdy.sharding = #sdy.sharding<@mesh, \
+[{"x"}, {"y"}]>}) {
+    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<2x4xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{"x"}, {"y"}]> : tensor<2x4xf32>
+    %2 = stablehlo.multiply %arg0, %1 : tensor<2x4xf32>
+    %3 = sdy.sharding_constraint %2 <@mesh, [{"x"}, {"y"}]> : tensor<2x4xf32>
+    return %3 : tensor<2x4xf32>
+  }
+}
+"""
+
+
+def test_lowered_text_over_an_explicit_mesh_matches_jax():
+    mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2, devices=DEVICES)
+    x = jax.device_put(np.ones((2, 4), np.float32), NamedSharding(mesh, P("x", "y")))
+    assert jax.jit(lambda a: a * 2).lower(x).as_text() == SCALED_TEXT
+
+
 def test_jit_partitions_a_matmul_over_the_mesh(mesh):
     xv = np.arange(32, dtype=np.float32).reshape(8, 4) / 10
     x, w = put(mesh, xv, "x", None), put(mesh, np.ones((4, 2)), None, "y")
     f = jax.jit(lambda x, w: jnp.tanh(x @ w))
     text = f.lower(x, w).as_text()
-    assert 'sdy.mesh @mesh = <["x"=4, "y"=2]>' in text
+    # JAX 0.10.2's line (its sdy-lift-inlined-meshes pass adds the stablehlo.mesh attribute)
+    assert 'sdy.mesh @mesh = <["x"=4, "y"=2]> {stablehlo.mesh = {axes = [{name = "x", size = ' \
+        '4 : i64}, {name = "y", size = 2 : i64}]}}\n' in text
     assert 'sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>' in text
     assert "mhlo.num_partitions = 8" in text
     y = f(x, w)

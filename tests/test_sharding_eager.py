@@ -91,6 +91,39 @@ MADE = {
                     32.0),
     "asarray_of_laid_out": (lambda: jax.numpy.asarray(jax.device_put(X0, P("y"))), "P('y',)",
                             "P('y',)", ("float32[8@y]", "float32[8]"), 28.0),
+    # Host data straight into a primitive whose rule keeps its operand's type (sin, sort,
+    # reshape, reduce_sum...): JAX's result type carries no mesh, P() over either mesh...
+    "lax_sin_numpy": (lambda: lax.sin(X0), "P()", "P()", "float32[8]", 0.5537326335906982),
+    "atleast_1d_numpy": (lambda: jax.numpy.atleast_1d(X0), "P()", "P()", "float32[8]", 28.0),
+    "ravel_numpy": (lambda: jax.numpy.ravel(X0.reshape(2, 4)), "P()", "P()", "float32[8]", 28.0),
+    "sort_numpy": (lambda: jax.numpy.sort(X0), "P()", "P()", "float32[8]", 28.0),
+    "cumsum_numpy": (lambda: jax.numpy.cumsum(X0), "P()", "P()", "float32[8]", 84.0),
+    "sum_numpy": (lambda: jax.numpy.sum(X0.reshape(2, 4), 0), "P()", "P()", "float32[4]", 28.0),
+    # ... while the functions JAX converts their operands in first (ensure_arraylike) type
+    # their results over the mesh.
+    "transpose_numpy": (lambda: jax.numpy.transpose(X0.reshape(2, 4)), "P(None, None)", "P()",
+                        "float32[4,2]", 28.0),
+    "mean_numpy": (lambda: jax.numpy.mean(X0.reshape(2, 4), 0), "P(None,)", "P()", "float32[4]",
+                   14.0),
+    "einsum_numpy": (lambda: jax.numpy.einsum("ij,kj", X0.reshape(2, 4), X0.reshape(2, 4)),
+                     "P(None, None)", "P()", "float32[2,2]", 216.0),
+    "array_scalar": (lambda: jax.numpy.array(1.0), "P()", "P()", "~float32[]", 1.0),
+    # cond's result is typed as its first branch's: the identity of host data carries no
+    # mesh (the index, converted first, is laid out but is not the result)
+    "cond_numpy": (lambda: lax.cond(True, lambda a: a + 1, lambda a: a, X0), "P()", "P()",
+                   "float32[8]", 36.0),
+    "switch_numpy": (lambda: lax.switch(1, [lambda a: a, lambda a: a + 1], X0), "P()", "P()",
+                     "float32[8]", 36.0),
+    "cond_of_made": (lambda: lax.cond(True, lambda a: a + 1, lambda a: a,
+                                      jax.numpy.ones(4)), "P(None,)", "P()", "float32[4]", 8.0),
+    # Raw key data is spelled for its own rank; wrap_key_data of NumPy data stays put.
+    "PRNGKey": (lambda: jax.random.PRNGKey(0), "P(None,)", "P()", "uint32[2]", 0.0),
+    "key_data": (lambda: jax.random.key_data(jax.random.key(0)), "P(None,)", "P()",
+                 "uint32[2]", 0.0),
+    "split_raw": (lambda: jax.random.split(jax.random.PRNGKey(0)), "P(None, None)", "P()",
+                  "uint32[2,2]", 8759052547.0),
+    "wrap_key_data": (lambda: jax.random.wrap_key_data(np.zeros(2, np.uint32)), None, None,
+                      "key<fry>[]", None),
 }
 MADE_RECORDS = [(t, k) for t in ("Explicit", "Auto") for k in MADE]
 

@@ -230,7 +230,7 @@ def apply_primitive(prim: core.Primitive, *args, **params):
                     else to_buffer(x, a, where._device) for x, a in zip(args, avals)]
         outs = program.executable(bufs, committed)
         if not committed and _eager_meshes:  # under jax.set_mesh: over its devices
-            return _on_context_mesh(prim, outs)
+            return _on_context_mesh(prim, params, outs)
     else:
         key = (prim, avals, tuple(params.items()))
         if local_blocks.open:
@@ -245,10 +245,11 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     return wrap_result(outs[0])
 
 
-def _on_context_mesh(prim: core.Primitive, outs: list):
+def _on_context_mesh(prim: core.Primitive, params: dict, outs: list):
     if config.jax_debug_nans:
         debug_nans.check_primitive(prim, [Array(b) for b in outs])
-    laid_out = context_mesh.lay_out_results([wrap_result(b) for b in outs])
+    laid_out = context_mesh.lay_out_results([wrap_result(b) for b in outs],
+                                            context_mesh.typed_results(prim, params, len(outs)))
     return laid_out if prim.multiple_results else laid_out[0]
 
 
@@ -318,4 +319,6 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool], a
         program = programs.get(closed, _compile_closed_program, name, closed, donated_invars)
     bufs = [to_buffer(x, a, device) for x, a in zip(args, closed.in_avals)]
     outs = [wrap_result(b) for b in program.run(bufs, committed)]
-    return context_mesh.lay_out_results(outs) if _eager_meshes and not committed else outs
+    if _eager_meshes and not committed:  # under jax.set_mesh: over its devices
+        return context_mesh.lay_out_results(outs, context_mesh.typed_outputs(closed))
+    return outs

@@ -691,12 +691,12 @@ def module_to_hlo_text(module: ir.Module, debug_info: bool = False) -> str:
 
 
 def broadcast_operands_to_output(ctx: LoweringRuleContext, args: Sequence[ir.Value]) -> list:
-    """Elementwise primitives broadcast rank-0 operands and size-1 dimensions of equal-rank
-    ones; StableHLO's elementwise ops take equal shapes, so both become a broadcast_in_dim."""
-    shape = ctx.avals_out[0].shape
-    return [x if aval.shape == shape else
-            broadcast_in_dim(x, aval.update(shape=shape), tuple(range(len(aval.shape))))
-            for x, aval in zip(args, ctx.avals_in)]
+    """Rank-0 and size-1 operands broadcast_in_dim to the result's shape, laid out as its
+    type says (JAX's constraint): StableHLO's elementwise ops take equal shapes."""
+    o, mc = ctx.avals_out[0], ctx.module_context
+    bs = [x if a.shape == o.shape else broadcast_in_dim(
+        x, a.update(shape=o.shape), tuple(range(a.ndim))) for x, a in zip(args, ctx.avals_in)]
+    return [_laid_out_as_typed(mc, w, o) if w is not x and mc.mesh else w for w, x in zip(bs, args)]
 
 
 def nary_lowering(op: Callable) -> Callable:

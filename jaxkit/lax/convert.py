@@ -114,8 +114,8 @@ ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
 pe.const_fold_rules[convert_element_type_p] = _convert_element_type_fold
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)
 batching.defrule(convert_element_type_p, _convert_element_type_batch)
-shr.defsharding(convert_element_type_p, lambda x, *, sharding=None, **_: (
-    shr.unary_rule(x) if sharding is None else sharding))
+shr.defsharding(convert_element_type_p, shr.keeps_operand_mesh(lambda x, *, sharding=None, **_: (
+    shr.unary_rule(x) if sharding is None else sharding)))
 lay_out_eager_results(convert_element_type_p)
 # The layout is the binder's type, as JAX prints it.
 core.defpp_params(convert_element_type_p, lambda params: {

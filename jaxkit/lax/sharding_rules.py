@@ -25,11 +25,13 @@ from jaxkit.avals import shape_sharding_str
 from jaxkit.interpreters import ad
 from jaxkit.lax import sharding_ur
 from jaxkit.lax.sharding_ur import defur
+from jaxkit.runtime import context_mesh
 from jaxkit.core import ShapedArray, ShardingTypeError
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, DuplicateSpecError, NamedSharding,
                                      PartitionSpec, current_abstract_mesh, typed_sharding)
 
-__all__ = ["defsharding", "defur", "resolve_out_sharding", "sharding_rules", "type_sharding_of"]
+__all__ = ["defsharding", "defur", "keeps_operand_mesh", "resolve_out_sharding", "sharding_rules",
+           "type_sharding_of"]
 
 Spec = tuple  # one entry per dimension: None, a mesh axis name, or a tuple of names
 
@@ -40,6 +42,17 @@ def defsharding(prim: core.Primitive, rule: Callable[..., Any]) -> None:
     """Register ``rule(*avals, **params) -> spec`` (a list of specs for a primitive with
     several results) as ``prim``'s sharding rule."""
     sharding_rules[prim] = rule
+    if getattr(rule, "keeps_operand_mesh", False):
+        context_mesh.untyped_results.add(prim)
+
+
+def keeps_operand_mesh(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``rule`` as one that copies or narrows an operand's type, as JAX's rule for the
+    primitive does: its result's type then carries a mesh only when an operand's does (an
+    eager ``sin`` of host data under ``set_mesh`` is ``P()`` over an Explicit mesh, an
+    ``add`` is ``P(None,)``; see ``runtime.context_mesh``)."""
+    rule.keeps_operand_mesh = True  # type: ignore[attr-defined]
+    return rule
 
 
 def parts(aval: ShapedArray) -> Spec:
@@ -204,11 +217,13 @@ def add_rule(x: ShapedArray, y: ShapedArray) -> Spec | None:
     return elementwise_rule(x, y, _name="add")
 
 
+@keeps_operand_mesh
 def unary_rule(x: ShapedArray, **params) -> Spec | None:
     """A result laid out as the (only) operand."""
     return parts(x) if getattr(x, "_sharding", None) is not None else None
 
 
+@keeps_operand_mesh
 def reduce_rule(x: ShapedArray, *, axes: Sequence[int], **params) -> Spec | None:
     """A reduction drops the reduced dimensions and their mesh axes."""
     if getattr(x, "_sharding", None) is None:
@@ -216,12 +231,14 @@ def reduce_rule(x: ShapedArray, *, axes: Sequence[int], **params) -> Spec | None
     return tuple(p for i, p in enumerate(parts(x)) if i not in set(axes))
 
 
+@keeps_operand_mesh
 def reduce_sum_rule(x: ShapedArray, *, axes: Sequence[int],
                     out_sharding: NamedSharding | None = None) -> Any:
     """``reduce_sum``: the layout ``out_sharding`` asks for, else ``reduce_rule``'s."""
     return out_sharding if out_sharding is not None else reduce_rule(x, axes=axes)
 
 
+@keeps_operand_mesh
 def squeeze_rule(x: ShapedArray, *, dimensions: Sequence[int]) -> Spec | None:
     """The removed (size-1, so unsplit) dimensions drop out."""
     if getattr(x, "_sharding", None) is None:
@@ -229,6 +246,7 @@ def squeeze_rule(x: ShapedArray, *, dimensions: Sequence[int]) -> Spec | None:
     return tuple(p for i, p in enumerate(parts(x)) if i not in set(dimensions))
 
 
+@keeps_operand_mesh
 def transpose_rule(x: ShapedArray, *, permutation: Sequence[int]) -> Spec | None:
     if getattr(x, "_sharding", None) is None:
         return None
@@ -276,6 +294,7 @@ def _split_axes(mesh_sizes: dict, axes: tuple, sizes: Sequence[int], x, new_size
     return out
 
 
+@keeps_operand_mesh
 def reshape_rule(x: ShapedArray, *, new_sizes: Sequence[int], dimensions=None,
                  **params) -> Spec | None:
     """Dimensions kept, split or merged keep their mesh axes: a split dimension's axes go to
@@ -332,6 +351,7 @@ def reshape_rule(x: ShapedArray, *, new_sizes: Sequence[int], dimensions=None,
     return tuple(out)
 
 
+@keeps_operand_mesh
 def cumulative_rule(x: ShapedArray, *, axis: int, reverse: bool) -> Spec | None:
     """A cumulative reduction keeps the layout; the axis it runs along must be unsplit."""
     if getattr(x, "_sharding", None) is None:
@@ -389,6 +409,7 @@ def select_n_rule(which: ShapedArray, *cases: ShapedArray) -> Spec | None:
     return spec
 
 
+@keeps_operand_mesh
 def dot_general_rule(lhs: ShapedArray, rhs: ShapedArray, *, dimension_numbers,
                      out_sharding=None, **params) -> Spec | NamedSharding | None:
     """Batch dimensions, then the free dimensions of ``lhs`` and of ``rhs``, keep their
@@ -507,16 +528,19 @@ def _varying_shape(name: str, x: ShapedArray, out_shape: tuple) -> Spec | None:
     return parts(x)
 
 
+@keeps_operand_mesh
 @with_out
 def slice_rule(outs, x: ShapedArray, **params) -> Spec | None:
     return _varying_shape("slicing", x, outs[0].shape)
 
 
+@keeps_operand_mesh
 @with_out
 def dynamic_slice_rule(outs, x: ShapedArray, *starts, **params) -> Spec | None:
     return _varying_shape("dynamic_slice", x, outs[0].shape)
 
 
+@keeps_operand_mesh
 @with_out
 def pad_rule(outs, x: ShapedArray, padding_value: ShapedArray, **params) -> Spec | None:
     return _varying_shape("padding", x, outs[0].shape)
@@ -528,12 +552,14 @@ def split_rule(outs, x: ShapedArray, *, sizes: Sequence[int], axis: int) -> list
     return [_varying_shape("split", x, o.shape) for o in outs]
 
 
+@keeps_operand_mesh
 def fft_rule(x: ShapedArray, *, fft_type: Any, fft_lengths: Sequence[int]) -> Spec | None:
     """The result keeps the operand's layout, whatever the transform does to the minor
     dimensions' sizes (JAX's type takes the operand's sharding as it is)."""
     return parts(x)
 
 
+@keeps_operand_mesh
 def top_k_rule(x: ShapedArray, *, k: int, axis: int) -> list | None:
     """Values and indices keep the operand's layout; the axis searched must not be split."""
     if parts(x)[axis] is not None:
@@ -549,6 +575,7 @@ def rng_bit_generator_rule(key: ShapedArray, *, out_sharding: Any = None, **para
     return [parts(key), resolve_out_sharding("rng_bit_generator", out_sharding)]
 
 
+@keeps_operand_mesh
 @with_out
 def conv_general_dilated_rule(outs, lhs: ShapedArray, rhs: ShapedArray, *,
                               dimension_numbers: Any, **params) -> Spec | None:
@@ -578,6 +605,7 @@ def _typed_str(x: ShapedArray, mesh: AbstractMesh) -> str:
             f"({_axis_types_str(mesh)})")
 
 
+@keeps_operand_mesh
 def dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *starts) -> Spec | None:
     """The update must be laid out as the operand; so is the result."""
     if parts(x) != parts(update):
@@ -589,16 +617,19 @@ def dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *starts) -> S
     return unary_rule(x)
 
 
+@keeps_operand_mesh
 def clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> Spec | None:
     """The result is laid out as the operand clamped (the bounds are not consulted, as in
     JAX)."""
     return unary_rule(x)
 
 
+@keeps_operand_mesh
 def argminmax_rule(x: ShapedArray, *, axes: Sequence[int], **params) -> Spec | None:
     return reduce_rule(x, axes=axes)
 
 
+@keeps_operand_mesh
 def sort_rule(*operands: ShapedArray, dimension: int, **params) -> list | None:
     """Sorted operands keep their (common) layout; the sorting dimension must be unsplit."""
     typed = [o for o in operands if getattr(o, "_sharding", None) is not None]

@@ -21,7 +21,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit.interpreters import dispatch
 from jaxkit.lax import sharding_ur
-from jaxkit.lax.sharding_rules import defsharding, named_elementwise_rule
+from jaxkit.lax.sharding_rules import defsharding, keeps_operand_mesh, named_elementwise_rule
 from jaxkit.core import ShapedArray
 
 # Dtype categories accepted by primitives (checked with dtypes.issubdtype, which also knows
@@ -105,7 +105,7 @@ def standard_unop(name: str, accepted: Sequence[type], result_dtype: Callable | 
 
     prim = standard_primitive(shape_rule, dtype_rule, name,
                               _first_weak if weak_type else _no_weak_type)
-    defsharding(prim, named_elementwise_rule(name))
+    defsharding(prim, keeps_operand_mesh(named_elementwise_rule(name)))
     sharding_ur.defur(prim, sharding_ur.unop_rule(name))
     return prim
 

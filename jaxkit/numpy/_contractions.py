@@ -150,7 +150,7 @@ def vdot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
                preferred_element_type=preferred_element_type)
 
 
-@jitted(static_argnames=("axis", "precision", "preferred_element_type"))
+@jitted(static_argnames=("axis", "precision", "preferred_element_type"), converts_first=True)
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
            preferred_element_type: Any = None) -> Array:
     """``jnp.vecdot``: the (conjugated) dot product along ``axis``, batched over the rest."""
@@ -455,6 +455,10 @@ def einsum(subscripts, /, *operands: ArrayLike, out: None = None, optimize: Any 
     precision, preferred_element_type=...)``."""
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_subscripts((subscripts, *operands))
+    if len(operands) == 1:  # (ensure_arraylike gives a value, not a tuple, for one)
+        operands = (ensure_arraylike("einsum", *operands),)
+    else:
+        operands = ensure_arraylike("einsum", *operands)  # JAX converts them first
     sharding = resolve_out_sharding("einsum", out_sharding)
     if sharding is not None and len(operands) == 2:
         # One contraction, as JAX's: its dot_general is typed with the layout asked for.

@@ -136,7 +136,7 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
     else:
         if isinstance(object, (bool, int, float, complex)) and weak:
             out = device_put_value(object, weak_type=True, dtype=None)
-            out = convert(out, dtype, True)
+            out = context_mesh.lay_out(convert(out, dtype, True), typed=False)
         else:
             try:
                 host = np.asarray(object, dtype=dtype)
@@ -144,7 +144,7 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
                 raise TypeError(f"Unexpected input type for array: {type(object)}") from e
             # A ValueError (a ragged nested list) propagates with NumPy's message, as in JAX.
             # Under jax.set_mesh host data lands replicated over its devices (JAX's P()).
-            out = context_mesh.lay_out(device_put_value(host, weak_type=weak), from_host=True)
+            out = context_mesh.lay_out(device_put_value(host, weak_type=weak), typed=False)
     if sharding is not None:
         out = lax.convert_element_type(out, dtype, weak, sharding=sharding)
     if ndmin > np.ndim(out):

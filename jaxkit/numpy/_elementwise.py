@@ -102,7 +102,7 @@ def isscalar(element: Any) -> bool:
     return False
 
 
-@jitted(static_argnames=("dtype", "copy", "device"))
+@jitted(static_argnames=("dtype", "copy", "device"), converts_first=True)
 def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
            device: Any = None) -> Array:
     """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed)."""

@@ -17,7 +17,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from jaxkit import core, tree_util
+from jaxkit.runtime import context_mesh
+from jaxkit.runtime.array import device_put_value
 from jaxkit.transforms.jit import JitFunction
 
 # Types of the leaves jit takes as traced arguments (Array, NumPy values, Python scalars).
@@ -44,16 +48,30 @@ class JnpFunction(JitFunction):
     programs are ``jit_<name>``), for a body that cannot be called by its public name."""
 
     def __init__(self, fun: Callable, static_argnums, static_argnames, *, inline: bool,
-                 name: str | None = None, pytree_args: bool = False):
+                 name: str | None = None, pytree_args: bool = False,
+                 converts_first: bool = False):
         super().__init__(fun, static_argnums, static_argnames, inline=inline)
         if name is not None:
             self._name = name
         self._pytree_args = pytree_args
+        self._converts_first = converts_first
 
     def _call(self, args, kwargs):
         if self._jittable(args, kwargs):
+            if self._converts_first and context_mesh.eager_meshes and \
+                    core.current_trace() is core.eval_trace:
+                args, kwargs = self._host_laid_out(args, kwargs)
             return super()._call(args, kwargs)
         return self._fun(*args, **kwargs)
+
+    def _host_laid_out(self, args, kwargs) -> tuple:
+        """The arguments with host data (NumPy values, Python scalars) laid out over the mesh
+        of ``jax.set_mesh`` as JAX's ``ensure_arraylike`` does before its jit: what the
+        function computes from them is then typed over the mesh."""
+        nums, names = self._static_argnums, self._static_argnames
+        args = tuple(x if i in nums else _host_laid_out(x) for i, x in enumerate(args))
+        kwargs = {k: x if k in names else _host_laid_out(x) for k, x in kwargs.items()}
+        return args, kwargs
 
     def _jittable(self, args, kwargs) -> bool:
         static_nums, static_names = self._static_argnums, self._static_argnames
@@ -67,6 +85,12 @@ class JnpFunction(JitFunction):
         return True
 
 
+def _host_laid_out(x):
+    if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
+        return context_mesh.lay_out(device_put_value(x), typed=False)
+    return x
+
+
 def _traceable_tree(x) -> bool:
     """Whether every leaf of the pytree ``x`` is traceable as it is (``jnp.block``'s nested
     lists, which JAX's jit takes as a pytree)."""
@@ -75,7 +99,7 @@ def _traceable_tree(x) -> bool:
 
 def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
            static_argnums: Sequence[int] = (), inline: bool = True, name: str | None = None,
-           stages_only: bool = False, pytree_args: bool = False):
+           stages_only: bool = False, pytree_args: bool = False, converts_first: bool = False):
     """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``.
     The function gets jit's stages (``lower``, ``trace``, ``eval_shape``) as JAX's jitted
     jnp functions have them (``jnp.dot.lower(x, y)``).
@@ -87,14 +111,18 @@ def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
     that prepares its arguments and calls a jitted body of its own (``dot`` resolves its
     ``out_sharding`` against the mesh in context, for ``_dot``'s cache key): calls run it as
     it is, and only its stages are those of a jit of it. ``pytree_args`` lets jit take
-    pytrees of arrays as arguments (``block``'s nested lists), as JAX's jit does."""
+    pytrees of arrays as arguments (``block``'s nested lists), as JAX's jit does.
+    ``converts_first`` is for the functions JAX does not jit as a whole but converts their
+    array arguments first (``ensure_arraylike``) and then calls a jitted body (``sum``,
+    ``transpose``...): called eagerly under ``jax.set_mesh``, host data is laid out over the
+    mesh before the jit, as there (so the results are typed over the mesh, as JAX's)."""
     # No static_argnums means None to jit, so that the numbers of static_argnames are inferred
     # from the signature (jit infers neither when given both, as JAX's).
     nums = tuple(static_argnums) or None
 
     def make(f: Callable) -> Callable:
         jit = JnpFunction(f, nums, static_argnames, inline=inline, name=name,
-                          pytree_args=pytree_args)
+                          pytree_args=pytree_args, converts_first=converts_first)
         if not stages_only:
             return jit.as_function()
         f.lower, f.trace, f.eval_shape = jit.lower, jit.trace, jit.eval_shape
@@ -117,5 +145,5 @@ def alias(fun: Callable, name: str) -> Callable:
         return target(*args, **kwargs)
     functools.update_wrapper(body, jit._fun)
     body.__name__ = body.__qualname__ = name
-    return JnpFunction(body, jit._static_argnums, jit._static_argnames,
-                       inline=True).as_function()
+    return JnpFunction(body, jit._static_argnums, jit._static_argnames, inline=True,
+                       converts_first=jit._converts_first).as_function()

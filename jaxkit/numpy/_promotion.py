@@ -16,6 +16,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.interpreters.state import is_ref_aval
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.typing import ArrayLike
 
@@ -65,9 +66,13 @@ def asarray(x: ArrayLike) -> Array:
 
 
 def ensure_arraylike(fun_name: str, *args: Any) -> Any:
-    """``check_arraylike`` then ``asarray`` of each argument (one value for one argument)."""
+    """``check_arraylike`` then ``asarray`` of each argument (one value for one argument).
+    Run eagerly under ``jax.set_mesh``, host data lands replicated over the mesh as JAX's
+    does (``P()``, committed): what the function then computes is typed over the mesh."""
     check_arraylike(fun_name, *args)
     out = tuple(asarray(a) for a in args)
+    if context_mesh.eager_meshes and core.current_trace() is core.eval_trace:
+        out = tuple(context_mesh.lay_out(a, typed=False) for a in out)
     return out[0] if len(out) == 1 else out
 
 

@@ -234,7 +234,7 @@ def _count(a: Array, axis: Axis, keepdims: bool, where: Array | None, dtype: np.
     return sum(broadcast_to_shape(where, a.shape), axis, dtype=dtype, keepdims=keepdims)
 
 
-@jitted(static_argnames=("axis", "dtype", "out", "keepdims"))
+@jitted(static_argnames=("axis", "dtype", "out", "keepdims"), converts_first=True)
 def mean(a: ArrayLike, axis: Axis = None, dtype: DTypeLike | None = None, out: None = None,
          keepdims: bool = False, *, where: ArrayLike | None = None) -> Array:
     """``jnp.mean``: the arithmetic mean over ``axis`` (integers give float32)."""
@@ -421,7 +421,7 @@ def _arg_reduction(name: str, lax_fn: str, a: ArrayLike, axis: int | None,
     return lax.expand_dims(result, dims) if keepdims else result
 
 
-@jitted(static_argnames=("axis", "out", "keepdims"))
+@jitted(static_argnames=("axis", "out", "keepdims"), converts_first=True)
 def argmax(a: ArrayLike, axis: int | None = None, out: None = None,
            keepdims: bool | None = None) -> Array:
     """``jnp.argmax``: the index of the (first) maximum along ``axis``."""
@@ -430,7 +430,7 @@ def argmax(a: ArrayLike, axis: int | None = None, out: None = None,
     return _arg_reduction("argmax", "argmax", a, axis, keepdims)
 
 
-@jitted(static_argnames=("axis", "out", "keepdims"))
+@jitted(static_argnames=("axis", "out", "keepdims"), converts_first=True)
 def argmin(a: ArrayLike, axis: int | None = None, out: None = None,
            keepdims: bool | None = None) -> Array:
     """``jnp.argmin``: the index of the (first) minimum along ``axis``."""

@@ -77,7 +77,7 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
     return newshape
 
 
-@jitted(static_argnames=("shape", "order", "copy"))
+@jitted(static_argnames=("shape", "order", "copy"), converts_first=True)
 def reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None,
             out_sharding: Any = None) -> Array:
     """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
@@ -116,7 +116,7 @@ def _ravel(a: ArrayLike, order: str = "C", *, out_sharding: Any = None) -> Array
     return reshape(a, (a.size,), order, out_sharding=out_sharding)
 
 
-@jitted(static_argnames=("axes",))
+@jitted(static_argnames=("axes",), converts_first=True)
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """``jnp.transpose``: permute the axes (reverse them by default)."""
     a = ensure_arraylike("transpose", a)
@@ -136,7 +136,7 @@ def permute_dims(a: ArrayLike, /, axes: tuple[int, ...]) -> Array:
     return lax.transpose(ensure_arraylike("permute_dims", a), axes)
 
 
-@jitted
+@jitted(converts_first=True)
 def matrix_transpose(x: ArrayLike, /) -> Array:
     """``jnp.matrix_transpose``: swap the last two axes."""
     x = ensure_arraylike("matrix_transpose", x)
@@ -156,7 +156,7 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     return lax.transpose(a, perm)
 
 
-@jitted(static_argnames=("source", "destination"))
+@jitted(static_argnames=("source", "destination"), converts_first=True)
 def moveaxis(a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]
              ) -> Array:
     """``jnp.moveaxis``: move axes to new positions, keeping the order of the others."""
@@ -188,7 +188,7 @@ def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     return moveaxis(a, axis, start)
 
 
-@jitted(static_argnames=("axis",))
+@jitted(static_argnames=("axis",), converts_first=True)
 def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     """``jnp.squeeze``: remove axes of size 1 (all of them by default)."""
     a = ensure_arraylike("squeeze", a)
@@ -199,7 +199,7 @@ def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     return lax.squeeze(a, axes)
 
 
-@jitted(static_argnames=("axis",))
+@jitted(static_argnames=("axis",), converts_first=True)
 def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     """``jnp.expand_dims``: insert axes of size 1 at ``axis`` (positions in the result)."""
     a = ensure_arraylike("expand_dims", a)

@@ -750,13 +750,13 @@ def _isposneginf(infinity: float, x: Array, out: None) -> Array:
     return lax.full_like(x, False, dtype=np.bool_)
 
 
-@jitted(static_argnames=("out",))
+@jitted(static_argnames=("out",), converts_first=True)
 def isposinf(x: ArrayLike, /, out: None = None) -> Array:
     """``jnp.isposinf``: plus infinity."""
     return _isposneginf(np.inf, ensure_arraylike("isposinf", x), out)
 
 
-@jitted(static_argnames=("out",))
+@jitted(static_argnames=("out",), converts_first=True)
 def isneginf(x: ArrayLike, /, out: None = None) -> Array:
     """``jnp.isneginf``: minus infinity."""
     return _isposneginf(-np.inf, ensure_arraylike("isneginf", x), out)

@@ -32,9 +32,10 @@ from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
 from jaxkit.numpy import _index_update as jnp_index_update
 from jaxkit.numpy._array_methods import install_operators
-from jaxkit.runtime.array import Array, PublicArray, Shard
+from jaxkit.runtime.array import Array, PublicArray, Shard, device_put_value
 from jaxkit.transforms.jit import jit
-from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
+from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.runtime.sharding import AxisType, NamedSharding, PartitionSpec
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir, mlir_calls
 from jaxkit.interpreters.mlir import hlo
@@ -537,7 +538,9 @@ def _wrap_abstract_eval(data, *, impl):
 
 
 def _wrap_impl(data, *, impl):
-    return PRNGKeyArray(data if type(data) is Array else jnp.asarray(data, _u32))
+    # Host data is put on the default device, uncommitted, even under jax.set_mesh: JAX's
+    # wrap_key_data of a NumPy array is a SingleDeviceSharding there.
+    return PRNGKeyArray(data if type(data) is Array else device_put_value(np.asarray(data, _u32)))
 
 
 random_wrap_p = core.Primitive("random_wrap")
@@ -555,8 +558,22 @@ def _unwrap_abstract_eval(keys):
     return ShapedArray((*keys.shape, 2), _u32)
 
 
+def _unwrap_impl(keys):
+    """The keys' data; laid out over a mesh with an Explicit axis, its spec is spelled for
+    the data's rank, as JAX's physical layout of keys (``P(None,)`` for a ``key<fry>[]``'s
+    ``uint32[2]``): the same layout, no copy."""
+    data = keys._base_array
+    s = getattr(data, "sharding", None)
+    if type(data) is ShardedArray and isinstance(s, NamedSharding) and \
+            len(s.spec) < data.ndim and AxisType.Explicit in s.mesh.axis_types:
+        spec = PartitionSpec(*s.spec, *[None] * (data.ndim - len(s.spec)))
+        return ShardedArray(data._buf, data.aval, NamedSharding(s.mesh, spec,
+                                                                memory_kind=s.memory_kind))
+    return data
+
+
 random_unwrap_p = core.Primitive("random_unwrap")
-random_unwrap_p.def_impl(lambda keys: keys._base_array)
+random_unwrap_p.def_impl(_unwrap_impl)
 random_unwrap_p.def_abstract_eval(_unwrap_abstract_eval)
 ad.defjvp_zero(random_unwrap_p)
 batching.defleading(random_unwrap_p)

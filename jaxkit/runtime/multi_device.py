@@ -15,8 +15,10 @@ Recipes and hazards from ``shared/JAXLIB.md`` (sections 1 and 6):
   is installed but not imported. ``addressable_shards`` answers that import from small stand-in
   modules that exist only for the duration of the call (and never when jax is imported).
 * Un-awaited collective executions deadlock the CPU client when more are queued than it has
-  threads for rendezvous. At most one replicated execution is in flight: a new one first waits
-  for the previous one's results.
+  threads for rendezvous. At most one execution of a program with collectives is in flight:
+  a new one first waits for the previous one's results. Programs without collectives (most
+  eager ops under ``set_mesh``: elementwise work on each device's piece) rendezvous nowhere
+  and are dispatched asynchronously, as JAX's.
 """
 from __future__ import annotations
 
@@ -227,9 +229,18 @@ def jax_free_imports() -> Iterator[None]:
 def addressable_shards(buf: ArrayImpl) -> list[ArrayImpl]:
     """The per-device arrays of a global array (this process's devices, in sharding order).
 
-    Their ``aval`` is unset (jaxlib builds it with jax); callers know the shard type."""
+    Their ``aval`` is unset (jaxlib builds it with jax); callers know the shard type. A
+    global array over one device (a program partitioned over a 1-device mesh) is its own
+    only shard for jaxlib, still labelled with the global sharding: it is relabelled as a
+    one-device array, as every other shard is."""
     with jax_free_imports():
-        return buf._arrays
+        arrays = buf._arrays
+    if len(arrays) == 1 and not hasattr(arrays[0]._sharding, "_device"):
+        held = buf._sharding
+        device = held._devices[0]
+        return [ArrayImpl(buf.aval, pjrt.memory_sharding(device, held.memory_kind), arrays,
+                          True, True)]
+    return arrays
 
 
 def fetch_shards(buf: ArrayImpl) -> list[np.ndarray]:
@@ -255,6 +266,20 @@ _in_flight: list = []  # the results of the last replicated execution (at most o
 _in_flight_lock = threading.Lock()
 
 
+# Op names of the collectives in a compiled module's HLO text (async pairs as ``-start``).
+_COLLECTIVES = ("all-reduce", "all-gather", "all-to-all", "collective-permute",
+                "reduce-scatter", "collective-broadcast")
+
+
+def _has_collectives(xla_executable) -> bool:
+    """Whether the compiled program exchanges data between devices (it then rendezvouses)."""
+    try:
+        text = "".join(m.to_string() for m in xla_executable.hlo_modules())
+    except _jax.JaxRuntimeError:  # (no HLO to read: assume the worst)
+        return True
+    return any(f" {op}(" in text or f" {op}-start(" in text for op in _COLLECTIVES)
+
+
 def _wait_previous() -> None:
     """Block on the previous replicated execution (the CPU client deadlocks in collective
     rendezvous when too many are queued, see the module docstring)."""
@@ -272,6 +297,7 @@ class ReplicatedExecutable:
     __slots__ = (
         "_execute",
         "cache_source",
+        "collective",
         "devices",
         "handlers",
         "out_avals",
@@ -288,12 +314,14 @@ class ReplicatedExecutable:
         self.handlers = [_jax.array_result_handler(a, s, True, _skip_checks=True)
                          for a, s in zip(self.out_avals, self.out_shardings)]
         self._execute = xla_executable.execute_sharded
+        self.collective = _has_collectives(xla_executable)
 
     def __call__(self, bufs: Sequence[ArrayImpl]) -> list[ArrayImpl]:
         if config.jax_no_execution:
             pjrt.raise_no_execution(self.xla_executable)
         with _in_flight_lock:
-            _wait_previous()
+            if self.collective:
+                _wait_previous()
             try:
                 if not self.handlers:  # no result to wait on later: wait for the token now
                     results = self._execute(bufs, with_tokens=True)
@@ -303,7 +331,8 @@ class ReplicatedExecutable:
             except _jax.JaxRuntimeError:
                 pjrt.raise_if_deleted(bufs)
                 raise
-            _in_flight.append(outs[0])
+            if self.collective:
+                _in_flight.append(outs[0])
         return outs
 
     def as_text(self) -> str:

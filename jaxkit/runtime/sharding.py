@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from jaxlib import _jax
 from jaxlib import xla_client as xc
+from jaxlib.mlir import passmanager
 
 from jaxkit import avals, core
 from jaxkit._config import config
@@ -472,7 +473,7 @@ class NamedSharding:
             coord = dict(zip(names, pos))
             index = []
             for n, axes in zip(shape, norm):
-                if not axes:
+                if math.prod(sizes[a] for a in axes) == 1:  # whole (JAX's slice(None))
                     index.append(slice(None))
                     continue
                 k = 0
@@ -722,9 +723,19 @@ def put_global(value: np.ndarray, aval, sharding: NamedSharding) -> Any:
     """One global device array of ``aval`` laid out as ``sharding`` from the host ``value``
     (each addressable device gets its slice).
 
-    The shards are put one by one and assembled: jaxlib's ``batched_device_put`` fails
+    A layout fully replicated or split with no replica is put in one ``batched_device_put``
+    call (an eager op's scalar operand under ``set_mesh`` is put so on every call); other
+    shards are put one by one and assembled: jaxlib's ``batched_device_put`` fails
     (``bad_function_call``) on partially replicated layouts unless jax is imported."""
     indices = sharding.addressable_devices_indices_map(value.shape)
+    if sharding.memory_kind in (None, "device") and value.dtype.kind != "V":
+        replicated = all(t == 1 for t in sharding._tiling(value.ndim))
+        distinct = {tuple((i.start, i.stop) for i in index) for index in indices.values()}
+        if replicated or len(distinct) == len(indices) == sharding.mesh.size:
+            pieces = [value] * len(indices) if replicated else \
+                [np.ascontiguousarray(value[index]) for index in indices.values()]
+            return multi_device.put_pieces(pieces, aval, sharding.runtime_sharding(value.ndim),
+                                           list(indices))
     shard_aval = aval.update(shape=sharding.shard_shape(value.shape))
     shards = [pjrt.put(np.ascontiguousarray(value[index]), shard_aval, device,
                        memory_kind=sharding.memory_kind)
@@ -753,6 +764,15 @@ def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
     build.use_shardy_partitioner = True
     return compile_cache.compile_and_load(backend.client, module,
                                           multi_device.device_list(devices), devices, opts)
+
+
+def lift_inlined_meshes(module: Any) -> None:
+    """Run Shardy's ``sdy-lift-inlined-meshes`` pass on a lowered ``module``, as JAX does at
+    the end of every lowering with Shardy: each ``sdy.mesh`` symbol gets its
+    ``stablehlo.mesh`` attribute (the axes as StableHLO names them), as JAX prints it."""
+    with module.context:
+        passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(
+            module.operation)
 
 
 def output_hlo_shardings(executable: Any, num_outputs: int) -> list[xc.HloSharding]:

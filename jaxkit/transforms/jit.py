@@ -248,7 +248,9 @@ class JitFunction:
             self._add_plan(compiled, avals, args, kwargs, where, committed)
         out = compiled.run_flat(flat, avals, device, committed)
         if context_mesh.eager_meshes and not committed:  # under jax.set_mesh: over its devices
-            return tree_util.tree_map(context_mesh.lay_out, out)
+            leaves, tree = tree_util.tree_flatten(out)
+            typed = context_mesh.typed_outputs(compiled.lowered.traced.jaxpr)
+            return tree_util.tree_unflatten(tree, context_mesh.lay_out_results(leaves, typed))
         return out
 
     def _rename_mismatch(self, error: DeviceMismatch, args, kwargs) -> ValueError:
@@ -281,10 +283,12 @@ class JitFunction:
                     return self._bind(sig, flat, dyn_args, dyn_kwargs)
                 compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
             return compiled.run_flat(flat, sig.avals)
-        key = (sig, layouts)
+        typed_in = tuple(map(spmd.is_laid_out, flat))  # (host data's type has no mesh)
+        key = (sig, layouts, typed_in)
         compiled = self._fun_cache.partitioned.get(key)
         if compiled is None:
-            compiled = self._traced(sig, dyn_args, dyn_kwargs, layouts).lower().compile()
+            compiled = self._traced(sig, dyn_args, dyn_kwargs, layouts,
+                                    typed_in).lower().compile()
             self._fun_cache.partitioned[key] = compiled
             self.cache_events.append(CacheEvent(
                 self._name, "partitioned over a mesh: first call with these layouts", [],
@@ -492,10 +496,12 @@ class JitFunction:
                 self._traces[sig] = traced
         return traced
 
-    def _traced(self, sig: CallSignature, dyn_args, dyn_kwargs, layouts=None) -> Traced:
+    def _traced(self, sig: CallSignature, dyn_args, dyn_kwargs, layouts=None,
+                typed_in=None) -> Traced:
         """The ``Traced`` stage at top level, where the closed-over values are concrete: they
         are kept with the program as its constants. ``layouts`` (one ``NamedSharding`` per
-        argument leaf) makes it a program partitioned over their mesh."""
+        argument leaf) makes it a program partitioned over their mesh; ``typed_in`` says
+        which argument leaves' types carry it (host data's do not; default: all)."""
         closed, out_tree, consts, trace_time = self._trace_cached(sig, dyn_args, dyn_kwargs)
         plan = None
         mesh = spmd.constraint_mesh(closed)
@@ -505,10 +511,14 @@ class JitFunction:
         else:
             mesh = None  # the arguments' layouts name the program's mesh
         if layouts is not None:
+            typed_out = None
+            if typed_in is not None and not all(typed_in):
+                typed_out = context_mesh.typed_outputs(
+                    closed, [spmd.is_laid_out(c) for c in consts] + list(typed_in))
             plan = spmd.ShardingPlan(
                 layouts,
                 spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals),
-                closed.out_avals, mesh)
+                closed.out_avals, mesh, typed_out)
         return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
                       out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
                       Timings(trace=trace_time), plan, self._keep_unused)

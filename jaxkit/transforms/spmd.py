@@ -25,12 +25,12 @@ from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import mlir
 from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,
                                  sdy_mesh_symbol, sharding_constraint_p)
-from jaxkit.runtime import multi_device
+from jaxkit.runtime import context_mesh, multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec,
                                      compile_partitioned, current_mesh, named_from_hlo,
-                                     output_hlo_shardings, put_global)
+                                     lift_inlined_meshes, output_hlo_shardings, put_global)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -169,14 +169,18 @@ class ShardingPlan:
 
     def __init__(self, in_shardings: Sequence[NamedSharding],
                  out_shardings: Sequence[NamedSharding | None],
-                 out_avals: Sequence[ShapedArray] | None = None, mesh: Mesh | None = None):
+                 out_avals: Sequence[ShapedArray] | None = None, mesh: Mesh | None = None,
+                 typed_out: Sequence[bool] | None = None):
         self.in_shardings = tuple(in_shardings)
         # ``mesh``: that of the program's constraints, which a program with no argument and
         # no out_shardings (``jit(lambda: reshard(...))()``) has only
         self.mesh = _common_mesh(list(self.in_shardings) + list(out_shardings), mesh)
         if out_avals is not None and self.mesh is not None:
-            out_shardings = [s if s is not None else _from_type(self.mesh, a)
-                             for s, a in zip(out_shardings, out_avals)]
+            # ``typed_out``: whether each output's type carries the mesh in JAX (one computed
+            # from host data alone does not: XLA's layout then names it, P() if replicated)
+            typed_out = typed_out or [True] * len(out_avals)
+            out_shardings = [s if s is not None or not t else _from_type(self.mesh, a)
+                             for s, a, t in zip(out_shardings, out_avals, typed_out)]
         self.out_shardings = tuple(out_shardings)
 
 
@@ -288,6 +292,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
         result_names=result_names)
     for shape in others:
         declare_sdy_mesh(module, shape)
+    lift_inlined_meshes(module)
     return module
 
 
@@ -378,10 +383,11 @@ def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     avals = closed.in_avals
     layouts = input_shardings(None, tuple(args), {}, args, avals, constraint_mesh(closed))
     per_jaxpr = _programs.setdefault(closed, {})
-    program = per_jaxpr.get(layouts)
+    typed_in = tuple(map(is_laid_out, args))
+    program = per_jaxpr.get((layouts, typed_in))
     if program is None:
         plan = ShardingPlan(layouts, [None] * len(closed.out_avals), closed.out_avals,
-                            constraint_mesh(closed))
-        program = per_jaxpr[layouts] = PartitionedProgram(
+                            constraint_mesh(closed), context_mesh.typed_outputs(closed, typed_in))
+        program = per_jaxpr[(layouts, typed_in)] = PartitionedProgram(
             lower(name, closed, donated_invars, plan), closed, plan)
     return program.run_flat(args, avals)
