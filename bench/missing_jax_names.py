@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import typing
 import warnings
 
 import jax
@@ -110,6 +111,12 @@ def _from_stdlib(obj) -> bool:
     return mod.split(".")[0] in sys.stdlib_module_names
 
 
+def _typing_constant(name: str, obj) -> bool:
+    """Whether ``name`` is ``from typing import TYPE_CHECKING`` (a bool, which
+    ``_from_stdlib`` cannot trace to its module)."""
+    return name == "TYPE_CHECKING" and obj is typing.TYPE_CHECKING
+
+
 def public(module) -> set[str]:
     """Public names, less imported modules that are not a JAX submodule (``import os``,
     ``import jax`` inside ``jax.experimental.jet``), standard-library imports and
@@ -119,10 +126,11 @@ def public(module) -> set[str]:
         if n.startswith("_"):
             continue
         obj = getattr(module, n, None)
-        if type(obj) is type(jax) and (not obj.__name__.startswith(("jax", "jaxkit"))
+        # jaxlib's modules (``xc``, ``pytree``) are imports too: "jaxlib." is not "jax.".
+        if type(obj) is type(jax) and (not obj.__name__.startswith(("jax.", "jaxkit."))
                                        or obj.__name__ in ("jax", "jaxkit")):
             continue
-        if type(obj).__name__ == "_Feature" or _from_stdlib(obj):
+        if type(obj).__name__ == "_Feature" or _from_stdlib(obj) or _typing_constant(n, obj):
             continue
         out.add(n)
     return out
