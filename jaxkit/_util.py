@@ -41,6 +41,27 @@ def safe_zip(*args: Iterable) -> list[tuple]:
     return list(zip(*seqs))
 
 
+def foreach(f: Callable[..., Any], *args: Iterable) -> None:
+    """Call ``f`` elementwise over sequences of one length, for its effects (JAX's
+    ``util.foreach``: a sequence of another length than the first raises ``ValueError`` when
+    the walk reaches its end, after the calls so far)."""
+    first, *rest = [iter(a) for a in args]
+    for x in first:
+        items = [x]
+        for i, it in enumerate(rest, start=2):
+            y = next(it, _END)
+            if y is _END:
+                raise ValueError(f"foreach() argument {i} is shorter than argument 1")
+            items.append(y)
+        f(*items)
+    for i, it in enumerate(rest, start=2):
+        if next(it, _END) is not _END:
+            raise ValueError(f"foreach() argument {i} is longer than argument 1")
+
+
+_END = object()  # what an exhausted iterator gives next()
+
+
 def safe_map(f: Callable[..., Any], *args: Iterable) -> list:
     """``map`` over sequences that must all have the same length, as a list."""
     if not args:
