@@ -18,6 +18,7 @@ User types (``HiType``, ``MutableHiType``, ``register_hitype``, QDD) and their p
 """
 from __future__ import annotations
 
+import abc
 from collections.abc import Hashable
 from typing import Any
 
@@ -33,7 +34,7 @@ from jaxkit.interpreters.hijax import (AvalMutableQDD, AvalQDD, HiPrimitive, HiT
 from jaxkit.ref import AbstractRef
 from jaxkit.transforms.vmap import vmap
 
-__all__ = ["AbstractRef", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
+__all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
            "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method", "aval_property",
            "call_hi_primitive_p", "call_hi_primitive_linearized_p",
            "control_flow_allowed_effects", "instantiate_zeros",
@@ -332,3 +333,19 @@ ad.deftranspose(call_hi_primitive_linearized_p, _lin_transpose)
 core.defpp_params(call_hi_primitive_linearized_p, _lin_pp_params)
 mlir.register_lowering(call_hi_primitive_linearized_p,
                        mlir.lower_fun(_lin_forward, multiple_results=True))
+
+
+# --------------------------------------------------------------------------------------------
+# AbstractValue (helper names36): JAX's base class of every type a value can have. jaxkit's
+# types have no common base class, so it is an ABC they are registered with: ``isinstance``
+# holds for arrays', refs' and high-level types, and a user type may subclass it.
+# --------------------------------------------------------------------------------------------
+
+
+class AbstractValue(abc.ABC):
+    """The base of abstract values (types): ``ShapedArray``, ``AbstractRef``, ``HiType``,
+    ``MutableHiType`` and their subclasses."""
+
+
+for _ty in (ShapedArray, AbstractRef, HiType, MutableHiType):
+    AbstractValue.register(_ty)
