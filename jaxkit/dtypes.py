@@ -457,7 +457,10 @@ def tangent_dtype(dtype: DTypeLike) -> np.dtype:
     else ``float0`` (integers, booleans and keys are not differentiable); an extended dtype's
     own rule."""
     if isinstance(dtype, ExtendedDType):
-        return dtype.tangent_dtype()
+        # JAX's ``primal_tangent_dtype`` keeps its tangent dtype in a field of this name,
+        # where jaxkit's extended dtypes define the method.
+        rule = dtype.tangent_dtype
+        return rule() if callable(rule) else rule
     dt = np.dtype(dtype)
     return dt if issubdtype(dt, np.inexact) else float0
 
