@@ -34,7 +34,7 @@ from jaxkit.interpreters.hijax import (AvalMutableQDD, AvalQDD, HiPrimitive, HiT
 from jaxkit.ref import AbstractRef
 from jaxkit.transforms.vmap import vmap
 
-__all__ = ["AbstractRef", "AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
+__all__ = ["AbstractRef", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
            "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method", "aval_property",
            "call_hi_primitive_p", "call_hi_primitive_linearized_p",
            "control_flow_allowed_effects", "instantiate_zeros",
