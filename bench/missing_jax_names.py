@@ -54,7 +54,6 @@ NOT_COUNTED = {
     "jax.experimental.jax2tf": "needs TensorFlow",
     "jax.experimental.serialize_executable": "serializes jaxlib's own PjRt executables",
     "jax.experimental.buffer_callback": "GPU/TPU buffer callbacks",
-    "jax.experimental.rnn": "cuDNN RNN kernels (GPU-only)",
     "jax.experimental.compute_on": "host/device compute placement (TPU/GPU)",
     "jax.experimental.x64_context": "deprecated alias module",
     "jax.interpreters": "JAX-internal interpreter modules (deprecated public aliases)",
@@ -75,6 +74,9 @@ NOT_COUNTED = {
 HARDWARE_ONLY = {
     ("jax.nn", n): "cuDNN block-scaled matmul (NVIDIA Blackwell); JAX raises on CPU too"
     for n in ("scaled_matmul", "scaled_dot_general")
+} | {
+    ("jax.experimental.rnn", n): "cuDNN fused LSTM (GPU only); JAX raises on CPU too"
+    for n in ("lstm", "lstm_fwd", "lstm_bwd", "rnn_abstract_eval", "rnn_fwd_p", "rnn_bwd_p")
 }
 
 
