@@ -52,7 +52,6 @@ NOT_COUNTED = {
     "jax.extend.pallas": "Pallas kernels need TPU/GPU Mosaic/Triton backends",
     "jax.experimental.mosaic": "Mosaic is TPU/GPU-only",
     "jax.experimental.jax2tf": "needs TensorFlow",
-    "jax.experimental.serialize_executable": "serializes jaxlib's own PjRt executables",
     "jax.experimental.buffer_callback": "GPU/TPU buffer callbacks",
     "jax.experimental.compute_on": "host/device compute placement (TPU/GPU)",
     "jax.experimental.x64_context": "deprecated alias module",
