@@ -27,8 +27,9 @@ from jaxkit import _pretty as pp
 from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
-from jaxkit.avals import (AbstractToken, ShapedArray, ShardingTypeError,  # noqa: F401
-                           Token, abstract_token, physical_aval, typematch)
+from jaxkit.avals import (AbstractToken, AbstractValue, ShapedArray,  # noqa: F401
+                          ShardingTypeError, Token, abstract_token, max_dim, min_dim,
+                          physical_aval, typematch)
 from jaxkit import source_info as source_info_util
 from jaxkit._config import config
 
@@ -229,6 +230,37 @@ def set_current_trace(trace: Trace) -> Iterator[Trace]:
         yield trace
     finally:
         _current_trace.reset(token)
+
+
+# ---- JAX's public ``jax.core`` names (``import jaxkit as jax`` makes this module jax.core) --
+
+
+@contextlib.contextmanager
+def eval_context() -> Iterator[None]:
+    """Evaluate eagerly inside the block (the bottom trace is current)."""
+    with set_current_trace(eval_trace):
+        yield
+
+
+class _CompileTimeEvalTrace(Trace):
+    """Evaluates operations on concrete values right away (even under jit); operations that
+    involve a tracer go to the enclosing trace."""
+
+    __slots__ = ()
+
+    def process_primitive(self, primitive, args, params):
+        if any(isinstance(x, Tracer) for x in args):
+            with set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        return primitive.impl(*args, **params)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Inside the block, operations on concrete values run eagerly even while tracing (e.g.
+    under jit), so their results are concrete and usable in Python control flow."""
+    with set_current_trace(_CompileTimeEvalTrace()):
+        yield
 
 
 @contextlib.contextmanager

@@ -18,7 +18,6 @@ User types (``HiType``, ``MutableHiType``, ``register_hitype``, QDD) and their p
 """
 from __future__ import annotations
 
-import abc
 from collections.abc import Hashable
 from typing import Any
 
@@ -336,16 +335,9 @@ mlir.register_lowering(call_hi_primitive_linearized_p,
 
 
 # --------------------------------------------------------------------------------------------
-# AbstractValue (helper names36): JAX's base class of every type a value can have. jaxkit's
-# types have no common base class, so it is an ABC they are registered with: ``isinstance``
-# holds for arrays', refs' and high-level types, and a user type may subclass it.
+# AbstractValue (helper names36): JAX's base class of every type a value can have, the
+# core's (``jax.core.AbstractValue`` too); ``isinstance`` holds for arrays', refs' and
+# high-level types, and a user type may subclass it.
 # --------------------------------------------------------------------------------------------
 
-
-class AbstractValue(abc.ABC):
-    """The base of abstract values (types): ``ShapedArray``, ``AbstractRef``, ``HiType``,
-    ``MutableHiType`` and their subclasses."""
-
-
-for _ty in (ShapedArray, AbstractRef, HiType, MutableHiType):
-    AbstractValue.register(_ty)
+AbstractValue = core.AbstractValue
