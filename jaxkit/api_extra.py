@@ -47,8 +47,28 @@ def typeof(x: Any) -> core.ShapedArray:
 # ---- compile-time evaluation ---------------------------------------------------------------
 
 
-# ``ensure_compile_time_eval`` is the core's (JAX's ``jax.core`` names it too).
-ensure_compile_time_eval = core.ensure_compile_time_eval
+class _CompileTimeEvalTrace(core.Trace):
+    """Evaluates operations on concrete values right away (even under jit); operations that
+    involve a tracer go to the enclosing trace."""
+
+    __slots__ = ()
+
+    def process_primitive(self, primitive, args, params):
+        if any(isinstance(x, core.Tracer) for x in args):
+            with core.set_current_trace(self.parent):
+                return primitive.bind(*args, **params)
+        return primitive.impl(*args, **params)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Inside the block, operations on concrete values run eagerly even while tracing (e.g.
+    under jit), so their results are concrete and usable in Python control flow."""
+    with core.set_current_trace(_CompileTimeEvalTrace()):
+        yield
+
+
+core.ensure_compile_time_eval = ensure_compile_time_eval  # ``jax.core`` names it too
 
 
 # ---- names ---------------------------------------------------------------------------------

@@ -232,34 +232,10 @@ def set_current_trace(trace: Trace) -> Iterator[Trace]:
         _current_trace.reset(token)
 
 
-# ---- JAX's public ``jax.core`` names (``import jaxkit as jax`` makes this module jax.core) --
-
-
 @contextlib.contextmanager
 def eval_context() -> Iterator[None]:
-    """Evaluate eagerly inside the block (the bottom trace is current)."""
+    """Evaluate eagerly inside the block (JAX's ``jax.core.eval_context``)."""
     with set_current_trace(eval_trace):
-        yield
-
-
-class _CompileTimeEvalTrace(Trace):
-    """Evaluates operations on concrete values right away (even under jit); operations that
-    involve a tracer go to the enclosing trace."""
-
-    __slots__ = ()
-
-    def process_primitive(self, primitive, args, params):
-        if any(isinstance(x, Tracer) for x in args):
-            with set_current_trace(self.parent):
-                return primitive.bind(*args, **params)
-        return primitive.impl(*args, **params)
-
-
-@contextlib.contextmanager
-def ensure_compile_time_eval() -> Iterator[None]:
-    """Inside the block, operations on concrete values run eagerly even while tracing (e.g.
-    under jit), so their results are concrete and usable in Python control flow."""
-    with set_current_trace(_CompileTimeEvalTrace()):
         yield
 
 

@@ -456,11 +456,8 @@ def tangent_dtype(dtype: DTypeLike) -> np.dtype:
     """The dtype of tangents (and cotangents) of values of ``dtype``: itself if inexact,
     else ``float0`` (integers, booleans and keys are not differentiable); an extended dtype's
     own rule."""
-    if isinstance(dtype, ExtendedDType):
-        # JAX's ``primal_tangent_dtype`` keeps its tangent dtype in a field of this name,
-        # where jaxkit's extended dtypes define the method.
-        rule = dtype.tangent_dtype
-        return rule() if callable(rule) else rule
+    if isinstance(dtype, ExtendedDType):  # a method, or a field (primal_tangent_dtype's)
+        return dtype.tangent_dtype() if callable(dtype.tangent_dtype) else dtype.tangent_dtype
     dt = np.dtype(dtype)
     return dt if issubdtype(dt, np.inexact) else float0
 
