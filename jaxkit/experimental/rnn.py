@@ -25,7 +25,7 @@ from jaxkit import numpy as jnp
 from jaxkit.api import vmap
 from jaxkit.lax.dot import Precision, canonicalize_precision
 from jaxkit.nn import sigmoid, tanh
-from jaxkit.runtime.array import Array
+from jaxkit.runtime.array import PublicArray as Array
 from jaxkit.transforms.custom_derivatives import custom_vjp
 from jaxkit.transforms.jit import jit
 
