@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import typing
 import warnings
 
 import jax
@@ -57,13 +58,15 @@ NOT_COUNTED = {
                                    "Triton/Mosaic-GPU operations",
     "jax.experimental.mosaic": "Mosaic is TPU/GPU-only",
     "jax.experimental.jax2tf": "needs TensorFlow",
-    "jax.experimental.serialize_executable": "serializes jaxlib's own PjRt executables",
     "jax.experimental.buffer_callback": "GPU/TPU buffer callbacks",
-    "jax.experimental.rnn": "cuDNN RNN kernels (GPU-only)",
-    "jax.experimental.compute_on": "host/device compute placement (TPU/GPU)",
+    # JAX runs it on CPU too (an _xla_compute_type frontend attribute on the calls): it needs
+    # per-equation compute-type contexts and memory-space types, which jaxkit's IR lacks.
+    "jax.experimental.compute_on": "needs equation compute-type contexts and memory spaces",
     "jax.experimental.x64_context": "deprecated alias module",
-    "jax.interpreters": "JAX-internal interpreter modules (deprecated public aliases)",
-    "jax.core": "deprecated: JAX-internal core (use jax.extend.core)",
+    # Not deprecated in JAX 0.10.2 (no warning on access), but JAX's internal interpreter API:
+    # it takes lu.WrappedFun, lowering contexts and JAX's rule tables, where jaxkit's
+    # interpreters (jaxkit.interpreters.*) have interfaces of their own.
+    "jax.interpreters": "JAX's internal interpreter API (jaxkit's interpreters differ)",
     "jax.lib": "jaxlib bridge module",
     "jax.tools": "command-line tools",
     "jax.version": "version module",
@@ -80,6 +83,9 @@ NOT_COUNTED = {
 HARDWARE_ONLY = {
     ("jax.nn", n): "cuDNN block-scaled matmul (NVIDIA Blackwell); JAX raises on CPU too"
     for n in ("scaled_matmul", "scaled_dot_general")
+} | {
+    ("jax.experimental.rnn", n): "cuDNN fused LSTM (GPU only); JAX raises on CPU too"
+    for n in ("lstm", "lstm_fwd", "lstm_bwd", "rnn_abstract_eval", "rnn_fwd_p", "rnn_bwd_p")
 }
 
 
@@ -116,6 +122,12 @@ def _from_stdlib(obj) -> bool:
     return mod.split(".")[0] in sys.stdlib_module_names
 
 
+def _typing_constant(name: str, obj) -> bool:
+    """Whether ``name`` is ``from typing import TYPE_CHECKING`` (a bool, which
+    ``_from_stdlib`` cannot trace to its module)."""
+    return name == "TYPE_CHECKING" and obj is typing.TYPE_CHECKING
+
+
 def public(module) -> set[str]:
     """Public names, less imported modules that are not a JAX submodule (``import os``,
     ``import jax`` inside ``jax.experimental.jet``), standard-library imports and
@@ -125,10 +137,11 @@ def public(module) -> set[str]:
         if n.startswith("_"):
             continue
         obj = getattr(module, n, None)
-        if type(obj) is type(jax) and (not obj.__name__.startswith(("jax", "jaxkit"))
+        # jaxlib's modules (``xc``, ``pytree``) are imports too: "jaxlib." is not "jax.".
+        if type(obj) is type(jax) and (not obj.__name__.startswith(("jax.", "jaxkit."))
                                        or obj.__name__ in ("jax", "jaxkit")):
             continue
-        if type(obj).__name__ == "_Feature" or _from_stdlib(obj):
+        if type(obj).__name__ == "_Feature" or _from_stdlib(obj) or _typing_constant(n, obj):
             continue
         out.add(n)
     return out

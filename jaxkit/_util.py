@@ -41,6 +41,65 @@ def safe_zip(*args: Iterable) -> list[tuple]:
     return list(zip(*seqs))
 
 
+def _original_func(f: Any) -> Any:
+    """The function under a property or cached property (where a mark is kept)."""
+    if isinstance(f, property):
+        return f.fget
+    if isinstance(f, functools.cached_property):
+        return f.func
+    return f
+
+
+def use_cpp_class(cpp_cls: type | None) -> Callable[[type], type]:
+    """A class decorator (JAX's ``util.use_cpp_class``): the decorated Python class's
+    attributes, except those marked with ``use_cpp_method``, are set on ``cpp_cls`` (a
+    compiled class), which then stands for it; without ``cpp_cls`` the Python class stays."""
+    def wrapper(cls: type) -> type:
+        if cpp_cls is None:
+            return cls
+        for name, attr in cls.__dict__.items():
+            if name not in ("__module__", "__dict__", "__doc__") and \
+                    not hasattr(_original_func(attr), "_use_cpp"):
+                setattr(cpp_cls, name, attr)
+        cpp_cls.__doc__ = cls.__doc__
+        return cpp_cls
+    return wrapper
+
+
+def use_cpp_method(is_enabled: bool = True) -> Callable[[Any], Any]:
+    """A method decorator for ``use_cpp_class``: the compiled class keeps its own version of
+    this method (when ``is_enabled``)."""
+    if not isinstance(is_enabled, bool):
+        raise TypeError("``is_enabled`` must be a bool")
+
+    def decorator(f):
+        if is_enabled:
+            _original_func(f)._use_cpp = True
+        return f
+    return decorator
+
+
+def foreach(f: Callable[..., Any], *args: Iterable) -> None:
+    """Call ``f`` elementwise over sequences of one length, for its effects (JAX's
+    ``util.foreach``: a sequence of another length than the first raises ``ValueError`` when
+    the walk reaches its end, after the calls so far)."""
+    first, *rest = [iter(a) for a in args]
+    for x in first:
+        items = [x]
+        for i, it in enumerate(rest, start=2):
+            y = next(it, _END)
+            if y is _END:
+                raise ValueError(f"foreach() argument {i} is shorter than argument 1")
+            items.append(y)
+        f(*items)
+    for i, it in enumerate(rest, start=2):
+        if next(it, _END) is not _END:
+            raise ValueError(f"foreach() argument {i} is longer than argument 1")
+
+
+_END = object()  # what an exhausted iterator gives next()
+
+
 def safe_map(f: Callable[..., Any], *args: Iterable) -> list:
     """``map`` over sequences that must all have the same length, as a list."""
     if not args:

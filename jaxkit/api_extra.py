@@ -68,6 +68,9 @@ def ensure_compile_time_eval() -> Iterator[None]:
         yield
 
 
+core.ensure_compile_time_eval = ensure_compile_time_eval  # ``jax.core`` names it too
+
+
 # ---- names ---------------------------------------------------------------------------------
 
 

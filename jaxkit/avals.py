@@ -4,8 +4,10 @@ XLA tokens, and the ``Token`` value. Interned, so equal types are the same objec
 jaxlib reads when it wraps a result buffer. ``jaxkit.core`` re-exports them."""
 from __future__ import annotations
 
+import abc
 import math
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -384,3 +386,37 @@ def typematch(a: ShapedArray, b: ShapedArray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype
 
 
+# ---- JAX's ``jax.core`` names about types and dimension sizes -----------------------------
+
+
+class AbstractValue(abc.ABC):
+    """The type of a value (JAX's base class of them): ``ShapedArray``, ``AbstractRef``, the
+    high-level types. jaxkit's types share no base class; each has ``to_tangent_aval`` and
+    ``str_short``, and that is what ``isinstance`` checks (a subclass is one too)."""
+
+    @classmethod
+    def __subclasshook__(cls, c):
+        if cls is AbstractValue and all(hasattr(c, m) for m in ("to_tangent_aval",
+                                                                  "str_short")):
+            return True
+        return NotImplemented
+
+
+def _dim_extremum(name: str, pick: Callable, d1: Any, d2: Any) -> Any:
+    try:
+        operator.index(d1), operator.index(d2)
+    except TypeError:
+        raise TypeError(f"core.{name}: ({d1!r}, {d2!r}) are not both integer dimension sizes "
+                        "(jaxkit's symbolic dimensions, jax.export's, have no min/max yet)"
+                        ) from None
+    return pick(d1, d2)
+
+
+def min_dim(d1: Any, d2: Any) -> Any:
+    """``min(d1, d2)`` of two dimension sizes."""
+    return _dim_extremum("min_dim", min, d1, d2)
+
+
+def max_dim(d1: Any, d2: Any) -> Any:
+    """``max(d1, d2)`` of two dimension sizes."""
+    return _dim_extremum("max_dim", max, d1, d2)

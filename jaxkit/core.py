@@ -27,8 +27,9 @@ from jaxkit import _pretty as pp
 from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
-from jaxkit.avals import (AbstractToken, ShapedArray, ShardingTypeError,  # noqa: F401
-                           Token, abstract_token, physical_aval, typematch)
+from jaxkit.avals import (AbstractToken, AbstractValue, ShapedArray,  # noqa: F401
+                          ShardingTypeError, Token, abstract_token, max_dim, min_dim,
+                          physical_aval, typematch)
 from jaxkit import source_info as source_info_util
 from jaxkit._config import config
 
@@ -229,6 +230,13 @@ def set_current_trace(trace: Trace) -> Iterator[Trace]:
         yield trace
     finally:
         _current_trace.reset(token)
+
+
+@contextlib.contextmanager
+def eval_context() -> Iterator[None]:
+    """Evaluate eagerly inside the block (JAX's ``jax.core.eval_context``)."""
+    with set_current_trace(eval_trace):
+        yield
 
 
 @contextlib.contextmanager

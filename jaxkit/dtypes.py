@@ -443,8 +443,8 @@ def tangent_dtype(dtype: DTypeLike) -> np.dtype:
     """The dtype of tangents (and cotangents) of values of ``dtype``: itself if inexact,
     else ``float0`` (integers, booleans and keys are not differentiable); an extended dtype's
     own rule."""
-    if isinstance(dtype, ExtendedDType):
-        return dtype.tangent_dtype()
+    if isinstance(dtype, ExtendedDType):  # a method, or a field (primal_tangent_dtype's)
+        return dtype.tangent_dtype() if callable(dtype.tangent_dtype) else dtype.tangent_dtype
     dt = np.dtype(dtype)
     return dt if issubdtype(dt, np.inexact) else float0
 

@@ -37,9 +37,8 @@ _RENAMED = {
     "jax.version": "jaxkit._src_compat.version",
     "jax.interpreters.partial_eval": "jaxkit._src_compat.partial_eval",
     "jax.experimental.hijax": "jaxkit._src_compat.hijax",
-    # Orbax imports these three (Pathways-only code uses them; see each module)
+    # Orbax imports these two (Pathways-only code uses them; see each module)
     "jax.interpreters.pxla": "jaxkit._src_compat.interpreters.pxla",
-    "jax.experimental.colocated_python.func": "jaxkit._src_compat.colocated_python_func",
     "jax.experimental.colocated_python.serialization":
         "jaxkit._src_compat.colocated_python_serialization",
 }

@@ -674,6 +674,16 @@ def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> 
     return _tree_broadcast(prefix_tree, full_tree, is_leaf, _registry)
 
 
+def broadcast_prefix(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf = None) -> list:
+    """One leaf of ``prefix_tree`` per leaf of ``full_tree``: each prefix leaf repeated over
+    the subtree under it (JAX's ``tree_util.broadcast_prefix``; a structure mismatch raises
+    ``ValueError``)."""
+    leaves, prefix_def = _tree_flatten(prefix_tree, is_leaf, _registry)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    return [v for v, sub in zip(leaves, subtrees)
+            for _ in range(_tree_flatten(sub, None, _registry)[1].num_leaves)]
+
+
 def _tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf,
                     reg: dict[type, _Node]) -> Any:
     leaves, prefix_def = _tree_flatten(prefix_tree, is_leaf, reg)

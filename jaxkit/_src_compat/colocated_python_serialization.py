@@ -1,10 +1,6 @@
-"""``jax.experimental.colocated_python.serialization``: how JAX pickles colocated functions and
-the meshes, device lists and shardings they close over, to run them on other hosts. Orbax
-imports it: its annotations name ``DeviceList`` at import time, and only a Pathways
-(single-controller) setup patches the private ``_reduce_*`` helpers. jaxkit runs colocated
-functions in this process and pickles nothing for them, so those helpers are absent;
-``DeviceList`` is the runtime's device-list type and ``xb`` the PjRt backends' module."""
-from __future__ import annotations
-
+"""``jax.experimental.colocated_python.serialization`` under ``install_as_jax``: jaxkit's module
+of that name (``DeviceList``, which Orbax names in annotations) plus ``xb``, the PjRt backends'
+module JAX's imports. Only a Pathways (single-controller) setup patches JAX's private
+``_reduce_*`` helpers; jaxkit pickles nothing for colocated functions, so they are absent."""
 from jaxkit._src_compat import xla_bridge as xb  # noqa: F401
-from jaxkit.runtime.multi_device import DeviceList  # noqa: F401
+from jaxkit.experimental.colocated_python.serialization import DeviceList  # noqa: F401

@@ -332,3 +332,12 @@ ad.deftranspose(call_hi_primitive_linearized_p, _lin_transpose)
 core.defpp_params(call_hi_primitive_linearized_p, _lin_pp_params)
 mlir.register_lowering(call_hi_primitive_linearized_p,
                        mlir.lower_fun(_lin_forward, multiple_results=True))
+
+
+# --------------------------------------------------------------------------------------------
+# AbstractValue (helper names36): JAX's base class of every type a value can have, the
+# core's (``jax.core.AbstractValue`` too); ``isinstance`` holds for arrays', refs' and
+# high-level types, and a user type may subclass it.
+# --------------------------------------------------------------------------------------------
+
+AbstractValue = core.AbstractValue

@@ -9,6 +9,10 @@ server (cross-slice DCN transfers in JAX; a socket transport on CPU).
 jaxkit's ``ShapeDtypeStruct`` carries no sharding: a pulled array lands on the default
 device unless its spec (an array, say) has a single-device ``sharding``.
 """
+# JAX's module builds its classes over jaxlib's with these decorators; jaxkit's classes wrap
+# jaxlib's objects instead (``jaxkit.runtime.transfer_server``), and the names stay for code
+# that decorates its own classes the same way.
+from jaxkit._util import use_cpp_class, use_cpp_method  # noqa: F401
 from jaxkit.runtime.transfer_server import (TransferConnection, TransferServer,
                                             make_error_array, start_transfer_server)
 

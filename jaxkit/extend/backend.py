@@ -3,7 +3,6 @@ libraries use around compilation (compile options, the in-memory executable cach
 their own that ``jax.clear_caches()`` should clear)."""
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +11,7 @@ import numpy as np
 from jaxkit.interpreters.mlir import jaxlib_module
 from jaxkit.runtime import compile_cache, pjrt
 from jaxkit.runtime.pjrt import get_backend, register_backend_factory
-from jaxkit.transforms import jit as _jit
+from jaxkit.transforms.cache_registry import register_backend_cache
 
 __all__ = ["backend_xla_version", "backends", "clear_backends",
            "clear_in_memory_compilation_cache", "get_backend", "get_compile_options",
@@ -100,32 +99,3 @@ def get_compile_options(num_replicas: int, num_partitions: int, device_assignmen
         options.env_option_overrides = list(overrides.items())
     build.debug_options.xla_detailed_logging = detailed_logging
     return options
-
-
-class _RegisteredCache:
-    """Clears a library's cache when jaxkit clears its own (``jax.clear_caches()``)."""
-
-    def __init__(self, cache, for_what: str):
-        self._cache = weakref.ref(cache)
-        self.for_what = for_what
-
-    def clear(self) -> None:
-        cache = self._cache()
-        if cache is not None:
-            cache.cache_clear()
-
-
-# cache -> its adapter, kept alive exactly as long as the cache; jit's set of function caches
-# (what ``jax.clear_caches()`` and the config changes that invalidate jit walk) holds the
-# adapters weakly.
-_registered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def register_backend_cache(cache: Any, for_what: str) -> None:
-    """Have ``jax.clear_caches()`` clear ``cache`` (an object with ``cache_clear()``, such as
-    a ``functools.lru_cache`` function); ``for_what`` says what it caches."""
-    if not callable(getattr(cache, "cache_clear", None)):
-        raise TypeError(f"register_backend_cache: {cache!r} has no cache_clear() method; pass "
-                        "a functools.lru_cache/cache function or an object with one")
-    adapter = _registered[cache] = _RegisteredCache(cache, for_what)
-    _jit._all_fun_caches.add(adapter)

@@ -19,11 +19,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from jaxkit import core, source_info, tree_util
+from jaxkit import core, source_info
 from jaxkit import numpy as jnp
+from jaxkit._util import foreach, safe_map
 from jaxkit.api import ShapeDtypeStruct, make_jaxpr, vjp as _vjp
-from jaxkit.interpreters import partial_eval as pe
-from jaxkit.sharding import AbstractMesh, Mesh
+from jaxkit.interpreters.partial_eval import dce_jaxpr
+from jaxkit.sharding import AbstractMesh, Mesh, NamedSharding
+from jaxkit.tree_util import broadcast_prefix, tree_flatten, tree_map, tree_unflatten
 from jaxkit.transforms.shard_map import shard_map, shard_map_p
 
 __all__ = ["RooflineResult", "RooflineRuleContext", "RooflineShape", "register_roofline",
@@ -32,6 +34,7 @@ __all__ = ["RooflineResult", "RooflineRuleContext", "RooflineShape", "register_r
 logger = logging.getLogger(__name__)
 
 ShapeDtypeStructTree = Any
+map = safe_map  # noqa: A001  (JAX's module rebinds it to the checked form)
 Specs = Any
 
 
@@ -195,9 +198,9 @@ def _interpret(f_name: str, jaxpr: core.Jaxpr | core.ClosedJaxpr,
             operands = [RooflineShape.from_aval(_aval(v)) if type(v) is core.Literal
                         else env[v] for v in eqn.invars]
             result += _rooflines[eqn.primitive](ctx, *operands, **eqn.params)
-        outs = [RooflineShape.from_aval(v.aval) for v in eqn.outvars]
+        outs = map(lambda v: RooflineShape.from_aval(v.aval), eqn.outvars)
         live += sum(s.bytes for s in outs)
-        env.update(zip(eqn.outvars, outs))
+        foreach(env.__setitem__, eqn.outvars, outs)
         # An operand read twice by its last equation counts twice, as JAX counts it.
         dead = [v for v in eqn.invars
                 if type(v) is not core.Literal and last_used.get(v) is eqn]
@@ -213,7 +216,7 @@ def _with_vjp(f: Callable) -> Callable:
     @wraps(f)
     def run(*args):
         primals, f_vjp = _vjp(f, *args)
-        return f_vjp(tree_util.tree_map(jnp.bfloat16, primals))
+        return f_vjp(tree_map(jnp.bfloat16, primals))
     return run
 
 
@@ -239,8 +242,16 @@ def roofline(f: Callable, mesh: Mesh | AbstractMesh | None = None,
         if vjp:
             g = _with_vjp(g)
         closed, out_shapes = make_jaxpr(g, return_shape=True)(*args)
+        if out_specs is not None and mesh is not None:
+            # The shapes say how the outputs are laid out over the mesh, as JAX's do.
+            flat, tree = tree_flatten(out_shapes)
+            specs = broadcast_prefix(out_specs, out_shapes)
+            out_shapes = tree_unflatten(tree, map(
+                lambda s, spec: ShapeDtypeStruct(s.shape, s.dtype,
+                                                 sharding=NamedSharding(mesh, spec)),
+                flat, specs))
         # As JAX: dead equations and the inputs nothing reads leave the count.
-        jaxpr, _ = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars),
+        jaxpr, _ = dce_jaxpr(closed.jaxpr, [True] * len(closed.jaxpr.outvars),
                                 prune_invars=True)
         shard_maps = [e for e in jaxpr.eqns if e.primitive is shard_map_p]
         if shard_maps:
@@ -266,9 +277,10 @@ def roofline_and_grad(f: Callable, mesh: Mesh | AbstractMesh, in_specs: Specs,
     @wraps(f)
     def run(*args):
         shapes, fwd = roofline(f, mesh, in_specs, out_specs, **options)(*args)
-        bf16_args = tree_util.tree_map(
+        bf16_args = tree_map(
             lambda x: ShapeDtypeStruct(x.shape, jnp.int32 if x.dtype == jnp.int32
-                                       else jnp.bfloat16), args)
+                                       else jnp.bfloat16, sharding=getattr(x, "sharding", None)),
+            args)
         _, bwd = roofline(f, mesh, in_specs, out_specs, vjp=True, **options)(*bf16_args)
         return shapes, fwd, bwd
     return run

@@ -386,4 +386,3 @@ def _debug_callback_roofline(ctx: roofline.RooflineRuleContext, *args,
         unfused_hbm_bytes=roofline.RooflineShape.total_bytes(ctx.avals_in))
 
 
-del prim

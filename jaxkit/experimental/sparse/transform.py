@@ -24,7 +24,8 @@ from jaxkit.experimental.sparse.bcoo import (
     BCOO, bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dot_general, bcoo_dynamic_slice,
     bcoo_multiply_dense, bcoo_multiply_sparse, bcoo_reduce_sum, bcoo_reshape, bcoo_rev,
     bcoo_slice, bcoo_squeeze, bcoo_sum_duplicates, bcoo_transpose)
-from jaxkit.experimental.sparse.bcsr import BCSR, bcsr_dot_general
+from jaxkit.experimental.sparse.bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_concatenate,
+                                             bcsr_dot_general)
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
 from jaxkit.tree_util import tree_flatten, tree_map, tree_unflatten
@@ -151,18 +152,12 @@ def _dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None,
                             preferred_element_type=preferred_element_type)
 
 
-sparse_rules_bcoo[lax.dot_general_p] = _dot_general_rule
-
-
 def _bcsr_dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None,
                            preferred_element_type=None, **_):
     return bcsr_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
                             preferred_element_type=preferred_element_type)
 
 
-sparse_rules_bcsr[lax.dot_general_p] = _bcsr_dot_general_rule
-sparse_rules_bcoo[lax.slice_p] = lambda x, *, start_indices, limit_indices, strides: bcoo_slice(
-    x, start_indices=start_indices, limit_indices=limit_indices, strides=strides)
 sparse_rules_bcoo[lax.transpose_p] = lambda x, *, permutation: bcoo_transpose(
     x, permutation=permutation)
 
@@ -174,27 +169,46 @@ def _reduce_sum_rule(x, *, axes, **_):
 
 
 sparse_rules_bcoo[lax.reduce_sum_p] = _reduce_sum_rule
-sparse_rules_bcoo[lax.squeeze_p] = lambda x, *, dimensions: bcoo_squeeze(
-    x, dimensions=dimensions)
 
 
-def _concatenate_rule(*operands, dimension):
-    if not all(_is_sparse(o) for o in operands):
-        raise NotImplementedError("sparse rule for concatenate of sparse and dense operands "
-                                  "is not implemented; convert them with sparse.todense() or "
-                                  "BCOO.fromdense().")
-    return bcoo_concatenate(operands, dimension=dimension)
+def _concatenate_rule(concatenate: Callable):
+    def rule(*operands, dimension):
+        if not all(_is_sparse(o) for o in operands):
+            raise NotImplementedError("sparse rule for concatenate of sparse and dense "
+                                      "operands is not implemented; convert them with "
+                                      "sparse.todense() or BCOO.fromdense().")
+        return concatenate(operands, dimension=dimension)
+    return rule
 
 
-sparse_rules_bcoo[lax.concatenate_p] = _concatenate_rule
-sparse_rules_bcoo[lax.reshape_p] = lambda x, *, new_sizes, dimensions, **_: bcoo_reshape(
-    x, new_sizes=new_sizes, dimensions=dimensions)
-sparse_rules_bcoo[lax.broadcast_in_dim_p] = (
-    lambda x, *, shape, broadcast_dimensions, **_: bcoo_broadcast_in_dim(
-        x, shape=shape, broadcast_dimensions=broadcast_dimensions))
-sparse_rules_bcoo[lax.dynamic_slice_p] = lambda x, *starts, slice_sizes, **_: (
-    bcoo_dynamic_slice(x, starts, slice_sizes))
-sparse_rules_bcoo[lax.rev_p] = lambda x, *, dimensions: bcoo_rev(x, dimensions)
+# The primitives whose sparse rule is the format's own function of the same name (JAX's
+# tables of "standard" rules).
+_BCOO_STANDARD_PRIMITIVES = {
+    lax.broadcast_in_dim_p: lambda x, *, shape, broadcast_dimensions, **_:
+        bcoo_broadcast_in_dim(x, shape=shape, broadcast_dimensions=broadcast_dimensions),
+    lax.concatenate_p: _concatenate_rule(bcoo_concatenate),
+    lax.dot_general_p: _dot_general_rule,
+    lax.dynamic_slice_p: lambda x, *starts, slice_sizes, **_:
+        bcoo_dynamic_slice(x, starts, slice_sizes),
+    lax.reshape_p: lambda x, *, new_sizes, dimensions, **_:
+        bcoo_reshape(x, new_sizes=new_sizes, dimensions=dimensions),
+    lax.rev_p: lambda x, *, dimensions: bcoo_rev(x, dimensions),
+    lax.slice_p: lambda x, *, start_indices, limit_indices, strides:
+        bcoo_slice(x, start_indices=start_indices, limit_indices=limit_indices,
+                   strides=strides),
+    lax.squeeze_p: lambda x, *, dimensions: bcoo_squeeze(x, dimensions=dimensions),
+}
+for prim, bcoo_impl in _BCOO_STANDARD_PRIMITIVES.items():
+    sparse_rules_bcoo[prim] = bcoo_impl
+
+_BCSR_STANDARD_PRIMITIVES = {
+    lax.dot_general_p: _bcsr_dot_general_rule,
+    lax.broadcast_in_dim_p: lambda x, *, shape, broadcast_dimensions, **_:
+        bcsr_broadcast_in_dim(x, shape=shape, broadcast_dimensions=broadcast_dimensions),
+    lax.concatenate_p: _concatenate_rule(bcsr_concatenate),
+}
+for prim, bcsr_impl in _BCSR_STANDARD_PRIMITIVES.items():
+    sparse_rules_bcsr[prim] = bcsr_impl
 
 
 def _jit_rule(*args, jaxpr, **_):
@@ -382,24 +396,41 @@ def _sum(self, *args, **kwargs):
     return sparsify(lambda x: x.sum(*args, **kwargs))(self)
 
 
-_binops = {
-    "__matmul__": jnp.matmul, "__mul__": jnp.multiply, "__add__": jnp.add,
-    "__sub__": jnp.subtract, "__truediv__": jnp.divide,
+def _swap_args(f: Callable) -> Callable:
+    return lambda a, b: f(b, a)
+
+
+def _pow(x, y):
+    # The exponent is static: closed over, never traced.
+    return sparsify(lambda x: jnp.power(x, y))(x)
+
+
+def _getitem(x, idx):
+    # Static indexing lowers to slice/squeeze/rev, each with a sparse rule; the index is
+    # closed over (static), never traced.
+    return sparsify(lambda x: x[idx])(x)
+
+
+def _iter(x):
+    return iter(x[i] for i in range(x.shape[0]))
+
+
+_bcoo_methods = {
+    "astype": _astype, "reshape": _reshape, "sum": _sum,
+    "__abs__": sparsify(jnp.abs), "__neg__": sparsify(jnp.negative),
+    "__pos__": sparsify(jnp.positive),
+    "__matmul__": sparsify(jnp.matmul), "__rmatmul__": sparsify(_swap_args(jnp.matmul)),
+    "__mul__": sparsify(jnp.multiply), "__rmul__": sparsify(_swap_args(jnp.multiply)),
+    "__truediv__": sparsify(jnp.divide), "__rtruediv__": sparsify(_swap_args(jnp.divide)),
+    "__add__": sparsify(jnp.add), "__radd__": sparsify(_swap_args(jnp.add)),
+    "__sub__": sparsify(jnp.subtract), "__rsub__": sparsify(_swap_args(jnp.subtract)),
+    "__pow__": _pow, "__getitem__": _getitem, "__iter__": _iter,
 }
-for _name, _op in _binops.items():
-    setattr(BCOO, _name, (lambda op: lambda self, other: sparsify(op)(self, other))(_op))
-    _rname = "__r" + _name[2:]
-    setattr(BCOO, _rname, (lambda op: lambda self, other: sparsify(op)(other, self))(_op))
-# Static indexing lowers to slice/squeeze/rev, each with a sparse rule; the index is closed
-# over (static), never traced.
-BCOO.__getitem__ = lambda self, idx: sparsify(lambda x: x[idx])(self)
-BCOO.__iter__ = lambda self: iter(self[i] for i in range(self.shape[0]))
-BCOO.__abs__ = lambda self: sparsify(jnp.abs)(self)
-BCOO.__pow__ = lambda self, y: sparsify(lambda x: jnp.power(x, y))(self)
-BCOO.__neg__ = lambda self: sparsify(jnp.negative)(self)
-BCSR.__matmul__ = lambda self, other: sparsify(jnp.matmul)(self, other)
-BCSR.__rmatmul__ = lambda self, other: sparsify(jnp.matmul)(other, self)
-BCOO.__pos__ = lambda self: sparsify(jnp.positive)(self)
-BCOO.reshape = _reshape
-BCOO.astype = _astype
-BCOO.sum = _sum
+for method, impl in _bcoo_methods.items():
+    setattr(BCOO, method, impl)
+
+_bcsr_methods = {
+    "__matmul__": sparsify(jnp.matmul), "__rmatmul__": sparsify(_swap_args(jnp.matmul)),
+}
+for method, impl in _bcsr_methods.items():
+    setattr(BCSR, method, impl)
