@@ -27,8 +27,9 @@ from jaxkit import _pretty as pp
 from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
-from jaxkit.avals import (AbstractToken, ShapedArray, ShardingTypeError,  # noqa: F401
-                           Token, abstract_token, physical_aval, typematch)
+from jaxkit.avals import (AbstractToken, MemorySpace, ShapedArray,  # noqa: F401
+                          ShardingTypeError, Token, abstract_token, mem_kind_to_space,
+                          mem_space_to_kind, physical_aval, typematch)
 from jaxkit import source_info as source_info_util
 from jaxkit._config import config
 
@@ -125,6 +126,11 @@ def is_array_like(x) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+# Primitives whose abstract evaluation types the memory space of their results itself
+# (``device_put`` moves values between spaces); every other one keeps its operands'.
+memory_space_typed: set = set()
+
+
 class Primitive:
     """A named operation. Its rules live in per-kind tables owned by the interpreters.
 
@@ -159,6 +165,11 @@ class Primitive:
             # exists no shape rule pays for their rules (lax.sharding_rules, parallel_vma).
             if avals_mod.explicit_shardings_seen:
                 out = avals_mod.sharding_hook(prim, avals, params, out)
+            # Likewise memory spaces: once a value lives in host memory, results are typed
+            # in their operands' space (primitives carrying a jaxpr are typed by its body).
+            if avals_mod.memory_spaces_seen and prim not in memory_space_typed and \
+                    next(subjaxprs(params), None) is None:
+                out = avals_mod.memory_space_rule(prim, avals, params, out)
             return avals_mod.vma_hook(prim, avals, params, out) if avals_mod.vma_seen else out
 
         self.abstract_eval = typed_abstract_eval
