@@ -8,7 +8,6 @@ receives the cotangent added in place (``GradRef()`` comes back).
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
