@@ -122,9 +122,16 @@ def mem_space_to_kind(space: MemorySpace) -> str:
     return "pinned_host" if space is MemorySpace.Host else "device"
 
 
+# Primitives whose abstract evaluation types the memory space of their results itself
+# (``device_put`` moves values between spaces); every other one keeps its operands'.
+memory_space_typed: set = set()
+
+
 def memory_space_rule(prim: Any, avals: Sequence, params: dict, out: Any) -> Any:
     """The result types of ``prim`` in the memory space of its operands, as JAX types
     them: every operand of rank > 0 must be in the same one (a scalar goes anywhere)."""
+    if prim in memory_space_typed or next(_jaxprs_in(params), None) is not None:
+        return out  # a move between spaces, or a body typing its own results
     space = None
     first = None
     for a in avals:
@@ -142,6 +149,32 @@ def memory_space_rule(prim: Any, avals: Sequence, params: dict, out: Any) -> Any
     if prim.multiple_results:
         return [o.update(memory_space=space) if type(o) is ShapedArray else o for o in out]
     return out.update(memory_space=space) if type(out) is ShapedArray else out
+
+
+def _jaxprs_in(params: dict):
+    # (duck-typed: this layer is below the jaxpr types) jaxprs among a primitive's params
+    for v in params.values():
+        for item in (v if isinstance(v, (tuple, list)) else (v,)):
+            if hasattr(item, "jaxpr") and hasattr(item.jaxpr, "eqns"):  # a ClosedJaxpr
+                yield item.jaxpr
+            elif hasattr(item, "eqns") and hasattr(item, "invars"):
+                yield item
+
+
+def uses_memory_spaces(jaxpr: Any) -> bool:
+    """Whether some value of ``jaxpr`` (or of a jaxpr inside it) is typed outside device
+    memory: then, as JAX's, a program declares the memory kind of its results."""
+    if not memory_spaces_seen:
+        return False
+    for v in [*jaxpr.invars, *jaxpr.outvars, *(o for e in jaxpr.eqns for o in e.outvars)]:
+        if getattr(getattr(v, "aval", None), "memory_space", _DEVICE) is not _DEVICE:
+            return True
+    return any(uses_memory_spaces(sub) for e in jaxpr.eqns for sub in _jaxprs_in(e.params))
+
+
+def memory_kinds_of(avals: Sequence) -> list[str]:
+    """The memory kind each value's type lives in."""
+    return [mem_space_to_kind(getattr(a, "memory_space", _DEVICE)) for a in avals]
 
 
 class ShardingTypeError(Exception):

@@ -126,11 +126,6 @@ def is_array_like(x) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-# Primitives whose abstract evaluation types the memory space of their results itself
-# (``device_put`` moves values between spaces); every other one keeps its operands'.
-memory_space_typed: set = set()
-
-
 class Primitive:
     """A named operation. Its rules live in per-kind tables owned by the interpreters.
 
@@ -165,10 +160,7 @@ class Primitive:
             # exists no shape rule pays for their rules (lax.sharding_rules, parallel_vma).
             if avals_mod.explicit_shardings_seen:
                 out = avals_mod.sharding_hook(prim, avals, params, out)
-            # Likewise memory spaces: once a value lives in host memory, results are typed
-            # in their operands' space (primitives carrying a jaxpr are typed by its body).
-            if avals_mod.memory_spaces_seen and prim not in memory_space_typed and \
-                    next(subjaxprs(params), None) is None:
+            if avals_mod.memory_spaces_seen:  # likewise once a value is in host memory
                 out = avals_mod.memory_space_rule(prim, avals, params, out)
             return avals_mod.vma_hook(prim, avals, params, out) if avals_mod.vma_seen else out
 

@@ -30,7 +30,6 @@ from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import avals as avals_mod
 from jaxkit import core, dtypes, source_info
 from jaxkit.runtime import compile_config, pjrt
 from jaxkit.runtime.sharding import Mesh
@@ -518,8 +517,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
                 arg_memory_kinds: Sequence[str] = (),
-                result_memory_kinds: Sequence[str | None] | None = None,
-                propagated_memory_kinds: Sequence[str] = (),
+                result_memory_kinds: Sequence[str | None] | None = None, type_kinds=(),
                 device_assignment: tuple = (), api: str = "jit",
                 result_names: Sequence[str] = (), platform: str | None = None) -> ir.Module:
     """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
@@ -532,8 +530,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     Shardy attributes given (None: XLA propagates one); ``device_assignment`` names the device
     of each partition, for rules that report on them (``inspect_array_sharding``).
     ``arg/result_memory_kinds`` (when a value is not in device memory) name each one's memory;
-    a result whose kind is not None is annotated so XLA moves it there. A result with no
-    kind given is declared in ``propagated_memory_kinds``' (its type's memory space).
+    a result with a kind is annotated so XLA moves it there; others keep ``type_kinds``'.
 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
     CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
@@ -586,12 +583,9 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
             for attrs_i, res_name in zip(result_attrs, result_names):
                 attrs_i["jax.result_info"] = ir.StringAttr.get(res_name)
-            for i, (attrs_i, kind) in enumerate(zip(result_attrs, result_memory_kinds or ())):
-                # a result placed by no one stays where its type says: device memory unless
-                # a device_put in the program moved it
-                attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(
-                    kind or (propagated_memory_kinds[i] if propagated_memory_kinds
-                             else "device"))
+            for attrs_i, kind, held in zip(result_attrs, result_memory_kinds or (),
+                                           type_kinds or ["device"] * len(result_attrs)):
+                attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind or held)
             if any(result_attrs):
                 fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
             entry = fn.add_entry_block(arg_locs=_arg_locations(jaxpr))
@@ -606,29 +600,6 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
         if ctx.host_callbacks:
             pjrt.module_host_callbacks[module] = ctx.host_callbacks
         return module
-
-
-def uses_memory_spaces(jaxpr: core.Jaxpr) -> bool:
-    """Whether some value of ``jaxpr`` (or of a jaxpr inside it) is typed outside device
-    memory: then, as JAX's, the module declares the memory kind of its results."""
-    if not avals_mod.memory_spaces_seen:
-        return False
-    device = core.MemorySpace.Device
-    if any(getattr(v.aval, "memory_space", device) is not device
-           for v in jaxpr.invars + jaxpr.outvars if isinstance(v, core.Var)):
-        return True
-    for eqn in jaxpr.eqns:
-        if any(getattr(v.aval, "memory_space", device) is not device for v in eqn.outvars):
-            return True
-        if any(uses_memory_spaces(sub) for sub in core.subjaxprs(eqn.params)):
-            return True
-    return False
-
-
-def memory_kinds_of(avals: Sequence) -> list[str]:
-    """The memory kind each value's type lives in."""
-    return [core.mem_space_to_kind(getattr(a, "memory_space", core.MemorySpace.Device))
-            for a in avals]
 
 
 def place_in_memory(x: ir.Value, memory_kind: str) -> ir.Value:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit import avals as avals_mod
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, dispatch, mlir
@@ -243,7 +244,7 @@ device_put_p = core.Primitive("device_put")
 device_put_p.multiple_results = True
 device_put_p.def_impl(_device_put_impl)
 device_put_p.def_abstract_eval(_device_put_abstract_eval)
-core.memory_space_typed.add(device_put_p)
+avals_mod.memory_space_typed.add(device_put_p)
 ad.deflinear2(device_put_p, _device_put_transpose)
 batching.defrule(device_put_p,
                  lambda axis_data, args, dims, **p: (device_put_p.bind(*args, **p), list(dims)))

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit import avals as avals_mod
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
@@ -274,10 +275,10 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     named = [s for s in plan.in_shardings + plan.out_shardings if s is not None]
     arg_kinds, result_kinds, propagated = (), None, ()
     if any(s.memory_kind not in (None, "device") for s in named) or \
-            mlir.uses_memory_spaces(jaxpr):
+            avals_mod.uses_memory_spaces(jaxpr):
         arg_kinds = [s.memory_kind for s in plan.in_shardings]
         result_kinds = [None if s is None else s.memory_kind for s in plan.out_shardings]
-        propagated = mlir.memory_kinds_of(closed.out_avals)
+        propagated = avals_mod.memory_kinds_of(closed.out_avals)
     module = mlir.lower_jaxpr(
         name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
         mesh=own, device_assignment=plan.mesh._flat,
@@ -288,7 +289,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
             sdy_mesh_symbol(s.mesh.shape_tuple))
             for s, v in zip(plan.out_shardings, jaxpr.outvars)],
         arg_memory_kinds=arg_kinds, result_memory_kinds=result_kinds,
-        propagated_memory_kinds=propagated, result_names=result_names)
+        type_kinds=propagated, result_names=result_names)
     for shape in others:
         declare_sdy_mesh(module, shape)
     return module
