@@ -398,8 +398,10 @@ def put(x: np.ndarray, aval, device=None, may_alias: bool = False,
         raise ValueError(f"{dev!r} is not a device of the {backend.platform} backend") from None
     if memory_kind is not None:
         sharding = memory_sharding(dev, memory_kind)
+    space = core.mem_kind_to_space(memory_kind)
+    if getattr(aval, "memory_space", space) is not space:
         # the array's type says where it lives (``f32<host>[...]``), as JAX's
-        aval = aval.update(memory_space=core.mem_kind_to_space(memory_kind))
+        aval = aval.update(memory_space=space)
     return _jax.batched_device_put(aval, sharding, [x], [dev], committed, False,
                                    _ALIAS if may_alias else backend.host_copy,
                                    enable_x64=config.x64)
