@@ -86,7 +86,6 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
             lax.ArrayCopySemantics.REUSE_INPUT)
     leaves, treedef = tree_util.tree_flatten(x)
     if any(isinstance(leaf, core.Tracer) for leaf in leaves):
-        _refuse_staged_memory_kind(device)
         n = len(leaves)
         outs = lax.device_put_p.bind(*leaves, devices=(device,) * n, srcs=(src,) * n,
                                      copy_semantics=(copy,) * n)
@@ -122,8 +121,10 @@ def _device_put_sharded(x: Any, shardings: Any):
             outs.append(device_put_forms[type(s)](leaf, s))
             continue
         _refuse_moving_unreduced(leaf, s)
-        if isinstance(leaf, core.Tracer):
-            _refuse_staged_memory_kind(s)
+        if isinstance(leaf, core.Tracer) and isinstance(s, NamedSharding) and \
+                _moves_memory(leaf, s.memory_kind):
+            outs.append(_staged_move(leaf, s))
+            continue
         if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
                 leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
             outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value
@@ -148,7 +149,9 @@ def _put_in_space(leaf: Any, space: MemorySpace) -> Any:
     if space not in _SPACE_KINDS:
         raise ValueError(f"device_put to {space!r} names no memory to move the value to; use "
                          "jax.memory.Space.Device or jax.memory.Space.Host")
-    _refuse_staged_memory_kind(space, isinstance(leaf, core.Tracer))
+    if isinstance(leaf, core.Tracer):  # typed in that space; placed by the program's results
+        return lax.device_put_p.bind(leaf, devices=(space,), srcs=(None,),
+                                     copy_semantics=(lax.ArrayCopySemantics.REUSE_INPUT,))[0]
     held = getattr(leaf, "sharding", None)
     if held is None:
         held = pjrt.current_default_sharding()
@@ -159,18 +162,25 @@ def _put_in_space(leaf: Any, space: MemorySpace) -> Any:
     return device_put(leaf, held.with_memory_kind(_SPACE_KINDS[space]))
 
 
-def _refuse_staged_memory_kind(target: Any, traced: bool = True) -> None:
-    """Inside a trace, a move to another memory space than the device's is not staged:
-    jaxkit's abstract values carry no memory space (JAX types the result ``f32<host>[...]``
-    and lowers it into the program's result memory kinds), so it would silently stay in
-    device memory."""
-    kind = _SPACE_KINDS.get(target) if isinstance(target, MemorySpace) else \
-        getattr(target, "memory_kind", None)
-    if traced and kind not in (None, "device"):
-        raise NotImplementedError(
-            f"device_put to memory kind {kind!r} inside a traced function (jit, grad, vmap) "
-            "is not implemented: jaxkit's abstract values carry no memory space. Place the "
-            "value with jit's in_shardings/out_shardings, or device_put it outside the trace")
+def _moves_memory(leaf: Any, kind: str | None) -> bool:
+    """Whether putting the traced ``leaf`` in memory kind ``kind`` moves it to another
+    memory space (or names host memory): then the move is a ``device_put`` equation."""
+    space = core.mem_kind_to_space(kind)
+    return space is not core.MemorySpace.Device or \
+        core.get_aval(leaf).memory_space is not space
+
+
+def _staged_move(leaf: Any, s: NamedSharding) -> Any:
+    """A ``device_put`` equation moving ``leaf`` to the memory of ``s``, as JAX stages it;
+    over several devices the value is first laid out as ``s`` says (the move itself says
+    only where it lives)."""
+    if s.mesh.size > 1:
+        leaf = constrain(leaf, s.with_memory_kind("device"))
+        target: Any = core.mem_kind_to_space(s.memory_kind)
+    else:
+        target = s
+    return lax.device_put_p.bind(leaf, devices=(target,), srcs=(None,),
+                                 copy_semantics=(lax.ArrayCopySemantics.REUSE_INPUT,))[0]
 
 
 def _refuse_moving_unreduced(leaf: Any, s: Any) -> None:

@@ -8,12 +8,12 @@ receives the cotangent added in place (``GradRef()`` comes back).
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 from jaxkit import core, tree_util
+from jaxkit.avals import MemorySpace
 from jaxkit.interpreters.state import AbstractRef, Ref
 
 __all__ = ["DidntWant", "DontWant", "GradRef", "GradValue", "MemorySpace", "VJPFunction", "ad",
@@ -76,20 +76,6 @@ class VJPFunction(tree_util.Partial):
 tree_util.register_pytree_node(
     VJPFunction, lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: VJPFunction(func, *children[0], **children[1]))
-
-
-class MemorySpace(enum.Enum):
-    """Where an array's buffer lives: on the device, in host memory, or either."""
-
-    Device = enum.auto()
-    Host = enum.auto()
-    Any = enum.auto()
-
-    def __repr__(self) -> str:
-        return f"MemorySpace.{self.name}"
-
-    # Enum hashes the member's name; members are singletons, so identity is the cheaper hash.
-    __hash__ = object.__hash__
 
 
 ad = SimpleNamespace(DontWant=DontWant, DidntWant=DidntWant, GradRef=GradRef,

@@ -5,6 +5,7 @@ jaxlib reads when it wraps a result buffer. ``jaxkit.core`` re-exports them."""
 from __future__ import annotations
 
 import abc
+import enum
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -88,6 +89,96 @@ def vma_join(prim: Any, args: Sequence, params: dict) -> Sequence:
 NO_MUR: tuple = (frozenset(), frozenset())
 
 
+class MemorySpace(enum.Enum):
+    """Where an array's buffer lives: on the device, in host memory, or either (JAX's
+    ``jax.memory.Space``, also the ``memory_space`` of every abstract value)."""
+
+    Device = enum.auto()
+    Host = enum.auto()
+    Any = enum.auto()
+
+    def __repr__(self) -> str:
+        return f"MemorySpace.{self.name}"
+
+    # Enum hashes the member's name; members are singletons, so identity is the cheaper hash.
+    __hash__ = object.__hash__
+
+
+_DEVICE = MemorySpace.Device
+
+# Set once a type in another memory space than the device's is made (a value offloaded to
+# host memory): until then no primitive's abstract evaluation looks at memory spaces.
+memory_spaces_seen = False
+
+
+def mem_kind_to_space(kind: str | None) -> MemorySpace:
+    """The memory space a sharding's memory kind names (``pinned_host`` is the host's)."""
+    return MemorySpace.Host if kind == "pinned_host" else MemorySpace.Device
+
+
+def mem_space_to_kind(space: MemorySpace) -> str:
+    """The memory kind of a device that a memory space names."""
+    if space is MemorySpace.Any:
+        raise ValueError("MemorySpace.Any names no memory kind; use MemorySpace.Device or "
+                         "MemorySpace.Host")
+    return "pinned_host" if space is MemorySpace.Host else "device"
+
+
+# Primitives whose abstract evaluation types the memory space of their results itself
+# (``device_put`` moves values between spaces); every other one keeps its operands'.
+memory_space_typed: set = set()
+
+
+def memory_space_rule(prim: Any, avals: Sequence, params: dict, out: Any) -> Any:
+    """The result types of ``prim`` in the memory space of its operands, as JAX types
+    them: every operand of rank > 0 must be in the same one (a scalar goes anywhere)."""
+    if prim in memory_space_typed or next(_jaxprs_in(params), None) is not None:
+        return out  # a move between spaces, or a body typing its own results
+    space = None
+    first = None
+    for a in avals:
+        if type(a) is not ShapedArray or not a.shape:
+            continue
+        if first is None:
+            first, space = a, a.memory_space
+        elif a.memory_space is not space:
+            raise ValueError(
+                f"memory_space of all inputs passed to `{prim.name}` must be the same. Got "
+                f"one operand with type: {first._long()} and another operand with type: "
+                f"{a._long()}")
+    if space is None or space is _DEVICE:
+        return out
+    if prim.multiple_results:
+        return [o.update(memory_space=space) if type(o) is ShapedArray else o for o in out]
+    return out.update(memory_space=space) if type(out) is ShapedArray else out
+
+
+def _jaxprs_in(params: dict):
+    # (duck-typed: this layer is below the jaxpr types) jaxprs among a primitive's params
+    for v in params.values():
+        for item in (v if isinstance(v, (tuple, list)) else (v,)):
+            if hasattr(item, "jaxpr") and hasattr(item.jaxpr, "eqns"):  # a ClosedJaxpr
+                yield item.jaxpr
+            elif hasattr(item, "eqns") and hasattr(item, "invars"):
+                yield item
+
+
+def uses_memory_spaces(jaxpr: Any) -> bool:
+    """Whether some value of ``jaxpr`` (or of a jaxpr inside it) is typed outside device
+    memory: then, as JAX's, a program declares the memory kind of its results."""
+    if not memory_spaces_seen:
+        return False
+    for v in [*jaxpr.invars, *jaxpr.outvars, *(o for e in jaxpr.eqns for o in e.outvars)]:
+        if getattr(getattr(v, "aval", None), "memory_space", _DEVICE) is not _DEVICE:
+            return True
+    return any(uses_memory_spaces(sub) for e in jaxpr.eqns for sub in _jaxprs_in(e.params))
+
+
+def memory_kinds_of(avals: Sequence) -> list[str]:
+    """The memory kind each value's type lives in."""
+    return [mem_space_to_kind(getattr(a, "memory_space", _DEVICE)) for a in avals]
+
+
 class ShardingTypeError(Exception):
     """Operands whose explicit shardings no result sharding follows from (JAX's class)."""
 
@@ -106,20 +197,23 @@ class ShapedArray:
     # Instances are interned: one object per (shape, dtype, weak_type). Equal avals are then the
     # same object, so hashing and comparing them is the default identity test, done in C: the
     # jit fast path looks its executables up by argument avals on every call.
-    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "vma", "mur", "__weakref__")
+    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "vma", "mur", "memory_space",
+                 "__weakref__")
     array_abstraction_level = 1
     _interned: dict[tuple, ShapedArray] = {}
 
     def __new__(cls, shape: Sequence[int], dtype: Any, weak_type: bool = False,
-                sharding: Any = None, vma: frozenset = frozenset(), mur: tuple = NO_MUR):
-        global vma_seen
+                sharding: Any = None, vma: frozenset = frozenset(), mur: tuple = NO_MUR,
+                memory_space: MemorySpace = _DEVICE):
+        global vma_seen, memory_spaces_seen
         dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         if type(vma) is not frozenset:
             vma = frozenset(vma)
         if mur is not NO_MUR:
             mur = (frozenset(mur[0]), frozenset(mur[1]))
             mur = NO_MUR if mur == NO_MUR else mur
-        key = (tuple([int(d) for d in shape]), dtype, bool(weak_type), sharding, vma, mur)
+        key = (tuple([int(d) for d in shape]), dtype, bool(weak_type), sharding, vma, mur,
+               memory_space)
         self = cls._interned.get(key)
         if self is None:
             _check_shape(*key[:2])  # once per distinct aval: interning makes it free after
@@ -127,14 +221,20 @@ class ShapedArray:
                 _check_type_sharding(key[0], sharding)
             if vma or mur is not NO_MUR:
                 vma_seen = True
+            if memory_space is not _DEVICE:
+                if not isinstance(memory_space, MemorySpace):
+                    raise TypeError(f"memory_space must be a jax.memory.Space, got "
+                                    f"{memory_space!r}")
+                memory_spaces_seen = True
             self = object.__new__(cls)
-            self.shape, self.dtype, self.weak_type, self._sharding, self.vma, self.mur = key
+            (self.shape, self.dtype, self.weak_type, self._sharding, self.vma, self.mur,
+             self.memory_space) = key
             self = cls._interned.setdefault(key, self)  # one winner if threads race
         return self
 
     def __reduce__(self):
         return ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self.vma,
-                             self.mur)
+                             self.mur, self.memory_space)
 
     @property
     def manual_axis_type(self) -> ManualAxisType:
@@ -161,17 +261,19 @@ class ShapedArray:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
-               vma=None, mur=None) -> ShapedArray:
+               vma=None, mur=None, memory_space=None) -> ShapedArray:
         """The same type with the fields given replaced. The sharding is kept while the rank
         is (a spec has one entry per dimension); pass ``sharding`` for a new rank. The
-        manual axes (varying, unreduced/reduced) are kept unless ``vma``/``mur`` is given."""
+        manual axes (varying, unreduced/reduced) and the memory space are kept unless
+        given."""
         if sharding is None and (shape is None or len(shape) == len(self.shape)):
             sharding = self._sharding
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type, sharding,
                            self.vma if vma is None else frozenset(vma),
-                           self.mur if mur is None else mur)
+                           self.mur if mur is None else mur,
+                           self.memory_space if memory_space is None else memory_space)
 
     def strip_weak_type(self) -> ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
@@ -194,24 +296,26 @@ class ShapedArray:
         """The type without its explicit sharding (what a layout-blind consumer sees)."""
         if self._sharding is None:
             return self
-        return ShapedArray(self.shape, self.dtype, self.weak_type, None, self.vma, self.mur)
+        return ShapedArray(self.shape, self.dtype, self.weak_type, None, self.vma, self.mur,
+                           self.memory_space)
 
     def delete_dim(self, axis: int) -> ShapedArray:
         """The type without dimension ``axis`` (one example of a batch): its split goes."""
         shape = self.shape[:axis] + self.shape[axis + 1:]
         return ShapedArray(shape, self.dtype, self.weak_type,
                            self._respec(lambda spec: spec[:axis] + spec[axis + 1:]), self.vma,
-                           self.mur)
+                           self.mur, self.memory_space)
 
     def insert_dim(self, axis: int, size: int, split: Any = None) -> ShapedArray:
         """The type with a dimension of ``size`` at ``axis`` (a batch of examples), split
         over the mesh axis ``split`` (None: not split)."""
         shape = self.shape[:axis] + (size,) + self.shape[axis:]
         if self._sharding is None and split is None:
-            return ShapedArray(shape, self.dtype, self.weak_type, None, self.vma, self.mur)
+            return ShapedArray(shape, self.dtype, self.weak_type, None, self.vma, self.mur,
+                               self.memory_space)
         return ShapedArray(shape, self.dtype, self.weak_type,
                            self._respec(lambda spec: spec[:axis] + (split,) + spec[axis:],
-                                        force=True), self.vma, self.mur)
+                                        force=True), self.vma, self.mur, self.memory_space)
 
     def _respec(self, change, force: bool = False) -> Any:
         """The sharding with its spec entries changed (None when no entry names an axis)."""
@@ -231,7 +335,7 @@ class ShapedArray:
         """Integer and boolean values have ``float0`` tangents, as in JAX; the tangent is laid
         out as the primal."""
         return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type,
-                           self._sharding, self.vma, self.mur)
+                           self._sharding, self.vma, self.mur, self.memory_space)
 
     def to_ct_aval(self) -> ShapedArray:
         """The type of a cotangent: the tangent's, unreduced where the value is reduced over
@@ -262,21 +366,29 @@ class ShapedArray:
                 sets.append(_set_str(tag, ordered))
         return "{" + ", ".join(sets) + "}"
 
+    def _ms(self) -> str:
+        """JAX's tag for a value outside device memory, after the dtype (``f32<host>[8]``)."""
+        return "" if self.memory_space is _DEVICE else f"<{self.memory_space.name.lower()}>"
+
+    def _long(self) -> str:
+        return f"{self.dtype.name}{self._ms()}[{self._dims()}]{self._ur()}"
+
     def str_short(self) -> str:
-        return f"{dtypes.short_dtype_name(self.dtype)}[{self._dims()}]{self._ur()}"
+        return f"{dtypes.short_dtype_name(self.dtype)}{self._ms()}[{self._dims()}]{self._ur()}"
 
     def __repr__(self):
         # JAX: ``ShapedArray(float32[4@X,4@Y])``
-        if self._sharding is not None or self.vma or self.mur is not NO_MUR:
+        if self._sharding is not None or self.vma or self.mur is not NO_MUR or \
+                self.memory_space is not _DEVICE:
             weak = ", weak_type=True" if self.weak_type else ""
-            return f"ShapedArray({self.dtype.name}[{self._dims()}]{self._ur()}{weak})"
+            return f"ShapedArray({self._long()}{weak})"
         weak = ", weak_type=True" if self.weak_type else ""
         dims = str(list(self.shape)).replace(" ", "")
         return f"ShapedArray({self.dtype.name}{dims}{weak})"
 
     def __str__(self):
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).
-        return f"{'~' if self.weak_type else ''}{self.dtype.name}[{self._dims()}]{self._ur()}"
+        return f"{'~' if self.weak_type else ''}{self._long()}"
 
 
 def _set_str(tag: str, ordered: Sequence) -> str:

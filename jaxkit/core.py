@@ -27,9 +27,10 @@ from jaxkit import _pretty as pp
 from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
-from jaxkit.avals import (AbstractToken, AbstractValue, ShapedArray,  # noqa: F401
-                          ShardingTypeError, Token, abstract_token, max_dim, min_dim,
-                          physical_aval, typematch)
+from jaxkit.avals import (AbstractToken, AbstractValue, MemorySpace,  # noqa: F401
+                          ShapedArray, ShardingTypeError, Token, abstract_token, max_dim,
+                          mem_kind_to_space, mem_space_to_kind, min_dim, physical_aval,
+                          typematch)
 from jaxkit import source_info as source_info_util
 from jaxkit._config import config
 
@@ -160,6 +161,8 @@ class Primitive:
             # exists no shape rule pays for their rules (lax.sharding_rules, parallel_vma).
             if avals_mod.explicit_shardings_seen:
                 out = avals_mod.sharding_hook(prim, avals, params, out)
+            if avals_mod.memory_spaces_seen:  # likewise once a value is in host memory
+                out = avals_mod.memory_space_rule(prim, avals, params, out)
             return avals_mod.vma_hook(prim, avals, params, out) if avals_mod.vma_seen else out
 
         self.abstract_eval = typed_abstract_eval

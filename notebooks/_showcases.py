@@ -435,11 +435,11 @@ HTML(report.sharding.html())"""),
     md("""
 ## What is not there yet
 
-Unreduced and reduced types (`P(..., unreduced=...)`), `jax.experimental.layout` and
-`custom_partitioning` work as in JAX. Still to come: arrays laid out in memory in another
-order than row-major over several devices (one device works), and memory kinds inside traced
-code (`device_put` to `pinned_host` under `jit`, and the checkpoint policies that offload
-residuals to the host): eager placement in host memory and `jit(out_shardings=...)` with a
-memory kind work; inside a trace jaxkit raises `NotImplementedError` rather than leave the
-value in device memory."""),
+Unreduced and reduced types (`P(..., unreduced=...)`), `jax.experimental.layout`,
+`custom_partitioning` and memory kinds (host offloading: `device_put` to `pinned_host` inside
+`jit`, typed `f32<host>[...]`, and the checkpoint policies that offload residuals to the host)
+work as in JAX. Still to come: arrays laid out in memory in another order than row-major over
+several devices (one device works), and the GPU's placement annotations for a `device_put`
+between memory spaces inside `jit` (on the CPU, as in JAX, the program's result memory kinds
+carry them)."""),
 ]

@@ -109,13 +109,13 @@ def test_bad_policy_answer_is_a_type_error_as_in_jax(answer):
         jax.grad(g)(1.0)
 
 
-def test_offloadable_is_a_value_and_offloading_is_refused():
+def test_offloadable_is_a_value_and_offloading_gives_jax_gradient():
     o = kad.Offloadable("device", "pinned_host")
     assert repr(o) == repr(jad.Offloadable("device", "pinned_host"))
     assert o == kad.Offloadable(src="device", dst="pinned_host")
     f = jaxkit.checkpoint(kjnp.sin, policy=lambda *_, **__: o)
-    with pytest.raises(NotImplementedError, match="offloading residuals to another memory"):
-        jaxkit.grad(f)(1.0)
+    g = jax.checkpoint(jjnp.sin, policy=lambda *_, **__: jad.Offloadable("device", "pinned_host"))
+    assert float(jaxkit.grad(f)(1.0)) == float(jax.grad(g)(1.0))
 
 
 @pytest.mark.parametrize("name", ["checkpoint", "remat"])

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 
+from jaxkit import avals as avals_mod
 from jaxkit import core
 from jaxkit._config import config, local_blocks
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
@@ -102,9 +103,20 @@ def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
                          param_vars + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
                          jaxpr.debug_info)
     donated = [False] * len(param_vars) + list(donated_invars)
+    arg_kinds, result_kinds, propagated = (), None, ()
+    if avals_mod.uses_memory_spaces(jaxpr):
+        # As JAX's: a program moving values between memory spaces declares where each
+        # result lives (as its type says) and each argument outside device memory.
+        kinds = avals_mod.memory_kinds_of([v.aval for v in lowered.invars])
+        if any(k != "device" for k in kinds):
+            arg_kinds = kinds
+        result_kinds = [None] * len(jaxpr.outvars)
+        propagated = avals_mod.memory_kinds_of(closed.out_avals)
     return mlir.lower_jaxpr(name, lowered, donated_invars=donated,
                             consts=[c for c, p in zip(closed.consts, as_param) if not p],
-                            result_names=result_names, platform=platform)
+                            result_names=result_names, platform=platform,
+                            arg_memory_kinds=arg_kinds, result_memory_kinds=result_kinds,
+                            type_kinds=propagated)
 
 
 def compile_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],

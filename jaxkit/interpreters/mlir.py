@@ -517,7 +517,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 arg_shardings: Sequence[str | None] = (),
                 result_shardings: Sequence[str | None] = (),
                 arg_memory_kinds: Sequence[str] = (),
-                result_memory_kinds: Sequence[str | None] | None = None,
+                result_memory_kinds: Sequence[str | None] | None = None, type_kinds=(),
                 device_assignment: tuple = (), api: str = "jit",
                 result_names: Sequence[str] = (), platform: str | None = None) -> ir.Module:
     """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
@@ -530,7 +530,7 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     Shardy attributes given (None: XLA propagates one); ``device_assignment`` names the device
     of each partition, for rules that report on them (``inspect_array_sharding``).
     ``arg/result_memory_kinds`` (when a value is not in device memory) name each one's memory;
-    a result whose kind is not None is annotated so XLA moves it there.
+    a result with a kind is annotated so XLA moves it there; others keep ``type_kinds``'.
 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
     CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
@@ -583,9 +583,9 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
             for attrs_i, res_name in zip(result_attrs, result_names):
                 attrs_i["jax.result_info"] = ir.StringAttr.get(res_name)
-            for attrs_i, kind in zip(result_attrs, result_memory_kinds or ()):
-                # a result placed by no one stays where values are made: device memory
-                attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind or "device")
+            for attrs_i, kind, held in zip(result_attrs, result_memory_kinds or (),
+                                           type_kinds or ["device"] * len(result_attrs)):
+                attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind or held)
             if any(result_attrs):
                 fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
             entry = fn.add_entry_block(arg_locs=_arg_locations(jaxpr))

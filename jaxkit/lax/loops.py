@@ -35,6 +35,7 @@ from jaxkit.lax.bodies import (avals_of, carry_mismatch, forward_loop_io, hoist_
                                zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
 from jaxkit.lax.reductions import reduce_or
+from jaxkit.lax.staging import ArrayCopySemantics, device_put_p
 from jaxkit.lax.eval_jaxpr import eval_jaxpr
 from jaxkit.lax.slicing import (dynamic_index_in_dim, dynamic_update_index_in_dim, index_in_dim,
                                 slice_in_dim)
@@ -480,7 +481,12 @@ def _scan_impl_fun(*args, jaxpr, length, reverse, num_consts, num_carry, unroll,
 
 
 def _empty(prefix: tuple, aval: core.ShapedArray):
-    return full(prefix + aval.shape, 0, aval.dtype)
+    zeros = full(prefix + aval.shape, 0, aval.dtype)
+    if aval.memory_space is core.MemorySpace.Device:
+        return zeros
+    # stacked results offloaded to host memory are stacked there (as JAX's empty2)
+    return device_put_p.bind(zeros, devices=(aval.memory_space,), srcs=(None,),
+                             copy_semantics=(ArrayCopySemantics.REUSE_INPUT,))[0]
 
 
 scan_p = core.Primitive("scan")

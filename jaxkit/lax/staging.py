@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit import avals as avals_mod
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import ad, batching, dispatch, mlir
@@ -172,25 +173,65 @@ mlir.register_lowering(empty_p, _empty_lowering)
 
 
 # ---- device_put inside a trace -------------------------------------------------------------
+def _target_kind(device: Any, x: Any) -> tuple[Any, str | None]:
+    """``(device, memory kind)`` a placement names: a memory space names a memory of the
+    device ``x`` is on already."""
+    if isinstance(device, core.MemorySpace):
+        return getattr(x, "device", None), core.mem_space_to_kind(device)
+    if isinstance(device, pjrt.Sharding):
+        return device._device, device.memory_kind
+    mesh = getattr(device, "mesh", None)
+    if mesh is not None:  # a NamedSharding: jaxkit stages one only over a one-device mesh
+        if mesh.size != 1:
+            raise NotImplementedError(
+                f"device_put rule for a NamedSharding over {mesh.size} devices is not "
+                "implemented outside a trace; use jax.device_put, which lays the value out")
+        return mesh._flat[0], device.memory_kind
+    return device, None
+
+
 def _device_put_impl(*xs, devices, srcs, copy_semantics):
     outs = []
     for x, device, semantics in zip(xs, devices, copy_semantics):
-        if isinstance(device, pjrt.Sharding):
-            device = device._device
-        moved = device_put_value(x, device)
+        device, kind = _target_kind(device, x)
+        moved = device_put_value(x, device, memory_kind=kind)
         if moved is x and semantics == ArrayCopySemantics.ALWAYS_COPY:
             moved = copy(x)  # a fresh buffer: what ALWAYS_COPY promises
         outs.append(moved)
     return outs
 
 
+def _moved_aval(aval: Any, device: Any) -> Any:
+    """The type of ``aval`` put on ``device``: in the memory space it names (a sharding's
+    memory kind or a ``MemorySpace``), as JAX types the result of a ``device_put``."""
+    if type(aval) is not core.ShapedArray:
+        return aval
+    if isinstance(device, core.MemorySpace):
+        return aval.update(memory_space=device)
+    kind = getattr(device, "memory_kind", None)
+    if kind is None:
+        return aval
+    return aval.update(memory_space=core.mem_kind_to_space(kind))
+
+
+def _device_put_abstract_eval(*avals, devices, srcs, copy_semantics):
+    return [_moved_aval(a, d) for a, d in zip(avals, devices)]
+
+
 def _device_put_transpose(cts, *args, devices, srcs, copy_semantics):
-    # The cotangent goes back where the value came from (``srcs``), always as a fresh copy.
+    # The cotangent goes back where the value came from (``srcs``; a value that was in host
+    # memory goes back there, as JAX's rule), always as a fresh copy.
+    if any(c == ArrayCopySemantics.DONATE_INPUT for c in copy_semantics):
+        raise ValueError("donate=True is not allowed during tranposition of device_put. "
+                         "Please file an issue if you want this to be supported.")
     results = [None] * len(args)
     live = [i for i, ct in enumerate(cts) if type(ct) is not ad.Zero]
     if live:
+        back = [core.MemorySpace.Host if srcs[i] is None and ad.is_undefined_primal(args[i])
+                and args[i].aval.memory_space is core.MemorySpace.Host else srcs[i]
+                for i in live]
         moved = device_put_p.bind(
-            *[cts[i] for i in live], devices=tuple(srcs[i] for i in live),
+            *[cts[i] for i in live], devices=tuple(back),
             srcs=tuple(devices[i] for i in live),
             copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) * len(live))
         for i, m in zip(live, moved):
@@ -202,10 +243,13 @@ def _device_put_transpose(cts, *args, devices, srcs, copy_semantics):
 device_put_p = core.Primitive("device_put")
 device_put_p.multiple_results = True
 device_put_p.def_impl(_device_put_impl)
-device_put_p.def_abstract_eval(lambda *avals, **_: list(avals))
+device_put_p.def_abstract_eval(_device_put_abstract_eval)
+avals_mod.memory_space_typed.add(device_put_p)
 ad.deflinear2(device_put_p, _device_put_transpose)
 batching.defrule(device_put_p,
                  lambda axis_data, args, dims, **p: (device_put_p.bind(*args, **p), list(dims)))
+# On the CPU, as JAX's common rule, a move between memory spaces is no instruction: the
+# values' types carry it to the program's argument and result memory kinds.
 mlir.register_lowering(device_put_p, lambda ctx, *xs, **_: list(xs))
 
 

@@ -398,6 +398,10 @@ def put(x: np.ndarray, aval, device=None, may_alias: bool = False,
         raise ValueError(f"{dev!r} is not a device of the {backend.platform} backend") from None
     if memory_kind is not None:
         sharding = memory_sharding(dev, memory_kind)
+    space = core.mem_kind_to_space(memory_kind)
+    if getattr(aval, "memory_space", space) is not space:
+        # the array's type says where it lives (``f32<host>[...]``), as JAX's
+        aval = aval.update(memory_space=space)
     return _jax.batched_device_put(aval, sharding, [x], [dev], committed, False,
                                    _ALIAS if may_alias else backend.host_copy,
                                    enable_x64=config.x64)
@@ -456,12 +460,18 @@ class Executable:
         self.out_avals = list(out_avals)
         self.device = device
         sharding = backend_of(device).shardings[device]
+        # A result typed in host memory is made there (its sharding names that memory).
+        host = memory_sharding(device, "pinned_host") if any(
+            getattr(a, "memory_space", None) is core.MemorySpace.Host
+            for a in self.out_avals) else None
         # Results are committed to the device when an argument was (see `Placement`): one
         # set of handlers for each case.
         self.handlers, self.committed_handlers = [
             [_token_result if type(a) is core.AbstractToken else
              _extended_result(a, sharding, committed) if dtypes.is_extended(a.dtype) else
-             _jax.array_result_handler(a, sharding, committed, _skip_checks=True)
+             _jax.array_result_handler(
+                 a, host if a.memory_space is core.MemorySpace.Host else sharding, committed,
+                 _skip_checks=True)
              for a in self.out_avals] for committed in (False, True)]
         self._execute = xla_executable.execute_sharded
         # Where the executable came from: compile_cache.COMPILED ("compiled"), MEMORY

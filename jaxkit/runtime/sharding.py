@@ -646,7 +646,11 @@ _typed_avals: dict[tuple, core.ShapedArray] = {}
 
 def typed_aval(aval: core.ShapedArray, sharding: Any) -> core.ShapedArray:
     """``aval`` typed with the Explicit axes of the layout ``sharding`` (unchanged for any
-    other sharding, or when its mesh has no Explicit axis in use)."""
+    other sharding, or when its mesh has no Explicit axis in use), in the memory space the
+    sharding's memory kind names."""
+    space = core.mem_kind_to_space(getattr(sharding, "memory_kind", None))
+    if aval.memory_space is not space and type(aval) is core.ShapedArray:
+        aval = aval.update(memory_space=space)
     if type(sharding) is not NamedSharding or AxisType.Explicit not in sharding.mesh.axis_types:
         return aval
     key = (aval, sharding, config.jax_remove_size_one_mesh_axis_from_type)
@@ -657,7 +661,7 @@ def typed_aval(aval: core.ShapedArray, sharding: Any) -> core.ShapedArray:
         out = _typed_avals[key] = core.ShapedArray(
             aval.shape, aval.dtype, aval.weak_type,
             typed_sharding(sharding.mesh, spec, sharding.spec.unreduced,
-                           sharding.spec.reduced))
+                           sharding.spec.reduced), memory_space=aval.memory_space)
     return out
 
 

@@ -217,13 +217,6 @@ def _saves(case) -> bool:
         return True
     if isinstance(case, RecomputeType):
         return False
-    if isinstance(case, Offloadable):
-        # Offloading needs arrays placed in a memory space other than the device's (their
-        # type says where: f32<host>[]); jaxkit's arrays have one memory space per device.
-        raise NotImplementedError(
-            f"checkpoint policy returned {case!r}: offloading residuals to another memory "
-            "space is not supported by jaxkit (its arrays have no memory kinds). Return "
-            "Saveable to keep the residual on the device, or Recompute.")
     msg = ("Value returned by a remat policy should be a bool or `ad_checkpoint.Recompute`, "
            "`ad_checkpoint.Saveable` or `ad_checkpoint.Offloadable(...)`. "
            f"Got {case} of type {type(case)}.")
@@ -307,8 +300,21 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
     saveable = policy or _nothing_saveable
     cut: list[Var] = []
     recompute_eqns = []
+    known_eqns = []  # the forward pass, with a copy to host memory after each offloaded value
     for eqn in kj.eqns:
-        if _saves(saveable(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params)):
+        known_eqns.append(eqn)
+        case = saveable(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params)
+        if isinstance(case, Offloadable):
+            # As JAX's: the residual is a copy in memory space ``dst`` (typed there), and the
+            # backward pass copies it back to ``src`` where the value was used.
+            for v in eqn.outvars:
+                if isinstance(v, core.DropVar):
+                    continue
+                moved = Var(v.aval.update(memory_space=core.mem_kind_to_space(case.dst)))
+                known_eqns.append(_copy_eqn(v, moved, case.dst))
+                recompute_eqns.append(_copy_eqn(moved, v, case.src))
+                cut.append(moved)
+        elif _saves(case):
             cut.extend(v for v in eqn.outvars if not isinstance(v, core.DropVar))
         else:
             recompute_eqns.append(eqn)
@@ -317,7 +323,8 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
     recompute, used = pe.dce_jaxpr(recompute)
     saved = [v for v, u in zip(cut, used[len(kj.invars):]) if u]
     recompute = Jaxpr(kj.constvars, kj.invars + saved, recompute.outvars, recompute.eqns)
-    known_run, _ = pe.dce_jaxpr(Jaxpr(kj.constvars, kj.invars, known_outs + saved, kj.eqns))
+    known_run, _ = pe.dce_jaxpr(Jaxpr(kj.constvars, kj.invars, known_outs + saved,
+                                      known_eqns))
     known_run = ClosedJaxpr(known_run, known.consts)
 
     n_kin, n_saved = len(kj.invars), len(saved)
@@ -334,6 +341,13 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
     result = (known_run, ClosedJaxpr(staged_jaxpr, consts), out_uk, staged_used)
     per[(unknowns, policy)] = result
     return result
+
+
+def _copy_eqn(src: Var, dst: Var, kind: str) -> core.JaxprEqn:
+    """``dst = device_put(src)`` into the memory space of ``kind``, always a fresh copy."""
+    return core.JaxprEqn(lax.device_put_p, [src], [dst],
+                         {"devices": (core.mem_kind_to_space(kind),), "srcs": (None,),
+                          "copy_semantics": (lax.ArrayCopySemantics.ALWAYS_COPY,)})
 
 
 def _checkpoint_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr,

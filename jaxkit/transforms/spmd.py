@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit import avals as avals_mod
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
@@ -274,11 +275,14 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     others = {s.mesh.shape_tuple for s in plan.out_shardings
               if s is not None and s.mesh.shape_tuple != own}
     # As JAX's: memory kinds are written only when some value is not in device memory.
+    # A result placed by no out_sharding lives where its type says.
     named = [s for s in plan.in_shardings + plan.out_shardings if s is not None]
-    arg_kinds, result_kinds = (), None
-    if any(s.memory_kind not in (None, "device") for s in named):
+    arg_kinds, result_kinds, propagated = (), None, ()
+    if any(s.memory_kind not in (None, "device") for s in named) or \
+            avals_mod.uses_memory_spaces(jaxpr):
         arg_kinds = [s.memory_kind for s in plan.in_shardings]
         result_kinds = [None if s is None else s.memory_kind for s in plan.out_shardings]
+        propagated = avals_mod.memory_kinds_of(closed.out_avals)
     module = mlir.lower_jaxpr(
         name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
         mesh=own, device_assignment=plan.mesh._flat,
@@ -289,7 +293,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
             sdy_mesh_symbol(s.mesh.shape_tuple))
             for s, v in zip(plan.out_shardings, jaxpr.outvars)],
         arg_memory_kinds=arg_kinds, result_memory_kinds=result_kinds,
-        result_names=result_names)
+        type_kinds=propagated, result_names=result_names)
     for shape in others:
         declare_sdy_mesh(module, shape)
     lift_inlined_meshes(module)
@@ -323,6 +327,9 @@ class PartitionedProgram:
                     first[1]._to_xla_hlo_sharding(ndim) == hlo:
                 named = first[1]
             named = named or named_from_hlo(mesh, hlo, ndim)
+            if plan.out_shardings[i] is None and named is not None and \
+                    getattr(aval, "memory_space", None) is not None:
+                named = named.with_memory_kind(core.mem_space_to_kind(aval.memory_space))
             if named is not None and len(named.spec) > len(aval.shape):
                 # a key's layout names its axes only (its data's trailing ones are whole)
                 named = NamedSharding(mesh, PartitionSpec(*named.spec[:len(aval.shape)]))
