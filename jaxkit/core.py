@@ -33,35 +33,9 @@ from jaxkit.avals import (AbstractToken, AbstractValue, MemorySpace,  # noqa: F4
                           typematch)
 from jaxkit import source_info as source_info_util
 from jaxkit._config import config
-
-# --------------------------------------------------------------------------------------------
-# Errors
-# --------------------------------------------------------------------------------------------
-
-
-class JaxkitTypeError(TypeError):
-    """Base of the type errors jaxkit raises about traced values."""
-
-
-class ConcretizationTypeError(JaxkitTypeError):
-    """A concrete Python value was needed from an abstract (traced) value."""
-
-
-class TracerBoolConversionError(ConcretizationTypeError):
-    """``bool()`` (an ``if``/``while``) was applied to a traced value."""
-
-
-class TracerIntegerConversionError(JaxkitTypeError):
-    """``int()``/``__index__`` was applied to a traced value."""
-
-
-class TracerArrayConversionError(JaxkitTypeError):
-    """A traced value was converted to a NumPy array."""
-
-
-class UnexpectedTracerError(Exception):
-    """A tracer escaped the transformation that created it (it "leaked")."""
-
+from jaxkit._tracer_errors import (ConcretizationTypeError, JaxkitTypeError,  # noqa: F401
+                                   TracerArrayConversionError, TracerBoolConversionError,
+                                   TracerIntegerConversionError, UnexpectedTracerError)
 
 # --------------------------------------------------------------------------------------------
 # Abstract values (the types live in jaxkit.avals; here, the abstract value of a value)

@@ -1,0 +1,35 @@
+"""The errors jaxkit raises about traced values (``jax.errors`` names them publicly).
+
+They live apart from ``jaxkit.core`` so that modules below the core can raise them too;
+``jaxkit.core`` re-exports every one."""
+
+
+class JaxkitTypeError(TypeError):
+    """Base of the type errors jaxkit raises about traced values."""
+
+
+class ConcretizationTypeError(JaxkitTypeError):
+    """A concrete Python value was needed from an abstract (traced) value."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """``bool()`` (an ``if``/``while``) was applied to a traced value."""
+
+
+class TracerIntegerConversionError(JaxkitTypeError):
+    """``int()``/``__index__`` was applied to a traced value."""
+
+
+class TracerArrayConversionError(JaxkitTypeError):
+    """A traced value was converted to a NumPy array."""
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it (it "leaked")."""
+
+
+# Tracebacks name them where users import them from (JAX's print ``jax.errors.X``).
+for _cls in (JaxkitTypeError, ConcretizationTypeError, TracerBoolConversionError,
+             TracerIntegerConversionError, TracerArrayConversionError, UnexpectedTracerError):
+    _cls.__module__ = "jaxkit.errors"
+del _cls
