@@ -98,3 +98,6 @@ NO_RULE["program_id"] = ("no operands (a Pallas kernel's grid index); vmap of a 
                          "a grid axis instead of batching the kernel")
 NO_RULE["multiple_of"] = "JAX 0.10.2 has none (test_pallas.py checks vmap raises as JAX's)"
 EXERCISED_ELSEWHERE["pallas_call"] = "test_pallas.py (vmap of kernels, against JAX)"
+NO_RULE.update({p: "cuDNN's fused LSTM kernel (jax.experimental.rnn.lstm): its abstract "
+                   "evaluation already raises off a GPU, and JAX 0.10.2 has no batching rule "
+                   "either" for p in ("rnn_fwd", "rnn_bwd")})
