@@ -142,12 +142,16 @@ def _outcome(fn, *args):
 # ---- result_type, oracle-free --------------------------------------------------------------
 
 
+# The table names 64-bit types as a user would: without x64, JAX warns that they are truncated
+# (tests/test_explicit_dtype_warnings.py checks that warning); here only the results matter.
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning")
 @pytest.mark.parametrize("a, b", list(itertools.product(TYPES, TYPES)))
 def test_result_type_table(x64, a, b):
     got = dtypes.result_type(TYPES[a], TYPES[b], return_weak_type_flag=True)
     assert _short(*got) == RESULTS[x64][a, b]
 
 
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype:UserWarning")
 @pytest.mark.parametrize("args, x64_, expected, weak", [
     ((np.uint8, np.int8), False, np.int16, False),
     ((np.int8, 1), False, np.int8, False),
