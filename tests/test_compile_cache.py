@@ -16,7 +16,8 @@ import jaxkit
 import jaxkit.numpy as jnp
 from jaxkit._config import config
 from jaxkit.experimental.compilation_cache import compilation_cache as cc
-from jaxkit.runtime import compile_cache
+from jaxkit.runtime import compile_cache, multi_device
+from jaxkit.sharding import AxisType, NamedSharding, PartitionSpec as P
 
 ENTRY_SUFFIX = ".xlaexe"
 
@@ -98,6 +99,28 @@ def test_weak_types_of_outputs_follow_the_caller(cache_dir):
     strong = jaxkit.jit(lambda x: x * jnp.float32(2))(jnp.float32(3))
     weak = jaxkit.jit(lambda x: x * 2)(3.0)
     assert jaxkit.dtypes.is_weakly_typed(weak) and not jaxkit.dtypes.is_weakly_typed(strong)
+
+
+# Two CPU backends number their devices alike (cpu:0 ... cpu:7), so their compiles have the
+# same key on disk; in memory each client must get its own executable. An executable of one
+# client run on another's buffers crashed the process inside XLA (test_numpy_out_sharding then
+# test_sharding in one process). The backend names are those of the sharding tests, so that
+# the suite's process makes no extra clients.
+@pytest.mark.parametrize("mesh_axis", [None, "x"], ids=["one_device", "mesh"])
+def test_each_backend_gets_an_executable_of_its_own_client(cache_dir, mesh_axis):
+    backends = [multi_device.add_cpu_backend(name, 8) for name in ("spmd8", "explicit8")]
+    for i, backend in enumerate(backends):
+        if mesh_axis is None:
+            x = jaxkit.device_put(X, backend.devices[0])
+        else:
+            mesh = jaxkit.make_mesh((8,), (mesh_axis,), devices=backend.devices,
+                                    axis_types=(AxisType.Auto,))
+            x = jaxkit.device_put(np.tile(X, (2, 1)), NamedSharding(mesh, P(mesh_axis)))
+        compiled = compile_fresh(lambda v: jnp.sum(program(v), axis=0), x)
+        assert compiled.executable.cache_source == ("compiled", "persistent")[i]
+        assert compiled.executable.xla_executable.client is backend.client
+        want = np.sum(np.tanh(np.asarray(x) @ np.asarray(x).T) * 2.0 + 1.0, axis=0)
+        np.testing.assert_allclose(np.asarray(compiled(x)), want, rtol=1e-5)
 
 
 # ---- the persistent cache in this process ------------------------------------------------------

@@ -165,25 +165,32 @@ def cache_key(module_bytes: bytes, client: Any, devices: Sequence, options: Any)
 # In-process LRU of loaded executables
 # --------------------------------------------------------------------------------------------
 
+# A loaded executable belongs to the client that loaded it: it runs on that client's devices
+# and thread pools. ``cache_key`` names devices by id, which every CPU client numbers from 0
+# (``multi_device.add_cpu_backend`` makes several), so the in-process key adds the client's
+# identity: an executable of one client executed with another client's buffers crashes the
+# process inside XLA. ``id(client)`` cannot be reused while an entry lives, since the cached
+# executable keeps its client alive (``exe.client``). The disk cache needs no such part: its
+# entries are loaded by the asking client.
 _MEMORY_CAPACITY = int(os.environ.get("JAXKIT_EXECUTABLE_CACHE_SIZE", "512"))
-_memory: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
+_memory: collections.OrderedDict[tuple[bytes, int], Any] = collections.OrderedDict()
 _memory_lock = threading.Lock()
 
 
-def _memory_get(key: bytes) -> Any:
+def _memory_get(key: bytes, client: Any) -> Any:
     with _memory_lock:
-        exe = _memory.get(key)
+        exe = _memory.get((key, id(client)))
         if exe is not None:
-            _memory.move_to_end(key)
+            _memory.move_to_end((key, id(client)))
         return exe
 
 
-def _memory_put(key: bytes, exe: Any) -> None:
+def _memory_put(key: bytes, client: Any, exe: Any) -> None:
     if _MEMORY_CAPACITY <= 0:
         return
     with _memory_lock:
-        _memory[key] = exe
-        _memory.move_to_end(key)
+        _memory[key, id(client)] = exe
+        _memory.move_to_end((key, id(client)))
         while len(_memory) > _MEMORY_CAPACITY:
             _memory.popitem(last=False)
 
@@ -398,7 +405,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
     # In this process an executable is reused only for the same source lines (its HLO
     # metadata names them); across processes, for the same program wherever it was written.
     key = cache_key(_module_bytes(module), client, devices, options)
-    exe = _memory_get(key)
+    exe = _memory_get(key, client)
     if exe is not None:
         stats["memory_hits"] += 1
         return exe, MEMORY
@@ -417,7 +424,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
                 _unlink_quietly(_entry_path(directory, disk_key))
             else:
                 stats["persistent_hits"] += 1
-                _memory_put(key, exe)
+                _memory_put(key, client, exe)
                 return exe, PERSISTENT
         stats["persistent_misses"] += 1
     start = time.perf_counter()
@@ -427,7 +434,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, devices: Sequen
         exe = compile_fn()
     seconds = time.perf_counter() - start
     stats["compiles"] += 1
-    _memory_put(key, exe)
+    _memory_put(key, client, exe)
     min_seconds = config.jax_persistent_cache_min_compile_time_secs or 0.0  # None: 0
     if directory is not None and seconds >= min_seconds:
         try:
