@@ -174,8 +174,9 @@ def stage_call(primitive: core.Primitive, fun: Callable, flat_args: Sequence,
     """Stage a call of ``fun`` (flat arguments in, flat results out) on ``flat_args``, some
     of them high-level values staged by the current ``HiJaxprTrace``, as an equation of
     ``primitive`` (``jit``) whose ``jaxpr`` takes them as values of their types, as JAX's
-    does, its other parameters ``params_for(number of operands)``; the staged values take the QDDs the body left them with. ``lower_rules`` says how
-    such an equation runs when its jaxpr is lowered."""
+    does, its other parameters ``params_for(number of operands)``; the staged values take
+    the QDDs the body left them with. ``lower_rules`` says how such an equation runs when its
+    jaxpr is lowered."""
     trace = core.current_trace()
     for x in flat_args:
         if isinstance(x, HiJaxprTracer) and x._trace is not trace:
