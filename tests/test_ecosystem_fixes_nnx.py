@@ -299,6 +299,23 @@ def _fori_and_cond_closure(m, Box):
     return b.get()
 
 
+def _cond_operands(m, Box):
+    # A box as an operand of cond, eagerly and in a jit (a box and an array together).
+    def grow(b, x):
+        b.set(b.get() * x)
+        return x + 1
+
+    def shrink(b, x):
+        b.set(b.get() - x)
+        return x - 1
+
+    a = Box(m.numpy.ones(2))
+    eager = m.lax.cond(False, grow, shrink, a, 3.0)
+    after_eager = a.get()
+    staged = m.jit(lambda p, b, x: m.lax.cond(p, grow, shrink, b, x))(True, a, 2.0)
+    return eager, after_eager, staged, a.get()
+
+
 def _grad_nondiff_arg(m, Box):
     b = Box(m.numpy.float32(2.0))
 
@@ -395,7 +412,7 @@ CASES = {f.__name__[1:]: f for f in (
     _jit_args, _jit_same_box_twice, _jit_changes_structure, _jit_closure,
     _jit_closure_changes_type, _nested_jit_closure_grows, _scan_closure,
     _jit_of_scan_closure, _nested_jit_closure_and_arg, _cached_inner_jit_in_outer_jit,
-    _fori_and_cond_closure, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
+    _fori_and_cond_closure, _cond_operands, _grad_nondiff_arg, _grad_closure, _vmap_reads_closure,
     _eval_shape, _immutable_hitype_jit_arg, _make_jaxpr_of_hi_args,
     _jit_trace_and_lower_of_hi_args, _typeof)}
 
@@ -419,6 +436,14 @@ def test_vmap_setting_a_batched_value_has_no_rule(m, Box):
     b = Box(m.numpy.float32(1.0))
     with pytest.raises(NotImplementedError, match="(?i)batching rule for 'box_set'"):
         m.vmap(b.set)(m.numpy.arange(3.0))
+
+
+def test_switch_of_a_box_operand_writes_it_back():
+    # As cond's (JAX 0.10.2's switch loses the box's QDD in the branches: AttributeError).
+    b = OURS(jaxkit.numpy.float32(5.0))
+    branches = [lambda b: b.set(b.get() * 2), lambda b: b.set(b.get() - 1)] * 2
+    jaxkit.jit(lambda i, b: jaxkit.lax.switch(i, branches, b))(3, b)
+    assert float(b.get()) == 4.0
 
 
 def test_hijax_names_are_jaxkits():

@@ -36,7 +36,8 @@ from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
            "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd",
-           "has_hi", "hitypes", "is_hi", "lower_args", "register_hitype", "write_back"]
+           "has_hi", "hitypes", "is_hi", "lower_args", "lowered_branches", "register_hitype",
+           "write_back"]
 
 # Markers for a method or property of a high-level type that its traced values forward to
 # (JAX's names and fields: libraries build them with ``aval_property(fget=...)``).
@@ -326,6 +327,32 @@ def final_state(spec: HiArgs, his: list) -> FinalState:
             qdds.append((qdd, len(lo)))
             leaves.extend(lo)
     return FinalState(leaves, tuple(qdds))
+
+
+def lowered_branches(funs: list, flat: list, in_tree: Any) -> tuple[HiArgs, list, list, list]:
+    """For a construct calling one of ``funs`` (``cond``'s branches) on flat operands ``flat``
+    (structure ``in_tree``), some of them high-level values: ``(spec, array operands, the
+    values, functions)``, each function taking the array operands, calling its ``fun`` on
+    values raised from them and returning ``(result, final state)``, as a jit body does (the
+    caller writes the state back, ``write_back``). Staged values have no array operands here:
+    ``hijax_staging`` stages them."""
+    for x in flat:
+        if getattr(type(x), "staged_hi", False):
+            raise NotImplementedError(
+                f"cond of a {x.aval.str_short()} operand staged by make_jaxpr or "
+                "jit(...).trace/lower: jaxkit stages such values in HiPrimitives and jit "
+                "calls only. Call the jitted function instead, or close over the value.")
+    spec, lo_flat, his = lower_args(flat)
+
+    def lowered(fun):
+        def call(*lo):
+            flat_in, inner = raise_args(spec, list(lo))
+            out = fun(*tree_util.tree_unflatten(in_tree, flat_in))
+            return out, final_state(spec, inner)
+        call.__name__ = getattr(fun, "__name__", "branch")
+        return call
+
+    return spec, lo_flat, his, [lowered(f) for f in funs]
 
 
 def write_back(spec: HiArgs, his: list, state: FinalState) -> None:

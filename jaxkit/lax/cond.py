@@ -22,7 +22,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
-from jaxkit.interpreters import ad, batching, dispatch, mlir
+from jaxkit.interpreters import ad, batching, dispatch, hijax, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_closed_jaxpr,
@@ -75,6 +75,11 @@ def _switch(index, branches: Sequence[Callable], operands, branches_platforms=No
     """Trace every branch at the operands' types and bind ``cond_p`` (with
     ``branches_platforms`` when the index is a ``platform_index``)."""
     flat, in_tree = tree_util.tree_flatten(operands)
+    if hijax.has_hi(flat):  # as cond's
+        spec, lo_flat, his, funs = hijax.lowered_branches(list(branches), flat, in_tree)
+        out, final = _switch(index, funs, lo_flat, branches_platforms)
+        hijax.write_back(spec, his, final)
+        return out
     avals = avals_of(flat)
     traced = [trace_function(b, in_tree, avals, f"branch {i} of switch")
               for i, b in enumerate(branches)]
@@ -154,6 +159,12 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
         pred = ne(pred, np.zeros((), aval.dtype))
     index = convert_element_type(pred, np.int32)
     flat, in_tree = tree_util.tree_flatten(operands)
+    if hijax.has_hi(flat):  # high-level operands (Flax's variables): a cond of their leaves
+        spec, lo_flat, his, (t, f) = hijax.lowered_branches([true_fun, false_fun], flat,
+                                                            in_tree)
+        out, final = cond(pred, t, f, *lo_flat)
+        hijax.write_back(spec, his, final)
+        return out
     avals = avals_of(flat)
     t_false = trace_function(false_fun, in_tree, avals, "false_fun of cond")
     t_true = trace_function(true_fun, in_tree, avals, "true_fun of cond")
