@@ -371,6 +371,10 @@ def _hi_programs(m, Box):
         fill(b, x)
         return m.jit(lambda b: b.get()["sum"] * 2)(b) + b.get()["n"]
 
+    def branches(p, b):  # a cond of a staged box: its branches take the box
+        m.lax.cond(p, lambda b: b.set(b.get() + 1), lambda b: b.set(b.get() * 3), b)
+        return b.get()
+
     return [
         (lambda b, x: (b.set(b.get() + x), b.get() * 2)[1], (Box(m.numpy.float32(1.0)), 1.0)),
         (g, (Box({}), m.numpy.arange(4.0))),
@@ -378,6 +382,7 @@ def _hi_programs(m, Box):
         (lambda p, z: pair_sum(p) * z, (Pair(m.numpy.ones(2), m.numpy.arange(2.0)), 3.0)),
         (lambda b: b[1] * 2, (Box(m.numpy.arange(3.0)),)),
         (nested, (Box({}), m.numpy.arange(3.0))),
+        (branches, (False, Box(m.numpy.arange(2.0)))),
     ]
 
 

@@ -35,9 +35,8 @@ from jaxkit.interpreters import ad, batching
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
-           "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd",
-           "has_hi", "hitypes", "is_hi", "lower_args", "lowered_branches", "register_hitype",
-           "write_back"]
+           "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd", "has_hi", "hitypes",
+           "is_hi", "is_staged", "lower_args", "lowered_branches", "register_hitype", "write_back"]
 
 # Markers for a method or property of a high-level type that its traced values forward to
 # (JAX's names and fields: libraries build them with ``aval_property(fget=...)``).
@@ -334,14 +333,8 @@ def lowered_branches(funs: list, flat: list, in_tree: Any) -> tuple[HiArgs, list
     (structure ``in_tree``), some of them high-level values: ``(spec, array operands, the
     values, functions)``, each function taking the array operands, calling its ``fun`` on
     values raised from them and returning ``(result, final state)``, as a jit body does (the
-    caller writes the state back, ``write_back``). Staged values have no array operands here:
-    ``hijax_staging`` stages them."""
-    for x in flat:
-        if getattr(type(x), "staged_hi", False):
-            raise NotImplementedError(
-                f"cond of a {x.aval.str_short()} operand staged by make_jaxpr or "
-                "jit(...).trace/lower: jaxkit stages such values in HiPrimitives and jit "
-                "calls only. Call the jitted function instead, or close over the value.")
+    caller writes the state back, ``write_back``). Values staged by ``hijax_staging`` are
+    not lowered here: the construct stages them (``is_staged``)."""
     spec, lo_flat, his = lower_args(flat)
 
     def lowered(fun):
@@ -353,6 +346,12 @@ def lowered_branches(funs: list, flat: list, in_tree: Any) -> tuple[HiArgs, list
         return call
 
     return spec, lo_flat, his, [lowered(f) for f in funs]
+
+
+def is_staged(flat: list) -> bool:
+    """Whether any of ``flat`` is a high-level value staged by ``make_jaxpr`` or
+    ``jit(...).trace``/``.lower`` (``hijax_staging``), which a construct stages as it is."""
+    return any(getattr(type(x), "staged_hi", False) for x in flat)
 
 
 def write_back(spec: HiArgs, his: list, state: FinalState) -> None:

@@ -20,12 +20,12 @@ import contextlib
 import types
 from typing import Any, Callable, Sequence
 
-from jaxkit import core, source_info
+from jaxkit import core, source_info, tree_util
 from jaxkit.interpreters import hijax
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["HiJaxprTrace", "HiJaxprTracer", "lower_jaxpr", "lower_operands", "lower_rules",
-           "stage_call", "trace_to_jaxpr", "write_finals"]
+           "stage_call", "stage_eqn", "trace_branch", "trace_to_jaxpr", "write_finals"]
 
 
 class HiJaxprTracer(pe.DynamicJaxprTracer):
@@ -203,6 +203,35 @@ def stage_call(primitive: core.Primitive, fun: Callable, flat_args: Sequence,
     for x, arg in zip(flat_args, inner_args):
         if isinstance(x, HiJaxprTracer) and x.aval.has_qdd:
             x.qdd = arg.qdd
+    return outs
+
+
+def trace_branch(fun: Callable, flat_args: Sequence, in_tree: Any, what: str
+                 ) -> tuple[core.ClosedJaxpr, list, Any, list]:
+    """A branch of a construct (``cond``) taking ``flat_args`` (structure ``in_tree``), some of
+    them staged high-level values: ``(jaxpr taking its constants first, the constants, output
+    structure, the QDD each argument ends with)``, as ``bodies.trace_function`` for arrays."""
+    out_trees: list = []
+
+    def flat_fun(*args):
+        out_flat, out_tree = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, args)))
+        out_trees.append(out_tree)
+        return out_flat
+
+    debug = pe.debug_info(what, fun, [f"arg{i}" for i in range(len(flat_args))])
+    jaxpr, consts, args = _trace(flat_fun, flat_args, debug)
+    closed = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    return closed, consts, out_trees[0], [getattr(a, "qdd", None) for a in args]
+
+
+def stage_eqn(primitive: core.Primitive, operands: Sequence, out_avals: Sequence, params: dict,
+              staged: Sequence, qdds: Sequence) -> list:
+    """Stage an equation of ``primitive`` whose jaxprs take the staged high-level values among
+    ``operands``; ``staged`` of them end with QDDs ``qdds`` (from ``trace_branch``)."""
+    outs = core.current_trace().stage(primitive, operands, out_avals, params)
+    for x, qdd in zip(staged, qdds):
+        if isinstance(x, HiJaxprTracer) and x.aval.has_qdd:
+            x.qdd = qdd
     return outs
 
 
