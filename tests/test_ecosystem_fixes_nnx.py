@@ -451,6 +451,15 @@ def test_switch_of_a_box_operand_writes_it_back():
     assert float(b.get()) == 4.0
 
 
+def test_cond_branches_re_typing_a_box_differently_raise():
+    # JAX 0.10.2 fails from its internals (AssertionError for a Flax variable, ValueError for
+    # this Box); jaxkit says which branch left which type.
+    b = OURS({})
+    with pytest.raises(TypeError, match="branches of a cond must leave"):
+        jaxkit.jit(lambda p, b: jaxkit.lax.cond(p, lambda b: b.set({"x": 1.0}),
+                                                lambda b: b.set({"y": 2.0}), b))(True, b)
+
+
 def test_hijax_names_are_jaxkits():
     # install_as_jax maps jax.experimental.hijax to the compatibility module Flax imports.
     from jaxkit._src_compat import hijax as compat

@@ -336,12 +336,21 @@ def lowered_branches(funs: list, flat: list, in_tree: Any) -> tuple[HiArgs, list
     caller writes the state back, ``write_back``). Values staged by ``hijax_staging`` are
     not lowered here: the construct stages them (``is_staged``)."""
     spec, lo_flat, his = lower_args(flat)
+    ends: list = []  # (function name, final QDDs) of the branches traced so far
 
     def lowered(fun):
         def call(*lo):
             flat_in, inner = raise_args(spec, list(lo))
             out = fun(*tree_util.tree_unflatten(in_tree, flat_in))
-            return out, final_state(spec, inner)
+            state = final_state(spec, inner)
+            qdds = [q for q, _ in state.qdds]
+            if ends and ends[0][1] != qdds:
+                # (JAX 0.10.2 fails here with a bare AssertionError.)
+                raise TypeError(
+                    "the branches of a cond must leave its high-level operands with the same "
+                    f"types; {ends[0][0]} left {ends[0][1]} but {call.__name__} left {qdds}.")
+            ends.append((call.__name__, qdds))
+            return out, state
         call.__name__ = getattr(fun, "__name__", "branch")
         return call
 
