@@ -194,8 +194,9 @@ class HiPrimitive(core.Primitive):
                 raise NotImplementedError(
                     f"'{self.name}' of a {a.aval.str_short()} value staged by make_jaxpr or "
                     "jit(...).trace/lower, inside a transformation of the traced function "
-                    "(scan, cond, grad, vmap...): jaxkit stages such values at the function's "
-                    "top level only. Call the jitted function instead, or close over the value.")
+                    "(scan, grad, vmap..., or a jit or cond closing over it): jaxkit stages "
+                    "such values where they are arguments of the function, or of a jit or "
+                    "cond in it. Call the jitted function instead, or close over the value.")
         if _raw[0]:
             return self._run(trace, args, params)
         backed = _backed_args(trace, args)

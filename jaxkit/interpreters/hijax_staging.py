@@ -7,12 +7,17 @@ taking a box prints ``a:BoxTy`` inputs and ``box_get``/``box_set`` equations. He
 high-level argument is an input variable of its type, held by a ``HiJaxprTracer`` that carries
 the value's current QDD and forwards the type's ``aval_method``/``aval_property`` members (the
 way user code calls ``box.get()`` on a traced box); a ``HiPrimitive`` applied to such tracers is
-staged as an equation, its ``abstract_eval`` given a mutable operand's QDD to update.
+staged as an equation, its ``abstract_eval`` given a mutable operand's QDD to update. A ``jit``
+call (``stage_call``) or a ``cond`` (``trace_branch``/``stage_eqn``) taking them is staged as JAX
+stages it: an equation whose jaxprs take them as values of their types (traced by a nested
+``HiJaxprTrace``), after which they hold the QDDs the body left them with. Other
+transformations of them (scan, grad, vmap) raise NotImplementedError.
 
 ``lower_jaxpr`` turns such a jaxpr into one of arrays (JAX's ``lower_jaxpr``): the high-level
 inputs become their array leaves, each equation runs with high-level values raised from them
-(so a ``HiPrimitive`` runs its ``to_lojax``), and the mutable values' final leaves are leading
-results, as JAX orders them.
+(so a ``HiPrimitive`` runs its ``to_lojax``, and a staged jit or cond its ``lower_rules``
+entry: the same construct over the leaves, its jaxprs lowered in turn), and the mutable values'
+final leaves are leading results, as JAX orders them.
 """
 from __future__ import annotations
 
@@ -85,8 +90,8 @@ class HiJaxprTrace(pe.DynamicJaxprTrace):
                 raise NotImplementedError(
                     f"'{primitive.name}' applied to a traced {x.aval.str_short()} value: in "
                     "make_jaxpr and jit(...).trace/lower jaxkit stages high-level arguments "
-                    "for HiPrimitives only (not for jit, control flow or array operations). "
-                    "Call the jitted function instead.")
+                    "for HiPrimitives, jit calls and cond only (not for other control flow or "
+                    "array operations). Call the jitted function instead.")
         return super().process_primitive(primitive, args, params)
 
     def process_hi_primitive(self, primitive, args: Sequence, params: dict) -> Any:
@@ -183,7 +188,7 @@ def stage_call(primitive: core.Primitive, fun: Callable, flat_args: Sequence,
             raise NotImplementedError(
                 f"'{primitive.name}' of a {x.aval.str_short()} value staged by make_jaxpr or "
                 "jit(...).trace/lower, inside another transformation of the traced function "
-                "(scan, cond, grad, vmap...): jaxkit stages such values in jit calls only. "
+                "(scan, grad, vmap...): jaxkit stages such values in jit calls and cond. "
                 "Call the jitted function instead, or close over the value.")
     jaxpr, consts, inner_args = _trace(fun, flat_args, debug)
     for out in jaxpr.outvars:
