@@ -647,8 +647,8 @@ def _param_doc(value, namer: Namer) -> pp.Doc:
         return pp.text(value.name)
     if isinstance(value, type) and issubclass(value, np.generic):
         return pp.text(np.dtype(value).name)
-    if callable(value) and hasattr(value, "__name__"):
-        return pp.text(value.__name__)
+    if callable(value) and hasattr(value, "__name__") and not isinstance(value, type):
+        return pp.text(value.__name__)  # (a class prints as JAX's: <class 'module.Name'>)
     return pp.text(str(value))
 
 

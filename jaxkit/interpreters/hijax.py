@@ -35,8 +35,8 @@ from jaxkit.interpreters import ad, batching
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
-           "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd",
-           "has_hi", "hitypes", "is_hi", "lower_args", "register_hitype", "write_back"]
+           "QuasiDynamicData", "aval_method", "aval_property", "cur_qdd", "has_hi", "hitypes",
+           "is_hi", "is_staged", "lower_args", "lowered_branches", "register_hitype", "write_back"]
 
 # Markers for a method or property of a high-level type that its traced values forward to
 # (JAX's names and fields: libraries build them with ``aval_property(fget=...)``).
@@ -194,8 +194,9 @@ class HiPrimitive(core.Primitive):
                 raise NotImplementedError(
                     f"'{self.name}' of a {a.aval.str_short()} value staged by make_jaxpr or "
                     "jit(...).trace/lower, inside a transformation of the traced function "
-                    "(scan, cond, grad, vmap...): jaxkit stages such values at the function's "
-                    "top level only. Call the jitted function instead, or close over the value.")
+                    "(scan, grad, vmap..., or a jit or cond closing over it): jaxkit stages "
+                    "such values where they are arguments of the function, or of a jit or "
+                    "cond in it. Call the jitted function instead, or close over the value.")
         if _raw[0]:
             return self._run(trace, args, params)
         backed = _backed_args(trace, args)
@@ -326,6 +327,41 @@ def final_state(spec: HiArgs, his: list) -> FinalState:
             qdds.append((qdd, len(lo)))
             leaves.extend(lo)
     return FinalState(leaves, tuple(qdds))
+
+
+def lowered_branches(funs: list, flat: list, in_tree: Any) -> tuple[HiArgs, list, list, list]:
+    """For a construct calling one of ``funs`` (``cond``'s branches) on flat operands ``flat``
+    (structure ``in_tree``), some of them high-level values: ``(spec, array operands, the
+    values, functions)``, each function taking the array operands, calling its ``fun`` on
+    values raised from them and returning ``(result, final state)``, as a jit body does (the
+    caller writes the state back, ``write_back``). Values staged by ``hijax_staging`` are
+    not lowered here: the construct stages them (``is_staged``)."""
+    spec, lo_flat, his = lower_args(flat)
+    ends: list = []  # (function name, final QDDs) of the branches traced so far
+
+    def lowered(fun):
+        def call(*lo):
+            flat_in, inner = raise_args(spec, list(lo))
+            out = fun(*tree_util.tree_unflatten(in_tree, flat_in))
+            state = final_state(spec, inner)
+            qdds = [q for q, _ in state.qdds]
+            if ends and ends[0][1] != qdds:
+                # (JAX 0.10.2 fails here with a bare AssertionError.)
+                raise TypeError(
+                    "the branches of a cond must leave its high-level operands with the same "
+                    f"types; {ends[0][0]} left {ends[0][1]} but {call.__name__} left {qdds}.")
+            ends.append((call.__name__, qdds))
+            return out, state
+        call.__name__ = getattr(fun, "__name__", "branch")
+        return call
+
+    return spec, lo_flat, his, [lowered(f) for f in funs]
+
+
+def is_staged(flat: list) -> bool:
+    """Whether any of ``flat`` is a high-level value staged by ``make_jaxpr`` or
+    ``jit(...).trace``/``.lower`` (``hijax_staging``), which a construct stages as it is."""
+    return any(getattr(type(x), "staged_hi", False) for x in flat)
 
 
 def write_back(spec: HiArgs, his: list, state: FinalState) -> None:

@@ -7,12 +7,17 @@ taking a box prints ``a:BoxTy`` inputs and ``box_get``/``box_set`` equations. He
 high-level argument is an input variable of its type, held by a ``HiJaxprTracer`` that carries
 the value's current QDD and forwards the type's ``aval_method``/``aval_property`` members (the
 way user code calls ``box.get()`` on a traced box); a ``HiPrimitive`` applied to such tracers is
-staged as an equation, its ``abstract_eval`` given a mutable operand's QDD to update.
+staged as an equation, its ``abstract_eval`` given a mutable operand's QDD to update. A ``jit``
+call (``stage_call``) or a ``cond`` (``trace_branch``/``stage_eqn``) taking them is staged as JAX
+stages it: an equation whose jaxprs take them as values of their types (traced by a nested
+``HiJaxprTrace``), after which they hold the QDDs the body left them with. Other
+transformations of them (scan, grad, vmap) raise NotImplementedError.
 
 ``lower_jaxpr`` turns such a jaxpr into one of arrays (JAX's ``lower_jaxpr``): the high-level
 inputs become their array leaves, each equation runs with high-level values raised from them
-(so a ``HiPrimitive`` runs its ``to_lojax``), and the mutable values' final leaves are leading
-results, as JAX orders them.
+(so a ``HiPrimitive`` runs its ``to_lojax``, and a staged jit or cond its ``lower_rules``
+entry: the same construct over the leaves, its jaxprs lowered in turn), and the mutable values'
+final leaves are leading results, as JAX orders them.
 """
 from __future__ import annotations
 
@@ -20,11 +25,12 @@ import contextlib
 import types
 from typing import Any, Callable, Sequence
 
-from jaxkit import core, source_info
+from jaxkit import core, source_info, tree_util
 from jaxkit.interpreters import hijax
 from jaxkit.interpreters import partial_eval as pe
 
-__all__ = ["HiJaxprTrace", "HiJaxprTracer", "lower_jaxpr", "trace_to_jaxpr"]
+__all__ = ["HiJaxprTrace", "HiJaxprTracer", "lower_jaxpr", "lower_operands", "lower_rules",
+           "stage_call", "stage_eqn", "trace_branch", "trace_to_jaxpr", "write_finals"]
 
 
 class HiJaxprTracer(pe.DynamicJaxprTracer):
@@ -76,6 +82,7 @@ class HiJaxprTrace(pe.DynamicJaxprTrace):
 
     __slots__ = ()
     stages_hi = True  # what ``HiPrimitive.bind`` looks for
+    scalar_literals = True  # as its base: a jit's concrete scalar operand is a literal
 
     def process_primitive(self, primitive, args, params):
         for x in args:
@@ -83,8 +90,8 @@ class HiJaxprTrace(pe.DynamicJaxprTrace):
                 raise NotImplementedError(
                     f"'{primitive.name}' applied to a traced {x.aval.str_short()} value: in "
                     "make_jaxpr and jit(...).trace/lower jaxkit stages high-level arguments "
-                    "for HiPrimitives only (not for jit, control flow or array operations). "
-                    "Call the jitted function instead.")
+                    "for HiPrimitives, jit calls and cond only (not for other control flow or "
+                    "array operations). Call the jitted function instead.")
         return super().process_primitive(primitive, args, params)
 
     def process_hi_primitive(self, primitive, args: Sequence, params: dict) -> Any:
@@ -144,6 +151,13 @@ def trace_to_jaxpr(fun: Callable, flat_args: Sequence, debug: pe.DebugInfo | Non
                    ) -> tuple[core.Jaxpr, list]:
     """``pe.trace_to_jaxpr`` at the types of ``flat_args``, whose high-level values are
     staged (their QDDs read now: the values themselves are not touched)."""
+    jaxpr, consts, _ = _trace(fun, flat_args, debug)
+    return jaxpr, consts
+
+
+def _trace(fun: Callable, flat_args: Sequence, debug: pe.DebugInfo | None
+           ) -> tuple[core.Jaxpr, list, list]:
+    """``trace_to_jaxpr``, and the traced arguments (holding the QDDs they ended with)."""
     with source_info.name_stack_context(pe._NO_NAMES):
         trace = HiJaxprTrace(debug)
     with core.new_trace(trace), source_info.name_stack_context(pe._NO_NAMES), _staging():
@@ -156,7 +170,127 @@ def trace_to_jaxpr(fun: Callable, flat_args: Sequence, debug: pe.DebugInfo | Non
                                  hijax.cur_qdd(x) if aval.has_qdd else None)
             args.append(arg)
         outs = fun(*args)
-        return trace.to_jaxpr(outs)
+        jaxpr, consts = trace.to_jaxpr(outs)
+        return jaxpr, consts, args
+
+
+def stage_call(primitive: core.Primitive, fun: Callable, flat_args: Sequence,
+               debug: pe.DebugInfo | None, params_for: Callable[[int], dict]) -> list:
+    """Stage a call of ``fun`` (flat arguments in, flat results out) on ``flat_args``, some
+    of them high-level values staged by the current ``HiJaxprTrace``, as an equation of
+    ``primitive`` (``jit``) whose ``jaxpr`` takes them as values of their types, as JAX's
+    does, its other parameters ``params_for(number of operands)``; the staged values take
+    the QDDs the body left them with. ``lower_rules`` says how such an equation runs when its
+    jaxpr is lowered."""
+    trace = core.current_trace()
+    for x in flat_args:
+        if isinstance(x, HiJaxprTracer) and x._trace is not trace:
+            raise NotImplementedError(
+                f"'{primitive.name}' of a {x.aval.str_short()} value staged by make_jaxpr or "
+                "jit(...).trace/lower, inside another transformation of the traced function "
+                "(scan, grad, vmap...): jaxkit stages such values in jit calls and cond. "
+                "Call the jitted function instead, or close over the value.")
+    jaxpr, consts, inner_args = _trace(fun, flat_args, debug)
+    for out in jaxpr.outvars:
+        if getattr(out.aval, "is_high", False):
+            raise NotImplementedError(
+                f"'{primitive.name}' returning a {out.aval.str_short()} value is not "
+                "supported (JAX 0.10.2 does not return high-level values from a jit either); "
+                "return its arrays instead.")
+    if any(isinstance(c, core.Tracer) for c in consts):
+        # Closed-over values of the enclosing trace are operands of the equation.
+        closed, operands = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), \
+            [*consts, *flat_args]
+    else:
+        closed, operands = core.ClosedJaxpr(jaxpr, consts), list(flat_args)
+    outs = trace.stage(primitive, operands, closed.out_avals,
+                       dict(params_for(len(operands)), jaxpr=closed))
+    for x, arg in zip(flat_args, inner_args):
+        if isinstance(x, HiJaxprTracer) and x.aval.has_qdd:
+            x.qdd = arg.qdd
+    return outs
+
+
+def trace_branch(fun: Callable, flat_args: Sequence, in_tree: Any, what: str
+                 ) -> tuple[core.ClosedJaxpr, list, Any, list]:
+    """A branch of a construct (``cond``) taking ``flat_args`` (structure ``in_tree``), some of
+    them staged high-level values: ``(jaxpr taking its constants first, the constants, output
+    structure, the QDD each argument ends with)``, as ``bodies.trace_function`` for arrays."""
+    out_trees: list = []
+
+    def flat_fun(*args):
+        out_flat, out_tree = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, args)))
+        out_trees.append(out_tree)
+        return out_flat
+
+    debug = pe.debug_info(what, fun, [f"arg{i}" for i in range(len(flat_args))])
+    jaxpr, consts, args = _trace(flat_fun, flat_args, debug)
+    closed = core.ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
+    return closed, consts, out_trees[0], [getattr(a, "qdd", None) for a in args]
+
+
+def stage_eqn(primitive: core.Primitive, operands: Sequence, out_avals: Sequence, params: dict,
+              staged: Sequence, qdds: Sequence) -> list:
+    """Stage an equation of ``primitive`` whose jaxprs take the staged high-level values among
+    ``operands``; ``staged`` of them end with QDDs ``qdds`` (from ``trace_branch``)."""
+    outs = core.current_trace().stage(primitive, operands, out_avals, params)
+    for x, qdd in zip(staged, qdds):
+        if isinstance(x, HiJaxprTracer) and x.aval.has_qdd:
+            x.qdd = qdd
+    return outs
+
+
+# primitive -> rule(operands, **params) -> results: how an equation of a call primitive
+# staged with high-level operands (``stage_call``) runs while its jaxpr is lowered, the
+# operands being high-level values raised from the lowered program's tracers.
+lower_rules: dict[core.Primitive, Callable] = {}
+
+
+def _eval_lowering(jaxpr: core.Jaxpr, consts: Sequence, *args: Any) -> list:
+    """``core.eval_jaxpr`` of a jaxpr of high-level values: an equation of a call primitive
+    with high-level operands runs its ``lower_rules`` entry (binding it would hand the
+    values to rules that carry arrays)."""
+    env: dict = {}
+
+    def read(v):
+        return v.val if type(v) is core.Literal else env[v]
+
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        vals = [read(v) for v in eqn.invars]
+        rule = lower_rules.get(eqn.primitive)
+        with source_info.user_context(eqn.source_info):
+            if rule is not None and any(hijax.is_hi(v) for v in vals):
+                outs = rule(vals, **eqn.params)
+            else:
+                outs = eqn.primitive.bind(*vals, **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def lower_operands(specs: Sequence, values: Sequence) -> list:
+    """The array leaves of ``values`` (the operands of a jaxpr lowered by ``lower_jaxpr``,
+    ``specs`` its first result) in the order the lowered jaxpr takes them."""
+    out = []
+    for x, spec in zip(values, specs):
+        if spec is None:
+            out.append(x)
+            continue
+        aval, qdd, _ = spec
+        out.extend(aval.read_loval(qdd, x) if aval.has_qdd else aval.lower_val(x))
+    return out
+
+
+def write_finals(specs: Sequence, finals: Sequence, values: Sequence, state: Sequence) -> None:
+    """Update the mutable ones of ``values`` from the final leaves ``state`` (the leading
+    results of a program ``lower_jaxpr`` made, ``specs`` and ``finals`` its other results)."""
+    it = iter(state)
+    muts = [x for x, spec in zip(values, specs) if spec is not None and spec[0].has_qdd]
+    for x, (aval, qdd, size) in zip(muts, finals):
+        aval.update_from_loval(qdd, x, *[next(it) for _ in range(size)])
 
 
 def lower_jaxpr(closed: core.ClosedJaxpr, flat_args: Sequence, debug: pe.DebugInfo | None
@@ -191,7 +325,7 @@ def lower_jaxpr(closed: core.ClosedJaxpr, flat_args: Sequence, debug: pe.DebugIn
             args.append(value)
             if aval.has_qdd:
                 muts.append((aval, value))
-        outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        outs = _eval_lowering(closed.jaxpr, closed.consts, *args)
         state = []
         for aval, value in muts:
             qdd = hijax.cur_qdd(value)

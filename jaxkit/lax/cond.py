@@ -22,7 +22,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
-from jaxkit.interpreters import ad, batching, dispatch, mlir
+from jaxkit.interpreters import ad, batching, dispatch, hijax, hijax_staging, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_closed_jaxpr,
@@ -75,6 +75,14 @@ def _switch(index, branches: Sequence[Callable], operands, branches_platforms=No
     """Trace every branch at the operands' types and bind ``cond_p`` (with
     ``branches_platforms`` when the index is a ``platform_index``)."""
     flat, in_tree = tree_util.tree_flatten(operands)
+    if hijax.has_hi(flat):  # as cond's
+        if hijax.is_staged(flat) and branches_platforms is None:
+            return _stage_hi(index, branches, flat, in_tree,
+                             [f"branch {i} of switch" for i in range(len(branches))])
+        spec, lo_flat, his, funs = hijax.lowered_branches(list(branches), flat, in_tree)
+        out, final = _switch(index, funs, lo_flat, branches_platforms)
+        hijax.write_back(spec, his, final)
+        return out
     avals = avals_of(flat)
     traced = [trace_function(b, in_tree, avals, f"branch {i} of switch")
               for i, b in enumerate(branches)]
@@ -83,6 +91,36 @@ def _switch(index, branches: Sequence[Callable], operands, branches_platforms=No
     extra = {} if branches_platforms is None else {"branches_platforms": branches_platforms}
     outs = _bind_unforwarded(index, [*consts, *flat], jaxprs, **extra)
     return tree_util.tree_unflatten(traced[0][2], outs)
+
+
+def _stage_hi(index, funs: Sequence[Callable], flat: list, in_tree, whats: list) -> Any:
+    """In make_jaxpr or jit(...).trace/lower of high-level arguments, a cond of such staged
+    values: as JAX's, its branches take them as values of their types (and must leave them
+    with the same types); ``_cond_hi_lowering`` runs it on their leaves."""
+    traced = [hijax_staging.trace_branch(f, flat, in_tree, w) for f, w in zip(funs, whats)]
+    _check_branch_types([t[0] for t in traced], [t[2] for t in traced], funs)
+    for f, t in zip(funs[1:], traced[1:]):
+        if t[3] != traced[0][3]:
+            raise TypeError(f"cond branches must leave their high-level operands with the same "
+                            f"types; {whats[0]} left {traced[0][3]} but {whats[funs.index(f)]} "
+                            f"left {t[3]}.")
+    jaxprs, consts = _join_branch_consts([t[0] for t in traced], [t[1] for t in traced])
+    outs = hijax_staging.stage_eqn(cond_p, [index, *consts, *flat], jaxprs[0].out_avals,
+                                   {"branches": tuple(jaxprs)}, flat, traced[0][3])
+    return tree_util.tree_unflatten(traced[0][2], outs)
+
+
+def _cond_hi_lowering(operands: list, *, branches, **params) -> list:
+    """A staged cond of high-level operands as its jaxpr is lowered: a cond of their leaves
+    whose branches return the mutable ones' final leaves first, written back into them."""
+    index, rest = operands[0], operands[1:]
+    lowered = [hijax_staging.lower_jaxpr(b, rest, None) for b in branches]
+    _, specs, finals = lowered[0]
+    outs = cond_p.bind(index, *hijax_staging.lower_operands(specs, rest),
+                       branches=tuple(lo for lo, _, _ in lowered), **params)
+    n_state = sum(size for _, _, size in finals)
+    hijax_staging.write_finals(specs, finals, rest, outs[:n_state])
+    return outs[n_state:]
 
 
 def _bind_unforwarded(index, inputs: list, jaxprs: Sequence[ClosedJaxpr], **params) -> list:
@@ -154,6 +192,15 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
         pred = ne(pred, np.zeros((), aval.dtype))
     index = convert_element_type(pred, np.int32)
     flat, in_tree = tree_util.tree_flatten(operands)
+    if hijax.has_hi(flat):  # high-level operands (Flax's variables): a cond of their leaves
+        if hijax.is_staged(flat):
+            return _stage_hi(index, [false_fun, true_fun], flat, in_tree,
+                             ["false_fun of cond", "true_fun of cond"])
+        spec, lo_flat, his, (t, f) = hijax.lowered_branches([true_fun, false_fun], flat,
+                                                            in_tree)
+        out, final = cond(pred, t, f, *lo_flat)
+        hijax.write_back(spec, his, final)
+        return out
     avals = avals_of(flat)
     t_false = trace_function(false_fun, in_tree, avals, "false_fun of cond")
     t_true = trace_function(true_fun, in_tree, avals, "true_fun of cond")
@@ -207,6 +254,7 @@ cond_p = core.Primitive("cond")
 cond_p.multiple_results = True
 cond_p.def_impl(partial(dispatch.apply_primitive, cond_p))
 cond_p.def_abstract_eval(_cond_abstract_eval)
+hijax_staging.lower_rules[cond_p] = _cond_hi_lowering
 mlir.register_lowering(cond_p, _cond_lowering)
 
 

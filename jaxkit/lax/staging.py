@@ -1,6 +1,7 @@
 """Primitives that steer staging and compilation rather than compute a new value:
-``optimization_barrier``, ``dce_sink``, ``stage``, ``empty``, ``device_put`` (inside a trace)
-and total-order comparisons ``eq_to``/``le_to``/``lt_to`` (used by shape arithmetic).
+``optimization_barrier``, ``dce_sink``, ``stage``, ``empty``/``empty2``, ``device_put``
+(inside a trace) and total-order comparisons ``eq_to``/``le_to``/``lt_to`` (used by shape
+arithmetic).
 
 Each is the identity on values, or close to it, and keeps its rules consistent with that: the
 JVP of a barrier is a barrier over the tangents, ``device_put``'s transpose puts the cotangent
@@ -27,10 +28,10 @@ from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import device_put_value
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
-__all__ = ["create_token", "create_token_p", "after_all", "after_all_p",
-           "optimization_barrier", "optimization_barrier_p", "dce_sink", "dce_sink_p", "stage",
-           "stage_p", "empty", "empty_p", "device_put_p", "ArrayCopySemantics",
-           "stop_gradient_p", "eq_to_p", "le_to_p", "lt_to_p"]
+__all__ = ["create_token", "create_token_p", "after_all", "after_all_p", "optimization_barrier",
+           "optimization_barrier_p", "dce_sink", "dce_sink_p", "stage", "stage_p", "empty",
+           "empty_p", "empty2", "empty2_p", "device_put_p", "ArrayCopySemantics", "stop_gradient_p",
+           "eq_to_p", "le_to_p", "lt_to_p"]
 
 ArrayCopySemantics = pjrt.ArrayCopySemantics
 
@@ -170,6 +171,29 @@ empty_p.def_impl(lambda **params: dispatch.apply_primitive(empty_p, **params))
 empty_p.def_abstract_eval(lambda *, shape, dtype, out_sharding: core.ShapedArray(shape, dtype))
 ad.defjvp_zero(empty_p)
 mlir.register_lowering(empty_p, _empty_lowering)
+
+
+def empty2(dtype: DTypeLike, *, memory_space: Any) -> Array:
+    """JAX's scalar form of ``empty``, which its scan broadcasts into output buffers: an
+    unspecified (zero) scalar of ``dtype``. Lowers to a zero constant."""
+    return empty2_p.bind(dtype=dtype, memory_space=memory_space)
+
+
+def _empty2_abstract_eval(*, dtype, memory_space):
+    # jaxkit's abstract values carry no memory space: only the default one is a scalar of it.
+    if getattr(memory_space, "name", None) != "Device":
+        raise NotImplementedError(
+            f"abstract evaluation rule for 'empty2' in memory space {memory_space}: jaxkit's "
+            "abstract values have device memory only; use MemorySpace.Device.")
+    return core.ShapedArray((), dtypes.canonicalize_dtype(dtype))
+
+
+empty2_p = core.Primitive("empty2")
+empty2_p.def_impl(lambda **params: dispatch.apply_primitive(empty2_p, **params))
+empty2_p.def_abstract_eval(_empty2_abstract_eval)
+ad.defjvp_zero(empty2_p)
+mlir.register_lowering(
+    empty2_p, lambda ctx, **_: [mlir.ir_constant(np.zeros((), ctx.avals_out[0].dtype))])
 
 
 # ---- device_put inside a trace -------------------------------------------------------------

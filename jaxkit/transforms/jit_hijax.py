@@ -22,6 +22,7 @@ from jaxkit import core, tree_util
 from jaxkit.interpreters import hijax, hijax_staging
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms import stages
+from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
 from jaxkit.transforms.stages import ArgInfo, Compiled, Lowered, Timings, Traced
 
 __all__ = ["call_with_hi_args", "trace_with_hi_args"]
@@ -37,13 +38,8 @@ def call_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any) ->
             f"jit of {jit_fun._name} with in_shardings/out_shardings and high-level arguments "
             "is not supported: the shardings describe the high-level values, whose array "
             "leaves are what the program takes. Lay the arrays out before the call instead.")
-    for x in flat:
-        if isinstance(x, hijax_staging.HiJaxprTracer):
-            raise NotImplementedError(
-                f"jit of {jit_fun._name} taking a {x.aval.str_short()} value staged by "
-                "make_jaxpr or jit(...).trace/lower is not supported (JAX stages a jit of "
-                "high-level operands; jaxkit stages only HiPrimitives on them). Trace the "
-                "inner function without jit, or call the outer jitted function instead.")
+    if any(isinstance(x, hijax_staging.HiJaxprTracer) for x in flat):
+        return _stage_with_hi_args(jit_fun, statics, flat, in_tree)
     spec, lo_flat, his = hijax.lower_args(flat)
     inner = _lowered_funs.get(jit_fun)
     if inner is None:
@@ -51,6 +47,52 @@ def call_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any) ->
     out, final = inner(((spec, in_tree, statics), *lo_flat), {})
     hijax.write_back(spec, his, final)
     return out
+
+
+def _stage_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any) -> Any:
+    """Inside ``make_jaxpr``/``jit(...).trace`` of high-level arguments, a jit call taking
+    such staged values: as JAX, a ``jit`` equation whose body takes them as values of their
+    types (``hijax_staging.stage_call``)."""
+    dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, flat)
+    out_flat, out_trees = _flat_body(jit_fun, statics, in_tree)
+    debug = pe.debug_info("jit", jit_fun._fun, jit_fun._arg_names(dyn_args, dyn_kwargs))
+    outs = hijax_staging.stage_call(
+        jit_p, out_flat, flat, debug,
+        lambda n: dict(name=jit_fun._name, donated_invars=(False,) * n,
+                       inline=jit_fun._inline, **ctx_mesh_params()))
+    return tree_util.tree_unflatten(out_trees[0], outs)
+
+
+def _flat_body(jit_fun: Any, statics: tuple, in_tree: Any) -> tuple[Any, list]:
+    """``jit_fun``'s function of flat arguments giving flat results, and the list its output
+    structure is appended to."""
+    out_trees: list = []
+
+    def flat_fun(*flat_args):
+        a, kw = tree_util.tree_unflatten(in_tree, flat_args)
+        args, kwargs = jit_fun._merge_statics(statics, a, kw)
+        out_flat, out_tree = tree_util.tree_flatten(jit_fun._fun(*args, **kwargs))
+        out_trees.append(out_tree)
+        return out_flat
+
+    return flat_fun, out_trees
+
+
+def _jit_lowering(operands: list, *, jaxpr: core.ClosedJaxpr, name: str, inline: bool,
+                  donated_invars: tuple, **params: Any) -> list:
+    """A staged jit equation of high-level operands, as its jaxpr is lowered: a jit equation
+    of their array leaves, its leading results the mutable ones' final leaves (as JAX lowers
+    it), written back into them."""
+    lo, specs, finals = hijax_staging.lower_jaxpr(jaxpr, operands, None)
+    lo_operands = hijax_staging.lower_operands(specs, operands)
+    outs = jit_p.bind(*lo_operands, jaxpr=lo, name=name,
+                      donated_invars=(False,) * len(lo_operands), inline=inline, **params)
+    n_state = sum(size for _, _, size in finals)
+    hijax_staging.write_finals(specs, finals, operands, outs[:n_state])
+    return outs[n_state:]
+
+
+hijax_staging.lower_rules[jit_p] = _jit_lowering
 
 
 def _lowered_jit(jit_fun: Any) -> Any:
@@ -77,15 +119,7 @@ def trace_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any,
     """``jit_fun.trace`` (a ``JitFunction``'s) at flat arguments ``flat``, some of them
     high-level values: they are staged, as JAX's jaxpr shows them (the values are not
     touched)."""
-    out_trees = []
-
-    def flat_fun(*flat_args):
-        a, kw = tree_util.tree_unflatten(in_tree, flat_args)
-        args, kwargs = jit_fun._merge_statics(statics, a, kw)
-        out_flat, out_tree = tree_util.tree_flatten(jit_fun._fun(*args, **kwargs))
-        out_trees.append(out_tree)
-        return out_flat
-
+    flat_fun, out_trees = _flat_body(jit_fun, statics, in_tree)
     debug = pe.debug_info("jit", jit_fun._fun, jit_fun._arg_names(dyn_args, dyn_kwargs))
     start = time.perf_counter()
     jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)

@@ -159,7 +159,10 @@ from jaxkit.lax.windowed_reductions import (
     select_and_scatter_add_p,
     select_and_scatter_p,
 )
+from jaxkit.lax.staging import empty2_p
 from jaxkit.random.gamma import random_gamma_p
+from jaxkit.random.key_prims import (random_bits_p, random_fold_in_p, random_seed_p,
+                                     random_split_p)
 from jaxkit.ref import get_p, swap_p
 from jaxkit.random.prng import threefry2x32_p
 from jaxkit.transforms.checkpoint import checkpoint_p as remat_p
@@ -169,16 +172,7 @@ from jaxkit.transforms.jit import jit_p
 
 # JAX primitives jaxkit has no primitive for, with the reason: each name is left undefined
 # rather than bound to a stand-in that would never appear in a jaxkit jaxpr.
-_TYPED_KEYS = ("jaxkit's typed PRNG keys wrap their uint32 key data and call threefry2x32_p "
-               "on it directly; there is no key-typed {} primitive")
-MISSING: dict[str, str] = {
-    "empty2_p": ("JAX's scan allocates its buffers with empty2; jaxkit's scan does not, and its "
-                 "lax.empty is a primitive of JAX's name 'empty' that JAX does not list here"),
-    "random_bits_p": _TYPED_KEYS.format("random_bits"),
-    "random_fold_in_p": _TYPED_KEYS.format("random_fold_in"),
-    "random_seed_p": _TYPED_KEYS.format("random_seed"),
-    "random_split_p": _TYPED_KEYS.format("random_split"),
-}
+MISSING: dict[str, str] = {}
 
 
 def __getattr__(name: str):
@@ -197,24 +191,24 @@ __all__ = ["abs_p", "acos_p", "acosh_p", "add_jaxvals_p", "add_p", "after_all_p"
            "cos_p", "cosh_p", "create_token_p", "cumlogsumexp_p", "cummax_p", "cummin_p",
            "cumprod_p", "cumsum_p", "custom_jvp_call_p", "custom_lin_p", "custom_vjp_call_p",
            "device_put_p", "digamma_p", "div_p", "dot_general_p", "dynamic_slice_p",
-           "dynamic_update_slice_p", "eig_p", "eigh_p", "eq_p", "eq_to_p", "erf_inv_p", "erf_p",
-           "erfc_p", "exp2_p", "exp_p", "expm1_p", "fft_p", "floor_p", "gather_p", "ge_p",
-           "get_p", "gt_p", "hessenberg_p", "householder_product_p", "igamma_grad_a_p",
-           "igamma_p", "igammac_p", "imag_p", "integer_pow_p", "iota_p", "is_finite_p", "jit_p",
-           "le_p", "le_to_p", "lgamma_p", "linear_solve_p", "log1p_p", "log_p", "logistic_p",
-           "lt_p", "lt_to_p", "lu_p", "max_p", "min_p", "mul_p", "name_p", "ne_p", "neg_p",
-           "nextafter_p", "not_p", "or_p", "pad_p", "pmax_p", "pmin_p", "polygamma_p",
-           "population_count_p", "pow_p", "ppermute_p", "psum_p", "qr_p", "ragged_all_to_all_p",
-           "random_gamma_p", "real_p", "reduce_and_p", "reduce_max_p", "reduce_min_p",
-           "reduce_or_p", "reduce_p", "reduce_precision_p", "reduce_prod_p", "reduce_sum_p",
-           "reduce_window_max_p", "reduce_window_min_p", "reduce_window_p", "reduce_window_sum_p",
-           "reduce_xor_p", "regularized_incomplete_beta_p", "rem_p", "remat_p", "reshape_p",
-           "rev_p", "rng_bit_generator_p", "rng_uniform_p", "round_p", "rsqrt_p", "scan_p",
-           "scatter_add_p", "scatter_max_p", "scatter_min_p", "scatter_mul_p", "scatter_p",
-           "schur_p", "select_and_gather_add_p", "select_and_scatter_add_p",
-           "select_and_scatter_p", "select_n_p", "sharding_constraint_p", "shift_left_p",
-           "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p", "sinh_p",
-           "slice_p", "sort_p", "sqrt_p", "square_p", "squeeze_p", "stop_gradient_p", "sub_p",
-           "svd_p", "swap_p", "tan_p", "tanh_p", "threefry2x32_p", "top_k_p", "transpose_p",
-           "triangular_solve_p", "tridiagonal_p", "tridiagonal_solve_p", "while_p", "xor_p",
-           "zeta_p"]
+           "dynamic_update_slice_p", "eig_p", "eigh_p", "empty2_p", "eq_p", "eq_to_p", "erf_inv_p",
+           "erf_p", "erfc_p", "exp2_p", "exp_p", "expm1_p", "fft_p", "floor_p", "gather_p", "ge_p",
+           "get_p", "gt_p", "hessenberg_p", "householder_product_p", "igamma_grad_a_p", "igamma_p",
+           "igammac_p", "imag_p", "integer_pow_p", "iota_p", "is_finite_p", "jit_p", "le_p",
+           "le_to_p", "lgamma_p", "linear_solve_p", "log1p_p", "log_p", "logistic_p", "lt_p",
+           "lt_to_p", "lu_p", "max_p", "min_p", "mul_p", "name_p", "ne_p", "neg_p", "nextafter_p",
+           "not_p", "or_p", "pad_p", "pmax_p", "pmin_p", "polygamma_p", "population_count_p",
+           "pow_p", "ppermute_p", "psum_p", "qr_p", "ragged_all_to_all_p", "random_bits_p",
+           "random_fold_in_p", "random_gamma_p", "random_seed_p", "random_split_p", "real_p",
+           "reduce_and_p", "reduce_max_p", "reduce_min_p", "reduce_or_p", "reduce_p",
+           "reduce_precision_p", "reduce_prod_p", "reduce_sum_p", "reduce_window_max_p",
+           "reduce_window_min_p", "reduce_window_p", "reduce_window_sum_p", "reduce_xor_p",
+           "regularized_incomplete_beta_p", "rem_p", "remat_p", "reshape_p", "rev_p",
+           "rng_bit_generator_p", "rng_uniform_p", "round_p", "rsqrt_p", "scan_p", "scatter_add_p",
+           "scatter_max_p", "scatter_min_p", "scatter_mul_p", "scatter_p", "schur_p",
+           "select_and_gather_add_p", "select_and_scatter_add_p", "select_and_scatter_p",
+           "select_n_p", "sharding_constraint_p", "shift_left_p", "shift_right_arithmetic_p",
+           "shift_right_logical_p", "sign_p", "sin_p", "sinh_p", "slice_p", "sort_p", "sqrt_p",
+           "square_p", "squeeze_p", "stop_gradient_p", "sub_p", "svd_p", "swap_p", "tan_p",
+           "tanh_p", "threefry2x32_p", "top_k_p", "transpose_p", "triangular_solve_p",
+           "tridiagonal_p", "tridiagonal_solve_p", "while_p", "xor_p", "zeta_p"]
