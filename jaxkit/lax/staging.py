@@ -180,12 +180,7 @@ def empty2(dtype: DTypeLike, *, memory_space: Any) -> Array:
 
 
 def _empty2_abstract_eval(*, dtype, memory_space):
-    # jaxkit's abstract values carry no memory space: only the default one is a scalar of it.
-    if getattr(memory_space, "name", None) != "Device":
-        raise NotImplementedError(
-            f"abstract evaluation rule for 'empty2' in memory space {memory_space}: jaxkit's "
-            "abstract values have device memory only; use MemorySpace.Device.")
-    return core.ShapedArray((), dtypes.canonicalize_dtype(dtype))
+    return core.ShapedArray((), dtypes.canonicalize_dtype(dtype), memory_space=memory_space)
 
 
 empty2_p = core.Primitive("empty2")
