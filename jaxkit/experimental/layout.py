@@ -21,7 +21,7 @@ from typing import Any, Union
 
 from jaxkit import api_devices, core, tree_util
 from jaxkit import sharding as jsharding
-from jaxkit.experimental import layout_arrays, layout_jit
+from jaxkit.experimental import layout_arrays, layout_jit, layout_sharded
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding as lax_sharding
@@ -134,7 +134,8 @@ def _array_format(self: Array) -> Format:
     """The array's layout in device memory and its sharding."""
     if self.is_deleted():
         return Format(None, self.sharding)
-    found = layout_arrays.buffer_layout(self)
+    found = (layout_sharded.buffer_layout(self) if isinstance(self, ShardedArray)
+             else layout_arrays.buffer_layout(self))
     return Format(None if found is None else Layout._from_tuple(found), self.sharding)
 
 
@@ -360,9 +361,7 @@ def _laid_out(x: Any, layout: Layout, commit: bool = False) -> Any:
         raise NotImplementedError(f"{layout}: jaxkit lays arrays out by major_to_minor "
                                   f"only; pass a Layout without tiling or element size")
     if isinstance(x, ShardedArray):
-        if _is_default_layout(layout):
-            return x
-        return layout_arrays.relayout(x, layout.major_to_minor)  # refuses, saying why
+        return layout_sharded.relayout_sharded(x, layout.major_to_minor)
     return layout_arrays.relayout(x, layout.major_to_minor, commit)
 
 
