@@ -5,9 +5,10 @@
 pairs one with a sharding. ``x.format`` reports a device array's, ``Compiled.input_formats``
 and ``output_formats`` those XLA chose for an executable, and ``with_layout_constraint``
 pins the layout of an intermediate value: it lowers to XLA's ``LayoutConstraint`` custom call.
-Eagerly it copies the array into that layout (``layout_arrays``), as does
-``device_put(x, Format(layout, sharding))``; ``lax.with_sharding_constraint(x, Format(...))``
-applies the sharding, then ``with_layout_constraint``. ``jit`` with Formats in its in/out
+Eagerly it copies the array into that layout (``layout_arrays``; over several devices
+shard by shard, ``layout_sharded``), as does ``device_put(x, Format(layout, sharding))``;
+``lax.with_sharding_constraint(x, Format(...))`` applies the sharding, then
+``with_layout_constraint``. ``jit`` with Formats in its in/out
 shardings lays its parameters and results out so (``layout_jit``).
 
 The ``format`` property of arrays and the ``input_formats``/``output_formats`` properties of
