@@ -249,7 +249,7 @@ import numpy as np
 mesh = J.make_mesh((4, 2), ("x", "y"), devices=devs, axis_types=(J.sharding.AxisType.Auto,) * 2)
 NS, P = J.sharding.NamedSharding, J.sharding.PartitionSpec
 x = J.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), NS(mesh, P("x", "y")))
-out = [repr(x.format)]
+out = [repr(x.format), repr(x.addressable_shards[1].data.format)]
 c = J.jit(lambda a: (a * 2).T).lower(x).compile()
 out += [repr(c.input_formats), repr(c.output_formats)]
 c = J.jit(lambda a, b: {"s": a + b}, out_shardings=NS(mesh, P("y"))).lower(x, 1.0).compile()
