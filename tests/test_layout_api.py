@@ -249,7 +249,7 @@ import numpy as np
 mesh = J.make_mesh((4, 2), ("x", "y"), devices=devs, axis_types=(J.sharding.AxisType.Auto,) * 2)
 NS, P = J.sharding.NamedSharding, J.sharding.PartitionSpec
 x = J.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), NS(mesh, P("x", "y")))
-out = [repr(x.format)]
+out = [repr(x.format), repr(x.addressable_shards[1].data.format)]
 c = J.jit(lambda a: (a * 2).T).lower(x).compile()
 out += [repr(c.input_formats), repr(c.output_formats)]
 c = J.jit(lambda a, b: {"s": a + b}, out_shardings=NS(mesh, P("y"))).lower(x, 1.0).compile()
@@ -257,6 +257,19 @@ out += [repr(c.input_formats), repr(c.output_formats)]
 L = importlib.import_module(J.__name__ + ".experimental.layout")
 y = J.device_put(np.ones((8, 4), np.float32), L.Format(L.Layout((0, 1)), NS(mesh, P("x"))))
 out += [repr(y.format), repr(J.device_put(x, L.Format(None, NS(mesh, P("y")))).format)]
+col = L.Format(L.Layout((1, 0)), NS(mesh, P("x")))
+z = J.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), col)  # column-major shards
+out += [repr(z.format), z.sharding == col.sharding, np.asarray(z).tolist(), repr(z)]
+out += [[repr(s.index), repr(s.data.format), np.asarray(s.data).tolist()]
+        for s in z.addressable_shards[:3]]
+out += [repr(J.jit(lambda a: a * 2)(z).format), np.asarray((z * 2)[1:3]).tolist()]
+out += [repr(J.device_put(z, NS(mesh, P("x"))).format),
+        repr(J.device_put(z, L.Format(L.Layout((0, 1)), NS(mesh, P("x")))).format),
+        repr(J.device_put(z, L.Format(L.Layout((1, 0)), NS(mesh, P(None, "y")))).format)]
+r = J.device_put(np.ones((4, 2, 2), np.float32), L.Format(L.Layout((2, 0, 1)), NS(mesh, P())))
+out += [repr(r.format), repr(r.addressable_shards[5].data.format), float(r.sum())]
+w = L.with_layout_constraint(x, L.Layout((1, 0)))
+out += [repr(w.format), np.asarray(w).tolist()]
 """
 
 

@@ -5,9 +5,10 @@
 pairs one with a sharding. ``x.format`` reports a device array's, ``Compiled.input_formats``
 and ``output_formats`` those XLA chose for an executable, and ``with_layout_constraint``
 pins the layout of an intermediate value: it lowers to XLA's ``LayoutConstraint`` custom call.
-Eagerly it copies the array into that layout (``layout_arrays``), as does
-``device_put(x, Format(layout, sharding))``; ``lax.with_sharding_constraint(x, Format(...))``
-applies the sharding, then ``with_layout_constraint``. ``jit`` with Formats in its in/out
+Eagerly it copies the array into that layout (``layout_arrays``; over several devices
+shard by shard, ``layout_sharded``), as does ``device_put(x, Format(layout, sharding))``;
+``lax.with_sharding_constraint(x, Format(...))`` applies the sharding, then
+``with_layout_constraint``. ``jit`` with Formats in its in/out
 shardings lays its parameters and results out so (``layout_jit``).
 
 The ``format`` property of arrays and the ``input_formats``/``output_formats`` properties of
@@ -21,7 +22,7 @@ from typing import Any, Union
 
 from jaxkit import api_devices, core, tree_util
 from jaxkit import sharding as jsharding
-from jaxkit.experimental import layout_arrays, layout_jit
+from jaxkit.experimental import layout_arrays, layout_jit, layout_sharded
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import sharding as lax_sharding
@@ -134,7 +135,8 @@ def _array_format(self: Array) -> Format:
     """The array's layout in device memory and its sharding."""
     if self.is_deleted():
         return Format(None, self.sharding)
-    found = layout_arrays.buffer_layout(self)
+    found = (layout_sharded.buffer_layout(self) if isinstance(self, ShardedArray)
+             else layout_arrays.buffer_layout(self))
     return Format(None if found is None else Layout._from_tuple(found), self.sharding)
 
 
@@ -360,9 +362,7 @@ def _laid_out(x: Any, layout: Layout, commit: bool = False) -> Any:
         raise NotImplementedError(f"{layout}: jaxkit lays arrays out by major_to_minor "
                                   f"only; pass a Layout without tiling or element size")
     if isinstance(x, ShardedArray):
-        if _is_default_layout(layout):
-            return x
-        return layout_arrays.relayout(x, layout.major_to_minor)  # refuses, saying why
+        return layout_sharded.relayout_sharded(x, layout.major_to_minor)
     return layout_arrays.relayout(x, layout.major_to_minor, commit)
 
 

@@ -9,8 +9,8 @@ on first use by a compiled identity program whose parameter and result carry the
 layouts (``mhlo.layout_mode``), as JAX relays out an argument whose layout a program does
 not take. The same programs lay a row-major buffer out in the first place.
 
-Only arrays on one device are laid out so: an array over several devices in another layout
-raises ``NotImplementedError``.
+An array over several devices is laid out shard by shard with these same programs
+(``layout_sharded``); ``relayout`` itself takes one-device arrays only.
 """
 from __future__ import annotations
 
@@ -149,9 +149,9 @@ def relayout(x: Any, major_to_minor: MajorToMinor, commit: bool = False) -> Arra
     if type(x) not in (Array, LaidOutArray):
         raise NotImplementedError(
             f"a layout other than row-major for an array with sharding "
-            f"{getattr(x, 'sharding', type(x).__name__)}: jaxkit lays out arrays on one device "
-            f"only; gather the value onto one device first (jax.device_put(x, "
-            f"jax.devices()[0])) or keep the row-major layout.")
+            f"{getattr(x, 'sharding', type(x).__name__)}: jaxkit lays out jax.Arrays only "
+            f"(on one device, or over a mesh); jax.device_put the value first or keep the "
+            f"row-major layout.")
     if dtypes.is_extended(x.dtype):
         raise NotImplementedError(f"a layout other than row-major for an array of "
                                   f"{x.dtype} elements (its data is a uint32 array)")

@@ -9,7 +9,9 @@ committed to another layout is refused (JAX's error), any other one is laid out 
 Compiled executables check and convert their arguments alike (``compiled_call``).
 
 Only one-device programs take such layouts: a ``Format`` whose sharding spans several devices
-with a layout other than row-major raises ``NotImplementedError`` (see ``layout``).
+with a layout other than row-major raises ``NotImplementedError`` (see ``layout``). A
+partitioned program reads the row-major global buffer of an argument whose shards are laid
+out otherwise (``layout_sharded``), and gives row-major results.
 """
 from __future__ import annotations
 

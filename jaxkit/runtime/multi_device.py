@@ -254,7 +254,7 @@ def fetch_shards(buf: ArrayImpl) -> list[np.ndarray]:
 def wrap_shard(shard: ArrayImpl, aval) -> ArrayImpl:
     """A single-device array over the buffer of ``shard`` that carries ``aval``."""
     held = shard._sharding
-    return ArrayImpl(aval, pjrt.memory_sharding(held._device, held.memory_kind), [shard], True,
+    return ArrayImpl(aval, pjrt.memory_sharding(held._device, held._memory_kind), [shard], True,
                      True)
 
 

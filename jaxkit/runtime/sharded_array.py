@@ -77,10 +77,13 @@ def _replica_ids(indices: dict) -> dict:
 class ShardedArray(Array):
     """An array split over (or replicated on) several devices, as its ``sharding`` says."""
 
-    __slots__ = ("_sharding",)
+    # ``_laid``: None, or (major_to_minor, per-device copies of the shards in that layout)
+    # that ``jax.experimental.layout`` made; ``_buf`` stays row-major for computations.
+    __slots__ = ("_laid", "_sharding")
 
     def __init__(self, buf: multi_device.ArrayImpl, aval: ShapedArray, sharding: Any):
         self._buf = buf
+        self._laid = None
         # Over a mesh's Explicit axes the layout is part of the type (``f32[8@x,4]``).
         self.aval = typed_aval(aval, sharding)
         self._sharding = sharding
