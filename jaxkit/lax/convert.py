@@ -59,6 +59,12 @@ def _convert_element_type_fold(operand, *, new_dtype, weak_type, sharding=None):
             and (dtypes.issubdtype(new_dtype, np.complexfloating) or
                  not np.iscomplexobj(operand)):
         return np.asarray(operand).astype(new_dtype)[()], core.ShapedArray((), new_dtype)
+    # A conversion of a concrete array to its own type (``jnp.array(np_array)`` under jit) is
+    # forwarded: the constant itself, as JAX forwards such an equation.
+    if isinstance(operand, (np.ndarray, Array)) and sharding is None:
+        aval = core.get_aval(operand)
+        if aval.dtype == new_dtype and aval.weak_type == weak_type:
+            return operand, aval
     return None
 
 
