@@ -201,39 +201,43 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
 
 
 # ---- QR, SVD, eigh, Schur, Hessenberg, polar -----------------------------------------------------
+@partial(jit, static_argnames=("mode", "pivoting"))
+def _qr(a: Array, mode: str, pivoting: bool):
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    a, = _inexact(a)
+    _check_matrix("qr", a, square=False)
+    # SciPy's 'r' mode keeps the full (m, n) r, so it factors as 'full' does.
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    if mode == "r":
+        return (r, p[0]) if pivoting else (r,)
+    return (q, r, p[0]) if pivoting else (q, r)
+
+
 def qr(a: ArrayLike, overwrite_a: bool = False, lwork=None, mode: str = "full",
        pivoting: bool = False, check_finite: bool = True):
     """``q, r`` (``mode='full'`` or ``'economic'``), ``r`` alone (``'r'``), with the column
     permutation last when ``pivoting``."""
     del overwrite_a, lwork, check_finite
-    if mode not in ("full", "economic", "r"):
-        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    return _qr(a, mode, pivoting)
+
+
+@partial(jit, static_argnames=("full_matrices", "compute_uv"))
+def _svd(a: Array, *, full_matrices: bool, compute_uv: bool):
     a, = _inexact(a)
-    _check_matrix("qr", a, square=False)
-    out = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode == "full")
-    q, r = out[0], out[1]
-    if mode == "r":
-        # SciPy's 'r' mode keeps the full (m, n) r
-        r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=True)[1]
-        return (r, out[2]) if pivoting else (r,)
-    return (q, r, out[2]) if pivoting else (q, r)
+    _check_matrix("svd", a, square=False)
+    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
 def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
         overwrite_a: bool = False, check_finite: bool = True, lapack_driver: str = "gesdd"):
     """``u, s, vh`` with ``a = u @ diag(s) @ vh`` (``s`` alone unless ``compute_uv``)."""
     del overwrite_a, check_finite, lapack_driver
-    a, = _inexact(a)
-    _check_matrix("svd", a, square=False)
-    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return _svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
-def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True,
-         eigvals_only: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
-         turbo: bool = True, eigvals=None, type: int = 1, check_finite: bool = True):
-    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix, read from the triangle
-    ``lower`` says."""
-    del overwrite_a, overwrite_b, turbo, check_finite
+@partial(jit, static_argnames=("lower", "eigvals_only", "eigvals", "type"))
+def _eigh(a: Array, b: Array | None, lower: bool, eigvals_only: bool, eigvals, type: int):
     if b is not None:
         raise NotImplementedError("Only the b=None case of eigh is implemented")
     if type != 1:
@@ -243,8 +247,18 @@ def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True,
             "Only the eigvals=None case of eigh is implemented.")
     a, = _inexact(a)
     _check_matrix("eigh", a)
-    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False)
+    # The input is symmetrized first (lax.linalg.eigh's default), as JAX's.
+    v, w = lax_linalg.eigh(a, lower=lower)
     return w if eigvals_only else (w, v)
+
+
+def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True,
+         eigvals_only: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+         turbo: bool = True, eigvals=None, type: int = 1, check_finite: bool = True):
+    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix, read from the triangle
+    ``lower`` says."""
+    del overwrite_a, overwrite_b, turbo, check_finite
+    return _eigh(a, b, lower, eigvals_only, eigvals, type)
 
 
 def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
