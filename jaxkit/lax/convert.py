@@ -40,6 +40,15 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
                                        **extra)
 
 
+def convert_element_type_always(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
+    """``convert_element_type`` bound even where it changes nothing, as JAX's ``jnp.array``
+    ends: under ``jit``/``make_jaxpr`` the result of a constant is a tracer standing for it
+    (folded below: a literal, or the constant itself), elsewhere the value as the current
+    trace computes it."""
+    return convert_element_type_p.bind(operand, new_dtype=np.dtype(new_dtype),
+                                       weak_type=bool(weak_type))
+
+
 def _convert_element_type_fold(operand, *, new_dtype, weak_type, sharding=None):
     if sharding is not None:
         return None  # a laid-out constant is an equation, as in JAX

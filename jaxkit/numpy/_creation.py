@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
-from jaxkit.lax.convert import convert_element_type_p
+from jaxkit.lax.convert import convert_element_type_always
 from jaxkit.lax.sharding import reshard_leaves
 from jaxkit.lax.sharding_eager import like_concrete
 from jaxkit.lax.sharding_rules import resolve_out_sharding
@@ -84,7 +84,7 @@ def _on_current_trace(object: Any, out: Array) -> Any:
     array. Eager calls never get here (their trace is the ``EvalTrace``)."""
     # A weak Python scalar goes in as it is, so its literal prints as the user wrote it.
     src = object if type(object) in (int, float, complex) and out.weak_type else out
-    return convert_element_type_p.bind(src, new_dtype=out.dtype, weak_type=out.weak_type)
+    return convert_element_type_always(src, out.dtype, out.weak_type)
 
 
 def _on_device(x: Array, device: Any) -> Array:
