@@ -350,7 +350,8 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
                                                      u.dtype)))
         return SVDResult(u, s, vh)
     if not compute_uv:
-        return lax_linalg.svd(a, compute_uv=False, subset_by_index=subset_by_index)
+        return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False,
+                              subset_by_index=subset_by_index)
     u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, subset_by_index=subset_by_index)
     return SVDResult(u, s, vh)
 
@@ -451,22 +452,21 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
 def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
                 tol: Any = None) -> Array:
     """``jnp.linalg.matrix_rank``: the number of singular values above the tolerance."""
-    arr = ensure_arraylike("jnp.linalg.matrix_rank", M)
-    arr, = promote_dtypes_inexact(arr)
+    M = ensure_arraylike("jnp.linalg.matrix_rank", M)
     if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
         rtol = tol
-    if arr.ndim < 2:
-        return _sum(lax.ne(arr, np.asarray(0, arr.dtype)[()])) if arr.ndim else \
-            convert(lax.ne(arr, np.asarray(0, arr.dtype)[()]), dtypes.default_int_dtype())
-    s = svd(arr, compute_uv=False, hermitian=hermitian)
+    M, = promote_dtypes_inexact(M)
+    if M.ndim < 2:
+        return (M != 0).any().astype(np.int32)
+    S = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
+    # As JAX 0.10.2: the default threshold scales with the largest singular value; an rtol
+    # given is compared with the singular values as it is.
     if rtol is None:
-        rtol_v = lax.mul(amax(s, axis=-1),
-                         np.asarray(max(arr.shape[-2:]) * float(dtypes.finfo(s.dtype).eps),
-                                    s.dtype)[()])
-    else:
-        rtol_v = multiply(amax(s, axis=-1), rtol)
-    return _sum(lax.gt(s, broadcast_to_shape(expand_dims(rtol_v, -1), s.shape)), axis=-1,
-                dtype=dtypes.default_int_dtype())
+        rtol = S.max(-1) * np.max(M.shape[-2:]).astype(S.dtype) * dtypes.finfo(S.dtype).eps
+    rtol = expand_dims(rtol, np.ndim(rtol))
+    return _sum(S > rtol, axis=-1)
 
 
 @jitted(static_argnames=("p",), inline=False)
