@@ -198,10 +198,14 @@ def test_gradients(x64):
 
 
 def test_bad_input_names_the_problem():
-    with pytest.raises(ValueError, match="square matrix"):
+    # As JAX's: lax.linalg.cholesky's shape check, jnp.vectorize's core-dimension check and
+    # lax.linalg.lu_solve's trans check.
+    with pytest.raises(ValueError, match=r"cholesky must have shape \[\.\.\., n, n\]"):
         jsl.cho_factor(np.ones((2, 3)))
-    with pytest.raises(ValueError, match="does not match"):
+    with pytest.raises(ValueError, match="inconsistent size for core dimension 'n': 4 vs 3"):
         jsl.lu_solve(jsl.lu_factor(np.eye(3)), np.ones(4))
+    with pytest.raises(ValueError, match="'trans' value must be 0, 1, or 2, got 5"):
+        jsl.lu_solve(jsl.lu_factor(np.eye(3)), np.ones(3), trans=5)
     with pytest.raises(ValueError, match="trans must be"):
         jsl.solve_triangular(np.eye(2), np.ones(2), trans="X")
     with pytest.raises(ValueError, match="Unsupported QR decomposition mode"):
