@@ -711,3 +711,7 @@ for _p, _rule in [(loops.while_p, _while_discharge), (cond_p, _cond_discharge)]:
 # High-level mutable values closed over by a traced body keep their leaves in refs (see
 # ``interpreters.hijax``), which sits below this module.
 hijax.ref_ops[:] = [new_ref, get, lambda ref, value: swap(ref, (), value)]
+
+# Reading or writing a Ref is a state effect (JAX's RefEffect), which some rules refuse.
+for _prim in (get_p, swap_p, addupdate_p):
+    pe.defeffect_kind(_prim, "state")

@@ -11,10 +11,14 @@ import numpy as np
 import pytest
 
 import jaxkit
+import jaxkit.experimental
 import jaxkit.numpy as knp
+import jaxkit.scipy.linalg
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
+pytest.importorskip("jax.experimental")
+pytest.importorskip("jax.scipy.linalg")
 
 # Operand kinds: every record runs once per kind. "key" is a (2, 3) array of threefry keys,
 # built by each library from the same seed.
@@ -243,6 +247,111 @@ def test_jaxpr_text_matches_jax(name, make, shape, kinds):
         want = _text(jax, jnp, make, shape, kind)
         assert not want.startswith("error"), (kind, want)
         assert _text(jaxkit, knp, make, shape, kind) == want, kind
+
+
+# Jaxprs of code beyond jnp's structural functions (issue 22): random samplers on typed and raw
+# keys, jnp.linalg/jax.scipy.linalg factorizations and LU/Cholesky solves, vmap of a cond or
+# switch whose index is batched (a select_n over all branches), and jnp.array of host data under
+# a trace (a tracer, as JAX's). (name, make(J) -> (function, operands)); one make_jaxpr each.
+SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
+VEC = np.array([1.0, 2.0, 3.0], np.float32)
+PIV = np.array([2, 2, 2], np.int32)
+PRED = np.array([True, False])
+MAT = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def _samplers(J, key):
+    R = J.random
+    return (R.randint(key, (3,), 0, 10), R.ball(key, 2), R.beta(key, 2.0, 3.0, (3,)),
+            R.binomial(key, 5.0, 0.3, (3,)), R.choice(key, 5, (2,)),
+            R.generalized_normal(key, 2.0, (3,)), R.multinomial(key, 4.0, VEC / VEC.sum()),
+            R.multivariate_normal(key, VEC, SPD), R.orthogonal(key, 2), R.uniform(key))
+
+
+def _cond_vmaps(J, p, x):
+    L = J.lax
+    return (J.vmap(lambda p, x: L.cond(p, lambda x: x * 2.0, lambda x: -x, x))(p, x),
+            J.vmap(lambda p: L.cond(p, lambda x: J.numpy.sin(x), lambda x: x, x[0]))(p),
+            J.vmap(lambda i, x: L.switch(i, [lambda x: x, lambda x: x + 1.0, lambda x: x * x],
+                                         x))(p.astype(np.int32) * 2, x),
+            J.vmap(lambda p, n: L.cond(p, lambda n: n + 1, lambda n: n * 2, n))(
+                p, p.astype(np.int32)),
+            J.vmap(lambda x: L.cond(True, lambda x: x, lambda x: -x, x))(x))
+
+
+OTHER_RECORDS = [
+    ("random_typed_key", lambda J: (lambda k: _samplers(J, k), (J.random.key(0),))),
+    ("random_raw_key", lambda J: (lambda k: _samplers(J, k), (J.random.PRNGKey(0),))),
+    ("numpy_linalg", lambda J: (lambda a, r: (
+        J.numpy.linalg.cholesky(a), J.numpy.linalg.qr(r), J.numpy.linalg.eigh(a),
+        J.numpy.linalg.svd(r), J.numpy.linalg.slogdet(a), J.numpy.linalg.det(a),
+        J.numpy.linalg.matrix_power(a, 3), J.numpy.linalg.matrix_power(a, 5),
+        J.numpy.linalg.matrix_rank(a), J.numpy.linalg.matrix_rank(r, 0.5)), (SPD, MAT))),
+    ("scipy_linalg_solves", lambda J: (lambda a, p, b: (
+        J.scipy.linalg.lu_solve((a, p), b), J.scipy.linalg.lu_solve((a, p), b, trans=1),
+        J.scipy.linalg.cho_solve((a, True), b), J.scipy.linalg.cho_solve((a, False), b),
+        J.scipy.linalg.cho_factor(a), J.scipy.linalg.cholesky(a, lower=True),
+        J.scipy.linalg.solve_triangular(a, b, lower=True), J.scipy.linalg.pascal(3)),
+        (SPD, PIV, VEC))),
+    ("vmap_cond_batched_index", lambda J: (lambda p, x: _cond_vmaps(J, p, x), (PRED, MAT))),
+    ("piecewise", lambda J: (lambda x: J.numpy.piecewise(x, [x < 2], [0.0, lambda v: -v]),
+                             (VEC,))),
+    ("array_of_host_data_traced", lambda J: (lambda x: (
+        x + J.numpy.asarray(3.0), x * J.numpy.array(2), J.numpy.array([1.0, 2.0, 3.0]) * x,
+        J.numpy.asarray(np.float32(2)) * x, J.numpy.asarray(VEC) + x,
+        J.numpy.asarray(3.0, dtype=np.int32)), (VEC,))),
+]
+
+
+@pytest.mark.parametrize("name,make", OTHER_RECORDS, ids=[r[0] for r in OTHER_RECORDS])
+def test_other_jaxprs_match_jax(name, make):
+    fun, args = make(jax)
+    want = str(jax.make_jaxpr(fun)(*args))
+    fun, args = make(jaxkit)
+    assert str(jaxkit.make_jaxpr(fun)(*args)) == want
+
+
+def test_array_of_host_data_under_traces_as_jax():
+    """jnp.array/asarray of host data: a tracer under jit (JAX's ends with a conversion bound on
+    the current trace), a concrete array eagerly, under ensure_compile_time_eval and under vmap
+    of eager code."""
+    def kinds(J):
+        seen = []
+
+        def note(x):
+            seen.append(isinstance(x, J.core.Tracer))
+            return x
+        J.jit(lambda y: note(J.numpy.asarray(3.0)) + note(J.numpy.array(VEC)) + y)(1.0)
+        note(J.numpy.asarray(3.0))
+        with J.ensure_compile_time_eval():
+            note(J.numpy.asarray(3.0))
+        J.vmap(lambda y: note(J.numpy.array(2.0)) * y)(VEC)
+        return seen
+    assert kinds(jaxkit) == kinds(jax) == [True, True, False, False, False]
+
+
+def test_vmap_of_cond_with_io_effect_refused_as_jax():
+    """A batched index runs every branch: JAX refuses branches with an IO effect (for any
+    index), with NotImplementedError."""
+    def f(J):
+        def branch(x):
+            J.experimental.io_callback(lambda v: None, None, x)
+            return x
+        return J.vmap(lambda p, x: J.lax.cond(p, branch, lambda x: -x, x))
+    with pytest.raises(NotImplementedError) as want:
+        jax.make_jaxpr(f(jax))(PRED, MAT)
+    with pytest.raises(NotImplementedError) as got:
+        jaxkit.make_jaxpr(f(jaxkit))(PRED, MAT)
+    assert str(got.value) == str(want.value)
+
+
+def test_linalg_values_match_jax_bitwise():
+    """matrix_power multiplies in JAX's order and slogdet follows JAX's LU algorithm: the same
+    bits (one eager call each)."""
+    for f in (lambda N: N.linalg.matrix_power(SPD, 3), lambda N: N.linalg.slogdet(SPD),
+              lambda N: N.linalg.matrix_power(SPD, 0)):
+        for w, g in zip(jax.tree.leaves(f(jnp)), jaxkit.tree.leaves(f(knp))):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
 def test_split_sizes_errors_match_jax():

@@ -675,12 +675,12 @@ def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool], ct_nonzero: Seq
 def stop_gradient(x):
     """The identity on each leaf of ``x`` whose derivative is zero (``lax.stop_gradient``).
 
-    Only inexact (float/complex) leaves are bound to the ``stop_gradient`` primitive; integer
-    and boolean values have no derivative to stop and are returned as they are (as JAX)."""
+    Every leaf but key arrays (extended dtypes) is bound to the ``stop_gradient`` primitive,
+    integer and boolean ones too, as JAX 0.10.2 does (so jaxprs print the same)."""
     def stop(leaf):
-        if dtypes.issubdtype(core.get_aval(leaf).dtype, np.inexact):
-            return stop_gradient_p.bind(leaf)
-        return leaf
+        if dtypes.issubdtype(core.get_aval(leaf).dtype, dtypes.extended):
+            return leaf
+        return stop_gradient_p.bind(leaf)
     return tree_util.tree_map(stop, x)
 
 

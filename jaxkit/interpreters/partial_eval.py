@@ -204,15 +204,27 @@ class DynamicJaxprTrace(_RecordingTrace):
         return self.record(primitive, args, params)
 
     def new_literal(self, value, aval: ShapedArray) -> DynamicJaxprTracer:
-        """A tracer standing for the scalar constant ``value``: no equation, a literal wherever
-        it is used. It is a tracer rather than the bare scalar so that it has ``dtype``,
-        ``shape`` and ``astype`` as any traced value."""
+        """A tracer standing for the constant ``value``: no equation, a literal wherever it is
+        used (a constant input of the jaxpr for an array that is not a scalar). It is a tracer
+        rather than the bare value so that it has ``dtype``, ``shape`` and ``astype`` as any
+        traced value."""
+        if aval.shape or not isinstance(value, _literalable_types):
+            return self.tracer_type(self, aval, self.to_atom(value))  # an array constant
         return self.tracer_type(self, aval, Literal(value, aval))
 
     def to_jaxpr(self, outs: Sequence) -> tuple[Jaxpr, list]:
         outvars = [self.to_atom(x) for x in outs]
-        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, self.debug)
-        return jaxpr, list(self.constvals)
+        constvars, constvals = self.constvars, list(self.constvals)
+        if constvars:
+            # Constants nothing used (a ``jnp.array`` of host data left unused) are dropped:
+            # JAX makes a constant input only where an equation reads it.
+            used = {id(v) for e in self.eqns for v in e.invars} | {id(v) for v in outvars}
+            kept = [i for i, v in enumerate(constvars) if id(v) in used]
+            if len(kept) < len(constvars):
+                constvars = [constvars[i] for i in kept]
+                constvals = [constvals[i] for i in kept]
+        jaxpr = Jaxpr(constvars, self.invars, outvars, self.eqns, self.debug)
+        return jaxpr, constvals
 
     def describe_tracer(self, tracer: core.Tracer) -> str:
         """Which function is traced and which of its arguments ``tracer`` depends on."""
@@ -455,6 +467,31 @@ effectful_primitives: set[core.Primitive] = set()
 def defeffectful(prim: core.Primitive) -> None:
     """``prim`` has side effects: its equations are kept even when their outputs are unused."""
     effectful_primitives.add(prim)
+
+
+# The kind of effect a primitive has where a rule must tell kinds apart (JAX's effect types):
+# "io" (``io_callback``: runs on the host in program order) or "state" (reads or writes a
+# ``Ref``). Rules refuse what JAX refuses (``vmap`` of a ``cond`` with a batched index runs
+# every branch, which these effects cannot allow).
+effect_kinds: dict[core.Primitive, str] = {}
+
+
+def defeffect_kind(prim: core.Primitive, kind: str) -> None:
+    """Record that ``prim``'s effect is of ``kind`` ("io" or "state")."""
+    effect_kinds[prim] = kind
+
+
+def jaxpr_effect_kinds(jaxpr: Jaxpr) -> set[str]:
+    """The kinds of effect (``effect_kinds``) of the equations of ``jaxpr`` and of the jaxprs
+    nested in them."""
+    kinds = set()
+    for eqn in jaxpr.eqns:
+        kind = effect_kinds.get(eqn.primitive)
+        if kind is not None:
+            kinds.add(kind)
+        for sub in core.subjaxprs(eqn.params):
+            kinds |= jaxpr_effect_kinds(sub)
+    return kinds
 
 # Optional per-primitive DCE rules: rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)
 dce_rules: dict[core.Primitive, Callable] = {}

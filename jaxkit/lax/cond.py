@@ -23,12 +23,13 @@ from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, dispatch, hijax, hijax_staging, mlir
+from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_closed_jaxpr,
                                run_jaxpr, strip_weak, trace_function, zeros_of_aval)
 from jaxkit.lax.clamp import clamp
-from jaxkit.lax.elementwise import ne, select_n
+from jaxkit.lax.elementwise import _const, eq, ne, select_n
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type, convert_element_type_p
 from jaxkit.runtime import pjrt
 from jaxkit.typing import Array, ArrayLike
@@ -350,7 +351,22 @@ def _cond_transpose(cts, index, *ops, branches, **params):
     return [None] + [next(outs) if lin else None for lin in linear]
 
 
+def _bcast_select_n(which, *cases):
+    """``select_n`` with ``which`` (one value per example) broadcast over the cases' shape."""
+    if np.ndim(which) != np.ndim(cases[0]):
+        shape = core.get_aval(cases[0]).shape
+        which = broadcast_in_dim(which, shape, tuple(range(np.ndim(which))))
+    return select_n(which, *cases)
+
+
 def _cond_batch(axis_data, vals, dims, *, branches, **params):
+    # What JAX refuses, for any index: a batched index runs every branch (an effect would run
+    # for every example), and it keeps the rule one for both cases.
+    kinds = set().union(*(pe.jaxpr_effect_kinds(br.jaxpr) for br in branches))
+    if "state" in kinds:
+        raise NotImplementedError("State effect not supported in vmap-of-cond.")
+    if "io" in kinds:
+        raise NotImplementedError("IO effect not supported in vmap-of-cond.")
     index, ops = vals[0], vals[1:]
     index_dim, op_dims = dims[0], dims[1:]
     size = axis_data.size
@@ -360,19 +376,19 @@ def _cond_batch(axis_data, vals, dims, *, branches, **params):
         index = platform_index_p.bind(platforms=params["branches_platforms"])
         index_dim = batching.not_mapped
     if index_dim is not batching.not_mapped:
-        # A batched index: run every branch on the whole batch and select per example.
-        ops = [batching.bdim_at_front(x, d, size) for x, d in zip(ops, op_dims)]
-        outs_per_branch = []
-        for br in branches:
-            bj, _ = batching.batch_jaxpr(br, axis_data, [True] * len(ops), True)
-            outs_per_branch.append(run_jaxpr(bj, *ops))
-        index = batching.moveaxis(index, index_dim, 0)
-        outs = []
-        for k in range(len(branches[0].out_avals)):
-            cases = [o[k] for o in outs_per_branch]
-            shape = core.get_aval(cases[0]).shape
-            which = broadcast_in_dim(convert_element_type(index, np.int32), shape, (0,))
-            outs.append(select_n(which, *cases))
+        # A batched index: every branch runs on the whole batch and select_n picks each
+        # example's result. Each branch sees its operands only where it is taken (elsewhere
+        # through stop_gradient), so reverse mode gets no NaN from untaken branches (JAX
+        # issue 1052). The order of operations is JAX's, so jaxprs print the same.
+        index, *ops = (batching.bdim_at_front(x, d, size) for x, d in zip(vals, dims))
+        n_out = len(branches[0].out_avals)
+        branch_outs = []
+        for i, br in enumerate(branches):
+            bj, _ = batching.batch_jaxpr(br, axis_data, [True] * len(ops), [True] * n_out)
+            taken = eq(index, _const(index, i))
+            ops_i = [_bcast_select_n(taken, stop_gradient(x), x) for x in ops]
+            branch_outs.append(run_jaxpr(bj, *ops_i))
+        outs = [_bcast_select_n(index, *cases) for cases in zip(*branch_outs)]
         return outs, [0] * len(outs)
     in_batched = [d is not batching.not_mapped for d in op_dims]
     ops = [batching.moveaxis(x, d, 0) if d is not batching.not_mapped else x

@@ -40,6 +40,15 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
                                        **extra)
 
 
+def convert_element_type_always(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
+    """``convert_element_type`` bound even where it changes nothing, as JAX's ``jnp.array``
+    ends: under ``jit``/``make_jaxpr`` the result of a constant is a tracer standing for it
+    (folded below: a literal, or the constant itself), elsewhere the value as the current
+    trace computes it."""
+    return convert_element_type_p.bind(operand, new_dtype=np.dtype(new_dtype),
+                                       weak_type=bool(weak_type))
+
+
 def _convert_element_type_fold(operand, *, new_dtype, weak_type, sharding=None):
     if sharding is not None:
         return None  # a laid-out constant is an equation, as in JAX
@@ -59,6 +68,12 @@ def _convert_element_type_fold(operand, *, new_dtype, weak_type, sharding=None):
             and (dtypes.issubdtype(new_dtype, np.complexfloating) or
                  not np.iscomplexobj(operand)):
         return np.asarray(operand).astype(new_dtype)[()], core.ShapedArray((), new_dtype)
+    # A conversion of a concrete array to its own type (``jnp.array(np_array)`` under jit) is
+    # forwarded: the constant itself, as JAX forwards such an equation.
+    if isinstance(operand, (np.ndarray, Array)) and sharding is None:
+        aval = core.get_aval(operand)
+        if aval.dtype == new_dtype and aval.weak_type == weak_type:
+            return operand, aval
     return None
 
 

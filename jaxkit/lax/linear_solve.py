@@ -34,7 +34,7 @@ from jaxkit.lax.elementwise import neg, sub
 # --------------------------------------------------------------------------------------------
 
 
-class SolveTuple(NamedTuple):
+class _LinearSolveTuple(NamedTuple):
     """One entry per function of a linear solve: closed jaxprs (``vecmat`` and
     ``transpose_solve`` may be None) in the ``jaxprs`` parameter, constant counts in
     ``const_lengths``."""
@@ -44,9 +44,9 @@ class SolveTuple(NamedTuple):
     solve: Any
     transpose_solve: Any
 
-    def transpose(self) -> SolveTuple:
+    def transpose(self) -> _LinearSolveTuple:
         """The same tuple for the transposed system ``A^T y = c``."""
-        return SolveTuple(self.vecmat, self.matvec, self.transpose_solve, self.solve)
+        return _LinearSolveTuple(self.vecmat, self.matvec, self.transpose_solve, self.solve)
 
 
 def _split(args, lengths: tuple):
@@ -153,10 +153,10 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
                            has_aux), in_tree, b_avals, "transpose_solve of custom_linear_solve")
         _check_tree("transpose_solve", "b", tr_tree, b_tree, has_aux)
 
-    consts = SolveTuple(matvec_consts, vecmat_consts, solve_consts, tr_solve_consts)
-    jaxprs = SolveTuple(matvec_jaxpr, vecmat_jaxpr, solve_jaxpr, tr_solve_jaxpr)
+    consts = _LinearSolveTuple(matvec_consts, vecmat_consts, solve_consts, tr_solve_consts)
+    jaxprs = _LinearSolveTuple(matvec_jaxpr, vecmat_jaxpr, solve_jaxpr, tr_solve_jaxpr)
     outs = linear_solve_p.bind(*_flat(consts), *b_leaves,
-                               const_lengths=SolveTuple(*map(len, consts)), jaxprs=jaxprs)
+                               const_lengths=_LinearSolveTuple(*map(len, consts)), jaxprs=jaxprs)
     return tree_util.tree_unflatten(solve_tree, outs)
 
 
@@ -239,7 +239,7 @@ def _linear_solve_transpose(cts, *args, const_lengths, jaxprs):
 def _linear_solve_batch(axis_data, vals, dims, *, const_lengths, jaxprs):
     consts, b = _split(vals, const_lengths)
     consts_dims, b_dims = _split(dims, const_lengths)
-    c_bat = SolveTuple(*[[d is not batching.not_mapped for d in g] for g in consts_dims])
+    c_bat = _LinearSolveTuple(*[[d is not batching.not_mapped for d in g] for g in consts_dims])
     b_bat0 = [d is not batching.not_mapped for d in b_dims]
     nb = len(b)
     n_aux = len(jaxprs.solve.out_avals) - nb
@@ -274,7 +274,7 @@ def _linear_solve_batch(axis_data, vals, dims, *, const_lengths, jaxprs):
     new_b = [batching.bdim_at_front(x, d, size) if bat else x
              for x, d, bat in zip(b, b_dims, b_bat)]
     outs = linear_solve_p.bind(*new_consts, *new_b, const_lengths=const_lengths,
-                               jaxprs=SolveTuple(matvec_b, vecmat_b, solve_b, tr_b))
+                               jaxprs=_LinearSolveTuple(matvec_b, vecmat_b, solve_b, tr_b))
     return outs, [0 if bat else batching.not_mapped for bat in solve_x_bat]
 
 

@@ -159,7 +159,8 @@ def reshape(operand: ArrayLike, new_sizes: Sequence[int],
     same_order = dims is None or dims == tuple(range(len(dims)))
     sharding = shr.resolve_out_sharding("reshape", out_sharding)
     aval = core.get_aval(operand)
-    if same_order and aval.shape == new_sizes and _is_array(operand) and (
+    # A scalar is reshaped even to (): JAX binds it, so jaxprs keep the equation.
+    if same_order and aval.shape and aval.shape == new_sizes and _is_array(operand) and (
             sharding is None or getattr(aval, "_sharding", None) == sharding):
         return operand
     extra = {} if sharding is None else {"sharding": sharding}  # as for broadcast_in_dim

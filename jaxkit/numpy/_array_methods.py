@@ -189,7 +189,7 @@ def _round(self, decimals: int = 0, out: None = None) -> Any:
 
 
 def _clip(self, min: Any = None, max: Any = None) -> Any:
-    return _elementwise.clip(self, min, max)
+    return _elementwise.clip(self, min=min, max=max)  # keywords, as JAX (jit orders them)
 
 
 def _dot(self, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:

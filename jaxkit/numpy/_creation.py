@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.lax import elementwise_bits
+from jaxkit.lax.convert import convert_element_type_always
 from jaxkit.lax.sharding import reshard_leaves
 from jaxkit.lax.sharding_eager import like_concrete
 from jaxkit.lax.sharding_rules import resolve_out_sharding
@@ -70,7 +71,20 @@ def array(object: Any, dtype: DTypeLike | None = None, *args: Any, copy: bool = 
     out = _array(object, dtype, *args, copy=copy, order=order, ndmin=ndmin, sharding=sharding)
     if device is not None and not isinstance(out, core.Tracer):
         out = _on_device(out, device)
+    elif type(core.current_trace()) is not core.EvalTrace and not isinstance(out, core.Tracer):
+        out = _on_current_trace(object, out)
     return out
+
+
+def _on_current_trace(object: Any, out: Array) -> Any:
+    """``out`` as JAX's ``jnp.array`` gives it under a transformation: JAX ends with a
+    conversion bound on the current trace, so under ``jit``/``make_jaxpr`` the result is a
+    tracer standing for the constant (a literal for a scalar, a constant input otherwise),
+    and under ``vmap``/``jvp`` of eager code or ``ensure_compile_time_eval`` a concrete
+    array. Eager calls never get here (their trace is the ``EvalTrace``)."""
+    # A weak Python scalar goes in as it is, so its literal prints as the user wrote it.
+    src = object if type(object) in (int, float, complex) and out.weak_type else out
+    return convert_element_type_always(src, out.dtype, out.weak_type)
 
 
 def _on_device(x: Array, device: Any) -> Array:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import operator
-from functools import partial
 
 import numpy as np
 
@@ -14,17 +13,23 @@ from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.lax import linalg as lax_linalg
 from jaxkit.lax.linalg.qr import geqrf
 from jaxkit.numpy._jitted import jitted
-from jaxkit.numpy._linalg_base import SlogdetResult, _eye_like, _square
+from jaxkit.numpy._linalg_base import SlogdetResult, _square
 from jaxkit.numpy._contractions import diagonal as _diagonal
-from jaxkit.numpy._contractions import matmul as _matmul
 from jaxkit.numpy._contractions import trace as _trace
 from jaxkit.numpy._promotion import (
-    broadcast_shapes,
     broadcast_to_shape,
     ensure_arraylike,
     promote_dtypes_inexact,
 )
+from jaxkit.numpy import _linalg_lu_solve as _lu_solve_mod
+from jaxkit.numpy._creation import arange, array, eye, zeros_like
+from jaxkit.numpy._reductions import any as _any
+from jaxkit.numpy._reductions import count_nonzero
+from jaxkit.numpy._reductions import prod as _prod
+from jaxkit.numpy._reductions import sum as _sum
+from jaxkit.numpy._sorting import where
 from jaxkit.numpy._shape import expand_dims, moveaxis, reshape
+from jaxkit.numpy._vectorize import vectorize
 from jaxkit.numpy._take import take_along_axis
 from jaxkit.numpy._ufuncs import abs as _abs
 from jaxkit.numpy._ufuncs import (
@@ -40,59 +45,31 @@ from jaxkit.typing import ArrayLike
 
 
 
-def _lu_solve(lu: Array, perm: Array, b: Array) -> Array:
-    """``x`` with ``A x = b`` given ``A[perm] = L U`` (``b`` ``[..., n, k]``, same batch)."""
-    idx = broadcast_to_shape(lax.expand_dims(perm, (perm.ndim,)), b.shape)
-    x = take_along_axis(b, idx, axis=-2)
-    x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-    return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-
-
-def _solve_with_lu(a: Array, b: Array) -> Array:
-    """``a^{-1} b``, linear in ``b`` (usable in a JVP rule's tangent computation)."""
-    lu, _, perm = lax_linalg.lu(lax.stop_gradient(a))
-    return _lu_solve(lu, perm, b)
-
-
-@custom_jvp
-def _solve(a: Array, b: Array) -> Array:
-    return _solve_with_lu(a, b)
-
-
-@_solve.defjvp
-def _solve_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    # d(A^{-1} b) = A^{-1} (db - dA x), reusing the factorization.
-    (a, b), (da, db) = primals, tangents
-    lu, _, perm = lax_linalg.lu(lax.stop_gradient(a))
-    x = _lu_solve(lu, perm, b)
-    rhs = lax.sub(db, _matmul(da, x, precision=lax.Precision.HIGHEST))
-    return x, _lu_solve(lu, perm, rhs)
-
-
 @jitted(inline=False)
 def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """``jnp.linalg.solve``: ``x`` with ``a @ x == b``; ``b`` is a vector only if 1-D."""
     a, b = ensure_arraylike("jnp.linalg.solve", a, b)
     a, b = promote_dtypes_inexact(a, b)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"a must be a (batched) square matrix, got shape {a.shape}")
-    if b.ndim == 1:
-        if b.shape[0] != a.shape[-1]:
-            raise ValueError(f"solve: b.shape={b.shape} does not match a.shape={a.shape}")
-        bm = broadcast_to_shape(lax.reshape(b, (b.shape[0], 1)), a.shape[:-2] + (b.shape[0], 1))
-        return lax.squeeze(_solve(a, bm), (a.ndim - 1,))
-    if b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"solve: b.shape={b.shape} does not match a.shape={a.shape}")
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    return _solve(broadcast_to_shape(a, batch + a.shape[-2:]),
-                  broadcast_to_shape(b, batch + b.shape[-2:]))
+    if a.ndim < 2:
+        raise ValueError(f"left hand array must be at least two dimensional; got {a.shape=}")
+    # Shapes that were once a batched 1-D solve are refused, as JAX (since 0.5.0) does.
+    if (b.ndim > 1 and a.ndim == b.ndim + 1 and a.shape[-1] == b.shape[-1]
+            and a.shape[-1] != b.shape[-2]):
+        raise ValueError(
+            f"Invalid shapes for solve: {a.shape}, {b.shape}. Prior to JAX v0.5.0, this would "
+            "have been treated as a batched 1-dimensional solve. To recover this behavior, use "
+            "solve(a, b[..., None]).squeeze(-1).")
+    signature = "(m,m),(m)->(m)" if b.ndim == 1 else "(m,m),(m,n)->(m,n)"
+    return vectorize(_lu_solve_mod.solve, signature=signature)(a, b)
 
 
 @jitted(inline=False)
 def inv(a: ArrayLike) -> Array:
     """``jnp.linalg.inv``: the matrix inverse (LU with partial pivoting)."""
-    a = _square("inv", a)
-    return _solve(a, _eye_like(a, a.shape[-1]))
+    arr = ensure_arraylike("jnp.linalg.inv", a)
+    if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"Argument to inv must have shape [..., n, n], got {arr.shape}.")
+    return solve(arr, lax.broadcast(eye(arr.shape[-1], dtype=arr.dtype), arr.shape[:-2]))
 
 
 def _trace_last2(x: Array) -> Array:
@@ -100,41 +77,40 @@ def _trace_last2(x: Array) -> Array:
 
 
 def _slogdet_lu(a: Array) -> tuple[Array, Array]:
-    lu, pivots, _ = lax_linalg.lu(a)
+    """Sign and log|det| from the LU factorization, JAX's algorithm step for step: the sign
+    of a real matrix is the parity of the row swaps and of the negative pivots."""
+    dtype = a.dtype
+    lu, pivot, _ = lax_linalg.lu(a)
     diag = _diagonal(lu, axis1=-2, axis2=-1)
-    last = diag.ndim - 1
-    absd = lax.abs(diag)
-    is_zero = lax.reduce_or(lax.eq(absd, lax.full_like(absd, 0)), (last,))
-    swaps = lax.ne(pivots, lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1))
-    parity = lax.reduce_sum(lax.convert_element_type(swaps, np.int32), (last,))
-    if dtypes.issubdtype(a.dtype, np.complexfloating):
-        safe = lax.select(lax.eq(absd, lax.full_like(absd, 0)), lax.full_like(absd, 1), absd)
-        sign = lax.reduce_prod(lax.div(diag, lax.convert_element_type(safe, a.dtype)), (last,))
+    is_zero = _any(diag == array(0, dtype=dtype), axis=-1)
+    iota = lax.expand_dims(arange(a.shape[-1], dtype=pivot.dtype), tuple(range(pivot.ndim - 1)))
+    parity = count_nonzero(pivot != iota, axis=-1)
+    if dtypes.issubdtype(dtype, np.complexfloating):
+        sign = _prod(diag / _abs(diag).astype(diag.dtype), axis=-1)
     else:
-        sign = lax.reduce_prod(lax.sign(diag), (last,))
-    odd = lax.eq(lax.rem(parity, lax.full_like(parity, 2)), lax.full_like(parity, 1))
-    sign = lax.select(odd, lax.neg(sign), sign)
-    logabs = lax.reduce_sum(log(absd), (last,))
-    return (lax.select(is_zero, lax.full_like(sign, 0), sign),
-            lax.select(is_zero, lax.full_like(logabs, -np.inf), logabs))
+        sign = array(1, dtype=dtype)
+        parity = parity + count_nonzero(diag < 0, axis=-1)
+    sign = where(is_zero, array(0, dtype=dtype), sign * array(-2 * (parity % 2) + 1, dtype=dtype))
+    logdet = where(is_zero, array(-np.inf, dtype=dtype),
+                   _sum(log(_abs(diag)).astype(dtype), axis=-1))
+    return sign, real(logdet)
 
 
-@custom_jvp
-def _slogdet(a: Array) -> tuple[Array, Array]:
-    return _slogdet_lu(a)
-
-
-@_slogdet.defjvp
 def _slogdet_jvp(primals: tuple, tangents: tuple) -> tuple[tuple, tuple]:
-    (a,), (g,) = primals, tangents
-    sign, logabs = _slogdet(a)
-    dlog = _trace_last2(_solve_with_lu(a, g))
-    if dtypes.issubdtype(a.dtype, np.complexfloating):
-        dsign = multiply(lax.sub(dlog, lax.convert_element_type(real(dlog), a.dtype)), sign)
-        dlog = real(dlog)
+    # d log|det A| = tr(A^{-1} dA); the sign moves only for a complex matrix.
+    (x,), (g,) = primals, tangents
+    sign, ans = slogdet(x)
+    ans_dot = _trace(solve(x, g), axis1=-1, axis2=-2)
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+        sign_dot = (ans_dot - real(ans_dot).astype(ans_dot.dtype)) * sign
+        ans_dot = real(ans_dot)
     else:
-        dsign = lax.full_like(sign, 0)
-    return (sign, logabs), (dsign, dlog)
+        sign_dot = zeros_like(sign)
+    return (sign, ans), (sign_dot, ans_dot)
+
+
+_slogdet_lu = custom_jvp(_slogdet_lu)
+_slogdet_lu.defjvp(_slogdet_jvp)
 
 
 def _slogdet_small(a: Array) -> tuple[Array, Array]:
@@ -186,26 +162,18 @@ def _slogdet_tangents(a: Array, sign_a: Array, dlog: Array) -> tuple[Array, Arra
     return lax.full_like(sign_a, 0), dlog
 
 
-def _slogdet_jvp(primals: tuple, tangents: tuple, *, method) -> tuple[tuple, tuple]:
-    (a,), (g,) = primals, tangents
-    sign_a, logabs = method(a)
-    return (sign_a, logabs), _slogdet_tangents(a, sign_a, _trace_last2(_solve_with_lu(a, g)))
-
-
-_slogdet = custom_jvp(_slogdet_lu)
-_slogdet.defjvp(partial(_slogdet_jvp, method=_slogdet_lu))
 _slogdet_by_qr = custom_jvp(_slogdet_qr)
-_slogdet_by_qr.defjvp(partial(_slogdet_jvp, method=_slogdet_qr))
+_slogdet_by_qr.defjvp(_slogdet_jvp)
 
 
-@jitted(static_argnames=("method",))
+@jitted(static_argnames=("method",), inline=False)
 def slogdet(a: ArrayLike, *, method: str | None = None) -> SlogdetResult:
     """``jnp.linalg.slogdet``: sign and log of the absolute value of the determinant; LU
     (``method='lu'``, the default; 1x1 and 2x2 matrices in closed form, as JAX) or QR."""
     a = _square("slogdet", a)
     if method is None or method == "lu":
         small = a.shape[-1] in (1, 2)
-        return SlogdetResult(*(_slogdet_small_cj(a) if small else _slogdet(a)))
+        return SlogdetResult(*(_slogdet_small_cj(a) if small else _slogdet_lu(a)))
     if method == "qr":
         return SlogdetResult(*_slogdet_by_qr(a))
     raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "

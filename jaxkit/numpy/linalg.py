@@ -20,6 +20,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.lax import linalg as lax_linalg
 from jaxkit.lax.linalg.qr import geqrf
+from jaxkit.numpy._creation import eye
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._contractions import cross as _cross
 from jaxkit.numpy._contractions import diagonal as _diagonal
@@ -29,6 +30,7 @@ from jaxkit.numpy._contractions import tensordot as _tensordot
 from jaxkit.numpy._contractions import trace as _trace
 from jaxkit.numpy._contractions import vecdot as _vecdot
 from jaxkit.numpy._promotion import (
+    broadcast_to,
     broadcast_to_shape,
     canonicalize_axis,
     convert,
@@ -184,22 +186,24 @@ def matrix_power(a: ArrayLike, n: int) -> Array:
     except TypeError as err:
         raise TypeError(f"exponent must be an integer, got {n}") from err
     if n == 0:
-        return _eye_like(arr, arr.shape[-1]) if arr.dtype != np.bool_ else \
-            lax.convert_element_type(_eye_like(lax.convert_element_type(arr, np.int32),
-                                               arr.shape[-1]), np.bool_)
+        return broadcast_to(eye(arr.shape[-2], dtype=arr.dtype), arr.shape)
     if n < 0:
         arr = inv(arr)
-        n = -n
+        n = abs(n)
+    # Small powers written out, then binary powering: JAX's order of products (so float
+    # results agree to the bit, and jaxprs print the same).
     if n == 1:
         return arr
-    result = None
-    z = arr
+    if n == 2:
+        return _matmul(arr, arr)
+    if n == 3:
+        return _matmul(_matmul(arr, arr), arr)
+    z = result = None
     while n > 0:
-        if n % 2:
+        z = arr if z is None else _matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
             result = z if result is None else _matmul(result, z)
-        n //= 2
-        if n:
-            z = _matmul(z, z)
     return result
 
 
@@ -279,7 +283,7 @@ def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
 # Decompositions (lax.linalg primitives: LAPACK potrf, geqrf/orgqr, syevd, gesdd, geev)
 # --------------------------------------------------------------------------------------------
 
-@jitted(static_argnames=("upper", "symmetrize_input"))
+@jitted(static_argnames=("upper", "symmetrize_input"), inline=False)
 def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True) -> Array:
     """``jnp.linalg.cholesky``: the lower (or ``upper``) Cholesky factor; NaNs if ``a`` is
     not positive definite."""
@@ -288,7 +292,7 @@ def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True
     return _H(L) if upper else L
 
 
-@jitted(static_argnames=("mode",))
+@jitted(static_argnames=("mode",), inline=False)
 def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     """``jnp.linalg.qr``: ``Q`` with orthonormal columns and upper-triangular ``R``
     (``mode`` 'reduced', 'complete', 'r', or 'raw': LAPACK's reflectors and scales)."""
@@ -305,7 +309,7 @@ def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     return r if mode == "r" else QRResult(q, r)
 
 
-@jitted(static_argnames=("UPLO", "symmetrize_input"))
+@jitted(static_argnames=("UPLO", "symmetrize_input"), inline=False)
 def eigh(a: ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
     """``jnp.linalg.eigh``: eigenvalues (ascending) and eigenvectors of Hermitian matrices;
     without ``symmetrize_input`` only the ``UPLO`` triangle is read."""
@@ -316,13 +320,14 @@ def eigh(a: ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True) -
     return EighResult(w, v)
 
 
-@jitted(static_argnames=("UPLO", "symmetrize_input"))
+@jitted(static_argnames=("UPLO", "symmetrize_input"), inline=False)
 def eigvalsh(a: ArrayLike, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Array:
     """``jnp.linalg.eigvalsh``: the eigenvalues (ascending) of Hermitian matrices."""
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
-@jitted(static_argnames=("full_matrices", "compute_uv", "hermitian", "subset_by_index"))
+@jitted(static_argnames=("full_matrices", "compute_uv", "hermitian", "subset_by_index"),
+        inline=False)
 def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
         hermitian: bool = False, subset_by_index: tuple[int, int] | None = None) -> Any:
     """``jnp.linalg.svd``: ``a = U @ diag(S) @ Vh``, singular values descending (LAPACK
@@ -345,7 +350,8 @@ def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
                                                      u.dtype)))
         return SVDResult(u, s, vh)
     if not compute_uv:
-        return lax_linalg.svd(a, compute_uv=False, subset_by_index=subset_by_index)
+        return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False,
+                              subset_by_index=subset_by_index)
     u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, subset_by_index=subset_by_index)
     return SVDResult(u, s, vh)
 
@@ -446,22 +452,21 @@ def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
 def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
                 tol: Any = None) -> Array:
     """``jnp.linalg.matrix_rank``: the number of singular values above the tolerance."""
-    arr = ensure_arraylike("jnp.linalg.matrix_rank", M)
-    arr, = promote_dtypes_inexact(arr)
+    M = ensure_arraylike("jnp.linalg.matrix_rank", M)
     if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
         rtol = tol
-    if arr.ndim < 2:
-        return _sum(lax.ne(arr, np.asarray(0, arr.dtype)[()])) if arr.ndim else \
-            convert(lax.ne(arr, np.asarray(0, arr.dtype)[()]), dtypes.default_int_dtype())
-    s = svd(arr, compute_uv=False, hermitian=hermitian)
+    M, = promote_dtypes_inexact(M)
+    if M.ndim < 2:
+        return (M != 0).any().astype(np.int32)
+    S = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
+    # As JAX 0.10.2: the default threshold scales with the largest singular value; an rtol
+    # given is compared with the singular values as it is.
     if rtol is None:
-        rtol_v = lax.mul(amax(s, axis=-1),
-                         np.asarray(max(arr.shape[-2:]) * float(dtypes.finfo(s.dtype).eps),
-                                    s.dtype)[()])
-    else:
-        rtol_v = multiply(amax(s, axis=-1), rtol)
-    return _sum(lax.gt(s, broadcast_to_shape(expand_dims(rtol_v, -1), s.shape)), axis=-1,
-                dtype=dtypes.default_int_dtype())
+        rtol = S.max(-1) * np.max(M.shape[-2:]).astype(S.dtype) * dtypes.finfo(S.dtype).eps
+    rtol = expand_dims(rtol, np.ndim(rtol))
+    return _sum(S > rtol, axis=-1)
 
 
 @jitted(static_argnames=("p",), inline=False)

@@ -18,9 +18,10 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
+from jaxkit.numpy._promotion import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
 from jaxkit.random.key_prims import (check_prng_key, check_sampler_args, random_split_p,
-                                     split_list)
+                                     split, split_list)
 from jaxkit.random.prng import (
     broadcast_shapes,
     canonicalize_shape,
@@ -215,9 +216,10 @@ def beta(key, a: ArrayLike, b: ArrayLike, shape: Shape | None = None,
 
 @partial(jit, static_argnums=(3, 4))
 def _beta(key, a, b, shape, dtype) -> Array:
-    a = jnp.broadcast_to(lax.convert_element_type(a, dtype), shape)
-    b = jnp.broadcast_to(lax.convert_element_type(b, dtype), shape)
+    a = lax.convert_element_type(a, dtype)
+    b = lax.convert_element_type(b, dtype)
     key_a, key_b = split_list(key)
+    a, b = jnp.broadcast_to(a, shape), jnp.broadcast_to(b, shape)
     log_gamma_a = loggamma(key_a, a, shape, dtype)
     log_gamma_b = loggamma(key_b, b, shape, dtype)
     # gamma_a / (gamma_a + gamma_b) without losing precision.
@@ -314,9 +316,10 @@ def generalized_normal(key, p: float, shape: Shape = (),
 
 @partial(jit, static_argnums=(2, 3))
 def _generalized_normal(key, p, shape, dtype):
-    k1, k2 = split_list(key)
-    g = gamma(k1, 1 / p, shape, dtype)
-    r = rademacher(k2, shape, dtype)
+    # Indexed (not unpacked) keys: each key is sliced out just before its sampler, as JAX's.
+    keys = split(key)
+    g = gamma(keys[0], 1 / p, shape, dtype)
+    r = rademacher(keys[1], shape, dtype)
     return r * g ** (1 / p)
 
 
@@ -451,7 +454,8 @@ def _binomial_inversion(key, count, prob, shape, dtype, max_iters):
         num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
         u = uniform(subkey, shape, prob.dtype)
         geom = jnp.ceil(jnp.log(u) / log1minusprob)
-        return i + 1, num_geom_out, geom_sum + geom, key
+        geom_sum = geom_sum + geom  # before the counter's increment: JAX's equation order
+        return i + 1, num_geom_out, geom_sum, key
 
     def cond_fn(carry):
         i, geom_sum = carry[0], carry[2]
@@ -494,7 +498,8 @@ def _btrs(key, count, prob, shape, dtype, max_iters):
         accept2 = v <= ub
         accept = accept1 | (~reject & accept2)
         k_out = lax.select(accept, k, k_out)
-        return i + 1, k_out, accepted | accept, key
+        accepted = accepted | accept  # before the counter's increment: JAX's equation order
+        return i + 1, k_out, accepted, key
 
     def cond_fn(carry):
         i, accepted = carry[0], carry[2]
@@ -511,9 +516,9 @@ def _binomial(key, count, prob, shape, dtype) -> Array:
         shape = broadcast_shapes(np.shape(count), np.shape(prob))
     else:
         check_shape("binomial", shape, np.shape(count), np.shape(prob))
-    if not dtypes.issubdtype(prob.dtype, np.inexact):
-        prob = prob.astype(dtypes.to_inexact_dtype(prob.dtype))
-    count = jnp.broadcast_to(lax.convert_element_type(count, prob.dtype), shape)
+    (prob,) = promote_dtypes_inexact(jnp.asarray(prob))  # a weak literal for a Python p
+    count = lax.convert_element_type(count, prob.dtype)
+    count = jnp.broadcast_to(count, shape)
     prob = jnp.broadcast_to(prob, shape)
     p_lt_half = prob < 0.5
     q = lax.select(p_lt_half, prob, 1.0 - prob)
@@ -545,7 +550,8 @@ def binomial(key, n: ArrayLike, p: ArrayLike, shape: Shape | None = None,
     dtype = float_dtype("binomial", dtype)
     if shape is not None:
         shape = canonicalize_shape(shape)
-    return _binomial(key, jnp.asarray(n), jnp.asarray(p), shape, dtype)
+    # n and p go in as given (Python scalars stay weakly typed literals, as in JAX's jaxprs).
+    return _binomial(key, n, p, shape, dtype)
 
 
 def multinomial(key, n: ArrayLike, p: ArrayLike, *, shape: Shape | None = None,

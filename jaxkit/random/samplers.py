@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
+from jaxkit.lax.elementwise import _const
 from jaxkit.lax.sharding import lay_out
 from jaxkit.transforms.jit import jit
 from jaxkit.random.key_prims import check_prng_key, check_sampler_args, random_bits, split_list
@@ -94,15 +95,17 @@ def _uniform(key, minval, maxval, shape, dtype) -> Array:
     float_bits = lax.shift_right_logical(bits, np.array(rng_bits - nmant, uint_dtype))
     float_bits = lax.bitwise_or(float_bits, np.array(1.0, dtype).view(uint_dtype))
     floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), np.array(1.0, dtype))
-    return jnp.maximum(minval, floats * (maxval - minval) + minval)
+    return lax.max(minval, lax.reshape(floats * (maxval - minval) + minval, shape))
 
 
 def _convert_and_clip_integer(val, dtype) -> Array:
     """``val`` converted to integer ``dtype``, clipping to its range instead of wrapping."""
     val_dtype = dtypes.dtype(val)
-    min_val = np.array(max(dtypes.iinfo(dtype).min, dtypes.iinfo(val_dtype).min), val_dtype)
-    max_val = np.array(min(dtypes.iinfo(dtype).max, dtypes.iinfo(val_dtype).max), val_dtype)
-    return lax.convert_element_type(jnp.clip(val, min_val, max_val), dtype)
+    # Bounds typed like ``val`` (weak when it is a weak scalar), so ``clip`` stages no
+    # conversion inside and the ``astype`` after it does, as JAX's.
+    min_val = _const(val, max(dtypes.iinfo(dtype).min, dtypes.iinfo(val_dtype).min))
+    max_val = _const(val, min(dtypes.iinfo(dtype).max, dtypes.iinfo(val_dtype).max))
+    return jnp.clip(val, min_val, max_val).astype(dtype)
 
 
 def randint(key, shape: Shape, minval: ArrayLike, maxval: ArrayLike,
@@ -139,8 +142,9 @@ def _randint(key, minval, maxval, shape, dtype) -> Array:
                                           maxval.dtype))
     # Ranks (not shapes) broadcast, and the span's steps, as JAX's: the lax ops broadcast the
     # size-1 axes, so jaxprs read as JAX's.
-    minval = broadcast_to_rank(_convert_and_clip_integer(minval, dtype), len(shape))
-    maxval = broadcast_to_rank(_convert_and_clip_integer(maxval, dtype), len(shape))
+    minval = _convert_and_clip_integer(minval, dtype)
+    maxval = _convert_and_clip_integer(maxval, dtype)
+    minval, maxval = broadcast_to_rank(minval, len(shape)), broadcast_to_rank(maxval, len(shape))
     nbits = dtypes.iinfo(dtype).bits
     if nbits not in (8, 16, 32, 64):
         raise TypeError(f"randint only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}")

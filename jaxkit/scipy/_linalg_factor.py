@@ -7,6 +7,7 @@ LAPACK-backed ``lax.linalg`` primitives (their derivatives and batching come wit
 """
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -15,6 +16,7 @@ from jaxkit import lax
 from jaxkit import numpy as jnp
 from jaxkit.lax import linalg as lax_linalg
 from jaxkit.lax.linalg.qr import geqp3_p, geqrf
+from jaxkit.numpy import _linalg_lu_solve as _lu_solve_mod
 from jaxkit.numpy._jitted import jitted
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
@@ -49,25 +51,49 @@ def _as_matrix_rhs(a: Array, b: Array):
 
 
 # ---- Cholesky ----------------------------------------------------------------------------------
+@partial(jit, static_argnames=("lower",))
+def _cholesky(a: ArrayLike, lower: bool) -> Array:
+    a, = promote_dtypes_inexact(jnp.asarray(a))
+    # The triangle asked for is factored as given (no symmetrizing), as JAX's.
+    factor = lax_linalg.cholesky(a if lower else jnp.conj(a.mT), symmetrize_input=False)
+    return factor if lower else jnp.conj(factor.mT)
+
+
+def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Array:
+    """The Cholesky factor of a Hermitian positive-definite matrix (upper unless ``lower``)."""
+    del overwrite_a, check_finite
+    return _cholesky(a, lower)
+
+
 def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
                check_finite: bool = True) -> tuple[Array, bool]:
     """``(c, lower)``: the Cholesky factor in the triangle ``lower`` says, for ``cho_solve``."""
     del overwrite_a, check_finite
-    a, = _inexact(a)
-    _check_matrix("cho_factor", a)
-    factor = lax_linalg.cholesky(a)
-    return (factor if lower else jnp.conj(jnp.swapaxes(factor, -1, -2))), lower
+    return cholesky(a, lower=lower), lower
 
 
 @partial(jit, static_argnames=("lower",))
 def _cho_solve(c: Array, b: Array, lower: bool) -> Array:
-    c, b, undo = _as_matrix_rhs(c, b)
-    # a = L L^H (lower) or U^H U (upper): solve with the first factor, then the second
-    y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower,
-                                    transpose_a=not lower, conjugate_a=not lower)
-    x = lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower,
-                                    conjugate_a=lower)
-    return undo(x)
+    c, b = _inexact(c, b)
+    if b.ndim == 1:
+        signature = "(n,n),(n)->(n)"
+    elif c.ndim == b.ndim + 1 and c.shape[-1] == b.shape[-1]:
+        warnings.warn(
+            "jax.scipy.linalg.cho_solve: batched 1D solves with b.ndim > 1 are deprecated, and "
+            "in the future will be treated as a batched 2D solve. Use "
+            "cho_solve(c_and_lower, b[..., None]).squeeze(-1) to avoid this warning.",
+            category=FutureWarning, stacklevel=2)
+        signature = "(n,n),(n)->(n)"
+    else:
+        signature = "(n,n),(n,k)->(n,k)"
+    # a = L L^H (lower) or U^H U (upper): solve with the first factor, then the second.
+    b = jnp.vectorize(partial(lax_linalg.triangular_solve, left_side=True, lower=lower,
+                              transpose_a=not lower, conjugate_a=not lower),
+                      signature=signature)(c, b)
+    return jnp.vectorize(partial(lax_linalg.triangular_solve, left_side=True, lower=lower,
+                                 transpose_a=lower, conjugate_a=lower),
+                         signature=signature)(c, b)
 
 
 def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bool = False,
@@ -119,31 +145,8 @@ def lu_factor(a: ArrayLike, overwrite_a: bool = False,
     return factors, pivots
 
 
-@partial(jit, static_argnames=("trans",))
-def _lu_solve(factors: Array, pivots: Array, b: Array, trans: int) -> Array:
-    m = factors.shape[-1]
-    perm = lax_linalg.lu_pivots_to_permutation(pivots, m)
-    factors, b, undo = _as_matrix_rhs(factors, b)
-    perm = jnp.broadcast_to(perm, factors.shape[:-2] + (m,))
-    index = jnp.broadcast_to(perm[..., :, None], b.shape)
-    if trans == 0:  # a = P^T L U: x = U^-1 L^-1 (P b)
-        x = jnp.take_along_axis(b, index, axis=-2)
-        x = lax_linalg.triangular_solve(factors, x, left_side=True, lower=True,
-                                        unit_diagonal=True)
-        x = lax_linalg.triangular_solve(factors, x, left_side=True, lower=False)
-    else:  # a^T = U^T L^T P (conjugated for trans=2): x = P^T L^-T U^-T b
-        conj = trans == 2
-        y = lax_linalg.triangular_solve(factors, b, left_side=True, lower=False,
-                                        transpose_a=True, conjugate_a=conj)
-        y = lax_linalg.triangular_solve(factors, y, left_side=True, lower=True,
-                                        transpose_a=True, conjugate_a=conj,
-                                        unit_diagonal=True)
-        inverse = jnp.argsort(perm, axis=-1)
-        x = jnp.take_along_axis(y, jnp.broadcast_to(inverse[..., :, None], y.shape), axis=-2)
-    return undo(x)
-
-
-@jitted(static_argnames=("trans", "overwrite_b", "check_finite"), inline=False)
+@jitted(static_argnames=("trans", "overwrite_b", "check_finite"), inline=False,
+        pytree_args=True)
 def lu_solve(lu_and_piv: tuple[Array, ArrayLike], b: ArrayLike, trans: int = 0,
              overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """``x`` with ``a @ x == b`` (``trans=1``: ``a.T``; ``trans=2``: ``a.conj().T``), given
@@ -151,11 +154,21 @@ def lu_solve(lu_and_piv: tuple[Array, ArrayLike], b: ArrayLike, trans: int = 0,
     del overwrite_b, check_finite
     factors, pivots = lu_and_piv
     factors, b = _inexact(factors, b)
-    _check_matrix("lu_solve", factors)
-    _check_rhs("lu_solve", factors, b)
-    if trans not in (0, 1, 2):
-        raise ValueError(f"lu_solve: trans must be 0, 1 or 2, got {trans!r}")
-    return _lu_solve(factors, jnp.asarray(pivots), b, trans)
+    m = factors.shape[-2]
+    perm = lax_linalg.lu_pivots_to_permutation(pivots, m)
+    if b.ndim == 1:
+        signature = "(n,n),(n),(n)->(n)"
+    elif factors.ndim == b.ndim + 1 and factors.shape[-1] == b.shape[-1]:
+        warnings.warn(
+            "jax.scipy.linalg.lu_solve: batched 1D solves with b.ndim > 1 are deprecated, and "
+            "in the future will be treated as a batched 2D solve. Use "
+            "lu_solve(lu_and_piv, b[..., None]).squeeze(-1) to avoid this warning.",
+            category=FutureWarning, stacklevel=2)
+        signature = "(n,n),(n),(n)->(n)"
+    else:
+        signature = "(n,n),(n),(n,k)->(n,k)"
+    return jnp.vectorize(partial(_lu_solve_mod.lu_solve, trans=trans),
+                         signature=signature)(factors, perm, b)
 
 
 # ---- triangular solves ---------------------------------------------------------------------------
@@ -188,39 +201,43 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
 
 
 # ---- QR, SVD, eigh, Schur, Hessenberg, polar -----------------------------------------------------
+@partial(jit, static_argnames=("mode", "pivoting"))
+def _qr(a: Array, mode: str, pivoting: bool):
+    if mode not in ("full", "economic", "r"):
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    a, = _inexact(a)
+    _check_matrix("qr", a, square=False)
+    # SciPy's 'r' mode keeps the full (m, n) r, so it factors as 'full' does.
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    if mode == "r":
+        return (r, p[0]) if pivoting else (r,)
+    return (q, r, p[0]) if pivoting else (q, r)
+
+
 def qr(a: ArrayLike, overwrite_a: bool = False, lwork=None, mode: str = "full",
        pivoting: bool = False, check_finite: bool = True):
     """``q, r`` (``mode='full'`` or ``'economic'``), ``r`` alone (``'r'``), with the column
     permutation last when ``pivoting``."""
     del overwrite_a, lwork, check_finite
-    if mode not in ("full", "economic", "r"):
-        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    return _qr(a, mode, pivoting)
+
+
+@partial(jit, static_argnames=("full_matrices", "compute_uv"))
+def _svd(a: Array, *, full_matrices: bool, compute_uv: bool):
     a, = _inexact(a)
-    _check_matrix("qr", a, square=False)
-    out = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode == "full")
-    q, r = out[0], out[1]
-    if mode == "r":
-        # SciPy's 'r' mode keeps the full (m, n) r
-        r = lax_linalg.qr(a, pivoting=pivoting, full_matrices=True)[1]
-        return (r, out[2]) if pivoting else (r,)
-    return (q, r, out[2]) if pivoting else (q, r)
+    _check_matrix("svd", a, square=False)
+    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
 def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
         overwrite_a: bool = False, check_finite: bool = True, lapack_driver: str = "gesdd"):
     """``u, s, vh`` with ``a = u @ diag(s) @ vh`` (``s`` alone unless ``compute_uv``)."""
     del overwrite_a, check_finite, lapack_driver
-    a, = _inexact(a)
-    _check_matrix("svd", a, square=False)
-    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return _svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
-def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True,
-         eigvals_only: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
-         turbo: bool = True, eigvals=None, type: int = 1, check_finite: bool = True):
-    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix, read from the triangle
-    ``lower`` says."""
-    del overwrite_a, overwrite_b, turbo, check_finite
+@partial(jit, static_argnames=("lower", "eigvals_only", "eigvals", "type"))
+def _eigh(a: Array, b: Array | None, lower: bool, eigvals_only: bool, eigvals, type: int):
     if b is not None:
         raise NotImplementedError("Only the b=None case of eigh is implemented")
     if type != 1:
@@ -230,8 +247,18 @@ def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True,
             "Only the eigvals=None case of eigh is implemented.")
     a, = _inexact(a)
     _check_matrix("eigh", a)
-    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=False)
+    # The input is symmetrized first (lax.linalg.eigh's default), as JAX's.
+    v, w = lax_linalg.eigh(a, lower=lower)
     return w if eigvals_only else (w, v)
+
+
+def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True,
+         eigvals_only: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
+         turbo: bool = True, eigvals=None, type: int = 1, check_finite: bool = True):
+    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix, read from the triangle
+    ``lower`` says."""
+    del overwrite_a, overwrite_b, turbo, check_finite
+    return _eigh(a, b, lower, eigvals_only, eigvals, type)
 
 
 def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:

@@ -22,7 +22,8 @@ from jaxkit.api import jvp
 from jaxkit.transforms.jit import jit
 from jaxkit.numpy._promotion import check_arraylike, promote_dtypes
 # re-exported: the LAPACK-based half of this module
-from jaxkit.scipy._linalg_factor import cho_factor, cho_solve, eigh, hessenberg  # noqa: F401
+from jaxkit.scipy._linalg_factor import cho_factor, cho_solve, cholesky, eigh  # noqa: F401
+from jaxkit.scipy._linalg_factor import hessenberg  # noqa: F401
 from jaxkit.scipy._linalg_factor import lu, lu_factor, lu_solve, polar, qr  # noqa: F401
 from jaxkit.scipy._linalg_factor import schur, solve_triangular, svd  # noqa: F401
 from jaxkit.scipy._linalg_factor import eigh_tridiagonal, qr_multiply  # noqa: F401
@@ -33,20 +34,6 @@ from jaxkit.typing import Array, ArrayLike
 
 
 # ---- thin layers over jnp.linalg -------------------------------------------------------------
-@partial(jit, static_argnames=("lower",))
-def _cholesky(a, lower):
-    a, = promote_dtypes_inexact(jnp.asarray(a))
-    factor = jnp.linalg.cholesky(a)
-    return factor if lower else jnp.conj(jnp.swapaxes(factor, -1, -2))
-
-
-def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
-             check_finite: bool = True) -> Array:
-    """The Cholesky factor of a Hermitian positive-definite matrix (upper unless ``lower``)."""
-    del overwrite_a, check_finite
-    return _cholesky(a, lower)
-
-
 def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The determinant."""
     del overwrite_a, check_finite
@@ -394,7 +381,11 @@ def invhilbert(n: int) -> Array:
 
 @jit
 def _binom(n, k):
-    return lax.exp(lax.lgamma(n + 1.0) - lax.lgamma(n - k + 1.0) - lax.lgamma(k + 1.0))
+    # The three lgammas first, then the subtractions: JAX's equation order.
+    a = lax.lgamma(n + 1.0)
+    b = lax.lgamma(n - k + 1.0)
+    c = lax.lgamma(k + 1.0)
+    return lax.exp(a - b - c)
 
 
 def _check_kind(kind):

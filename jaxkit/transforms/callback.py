@@ -283,6 +283,7 @@ ad.defjvp_rule(io_callback_p, _io_callback_jvp)
 batching.defrule(io_callback_p, _io_callback_batch)
 mlir.register_lowering(io_callback_p, _io_callback_lowering)
 pe.defeffectful(io_callback_p)
+pe.defeffect_kind(io_callback_p, "io")
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from jaxkit import _config, core, dtypes
 from jaxkit.runtime import gpu as _gpu
 from jaxkit.runtime import pjrt as _runtime
 from jaxkit import lax as _lax
+from jaxkit.lax.elementwise import _const as _lax_const
 from jaxkit.interpreters import mlir
 from jaxkit.typing import Array
 from jaxkit.interpreters.mlir import hlo, ir
@@ -220,14 +221,23 @@ def _iotas(shape: Sequence[int]) -> tuple[Array, Array]:
             _lax.broadcasted_iota(np.int32, shape, len(shape) - 1))
 
 
+def _tri_mask(x: Array, k: int) -> Array:
+    """``row + k >= column`` over ``x``'s last two axes, built on one matrix and broadcast
+    over the batch, in JAX's equation order (row iota, offset, column iota), so jaxprs of the
+    factorizations print as JAX's."""
+    *batch, n, m = x.shape
+    mask = _lax.ge(_lax.add(_lax.broadcasted_iota(np.int32, (n, m), 0), np.int32(k)),
+                   _lax.broadcasted_iota(np.int32, (n, m), 1))
+    return _lax.broadcast(mask, tuple(batch))
+
+
 def tril(x: Array, k: int = 0) -> Array:
-    i, j = _iotas(x.shape)
-    return _lax.select(_lax.ge(_lax.add(i, np.int32(k)), j), x, _lax.full_like(x, 0))
+    return _lax.select(_tri_mask(x, k), x, _lax.full_like(x, 0))
 
 
 def triu(x: Array, k: int = 0) -> Array:
-    i, j = _iotas(x.shape)
-    return _lax.select(_lax.le(_lax.add(i, np.int32(k)), j), x, _lax.full_like(x, 0))
+    # The complement of the mask below the (k-1)th diagonal, as JAX writes it.
+    return _lax.select(_tri_mask(x, k - 1), _lax.full_like(x, 0), x)
 
 
 def eye(shape: Sequence[int], dtype) -> Array:
@@ -253,4 +263,5 @@ def diag(v: Array) -> Array:
 
 def symmetrize(x: Array) -> Array:
     """``(x + x^H) / 2``: the Hermitian part LAPACK's one-triangle kernels assume."""
-    return _lax.div(_lax.add(x, H(x)), _lax.full_like(x, 2))
+    # A weak scalar 2 (not a filled array): JAX's ``/ 2`` stages ``div x 2.0``.
+    return _lax.div(_lax.add(x, H(x)), _lax_const(x, 2))

@@ -98,10 +98,18 @@ def triangular_solve(a: ArrayLike, b: ArrayLike, *, left_side: bool = False,
     """Solves ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for ``x``, with ``a``
     triangular (only its ``lower`` or upper triangle is read) and ``op`` transposing and/or
     conjugating ``a`` as asked. Batched over the leading dimensions of both operands."""
-    conjugate_a = bool(conjugate_a)
-    return triangular_solve_p.bind(
+    # Conjugating a real matrix is no operation: the parameter says False then, as JAX's.
+    conjugate_a = bool(conjugate_a) and is_complex(core.get_aval(a).dtype)
+    # A b with one axis fewer than a is one vector per matrix (JAX's "singleton" case).
+    singleton = np.ndim(b) == np.ndim(a) - 1
+    if singleton:
+        b = _lax.expand_dims(b, (-1 if left_side else -2,))
+    out = triangular_solve_p.bind(
         a, b, left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
         conjugate_a=conjugate_a, unit_diagonal=bool(unit_diagonal))
+    if singleton:
+        out = _lax.squeeze(out, (out.ndim - 1 if left_side else out.ndim - 2,))
+    return out
 
 
 def _triangular_solve_shape(a, b, *, left_side, lower, transpose_a, conjugate_a,
@@ -160,6 +168,21 @@ def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conj
 
 
 def _triangular_solve_batch(axis_data, args, dims, **params):
+    a, b = args
+    da, db = dims
+    if da is batching.not_mapped and db is not batching.not_mapped:
+        # One matrix for every batch member: fold the batch into b's columns (rows for a
+        # right-side solve) and solve once, as JAX does (its jaxprs print this way).
+        if params["left_side"]:
+            b = batching.moveaxis(b, db, -1)
+            flat = b.shape[:-2] + (b.shape[-2] * b.shape[-1],)
+            out_dim = b.ndim - 1
+        else:
+            b = batching.moveaxis(b, db, -2)
+            flat = b.shape[:-3] + (b.shape[-3] * b.shape[-2], b.shape[-1])
+            out_dim = b.ndim - 2
+        out = triangular_solve_p.bind(a, _lax.reshape(b, flat), **params)
+        return _lax.reshape(out, b.shape), out_dim
     size = axis_data.size
     a, b = (batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))
     return triangular_solve_p.bind(a, b, **params), 0
