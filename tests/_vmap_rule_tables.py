@@ -101,3 +101,5 @@ EXERCISED_ELSEWHERE["pallas_call"] = "test_pallas.py (vmap of kernels, against J
 NO_RULE.update({p: "cuDNN's fused LSTM kernel (jax.experimental.rnn.lstm): its abstract "
                    "evaluation already raises off a GPU, and JAX 0.10.2 has no batching rule "
                    "either" for p in ("rnn_fwd", "rnn_bwd")})
+NO_RULE["empty2"] = ("no operands (a scalar for scan's output buffers), so nothing is ever "
+                     "batched; JAX 0.10.2 has no batching rule either")
