@@ -240,6 +240,36 @@ def _cases(name):
     return None
 
 
+def compare(case, want_text, got_text, verbose, tally) -> None:
+    """Record ``case`` in ``tally`` (same, differ, kerror, skipped): JAX's text first (a case
+    JAX cannot trace with these arguments is skipped), then jaxkit's (an error is reported)."""
+    same, differ, kerror, skipped = tally
+    try:
+        want = want_text()
+    except Exception:  # noqa: BLE001 - not traceable in JAX with these arguments
+        skipped.append(case)
+        return
+    try:
+        got = got_text()
+    except Exception as e:  # noqa: BLE001 - reported as a jaxkit error
+        kerror.append(case)
+        print(f"ERROR {case}: {type(e).__name__}: {str(e)[:200]}")
+        return
+    if _normalise(want) == _normalise(got):
+        same.append(case)
+        return
+    differ.append(case)
+    print(f"DIFF  {case}")
+    if verbose:
+        print("  jax:\n    " + want.replace("\n", "\n    "))
+        print("  jaxkit:\n    " + got.replace("\n", "\n    "))
+
+
+def report(same, differ, kerror, skipped) -> None:
+    print(f"same {len(same)} / different {len(differ)} / jaxkit error {len(kerror)} / "
+          f"skipped {len(skipped)} (cases {len(same) + len(differ) + len(kerror)})")
+
+
 def sweep(names, verbose=False):
     same, differ, kerror, skipped = [], [], [], []
     for name in names:
@@ -258,27 +288,10 @@ def sweep(names, verbose=False):
                 continue
         for label, ops, call in cases:
             case = f"{name}[{label}]" if label else name
-            try:
-                want = _text(jax, jnp, name, ops, call)
-            except Exception:  # noqa: BLE001 - not traceable in JAX with these arguments
-                skipped.append(case)
-                continue
-            try:
-                got = _text(jaxkit, knp, name, ops, call)
-            except Exception as e:  # noqa: BLE001 - reported as a jaxkit error
-                kerror.append(case)
-                print(f"ERROR {case}: {type(e).__name__}: {str(e)[:200]}")
-                continue
-            if _normalise(want) == _normalise(got):
-                same.append(case)
-            else:
-                differ.append(case)
-                print(f"DIFF  {case}")
-                if verbose:
-                    print("  jax:\n    " + want.replace("\n", "\n    "))
-                    print("  jaxkit:\n    " + got.replace("\n", "\n    "))
-    print(f"same {len(same)} / different {len(differ)} / jaxkit error {len(kerror)} / "
-          f"skipped {len(skipped)} (cases {len(same) + len(differ) + len(kerror)})")
+            compare(case, lambda: _text(jax, jnp, name, ops, call),
+                    lambda: _text(jaxkit, knp, name, ops, call), verbose,
+                    (same, differ, kerror, skipped))
+    report(same, differ, kerror, skipped)
     return same, differ, kerror, skipped
 
 

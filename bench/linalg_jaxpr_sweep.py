@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 import jaxkit
-from jnp_jaxpr_sweep import _normalise
+from jnp_jaxpr_sweep import compare, report
 
 # A symmetric positive definite matrix, so every factorisation traces.
 A = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
@@ -116,27 +116,10 @@ def sweep(names, verbose=False):
             continue
         for label, ops, call in cases:
             case = f"{qualname}[{label}]" if label else qualname
-            try:
-                want = _text(jax, jax_ns, ops, call)
-            except Exception:  # noqa: BLE001 - not traceable in JAX with these arguments
-                skipped.append(case)
-                continue
-            try:
-                got = _text(jaxkit, our_ns, ops, call)
-            except Exception as e:  # noqa: BLE001 - reported as a jaxkit error
-                kerror.append(case)
-                print(f"ERROR {case}: {type(e).__name__}: {str(e)[:200]}")
-                continue
-            if _normalise(want) == _normalise(got):
-                same.append(case)
-            else:
-                differ.append(case)
-                print(f"DIFF  {case}")
-                if verbose:
-                    print("  jax:\n    " + want.replace("\n", "\n    "))
-                    print("  jaxkit:\n    " + got.replace("\n", "\n    "))
-    print(f"same {len(same)} / different {len(differ)} / jaxkit error {len(kerror)} / "
-          f"skipped {len(skipped)} (cases {len(same) + len(differ) + len(kerror)})")
+            compare(case, lambda: _text(jax, jax_ns, ops, call),
+                    lambda: _text(jaxkit, our_ns, ops, call), verbose,
+                    (same, differ, kerror, skipped))
+    report(same, differ, kerror, skipped)
     return same, differ, kerror, skipped
 
 
