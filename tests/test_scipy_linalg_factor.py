@@ -214,6 +214,24 @@ def test_bad_input_names_the_problem():
         jsl.eigh(np.eye(2), np.eye(2))
 
 
+def test_batched_vector_right_hand_sides_as_jax():
+    # A batch of matrices with a batch of vectors: JAX still solves it (with its deprecation
+    # FutureWarning); jaxkit's shape check used to refuse it.
+    rng = np.random.default_rng(3)
+    a = np.stack([_hpd(rng, 3, np.float32) for _ in range(2)])
+    b = rng.normal(size=(2, 3)).astype(np.float32)
+    calls = {"cho_solve": lambda m: m.cho_solve(m.cho_factor(a), b),
+             "lu_solve": lambda m: m.lu_solve(m.lu_factor(a), b),
+             "solve_triangular": lambda m: m.solve_triangular(np.tril(a), b, lower=True)}
+    for name, call in calls.items():
+        with pytest.warns(FutureWarning, match=f"{name}: batched 1D solves") as ours:
+            got = call(jsl)
+        with pytest.warns(FutureWarning) as theirs:
+            want = call(jax_sl)
+        assert str(ours[0].message) == str(theirs[0].message)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
 # ---- functions of matrices and the rest of scipy.linalg's solvers --------------------------
 def _quasi_schur(rng, dtype):
     """A real Schur form (T, Z) with 2x2 blocks, from SciPy (rsf2csf's input)."""

@@ -33,7 +33,15 @@ def _check_matrix(name: str, a: Array, square: bool = True) -> None:
         raise ValueError(f"{name}: expected a (batched) {what}, got shape {a.shape}")
 
 
+def _batched_vectors(a: Array, b: Array) -> bool:
+    """Whether ``b`` is a batch of vectors for a batch of matrices ``a``: a form JAX's solves
+    still take, with a deprecation warning (``_solve_signature``)."""
+    return 1 < b.ndim == a.ndim - 1 and b.shape[-1] == a.shape[-1]
+
+
 def _check_rhs(name: str, a: Array, b: Array) -> None:
+    if _batched_vectors(a, b):
+        return
     if b.ndim < 1 or b.shape[0 if b.ndim == 1 else -2] != a.shape[-1]:
         raise ValueError(f"{name}: b.shape={b.shape} does not match a.shape={a.shape} (b's "
                          "leading (vector) or second-to-last (matrix) dimension must equal "
@@ -73,20 +81,30 @@ def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
     return cholesky(a, lower=lower), lower
 
 
+def _solve_signature(fix: str, a: Array, b: Array, factors: str) -> str:
+    """``jnp.vectorize``'s signature for a solve with ``factors`` (their core shapes): ``b`` is
+    one vector, one matrix, or (deprecated, with JAX's warning) a batch of vectors."""
+    if b.ndim == 1:
+        return f"{factors},(n)->(n)"
+    if _batched_vectors(a, b):
+        _warn_batched_vectors(fix, stacklevel=4)
+        return f"{factors},(n)->(n)"
+    return f"{factors},(n,k)->(n,k)"
+
+
+def _warn_batched_vectors(fix: str, stacklevel: int) -> None:
+    name = fix.split("(", 1)[0]
+    warnings.warn(
+        f"jax.scipy.linalg.{name}: batched 1D solves with b.ndim > 1 are deprecated, and "
+        f"in the future will be treated as a batched 2D solve. Use {fix} to avoid this "
+        "warning.", category=FutureWarning, stacklevel=stacklevel)
+
+
 @partial(jit, static_argnames=("lower",))
 def _cho_solve(c: Array, b: Array, lower: bool) -> Array:
     c, b = _inexact(c, b)
-    if b.ndim == 1:
-        signature = "(n,n),(n)->(n)"
-    elif c.ndim == b.ndim + 1 and c.shape[-1] == b.shape[-1]:
-        warnings.warn(
-            "jax.scipy.linalg.cho_solve: batched 1D solves with b.ndim > 1 are deprecated, and "
-            "in the future will be treated as a batched 2D solve. Use "
-            "cho_solve(c_and_lower, b[..., None]).squeeze(-1) to avoid this warning.",
-            category=FutureWarning, stacklevel=2)
-        signature = "(n,n),(n)->(n)"
-    else:
-        signature = "(n,n),(n,k)->(n,k)"
+    signature = _solve_signature("cho_solve(c_and_lower, b[..., None]).squeeze(-1)", c, b,
+                                 "(n,n)")
     # a = L L^H (lower) or U^H U (upper): solve with the first factor, then the second.
     b = jnp.vectorize(partial(lax_linalg.triangular_solve, left_side=True, lower=lower,
                               transpose_a=not lower, conjugate_a=not lower),
@@ -156,17 +174,8 @@ def lu_solve(lu_and_piv: tuple[Array, ArrayLike], b: ArrayLike, trans: int = 0,
     factors, b = _inexact(factors, b)
     m = factors.shape[-2]
     perm = lax_linalg.lu_pivots_to_permutation(pivots, m)
-    if b.ndim == 1:
-        signature = "(n,n),(n),(n)->(n)"
-    elif factors.ndim == b.ndim + 1 and factors.shape[-1] == b.shape[-1]:
-        warnings.warn(
-            "jax.scipy.linalg.lu_solve: batched 1D solves with b.ndim > 1 are deprecated, and "
-            "in the future will be treated as a batched 2D solve. Use "
-            "lu_solve(lu_and_piv, b[..., None]).squeeze(-1) to avoid this warning.",
-            category=FutureWarning, stacklevel=2)
-        signature = "(n,n),(n),(n)->(n)"
-    else:
-        signature = "(n,n),(n),(n,k)->(n,k)"
+    signature = _solve_signature("lu_solve(lu_and_piv, b[..., None]).squeeze(-1)", factors,
+                                 b, "(n,n),(n)")
     return jnp.vectorize(partial(_lu_solve_mod.lu_solve, trans=trans),
                          signature=signature)(factors, perm, b)
 
@@ -197,6 +206,10 @@ def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bo
     a, b = _inexact(a, b)
     _check_matrix("solve_triangular", a)
     _check_rhs("solve_triangular", a, b)
+    if _batched_vectors(a, b):
+        _warn_batched_vectors("solve_triangular(a, b[..., None]).squeeze(-1)", stacklevel=3)
+        return _solve_triangular(a, b[..., None], _TRANS[trans], bool(lower),
+                                 bool(unit_diagonal))[..., 0]
     return _solve_triangular(a, b, _TRANS[trans], bool(lower), bool(unit_diagonal))
 
 
