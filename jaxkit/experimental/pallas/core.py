@@ -24,7 +24,23 @@ __all__ = ["ANY", "BlockSpec", "Blocked", "BoundedSlice", "Buffered", "CompilerP
            "Squeezed", "no_block_spec", "squeezed"]
 
 
-class MemorySpace(enum.Enum):
+class MemorySpaceMethods:
+    """What every memory-space enum does (Pallas's and the TPU's): print as its value, and
+    allocate a buffer there when called (``pltpu.VMEM((8, 128), jnp.float32)``)."""
+
+    value: str
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __call__(self, shape: tuple[int, ...], dtype: Any) -> MemoryRef:
+        return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(dtype)), memory_space=self)
+
+    def from_type(self, ty: Any) -> MemoryRef:
+        return MemoryRef(ty, memory_space=self)
+
+
+class MemorySpace(MemorySpaceMethods, enum.Enum):
     """Logical memory spaces a kernel operand may live in (mapped to a device's memories
     when lowered; interpret mode keeps every operand in ordinary arrays)."""
 
@@ -35,14 +51,6 @@ class MemorySpace(enum.Enum):
     KEY = "key"
     HOST = "host"
 
-    def __str__(self) -> str:
-        return self.value
-
-    def __call__(self, shape: tuple[int, ...], dtype: Any) -> MemoryRef:
-        return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(dtype)), memory_space=self)
-
-    def from_type(self, ty: Any) -> MemoryRef:
-        return MemoryRef(ty, memory_space=self)
 
 
 ANY = MemorySpace.ANY

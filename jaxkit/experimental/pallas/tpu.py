@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
-from jaxkit.experimental.pallas.core import GridSpec, MemoryRef
+from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMethods
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
@@ -28,7 +28,7 @@ __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensio
            "make_async_remote_copy", "sync_copy", "emit_pipeline"]
 
 
-class MemorySpace(enum.Enum):
+class MemorySpace(MemorySpaceMethods, enum.Enum):
     """The TPU's memories: vector memory, scalar memory, HBM, semaphores."""
 
     VMEM = "vmem"
@@ -37,12 +37,6 @@ class MemorySpace(enum.Enum):
     CMEM = "cmem"
     SEMAPHORE = "semaphore_mem"
     HBM = "hbm"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __call__(self, shape: tuple[int, ...], dtype: Any) -> MemoryRef:
-        return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(dtype)), memory_space=self)
 
 
 VMEM = MemorySpace.VMEM
