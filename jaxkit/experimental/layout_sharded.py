@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from jaxkit.experimental import layout_arrays
 from jaxkit.runtime import layouts
-from jaxkit.runtime.sharded_array import Shard, ShardedArray
+from jaxkit.runtime.sharded_array import ShardedArray
 
 __all__ = ["buffer_layout", "relayout_sharded"]
 
@@ -48,7 +48,7 @@ def relayout_sharded(x: ShardedArray, major_to_minor: MajorToMinor) -> ShardedAr
             f"keep the row-major layout.")
     out = ShardedArray(x._buf, x.aval, x._sharding)
     out._laid = (order, [layout_arrays.relayout(shard.data, order, commit=True)
-                         for shard in _plain_addressable_shards(x)])
+                         for shard in _row_major(x).addressable_shards])
     return out
 
 
@@ -57,19 +57,3 @@ def buffer_layout(x: ShardedArray) -> layouts.LayoutTuple | None:
     if x._laid is not None:
         return layout_arrays.buffer_layout(x._laid[1][0])
     return layouts.buffer_layout(x._buf)
-
-
-_plain_addressable_shards = ShardedArray.addressable_shards.fget
-
-
-def _addressable_shards(self: ShardedArray) -> list[Shard]:
-    """This process's pieces; those of an array laid out in another order hold their
-    laid-out buffer as ``data``."""
-    shards = _plain_addressable_shards(self)
-    if self._laid is not None:
-        for shard, laid in zip(shards, self._laid[1]):
-            shard._data = laid
-    return shards
-
-
-ShardedArray.addressable_shards = ShardedArray.global_shards = property(_addressable_shards)

@@ -141,6 +141,9 @@ class ShardedArray(Array):
         for b in bufs:
             device = b._sharding._device
             shards.append(Shard(device, indices[device], replica[device], b, shard_aval))
+        if self._laid is not None:  # laid out in another order: the data are those buffers
+            for shard, laid in zip(shards, self._laid[1]):
+                shard._data = laid
         return shards
 
     global_shards = addressable_shards
