@@ -204,15 +204,32 @@ class LocalBlocks:
 
 
 local_blocks = LocalBlocks()
-# Options whose thread-local values do not change what a program computes, so they stay out
-# of ``trace_context``: the default device is handled by placement (runtime/pjrt.py).
-_NOT_IN_CONTEXT = frozenset({"jax_default_device"})
+# The options whose block values caches key on: those in JAX's trace context (its jit key)
+# and those jaxkit's jit fast path reads (transforms/jit.py's _clear_on_config_change). Any
+# other block (``jax.log_compiles()``, ...) costs no retrace, as in JAX (Optax's tests
+# check that nothing recompiles inside one). The default device is in JAX's trace context;
+# jaxkit handles it by placement (runtime/pjrt.py).
+_IN_CONTEXT = frozenset({
+    "jax_debug_key_reuse", "jax_check_static_indices", "jax_random_seed_offset",
+    "jax_threefry_partitionable", "jax_use_direct_linearize", "jax_softmax_custom_jvp",
+    "jax_explicit_x64_dtypes", "jax_numpy_dtype_promotion", "jax_enable_x64",
+    "jax_disable_jit", "jax_numpy_rank_promotion", "jax_default_matmul_precision",
+    "jax_allow_f16_reductions", "jax_no_execution", "jax_mutable_array_checks",
+    "jax_use_shardy_partitioner", "jax_high_dynamic_range_gumbel",
+    "jax_hlo_source_file_canonicalization_regex", "jax_enable_pgle",
+    "jax_error_checking_behavior_nan", "jax_error_checking_behavior_divide",
+    "jax_error_checking_behavior_oob", "jax_debug_nans", "jax_optimization_level",
+    "jax_memory_fitting_level", "jax_embedded_constants_max_bytes",
+    "jax_remove_size_one_mesh_axis_from_type", "jax_use_simplified_jaxpr_constants",
+    "jax_auto_pcast", "jax_xla_profile_version", "jax_pgle_profiling_runs",
+    "jax_scan3", "jax_remat3", "jax_custom_vjp3", "jax_threefry_gpu_kernel_lowering",
+    "jax_ragged_dot_use_gpu_pallas_triton_lowering", "jax_pallas_enable_debug_checks",
+    "jax_pallas_use_mosaic_gpu", "jax_use_emit_pipeline_primitive"})
 _UNSET = object()
 
 
 def _context(values: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, v) for k, v in values.items()
-                        if k in _OPTIONS and k not in _NOT_IN_CONTEXT))
+    return tuple(sorted((k, v) for k, v in values.items() if k in _IN_CONTEXT))
 
 
 # Class attributes are set and removed past Config.__setattr__ (which is config.update).

@@ -21,7 +21,7 @@ import pytest
 from jaxlib import _jax
 
 import jaxkit
-from jaxkit import _config_options
+from jaxkit import _config, _config_options
 from jaxkit._src_compat import traceback_util
 from jaxkit._config import _OPTIONS, CONTEXT_MANAGER_OPTIONS, Config, config
 from jaxkit.runtime import compile_cache, compile_config, pjrt
@@ -486,3 +486,24 @@ def test_blocks_checks_hold_on_repeated_calls():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nan reruns' messages
         assert story(jaxkit) == story(jax)
+
+
+def test_blocks_that_change_no_program_cost_no_retrace():
+    """Only the options in JAX's trace context (and those jaxkit's jit fast path reads) key
+    the caches: a jitted call inside ``log_compiles()`` reuses the program compiled outside
+    it, as in JAX (Optax's optimiser tests assert no recompilation there)."""
+    assert _config._IN_CONTEXT <= set(_OPTIONS)
+    traces = []
+
+    @jaxkit.jit
+    def f(a):
+        traces.append(1)
+        return a + 1
+
+    f(1.0)
+    with jaxkit.log_compiles():
+        assert float(f(2.0)) == 3.0
+    assert len(traces) == 1
+    with jaxkit.enable_x64(False), jaxkit.numpy_rank_promotion("raise"):
+        f(2.0)  # numpy_rank_promotion is in JAX's trace context: a retrace, as JAX's
+    assert len(traces) == 2
