@@ -118,13 +118,7 @@ class _LoadedCompiled(Compiled):
         flat, in_tree = tree_util.tree_flatten((args, kwargs))
         avals = [core.get_aval(x) for x in flat]
         expected = self._in_avals
-        if in_tree != self.in_tree or [a.strip_weak_type() for a in avals] != [
-                a.strip_weak_type() for a in expected]:
-            raise TypeError(
-                f"Compiled function {self.fun_name} was called with arguments of types "
-                f"{[a.str_short() for a in avals]} (structure {in_tree}), but it was "
-                f"compiled for {[a.str_short() for a in expected]} (structure "
-                f"{self.in_tree}). Call jit(f) instead to compile for new types.")
+        self._check_arguments(in_tree, avals, self.in_tree, expected)
         return self.run_flat(flat, expected)
 
     def __repr__(self) -> str:

@@ -357,17 +357,21 @@ class Compiled(_Stage):
         bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(flat, avals)]
         return self.outputs(self.program.run(bufs))
 
-    def __call__(self, *args, **kwargs):
-        traced = self.lowered.traced
-        flat, in_tree, avals = traced.flatten(args, kwargs)
-        expected = traced.jaxpr.in_avals
-        if in_tree != traced.in_tree or [a.strip_weak_type() for a in avals] != [
+    def _check_arguments(self, in_tree, avals, expected_tree, expected) -> None:
+        """JAX's TypeError for a call whose arguments are not those compiled for."""
+        if in_tree != expected_tree or [a.strip_weak_type() for a in avals] != [
                 a.strip_weak_type() for a in expected]:
             raise TypeError(
                 f"Compiled function {self.fun_name} was called with arguments of types "
                 f"{[a.str_short() for a in avals]} (structure {in_tree}), but it was "
                 f"compiled for {[a.str_short() for a in expected]} (structure "
-                f"{traced.in_tree}). Call jit(f) instead to compile for new types.")
+                f"{expected_tree}). Call jit(f) instead to compile for new types.")
+
+    def __call__(self, *args, **kwargs):
+        traced = self.lowered.traced
+        flat, in_tree, avals = traced.flatten(args, kwargs)
+        expected = traced.jaxpr.in_avals
+        self._check_arguments(in_tree, avals, traced.in_tree, expected)
         if self.partitioned or not pjrt.placement.spread:
             return self.run_flat(flat, expected)
         # On the device it was compiled for: uncommitted arguments elsewhere move there.
