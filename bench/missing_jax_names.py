@@ -59,10 +59,6 @@ NOT_COUNTED = {
     "jax.experimental.mosaic": "Mosaic is TPU/GPU-only",
     "jax.experimental.jax2tf": "needs TensorFlow",
     "jax.experimental.buffer_callback": "GPU/TPU buffer callbacks",
-    # JAX runs it on CPU too (an _xla_compute_type frontend attribute on the calls): it needs
-    # per-equation compute-type contexts and memory-space types, which jaxkit's IR lacks.
-    "jax.experimental.compute_on": "needs equation compute-type contexts and memory spaces",
-    "jax.experimental.x64_context": "deprecated alias module",
     # Not deprecated in JAX 0.10.2 (no warning on access), but JAX's internal interpreter API:
     # it takes lu.WrappedFun, lowering contexts and JAX's rule tables, where jaxkit's
     # interpreters (jaxkit.interpreters.*) have interfaces of their own.

@@ -489,6 +489,12 @@ class JaxprEqn:
         fields.update(kw)
         return JaxprEqn(**fields)
 
+    @property
+    def ctx(self) -> source_info_util.EqnContext:
+        """The compute type and XLA metadata the equation was traced under."""
+        names = self.source_info.name_stack if self.source_info else source_info_util.NameStack()
+        return source_info_util.EqnContext.of(names)
+
     def __repr__(self):
         return pp_eqn(self, Namer(), 0)
 

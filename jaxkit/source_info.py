@@ -21,9 +21,10 @@ import os
 import sys
 from typing import Any, NamedTuple
 
-__all__ = ["Metadata", "NameStack", "Scope", "SourceInfo", "Transform", "api_boundary", "current",
-           "current_name_stack", "excluded_paths", "metadata_of", "name_stack_context",
-           "register_exclusion", "user_context"]
+__all__ = ["EqnContext", "Metadata", "NameStack", "Scope", "SourceInfo", "Transform",
+           "api_boundary", "compute_type_of", "current", "current_name_stack",
+           "excluded_paths", "metadata_of", "name_stack_context", "register_exclusion",
+           "user_context"]
 
 
 class Scope(NamedTuple):
@@ -53,6 +54,7 @@ class Metadata(NamedTuple):
     nested jaxprs as names do, and printed as nothing."""
 
     items: tuple[tuple[str, Any], ...]
+    compute_type: str | None = None  # ``compute_on``'s: its items are XLA's words for it
 
     def wrap(self, stack: list[str]) -> None:
         pass
@@ -66,6 +68,29 @@ def metadata_of(names: NameStack) -> dict[str, Any]:
         if type(elem) is Metadata:
             out.update(elem.items)
     return {k: v for k, v in out.items() if v is not None}
+
+
+def compute_type_of(names: NameStack) -> Metadata | None:
+    """The innermost ``compute_on`` entry of ``names`` (None outside any)."""
+    for elem in reversed(names.stack):
+        if type(elem) is Metadata and elem.compute_type is not None:
+            return elem
+    return None
+
+
+class EqnContext(NamedTuple):
+    """What an equation was traced under (JAX's ``eqn.ctx``): the ``compute_on`` compute
+    type and the ``set_xla_metadata`` attributes (None outside either)."""
+
+    compute_type: str | None
+    xla_metadata: dict[str, Any] | None
+
+    @staticmethod
+    def of(names: NameStack) -> EqnContext:
+        entry = compute_type_of(names)
+        user = tuple(e for e in names.stack if getattr(e, "compute_type", None) is None)
+        return EqnContext(None if entry is None else entry.compute_type,
+                          metadata_of(NameStack(user)) or None)
 
 
 class NameStack(NamedTuple):

@@ -244,10 +244,11 @@ def i64_attr(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
     return ir.DenseI64ArrayAttr.get([int(v) for v in values])
 
 
-def broadcast_in_dim(x: ir.Value, aval_out: core.ShapedArray,
-                     broadcast_dimensions: Sequence[int]) -> ir.Value:
-    return hlo.BroadcastInDimOp(aval_to_ir_type(aval_out), x,
-                                i64_attr(broadcast_dimensions)).result
+def broadcast_in_dim(x: ir.Value, aval_out: core.ShapedArray, dims: Sequence[int]) -> ir.Value:
+    out = hlo.BroadcastInDimOp(aval_to_ir_type(aval_out), x, i64_attr(dims)).result
+    if (ct := source_info.compute_type_of(source_info.current_name_stack())) is not None:
+        set_frontend_attributes(out, dict(ct.items))  # as JAX: it runs where its eqn runs
+    return out
 
 
 def convert(x: ir.Value, aval_out: core.ShapedArray) -> ir.Value:
@@ -471,8 +472,7 @@ def named_location(ctx: ModuleContext, info: source_info.SourceInfo | None,
     return loc
 
 
-def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr,
-                   *args: ir.Value) -> list[ir.Value]:
+def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr, *args: ir.Value) -> list[ir.Value]:
     """Lower a ClosedJaxpr inline; its constants become StableHLO constants."""
     return jaxpr_subcomp(ctx, closed.jaxpr, _constants(closed.jaxpr, closed.consts), *args)
 
