@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxkit import core
+from jaxkit._flat_tree import FlatTree  # noqa: F401  (a name JAX's module has)
 from jaxkit._util import (safe_map, safe_zip, split_list, subs_list,  # noqa: F401
                           unzip2, weakref_lru_cache)
 from jaxkit.experimental._jaxpr_call import bind_traced, call_body, make_jaxpr_call

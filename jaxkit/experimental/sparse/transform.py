@@ -28,13 +28,14 @@ from jaxkit.experimental.sparse.bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_c
                                              bcsr_dot_general)
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.jit import jit_p
+from jaxkit.transforms.lift_jvp import lift_jvp
 from jaxkit.tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["SparseTrace", "SparseTracer", "SparsifyEnv", "SparsifyValue", "arrays_to_spvalues",
            "eval_sparse", "sparse_rules_bcoo", "sparse_rules_bcsr", "sparsify", "sparsify_fun",
            "sparsify_raw", "spvalues_to_arrays", "spvalues_to_avals",
            # re-exported, as JAX's module imports them
-           "bcoo_multiply_dense", "safe_map", "safe_zip", "split_list", "tree_map"]
+           "bcoo_multiply_dense", "lift_jvp", "safe_map", "safe_zip", "split_list", "tree_map"]
 
 # primitive -> rule(*invals, **params); an inval is a sparse array or a dense array. BCSR
 # operands use their own (smaller) table, as in JAX.
