@@ -11,6 +11,7 @@ import pytest
 
 import jaxkit as jax
 import jaxkit.custom_derivatives as custom_derivatives
+import jaxkit.experimental.hijax as hijax  # noqa: F401  (the records' expressions use it)
 import jaxkit.experimental.scheduling_groups as scheduling_groups
 import jaxkit.experimental.sparse.transform as sparse_transform
 import jaxkit.numpy as jnp
@@ -68,6 +69,35 @@ def import_error(name):
     except ImportError as e:
         return f"{type(e).__name__}: {e}"
     return "imported"
+
+
+def fresh_ref():
+    return jax.new_ref(jnp.arange(6.0).reshape(2, 3))
+
+
+def static_of(fn):
+    """What ``fn`` gives for a traced ref under jit (Python values kept from the trace)."""
+    seen = []
+
+    def body(r):
+        try:
+            seen.append(str(fn(r)))
+        except Exception as e:  # the record holds JAX's class and message
+            seen.append(f"{type(e).__name__}: {e}")
+        return r[...]
+    jax.jit(body)(fresh_ref())
+    return seen[0]
+
+
+def value_of(fn):
+    return jax.jit(fn)(fresh_ref())
+
+
+def after(fn):
+    """The ref's value after ``fn`` wrote through a view of it under jit."""
+    r = fresh_ref()
+    jax.jit(lambda r: fn(r))(r)
+    return r[...]
 
 
 # (expression, what it gives under JAX 0.10.2)
@@ -140,6 +170,70 @@ CASES = [
      "['6.0', '0.9092974', '2.0', 'SymbolicZero float32[]']"),
     ('described(lifted_consts.call_wrapped(f32(9), f32(2), f32(3), SymbolicZero(F32), f32(1), SymbolicZero(F32)))',
      "['6.0', '0.9092974', '3.0', 'SymbolicZero float32[]']"),
+    ('static_of(lambda r: isinstance(r.at[0], hijax.TransformedRef))',
+     'True'),
+    ('static_of(lambda r: (r.at[0].shape, r.at[0].dtype, r.at[0].ndim, r.at[0].size))',
+     "((3,), dtype('float32'), 1, 3)"),
+    ('static_of(lambda r: r.at[:, 1:].T.shape)',
+     '(2, 2)'),
+    ('static_of(lambda r: r.at[0].ref is r)',
+     'True'),
+    ('static_of(lambda r: len(r.at[0].at[1:].transforms))',
+     '2'),
+    ('static_of(lambda r: [type(t).__name__ for t in r.at[0].T.reshape(3).transforms])',
+     "['NDIndexer', 'TransposeTransform', 'ReshapeTransform']"),
+    ('static_of(lambda r: r.at[...].T.transforms[-1].permutation)',
+     '(1, 0)'),
+    ('static_of(lambda r: r.at[...].reshape(3, 2).transforms[-1].shape)',
+     '(3, 2)'),
+    ('static_of(lambda r: r.at[...].bitcast(jnp.int32).dtype)',
+     'int32'),
+    ('static_of(lambda r: r.at[:, 1:].transforms)',
+     '(NDIndexer(indices=(Slice(start=0, size=2, stride=1), Slice(start=1, size=2, stride=1)), shape=(2, 3), int_indexer_shape=(), validate=True),)'),
+    ('static_of(lambda r: r.at[:, 1:].at[1:, :1].transforms[1])',
+     'NDIndexer(indices=(Slice(start=1, size=1, stride=1), Slice(start=0, size=1, stride=1)), shape=(2, 2), int_indexer_shape=(), validate=True)'),
+    ('static_of(lambda r: r.at[...].reshape(4))',
+     'ValueError: cannot reshape shape (2, 3) into shape (4,)'),
+    ('value_of(lambda r: r.at[...].T[...])',
+     'NotImplementedError: Unsupported transform: TransposeTransform(permutation=(1, 0))'),
+    ('value_of(lambda r: r.at[...].reshape(3, 2)[...])',
+     '[[0. 1.]\n [2. 3.]\n [4. 5.]]'),
+    ('value_of(lambda r: r.at[...].reshape(-1)[1:3])',
+     '[1. 2.]'),
+    ('value_of(lambda r: r.at[...].bitcast(jnp.int32)[...])',
+     '[[         0 1065353216 1073741824]\n [1077936128 1082130432 1084227584]]'),
+    ('value_of(lambda r: r.at[1:].at[0, 1:][...])',
+     '[4. 5.]'),
+    ('value_of(lambda r: r.at[:, jax.ds(1, 2)][...])',
+     '[[1. 2.]\n [4. 5.]]'),
+    ('value_of(lambda r: r.at[1][1:])',
+     '[4. 5.]'),
+    ('value_of(lambda r: r.at[:, 1:].T[...])',
+     'NotImplementedError: Unsupported transform: TransposeTransform(permutation=(1, 0))'),
+    ('after(lambda r: r.at[1].__setitem__(slice(1, None), jnp.array([7.0, 8.0])))',
+     '[[0. 1. 2.]\n [3. 7. 8.]]'),
+    ('after(lambda r: r.at[1:].at[0, 1:].__setitem__(..., jnp.array([7.0, 8.0])))',
+     '[[0. 1. 2.]\n [3. 7. 8.]]'),
+    ('after(lambda r: r.at[:, jax.ds(1, 2)].__setitem__(0, jnp.array([7.0, 8.0])))',
+     '[[0. 7. 8.]\n [3. 4. 5.]]'),
+    ('after(lambda r: r.at[...].reshape(3, 2).__setitem__(..., jnp.ones((3, 2))))',
+     'NotImplementedError: Unsupported transform: ReshapeTransform(shape=(3, 2))'),
+    ('after(lambda r: r.at[...].reshape(3, 2).__setitem__(1, jnp.ones(2)))',
+     'NotImplementedError: Unsupported transform: ReshapeTransform(shape=(3, 2))'),
+    ('after(lambda r: r.at[...].bitcast(jnp.int32).__setitem__(..., jnp.ones((2, 3), jnp.int32)))',
+     "NotImplementedError: Unsupported transform: BitcastTransform(dtype=dtype('int32'))"),
+    ('after(lambda r: r.at[...].T.__setitem__(..., jnp.ones((3, 2))))',
+     'NotImplementedError: Unsupported transform: TransposeTransform(permutation=(1, 0))'),
+    ('after(lambda r: r.at[1:].reshape(3).__setitem__(..., jnp.ones(3)))',
+     'NotImplementedError: Unsupported transform: ReshapeTransform(shape=(3,))'),
+    ('hijax.HiPspec().to_lo()',
+     'AssertionError: must override'),
+    ('hijax.HiPspec().to_tangent_spec()',
+     'AssertionError: must override'),
+    ('hijax.HiPspec().to_ct_spec()',
+     'AssertionError: must override'),
+    ("[n for n in dir(hijax.HiPspec) if not n.startswith('_')]",
+     "['to_ct_spec', 'to_lo', 'to_tangent_spec']"),
     ("import_error(PKG + '.experimental.x64_context')",
      "ModuleNotFoundError: No module named 'jax.experimental.x64_context'"),
 ]

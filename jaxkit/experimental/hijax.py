@@ -14,7 +14,8 @@ instead, so a class with only a VJP fails forward mode with JAX's message, and o
 gets each where JAX uses it.
 
 User types (``HiType``, ``MutableHiType``, ``register_hitype``, QDD) and their primitives
-(``HiPrimitive``) come from ``jaxkit.interpreters.hijax``, which says how jaxkit runs them.
+(``HiPrimitive``) come from ``jaxkit.interpreters.hijax``, which says how jaxkit runs them;
+``TransformedRef`` (a traced ref's ``ref.at[...]`` view) from ``jaxkit._ref_views``.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import Any
 
 
 from jaxkit import core, lax, tree_util
+from jaxkit._ref_views import TransformedRef
 from jaxkit.avals import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -33,11 +35,11 @@ from jaxkit.interpreters.hijax import (AvalMutableQDD, AvalQDD, HiPrimitive, HiT
 from jaxkit.ref import AbstractRef
 from jaxkit.transforms.vmap import vmap
 
-__all__ = ["AbstractRef", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType", "MutableHiType",
-           "ShapedArray", "VJPHiPrimitive", "Zero", "aval_method", "aval_property",
-           "call_hi_primitive_p", "call_hi_primitive_linearized_p",
-           "control_flow_allowed_effects", "instantiate_zeros",
-           "is_undefined_primal", "register_hitype"]
+__all__ = ["AbstractRef", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiPspec", "HiType",
+           "MutableHiType", "ShapedArray", "TransformedRef", "VJPHiPrimitive", "Zero",
+           "aval_method", "aval_property", "call_hi_primitive_p",
+           "call_hi_primitive_linearized_p", "control_flow_allowed_effects",
+           "instantiate_zeros", "is_undefined_primal", "register_hitype"]
 
 
 def _leaves(tree_def, tree: Any) -> list:
@@ -65,6 +67,23 @@ class _EffectTypeSet:
 
 
 control_flow_allowed_effects = _EffectTypeSet()
+
+
+class HiPspec:
+    """The base class of a ``shard_map`` spec for a high-level type: a subclass says which
+    ``PartitionSpec`` each of the type's lowered arrays takes (``to_lo``) and the specs of
+    its tangents and cotangents. JAX's ``shard_map`` reads it where a high-level type's
+    ``shard``/``unshard`` use it; jaxkit's ``shard_map`` takes arrays only, so it is the
+    interface for such types, which jaxkit does not shard yet."""
+
+    def to_lo(self) -> tuple:
+        raise AssertionError("must override")
+
+    def to_tangent_spec(self) -> HiPspec:
+        raise AssertionError("must override")
+
+    def to_ct_spec(self) -> HiPspec:
+        raise AssertionError("must override")
 
 
 class _Accum:
