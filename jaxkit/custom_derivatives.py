@@ -13,10 +13,11 @@ from jaxkit.transforms.custom_derivatives import (SymbolicZero, closure_convert,
                                                   custom_jvp, custom_jvp_call_p, custom_vjp,
                                                   custom_vjp_call_p)
 from jaxkit.transforms.linear_call import linear_call
+from jaxkit.transforms.remat_opt import remat_opt_p
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient", "custom_jvp",
            "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",
-           "custom_vjp_primal_tree_values", "linear_call",
+           "custom_vjp_primal_tree_values", "linear_call", "remat_opt_p",
            "zero_from_primal"]
 
 

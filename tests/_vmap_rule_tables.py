@@ -75,6 +75,7 @@ EXERCISED_ELSEWHERE = {
     "xla_metadata_call": "test_scheduling_fused.py (vmap and vmap of grad, against JAX)",
     "fused_call": "test_scheduling_fused.py (vmap jaxprs against JAX; it runs on CUDA only)",
     "compute_on": "test_compute_on.py (vmap of compute_on2: jaxpr and values, against JAX)",
+    "remat_opt": "test_names37.py (vmap of grad and of vjp of an optimize_remat custom_vjp, vs JAX)",
     "call_hi_primitive": "test_hijax.py (vmap through batch_dim_rule, grad of vmap, vs JAX)",
 }
 EXERCISED_ELSEWHERE.update({p: "test_ecosystem_fixes_edtypes.py (vmap of a conversion to and "

@@ -4,7 +4,9 @@
 and ``experimental.x64_context`` (no such module in JAX 0.10.2). Each record is an expression
 and its ``str()`` (or ``"ErrorClass: message"``) under JAX 0.10.2, recorded with the oracle;
 the setup below runs with ``jax`` bound to jaxkit."""
+import functools
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -98,6 +100,47 @@ def after(fn):
     r = fresh_ref()
     jax.jit(lambda r: fn(r))(r)
     return r[...]
+
+
+def thunkless(text):
+    """A jaxpr's text with the remat_opt thunk's value left out (JAX prints the function
+    with its address)."""
+    return re.sub(r"fun_jaxpr_thunk=[^\n]*\n", "fun_jaxpr_thunk=...\n", str(text))
+
+
+@jax.custom_vjp
+def f_opt(x):
+    return jnp.sin(x)
+
+
+def f_opt_fwd(x):
+    return jnp.sin(x), jnp.cos(x)
+
+
+def f_opt_bwd(c, g):
+    return (g * c,)
+
+
+f_opt.defvjp(f_opt_fwd, f_opt_bwd, optimize_remat=True)
+W = np.array([1.0, 2.0, 3.0], np.float32)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def g_opt(k, x, y):
+    return k * x * y * W
+
+
+def g_opt_fwd(k, x, y):
+    return g_opt(k, x, y), (x, y * W)  # x is an input passed through: not an output
+
+
+def g_opt_bwd(k, res, ct):
+    x, yw = res
+    return ct * k * yw, ct * k * x * W
+
+
+g_opt.defvjp(g_opt_fwd, g_opt_bwd, optimize_remat=True)
+xs = jnp.arange(3.0)
 
 
 # (expression, what it gives under JAX 0.10.2)
@@ -234,6 +277,42 @@ CASES = [
      'AssertionError: must override'),
     ("[n for n in dir(hijax.HiPspec) if not n.startswith('_')]",
      "['to_ct_spec', 'to_lo', 'to_tangent_spec']"),
+    ('custom_derivatives.remat_opt_p',
+     'remat_opt'),
+    ('thunkless(jax.make_jaxpr(f_opt)(xs))',
+     '{ lambda ; a:f32[3]. let\n    b:f32[3] = custom_vjp_call[\n      name=f_opt\n      bwd=f_opt_bwd\n      call_jaxpr={ lambda ; c:f32[3]. let d:f32[3] = sin c in (d,) }\n      fwd=f_opt_fwd\n      symbolic_zeros=False\n    ] a\n  in (b,) }'),
+    ('thunkless(jax.make_jaxpr(jax.grad(lambda x: f_opt(x).sum()))(xs))',
+     '{ lambda ; a:f32[3]. let\n    b:f32[3] c:f32[3] = remat_opt[\n      fun_jaxpr_thunk=...\n      fwd_jaxpr={ lambda ; d:f32[3]. let\n          e:f32[3] = sin d\n          f:f32[3] = cos d\n        in (f, e) }\n      num_consts=0\n      num_res=1\n    ] a\n    _:f32[] = reduce_sum[axes=(0,) out_sharding=None] c\n    g:f32[3] = broadcast_in_dim 1.0:f32[]\n    h:f32[3] = mul g b\n  in (h,) }'),
+    ('thunkless(jax.make_jaxpr(lambda x: jax.vjp(f_opt, x)[0])(xs))',
+     '{ lambda ; a:f32[3]. let\n    _:f32[3] b:f32[3] = remat_opt[\n      fun_jaxpr_thunk=...\n      fwd_jaxpr={ lambda ; c:f32[3]. let\n          d:f32[3] = sin c\n          e:f32[3] = cos c\n        in (e, d) }\n      num_consts=0\n      num_res=1\n    ] a\n  in (b,) }'),
+    ('[e.primitive is custom_derivatives.remat_opt_p for e in jax.make_jaxpr(lambda x: jax.vjp(f_opt, x))(xs).eqns]',
+     '[True]'),
+    ('jax.grad(lambda x: f_opt(x).sum())(xs)',
+     '[ 1.          0.5403023  -0.41614684]'),
+    ('jax.jit(jax.grad(lambda x: f_opt(x).sum()))(xs)',
+     '[ 1.          0.5403023  -0.41614684]'),
+    ('jax.hessian(lambda x: f_opt(x).sum())(xs)',
+     '[[-0.         -0.         -0.        ]\n [-0.         -0.84147096 -0.        ]\n [-0.         -0.         -0.9092974 ]]'),
+    ('jax.grad(jax.grad(lambda x: f_opt(x).sum()))(1.0)',
+     'ValueError: Linearization failed to produce known values for all output primals. This is typically caused by attempting to differentiate a function uses an operation that does not support reverse-mode autodiff.'),
+    ('jax.jvp(f_opt, (xs,), (xs,))',
+     "TypeError: can't apply forward-mode autodiff (jvp) to a custom_vjp function."),
+    ('jax.vmap(jax.grad(lambda x: f_opt(x).sum()))(xs[None])',
+     '[[ 1.          0.5403023  -0.41614684]]'),
+    ('thunkless(jax.make_jaxpr(jax.vmap(lambda x: jax.vjp(f_opt, x)))(xs[None]))',
+     '{ lambda ; a:f32[1,3]. let\n    b:f32[1,3] c:f32[1,3] = remat_opt[\n      fun_jaxpr_thunk=...\n      fwd_jaxpr={ lambda ; d:f32[1,3]. let\n          e:f32[1,3] = sin d\n          f:f32[1,3] = cos d\n        in (f, e) }\n      num_consts=0\n      num_res=1\n    ] a\n  in (c, b) }'),
+    ('thunkless(jax.make_jaxpr(jax.grad(lambda x, y: g_opt(2.0, x, y).sum(), argnums=(0, 1)))(xs, xs))',
+     '{ lambda a:f32[3]; b:f32[3] c:f32[3]. let\n    d:f32[3] e:f32[3] = remat_opt[\n      fun_jaxpr_thunk=...\n      fwd_jaxpr={ lambda ; f:f32[3] g:f32[3] h:f32[3]. let\n          i:f32[3] = custom_vjp_call[\n            name=g_opt\n            bwd=g_opt_bwd\n            call_jaxpr={ lambda ; j:f32[3] k:f32[3] l:f32[3]. let\n                m:f32[3] = mul 2.0:f32[] k\n                n:f32[3] = mul m l\n                o:f32[3] = mul n j\n              in (o,) }\n            fwd=g_opt_fwd\n            num_consts=1\n            symbolic_zeros=False\n          ] f g h\n          p:f32[3] = mul h f\n        in (p, i) }\n      num_consts=1\n      num_res=1\n    ] a b c\n    _:f32[] = reduce_sum[axes=(0,) out_sharding=None] e\n    q:f32[3] = broadcast_in_dim 1.0:f32[]\n    r:f32[3] = mul q 2.0:f32[]\n    s:f32[3] = mul r d\n    t:f32[3] = mul q 2.0:f32[]\n    u:f32[3] = mul t b\n    v:f32[3] = mul u a\n  in (s, v) }'),
+    ('jax.grad(lambda x, y: g_opt(2.0, x, y).sum(), argnums=(0, 1))(xs, xs)',
+     '(Array([ 0.,  4., 12.], dtype=float32), Array([ 0.,  4., 12.], dtype=float32))'),
+    ('jax.grad(lambda x: jax.checkpoint(lambda x: g_opt(2.0, x, x))(x).sum())(xs)',
+     '[ 0.  8. 24.]'),
+    ('jax.grad(lambda x: jax.checkpoint(f_opt)(x).sum())(xs)',
+     '[ 1.          0.5403023  -0.41614684]'),
+    ('jax.vmap(jax.grad(lambda x, y: g_opt(2.0, x, y).sum()))(xs[None], xs[None])',
+     '[[ 0.  4. 12.]]'),
+    ('jax.jit(lambda x: jax.vjp(f_opt, x)[1](x))(xs)',
+     '(Array([ 0.       ,  0.5403023, -0.8322937], dtype=float32),)'),
     ("import_error(PKG + '.experimental.x64_context')",
      "ModuleNotFoundError: No module named 'jax.experimental.x64_context'"),
 ]

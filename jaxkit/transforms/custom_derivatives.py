@@ -30,6 +30,7 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.closure_convert import closure_convert
+from jaxkit.transforms.remat_opt import optimize_remat_of_custom_vjp_fwd
 
 __all__ = ["SymbolicZero", "closure_convert", "custom_jvp", "custom_vjp"]
 
@@ -505,6 +506,8 @@ class custom_vjp(_CustomDerivativeFunction):
         if symbolic_zeros:
             raise NotImplementedError("custom_vjp.defvjp(symbolic_zeros=True) is not "
                                       "supported by jaxkit")
+        if optimize_remat:  # fwd runs as one remat_opt equation, which DCE can drop
+            fwd = optimize_remat_of_custom_vjp_fwd(self.fun, fwd, self.nondiff_argnums)
         self.fwd = fwd
         self.bwd = bwd
 
