@@ -313,6 +313,12 @@ CASES = [
      '[[ 0.  4. 12.]]'),
     ('jax.jit(lambda x: jax.vjp(f_opt, x)[1](x))(xs)',
      '(Array([ 0.       ,  0.5403023, -0.8322937], dtype=float32),)'),
+    ('jax.vmap(jax.grad(lambda x: jax.checkpoint(f_opt)(x).sum()))(xs[None])',
+     '[[ 1.          0.5403023  -0.41614684]]'),
+    ('jax.vmap(lambda x: jax.checkpoint(f_opt)(x), in_axes=1)(xs[:, None])',
+     '[[0.         0.84147096 0.9092974 ]]'),
+    ('jax.jit(jax.vmap(jax.grad(lambda x, y: jax.checkpoint(g_opt, static_argnums=0)(2.0, x, y).sum()), in_axes=(1, None)))(jnp.stack([xs, xs], 1), xs)',
+     '[[ 0.  4. 12.]\n [ 0.  4. 12.]]'),
     ("import_error(PKG + '.experimental.x64_context')",
      "ModuleNotFoundError: No module named 'jax.experimental.x64_context'"),
 ]

@@ -116,8 +116,9 @@ def _batch(axis_data, args, dims, *, num_consts: int, num_res: int, fwd_jaxpr: C
     @_memoize
     def batched_thunk():
         fun_jaxpr, fun_consts = fun_jaxpr_thunk()
+        # Its results batched where the forward rule's are, for DCE may swap it in.
         b, _ = batching.batch_jaxpr_axes(ClosedJaxpr(fun_jaxpr, fun_consts), axis_data,
-                                         list(dims[num_consts:]))
+                                         list(dims[num_consts:]), out_dims[num_res:])
         return b.jaxpr, b.consts
 
     outs = remat_opt_p.bind(*extra, *args, num_consts=num_consts + len(extra), num_res=num_res,
