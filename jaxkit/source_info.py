@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 __all__ = ["EqnContext", "Metadata", "NameStack", "Scope", "SourceInfo", "Transform",
            "api_boundary", "compute_type_of", "current", "current_name_stack",
            "excluded_paths", "metadata_of", "name_stack_context", "register_exclusion",
-           "user_context"]
+           "trace_names", "user_context"]
 
 
 class Scope(NamedTuple):
@@ -70,12 +70,24 @@ def metadata_of(names: NameStack) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
+# Set once ``compute_on`` is used: until then no trace looks for a compute type.
+compute_types_used = False
+
+
 def compute_type_of(names: NameStack) -> Metadata | None:
     """The innermost ``compute_on`` entry of ``names`` (None outside any)."""
     for elem in reversed(names.stack):
         if type(elem) is Metadata and elem.compute_type is not None:
             return elem
     return None
+
+
+def trace_names() -> NameStack:
+    """The name stack a new trace starts with: empty (a jaxpr's names are relative to the
+    equation holding it) but for the ``compute_on`` type in force, which holds for the
+    equations of the traces it encloses too, as in JAX."""
+    entry = compute_type_of(_name_stack.get()) if compute_types_used else None
+    return _EMPTY if entry is None else NameStack((entry,))
 
 
 class EqnContext(NamedTuple):

@@ -65,6 +65,17 @@ def kinds(outs):
     return [o.sharding.memory_kind for o in outs]
 
 
+def ctx_under_context(fn, *args):
+    with compute_on("device_host"):
+        jaxpr = jax.make_jaxpr(fn)(*args)
+    return [e.ctx.compute_type for e in jaxpr.eqns]
+
+
+def jit_inside(x):
+    with compute_on("device_host"):
+        return jax.jit(lambda y: y * 2)(x)
+
+
 # (expression, what it gives under JAX 0.10.2)
 CASES = [
     ('jax.make_jaxpr(f_ctx)(x)',
@@ -157,6 +168,18 @@ CASES = [
      'module @jit__lambda attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = "result"}) {\n    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n    %0 = stablehlo.broadcast_in_dim %cst, dims = [] {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : (tensor<f32>) -> tensor<4xf32>\n    %1 = stablehlo.multiply %arg0, %0 {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : tensor<4xf32>\n    return %1 : tensor<4xf32>\n  }\n}\n'),
     ('jf.lower(x).as_text()',
      'module @jit__lambda attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = "result"}) {\n    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>\n    %1 = stablehlo.multiply %arg0, %0 : tensor<4xf32>\n    return %1 : tensor<4xf32>\n  }\n}\n'),
+    ('ctx_under_context(lambda x: jnp.sin(x) + 1, x)',
+     "['device_host', 'device_host']"),
+    ('[e.ctx.compute_type for e in jax.make_jaxpr(jit_inside)(x).eqns]',
+     "['device_host']"),
+    ("[e.ctx.compute_type for e in jax.make_jaxpr(jit_inside)(x).eqns[0].params['jaxpr'].eqns]",
+     "['device_host']"),
+    ('jax.jit(jit_inside).lower(x).as_text()',
+     'module @jit_jit_inside attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = "result"}) {\n    %0 = call @"<lambda>"(%arg0) {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : (tensor<4xf32>) -> tensor<4xf32>\n    return %0 : tensor<4xf32>\n  }\n  func.func private @"<lambda>"(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n    %cst = stablehlo.constant dense<2.000000e+00> : tensor<f32>\n    %0 = stablehlo.broadcast_in_dim %cst, dims = [] {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : (tensor<f32>) -> tensor<4xf32>\n    %1 = stablehlo.multiply %arg0, %0 {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : tensor<4xf32>\n    return %1 : tensor<4xf32>\n  }\n}\n'),
+    ('jax.jit(jit_inside)(x)',
+     '[0. 2. 4. 6.]'),
+    ('[e.ctx.compute_type for e in jax.make_jaxpr(lambda x: x + 1)(x).eqns]',
+     '[None]'),
 ]
 
 # JAX's messages that jaxkit words differently; the class and the start are checked. JAX

@@ -61,6 +61,7 @@ def extend_compute_type(compute_type: str | None) -> Iterator[str | None]:
     if compute_type is None:
         yield None
         return
+    source_info.compute_types_used = True
     entry = source_info.Metadata(tuple(_attributes(compute_type).items()), compute_type)
     names = source_info.NameStack((*source_info.current_name_stack().stack, entry))
     with source_info.name_stack_context(names):

@@ -273,7 +273,7 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
     name stacks start empty: they are relative to the equation that holds it."""
     with source_info.name_stack_context(_NO_NAMES):
         trace = DynamicJaxprTrace(debug)
-    with core.new_trace(trace), source_info.name_stack_context(_NO_NAMES):
+    with core.new_trace(trace), source_info.name_stack_context(source_info.trace_names()):
         args = [trace.new_arg(a) for a in in_avals]
         outs = fun(*args)
         if not isinstance(outs, (list, tuple)):
