@@ -113,10 +113,9 @@ class TransformedRef:
     __hash__ = None  # type: ignore[assignment]  (a dataclass in JAX: unhashable as well)
 
     @property
-    def type(self) -> core.ShapedArray:
-        """The type of what the view holds."""
-        base = core.get_aval(self.ref)
-        aval = core.ShapedArray(base.shape, base.dtype)
+    def type(self) -> Any:
+        """The view's type: a ref type (``Ref{float32[3]}``) of what it holds."""
+        aval = core.get_aval(self.ref)
         for t in self.transforms:
             aval = (aval.update(shape=t.out_shape()) if type(t) is NDIndexer
                     else t.out_aval(aval))

@@ -221,6 +221,8 @@ CASES = [
      '(2, 2)'),
     ('static_of(lambda r: r.at[0].ref is r)',
      'True'),
+    ('static_of(lambda r: (r.at[0].type, r.at[...].T.type, r.at[...].bitcast(jnp.int32).type))',
+     '(Ref{float32[3]}, Ref{float32[3,2]}, Ref{int32[2,3]})'),
     ('static_of(lambda r: len(r.at[0].at[1:].transforms))',
      '2'),
     ('static_of(lambda r: [type(t).__name__ for t in r.at[0].T.reshape(3).transforms])',
