@@ -1,9 +1,24 @@
 """Python host callbacks in lowered modules: ``pure_callback``, ``io_callback`` and
 ``debug.print`` become a custom call of jaxlib's typed-FFI Python callback handler of the
-module's platform, which runs the i-th callable handed to the compiler."""
+module's platform, which runs the i-th callable handed to the compiler.
+
+Which devices call it depends on the program (as in JAX):
+
+* one device, or ``pmap``'s replicas: every device runs its own call on its own values (the
+  module's ``host_callbacks`` are handed to every replica);
+* a program partitioned over a mesh with automatic layouts: the call gets a *maximal* Shardy
+  sharding, so XLA gathers the operands on one device (device 0 of the program, or the one
+  ``sharding`` names) and calls once with the whole values;
+* a ``shard_map`` body manual over all the mesh's axes: every device calls with its block.
+
+An *ordered* effect (``debug.print(ordered=True)``) is refused over several devices, as JAX
+refuses it, unless its kind may be sharded (``io_callback(ordered=True)``).
+"""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from jaxkit import core
 from jaxkit.interpreters import mlir
@@ -12,27 +27,70 @@ from jaxkit.interpreters import mlir
 _CALLBACK_TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback"}
 
 
+def _num_devices(mctx: mlir.ModuleContext) -> int:
+    parts = math.prod(size for _, size in mctx.mesh) if mctx.mesh is not None else 1
+    return mctx.num_replicas * parts
+
+
+def _manual_axes(mctx: mlir.ModuleContext) -> frozenset:
+    return mctx.manual if isinstance(mctx.manual, frozenset) else frozenset()
+
+
+def check_ordered_effect(mctx: mlir.ModuleContext, effect: Any) -> None:
+    """Raise JAX's error for an ordered ``effect`` that may not run over several devices (its
+    ``shardable`` is false) in a program over several devices. A ``shard_map`` body manual
+    over all its axes runs per device and keeps it (as JAX's eager shard_map does)."""
+    if effect is None or getattr(effect, "shardable", False):
+        return
+    if _num_devices(mctx) > 1 and not _manual_axes(mctx):
+        raise ValueError("The following ordered effects are not supported for more than 1 "
+                         f"device: [{effect!r}]")
+
+
+def _sdy_sharding(mctx: mlir.ModuleContext, result_avals: Sequence[core.ShapedArray],
+                  device_index: int | None) -> str | None:
+    """The ``sdy.sharding`` of the callback op (None outside a partitioned program)."""
+    if mctx.mesh is None:
+        return None
+    manual = _manual_axes(mctx)
+    if manual:
+        if manual != frozenset(name for name, _ in mctx.mesh):
+            raise NotImplementedError(
+                "callbacks are only supported in spmd computations when all mesh axes are "
+                "partitioned manually (no partial automatic sharding).")
+        # Per device: each result (or the op itself) on the empty mesh, dimensions closed.
+        ranks = [a.ndim for a in result_avals] or [0]
+        values = [f"<mesh<[]>, [{', '.join(['{}'] * r)}]>" for r in ranks]
+    else:
+        # Once, on one device, with the whole values: a maximal sharding.
+        index = 0 if device_index is None else device_index
+        values = [f"<mesh<[], device_ids=[{index}]>, []>"] * max(1, len(result_avals))
+    return f"#sdy.sharding_per_value<[{', '.join(values)}]>"
+
+
 def emit_python_callback(ctx: mlir.LoweringRuleContext, callback: Callable, operands: Sequence,
                          result_avals: Sequence[core.ShapedArray], *,
-                         has_side_effect: bool) -> list[mlir.ir.Value]:
+                         has_side_effect: bool, ordered_effect: Any = None,
+                         device_index: int | None = None) -> list[mlir.ir.Value]:
     """Emit a call of the Python function ``callback`` on the host.
 
     ``callback`` receives the operands as read-only NumPy arrays and returns a sequence of NumPy
     arrays matching ``result_avals``. It becomes jaxlib's typed-FFI target
     ``xla_ffi_python_cpu_callback`` (``..._gpu_callback`` on a GPU); the attribute ``index``
-    selects it among the module's ``host_callbacks`` (handed to the compiler by
-    ``pjrt.compile_module``). A call with ``has_side_effect`` is never removed or duplicated
-    by XLA."""
-    if ctx.module_context.num_replicas != 1 or ctx.module_context.axis_env:
-        raise NotImplementedError("Python callbacks (pure_callback, debug.print) inside pmap "
-                                  "are not supported yet: call them outside the pmapped "
-                                  "function (under jit or vmap they work)")
-    index = len(ctx.module_context.host_callbacks)
-    ctx.module_context.host_callbacks.append(callback)
+    selects it among the module's ``host_callbacks`` (handed to the compiler by the runtime's
+    ``compile_with_host_callbacks``). A call with ``has_side_effect`` is never removed or
+    duplicated by XLA. ``ordered_effect``: the effect of an ordered call (checked against the
+    program's devices); ``device_index``: the partition that calls an unmanual callback in a
+    partitioned program (default 0)."""
+    mctx = ctx.module_context
+    check_ordered_effect(mctx, ordered_effect)
+    sharding = _sdy_sharding(mctx, result_avals, device_index)
+    index = len(mctx.host_callbacks)
+    mctx.host_callbacks.append(callback)
     operand_ranks = [mlir.ir.RankedTensorType(x.type).rank for x in operands]
     op = mlir.hlo.CustomCallOp(
         [mlir.aval_to_ir_type(a) for a in result_avals], list(operands),
-        call_target_name=mlir.ir.StringAttr.get(_CALLBACK_TARGETS[ctx.module_context.platform]),
+        call_target_name=mlir.ir.StringAttr.get(_CALLBACK_TARGETS[mctx.platform]),
         has_side_effect=mlir.ir.BoolAttr.get(has_side_effect),
         backend_config=mlir.ir.StringAttr.get(""),
         api_version=mlir.ir.IntegerAttr.get(mlir.ir.IntegerType.get_signless(32), 1),
@@ -40,4 +98,6 @@ def emit_python_callback(ctx: mlir.LoweringRuleContext, callback: Callable, oper
         result_layouts=mlir.layouts_attr([mlir.row_major(a.ndim) for a in result_avals]))
     op.operation.attributes["mhlo.backend_config"] = mlir.ir.DictAttr.get(
         {"index": mlir.ir.IntegerAttr.get(mlir.ir.IntegerType.get_unsigned(64), index)})
+    if sharding is not None:
+        op.operation.attributes["sdy.sharding"] = mlir.ir.Attribute.parse(sharding)
     return list(op.results)
