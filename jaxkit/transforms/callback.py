@@ -300,9 +300,10 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
     as dead code. Not differentiable; under ``vmap`` an unordered callback runs once per
     example and an ordered one is an error (as in JAX). An ordered callback may run in a
     program over several devices (``pmap``, a mesh), each device keeping its own order.
-    jaxkit threads no ordering token through compiled programs: ordered calls keep program
-    order eagerly and from one call to the next, and inside one program they run in XLA's
-    schedule order (that of the program for side-effecting calls)."""
+    Ordered calls keep program order eagerly, from one program to the next, and inside one
+    block of a program (a token passes from each to the next, as in JAX); across nested
+    blocks (a loop body, a branch, a nested ``jit``) the token is not threaded yet, so
+    there XLA's schedule decides."""
     flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals(result_shape_dtypes)
     outs = io_callback_p.bind(*flat_args, callback=_FlatCallback(callback, in_tree),
@@ -486,14 +487,6 @@ def _side_effect_primitive(name: str, call: Callable, effect_of: Callable) -> co
         return [], []
 
     def _lowering(ctx: mlir.LoweringRuleContext, *args, **params):
-        mctx = ctx.module_context
-        if params["partitioned"] and mctx.mesh is not None and \
-                not isinstance(mctx.manual, frozenset):
-            raise NotImplementedError(
-                f"lowering rule for '{name}' with partitioned=True in a program partitioned "
-                "over a mesh is not implemented (it would call back once per shard); pass "
-                "partitioned=False to get the whole values on one device, or call it inside "
-                "shard_map")
         effect = effect_of(params)
 
         def host(*flat_args):
@@ -502,7 +495,8 @@ def _side_effect_primitive(name: str, call: Callable, effect_of: Callable) -> co
 
         return mlir_callbacks.emit_python_callback(
             ctx, host, args, [], has_side_effect=True,
-            ordered_effect=effect if effect is ordered_debug_effect else None)
+            ordered_effect=effect if effect is ordered_debug_effect else None,
+            partitioned=params["partitioned"])
 
     ad.defjvp_rule(prim, _jvp)
     ad.deftranspose(prim, lambda cts, *args, **params: [None] * len(args))
