@@ -189,6 +189,18 @@ SCENARIOS = [
      "jax.jit(lambda x: ([jax.debug.print('A {}', jnp.sin(x[i]), ordered=True) "
      "for i in range(10)], [io_callback(lambda v: out(f'IO {v}'), None, x[i] * 3, "
      "ordered=True) for i in range(10)], x)[2])(jnp.arange(10.))", "chains"),
+    ("jit_print_partitioned_one_device",
+     "jax.jit(lambda x: jax.debug.print('j {}', x, partitioned=True))(jnp.arange(3.))", False),
+    # (a pmap without outputs: its program's token is waited on once)
+    ("pmap2_print_partitioned_no_outputs",
+     "jax.pmap(lambda x: jax.debug.print('p {}', x, partitioned=True))(jnp.arange(2.))", True),
+    ("pmap2_debug_callback_no_outputs",
+     "jax.pmap(lambda x: jax.debug.callback(lambda v: out(f'c {v}'), x))(jnp.arange(2.))",
+     True),
+    ("mesh_jit_pure_callback_on_a_chosen_device",
+     "jax.jit(lambda x: jax.pure_callback(lambda v: (out(type(v).__name__), np.sin(v))[1], "
+     "jax.ShapeDtypeStruct((8,), jnp.float32), x, "
+     "sharding=jax.sharding.SingleDeviceSharding(jax.devices()[2])) * 2)(xs)", False),
     ("mesh_jit_print", "jax.jit(lambda x: (jax.debug.print('s {}', x), x + 1)[1])(xs)", False),
     ("mesh_jit_print_ordered",
      "jax.jit(lambda x: (jax.debug.print('s {}', x, ordered=True), x + 1)[1])(xs)", False),
@@ -205,6 +217,10 @@ SCENARIOS = [
     ("lowered_mesh_jit_print_partitioned",
      "out(jax.jit(lambda x: (jax.debug.print('s {}', x, partitioned=True), x + 1)[1])"
      ".lower(xs).as_text())", False),
+    ("lowered_mesh_jit_pure_callback_on_a_chosen_device",
+     "out(jax.jit(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct((8,), jnp.float32), "
+     "x, sharding=jax.sharding.SingleDeviceSharding(jax.devices()[2])) * 2).lower(xs)"
+     ".as_text())", False),
     ("lowered_jit_shard_map_print",
      "out(jax.jit(sm(lambda x: (jax.debug.print('sm {}', x), x + 1)[1])).lower(xs).as_text())",
      False),

@@ -585,7 +585,8 @@ class _CallbackExecutable:
 
     def execute_sharded(self, bufs, with_tokens: bool = False):
         results = self._exe.execute_sharded(bufs, with_tokens=True)
-        results.consume_token().block_until_ready()
+        if not with_tokens:  # (a caller asking for the token waits on it itself)
+            results.consume_token().block_until_ready()
         return results
 
     def __getattr__(self, name):
