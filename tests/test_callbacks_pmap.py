@@ -122,7 +122,8 @@ def test_debug_callback_rejects_a_non_callable_and_extra_two_call_arguments():
 # Running: the scenarios run in fresh processes with 8 CPU devices, under JAX and under
 # jaxkit. Each is (name, code, sort): ``code`` uses ``jax``, ``jnp``, ``np``, ``io_callback``,
 # ``out(text)`` (one line, written at once), ``mesh``/``xs``/``sm`` (a 4-device mesh, an array
-# laid out over it, a shard_map over it); it ends with the expression whose value is printed.
+# laid out over it, a shard_map over it), ``mesh2``/``xs2``/``sm_x`` (the same on a 2x2 mesh,
+# the shard_map manual over "x" only); it ends with the expression whose value is printed.
 # ``sort``: lines printed from several devices concurrently are compared sorted; "chains":
 # lines of independent ordered effects, each kind (first word) compared in its order.
 # --------------------------------------------------------------------------------------------
@@ -224,6 +225,17 @@ SCENARIOS = [
     ("lowered_jit_shard_map_print",
      "out(jax.jit(sm(lambda x: (jax.debug.print('sm {}', x), x + 1)[1])).lower(xs).as_text())",
      False),
+    # manual over "x" only: printed once per block of x, gathered over "y" (as JAX does)
+    ("jit_partial_manual_shard_map_print",
+     "jax.jit(sm_x(lambda x: (jax.debug.print('pm {}', x), x + 1)[1]))(xs2)", True),
+    ("partial_manual_shard_map_print", "sm_x(lambda x: (jax.debug.print('pm {}', x), x)[1])(xs2)",
+     True),
+    ("jit_partial_manual_shard_map_debug_callback",
+     "jax.jit(sm_x(lambda x: (jax.debug.callback(lambda v: out(f'cb {v.tolist()}'), x), "
+     "x)[1]))(xs2)", True),
+    ("jit_partial_manual_shard_map_pure_callback_refused",
+     "jax.jit(sm_x(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), "
+     "x)))(xs2)", False),
     ("shard_map_print", "sm(lambda x: (jax.debug.print('sm {}', x), x + 1)[1])(xs)", True),
     ("jit_shard_map_print", "jax.jit(sm(lambda x: (jax.debug.print('sm {}', x), x + 1)[1]))(xs)",
      True),
@@ -257,6 +269,10 @@ def out(text):
 mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
 xs = jax.device_put(jnp.arange(8.), NamedSharding(mesh, P("x")))
 sm = lambda f: jax.shard_map(f, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+mesh2 = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("x", "y"))
+xs2 = jax.device_put(jnp.arange(8.).reshape(4, 2), NamedSharding(mesh2, P("x", "y")))
+sm_x = lambda f: jax.shard_map(f, mesh=mesh2, in_specs=P("x"), out_specs=P("x"),
+                               axis_names={"x"})
 
 def run(name, thunk):
     out("== " + name)

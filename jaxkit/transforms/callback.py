@@ -24,6 +24,7 @@ may be sharded (``io_callback``'s), as in JAX.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ from jaxkit.runtime.array import device_put_value, place_results
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir, mlir_callbacks
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.transforms.shard_map import shard_map
 
 
 class _FlatCallback:
@@ -461,6 +463,27 @@ class _ShownAs:
         return self.text
 
 
+def _automatic_axes(mctx: mlir.ModuleContext) -> tuple:
+    """The mesh axes left automatic in a ``shard_map`` body manual over only some of them
+    (empty outside such a body)."""
+    if mctx.mesh is None or not isinstance(mctx.manual, frozenset) or not mctx.manual:
+        return ()
+    return tuple(name for name, _ in mctx.mesh if name not in mctx.manual)
+
+
+def _on_first_of_automatic_axes(prim: core.Primitive, auto: tuple, mesh, params: dict, *args):
+    """A debug callback in a body manual over only some mesh axes, as JAX lowers it: made
+    manual over the others too, and called on the devices of index 0 along them (once per
+    block of the manual axes, with the values gathered over the automatic ones)."""
+
+    def body():
+        lax.cond(lax.axis_index(auto) == 0, lambda: prim.bind(*args, **params), lambda: [])
+        return []
+
+    shard_map(body, mesh=mesh, in_specs=(), out_specs=[], axis_names=set(auto))()
+    return []
+
+
 def _side_effect_primitive(name: str, call: Callable, effect_of: Callable) -> core.Primitive:
     """A primitive without outputs that calls back into Python for a side effect:
     ``call(operands, **params)`` does it; ``effect_of(params)`` is its effect. Dead-code
@@ -487,6 +510,12 @@ def _side_effect_primitive(name: str, call: Callable, effect_of: Callable) -> co
         return [], []
 
     def _lowering(ctx: mlir.LoweringRuleContext, *args, **params):
+        mctx = ctx.module_context
+        auto = _automatic_axes(mctx)
+        if auto:
+            return mlir.lower_fun(functools.partial(_on_first_of_automatic_axes, prim, auto,
+                                                    mctx.device_mesh(), params),
+                                  multiple_results=True)(ctx, *args)
         effect = effect_of(params)
 
         def host(*flat_args):
