@@ -76,6 +76,13 @@ JAXPR_CASES = {
         (1.0,)),
     "debug_print_under_grad": lambda jx, jn, io: (
         jx.grad(lambda x: (jx.debug.print("g {x}", x=x), x * x)[1]), (1.0,)),
+    "debug_print_under_grad_of_checkpoint": lambda jx, jn, io: (
+        jx.grad(jx.checkpoint(lambda x: (jx.debug.print("ck {}", x), jn.sin(x))[1])), (1.0,)),
+    "debug_prints_in_scan_and_cond": lambda jx, jn, io: (
+        lambda x: jx.lax.cond(x[0] > 1, lambda: jx.debug.print("big {}", x, ordered=True),
+                              lambda: jx.debug.print("small")) or jx.lax.scan(
+            lambda c, v: ((jx.debug.print("s {} {}", c, v), c + v)[1], None), 0.0, x),
+        (jn.arange(3.0),)),
     "debug_callback_under_vmap": lambda jx, jn, io: (
         jx.vmap(lambda x: (jx.debug.callback(_noop, x, "a"), x * x)[1]), (jn.arange(2.0),)),
 }
