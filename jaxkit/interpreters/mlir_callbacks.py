@@ -9,10 +9,13 @@ Which devices call it depends on the program (as in JAX):
 * a program partitioned over a mesh with automatic layouts: the call gets a *maximal* Shardy
   sharding, so XLA gathers the operands on one device (device 0 of the program, or the one
   ``sharding`` names) and calls once with the whole values;
-* a ``shard_map`` body manual over all the mesh's axes: every device calls with its block.
+* a ``shard_map`` body manual over all the mesh's axes: every device calls with its block
+  (over only some axes: refused here; the debug callbacks make the rest manual first).
 
-An *ordered* effect (``debug.print(ordered=True)``) is refused over several devices, as JAX
-refuses it, unless its kind may be sharded (``io_callback(ordered=True)``). Ordered calls
+An *ordered* effect (``debug.print(ordered=True)``) is refused in a program over several
+devices, as JAX refuses it, unless its kind may be sharded (``io_callback(ordered=True)``);
+inside a ``shard_map`` body it runs per device (as JAX's eager ``shard_map`` does; JAX's
+``jit`` of one refuses it, which jaxkit cannot tell apart at lowering). Ordered calls
 take and return a token, one chain per effect kind and block, so that XLA keeps their program
 order (without one, its CPU scheduler ran independent calls even in reverse). The chain does
 not yet cross into nested blocks (loop bodies, branches, private functions): that needs the
@@ -109,9 +112,9 @@ def emit_python_callback(ctx: mlir.LoweringRuleContext, callback: Callable, oper
     selects it among the module's ``host_callbacks`` (handed to the compiler by the runtime's
     ``compile_with_host_callbacks``). A call with ``has_side_effect`` is never removed or
     duplicated by XLA. ``ordered_effect``: the effect of an ordered call (checked against the
-    program's devices); ``device_index``: the partition that calls an unmanual callback in a
-    partitioned program (default 0); ``partitioned``: in a partitioned program, each device
-    calls with its shard of the operands (no results allowed), as JAX's
+    program's devices); ``device_index``: in a program partitioned over a mesh (outside a
+    ``shard_map`` body), the partition that calls (default 0); ``partitioned``: there, each
+    device calls with its shard of the operands instead (no results allowed), as JAX's
     ``debug.print(partitioned=True)``."""
     mctx = ctx.module_context
     if partitioned and result_avals:
