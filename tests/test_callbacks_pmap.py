@@ -209,6 +209,9 @@ SCENARIOS = [
      "jax.jit(lambda x: jax.pure_callback(lambda v: (out(type(v).__name__), np.sin(v))[1], "
      "jax.ShapeDtypeStruct((8,), jnp.float32), x, "
      "sharding=jax.sharding.SingleDeviceSharding(jax.devices()[2])) * 2)(xs)", False),
+    ("mesh_jit_io_callback_ordered",
+     "jax.jit(lambda x: io_callback(lambda v: (out(f'io {v}'), v * 2)[1], "
+     "jax.ShapeDtypeStruct((8,), jnp.float32), x, ordered=True) + 1)(xs)", False),
     ("mesh_jit_print", "jax.jit(lambda x: (jax.debug.print('s {}', x), x + 1)[1])(xs)", False),
     ("mesh_jit_print_ordered",
      "jax.jit(lambda x: (jax.debug.print('s {}', x, ordered=True), x + 1)[1])(xs)", False),
