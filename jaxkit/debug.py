@@ -23,7 +23,8 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.sharding import (GlobalSharding, NamedSharding, PartitionSpec,
                                      named_from_hlo)
-from jaxkit.transforms.callback import bind_side_effect, debug_callback, debug_print_p
+from jaxkit.transforms.callback import (DebugEffect, OrderedDebugEffect, debug_callback,
+                                        debug_print_p, split_static_args)
 
 __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
            "inspect_array_sharding", "log", "print", "visualize_array_sharding",
@@ -32,48 +33,6 @@ __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
 logger = logging.getLogger("jaxkit.debug")
 
 callback = debug_callback
-
-
-class _Printer:
-    """Formats and writes one ``debug.print`` message (hashable: same format, same options)."""
-
-    __slots__ = ("fmt", "np_printoptions", "has_placeholders", "log_site")
-
-    def __init__(self, fmt: str, np_printoptions: tuple, has_placeholders: bool,
-                 log_site: tuple | None = None):
-        self.fmt = fmt
-        self.np_printoptions = np_printoptions
-        self.has_placeholders = has_placeholders
-        # (file, line) of a ``debug.log`` call: the message goes to ``logger`` at INFO level,
-        # attributed to that line, instead of standard output.
-        self.log_site = log_site
-
-    def __call__(self, *args, **kwargs) -> None:
-        if self.has_placeholders:
-            with np.printoptions(**dict(self.np_printoptions)):
-                msg = self.fmt.format(*args, **kwargs)
-        else:
-            msg = " ".join((self.fmt, *(str(a) for a in args)))
-        if self.log_site is not None:
-            file, line = self.log_site
-            logger.handle(logger.makeRecord(logger.name, logging.INFO, file, line, msg, (),
-                                            None))
-            return
-        sys.stdout.write(msg + "\n")
-
-    def _key(self):
-        return (self.fmt, self.np_printoptions, self.has_placeholders, self.log_site)
-
-    def __eq__(self, other):
-        return type(other) is _Printer and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
-    def __repr__(self):
-        return f"print({self.fmt!r})"
-
-    __name__ = property(lambda self: "debug_print")
 
 
 class _FormatChecker(string.Formatter):
@@ -101,20 +60,19 @@ def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
     """Print ``fmt.format(*args, **kwargs)`` with the values the arrays have at run time.
 
     Use placeholders, not f-strings: ``jaxkit.debug.print("x = {x}", x=x)``. Like JAX, also
-    callable in two steps: ``jaxkit.debug.print(ordered=True)("x = {}", x)``."""
-
-    del partitioned  # accepted as in JAX; a program here prints from one device
+    callable in two steps: ``jaxkit.debug.print(ordered=True)("x = {}", x)``. An ordered print
+    is refused in a program over several devices (as JAX refuses it)."""
 
     def _print(fmt: str, *args: Any, **kwargs: Any) -> None:
         if not skip_format_check:
             _checker.format(fmt, *args, **kwargs)  # wrong placeholders fail here, not later
         has_placeholders = bool(fmt) and next(iter(_checker.parse(fmt)))[1] is not None
-        site = None
-        if _use_logging:
-            info = source_info.current()
-            site = (info.file, info.line) if info is not None else ("(unknown file)", 0)
-        printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, site)
-        bind_side_effect(debug_print_p, printer, args, kwargs, ordered)
+        in_tree, dyn, static_args = split_static_args(args, kwargs)
+        debug_print_p.bind(*dyn, fmt=fmt, has_placeholders=has_placeholders, in_tree=in_tree,
+                           logging_record=_logging_record() if _use_logging else None,
+                           np_printoptions=tuple(np.get_printoptions().items()),
+                           ordered=bool(ordered), partitioned=bool(partitioned),
+                           static_args=static_args)
 
     if fmt is not None:
         _print(fmt, *args, **kwargs)
@@ -125,36 +83,20 @@ def print(  # noqa: A001  (shadows the builtin on purpose: jax.debug.print)
     return _print
 
 
+def _logging_record() -> logging.LogRecord:
+    """The record ``debug.log`` writes its message into (at INFO level), attributed to the
+    calling line of user code."""
+    info = source_info.current()
+    file, line = (info.file, info.line) if info is not None else ("(unknown file)", 0)
+    return logger.makeRecord(logger.name, logging.INFO, file, line, "", (), None)
+
+
 def log(fmt: str | None = None, *args: Any, ordered: bool = False, partitioned: bool = False,
         skip_format_check: bool = False, **kwargs: Any) -> Callable[..., None] | None:
     """As ``print``, but the message is logged at INFO level by the ``jaxkit.debug`` logger
     (attributed to the calling line) when the values are known (``jax.debug.log``)."""
     return print(fmt, *args, ordered=ordered, partitioned=partitioned,
                  skip_format_check=skip_format_check, _use_logging=True, **kwargs)
-
-
-class DebugEffect:
-    """The effect of an unordered debug callback (``jax.debug.DebugEffect``; prints
-    ``Debug``). jaxkit keeps such equations through DCE by their primitive rather than by an
-    effect object; this type names the effect for code that inspects it."""
-
-    def __str__(self):
-        return "Debug"
-
-    __repr__ = __str__
-
-
-class OrderedDebugEffect:
-    """The effect of an ordered debug callback (``ordered=True``; prints ``OrderedDebug``)."""
-
-    def __str__(self):
-        return "OrderedDebug"
-
-    __repr__ = __str__
-
-
-debug_effect = DebugEffect()
-ordered_debug_effect = OrderedDebugEffect()
 
 
 def _blocks(shape: tuple, sharding) -> dict[tuple[int, int], tuple[set, float, float | None]]:

@@ -355,8 +355,9 @@ def compile_replicated(module: Any, devices: Sequence, out_avals: Sequence,
     opts.num_partitions = 1
     opts.device_assignment = _jax.DeviceAssignment.create(
         np.array([[d.id] for d in devices], dtype=np.int32))
-    exe, source = compile_cache.compile_and_load(backend.client, module, device_list(devices),
-                                                 devices, opts)
+    exe, source = pjrt.compile_with_host_callbacks(backend.client, module, device_list(devices),
+                                                   opts) or compile_cache.compile_and_load(
+        backend.client, module, device_list(devices), devices, opts)
     replicated = ReplicatedExecutable(exe, devices, out_avals, out_shardings)
     replicated.cache_source = source
     return replicated

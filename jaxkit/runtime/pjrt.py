@@ -537,15 +537,10 @@ def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) 
     if placement.spread:  # XLA assigns a one-replica program to device 0 unless told
         options.device_assignment = _jax.DeviceAssignment.create(
             np.array([[dev.id]], dtype=np.int32))
-    callbacks = module_host_callbacks.get(module_bytes_or_text) if not isinstance(
-        module_bytes_or_text, (str, bytes)) else None
-    if callbacks:  # not cached (the callables are this process's), so configured here
-        compile_config.apply_config_to_compile_options(options)
-        compile_config.dump_module(module_bytes_or_text)
-        exe = _CallbackExecutable(backend.client.compile_and_load(
-            module_bytes_or_text, backend.device_lists[dev], options,
-            host_callbacks=list(callbacks)), callbacks)
-        source = compile_cache.COMPILED
+    compiled = compile_with_host_callbacks(backend.client, module_bytes_or_text,
+                                           backend.device_lists[dev], options)
+    if compiled is not None:
+        exe, source = compiled
     else:
         exe, source = compile_cache.compile_and_load(
             backend.client, module_bytes_or_text, backend.device_lists[dev], (dev,), options)
@@ -562,6 +557,21 @@ def compile_module(module_bytes_or_text: Any, out_avals: Sequence, device=None) 
 module_host_callbacks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def compile_with_host_callbacks(client, module: Any, device_list, options) -> tuple | None:
+    """``(executable, COMPILED)`` for a lowered module that calls back into Python (one, several
+    replicas or partitions: each device calls the same callables), or None for any other
+    module. Such a module is never cached (the callables are this process's), so the
+    config's options are applied here, as ``compile_cache.compile_and_load`` does."""
+    callbacks = module_host_callbacks.get(module) if not isinstance(module, (str, bytes)) \
+        else None
+    if not callbacks:
+        return None
+    compile_config.apply_config_to_compile_options(options)
+    compile_config.dump_module(module)
+    exe = client.compile_and_load(module, device_list, options, host_callbacks=list(callbacks))
+    return _CallbackExecutable(exe, callbacks), compile_cache.COMPILED
+
+
 class _CallbackExecutable:
     """A loaded executable with Python host callbacks: each run waits for the program's side
     effects (prints, callbacks) to finish before returning, so that their output has appeared
@@ -575,7 +585,8 @@ class _CallbackExecutable:
 
     def execute_sharded(self, bufs, with_tokens: bool = False):
         results = self._exe.execute_sharded(bufs, with_tokens=True)
-        results.consume_token().block_until_ready()
+        if not with_tokens:  # (a caller asking for the token waits on it itself)
+            results.consume_token().block_until_ready()
         return results
 
     def __getattr__(self, name):

@@ -766,8 +766,9 @@ def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
     build = opts.executable_build_options
     build.use_spmd_partitioning = True
     build.use_shardy_partitioner = True
-    return compile_cache.compile_and_load(backend.client, module,
-                                          multi_device.device_list(devices), devices, opts)
+    devs = multi_device.device_list(devices)
+    return pjrt.compile_with_host_callbacks(backend.client, module, devs, opts) or \
+        compile_cache.compile_and_load(backend.client, module, devs, devices, opts)
 
 
 def lift_inlined_meshes(module: Any) -> None:
