@@ -70,6 +70,23 @@ class _AxisFreeBatchers:
 primitive_batchers = _AxisFreeBatchers()
 
 
+class _AxisSizeNameBatchers(_AxisFreeBatchers):
+    """``axis_primitive_batchers[prim] = rule``: JAX's older registration of a rule that
+    takes the axis's size and name first, ``rule(size, name, spmd_name, batched_args,
+    batch_dims, **params)`` (``spmd_name`` is always None, as in JAX); stored in
+    ``batch_rules`` behind an adapter."""
+
+    def __setitem__(self, prim: core.Primitive, rule: Callable) -> None:
+        def adapted(axis_data, vals, dims, **params):
+            return rule(axis_data.size, axis_data.name, None, tuple(vals), tuple(dims),
+                        **params)
+
+        batch_rules[prim] = adapted
+
+
+axis_primitive_batchers = _AxisSizeNameBatchers()
+
+
 # --------------------------------------------------------------------------------------------
 # The batch trace
 # --------------------------------------------------------------------------------------------

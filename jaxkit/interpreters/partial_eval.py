@@ -38,6 +38,10 @@ from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 partial_eval_rules: dict[core.Primitive, Callable] = {}
 
 
+# JAX's name for the table: a user's primitive registers its rule there the same way.
+custom_partial_eval_rules = partial_eval_rules
+
+
 def defpartial_eval(prim: core.Primitive, rule: Callable) -> None:
     """``rule(trace, *args, **params)``: how a ``JaxprTrace`` splits ``prim`` when some of
     its inputs are unknown (primitives carrying jaxprs run their known part now)."""
@@ -303,6 +307,28 @@ def trace_tree_to_jaxpr(fun: Callable, in_tree, in_avals: Sequence[ShapedArray],
 
 
 
+def _wrapped_call(fun) -> Callable:
+    """A ``linear_util.WrappedFun`` (what JAX's tracing entry points take) as a callable."""
+    return fun.call_wrapped if hasattr(fun, "call_wrapped") else fun
+
+
+def trace_to_jaxpr_dynamic(fun, in_avals: Sequence[ShapedArray], *,
+                           keep_inputs: Sequence[bool] | None = None, lower: bool = False,
+                           auto_dce: bool = False) -> tuple[Jaxpr, list[ShapedArray], list]:
+    """JAX's entry point over ``trace_to_jaxpr``: trace ``fun`` (a ``WrappedFun`` of flat
+    arguments returning a flat sequence) at ``in_avals``; returns the jaxpr, its output
+    avals and its constvars' values. Inputs not marked in ``keep_inputs`` are invars of the
+    jaxpr that ``fun`` does not receive. ``lower``/``auto_dce`` concern JAX's own tracer."""
+    del lower, auto_dce
+    keep = [True] * len(in_avals) if keep_inputs is None else list(keep_inputs)
+    dbg = getattr(fun, "debug_info", None)
+    call = _wrapped_call(fun)
+    jaxpr, consts = trace_to_jaxpr(
+        lambda *xs: list(call(*[x for x, k in zip(xs, keep) if k])), in_avals,
+        dbg if isinstance(dbg, DebugInfo) else None)
+    return jaxpr, [v.aval for v in jaxpr.outvars], consts
+
+
 # --------------------------------------------------------------------------------------------
 # Partial evaluation: JaxprTrace
 # --------------------------------------------------------------------------------------------
@@ -400,6 +426,13 @@ def trace_to_subjaxpr(fun: Callable, in_pvals: Sequence[PartialVal],
     finally:
         trace.invalidate()
     return jaxpr, out_pvals, residuals
+
+
+def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal],
+                           instantiate: bool | Sequence[bool] = False
+                           ) -> tuple[Jaxpr, list[PartialVal], list]:
+    """JAX's entry point over ``trace_to_subjaxpr``, for ``fun`` a ``WrappedFun``."""
+    return trace_to_subjaxpr(_wrapped_call(fun), pvals, instantiate)
 
 
 # ClosedJaxpr -> {(unknowns, instantiate): result}: the same jaxpr object partially evaluated
@@ -533,3 +566,46 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     invars = [v for v, u in zip(jaxpr.invars, used_invars) if u] if prune_invars else jaxpr.invars
     constvars = [v for v in jaxpr.constvars if v in live] if prune_invars else jaxpr.constvars
     return Jaxpr(constvars, invars, outvars, new_eqns, jaxpr.debug_info), used_invars
+
+
+def dce_jaxpr_consts(jaxpr: Jaxpr, used_outputs: Sequence[bool],
+                     instantiate: bool | Sequence[bool] = False
+                     ) -> tuple[Jaxpr, list[bool], list[bool]]:
+    """DCE that prunes unused constvars and invars too: the jaxpr, and which constvars and
+    which invars it kept (``instantiate`` keeps some, or all, constvars+invars anyway)."""
+    n = len(jaxpr.constvars)
+    new, used = dce_jaxpr(convert_constvars_jaxpr(jaxpr), used_outputs)
+    inst = [instantiate] * len(used) if isinstance(instantiate, bool) else list(instantiate)
+    used = [u or bool(i) for u, i in zip(used, inst)]
+    kept = [v for v, u in zip(new.invars, used) if u]
+    n_consts = sum(used[:n])
+    return (Jaxpr(kept[:n_consts], kept[n_consts:], new.outvars, new.eqns, jaxpr.debug_info),
+            used[:n], used[n:])
+
+
+def _call_dce(used_outputs: Sequence[bool], eqn: JaxprEqn, closed: bool):
+    if not any(used_outputs) and not eqn_has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    body = eqn.params["call_jaxpr"]
+    inner = body.jaxpr if closed else body
+    new, used_in = dce_jaxpr(inner, used_outputs, prune_invars=True)
+    if closed:
+        keep = set(new.constvars)
+        new = ClosedJaxpr(new, [c for v, c in zip(inner.constvars, body.consts) if v in keep])
+    outvars = [v for v, u in zip(eqn.outvars, used_outputs) if u]
+    invars = [v for v, u in zip(eqn.invars, used_in) if u]
+    return used_in, eqn.replace(invars=invars, outvars=outvars,
+                                params=dict(eqn.params, call_jaxpr=new))
+
+
+def dce_jaxpr_call_rule(used_outputs: Sequence[bool], eqn: JaxprEqn
+                        ) -> tuple[list[bool], JaxprEqn | None]:
+    """The DCE rule of a call primitive holding an open jaxpr (``call_jaxpr``): its body is
+    pruned to the used outputs, and its operands to those the body still reads."""
+    return _call_dce(used_outputs, eqn, closed=False)
+
+
+def dce_jaxpr_closed_call_rule(used_outputs: Sequence[bool], eqn: JaxprEqn
+                               ) -> tuple[list[bool], JaxprEqn | None]:
+    """``dce_jaxpr_call_rule`` for a call holding a ``ClosedJaxpr`` (``closed_call``)."""
+    return _call_dce(used_outputs, eqn, closed=True)
