@@ -63,10 +63,6 @@ NOT_COUNTED = {
     # per-equation compute-type contexts and memory-space types, which jaxkit's IR lacks.
     "jax.experimental.compute_on": "needs equation compute-type contexts and memory spaces",
     "jax.experimental.x64_context": "deprecated alias module",
-    # Not deprecated in JAX 0.10.2 (no warning on access), but JAX's internal interpreter API:
-    # it takes lu.WrappedFun, lowering contexts and JAX's rule tables, where jaxkit's
-    # interpreters (jaxkit.interpreters.*) have interfaces of their own.
-    "jax.interpreters": "JAX's internal interpreter API (jaxkit's interpreters differ)",
     "jax.lib": "jaxlib bridge module",
     "jax.tools": "command-line tools",
     "jax.version": "version module",

@@ -30,16 +30,15 @@ from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
 from jaxkit.interpreters.mlir_ir import (  # noqa: F401  (re-exported: rules use mlir.X)
-    DEVICE_TO_DEVICE_TYPE, RECV_FROM_HOST_TYPE, REEXPORTED_JAXLIB_MODULES, SEND_TO_HOST_TYPE,
-    ConstantHandler, LoweringParameters, LoweringResult, ShapePolyLoweringState,
-    ShardingContext, SPMDAxisContext, Token, TokenSet, Value, host_callback_call,
-    jaxlib_module, make_ir_context, merge_mlir_modules, shape_tensor, upstream_dialects,
-    aval_to_ir_type, aval_to_ir_types, broadcast_in_dim, convert, dense_int_array,
-    dense_int_elements, dtype_to_ir_type, flatten_ir_types, flatten_ir_values, full_like_aval,
-    i32_attr, i64_attr, ir_attribute, ir_constant, ir_constants, ir_tree_registry,
-    ir_type_handlers, layouts_attr, module_to_bytecode, module_to_hlo_text, module_to_string,
-    module_to_xla_computation, register_constant_handler, row_major, token_type,
-    unflatten_ir_values_like_types)
+    ConstantHandler, DEVICE_TO_DEVICE_TYPE, LoweringParameters, LoweringResult,
+    RECV_FROM_HOST_TYPE, REEXPORTED_JAXLIB_MODULES, SEND_TO_HOST_TYPE, SPMDAxisContext,
+    ShapePolyLoweringState, ShardingContext, Token, TokenSet, Value, aval_to_ir_type,
+    aval_to_ir_types, dense_int_array, dense_int_elements, dtype_to_ir_type, flatten_ir_types,
+    flatten_ir_values, full_like_aval, host_callback_call, i32_attr, ir_attribute, ir_constant,
+    ir_constants, ir_tree_registry, ir_type_handlers, jaxlib_module, layouts_attr,
+    lowerable_effects, make_ir_context, merge_mlir_modules, module_to_bytecode, module_to_hlo_text,
+    module_to_string, module_to_xla_computation, register_constant_handler, row_major,
+    shape_tensor, token_type, unflatten_ir_values_like_types, upstream_dialects)
 
 lowering_rules: dict[core.Primitive, Callable] = {}
 # Rules for one platform, which take precedence over ``lowering_rules`` when lowering for it.
@@ -100,6 +99,25 @@ def _token_from_boundary(aval: core.ShapedArray, x: ir.Value) -> ir.Value:
 
 def _token_to_boundary(aval: core.ShapedArray, x: ir.Value) -> ir.Value:
     return ir_constant(np.zeros(0, np.bool_)) if type(aval) is core.AbstractToken else x
+
+
+# --------------------------------------------------------------------------------------------
+# Constants (``ir_constant`` and its handlers are in ``mlir_ir``)
+# --------------------------------------------------------------------------------------------
+
+
+def i64_attr(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def broadcast_in_dim(x: ir.Value, aval_out: core.ShapedArray,
+                     broadcast_dimensions: Sequence[int]) -> ir.Value:
+    return hlo.BroadcastInDimOp(aval_to_ir_type(aval_out), x,
+                                i64_attr(broadcast_dimensions)).result
+
+
+def convert(x: ir.Value, aval_out: core.ShapedArray) -> ir.Value:
+    return hlo.ConvertOp(aval_to_ir_type(aval_out), x).result
 
 
 # --------------------------------------------------------------------------------------------

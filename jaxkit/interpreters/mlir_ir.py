@@ -68,6 +68,33 @@ def make_ir_context() -> ir.Context:
 
 
 Value = ir.Value
+
+
+class EffectTypeSet:
+    """A set of effect types (JAX's ``effects.EffectTypeSet``): an effect belongs to it when
+    it is an instance of one of them."""
+
+    def __init__(self):
+        self._types: set[type] = set()
+
+    def add_type(self, effect_type: type) -> None:
+        self._types.add(effect_type)
+
+    def contains(self, effect: Any) -> bool:
+        return any(isinstance(effect, t) for t in self._types)
+
+    def filter_in(self, effects: Iterable) -> list:
+        return [e for e in effects if self.contains(e)]
+
+    def filter_not_in(self, effects: Iterable) -> list:
+        return [e for e in effects if not self.contains(e)]
+
+
+# The effect types a lowering may meet (a library adds its own, as with JAX). jaxkit's
+# jaxprs carry no effect objects (callbacks are ordered by ``has_side_effect``), so its
+# lowering never has an effect to refuse; the set answers as JAX's does.
+lowerable_effects = EffectTypeSet()
+
 # The kinds of host transfer channel (XLA's ChannelHandle types), as JAX names them.
 DEVICE_TO_DEVICE_TYPE = 1
 SEND_TO_HOST_TYPE = 2
@@ -251,20 +278,6 @@ def _scalar_attr(v, elem: ir.Type) -> ir.Attribute:
 def full_like_aval(value, aval: core.ShapedArray) -> ir.Value:
     """A constant of ``aval``'s shape and dtype filled with ``value``."""
     return ir_constant(np.full(aval.shape, value, dtype=aval.dtype))
-
-
-def i64_attr(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
-    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
-
-
-def broadcast_in_dim(x: ir.Value, aval_out: core.ShapedArray,
-                     broadcast_dimensions: Sequence[int]) -> ir.Value:
-    return hlo.BroadcastInDimOp(aval_to_ir_type(aval_out), x,
-                                i64_attr(broadcast_dimensions)).result
-
-
-def convert(x: ir.Value, aval_out: core.ShapedArray) -> ir.Value:
-    return hlo.ConvertOp(aval_to_ir_type(aval_out), x).result
 
 
 def module_to_string(module: ir.Module, enable_debug_info: bool = False) -> str:
