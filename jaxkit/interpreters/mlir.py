@@ -30,15 +30,15 @@ from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
 from jaxkit.interpreters.mlir_ir import (  # noqa: F401  (re-exported: rules use mlir.X)
-    ConstantHandler, DEVICE_TO_DEVICE_TYPE, LoweringParameters, LoweringResult,
-    RECV_FROM_HOST_TYPE, REEXPORTED_JAXLIB_MODULES, SEND_TO_HOST_TYPE, SPMDAxisContext,
-    ShapePolyLoweringState, ShardingContext, Token, TokenSet, Value, aval_to_ir_type,
-    aval_to_ir_types, dense_int_array, dense_int_elements, dtype_to_ir_type, flatten_ir_types,
-    flatten_ir_values, full_like_aval, host_callback_call, i32_attr, ir_attribute, ir_constant,
-    ir_constants, ir_tree_registry, ir_type_handlers, jaxlib_module, layouts_attr,
-    lowerable_effects, make_ir_context, merge_mlir_modules, module_to_bytecode, module_to_hlo_text,
-    module_to_string, module_to_xla_computation, register_constant_handler, row_major,
-    shape_tensor, token_type, unflatten_ir_values_like_types, upstream_dialects)
+    AxisContext, ConstantHandler, DEVICE_TO_DEVICE_TYPE, LoweringParameters, LoweringResult,
+    LoweringRule, MeshAxisName, RECV_FROM_HOST_TYPE, REEXPORTED_JAXLIB_MODULES, SEND_TO_HOST_TYPE,
+    SPMDAxisContext, ShapePolyLoweringState, ShardingContext, Token, TokenSet, Value,
+    aval_to_ir_type, aval_to_ir_types, dense_int_array, dense_int_elements, dtype_to_ir_type,
+    flatten_ir_types, flatten_ir_values, full_like_aval, host_callback_call, i32_attr,
+    ir_attribute, ir_constant, ir_constants, ir_tree_registry, ir_type_handlers, jaxlib_module,
+    layouts_attr, lowerable_effects, make_ir_context, merge_mlir_modules, module_to_bytecode,
+    module_to_hlo_text, module_to_string, module_to_xla_computation, register_constant_handler,
+    row_major, shape_tensor, token_type, unflatten_ir_values_like_types, upstream_dialects)
 
 lowering_rules: dict[core.Primitive, Callable] = {}
 # Rules for one platform, which take precedence over ``lowering_rules`` when lowering for it.

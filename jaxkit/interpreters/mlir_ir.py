@@ -506,6 +506,12 @@ class SPMDAxisContext:
                      if n in self.manual_axes)
 
 
+# JAX's type aliases, for annotations in user rules.
+AxisContext = ShardingContext | SPMDAxisContext
+LoweringRule = Callable[..., Any]
+MeshAxisName = Any
+
+
 def shape_tensor(ctx: Any, sizes: Sequence[int | ir.Value]) -> ir.Value:
     """The 1-D int32 tensor of ``sizes`` (ints, or scalar IR values)."""
     i32 = aval_to_ir_type(core.ShapedArray((), np.dtype(np.int32)))

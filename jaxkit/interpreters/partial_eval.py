@@ -33,6 +33,8 @@ from jaxkit import tree_util
 from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
+Val = Any  # a known value (JAX's alias)
+
 # rule(trace, *args, **params) -> outputs (values for known outputs, tracers for unknown ones).
 # ``args`` mixes known values and the trace's ``JaxprTracer``s; at least one is unknown.
 partial_eval_rules: dict[core.Primitive, Callable] = {}
@@ -40,6 +42,12 @@ partial_eval_rules: dict[core.Primitive, Callable] = {}
 
 # JAX's name for the table: a user's primitive registers its rule there the same way.
 custom_partial_eval_rules = partial_eval_rules
+
+# JAX's rules for splitting one equation of a rematerialized jaxpr:
+# ``rule(saveable, unks_in, inst_in, eqn) -> (eqn_known, eqn_staged, unks_out, inst_out,
+# residual_vars)``. ``checkpoint``'s split consults them (``partial_eval_jaxpr(...,
+# jaxpr_custom_rules=True)``) for an equation with some unknown input, as JAX's remat does.
+partial_eval_jaxpr_custom_rules: dict[core.Primitive, Callable] = {}
 
 
 def defpartial_eval(prim: core.Primitive, rule: Callable) -> None:
@@ -379,6 +387,8 @@ class JaxprTrace(_RecordingTrace):
         rule = partial_eval_rules.get(primitive)
         if rule is not None:
             return rule(self, *args, **params)
+        if self.__dict__.get("jaxpr_custom_rules") and primitive in partial_eval_jaxpr_custom_rules:
+            return _split_by_jaxpr_custom_rule(self, primitive, args, params)
         return self.record(primitive, args, params)  # known inputs become residuals
 
     def to_jaxpr(self, outs: Sequence) -> tuple[Jaxpr, list]:
@@ -399,16 +409,55 @@ def _used_vars(jaxpr: Jaxpr) -> set:
     return used
 
 
+def _split_by_jaxpr_custom_rule(trace: JaxprTrace, primitive: core.Primitive, args: Sequence,
+                                params: dict) -> Any:
+    """Apply ``primitive`` through its rule in ``partial_eval_jaxpr_custom_rules``: its known
+    equation runs now (under the parent trace), its staged one is recorded, reading the
+    residuals the known one made (every value is saveable: known values are computed now)."""
+    unks_in = [not trace.is_known(x) for x in args]
+    invars = [Var(core.get_aval(x)) for x in args]
+    out = primitive.abstract_eval(*[v.aval for v in invars], **params)
+    outvars = [Var(a) for a in (list(out) if primitive.multiple_results else [out])]
+    eqn = JaxprEqn(primitive, invars, outvars, dict(params))
+    eqn_known, eqn_staged, unks_out, _, _ = partial_eval_jaxpr_custom_rules[primitive](
+        lambda *_, **__: True, unks_in, [not u for u in unks_in], eqn)
+    env = dict(zip(invars, args))
+
+    def read(a):
+        return a.val if type(a) is Literal else env[a]
+
+    known_env, staged_env = {}, {}
+    for e, is_known in ((eqn_known, True), (eqn_staged, False)):
+        if e is None:
+            continue
+        ins = [read(a) for a in e.invars]
+        if is_known:
+            with core.set_current_trace(trace.parent):
+                outs = e.primitive.bind(*ins, **e.params)
+            outs = outs if e.primitive.multiple_results else [outs]
+        else:
+            outs = trace.stage(e.primitive, ins, [v.aval for v in e.outvars], e.params)
+        (known_env if is_known else staged_env).update(zip(e.outvars, outs))
+        env.update(zip(e.outvars, outs))
+    results = [staged_env[v] if uk else known_env.get(v, staged_env.get(v))
+               for v, uk in zip(outvars, unks_out)]
+    return results if primitive.multiple_results else results[0]
+
+
 def trace_to_subjaxpr(fun: Callable, in_pvals: Sequence[PartialVal],
-                      instantiate: bool | Sequence[bool] = False
+                      instantiate: bool | Sequence[bool] = False, *,
+                      jaxpr_custom_rules: bool = False
                       ) -> tuple[Jaxpr, list[PartialVal], list]:
     """Partially evaluate ``fun`` (flat values in, flat sequence out) under the current trace.
 
     Known inputs are passed as they are; unknown ones become inputs of the returned jaxpr.
     Returns the jaxpr of the unknown part (constvars: residuals, invars: the unknown inputs,
     outvars: the unknown outputs), the outputs as ``PartialVal``s, and the residual values.
-    Outputs marked in ``instantiate`` are made unknown even if they are known."""
+    Outputs marked in ``instantiate`` are made unknown even if they are known. With
+    ``jaxpr_custom_rules``, primitives are split by ``partial_eval_jaxpr_custom_rules``."""
     trace = JaxprTrace()
+    if jaxpr_custom_rules:
+        trace.jaxpr_custom_rules = True
     try:
         args = [p.value if p.is_known else trace.new_arg(p.aval) for p in in_pvals]
         with core.set_current_trace(trace):
@@ -441,7 +490,7 @@ _pe_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
-                       instantiate: bool | Sequence[bool]
+                       instantiate: bool | Sequence[bool], *, jaxpr_custom_rules: bool = False
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
     """Split a jaxpr by data dependence on its unknown inputs (JAX's
     ``partial_eval_jaxpr_nounits``).
@@ -450,11 +499,13 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
     ``[*known outputs, *residuals]``; ``unknown`` maps ``[*residuals, *unknown inputs]`` to the
     unknown outputs; ``out_unknowns[i]`` says whether output ``i`` is unknown (data-dependent on
     an unknown input, or forced by ``instantiate``). Primitives with a rule in
-    ``partial_eval_rules`` are split recursively. The constants of ``closed`` must be concrete.
+    ``partial_eval_rules`` are split recursively (and, with ``jaxpr_custom_rules``, those
+    with one in ``partial_eval_jaxpr_custom_rules`` by it, as remat does). The constants of
+    ``closed`` must be concrete.
     """
     n_out = len(closed.out_avals)
     inst = (instantiate,) * n_out if isinstance(instantiate, bool) else tuple(instantiate)
-    key = (tuple(bool(u) for u in unknowns), inst)
+    key = (tuple(bool(u) for u in unknowns), inst, jaxpr_custom_rules)
     cacheable = not any(isinstance(c, core.Tracer) for c in closed.consts)
     per = _pe_cache.setdefault(closed, {}) if cacheable else {}
     hit = per.get(key)
@@ -467,7 +518,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
         pvals = [PartialVal.unknown(a) if uk else PartialVal.known(next(it))
                  for a, uk in zip(closed.in_avals, unknowns)]
         jaxpr_uk, out_pvals, residuals = trace_to_subjaxpr(
-            core.jaxpr_as_fun(closed), pvals, list(inst))
+            core.jaxpr_as_fun(closed), pvals, list(inst), jaxpr_custom_rules=jaxpr_custom_rules)
         cell.append((jaxpr_uk, [not p.is_known for p in out_pvals], len(residuals)))
         return [p.value for p in out_pvals if p.is_known] + list(residuals)
 
