@@ -56,4 +56,4 @@ def trace_to_jaxpr_nounits(fun: lu.WrappedFun, pvals, instantiate=False):
         instantiate)
     outs = [PartialVal.known(p.value) if p.is_known else PartialVal.unknown(p.aval)
             for p in out_pvals]
-    return jaxpr, outs, residuals
+    return jaxpr, outs, tuple(residuals)

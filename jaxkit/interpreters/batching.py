@@ -44,21 +44,26 @@ from jaxkit.runtime.sharding import typed_sharding
 batch_rules: dict[core.Primitive, Callable] = {}
 named_axis_rules: set[core.Primitive] = set()
 not_mapped = None
-# JAX's name for ``batch_rules``: its rules take the axis data first, as jaxkit's do.
-fancy_primitive_batchers = batch_rules
 
 
-class _AxisFreeBatchers:
-    """``primitive_batchers[prim] = rule``: JAX's way for users to register a batching rule
-    that does not take the axis data, ``rule(batched_args, batch_dims, **params)``; it is
-    stored in ``batch_rules`` behind an adapter that drops the axis data."""
+class _BatchRulesView:
+    """A view of ``batch_rules`` in one of the forms JAX's users register batching rules in;
+    a rule set through it is stored behind an adapter (``_adapt``) that calls it as JAX does,
+    with the batched values and dims as tuples. Reading gives the stored rule."""
+
+    def _adapt(self, rule: Callable) -> Callable:
+        def adapted(axis_data, vals, dims, **params):
+            return rule(axis_data, tuple(vals), tuple(dims), **params)
+        return adapted
 
     def __setitem__(self, prim: core.Primitive, rule: Callable) -> None:
-        def adapted(axis_data, vals, dims, **params):
-            del axis_data
-            return rule(tuple(vals), tuple(dims), **params)  # tuples, as JAX passes them
+        batch_rules[prim] = self._adapt(rule)
 
-        batch_rules[prim] = adapted
+    def __getitem__(self, prim: core.Primitive) -> Callable:
+        return batch_rules[prim]
+
+    def get(self, prim: core.Primitive, default=None):
+        return batch_rules.get(prim, default)
 
     def __delitem__(self, prim: core.Primitive) -> None:
         del batch_rules[prim]
@@ -67,23 +72,32 @@ class _AxisFreeBatchers:
         return prim in batch_rules
 
 
-primitive_batchers = _AxisFreeBatchers()
+class _AxisFreeBatchers(_BatchRulesView):
+    """``primitive_batchers[prim] = rule``: ``rule(batched_args, batch_dims, **params)``,
+    without the axis data."""
+
+    def _adapt(self, rule: Callable) -> Callable:
+        def adapted(axis_data, vals, dims, **params):
+            del axis_data
+            return rule(tuple(vals), tuple(dims), **params)
+        return adapted
 
 
-class _AxisSizeNameBatchers(_AxisFreeBatchers):
-    """``axis_primitive_batchers[prim] = rule``: JAX's older registration of a rule that
-    takes the axis's size and name first, ``rule(size, name, spmd_name, batched_args,
-    batch_dims, **params)`` (``spmd_name`` is always None, as in JAX); stored in
-    ``batch_rules`` behind an adapter."""
+class _AxisSizeNameBatchers(_BatchRulesView):
+    """``axis_primitive_batchers[prim] = rule``: JAX's older form, which takes the axis's size
+    and name first, ``rule(size, name, spmd_name, batched_args, batch_dims, **params)``
+    (``spmd_name`` is always None, as in JAX)."""
 
-    def __setitem__(self, prim: core.Primitive, rule: Callable) -> None:
+    def _adapt(self, rule: Callable) -> Callable:
         def adapted(axis_data, vals, dims, **params):
             return rule(axis_data.size, axis_data.name, None, tuple(vals), tuple(dims),
                         **params)
+        return adapted
 
-        batch_rules[prim] = adapted
 
-
+# JAX's names: ``fancy_primitive_batchers`` takes jaxkit's own form (the axis data first).
+fancy_primitive_batchers = _BatchRulesView()
+primitive_batchers = _AxisFreeBatchers()
 axis_primitive_batchers = _AxisSizeNameBatchers()
 
 

@@ -661,7 +661,7 @@ def lower_jaxpr_to_module(module_name: str, jaxpr: core.ClosedJaxpr, *, num_cons
                          platform=platforms[0])
     with make_ir_context():
         module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name)
-    return LoweringResult(module, None, list(pjrt.module_host_callbacks.get(module, ())),
+    return LoweringResult(module, [], list(pjrt.module_host_callbacks.get(module, ())),
                           ShapePolyLoweringState())
 
 

@@ -528,6 +528,9 @@ def merge_mlir_modules(dst_module: ir.Module, sym_name: str, src_module: ir.Modu
     """Move every function of ``src_module`` into ``dst_module``, its ``main`` renamed
     ``sym_name`` and made private, the others renamed where their names are taken; returns
     the name ``main`` got."""
+    if dst_module.context != src_module.context:
+        raise AssertionError("merge_mlir_modules: the modules belong to different MLIR "
+                             "contexts; lower both in one (mlir.make_ir_context())")
     dst_symtab = dst_symtab or ir.SymbolTable(dst_module.operation)
     renamed = sym_name
     for op in list(src_module.body.operations):
@@ -542,6 +545,8 @@ def merge_mlir_modules(dst_module: ir.Module, sym_name: str, src_module: ir.Modu
         if old == "main":
             op.attributes["sym_visibility"] = ir.StringAttr.get("private")
             renamed = new
+        op.operation.detach_from_parent()  # moved, not copied, into ``dst_module``
+        dst_module.body.append(op)
         dst_symtab.insert(op)
     return renamed
 

@@ -480,8 +480,10 @@ def trace_to_subjaxpr(fun: Callable, in_pvals: Sequence[PartialVal],
 def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal],
                            instantiate: bool | Sequence[bool] = False
                            ) -> tuple[Jaxpr, list[PartialVal], list]:
-    """JAX's entry point over ``trace_to_subjaxpr``, for ``fun`` a ``WrappedFun``."""
-    return trace_to_subjaxpr(_wrapped_call(fun), pvals, instantiate)
+    """JAX's entry point over ``trace_to_subjaxpr``, for ``fun`` a ``WrappedFun``: the
+    residuals come as a tuple, as JAX gives them."""
+    jaxpr, out_pvals, residuals = trace_to_subjaxpr(_wrapped_call(fun), pvals, instantiate)
+    return jaxpr, out_pvals, tuple(residuals)
 
 
 # ClosedJaxpr -> {(unknowns, instantiate): result}: the same jaxpr object partially evaluated
