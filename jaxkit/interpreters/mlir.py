@@ -635,6 +635,19 @@ def lower_fun(fun: Callable, multiple_results: bool = False, *,
 # JAX's lowering API (``jax.interpreters.mlir``) over the lowering above
 # --------------------------------------------------------------------------------------------
 
+def _asks_for_more(option: str, value: Any) -> bool:
+    """Whether a ``lower_jaxpr_to_module`` option asks for what jaxkit's lowering does not do
+    (a default, or a sequence of defaults, asks for nothing; names only label the
+    arguments, replication concerns several replicas)."""
+    if option in ("arg_names", "replicated_args") or value is None or value is True:
+        return False
+    if option == "num_partitions":
+        return value != 1
+    if isinstance(value, (list, tuple)):
+        return any(x is not None for x in value)
+    return True
+
+
 def lower_jaxpr_to_module(module_name: str, jaxpr: core.ClosedJaxpr, *, num_const_args: int = 0,
                           in_avals: Sequence = (), ordered_effects: Sequence = (),
                           platforms: Sequence[str] = ("cpu",), backend: Any = None,
@@ -645,7 +658,7 @@ def lower_jaxpr_to_module(module_name: str, jaxpr: core.ClosedJaxpr, *, num_cons
     """Lower a closed jaxpr to a module ``@module_name`` whose public ``main`` computes it
     (its consts as constants), for ``platforms[0]``; jaxlib compiles the result's module."""
     del in_avals, backend, num_const_args
-    given = {k for k, v in unsupported.items() if v is not None and v != 1 and v is not True}
+    given = sorted(k for k, v in unsupported.items() if _asks_for_more(k, v))
     if (len(platforms) != 1 or ordered_effects or given or (lowering_parameters or
             LoweringParameters()).override_lowering_rules is not None or
             getattr(axis_context, "num_devices", 1) != 1):
@@ -653,7 +666,7 @@ def lower_jaxpr_to_module(module_name: str, jaxpr: core.ClosedJaxpr, *, num_cons
             "lower_jaxpr_to_module: jaxkit lowers for one platform and one device, without "
             "ordered effects, per-argument shardings/layouts or overridden rules "
             f"(got platforms={tuple(platforms)}, ordered_effects={list(ordered_effects)}, "
-            f"options {sorted(given)}); use jit(...).lower(...) for those")
+            f"options {given}); use jit(...).lower(...) for those")
     mesh = (None if not isinstance(axis_context, SPMDAxisContext) else
             [(n, axis_context.mesh.shape[n]) for n in axis_context.mesh.axis_names])
     module = lower_jaxpr(module_name, jaxpr.jaxpr, consts=jaxpr.consts, mesh=mesh,
