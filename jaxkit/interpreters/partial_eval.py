@@ -439,8 +439,12 @@ def _split_by_jaxpr_custom_rule(trace: JaxprTrace, primitive: core.Primitive, ar
             outs = trace.stage(e.primitive, ins, [v.aval for v in e.outvars], e.params)
         (known_env if is_known else staged_env).update(zip(e.outvars, outs))
         env.update(zip(e.outvars, outs))
-    results = [staged_env[v] if uk else known_env.get(v, staged_env.get(v))
+    results = [(staged_env if uk else known_env).get(v, staged_env.get(v))
                for v, uk in zip(outvars, unks_out)]
+    if any(r is None for r in results):
+        raise ValueError(f"the partial_eval_jaxpr_custom_rules rule of '{primitive}' left an "
+                         "output neither computed by its known equation nor staged: return the "
+                         "equation's outvars from eqn_known or eqn_staged")
     return results if primitive.multiple_results else results[0]
 
 
@@ -479,7 +483,7 @@ def trace_to_subjaxpr(fun: Callable, in_pvals: Sequence[PartialVal],
 
 def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal],
                            instantiate: bool | Sequence[bool] = False
-                           ) -> tuple[Jaxpr, list[PartialVal], list]:
+                           ) -> tuple[Jaxpr, list[PartialVal], tuple]:
     """JAX's entry point over ``trace_to_subjaxpr``, for ``fun`` a ``WrappedFun``: the
     residuals come as a tuple, as JAX gives them."""
     jaxpr, out_pvals, residuals = trace_to_subjaxpr(_wrapped_call(fun), pvals, instantiate)

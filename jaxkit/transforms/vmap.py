@@ -39,6 +39,18 @@ def _is_spec(s) -> bool:
     return s is None or type(s) is int or type(s) in batching.spec_types
 
 
+def _vmappable_leaf() -> Callable | None:
+    """``is_leaf`` for flattening vmap's arguments and outputs: values of registered
+    vmappable types are leaves (None, the faster flatten, while no type is registered)."""
+    return batching.is_vmappable if batching.vmappables else None
+
+
+def _maps_itself_or_vmappable() -> Callable:
+    if not batching.vmappables:
+        return _maps_itself
+    return lambda n: _maps_itself(n) or batching.is_vmappable(n)
+
+
 def _iota(size):
     handler = batching.make_iota_handlers.get(type(size))
     return handler(size) if handler is not None else lax.iota(np.int32, int(size))
@@ -85,7 +97,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
         arg_dims = [d for d, _ in _flatten_axes("vmap in_axes", in_axes, args)]
-        flat_args, args_tree = tree_util.tree_flatten(args, is_leaf=batching.is_vmappable)
+        vmappable = _vmappable_leaf()
+        flat_args, args_tree = tree_util.tree_flatten(args, is_leaf=vmappable)
         flat_kwargs, kwargs_tree = tree_util.tree_flatten(kwargs)
         vals = flat_args + flat_kwargs
         dims = arg_dims + [0] * len(flat_kwargs)
@@ -102,10 +115,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                     "vmap")):  # scopes opened inside are named ``vmap(...)``, as in JAX
                 out = fun(*tree_util.tree_unflatten(args_tree, in_vals[:len(flat_args)]),
                           **tree_util.tree_unflatten(kwargs_tree, in_vals[len(flat_args):]))
-        out_flat, out_tree = tree_util.tree_flatten(out, is_leaf=batching.is_vmappable)
+        out_flat, out_tree = tree_util.tree_flatten(out, is_leaf=vmappable)
         out_specs = _flatten_axes("vmap out_axes", out_axes, out)
-        out_paths = [p for p, _ in tree_util.tree_flatten_with_path(
-            out, is_leaf=batching.is_vmappable)[0]]
+        out_paths = [p for p, _ in tree_util.tree_flatten_with_path(out, is_leaf=vmappable)[0]]
         results = [_from_batch(trace, o, dst, spec_path, path, size, axis_name)
                    for o, (dst, spec_path), path in zip(out_flat, out_specs, out_paths)]
         trace_ref = weakref.ref(trace)
@@ -158,8 +170,7 @@ def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
             # A node that knows how it is mapped (a batched sparse array: all its buffers
             # along one batch axis, checked by the node) gives its leaves' axes itself; a
             # registered vmappable value is one leaf.
-            for node in tree_util.tree_leaves(
-                    x, is_leaf=lambda n: _maps_itself(n) or batching.is_vmappable(n)):
+            for node in tree_util.tree_leaves(x, is_leaf=_maps_itself_or_vmappable()):
                 if batching.is_vmappable(node):
                     out.append((s, path))
                 elif s is not None and _maps_itself(node):
