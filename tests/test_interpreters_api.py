@@ -215,6 +215,8 @@ CASES = {
         def low(ctx, x, y, z):
             seen.append([str(t) for t in mlir.aval_to_ir_types(ctx.module_context,
                                                                  ctx.avals_in[0])])
+            seen.append(str(mlir.aval_to_ir_type(ctx.module_context, ctx.avals_in[0])))
+            seen.append((len(ctx.tokens_in.effects()), ctx.tokens_out))
             c, = mlir.ir_constants(np.float32(0.5))
             seen.append(str(c.type))
             seen.append(str(mlir.ir_constant(np.arange(3, dtype=np.int32)).type))

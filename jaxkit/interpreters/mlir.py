@@ -175,9 +175,16 @@ class LoweringRuleContext:
     avals_out: Sequence[core.ShapedArray]
     primitive: core.Primitive | None = None
     source_info: source_info.SourceInfo | None = None  # the equation's, for op locations
+    # JAX's effect tokens: jaxkit's equations carry no ordered effects, so a rule gets none
+    # (and one that sets tokens_out, as JAX's effectful rules do, may).
+    tokens_in: TokenSet = field(default_factory=TokenSet)
+    tokens_out: TokenSet | None = None
 
     def replace(self, **kw) -> LoweringRuleContext:
         return LoweringRuleContext(**{**self.__dict__, **kw})
+
+    def set_tokens_out(self, tokens_out: TokenSet) -> None:
+        self.tokens_out = tokens_out
 
 
 def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Value],

@@ -168,9 +168,10 @@ def _aval_ir_types(aval) -> Any:
     raise TypeError(f"No ir_type_handler for aval type: {type(aval)}")
 
 
-def aval_to_ir_type(aval: core.ShapedArray) -> ir.Type:
-    """The one IR type of ``aval`` (``ir_type_handlers``)."""
-    out = _aval_ir_types(aval)
+def aval_to_ir_type(*ctx_and_aval) -> ir.Type:
+    """The one IR type of ``aval`` (``ir_type_handlers``); called ``(aval)`` or, as in JAX
+    0.10.2, ``(ctx, aval)`` (the module context is not needed)."""
+    out = _aval_ir_types(ctx_and_aval[-1])
     if isinstance(out, ir.Type):
         return out
     raise TypeError(f"Expected a single IR type, got {out}")
