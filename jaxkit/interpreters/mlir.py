@@ -622,17 +622,22 @@ def lower_fun(fun: Callable, multiple_results: bool = False, *,
     primitive can be defined by composition without writing StableHLO by hand. With
     ``physical``, it is traced at the operands' physical types (a ``key<fry>[n]`` operand is
     its ``u32[n,2]`` data) and must return physical values: the rule of a primitive that
-    takes or makes extended-dtype values itself (``register_lowering(..., physical=True)``)."""
+    takes or makes extended-dtype values itself (``register_lowering(..., physical=True)``).
+    A function returning a list or tuple has its results lowered as a list, whatever
+    ``multiple_results`` says: the form of JAX's ``lower_fun``, whose default is True."""
 
     def rule(ctx: LoweringRuleContext, *args, **params):
+        listed = []
+
         def flat_fun(*xs):
             out = fun(*xs, **params)
-            return list(out) if multiple_results else [out]
+            listed.append(multiple_results or isinstance(out, (list, tuple)))
+            return list(out) if listed[0] else [out]
 
         avals = [core.physical_aval(a) for a in ctx.avals_in] if physical else ctx.avals_in
         jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
         outs = closed_subcomp(ctx.module_context, core.ClosedJaxpr(jaxpr, consts), *args)
-        return outs if multiple_results else outs[0]
+        return outs if listed[0] else outs[0]
 
     return rule
 
