@@ -59,10 +59,6 @@ NOT_COUNTED = {
     "jax.experimental.mosaic": "Mosaic is TPU/GPU-only",
     "jax.experimental.jax2tf": "needs TensorFlow",
     "jax.experimental.buffer_callback": "GPU/TPU buffer callbacks",
-    # Not deprecated in JAX 0.10.2 (no warning on access), but JAX's internal interpreter API:
-    # it takes lu.WrappedFun, lowering contexts and JAX's rule tables, where jaxkit's
-    # interpreters (jaxkit.interpreters.*) have interfaces of their own.
-    "jax.interpreters": "JAX's internal interpreter API (jaxkit's interpreters differ)",
     "jax.lib": "jaxlib bridge module",
     "jax.tools": "command-line tools",
     "jax.version": "version module",

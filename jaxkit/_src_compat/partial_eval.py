@@ -9,8 +9,15 @@ from jaxkit import core
 from jaxkit.extend import linear_util as lu
 from jaxkit.interpreters import partial_eval as _pe
 from jaxkit.interpreters.partial_eval import convert_constvars_jaxpr, dce_jaxpr  # noqa: F401
+from jaxkit.interpreters.partial_eval import (  # noqa: F401  (the rest of JAX's public names)
+    DynamicJaxprTracer, JaxprTracer, Val, custom_partial_eval_rules, dce_jaxpr_call_rule,
+    dce_jaxpr_closed_call_rule, dce_jaxpr_consts, dce_rules, partial_eval_jaxpr_custom_rules,
+    trace_to_jaxpr_dynamic)
 
-__all__ = ["PartialVal", "convert_constvars_jaxpr", "dce_jaxpr", "trace_to_jaxpr_nounits"]
+__all__ = ["DynamicJaxprTracer", "JaxprTracer", "PartialVal", "Val", "convert_constvars_jaxpr",
+           "custom_partial_eval_rules", "dce_jaxpr", "dce_jaxpr_call_rule",
+           "dce_jaxpr_closed_call_rule", "dce_jaxpr_consts", "dce_rules",
+           "partial_eval_jaxpr_custom_rules", "trace_to_jaxpr_dynamic", "trace_to_jaxpr_nounits"]
 
 
 class PartialVal(NamedTuple):
@@ -49,4 +56,4 @@ def trace_to_jaxpr_nounits(fun: lu.WrappedFun, pvals, instantiate=False):
         instantiate)
     outs = [PartialVal.known(p.value) if p.is_known else PartialVal.unknown(p.aval)
             for p in out_pvals]
-    return jaxpr, outs, residuals
+    return jaxpr, outs, tuple(residuals)

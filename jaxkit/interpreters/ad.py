@@ -116,6 +116,11 @@ def add_tangents(x, y):
     return add_jaxvals_p.bind(x, y)
 
 
+def add_jaxvals(x, y):
+    """The sum of two tangents (or cotangents): ``add_any``, the sum autodiff accumulates."""
+    return add_jaxvals_p.bind(x, y)
+
+
 # --------------------------------------------------------------------------------------------
 # Helpers that fill ``jvp_rules`` / ``transpose_rules`` from one-line rules
 # --------------------------------------------------------------------------------------------
@@ -483,9 +488,82 @@ def linearize_flat(fun: Callable, primals: Sequence, nonzero: Sequence[bool] | N
                                    out_nonzero), _rebuild(aux_flat, aux_tree)
 
 
+def _flat_call(fun: Callable, args_tree, has_aux: bool, trees: list) -> Callable:
+    """``fun`` of the arguments ``args_tree`` (a ``FlatTree`` of JAX's, or a flat sequence)
+    as a flat function: flat values in, the output's leaves out (their treedef into
+    ``trees``), as ``(leaves, aux)`` with ``has_aux``."""
+    def flat(*xs):
+        args = args_tree.update(xs).unflatten() if hasattr(args_tree, "update") else xs
+        out = fun(*args)
+        if has_aux:
+            if not isinstance(out, (list, tuple)) or len(out) != 2:
+                raise TypeError("expected function with aux output to return a two-element "
+                                f"tuple, but got type {type(out)} with value {out!r}")
+            out, aux = out
+        leaves, tree = tree_util.tree_flatten(out)
+        trees.append(tree)
+        return (leaves, aux) if has_aux else leaves
+    return flat
+
+
+def _like(args_tree, tree, vals: Sequence):
+    """``vals`` as a ``FlatTree`` of structure ``tree`` when the arguments came as one
+    (``args_tree``'s own class builds it), else as a list."""
+    if hasattr(args_tree, "update"):
+        return type(args_tree).flatten(tree_util.tree_unflatten(tree, list(vals)))
+    return list(vals)
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False,
+        instantiate: bool | Sequence[bool] = True, transform_stack: bool = True) -> tuple:
+    """JAX's ``ad.jvp``: ``fun`` applied to ``primals`` (a ``FlatTree`` of its positional
+    arguments, or a flat sequence) pushed forward along ``tangents`` (same structure;
+    ``Zero``s and ``float0`` values are zeros). Returns ``(out_primals, out_tangents)``
+    (``FlatTree``s of the output's structure, or lists), and the auxiliary output with
+    ``has_aux``; output tangents marked in ``instantiate`` are never symbolic zeros."""
+    trees: list = []
+    t_vals = list(tangents.vals) if hasattr(tangents, "vals") else list(tangents)
+    p_vals = list(primals.vals) if hasattr(primals, "vals") else list(primals)
+    p_out, t_out, aux = jvp_flat(_flat_call(fun, primals, has_aux, trees), p_vals, t_vals,
+                                 has_aux=has_aux, transform_stack=transform_stack)
+    inst = [instantiate] * len(t_out) if isinstance(instantiate, bool) else instantiate
+    t_out = [instantiate_zeros(t) if i and type(t) is Zero else t for t, i in zip(t_out, inst)]
+    outs = (_like(primals, trees[0], p_out), _like(primals, trees[0], t_out))
+    return (*outs, aux) if has_aux else outs
+
+
+def linearize(traceable: Callable, primals, has_aux: bool = False, is_vjp: bool = False
+              ) -> tuple:
+    """JAX's ``ad.linearize``: ``(out_primals, out_zeros, jaxpr, consts)`` (and the auxiliary
+    output with ``has_aux``). ``jaxpr`` maps one tangent per input to the output tangents
+    that are not symbolic zeros (``out_zeros[i]`` marks the others); its constvars are the
+    residuals, whose values are ``consts``."""
+    del is_vjp  # jaxkit's linearization serves jvp and vjp alike
+    trees: list = []
+    p_vals = list(primals.vals) if hasattr(primals, "vals") else list(primals)
+    p_out, lin, aux = linearize_flat(_flat_call(traceable, primals, has_aux, trees), p_vals,
+                                     has_aux=has_aux)
+    it = iter(lin.jaxpr.invars)
+    invars = [next(it) if nz else Var(a) for a, nz in zip(lin.in_avals, lin.in_nonzero)]
+    jaxpr = Jaxpr(lin.jaxpr.constvars, invars, lin.jaxpr.outvars, lin.jaxpr.eqns,
+                  lin.jaxpr.debug_info)
+    outs = (_like(primals, trees[0], p_out), [not nz for nz in lin.out_nonzero], jaxpr,
+            list(lin.consts))
+    return (*outs, aux) if has_aux else outs
+
+
 # --------------------------------------------------------------------------------------------
 # Reverse mode: transposing linear jaxprs
 # --------------------------------------------------------------------------------------------
+
+
+def get_primitive_transpose(p: core.Primitive) -> Callable:
+    """The transpose rule registered for ``p`` (JAX's lookup, with its error)."""
+    try:
+        return transpose_rules[p]
+    except KeyError as err:
+        raise NotImplementedError("Transpose rule (for reverse-mode differentiation) for "
+                                  f"'{p}' not implemented") from err
 
 
 def _missing_transpose(prim: core.Primitive):

@@ -44,21 +44,26 @@ from jaxkit.runtime.sharding import typed_sharding
 batch_rules: dict[core.Primitive, Callable] = {}
 named_axis_rules: set[core.Primitive] = set()
 not_mapped = None
-# JAX's name for ``batch_rules``: its rules take the axis data first, as jaxkit's do.
-fancy_primitive_batchers = batch_rules
 
 
-class _AxisFreeBatchers:
-    """``primitive_batchers[prim] = rule``: JAX's way for users to register a batching rule
-    that does not take the axis data, ``rule(batched_args, batch_dims, **params)``; it is
-    stored in ``batch_rules`` behind an adapter that drops the axis data."""
+class _BatchRulesView:
+    """A view of ``batch_rules`` in one of the forms JAX's users register batching rules in;
+    a rule set through it is stored behind an adapter (``_adapt``) that calls it as JAX does,
+    with the batched values and dims as tuples. Reading gives the stored rule."""
+
+    def _adapt(self, rule: Callable) -> Callable:
+        def adapted(axis_data, vals, dims, **params):
+            return rule(axis_data, tuple(vals), tuple(dims), **params)
+        return adapted
 
     def __setitem__(self, prim: core.Primitive, rule: Callable) -> None:
-        def adapted(axis_data, vals, dims, **params):
-            del axis_data
-            return rule(tuple(vals), tuple(dims), **params)  # tuples, as JAX passes them
+        batch_rules[prim] = self._adapt(rule)
 
-        batch_rules[prim] = adapted
+    def __getitem__(self, prim: core.Primitive) -> Callable:
+        return batch_rules[prim]
+
+    def get(self, prim: core.Primitive, default=None):
+        return batch_rules.get(prim, default)
 
     def __delitem__(self, prim: core.Primitive) -> None:
         del batch_rules[prim]
@@ -67,7 +72,100 @@ class _AxisFreeBatchers:
         return prim in batch_rules
 
 
+class _AxisFreeBatchers(_BatchRulesView):
+    """``primitive_batchers[prim] = rule``: ``rule(batched_args, batch_dims, **params)``,
+    without the axis data."""
+
+    def _adapt(self, rule: Callable) -> Callable:
+        def adapted(axis_data, vals, dims, **params):
+            del axis_data
+            return rule(tuple(vals), tuple(dims), **params)
+        return adapted
+
+
+class _AxisSizeNameBatchers(_BatchRulesView):
+    """``axis_primitive_batchers[prim] = rule``: JAX's older form, which takes the axis's size
+    and name first, ``rule(size, name, spmd_name, batched_args, batch_dims, **params)``
+    (``spmd_name`` is always None, as in JAX)."""
+
+    def _adapt(self, rule: Callable) -> Callable:
+        def adapted(axis_data, vals, dims, **params):
+            return rule(axis_data.size, axis_data.name, None, tuple(vals), tuple(dims),
+                        **params)
+        return adapted
+
+
+# JAX's names: ``fancy_primitive_batchers`` takes jaxkit's own form (the axis data first).
+fancy_primitive_batchers = _BatchRulesView()
 primitive_batchers = _AxisFreeBatchers()
+axis_primitive_batchers = _AxisSizeNameBatchers()
+
+
+# --------------------------------------------------------------------------------------------
+# Vmappable types: a library's own container that vmap maps as a whole (JAX's typeclass)
+# --------------------------------------------------------------------------------------------
+
+# data type -> (spec type, axis size type); the spec types an in_axes/out_axes leaf may be.
+vmappables: dict[type, tuple[type, type]] = {}
+spec_types: set[type] = set()
+to_elt_handlers: dict[type, Callable] = {}
+from_elt_handlers: dict[type, Callable] = {}
+make_iota_handlers: dict[type, Callable] = {}
+
+
+def register_vmappable(data_type: type, spec_type: type, axis_size_type: type,
+                       to_elt: Callable, from_elt: Callable, make_iota: Callable | None) -> None:
+    """Make vmap map values of ``data_type`` as one (not as a pytree of arrays), with specs of
+    ``spec_type`` in ``in_axes``/``out_axes``. ``to_elt(cont, get_idx, x, spec)`` gives the
+    value standing for one example (``cont(y, spec)`` maps a component: an array with an int
+    spec becomes a batch tracer; ``get_idx()`` is the example's index); ``from_elt(cont,
+    axis_size, elt, spec)`` rebuilds the batched value from an example's result
+    (``cont(axis_size, y, spec)`` for a component). ``make_iota(axis_size)``, for an
+    ``axis_size_type`` of its own, gives the indices."""
+    vmappables[data_type] = (spec_type, axis_size_type)
+    spec_types.add(spec_type)
+    to_elt_handlers[data_type] = to_elt
+    from_elt_handlers[data_type] = from_elt
+    if make_iota is not None:
+        make_iota_handlers[axis_size_type] = make_iota
+
+
+def unregister_vmappable(data_type: type) -> None:
+    """Kept for compatibility: as in JAX 0.10.2 it does nothing (a registration stays)."""
+    del data_type
+
+
+def is_vmappable(x: Any) -> bool:
+    return type(x) in vmappables
+
+
+def to_elt(trace: BatchTrace, get_idx: Callable, x: Any, spec: Any) -> Any:
+    """The value standing for one example of ``x`` mapped along ``spec`` (vmap's inputs)."""
+    handler = to_elt_handlers.get(type(x))
+    if handler is not None:
+        return handler(lambda y, s: to_elt(trace, get_idx, y, s), get_idx, x, spec)
+    if spec is None:
+        return x
+    if not isinstance(spec, int):
+        raise TypeError(f"vmap in_axes leaf {spec!r} of type {type(spec).__name__} maps a "
+                        f"value of type {type(x).__name__}, which is not a vmappable type "
+                        "registered for it (batching.register_vmappable)")
+    return BatchTracer(trace, x, spec % core.get_aval(x).ndim)
+
+
+def from_elt(trace: BatchTrace, axis_size: Any, x: Any, spec: Any) -> Any:
+    """The batched value, batch axis at ``spec``, of one example's result ``x``."""
+    handler = from_elt_handlers.get(type(x))
+    if handler is not None:
+        return handler(lambda size, y, s: from_elt(trace, size, y, s), axis_size, x, spec)
+    val, bdim = trace.to_batch_info(x)
+    if spec is None:
+        if bdim is not not_mapped:
+            raise ValueError(f"vmap has mapped output but out_axes is None (the output was "
+                             f"batched on axis {bdim})")
+        return val
+    ndim = core.get_aval(val).ndim + (1 if bdim is not_mapped else 0)
+    return matchaxis(bdim, spec % ndim, val, axis_size)
 
 
 # --------------------------------------------------------------------------------------------

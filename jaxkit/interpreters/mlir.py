@@ -8,24 +8,17 @@ function of the module (emitted once per jaxpr: ``mlir_calls.call_jaxpr``), as J
 """
 from __future__ import annotations
 
-import importlib
-import io
 import math
 import re
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from types import ModuleType
 from typing import Any
 
-import ml_dtypes
 import numpy as np
-from jaxlib import _hlo, _jax
 from jaxlib import xla_client as _xc
 from jaxlib.mlir import ir
-from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo
+from jaxlib.mlir.dialects import chlo  # noqa: F401  (rules use mlir.chlo)
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -36,6 +29,16 @@ from jaxkit.runtime.sharding import Mesh
 from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
+from jaxkit.interpreters.mlir_ir import (  # noqa: F401  (re-exported: rules use mlir.X)
+    AxisContext, ConstantHandler, DEVICE_TO_DEVICE_TYPE, LoweringParameters, LoweringResult,
+    LoweringRule, MeshAxisName, RECV_FROM_HOST_TYPE, REEXPORTED_JAXLIB_MODULES, SEND_TO_HOST_TYPE,
+    SPMDAxisContext, ShapePolyLoweringState, ShardingContext, Token, TokenSet, Value,
+    aval_to_ir_type, aval_to_ir_types, dense_int_array, dense_int_elements, dtype_to_ir_type,
+    flatten_ir_types, flatten_ir_values, full_like_aval, i32_attr,
+    ir_attribute, ir_constant, ir_constants, ir_tree_registry, ir_type_handlers, jaxlib_module,
+    layouts_attr, lowerable_effects, make_ir_context, merge_mlir_modules, module_to_bytecode,
+    module_to_hlo_text, module_to_string, module_to_xla_computation, register_constant_handler,
+    row_major, shape_tensor, token_type, unflatten_ir_values_like_types, upstream_dialects)
 
 lowering_rules: dict[core.Primitive, Callable] = {}
 # Rules for one platform, which take precedence over ``lowering_rules`` when lowering for it.
@@ -82,101 +85,6 @@ def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None
 # Context and types
 # --------------------------------------------------------------------------------------------
 
-# jaxlib's extension is the only way to register the upstream dialects (func, arith, ...) that
-# StableHLO modules use; the public stablehlo/chlo modules register only themselves.
-_registry = ir.DialectRegistry()
-_jax_mlir_ext.register_dialects(_registry)
-upstream_dialects = _registry  # the name jax.extend.lowering gives it
-_context: ir.Context | None = None
-
-# The jaxlib modules that ``jax.extend`` re-exports unchanged (MLIR bindings and dialects, the
-# portable-artifact functions, IFRT programs and proxy, the XLA client's sharding protos, the
-# registry of HLO module passes).
-# jaxkit.extend reaches them here because only this module and the runtime may import jaxlib.
-REEXPORTED_JAXLIB_MODULES = frozenset({
-    "jaxlib.mlir.ir", "jaxlib.mlir.passmanager", "jaxlib._jax.mlir",
-    "jaxlib._jax.ifrt_programs", "jaxlib._ifrt_proxy", "jaxlib.xla_client", "jaxlib._xla",
-    *(f"jaxlib.mlir.dialects.{d}" for d in (
-        "arith", "builtin", "chlo", "func", "math", "memref", "mpmd", "scf", "sdy",
-        "sparse_tensor", "stablehlo", "vector")),
-})
-
-
-def jaxlib_module(name: str) -> ModuleType:
-    """The jaxlib module ``name``, one of ``REEXPORTED_JAXLIB_MODULES`` (imported on first
-    use, so that ``import jaxkit`` does not load dialects nobody asked for)."""
-    if name not in REEXPORTED_JAXLIB_MODULES:
-        raise ValueError(f"{name!r} is not a jaxlib module jaxkit re-exports; choose one of "
-                         f"{sorted(REEXPORTED_JAXLIB_MODULES)}")
-    return importlib.import_module(name)
-
-
-def make_ir_context() -> ir.Context:
-    """One MLIR context for the process (creating one costs milliseconds)."""
-    global _context
-    if _context is None:
-        ctx = ir.Context()
-        ctx.append_dialect_registry(_registry)
-        ctx.load_all_available_dialects()
-        hlo.register_dialect(ctx)
-        chlo.register_dialect(ctx)
-        sdy.register_dialect(ctx)  # Shardy: the sharding annotations XLA partitions by
-        _context = ctx
-    return _context
-
-
-def _float8_types() -> dict:
-    table = {}
-    for name, ir_name in [("float8_e4m3fn", "Float8E4M3FNType"), ("float8_e5m2", "Float8E5M2Type"),
-                          ("float8_e4m3fnuz", "Float8E4M3FNUZType"),
-                          ("float8_e5m2fnuz", "Float8E5M2FNUZType"),
-                          ("float8_e4m3b11fnuz", "Float8E4M3B11FNUZType"),
-                          ("float8_e3m4", "Float8E3M4Type"), ("float8_e4m3", "Float8E4M3Type"),
-                          ("float8_e8m0fnu", "Float8E8M0FNUType")]:
-        if hasattr(ml_dtypes, name) and hasattr(ir, ir_name):
-            table[np.dtype(getattr(ml_dtypes, name))] = getattr(ir, ir_name).get
-    return table
-
-
-def _element_type_table() -> dict[np.dtype, Callable[[], ir.Type]]:
-    table = {
-        np.dtype(np.bool_): lambda: ir.IntegerType.get_signless(1),
-        np.dtype(np.float16): ir.F16Type.get,
-        np.dtype(ml_dtypes.bfloat16): ir.BF16Type.get,
-        np.dtype(np.float32): ir.F32Type.get,
-        np.dtype(np.float64): ir.F64Type.get,
-        np.dtype(np.complex64): lambda: ir.ComplexType.get(ir.F32Type.get()),
-        np.dtype(np.complex128): lambda: ir.ComplexType.get(ir.F64Type.get()),
-        np.dtype(dtypes.float0): lambda: ir.IntegerType.get_signless(1),
-    }
-    for bits in (8, 16, 32, 64):
-        table[np.dtype(f"int{bits}")] = partial(ir.IntegerType.get_signless, bits)
-        table[np.dtype(f"uint{bits}")] = partial(ir.IntegerType.get_unsigned, bits)
-    for name, bits in (("int4", 4), ("uint4", 4)):
-        if hasattr(ml_dtypes, name):
-            get = ir.IntegerType.get_signless if name == "int4" else ir.IntegerType.get_unsigned
-            table[np.dtype(getattr(ml_dtypes, name))] = partial(get, bits)
-    table.update(_float8_types())
-    return table
-
-
-_element_types = _element_type_table()
-
-
-def dtype_to_ir_type(dtype) -> ir.Type:
-    try:
-        return _element_types[np.dtype(dtype)]()
-    except KeyError:
-        raise TypeError(f"dtype {np.dtype(dtype)} has no StableHLO element type") from None
-
-
-def aval_to_ir_type(aval: core.ShapedArray) -> ir.Type:
-    if type(aval) is core.AbstractToken:
-        return hlo.TokenType.get()
-    aval = core.physical_aval(aval)  # a key<fry>[n] value is a u32[n,2] tensor
-    return ir.RankedTensorType.get(list(aval.shape), dtype_to_ir_type(aval.dtype))
-
-
 def _boundary_type(aval: core.ShapedArray) -> ir.RankedTensorType:
     """The type of ``main``'s parameter or result for ``aval``: a token crosses a program's
     boundary as the ``bool[0]`` buffer of its value (PjRt passes no token buffers); a key
@@ -194,50 +102,8 @@ def _token_to_boundary(aval: core.ShapedArray, x: ir.Value) -> ir.Value:
 
 
 # --------------------------------------------------------------------------------------------
-# Constants
+# Constants (``ir_constant`` and its handlers are in ``mlir_ir``)
 # --------------------------------------------------------------------------------------------
-
-
-def ir_constant(value: Any, dtype=None) -> ir.Value:
-    """A ``stablehlo.constant`` holding a NumPy value (scalars and arrays)."""
-    x = np.asarray(value, dtype=dtype)
-    if x.dtype == dtypes.float0:
-        x = np.zeros(x.shape, np.bool_)
-    elem = dtype_to_ir_type(x.dtype)
-    tensor_type = ir.RankedTensorType.get(list(x.shape), elem)
-    if x.size and np.all(x == x.flat[0]) and not np.issubdtype(x.dtype, np.complexfloating):
-        attr = ir.DenseElementsAttr.get_splat(tensor_type, _scalar_attr(x.flat[0], elem))
-    elif x.dtype == np.bool_:
-        # One byte per element: MLIR reads a one-byte buffer as a splat, so bit-packing made
-        # a non-uniform bool array of up to 8 elements all True (or all False).
-        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x), type=elem, shape=list(x.shape))
-    elif x.dtype in _view_as_uint:
-        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x).view(_view_as_uint[x.dtype]),
-                                        type=elem, shape=list(x.shape))
-    else:
-        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x), type=elem, shape=list(x.shape))
-    return hlo.ConstantOp(attr).result
-
-
-_view_as_uint = {np.dtype(ml_dtypes.bfloat16): np.uint16}
-_view_as_uint.update({dt: np.uint8 for dt in _float8_types()})
-
-
-def _scalar_attr(v, elem: ir.Type) -> ir.Attribute:
-    if isinstance(elem, ir.IntegerType):
-        width = elem.width
-        iv = int(v)
-        if width == 1:
-            return ir.IntegerAttr.get(elem, 1 if iv else 0)
-        if elem.is_unsigned and iv >= 2 ** (width - 1):
-            iv -= 2 ** width  # MLIR stores the bit pattern as a signed 64-bit value
-        return ir.IntegerAttr.get(elem, iv)
-    return ir.FloatAttr.get(elem, float(v))
-
-
-def full_like_aval(value, aval: core.ShapedArray) -> ir.Value:
-    """A constant of ``aval``'s shape and dtype filled with ``value``."""
-    return ir_constant(np.full(aval.shape, value, dtype=aval.dtype))
 
 
 def i64_attr(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
@@ -310,9 +176,16 @@ class LoweringRuleContext:
     avals_out: Sequence[core.ShapedArray]
     primitive: core.Primitive | None = None
     source_info: source_info.SourceInfo | None = None  # the equation's, for op locations
+    # JAX's effect tokens: jaxkit's equations carry no ordered effects, so a rule gets none
+    # (and one that sets tokens_out, as JAX's effectful rules do, may).
+    tokens_in: TokenSet = field(default_factory=TokenSet)
+    tokens_out: TokenSet | None = None
 
     def replace(self, **kw) -> LoweringRuleContext:
         return LoweringRuleContext(**{**self.__dict__, **kw})
+
+    def set_tokens_out(self, tokens_out: TokenSet) -> None:
+        self.tokens_out = tokens_out
 
 
 def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Value],
@@ -666,25 +539,6 @@ def sharding_constraint(x: ir.Value, sdy_sharding: str) -> ir.Value:
     return sdy.ShardingConstraintOp(x, ir.Attribute.parse(sdy_sharding)).result
 
 
-def module_to_string(module: ir.Module, enable_debug_info: bool = False) -> str:
-    return module.operation.get_asm(enable_debug_info=enable_debug_info)
-
-
-def module_to_xla_computation(module: ir.Module) -> Any:
-    """The module as XLA's ``XlaComputation`` (HLO): what ``Lowered.compiler_ir("hlo")``
-    returns, with ``as_hlo_text()``, ``as_hlo_module()`` and the serialized proto."""
-    buf = io.BytesIO()
-    module.operation.write_bytecode(file=buf)
-    return _jax.mlir.mlir_module_to_xla_computation(buf.getvalue(), use_tuple_args=False)
-
-
-def module_to_hlo_text(module: ir.Module, debug_info: bool = False) -> str:
-    """The module as HLO text, printed with XLA's short parsable options as JAX prints it."""
-    options = _hlo.HloPrintOptions.short_parsable()
-    options.print_metadata = debug_info
-    return module_to_xla_computation(module).as_hlo_module().to_string(options)
-
-
 # --------------------------------------------------------------------------------------------
 # Rule helpers used by lax
 # --------------------------------------------------------------------------------------------
@@ -768,33 +622,125 @@ def lower_fun(fun: Callable, multiple_results: bool = False, *,
     primitive can be defined by composition without writing StableHLO by hand. With
     ``physical``, it is traced at the operands' physical types (a ``key<fry>[n]`` operand is
     its ``u32[n,2]`` data) and must return physical values: the rule of a primitive that
-    takes or makes extended-dtype values itself (``register_lowering(..., physical=True)``)."""
+    takes or makes extended-dtype values itself (``register_lowering(..., physical=True)``).
+    A function returning a list or tuple has its results lowered as a list, whatever
+    ``multiple_results`` says: the form of JAX's ``lower_fun``, whose default is True."""
 
     def rule(ctx: LoweringRuleContext, *args, **params):
+        listed = []
+
         def flat_fun(*xs):
             out = fun(*xs, **params)
-            return list(out) if multiple_results else [out]
+            listed.append(multiple_results or isinstance(out, (list, tuple)))
+            return list(out) if listed[0] else [out]
 
         avals = [core.physical_aval(a) for a in ctx.avals_in] if physical else ctx.avals_in
         jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
         outs = closed_subcomp(ctx.module_context, core.ClosedJaxpr(jaxpr, consts), *args)
-        return outs if multiple_results else outs[0]
+        return outs if listed[0] else outs[0]
 
     return rule
 
 
+
 # --------------------------------------------------------------------------------------------
-# Custom-call layouts
+# JAX's lowering API (``jax.interpreters.mlir``) over the lowering above
 # --------------------------------------------------------------------------------------------
 
+def _asks_for_more(option: str, value: Any) -> bool:
+    """Whether a ``lower_jaxpr_to_module`` option asks for what jaxkit's lowering does not do
+    (a default, or a sequence of defaults, asks for nothing; names only label the
+    arguments, replication concerns several replicas)."""
+    if option in ("arg_names", "replicated_args") or value is None or value is True:
+        return False
+    if option == "num_partitions":
+        return value != 1
+    if isinstance(value, (list, tuple)):
+        return any(x is not None for x in value)
+    return True
 
-def row_major(ndim: int) -> tuple[int, ...]:
-    """Minor-to-major layout of a C-order array of rank ``ndim``."""
-    return tuple(range(ndim - 1, -1, -1))
+
+def lower_jaxpr_to_module(module_name: str, jaxpr: core.ClosedJaxpr, *, num_const_args: int = 0,
+                          in_avals: Sequence = (), ordered_effects: Sequence = (),
+                          platforms: Sequence[str] = ("cpu",), backend: Any = None,
+                          axis_context: Any = None, donated_args: Sequence[bool] = (),
+                          result_names: Sequence[str] | None = None,
+                          lowering_parameters: LoweringParameters | None = None,
+                          **unsupported: Any) -> LoweringResult:
+    """Lower a closed jaxpr to a module ``@module_name`` whose public ``main`` computes it
+    (its consts as constants), for ``platforms[0]``; jaxlib compiles the result's module."""
+    del in_avals, backend, num_const_args
+    given = sorted(k for k, v in unsupported.items() if _asks_for_more(k, v))
+    if (len(platforms) != 1 or ordered_effects or given or (lowering_parameters or
+            LoweringParameters()).override_lowering_rules is not None or
+            getattr(axis_context, "num_devices", 1) != 1):
+        raise NotImplementedError(
+            "lower_jaxpr_to_module: jaxkit lowers for one platform and one device, without "
+            "ordered effects, per-argument shardings/layouts or overridden rules "
+            f"(got platforms={tuple(platforms)}, ordered_effects={list(ordered_effects)}, "
+            f"options {given}); use jit(...).lower(...) for those")
+    mesh = (None if not isinstance(axis_context, SPMDAxisContext) else
+            [(n, axis_context.mesh.shape[n]) for n in axis_context.mesh.axis_names])
+    module = lower_jaxpr(module_name, jaxpr.jaxpr, consts=jaxpr.consts, mesh=mesh,
+                         donated_invars=tuple(donated_args), result_names=result_names or (),
+                         platform=platforms[0])
+    with make_ir_context():
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name)
+    return LoweringResult(module, [], list(pjrt.module_host_callbacks.get(module, ())),
+                          ShapePolyLoweringState())
 
 
-def layouts_attr(layouts: Sequence[Sequence[int]]) -> ir.ArrayAttr:
-    """A custom call's ``operand_layouts``/``result_layouts`` attribute (minor-to-major)."""
-    return ir.ArrayAttr.get([ir.DenseIntElementsAttr.get(np.asarray(layout, np.int64),
-                                                         type=ir.IndexType.get())
-                             for layout in layouts])
+def lower_jaxpr_to_fun(ctx: ModuleContext, name: str, jaxpr: core.ClosedJaxpr,
+                       effects: Sequence = (), *, main_function: bool = False,
+                       **_: Any) -> func_dialect.FuncOp:
+    """Emit ``jaxpr`` as a function ``name`` of ``ctx``'s module (public when it is the main
+    function) and return it."""
+    del effects
+    symbol = private_function(ctx, name, jaxpr)
+    fn = ir.SymbolTable(ctx.module.operation)[symbol]
+    if main_function:
+        fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+    return fn
+
+
+def core_call_lowering(ctx: LoweringRuleContext, *args, name: str, backend: Any = None,
+                       call_jaxpr: core.Jaxpr | core.ClosedJaxpr) -> list:
+    """The lowering of a call primitive: its body a private function, called in place."""
+    del backend
+    closed = (call_jaxpr if isinstance(call_jaxpr, core.ClosedJaxpr)
+              else core.ClosedJaxpr(call_jaxpr, []))
+    symbol = private_function(ctx.module_context, name, closed)
+    return list(func_dialect.CallOp([aval_to_ir_type(a) for a in closed.out_avals],
+                                    ir.FlatSymbolRefAttr.get(symbol), list(args)).results)
+
+
+def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, token: Any,
+                         operands: Sequence, operand_avals: Sequence, result_avals: Sequence,
+                         *, has_side_effect: bool, returns_token: bool = True,
+                         partitioned: bool = False, sharding: Any = None) -> tuple:
+    """JAX's form of a host callback: ``callback`` gets the operands as NumPy arrays and
+    must return arrays of ``result_avals`` (checked); returns ``(results, token,
+    keepalive)``, the token passed through (the call's ``has_side_effect`` orders it)."""
+    del operand_avals, returns_token, sharding
+    # mlir_callbacks builds on this module (it imports mlir), hence the import here.
+    from jaxkit.interpreters import mlir_callbacks
+
+    def checked(*args):
+        outs = callback(*args)
+        if len(outs) != len(result_avals):
+            raise RuntimeError("Mismatched number of outputs from callback. Expected: "
+                               f"{len(result_avals)}, Actual: {len(outs)}")
+        outs = tuple(np.asarray(o) for o in outs)
+        for i, (o, a) in enumerate(zip(outs, result_avals)):
+            if o.shape != a.shape:
+                raise RuntimeError(f"Incorrect output shape for return value #{i}: "
+                                   f"Expected: {a.shape}, Actual: {o.shape}")
+            if o.dtype != a.dtype:
+                raise RuntimeError(f"Incorrect output dtype for return value #{i}: "
+                                   f"Expected: {a.dtype}, Actual: {o.dtype}")
+        return outs
+
+    results = mlir_callbacks.emit_python_callback(ctx, checked, operands, result_avals,
+                                                  has_side_effect=has_side_effect,
+                                                  partitioned=partitioned)
+    return results, token, None

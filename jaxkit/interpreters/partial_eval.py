@@ -33,9 +33,21 @@ from jaxkit import tree_util
 from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
+Val = Any  # a known value (JAX's alias)
+
 # rule(trace, *args, **params) -> outputs (values for known outputs, tracers for unknown ones).
 # ``args`` mixes known values and the trace's ``JaxprTracer``s; at least one is unknown.
 partial_eval_rules: dict[core.Primitive, Callable] = {}
+
+
+# JAX's name for the table: a user's primitive registers its rule there the same way.
+custom_partial_eval_rules = partial_eval_rules
+
+# JAX's rules for splitting one equation of a rematerialized jaxpr:
+# ``rule(saveable, unks_in, inst_in, eqn) -> (eqn_known, eqn_staged, unks_out, inst_out,
+# residual_vars)``. ``checkpoint``'s split consults them (``partial_eval_jaxpr(...,
+# jaxpr_custom_rules=True)``) for an equation with some unknown input, as JAX's remat does.
+partial_eval_jaxpr_custom_rules: dict[core.Primitive, Callable] = {}
 
 
 def defpartial_eval(prim: core.Primitive, rule: Callable) -> None:
@@ -303,6 +315,28 @@ def trace_tree_to_jaxpr(fun: Callable, in_tree, in_avals: Sequence[ShapedArray],
 
 
 
+def _wrapped_call(fun) -> Callable:
+    """A ``linear_util.WrappedFun`` (what JAX's tracing entry points take) as a callable."""
+    return fun.call_wrapped if hasattr(fun, "call_wrapped") else fun
+
+
+def trace_to_jaxpr_dynamic(fun, in_avals: Sequence[ShapedArray], *,
+                           keep_inputs: Sequence[bool] | None = None, lower: bool = False,
+                           auto_dce: bool = False) -> tuple[Jaxpr, list[ShapedArray], list]:
+    """JAX's entry point over ``trace_to_jaxpr``: trace ``fun`` (a ``WrappedFun`` of flat
+    arguments returning a flat sequence) at ``in_avals``; returns the jaxpr, its output
+    avals and its constvars' values. Inputs not marked in ``keep_inputs`` are invars of the
+    jaxpr that ``fun`` does not receive. ``lower``/``auto_dce`` concern JAX's own tracer."""
+    del lower, auto_dce
+    keep = [True] * len(in_avals) if keep_inputs is None else list(keep_inputs)
+    dbg = getattr(fun, "debug_info", None)
+    call = _wrapped_call(fun)
+    jaxpr, consts = trace_to_jaxpr(
+        lambda *xs: list(call(*[x for x, k in zip(xs, keep) if k])), in_avals,
+        dbg if isinstance(dbg, DebugInfo) else None)
+    return jaxpr, [v.aval for v in jaxpr.outvars], consts
+
+
 # --------------------------------------------------------------------------------------------
 # Partial evaluation: JaxprTrace
 # --------------------------------------------------------------------------------------------
@@ -353,6 +387,8 @@ class JaxprTrace(_RecordingTrace):
         rule = partial_eval_rules.get(primitive)
         if rule is not None:
             return rule(self, *args, **params)
+        if self.__dict__.get("jaxpr_custom_rules") and primitive in partial_eval_jaxpr_custom_rules:
+            return _split_by_jaxpr_custom_rule(self, primitive, args, params)
         return self.record(primitive, args, params)  # known inputs become residuals
 
     def to_jaxpr(self, outs: Sequence) -> tuple[Jaxpr, list]:
@@ -373,16 +409,59 @@ def _used_vars(jaxpr: Jaxpr) -> set:
     return used
 
 
+def _split_by_jaxpr_custom_rule(trace: JaxprTrace, primitive: core.Primitive, args: Sequence,
+                                params: dict) -> Any:
+    """Apply ``primitive`` through its rule in ``partial_eval_jaxpr_custom_rules``: its known
+    equation runs now (under the parent trace), its staged one is recorded, reading the
+    residuals the known one made (every value is saveable: known values are computed now)."""
+    unks_in = [not trace.is_known(x) for x in args]
+    invars = [Var(core.get_aval(x)) for x in args]
+    out = primitive.abstract_eval(*[v.aval for v in invars], **params)
+    outvars = [Var(a) for a in (list(out) if primitive.multiple_results else [out])]
+    eqn = JaxprEqn(primitive, invars, outvars, dict(params))
+    eqn_known, eqn_staged, unks_out, _, _ = partial_eval_jaxpr_custom_rules[primitive](
+        lambda *_, **__: True, unks_in, [not u for u in unks_in], eqn)
+    env = dict(zip(invars, args))
+
+    def read(a):
+        return a.val if type(a) is Literal else env[a]
+
+    known_env, staged_env = {}, {}
+    for e, is_known in ((eqn_known, True), (eqn_staged, False)):
+        if e is None:
+            continue
+        ins = [read(a) for a in e.invars]
+        if is_known:
+            with core.set_current_trace(trace.parent):
+                outs = e.primitive.bind(*ins, **e.params)
+            outs = outs if e.primitive.multiple_results else [outs]
+        else:
+            outs = trace.stage(e.primitive, ins, [v.aval for v in e.outvars], e.params)
+        (known_env if is_known else staged_env).update(zip(e.outvars, outs))
+        env.update(zip(e.outvars, outs))
+    results = [(staged_env if uk else known_env).get(v, staged_env.get(v))
+               for v, uk in zip(outvars, unks_out)]
+    if any(r is None for r in results):
+        raise ValueError(f"the partial_eval_jaxpr_custom_rules rule of '{primitive}' left an "
+                         "output neither computed by its known equation nor staged: return the "
+                         "equation's outvars from eqn_known or eqn_staged")
+    return results if primitive.multiple_results else results[0]
+
+
 def trace_to_subjaxpr(fun: Callable, in_pvals: Sequence[PartialVal],
-                      instantiate: bool | Sequence[bool] = False
+                      instantiate: bool | Sequence[bool] = False, *,
+                      jaxpr_custom_rules: bool = False
                       ) -> tuple[Jaxpr, list[PartialVal], list]:
     """Partially evaluate ``fun`` (flat values in, flat sequence out) under the current trace.
 
     Known inputs are passed as they are; unknown ones become inputs of the returned jaxpr.
     Returns the jaxpr of the unknown part (constvars: residuals, invars: the unknown inputs,
     outvars: the unknown outputs), the outputs as ``PartialVal``s, and the residual values.
-    Outputs marked in ``instantiate`` are made unknown even if they are known."""
+    Outputs marked in ``instantiate`` are made unknown even if they are known. With
+    ``jaxpr_custom_rules``, primitives are split by ``partial_eval_jaxpr_custom_rules``."""
     trace = JaxprTrace()
+    if jaxpr_custom_rules:
+        trace.jaxpr_custom_rules = True
     try:
         args = [p.value if p.is_known else trace.new_arg(p.aval) for p in in_pvals]
         with core.set_current_trace(trace):
@@ -402,13 +481,22 @@ def trace_to_subjaxpr(fun: Callable, in_pvals: Sequence[PartialVal],
     return jaxpr, out_pvals, residuals
 
 
+def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal],
+                           instantiate: bool | Sequence[bool] = False
+                           ) -> tuple[Jaxpr, list[PartialVal], tuple]:
+    """JAX's entry point over ``trace_to_subjaxpr``, for ``fun`` a ``WrappedFun``: the
+    residuals come as a tuple, as JAX gives them."""
+    jaxpr, out_pvals, residuals = trace_to_subjaxpr(_wrapped_call(fun), pvals, instantiate)
+    return jaxpr, out_pvals, tuple(residuals)
+
+
 # ClosedJaxpr -> {(unknowns, instantiate): result}: the same jaxpr object partially evaluated
 # the same way gives the same jaxpr objects, so executables compiled for them are reused.
 _pe_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
-                       instantiate: bool | Sequence[bool]
+                       instantiate: bool | Sequence[bool], *, jaxpr_custom_rules: bool = False
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
     """Split a jaxpr by data dependence on its unknown inputs (JAX's
     ``partial_eval_jaxpr_nounits``).
@@ -417,11 +505,13 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
     ``[*known outputs, *residuals]``; ``unknown`` maps ``[*residuals, *unknown inputs]`` to the
     unknown outputs; ``out_unknowns[i]`` says whether output ``i`` is unknown (data-dependent on
     an unknown input, or forced by ``instantiate``). Primitives with a rule in
-    ``partial_eval_rules`` are split recursively. The constants of ``closed`` must be concrete.
+    ``partial_eval_rules`` are split recursively (and, with ``jaxpr_custom_rules``, those
+    with one in ``partial_eval_jaxpr_custom_rules`` by it, as remat does). The constants of
+    ``closed`` must be concrete.
     """
     n_out = len(closed.out_avals)
     inst = (instantiate,) * n_out if isinstance(instantiate, bool) else tuple(instantiate)
-    key = (tuple(bool(u) for u in unknowns), inst)
+    key = (tuple(bool(u) for u in unknowns), inst, jaxpr_custom_rules)
     cacheable = not any(isinstance(c, core.Tracer) for c in closed.consts)
     per = _pe_cache.setdefault(closed, {}) if cacheable else {}
     hit = per.get(key)
@@ -434,7 +524,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
         pvals = [PartialVal.unknown(a) if uk else PartialVal.known(next(it))
                  for a, uk in zip(closed.in_avals, unknowns)]
         jaxpr_uk, out_pvals, residuals = trace_to_subjaxpr(
-            core.jaxpr_as_fun(closed), pvals, list(inst))
+            core.jaxpr_as_fun(closed), pvals, list(inst), jaxpr_custom_rules=jaxpr_custom_rules)
         cell.append((jaxpr_uk, [not p.is_known for p in out_pvals], len(residuals)))
         return [p.value for p in out_pvals if p.is_known] + list(residuals)
 
@@ -533,3 +623,46 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     invars = [v for v, u in zip(jaxpr.invars, used_invars) if u] if prune_invars else jaxpr.invars
     constvars = [v for v in jaxpr.constvars if v in live] if prune_invars else jaxpr.constvars
     return Jaxpr(constvars, invars, outvars, new_eqns, jaxpr.debug_info), used_invars
+
+
+def dce_jaxpr_consts(jaxpr: Jaxpr, used_outputs: Sequence[bool],
+                     instantiate: bool | Sequence[bool] = False
+                     ) -> tuple[Jaxpr, list[bool], list[bool]]:
+    """DCE that prunes unused constvars and invars too: the jaxpr, and which constvars and
+    which invars it kept (``instantiate`` keeps some, or all, constvars+invars anyway)."""
+    n = len(jaxpr.constvars)
+    new, used = dce_jaxpr(convert_constvars_jaxpr(jaxpr), used_outputs)
+    inst = [instantiate] * len(used) if isinstance(instantiate, bool) else list(instantiate)
+    used = [u or bool(i) for u, i in zip(used, inst)]
+    kept = [v for v, u in zip(new.invars, used) if u]
+    n_consts = sum(used[:n])
+    return (Jaxpr(kept[:n_consts], kept[n_consts:], new.outvars, new.eqns, jaxpr.debug_info),
+            used[:n], used[n:])
+
+
+def _call_dce(used_outputs: Sequence[bool], eqn: JaxprEqn, closed: bool):
+    if not any(used_outputs) and not eqn_has_effects(eqn):
+        return [False] * len(eqn.invars), None
+    body = eqn.params["call_jaxpr"]
+    inner = body.jaxpr if closed else body
+    new, used_in = dce_jaxpr(inner, used_outputs, prune_invars=True)
+    if closed:
+        keep = set(new.constvars)
+        new = ClosedJaxpr(new, [c for v, c in zip(inner.constvars, body.consts) if v in keep])
+    outvars = [v for v, u in zip(eqn.outvars, used_outputs) if u]
+    invars = [v for v, u in zip(eqn.invars, used_in) if u]
+    return used_in, eqn.replace(invars=invars, outvars=outvars,
+                                params=dict(eqn.params, call_jaxpr=new))
+
+
+def dce_jaxpr_call_rule(used_outputs: Sequence[bool], eqn: JaxprEqn
+                        ) -> tuple[list[bool], JaxprEqn | None]:
+    """The DCE rule of a call primitive holding an open jaxpr (``call_jaxpr``): its body is
+    pruned to the used outputs, and its operands to those the body still reads."""
+    return _call_dce(used_outputs, eqn, closed=False)
+
+
+def dce_jaxpr_closed_call_rule(used_outputs: Sequence[bool], eqn: JaxprEqn
+                               ) -> tuple[list[bool], JaxprEqn | None]:
+    """``dce_jaxpr_call_rule`` for a call holding a ``ClosedJaxpr`` (``closed_call``)."""
+    return _call_dce(used_outputs, eqn, closed=True)

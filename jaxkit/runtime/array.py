@@ -259,7 +259,7 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
         aval = aval.update(dtype=dtypes.canonicalize_dtype(dtype), weak_type=False)
     if weak_type is not None:
         aval = aval.update(weak_type=weak_type)
-    host = x._value if type(x) is Array else x
+    host = x._value if type(x) is Array else _canonical_host_value(x)
     value = np.asarray(host, dtype=aval.dtype)
     return Array(pjrt.put(value, aval, device, committed=device is not None,
                           memory_kind=memory_kind))
@@ -273,6 +273,21 @@ _scalar_buffers: dict = {}
 _cached_scalars = frozenset({int, float, bool})
 config.on_change(lambda name, value: _scalar_buffers.clear())  # e.g. x64 changes avals
 _placement = pjrt.placement
+
+
+# Python type -> ``handler(x)``, the value a program receives for an argument of that type (or
+# of a subclass), converted to a buffer of its aval: how a library's own array-like type
+# (given an aval in ``core.pytype_aval_mappings``) becomes data. JAX's
+# ``canonicalize_value_handlers`` (``jax.interpreters.xla.canonicalize_dtype_handlers``).
+canonicalize_value_handlers: dict[type, Callable[[Any], Any]] = {}
+
+
+def _canonical_host_value(x: Any) -> Any:
+    for t in type(x).__mro__:
+        handler = canonicalize_value_handlers.get(t)
+        if handler is not None:
+            return handler(x)
+    return x
 
 
 def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
@@ -297,7 +312,7 @@ def to_buffer(x: Any, aval: ShapedArray, device=None) -> pjrt.ArrayImpl:
                 _scalar_buffers.clear()
             buf = _scalar_buffers[key] = pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
         return buf
-    return pjrt.put(np.asarray(x, dtype=aval.dtype), aval, device)
+    return pjrt.put(np.asarray(_canonical_host_value(x), dtype=aval.dtype), aval, device)
 
 
 def placement(args: Sequence, fun_name: str,

@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+from jaxlib import _jax
 from jaxlib.mlir import ir
 
 from jaxkit._config import config
@@ -45,6 +47,35 @@ def apply_config_to_compile_options(options: Any) -> Any:
         debug.xla_test_all_input_layouts = False
     if not config.jax_compiler_enable_remat_pass:
         debug.xla_disable_hlo_passes = "rematerialization"
+    return options
+
+
+def create_compile_options(computation: Any, tuple_args: bool, allow_prop_to_inputs: Sequence,
+                           allow_prop_to_outputs: Sequence, backend: Any, np_dev: Any,
+                           compiler_options: dict) -> Any:
+    """The ``CompileOptions`` of an SPMD program over the devices ``np_dev`` (one partition
+    each; JAX's ``pxla.create_compile_options``): the config's build options, then
+    ``compiler_options`` (XLA flags by name; the effort levels set on the build options)."""
+    del computation, backend
+    devices = np.asarray(np_dev, dtype=object).reshape(1, -1)
+    options = _jax.CompileOptions()
+    options.num_replicas, options.num_partitions = 1, devices.size
+    options.device_assignment = _jax.DeviceAssignment.create(
+        np.vectorize(lambda d: d.id, otypes=[np.int32])(devices))
+    options.parameter_is_tupled_arguments = tuple_args
+    build = apply_config_to_compile_options(options).executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    build.allow_spmd_sharding_propagation_to_parameters = list(allow_prop_to_inputs)
+    build.allow_spmd_sharding_propagation_to_output = list(allow_prop_to_outputs)
+    overrides = dict(compiler_options)
+    if "fdo_profile" in overrides:
+        build.fdo_profile = overrides.pop("fdo_profile")
+    for name in ("exec_time_optimization_effort", "memory_fitting_effort",
+                 "optimization_level", "memory_fitting_level"):
+        if name in overrides:
+            setattr(build, name, overrides.pop(name))
+    options.env_option_overrides = list(overrides.items())
     return options
 
 

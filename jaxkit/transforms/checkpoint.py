@@ -293,7 +293,8 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
     hit = per.get((unknowns, policy))
     if hit is not None:
         return hit
-    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed, unknowns, False)
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed, unknowns, False,
+                                                            jaxpr_custom_rules=True)
     kj = known.jaxpr
     n_known_out = len(kj.outvars) - num_res
     known_outs, res_outs = kj.outvars[:n_known_out], kj.outvars[n_known_out:]

@@ -15,7 +15,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from jaxkit import core, source_info
+import numpy as np
+
+from jaxkit import core, lax, source_info
 from jaxkit import tree_util
 from jaxkit.interpreters import batching
 from jaxkit.interpreters.batching import AxisData, BatchTrace, BatchTracer
@@ -28,8 +30,30 @@ def _is_none(x) -> bool:
 
 
 def _valid_axis_leaves(spec) -> bool:
-    return all(leaf is None or type(leaf) is int
+    return all(leaf is None or type(leaf) is int or type(leaf) in batching.spec_types
                for leaf in tree_util.tree_leaves(spec, is_leaf=_is_none))
+
+
+def _is_spec(s) -> bool:
+    """An axis spec leaf: None, an int, or a spec type of a registered vmappable type."""
+    return s is None or type(s) is int or type(s) in batching.spec_types
+
+
+def _vmappable_leaf() -> Callable | None:
+    """``is_leaf`` for flattening vmap's arguments and outputs: values of registered
+    vmappable types are leaves (None, the faster flatten, while no type is registered)."""
+    return batching.is_vmappable if batching.vmappables else None
+
+
+def _maps_itself_or_vmappable() -> Callable:
+    if not batching.vmappables:
+        return _maps_itself
+    return lambda n: _maps_itself(n) or batching.is_vmappable(n)
+
+
+def _iota(size):
+    handler = batching.make_iota_handlers.get(type(size))
+    return handler(size) if handler is not None else lax.iota(np.int32, int(size))
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
@@ -49,7 +73,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     if isinstance(in_axes, list):
         # Users pass lists and tuples interchangeably for the per-argument entries (JAX #2367).
         in_axes = tuple(in_axes)
-    if not (in_axes is None or type(in_axes) in (int, tuple)):
+    if not (in_axes is None or type(in_axes) in (int, tuple, *batching.spec_types)):
         raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                         "to the positional arguments passed to the function, but got "
                         f"{in_axes}.")
@@ -73,7 +97,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
         arg_dims = [d for d, _ in _flatten_axes("vmap in_axes", in_axes, args)]
-        flat_args, args_tree = tree_util.tree_flatten(args)
+        vmappable = _vmappable_leaf()
+        flat_args, args_tree = tree_util.tree_flatten(args, is_leaf=vmappable)
         flat_kwargs, kwargs_tree = tree_util.tree_flatten(kwargs)
         vals = flat_args + flat_kwargs
         dims = arg_dims + [0] * len(flat_kwargs)
@@ -82,18 +107,21 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         trace = BatchTrace(AxisData(axis_name, size, spmd_axis_name,
                                     *_explicit_mesh_axis(vals, dims)), debug=fun_name)
         with core.new_trace(trace):
-            in_vals = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
+            def get_idx(t=trace):  # the example's index, for vmappable types asking for it
+                return BatchTracer(t, _iota(size), 0)
+            in_vals = [batching.to_elt(trace, get_idx, v, d) if batching.is_vmappable(v) else
+                       v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
             with source_info.name_stack_context(source_info.current_name_stack().transform(
                     "vmap")):  # scopes opened inside are named ``vmap(...)``, as in JAX
                 out = fun(*tree_util.tree_unflatten(args_tree, in_vals[:len(flat_args)]),
                           **tree_util.tree_unflatten(kwargs_tree, in_vals[len(flat_args):]))
-        out_flat, out_tree = tree_util.tree_flatten(out)
+        out_flat, out_tree = tree_util.tree_flatten(out, is_leaf=vmappable)
         out_specs = _flatten_axes("vmap out_axes", out_axes, out)
-        out_paths = [p for p, _ in tree_util.tree_flatten_with_path(out)[0]]
+        out_paths = [p for p, _ in tree_util.tree_flatten_with_path(out, is_leaf=vmappable)[0]]
         results = [_from_batch(trace, o, dst, spec_path, path, size, axis_name)
                    for o, (dst, spec_path), path in zip(out_flat, out_specs, out_paths)]
         trace_ref = weakref.ref(trace)
-        del trace, in_vals, out, out_flat
+        del trace, get_idx, in_vals, out, out_flat
         core.check_no_leaks(trace_ref)
         return tree_util.tree_unflatten(out_tree, results)
 
@@ -114,7 +142,9 @@ def _explicit_mesh_axis(vals: list, dims: list) -> tuple:
     (None if unsplit), and its mesh; arguments that disagree are an error, as in JAX."""
     found, mesh = set(), None
     for v, d in zip(vals, dims):
-        sharding = getattr(core.get_aval(v), "_sharding", None) if d is not None else None
+        if d is None or batching.is_vmappable(v):
+            continue
+        sharding = getattr(core.get_aval(v), "_sharding", None)
         if sharding is not None and tuple(sharding.spec)[d] is not None:
             found.add(tuple(sharding.spec)[d])
             mesh = sharding.mesh
@@ -136,11 +166,14 @@ def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
     out: list[tuple[int | None, tuple]] = []
 
     def walk(s, x, path):
-        if s is None or type(s) is int:
+        if _is_spec(s):
             # A node that knows how it is mapped (a batched sparse array: all its buffers
-            # along one batch axis, checked by the node) gives its leaves' axes itself.
-            for node in tree_util.tree_leaves(x, is_leaf=_maps_itself):
-                if s is not None and _maps_itself(node):
+            # along one batch axis, checked by the node) gives its leaves' axes itself; a
+            # registered vmappable value is one leaf.
+            for node in tree_util.tree_leaves(x, is_leaf=_maps_itself_or_vmappable()):
+                if batching.is_vmappable(node):
+                    out.append((s, path))
+                elif s is not None and _maps_itself(node):
                     out.extend((a, path) for a in node._vmap_leaf_axes(s, what))
                 else:
                     out.extend([(s, path)] * len(tree_util.tree_leaves(node)))
@@ -166,8 +199,8 @@ def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
 def _canonicalize_in_dims(vals: list, dims: list) -> list:
     out = []
     for x, d in zip(vals, dims):
-        if d is None:
-            out.append(None)
+        if d is None or batching.is_vmappable(x):
+            out.append(d)
             continue
         try:
             aval = core.get_aval(x)
@@ -217,7 +250,8 @@ def _mapped_axis_size(fun, args, kwargs, vals, dims, axis_size: int | None) -> i
         raise ValueError("vmap wrapped function must be passed at least one argument "
                          "containing an array or axis_size must be specified, got empty "
                          f"*args={args} and **kwargs={kwargs}")
-    sizes = [None if d is None else core.get_aval(x).shape[d] for x, d in zip(vals, dims)]
+    sizes = [None if d is None else _vmappable_size(x, d) if batching.is_vmappable(x) else
+             core.get_aval(x).shape[d] for x, d in zip(vals, dims)]
     distinct = {s for s in sizes if s is not None}
     if axis_size is not None:
         distinct.add(axis_size)
@@ -242,9 +276,20 @@ def _mapped_axis_size(fun, args, kwargs, vals, dims, axis_size: int | None) -> i
     raise ValueError("".join(msg)[:-2])
 
 
+def _vmappable_size(x, spec):
+    """The size a vmappable value's shape gives along ``spec`` (None where it has none: the
+    type's own rules then check it)."""
+    try:
+        return x.shape[spec]
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
 def _from_batch(trace: BatchTrace, out, dst, spec_path: tuple, path: tuple, size: int,
                 axis_name):
     """An output of the vmapped function, its batch axis moved to ``dst``."""
+    if batching.is_vmappable(out):
+        return batching.from_elt(trace, size, out, dst)
     val, src = trace.to_batch_info(out)
     if not (isinstance(val, core.Tracer) or core.is_array_like(val)):
         raise TypeError(f"Output from batched function {val!r} with type {type(val)} is not a "

@@ -178,3 +178,6 @@ def _lowering_for(prim: CallPrimitive) -> Callable[..., Any]:
 
 call_p: CallPrimitive = CallPrimitive("call")
 closed_call_p: ClosedCallPrimitive = ClosedCallPrimitive("closed_call")
+# As in JAX, a call's unused outputs prune its body (and the operands only they read).
+pe.dce_rules[call_p] = pe.dce_jaxpr_call_rule
+pe.dce_rules[closed_call_p] = pe.dce_jaxpr_closed_call_rule
