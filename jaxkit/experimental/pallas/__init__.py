@@ -17,6 +17,9 @@ from jaxkit.experimental.pallas.primitives import (align_to, cdiv, debug_print, 
                                                    program_id, reciprocal, strides_from_shape,
                                                    when)
 from jaxkit.experimental.pallas.primitives import dot as _dot
+from jaxkit.experimental.pallas.semaphores import (DeviceIdType, delay, get_global, run_scoped,
+                                                   semaphore, semaphore_read, semaphore_signal,
+                                                   semaphore_wait, with_scoped)
 from jaxkit.indexing import Slice, ds, dslice
 
 __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
@@ -24,7 +27,8 @@ __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "Slice", "Squeezed", "align_to", "cdiv", "debug_print", "ds", "dslice", "loop",
            "multiple_of", "next_power_of_2", "no_block_spec", "num_programs", "pallas_call",
            "pallas_call_p", "program_id", "reciprocal", "squeezed", "strides_from_shape",
-           "when"]
+           "when", "DeviceIdType", "delay", "get_global", "run_scoped", "semaphore",
+           "semaphore_read", "semaphore_signal", "semaphore_wait", "with_scoped"]
 
 
 def __getattr__(name: str):

@@ -115,6 +115,8 @@ def _kernel_ref_aval(bm: BlockMapping) -> AbstractRef:
 
 
 def _scratch_aval(s) -> AbstractRef:
+    if hasattr(s, "memory_ref"):  # a kind of buffer with a default type (SemaphoreType.DMA)
+        s = s.memory_ref()
     if not isinstance(s, MemoryRef):
         raise NotImplementedError(f"pallas_call scratch shape {s!r} is not implemented in "
                                   "jaxkit (give buffers as pltpu.VMEM(shape, dtype) or "
@@ -171,8 +173,8 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
                    for i, (s, a) in enumerate(zip(
                        _flat_specs(grid_spec.out_specs, len(out_avals), "out_specs"),
                        out_avals))]
-        scratch = tree_util.tree_leaves(grid_spec.scratch_shapes,
-                                        is_leaf=lambda x: isinstance(x, MemoryRef))
+        scratch = tree_util.tree_leaves(grid_spec.scratch_shapes, is_leaf=lambda x: isinstance(
+            x, MemoryRef) or hasattr(x, "memory_ref"))
         gm = GridMapping(grid_spec.grid, tuple(in_bms + out_bms), len(in_bms),
                          grid_names=grid_spec.grid_names,
                          scratch_avals=tuple(_scratch_aval(s) for s in scratch),

@@ -16,16 +16,22 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, tree_util
+from jaxkit import core
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMethods
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
+from jaxkit.experimental.pallas.dma import (AsyncCopyDescriptor, async_copy, async_remote_copy,
+                                            make_async_copy, make_async_remote_copy, sync_copy)
+from jaxkit.experimental.pallas.semaphores import (new_semaphore, semaphore, semaphore_read,
+                                                   semaphore_signal, semaphore_wait)
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
            "HBM",
            "InterpretParams", "MemorySpace", "PrefetchScalarGridSpec", "SMEM",
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
-           "make_async_remote_copy", "sync_copy", "emit_pipeline"]
+           "make_async_remote_copy", "sync_copy", "emit_pipeline", "SEMAPHORE", "CORE_PARALLEL",
+           "SUBCORE_PARALLEL", "async_remote_copy", "dma_semaphore", "get_barrier_semaphore",
+           "semaphore_read", "semaphore_signal", "semaphore_wait"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):
@@ -44,6 +50,7 @@ VMEM_SHARED = MemorySpace.VMEM_SHARED
 SMEM = MemorySpace.SMEM
 CMEM = MemorySpace.CMEM
 HBM = MemorySpace.HBM
+SEMAPHORE = MemorySpace.SEMAPHORE
 ANY = _PlMemorySpace.ANY
 
 
@@ -56,6 +63,8 @@ class GridDimensionSemantics(enum.Enum):
 
 PARALLEL = GridDimensionSemantics.PARALLEL
 ARBITRARY = GridDimensionSemantics.ARBITRARY
+CORE_PARALLEL = GridDimensionSemantics.CORE_PARALLEL
+SUBCORE_PARALLEL = GridDimensionSemantics.SUBCORE_PARALLEL
 
 
 class SemaphoreType(enum.Enum):
@@ -69,6 +78,20 @@ class SemaphoreType(enum.Enum):
     def __call__(self, shape: tuple[int, ...]) -> MemoryRef:
         return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(np.int32)),
                          memory_space=MemorySpace.SEMAPHORE)
+
+    def memory_ref(self) -> MemoryRef:
+        """The type of one semaphore of this kind (``SemaphoreType.DMA`` as a scratch type)."""
+        return self(())
+
+
+class dma_semaphore(semaphore):  # noqa: N801  (JAX's name)
+    """A DMA semaphore's element type."""
+
+
+def get_barrier_semaphore() -> Any:
+    """The kernel's barrier semaphore. Interpret mode gives each call a fresh semaphore at 0
+    (signals and waits never block there, and a barrier is waited back down to 0)."""
+    return new_semaphore((), MemorySpace.SEMAPHORE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,48 +151,6 @@ class PrefetchScalarGridSpec(GridSpec):
         self.index_memory_space = SMEM
 
 
-def _copy(src: Any, dst: Any, add: bool) -> None:
-    if add:
-        dst[...] = dst[...] + src[...]
-    else:
-        dst[...] = src[...]
-
-
-def sync_copy(src_ref: Any, dst_ref: Any, *, add: bool = False) -> None:
-    """Copy ``src_ref`` into ``dst_ref`` (refs or ``ref.at[...]`` views, or pytrees of
-    them); with ``add``, accumulate into it."""
-    for s, d in zip(tree_util.tree_leaves(src_ref), tree_util.tree_leaves(dst_ref)):
-        _copy(s, d, add)
-
-
-class AsyncCopyDescriptor:
-    """A local DMA ``src -> dst``. Interpret mode performs it at ``start`` (JAX's TPU
-    interpreter may defer it to ``wait``; kernels that wait before reading see the same)."""
-
-    def __init__(self, src_ref: Any, dst_ref: Any, sem: Any):
-        self.src_ref, self.dst_ref, self.sem = src_ref, dst_ref, sem
-
-    def start(self, priority: int = 0, add: bool = False) -> None:
-        _copy(self.src_ref, self.dst_ref, add)
-
-    def wait(self) -> None:
-        """The copy is complete already."""
-
-
-def make_async_copy(src_ref: Any, dst_ref: Any, sem: Any) -> AsyncCopyDescriptor:
-    """A descriptor of the copy ``src_ref -> dst_ref`` signalling ``sem``; ``.start()``
-    and ``.wait()`` it."""
-    return AsyncCopyDescriptor(src_ref, dst_ref, sem)
-
-
-def async_copy(src_ref: Any, dst_ref: Any, sem: Any, *, priority: int = 0,
-               add: bool = False) -> AsyncCopyDescriptor:
-    """Start the copy ``src_ref -> dst_ref`` and return its descriptor."""
-    desc = make_async_copy(src_ref, dst_ref, sem)
-    desc.start(priority=priority, add=add)
-    return desc
-
-
 def _tpu_only(name: str):
     def op(*args, **kwargs):
         raise NotImplementedError(f"pltpu.{name} is not implemented in jaxkit: it needs JAX's "
@@ -179,10 +160,4 @@ def _tpu_only(name: str):
     return op
 
 
-make_async_remote_copy = _tpu_only("make_async_remote_copy")
-async_remote_copy = _tpu_only("async_remote_copy")
 emit_pipeline = _tpu_only("emit_pipeline")
-get_barrier_semaphore = _tpu_only("get_barrier_semaphore")
-semaphore_signal = _tpu_only("semaphore_signal")
-semaphore_wait = _tpu_only("semaphore_wait")
-semaphore_read = _tpu_only("semaphore_read")
