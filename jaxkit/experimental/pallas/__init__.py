@@ -11,6 +11,7 @@ from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, Boun
                                              Buffered, CompilerParams, CostEstimate, Element,
                                              GridSpec, MemoryRef, MemorySpace, Squeezed,
                                              no_block_spec, squeezed)
+from jaxkit.experimental.pallas.core_map import core_map, kernel
 from jaxkit.experimental.pallas.pallas_call import pallas_call, pallas_call_p
 from jaxkit.experimental.pallas.primitives import (align_to, cdiv, debug_print, loop,
                                                    multiple_of, next_power_of_2, num_programs,
@@ -28,7 +29,8 @@ __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "multiple_of", "next_power_of_2", "no_block_spec", "num_programs", "pallas_call",
            "pallas_call_p", "program_id", "reciprocal", "squeezed", "strides_from_shape",
            "when", "DeviceIdType", "delay", "get_global", "run_scoped", "semaphore",
-           "semaphore_read", "semaphore_signal", "semaphore_wait", "with_scoped"]
+           "semaphore_read", "semaphore_signal", "semaphore_wait", "with_scoped", "core_map",
+           "kernel"]
 
 
 def __getattr__(name: str):

@@ -26,6 +26,7 @@ from jaxkit.experimental.pallas.core import (BlockMapping, BlockSpec, Blocked, E
                                              GridMapping, GridSpec, MemoryRef, MemorySpace,
                                              Squeezed,
                                              _NoBlockSpec, no_block_spec)
+from jaxkit.experimental.pallas import tpu_interpret_state
 from jaxkit.experimental.pallas.interpret import interpret_pallas_call
 from jaxkit.experimental.pallas.primitives import kernel_grid, program_id_p
 from jaxkit.interpreters import ad, batching, dispatch, mlir
@@ -189,7 +190,8 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
                                  f"{out_avals[o]}.")
         outs = pallas_call_p.bind(
             *idx_flat, *flat_args, jaxpr=jaxpr, grid_mapping=gm, out_avals=out_avals,
-            input_output_aliases=aliases, debug=debug, interpret=interpret, name=name,
+            input_output_aliases=aliases, debug=debug, name=name,
+            interpret=tpu_interpret_state.interpret_override() or interpret,
             compiler_params=compiler_params, cost_estimate=cost_estimate, mesh=None,
             metadata=metadata)
         return tree_util.tree_unflatten(out_tree, outs)

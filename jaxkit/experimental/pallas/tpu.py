@@ -22,6 +22,15 @@ from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMeth
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
 from jaxkit.experimental.pallas.dma import (AsyncCopyDescriptor, async_copy, async_remote_copy,
                                             make_async_copy, make_async_remote_copy, sync_copy)
+from jaxkit.experimental.pallas.core_map import (core_barrier, create_tensorcore_mesh,
+                                                 run_on_first_core)
+from jaxkit.experimental.pallas.tpu_info import (ChipVersion, CoreType, SideEffectType, TpuInfo,
+                                                 get_tpu_info, get_tpu_info_for_chip,
+                                                 is_tpu_device)
+from jaxkit.experimental.pallas.tpu_interpret_state import (InterpretParams,
+                                                            force_tpu_interpret_mode,
+                                                            reset_tpu_interpret_mode_state,
+                                                            set_tpu_interpret_mode)
 from jaxkit.experimental.pallas.semaphores import (new_semaphore, semaphore, semaphore_read,
                                                    semaphore_signal, semaphore_wait)
 
@@ -31,7 +40,10 @@ __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensio
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
            "make_async_remote_copy", "sync_copy", "emit_pipeline", "SEMAPHORE", "CORE_PARALLEL",
            "SUBCORE_PARALLEL", "async_remote_copy", "dma_semaphore", "get_barrier_semaphore",
-           "semaphore_read", "semaphore_signal", "semaphore_wait"]
+           "semaphore_read", "semaphore_signal", "semaphore_wait", "ChipVersion", "CoreType",
+           "SideEffectType", "TpuInfo", "core_barrier", "create_tensorcore_mesh",
+           "force_tpu_interpret_mode", "get_tpu_info", "get_tpu_info_for_chip", "is_tpu_device",
+           "reset_tpu_interpret_mode_state", "run_on_first_core", "set_tpu_interpret_mode"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):
@@ -118,23 +130,6 @@ class CompilerParams(_CompilerParamsBase):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, tuple(value))
-
-
-@dataclasses.dataclass(frozen=True)
-class InterpretParams:
-    """Options of JAX's TPU interpreter; jaxkit runs such a kernel with its own interpreter
-    (the same results for kernels without DMAs and semaphores)."""
-
-    dma_execution_mode: str = "on_wait"
-    detect_races: bool = False
-    out_of_bounds_reads: str = "raise"
-    skip_floating_point_ops: bool = False
-    uninitialized_memory: str = "nan"
-    num_cores_or_threads_per_device: int = 1
-    vector_clock_size: int | None = None
-    random_seed: int | None = None
-    grid_point_recorder: Any = None
-    allow_hbm_allocation_in_run_scoped: bool = False
 
 
 class PrefetchScalarGridSpec(GridSpec):
