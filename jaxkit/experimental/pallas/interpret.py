@@ -211,6 +211,11 @@ def _block_starts(bm, grid_idx, index_vals) -> list:
     return starts
 
 
+def _is_semaphore(aval) -> bool:
+    # semaphores (pltpu.SemaphoreType.*) count from 0
+    return getattr(aval.memory_space, "name", None) == "SEMAPHORE"
+
+
 def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
                           out_avals: tuple, input_output_aliases: tuple, **_) -> list:
     """What a ``pallas_call`` computes, written in jaxkit operations (traceable)."""
@@ -233,7 +238,8 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
     padded = [_pad(x, bm.block_shape) for x, bm in zip(operands, gm.block_mappings)]
     n_io = len(padded)
     # scratch buffers live across the whole grid, unblocked
-    scratch = [uninitialized_value(a.shape, a.dtype) for a in gm.scratch_avals]
+    scratch = [lax.full(a.shape, 0, a.dtype) if _is_semaphore(a) else
+               uninitialized_value(a.shape, a.dtype) for a in gm.scratch_avals]
 
     def step(i, carry):
         idx = _unravel(i, gm.grid)

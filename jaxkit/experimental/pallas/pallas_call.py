@@ -150,6 +150,8 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
     """A function running ``kernel`` over a grid: ``kernel(*input_refs, *output_refs)`` sees
     the blocks the block specs select for each grid index and writes its outputs' blocks.
     ``interpret=True`` runs it as ordinary XLA code (the way to run Pallas on a CPU)."""
+    # as JAX: TPU interpret mode forced where the call is made applies to it
+    interpret = tpu_interpret_state.interpret_override() or interpret
     if grid_spec is None:
         grid_spec = GridSpec(grid, in_specs, out_specs, scratch_shapes)
     elif grid != () or in_specs is not no_block_spec or out_specs is not no_block_spec:
@@ -190,8 +192,7 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
                                  f"{out_avals[o]}.")
         outs = pallas_call_p.bind(
             *idx_flat, *flat_args, jaxpr=jaxpr, grid_mapping=gm, out_avals=out_avals,
-            input_output_aliases=aliases, debug=debug, name=name,
-            interpret=tpu_interpret_state.interpret_override() or interpret,
+            input_output_aliases=aliases, debug=debug, interpret=interpret, name=name,
             compiler_params=compiler_params, cost_estimate=cost_estimate, mesh=None,
             metadata=metadata)
         return tree_util.tree_unflatten(out_tree, outs)

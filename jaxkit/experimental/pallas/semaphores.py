@@ -82,12 +82,8 @@ def _check_sem(sem: Any, what: str) -> None:
 
 
 def _int32(x: Any, what: str) -> Any:
-    x = jnp.asarray(x)
-    if x.dtype != _SEM:
-        if core.get_aval(x).weak_type or not isinstance(x, core.Tracer):
-            return lax.convert_element_type(x, _SEM)
-        raise ValueError(f"Must {what} an int32 value, but got {x.dtype}")
-    return x
+    # as JAX: counts and device ids are converted to int32, whatever their type
+    return jnp.asarray(x, dtype=_SEM)
 
 
 def semaphore_read(sem_or_view: Any) -> Any:
