@@ -333,6 +333,48 @@ def test_core_communication_is_refused():
         f(np.zeros(2, np.float32))
 
 
+def test_core_map_on_closed_over_refs():
+    # pl.core_map as JAX's core_map.md uses it: refs made in a jitted function, a body per
+    # core allocating its own buffers with run_scoped
+    cores = kpltpu.create_tensorcore_mesh("core", num_cores=2)
+
+    def per_core(x_hbm, o_hbm, buf, sem):
+        c = klax.axis_index("core")
+        cols = kpl.ds(c * 4, 4)
+        kpltpu.async_copy(x_hbm.at[:, cols], buf, sem).wait()
+        buf[...] = buf[...] * 10 + c.astype(kjnp.float32)
+        kpltpu.async_copy(buf, o_hbm.at[:, cols], sem).wait()
+
+    @jaxkit.jit
+    def f(x):
+        x_ref = jaxkit.new_ref(x)
+        o_ref = jaxkit.new_ref(kjnp.zeros_like(x))
+
+        @kpl.core_map(cores, interpret=True)
+        def _():
+            kpl.run_scoped(lambda *r: per_core(x_ref, o_ref, *r),
+                           kpltpu.VMEM((2, 4), kjnp.float32), kpltpu.SemaphoreType.DMA)
+        return o_ref[...]
+
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    want = x * 10 + np.repeat([0.0, 1.0], 4)[None]
+    np.testing.assert_array_equal(np.asarray(f(x)), want)
+
+
+def test_swapping_between_cores_is_refused():
+    # core_map.md's swap between the two cores of a device needs them running side by side
+    cores = kpltpu.create_tensorcore_mesh("core", num_cores=2)
+
+    def body(x_hbm, o_hbm, buf, send, recv):
+        other = (klax.axis_index("core") + 1) % 2
+        kpltpu.make_async_remote_copy(buf, buf, send, recv, device_id={"core": other}).start()
+    f = kpl.kernel(body, out_type=jaxkit.ShapeDtypeStruct((2,), kjnp.float32), mesh=cores,
+                   scratch_types=[kpltpu.VMEM((2,), kjnp.float32)]
+                   + [kpltpu.SemaphoreType.DMA] * 2, interpret=True)
+    with pytest.raises(NotImplementedError, match="between the cores of a pl.core_map"):
+        f(np.zeros(2, np.float32))
+
+
 def test_get_global_and_collective_axes_raise():
     with pytest.raises(NotImplementedError, match="get_global discharge is not supported"):
         kpl.get_global(kpltpu.SemaphoreType.REGULAR)

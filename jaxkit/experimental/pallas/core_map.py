@@ -23,7 +23,8 @@ import numpy as np
 from jaxkit import core, lax, tree_util
 from jaxkit.experimental.pallas.core import ANY, BlockSpec
 from jaxkit.experimental.pallas.pallas_call import pallas_call
-from jaxkit.experimental.pallas.semaphores import run_scoped, semaphore_signal, semaphore_wait
+from jaxkit.experimental.pallas.semaphores import (core_axes, run_scoped, semaphore_signal,
+                                                   semaphore_wait)
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.state import is_ref_aval
 from jaxkit.lax import parallel
@@ -95,7 +96,7 @@ def core_map(mesh: TensorCoreMesh, *, compiler_params: Any = None, interpret: An
                 returned.append(run_scoped(f, *scratch_shapes))
             return []
 
-        with parallel.extend_axis_env_nd(axes):
+        with core_axes(axes):
             jaxpr, consts = pe.trace_to_jaxpr(body, [], pe.debug_info("pallas_core_map", f,
                                                                           ()))
         if returned[0] is not None:
@@ -109,7 +110,7 @@ def core_map(mesh: TensorCoreMesh, *, compiler_params: Any = None, interpret: An
         def kernel_body(*refs):
             ins, outs = refs[:len(consts)], iter(refs[len(consts):])
             args = [next(outs) if r else x[...] for x, r in zip(ins, is_ref)]
-            with parallel.extend_axis_env_nd(axes):
+            with core_axes(axes):
                 core.eval_jaxpr(jaxpr, args)
             return None
 
@@ -151,7 +152,7 @@ def kernel(body: Any = None, out_type: Any = (), *, mesh: TensorCoreMesh,
             ins = tree_util.tree_unflatten(in_tree, refs[:n_in])
             outs = tree_util.tree_unflatten(out_tree, refs[n_in:])
             args = [*ins, *outs] if isinstance(out_type, (list, tuple)) else [*ins, outs]
-            with parallel.extend_axis_env_nd(axes):
+            with core_axes(axes):
                 if isinstance(scratch_types, Mapping):
                     run_scoped(functools.partial(body, *args), **scratch_types)
                 else:

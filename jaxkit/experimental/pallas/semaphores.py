@@ -15,9 +15,11 @@ supported.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import functools
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +31,8 @@ from jaxkit.experimental.pallas.interpret import uninitialized_value
 from jaxkit.lax import parallel
 from jaxkit.ref import new_ref
 
-__all__ = ["DeviceIdType", "barrier_semaphore", "device_target", "from_device", "get_global",
-           "new_semaphore", "run_scoped", "semaphore", "semaphore_read", "semaphore_signal",
+__all__ = ["DeviceIdType", "barrier_semaphore", "core_axes", "device_target", "from_device",
+           "get_global", "new_semaphore", "run_scoped", "semaphore", "semaphore_read", "semaphore_signal",
            "semaphore_wait", "senders", "with_scoped", "delay"]
 
 
@@ -129,9 +131,27 @@ def delay(nanos: Any) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+# The axes of the pl.core_map whose body is being traced: bound like mesh axes (so that
+# lax.axis_index works), but run one core after another, not as devices.
+_core_axes: contextvars.ContextVar[tuple] = contextvars.ContextVar("pallas_core_axes",
+                                                                  default=())
+
+
+@contextlib.contextmanager
+def core_axes(axes: Sequence[tuple[Any, int]]) -> Iterator[None]:
+    """Within: a per-core body over the core mesh axes ``(name, size)`` is traced."""
+    token = _core_axes.set(_core_axes.get() + tuple(n for n, _ in axes))
+    try:
+        with parallel.extend_axis_env_nd(axes):
+            yield
+    finally:
+        _core_axes.reset(token)
+
+
 def _mesh_axes() -> list[tuple[Any, int]]:
-    # The mesh axes bound around the kernel (shard_map's manual axes, pmap's axis).
-    return list(parallel._axis_env.frames)
+    # The device mesh axes bound around the kernel (shard_map's manual axes, pmap's axis).
+    cores = _core_axes.get()
+    return [(n, s) for n, s in parallel._axis_env.frames if n not in cores]
 
 
 def _linear(indices, sizes) -> Any:
@@ -150,6 +170,11 @@ def device_target(device_id: Any, device_id_type: DeviceIdType) -> tuple[tuple, 
     mine = [parallel.axis_index(n) for n in names]
     me = _linear(mine, sizes)
     if isinstance(device_id, dict):
+        if any(k in _core_axes.get() for k in device_id):
+            raise NotImplementedError(
+                "a remote copy or signal between the cores of a pl.core_map is not "
+                "implemented in jaxkit's interpret mode (its cores run one after another); "
+                "address other devices only")
         if device_id_type is not DeviceIdType.MESH:
             raise ValueError("`device_id_type` must be MESH if `device_id` is a dict, got: "
                              f"device_id_type = {device_id_type}.")
