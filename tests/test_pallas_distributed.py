@@ -236,8 +236,10 @@ CASES = textwrap.dedent('''
                                   interpret=INTERP)(np.zeros(2, np.int32))
         def signal_int16(x_ref, o_ref, sems):
             pl.semaphore_signal(sems.at[0], jnp.int16(1))
+        def signal_value(x_ref, o_ref, sems):
+            pl.semaphore_signal(jnp.zeros(()), 1)
         return [error(lambda: run(signal_array)), error(lambda: run(signal_float)),
-                error(lambda: run(signal_int16))]
+                error(lambda: run(signal_int16)), error(lambda: run(signal_value))]
 ''')
 
 ORACLE = textwrap.dedent('''

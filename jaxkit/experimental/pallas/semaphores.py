@@ -28,12 +28,13 @@ from jaxkit import core, lax, tree_util
 from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas.core import MemoryRef
 from jaxkit.experimental.pallas.interpret import uninitialized_value
+from jaxkit.interpreters.state import is_ref_aval
 from jaxkit.lax import parallel
 from jaxkit.ref import new_ref
 
 __all__ = ["DeviceIdType", "barrier_semaphore", "core_axes", "device_target", "from_device",
-           "get_global", "new_semaphore", "run_scoped", "semaphore", "semaphore_read", "semaphore_signal",
-           "semaphore_wait", "senders", "with_scoped", "delay"]
+           "get_global", "new_semaphore", "run_scoped", "semaphore", "semaphore_read",
+           "semaphore_signal", "semaphore_wait", "senders", "with_scoped", "delay"]
 
 
 class DeviceIdType(enum.Enum):
@@ -71,16 +72,14 @@ def new_semaphore(shape: tuple[int, ...] = (), memory_space: Any = None) -> Any:
 
 
 def _check_sem(sem: Any, what: str) -> None:
-    aval = core.get_aval(sem) if not hasattr(sem, "dims") else None
-    shape = tuple(sem.shape)
-    if aval is not None and not hasattr(aval, "inner_aval"):
-        raise ValueError(f"Cannot {what} on a non-semaphore Ref: {aval.str_short()}")
-    if shape:
-        raise ValueError(f"Cannot {what} on a non-()-shaped semaphore: {shape}")
-    dtype = np.dtype(sem.dtype) if aval is None else np.dtype(aval.inner_aval.dtype)
-    if dtype != _SEM:
-        raise ValueError(f"Must {what} semaphores (allocated as pltpu.SemaphoreType.* or "
-                         f"pltpu.get_barrier_semaphore()). Got a Ref of dtype {dtype}.")
+    aval = core.get_aval(getattr(sem, "ref", sem))  # a view (sem.at[i]) checks its ref
+    if not is_ref_aval(aval):
+        raise ValueError(f"Cannot {what} on a non-semaphore Ref: {aval}")
+    if tuple(sem.shape):
+        raise ValueError(f"Cannot {what} on a non-()-shaped semaphore: {tuple(sem.shape)}")
+    if np.dtype(aval.dtype) != _SEM:
+        raise ValueError(f"Must {what} semaphores of the following types: {{semaphore, "
+                         f"barrier_semaphore}} (pltpu.SemaphoreType.*). Got {aval.dtype}.")
 
 
 def _int32(x: Any, what: str) -> Any:
