@@ -56,6 +56,9 @@ class MemorySpace(MemorySpaceMethods, enum.Enum):
     SEMAPHORE = "semaphore_mem"
     HBM = "hbm"
 
+    def __repr__(self) -> str:  # as JAX prints the TPU's memory spaces
+        return self.name
+
 
 VMEM = MemorySpace.VMEM
 VMEM_SHARED = MemorySpace.VMEM_SHARED

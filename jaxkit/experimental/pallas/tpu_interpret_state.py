@@ -13,21 +13,24 @@ from typing import Any
 __all__ = ["InterpretParams", "force_tpu_interpret_mode", "interpret_override",
            "reset_tpu_interpret_mode_state", "set_tpu_interpret_mode"]
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class InterpretParams:
-    """Options of JAX's TPU interpreter; jaxkit runs such a kernel with its own interpreter
-    (the same results for kernels without DMAs and semaphores)."""
+    """Options of JAX's TPU interpreter (its fields, in its order). jaxkit runs such a kernel
+    with its own interpreter (lockstep devices, see ``semaphores.py``), which has no races to
+    detect, no DMA scheduling to choose and no logging: the options are kept, not used."""
 
-    dma_execution_mode: str = "on_wait"
     detect_races: bool = False
     out_of_bounds_reads: str = "raise"
     skip_floating_point_ops: bool = False
     uninitialized_memory: str = "nan"
-    num_cores_or_threads_per_device: int = 1
+    num_cores_or_threads: int = 1
     vector_clock_size: int | None = None
+    logging_mode: Any = None
+    dma_execution_mode: str = "on_wait"
     random_seed: int | None = None
     grid_point_recorder: Any = None
     allow_hbm_allocation_in_run_scoped: bool = False
+    buffer_bounds: str = "logical"
 
 
 _UNSET = object()
