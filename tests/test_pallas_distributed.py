@@ -161,6 +161,25 @@ CASES = textwrap.dedent('''
         return np.asarray(f(np.zeros(2, np.int32))).tolist()
 
     @case
+    def dma_semaphore_counts():
+        # a local DMA adds its element count (capped) to its semaphore; wait takes it back
+        def kernel(x_ref, o_ref, small, big):
+            copy = pltpu.make_async_copy(x_ref.at[:8], o_ref.at[:8], small)
+            copy.start()
+            started = pl.semaphore_read(small)
+            copy.wait()
+            whole = pltpu.async_copy(x_ref, o_ref, big)
+            o_ref[0, 0] = started.astype(jnp.float32)
+            o_ref[0, 1] = pl.semaphore_read(small).astype(jnp.float32)
+            o_ref[0, 2] = pl.semaphore_read(big).astype(jnp.float32)
+            whole.wait()
+        f = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((256, 256), jnp.float32),
+                           scratch_shapes=[pltpu.SemaphoreType.DMA] * 2,
+                           interpret=True)  # JAX's TPU interpreter cannot semaphore_read
+        out = np.asarray(f(np.ones((256, 256), np.float32)))
+        return [out[0, :4].tolist(), float(out.sum())]
+
+    @case
     def scoped_buffers():
         @pl.with_scoped(pltpu.VMEM((4, 128), jnp.float32), sem=pltpu.SemaphoreType.DMA)
         def double(x_ref, o_ref, buf, sem):
@@ -283,7 +302,8 @@ def cases():
 
 
 CASE_NAMES = ["right_permute", "logical_and_dict_ids", "ring_all_gather",
-              "regular_semaphores_and_barrier", "local_semaphores", "scoped_buffers",
+              "regular_semaphores_and_barrier", "local_semaphores", "dma_semaphore_counts",
+              "scoped_buffers",
               "tensorcore_mesh_kernel", "forced_interpret_mode", "tpu_info",
               "semaphore_errors"]
 

@@ -29,8 +29,13 @@ __all__ = ["AsyncCopyDescriptor", "async_copy", "async_remote_copy",
 _SEM = np.dtype(np.int32)
 
 
+# What a DMA adds to its semaphores: its number of elements, at most this (JAX's interpreter
+# holds semaphores as int16 and caps a copy's count so).
+_MAX_COUNT = np.iinfo(np.int16).max
+
+
 def _count(ref: Any) -> Any:
-    return np.int32(math.prod(ref.shape))
+    return np.int32(min(math.prod(ref.shape), _MAX_COUNT))
 
 
 def _write(src: Any, dst: Any, add: bool) -> None:
