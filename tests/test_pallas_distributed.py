@@ -355,6 +355,61 @@ def test_core_communication_is_refused():
         f(np.zeros(2, np.float32))
 
 
+def _mesh():
+    return jaxkit.make_mesh((8,), ("x",), devices=DEVICES, axis_types=(AxisType.Auto,))
+
+
+@pytest.mark.parametrize("when", ["device", "data"])
+def test_remote_copy_under_device_dependent_condition_raises(when):
+    # every device runs a remote copy as a collective: under a condition differing between
+    # devices XLA would abort waiting; the kernel is refused before it runs
+    def kernel(x_ref, o_ref, send, recv):
+        me = klax.axis_index("x")
+        copy = kpltpu.make_async_remote_copy(x_ref, o_ref, send, recv,
+                                             device_id=(klax.rem(me + 1, 8),))
+        cond = me % 2 == 0 if when == "device" else x_ref[0, 0] > 0
+
+        @kpl.when(cond)
+        def _():
+            copy.start()
+
+    call = kpl.pallas_call(kernel, out_shape=jaxkit.ShapeDtypeStruct((8, 128), kjnp.float32),
+                           in_specs=[kpl.BlockSpec(memory_space=kpl.ANY)],
+                           out_specs=kpl.BlockSpec(memory_space=kpl.ANY),
+                           scratch_shapes=[kpltpu.SemaphoreType.DMA] * 2, interpret=True)
+    f = jaxkit.jit(jaxkit.shard_map(call, mesh=_mesh(), in_specs=PartitionSpec(None, "x"),
+                                    out_specs=PartitionSpec(None, "x"), check_vma=False))
+    with pytest.raises(NotImplementedError, match="condition may differ between devices"):
+        f(np.ones((8, 1024), np.float32))
+
+
+def test_remote_copy_under_uniform_condition_in_loop():
+    # conditions on grid ids and loop counters are the same everywhere: allowed
+    def kernel(x_ref, o_ref, send, recv):
+        me = klax.axis_index("x")
+
+        def body(i, carry):
+            copy = kpltpu.make_async_remote_copy(x_ref, o_ref, send, recv,
+                                                 device_id=(klax.rem(me + 1 + i, 8),))
+
+            @kpl.when((i == 1) & (kpl.program_id(0) == 0))
+            def _():
+                copy.start()
+                copy.wait()
+            return carry
+        klax.fori_loop(0, 2, body, 0)
+
+    call = kpl.pallas_call(kernel, out_shape=jaxkit.ShapeDtypeStruct((8, 128), kjnp.float32),
+                           in_specs=[kpl.BlockSpec(memory_space=kpl.ANY)],
+                           out_specs=kpl.BlockSpec(memory_space=kpl.ANY), grid=(1,),
+                           scratch_shapes=[kpltpu.SemaphoreType.DMA] * 2, interpret=True)
+    f = jaxkit.jit(jaxkit.shard_map(call, mesh=_mesh(), in_specs=PartitionSpec(None, "x"),
+                                    out_specs=PartitionSpec(None, "x"), check_vma=False))
+    x = np.repeat(np.arange(8, dtype=np.float32), 128)[None].repeat(8, 0)
+    out = np.asarray(f(x))
+    np.testing.assert_array_equal(out[0, ::128], (np.arange(8) - 2) % 8)
+
+
 def test_core_map_on_closed_over_refs():
     # pl.core_map as JAX's core_map.md uses it: refs made in a jitted function, a body per
     # core allocating its own buffers with run_scoped

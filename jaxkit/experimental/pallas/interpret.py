@@ -27,6 +27,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas.core import Blocked, Element, GridMapping, Squeezed
 from jaxkit.experimental.pallas.primitives import program_id_p
+from jaxkit.experimental.pallas.uniformity import check_remote_ops_uniform
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
 from jaxkit.lax.cond import cond_p
@@ -225,6 +226,7 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
             if isinstance(d, Element) and d.padding != (0, 0):
                 raise NotImplementedError("interpret-mode rule for 'pallas_call' with "
                                           "pl.Element padding is not implemented")
+    check_remote_ops_uniform(jaxpr, tuple(gm.grid_names or ()))
     kernel, kernel_consts, captured = discharged_kernel(jaxpr, len(gm.grid) - gm.vmapped_dims,
                                                         tuple(gm.grid_names or ()))
     n_idx = len(gm.index_avals)
