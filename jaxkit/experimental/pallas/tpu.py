@@ -3,10 +3,10 @@
 What describes a kernel (memory spaces, compiler parameters, ``PrefetchScalarGridSpec``,
 ``InterpretParams``) exists so that code written for TPUs runs its CPU parts as it does under
 JAX: a ``pallas_call`` without interpret mode fails with JAX's CPU error, and
-``interpret=pltpu.InterpretParams()`` runs jaxkit's interpreter. Local copies (``sync_copy``,
-``make_async_copy``/``async_copy``) complete at once there; JAX's TPU interpreter also
-simulates remote DMAs, semaphore signalling and races: the operations needing those raise
-``NotImplementedError`` here, naming themselves.
+``interpret=pltpu.InterpretParams()`` (or ``True``) runs jaxkit's interpreter. There, local and
+remote DMAs (``dma.py``), semaphores (``semaphores.py``) and core meshes (``core_map.py``) run
+as JAX's HLO interpreter runs them: devices in lockstep, a copy done when it starts. JAX's TPU
+interpreter also detects races; jaxkit's has none to detect.
 """
 from __future__ import annotations
 

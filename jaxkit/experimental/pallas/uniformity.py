@@ -22,6 +22,11 @@ from jaxkit.lax.parallel import all_gather_p, axis_index_p
 
 __all__ = ["check_remote_ops_uniform"]
 
+_MESSAGE = ("a remote copy or semaphore signal (device_id=...) in {where} may differ between "
+            "devices is not implemented in jaxkit's interpret mode: every device runs it as a "
+            "collective. Make it the same on every device (program ids, constants), or start "
+            "the copy unconditionally")
+
 _has_collective_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -55,12 +60,8 @@ def _walk(jaxpr: core.Jaxpr, flags: list, local: frozenset) -> list[bool]:
         if eqn.primitive is cond_p:
             branches = eqn.params["branches"]
             if ins[0] and any(_has_collective(b.jaxpr) for b in branches):
-                raise NotImplementedError(
-                    "a remote copy or semaphore signal (device_id=...) under a pl.when or "
-                    "lax.cond whose condition may differ between devices is not implemented in "
-                    "jaxkit's interpret mode: every device runs it as a collective. Make the "
-                    "condition the same on every device (program ids, constants), or start "
-                    "the copy unconditionally")
+                raise NotImplementedError(_MESSAGE.format(where="a pl.when or lax.cond whose "
+                                                          "condition"))
             outs = [ins[0]] * len(eqn.outvars)
             for b in branches:
                 outs = [x or y for x, y in zip(outs, _walk_closed(b, ins[1:], local))]
@@ -68,6 +69,9 @@ def _walk(jaxpr: core.Jaxpr, flags: list, local: frozenset) -> list[bool]:
             nc, nb = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
             carry = _fixpoint(eqn.params["body_jaxpr"], ins[nc:nc + nb], ins[nc + nb:], local)
             cond_out = _walk_closed(eqn.params["cond_jaxpr"], ins[:nc] + carry, local)
+            if cond_out[0] and _has_collective(eqn.params["body_jaxpr"].jaxpr):
+                raise NotImplementedError(_MESSAGE.format(where="a loop whose number of "
+                                                          "steps"))
             outs = [c or cond_out[0] for c in carry]
         elif eqn.primitive is scan_p:
             k, n = eqn.params["num_consts"], eqn.params["num_carry"]
