@@ -9,9 +9,10 @@ the program reaches it) and ``semaphore_read`` reads it.
 
 An operation on another device (``device_id=...``) is a collective over the mesh axes bound
 around the kernel: each device gathers what every device sends (``all_gather``) and keeps what
-was addressed to it. Every device must therefore execute it, as in JAX's HLO interpreter: a
-remote signal or copy under a ``pl.when`` whose condition differs between devices is not
-supported.
+was addressed to it (a signal adds to the receiver's own view of the semaphore; a copy writes
+the window the sender names, see ``dma.py``). Every device must therefore execute it, as in
+JAX's HLO interpreter: a remote signal or copy under a ``pl.when`` whose condition may differ
+between devices is refused before the kernel runs (``uniformity.py``).
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def _check_sem(sem: Any, what: str) -> None:
                          f"barrier_semaphore}} (pltpu.SemaphoreType.*). Got {aval.dtype}.")
 
 
-def _int32(x: Any, what: str) -> Any:
+def _int32(x: Any) -> Any:
     # as JAX: counts and device ids are converted to int32, whatever their type
     return jnp.asarray(x, dtype=_SEM)
 
@@ -99,7 +100,7 @@ def semaphore_signal(sem_or_view: Any, inc: Any = 1, *, device_id: Any = None,
     """Add ``inc`` to a semaphore: this device's, or with ``device_id`` that of the device it
     names (every device of the mesh must then signal, see the module docstring)."""
     _check_sem(sem_or_view, "signal")
-    inc = _int32(inc, "signal")
+    inc = _int32(inc)
     if core_index is not None:
         raise NotImplementedError("semaphore_signal with core_index is not implemented in "
                                   "jaxkit's interpret mode (one core per device)")
@@ -114,7 +115,7 @@ def semaphore_wait(sem_or_view: Any, value: Any = 1, *, decrement: bool = True) 
     """Wait until a semaphore reaches ``value``, then (with ``decrement``) subtract it. In
     lockstep interpretation what it waits for has happened: it only subtracts."""
     _check_sem(sem_or_view, "wait")
-    value = _int32(value, "wait")
+    value = _int32(value)
     if decrement:
         sem_or_view[...] = sem_or_view[...] - value
 
@@ -156,7 +157,7 @@ def _mesh_axes() -> list[tuple[Any, int]]:
 def _linear(indices, sizes) -> Any:
     out = np.int32(0)
     for i, s in zip(indices, sizes):
-        out = out * np.int32(s) + _int32(i, "address")
+        out = out * np.int32(s) + _int32(i)
     return out
 
 
@@ -187,7 +188,7 @@ def device_target(device_id: Any, device_id_type: DeviceIdType) -> tuple[tuple, 
         if isinstance(device_id, (tuple, list)):
             raise ValueError("LOGICAL device_id_type does not support device_id as a tuple "
                              "or dict.")
-        return names, _int32(device_id, "address"), me
+        return names, _int32(device_id), me
     coords = tuple(device_id) if isinstance(device_id, (tuple, list)) else (device_id,)
     if len(coords) != len(names):
         raise ValueError(f"device_id ({len(coords)}) and mesh ({len(names)}) must have same "
