@@ -147,7 +147,11 @@ def _to_numpy_index(indexer: tuple | None, dyn) -> tuple:
 
 
 def _indexed_shape(shape: tuple, indexer, dyn_avals) -> tuple:
-    # NumPy's indexing on a zero-stride stand-in: the result shape without the memory.
+    # NumPy's indexing on a zero-stride stand-in: the result shape without the memory. A
+    # traced index is not bounds-checked (as in JAX): probe an empty dimension with one entry.
+    if indexer is not None:
+        shape = tuple(max(d, 1) if k < len(indexer) and indexer[k] is None else d
+                      for k, d in enumerate(shape))
     dummy = np.broadcast_to(np.zeros((), bool), shape)
     return dummy[_to_numpy_index(indexer, [np.zeros(a.shape, np.intp) for a in dyn_avals])].shape
 

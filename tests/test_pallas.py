@@ -256,8 +256,6 @@ def test_tpu_names_and_interpret_params():
     f = kpl.pallas_call(double, out_shape=jaxkit.ShapeDtypeStruct((4,), kjnp.float32),
                         interpret=pltpu.InterpretParams())
     np.testing.assert_array_equal(np.asarray(f(kjnp.arange(4.0))), np.arange(4.0) * 2)
-    with pytest.raises(NotImplementedError, match="pltpu.make_async_remote_copy"):
-        pltpu.make_async_remote_copy(None, None, None, None, None, None)
     with pytest.warns(DeprecationWarning, match="moved to jax.experimental.pallas.triton"):
         kpl.dot  # noqa: B018
 

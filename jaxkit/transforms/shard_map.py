@@ -499,6 +499,15 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Me
     if tuple(mctx.mesh) != mesh.shape_tuple:
         raise ValueError(f"shard_map over {mesh} inside a program partitioned over a mesh of "
                          f"axes {tuple(mctx.mesh)}; use one mesh")
+    sizes = dict(mesh.shape_tuple)
+    outer = mctx.manual if isinstance(mctx.manual, frozenset) else frozenset()
+    inner = dataclasses.replace(mctx, axis_env=mesh.shape_tuple,
+                                manual=outer | frozenset(manual_axes))
+    if all(sizes[name] == 1 for name in manual_axes):
+        # As JAX: no manual region when every manual axis has one device (in a one-partition
+        # program XLA would leave the region's shape custom calls unexpanded).
+        with parallel.extend_axis_env_nd((name, 1) for name in manual_axes):
+            return mlir.closed_subcomp(inner, jaxpr, *args)
     # Over some of the mesh's axes (or nested in a shard_map over others), dimensions stay
     # open to the axes that are not manual here, as JAX's lowering leaves them.
     open_dims = len(manual_axes) < len(mesh.axis_names)
@@ -509,13 +518,9 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Me
         _per_value_attr(mesh, out_specs, ctx.avals_out, open_dims),
         ir.Attribute.parse(f"#sdy<manual_axes{{{names}}}>"))
     block = op.body.blocks.append(*[mlir.aval_to_ir_type(a) for a in jaxpr.in_avals])
-    # ``manual``: the axes manual in the region (those of enclosing shard_maps too).
-    outer = mctx.manual if isinstance(mctx.manual, frozenset) else frozenset()
-    inner = dataclasses.replace(mctx, axis_env=mesh.shape_tuple,
-                                manual=outer | frozenset(manual_axes))
+    # ``manual`` (in ``inner``): the axes manual in the region (enclosing shard_maps' too).
     # The manual axes are bound while the body lowers, as while it was traced: lowering rules
     # that trace (a key's physical lowering, say) may bind collectives that look them up.
-    sizes = dict(mesh.shape_tuple)
     with ir.InsertionPoint(block), \
             parallel.extend_axis_env_nd((name, sizes[name]) for name in manual_axes):
         outs = mlir.closed_subcomp(inner, jaxpr, *block.arguments)

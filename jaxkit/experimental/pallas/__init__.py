@@ -11,12 +11,16 @@ from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, Boun
                                              Buffered, CompilerParams, CostEstimate, Element,
                                              GridSpec, MemoryRef, MemorySpace, Squeezed,
                                              no_block_spec, squeezed)
+from jaxkit.experimental.pallas.core_map import core_map, kernel
 from jaxkit.experimental.pallas.pallas_call import pallas_call, pallas_call_p
 from jaxkit.experimental.pallas.primitives import (align_to, cdiv, debug_print, loop,
                                                    multiple_of, next_power_of_2, num_programs,
                                                    program_id, reciprocal, strides_from_shape,
                                                    when)
 from jaxkit.experimental.pallas.primitives import dot as _dot
+from jaxkit.experimental.pallas.semaphores import (DeviceIdType, delay, get_global, run_scoped,
+                                                   semaphore, semaphore_read, semaphore_signal,
+                                                   semaphore_wait, with_scoped)
 from jaxkit.indexing import Slice, ds, dslice
 
 __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
@@ -24,7 +28,9 @@ __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "Slice", "Squeezed", "align_to", "cdiv", "debug_print", "ds", "dslice", "loop",
            "multiple_of", "next_power_of_2", "no_block_spec", "num_programs", "pallas_call",
            "pallas_call_p", "program_id", "reciprocal", "squeezed", "strides_from_shape",
-           "when"]
+           "when", "DeviceIdType", "delay", "get_global", "run_scoped", "semaphore",
+           "semaphore_read", "semaphore_signal", "semaphore_wait", "with_scoped", "core_map",
+           "kernel"]
 
 
 def __getattr__(name: str):

@@ -27,10 +27,12 @@ from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas.core import Blocked, Element, GridMapping, Squeezed
 from jaxkit.experimental.pallas.primitives import program_id_p
+from jaxkit.experimental.pallas.uniformity import check_remote_ops_uniform
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
 from jaxkit.lax.cond import cond_p
 from jaxkit.lax.loops import scan_p, while_p
+from jaxkit.lax.parallel import axis_index_p
 
 __all__ = ["interpret_pallas_call", "uninitialized_value"]
 
@@ -58,9 +60,8 @@ _uses_grid_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _uses_grid(jaxpr: core.Jaxpr) -> bool:
     found = _uses_grid_cache.get(jaxpr)
     if found is None:
-        found = any(e.primitive is program_id_p or any(_uses_grid(s) for s in
-                                                       core.subjaxprs(e.params))
-                    for e in jaxpr.eqns)
+        found = any(e.primitive in (program_id_p, axis_index_p) or any(
+            _uses_grid(s) for s in core.subjaxprs(e.params)) for e in jaxpr.eqns)
         _uses_grid_cache[jaxpr] = found
     return found
 
@@ -109,11 +110,19 @@ def _inline_rule(eqn: core.JaxprEqn, vals, pids) -> list:
     return _eval_closed(bodies[0], vals, pids)
 
 
+class GridIndices(list):
+    """The grid indices of a kernel instance, and the names of the grid's axes: a kernel run
+    by ``pl.core_map`` reads its core's index with ``lax.axis_index(name)``."""
+
+    names: tuple = ()
+
+
 def eval_with_grid(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence,
                    pids: Sequence) -> list:
-    """Evaluate a kernel jaxpr under the current trace, with ``program_id(k)`` read from
-    ``pids[k]``."""
+    """Evaluate a kernel jaxpr under the current trace, with ``program_id(k)`` (and
+    ``axis_index`` of the ``k``-th named grid axis) read from ``pids[k]``."""
     env: dict = {}
+    names = getattr(pids, "names", ())
 
     def read(a):
         return a.val if type(a) is core.Literal else env[a]
@@ -124,6 +133,8 @@ def eval_with_grid(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence,
         vals = [read(a) for a in eqn.invars]
         if eqn.primitive is program_id_p:
             outs = [pids[eqn.params["axis"]]]
+        elif eqn.primitive is axis_index_p and eqn.params["axis_name"] in names:
+            outs = [pids[names.index(eqn.params["axis_name"])]]
         elif any(_uses_grid(s) for s in core.subjaxprs(eqn.params)):
             rule = _grid_rules.get(eqn.primitive)
             outs = (rule(vals, pids, **eqn.params) if rule is not None
@@ -139,21 +150,25 @@ def eval_with_grid(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence,
 _kernel_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def discharged_kernel(jaxpr: core.Jaxpr, n_pids: int) -> tuple[core.Jaxpr, list, list]:
+def discharged_kernel(jaxpr: core.Jaxpr, n_pids: int,
+                      names: tuple = ()) -> tuple[core.Jaxpr, list, list]:
     """The kernel as a pure jaxpr: (captured values,) grid indices and block values in, final
-    block values out. Returns it, its constvars' values and the captured values."""
+    block values out. Returns it, its constvars' values and the captured values. ``names``:
+    the grid axes' names (None for an unnamed axis)."""
     per = _kernel_cache.setdefault(jaxpr, {})
-    found = per.get(n_pids)
+    found = per.get((n_pids, names))
     if found is None:
         i32 = core.ShapedArray((), np.dtype(np.int32))
         avals = [i32] * n_pids + [v.aval for v in jaxpr.invars]
 
         def resolved(*args):
-            return eval_with_grid(jaxpr, [], args[n_pids:], args[:n_pids])
+            pids = GridIndices(args[:n_pids])
+            pids.names = names
+            return eval_with_grid(jaxpr, [], args[n_pids:], pids)
 
         with_pids, consts = pe.trace_to_jaxpr(resolved, avals)
         pure, pure_consts = state.discharge_jaxpr(pe.convert_constvars_jaxpr(with_pids))
-        found = per[n_pids] = (pure, pure_consts, consts)
+        found = per[(n_pids, names)] = (pure, pure_consts, consts)
     return found
 
 
@@ -197,6 +212,11 @@ def _block_starts(bm, grid_idx, index_vals) -> list:
     return starts
 
 
+def _is_semaphore(aval) -> bool:
+    # semaphores (pltpu.SemaphoreType.*) count from 0
+    return getattr(aval.memory_space, "name", None) == "SEMAPHORE"
+
+
 def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
                           out_avals: tuple, input_output_aliases: tuple, **_) -> list:
     """What a ``pallas_call`` computes, written in jaxkit operations (traceable)."""
@@ -206,7 +226,9 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
             if isinstance(d, Element) and d.padding != (0, 0):
                 raise NotImplementedError("interpret-mode rule for 'pallas_call' with "
                                           "pl.Element padding is not implemented")
-    kernel, kernel_consts, captured = discharged_kernel(jaxpr, len(gm.grid) - gm.vmapped_dims)
+    check_remote_ops_uniform(jaxpr, tuple(gm.grid_names or ()))
+    kernel, kernel_consts, captured = discharged_kernel(jaxpr, len(gm.grid) - gm.vmapped_dims,
+                                                        tuple(gm.grid_names or ()))
     n_idx = len(gm.index_avals)
     all_args = args  # input_output_aliases count the scalar-prefetch operands too
     index_vals, args = args[:n_idx], args[n_idx:]
@@ -218,7 +240,8 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
     padded = [_pad(x, bm.block_shape) for x, bm in zip(operands, gm.block_mappings)]
     n_io = len(padded)
     # scratch buffers live across the whole grid, unblocked
-    scratch = [uninitialized_value(a.shape, a.dtype) for a in gm.scratch_avals]
+    scratch = [lax.full(a.shape, 0, a.dtype) if _is_semaphore(a) else
+               uninitialized_value(a.shape, a.dtype) for a in gm.scratch_avals]
 
     def step(i, carry):
         idx = _unravel(i, gm.grid)

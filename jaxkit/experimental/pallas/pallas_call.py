@@ -26,6 +26,7 @@ from jaxkit.experimental.pallas.core import (BlockMapping, BlockSpec, Blocked, E
                                              GridMapping, GridSpec, MemoryRef, MemorySpace,
                                              Squeezed,
                                              _NoBlockSpec, no_block_spec)
+from jaxkit.experimental.pallas import tpu_interpret_state
 from jaxkit.experimental.pallas.interpret import interpret_pallas_call
 from jaxkit.experimental.pallas.primitives import kernel_grid, program_id_p
 from jaxkit.interpreters import ad, batching, dispatch, mlir
@@ -115,6 +116,8 @@ def _kernel_ref_aval(bm: BlockMapping) -> AbstractRef:
 
 
 def _scratch_aval(s) -> AbstractRef:
+    if hasattr(s, "memory_ref"):  # a kind of buffer with a default type (SemaphoreType.DMA)
+        s = s.memory_ref()
     if not isinstance(s, MemoryRef):
         raise NotImplementedError(f"pallas_call scratch shape {s!r} is not implemented in "
                                   "jaxkit (give buffers as pltpu.VMEM(shape, dtype) or "
@@ -147,6 +150,8 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
     """A function running ``kernel`` over a grid: ``kernel(*input_refs, *output_refs)`` sees
     the blocks the block specs select for each grid index and writes its outputs' blocks.
     ``interpret=True`` runs it as ordinary XLA code (the way to run Pallas on a CPU)."""
+    # as JAX: TPU interpret mode forced where the call is made applies to it
+    interpret = tpu_interpret_state.interpret_override() or interpret
     if grid_spec is None:
         grid_spec = GridSpec(grid, in_specs, out_specs, scratch_shapes)
     elif grid != () or in_specs is not no_block_spec or out_specs is not no_block_spec:
@@ -171,8 +176,8 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
                    for i, (s, a) in enumerate(zip(
                        _flat_specs(grid_spec.out_specs, len(out_avals), "out_specs"),
                        out_avals))]
-        scratch = tree_util.tree_leaves(grid_spec.scratch_shapes,
-                                        is_leaf=lambda x: isinstance(x, MemoryRef))
+        scratch = tree_util.tree_leaves(grid_spec.scratch_shapes, is_leaf=lambda x: isinstance(
+            x, MemoryRef) or hasattr(x, "memory_ref"))
         gm = GridMapping(grid_spec.grid, tuple(in_bms + out_bms), len(in_bms),
                          grid_names=grid_spec.grid_names,
                          scratch_avals=tuple(_scratch_aval(s) for s in scratch),

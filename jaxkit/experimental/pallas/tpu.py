@@ -3,10 +3,10 @@
 What describes a kernel (memory spaces, compiler parameters, ``PrefetchScalarGridSpec``,
 ``InterpretParams``) exists so that code written for TPUs runs its CPU parts as it does under
 JAX: a ``pallas_call`` without interpret mode fails with JAX's CPU error, and
-``interpret=pltpu.InterpretParams()`` runs jaxkit's interpreter. Local copies (``sync_copy``,
-``make_async_copy``/``async_copy``) complete at once there; JAX's TPU interpreter also
-simulates remote DMAs, semaphore signalling and races: the operations needing those raise
-``NotImplementedError`` here, naming themselves.
+``interpret=pltpu.InterpretParams()`` (or ``True``) runs jaxkit's interpreter. There, local and
+remote DMAs (``dma.py``), semaphores (``semaphores.py``) and core meshes (``core_map.py``) run
+as JAX's HLO interpreter runs them: devices in lockstep, a copy done when it starts. JAX's TPU
+interpreter also detects races; jaxkit's has none to detect.
 """
 from __future__ import annotations
 
@@ -16,16 +16,34 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, tree_util
+from jaxkit import core
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMethods
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
+from jaxkit.experimental.pallas.dma import (AsyncCopyDescriptor, async_copy, async_remote_copy,
+                                            make_async_copy, make_async_remote_copy, sync_copy)
+from jaxkit.experimental.pallas.core_map import (core_barrier, create_tensorcore_mesh,
+                                                 run_on_first_core)
+from jaxkit.experimental.pallas.tpu_info import (ChipVersion, CoreType, SideEffectType, TpuInfo,
+                                                 get_tpu_info, get_tpu_info_for_chip,
+                                                 is_tpu_device)
+from jaxkit.experimental.pallas.tpu_interpret_state import (InterpretParams,
+                                                            force_tpu_interpret_mode,
+                                                            reset_tpu_interpret_mode_state,
+                                                            set_tpu_interpret_mode)
+from jaxkit.experimental.pallas.semaphores import (new_semaphore, semaphore, semaphore_read,
+                                                   semaphore_signal, semaphore_wait)
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
            "HBM",
            "InterpretParams", "MemorySpace", "PrefetchScalarGridSpec", "SMEM",
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
-           "make_async_remote_copy", "sync_copy", "emit_pipeline"]
+           "make_async_remote_copy", "sync_copy", "emit_pipeline", "SEMAPHORE", "CORE_PARALLEL",
+           "SUBCORE_PARALLEL", "async_remote_copy", "dma_semaphore", "get_barrier_semaphore",
+           "semaphore_read", "semaphore_signal", "semaphore_wait", "ChipVersion", "CoreType",
+           "SideEffectType", "TpuInfo", "core_barrier", "create_tensorcore_mesh",
+           "force_tpu_interpret_mode", "get_tpu_info", "get_tpu_info_for_chip", "is_tpu_device",
+           "reset_tpu_interpret_mode_state", "run_on_first_core", "set_tpu_interpret_mode"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):
@@ -38,12 +56,16 @@ class MemorySpace(MemorySpaceMethods, enum.Enum):
     SEMAPHORE = "semaphore_mem"
     HBM = "hbm"
 
+    def __repr__(self) -> str:  # as JAX prints the TPU's memory spaces
+        return self.name
+
 
 VMEM = MemorySpace.VMEM
 VMEM_SHARED = MemorySpace.VMEM_SHARED
 SMEM = MemorySpace.SMEM
 CMEM = MemorySpace.CMEM
 HBM = MemorySpace.HBM
+SEMAPHORE = MemorySpace.SEMAPHORE
 ANY = _PlMemorySpace.ANY
 
 
@@ -56,6 +78,8 @@ class GridDimensionSemantics(enum.Enum):
 
 PARALLEL = GridDimensionSemantics.PARALLEL
 ARBITRARY = GridDimensionSemantics.ARBITRARY
+CORE_PARALLEL = GridDimensionSemantics.CORE_PARALLEL
+SUBCORE_PARALLEL = GridDimensionSemantics.SUBCORE_PARALLEL
 
 
 class SemaphoreType(enum.Enum):
@@ -69,6 +93,20 @@ class SemaphoreType(enum.Enum):
     def __call__(self, shape: tuple[int, ...]) -> MemoryRef:
         return MemoryRef(core.ShapedArray(tuple(shape), np.dtype(np.int32)),
                          memory_space=MemorySpace.SEMAPHORE)
+
+    def memory_ref(self) -> MemoryRef:
+        """The type of one semaphore of this kind (``SemaphoreType.DMA`` as a scratch type)."""
+        return self(())
+
+
+class dma_semaphore(semaphore):  # noqa: N801  (JAX's name)
+    """A DMA semaphore's element type."""
+
+
+def get_barrier_semaphore() -> Any:
+    """The kernel's barrier semaphore. Interpret mode gives each call a fresh semaphore at 0
+    (signals and waits never block there, and a barrier is waited back down to 0)."""
+    return new_semaphore((), MemorySpace.SEMAPHORE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,23 +135,6 @@ class CompilerParams(_CompilerParamsBase):
                 object.__setattr__(self, name, tuple(value))
 
 
-@dataclasses.dataclass(frozen=True)
-class InterpretParams:
-    """Options of JAX's TPU interpreter; jaxkit runs such a kernel with its own interpreter
-    (the same results for kernels without DMAs and semaphores)."""
-
-    dma_execution_mode: str = "on_wait"
-    detect_races: bool = False
-    out_of_bounds_reads: str = "raise"
-    skip_floating_point_ops: bool = False
-    uninitialized_memory: str = "nan"
-    num_cores_or_threads_per_device: int = 1
-    vector_clock_size: int | None = None
-    random_seed: int | None = None
-    grid_point_recorder: Any = None
-    allow_hbm_allocation_in_run_scoped: bool = False
-
-
 class PrefetchScalarGridSpec(GridSpec):
     """A ``GridSpec`` whose first ``num_scalar_prefetch`` operands are scalars passed to the
     index maps and the kernel."""
@@ -128,48 +149,6 @@ class PrefetchScalarGridSpec(GridSpec):
         self.index_memory_space = SMEM
 
 
-def _copy(src: Any, dst: Any, add: bool) -> None:
-    if add:
-        dst[...] = dst[...] + src[...]
-    else:
-        dst[...] = src[...]
-
-
-def sync_copy(src_ref: Any, dst_ref: Any, *, add: bool = False) -> None:
-    """Copy ``src_ref`` into ``dst_ref`` (refs or ``ref.at[...]`` views, or pytrees of
-    them); with ``add``, accumulate into it."""
-    for s, d in zip(tree_util.tree_leaves(src_ref), tree_util.tree_leaves(dst_ref)):
-        _copy(s, d, add)
-
-
-class AsyncCopyDescriptor:
-    """A local DMA ``src -> dst``. Interpret mode performs it at ``start`` (JAX's TPU
-    interpreter may defer it to ``wait``; kernels that wait before reading see the same)."""
-
-    def __init__(self, src_ref: Any, dst_ref: Any, sem: Any):
-        self.src_ref, self.dst_ref, self.sem = src_ref, dst_ref, sem
-
-    def start(self, priority: int = 0, add: bool = False) -> None:
-        _copy(self.src_ref, self.dst_ref, add)
-
-    def wait(self) -> None:
-        """The copy is complete already."""
-
-
-def make_async_copy(src_ref: Any, dst_ref: Any, sem: Any) -> AsyncCopyDescriptor:
-    """A descriptor of the copy ``src_ref -> dst_ref`` signalling ``sem``; ``.start()``
-    and ``.wait()`` it."""
-    return AsyncCopyDescriptor(src_ref, dst_ref, sem)
-
-
-def async_copy(src_ref: Any, dst_ref: Any, sem: Any, *, priority: int = 0,
-               add: bool = False) -> AsyncCopyDescriptor:
-    """Start the copy ``src_ref -> dst_ref`` and return its descriptor."""
-    desc = make_async_copy(src_ref, dst_ref, sem)
-    desc.start(priority=priority, add=add)
-    return desc
-
-
 def _tpu_only(name: str):
     def op(*args, **kwargs):
         raise NotImplementedError(f"pltpu.{name} is not implemented in jaxkit: it needs JAX's "
@@ -179,10 +158,4 @@ def _tpu_only(name: str):
     return op
 
 
-make_async_remote_copy = _tpu_only("make_async_remote_copy")
-async_remote_copy = _tpu_only("async_remote_copy")
 emit_pipeline = _tpu_only("emit_pipeline")
-get_barrier_semaphore = _tpu_only("get_barrier_semaphore")
-semaphore_signal = _tpu_only("semaphore_signal")
-semaphore_wait = _tpu_only("semaphore_wait")
-semaphore_read = _tpu_only("semaphore_read")
