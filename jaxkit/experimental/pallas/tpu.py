@@ -20,12 +20,18 @@ from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMethods
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
+from jaxkit.experimental.pallas.tpu_random import (prng_random_bits, prng_seed, sample_block,
+                                                   stateful_bernoulli, stateful_bits,
+                                                   stateful_normal, stateful_uniform,
+                                                   stochastic_round, to_pallas_key)
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
            "HBM",
            "InterpretParams", "MemorySpace", "PrefetchScalarGridSpec", "SMEM",
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
-           "make_async_remote_copy", "sync_copy", "emit_pipeline"]
+           "make_async_remote_copy", "sync_copy", "emit_pipeline", "prng_random_bits",
+           "prng_seed", "sample_block", "stateful_bernoulli", "stateful_bits",
+           "stateful_normal", "stateful_uniform", "stochastic_round", "to_pallas_key"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):
