@@ -203,6 +203,11 @@ PUSH_CASES = {
                        [lambda pl: pl.BlockSpec((8, 128), lambda i: (i, 0))], (4,)),
     "reduce_sum": _push(lambda J, jnp: lambda x: x.sum(1), (A,),
                         [lambda pl: pl.BlockSpec((8, 128), lambda i: (i, 0))], (4,)),
+    "broadcast": _push(lambda J, jnp: lambda b: J.lax.broadcast_in_dim(b, (4, 16, 8), (1, 2)),
+                       (np.ones((1, 8), np.float32),),
+                       [lambda pl: pl.BlockSpec((1, 8), lambda i: (0, i))], (2,)),
+    "broadcast_new_dim": _push(lambda J, jnp: lambda b: jnp.broadcast_to(b, (6, 128)), (B,),
+                               [lambda pl: pl.BlockSpec((64,), lambda i: (i,))], (2,)),
     "binop_unblocked_rhs": _push(lambda J, jnp: lambda x, y: x * y, (A, A),
                                  [lambda pl: pl.BlockSpec((8, 128), lambda i: (i, 0)),
                                   lambda pl: pl.no_block_spec], (4,)),
@@ -297,3 +302,41 @@ def test_vmap_of_fusible_like_jax(size):
         assert k == j
     else:
         np.testing.assert_allclose(k, j)
+
+
+def _dynamic_slice_and_dot(lib):
+    # A dynamic slice whose start is captured: its block indices come from the scalar-prefetch
+    # values (JAX keeps the start as a value, jaxkit as a literal: each gets its own back from
+    # get_fusion_values), then a slice feeding a matmul.
+    J, jnp, pl, fuser = LIBS[lib]
+    start = jnp.array(8, jnp.int32)
+
+    def f(x):
+        return jnp.exp(J.lax.dynamic_slice(x, (start, 0), (16, 128)) / 1000)
+
+    fn, values, sp = fuser.get_fusion_values(f, A * 1000)
+    bs = pl.BlockSpec((8, 128), lambda i, *sp: (i, 0))
+    handler = fuser.make_scalar_prefetch_handler(0)
+    kfn, (vspecs, xs), _ = fuser.pull_block_spec(fn, bs, scalar_prefetch_handler=handler,
+                                                 grid_len=1)(values, A * 1000)
+    spv = (tuple(jnp.reshape(s, (1,)) for s in sp),)
+    out = [tuple(xs.block_shape), [tuple(int(v) for v in xs.index_map(i, *spv))
+                                   for i in range(2)],
+           np.asarray(kfn((1,), spv, values, A[16:24] * 1000)).tolist()]
+
+    def g(x, w):
+        return (x[8:24] @ w) * 2
+    _, (xs, ws), _ = fuser.pull_block_spec(
+        g, pl.BlockSpec((8, 64), lambda i, j: (i, j)), grid_len=2)(A, np.ones((128, 128),
+                                                                           np.float32))
+    grid = [(i, j) for i in range(2) for j in range(2)]
+    out += [tuple(xs.block_shape), tuple(ws.block_shape),
+            [tuple(int(v) for v in xs.index_map(*g)) for g in grid],
+            [tuple(int(v) for v in ws.index_map(*g)) for g in grid]]
+    return out
+
+
+def test_dynamic_slice_slice_and_dot_like_jax():
+    k, j = _dynamic_slice_and_dot("jaxkit"), _dynamic_slice_and_dot("jax")
+    np.testing.assert_allclose(np.asarray(k[2]), np.asarray(j[2]), rtol=1e-6)
+    assert k[:2] + k[3:] == j[:2] + j[3:]

@@ -353,7 +353,8 @@ def pull_block_transforms(jaxpr: core.Jaxpr, out_transforms: tuple, *, read_usag
         sp = [type(v) is not core.Literal and Usage.SCALAR_PREFETCH in read_usage(v)
               for v in eqn.invars]
         if any(sp):
-            needed = [v for v, s in zip(eqn.invars, sp) if s]
+            # the scalars' values, literals included, computed from the captured values
+            needed = [v for v, s in zip(eqn.invars, sp) if s or type(v) is core.Literal]
             sub, _ = pe.dce_jaxpr(core.Jaxpr([], jaxpr.constvars, needed, jaxpr.eqns[:i]))
             ctx.scalar_prefetch_fn = sp_fns[i] = _scalar_prefetch_fn(
                 sub, scalar_prefetch_handler, grid_len)
@@ -486,8 +487,9 @@ def make_kernel_function(jaxpr: core.Jaxpr, consts: Sequence, in_tree: Any, out_
                 with _sp_context(*scalar_prefetch):
                     sp_vals = iter(sp_fn())
                 for k, a in enumerate(eqn.invars):
-                    if type(a) is not core.Literal and read_usage(a) == {
-                            Usage.SCALAR_PREFETCH}:
+                    if type(a) is core.Literal:
+                        next(sp_vals)
+                    elif Usage.SCALAR_PREFETCH in read_usage(a):
                         vals[k] = next(sp_vals)
             ctx = KernelEvalContext(
                 scalar_prefetch, tuple(program_ids), tuple(_aval(a) for a in eqn.invars),

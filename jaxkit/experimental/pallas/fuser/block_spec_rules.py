@@ -229,24 +229,22 @@ def _bcast_eval(ctx, x, *, shape, broadcast_dimensions, **_):
 
 def _bcast_push(ctx, bs, *, shape, broadcast_dimensions, **_):
     in_shape = ctx.avals_in[0].shape
-    if bs.block_shape is None:
-        raise NotImplementedError("push_block_spec through broadcast_in_dim of a block spec "
-                                  "without a block shape is not supported")
-    new_shape = list(shape)
-    for i, d in enumerate(broadcast_dimensions):
-        b = bs.block_shape[i]
-        if in_shape[i] == 1 and shape[d] != 1:
-            continue  # broadcast: the output block covers the whole dimension
-        new_shape[d] = b
+    source = {out: i for i, out in enumerate(broadcast_dimensions)}
+    new_shape = []
+    for d, size in enumerate(shape):
+        i = source.get(d)
+        if i is None or in_shape[i] != size:
+            # a new or broadcast dimension: the output block covers all of it (a broadcast
+            # one came from a block of one element)
+            assert i is None or block_size(bs.block_shape[i]) == 1
+            new_shape.append(size)
+        else:
+            new_shape.append(bs.block_shape[i])
     inner = bs.index_map
 
     def index_map(*args):
         idx = inner(*args)
-        out = [0] * len(shape)
-        for i, d in enumerate(broadcast_dimensions):
-            if not (in_shape[i] == 1 and shape[d] != 1):
-                out[d] = idx[i]
-        return tuple(out)
+        return tuple(idx[source[d]] if d in source else 0 for d in range(len(shape)))
 
     return pallas_core.BlockSpec(tuple(new_shape), index_map)
 
@@ -487,6 +485,125 @@ def _iota_eval(ctx, *, dimension, dtype, shape, **_):
 
 bsl.pull_block_spec_rules[lax.iota_p] = _iota_pull
 bsl.eval_rules[lax.iota_p] = _iota_eval
+
+
+# ---- slices and dot_general -----------------------------------------------------------------
+
+
+def _static_check(pred: Any, msg: str) -> None:
+    # a check on traced indices cannot fail at trace time (JAX leaves it to checkify)
+    if not isinstance(pred, core.Tracer) and not pred:
+        raise ValueError(msg)
+
+
+def _offset_index(bd: Any, index: Any, start: Any, size: int) -> Any:
+    """A block index moved by a slice starting at element ``start``."""
+    if isinstance(start, (int, np.integer)) and start == 0:
+        return index
+    if bd is None or isinstance(bd, (pallas_core.Squeezed, pallas_core.Element)):
+        if isinstance(bd, pallas_core.Element):
+            _static_check(start % bd.block_size == 0,
+                          f"slice_start is not a multiple of block_size {bd.block_size}")
+            _static_check(size % bd.block_size == 0,
+                          f"slice_size is not a multiple of block_size {bd.block_size}")
+        return index + start
+    if _plain(bd):
+        b = block_size(bd)
+        _static_check(start % b == 0, f"slice_start is not a multiple of block_size {b}")
+        _static_check(size % b == 0, f"slice_size is not a multiple of block_size {b}")
+        return index + start // b
+    raise ValueError(f"Unsupported block size {bd}")
+
+
+def _slice_pull(ctx, t, *, start_indices, limit_indices, strides):
+    if strides is not None and not all(s == 1 for s in strides):
+        raise NotImplementedError("strides are not supported yet")
+    sizes = tuple(int(e - s) for s, e in zip(start_indices, limit_indices))
+    for bd, start, size in zip(t.block_shape, start_indices, sizes):
+        if bd is None or isinstance(bd, pallas_core.Squeezed):
+            continue
+        if isinstance(bd, (pallas_core.Element, pallas_core.BoundedSlice)):
+            if block_size(bd) > size:
+                raise ValueError(f"Block size {block_size(bd)} is larger than the slice "
+                                 f"size {size}")
+        elif start % block_size(bd) or size % block_size(bd):
+            raise ValueError(f"The slice {tuple(start_indices)}:{tuple(limit_indices)} is "
+                             f"not aligned to the blocks {tuple(t.block_shape)}")
+
+    def transform(*idxs):
+        idx = t.block_index_transform(*idxs)
+        return tuple(_offset_index(bd, i, s, n)
+                     for bd, i, s, n in zip(t.block_shape, idx, start_indices, sizes))
+
+    return [t.replace(block_index_transform=transform)]
+
+
+def _dynamic_slice_usage(ctx, used, **_):
+    if used == {Usage.SCALAR_PREFETCH}:
+        raise NotImplementedError("scalar prefetch not supported yet")
+    if used == {Usage.REGULAR}:
+        return [used] + [{Usage.SCALAR_PREFETCH}] * (len(ctx.avals_in) - 1)
+    return [set()] * len(ctx.avals_in)
+
+
+def _dynamic_slice_pull(ctx, t, *, slice_sizes):
+    def transform(*idxs):
+        starts = ctx.scalar_prefetch_fn()  # set once this rule has returned
+        if len(starts) != len(t.block_shape):
+            raise ValueError(f"Expected {len(t.block_shape)} slice starts, got {len(starts)}")
+        idx = t.block_index_transform(*idxs)
+        return tuple(_offset_index(bd, i, s, n)
+                     for i, bd, s, n in zip(idx, t.block_shape, starts, slice_sizes))
+
+    return ([t.replace(block_index_transform=transform)]
+            + [no_block_index_transform] * (len(ctx.avals_in) - 1))
+
+
+bsl.pull_block_spec_rules[lax.slice_p] = _slice_pull
+bsl.eval_rules[lax.slice_p] = lambda ctx, x, **_: x  # the block is already the slice's
+bsl.usage_rules[lax.dynamic_slice_p] = _dynamic_slice_usage
+bsl.pull_block_spec_rules[lax.dynamic_slice_p] = _dynamic_slice_pull
+bsl.eval_rules[lax.dynamic_slice_p] = lambda ctx, x, *starts, **_: x
+
+
+def _dot_general_pull(ctx, t, *, dimension_numbers, **_):
+    if t is no_block_index_transform:
+        return [no_block_index_transform] * 2
+    lhs, rhs = ctx.avals_in
+    if lhs.ndim != 2 or rhs.ndim != 2:
+        raise NotImplementedError("Only 2D dot_general supported.")
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lb or rb:
+        raise NotImplementedError("Batch dimensions not supported")
+    if len(lc) != 1 or len(rc) != 1:
+        raise NotImplementedError("Multiple contracting dimensions not supported")
+    k = lhs.shape[lc[0]]
+
+    def operand(contracting: int, out_dim: int) -> BlockIndexTransform:
+        # the contracted dimension is taken whole (block 0); the other follows the output
+        kept = 1 - contracting
+
+        def transform(*idxs):
+            idx = [0, 0]
+            idx[kept] = t.block_index_transform(*idxs)[out_dim]
+            return tuple(idx)
+
+        shape = [k, k]
+        shape[kept] = t.block_shape[out_dim]
+        return BlockIndexTransform(tuple(shape), transform, pipeline_mode=t.pipeline_mode)
+
+    return [operand(lc[0], 0), operand(rc[0], 1)]
+
+
+def _dot_general_push(ctx, lbs, rbs, **_):
+    raise NotImplementedError("dot_general not supported yet")
+
+
+bsl.pull_block_spec_rules[lax.dot_general_p] = _dot_general_pull
+bsl.usage_rules[lax.dot_general_p] = (
+    lambda ctx, used, **_: [{Usage.REGULAR}] * 2 if Usage.REGULAR in used else [set()] * 2)
+bsl.eval_rules[lax.dot_general_p] = functools.partial(_bind_rule, lax.dot_general_p)
+bsl.push_block_spec_rules[lax.dot_general_p] = _dot_general_push
 
 
 # ---- calls: their bodies -------------------------------------------------------------------
