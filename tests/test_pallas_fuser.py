@@ -340,3 +340,64 @@ def test_dynamic_slice_slice_and_dot_like_jax():
     k, j = _dynamic_slice_and_dot("jaxkit"), _dynamic_slice_and_dot("jax")
     np.testing.assert_allclose(np.asarray(k[2]), np.asarray(j[2]), rtol=1e-6)
     assert k[:2] + k[3:] == j[:2] + j[3:]
+
+
+def _summary(x):
+    if hasattr(x, "shape") and not type(x).__name__ == "Ref":
+        return np.asarray(x).tolist()
+    return type(x).__name__ if type(x).__name__ == "Ref" else x
+
+
+def _more_cases(lib):
+    J, jnp, pl, fuser = LIBS[lib]
+    out = []
+
+    def run(thunk):
+        try:
+            out.append(J.tree.map(_summary, thunk(), is_leaf=lambda x: type(x).__name__ == "Ref"))
+        except Exception as e:  # noqa: BLE001 - the class and message are compared
+            out.append((type(e).__name__, str(e).split("\n")[0]))
+
+    @fuser.fusible
+    def f(x_fn, y_fn):
+        return x_fn() * 2
+
+    x = jnp.arange(3.)
+    run(lambda: J.jit(f)(x))
+    run(lambda: J.grad(lambda x: f(x).sum())(x))
+    run(lambda: J.jvp(f, (x,), (x,)))
+    r = J.new_ref(jnp.arange(4.))
+
+    def g():
+        return r[...] * 2
+
+    run(lambda: fuser.get_fusion_values(g))
+    run(lambda: fuser.get_stateful_input_fusion_values(g)[1:])
+    fn, _, _ = fuser.get_stateful_input_fusion_values(g)
+    run(lambda: fn([r[...]]))
+
+    def h(y):
+        r[...] = y + 1
+        return y * 3
+
+    fn, values, sp, aliases = fuser.get_stateful_output_fusion_values(h, jnp.ones(4))
+    run(lambda: (values, sp, aliases))
+    run(lambda: fn([r[...]], jnp.ones(4)))
+
+    @fuser.fusible(output_fusion_prefix=(True, True))
+    def two(x_fn, out_fns):
+        x = x_fn()
+        a, b = x * 2, x * 3
+        fa, fb = out_fns
+        return (a if fa is None else fa(a), b if fb is None else fb(b))
+
+    run(lambda: fuser.fuse(lambda x: (lambda ab: (ab[0] + 1, ab[1] * 2, ab[0] - ab[1]))(
+        two(x)))(x))
+    run(lambda: fuser.fuse(lambda x: (lambda ab: (ab[1] - 1, ab[0]))(two(jnp.sin(x))))(x))
+    run(lambda: str(J.make_jaxpr(fuser.fuse(
+        lambda x: (lambda ab: (ab[1] - 1, ab[0]))(two(jnp.sin(x)))))(x)))
+    return out
+
+
+def test_differentiation_refs_and_output_groups_like_jax():
+    assert _more_cases("jaxkit") == _more_cases("jax")

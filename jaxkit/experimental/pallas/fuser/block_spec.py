@@ -591,8 +591,8 @@ def _discharge(jaxpr: core.Jaxpr, values: list, keep_writes: bool):
     n_c = len(jaxpr.constvars)
     new = core.Jaxpr(pure.invars[:n_c], pure.invars[n_c:], outvars, pure.eqns)
     new, _ = pe.dce_jaxpr(new)
-    vals = [v._buf if r else v for v, r in zip(values, is_ref)]
-    return new, vals, {n_out + k: i for k, i in enumerate(written)}
+    # the values stay the refs themselves (a kernel reads them), as in JAX
+    return new, values, {n_out + k: i for k, i in enumerate(written)}
 
 
 def _get_fusion_values(fusion, args, kwargs, discharge_refs: bool = False,

@@ -12,7 +12,8 @@ from typing import Any
 
 from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.fuser import block_spec as bsl
-from jaxkit.interpreters import mlir
+from jaxkit.experimental.pallas.fuser.fusible import no_differentiation_rule
+from jaxkit.interpreters import ad, mlir
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["CustomEvalContext", "custom_fusion", "custom_fusion_p"]
@@ -106,6 +107,7 @@ custom_fusion_p.def_impl(_custom_fusion_impl)
 custom_fusion_p.def_abstract_eval(lambda *avals, jaxpr, **_: [v.aval for v in jaxpr.outvars])
 mlir.register_lowering(custom_fusion_p, mlir.lower_fun(_custom_fusion_impl,
                                                        multiple_results=True))
+ad.defjvp_rule(custom_fusion_p, no_differentiation_rule("custom_fusion"))
 
 
 def _eval_rule(ctx, *args, eval_rule, num_consts, pallas_num_consts, **_):

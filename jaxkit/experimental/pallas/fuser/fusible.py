@@ -15,7 +15,7 @@ from typing import Any
 
 from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.fuser.fusion import Fusion
-from jaxkit.interpreters import batching, mlir
+from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["fusible", "fusible_p"]
@@ -77,6 +77,17 @@ def _fusible_batch(axis_data, args, dims, **params):
 
 
 batching.defrule(fusible_p, _fusible_batch)
+
+
+def no_differentiation_rule(name: str):
+    """A JVP rule that refuses with JAX's error: JAX differentiates neither a ``fusible``
+    nor a ``custom_fusion`` (fuse first, then differentiate the kernel's own code)."""
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(f"Differentiation rule for '{name}' not implemented")
+    return rule
+
+
+ad.defjvp_rule(fusible_p, no_differentiation_rule("fusible"))
 
 
 class _FunctionParam:

@@ -35,7 +35,8 @@ def fuse(f: Callable | None = None, *, resolve_fusion_dtypes: bool = True, debug
             if ref is not None:
                 info = pe.debug_info("fuse", f, ())
                 raise NotImplementedError(
-                    f"Fused function {info.func_src_info} was passed an argument of type "
+                    f"Fused function {info.func_name} at {info.func_src_info} was passed an "
+                    f"argument of type "
                     f"{core.get_aval(ref)}.  Fused functions cannot take Refs as arguments "
                     "-- they must close over such Refs, instead.")
             avals = [core.get_aval(x) for x in flat_args]
