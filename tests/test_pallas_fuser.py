@@ -99,6 +99,17 @@ def _fused_no_dependence(J, jnp, pl, fuser):
     return fuser.fuse(f), (A[:2],)
 
 
+def _fused_concatenate(J, jnp, pl, fuser):
+    kern = _pallas_kernel(J, jnp, pl, fuser)
+    return fuser.fuse(lambda a, b: kern(jnp.concatenate([jnp.sin(a), b * 2], 0))), (
+        A[:8], A[8:])
+
+
+def _fused_tile(J, jnp, pl, fuser):
+    kern = _pallas_kernel(J, jnp, pl, fuser)
+    return fuser.fuse(lambda a: kern(jnp.tile(a, (4, 1)))), (A[:8],)
+
+
 def _evaluate(J, jnp, pl, fuser):
     return fuser.evaluate(lambda x, y: (jnp.sin(x) @ y, x.T)), (A[:4, :4], A[:4, :2])
 
@@ -115,7 +126,8 @@ def _custom_fusion_call(J, jnp, pl, fuser):
 
 RUN_CASES = [_identity_kernel, _fused_bcast_add, _fused_transpose, _fused_reshape_merge,
              _fused_under_jit, _fused_iota, _fused_output_only, _fused_relu,
-             _fused_no_dependence, _evaluate, _custom_fusion_call]
+             _fused_no_dependence, _fused_concatenate, _fused_tile, _evaluate,
+             _custom_fusion_call]
 
 
 @pytest.mark.parametrize("case", RUN_CASES, ids=lambda c: c.__name__[1:])
@@ -176,6 +188,15 @@ PULL_CASES = {
                       lambda pl: pl.BlockSpec((None, 8, 128), lambda i: (i, 0, 0)), (4,)),
     "convert": _pull(lambda J, jnp: lambda x: x.astype(jnp.int32), (A,),
                      lambda pl: pl.BlockSpec((8, 128), lambda i: (i, 0)), (4,)),
+    "concatenate": _pull(lambda J, jnp: lambda x, y: jnp.concatenate([x, y], 0), (A, A[:16]),
+                         lambda pl: pl.BlockSpec((8, 128), lambda i: (i, 0)), (6,)),
+    "concatenate_whole": _pull(lambda J, jnp: lambda x, y: jnp.concatenate([x, y], 1),
+                               (A[:, :8], A[:, :4]),
+                               lambda pl: pl.BlockSpec((8, 12), lambda i: (i, 0)), (4,)),
+    "stack": _pull(lambda J, jnp: lambda x, y: jnp.stack([x, y], 0), (A, A),
+                   lambda pl: pl.BlockSpec((2, 8, 128), lambda i: (0, i, 0)), (4,)),
+    "tile": _pull(lambda J, jnp: lambda x: jnp.tile(x, (4, 2)), (A[:8, :64],),
+                  lambda pl: pl.BlockSpec((8, 32), lambda i, j: (i, j)), (4, 4)),
     "select": _pull(lambda J, jnp: lambda x, y: jnp.where(x > 1, x, y), (A, A),
                     lambda pl: pl.BlockSpec((8, 128), lambda i: (i, 0)), (4,)),
 }

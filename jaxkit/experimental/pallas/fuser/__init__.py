@@ -13,6 +13,7 @@ from jaxkit.experimental.pallas.fuser.block_spec import (BlockIndexTransform,
                                                          make_scalar_prefetch_handler,
                                                          pull_block_spec, push_block_spec)
 from jaxkit.experimental.pallas.fuser import block_spec_rules as _block_spec_rules  # noqa: F401
+from jaxkit.experimental.pallas.fuser import block_spec_structural as _structural  # noqa: F401
 from jaxkit.experimental.pallas.fuser.custom_fusion import custom_fusion
 from jaxkit.experimental.pallas.fuser.evaluate import evaluate
 from jaxkit.experimental.pallas.fuser.fusible import fusible
