@@ -156,3 +156,73 @@ def _tile_eval(ctx, x, *, reps):
 
 bsl.pull_block_spec_rules[lax.tile_p] = _tile_pull
 bsl.eval_rules[lax.tile_p] = _tile_eval
+
+
+# ---- push: only when every operand's block holds the whole stacked/concatenated axis --------
+
+
+def _canonical(d):
+    if d is None or isinstance(d, pallas_core.Squeezed):
+        return pallas_core.Squeezed()
+    return pallas_core.Blocked(int(d)) if isinstance(d, (int, np.integer)) else d
+
+
+def _same_indices(specs, args, what: str) -> list:
+    # One output block spec exists only if every operand is at the same block; the indices
+    # must be the very same values (what can be proven while tracing).
+    all_idx = [tuple(bs.index_map(*args)) for bs in specs]
+    if not all(a is b for other in all_idx for a, b in zip(all_idx[0], other)):
+        raise ValueError(f"Cannot statically prove that all input blocks to {what} are the "
+                         "same.")
+    return list(all_idx[0])
+
+
+def _concatenate_push(ctx, *specs, dimension):
+    shapes = [tuple(map(_canonical, bs.block_shape)) for bs in specs]
+    if not all(s[dimension] == pallas_core.Blocked(a.shape[dimension])
+               for s, a in zip(shapes, ctx.avals_in)):
+        raise NotImplementedError(f"concatenate not supported yet: block_shapes={shapes}, "
+                                  f"avals_in={ctx.avals_in}")
+
+    def index_map(*args):
+        idx = _same_indices(specs, args, "concatenate")
+        idx[dimension] = 0
+        return tuple(idx)
+
+    shape = list(specs[0].block_shape)
+    shape[dimension] = sum(block_size(s[dimension]) for s in shapes)
+    return pallas_core.BlockSpec(tuple(shape), index_map)
+
+
+def _stack_push(ctx, *specs, axis):
+    def index_map(*args):
+        idx = _same_indices(specs, args, "stack")
+        idx.insert(axis, 0)
+        return tuple(idx)
+
+    shape = list(specs[0].block_shape)
+    shape.insert(axis, len(specs))
+    return pallas_core.BlockSpec(tuple(shape), index_map)
+
+
+def _unstack_push(ctx, bs, *, axis):
+    aval = ctx.avals_in[0]
+    shape = tuple(map(_canonical, bs.block_shape))
+    n = aval.shape[axis]
+    if shape[axis] != pallas_core.Blocked(n):
+        raise NotImplementedError(f"unstack not supported yet: block_shape={shape}, "
+                                  f"aval_in={aval}, axis={axis}")
+
+    def index_map(*args):
+        idx = list(bs.index_map(*args))
+        idx.pop(axis)
+        return tuple(idx)
+
+    out = pallas_core.BlockSpec(tuple(d for i, d in enumerate(bs.block_shape) if i != axis),
+                                index_map)
+    return [out] * n
+
+
+bsl.push_block_spec_rules[lax.concatenate_p] = _concatenate_push
+bsl.push_block_spec_rules[lax.stack_p] = _stack_push
+bsl.push_block_spec_rules[lax.unstack_p] = _unstack_push
