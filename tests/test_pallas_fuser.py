@@ -433,3 +433,31 @@ def _more_cases(lib):
 
 def test_differentiation_refs_and_output_groups_like_jax():
     assert _more_cases("jaxkit") == _more_cases("jax")
+
+
+def _random_blocks(lib):
+    # Random bits in a fusion: each block folds its block indices into the key (typed and
+    # raw keys, through jax.random's jitted samplers).
+    J, jnp, pl, fuser = LIBS[lib]
+    bs = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    out = []
+
+    def f(x, key):
+        return x * J.random.uniform(J.random.fold_in(key, 5), x.shape)
+
+    key = J.random.key(0)
+    kfn, (xs, ks), _ = fuser.pull_block_spec(f, bs, grid_len=1)(A, key)
+    out += [tuple(xs.block_shape), ks.block_shape, str(ks.memory_space),
+            np.asarray(kfn((2,), (), A[16:24], key)).tolist()]
+
+    def g(x, key):
+        return x + J.random.bits(key, x.shape).astype(jnp.float32)
+
+    raw = J.random.PRNGKey(1)
+    kfn, (xs, ks), _ = fuser.pull_block_spec(g, bs, grid_len=1)(A, raw)
+    out += [ks.block_shape, np.asarray(kfn((3,), (), A[24:32], raw)).tolist()]
+    return out
+
+
+def test_random_bits_per_block_like_jax():
+    assert _random_blocks("jaxkit") == _random_blocks("jax")

@@ -437,6 +437,9 @@ def pull_block_spec(f: Callable, out_block_specs: Any, *, scalar_prefetch_handle
     return wrapped
 
 
+_NO_AVAL = object()
+
+
 def make_kernel_function(jaxpr: core.Jaxpr, consts: Sequence, in_tree: Any, out_tree: Any,
                          read_usage: Callable, in_specs: tuple, spec_env: dict, sp_fns: dict,
                          scalar_prefetch_handler: Any, grid_len: Any) -> Callable:
@@ -448,7 +451,7 @@ def make_kernel_function(jaxpr: core.Jaxpr, consts: Sequence, in_tree: Any, out_
         if state.is_ref_aval(aval):
             return aval
         if bs is None or bs is pallas_core.no_block_spec:
-            return None
+            return _NO_AVAL  # a leaf: the kernel still takes (and ignores) an argument
         if bs.block_shape is None:
             return aval
         return aval.update(shape=tuple(s for s in map(block_size, bs.block_shape)

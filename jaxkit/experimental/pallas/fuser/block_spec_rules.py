@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, lax, ref, tree_util
+from jaxkit import random as jrandom
 from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas import core as pallas_core
 from jaxkit.experimental.pallas.fuser import block_spec as bsl
@@ -23,6 +24,7 @@ from jaxkit.experimental.pallas.fuser.block_spec import (BlockIndexTransform, Us
                                                          no_block_index_transform)
 from jaxkit.experimental.pallas.primitives import multiple_of_p
 from jaxkit.interpreters import ad
+from jaxkit.random import key_prims, prng
 from jaxkit.transforms import custom_derivatives, jit_primitive
 
 __all__ = ["register_binop_rule", "register_eltwise_rule"]
@@ -606,11 +608,42 @@ bsl.eval_rules[lax.dot_general_p] = functools.partial(_bind_rule, lax.dot_genera
 bsl.push_block_spec_rules[lax.dot_general_p] = _dot_general_push
 
 
+# ---- random bits: each block draws from the key folded in with its block indices ----------
+
+
+def _key_transform(ctx, t, **_):
+    key = BlockIndexTransform(None, memory_space=pallas_core.MemorySpace.KEY)
+    return [key] + [no_block_index_transform] * (len(ctx.avals_in) - 1)
+
+
+def _random_bits_eval(ctx, key, *, bit_width, shape):
+    spec = ctx.out_block_specs[0]
+    for i in ctx.get_out_block_indices()[0]:
+        key = jrandom.fold_in(key, i)
+    sizes = tuple(s for s in map(block_size, spec.block_shape) if s is not None)
+    return key_prims.random_bits(key, bit_width, sizes)
+
+
+bsl.pull_block_spec_rules[key_prims.random_bits_p] = _key_transform
+bsl.eval_rules[key_prims.random_bits_p] = _random_bits_eval
+bsl.pull_block_spec_rules[key_prims.random_fold_in_p] = _key_transform
+bsl.eval_rules[key_prims.random_fold_in_p] = functools.partial(_bind_rule,
+                                                               key_prims.random_fold_in_p)
+bsl.pull_block_spec_rules[prng.random_wrap_p] = (
+    lambda ctx, t, **_: [BlockIndexTransform(None)])
+bsl.eval_rules[prng.random_wrap_p] = functools.partial(_bind_rule, prng.random_wrap_p)
+
+
 # ---- calls: their bodies -------------------------------------------------------------------
 
 
 def _body(params: dict) -> core.ClosedJaxpr:
     return params["jaxpr"] if "jaxpr" in params else params["call_jaxpr"]
+
+
+def _all_regular(v):
+    # Inside a call's body every value is used as itself (JAX: no scalar prefetch there).
+    return {Usage.REGULAR}
 
 
 def _call_usage(ctx, used, **params):
@@ -624,8 +657,7 @@ def _call_pull(ctx, ts, **params):
     if body.consts:
         raise NotImplementedError("pull_block_spec rule for a call with constants is not "
                                   "implemented")
-    read = bsl.compute_usage(body.jaxpr, [{Usage.REGULAR}] * len(body.jaxpr.outvars))
-    ins, _, _ = bsl.pull_block_transforms(body.jaxpr, tuple(ts), read_usage=read,
+    ins, _, _ = bsl.pull_block_transforms(body.jaxpr, tuple(ts), read_usage=_all_regular,
                                           scalar_prefetch_handler=ctx.scalar_prefetch_handler,
                                           grid_len=ctx.grid_len, strict_mode=ctx.strict_mode)
     return [no_block_index_transform if t is None else t for t in ins]
@@ -635,15 +667,14 @@ def _call_eval(ctx, *args, **params):
     body = _body(params)
     specs = ctx.out_block_specs
     flat = tuple(specs)
-    read = bsl.compute_usage(body.jaxpr, [{Usage.REGULAR}] * len(body.jaxpr.outvars))
-    ins, env, sp_fns = bsl.pull_block_transforms(
+    read = _all_regular
+    _, env, sp_fns = bsl.pull_block_transforms(
         body.jaxpr, bsl._init_block_transforms(flat), read_usage=read,
         scalar_prefetch_handler=ctx.scalar_prefetch_handler, grid_len=ctx.grid_len)
     spec_env = {v: bsl._apply_block_transform(flat, t) for v, t in env.items()}
-    in_specs = tuple(None if t is None else bsl._apply_block_transform(flat, t) for t in ins)
     tree = _flat_tree(len(args))
     fn = bsl.make_kernel_function(body.jaxpr, body.consts, tree, _flat_tree(len(specs), False),
-                                  read, in_specs, spec_env, sp_fns,
+                                  read, ctx.in_block_specs, spec_env, sp_fns,
                                   ctx.scalar_prefetch_handler, ctx.grid_len)
     return list(fn(ctx.program_ids, ctx.scalar_prefetch, *args))
 
