@@ -461,3 +461,52 @@ def _random_blocks(lib):
 
 def test_random_bits_per_block_like_jax():
     assert _random_blocks("jaxkit") == _random_blocks("jax")
+
+
+def _custom_fusion_rules(lib):
+    # A custom_fusion inside a pulled fusion: its pull rule sees the transforms, its eval
+    # rule the output block specs and indices; its push rule; printing; no derivative.
+    J, jnp, pl, fuser = LIBS[lib]
+    seen = []
+
+    @fuser.custom_fusion
+    def cf(x):
+        return jnp.cumsum(x, axis=1)
+
+    @cf.def_eval_rule
+    def _eval(ctx, x):
+        seen.append([tuple(int(v) for v in i) for i in ctx.out_block_indices])
+        return [jnp.cumsum(x, axis=1)]
+
+    @cf.def_pull_block_spec
+    def _pull(ts):
+        seen.append([(type(t).__name__, tuple(t.block_shape)) for t in ts])
+        return list(ts)
+
+    @cf.def_push_block_spec
+    def _push(specs):
+        return [specs[0]]
+
+    def f(x):
+        return cf(jnp.exp(x)) * 2
+
+    bs = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    kfn, (xs,), _ = fuser.pull_block_spec(f, bs, grid_len=1)(A)
+    out = [tuple(xs.block_shape), [tuple(xs.index_map(i)) for i in range(2)],
+           np.asarray(kfn((1,), (), A[8:16])).tolist(), np.asarray(J.jit(cf)(A)).tolist(),
+           str(J.make_jaxpr(cf)(A)).replace("_eval", "_").replace("_pull", "_")
+           .replace("_push", "_")]
+    pushed = fuser.push_block_spec(f, bs)(A)
+    out += [tuple(pushed.block_shape), tuple(pushed.index_map(3)), seen]
+    try:
+        J.grad(lambda x: cf(x).sum())(A)
+    except NotImplementedError as e:
+        out.append(str(e))
+    return out
+
+
+def test_custom_fusion_rules_like_jax():
+    k, j = _custom_fusion_rules("jaxkit"), _custom_fusion_rules("jax")
+    np.testing.assert_allclose(np.asarray(k[2]), np.asarray(j[2]), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(k[3]), np.asarray(j[3]), rtol=1e-6)
+    assert k[:2] + k[4:] == j[:2] + j[4:]

@@ -12,7 +12,7 @@ from typing import Any
 
 from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.fuser import block_spec as bsl
-from jaxkit.experimental.pallas.fuser.fusible import no_differentiation_rule
+from jaxkit.experimental.pallas.fuser.fusible import no_differentiation_rule, pp_function_params
 from jaxkit.interpreters import ad, mlir
 from jaxkit.interpreters import partial_eval as pe
 
@@ -108,6 +108,8 @@ custom_fusion_p.def_abstract_eval(lambda *avals, jaxpr, **_: [v.aval for v in ja
 mlir.register_lowering(custom_fusion_p, mlir.lower_fun(_custom_fusion_impl,
                                                        multiple_results=True))
 ad.defjvp_rule(custom_fusion_p, no_differentiation_rule("custom_fusion"))
+core.defpp_params(custom_fusion_p, pp_function_params("eval_rule", "pull_block_spec_rule",
+                                                      "push_block_spec_rule"))
 
 
 def _eval_rule(ctx, *args, eval_rule, num_consts, pallas_num_consts, **_):

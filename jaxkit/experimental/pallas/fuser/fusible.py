@@ -90,8 +90,10 @@ def no_differentiation_rule(name: str):
 ad.defjvp_rule(fusible_p, no_differentiation_rule("fusible"))
 
 
-class _FunctionParam:
-    # JAX prints the kernel function with its address masked
+class FunctionParam:
+    """A function parameter as JAX prints it: ``<function name at 0x...>``, the address
+    masked."""
+
     def __init__(self, f):
         self.text = f"<function {getattr(f, '__qualname__', f)} at 0xXXXXXXXXXXXX>"
 
@@ -99,5 +101,13 @@ class _FunctionParam:
         return self.text
 
 
-core.defpp_params(fusible_p, lambda p: dict(sorted({**p, "func": _FunctionParam(p["func"])}
-                                                   .items())))
+def pp_function_params(*names: str):
+    """A ``defpp_params`` rule: every parameter, sorted, with the functions ``names``
+    printed as JAX prints them."""
+    def rule(params):
+        return dict(sorted({k: FunctionParam(v) if k in names and v is not None else v
+                            for k, v in params.items()}.items()))
+    return rule
+
+
+core.defpp_params(fusible_p, pp_function_params("func"))
