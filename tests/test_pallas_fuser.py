@@ -510,3 +510,19 @@ def test_custom_fusion_rules_like_jax():
     np.testing.assert_allclose(np.asarray(k[2]), np.asarray(j[2]), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(k[3]), np.asarray(j[3]), rtol=1e-6)
     assert k[:2] + k[4:] == j[:2] + j[4:]
+
+
+def test_fusion_reading_a_ref():
+    # The block specs as JAX pulls them (JAX's eval of a top-level Ref then fails: it reads
+    # kernel refs only); jaxkit's kernel function reads the ref's block.
+    shapes = {}
+    for lib, (J, jnp, pl, fuser) in LIBS.items():
+        r = J.new_ref(jnp.asarray(A))
+        c = J.new_ref(jnp.asarray(A[:4]))
+        bs = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        kfn, (xs,), _ = fuser.pull_block_spec(lambda x: x + r[...] + c[2], bs, grid_len=1)(A)
+        shapes[lib] = (tuple(xs.block_shape), [tuple(xs.index_map(i)) for i in range(3)])
+        if lib == "jaxkit":
+            np.testing.assert_allclose(np.asarray(kfn((1,), (), A[8:16])),
+                                       A[8:16] * 2 + A[2], rtol=1e-6)
+    assert shapes["jaxkit"] == shapes["jax"]

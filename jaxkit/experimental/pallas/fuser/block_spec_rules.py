@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, lax, ref, tree_util
+from jaxkit import core, lax, tree_util
 from jaxkit import random as jrandom
 from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas import core as pallas_core
@@ -127,7 +127,6 @@ for _p in (lax.mul_p, lax.add_p, lax.sub_p, lax.div_p, lax.max_p, lax.min_p, lax
 for _p in (lax.le_p, lax.ge_p, lax.or_p, lax.xor_p, lax.shift_right_logical_p):
     register_binop_rule(_p, push=False)  # JAX pushes through none of these
 
-bsl.eval_rules[ref.get_p] = functools.partial(_bind_rule, ref.get_p)
 
 
 # ---- select_n, squeeze, conversions ----------------------------------------------------------

@@ -2,16 +2,18 @@
 one operand: each operand's block index is the output's shifted by the operand's offset,
 and the kernel picks the operand the block falls in), ``stack``/``unstack`` (the stacked
 axis is one block holding all operands) and ``tile`` (a block is a tile of the operand or
-a whole number of them). Pull and eval rules, as in JAX."""
+a whole number of them); and reading a ref (``get``: the block is read from the ref, whole
+dimensions blocked and indexed ones squeezed). Pull and eval rules, as in JAX."""
 from __future__ import annotations
 
 import numpy as np
 
-from jaxkit import lax
+from jaxkit import lax, ref
 from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas import core as pallas_core
 from jaxkit.experimental.pallas.fuser import block_spec as bsl
 from jaxkit.experimental.pallas.fuser.block_spec import block_size, no_block_index_transform
+from jaxkit.indexing import ds
 
 __all__: list[str] = []
 
@@ -226,3 +228,56 @@ def _unstack_push(ctx, bs, *, axis):
 bsl.push_block_spec_rules[lax.concatenate_p] = _concatenate_push
 bsl.push_block_spec_rules[lax.stack_p] = _stack_push
 bsl.push_block_spec_rules[lax.unstack_p] = _unstack_push
+
+
+# ---- reading a ref ---------------------------------------------------------------------------
+
+
+def _get_dims(aval, indexer) -> list:
+    """Per dimension of the ref: "full" (read whole, blocked) or a static index (squeezed)."""
+    if indexer is None:
+        return ["full"] * len(aval.shape)
+    if len(indexer) != len(aval.shape) or not all(
+            i == "full" or isinstance(i, (int, np.integer)) for i in indexer):
+        raise NotImplementedError("get not supported yet")
+    return list(indexer)
+
+
+def _get_pull(ctx, t, *, indexer):
+    rest = [no_block_index_transform] * (len(ctx.avals_in) - 1)
+    if t.block_shape is None:
+        return [t, *rest]
+    if not all(d is None or isinstance(d, (int, np.integer, pallas_core.Blocked,
+                                           pallas_core.Squeezed)) for d in t.block_shape):
+        raise NotImplementedError("get not supported yet")
+    dims = _get_dims(ctx.avals_in[0], indexer)
+    it = iter(t.block_shape)
+    shape = tuple(block_size(next(it)) if d == "full" else pallas_core.Squeezed()
+                  for d in dims)
+
+    def transform(*idxs):
+        idx = iter(t.block_index_transform(*idxs))
+        return tuple(next(idx) if d == "full" else 0 for d in dims)
+
+    return [t.replace(block_shape=shape, block_index_transform=transform), *rest]
+
+
+def _get_eval(ctx, r, *dyn, indexer):
+    spec = ctx.in_block_specs[0]
+    if spec is pallas_core.no_block_spec or spec.block_shape is None:
+        return ref.get_p.bind(r, *dyn, indexer=indexer)  # an unblocked ref: read as it is
+    dims = _get_dims(ctx.avals_in[0], indexer)
+    it = iter(ctx.get_out_block_indices()[0])
+    index = []
+    for d, bd in zip(dims, spec.block_shape):
+        if d == "full":
+            b = block_size(bd)
+            i = next(it)
+            index.append(i if b is None else ds(i * b, b))
+        else:
+            index.append(d)
+    return r[tuple(index)]
+
+
+bsl.pull_block_spec_rules[ref.get_p] = _get_pull
+bsl.eval_rules[ref.get_p] = _get_eval
