@@ -105,3 +105,10 @@ NO_RULE.update({p: "cuDNN's fused LSTM kernel (jax.experimental.rnn.lstm): its a
                    "either" for p in ("rnn_fwd", "rnn_bwd")})
 NO_RULE["empty2"] = ("no operands (a scalar for scan's output buffers), so nothing is ever "
                      "batched; JAX 0.10.2 has no batching rule either")
+EXERCISED_ELSEWHERE["fusible"] = ("test_pallas_fuser.py (a batch of one, against JAX; larger "
+                                  "batches raise NotImplementedError as JAX's rule does)")
+NO_RULE["custom_fusion"] = "JAX 0.10.2 has none (a fusion's rules are block-spec rules)"
+NO_RULE.update({p: "a TPU/GPU-only kernel primitive: JAX 0.10.2 has no batching rule (nor a "
+                   "CPU lowering; test_pallas_extras.py checks its errors against JAX)"
+                for p in ("prng_seed", "prng_random_bits", "stochastic_round",
+                          "debug_barrier_p", "elementwise_inline_asm_p")})

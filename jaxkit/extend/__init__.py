@@ -5,10 +5,11 @@
 ``lowering`` (jaxlib's MLIR bindings and what lowering rules use), ``random`` (PRNG
 implementations), ``sharding`` (XLA sharding protos), ``xla`` (HLO module transformations).
 Each is jaxkit's own machinery, or the jaxlib module JAX re-exports, under the names
-``jax.extend`` gives it. ``ifrt_programs`` is imported on demand, as in JAX.
+``jax.extend`` gives it; ``pallas`` the Pallas backend hooks. ``ifrt_programs`` is imported on
+demand, as in JAX.
 """
-from jaxkit.extend import (backend, core, linear_util, lowering, mlir, random, sharding,
-                           source_info_util, xla)
+from jaxkit.extend import (backend, core, linear_util, lowering, mlir, pallas, random,
+                           sharding, source_info_util, xla)
 
-__all__ = ["backend", "core", "linear_util", "lowering", "mlir", "random", "sharding",
+__all__ = ["backend", "core", "linear_util", "lowering", "mlir", "pallas", "random", "sharding",
            "source_info_util", "xla"]

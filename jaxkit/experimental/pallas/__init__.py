@@ -12,6 +12,8 @@ from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, Boun
                                              GridSpec, MemoryRef, MemorySpace, Squeezed,
                                              no_block_spec, squeezed)
 from jaxkit.experimental.pallas.core_map import core_map, kernel
+from jaxkit.experimental.pallas.cost_estimate import estimate_cost
+from jaxkit.experimental.pallas.export_mlir import lower_as_mlir, pallas_export_experimental
 from jaxkit.experimental.pallas.pallas_call import pallas_call, pallas_call_p
 from jaxkit.experimental.pallas.primitives import (align_to, cdiv, debug_print, loop,
                                                    multiple_of, next_power_of_2, num_programs,
@@ -25,7 +27,8 @@ from jaxkit.indexing import Slice, ds, dslice
 
 __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "CompilerParams", "CostEstimate", "Element", "GridSpec", "MemoryRef", "MemorySpace",
-           "Slice", "Squeezed", "align_to", "cdiv", "debug_print", "ds", "dslice", "loop",
+           "Slice", "Squeezed", "align_to", "cdiv", "debug_print", "ds", "dslice",
+           "estimate_cost", "lower_as_mlir", "loop", "pallas_export_experimental",
            "multiple_of", "next_power_of_2", "no_block_spec", "num_programs", "pallas_call",
            "pallas_call_p", "program_id", "reciprocal", "squeezed", "strides_from_shape",
            "when", "DeviceIdType", "delay", "get_global", "run_scoped", "semaphore",

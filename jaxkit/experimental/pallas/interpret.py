@@ -26,6 +26,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas.core import Blocked, Element, GridMapping, Squeezed
+from jaxkit.experimental.pallas.interpret_rewrite import for_tpu_interpreter
 from jaxkit.experimental.pallas.primitives import program_id_p
 from jaxkit.experimental.pallas.uniformity import check_remote_ops_uniform
 from jaxkit.interpreters import partial_eval as pe
@@ -218,9 +219,12 @@ def _is_semaphore(aval) -> bool:
 
 
 def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
-                          out_avals: tuple, input_output_aliases: tuple, **_) -> list:
+                          out_avals: tuple, input_output_aliases: tuple, interpret: Any = True,
+                          **_) -> list:
     """What a ``pallas_call`` computes, written in jaxkit operations (traceable)."""
     gm = grid_mapping
+    if not isinstance(interpret, bool):  # JAX's TPU interpreter (pltpu.InterpretParams)
+        jaxpr = for_tpu_interpreter(jaxpr)
     for bm in gm.block_mappings:
         for d in bm.block_shape:
             if isinstance(d, Element) and d.padding != (0, 0):

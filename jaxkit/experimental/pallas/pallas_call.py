@@ -246,7 +246,8 @@ def _pallas_call_lowering(ctx, *args, interpret, **params):
         raise ValueError("Cannot lower a pallas_call with constants.")
     if not interpret:
         raise ValueError("Only interpret mode is supported on CPU backend.")
-    return mlir.lower_fun(interpret_pallas_call, multiple_results=True)(ctx, *args, **params)
+    return mlir.lower_fun(interpret_pallas_call, multiple_results=True)(
+        ctx, *args, interpret=interpret, **params)
 
 
 mlir.register_lowering(pallas_call_p, _pallas_call_lowering)

@@ -33,6 +33,10 @@ from jaxkit.experimental.pallas.tpu_interpret_state import (InterpretParams,
                                                             set_tpu_interpret_mode)
 from jaxkit.experimental.pallas.semaphores import (new_semaphore, semaphore, semaphore_read,
                                                    semaphore_signal, semaphore_wait)
+from jaxkit.experimental.pallas.tpu_random import (prng_random_bits, prng_seed, sample_block,
+                                                   stateful_bernoulli, stateful_bits,
+                                                   stateful_normal, stateful_uniform,
+                                                   stochastic_round, to_pallas_key)
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
            "HBM",
@@ -43,7 +47,10 @@ __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensio
            "semaphore_read", "semaphore_signal", "semaphore_wait", "ChipVersion", "CoreType",
            "SideEffectType", "TpuInfo", "core_barrier", "create_tensorcore_mesh",
            "force_tpu_interpret_mode", "get_tpu_info", "get_tpu_info_for_chip", "is_tpu_device",
-           "reset_tpu_interpret_mode_state", "run_on_first_core", "set_tpu_interpret_mode"]
+           "reset_tpu_interpret_mode_state", "run_on_first_core", "set_tpu_interpret_mode",
+           "prng_random_bits",
+           "prng_seed", "sample_block", "stateful_bernoulli", "stateful_bits",
+           "stateful_normal", "stateful_uniform", "stochastic_round", "to_pallas_key"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):

@@ -16,10 +16,12 @@ from jaxkit import numpy as jnp
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.interpret import uninitialized_value
 from jaxkit.experimental.pallas.primitives import dot
+from jaxkit.experimental.pallas.triton_ops import debug_barrier, elementwise_inline_asm
 from jaxkit._ref_views import RefView
 
 __all__ = ["CompilerParams", "approx_tanh", "atomic_add", "atomic_and", "atomic_cas",
-           "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "dot",
+           "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor",
+           "debug_barrier", "dot", "elementwise_inline_asm",
            "load", "max_contiguous", "store"]
 
 
