@@ -152,6 +152,14 @@ class TransformedRef:
                                       "not implemented; bitcast the value read instead")
         return self._then(BitcastTransform(dtype))
 
+    @staticmethod
+    def from_window(ref: Any, dims: Sequence) -> TransformedRef:
+        """The view of ``ref`` that is the window ``dims`` (as ``.dims`` gives it: per
+        dimension a ``(start, size)`` range or a fixed index)."""
+        shape = tuple(core.get_aval(ref).shape)
+        indices = tuple(Slice(d[0], d[1]) if isinstance(d, tuple) else d for d in dims)
+        return TransformedRef(ref, (NDIndexer(indices, shape, ()),))
+
     def _then(self, t: Any) -> TransformedRef:
         return TransformedRef(self.ref, (*self.transforms, t))
 

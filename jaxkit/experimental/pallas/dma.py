@@ -89,14 +89,14 @@ class AsyncCopyDescriptor:
         # the window of dst_ref written is the one the *sender* names (it may differ here)
         dst = self.dst_ref
         if isinstance(dst, RefView):
-            dst = RefView(dst.ref, tuple((sent(d[0]), d[1]) if isinstance(d, tuple) else sent(d)
-                                         for d in dst.dims))
+            dst = RefView.from_window(dst.ref, tuple((sent(d[0]), d[1]) if isinstance(d, tuple)
+                                                     else sent(d) for d in dst.dims))
         old = dst[...]
         dst[...] = jnp.where(got, old + received if add else received, old)
         dst_sem = self.dst_sem
         if isinstance(dst_sem, RefView):
-            dst_sem = RefView(dst_sem.ref, tuple(sent(d) if not isinstance(d, tuple) else
-                                                 (sent(d[0]), d[1]) for d in dst_sem.dims))
+            dst_sem = RefView.from_window(dst_sem.ref, tuple(
+                sent(d) if not isinstance(d, tuple) else (sent(d[0]), d[1]) for d in dst_sem.dims))
         dst_sem[...] = dst_sem[...] + jnp.where(got, _count(dst), 0).astype(_SEM)
         self.src_sem[...] = self.src_sem[...] + _count(self.src_ref)
 
