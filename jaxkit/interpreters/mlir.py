@@ -28,7 +28,7 @@ from jaxkit.runtime import compile_config, pjrt
 from jaxkit.runtime.sharding import Mesh
 from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters import state
+from jaxkit.interpreters import mlir_callbacks, state
 from jaxkit.interpreters.mlir_ir import (  # noqa: F401  (re-exported: rules use mlir.X)
     AxisContext, ConstantHandler, DEVICE_TO_DEVICE_TYPE, LoweringParameters, LoweringResult,
     LoweringRule, MeshAxisName, RECV_FROM_HOST_TYPE, REEXPORTED_JAXLIB_MODULES, SEND_TO_HOST_TYPE,
@@ -722,8 +722,6 @@ def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, token: An
     must return arrays of ``result_avals`` (checked); returns ``(results, token,
     keepalive)``, the token passed through (the call's ``has_side_effect`` orders it)."""
     del operand_avals, returns_token, sharding
-    # mlir_callbacks builds on this module (it imports mlir), hence the import here.
-    from jaxkit.interpreters import mlir_callbacks
 
     def checked(*args):
         outs = callback(*args)

@@ -26,10 +26,14 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxkit import core
-from jaxkit.interpreters import mlir
+# The IR half of mlir (mlir.py imports this module: JAX's mlir.emit_python_callback uses it).
+from jaxkit.interpreters import mlir_ir as mlir
+
+if TYPE_CHECKING:
+    from jaxkit.interpreters.mlir import LoweringRuleContext, ModuleContext
 
 # jaxlib's typed-FFI Python callback handlers of each platform, as JAX names them. The
 # ``partitioned`` one is split by XLA's partitioner: each device calls with its own shard.
@@ -46,16 +50,16 @@ def _target(platform: str, partitioned: bool) -> str:
 _effect_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _num_devices(mctx: mlir.ModuleContext) -> int:
+def _num_devices(mctx: ModuleContext) -> int:
     parts = math.prod(size for _, size in mctx.mesh) if mctx.mesh is not None else 1
     return mctx.num_replicas * parts
 
 
-def _manual_axes(mctx: mlir.ModuleContext) -> frozenset:
+def _manual_axes(mctx: ModuleContext) -> frozenset:
     return mctx.manual if isinstance(mctx.manual, frozenset) else frozenset()
 
 
-def check_ordered_effect(mctx: mlir.ModuleContext, effect: Any) -> None:
+def check_ordered_effect(mctx: ModuleContext, effect: Any) -> None:
     """Raise JAX's error for an ordered ``effect`` that may not run over several devices (its
     ``shardable`` is false) in a program over several devices. A ``shard_map`` body manual
     over all its axes runs per device and keeps it (as JAX's eager shard_map does)."""
@@ -66,7 +70,7 @@ def check_ordered_effect(mctx: mlir.ModuleContext, effect: Any) -> None:
                          f"device: [{effect!r}]")
 
 
-def _sdy_sharding(mctx: mlir.ModuleContext, result_avals: Sequence[core.ShapedArray],
+def _sdy_sharding(mctx: ModuleContext, result_avals: Sequence[core.ShapedArray],
                   device_index: int | None, with_token: bool) -> str | None:
     """The ``sdy.sharding`` of the callback op (None outside a partitioned program): one
     per result, the token (``with_token``) first; one for the op when it has no result."""
@@ -99,7 +103,7 @@ def _passing_token(callback: Callable) -> Callable:
     return with_token
 
 
-def emit_python_callback(ctx: mlir.LoweringRuleContext, callback: Callable, operands: Sequence,
+def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands: Sequence,
                          result_avals: Sequence[core.ShapedArray], *,
                          has_side_effect: bool, ordered_effect: Any = None,
                          device_index: int | None = None,
