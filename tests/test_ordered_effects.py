@@ -4,6 +4,10 @@ which ``debug.callback(ordered=True)``, ``io_callback(ordered=True)`` and
 vmap, checkpoint and custom_jvp, compared with JAX's. Each program puts many ordered calls on
 values that do not depend on one another, so that only the tokens order them (without tokens
 through nested blocks, XLA ran a loop's calls after the ones that follow it, or in reverse)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -230,3 +234,56 @@ def test_tokens_thread_through_while_case_and_call_ops():
     assert ('func.func private @"<lambda>"(%arg0: !stablehlo.token {jax.token = true}, '
             '%arg1: tensor<f32>) -> (!stablehlo.token {jax.token = true}, tensor<f32>)') in text
     assert 'call @"<lambda>"(%4, %arg1) : (!stablehlo.token, tensor<f32>)' in text
+
+
+# An ordered io_callback chain through a jitted shard_map over 4 CPU devices, run in a fresh
+# process per library (the device count is fixed at start). Devices run concurrently, so only
+# each device's own order is defined: device 0's calls (values below 100) are compared.
+_SHARD_MAP_PROGRAM = """
+import os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+import numpy as np
+import {lib} as jax
+log = []
+def io(tag, x):
+    def rec(v):
+        log.append((tag, np.asarray(v).tolist()))
+        return v
+    return jax.experimental.io_callback(rec, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
+                                        ordered=True)
+def body(x):
+    for k in range(6):
+        x = io(f"sm{{k}}", x + 1)
+    return x
+mesh = jax.sharding.Mesh(np.array(jax.devices()), ("x",))
+P = jax.sharding.PartitionSpec
+sm = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+@jax.jit
+def f(x):
+    x = io("pre", x)
+    y = sm(x)
+    for k in range(4):
+        io(f"post{{k}}", x * k)
+    return y
+out = f(jax.numpy.arange(4.) * 100)
+jax.effects_barrier()
+print(np.asarray(out).tolist())
+print([e for e in log if not e[0].startswith("sm") or e[1][0] < 100])
+"""
+
+
+def test_ordered_calls_in_shard_map_keep_order_on_each_device_as_jax(tmp_path):
+    # The jaxkit this test imports, ahead of what the working directory holds.
+    here = os.path.dirname(os.path.dirname(os.path.abspath(jaxkit.__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])}
+
+    def run(lib):
+        proc = subprocess.run([sys.executable, "-c", _SHARD_MAP_PROGRAM.format(lib=lib)],
+                              capture_output=True, text=True, env=env, timeout=300,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout.splitlines()[-2:]
+
+    got, want = run("jaxkit"), run("jax")
+    assert "('sm5', [6.0]), ('post0'" in want[1]
+    assert got == want
