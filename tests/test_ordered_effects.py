@@ -4,6 +4,7 @@ which ``debug.callback(ordered=True)``, ``io_callback(ordered=True)`` and
 vmap, checkpoint and custom_jvp, compared with JAX's. Each program puts many ordered calls on
 values that do not depend on one another, so that only the tokens order them (without tokens
 through nested blocks, XLA ran a loop's calls after the ones that follow it, or in reverse)."""
+import importlib
 import os
 import subprocess
 import sys
@@ -173,8 +174,48 @@ def vmap_of_loop(lib, log):
     return lib.jit(lib.vmap(f)), (np.arange(3, dtype=np.float32),)
 
 
+def extend_call_primitive(lib, log):
+    call_p = importlib.import_module(f"{lib.__name__}.extend.core.primitives").call_p
+    lu = importlib.import_module(f"{lib.__name__}.extend.linear_util")
+
+    def body(v):
+        _around(lib, log, v, 6, "in")
+        return [v + 1]
+
+    def f(x):
+        for k in range(6):
+            _debug(lib, log, f"pre{k}", x * k)
+        fun = lu.wrap_init(body, debug_info=lib.api_util.debug_info("call", body, (x,), {}))
+        (y,) = call_p.bind(x, subfuns=(fun,))
+        _around(lib, log, x, 6, "post")
+        return y
+    return lib.jit(f), (np.float32(1.0),)
+
+
+def two_kinds_in_loop(lib, log):
+    """Ordered debug callbacks and io_callbacks: one token per kind through the same loop,
+    branch and nested jit (each kind compared in its own order)."""
+    def body(i, c):
+        for k in range(5):
+            c = _io(lib, log, f"io{k}", c + i)
+            _debug(lib, log, f"dbg{k}", i)
+        c = lib.lax.cond(i > 1, lambda v: _io(lib, log, "io_T", v), lambda v: v, c)
+        return lib.jit(lambda v: (_debug(lib, log, "dbg_jit", v), v)[1])(c)
+
+    def f(x):
+        x = _io(lib, log, "io_pre", x)
+        _around(lib, log, x, 4, "dbg_pre")
+        y = lib.lax.fori_loop(0, 3, body, x)
+        for k in range(4):
+            _io(lib, log, f"io_post{k}", x * k)
+        _around(lib, log, x, 4, "dbg_post")
+        return y
+    return lib.jit(f), (np.float32(1.0),)
+
+
 CASES = [fori_io, while_cond_effects, cond_branches, switch_in_loop, nested_jit, scan_body,
-         grad_of_loop, grad_of_checkpoint, custom_jvp_in_loop, vmap_of_loop]
+         grad_of_loop, grad_of_checkpoint, custom_jvp_in_loop, vmap_of_loop,
+         extend_call_primitive, two_kinds_in_loop]
 
 
 def _run(lib, case):

@@ -44,10 +44,25 @@ def call_jaxpr(ctx: mlir.LoweringRuleContext, name: str, closed: core.ClosedJaxp
     loc = mlir.named_location(mctx, ctx.source_info, source_info.current_name_stack(),
                               f"jit({name})")
     with loc:
-        call = mlir.func_dialect.CallOp(
-            [*mlir_tokens.token_types(kinds), *map(mlir.aval_to_ir_type, closed.out_avals)],
-            mlir.ir.FlatSymbolRefAttr.get(symbol),
-            [*mlir_tokens.current_tokens(mctx, kinds), *args])
+        return _call(mctx, symbol, closed, kinds, args)
+
+
+def call_function(ctx: mlir.LoweringRuleContext, name: str, closed: core.ClosedJaxpr,
+                  *args: mlir.ir.Value) -> list[mlir.ir.Value]:
+    """Emit ``closed`` as a new private function ``@name`` (renamed if taken) and call it,
+    passing the tokens of its ordered effects through (call primitives of ``jax.extend``)."""
+    kinds = mlir_tokens.ordered_effects(closed)
+    mctx = ctx.module_context
+    return _call(mctx, _private_function(mctx, name, closed, kinds), closed, kinds, args)
+
+
+def _call(mctx: mlir.ModuleContext, symbol: str, closed: core.ClosedJaxpr, kinds: list[type],
+          args) -> list[mlir.ir.Value]:
+    """A ``func.call`` of ``@symbol`` taking the current tokens of ``kinds`` first; the
+    tokens it returns become the current ones."""
+    call = mlir.func_dialect.CallOp(
+        [*mlir_tokens.token_types(kinds), *map(mlir.aval_to_ir_type, closed.out_avals)],
+        mlir.ir.FlatSymbolRefAttr.get(symbol), [*mlir_tokens.current_tokens(mctx, kinds), *args])
     results = list(call.results)
     mlir_tokens.set_tokens(mctx, kinds, results[:len(kinds)])
     return results[len(kinds):]
