@@ -277,10 +277,12 @@ def test_tokens_thread_through_while_case_and_call_ops():
     assert 'call @"<lambda>"(%4, %arg1) : (!stablehlo.token, tensor<f32>)' in text
 
 
-# An ordered io_callback chain through a jitted shard_map over 4 CPU devices, run in a fresh
-# process per library (the device count is fixed at start). Devices run concurrently, so only
-# each device's own order is defined: device 0's calls (values below 100) are compared.
-_SHARD_MAP_PROGRAM = """
+# Programs over 4 CPU devices, run in a fresh process per library (the device count is fixed
+# at start). ``shard_map``: a chain through a jitted shard_map; devices run concurrently, so only
+# each device's own order is defined and device 0's calls (values below 100) are compared.
+# ``mesh``: a jit partitioned over the mesh, whose ordered calls run on device 0, through a loop
+# and a branch.
+_PREAMBLE = """
 import os, sys
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 import numpy as np
@@ -292,12 +294,15 @@ def io(tag, x):
         return v
     return jax.experimental.io_callback(rec, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
                                         ordered=True)
+mesh = jax.sharding.Mesh(np.array(jax.devices()), ("x",))
+P = jax.sharding.PartitionSpec
+"""
+_PROGRAMS = {
+    "shard_map": """
 def body(x):
     for k in range(6):
         x = io(f"sm{{k}}", x + 1)
     return x
-mesh = jax.sharding.Mesh(np.array(jax.devices()), ("x",))
-P = jax.sharding.PartitionSpec
 sm = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
 @jax.jit
 def f(x):
@@ -310,21 +315,37 @@ out = f(jax.numpy.arange(4.) * 100)
 jax.effects_barrier()
 print(np.asarray(out).tolist())
 print([e for e in log if not e[0].startswith("sm") or e[1][0] < 100])
-"""
+""",
+    "mesh": """
+@jax.jit
+def f(x):
+    x = io("pre", x)
+    y = jax.lax.fori_loop(0, 3, lambda i, c: io("b", c + i), x)
+    y = jax.lax.cond(y[0] > 0, lambda v: io("T", v), lambda v: v, y)
+    for k in range(3):
+        io(f"post{{k}}", x * k)
+    return y
+out = f(jax.device_put(np.arange(4.), jax.sharding.NamedSharding(mesh, P("x"))))
+jax.effects_barrier()
+print(np.asarray(out).tolist())
+print(log)
+""",
+}
 
 
-def test_ordered_calls_in_shard_map_keep_order_on_each_device_as_jax(tmp_path):
+@pytest.mark.parametrize("program", sorted(_PROGRAMS))
+def test_ordered_calls_over_devices_as_jax(program, tmp_path):
     # The jaxkit this test imports, ahead of what the working directory holds.
     here = os.path.dirname(os.path.dirname(os.path.abspath(jaxkit.__file__)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, *sys.path])}
 
     def run(lib):
-        proc = subprocess.run([sys.executable, "-c", _SHARD_MAP_PROGRAM.format(lib=lib)],
-                              capture_output=True, text=True, env=env, timeout=300,
-                              cwd=tmp_path)
+        code = (_PREAMBLE + _PROGRAMS[program]).format(lib=lib)
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, timeout=300, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
         return proc.stdout.splitlines()[-2:]
 
     got, want = run("jaxkit"), run("jax")
-    assert "('sm5', [6.0]), ('post0'" in want[1]
+    assert "'post0'" in want[1] and want[1].index("'pre'") < want[1].index("'post0'")
     assert got == want
