@@ -17,20 +17,20 @@ devices, as JAX refuses it, unless its kind may be sharded (``io_callback(ordere
 inside a ``shard_map`` body it runs per device (as JAX's eager ``shard_map`` does; JAX's
 ``jit`` of one refuses it, which jaxkit cannot tell apart at lowering). Ordered calls
 take and return a token, one chain per effect kind and block, so that XLA keeps their program
-order (without one, its CPU scheduler ran independent calls even in reverse). The chain does
-not yet cross into nested blocks (loop bodies, branches, private functions): that needs the
-control-flow lowerings to carry tokens, as JAX's do.
+order (without one, its CPU scheduler ran independent calls even in reverse). The chain
+crosses into nested blocks (loop bodies, branches, private functions): their lowerings carry
+the tokens in and out (``mlir_tokens``), as JAX's do.
 """
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from jaxkit import core
 # The IR half of mlir (mlir.py imports this module: JAX's mlir.emit_python_callback uses it).
 from jaxkit.interpreters import mlir_ir as mlir
+from jaxkit.interpreters import mlir_tokens
 
 if TYPE_CHECKING:
     from jaxkit.interpreters.mlir import LoweringRuleContext, ModuleContext
@@ -43,11 +43,6 @@ _CALLBACK_DEVICES = {"cpu": "cpu", "cuda": "gpu"}
 def _target(platform: str, partitioned: bool) -> str:
     return f"xla_ffi{'_partitioned' if partitioned else ''}_python_" \
         f"{_CALLBACK_DEVICES[platform]}_callback"
-
-
-# Per module being lowered: (block, ordered effect type) -> the token the block's last
-# ordered callback of that effect returned.
-_effect_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _num_devices(mctx: ModuleContext) -> int:
@@ -130,16 +125,11 @@ def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands:
     result_types = [mlir.aval_to_ir_type(a) for a in result_avals]
     ranks_in = [mlir.ir.RankedTensorType(x.type).rank for x in operands]
     ranks_out = [a.ndim for a in result_avals]
-    key = None
-    if ordered_effect is not None:
-        # An ordered call takes the token of the block's previous call of the same effect
-        # kind and returns the next one: XLA keeps their order (as JAX's tokens do).
-        key = (mlir.ir.InsertionPoint.current.block, type(ordered_effect))
-        tokens = _effect_tokens.setdefault(mctx.module, {})
-        token = tokens.get(key)
-        if token is None:
-            token = mlir.hlo.AfterAllOp([]).result
-        operands = [token, *operands]
+    kinds = [type(ordered_effect)] if ordered_effect is not None else []
+    if kinds:
+        # An ordered call takes the current token of its effect kind and returns the next
+        # one: XLA keeps their order (as JAX's tokens do).
+        operands = [*mlir_tokens.current_tokens(mctx, kinds), *operands]
         result_types = [mlir.hlo.TokenType.get(), *result_types]
         ranks_in, ranks_out = [0, *ranks_in], [0, *ranks_out]
         callback = _passing_token(callback)
@@ -158,6 +148,5 @@ def emit_python_callback(ctx: LoweringRuleContext, callback: Callable, operands:
     if sharding is not None:
         op.operation.attributes["sdy.sharding"] = mlir.ir.Attribute.parse(sharding)
     results = list(op.results)
-    if key is not None:
-        tokens[key] = results.pop(0)
-    return results
+    mlir_tokens.set_tokens(mctx, kinds, results[:len(kinds)])
+    return results[len(kinds):]

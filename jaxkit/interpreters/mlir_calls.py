@@ -2,14 +2,16 @@
 a private ``func.func @<name>`` of the module, emitted once per (jaxpr, lowering context) and
 called with ``func.call`` wherever an equation runs it (its name made unique by the module's
 symbol table: ``@f``, ``@f_0``...). XLA inlines the calls when it compiles, so the compiled
-program is the one an inlined body gives."""
+program is the one an inlined body gives. A body with ordered effects takes the current tokens
+of their kinds as leading parameters and returns its last ones first (``mlir_tokens``), as
+JAX's functions do."""
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 
 from jaxkit import core, source_info
-from jaxkit.interpreters import mlir
+from jaxkit.interpreters import mlir, mlir_tokens
 
 
 def _function_key(ctx: mlir.ModuleContext, name: str, closed: core.ClosedJaxpr,
@@ -32,18 +34,65 @@ def call_jaxpr(ctx: mlir.LoweringRuleContext, name: str, closed: core.ClosedJaxp
     metadata = source_info.NameStack(tuple(
         e for e in source_info.current_name_stack().stack if type(e) is source_info.Metadata))
     key = _function_key(mctx, name, closed, metadata)
+    kinds = mlir_tokens.ordered_effects(closed)
     symbol = mctx.functions.get(key)
     if symbol is None:
         with mlir.ir.Location.unknown(), source_info.name_stack_context(metadata):
-            symbol = mlir.private_function(dataclasses.replace(mctx, name_stack=""), name,
-                                           closed)
+            symbol = _private_function(dataclasses.replace(mctx, name_stack=""), name,
+                                       closed, kinds)
         mctx.functions[key] = symbol
     loc = mlir.named_location(mctx, ctx.source_info, source_info.current_name_stack(),
                               f"jit({name})")
     with loc:
-        call = mlir.func_dialect.CallOp([mlir.aval_to_ir_type(a) for a in closed.out_avals],
-                                        mlir.ir.FlatSymbolRefAttr.get(symbol), list(args))
-    return list(call.results)
+        return _call(mctx, symbol, closed, kinds, args)
+
+
+def call_function(ctx: mlir.LoweringRuleContext, name: str, closed: core.ClosedJaxpr,
+                  *args: mlir.ir.Value) -> list[mlir.ir.Value]:
+    """Emit ``closed`` as a new private function ``@name`` (renamed if taken) and call it,
+    passing the tokens of its ordered effects through (call primitives of ``jax.extend``)."""
+    kinds = mlir_tokens.ordered_effects(closed)
+    mctx = ctx.module_context
+    return _call(mctx, _private_function(mctx, name, closed, kinds), closed, kinds, args)
+
+
+def _call(mctx: mlir.ModuleContext, symbol: str, closed: core.ClosedJaxpr, kinds: list[type],
+          args) -> list[mlir.ir.Value]:
+    """A ``func.call`` of ``@symbol`` taking the current tokens of ``kinds`` first; the
+    tokens it returns become the current ones."""
+    call = mlir.func_dialect.CallOp(
+        [*mlir_tokens.token_types(kinds), *map(mlir.aval_to_ir_type, closed.out_avals)],
+        mlir.ir.FlatSymbolRefAttr.get(symbol), [*mlir_tokens.current_tokens(mctx, kinds), *args])
+    results = list(call.results)
+    mlir_tokens.set_tokens(mctx, kinds, results[:len(kinds)])
+    return results[len(kinds):]
+
+
+def _private_function(mctx: mlir.ModuleContext, name: str, closed: core.ClosedJaxpr,
+                      kinds: list[type]) -> str:
+    """``mlir.private_function`` with the tokens of ``kinds`` passed through the body."""
+    if not kinds:
+        return mlir.private_function(mctx, name, closed)
+    tokens = mlir_tokens.token_types(kinds)
+    in_types = [*tokens, *map(mlir.aval_to_ir_type, closed.in_avals)]
+    out_types = [*tokens, *map(mlir.aval_to_ir_type, closed.out_avals)]
+    with mlir.ir.InsertionPoint(mctx.module.body):
+        fn = mlir.func_dialect.FuncOp(name, mlir.ir.FunctionType.get(in_types, out_types))
+        fn.attributes["sym_visibility"] = mlir.ir.StringAttr.get("private")
+        # JAX marks the token parameters and results ``{jax.token = true}``.
+        marked = mlir.ir.DictAttr.get({"jax.token": mlir.ir.BoolAttr.get(True)})
+        fn.arg_attrs = mlir.ir.ArrayAttr.get(
+            [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.in_avals))
+        fn.result_attrs = mlir.ir.ArrayAttr.get(
+            [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.out_avals))
+        symbol = mctx.insert_symbol(fn)  # before its body, as in ``mlir.private_function``
+        entry = fn.add_entry_block()
+        with mlir.ir.InsertionPoint(entry):
+            args = list(entry.arguments)
+            mlir_tokens.set_tokens(mctx, kinds, args[:len(kinds)])
+            outs = mlir.closed_subcomp(mctx, closed, *args[len(kinds):])
+            mlir.func_dialect.ReturnOp([*mlir_tokens.current_tokens(mctx, kinds), *outs])
+    return symbol
 
 
 def out_of_line(rule: Callable, name: str) -> Callable:

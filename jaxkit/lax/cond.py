@@ -22,7 +22,7 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
-from jaxkit.interpreters import ad, batching, dispatch, hijax, hijax_staging, mlir
+from jaxkit.interpreters import ad, batching, dispatch, hijax, hijax_staging, mlir, mlir_tokens
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
@@ -228,13 +228,23 @@ def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches,
                    branches_platforms=None):
     if branches_platforms is not None:
         index, branches = _platform_branches(ctx, index, branches, branches_platforms)
-    result_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
+    # The tokens of the branches' ordered effects lead the results; each branch starts from
+    # the tokens current before the ``case`` (regions see the values around them).
+    mctx = ctx.module_context
+    kinds = mlir_tokens.ordered_effects(*branches)
+    tokens = mlir_tokens.current_tokens(mctx, kinds)
+    result_types = [*mlir_tokens.token_types(kinds),
+                    *(mlir.aval_to_ir_type(a) for a in ctx.avals_out)]
     case = hlo.CaseOp(result_types, index, len(branches))
     for i, br in enumerate(branches):
         block = case.regions[i].blocks.append()
         with ir.InsertionPoint(block):
-            hlo.ReturnOp(mlir.closed_subcomp(ctx.module_context, br, *args))
-    return list(case.results)
+            mlir_tokens.set_tokens(mctx, kinds, tokens)
+            outs = mlir.closed_subcomp(mctx, br, *args)
+            hlo.ReturnOp([*mlir_tokens.current_tokens(mctx, kinds), *outs])
+    results = list(case.results)
+    mlir_tokens.set_tokens(mctx, kinds, results[:len(kinds)])
+    return results[len(kinds):]
 
 
 def _platform_branches(ctx, index, branches, branches_platforms):

@@ -27,7 +27,6 @@ from jaxkit._util import split_list
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.runtime.array import device_put_value
 from jaxkit.lax.bodies import (avals_of, carry_mismatch, forward_loop_io, hoist_invariant_outputs,
                                instantiate, make_closed_jaxpr, output_sources, select_outputs,
@@ -37,6 +36,7 @@ from jaxkit.lax.elementwise import add, lt, select_n, sub
 from jaxkit.lax.reductions import reduce_or
 from jaxkit.lax.staging import ArrayCopySemantics, device_put_p
 from jaxkit.lax.eval_jaxpr import eval_jaxpr
+from jaxkit.lax.loops_lowering import while_lowering
 from jaxkit.lax.slicing import (dynamic_index_in_dim, dynamic_update_index_in_dim, index_in_dim,
                                 slice_in_dim)
 from jaxkit.lax.structural import (broadcast_in_dim, concatenate, convert_element_type,
@@ -84,37 +84,11 @@ def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     return list(body_jaxpr.out_avals)
 
 
-def _while_lowering(ctx: mlir.LoweringRuleContext, *args, cond_jaxpr, body_jaxpr, cond_nconsts,
-                    body_nconsts):
-    # Constants travel in the loop state (regions read only their own arguments).
-    cconsts = list(args[:cond_nconsts])
-    bconsts = list(args[cond_nconsts:cond_nconsts + body_nconsts])
-    carry = list(args[cond_nconsts + body_nconsts:])
-    state = cconsts + bconsts + carry
-    state_avals = list(ctx.avals_in)
-    types = [mlir.aval_to_ir_type(a) for a in state_avals]
-    loop = hlo.WhileOp(types, state)
-    cond_block = loop.cond.blocks.append(*types)
-    with ir.InsertionPoint(cond_block):
-        a = list(cond_block.arguments)
-        (pred,) = mlir.closed_subcomp(ctx.module_context, cond_jaxpr, *a[:cond_nconsts],
-                                      *a[cond_nconsts + body_nconsts:])
-        hlo.ReturnOp([pred])
-    body_block = loop.body.blocks.append(*types)
-    with ir.InsertionPoint(body_block):
-        a = list(body_block.arguments)
-        new = mlir.closed_subcomp(ctx.module_context, body_jaxpr,
-                                  *a[cond_nconsts:cond_nconsts + body_nconsts],
-                                  *a[cond_nconsts + body_nconsts:])
-        hlo.ReturnOp(a[:cond_nconsts + body_nconsts] + list(new))
-    return list(loop.results)[cond_nconsts + body_nconsts:]
-
-
 while_p = core.Primitive("while")
 while_p.multiple_results = True
 while_p.def_impl(partial(dispatch.apply_primitive, while_p))
 while_p.def_abstract_eval(_while_abstract_eval)
-mlir.register_lowering(while_p, _while_lowering)
+mlir.register_lowering(while_p, while_lowering)
 
 
 def _is_host_int(x) -> bool:

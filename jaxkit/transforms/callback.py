@@ -36,7 +36,7 @@ from jaxkit import core, dtypes, lax
 from jaxkit import tree_util
 from jaxkit.runtime.array import device_put_value, place_results
 from jaxkit.core import ShapedArray
-from jaxkit.interpreters import ad, batching, mlir, mlir_callbacks
+from jaxkit.interpreters import ad, batching, mlir, mlir_callbacks, mlir_tokens
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.shard_map import shard_map
 
@@ -361,6 +361,8 @@ batching.defrule(io_callback_p, _io_callback_batch)
 mlir.register_lowering(io_callback_p, _io_callback_lowering)
 pe.defeffectful(io_callback_p)
 pe.defeffect_kind(io_callback_p, "io")
+mlir_tokens.def_ordered_effect(io_callback_p,
+                               lambda ordered, **_: ordered_io_effect if ordered else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -532,6 +534,8 @@ def _side_effect_primitive(name: str, call: Callable, effect_of: Callable) -> co
     batching.defrule(prim, _batch)
     mlir.register_lowering(prim, _lowering)
     pe.defeffectful(prim)
+    mlir_tokens.def_ordered_effect(prim, lambda **params: effect_of(params)
+                                   if effect_of(params) is ordered_debug_effect else None)
     return prim
 
 

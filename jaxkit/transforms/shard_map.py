@@ -42,8 +42,9 @@ import numpy as np
 
 from jaxkit import core
 from jaxkit import tree_util
+from jaxkit._util import split_list
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import ad, batching, mlir, mlir_tokens
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import ir, sdy
 from jaxkit import avals as avals_mod
@@ -512,20 +513,34 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, mesh: Me
     # open to the axes that are not manual here, as JAX's lowering leaves them.
     open_dims = len(manual_axes) < len(mesh.axis_names)
     names = ", ".join(f'"{n}"' for n in manual_axes)
+    # The tokens of the body's ordered effects lead the operands and results, replicated
+    # (as JAX's): the body's ordered calls stay in order with those around it.
+    kinds = mlir_tokens.ordered_effects(jaxpr)
+    ntok, token_specs = len(kinds), [PartitionSpec()] * len(kinds)
+    token_avals = [ShapedArray((), np.bool_)] * ntok
+    token_types = mlir_tokens.token_types(kinds)
     op = sdy.ManualComputationOp(
-        [mlir.aval_to_ir_type(a) for a in ctx.avals_out], list(args),
-        _per_value_attr(mesh, in_specs, ctx.avals_in, open_dims),
-        _per_value_attr(mesh, out_specs, ctx.avals_out, open_dims),
+        [*token_types, *map(mlir.aval_to_ir_type, ctx.avals_out)],
+        [*mlir_tokens.current_tokens(mctx, kinds), *args],
+        _per_value_attr(mesh, [*token_specs, *in_specs], [*token_avals, *ctx.avals_in],
+                        open_dims),
+        _per_value_attr(mesh, [*token_specs, *out_specs], [*token_avals, *ctx.avals_out],
+                        open_dims),
         ir.Attribute.parse(f"#sdy<manual_axes{{{names}}}>"))
-    block = op.body.blocks.append(*[mlir.aval_to_ir_type(a) for a in jaxpr.in_avals])
+    block = op.body.blocks.append(*token_types,
+                                  *[mlir.aval_to_ir_type(a) for a in jaxpr.in_avals])
     # ``manual`` (in ``inner``): the axes manual in the region (enclosing shard_maps' too).
     # The manual axes are bound while the body lowers, as while it was traced: lowering rules
     # that trace (a key's physical lowering, say) may bind collectives that look them up.
     with ir.InsertionPoint(block), \
             parallel.extend_axis_env_nd((name, sizes[name]) for name in manual_axes):
-        outs = mlir.closed_subcomp(inner, jaxpr, *block.arguments)
-        sdy.ReturnOp(outs)
-    return list(op.results)
+        tokens, block_args = split_list(list(block.arguments), [ntok])
+        mlir_tokens.set_tokens(inner, kinds, tokens)
+        outs = mlir.closed_subcomp(inner, jaxpr, *block_args)
+        sdy.ReturnOp([*mlir_tokens.current_tokens(inner, kinds), *outs])
+    tokens, outs = split_list(list(op.results), [ntok])
+    mlir_tokens.set_tokens(mctx, kinds, tokens)
+    return outs
 
 
 def _without_consts(closed: ClosedJaxpr, args, in_specs):

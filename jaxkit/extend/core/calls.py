@@ -19,9 +19,7 @@ from typing import Any
 from jaxkit import core
 from jaxkit.core import ClosedJaxpr, Jaxpr
 from jaxkit.extend import linear_util as lu
-from jaxkit.extend.mlir import ir
-from jaxkit.extend.mlir.dialects import func as func_dialect
-from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import ad, batching, mlir, mlir_calls
 from jaxkit.interpreters import partial_eval as pe
 
 __all__ = ["CallPrimitive", "ClosedCallPrimitive", "call_impl", "call_p", "closed_call_p"]
@@ -109,11 +107,8 @@ def _call_eval(*args, call_jaxpr, **params):
 
 def _call_lowering(ctx: mlir.LoweringRuleContext, *args, call_jaxpr, prim_name: str, **params):
     # As JAX: the body is a private function of the module, called where the equation is.
-    closed = _closed(call_jaxpr)
-    name = mlir.private_function(ctx.module_context, prim_name, closed)
-    result_types = [mlir.aval_to_ir_type(a) for a in closed.out_avals]
-    call = func_dialect.CallOp(result_types, ir.FlatSymbolRefAttr.get(name), list(args))
-    return list(call.results)
+    # The tokens of the body's ordered effects pass through the call (``mlir_calls``).
+    return mlir_calls.call_function(ctx, prim_name, _closed(call_jaxpr), *args)
 
 
 def _make_rules(prim: CallPrimitive) -> None:
