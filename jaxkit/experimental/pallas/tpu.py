@@ -20,12 +20,17 @@ from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMethods
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
+from jaxkit.experimental.pallas.pipeline import (BufferedRef, BufferedRefBase, BufferType,
+                                                 Tiling, emit_pipeline,
+                                                 emit_pipeline_with_allocations)
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
            "HBM",
            "InterpretParams", "MemorySpace", "PrefetchScalarGridSpec", "SMEM",
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
-           "make_async_remote_copy", "sync_copy", "emit_pipeline"]
+           "make_async_remote_copy", "sync_copy", "emit_pipeline",
+           "BufferType", "BufferedRef", "BufferedRefBase", "Tiling",
+           "emit_pipeline_with_allocations"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):
@@ -181,7 +186,6 @@ def _tpu_only(name: str):
 
 make_async_remote_copy = _tpu_only("make_async_remote_copy")
 async_remote_copy = _tpu_only("async_remote_copy")
-emit_pipeline = _tpu_only("emit_pipeline")
 get_barrier_semaphore = _tpu_only("get_barrier_semaphore")
 semaphore_signal = _tpu_only("semaphore_signal")
 semaphore_wait = _tpu_only("semaphore_wait")
