@@ -103,3 +103,10 @@ NO_RULE.update({p: "cuDNN's fused LSTM kernel (jax.experimental.rnn.lstm): its a
                    "either" for p in ("rnn_fwd", "rnn_bwd")})
 NO_RULE["empty2"] = ("no operands (a scalar for scan's output buffers), so nothing is ever "
                      "batched; JAX 0.10.2 has no batching rule either")
+NO_RULE.update({p: "JAX 0.10.2 has none (Pallas TPU kernel operation; test_pallas_pipeline.py "
+                   "checks vmap raises as JAX's)"
+                for p in ("roll", "trace_value", "pack_elementwise", "unpack_elementwise",
+                          "matmul_push_rhs", "matmul_acc_lhs", "matmul_pop",
+                          "with_memory_space_constraint", "broadcast_to")})
+EXERCISED_ELSEWHERE.update({p: "test_pallas_pipeline.py (vmap against JAX)"
+                            for p in ("bitcast", "add_dependency")})

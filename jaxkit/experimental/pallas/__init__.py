@@ -11,6 +11,10 @@ from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, Boun
                                              Buffered, CompilerParams, CostEstimate, Element,
                                              GridSpec, MemoryRef, MemorySpace, Squeezed,
                                              no_block_spec, squeezed)
+from jaxkit.experimental.pallas.helpers import (Indirect, RevisitMode, broadcast_to,
+                                                debug_check, empty, empty_like, empty_ref_like,
+                                                enable_debug_checks, enable_poison_buffers,
+                                                run_state, select_ref)
 from jaxkit.experimental.pallas.pallas_call import pallas_call, pallas_call_p
 from jaxkit.experimental.pallas.primitives import (align_to, cdiv, debug_print, loop,
                                                    multiple_of, next_power_of_2, num_programs,
@@ -24,7 +28,9 @@ __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "Slice", "Squeezed", "align_to", "cdiv", "debug_print", "ds", "dslice", "loop",
            "multiple_of", "next_power_of_2", "no_block_spec", "num_programs", "pallas_call",
            "pallas_call_p", "program_id", "reciprocal", "squeezed", "strides_from_shape",
-           "when"]
+           "when", "Indirect", "RevisitMode", "broadcast_to", "debug_check", "empty",
+           "empty_like", "empty_ref_like", "enable_debug_checks", "enable_poison_buffers",
+           "run_state", "select_ref"]
 
 
 def __getattr__(name: str):

@@ -20,9 +20,15 @@ from jaxkit import core, tree_util
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMethods
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
+from jaxkit.experimental.pallas.einshape import einshape
 from jaxkit.experimental.pallas.pipeline import (BufferedRef, BufferedRefBase, BufferType,
                                                  Tiling, emit_pipeline,
                                                  emit_pipeline_with_allocations)
+from jaxkit.experimental.pallas.tpu_ops import (LoweringException, bitcast, load,
+                                                matmul_acc_lhs, matmul_pop, matmul_push_rhs,
+                                                pack_elementwise, roll, store, touch,
+                                                trace_value, unpack_elementwise,
+                                                with_memory_space_constraint)
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
            "HBM",
@@ -30,7 +36,10 @@ __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensio
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
            "make_async_remote_copy", "sync_copy", "emit_pipeline",
            "BufferType", "BufferedRef", "BufferedRefBase", "Tiling",
-           "emit_pipeline_with_allocations"]
+           "emit_pipeline_with_allocations", "LoweringException", "bitcast", "einshape",
+           "load", "matmul_acc_lhs", "matmul_pop", "matmul_push_rhs", "pack_elementwise",
+           "roll", "store", "touch", "trace_value", "unpack_elementwise",
+           "with_memory_space_constraint"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):
