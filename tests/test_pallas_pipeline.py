@@ -132,8 +132,103 @@ def _scratch_and_int(J, jnp, pl, pltpu):
     return f, (x,)
 
 
+X4 = np.arange(4 * 16 * 128, dtype=np.float32).reshape(4, 16, 128) / 11
+
+
+def _blocked_call(J, pl, pltpu, kernel, scratch_shapes=(), **kw):
+    spec = pl.BlockSpec((None, 16, 128), lambda i: (i, 0, 0))
+    return pl.pallas_call(kernel, grid=(4,), in_specs=[spec], out_specs=spec,
+                          scratch_shapes=scratch_shapes, interpret=pltpu.InterpretParams(),
+                          out_shape=J.ShapeDtypeStruct(X4.shape, X4.dtype), **kw), (X4,)
+
+
+def _in_cond(J, jnp, pl, pltpu):
+    # The pipeline called under pl.when, on views picked by the outer grid index.
+    def kernel(x_hbm, o_hbm):
+        i = pl.program_id(0)
+        spec = pl.BlockSpec((8, 128), lambda j: (j, 0))
+        p = pltpu.emit_pipeline(lambda a, o: o.__setitem__(..., a[...] + 1), grid=(2,),
+                                in_specs=[spec], out_specs=spec)
+
+        @pl.when(i % 2 == 0)
+        def _():
+            p(x_hbm.at[i], o_hbm.at[i])
+
+        @pl.when(i % 2 == 1)
+        def _():
+            p(x_hbm.at[i - 1], o_hbm.at[i])
+    spec = pl.BlockSpec(memory_space=pl.ANY)
+    return pl.pallas_call(kernel, grid=(4,), in_specs=[spec], out_specs=spec,
+                          interpret=pltpu.InterpretParams(),
+                          out_shape=J.ShapeDtypeStruct(X4.shape, X4.dtype)), (X4,)
+
+
+def _core_axis(J, jnp, pl, pltpu, cores):
+    # The pipeline's grid split over the outer "cores" (evenly for 2, unevenly for 3).
+    def kernel(x_hbm, o_hbm):
+        def body(a, o):
+            o[...] = a[...] * 2 + pl.program_id(0) * 100 + pl.program_id(1)
+        spec = pl.BlockSpec((None, 8, 128), lambda i, j: (i, j, 0))
+        pltpu.emit_pipeline(body, grid=(4, 2), in_specs=[spec], out_specs=spec, core_axis=0,
+                            dimension_semantics=(pltpu.PARALLEL, pltpu.ARBITRARY))(
+                                x_hbm, o_hbm)
+    spec = pl.BlockSpec(memory_space=pl.ANY)
+    return pl.pallas_call(kernel, grid=(cores,), in_specs=[spec], out_specs=spec,
+                          interpret=pltpu.InterpretParams(),
+                          out_shape=J.ShapeDtypeStruct(X4.shape, X4.dtype)), (X4,)
+
+
+def _explicit_indices_unwritten(J, jnp, pl, pltpu):
+    # The body gets the indices; half of each output window is never written (NaN).
+    def kernel(x_hbm, o_hbm):
+        def body(idx, a, o):
+            o[0:4] = a[0:4] + idx[0] * 10 + idx[1]
+        spec = pl.BlockSpec((None, 8, 128), lambda i, j: (i, j, 0))
+        pltpu.emit_pipeline(body, grid=(4, 2), in_specs=[spec], out_specs=spec,
+                            no_pipelining=True, _explicit_indices=True)(x_hbm, o_hbm)
+    return _any_call(J, pl, kernel, J.ShapeDtypeStruct(X4.shape, X4.dtype), 1), (X4,)
+
+
+def _dynamic_grid_sparse_core(J, jnp, pl, pltpu):
+    # A grid size read from SMEM; SparseCore tiling.
+    def kernel(n_ref, x_hbm, o_hbm):
+        spec = pl.BlockSpec((8, 128), lambda j: (j, 0))
+        pltpu.emit_pipeline(lambda a, o: o.__setitem__(..., a[...] + 5), grid=(n_ref[0],),
+                            in_specs=[spec], out_specs=spec, tiling=pltpu.Tiling.SPARSE_CORE)(
+                                x_hbm.at[0], o_hbm.at[0])
+    spec = pl.BlockSpec(memory_space=pl.ANY)
+    f = pl.pallas_call(kernel, in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM), spec],
+                       out_specs=spec, interpret=pltpu.InterpretParams(),
+                       out_shape=J.ShapeDtypeStruct(X4.shape, X4.dtype))
+    return f, (np.array([1], np.int32), X4)
+
+
+def _window_spaces(space):
+    # Blocks of the pallas_call's own refs into a VMEM scratch: a VMEM spec aliases the
+    # scratch (the body writes it in place), an SMEM one gets its own (uninitialized) window.
+    def record(J, jnp, pl, pltpu):
+        ms = None if space is None else getattr(pltpu, space)
+
+        def kernel(x_ref, o_ref, s_ref):
+            s_ref[...] = jnp.zeros_like(s_ref)
+            spec = pl.BlockSpec((8, 128), lambda j: (j, 0), memory_space=ms)
+            pltpu.emit_pipeline(lambda a, o: o.__setitem__(slice(0, 4), a[0:4] * 3),
+                                grid=(2,), in_specs=[spec], out_specs=spec)(x_ref, s_ref)
+            o_ref[...] = s_ref[...]
+        return _blocked_call(J, pl, pltpu, kernel, [pltpu.VMEM((16, 128), jnp.float32)])
+    record.__name__ = f"_window_{space}"
+    return record
+
+
 RECORDS = [_double, _matmul_accumulate, _ragged_last_block, _bounded_slices,
-           _squeezed_and_views, _scratch_and_int]
+           _squeezed_and_views, _scratch_and_int, _in_cond, _explicit_indices_unwritten,
+           _dynamic_grid_sparse_core, _window_spaces(None), _window_spaces("VMEM"),
+           _window_spaces("SMEM")]
+for _cores in (2, 3):
+    def _rec(J, jnp, pl, pltpu, cores=_cores):
+        return _core_axis(J, jnp, pl, pltpu, cores)
+    _rec.__name__ = f"_core_axis_{_cores}"
+    RECORDS.append(_rec)
 
 
 def _run(lib, record):
@@ -145,7 +240,8 @@ def _run(lib, record):
 
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__.strip("_"))
 def test_pipeline_values_match_jax(record):
-    np.testing.assert_allclose(_run("jaxkit", record), _run("jax", record), rtol=1e-6)
+    np.testing.assert_allclose(_run("jaxkit", record), _run("jax", record), rtol=1e-6,
+                               equal_nan=True)
 
 
 def _errors(lib, make):
@@ -163,20 +259,17 @@ def _on_cpu(J, jnp, pl, pltpu):
 
 
 def _not_interpreted(J, jnp, pl, pltpu):
-    with _tpu_mesh(J):
-        f, args = _bounded_slices(J, jnp, pl, pltpu)
-        kernel = f  # a pallas_call without interpret mode fails when lowered on a CPU
-    J, args = J, args
+    # As the tutorial's cell: without interpret mode a pallas_call fails on a CPU.
     spec = pl.BlockSpec(memory_space=pl.ANY)
 
-    def k(x_hbm, o_hbm):
-        pltpu.emit_pipeline(lambda a, b: None, grid=(1,),
-                            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
-                            out_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))])(x_hbm, o_hbm)
-    del kernel
+    def kernel(x_hbm, o_hbm):
+        block = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        pltpu.emit_pipeline(lambda a, b: None, grid=(1,), in_specs=[block],
+                            out_specs=[block])(x_hbm, o_hbm)
     with _tpu_mesh(J):
-        pl.pallas_call(k, in_specs=[spec], out_specs=spec,
-                       out_shape=J.ShapeDtypeStruct((8, 128), np.float32))(args[0][:8])
+        pl.pallas_call(kernel, in_specs=[spec], out_specs=spec,
+                       out_shape=J.ShapeDtypeStruct((8, 128), np.float32))(
+                           np.zeros((8, 128), np.float32))
 
 
 def _zero_grid(J, jnp, pl, pltpu):
@@ -197,7 +290,26 @@ def _bounded_without_ds(J, jnp, pl, pltpu):
             np.zeros((16, 128), np.float32))
 
 
+def _hbm_window(J, jnp, pl, pltpu):
+    with _tpu_mesh(J):
+        _window_spaces("HBM")(J, jnp, pl, pltpu)[0](X4)
+
+
+def _any_window(J, jnp, pl, pltpu):
+    # Pipelines nest, but a window cannot live in pl.ANY.
+    def kernel(x_hbm, o_hbm):
+        def outer(a_hbm, o2_hbm):
+            spec = pl.BlockSpec((8, 128), lambda j: (j, 0))
+            pltpu.emit_pipeline(lambda a, o: None, grid=(2,), in_specs=[spec],
+                                out_specs=spec)(a_hbm, o2_hbm)
+        spec = pl.BlockSpec((None, 16, 128), lambda i: (i, 0, 0), memory_space=pl.ANY)
+        pltpu.emit_pipeline(outer, grid=(4,), in_specs=[spec], out_specs=spec)(x_hbm, o_hbm)
+    with _tpu_mesh(J):
+        _any_call(J, pl, kernel, J.ShapeDtypeStruct(X4.shape, X4.dtype), 1)(X4)
+
+
 @pytest.mark.parametrize("make", [_on_cpu, _not_interpreted, _zero_grid, _core_axes_both,
-                                  _bounded_without_ds], ids=lambda m: m.__name__.strip("_"))
+                                  _bounded_without_ds, _hbm_window, _any_window],
+                         ids=lambda m: m.__name__.strip("_"))
 def test_pipeline_errors_match_jax(make):
     assert _errors("jaxkit", make) == _errors("jax", make)

@@ -283,6 +283,8 @@ def _iota_mask(cuts: Sequence[_Cut]) -> Any:
 
 
 def _source_view(src: Any, cuts: Sequence[_Cut]) -> Any:
+    if not cuts:
+        return src
     return src.at[tuple(c.start if c.size is None else ds(c.start, c.size) for c in cuts)]
 
 
@@ -386,12 +388,31 @@ def _value_type(x: Any) -> tuple[tuple, Any]:
     return tuple(x.shape), np.dtype(x.dtype)
 
 
-def _window_for(bref: Any, spec: BlockSpec, dtype: Any) -> Any:
-    """The ref the body sees for one operand: the allocation's first slot, or a new one."""
+def _space_name(space: Any) -> str:
+    return str(getattr(space, "value", space))
+
+
+def _source_space(src: Any) -> str | None:
+    ref = getattr(src, "ref", src)  # a view's ref
+    space = getattr(core.get_aval(ref), "memory_space", None)
+    return None if space is None else _space_name(space)
+
+
+def _window_for(bref: Any, spec: BlockSpec, src: Any) -> Any:
+    """The ref the body sees for one operand: the allocation's first slot, a new buffer in
+    the spec's memory space (VMEM by default), or None where the source is already in that
+    memory space (JAX's pipeline then gives the body a view of the source itself)."""
+    space = "vmem" if spec.memory_space is None else _space_name(spec.memory_space)
+    if space not in ("smem", "vmem", "hbm"):
+        raise ValueError(f"Unsupported buffer memory space: {space}")
+    if _source_space(src) == space:
+        return None
     window = getattr(bref, "window_ref", None)
     if window is not None and not isinstance(window, MemoryRef):
         return window.at[0] if window.ndim == len(_window_shape(spec)) + 1 else window
-    return ref_lib.new_ref(uninitialized_value(_window_shape(spec), dtype))
+    if space == "hbm":
+        raise ValueError("Cannot allocate HBM in `run_scoped`.")
+    return ref_lib.new_ref(uninitialized_value(_window_shape(spec), np.dtype(src.dtype)))
 
 
 def _emit(body: Callable, grid: tuple, in_specs: tuple, out_specs: tuple, tiling: Any,
@@ -412,7 +433,7 @@ def _emit(body: Callable, grid: tuple, in_specs: tuple, out_specs: tuple, tiling
              if allocations is not None else [None] * len(operands))
     grid, offsets = _partition_grid(tuple(grid), core_axis, dimension_semantics)
     types = [_value_type(r) for r in operands]
-    windows = [_window_for(b, s, t[1]) for b, s, t in zip(brefs, specs, types)]
+    windows = [_window_for(b, s, r) for b, s, r in zip(brefs, specs, operands)]
     n_flat_in = len(in_refs)
     num_steps = math.prod(grid) if all(isinstance(g, int) for g in grid) else functools.reduce(
         lambda a, b: a * b, [lax.convert_element_type(g, np.int32) for g in grid])
@@ -422,19 +443,24 @@ def _emit(body: Callable, grid: tuple, in_specs: tuple, out_specs: tuple, tiling
         indices = tuple(a + o for a, o in zip(local, offsets))
         with pipeline_grid(list(zip(indices, grid))):
             cuts = [_block_cuts(s, t[0], t[1], tiling, indices) for s, t in zip(specs, types)]
+            # aliased operands: the body works on the source's block in place
+            views = [_source_view(r, c) if w is None else w
+                     for r, w, c in zip(operands, windows, cuts)]
             for src, w, c in zip(operands[:n_flat_in], windows, cuts):
-                _copy_in(src, w, c)
+                if w is not None:
+                    _copy_in(src, w, c)
             in_w = tree_util.tree_unflatten(tree_util.tree_structure(refs[:n_in]),
-                                            windows[:n_flat_in])
+                                            views[:n_flat_in])
             out_w = tree_util.tree_unflatten(tree_util.tree_structure(refs[n_in:]),
-                                             windows[n_flat_in:])
+                                             views[n_flat_in:])
             args = (*in_w, *out_w, *scratches)
             if explicit_indices:
                 body(indices, *args)
             else:
                 body(*args)
             for dst, w, c in zip(operands[n_flat_in:], windows[n_flat_in:], cuts[n_flat_in:]):
-                _copy_out(w, dst, c)
+                if w is not None:
+                    _copy_out(w, dst, c)
 
     if isinstance(num_steps, int):
         if num_steps > 0:
