@@ -313,3 +313,33 @@ def _any_window(J, jnp, pl, pltpu):
                          ids=lambda m: m.__name__.strip("_"))
 def test_pipeline_errors_match_jax(make):
     assert _errors("jaxkit", make) == _errors("jax", make)
+
+
+def test_pipeline_with_allocations_matches_jax_without():
+    # The BufferedRefs of emit_pipeline_with_allocations, given back to the pipeline (their
+    # buffers unallocated: it allocates them; allocated ones come from pl.run_scoped in JAX).
+    def kernel(x_hbm, o_hbm):
+        def body(x_vmem, o_vmem):
+            o_vmem[...] = x_vmem[...] * 2 + kpl.program_id(0)
+        spec = kpl.BlockSpec((8, 128), lambda i: (i, 0))
+        pipeline, make_allocations = kpltpu.emit_pipeline_with_allocations(
+            body, grid=(4,), in_specs=[spec], out_specs=spec)
+        allocations = make_allocations(x_hbm, o_hbm)
+        assert [a.window_ref.shape for a in allocations] == [(2, 8, 128)] * 2
+        pipeline(x_hbm, o_hbm, allocations=allocations)
+    _, (x,) = _double(jaxkit, kjnp, kpl, kpltpu)
+    with _tpu_mesh(jaxkit):
+        got = _any_call(jaxkit, kpl, kernel, jaxkit.ShapeDtypeStruct(x.shape, x.dtype), 1)(x)
+    np.testing.assert_array_equal(np.asarray(got), _run("jax", _double))
+
+
+def test_buffered_ref_windows_as_jax_shapes_them():
+    spec = kpl.BlockSpec((8, 128), lambda i: (i, 0))
+    flat = kpl.BlockSpec((1024,), lambda i: (i,))
+    assert kpltpu.BufferedRef.input(spec, np.float32).window_ref.shape == (2, 8, 128)
+    assert kpltpu.BufferedRef.output(flat, np.int32, 3).window_ref.shape == (3072,)
+    sc = kpltpu.BufferedRef.input(flat, np.int32, tiling=kpltpu.Tiling.SPARSE_CORE)
+    assert sc.window_ref.shape == (2, 1024)
+    both = kpltpu.BufferedRef.input_output(spec, np.float32)
+    assert both.is_input and both.is_output and both.is_input_output and not both.is_manual
+    assert both.with_spec(flat).spec is flat

@@ -175,10 +175,15 @@ class BufferedRef(BufferedRefBase):
 
     @classmethod
     def create(cls, spec: BlockSpec, dtype_or_type: Any, buffer_type: BufferType,
-               buffer_count: int = 2, **_: Any) -> BufferedRef:
+               buffer_count: int = 2, **kwargs: Any) -> BufferedRef:
         # The window's type; its memory space is the kernel's default one (VMEM on a TPU).
-        dtype = np.dtype(getattr(dtype_or_type, "dtype", dtype_or_type))
-        window = MemoryRef(core.ShapedArray((buffer_count, *_window_shape(spec)), dtype))
+        dtype = getattr(dtype_or_type, "dtype", None)  # a type (an aval), or a dtype
+        dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype_or_type)
+        block = _window_shape(spec)
+        shape = ((buffer_count * block[0],) if len(block) == 1
+                 and kwargs.get("tiling") is not Tiling.SPARSE_CORE
+                 else (buffer_count, *block))
+        window = MemoryRef(core.ShapedArray(shape, dtype), memory_space=spec.memory_space)
         return cls(spec, buffer_type, window, buffer_count)
 
     @classmethod
@@ -409,7 +414,13 @@ def _window_for(bref: Any, spec: BlockSpec, src: Any) -> Any:
         return None
     window = getattr(bref, "window_ref", None)
     if window is not None and not isinstance(window, MemoryRef):
-        return window.at[0] if window.ndim == len(_window_shape(spec)) + 1 else window
+        # an allocated buffer: (count, *block), or (count * block,) for 1-D blocks
+        block = _window_shape(spec)
+        if tuple(window.shape) == block:
+            return window
+        if len(window.shape) == len(block) + 1:
+            return window.at[0]
+        return window.at[ds(0, block[0])]
     if space == "hbm":
         raise ValueError("Cannot allocate HBM in `run_scoped`.")
     return ref_lib.new_ref(uninitialized_value(_window_shape(spec), np.dtype(src.dtype)))
@@ -512,7 +523,7 @@ def _make_pipeline_allocations(*refs: Any, in_specs: Any = (), out_specs: Any = 
         count = 2
         if spec.pipeline_mode is not None and spec.pipeline_mode.buffer_count is not None:
             count = spec.pipeline_mode.buffer_count
-        return BufferedRef.create(spec, np.dtype(ref.dtype), kind, count)
+        return BufferedRef.create(spec, np.dtype(ref.dtype), kind, count, tiling=tiling)
 
     ins = [make(s, r, BufferType.INPUT) for s, r in zip(in_specs, refs[:n_in])]
     outs = [make(s, r, BufferType.OUTPUT) for s, r in zip(out_specs, refs[n_in:])]
