@@ -112,3 +112,10 @@ NO_RULE.update({p: "a TPU/GPU-only kernel primitive: JAX 0.10.2 has no batching 
                    "CPU lowering; test_pallas_extras.py checks its errors against JAX)"
                 for p in ("prng_seed", "prng_random_bits", "stochastic_round",
                           "debug_barrier_p", "elementwise_inline_asm_p")})
+NO_RULE.update({p: "JAX 0.10.2 has none (Pallas TPU kernel operation; test_pallas_pipeline.py "
+                   "checks vmap raises as JAX's)"
+                for p in ("roll", "trace_value", "pack_elementwise", "unpack_elementwise",
+                          "matmul_push_rhs", "matmul_acc_lhs", "matmul_pop",
+                          "with_memory_space_constraint", "broadcast_to")})
+EXERCISED_ELSEWHERE.update({p: "test_pallas_pipeline.py (vmap against JAX)"
+                            for p in ("bitcast", "add_dependency")})

@@ -14,6 +14,10 @@ from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, Boun
 from jaxkit.experimental.pallas.core_map import core_map, kernel
 from jaxkit.experimental.pallas.cost_estimate import estimate_cost
 from jaxkit.experimental.pallas.export_mlir import lower_as_mlir, pallas_export_experimental
+from jaxkit.experimental.pallas.helpers import (Indirect, RevisitMode, broadcast_to,
+                                                debug_check, empty, empty_like, empty_ref_like,
+                                                enable_debug_checks, enable_poison_buffers,
+                                                run_state, select_ref)
 from jaxkit.experimental.pallas.pallas_call import pallas_call, pallas_call_p
 from jaxkit.experimental.pallas.primitives import (align_to, cdiv, debug_print, loop,
                                                    multiple_of, next_power_of_2, num_programs,
@@ -33,7 +37,10 @@ __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "pallas_call_p", "program_id", "reciprocal", "squeezed", "strides_from_shape",
            "when", "DeviceIdType", "delay", "get_global", "run_scoped", "semaphore",
            "semaphore_read", "semaphore_signal", "semaphore_wait", "with_scoped", "core_map",
-           "kernel"]
+           "kernel",
+           "when", "Indirect", "RevisitMode", "broadcast_to", "debug_check", "empty",
+           "empty_like", "empty_ref_like", "enable_debug_checks", "enable_poison_buffers",
+           "run_state", "select_ref"]
 
 
 def __getattr__(name: str):

@@ -37,6 +37,22 @@ def kernel_grid(grid: tuple[int, ...]) -> Iterator[None]:
         _kernel_grid.reset(token)
 
 
+# The grid of an inner pipeline (``pltpu.emit_pipeline``) whose body is being traced: pairs
+# (index, size) per axis, which program_id/num_programs give inside it, as JAX's grid_env.
+_pipeline_grid: contextvars.ContextVar[tuple | None] = contextvars.ContextVar(
+    "pallas_pipeline_grid", default=None)
+
+
+@contextlib.contextmanager
+def pipeline_grid(axes: Sequence[tuple[Any, Any]]) -> Iterator[None]:
+    """Within: ``program_id(k)``/``num_programs(k)`` are ``axes[k]`` (index, size)."""
+    token = _pipeline_grid.set(tuple(axes))
+    try:
+        yield
+    finally:
+        _pipeline_grid.reset(token)
+
+
 def _grid_axis_size(axis: int, what: str) -> int:
     grid = _kernel_grid.get()
     if grid is None:
@@ -50,6 +66,8 @@ def _grid_axis_size(axis: int, what: str) -> int:
 
 def program_id(axis: int) -> Any:
     """The index of the current kernel instance along grid axis ``axis`` (an ``int32``)."""
+    if (env := _pipeline_grid.get()) is not None:
+        return env[axis][0]
     _grid_axis_size(axis, "program_id")
     return program_id_p.bind(axis=axis)
 
@@ -60,6 +78,8 @@ program_id_p.def_abstract_eval(lambda **_: core.ShapedArray((), np.dtype(np.int3
 
 def num_programs(axis: int) -> int:
     """The size of the grid along ``axis`` (a Python int: jaxkit's grids are static)."""
+    if (env := _pipeline_grid.get()) is not None:
+        return env[axis][1]
     return _grid_axis_size(axis, "num_programs")
 
 

@@ -37,6 +37,15 @@ from jaxkit.experimental.pallas.tpu_random import (prng_random_bits, prng_seed, 
                                                    stateful_bernoulli, stateful_bits,
                                                    stateful_normal, stateful_uniform,
                                                    stochastic_round, to_pallas_key)
+from jaxkit.experimental.pallas.einshape import einshape
+from jaxkit.experimental.pallas.pipeline import (BufferedRef, BufferedRefBase, BufferType,
+                                                 Tiling, emit_pipeline,
+                                                 emit_pipeline_with_allocations)
+from jaxkit.experimental.pallas.tpu_ops import (LoweringException, bitcast, load,
+                                                matmul_acc_lhs, matmul_pop, matmul_push_rhs,
+                                                pack_elementwise, roll, store, touch,
+                                                trace_value, unpack_elementwise,
+                                                with_memory_space_constraint)
 
 __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensionSemantics",
            "HBM",
@@ -50,7 +59,12 @@ __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensio
            "reset_tpu_interpret_mode_state", "run_on_first_core", "set_tpu_interpret_mode",
            "prng_random_bits",
            "prng_seed", "sample_block", "stateful_bernoulli", "stateful_bits",
-           "stateful_normal", "stateful_uniform", "stochastic_round", "to_pallas_key"]
+           "stateful_normal", "stateful_uniform", "stochastic_round", "to_pallas_key",
+           "BufferType", "BufferedRef", "BufferedRefBase", "Tiling",
+           "emit_pipeline_with_allocations", "LoweringException", "bitcast", "einshape",
+           "load", "matmul_acc_lhs", "matmul_pop", "matmul_push_rhs", "pack_elementwise",
+           "roll", "store", "touch", "trace_value", "unpack_elementwise",
+           "with_memory_space_constraint"]
 
 
 class MemorySpace(MemorySpaceMethods, enum.Enum):
@@ -154,15 +168,3 @@ class PrefetchScalarGridSpec(GridSpec):
         super().__init__(grid, scratch_shapes=scratch_shapes, **specs)
         self.num_scalar_prefetch = num_scalar_prefetch
         self.index_memory_space = SMEM
-
-
-def _tpu_only(name: str):
-    def op(*args, **kwargs):
-        raise NotImplementedError(f"pltpu.{name} is not implemented in jaxkit: it needs JAX's "
-                                  "TPU interpreter (DMAs, semaphores) or a TPU")
-    op.__name__ = name
-    op.__doc__ = f"``pltpu.{name}`` (TPU only; raises NotImplementedError in jaxkit)."
-    return op
-
-
-emit_pipeline = _tpu_only("emit_pipeline")
