@@ -31,9 +31,8 @@ from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.runtime.array import device_put_value
 from jaxkit.lax.bodies import (avals_of, carry_mismatch, forward_loop_io, hoist_forwarded_carry,
                                hoist_invariant_outputs, instantiate, make_closed_jaxpr,
-                               merge_moved, output_sources, select_outputs,
-                               promote_weak_carry, run_jaxpr, strip_weak, trace_function,
-                               zeros_of_aval)
+                               merge_moved, output_sources, select_outputs, promote_weak_carry,
+                               run_jaxpr, strip_weak, trace_function, zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
 from jaxkit.lax.reductions import reduce_or
 from jaxkit.lax.staging import ArrayCopySemantics, device_put_p
