@@ -193,6 +193,12 @@ class _RecordingTrace(core.Trace):
 # ``(value, aval)`` of a scalar literal that replaces the equation, or None to stage it.
 const_fold_rules: dict[core.Primitive, Callable] = {}
 
+# Forwarding while staging, as JAX's: ``primitive -> rule(*args, **params)`` giving the index
+# of the argument the equation would only copy (an identity ``broadcast_in_dim``), which is
+# then used in its place, or None to stage it. Only staging forwards: a ``JaxprTrace``
+# records the equation, so a transposed linear function sees it (JAX's ``reduce_sum``).
+forwarding_rules: dict[core.Primitive, Callable] = {}
+
 
 class DynamicJaxprTrace(_RecordingTrace):
     """Records every primitive applied to its tracers as a jaxpr equation."""
@@ -205,6 +211,14 @@ class DynamicJaxprTrace(_RecordingTrace):
         self.debug = debug
 
     def process_primitive(self, primitive, args, params):
+        forward = forwarding_rules.get(primitive)
+        if forward is not None:
+            index = forward(*args, **params)
+            if index is not None:
+                x = args[index]
+                if isinstance(x, DynamicJaxprTracer) and x._trace is self:
+                    return x
+                return self.tracer_type(self, core.get_aval(x), self.to_atom(x))
         fold = const_fold_rules.get(primitive)
         if fold is not None:
             # The rule sees the values of literal tracers (``jnp.zeros((), u32).astype(i32)``

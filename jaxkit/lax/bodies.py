@@ -304,3 +304,44 @@ def hoist_invariant_outputs(closed: ClosedJaxpr, consts: Sequence, num_outs: int
     outs = run_jaxpr(known, *consts)
     n_h = sum(hoisted)
     return unknown, list(outs[n_h:]), hoisted, list(outs[:n_h])
+
+
+def hoist_forwarded_carry(cond: ClosedJaxpr, body: ClosedJaxpr, body_nconsts: int
+                          ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool]]:
+    """Make the read-only carries of a ``while`` body consts, as JAX's ``while_loop`` does.
+
+    ``cond`` maps ``[*cond consts, *carry]`` to the predicate and ``body`` maps ``[*body
+    consts, *carry]`` to the carry. A carry the body returns as it came in and ``cond`` does
+    not read is the same at every iteration: it moves in front of the body's consts (and out of
+    ``cond``'s inputs). Returns ``(cond, body, moved)``, ``moved[i]`` saying whether carry ``i``
+    moved; the loop's result for a moved carry is its initial value."""
+    n_carry = len(body.out_avals)
+    cond_nconsts = len(cond.in_avals) - n_carry
+    src = output_sources(body, 0)
+    forwarded = [s == ("in", body_nconsts + i) for i, s in enumerate(src)]
+    dced, used = pe.dce_jaxpr(cond.jaxpr)
+    moved = [f and not u for f, u in zip(forwarded, used[cond_nconsts:])]
+    if not any(moved):
+        return cond, body, moved
+    keep = [True] * cond_nconsts + [not m for m in moved]
+    cond = ClosedJaxpr(core.Jaxpr(dced.constvars, [v for v, k in zip(dced.invars, keep) if k],
+                                  dced.outvars, dced.eqns, dced.debug_info), cond.consts)
+    order = ([body_nconsts + i for i, m in enumerate(moved) if m] + list(range(body_nconsts))
+             + [body_nconsts + i for i, m in enumerate(moved) if not m])
+
+    def fun(*a):
+        args = [None] * len(order)
+        for pos, i in enumerate(order):
+            args[i] = a[pos]
+        return [o for o, m in zip(run_jaxpr(body, *args), moved) if not m]
+
+    new = _derive(body, ("while_fwd", body_nconsts, tuple(moved)), lambda: make_closed_jaxpr(
+        fun, [body.in_avals[i] for i in order]))
+    return cond, new, moved
+
+
+def merge_moved(moved: Sequence[bool], fixed: Sequence, outs: Sequence) -> list:
+    """A loop's whole carry: the ``fixed`` values where ``moved``, ``outs`` elsewhere."""
+    fixed, outs = iter(fixed), iter(outs)
+    return [next(fixed) if m else next(outs) for m in moved]
+

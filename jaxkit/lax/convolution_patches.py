@@ -20,7 +20,13 @@ from jaxkit import core
 from jaxkit.lax import elementwise as ew
 from jaxkit.lax.convolution import conv_dimension_numbers, conv_general_dilated
 from jaxkit.lax.dot import Precision, PrecisionLike, canonicalize_precision, dot_general
-from jaxkit.lax.structural import broadcasted_iota, convert_element_type, reshape, transpose
+from jaxkit.lax.structural import (
+    broadcast_in_dim,
+    broadcasted_iota,
+    convert_element_type,
+    reshape,
+    transpose,
+)
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
 
@@ -28,19 +34,17 @@ def _one_hot_window_kernel(dtype, n_channels: int, filter_shape: tuple[int, ...]
                            rhs_spec: Sequence[int]) -> Array:
     """The patch-extracting kernel, laid out as ``rhs_spec`` says: (out feature, in feature,
     spatial...) = (n_channels * window size, 1, *filter_shape), where out feature
-    ``c * size + s`` is 1 at flat window position ``s`` and 0 elsewhere."""
+    ``c * size + s`` is 1 at flat window position ``s`` and 0 elsewhere. Built as JAX builds
+    it (an identity broadcast over the channels), so the staged programs print alike."""
     size = math.prod(filter_shape)
-    flat_shape = (n_channels * size, size)
-    position_of_output = ew.rem(broadcasted_iota(np.int32, flat_shape, 0), np.int32(size))
-    hot = ew.eq(position_of_output, broadcasted_iota(np.int32, flat_shape, 1))
-    kernel = reshape(convert_element_type(hot, dtype), (n_channels * size, 1, *filter_shape))
-    # The (O, I) axes go where rhs_spec puts them; the window axes keep their relative order,
-    # so filter_shape[j] is the size of the j-th non-feature axis of the kernel array.
-    ndim = len(filter_shape) + 2
-    order: list[int | None] = [None] * ndim
-    order[rhs_spec[0]], order[rhs_spec[1]] = 0, 1
-    window_axes = iter(range(2, ndim))
-    perm = [next(window_axes) if o is None else o for o in order]
+    eye = ew.eq(ew.add(broadcasted_iota(np.int32, (size, size), 0), np.int32(0)),
+                broadcasted_iota(np.int32, (size, size), 1))
+    kernel = broadcast_in_dim(convert_element_type(eye, dtype), (n_channels, size, size), (1, 2))
+    kernel = reshape(kernel, (n_channels * size, 1, *filter_shape))
+    # (O, I) move to where rhs_spec puts them; the window axes keep their relative order.
+    perm = list(range(2, len(filter_shape) + 2))
+    for d, s in sorted(zip(rhs_spec[:2], (0, 1))):
+        perm.insert(d, s)
     return transpose(kernel, perm)
 
 

@@ -423,7 +423,8 @@ def _abs_jvp(g, ans, x):
     if _is_complex(x):
         # d|x| = Re(conj(x) dx / |x|), with |x| = 0 replaced by 1 (the tangent is then 0).
         return real(mul(g, div(conj(x), _replace_zero(complex(ans, _zeros(ans))))))
-    return select(ge(x, _zeros(x)), g, neg(g))
+    # A scalar zero, as JAX's rule compares with (``ge x 0.0``, no broadcast).
+    return select(ge(x, _const(x, 0)), g, neg(g))
 
 
 def _replace_zero(x):

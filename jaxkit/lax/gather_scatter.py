@@ -37,7 +37,7 @@ from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.gather_scatter_dims import (GatherDimensionNumbers, GatherScatterMode,
                                             ScatterDimensionNumbers, _canonical_gather_dnums,
                                             _canonical_scatter_dnums, _index_dtype_rule,
-                                            _is_sorted, _no_duplicate_dims, _shift,
+                                            _is_sorted, _no_duplicate_dims,
                                             _sorted_dims_in_range, check_batching_dims)
 from jaxkit.lax.standard import _first_weak, as_tuple_of_ints, standard_primitive
 from jaxkit.lax.structural import (broadcast_in_dim, convert_element_type, full, full_like, iota,
@@ -171,14 +171,15 @@ def _gather_batch(axis_data, args, dims, *, dimension_numbers, slice_sizes, uniq
                   indices_are_sorted, mode, fill_value):
     (operand, indices), (operand_bdim, indices_bdim) = args, dims
     dn = dimension_numbers
+    # Shifted axes are np.int64s where JAX's rule adds with NumPy (they print so).
     if indices_bdim is batching.not_mapped:
         # The batch axis of the operand becomes one more (full-size) offset axis.
         operand = batching.moveaxis(operand, operand_bdim, 0)
         dnums = GatherDimensionNumbers(
-            offset_dims=(0,) + _shift(dn.offset_dims),
-            collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
-            start_index_map=_shift(dn.start_index_map),
-            operand_batching_dims=_shift(dn.operand_batching_dims),
+            offset_dims=(0,) + _np_shift(dn.offset_dims),
+            collapsed_slice_dims=_np_shift(dn.collapsed_slice_dims),
+            start_index_map=_np_shift(dn.start_index_map),
+            operand_batching_dims=_np_shift(dn.operand_batching_dims),
             start_indices_batching_dims=dn.start_indices_batching_dims)
         return gather(operand, indices, dnums, (operand.shape[0],) + tuple(slice_sizes),
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
@@ -186,8 +187,8 @@ def _gather_batch(axis_data, args, dims, *, dimension_numbers, slice_sizes, uniq
     if operand_bdim is batching.not_mapped:
         # One more batch axis of the indices: the output gets it in front.
         indices = batching.moveaxis(indices, indices_bdim, 0)
-        dnums = dn._replace(offset_dims=_shift(dn.offset_dims),
-                            start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+        dnums = dn._replace(offset_dims=tuple(1 + d for d in dn.offset_dims),
+                            start_indices_batching_dims=_np_shift(dn.start_indices_batching_dims))
         # Batched lookups into one array may be neither sorted nor unique any more.
         return gather(operand, indices, dnums, slice_sizes, unique_indices=False,
                       indices_are_sorted=False, mode=mode, fill_value=fill_value), 0
@@ -195,11 +196,11 @@ def _gather_batch(axis_data, args, dims, *, dimension_numbers, slice_sizes, uniq
     operand = batching.moveaxis(operand, operand_bdim, 0)
     indices = batching.moveaxis(indices, indices_bdim, 0)
     dnums = GatherDimensionNumbers(
-        offset_dims=_shift(dn.offset_dims),
-        collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
-        start_index_map=_shift(dn.start_index_map),
-        operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
-        start_indices_batching_dims=(0,) + _shift(dn.start_indices_batching_dims))
+        offset_dims=_np_shift(dn.offset_dims),
+        collapsed_slice_dims=_np_shift(dn.collapsed_slice_dims),
+        start_index_map=_np_shift(dn.start_index_map),
+        operand_batching_dims=(0,) + _np_shift(dn.operand_batching_dims),
+        start_indices_batching_dims=(0,) + _np_shift(dn.start_indices_batching_dims))
     sizes = (0 if operand.shape[0] == 0 else 1,) + tuple(slice_sizes)
     return gather(operand, indices, dnums, sizes, unique_indices=unique_indices,
                   indices_are_sorted=indices_are_sorted, mode=mode,

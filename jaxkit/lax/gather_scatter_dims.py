@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxkit import dtypes
-from jaxkit.lax.standard import as_tuple_of_ints
+from jaxkit.lax.standard import as_tuple_of_indices
 
 
 class GatherDimensionNumbers(NamedTuple):
@@ -70,13 +70,15 @@ class GatherScatterMode(enum.Enum):
 
 
 def _canonical_gather_dnums(d: GatherDimensionNumbers) -> GatherDimensionNumbers:
-    # Tuples of ints keep the parameters hashable, so that eager calls hit the compile cache.
-    return GatherDimensionNumbers(*(as_tuple_of_ints(f, "gather dimension_numbers")
+    # Tuples of ints keep the parameters hashable, so that eager calls hit the compile cache;
+    # NumPy integers stay (JAX binds them as given: its batching rules' np.add results print
+    # as ``np.int64(1)``).
+    return GatherDimensionNumbers(*(as_tuple_of_indices(f, "gather dimension_numbers")
                                     for f in d))
 
 
 def _canonical_scatter_dnums(d: ScatterDimensionNumbers) -> ScatterDimensionNumbers:
-    return ScatterDimensionNumbers(*(as_tuple_of_ints(f, "scatter dimension_numbers")
+    return ScatterDimensionNumbers(*(as_tuple_of_indices(f, "scatter dimension_numbers")
                                      for f in d))
 
 

@@ -26,8 +26,9 @@ from jaxkit import core
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import partial_eval as pe
 from jaxkit.lax.bodies import avals_of, run_jaxpr, trace_function, zeros_of_aval
-from jaxkit.lax.elementwise import neg, sub
+from jaxkit.lax.elementwise import neg
 
 # --------------------------------------------------------------------------------------------
 # custom_linear_solve
@@ -97,18 +98,23 @@ def _shape_checked(fun: Callable, name: str, b_leaves: list, has_aux: bool) -> C
     return checked
 
 
-def _vecmat_of(matvec_jaxpr: ClosedJaxpr, matvec_consts: list, b_tree, b_avals) -> Callable:
-    """The transpose of the linear map ``matvec`` (a pytree function, like ``matvec``), by
-    transposing its jaxpr with respect to ``b``."""
-    nc, nb = len(matvec_consts), len(b_avals)
-    transposed, nonzero = ad.transpose_jaxpr(matvec_jaxpr, [False] * nc + [True] * nb,
-                                             [True] * nb)
+def _vecmat_of(matvec: Callable, b_tree, b_avals) -> Callable:
+    """The transpose of the linear map ``matvec`` (a pytree function), as JAX's
+    ``linear_transpose``: ``matvec`` traced again with ``b`` unknown (so equations that
+    staging forwards, such as identity broadcasts, are transposed too: ``reduce_sum`` over no
+    axes, as JAX prints), and that jaxpr transposed whenever ``vecmat`` is called."""
+    def flat_matvec(*leaves):
+        return tree_util.tree_leaves(matvec(tree_util.tree_unflatten(b_tree, list(leaves))))
+
+    jaxpr, _, residuals = pe.trace_to_subjaxpr(
+        flat_matvec, [pe.PartialVal.unknown(a) for a in b_avals], instantiate=True)
 
     def vecmat(y):
-        outs = iter(run_jaxpr(transposed, *matvec_consts, *tree_util.tree_leaves(y)))
+        cts = ad.backward_pass(jaxpr, residuals, [ad.UndefinedPrimal(a) for a in b_avals],
+                               tree_util.tree_leaves(y), transform_stack=False)
         return tree_util.tree_unflatten(b_tree, [
-            next(outs) if nz else zeros_of_aval(a.to_tangent_aval())
-            for nz, a in zip(nonzero, b_avals)])
+            zeros_of_aval(a.to_tangent_aval()) if ad.is_zero(c) else c
+            for c, a in zip(cts, b_avals)])
     return vecmat
 
 
@@ -145,7 +151,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any
             vecmat = matvec
             vecmat_jaxpr, vecmat_consts = matvec_jaxpr, matvec_consts
         else:
-            vecmat = _vecmat_of(matvec_jaxpr, matvec_consts, b_tree, b_avals)
+            vecmat = _vecmat_of(matvec, b_tree, b_avals)
             vecmat_jaxpr, vecmat_consts, _ = trace_function(
                 vecmat, in_tree, b_avals, "vecmat of custom_linear_solve")
         tr_solve_jaxpr, tr_solve_consts, tr_tree = trace_function(
@@ -203,7 +209,8 @@ def _linear_solve_jvp(primals, tangents, *, const_lengths, jaxprs):
     rhs = list(b_dot)
     if not all(ad.is_zero(t) for t in consts_dot.matvec):
         a_dot_x = _matvec_tangent(jaxprs.matvec, consts.matvec, consts_dot.matvec, x[:nb])
-        rhs = [neg(m) if ad.is_zero(t) else sub(t, m) for t, m in zip(rhs, a_dot_x)]
+        # b' + (-(A' x)), summed as tangents (``add_any``), as JAX's rule stages it
+        rhs = [ad.add_tangents(t, m if ad.is_zero(m) else neg(m)) for t, m in zip(rhs, a_dot_x)]
     out_avals = [a.to_tangent_aval() for a in jaxprs.solve.out_avals]
     if all(ad.is_zero(t) for t in rhs):
         return x, [ad.Zero(a) for a in out_avals]

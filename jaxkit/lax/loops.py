@@ -28,10 +28,10 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime.array import device_put_value
-from jaxkit.lax.bodies import (avals_of, carry_mismatch, forward_loop_io, hoist_invariant_outputs,
-                               instantiate, make_closed_jaxpr, output_sources, select_outputs,
-                               promote_weak_carry, run_jaxpr, strip_weak, trace_function,
-                               zeros_of_aval)
+from jaxkit.lax.bodies import (avals_of, carry_mismatch, forward_loop_io, hoist_forwarded_carry,
+                               hoist_invariant_outputs, instantiate, make_closed_jaxpr,
+                               merge_moved, output_sources, select_outputs, promote_weak_carry,
+                               run_jaxpr, strip_weak, trace_function, zeros_of_aval)
 from jaxkit.lax.elementwise import add, lt, select_n, sub
 from jaxkit.lax.reductions import reduce_or
 from jaxkit.lax.staging import ArrayCopySemantics, device_put_p
@@ -73,9 +73,12 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
         raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
                         f"{[a.str_short() for a in out]}.")
-    outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond_j, body_jaxpr=body,
-                        cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
-    return tree_util.tree_unflatten(in_tree, outs)
+    cond_j, body, moved = hoist_forwarded_carry(cond_j, body, len(body_consts))
+    fixed, flat = [x for x, m in zip(flat, moved) if m], [x for x, m in zip(flat, moved) if not m]
+    outs = while_p.bind(*cond_consts, *fixed, *body_consts, *flat, cond_jaxpr=cond_j,
+                        body_jaxpr=body, cond_nconsts=len(cond_consts),
+                        body_nconsts=len(fixed) + len(body_consts))
+    return tree_util.tree_unflatten(in_tree, merge_moved(moved, fixed, outs))
 
 
 def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):

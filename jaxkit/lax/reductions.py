@@ -104,9 +104,10 @@ def reduce_min(operand: ArrayLike, axes: Sequence[int]) -> Array:
 
 def _reduce_chooser_jvp(g, ans, operand, *, axes):
     """JAX's rule: every location equal to the result shares its tangent equally."""
-    shape = np.shape(operand)
-    kept = tuple(i for i in range(len(shape)) if i not in axes)
-    location = convert_element_type(ew.eq(operand, broadcast_in_dim(ans, shape, kept)),
+    # The result reshaped with unit reduced axes is compared with the operand (an ``eq``
+    # that broadcasts them), as JAX's rule does.
+    shape = [1 if i in axes else d for i, d in enumerate(np.shape(operand))]
+    location = convert_element_type(ew.eq(operand, reshape(ans, shape)),
                                     core.get_aval(g).dtype)
     counts = _reduce_sum_axes(location, axes)
     return ew.div(_reduce_sum_axes(ew.mul(g, location), axes), counts)

@@ -19,6 +19,7 @@ from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.convert import (  # noqa: F401  (re-exported: lax and its users import them here)
@@ -38,6 +39,7 @@ from jaxkit.lax.standard import (
     check_dtype,
     standard_primitive,
 )
+from jaxkit.runtime.array import Array as ConcreteArray
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
 
@@ -54,8 +56,13 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
     shape = as_tuple_of_ints(shape, "broadcast_in_dim shape")
     dims = as_tuple_of_indices(broadcast_dimensions, "broadcast_dimensions")
     sharding = shr.resolve_out_sharding("broadcast_in_dim", out_sharding)
-    if dims == tuple(range(len(shape))) and _is_array(operand) and operand.shape == shape \
-            and sharding is None:
+    # A copy is skipped for a concrete array (and, as JAX, for a scalar); a traced identity
+    # broadcast binds: staging forwards it (``pe.forwarding_rules``), but a linear function
+    # traced for transposition keeps it, so its transpose sums over no axes as JAX's does.
+    if sharding is None and (
+            dims == tuple(range(len(shape))) and operand.shape == shape
+            if isinstance(operand, ConcreteArray)
+            else not dims and not shape and isinstance(operand, core.Tracer)):
         return operand
     # ``sharding`` is a parameter only when given: programs without Explicit axes are as
     # they were.
@@ -82,12 +89,13 @@ def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, shardi
 
 
 def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
+    # JAX's rule: sum over every result axis that no non-unit operand axis maps to (an empty
+    # sum too), then put the operand's unit axes back.
     in_shape = operand.aval.shape
-    unit_dims = tuple(d for i, d in enumerate(broadcast_dimensions) if in_shape[i] == 1
-                      and shape[d] != 1)
-    summed = tuple(sorted((set(range(len(shape))) - set(broadcast_dimensions)) | set(unit_dims)))
-    from_sum = _reduce_sum(ct, summed) if summed else ct
-    return [reshape(from_sum, in_shape)]
+    unit_dims = [i for i, d in enumerate(in_shape) if d == 1]
+    kept = [d for i, d in enumerate(broadcast_dimensions) if i not in unit_dims]
+    summed = tuple(d for d in range(len(shape)) if d not in kept)
+    return [expand_dims(_reduce_sum(ct, summed), unit_dims)]
 
 
 def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimensions,
@@ -107,6 +115,9 @@ broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
                                         lambda x, **_: x.dtype, "broadcast_in_dim",
                                         lambda x, **_: x.weak_type)
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+pe.forwarding_rules[broadcast_in_dim_p] = (
+    lambda x, *, shape, broadcast_dimensions, sharding=None:
+    0 if sharding is None and np.shape(x) == shape else None)
 shr.defsharding(broadcast_in_dim_p, shr.broadcast_in_dim_rule)
 shr.defur(broadcast_in_dim_p, shr.sharding_ur.keep_rule)
 batching.defrule(broadcast_in_dim_p, _broadcast_in_dim_batch)

@@ -26,6 +26,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax, tree_util
 from jaxkit.errors import NonConcreteBooleanIndexError
 from jaxkit.indexing import Slice
+from jaxkit.lax.elementwise import _const
 from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.runtime.array import Array
@@ -269,11 +270,11 @@ def _try_dynamic(arr: Any, parsed: list[_Idx]) -> Any:
                 sizes.append(max(0, stop - start))
     out = arr
     if not trivial:
-        # One start keeps its dtype (an unsigned one is not normalised); several are made
-        # int32, as dynamic_slice needs them of one dtype (as JAX's).
+        # One start keeps its dtype (an unsigned one is not normalised); several are all made
+        # int32 (static ones too: staged, they are int32 literals that dynamic_slice
+        # normalises), as dynamic_slice needs them of one dtype (as JAX's).
         if len(starts) > 1:
-            starts = [s if _is_int_scalar(s) else lax.convert_element_type(s, np.int32)
-                      for s in starts]
+            starts = [lax.convert_element_type(s, np.int32) for s in starts]
         out = lax.dynamic_slice(arr, starts, sizes)
     if rev:
         out = lax.rev(out, rev)
@@ -341,7 +342,8 @@ def _normalize(index: Any, size: int) -> Any:
     # A NumPy index is tested on the host, as JAX's: the mask is a constant of the program.
     negative = index < 0 if isinstance(index, np.ndarray) else \
         lax.lt(index, np.asarray(0, dt)[()])
-    return lax.select(negative, lax.add(index, np.asarray(size, dt)[()]), index)
+    # A weakly typed index stays weak (JAX's ``_const``): its later int32 cast is staged.
+    return lax.select(negative, lax.add(index, _const(index, size)), index)
 
 
 class _GatherIndexer(NamedTuple):

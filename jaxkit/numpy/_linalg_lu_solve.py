@@ -84,7 +84,7 @@ def lu_solve(lu: Array, permutation: Array, b: Array, trans: int = 0) -> Array:
     return _lu_solve(lu, permutation, b, trans)
 
 
-def _broadcasted_matvec(a: Array, b: Array) -> Array:
+def broadcasted_matvec(a: Array, b: Array) -> Array:
     # (..., n, m), (..., m) -> (..., n), batch dimensions broadcast.
     batch_shape = lax.broadcast_shapes(a.shape[:-2], b.shape[:-1])
     n_batch = len(batch_shape)
@@ -95,20 +95,26 @@ def _broadcasted_matvec(a: Array, b: Array) -> Array:
                            precision=lax.Precision.HIGHEST)
 
 
-def solve(a: Array, b: Array) -> Array:
-    """``x`` with ``a @ x == b`` for ``a`` ``[..., m, m]`` and ``b`` ``[..., m]`` or
-    ``[..., m, k]``: one LU factorization under ``custom_linear_solve``, so derivatives reuse
-    it (JAX's ``lax.linalg._solve``)."""
+def check_solve_shapes(a: Array, b: Array) -> None:
+    """Refuse operands that are not ``a`` ``[..., m, m]`` with ``b`` ``[..., m]`` or
+    ``[..., m, k]``."""
     if not (a.ndim >= 2 and b.ndim in (a.ndim, a.ndim - 1)
             and a.shape[-1] == a.shape[-2] == b.shape[a.ndim - 2]):
         raise ValueError("The arguments to solve must have shapes a=[..., m, m] and "
                          f"b=[..., m, k] or b=[..., m]; got a={a.shape} and b={b.shape}")
+
+
+def solve(a: Array, b: Array) -> Array:
+    """``x`` with ``a @ x == b`` for ``a`` ``[..., m, m]`` and ``b`` ``[..., m]`` or
+    ``[..., m, k]``: one LU factorization under ``custom_linear_solve``, so derivatives reuse
+    it (JAX's ``lax.linalg._solve``)."""
+    check_solve_shapes(a, b)
     # b's leading dimensions broadcast to a's, as custom_linear_solve needs.
     out_shape = tuple(d_a if d_b == 1 else d_b for d_a, d_b in zip(a.shape[:-1] + (1,), b.shape))
     b = lax.broadcast_in_dim(b, out_shape, tuple(range(b.ndim)))
     lu, _, permutation = lax_linalg.lu(lax.stop_gradient(a))
     custom_solve = partial(
-        lax.custom_linear_solve, lambda x: _broadcasted_matvec(a, x),
+        lax.custom_linear_solve, lambda x: broadcasted_matvec(a, x),
         solve=lambda _, x: lu_solve(lu, permutation, x, trans=0),
         transpose_solve=lambda _, x: lu_solve(lu, permutation, x, trans=1))
     if a.ndim == b.ndim + 1:

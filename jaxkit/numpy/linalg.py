@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes, lax
+from jaxkit import dtypes, lax
+from jaxkit._config import State
 from jaxkit.runtime.array import Array
+from jaxkit.transforms.jit import jit
 from jaxkit.transforms.custom_derivatives import custom_jvp
 from jaxkit.lax import linalg as lax_linalg
 from jaxkit.lax.linalg.qr import geqrf
-from jaxkit.numpy._creation import eye
+from jaxkit.numpy._creation import array, asarray, eye
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._contractions import cross as _cross
 from jaxkit.numpy._contractions import diagonal as _diagonal
@@ -33,27 +35,24 @@ from jaxkit.numpy._promotion import (
     broadcast_to,
     broadcast_to_shape,
     canonicalize_axis,
-    convert,
     ensure_arraylike,
     promote_dtypes_inexact,
 )
 from jaxkit.numpy._reductions import amax, amin
 from jaxkit.numpy._reductions import sum as _sum
 from jaxkit.numpy._shape import expand_dims, flip, moveaxis
-from jaxkit.numpy._sorting import argsort, sort
+from jaxkit.numpy._sorting import argsort, sort, where
 from jaxkit.numpy._take import take_along_axis
 from jaxkit.numpy._shape import matrix_transpose as _matrix_transpose
 from jaxkit.numpy._ufuncs import abs as _abs
 from jaxkit.numpy._ufuncs import (
     conj,
     divide,
-    greater_equal,
     isnan,
     multiply,
     power,
     real,
     sqrt,
-    where3,
 )
 from jaxkit.typing import ArrayLike
 
@@ -62,7 +61,6 @@ from jaxkit.numpy._linalg_base import (
     EigResult,
     QRResult,
     SVDResult,
-    _eye_like,
     _H,
     _square,
 )
@@ -361,91 +359,120 @@ def svdvals(x: ArrayLike, /) -> Array:
     return svd(x, compute_uv=False)
 
 
-def _pinv_impl(a: Array, rtol, hermitian: bool) -> Array:
-    m, n = a.shape[-2:]
+def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *,
+         rcond: ArrayLike | None = None) -> Array:
+    """``jnp.linalg.pinv``: the Moore-Penrose pseudo-inverse (SVD, singular values up to
+    ``rtol * largest`` dropped)."""
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified.")
+        rtol = rcond
+    return _pinv(a, rtol, hermitian)
+
+
+@partial(custom_jvp, nondiff_argnums=(1, 2))
+@partial(jit, static_argnames=("hermitian",))
+def _pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False) -> Array:
+    a = ensure_arraylike("jnp.linalg.pinv", a)
+    arr, = promote_dtypes_inexact(a)
+    m, n = arr.shape[-2:]
     if m == 0 or n == 0:
-        return lax.full(a.shape[:-2] + (n, m), 0, a.dtype)
-    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
-    rtol_arr = convert(ensure_arraylike("pinv", rtol), s.dtype)
-    cutoff = multiply(expand_dims(rtol_arr, -1) if np.ndim(rtol_arr) else rtol_arr,
-                      lax.slice_in_dim(s, 0, 1, axis=s.ndim - 1))
-    s = where3(lax.gt(s, broadcast_to_shape(cutoff, s.shape)), s, np.inf)
-    return _matmul(_H(vh), divide(_H(u), convert(expand_dims(s, -1), a.dtype)),
-                   precision=lax.Precision.HIGHEST)
+        return lax.full(arr.shape[:-2] + (n, m), 0, arr.dtype)
+    arr = conj(arr)
+    if rtol is None:
+        rtol = 10. * max(arr.shape[-2:]) * array(dtypes.finfo(arr.dtype).eps)
+    rtol = asarray(rtol)
+    u, s, vh = svd(arr, full_matrices=False, hermitian=hermitian)
+    # Singular values up to ``rtol * largest`` count as zero (their inverse is 1 / inf).
+    rtol = lax.expand_dims(rtol[..., np.newaxis], range(s.ndim - rtol.ndim - 1))
+    cutoff = rtol * s[..., 0:1]
+    s = where(s > cutoff, s, np.inf).astype(u.dtype)
+    res = _matmul(vh.mT, divide(u.mT, s[..., np.newaxis]), precision=lax.Precision.HIGHEST)
+    return lax.convert_element_type(res, arr.dtype)
 
 
-@partial(custom_jvp, nondiff_argnums=(2,))
-def _pinv(a: Array, rtol: Array, hermitian: bool) -> Array:
-    return _pinv_impl(a, rtol, hermitian)
+_default_matmul_precision = State("jax_default_matmul_precision")
+
+
+def _symmetrize(x: Array) -> Array:
+    return (x + _H(x)) / 2
 
 
 @_pinv.defjvp
-def _pinv_jvp(hermitian: bool, primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    # Golub & Pereyra (1973): the derivative of the pseudo-inverse at constant rank.
-    (a, rtol), (da, _) = primals, tangents
-    p = _pinv(a, rtol, hermitian)
-    hp = lax.Precision.HIGHEST
-
-    def mm(x, y):
-        return _matmul(x, y, precision=hp)
-
-    m, n = a.shape[-2:]
-    dp = lax.neg(mm(mm(p, da), p))
-    dp = lax.add(dp, mm(mm(mm(p, _H(p)), _H(da)), lax.sub(_eye_like(a, m), mm(a, p))))
-    dp = lax.add(dp, mm(mm(mm(lax.sub(_eye_like(a, n), mm(p, a)), _H(da)), _H(p)), p))
-    return p, dp
-
-
-@jitted(static_argnames=("hermitian",))
-def pinv(a: ArrayLike, rtol: ArrayLike | None = None, hermitian: bool = False, *,
-         rcond: ArrayLike | None = None) -> Array:
-    """``jnp.linalg.pinv``: the Moore-Penrose pseudo-inverse (SVD, singular values below
-    ``rtol * largest`` dropped)."""
-    arr = ensure_arraylike("jnp.linalg.pinv", a)
-    arr, = promote_dtypes_inexact(arr)
-    if rcond is not None:
-        rtol = rcond
-    if rtol is None:
-        rtol = 10.0 * max(arr.shape[-2:]) * float(dtypes.finfo(arr.dtype).eps)
-    rtol = convert(ensure_arraylike("pinv", rtol), dtypes.finfo(arr.dtype).dtype)
-    return _pinv(arr, rtol, hermitian)
+def _pinv_jvp(rtol, hermitian: bool, primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    # Golub & Pereyra (1973): the derivative of the pseudo-inverse at constant rank, with
+    # JAX's association of the products (float32 matmuls, as JAX's rule asks).
+    (a,), (a_dot,) = primals, tangents
+    with _default_matmul_precision("float32"):
+        p = pinv(a, rtol=rtol, hermitian=hermitian)
+        if hermitian:  # svd(hermitian=True) symmetrizes its input; the JVP must match
+            a, a_dot = _symmetrize(a), _symmetrize(a_dot)
+        m, n = a.shape[-2:]
+        if m >= n:
+            s = (p @ _H(p)) @ _H(a_dot)
+            t = (_H(a_dot) @ _H(p)) @ p
+            p_dot = -(p @ a_dot) @ p + s - (s @ a) @ p + t - (p @ a) @ t
+        else:
+            s = p @ (_H(p) @ _H(a_dot))
+            t = _H(a_dot) @ (_H(p) @ p)
+            p_dot = -p @ (a_dot @ p) + s - s @ (a @ p) + t - p @ (a @ t)
+    return p, p_dot
 
 
-def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
-          numpy_resid: bool = False) -> tuple[Array, Array, Array, Array]:
-    """``jnp.linalg.lstsq``: least-squares solution, residuals, rank and singular values."""
-    a, b = ensure_arraylike("jnp.linalg.lstsq", a, b)
+def _lstsq(a: ArrayLike, b: ArrayLike, rcond: Array | float | None, *,
+           numpy_resid: bool = False) -> tuple[Array, Array, Array, Array]:
     a, b = promote_dtypes_inexact(a, b)
     if a.shape[0] != b.shape[0]:
         raise ValueError("Leading dimensions of input arrays must match")
-    b_ndim = b.ndim
-    if b_ndim == 1:
-        b = lax.reshape(b, (b.shape[0], 1))
+    b_orig_ndim = b.ndim
+    if b_orig_ndim == 1:
+        b = b[:, None]
     if a.ndim != 2:
         raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
     if b.ndim != 2:
         raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or "
                         "two-dimensional")
     m, n = a.shape
-    dt = a.dtype
-    eps = float(dtypes.finfo(dt).eps)
-    rcond = eps * max(n, m) if rcond is None else (eps if rcond < 0 else rcond)
-    u, s, vt = svd(a, full_matrices=False)
-    mask = greater_equal(s, multiply(np.asarray(rcond, s.dtype)[()], lax.slice(s, (0,), (1,))))
-    rank = _sum(mask, dtype=dtypes.default_int_dtype())
-    safe_s = where3(mask, s, 1)
-    s_inv = lax.expand_dims(where3(mask, divide(1, safe_s), 0), (1,))
-    uTb = _matmul(_H(u), b, precision=lax.Precision.HIGHEST)
-    x = _matmul(_H(vt), multiply(convert(s_inv, dt), uTb), precision=lax.Precision.HIGHEST)
-    resid_val = lax.sub(b, _matmul(a, x, precision=lax.Precision.HIGHEST))
-    resid = power(norm(resid_val, axis=0), 2)
-    if numpy_resid:
-        r = int(core.concrete_or_error(rank, "numpy_resid=True needs a concrete rank"))
-        if r < n or m <= n:
-            resid = lax.full((0,), 0, s.dtype)
-    if b_ndim == 1:
-        x = lax.reshape(x, (x.size,))
+    dtype = a.dtype
+    if a.size == 0:
+        s = lax.full((0,), 0, a.dtype)
+        rank = array(0, dtype=int)
+        x = lax.full((n, *b.shape[1:]), 0, a.dtype)
+    else:
+        if rcond is None:
+            rcond = float(dtypes.finfo(dtype).eps) * max(n, m)
+        else:
+            rcond = where(rcond < 0, dtypes.finfo(dtype).eps, rcond)
+        u, s, vt = svd(a, full_matrices=False)
+        mask = (s > 0) & (s >= array(rcond, dtype=s.dtype) * s[0])
+        rank = mask.sum()
+        safe_s = where(mask, s, 1).astype(a.dtype)
+        s_inv = where(mask, 1 / safe_s, 0)[:, np.newaxis]
+        uTb = _matmul(u.conj().T, b, precision=lax.Precision.HIGHEST)
+        x = _matmul(vt.conj().T, s_inv * uTb, precision=lax.Precision.HIGHEST)
+    # NumPy returns no residuals for rank-deficient or wide systems; the jitted form always
+    # returns them (its shapes cannot depend on the rank).
+    if numpy_resid and (rank < n or m <= n):
+        resid = asarray([])
+    else:
+        b_estimate = _matmul(a, x, precision=lax.Precision.HIGHEST)
+        resid = norm(b - b_estimate, axis=0) ** 2
+    if b_orig_ndim == 1:
+        x = x.ravel()
     return x, resid, rank, s
+
+
+_jit_lstsq = jit(partial(_lstsq, numpy_resid=False))
+
+
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *,
+          numpy_resid: bool = False) -> tuple[Array, Array, Array, Array]:
+    """``jnp.linalg.lstsq``: least-squares solution, residuals, rank and singular values
+    (``numpy_resid``: residuals as NumPy gives them, possibly empty; not under ``jit``)."""
+    a, b = ensure_arraylike("jnp.linalg.lstsq", a, b)
+    if numpy_resid:
+        return _lstsq(a, b, rcond, numpy_resid=True)
+    return _jit_lstsq(a, b, rcond)
 
 
 @jitted(static_argnames=("hermitian",), inline=False)
@@ -480,18 +507,18 @@ def cond(x: ArrayLike, p: Any = None) -> Array:
         raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
                          f"arr.shape={arr.shape}")
     if p is None or p == 2:
-        s = svdvals(arr)
-        return divide(lax.index_in_dim(s, 0, axis=s.ndim - 1, keepdims=False),
-                      lax.index_in_dim(s, s.shape[-1] - 1, axis=s.ndim - 1, keepdims=False))
+        s = svdvals(x)
+        return s[..., 0] / s[..., -1]
     if p == -2:
-        s = svdvals(arr)
-        return divide(lax.index_in_dim(s, s.shape[-1] - 1, axis=s.ndim - 1, keepdims=False),
-                      lax.index_in_dim(s, 0, axis=s.ndim - 1, keepdims=False))
-    if arr.shape[-2] != arr.shape[-1]:
-        raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
-                         f"arr.shape={arr.shape}")
-    r = multiply(norm(arr, ord=p, axis=(-2, -1)), norm(inv(arr), ord=p, axis=(-2, -1)))
-    return where3(isnan(r), np.inf, r)
+        s = svdvals(x)
+        r = s[..., -1] / s[..., 0]
+    else:
+        if arr.shape[-2] != arr.shape[-1]:
+            raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
+                             f"arr.shape={arr.shape}")
+        r = multiply(norm(x, ord=p, axis=(-2, -1)), norm(inv(x), ord=p, axis=(-2, -1)))
+    # NaNs become infinities where the matrix itself has none (a singular matrix).
+    return where(isnan(r) & ~isnan(x).any(axis=(-2, -1)), np.inf, r)
 
 
 def eig(a: ArrayLike) -> EigResult:

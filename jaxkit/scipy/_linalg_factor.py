@@ -1,8 +1,9 @@
 """The factorizations of ``jax.scipy.linalg`` and the solvers built on them, on the
 LAPACK-backed ``lax.linalg`` primitives (their derivatives and batching come with them):
 ``cho_factor``/``cho_solve``, ``lu``/``lu_factor``/``lu_solve``, ``solve_triangular``,
-``qr``, ``qr_multiply``, ``svd``, ``eigh``, ``eigh_tridiagonal``, ``schur``, ``hessenberg`` and
-``polar``. SciPy's conventions:
+``qr``, ``qr_multiply``, ``svd``, ``eigh``, ``schur``, ``hessenberg`` and
+``polar``; and ``det``, ``inv`` and ``solve`` over ``jnp.linalg`` (Cholesky for ``'pos'``).
+SciPy's conventions:
 ``lu`` returns ``p, l, u`` with ``a = p @ l @ u``; ``cho_factor`` returns ``(c, lower)``.
 """
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import warnings
 from functools import partial
 
-import numpy as np
 
 from jaxkit import lax
 from jaxkit import numpy as jnp
@@ -20,6 +20,7 @@ from jaxkit.numpy import _linalg_lu_solve as _lu_solve_mod
 from jaxkit.numpy._jitted import jitted
 from jaxkit.scipy._util import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
+from jaxkit.transforms.vmap import vmap
 from jaxkit.typing import Array, ArrayLike
 
 
@@ -132,7 +133,7 @@ def _lu(a: Array, permute_l: bool):
     m, n = a.shape[-2:]
     k = min(m, n)
     # a[permutation] = l @ u, so a = p @ l @ u with p[i, j] = (permutation[j] == i)
-    p = jnp.real((permutation[..., None, :] == jnp.arange(m)[:, None]).astype(a.dtype))
+    p = jnp.real(jnp.array(permutation[..., None, :] == jnp.arange(m)[:, None], dtype=a.dtype))
     lower = jnp.tril(lu[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
     upper = jnp.triu(lu[..., :k, :])
     if permute_l:
@@ -282,6 +283,11 @@ def schur(a: ArrayLike, output: str = "real") -> tuple[Array, Array]:
                          f"output={output!r}.")
     a, = _inexact(a)
     _check_matrix("schur", a)
+    return _schur(a, output)
+
+
+@partial(jit, static_argnames=("output",))
+def _schur(a: Array, output: str) -> tuple[Array, Array]:
     if output == "complex":
         a = a.astype(jnp.result_type(a.dtype, jnp.complex64))
     return lax_linalg.schur(a)
@@ -364,8 +370,8 @@ def qr_multiply(a: ArrayLike, c: ArrayLike, mode: str = "right", pivoting: bool 
     return _qr_multiply(a, c, mode, pivoting, conjugate, one_dim)
 
 
-@partial(jit, static_argnums=(2, 3, 4, 5))
 def _qr_multiply(a, c, mode, pivoting, conjugate, one_dim):
+    # Staged inline (no jit of its own), as JAX's.
     m, n = a.shape[-2:]
     k = min(m, n)
     perm = None
@@ -393,49 +399,45 @@ def _qr_multiply(a, c, mode, pivoting, conjugate, one_dim):
     return (product, r, perm) if pivoting else (product, r)
 
 
-@jitted(static_argnames=("eigvals_only", "select", "select_range"), inline=False)
-def eigh_tridiagonal(d: ArrayLike, e: ArrayLike, *, eigvals_only: bool = False,
-                     select: str = "a", select_range: tuple[float, float] | None = None,
-                     tol: float | None = None, key=None):
-    """Eigenvalues (ascending), and eigenvectors unless ``eigvals_only``, of the symmetric
-    (Hermitian) tridiagonal matrix with diagonal ``d`` and off-diagonal ``e``.
+# ---- thin layers over jnp.linalg -------------------------------------------------------------
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
+    """The determinant."""
+    del overwrite_a, check_finite
+    return jnp.linalg.det(a)
 
-    ``select='i'`` keeps the eigenvalues of indices ``select_range[0] .. select_range[1]``.
-    The matrix is formed and solved by LAPACK's ``syevd``/``heevd``: exact to rounding, where
-    JAX bisects on Sturm sequences to ``tol`` (accepted, and without effect here) and finds
-    vectors by inverse iteration from ``key`` (accepted, unused). Eigenvectors are defined up
-    to sign (phase), and so may differ from JAX's by one."""
-    del tol, key
-    alpha, beta = jnp.asarray(d), jnp.asarray(e)
-    if alpha.dtype != beta.dtype:
-        raise TypeError("diagonal and off-diagonal values must have same dtype, got "
-                        f"{alpha.dtype} and {beta.dtype}")
-    if alpha.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
-        raise TypeError("Only float32 and float64 inputs are supported as inputs to "
-                        f"jax.scipy.linalg.eigh_tridiagonal, got {alpha.dtype} and "
-                        f"{beta.dtype}")
-    if alpha.ndim != 1 or beta.shape != (max(alpha.shape[0] - 1, 0),):
-        raise ValueError(f"eigh_tridiagonal expects d of shape (n,) and e of shape (n - 1,), "
-                         f"got {alpha.shape} and {beta.shape}.")
-    n = alpha.shape[0]
-    if select == "a":
-        first, last = 0, n - 1
-    elif select == "i":
-        if select_range is None:
-            raise ValueError("for select='i', select_range must be specified.")
-        if select_range[0] > select_range[1]:
-            raise ValueError("Got empty index range in select_range.")
-        first, last = int(select_range[0]), int(select_range[1])
-    elif select == "v":
-        raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented")
-    else:
-        raise ValueError("'select must have a value in {'a', 'i', 'v'}.")
-    if n <= 1:
-        values = jnp.real(alpha)
-        return values if eigvals_only else (values, jnp.eye(n, dtype=alpha.dtype))
-    # JAX's Hermitian convention: e above the diagonal, conj(e) below, the real part of d
-    matrix = (jnp.diag(jnp.real(alpha).astype(alpha.dtype)) + jnp.diag(beta, 1)
-              + jnp.diag(jnp.conj(beta), -1))
-    vectors, values = lax_linalg.eigh(matrix, lower=True, symmetrize_input=False)
-    values, vectors = values[first:last + 1], vectors[:, first:last + 1]
-    return values if eigvals_only else (values, vectors)
+
+def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
+    """The matrix inverse."""
+    del overwrite_a, check_finite
+    return jnp.linalg.inv(a)
+
+
+@partial(jit, static_argnames=("assume_a", "lower"))
+def _solve(a: ArrayLike, b: ArrayLike, assume_a: str, lower: bool) -> Array:
+    if assume_a != "pos":
+        return jnp.linalg.solve(a, b)  # 'sym' and 'her' too: LU reads the whole matrix
+    a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
+    _lu_solve_mod.check_solve_shapes(a, b)
+    # One Cholesky factorization (of the triangle ``lower`` names) under
+    # custom_linear_solve, so derivatives reuse it.
+    factors = cho_factor(lax.stop_gradient(a), lower=lower)
+    custom_solve = partial(lax.custom_linear_solve,
+                           lambda x: _lu_solve_mod.broadcasted_matvec(a, x),
+                           solve=lambda _, x: cho_solve(factors, x), symmetric=True)
+    if a.ndim == b.ndim + 1:
+        return custom_solve(b)
+    return vmap(custom_solve, b.ndim - 1, max(a.ndim, b.ndim) - 1)(b)
+
+
+def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+          overwrite_b: bool = False, debug: bool = False, check_finite: bool = True,
+          assume_a: str = "gen") -> Array:
+    """Solve ``a x = b``: by LU with partial pivoting, or for ``assume_a='pos'`` by the
+    Cholesky factorization of the triangle ``lower`` names."""
+    del overwrite_a, overwrite_b, debug, check_finite
+    if assume_a not in _VALID_ASSUME_A:
+        raise ValueError(f"Expected assume_a to be one of {_VALID_ASSUME_A}; got {assume_a!r}")
+    return _solve(a, b, assume_a, lower)
+
+
+_VALID_ASSUME_A = ["gen", "sym", "her", "pos"]

@@ -3,9 +3,9 @@ complex Schur form) and ``solve_sylvester`` (Bartels-Stewart, or by eigendecompo
 
 A matrix function ``f(A) = Z f(T) Z^H`` is computed on the complex Schur form ``T`` (upper
 triangular): ``f(T)`` is upper triangular too, its diagonal is ``f`` of ``T``'s, and each
-superdiagonal follows from the ones below it (Parlett's recurrence for ``funm``, Bjorck and
-Hammarling's for ``sqrtm``). The loops below run one superdiagonal per step, all of its
-entries at once, so a matrix of size n costs n steps of O(n^2) work, not n^2 scalar steps.
+entry above it follows from the ones below and left of it (Parlett's recurrence for ``funm``,
+Bjorck and Hammarling's for ``sqrtm``). The recurrences run one entry per loop step, in JAX's
+order, so that the staged programs are JAX's (and the rounding too).
 """
 from __future__ import annotations
 
@@ -14,12 +14,11 @@ from functools import partial
 
 import numpy as np
 
-from jaxkit import lax
+from jaxkit import dtypes, lax
 from jaxkit import numpy as jnp
-from jaxkit.lax import linalg as lax_linalg
-from jaxkit.numpy._jitted import jitted
-from jaxkit.scipy._linalg_factor import schur
-from jaxkit.scipy._util import promote_dtypes_inexact
+from jaxkit.scipy._linalg_factor import inv, schur, solve
+from jaxkit.numpy._promotion import promote_dtypes_complex
+from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
 from jaxkit.typing import Array, ArrayLike
 
@@ -32,49 +31,34 @@ def _square_2d(name: str, a: Array) -> None:
                          f"for a batch of matrices use jax.vmap({name}).")
 
 
-def _superdiagonal_loop(n: int, step: Callable, init):
-    """Run ``step(d, cols, valid, carry)`` for the superdiagonals d = 1 .. n-1. Row i of
-    superdiagonal d is entry ``(i, cols[i])`` with ``cols = (i + d) mod n``; ``valid`` masks
-    the rows i + d >= n that wrap around."""
-    rows = jnp.arange(n)
-
-    def body(d, carry):
-        cols = (rows + d) % n
-        return step(d, cols, rows + d < n, carry)
-
-    return lax.fori_loop(1, n, body, init) if n > 1 else init
-
-
-def _shifted_columns(x: Array, cols: Array) -> Array:
-    """``x[:, cols]``: column i holds ``x[:, i + d]``, so that a sum over k of
-    ``x[i, k] * y[k, i + d]`` is the row sum of ``x * _shifted_columns(y, cols).T``."""
-    return jnp.take(x, cols, axis=1)
-
-
 # ---- sqrtm -----------------------------------------------------------------------------------
-def _sqrtm_upper_triangular(t: Array) -> Array:
-    """The upper triangular square root U of an upper triangular T (U @ U = T)."""
-    n = t.shape[0]
-    rows = jnp.arange(n)
-    root_diag = jnp.sqrt(jnp.diagonal(t))
-    u0 = jnp.diag(root_diag)
+@jit
+def _sqrtm_triu(t: Array) -> Array:
+    """The upper triangular square root U of an upper triangular T (U @ U = T), Bjorck and
+    Hammarling's recurrence one entry at a time, as JAX stages it: column j from its
+    diagonal up, ``U[i, j] = (T[i, j] - sum_{i<k<j} U[i, k] U[k, j]) / (U[i, i] + U[j, j])``."""
+    diag = jnp.sqrt(jnp.diag(t))
+    n = diag.size
+    u = jnp.diag(diag)
 
-    def step(d, cols, valid, u):
-        # U[i, i+d] = (T[i, i+d] - sum_{i<k<i+d} U[i, k] U[k, i+d]) / (U[i, i] + U[i+d, i+d]);
-        # U[i, i+d] is still zero, so the full row-by-column sum is the inner sum.
-        inner = jnp.sum(u * _shifted_columns(u, cols).T, axis=1)
-        target = t[rows, cols]
-        value = jnp.where(target == inner, 0,  # 0/0 of a singular T: as JAX, the entry is 0
-                          (target - inner) / (root_diag + root_diag[cols]))
-        return u.at[rows, cols].add(jnp.where(valid, value, 0))
+    def entry(step, data):
+        j, u = data
+        i = j - 1 - step
+        inner = lax.fori_loop(i + 1, j, lambda k, acc: acc + u[i, k] * u[k, j], 0.0)
+        # 0/0 of a singular T: the entry is 0, as JAX
+        value = jnp.where(t[i, j] == inner, 0.0, (t[i, j] - inner) / (diag[i] + diag[j]))
+        return j, u.at[i, j].set(value)
 
-    return _superdiagonal_loop(n, step, u0)
+    def column(j, u):
+        return lax.fori_loop(0, j, entry, (j, u))[1]
+
+    return lax.fori_loop(0, n, column, u)
 
 
 @jit
 def _sqrtm(a: Array) -> Array:
     t, z = schur(a, output="complex")
-    root = _sqrtm_upper_triangular(t)
+    root = _sqrtm_triu(t)
     return jnp.matmul(jnp.matmul(z, root, precision=_HIGHEST), jnp.conj(z.T),
                       precision=_HIGHEST)
 
@@ -90,170 +74,181 @@ def sqrtm(A: ArrayLike, blocksize: int = 1) -> Array:
 
 
 # ---- rsf2csf ---------------------------------------------------------------------------------
-def _rsf2csf_2d(t: Array, z: Array) -> tuple[Array, Array]:
-    n = t.shape[-1]
-    eps = np.finfo(t.dtype).eps
-    # A 2x2 block [[a, b], [c, d]] on the diagonal (c != 0) holds a complex conjugate pair;
-    # a unitary rotation G of rows and columns m-1, m makes it upper triangular with the
-    # eigenvalue of positive imaginary part first (LAPACK's order, as SciPy takes it).
+@jit
+def _rsf2csf_2d(T: Array, Z: Array) -> tuple[Array, Array]:
+    T, Z = promote_dtypes_complex(T, Z)
+    eps = dtypes.finfo(T.dtype).eps
+    N = T.shape[0]
+    if N == 1:
+        return T, Z
 
-    def body(step, tz):
-        t, z = tz
-        m = n - 1 - step
-        block = lax.dynamic_slice(t, (m - 1, m - 1), (2, 2))
-        a, b, c, d = block[0, 0], block[0, 1], block[1, 0], block[1, 1]
-        is_block = jnp.abs(c) > eps * (jnp.abs(a) + jnp.abs(d))
-        half = (a - d) / 2
-        mu = half + jnp.sqrt(half * half + b * c)  # eigenvalue - d
-        r = jnp.sqrt(jnp.abs(mu) ** 2 + jnp.abs(c) ** 2)
-        safe_r = jnp.where(is_block & (r > 0), r, 1)
-        cos = jnp.where(is_block, mu / safe_r, 1)
-        sin = jnp.where(is_block, c / safe_r, 0)
-        g = jnp.stack([jnp.stack([jnp.conj(cos), sin]), jnp.stack([-sin, cos])])
-        g_h = jnp.conj(g.T)
-        # Rows m-1, m are zero left of column m-1 and columns m-1, m below row m (the blocks
-        # do not overlap and later ones are done), so whole rows and columns can turn.
-        two_rows = lax.dynamic_slice(t, (m - 1, 0), (2, n))
-        t = lax.dynamic_update_slice(t, jnp.matmul(g, two_rows, precision=_HIGHEST),
-                                     (m - 1, 0))
-        two_cols = lax.dynamic_slice(t, (0, m - 1), (n, 2))
-        t = lax.dynamic_update_slice(t, jnp.matmul(two_cols, g_h, precision=_HIGHEST),
-                                     (0, m - 1))
-        z_cols = lax.dynamic_slice(z, (0, m - 1), (n, 2))
-        z = lax.dynamic_update_slice(z, jnp.matmul(z_cols, g_h, precision=_HIGHEST),
-                                     (0, m - 1))
-        return t.at[m, m - 1].set(0), z
+    def rotate(m, T, Z):
+        # A 2x2 block on the diagonal at m-1 holds a complex conjugate pair: a unitary
+        # rotation G of rows and columns m-1, m (from an eigenvalue of the block) makes it
+        # upper triangular. Only the columns from m-1 on (rows up to m) of T change.
+        mu = jnp.linalg.eigvals(lax.dynamic_slice(T, (m - 1, m - 1), (2, 2))) - T[m, m]
+        r = jnp.linalg.norm(jnp.array([mu[0], T[m, m - 1]])).astype(T.dtype)
+        c, s = mu[0] / r, T[m, m - 1] / r
+        G = jnp.array([[c.conj(), s], [-s, c]], dtype=T.dtype)
+        T_rows = lax.dynamic_slice_in_dim(T, m - 1, 2, axis=0)
+        col_mask = jnp.arange(N) >= m - 1
+        rotated = G @ jnp.where(col_mask, T_rows, 0)
+        T = lax.dynamic_update_slice_in_dim(T, jnp.where(~col_mask, T_rows, rotated), m - 1,
+                                            axis=0)
+        T_cols = lax.dynamic_slice_in_dim(T, m - 1, 2, axis=1)
+        row_mask = jnp.arange(N)[:, np.newaxis] < m + 1
+        rotated = jnp.where(row_mask, T_cols, 0) @ G.conj().T
+        T = lax.dynamic_update_slice_in_dim(T, jnp.where(~row_mask, T_cols, rotated), m - 1,
+                                            axis=1)
+        Z_cols = lax.dynamic_slice_in_dim(Z, m - 1, 2, axis=1)
+        Z = lax.dynamic_update_slice_in_dim(Z, Z_cols @ G.conj().T, m - 1, axis=1)
+        return T, Z
 
-    if n < 2:
-        return t, z
-    return lax.fori_loop(0, n - 1, body, (t, z))
+    def step(i, TZ):
+        m = N - i
+        T, Z = TZ
+        T, Z = lax.cond(jnp.abs(T[m, m - 1]) > eps * (jnp.abs(T[m - 1, m - 1])
+                                                       + jnp.abs(T[m, m])),
+                        rotate, lambda m, T, Z: (T, Z), m, T, Z)
+        return T.at[m, m - 1].set(0.0), Z
+
+    return lax.fori_loop(1, N, step, (T, Z))
 
 
-@jitted(static_argnames=("check_finite",), inline=False)
+@partial(jit, static_argnames=("check_finite",))
 def rsf2csf(T: ArrayLike, Z: ArrayLike, check_finite: bool = True) -> tuple[Array, Array]:
     """Convert a real Schur form ``(T, Z)`` (``A = Z T Z^T``, ``T`` quasi-upper-triangular)
     to the complex one (``T`` upper triangular, ``Z`` unitary). Batch axes broadcast."""
     del check_finite
-    t, z = promote_dtypes_inexact(jnp.asarray(T), jnp.asarray(Z))
-    for name, x in (("T", t), ("Z", z)):
-        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-            raise ValueError(f"rsf2csf: {name} must be a square matrix (or a batch of them), "
-                             f"got shape {x.shape}.")
-    if t.shape[-1] != z.shape[-1]:
-        raise ValueError(f"rsf2csf: T and Z must have the same size, got {t.shape} and "
-                         f"{z.shape}.")
-    complex_dtype = jnp.result_type(t.dtype, jnp.complex64)
-    t, z = t.astype(complex_dtype), z.astype(complex_dtype)
-    return jnp.vectorize(_rsf2csf_2d, signature="(n,n),(n,n)->(n,n),(n,n)")(t, z)
+    T_arr, Z_arr = jnp.asarray(T), jnp.asarray(Z)
+    if T_arr.ndim < 2 or T_arr.shape[-1] != T_arr.shape[-2]:
+        raise ValueError("Input 'T' must be square.")
+    if Z_arr.ndim < 2 or Z_arr.shape[-1] != Z_arr.shape[-2]:
+        raise ValueError("Input 'Z' must be square.")
+    if T_arr.shape[-1] != Z_arr.shape[-1]:
+        raise ValueError(f"Input array shapes must match: Z: {Z_arr.shape} vs. T: "
+                         f"{T_arr.shape}")
+    return jnp.vectorize(_rsf2csf_2d, signature="(n,n),(n,n)->(n,n),(n,n)")(T_arr, Z_arr)
 
 
 # ---- funm ------------------------------------------------------------------------------------
 @jit
-def _parlett(t: Array, f_diag: Array) -> tuple[Array, Array]:
-    """F = f(T) for upper triangular T given f of its diagonal (Parlett's recurrence), and the
-    smallest |T[j, j] - T[i, i]| met (how close the recurrence came to dividing by zero)."""
-    n = t.shape[0]
-    rows = jnp.arange(n)
-    diag = jnp.diagonal(t)
+def _algorithm_11_1_1(F: Array, T: Array) -> tuple[Array, Array]:
+    """F = f(T) for upper triangular T given ``F`` holding f of its diagonal, by Parlett's
+    recurrence one entry at a time (Golub and Van Loan's Algorithm 11.1.1, as JAX stages it),
+    and the smallest |T[j, j] - T[i, i]| met (how close it came to dividing by zero):
+    ``(T[j,j] - T[i,i]) F[i,j] = T[i,j] (F[j,j] - F[i,i]) + sum_{i<k<j} (T[i,k] F[k,j] -
+    F[i,k] T[k,j])`` along the superdiagonals p = 1 .. N-1."""
+    N = T.shape[0]
+    minden = jnp.abs(T[0, 0])
 
-    def step(d, cols, valid, carry):
-        f, smallest = carry
-        # (T[j,j] - T[i,i]) F[i,j] = T[i,j] (F[j,j] - F[i,i])
-        #                            + sum_{i<k<j} (T[i,k] F[k,j] - F[i,k] T[k,j]),  j = i+d:
-        # with F[i, j] still zero, the whole-row sums give exactly the right-hand side.
-        rhs = (jnp.sum(t * _shifted_columns(f, cols).T, axis=1)
-               - jnp.sum(f * _shifted_columns(t, cols).T, axis=1))
-        den = diag[cols] - diag
-        value = jnp.where(den != 0, rhs / jnp.where(den != 0, den, 1), rhs)
-        smallest = jnp.minimum(smallest, jnp.min(jnp.where(valid, jnp.abs(den), jnp.inf)))
-        return f.at[rows, cols].add(jnp.where(valid, value, 0)), smallest
+    def superdiagonal(p, F_minden):
+        _, F, minden = lax.fori_loop(1, N - p + 1, entry, (p, *F_minden))
+        return F, minden
 
-    f0 = jnp.diag(f_diag)
-    smallest0 = jnp.abs(t[0, 0]).astype(jnp.finfo(t.dtype).dtype)
-    return _superdiagonal_loop(n, step, (f0, smallest0))
+    def entry(i, p_F_minden):
+        p, F, minden = p_F_minden
+        j = i + p
+        s = T[i - 1, j - 1] * (F[j - 1, j - 1] - F[i - 1, i - 1])
+        T_row, T_col = T[i - 1], T[:, j - 1]
+        F_row, F_col = F[i - 1], F[:, j - 1]
+        inside = (jnp.arange(N) >= i) & (jnp.arange(N) < j - 1)
+        s = s + (jnp.where(inside, T_row, 0) @ jnp.where(inside, F_col, 0)
+                 - jnp.where(inside, F_row, 0) @ jnp.where(inside, T_col, 0))
+        den = T[j - 1, j - 1] - T[i - 1, i - 1]
+        s = jnp.where(den != 0, s / den, s)
+        return p, F.at[i - 1, j - 1].set(s), jnp.minimum(minden, jnp.abs(den))
+
+    return lax.fori_loop(1, N, superdiagonal, (F, minden))
 
 
 def funm(A: ArrayLike, func: Callable[[Array], Array],
          disp: bool = True) -> Array | tuple[Array, Array]:
     """``func`` applied to a square matrix (through its complex Schur form; the result is
     complex). With ``disp=False`` also an estimate of the relative error."""
-    a = jnp.asarray(A)
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+    A_arr = jnp.asarray(A)
+    if A_arr.ndim != 2 or A_arr.shape[0] != A_arr.shape[1]:
         raise ValueError("expected square array_like input")
-    t, z = rsf2csf(*schur(a))
-    f_diag = jnp.asarray(func(jnp.diagonal(t))).astype(t.dtype)
-    f, smallest = _parlett(t, f_diag)
-    f = jnp.matmul(jnp.matmul(z, f, precision=_HIGHEST), jnp.conj(z.T), precision=_HIGHEST)
+    T, Z = rsf2csf(*schur(A_arr))
+    F = jnp.diag(func(jnp.diag(T))).astype(T.dtype.char)
+    F, minden = _algorithm_11_1_1(F, T)
+    F = Z @ F @ Z.conj().T
     if disp:
-        return f
-    tol = np.finfo(f.dtype).eps
-    smallest = jnp.where(smallest == 0, tol, smallest)
-    err = jnp.where(jnp.any(jnp.isinf(f)), np.inf,
-                    jnp.minimum(1, jnp.maximum(
-                        tol, (tol / smallest) * jnp.linalg.norm(jnp.triu(t, 1), 1))))
-    return f, err
+        return F
+    # JAX's tolerance: single precision's epsilon for complex64, double's otherwise.
+    tol = dtypes.finfo(np.float32 if F.dtype.char.lower() == "f" else np.float64).eps
+    minden = jnp.where(minden == 0.0, tol, minden)
+    err = jnp.where(jnp.any(jnp.isinf(F)), np.inf, jnp.minimum(1, jnp.maximum(
+        tol, (tol / minden) * jnp.linalg.norm(jnp.triu(T, 1), 1))))
+    return F, err
 
 
 # ---- solve_sylvester -------------------------------------------------------------------------
-def _triangular_sylvester(r: Array, lower: Array, f: Array) -> Array:
-    """Y with R Y + Y L = F, R upper and L lower triangular: column j of Y solves
-    (R + L[j, j]) y_j = F[:, j] - sum_{k>j} Y[:, k] L[k, j], from the last column back."""
-    m, n = f.shape
-    eye = jnp.eye(m, dtype=r.dtype)
+def _solve_sylvester_triangular_scan(R: Array, S: Array, F: Array) -> Array:
+    """Y with R Y + Y S = F for R upper and S lower triangular, one entry per scan step from
+    the bottom-right corner back (as JAX stages it): ``(R[i, i] + S[j, j]) Y[i, j] = F[i, j]
+    - sum_{k>i} R[i, k] Y[k, j] - sum_{k>j} Y[i, k] S[k, j]``."""
+    R, S, F = promote_args_inexact("_solve_sylvester_triangular_scan", R, S, F)
+    m, n = F.shape
+    flat_indices = jnp.arange(m * n - 1, -1, -1)
+    Y0 = jnp.zeros((m * n,), dtype=F.dtype)
 
-    def body(step, y):
-        j = n - 1 - step
-        rhs = lax.dynamic_slice(f, (0, j), (m, 1)) - jnp.matmul(
-            y, lax.dynamic_slice(lower, (0, j), (n, 1)), precision=_HIGHEST)
-        shifted = r + lower[j, j] * eye
-        col = lax_linalg.triangular_solve(shifted, rhs, left_side=True, lower=False)
-        return lax.dynamic_update_slice(y, col, (0, j))
+    def step(Y_flat, idx):
+        i, j = idx // n, idx % n
+        Y = Y_flat.reshape((m, n))
+        rhs = F[i, j]
+        row_term = jnp.sum(jnp.where(jnp.arange(m) > i, R[i, :] * Y[:, j], 0.0))
+        col_term = jnp.sum(jnp.where(jnp.arange(n) > j, Y[i, :] * S[:, j], 0.0))
+        rhs -= row_term + col_term
+        value = rhs / (R[i, i] + S[j, j])
+        return Y_flat.at[i * n + j].set(value), None
 
-    return lax.fori_loop(0, n, body, jnp.zeros_like(f))
+    Y_flat, _ = lax.scan(step, Y0, flat_indices)
+    return Y_flat.reshape((m, n))
 
 
-def _solve_sylvester_2d(a, b, c, *, method: str, tol: float):
+@partial(jit, static_argnames=["method"])
+def _solve_sylvester_2d(A: Array, B: Array, C: Array, *, method: str, tol: float) -> Array:
+    m, n = C.shape[-2:]
     if method == "schur":
-        # A = U R U^H and B^H = V S V^H, so A X + X B = C is R Y + Y S^H = U^H C V, X = U Y V^H
-        r, u = schur(a, output="complex")
-        s, v = schur(jnp.conj(b.T), output="complex")
-        f = jnp.conj(u.T) @ c.astype(r.dtype) @ v
-        x = u @ _triangular_sylvester(r, jnp.conj(s.T), f) @ jnp.conj(v.T)
-        eig_a, eig_b = jnp.diagonal(r), jnp.conj(jnp.diagonal(s))
-    else:
+        # A = U R U^H and B^H = V S V^H: A X + X B = C is R Y + Y S^H = U^H C V, X = U Y V^H
+        R, U = schur(A, output="complex")
+        S, V = schur(B.conj().T, output="complex")
+        F = U.conj().T @ C.astype(R.dtype) @ V
+        Y = _solve_sylvester_triangular_scan(R, S.conj().T, F)
+        X = U @ Y @ V.conj().T
+    elif method == "eigen":
         # A = P diag(ea) P^-1, B = Q diag(eb) Q^-1: (ea_i + eb_j) Y_ij = (P^-1 C Q)_ij
-        eig_a, p = jnp.linalg.eig(a)
-        eig_b, q = jnp.linalg.eig(b)
-        y = jnp.linalg.solve(p, c.astype(eig_a.dtype) @ q) / (eig_a[:, None] + eig_b[None, :])
-        x = p @ y @ jnp.linalg.inv(q)
-    if not jnp.issubdtype(c.dtype, jnp.complexfloating):
-        x = x.real
-    # A + (-B) with a common eigenvalue has no unique solution: NaNs, as JAX returns
-    singular = jnp.any(jnp.abs(eig_a[:, None] + eig_b[None, :]) < tol)
-    return jnp.where(singular, jnp.zeros_like(x) * np.nan, x)
+        RA, UA = jnp.linalg.eig(A)
+        RB, UB = jnp.linalg.eig(B)
+        F = solve(UA, C.astype(RA.dtype) @ UB)
+        Y = F / (RA[:, None] + RB[None, :])
+        X = UA[:m, :m] @ Y[:m, :n] @ inv(UB)[:n, :n]
+    else:
+        raise ValueError(f'Unrecognized method {method}. The two valid methods are either '
+                         f'"schur" or "eigen".')
+    if not dtypes.issubdtype(C.dtype, np.complexfloating):
+        X = X.real
+    # An eigenvalue of A and one of -B in common: no unique solution, NaNs (as JAX).
+    return lax.cond(
+        jnp.any(jnp.abs(jnp.linalg.eigvals(A)[:, None] + jnp.linalg.eigvals(B)[None, :])
+                < tol),
+        lambda: jnp.zeros_like(X) * np.nan, lambda: X)
 
 
-@partial(jit, static_argnames=("method",))
-def _solve_sylvester(a, b, c, tol, *, method):
-    return jnp.vectorize(partial(_solve_sylvester_2d, method=method, tol=tol),
-                         signature="(m,m),(n,n),(m,n)->(m,n)")(a, b, c)
-
-
-@jitted(static_argnames=("method",), inline=False)
+@partial(jit, static_argnames=["method"])
 def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str = "schur",
                     tol: float = 1e-8) -> Array:
     """Solve ``A X + X B = C`` by the Bartels-Stewart algorithm (``method='schur'``) or by
     eigendecomposition (``'eigen'``, faster, less accurate for ill-conditioned A, B). Where
     an eigenvalue of A and one of B sum to less than ``tol`` in size, the result is NaN."""
-    if method not in ("schur", "eigen"):
-        raise ValueError(f'Unrecognized method {method}. The two valid methods are either '
-                         f'"schur" or "eigen".')
-    a, b, c = promote_dtypes_inexact(jnp.asarray(A), jnp.asarray(B), jnp.asarray(C))
-    if c.ndim < 2:
-        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {a.shape}\n"
-                         f"B: {b.shape}\nC: {c.shape}")
-    m, n = c.shape[-2:]
-    if a.shape[-2:] != (m, m) or b.shape[-2:] != (n, n):
-        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {a.shape}\n"
-                         f"B: {b.shape}\nC: {c.shape}")
-    return _solve_sylvester(a, b, c, tol, method=method)
+    A, B, C = promote_dtypes_inexact(jnp.asarray(A), jnp.asarray(B), jnp.asarray(C))
+    if C.ndim < 2:
+        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {A.shape}\n"
+                         f"B: {B.shape}\nC: {C.shape}")
+    m, n = C.shape[-2:]
+    if A.shape[-2:] != (m, m) or B.shape[-2:] != (n, n):
+        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {A.shape}\n"
+                         f"B: {B.shape}\nC: {C.shape}")
+    return jnp.vectorize(partial(_solve_sylvester_2d, method=method, tol=tol),
+                         signature="(m,m),(n,n),(m,n)->(m,n)")(A, B, C)

@@ -26,42 +26,13 @@ from jaxkit.scipy._linalg_factor import cho_factor, cho_solve, cholesky, eigh  #
 from jaxkit.scipy._linalg_factor import hessenberg  # noqa: F401
 from jaxkit.scipy._linalg_factor import lu, lu_factor, lu_solve, polar, qr  # noqa: F401
 from jaxkit.scipy._linalg_factor import schur, solve_triangular, svd  # noqa: F401
-from jaxkit.scipy._linalg_factor import eigh_tridiagonal, qr_multiply  # noqa: F401
+from jaxkit.scipy._linalg_factor import qr_multiply  # noqa: F401
+from jaxkit.scipy._linalg_tridiagonal import eigh_tridiagonal  # noqa: F401
+from jaxkit.scipy._linalg_factor import det, inv, solve  # noqa: F401
 from jaxkit.scipy._linalg_matfun import funm, rsf2csf, solve_sylvester, sqrtm  # noqa: F401
 from jaxkit.scipy._util import promote_args_inexact, promote_dtypes_inexact
 from jaxkit.scipy.special import comb
 from jaxkit.typing import Array, ArrayLike
-
-
-# ---- thin layers over jnp.linalg -------------------------------------------------------------
-def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
-    """The determinant."""
-    del overwrite_a, check_finite
-    return jnp.linalg.det(a)
-
-
-def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
-    """The matrix inverse."""
-    del overwrite_a, check_finite
-    return jnp.linalg.inv(a)
-
-
-def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False,
-          overwrite_b: bool = False, debug: bool = False, check_finite: bool = True,
-          assume_a: str = "gen") -> Array:
-    """Solve ``a x = b``. ``assume_a`` ('gen', 'sym', 'her', 'pos') is checked; every kind is
-    solved by LU with pivoting until the Cholesky/LDL primitives land."""
-    del overwrite_a, overwrite_b, debug, check_finite
-    if assume_a not in {"gen", "sym", "her", "pos"}:
-        raise ValueError(f"Expected assume_a to be one of {{'gen', 'sym', 'her', 'pos'}}, "
-                         f"got {assume_a}.")
-    a, b = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(b))
-    if assume_a != "gen":
-        # Only one triangle is read, as SciPy does.
-        tri = jnp.tril(a) if lower else jnp.triu(a)
-        strict = jnp.swapaxes(jnp.tril(a, -1) if lower else jnp.triu(a, 1), -1, -2)
-        a = tri + (jnp.conj(strict) if assume_a in ("her", "pos") else strict)
-    return jnp.linalg.solve(a, b)
 
 
 # ---- the matrix exponential ------------------------------------------------------------------
@@ -69,88 +40,113 @@ def _dot(a, b):
     return jnp.dot(a, b, precision=lax.Precision.HIGHEST)
 
 
-# Pade numerator coefficients b_0..b_m for the degrees Higham (2005) uses.
-_PADE = {
-    3: (120., 60., 12., 1.),
-    5: (30240., 15120., 3360., 420., 30., 1.),
-    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
-    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
-        3960., 90., 1.),
-    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+# Pade approximants (Higham 2005) of degree 3..13: ``(U, V)`` with
+# ``exp(A) ~ (V - U)^{-1} (V + U)``, U and V the odd and even parts of the numerator, whose
+# coefficients b_0..b_m are listed; the sums are staged in JAX's order.
+def _pade3(A):
+    b = (120., 60., 12., 1.)
+    ident = jnp.eye(*A.shape, dtype=A.dtype)
+    A2 = _dot(A, A)
+    return _dot(A, b[3] * A2 + b[1] * ident), b[2] * A2 + b[0] * ident
+
+
+def _pade5(A):
+    b = (30240., 15120., 3360., 420., 30., 1.)
+    ident = jnp.eye(*A.shape, dtype=A.dtype)
+    A2 = _dot(A, A)
+    A4 = _dot(A2, A2)
+    U = _dot(A, b[5] * A4 + b[3] * A2 + b[1] * ident)
+    return U, b[4] * A4 + b[2] * A2 + b[0] * ident
+
+
+def _pade7(A):
+    b = (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.)
+    ident = jnp.eye(*A.shape, dtype=A.dtype)
+    A2 = _dot(A, A)
+    A4 = _dot(A2, A2)
+    A6 = _dot(A4, A2)
+    U = _dot(A, b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * ident)
+    return U, b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * ident
+
+
+def _pade9(A):
+    b = (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
+         3960., 90., 1.)
+    ident = jnp.eye(*A.shape, dtype=A.dtype)
+    A2 = _dot(A, A)
+    A4 = _dot(A2, A2)
+    A6 = _dot(A4, A2)
+    A8 = _dot(A6, A2)
+    U = _dot(A, b[9] * A8 + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * ident)
+    return U, b[8] * A8 + b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * ident
+
+
+def _pade13(A):
+    b = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
          129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
-         40840800., 960960., 16380., 182., 1.),
-}
-
-
-def _pade(degree):
-    """``(U, V)`` with ``exp(A) ~ (V - U)^{-1} (V + U)``: odd and even parts of the
-    numerator."""
-    b = _PADE[degree]
-
-    def uv(a):
-        ident = jnp.eye(*a.shape, dtype=a.dtype)
-        a2 = _dot(a, a)
-        if degree == 13:
-            a4 = _dot(a2, a2)
-            a6 = _dot(a4, a2)
-            u = _dot(a, _dot(a6, b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4
-                     + b[3] * a2 + b[1] * ident)
-            v = (_dot(a6, b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4
-                 + b[2] * a2 + b[0] * ident)
-            return u, v
-        powers = [ident, a2]
-        for _ in range(2, (degree + 1) // 2):
-            powers.append(_dot(powers[-1], a2))
-        odd = sum(b[2 * k + 1] * p for k, p in reversed(list(enumerate(powers))))
-        even = sum(b[2 * k] * p for k, p in reversed(list(enumerate(powers))))
-        return _dot(a, odd), even
-
-    return uv
+         40840800., 960960., 16380., 182., 1.)
+    ident = jnp.eye(*A.shape, dtype=A.dtype)
+    A2 = _dot(A, A)
+    A4 = _dot(A2, A2)
+    A6 = _dot(A4, A2)
+    U = _dot(A, _dot(A6, b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4
+             + b[3] * A2 + b[1] * ident)
+    V = (_dot(A6, b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2
+         + b[0] * ident)
+    return U, V
 
 
 @jit
-def _pade_parts(a):
-    norm1 = jnp.linalg.norm(a, 1)
-    if a.dtype in (np.float64, np.complex128):
+def _calc_P_Q(A):
+    """The Pade numerator P and denominator Q of the scaled ``A``, and the number of
+    squarings that undo the scaling."""
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError("expected A to be a square matrix")
+    A_L1 = jnp.linalg.norm(A, 1)
+    if A.dtype in (np.float64, np.complex128):
         max_norm, bounds = 5.371920351148152, (1.495585217958292e-002, 2.539398330063230e-001,
                                                 9.504178996162932e-001, 2.097847961257068e+000)
-        degrees = (3, 5, 7, 9, 13)
-    elif a.dtype in (np.float32, np.complex64):
+        pades = [_pade3, _pade5, _pade7, _pade9, _pade13]
+    elif A.dtype in (np.float32, np.complex64):
         max_norm, bounds = 3.925724783138660, (4.258730016922831e-001, 1.880152677804762e+000)
-        degrees = (3, 5, 7)
+        pades = [_pade3, _pade5, _pade7]
     else:
-        raise TypeError(f"A.dtype={a.dtype} is not supported.")
-    n_squarings = jnp.maximum(0, jnp.floor(jnp.log2(norm1 / max_norm)))
-    a = a / 2 ** n_squarings.astype(a.dtype)
-    index = jnp.digitize(norm1, jnp.array(bounds, dtype=norm1.dtype))
-    u, v = lax.switch(index, [_pade(d) for d in degrees], a)
-    return u + v, -u + v, n_squarings
+        raise TypeError(f"A.dtype={A.dtype} is not supported.")
+    n_squarings = jnp.maximum(0, jnp.floor(jnp.log2(A_L1 / max_norm)))
+    A = A / 2 ** n_squarings.astype(A.dtype)
+    idx = jnp.digitize(A_L1, jnp.array(bounds, dtype=A_L1.dtype))
+    U, V = lax.switch(idx, pades, A)
+    return U + V, -U + V, n_squarings
+
+
+@partial(jit, static_argnums=2)
+def _squaring(R, n_squarings, max_squarings: int):
+    # Undo the scaling: square ``n_squarings`` times (a fixed-length scan of conds).
+    def step(c, i):
+        return lax.cond(i < n_squarings, lambda x: _dot(x, x), lambda x: x, c), None
+    return lax.scan(step, R, jnp.arange(max_squarings, dtype=n_squarings.dtype))[0]
 
 
 @partial(jit, static_argnames=("upper_triangular", "max_squarings"))
 def expm(A: ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 16) -> Array:
     """The matrix exponential (batched over leading axes); NaN when more than
     ``max_squarings`` squarings would be needed."""
-    A, = promote_dtypes_inexact(jnp.asarray(A))
+    A, = promote_dtypes_inexact(A)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"Expected A to be a (batched) square matrix, got {A.shape=}.")
     if A.ndim > 2:
         return jnp.vectorize(partial(expm, upper_triangular=upper_triangular,
                                      max_squarings=max_squarings),
                              signature="(n,n)->(n,n)")(A)
-    p, q, n_squarings = _pade_parts(A)
+    P, Q, n_squarings = _calc_P_Q(jnp.asarray(A))
 
     def compute(args):
-        _, p, q = args
-        r = jnp.linalg.solve(q, p)
-
-        def square(c, i):
-            return lax.cond(i < n_squarings, lambda x: _dot(x, x), lambda x: x, c), None
-
-        return lax.scan(square, r, jnp.arange(max_squarings, dtype=n_squarings.dtype))[0]
+        _, P, Q = args
+        R = solve_triangular(Q, P) if upper_triangular else jnp.linalg.solve(Q, P)
+        return _squaring(R, n_squarings, max_squarings)
 
     return lax.cond(n_squarings > max_squarings, lambda args: jnp.full_like(args[0], np.nan),
-                    compute, (A, p, q))
+                    compute, (A, P, Q))
 
 
 @partial(jit, static_argnames=("method", "compute_expm"))
@@ -192,11 +188,12 @@ def block_diag(*arrs: ArrayLike) -> Array:
     return jnp.concatenate(rows, axis=0)
 
 
-def _diagonal_constant(values, nrows, ncols, flip):
-    """``out[i, j] = values[j - i + nrows - 1]`` (or ``[i + j]`` when ``flip``): the shared
-    indexing of Toeplitz and Hankel matrices."""
-    i, j = np.arange(nrows)[:, None], np.arange(ncols)[None, :]
-    return values[i + j] if flip else values[j - i + nrows - 1]
+def _diagonal_constant(values, nrows):
+    """``out[i, j] = values[i + j]``: the ``nrows``-long windows of ``values``, one per row
+    (a patches convolution, as JAX builds Toeplitz and Hankel matrices)."""
+    return lax.conv_general_dilated_patches(
+        values.reshape((1, values.shape[0], 1)), (nrows,), (1,), "VALID",
+        dimension_numbers=("NTC", "IOT", "NTC"), precision=lax.Precision.HIGHEST)[0]
 
 
 def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
@@ -215,8 +212,7 @@ def _toeplitz(c, r):
     (m,), (n,) = c.shape, r.shape
     if m == 0 or n == 0:
         return jnp.empty((m, n), dtype=jnp.promote_types(c.dtype, r.dtype))
-    values = jnp.concatenate((c[::-1], r[1:]))
-    return _diagonal_constant(values, m, n, flip=False)
+    return jnp.flip(_diagonal_constant(jnp.concatenate((c[::-1], r[1:])), n), axis=0)
 
 
 def hankel(c: ArrayLike, r: ArrayLike | None = None) -> Array:
@@ -244,7 +240,7 @@ def _hankel(c, r):
     (m,), (n,) = c.shape, r.shape
     if m == 0 or n == 0:
         return jnp.empty((m, n), dtype=jnp.result_type(c, r))
-    return _diagonal_constant(jnp.concatenate((c, r[1:])), m, n, flip=True)
+    return _diagonal_constant(jnp.concatenate((c, r[1:])), n)
 
 
 def circulant(c: ArrayLike) -> Array:
@@ -256,7 +252,7 @@ def circulant(c: ArrayLike) -> Array:
 @partial(jnp.vectorize, signature="(n)->(n,n)")
 def _circulant(c):
     n, = c.shape
-    return c[(np.arange(n)[:, None] - np.arange(n)[None, :]) % n]
+    return c[(jnp.arange(n)[:, None] - jnp.arange(n)[None, :]) % n]
 
 
 def leslie(f: ArrayLike, s: ArrayLike) -> Array:
@@ -322,12 +318,14 @@ def _fiedler_companion(a):
     if n == 1:
         return -a[1:].reshape(1, 1)
     i, j = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
+    # Lookups clipped into range (the masks pick the valid cells), made in JAX's order.
+    super_val, sub_val = -a[jnp.minimum(i + 2, n)], -a[jnp.minimum(i + 1, n)]
     even, odd = i % 2 == 0, i % 2 == 1
     one, zero = jnp.array(1, dtype=a.dtype), jnp.array(0, dtype=a.dtype)
     conditions = [(i == 0) & (j == 0), (i == 1) & (j == 0), (j == i + 1) & even,
                   (j == i + 2) & even, (j == i - 1) & even & (i >= 2),
                   (j == i - 2) & odd & (i >= 3)]
-    choices = [-a[1], one, -a[jnp.minimum(i + 2, n)], one, -a[jnp.minimum(i + 1, n)], one]
+    choices = [-a[1], one, super_val, one, sub_val, one]
     return jnp.select(conditions, choices, default=zero)
 
 
@@ -421,9 +419,10 @@ def helmert(n: int, full: bool = False) -> Array:
     if n < 1:
         raise ValueError(f"n must be a positive integer; got {n}.")
     i, j = jnp.arange(n - 1)[:, None], jnp.arange(n)[None, :]
-    k = (i + 1).astype(dtypes.canonicalize_dtype(np.float64))
-    denom = jnp.sqrt(k * (k + 1))
-    h = jnp.where(j <= i, 1.0 / denom, jnp.where(j == i + 1, -k / denom, jnp.zeros_like(denom)))
+    k = i + 1
+    k_f = k.astype(dtypes.canonicalize_dtype(np.float64))
+    denom = jnp.sqrt(k_f * (k_f + 1))
+    h = jnp.where(j <= i, 1.0 / denom, jnp.where(j == k, -k_f / denom, jnp.zeros_like(denom)))
     if full:
         h = jnp.concatenate([jnp.full((1, n), 1.0 / jnp.sqrt(n), dtype=h.dtype), h], axis=0)
     return h
