@@ -1,10 +1,11 @@
 """Known gaps against JAX 0.10.2, each checked side by side with the oracle: when jit traces
 again under configuration blocks and global updates (JAX keys its caches on the values in
-effect), jnp's rank-promotion check, the explicit-64-bit-dtype mode 'allow', and jit calls
-inside ``ensure_compile_time_eval``."""
+effect), jnp's rank-promotion check, and the filtering of tracebacks at API boundaries
+(jitted and jnp functions, grad, vmap, ...: docs/debugging/flags.md)."""
 from __future__ import annotations
 
 import threading
+import traceback
 import warnings
 
 import pytest
@@ -100,3 +101,81 @@ def _rank_outcome(J, mode, make):
 @pytest.mark.parametrize("name,make", RANK_CASES, ids=[c[0] for c in RANK_CASES])
 def test_rank_promotion_modes_as_jax(mode, name, make):
     assert _rank_outcome(jaxkit, mode, make) == _rank_outcome(jax, mode, make)
+
+
+# ---- traceback filtering at API boundaries (jitted and jnp functions, grad, vmap, ...) -----
+
+def _bad(J, x):
+    return J.numpy.sin([1, 2])  # a list: TypeError from inside the library
+
+
+def _branch(x):
+    if x > 0:
+        return x
+    return -x
+
+
+TRACEBACK_CASES = [
+    ("jnp function", lambda J: J.numpy.sin([1, 2])),
+    ("jitted user function", lambda J: J.jit(lambda x: _bad(J, x))(1.0)),
+    ("python branch under jit", lambda J: J.jit(_branch)(1.0)),
+    ("grad of a vector function", lambda J: J.grad(lambda x: x)(J.numpy.ones(2))),
+    ("vmap axis out of range", lambda J: J.vmap(lambda x: x, in_axes=2)(J.numpy.ones(2))),
+    ("python branch under vmap", lambda J: J.vmap(_branch)(J.numpy.ones(2))),
+    ("jacrev", lambda J: J.jacrev(lambda x: _bad(J, x))(1.0)),
+    ("vjp", lambda J: J.vjp(lambda x: _bad(J, x), 1.0)),
+    ("make_jaxpr", lambda J: J.make_jaxpr(_branch)(1.0)),
+    ("eval_shape", lambda J: J.eval_shape(_branch, 1.0)),
+    ("user error under jit", lambda J: J.jit(lambda x: 1 / 0)(1.0)),
+    ("nested jits", lambda J: J.jit(J.jit(lambda x: _bad(J, x)))(1.0)),
+]
+
+
+def _filtered(J, make, mode):
+    """The exception class, the frames of this file left in its traceback, and its notes."""
+    J.config.update("jax_traceback_filtering", mode)
+    try:
+        make(J)
+    except Exception as e:  # noqa: BLE001
+        frames = [f.name for f in traceback.extract_tb(e.__traceback__)
+                  if f.filename == __file__]
+        # remove_frames keeps the whole traceback on an UnfilteredStackTrace cause
+        cause = type(e.__cause__).__name__ == "UnfilteredStackTrace"
+        return type(e).__name__, frames, getattr(e, "__notes__", None), cause
+    finally:
+        J.config.update("jax_traceback_filtering", "auto")
+    raise AssertionError("no exception")
+
+
+@pytest.mark.parametrize("mode", ["auto", "off", "remove_frames"])
+@pytest.mark.parametrize("name,make", TRACEBACK_CASES, ids=[c[0] for c in TRACEBACK_CASES])
+def test_traceback_filtering_at_api_boundaries_as_jax(mode, name, make):
+    assert _filtered(jaxkit, make, mode) == _filtered(jax, make, mode)
+
+
+FLAGS_CELL = '''
+import traceback
+J.config.update("jax_debug_nans", True)
+
+def f(x):
+  w = 3 * J.numpy.square(x)
+  return J.numpy.log(-w)
+
+try:
+  f(5.)
+except FloatingPointError as e:
+  print(traceback.format_exc(limit=2))
+'''
+
+
+def _flags_cell(J, capsys):
+    try:
+        exec(compile(FLAGS_CELL, "<cell>", "exec"), {"J": J})
+    finally:
+        J.config.update("jax_debug_nans", False)
+    return capsys.readouterr().out
+
+
+def test_debug_nans_traceback_prints_as_jax(capsys):
+    """docs/debugging/flags.md's first cell: two user frames, the error, then JAX's note."""
+    assert _flags_cell(jaxkit, capsys) == _flags_cell(jax, capsys)
