@@ -4,10 +4,12 @@ effect), jnp's rank-promotion check, and the filtering of tracebacks at API boun
 (jitted and jnp functions, grad, vmap, ...: docs/debugging/flags.md)."""
 from __future__ import annotations
 
+import re
 import threading
 import traceback
 import warnings
 
+import numpy as np
 import pytest
 
 import jaxkit
@@ -179,3 +181,29 @@ def _flags_cell(J, capsys):
 def test_debug_nans_traceback_prints_as_jax(capsys):
     """docs/debugging/flags.md's first cell: two user frames, the error, then JAX's note."""
     assert _flags_cell(jaxkit, capsys) == _flags_cell(jax, capsys)
+
+
+# ---- reprs of jaxpr atoms (notebooks/Writing_custom_interpreters_in_Jax.md) -----------------
+
+ATOM_CASES = [
+    ("weak int literal", lambda N, x: x.astype(int) + 1, 1),
+    ("weak float literal", lambda N, x: x + 1.0, 1.0),
+    ("weak complex literal", lambda N, x: x * (1 + 2j), 1.0),
+    ("numpy scalar literal", lambda N, x: x + np.float32(2), 1.0),
+    ("bool literals", lambda N, x: N.where(x > 0, True, False) & True, 1.0),
+    ("matrix and vectors", lambda N, w, b, x: (N.dot(w, x) + b, x),
+     (np.ones((5, 10), np.float32), np.ones(5, np.float32), np.ones(10, np.float32))),
+]
+
+
+def _atoms(J, make, args):
+    args = args if isinstance(args, tuple) else (args,)
+    jaxpr = J.make_jaxpr(lambda *a: make(J.numpy, *a))(*args).jaxpr
+    text = [repr(jaxpr.invars), repr(jaxpr.outvars)]
+    text += [repr(e.invars) + repr(e.outvars) for e in jaxpr.eqns]
+    return re.sub(r"id=\d+", "id=?", "\n".join(text))  # object ids differ from run to run
+
+
+@pytest.mark.parametrize("name,make,args", ATOM_CASES, ids=[c[0] for c in ATOM_CASES])
+def test_var_and_literal_reprs_as_jax(name, make, args):
+    assert _atoms(jaxkit, make, args) == _atoms(jax, make, args)
