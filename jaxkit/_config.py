@@ -225,7 +225,7 @@ _IN_CONTEXT = frozenset({
     "jax_auto_pcast", "jax_xla_profile_version", "jax_pgle_profiling_runs",
     "jax_scan3", "jax_remat3", "jax_custom_vjp3", "jax_threefry_gpu_kernel_lowering",
     "jax_ragged_dot_use_gpu_pallas_triton_lowering", "jax_pallas_enable_debug_checks",
-    "jax_pallas_use_mosaic_gpu", "jax_use_emit_pipeline_primitive"})
+    "jax_pallas_use_mosaic_gpu", "jax_use_emit_pipeline_primitive", "eager_constant_folding"})
 # Public name: jit keys its caches on the global values of these (global_trace_context).
 trace_context_options = _IN_CONTEXT
 _IN_CONTEXT_SORTED = tuple(sorted(_IN_CONTEXT))

@@ -35,6 +35,7 @@ from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh, typed_aval)
 from jaxkit.sharding import Sharding, reshard
 from jaxkit.transforms import stages
+from jaxkit.transforms.compile_time_eval import folding
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
 from jaxkit.transforms.vmap import vmap
 
@@ -667,7 +668,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
             jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)
         else:
-            jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals, debug)
+            jaxpr, consts = pe.trace_to_jaxpr(folding(flat_fun), avals, debug)
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]

@@ -207,3 +207,44 @@ def _atoms(J, make, args):
 @pytest.mark.parametrize("name,make,args", ATOM_CASES, ids=[c[0] for c in ATOM_CASES])
 def test_var_and_literal_reprs_as_jax(name, make, args):
     assert _atoms(jaxkit, make, args) == _atoms(jax, make, args)
+
+
+# ---- ensure_compile_time_eval: an option of the trace context (eager_constant_folding) -------
+
+def _compile_time_eval(J):
+    """What runs when, and the kinds of values seen, with jitted functions called inside the
+    block (JAX traces them again, folding their operations on constants)."""
+    seen, count = [], [0]
+    N = J.numpy
+
+    @J.jit
+    def g(a):
+        count[0] += 1
+        c = N.sin(2.0)
+        seen.append(("g traced: constant concrete", not isinstance(c, J.core.Tracer)))
+        return a + c
+
+    seen.append(("eager", float(g(1.0)), count[0]))
+    with J.ensure_compile_time_eval():
+        seen.append(("inside", float(g(1.0)), count[0], J.config.eager_constant_folding))
+        seen.append(("inside, again", float(g(1.0)), count[0]))
+        seen.append(("make_jaxpr inside", str(J.make_jaxpr(g)(1.0).out_avals)))
+    seen.append(("after", float(g(1.0)), count[0], J.config.eager_constant_folding))
+
+    @J.jit
+    def outer(x):
+        with J.ensure_compile_time_eval():
+            y = g(3.0)
+            z = g(x)
+            k = J.lax.fori_loop(0, 3, lambda i, v: v + i, 0)
+            seen.append(("outer", type(y).__name__, isinstance(z, J.core.Tracer), int(k)))
+            if y > 3:  # concrete: usable in Python control flow
+                seen.append("branch")
+        return y + z
+
+    seen.append(("outer", float(outer(1.0)), count[0]))
+    return seen
+
+
+def test_ensure_compile_time_eval_with_jit_inside_as_jax():
+    assert _compile_time_eval(jaxkit) == _compile_time_eval(jax)

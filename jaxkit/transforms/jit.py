@@ -42,6 +42,7 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
+from jaxkit.transforms.compile_time_eval import folding
 from jaxkit.transforms.jit_caches import _all_fun_caches, _fun_caches, _FunCache
 from jaxkit.transforms.jit_dispatch import CallPlan, dispatcher, fast_key, leaf_avals
 from jaxkit.transforms.jit_hijax import call_with_hi_args, trace_with_hi_args
@@ -442,7 +443,7 @@ class JitFunction:
             return out_flat
 
         start = time.perf_counter()
-        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, sig.avals, debug)
+        jaxpr, consts = pe.trace_to_jaxpr(folding(flat_fun), sig.avals, debug)
         trace_time = time.perf_counter() - start
         dispatch.log_compile_step("Finished tracing %s for jit in %.9f sec", self._name,
                                   trace_time)
