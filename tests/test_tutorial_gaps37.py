@@ -1,7 +1,8 @@
 """Known gaps against JAX 0.10.2, each checked side by side with the oracle: when jit traces
 again under configuration blocks and global updates (JAX keys its caches on the values in
-effect), jnp's rank-promotion check, and the filtering of tracebacks at API boundaries
-(jitted and jnp functions, grad, vmap, ...: docs/debugging/flags.md)."""
+effect), jnp's rank-promotion check, the filtering of tracebacks at API boundaries (jitted
+and jnp functions, grad, vmap, ...: docs/debugging/flags.md), the reprs of jaxpr atoms,
+``ensure_compile_time_eval`` with jitted functions inside, and bad shape arguments."""
 from __future__ import annotations
 
 import re
@@ -248,3 +249,44 @@ def _compile_time_eval(J):
 
 def test_ensure_compile_time_eval_with_jit_inside_as_jax():
     assert _compile_time_eval(jaxkit) == _compile_time_eval(jax)
+
+
+# ---- shape arguments: JAX's TypeError for a traced or non-integer entry -------------------------
+
+SHAPE_CASES = [
+    ("random.normal", lambda J, n: J.random.normal(J.random.key(0), (n,))),
+    ("random.uniform", lambda J, n: J.random.uniform(J.random.key(0), (n, 2))),
+    ("jnp.reshape", lambda J, n: J.numpy.arange(4).reshape((n, -1))),
+    ("lax.reshape", lambda J, n: J.lax.reshape(J.numpy.arange(4), (n, 2))),
+    ("lax.full", lambda J, n: J.lax.full((n,), 1.0)),
+    ("lax.iota", lambda J, n: J.lax.iota(int, n)),
+    ("lax.broadcasted_iota", lambda J, n: J.lax.broadcasted_iota(int, (n,), 0)),
+    ("jnp.zeros", lambda J, n: J.numpy.zeros((n, 2))),
+]
+
+
+def _shape_error(J, make, traced):
+    try:
+        if traced:
+            J.jit(lambda n: make(J, n))(2)
+        else:
+            make(J, 2.5)
+    except TypeError as e:
+        # (where a traced value came from is worded by each library's tracer)
+        return type(e).__name__, str(e).split("subfunctions.")[0]
+    raise AssertionError("no error")
+
+
+@pytest.mark.parametrize("traced", [True, False], ids=["traced", "float"])
+@pytest.mark.parametrize("name,make", SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES])
+def test_bad_shape_entries_raise_as_jax(name, make, traced):
+    assert _shape_error(jaxkit, make, traced) == _shape_error(jax, make, traced)
+
+
+@pytest.mark.parametrize("make", [lambda J: J.lax.broadcast(1.0, (2.5,)),
+                                  lambda J: J.lax.broadcast_in_dim(1.0, (2.5,), ())])
+def test_float_sizes_refused(make):
+    """A float size is an error in JAX (its message differs: jaxkit names the argument)."""
+    for J in (jax, jaxkit):
+        with pytest.raises(TypeError):
+            make(J)

@@ -17,6 +17,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit._config import config
 from jaxkit.interpreters.state import is_ref_aval
+from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
@@ -374,26 +375,13 @@ def promote_args_numeric(fun_name: str, *args: ArrayLike) -> list:
 # --------------------------------------------------------------------------------------------
 
 def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
-    """A shape argument (an int or a sequence of ints, concrete) as a tuple of ints."""
+    """A shape argument (an int or a sequence of ints, concrete) as a tuple of ints (a rank-0
+    array counts as an int); JAX's TypeError otherwise (``lax.canonicalize_shape``)."""
     if isinstance(shape, (Array, core.Tracer, np.ndarray)):
         is_scalar = np.ndim(shape) == 0
     else:
         is_scalar = not isinstance(shape, (tuple, list))
-    if is_scalar:
-        shape = (shape,)
-    shape = tuple(shape)
-    tracers = [d for d in shape if isinstance(d, core.Tracer)]
-    bad = bool(tracers)
-    if not bad:
-        try:
-            return tuple(operator.index(d) for d in shape)
-        except TypeError:
-            bad = True
-    where = tracers[0]._concretization_context() if tracers else ""
-    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                    f"{shape}.{' ' + context if context else ''}\nIf using `jit`, try using "
-                    "`static_argnums` or applying `jit` to smaller subfunctions."
-                    f"{' ' + where if where else ''}")
+    return lax_canonicalize_shape((shape,) if is_scalar else tuple(shape), context)
 
 
 def canonicalize_axis(axis: Any, ndim: int) -> int:
