@@ -184,6 +184,7 @@ class _ThreadValues(threading.local):
     def __init__(self):
         self.values: dict[str, Any] = {}
         self.context: tuple = ()
+        self.generation = -1  # the global values' generation that ``context`` was made at
 
 
 # The runtime sets and deletes default_device's entry of ``thread_blocks.values`` directly
@@ -224,12 +225,36 @@ _IN_CONTEXT = frozenset({
     "jax_auto_pcast", "jax_xla_profile_version", "jax_pgle_profiling_runs",
     "jax_scan3", "jax_remat3", "jax_custom_vjp3", "jax_threefry_gpu_kernel_lowering",
     "jax_ragged_dot_use_gpu_pallas_triton_lowering", "jax_pallas_enable_debug_checks",
-    "jax_pallas_use_mosaic_gpu", "jax_use_emit_pipeline_primitive"})
+    "jax_pallas_use_mosaic_gpu", "jax_use_emit_pipeline_primitive", "eager_constant_folding"})
+# Public name: jit keys its caches on the global values of these (global_trace_context).
+trace_context_options = _IN_CONTEXT
+_IN_CONTEXT_SORTED = tuple(sorted(_IN_CONTEXT))
+
+
+def global_trace_context(overrides: tuple = ()) -> tuple:
+    """The global values of the options in JAX's trace context, with ``overrides`` (a block's
+    ``trace_context``) in place of theirs."""
+    d = config.__dict__
+    if overrides:
+        d = {**d, **dict(overrides)}
+    return tuple(d[name] for name in _IN_CONTEXT_SORTED)
 _UNSET = object()
 
 
-def _context(values: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, v) for k, v in values.items() if k in _IN_CONTEXT))
+# Bumped when the global value of an option in _IN_CONTEXT changes: a thread's context,
+# made against the global values, is then made again (Config.trace_context).
+_generation = [0]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and type(a) is type(b)
+
+
+def _context(values: dict[str, Any], globals_: dict[str, Any]) -> tuple:
+    """The block values that differ from the global ones: JAX keys its caches on the values in
+    effect, so a block that sets an option to the value it already has changes no key."""
+    return tuple(sorted((k, v) for k, v in values.items()
+                        if k in _IN_CONTEXT and not _same(v, globals_[k])))
 
 
 # Class attributes are set and removed past Config.__setattr__ (which is config.update).
@@ -324,8 +349,12 @@ class Config:
         """This thread's block values of the options that can change a program, as a sorted
         tuple of ``(name, value)`` pairs; () outside blocks. Caches keyed on configuration
         add it to their keys while ``local_blocks.open`` (jit: transforms/jit.py, eager ops:
-        interpreters/dispatch.py)."""
-        return thread_blocks.context
+        interpreters/dispatch.py). Only values that differ from the global ones count."""
+        blocks = thread_blocks
+        if blocks.generation != _generation[0]:
+            blocks.context = _context(blocks.values, self.__dict__)
+            blocks.generation = _generation[0]
+        return blocks.context
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -381,6 +410,8 @@ class Config:
         if name == "jax_enable_x64":
             d["x64"] = value
         if old != value or type(old) is not type(value):
+            if name in _IN_CONTEXT:
+                _generation[0] += 1  # every thread's block context is made again
             try:
                 for callback in tuple(d["_callbacks"]):
                     callback(name, value)
@@ -438,7 +469,7 @@ class Config:
         saved = {name: local.get(name, _UNSET) for name in values}
         self._open(values, +1)
         local.update(values)
-        thread_blocks.context = _context(local)
+        thread_blocks.generation = -1  # trace_context makes it again
         try:
             yield self
         finally:
@@ -447,7 +478,7 @@ class Config:
                     del local[name]
                 else:
                     local[name] = value
-            thread_blocks.context = _context(local)
+            thread_blocks.generation = -1
             self._open(values, -1)
 
     def _open(self, names: Iterable[str], opened: int) -> None:

@@ -272,6 +272,8 @@ _NEW: dict[str, tuple[Any, ...]] = {
     # jax_platform_name).
     "jax_platforms": (optional_string_state, None),
     "jax_platform_name": (flag(str), ""),
+    # Operations on concrete values run at trace time (transforms/compile_time_eval.py).
+    "eager_constant_folding": (bool_state, False),
     # --- not available in jaxkit: JAX's default only ---------------------------------------
     "jax_compiler_detailed_logging_min_ops": (flag(int), 10, "jaxkit does not turn on XLA's "
                                               "detailed compile logging"),
@@ -279,7 +281,6 @@ _NEW: dict[str, tuple[Any, ...]] = {
                                       "dispatches asynchronously"),
     "check_vma": (bool_state, False, "check_vma is shard_map's internal tracing state; pass "
                   "check_vma= to jax.shard_map instead"),
-    "eager_constant_folding": (bool_state, False, _INTERNAL),
     "jax2tf_default_native_serialization": (bool_state, True, _JAX2TF),
     "jax_backend_target": (flag(str), "", "jaxkit has no remote (gRPC) backend target"),
     "jax_bcoo_cusparse_lowering": (bool_state, False, "jaxkit.experimental.sparse does not "

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit._traceback_filter import api_boundary
 from jaxkit import tree_util
 from jaxkit.api_devices import (  # re-exported, as jax.device_put & co.
     block_until_ready, default_backend, device_count, device_get, device_put, devices,
@@ -34,6 +35,7 @@ from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh, typed_aval)
 from jaxkit.sharding import Sharding, reshard
 from jaxkit.transforms import stages
+from jaxkit.transforms.compile_time_eval import folding
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
 from jaxkit.transforms.vmap import vmap
 
@@ -148,6 +150,7 @@ def _typecompat(a: core.ShapedArray, b: core.ShapedArray) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+@api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False) -> tuple[Any, ...]:
     """Forward-mode Jacobian-vector product: ``(fun(*primals), J @ tangents)``.
 
@@ -191,6 +194,7 @@ def _jvp(fun: Callable, primals: tuple, tangents: tuple, has_aux: bool):
     return (*result, aux) if has_aux else result
 
 
+@api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP at ``primals``
     without re-linearizing (the tangent computation was staged into a linear jaxpr). With
@@ -297,6 +301,7 @@ def _ct_type_error(got, expected, aval) -> str:
             f"{aval.str_short()}")
 
 
+@api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = ()):
     """``(fun(*primals), vjp_fun)`` where ``vjp_fun(ct)`` is the vector-Jacobian product,
     a tuple with one cotangent per primal. With ``has_aux``: ``(out, vjp_fun, aux)``."""
@@ -440,6 +445,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     _check_callable(fun)
     argnums = _ensure_index(argnums)
 
+    @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         f_partial, dyn_args = _argnums_partial(fun, argnums, args, kwargs)
@@ -463,11 +469,13 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     value_and_grad_f = value_and_grad(fun, argnums, has_aux=has_aux, holomorphic=holomorphic,
                                       allow_int=allow_int, reduce_axes=reduce_axes)
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         _, g = value_and_grad_f(*args, **kwargs)
         return g
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f_aux(*args, **kwargs):
         (_, aux), g = value_and_grad_f(*args, **kwargs)
@@ -535,6 +543,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     _check_callable(fun)
     argnums = _ensure_index(argnums)
 
+    @api_boundary
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         f_partial, dyn_args = _argnums_partial(fun, argnums, args, kwargs)
@@ -581,6 +590,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     _check_callable(fun)
     argnums = _ensure_index(argnums)
 
+    @api_boundary
     @functools.wraps(fun)
     def jacfun(*args, **kwargs):
         f_partial, dyn_args = _argnums_partial(fun, argnums, args, kwargs)
@@ -636,6 +646,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     """``make_jaxpr(f)(*args)`` is the jaxpr of ``f`` traced at the types of ``args``."""
     static_nums, _ = _infer_argnums_and_argnames(fun, static_argnums, ())
 
+    @api_boundary
     @functools.wraps(fun)
     def make(*args, **kwargs):
         dyn = [a for i, a in enumerate(args) if i not in static_nums]
@@ -657,7 +668,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
             jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)
         else:
-            jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals, debug)
+            jaxpr, consts = pe.trace_to_jaxpr(folding(flat_fun), avals, debug)
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
@@ -724,6 +735,7 @@ def _abstractify(x) -> core.ShapedArray:
     return core.get_aval(x)
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output shapes and dtypes of ``fun(*args)``, without computing anything."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))

@@ -25,6 +25,7 @@ from jaxkit.runtime import compile_cache, global_arrays, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharding import NamedSharding
 from jaxkit.transforms import jit as _jit
+from jaxkit.transforms.compile_time_eval import ensure_compile_time_eval
 from jaxkit.transforms.custom_derivatives import custom_vjp
 
 __all__ = [
@@ -45,27 +46,6 @@ def typeof(x: Any) -> core.ShapedArray:
 
 
 # ---- compile-time evaluation ---------------------------------------------------------------
-
-
-class _CompileTimeEvalTrace(core.Trace):
-    """Evaluates operations on concrete values right away (even under jit); operations that
-    involve a tracer go to the enclosing trace."""
-
-    __slots__ = ()
-
-    def process_primitive(self, primitive, args, params):
-        if any(isinstance(x, core.Tracer) for x in args):
-            with core.set_current_trace(self.parent):
-                return primitive.bind(*args, **params)
-        return primitive.impl(*args, **params)
-
-
-@contextlib.contextmanager
-def ensure_compile_time_eval() -> Iterator[None]:
-    """Inside the block, operations on concrete values run eagerly even while tracing (e.g.
-    under jit), so their results are concrete and usable in Python control flow."""
-    with core.set_current_trace(_CompileTimeEvalTrace()):
-        yield
 
 
 core.ensure_compile_time_eval = ensure_compile_time_eval  # ``jax.core`` names it too

@@ -373,7 +373,10 @@ class ShapedArray:
     def _long(self) -> str:
         return f"{self.dtype.name}{self._ms()}[{self._dims()}]{self._ur()}"
 
-    def str_short(self) -> str:
+    def str_short(self, short_dtypes: bool = True) -> str:
+        # (jaxpr text wants the short names; JAX's default is the long ones, ``float32[3]``)
+        if not short_dtypes:
+            return self._long()
         return f"{dtypes.short_dtype_name(self.dtype)}{self._ms()}[{self._dims()}]{self._ur()}"
 
     def __repr__(self):

@@ -443,7 +443,11 @@ class Var:
         self.aval = aval
 
     def __repr__(self):
-        return f"Var({self.aval.str_short()})"
+        # JAX's: the object's id, then the type with long dtype names (``int32[]``)
+        aval = self.aval
+        text = aval.str_short(short_dtypes=False) if type(aval) is ShapedArray else \
+            aval.str_short()
+        return f"Var(id={id(self)}):{text}"
 
 
 class DropVar(Var):
@@ -462,7 +466,13 @@ class Literal:
         self.aval = aval
 
     def __repr__(self):
-        return f"Literal({self.val!r})"
+        # JAX's: the value's str; its weak Python ints and complexes are typed scalars whose
+        # str names the dtype (``Literal(TypedInt(1, dtype=int32))``).
+        val = self.val
+        if type(val) in (int, complex) and getattr(self.aval, "weak_type", False):
+            kind = "TypedInt" if type(val) is int else "TypedComplex"
+            val = f"{kind}({val}, dtype={self.aval.dtype.name})"
+        return f"Literal({val})"
 
 
 Atom = Var | Literal

@@ -311,11 +311,11 @@ class user_context:
 
 
 def api_boundary(fun=None, **_):
-    """Marks a library entry point (``jax._src.traceback_util.api_boundary``). JAX filters its
-    own frames out of tracebacks raised through one; jaxkit leaves tracebacks whole, so the
-    function is returned as it is. Modules that define user-facing wrappers use it, which is
-    also how libraries such as chex (``is_traceable``) recognise a transformed function: by
-    ``api_boundary`` among the wrapper's globals."""
+    """Marks a library entry point (``jax._src.traceback_util.api_boundary``); the function is
+    returned as it is. Modules that define user-facing wrappers use it, which is how libraries
+    such as chex (``is_traceable``) recognise a transformed function: by ``api_boundary`` among
+    the wrapper's globals. The filtering of tracebacks is ``jaxkit._traceback_filter``'s (a
+    jitted function's dispatcher filters in its own ``except`` clause)."""
     if fun is None:
         return lambda f: f
     return fun

@@ -47,8 +47,9 @@ CLASSIFICATION = {
     "jax_platforms": (EFFECT, "test_platforms"),
     "jax_platform_name": (EFFECT, "test_platform_name"),
     "jax_traceback_filtering": (EFFECT, "test_traceback_filtering"),
+    "eager_constant_folding": (EFFECT, "test_eager_constant_folding"),
     **dict.fromkeys([
-        "check_vma", "eager_constant_folding", "jax2tf_default_native_serialization",
+        "check_vma", "jax2tf_default_native_serialization",
         "jax_backend_target", "jax_bcoo_cusparse_lowering", "jax_captured_constants_report_frames",
         "jax_check_proxy_envs", "jax_check_static_indices",
         "jax_compilation_cache_check_contents", "jax_compilation_cache_expect_pgle",
@@ -118,7 +119,7 @@ def test_classification_covers_the_options_jaxkit_lacked():
     assert set(CLASSIFICATION) == set(_config_options.OPTIONS)
     counts = {kind: sum(k == kind for k, _ in CLASSIFICATION.values())
               for kind in (EFFECT, UNAVAILABLE)}
-    assert counts == {EFFECT: 17, UNAVAILABLE: 78}
+    assert counts == {EFFECT: 18, UNAVAILABLE: 77}
     for name, (kind, test_name) in CLASSIFICATION.items():
         coerce = _OPTIONS[name][1]
         assert hasattr(coerce, "unsupported_reason") is (kind == UNAVAILABLE), name
@@ -507,3 +508,25 @@ def test_blocks_that_change_no_program_cost_no_retrace():
     with jaxkit.enable_x64(False), jaxkit.numpy_rank_promotion("raise"):
         f(2.0)  # numpy_rank_promotion is in JAX's trace context: a retrace, as JAX's
     assert len(traces) == 2
+
+
+def test_eager_constant_folding():
+    """Set globally (ensure_compile_time_eval sets it for a block), jit traces run operations
+    on concrete values at trace time, as JAX's; it is in the jit key."""
+    def kinds(J):
+        seen = []
+
+        @J.jit
+        def f(x):
+            seen.append(isinstance(J.numpy.sin(2.0), J.core.Tracer))
+            return x
+
+        f(1.0)
+        J.config.update("eager_constant_folding", True)
+        try:
+            f(1.0)
+        finally:
+            J.config.update("eager_constant_folding", False)
+        f(1.0)
+        return seen
+    assert kinds(jaxkit) == kinds(jax) == [True, False]

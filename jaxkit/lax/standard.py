@@ -13,8 +13,10 @@ A primitive block in ``jaxkit.lax`` reads::
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -170,9 +172,31 @@ def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
     return axis % ndim if ndim else 0
 
 
+def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
+    """A user's shape (an int, or a sequence of concrete integers) as a tuple of ints, as JAX's
+    ``core.canonicalize_shape``; anything else (a float, a traced value) raises its TypeError."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        pass
+    msg = f"Shapes must be 1D sequences of concrete values of integer type, got {shape}."
+    if context:
+        msg += f" {context}."
+    tracers = [d for d in shape if isinstance(d, core.Tracer)]
+    if tracers:
+        msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
+                "subfunctions.")
+        where = tracers[0]._concretization_context()
+        msg += f"\n{where}" if where else ""
+    raise TypeError(msg)
+
+
 def as_tuple_of_ints(xs, what: str) -> tuple[int, ...]:
     try:
-        return tuple(int(core.concrete_or_error(x, what)) for x in xs)
+        # operator.index: a float (2.5, or 2.0) is refused, as JAX refuses it
+        return tuple(operator.index(core.concrete_or_error(x, what)) for x in xs)
     except TypeError as e:
         if isinstance(e, core.ConcretizationTypeError):
             raise

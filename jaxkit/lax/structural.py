@@ -36,6 +36,7 @@ from jaxkit.lax.standard import (
     as_tuple_of_indices,
     as_tuple_of_ints,
     canonicalize_axis,
+    canonicalize_shape,
     check_dtype,
     standard_primitive,
 )
@@ -165,7 +166,7 @@ def reshape(operand: ArrayLike, new_sizes: Sequence[int],
     """Reshape (row-major); with ``dimensions``, the operand is first transposed by that
     permutation; ``out_sharding`` (over Explicit mesh axes) types the result's layout. Lowers
     to ``stablehlo.reshape`` (after ``stablehlo.transpose``)."""
-    new_sizes = as_tuple_of_ints(new_sizes, "reshape new_sizes")
+    new_sizes = canonicalize_shape(new_sizes)
     dims = None if dimensions is None else as_tuple_of_ints(dimensions, "reshape dimensions")
     same_order = dims is None or dims == tuple(range(len(dims)))
     sharding = shr.resolve_out_sharding("reshape", out_sharding)
@@ -353,7 +354,7 @@ def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int, *,
     """An array of ``shape`` whose value is the index along ``dimension``, laid out as
     ``out_sharding`` says over Explicit mesh axes. Lowers to ``stablehlo.iota``."""
     dtype = dtypes.check_and_canonicalize_user_dtype(dtype, "broadcasted_iota")
-    shape = as_tuple_of_ints(shape, "broadcasted_iota shape")
+    shape = canonicalize_shape(shape)
     dimension = int(core.concrete_or_error(dimension, "dimension argument of "
                                                       "lax.broadcasted_iota"))
     sharding = shr.resolve_out_sharding("broadcasted_iota", out_sharding)
@@ -586,7 +587,7 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
          sharding: Any = None) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (a broadcast scalar), laid out as
     ``sharding`` says over Explicit mesh axes."""
-    shape = as_tuple_of_ints(shape, "full shape")
+    shape = canonicalize_shape(shape)
     if np.shape(fill_value):
         raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
                         f"{np.shape(fill_value)}.")

@@ -8,16 +8,20 @@ weakly typed literals, so ``x + 1`` under ``jit`` reads ``add a 1:i32[]`` as in 
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit._config import config
 from jaxkit.interpreters.state import is_ref_aval
+from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
+from jaxkit.source_info import user_stacklevel
 from jaxkit.typing import ArrayLike
 
 _python_scalar_types = (bool, int, float, complex)
@@ -296,10 +300,29 @@ def promote_shapes(fun_name: str, *args: Any) -> list:
     shapes = [_shape_of(a) for a in args]
     if len({len(s) for s in shapes}) == 1 or len({len(s) for s in shapes if s}) < 2:
         return list(args)
+    if config.jax_numpy_rank_promotion != "allow":  # checked first, as JAX does
+        _rank_promotion_warning_or_error(fun_name, shapes)
     if _try_broadcast_shapes(shapes) is None:
         raise _incompatible(shapes)
     rank = max(len(s) for s in shapes)
     return [broadcast_to_rank(a, rank) for a in args]
+
+
+def _rank_promotion_warning_or_error(fun_name: str, shapes: list) -> None:
+    """jax_numpy_rank_promotion='warn' or 'raise': JAX's warning or ValueError for operands of
+    different nonzero ranks."""
+    shown = " ".join(str(tuple(s)) for s in shapes)
+    if config.jax_numpy_rank_promotion == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+                      f"{shown}. Set the jax_numpy_rank_promotion config option to 'allow' to "
+                      "disable this warning; for more information, see "
+                      "https://docs.jax.dev/en/latest/rank_promotion_warning.html.",
+                      stacklevel=user_stacklevel())
+    elif config.jax_numpy_rank_promotion == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {fun_name} on shapes "
+                         f"{shown} and with the config option jax_numpy_rank_promotion="
+                         "'raise'. For more information, see "
+                         "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
 
 
 def broadcast_to_rank(x: Any, rank: int) -> Any:
@@ -352,26 +375,13 @@ def promote_args_numeric(fun_name: str, *args: ArrayLike) -> list:
 # --------------------------------------------------------------------------------------------
 
 def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
-    """A shape argument (an int or a sequence of ints, concrete) as a tuple of ints."""
+    """A shape argument (an int or a sequence of ints, concrete) as a tuple of ints (a rank-0
+    array counts as an int); JAX's TypeError otherwise (``lax.canonicalize_shape``)."""
     if isinstance(shape, (Array, core.Tracer, np.ndarray)):
         is_scalar = np.ndim(shape) == 0
     else:
         is_scalar = not isinstance(shape, (tuple, list))
-    if is_scalar:
-        shape = (shape,)
-    shape = tuple(shape)
-    tracers = [d for d in shape if isinstance(d, core.Tracer)]
-    bad = bool(tracers)
-    if not bad:
-        try:
-            return tuple(operator.index(d) for d in shape)
-        except TypeError:
-            bad = True
-    where = tracers[0]._concretization_context() if tracers else ""
-    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                    f"{shape}.{' ' + context if context else ''}\nIf using `jit`, try using "
-                    "`static_argnums` or applying `jit` to smaller subfunctions."
-                    f"{' ' + where if where else ''}")
+    return lax_canonicalize_shape((shape,) if is_scalar else tuple(shape), context)
 
 
 def canonicalize_axis(axis: Any, ndim: int) -> int:

@@ -55,7 +55,8 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
     if isinstance(newshape, core.Tracer):
         # JAX's class: a traced size is a bad shape entry (TypeError), not a concretization.
         canonicalize_shape(list(newshape) if np.ndim(newshape) else [newshape])
-    newshape = _index_tuple(newshape) if not isinstance(newshape, (Array, core.Tracer)) else \
+    newshape = canonicalize_shape(newshape) if not isinstance(newshape, (Array, core.Tracer)) \
+        else \
         tuple(operator.index(d) for d in np.asarray(core.concrete_or_error(
             newshape, "The new shape of jnp.reshape")).reshape(-1))
     neg = [i for i, d in enumerate(newshape) if d == -1]

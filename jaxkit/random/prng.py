@@ -29,6 +29,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
+from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit import numpy as jnp
 from jaxkit.numpy import _index_update as jnp_index_update
 from jaxkit.numpy._array_methods import install_operators
@@ -617,13 +618,7 @@ def canonicalize_shape(shape, what: str = "shape") -> tuple[int, ...]:
     """A tuple of nonnegative ints from an int or a sequence of them (JAX's errors)."""
     if not isinstance(shape, (tuple, list)) and hasattr(shape, "__index__"):
         shape = (shape,)
-    try:
-        out = tuple(operator.index(d) for d in shape)
-    except core.JaxkitTypeError:
-        raise
-    except TypeError:
-        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, got "
-                        f"{shape!r}.") from None
+    out = lax_canonicalize_shape(shape)
     if any(d < 0 for d in out):
         raise ValueError(f"{what} must have nonnegative dimensions, got {out}.")
     return out

@@ -31,7 +31,7 @@ from typing import Any
 
 from jaxkit import core
 from jaxkit import tree_util
-from jaxkit._config import config, local_blocks
+from jaxkit._config import config, global_trace_context, local_blocks
 from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import debug_nans, dispatch, hijax, state
@@ -42,6 +42,8 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
+from jaxkit.transforms.compile_time_eval import folding
+from jaxkit.transforms.jit_caches import _all_fun_caches, _fun_caches, _FunCache
 from jaxkit.transforms.jit_dispatch import CallPlan, dispatcher, fast_key, leaf_avals
 from jaxkit.transforms.jit_hijax import call_with_hi_args, trace_with_hi_args
 from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
@@ -57,48 +59,6 @@ eval_trace = core.eval_trace
 # --------------------------------------------------------------------------------------------
 
 
-class _FunCache:
-    """The compiled entries (one ``Compiled`` per call signature), the traces kept for calls
-    under transformations, and the fast-path plans of one function under one set of jit
-    options (shared by every ``jit(f, ...)`` of the same ``f`` and options)."""
-
-    __slots__ = ("entries", "traces", "fast", "partitioned", "__weakref__")
-
-    def __init__(self):
-        self.entries: dict[CallSignature, Compiled] = {}
-        self.traces: dict[CallSignature, tuple] = {}
-        self.fast: dict[tuple, CallPlan] = {}
-        # (signature, input layouts) -> Compiled, for calls partitioned over a mesh
-        self.partitioned: dict[tuple, Compiled] = {}
-
-    def clear(self) -> None:
-        self.entries.clear()
-        self.traces.clear()
-        self.fast.clear()
-        self.partitioned.clear()
-
-
-# fun -> {options: _FunCache}; weak so that functions can be collected.
-_fun_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_all_fun_caches: weakref.WeakSet = weakref.WeakSet()
-
-
-def _clear_on_config_change(name, value):
-    # Programs depend on x64 and on the default matmul precision (a dot algorithm preset
-    # changes the computation); the fast path skips the disable_jit and debug_nans checks of
-    # the slow one (which adds no plan while debug_nans is on), and no_execution's check, which
-    # sits in Executable.__call__ (no plan is added while it is on either).
-    if name in ("jax_enable_x64", "jax_disable_jit", "jax_debug_nans",
-                "jax_threefry_partitionable", "jax_default_matmul_precision",
-                "jax_allow_f16_reductions", "jax_no_execution",
-                # in JAX's jit key: the seed offset is traced in, the levels are compiled in
-                "jax_random_seed_offset", "jax_optimization_level", "jax_memory_fitting_level",
-                "jax_explicit_x64_dtypes"):  # traced jnp functions warn or raise by it
-        for cache in list(_all_fun_caches):
-            cache.clear()
-
-
-config.on_change(_clear_on_config_change)
 
 
 class JitFunction:
@@ -165,6 +125,9 @@ class JitFunction:
         if cache is None:
             cache = self._per_fun[key] = _FunCache()
             _all_fun_caches.add(cache)
+            # What the global tables kept from when these values were the global ones is
+            # this context's too (JAX keys on the values in effect).
+            cache.switch_config((), global_trace_context(context), self._global_cache.by_config)
         return cache
 
     def _call_in_context(self, args, kwargs):
@@ -480,7 +443,7 @@ class JitFunction:
             return out_flat
 
         start = time.perf_counter()
-        jaxpr, consts = pe.trace_to_jaxpr(flat_fun, sig.avals, debug)
+        jaxpr, consts = pe.trace_to_jaxpr(folding(flat_fun), sig.avals, debug)
         trace_time = time.perf_counter() - start
         dispatch.log_compile_step("Finished tracing %s for jit in %.9f sec", self._name,
                                   trace_time)

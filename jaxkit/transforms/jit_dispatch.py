@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from jaxkit import core, dtypes
 from jaxkit._config import config, local_blocks
+from jaxkit._traceback_filter import boundary_codes, filter_at_boundary
 from jaxkit.core import ShapedArray
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
@@ -232,11 +233,20 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
             if spread.spread and not plan.placed_here(args):
                 return spread_call(args, kwargs)
             return plan.run(args)
-        except JaxRuntimeError:
-            pjrt.raise_if_deleted([a._buf for a in (*args, *kwargs.values())
-                                   if type(a) is Array])
+        except Exception as e:
+            # An API boundary, as JAX's jitted functions: the outermost one drops jaxkit's
+            # frames from the traceback (jax_traceback_filtering); only raising calls pay.
+            try:
+                if isinstance(e, JaxRuntimeError):
+                    pjrt.raise_if_deleted([a._buf for a in (*args, *kwargs.values())
+                                           if type(a) is Array])
+            except Exception as deleted:
+                filter_at_boundary(deleted)
+                raise
+            filter_at_boundary(e)
             raise
 
     # An entry point: marked as JAX marks its own (chex's ``is_traceable`` recognises a jitted
     # function by ``api_boundary`` among its globals, which are this module's)
+    boundary_codes.add(dispatch.__code__)  # (one code object, shared by every dispatcher)
     return api_boundary(dispatch)

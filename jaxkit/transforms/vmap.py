@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, lax, source_info
+from jaxkit._traceback_filter import api_boundary
 from jaxkit import tree_util
 from jaxkit.interpreters import batching
 from jaxkit.interpreters.batching import AxisData, BatchTrace, BatchTracer
@@ -89,6 +90,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         spmd_axis_name = (spmd_axis_name,)
     fun_name = getattr(fun, "__name__", type(fun).__name__)
 
+    @api_boundary
     @functools.wraps(fun)
     def vmap_f(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
