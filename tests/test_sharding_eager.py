@@ -174,7 +174,7 @@ def test_eager_grad_over_an_explicit_mesh_needs_set_mesh(laid_out):
     there; jaxkit's scalar types carry none, so the first typed value is named)."""
     with pytest.raises(ValueError, match=r"^Length of device assignment 1 is not equal to the "
                        r"size of the mesh 8 of aval f32\[.*\]\(\{Explicit: \('x', 'y'\)\}\)\. "
-                       r"Please enter your `jit` into a mesh context via `jax.set_mesh`\.$"):
+                       r"Please enter your `jit` into a mesh context via `jax.set_mesh`\.(\n|$)"):
         jax.grad(lambda x: (x * x).sum())(laid_out["Explicit"])
 
 
