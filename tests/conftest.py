@@ -8,11 +8,17 @@ inherit it through the environment.
 Each test process (every pytest-xdist worker too) also gets its own IPython directory: the
 magics tests' shells and the notebooks' kernels write IPython's history database there, and
 processes sharing one SQLite file lock each other out ("database is locked").
+
+After each test file, the executables jaxkit and the JAX oracle keep in memory are dropped:
+a worker runs half the suite, and every loaded XLA executable maps memory regions of its own;
+both libraries' caches together, bounded as they are, could otherwise approach the kernel's
+limit on a process's memory maps (vm.max_map_count), where XLA's CPU client crashes.
 """
 import atexit
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -32,6 +38,15 @@ atexit.register(shutil.rmtree, _IPYTHON_DIR, ignore_errors=True)
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_executables_after_each_file():
+    yield
+    for name in ("jaxkit", "jax"):  # only those the file imported
+        module = sys.modules.get(name)
+        if module is not None:
+            module.clear_caches()
 
 
 @contextlib.contextmanager

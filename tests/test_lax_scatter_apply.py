@@ -224,10 +224,11 @@ def test_equal_scatters_share_one_update_jaxpr_and_one_program():
 
 # ---- errors ----------------------------------------------------------------------------------
 
-def _jax_error(fn):
+def _error(fn):
+    """The class, message and notes (JAX's traceback-filtering note) of what ``fn`` raises."""
     with pytest.raises(Exception) as info:
         fn()
-    return info.type, str(info.value)
+    return info.type, str(info.value), getattr(info.value, "__notes__", [])
 
 
 @pytest.mark.parametrize("transform", ["grad", "jvp", "linearize"])
@@ -241,10 +242,9 @@ def test_not_differentiable_as_in_jax(transform):
             return m.jvp(f, (x,), (x,))
         return m.linearize(f, x)
 
-    exc, msg = _jax_error(lambda: run(jax, jjnp))
-    assert exc is NotImplementedError and msg == "scatter_apply JVP not implemented"
-    with pytest.raises(NotImplementedError, match="^scatter_apply JVP not implemented$"):
-        run(jaxkit, jnp)
+    want = _error(lambda: run(jax, jjnp))
+    assert want[:2] == (NotImplementedError, "scatter_apply JVP not implemented")
+    assert _error(lambda: run(jaxkit, jnp)) == want
 
 
 def test_differentiating_other_arguments_still_works():
@@ -273,13 +273,13 @@ def test_func_closing_over_a_tracer_is_refused_as_in_jax(wrap):
             return m.vmap(f)(np_mod.ones((2, 3)), np_mod.ones(2))
         return m.jit(f)(np_mod.ones(3), 2.0)
 
-    assert _jax_error(lambda: run(jax, jjnp))[0] is NotImplementedError
+    assert _error(lambda: run(jax, jjnp))[0] is NotImplementedError
     with pytest.raises(NotImplementedError, match="closes over a traced value"):
         run(jaxkit, jnp)
 
 
 def test_func_returning_a_non_array_raises_value_error_as_in_jax():
-    assert _jax_error(lambda: jjnp.arange(3.0).at[0].apply(lambda v: (v, v)))[0] is ValueError
+    assert _error(lambda: jjnp.arange(3.0).at[0].apply(lambda v: (v, v)))[0] is ValueError
     with pytest.raises(ValueError, match="func must return an array, got tuple"):
         jnp.arange(3.0).at[0].apply(lambda v: (v, v))
 

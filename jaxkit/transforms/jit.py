@@ -198,6 +198,8 @@ class JitFunction:
             if self._takes_refs(sig, flat, dyn_args, dyn_kwargs):
                 return self._bind(sig, flat, dyn_args, dyn_kwargs)
             compiled = self._compile_entry(sig, dyn_args, dyn_kwargs, device)
+        else:
+            self._fun_cache.looked_up("entries", sig)
         if config.jax_debug_nans:
             out = compiled.run_flat(flat, avals, device, committed)
             debug_nans.check_jaxpr_call(self._name, compiled.lowered.traced.jaxpr, flat,
@@ -252,7 +254,7 @@ class JitFunction:
         if compiled is None:
             compiled = self._traced(sig, dyn_args, dyn_kwargs, layouts,
                                     typed_in).lower().compile()
-            self._fun_cache.partitioned[key] = compiled
+            self._fun_cache.compiled("partitioned", key, compiled)
             self.cache_events.append(CacheEvent(
                 self._name, "partitioned over a mesh: first call with these layouts", [],
                 compiled.timings, sig, compiled.cache_source))
@@ -498,7 +500,7 @@ class JitFunction:
         traced = self._traced(sig, dyn_args, dyn_kwargs)
         one_device = device is not None and traced.sharding_plan is None
         compiled = traced.lower().compile(device_assignment=(device,) if one_device else None)
-        self._cache[sig_named] = compiled
+        self._fun_cache.compiled("entries", sig_named, compiled)
         event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named,
                            compiled.cache_source)
         self.cache_events.append(event)

@@ -2,9 +2,17 @@
 entries, the traces kept for calls under transformations and the fast path's plans, keyed, as
 JAX's, on the values of the options in JAX's trace context. A global update of one of those
 options sets the tables aside under the old values and brings back those of the new ones; a
-thread's configuration block has tables of its own (``JitFunction._fun_cache``)."""
+thread's configuration block has tables of its own (``JitFunction._fun_cache``).
+
+The compiled entries of all functions together are bounded, as JAX's jit caches are: past
+``JAXKIT_JIT_CACHE_SIZE`` (default 4096) the least recently compiled or used goes. Each
+executable XLA's CPU client loads maps memory of its own (code and data sections): a process
+that kept every program it ever compiled would run into the kernel's limit on memory maps
+(``vm.max_map_count``, 65530 by default), and LLVM then crashes the process."""
 from __future__ import annotations
 
+import collections
+import os
 import weakref
 
 from jaxkit._config import config, global_trace_context, trace_context_options
@@ -37,6 +45,29 @@ class _FunCache:
             table.clear()
         self.by_config.clear()
 
+    def compiled(self, table: str, key, compiled: Compiled) -> None:
+        """Keep ``compiled`` in the table named ``table`` (``entries`` or ``partitioned``)
+        under ``key``, counted against the bound on all functions' entries."""
+        getattr(self, table)[key] = compiled
+        _note_use(self, table, key)
+
+    def looked_up(self, table: str, key) -> None:
+        """An entry was found by the slow path: it is the most recently used."""
+        slot = _lru.get((id(self), table, key))
+        if slot is not None:
+            slot[1] = True
+            _lru.move_to_end((id(self), table, key))
+
+    def _evict(self, table: str, key) -> None:
+        """Drop the entry under ``key`` from ``table`` (wherever a configuration keeps it),
+        and the fast-path plans, which may run it (they are made again on the next call)."""
+        index = ("entries", "traces", "fast", "partitioned").index(table)
+        getattr(self, table).pop(key, None)
+        self.fast.clear()
+        for saved in self.by_config.values():
+            saved[index].pop(key, None)
+            saved[2].clear()
+
     def switch_config(self, old: tuple, new: tuple, source: dict | None = None) -> None:
         """The global configuration went from ``old`` to ``new``: keep what was cached under
         ``old`` and bring back what ``new`` had (or what ``source``, another cache's
@@ -51,6 +82,44 @@ class _FunCache:
             table.clear()
             if saved is not None:
                 table.update(saved[i])
+
+
+# (id of a _FunCache, table, key) -> [weak reference to that _FunCache, used since it last
+# came to the front], least recent first. An entry of a cache that died stays until it
+# reaches the front (evicting it does nothing).
+_lru: collections.OrderedDict[tuple, list] = collections.OrderedDict()
+capacity = int(os.environ.get("JAXKIT_JIT_CACHE_SIZE", "4096"))
+
+
+def _note_use(cache: _FunCache, table: str, key) -> None:
+    lru_key = (id(cache), table, key)
+    _lru[lru_key] = [weakref.ref(cache), False]
+    _lru.move_to_end(lru_key)
+    while len(_lru) > max(capacity, 1):
+        # A clock: an entry used since it last came to the front goes to the back instead.
+        # The fast path records no use (it must stay a few dict lookups): a function with
+        # fast-path plans counts as used, and loses them, so that its next call takes the
+        # slow path, which marks its entry used and makes the plan again.
+        lru_key, slot = _lru.popitem(last=False)
+        owner = slot[0]()
+        if owner is None:
+            continue
+        if slot[1] or owner.fast:
+            slot[1] = False
+            owner.fast.clear()
+            _lru[lru_key] = slot
+            continue
+        owner._evict(lru_key[1], lru_key[2])
+
+
+def live_entries() -> int:
+    """How many compiled entries all jit caches hold (stashed configurations included)."""
+    total = 0
+    for cache in list(_all_fun_caches):
+        if isinstance(cache, _FunCache):
+            total += len(cache.entries) + len(cache.partitioned)
+            total += sum(len(t[0]) + len(t[3]) for t in cache.by_config.values())
+    return total
 
 
 # fun -> {options: _FunCache}; weak so that functions can be collected.
