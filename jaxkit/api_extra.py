@@ -25,6 +25,7 @@ from jaxkit.runtime import compile_cache, global_arrays, pjrt
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharding import NamedSharding
 from jaxkit.transforms import jit as _jit
+from jaxkit.transforms import jit_caches
 from jaxkit.transforms.compile_time_eval import ensure_compile_time_eval
 from jaxkit.transforms.custom_derivatives import custom_vjp
 
@@ -160,6 +161,7 @@ def clear_caches() -> None:
     programs and the in-memory executables. The persistent cache on disk stays, as in JAX."""
     for cache in list(_jit._all_fun_caches):
         cache.clear()
+    jit_caches.forget_all_entries()
     dispatch.programs.clear()
     compile_cache.clear_memory_cache()
 
@@ -306,6 +308,7 @@ def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = Fal
 def _clear_jit_caches() -> None:
     for cache in list(_jit._all_fun_caches):
         cache.clear()
+    jit_caches.forget_all_entries()
 
 
 class UserContext:

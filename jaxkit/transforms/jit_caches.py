@@ -112,6 +112,11 @@ def _note_use(cache: _FunCache, table: str, key) -> None:
         owner._evict(lru_key[1], lru_key[2])
 
 
+def forget_all_entries() -> None:
+    """Every cache was cleared: no entry is left to count."""
+    _lru.clear()
+
+
 def live_entries() -> int:
     """How many compiled entries all jit caches hold (stashed configurations included)."""
     total = 0
