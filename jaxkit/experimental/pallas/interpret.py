@@ -13,10 +13,14 @@ Then a ``fori_loop`` runs over the grid in row-major order, carrying every opera
 evaluates the index maps, cuts each operand's block with ``dynamic_slice``, runs the
 discharged kernel, and writes the blocks back with ``dynamic_update_slice``. Operands are
 padded to whole blocks first and outputs start *uninitialized* (NaN for floats, the least
-integer for ints), as JAX's interpreter does, so reading what was never written shows.
+integer for ints; under JAX's TPU interpreter, ``pltpu.InterpretParams``, what its
+``uninitialized_memory`` says), as JAX's interpreters do, so reading what was never written
+shows.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -38,15 +42,43 @@ from jaxkit.lax.parallel import axis_index_p
 __all__ = ["interpret_pallas_call", "uninitialized_value"]
 
 
-def uninitialized_value(shape: tuple[int, ...], dtype: Any) -> Any:
-    """What an unwritten output element holds in interpret mode."""
+# The ``interpret`` argument of the pallas_call being traced or interpreted: buffers that
+# the kernel allocates (``pl.run_scoped``, ``emit_pipeline``'s windows) are made while it is
+# traced, and start as that call's interpreter says.
+_interpret_in_effect: contextvars.ContextVar = contextvars.ContextVar("pallas_interpret",
+                                                                       default=True)
+
+
+@contextlib.contextmanager
+def interpreting(interpret: Any):
+    """Within: buffers start as ``interpret`` (``True`` or ``pltpu.InterpretParams``) says."""
+    token = _interpret_in_effect.set(interpret)
+    try:
+        yield
+    finally:
+        _interpret_in_effect.reset(token)
+
+
+def uninitialized_value(shape: tuple[int, ...], dtype: Any, interpret: Any = None) -> Any:
+    """What an unwritten element holds in interpret mode (``interpret``: the pallas_call's
+    argument, default: that of the call being traced). JAX's generic interpreter: NaN, the
+    least integer, False. Its TPU interpreter (``pltpu.InterpretParams``), by
+    ``uninitialized_memory``: ``"nan"``: NaN, the greatest integer, True; ``"zero"``: 0."""
     dtype = np.dtype(dtype)
+    interpret = _interpret_in_effect.get() if interpret is None else interpret
+    how = getattr(interpret, "uninitialized_memory", None)
+    if how == "zero":
+        return lax.full(shape, 0, dtype)
+    if how not in (None, "nan"):
+        raise ValueError(f"pltpu.InterpretParams(uninitialized_memory={how!r}): the choices "
+                         "are 'nan' and 'zero'.")
     if dtypes.issubdtype(dtype, np.inexact):
         return lax.full(shape, np.nan, dtype)
     if dtypes.issubdtype(dtype, np.integer):
-        return lax.full(shape, np.iinfo(dtype).min, dtype)
+        info = np.iinfo(dtype)
+        return lax.full(shape, info.min if how is None else info.max, dtype)
     if dtype == np.dtype(bool):
-        return lax.full(shape, False, dtype)
+        return lax.full(shape, how is not None, dtype)
     raise NotImplementedError(f"interpret mode for pallas_call outputs of dtype {dtype} is "
                               "not implemented")
 
@@ -185,11 +217,11 @@ def _padded_shape(shape: tuple, block_shape: tuple) -> tuple:
                  for d, b in zip(shape, block_shape))
 
 
-def _pad(x, block_shape):
+def _pad(x, block_shape, interpret):
     target = _padded_shape(x.shape, block_shape)
     if target == x.shape:
         return x
-    fill = uninitialized_value((), x.dtype)
+    fill = uninitialized_value((), x.dtype, interpret)
     return lax.pad(x, fill, [(0, t - d, 0) for d, t in zip(x.shape, target)])
 
 
@@ -237,15 +269,16 @@ def interpret_pallas_call(*args, jaxpr: core.Jaxpr, grid_mapping: GridMapping,
     all_args = args  # input_output_aliases count the scalar-prefetch operands too
     index_vals, args = args[:n_idx], args[n_idx:]
     aliased = {o: i for i, o in input_output_aliases}
-    outs0 = [all_args[aliased[k]] if k in aliased else uninitialized_value(a.shape, a.dtype)
-             for k, a in enumerate(out_avals)]
+    outs0 = [all_args[aliased[k]] if k in aliased else
+             uninitialized_value(a.shape, a.dtype, interpret) for k, a in enumerate(out_avals)]
     operands = [jnp.asarray(x) for x in args] + outs0
     shapes = [x.shape for x in operands]
-    padded = [_pad(x, bm.block_shape) for x, bm in zip(operands, gm.block_mappings)]
+    padded = [_pad(x, bm.block_shape, interpret)
+              for x, bm in zip(operands, gm.block_mappings)]
     n_io = len(padded)
     # scratch buffers live across the whole grid, unblocked
     scratch = [lax.full(a.shape, 0, a.dtype) if _is_semaphore(a) else
-               uninitialized_value(a.shape, a.dtype) for a in gm.scratch_avals]
+               uninitialized_value(a.shape, a.dtype, interpret) for a in gm.scratch_avals]
 
     def step(i, carry):
         idx = _unravel(i, gm.grid)

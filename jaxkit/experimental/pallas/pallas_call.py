@@ -27,7 +27,7 @@ from jaxkit.experimental.pallas.core import (BlockMapping, BlockSpec, Blocked, E
                                              Squeezed,
                                              _NoBlockSpec, no_block_spec)
 from jaxkit.experimental.pallas import tpu_interpret_state
-from jaxkit.experimental.pallas.interpret import interpret_pallas_call
+from jaxkit.experimental.pallas.interpret import interpret_pallas_call, interpreting
 from jaxkit.experimental.pallas.primitives import kernel_grid, program_id_p
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -182,7 +182,8 @@ def pallas_call(kernel: Callable[..., None], out_shape: Any, *,
                          grid_names=grid_spec.grid_names,
                          scratch_avals=tuple(_scratch_aval(s) for s in scratch),
                          index_avals=index_avals)
-        jaxpr = _trace_kernel(kernel, gm, idx_tree, in_tree, out_tree)
+        with interpreting(interpret):  # (the buffers the kernel allocates start as it says)
+            jaxpr = _trace_kernel(kernel, gm, idx_tree, in_tree, out_tree)
         aliases = tuple(sorted(dict(input_output_aliases).items()))
         operand_avals = [a.inner_aval for a in index_avals] + in_avals
         for i, o in aliases:

@@ -16,8 +16,10 @@ __all__ = ["InterpretParams", "force_tpu_interpret_mode", "interpret_override",
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class InterpretParams:
     """Options of JAX's TPU interpreter (its fields, in its order). jaxkit runs such a kernel
-    with its own interpreter (lockstep devices, see ``semaphores.py``), which has no races to
-    detect, no DMA scheduling to choose and no logging: the options are kept, not used."""
+    with its own interpreter (lockstep devices, see ``semaphores.py``). It follows
+    ``uninitialized_memory`` (what fresh buffers hold, ``interpret.uninitialized_value``);
+    it has no races to detect, no DMA scheduling to choose and no logging, so the other
+    options are kept, not used."""
 
     detect_races: bool = False
     out_of_bounds_reads: str = "raise"
