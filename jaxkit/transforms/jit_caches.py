@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import os
+import threading
 import weakref
 
 from jaxkit._config import config, global_trace_context, trace_context_options
@@ -53,10 +54,11 @@ class _FunCache:
 
     def looked_up(self, table: str, key) -> None:
         """An entry was found by the slow path: it is the most recently used."""
-        slot = _lru.get((id(self), table, key))
-        if slot is not None:
-            slot[1] = True
-            _lru.move_to_end((id(self), table, key))
+        with _lru_lock:
+            slot = _lru.get((id(self), table, key))
+            if slot is not None:
+                slot[1] = True
+                _lru.move_to_end((id(self), table, key))
 
     def _evict(self, table: str, key) -> None:
         """Drop the entry under ``key`` from ``table`` (wherever a configuration keeps it),
@@ -88,33 +90,36 @@ class _FunCache:
 # came to the front], least recent first. An entry of a cache that died stays until it
 # reaches the front (evicting it does nothing).
 _lru: collections.OrderedDict[tuple, list] = collections.OrderedDict()
+_lru_lock = threading.RLock()  # (threads compile and look up at once)
 capacity = int(os.environ.get("JAXKIT_JIT_CACHE_SIZE", "4096"))
 
 
 def _note_use(cache: _FunCache, table: str, key) -> None:
-    lru_key = (id(cache), table, key)
-    _lru[lru_key] = [weakref.ref(cache), False]
-    _lru.move_to_end(lru_key)
-    while len(_lru) > max(capacity, 1):
-        # A clock: an entry used since it last came to the front goes to the back instead.
-        # The fast path records no use (it must stay a few dict lookups): a function with
-        # fast-path plans counts as used, and loses them, so that its next call takes the
-        # slow path, which marks its entry used and makes the plan again.
-        lru_key, slot = _lru.popitem(last=False)
-        owner = slot[0]()
-        if owner is None:
-            continue
-        if slot[1] or owner.fast:
-            slot[1] = False
-            owner.fast.clear()
-            _lru[lru_key] = slot
-            continue
-        owner._evict(lru_key[1], lru_key[2])
+    with _lru_lock:
+        lru_key = (id(cache), table, key)
+        _lru[lru_key] = [weakref.ref(cache), False]
+        _lru.move_to_end(lru_key)
+        while len(_lru) > max(capacity, 1):
+            # A clock: an entry used since it last came to the front goes to the back.
+            # The fast path records no use (it must stay a few dict lookups): a function with
+            # fast-path plans counts as used, and loses them, so that its next call takes the
+            # slow path, which marks its entry used and makes the plan again.
+            lru_key, slot = _lru.popitem(last=False)
+            owner = slot[0]()
+            if owner is None:
+                continue
+            if slot[1] or owner.fast:
+                slot[1] = False
+                owner.fast.clear()
+                _lru[lru_key] = slot
+                continue
+            owner._evict(lru_key[1], lru_key[2])
 
 
 def forget_all_entries() -> None:
     """Every cache was cleared: no entry is left to count."""
-    _lru.clear()
+    with _lru_lock:
+        _lru.clear()
 
 
 def live_entries() -> int:
