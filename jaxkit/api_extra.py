@@ -159,9 +159,7 @@ def live_arrays(platform: str | None = None) -> list[Array]:
 def clear_caches() -> None:
     """Drop what this process cached: jit's traced and compiled functions, eager dispatch's
     programs and the in-memory executables. The persistent cache on disk stays, as in JAX."""
-    for cache in list(_jit._all_fun_caches):
-        cache.clear()
-    jit_caches.forget_all_entries()
+    jit_caches.clear_all()
     dispatch.programs.clear()
     compile_cache.clear_memory_cache()
 
@@ -305,12 +303,6 @@ def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = Fal
     return fwd, bwd
 
 
-def _clear_jit_caches() -> None:
-    for cache in list(_jit._all_fun_caches):
-        cache.clear()
-    jit_caches.forget_all_entries()
-
-
 class UserContext:
     """``with ctx(value):`` — sets a user context's value for the block (``make_user_context``)."""
 
@@ -360,7 +352,7 @@ class UserConfig:
     def _changed(self, before: Any) -> None:
         after = self.value
         if after is not before and not _same_value(after, before):
-            _clear_jit_caches()
+            jit_caches.clear_all()
 
     def __call__(self, new_value: Any) -> UserContext:
         return UserContext(self, new_value)

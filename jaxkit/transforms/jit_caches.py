@@ -38,8 +38,10 @@ class _FunCache:
         # global trace context -> the four tables above, kept while another one is in force
         self.by_config: dict[tuple, tuple[dict, ...]] = {}
 
+    TABLES = ("entries", "traces", "fast", "partitioned")  # (by_config's tuples: this order)
+
     def _tables(self) -> tuple[dict, ...]:
-        return self.entries, self.traces, self.fast, self.partitioned
+        return tuple(getattr(self, name) for name in self.TABLES)
 
     def clear(self) -> None:
         for table in self._tables():
@@ -63,12 +65,12 @@ class _FunCache:
     def _evict(self, table: str, key) -> None:
         """Drop the entry under ``key`` from ``table`` (wherever a configuration keeps it),
         and the fast-path plans, which may run it (they are made again on the next call)."""
-        index = ("entries", "traces", "fast", "partitioned").index(table)
+        index, fast = self.TABLES.index(table), self.TABLES.index("fast")
         getattr(self, table).pop(key, None)
         self.fast.clear()
         for saved in self.by_config.values():
             saved[index].pop(key, None)
-            saved[2].clear()
+            saved[fast].clear()
 
     def switch_config(self, old: tuple, new: tuple, source: dict | None = None) -> None:
         """The global configuration went from ``old`` to ``new``: keep what was cached under
@@ -116,9 +118,11 @@ def _note_use(cache: _FunCache, table: str, key) -> None:
             owner._evict(lru_key[1], lru_key[2])
 
 
-def forget_all_entries() -> None:
-    """Every cache was cleared: no entry is left to count."""
+def clear_all() -> None:
+    """Empty every function's caches (``jax.clear_caches``, a user configuration change)."""
     with _lru_lock:
+        for cache in list(_all_fun_caches):
+            cache.clear()
         _lru.clear()
 
 
@@ -128,7 +132,8 @@ def live_entries() -> int:
     for cache in list(_all_fun_caches):
         if isinstance(cache, _FunCache):
             total += len(cache.entries) + len(cache.partitioned)
-            total += sum(len(t[0]) + len(t[3]) for t in cache.by_config.values())
+            kept = [_FunCache.TABLES.index(t) for t in ("entries", "partitioned")]
+            total += sum(len(t[i]) for t in cache.by_config.values() for i in kept)
     return total
 
 
