@@ -371,7 +371,7 @@ class ShapedArray:
         return "" if self.memory_space is _DEVICE else f"<{self.memory_space.name.lower()}>"
 
     def _long(self) -> str:
-        return f"{self.dtype.name}{self._ms()}[{self._dims()}]{self._ur()}"
+        return f"{dtypes.dtype_name(self.dtype)}{self._ms()}[{self._dims()}]{self._ur()}"
 
     def str_short(self, short_dtypes: bool = True) -> str:
         # (jaxpr text wants the short names; JAX's default is the long ones, ``float32[3]``)
@@ -387,7 +387,7 @@ class ShapedArray:
             return f"ShapedArray({self._long()}{weak})"
         weak = ", weak_type=True" if self.weak_type else ""
         dims = str(list(self.shape)).replace(" ", "")
-        return f"ShapedArray({self.dtype.name}{dims}{weak})"
+        return f"ShapedArray({dtypes.dtype_name(self.dtype)}{dims}{weak})"
 
     def __str__(self):
         # JAX's str of an aval: full dtype name, "~" marking a weak type (``~float32[]``).

@@ -477,6 +477,12 @@ def to_numeric_dtype(dtype: DTypeLike) -> np.dtype:
 _short_names: dict[np.dtype, str] = {float0: "float0"}
 
 
+def dtype_name(dtype: np.dtype) -> str:
+    """The dtype's long name as types print it (``float32``; ``float0``, which NumPy calls
+    ``void``)."""
+    return "float0" if dtype == float0 else dtype.name
+
+
 def short_dtype_name(dtype: DTypeLike) -> str:
     """The dtype's name as jaxprs print it: ``f32``, ``bf16``, ``u8``, ``c64``, ``bool``,
     ``f8_e4m3fn``, ``float0``, ``key<fry>``."""

@@ -251,15 +251,20 @@ def apply_primitive(prim: core.Primitive, *args, **params):
         bufs = [x._buf if type(x) is Array else to_buffer(x, a) for x, a in zip(args, avals)]
         outs = program.executable(bufs)
     if config.jax_debug_nans:
-        debug_nans.check_primitive(prim, [Array(b) for b in outs])
+        debug_nans.check_primitive(prim, _checked(outs))
     if prim.multiple_results:
         return [wrap_result(b) for b in outs]
     return wrap_result(outs[0])
 
 
+def _checked(outs: list) -> list:
+    """The results debug_nans looks at: those that are device buffers."""
+    return [Array(b) for b in outs if type(b) is pjrt.ArrayImpl]
+
+
 def _on_context_mesh(prim: core.Primitive, params: dict, outs: list):
     if config.jax_debug_nans:
-        debug_nans.check_primitive(prim, [Array(b) for b in outs])
+        debug_nans.check_primitive(prim, _checked(outs))
     laid_out = context_mesh.lay_out_results([wrap_result(b) for b in outs],
                                             context_mesh.typed_results(prim, params, len(outs)))
     return laid_out if prim.multiple_results else laid_out[0]

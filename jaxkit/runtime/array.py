@@ -20,6 +20,7 @@ from jaxkit import core, dtypes
 from jaxkit.runtime import dlpack_io, pjrt
 from jaxkit._config import config
 from jaxkit.core import ShapedArray
+from jaxkit.typed_ndarray import float0_zeros
 
 
 class Array:
@@ -259,6 +260,8 @@ def device_put_value(x: Any, device=None, weak_type: bool | None = None,
         aval = aval.update(dtype=dtypes.canonicalize_dtype(dtype), weak_type=False)
     if weak_type is not None:
         aval = aval.update(weak_type=weak_type)
+    if aval.dtype == dtypes.float0:  # no data, no device: JAX's host zeros
+        return float0_zeros(aval.shape)
     host = x._value if type(x) is Array else _canonical_host_value(x)
     value = np.asarray(host, dtype=aval.dtype)
     return Array(pjrt.put(value, aval, device, committed=device is not None,

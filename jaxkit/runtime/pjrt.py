@@ -32,6 +32,7 @@ from jaxlib import xla_client as xc  # noqa: E402
 from jaxkit import core, dtypes, errors  # noqa: E402
 from jaxkit._config import config, thread_blocks  # noqa: E402
 from jaxkit.runtime import compile_cache, compile_config  # noqa: E402
+from jaxkit.typed_ndarray import TypedNdArray  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
 JaxRuntimeError = _jax.JaxRuntimeError
@@ -399,6 +400,9 @@ def put(x: np.ndarray, aval, device=None, may_alias: bool = False,
     if memory_kind is not None:
         sharding = memory_sharding(dev, memory_kind)
     space = core.mem_kind_to_space(memory_kind)
+    if aval.dtype == dtypes.float0:  # no data: a program takes it as bool zeros (i1), as JAX
+        x, aval = np.zeros(x.shape, np.bool_), aval.update(dtype=np.dtype(np.bool_),
+                                                           weak_type=False)
     if getattr(aval, "memory_space", space) is not space:
         # the array's type says where it lives (``f32<host>[...]``), as JAX's
         aval = aval.update(memory_space=space)
@@ -449,6 +453,12 @@ def _extended_result(aval, sharding, committed: bool):
     return lambda bufs: aval.dtype.from_physical(physical(bufs))
 
 
+def _float0_result(aval):
+    """The handler of a ``float0`` result: the host zeros JAX gives (``TypedNdArray``); the
+    device's bool buffer holds nothing to read."""
+    return lambda bufs: TypedNdArray(np.zeros(aval.shape, dtypes.float0), aval)
+
+
 class Executable:
     """A compiled program plus the result handlers that wrap its outputs as device arrays."""
 
@@ -469,6 +479,7 @@ class Executable:
         self.handlers, self.committed_handlers = [
             [_token_result if type(a) is core.AbstractToken else
              _extended_result(a, sharding, committed) if dtypes.is_extended(a.dtype) else
+             _float0_result(a) if a.dtype == dtypes.float0 else
              _jax.array_result_handler(
                  a, host if a.memory_space is core.MemorySpace.Host else sharding, committed,
                  _skip_checks=True)

@@ -316,10 +316,11 @@ class Compiled(_Stage):
         self.executable = program.executable
         self.timings = timings
         self.out_tree = traced.out_tree
-        # Tokens and extended-dtype values (keys) come back from their result handlers as
-        # Token / key arrays, not buffers: they take the general wrap_result path.
+        # Tokens, extended-dtype values (keys) and float0 values come back from their result
+        # handlers as Token / key arrays / host arrays, not buffers: they take the general
+        # wrap_result path.
         has_tokens = any(type(a) is core.AbstractToken or dtypes.is_extended(a.dtype)
-                         for a in traced.jaxpr.out_avals)
+                         or a.dtype == dtypes.float0 for a in traced.jaxpr.out_avals)
         self.single_leaf = (tree_util.treedef_is_leaf(traced.out_tree)
                             and traced.out_tree.num_leaves == 1 and not has_tokens)
         self.partitioned = traced.sharding_plan is not None
