@@ -15,6 +15,7 @@ from jaxkit import core, dtypes
 from jaxkit._config import config, local_blocks
 from jaxkit._traceback_filter import boundary_codes, filter_at_boundary
 from jaxkit.core import ShapedArray
+from jaxkit.interpreters.ad import JVPTrace, jit_results
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
 from jaxkit.runtime.pjrt import JaxRuntimeError
@@ -176,9 +177,10 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                 if not inline:
                     return slow(args, kwargs)
                 try:
-                    return fun(*args, **kwargs)
+                    out = fun(*args, **kwargs)
                 except DeviceMismatch as e:  # as if the body ran as one program: see _call
                     raise rename_mismatch(e, args, kwargs) from None
+                return out if type(current_trace()) is not JVPTrace else jit_results(out)
             if local_blocks.open and in_context is not None and config.trace_context:
                 return in_context(args, kwargs)
             n = len(args)
