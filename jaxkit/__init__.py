@@ -48,6 +48,7 @@ from jaxkit.core import (ConcretizationTypeError, TracerArrayConversionError,
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit import distributed, errors, tree_util
 from jaxkit import numpy  # installs array methods and operators
+from jaxkit import tracer_members  # noqa: F401  (the concrete-only Array members, on tracers)
 from jaxkit import nn, random
 from jaxkit.transforms.callback import effects_barrier, pure_callback
 from jaxkit import debug

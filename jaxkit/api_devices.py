@@ -211,3 +211,14 @@ def block_until_ready(x: Any):
     bufs = [leaf._buf for leaf in tree_util.tree_leaves(x) if isinstance(leaf, Array)]
     pjrt.block_until_ready_buffers(bufs)
     return x
+
+
+def _to_device(self, device, *, stream=None):
+    """A copy of the array on ``device`` (a ``Device`` or a ``Sharding``), committed there:
+    the array API's ``to_device``; traced, a ``device_put`` equation."""
+    if stream is not None:
+        raise NotImplementedError("stream argument of array.to_device()")
+    return device_put(self, device)
+
+
+Array.to_device = core.Tracer.to_device = _to_device

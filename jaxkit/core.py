@@ -364,6 +364,8 @@ class Tracer:
             "`static_argnums`/`static_argnames`"))
 
     def __index__(self):
+        if self.shape or not np.issubdtype(self.dtype, np.integer):  # JAX's words
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         raise TracerIntegerConversionError(concretization_message(
             self, "The integer value of a traced array was needed (as an index, a shape or a "
             "`range()` bound)",

@@ -14,6 +14,7 @@ import numpy as _np
 from jaxkit.runtime.array import PublicArray as ndarray  # noqa: F401  (isinstance(x, jnp.ndarray))
 from jaxkit.numpy import _array_methods, fft, linalg  # noqa: F401
 from jaxkit.numpy._dlpack import from_dlpack  # noqa: F401
+from jaxkit.numpy._array_api import __array_api_version__, __array_namespace_info__  # noqa: F401
 from jaxkit.numpy._creation import (  # noqa: F401
     arange,
     array,

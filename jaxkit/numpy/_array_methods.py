@@ -16,6 +16,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
 from jaxkit.numpy import (
+    _array_api,
     _creation,
     _index_tricks,
     _index_update,
@@ -243,6 +244,8 @@ _methods: dict[str, Callable] = {
     "swapaxes": _swapaxes, "take": _take.take, "trace": _contractions.trace,
     "transpose": _transpose, "var": _reductions.var, "view": _view,
     "__getitem__": _getitem, "__round__": _round_dunder, "__length_hint__": _len_hint,
+    "__contains__": _array_api.contains, "__array_namespace__": _array_api.array_namespace,
+    "__array_module__": _array_api.array_module,
 }
 _properties: dict[str, Callable] = {
     "T": _transpose_property, "mT": _matrix_transpose_property, "real": _real_property,

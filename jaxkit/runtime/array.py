@@ -11,6 +11,7 @@ installed by ``jaxkit.numpy`` on this class and on tracers alike.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -84,11 +85,7 @@ class Array:
             raise IndexError(f"shard index {index} out of range for an array with 1 shard")
         return self
 
-    def to_device(self, device, *, stream=None) -> Array:
-        """A copy of this array on ``device`` (the array API's ``to_device``)."""
-        if stream is not None:
-            raise NotImplementedError("to_device(stream=...) is not supported")
-        return Array(pjrt.copy_to_device(self._buf, self.aval, device))
+    # (``to_device``, the array API's copy to a device or sharding, is ``api_devices``'s)
 
     # ---- synchronisation ----
     def block_until_ready(self) -> Array:
@@ -115,6 +112,48 @@ class Array:
 
     def is_deleted(self) -> bool:
         return self._buf.is_deleted()
+
+    # ---- the device memory ----
+    def platform(self) -> str:
+        """The platform of the array's device (``'cpu'``, ``'gpu'``)."""
+        return self.device.platform
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the array's device memory (valid while the array lives)."""
+        self._check_alive()
+        return self._buf.unsafe_buffer_pointer()
+
+    def on_device_size_in_bytes(self) -> int:
+        """The bytes the array takes on its device (its layout's padding included)."""
+        self._check_alive()
+        return self._buf.on_device_size_in_bytes()
+
+    @property
+    def __cuda_array_interface__(self):
+        if self.platform() != "gpu":
+            raise AttributeError("__cuda_array_interface__ is only defined for GPU buffers.")
+        return self._buf.__cuda_array_interface__
+
+    def clone(self) -> Array:
+        """A new array of the same value, device and commitment (sharing the immutable
+        memory, as JAX's)."""
+        self._check_alive()
+        return Array(self._buf.clone())
+
+    @property
+    def traceback(self):
+        """Where the array was made: the Python stack jaxlib recorded when its program ran."""
+        return self._buf.traceback
+
+    # Removed from JAX's arrays; the message says what replaced them, as JAX's does.
+    @property
+    def device_buffer(self):
+        raise AttributeError("arr.device_buffer has been deprecated. Use arr.addressable_data(0)")
+
+    @property
+    def device_buffers(self):
+        raise AttributeError("arr.device_buffers has been deprecated. Use [x.data for x in "
+                             "arr.addressable_shards]")
 
     def _check_alive(self) -> None:
         if self._buf.is_deleted():
@@ -158,6 +197,17 @@ class Array:
     def tolist(self):
         return self._value.tolist()
 
+    def tobytes(self, order: str = "C") -> bytes:
+        return self._value.tobytes(order)
+
+    @property
+    def __numpy_dtype__(self) -> np.dtype:
+        # NumPy 2.4's protocol for ``np.dtype(x)``; JAX deprecates it, with this warning.
+        warnings.warn("Implicit conversion of an array to a dtype is deprecated; rather than "
+                      "dtype=arr use dtype=arr.dtype. In the future this will result in an "
+                      "error.", DeprecationWarning, stacklevel=2)
+        return self.dtype
+
     def __float__(self):
         return float(self._value)
 
@@ -174,9 +224,15 @@ class Array:
         return bool(self._value)
 
     def __index__(self):
-        if not np.issubdtype(self.dtype, np.integer):
-            raise TypeError(f"only integer arrays can be used as an index, not {self.dtype}")
+        if self.shape or not np.issubdtype(self.dtype, np.integer):  # JAX's words
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         return int(self._value)
+
+    def __hex__(self):
+        return hex(self.__index__())
+
+    def __oct__(self):
+        return oct(self.__index__())
 
     def __len__(self):
         if not self.shape:
