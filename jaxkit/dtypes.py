@@ -478,8 +478,7 @@ _short_names: dict[np.dtype, str] = {float0: "float0"}
 
 
 def dtype_name(dtype: np.dtype) -> str:
-    """The dtype's long name as types print it (``float32``; ``float0``, which NumPy calls
-    ``void``)."""
+    """The dtype's long name as types print it (``float0``, which NumPy calls ``void``)."""
     return "float0" if dtype == float0 else dtype.name
 
 

@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-import numpy as np
 
 from jaxkit import core, dtypes, source_info
 from jaxkit import tree_util
@@ -37,8 +36,7 @@ from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
-from jaxkit.runtime.array import device_put_value
-from jaxkit.typed_ndarray import TypedNdArray, float0_zeros
+from jaxkit.typed_ndarray import float0_zeros
 
 jvp_rules: dict[core.Primitive, Callable] = {}
 transpose_rules: dict[core.Primitive, Callable] = {}
@@ -363,35 +361,6 @@ class JVPTrace(core.Trace):
         if tangent is None or is_zero(tangent):
             return primal
         return _jvp_tracer(self, primal, tangent)
-
-
-_host_types = (bool, int, float, complex, np.ndarray, np.generic)
-
-
-def _on_device(x):
-    """A host value (Python scalar, NumPy value; not a ``float0`` one) as an ``Array``; a JVP
-    tracer with its primal and tangent so (the jit's JVP runs at every JVP level it is
-    under, as in JAX); anything else as it is."""
-    if isinstance(x, JVPTracer):
-        primal, tangent = _on_device(x.primal), _on_device(x.tangent)
-        if primal is x.primal and tangent is x.tangent:
-            return x
-        return type(x)(x._trace, primal, tangent)
-    if isinstance(x, _host_types) and not isinstance(x, TypedNdArray):
-        return device_put_value(x)
-    return x
-
-
-def jit_results(outs):
-    """The results of an inline jit (a jnp function) traced in place under a JVP trace, as
-    JAX's jit gives them there: its JVP runs as a program, so primals and tangents that are
-    still host values (the tangent ``3.0`` passed through ``x + 1.0``, the argument that
-    ``jnp.asarray(x)`` returns) come out as Arrays, weak types kept."""
-    leaves, tree = tree_util.tree_flatten(outs)
-    converted = [_on_device(x) if isinstance(x, JVPTracer) else x for x in leaves]
-    if all(a is b for a, b in zip(converted, leaves)):
-        return outs
-    return tree_util.tree_unflatten(tree, converted)
 
 
 def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: bool = False,

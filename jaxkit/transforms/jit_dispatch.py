@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from jaxkit import core, dtypes
+import numpy as np
+
+from jaxkit import core, dtypes, tree_util
 from jaxkit._config import config, local_blocks
 from jaxkit._traceback_filter import boundary_codes, filter_at_boundary
 from jaxkit.core import ShapedArray
-from jaxkit.interpreters.ad import JVPTrace, jit_results
+from jaxkit.interpreters.ad import JVPTrace, JVPTracer
 from jaxkit.runtime import context_mesh, pjrt
-from jaxkit.runtime.array import Array, DeviceMismatch, placement, to_buffer
+from jaxkit.runtime.array import Array, DeviceMismatch, device_put_value, placement, to_buffer
 from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms.stages import Compiled
+from jaxkit.typed_ndarray import TypedNdArray
 
 current_trace = core.current_trace
 eval_trace = core.eval_trace
@@ -252,3 +255,32 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
     # function by ``api_boundary`` among its globals, which are this module's)
     boundary_codes.add(dispatch.__code__)  # (one code object, shared by every dispatcher)
     return api_boundary(dispatch)
+
+
+_host_types = (bool, int, float, complex, np.ndarray, np.generic)
+
+
+def _on_device(x):
+    """A host value (Python scalar, NumPy value; not a ``float0`` one) as an ``Array``; a JVP
+    tracer with its primal and tangent so (the jit's JVP runs at every JVP level it is
+    under, as in JAX); anything else as it is."""
+    if isinstance(x, JVPTracer):
+        primal, tangent = _on_device(x.primal), _on_device(x.tangent)
+        if primal is x.primal and tangent is x.tangent:
+            return x
+        return type(x)(x._trace, primal, tangent)
+    if isinstance(x, _host_types) and not isinstance(x, TypedNdArray):
+        return device_put_value(x)
+    return x
+
+
+def jit_results(outs):
+    """The results of an inline jit (a jnp function) traced in place under a JVP trace, as
+    JAX's jit gives them there: its JVP runs as a program, so primals and tangents that are
+    still host values (the tangent ``3.0`` passed through ``x + 1.0``, the argument that
+    ``jnp.asarray(x)`` returns) come out as Arrays, weak types kept."""
+    leaves, tree = tree_util.tree_flatten(outs)
+    converted = [_on_device(x) if isinstance(x, JVPTracer) else x for x in leaves]
+    if all(a is b for a, b in zip(converted, leaves)):
+        return outs
+    return tree_util.tree_unflatten(tree, converted)
