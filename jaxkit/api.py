@@ -32,9 +32,9 @@ from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax import parallel_vma
 from jaxkit.lax.sharding import reshard_p
 from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
-                                     current_abstract_mesh, typed_aval)
-from jaxkit.sharding import Sharding, reshard
-from jaxkit.transforms import stages
+                                     current_abstract_mesh)
+from jaxkit.shape_dtype_struct import ShapeDtypeStruct  # noqa: F401  (jax.ShapeDtypeStruct)
+from jaxkit.sharding import reshard
 from jaxkit.transforms.compile_time_eval import folding
 from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
 from jaxkit.transforms.vmap import vmap
@@ -676,52 +676,6 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         return closed
 
     return make
-
-
-class ShapeDtypeStruct:
-    """A shape and dtype standing for an array (``jax.ShapeDtypeStruct``), with the
-    ``sharding`` (a ``Sharding`` or ``PartitionSpec``) it is to have, if any."""
-
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
-
-    def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False, *,
-                 sharding: Any = None):
-        if sharding is not None and not isinstance(sharding, (Sharding, PartitionSpec)):
-            raise ValueError("sharding should be an instance of `jax.sharding.Sharding`, "
-                             "`jax.sharding.PartitionSpec` or `jax.experimental.layout.Format`."
-                             f" Got {sharding} of type {type(sharding)}.")
-        self.shape = tuple(shape)
-        self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry> kept
-        self.weak_type = weak_type
-        self.sharding = sharding
-
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape)))
-
-    @classmethod
-    def like(cls, x: Any) -> ShapeDtypeStruct:
-        """The shape, dtype and weak type of ``x`` (an array, a tracer, a NumPy value, a
-        Python scalar or another ``ShapeDtypeStruct``)."""
-        aval = core.get_aval(x)
-        return cls(aval.shape, aval.dtype, aval.weak_type)
-
-    def __eq__(self, other):
-        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.sharding == other.sharding)
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype, self.sharding))
-
-    def __repr__(self):
-        sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
-        weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
-
-
-# A NamedSharding over Explicit mesh axes is part of the type, as for an array laid out so.
-core.pytype_aval_mappings[ShapeDtypeStruct] = lambda s: typed_aval(core.ShapedArray(
-    s.shape, dtypes.canonicalize_dtype(s.dtype), s.weak_type), s.sharding)
-stages.out_struct = lambda a, weak: ShapeDtypeStruct(a.shape, a.dtype, a.weak_type and weak)
 
 
 def _abstractify(x) -> core.ShapedArray:

@@ -65,6 +65,10 @@ STRUCTURAL = lambda u: (jnp.concatenate([u, u], 1), jnp.stack([u, u], 1), u[None
 UR_RESULTS = lambda u, t, v: (u.sum(0), u.astype(jnp.float16).T, DOT_UNREDUCED(t, v), u * R,
                               SUM_UNREDUCED(t), GRAD_W(W, XY))
 
+IN_SHARDED = jax.jit(lambda t, u: (t * 2, u.sum()),
+                     in_shardings=(jax.sharding.NamedSharding(mesh, P('x')),
+                                   jax.sharding.NamedSharding(mesh, P())))
+
 def on_mesh8(t):
     # The tutorial's cell: a block typed over another mesh of the same 8 devices.
     with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((8,), ('A',),
@@ -277,6 +281,11 @@ PRINTS = {
                               " out_specs=P(None, 'x'))(c))"),
     # a mesh over fewer devices than given takes the first ones
     "make_mesh_fewer": "jax.make_mesh((2,), ('i',), devices=DEV).devices",
+    # under the mesh, results computed from host data that in_shardings lays out are
+    # replicated over it, typed with no mesh axis (what JAX's types say)
+    "in_shardings_host_data": ("[(str(jax.typeof(o)), o.sharding.spec) for o in "
+                               "IN_SHARDED(np.ones(8, np.float32), np.ones(3, np.float32))]"),
+    "in_shardings_committed_mismatch": "IN_SHARDED(jnp.ones(8), jnp.ones(3))",
 }
 
 # Expressions whose jaxpr text is compared too.

@@ -137,16 +137,18 @@ _typed_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def typed_outputs(jaxpr: core.Jaxpr | core.ClosedJaxpr,
-                  typed_in: Sequence[bool] | None = None) -> list[bool]:
+                  typed_in: Sequence[bool] | None = None,
+                  in_context: bool = True) -> list[bool]:
     """For each output of ``jaxpr``, whether JAX's type of it carries the context mesh, when
     run on operands whose types carry none (an eager call under ``set_mesh`` with no
     committed operand; cached per jaxpr: the eager calls ask every time) or, given
     ``typed_in``, whose types carry it as that says (arrays laid out over a mesh do, host
-    data does not)."""
+    data does not). With no mesh in context (``in_context=False``) only what is computed
+    from typed operands is typed: the rest is laid out as XLA propagates it, as in JAX."""
     if isinstance(jaxpr, core.ClosedJaxpr):
         jaxpr = jaxpr.jaxpr
     if typed_in is not None:
-        return _walk(jaxpr, typed_in)
+        return _walk(jaxpr, typed_in, in_context)
     out = _typed_cache.get(jaxpr)
     if out is None:
         out = _typed_cache[jaxpr] = _walk(jaxpr, [False] * len(jaxpr.invars))
@@ -159,7 +161,8 @@ def typed_results(prim: core.Primitive, params: dict, n: int) -> list[bool]:
     return _eqn_typed(prim, params, (), n)
 
 
-def _eqn_typed(prim: core.Primitive, params: dict, ins: Sequence[bool], n: int) -> list[bool]:
+def _eqn_typed(prim: core.Primitive, params: dict, ins: Sequence[bool], n: int,
+               in_context: bool = True) -> list[bool]:
     if prim in untyped_results:
         return [any(ins)] * n
     # A primitive carrying jaxprs (jit, cond: its first branch, whose operands are the
@@ -167,16 +170,16 @@ def _eqn_typed(prim: core.Primitive, params: dict, ins: Sequence[bool], n: int) 
     # them over the context mesh.
     sub = next(core.subjaxprs(params), None)
     if sub is None or len(sub.outvars) != n or len(sub.invars) > len(ins) > 0:
-        return [True] * n
-    if not any(ins):
+        return [True if in_context else any(ins)] * n
+    if not any(ins) and in_context:
         return typed_outputs(sub)
-    return _walk(sub, ins[len(ins) - len(sub.invars):])
+    return _walk(sub, ins[len(ins) - len(sub.invars):], in_context)
 
 
-def _walk(jaxpr: core.Jaxpr, typed_in: Sequence[bool]) -> list[bool]:
+def _walk(jaxpr: core.Jaxpr, typed_in: Sequence[bool], in_context: bool = True) -> list[bool]:
     typed = dict(zip(jaxpr.invars, typed_in))
     for eqn in jaxpr.eqns:
         ins = [type(v) is core.Var and typed.get(v, False) for v in eqn.invars]
         typed.update(zip(eqn.outvars, _eqn_typed(eqn.primitive, eqn.params, ins,
-                                                  len(eqn.outvars))))
+                                                  len(eqn.outvars), in_context)))
     return [type(v) is core.Var and typed.get(v, False) for v in jaxpr.outvars]

@@ -249,7 +249,8 @@ class JitFunction:
                 compiled = self._compile_entry(sig, dyn_args, dyn_kwargs)
             return compiled.run_flat(flat, sig.avals)
         typed_in = tuple(map(spmd.is_laid_out, flat))  # (host data's type has no mesh)
-        key = (sig, layouts, typed_in)
+        # (whether a mesh is set decides how results computed from host data are laid out)
+        key = (sig, layouts, typed_in, bool(context_mesh.eager_meshes))
         compiled = self._fun_cache.partitioned.get(key)
         if compiled is None:
             compiled = self._traced(sig, dyn_args, dyn_kwargs, layouts,
@@ -479,7 +480,8 @@ class JitFunction:
             typed_out = None
             if typed_in is not None and not all(typed_in):
                 typed_out = context_mesh.typed_outputs(
-                    closed, [spmd.is_laid_out(c) for c in consts] + list(typed_in))
+                    closed, [spmd.is_laid_out(c) for c in consts] + list(typed_in),
+                    in_context=bool(context_mesh.eager_meshes))
             plan = spmd.ShardingPlan(
                 layouts,
                 spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals),

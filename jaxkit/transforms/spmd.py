@@ -136,7 +136,8 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
         if w is not None and own is not None and w != own:
             raise ValueError(
                 "Sharding passed to jit does not match the sharding on the respective arg. "
-                f"Got jit sharding: {w},\narg sharding: {own} for arg type: {a.str_short()}")
+                f"Got jit sharding: {w},\narg sharding: {own} for arg type: "
+                f"{a.str_short(short_dtypes=False)}")
         if (w is not None and isinstance(x, (np.ndarray, np.generic))
                 and not w.is_fully_replicated
                 and multi_device.backend_process_count(w.mesh._flat) > 1):

@@ -271,6 +271,11 @@ class Lowered(_Stage):
                         Timings(self.timings.trace, self.timings.lower, compile_time))
 
     @property
+    def out_tree(self):
+        """The tree structure of the outputs."""
+        return self.traced.out_tree
+
+    @property
     def out_info(self):
         """The outputs' shapes and dtypes, as the output pytree (a program's results have no
         weak types)."""
@@ -400,3 +405,35 @@ class Compiled(_Stage):
     @property
     def out_info(self):
         return self.lowered.out_info
+
+    def runtime_executable(self):
+        """jaxlib's loaded executable (for debugging: no stable API)."""
+        return self.executable.xla_executable
+
+    @property
+    def input_shardings(self):
+        """Where each argument is laid out, as a pytree of ``(args, kwargs)`` (unused
+        arguments included)."""
+        traced = self.traced
+        n = traced.in_tree.num_leaves
+        plan = traced.sharding_plan
+        if self.partitioned and plan is not None and len(plan.in_shardings) == n:
+            return tree_util.tree_unflatten(traced.in_tree, list(plan.in_shardings))
+        return tree_util.tree_unflatten(traced.in_tree, [self._one_device_sharding()] * n)
+
+    @property
+    def output_shardings(self):
+        """Where each result is laid out, as the output pytree."""
+        traced = self.traced
+        if self.partitioned:
+            return tree_util.tree_unflatten(traced.out_tree, list(self.program.out_shardings))
+        n = traced.out_tree.num_leaves
+        return tree_util.tree_unflatten(traced.out_tree, [self._one_device_sharding()] * n)
+
+    def _one_device_sharding(self):
+        return pjrt.sharding_of(self.executable.device)
+
+    @staticmethod
+    def call(compiled: Compiled, *args, **kwargs):
+        """Run ``compiled`` on ``args`` (as calling it does)."""
+        return compiled(*args, **kwargs)

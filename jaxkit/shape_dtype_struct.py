@@ -1,0 +1,97 @@
+"""``jax.ShapeDtypeStruct``: a shape, dtype and (optionally) sharding standing for an array,
+as ``eval_shape``, the stages' ``out_info`` and ahead-of-time lowering take and give them."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxkit import core, dtypes
+from jaxkit.avals import ManualAxisType
+from jaxkit.interpreters import state
+from jaxkit.runtime.sharding import PartitionSpec, typed_aval
+from jaxkit.sharding import Sharding
+from jaxkit.transforms import stages
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array (``jax.ShapeDtypeStruct``), with the
+    ``sharding`` (a ``Sharding`` or ``PartitionSpec``) it is to have, if any."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "manual_axis_type", "is_ref")
+
+    def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False, *,
+                 sharding: Any = None, manual_axis_type: ManualAxisType | None = None,
+                 is_ref: bool = False):
+        if sharding is not None and not isinstance(sharding, (Sharding, PartitionSpec)):
+            raise ValueError("sharding should be an instance of `jax.sharding.Sharding`, "
+                             "`jax.sharding.PartitionSpec` or `jax.experimental.layout.Format`."
+                             f" Got {sharding} of type {type(sharding)}.")
+        self.shape = tuple(shape)
+        self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry> kept
+        self.weak_type = weak_type
+        self.sharding = sharding
+        if manual_axis_type is not None and not isinstance(manual_axis_type, ManualAxisType):
+            raise TypeError("`manual_axis_type` argument passed to ShapeDtypeStruct should be "
+                            "of type `jax.sharding.ManualAxisType`. Got type "
+                            f"{type(manual_axis_type)}")
+        self.manual_axis_type = manual_axis_type
+        self.is_ref = is_ref  # stands for a mutable array (``jax.new_ref``) of this type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape)))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def update(self, **kwargs) -> ShapeDtypeStruct:
+        """A copy with the given fields (``shape``, ``dtype``, ``sharding``, ``weak_type``,
+        ``manual_axis_type``, ``is_ref``) replaced."""
+        fields = {k: getattr(self, k) for k in ("shape", "dtype", "sharding", "weak_type",
+                                                "manual_axis_type", "is_ref")}
+        unknown = set(kwargs) - set(fields)
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update() got unexpected keyword arguments "
+                            f"{sorted(unknown)}")
+        fields.update(kwargs)
+        return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
+
+    @classmethod
+    def like(cls, x: Any) -> ShapeDtypeStruct:
+        """The shape, dtype and weak type of ``x`` (an array, a tracer, a NumPy value, a
+        Python scalar or another ``ShapeDtypeStruct``)."""
+        aval = core.get_aval(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type)
+
+    def _key(self) -> tuple:
+        return (self.shape, self.dtype, self.sharding, self.weak_type, self.manual_axis_type,
+                self.is_ref)
+
+    def __eq__(self, other):
+        return isinstance(other, ShapeDtypeStruct) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
+        weak = ", weak_type=True" if self.weak_type else ""
+        mat = f", manual_axis_type={self.manual_axis_type}" if self.manual_axis_type else ""
+        ref = f", is_ref={self.is_ref}" if self.is_ref else ""
+        return (f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak}"
+                f"{mat}{ref})")
+
+
+def _struct_aval(s: ShapeDtypeStruct):
+    # A NamedSharding over Explicit mesh axes is part of the type, as for an array laid out
+    # so; a struct standing for a ref has the ref's type.
+    aval = typed_aval(core.ShapedArray(s.shape, dtypes.canonicalize_dtype(s.dtype),
+                                       s.weak_type), s.sharding)
+    return state.AbstractRef(aval) if s.is_ref else aval
+
+
+core.pytype_aval_mappings[ShapeDtypeStruct] = _struct_aval
+stages.out_struct = lambda a, weak: ShapeDtypeStruct(a.shape, a.dtype, a.weak_type and weak)
