@@ -35,7 +35,8 @@ from jaxkit.api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
                             value_and_grad, vjp)
 from jaxkit.runtime.array import PublicArray as Array
 from jaxkit.transforms.checkpoint import checkpoint, checkpoint_policies, remat
-from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp
+from jaxkit.transforms.custom_vjp import custom_vjp
 from jaxkit.transforms.jit import jit
 from jaxkit.transforms.pmap import pmap
 from jaxkit.transforms.vmap import vmap

@@ -27,7 +27,7 @@ from jaxkit.runtime.sharding import NamedSharding
 from jaxkit.transforms import jit as _jit
 from jaxkit.transforms import jit_caches
 from jaxkit.transforms.compile_time_eval import ensure_compile_time_eval
-from jaxkit.transforms.custom_derivatives import custom_vjp
+from jaxkit.transforms.custom_vjp import custom_vjp
 
 __all__ = [
     "clear_caches", "copy_to_host_async", "custom_gradient", "ensure_compile_time_eval",

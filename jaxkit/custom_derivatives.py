@@ -2,7 +2,6 @@
 (a linear function with a user-given transpose) and ``zero_from_primal``."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from jaxkit import core
@@ -10,8 +9,8 @@ from jaxkit import tree_util
 from jaxkit.api_extra import custom_gradient
 from jaxkit.interpreters import ad
 from jaxkit.transforms.custom_derivatives import (SymbolicZero, closure_convert,
-                                                  custom_jvp, custom_jvp_call_p, custom_vjp,
-                                                  custom_vjp_call_p)
+                                                  custom_jvp, custom_jvp_call_p)
+from jaxkit.transforms.custom_vjp import CustomVJPPrimal, custom_vjp, custom_vjp_call_p
 from jaxkit.transforms.linear_call import linear_call
 from jaxkit.transforms.remat_opt import remat_opt_p
 
@@ -29,15 +28,6 @@ def zero_from_primal(val: Any, symbolic_zeros: bool = False) -> Any:
         aval = core.get_aval(x).to_tangent_aval()
         return SymbolicZero(aval) if symbolic_zeros else ad.zeros_like_aval(aval)
     return tree_util.tree_map(zero, val)
-
-
-@dataclasses.dataclass(slots=True)
-class CustomVJPPrimal:
-    """A primal argument of a ``custom_vjp`` forward rule in JAX's ``symbolic_zeros`` mode:
-    the ``value`` and whether it is ``perturbed`` (has a nonzero tangent)."""
-
-    value: Any
-    perturbed: bool
 
 
 def custom_vjp_primal_tree_values(tree: Any) -> Any:

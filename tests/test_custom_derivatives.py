@@ -14,7 +14,8 @@ import jaxkit.numpy as jnp
 from jaxkit import core, lax
 from jaxkit.api import grad, jacfwd, jacrev, jvp, value_and_grad, vjp
 from jaxkit.transforms.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
-from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp, custom_vjp
+from jaxkit.transforms.custom_derivatives import closure_convert, custom_jvp
+from jaxkit.transforms.custom_vjp import custom_vjp
 from jaxkit.transforms.vmap import vmap
 
 F32 = np.float32

@@ -39,7 +39,8 @@ from jaxkit.experimental._jet_trace import (
     zero_term,
 )
 from jaxkit.interpreters import ad
-from jaxkit.transforms.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from jaxkit.transforms.custom_derivatives import custom_jvp_call_p
+from jaxkit.transforms.custom_vjp import custom_vjp_call_p
 from jaxkit.transforms.jit import jit_p
 # Names JAX's jet module imports and so exposes; kept for code that reaches them there.
 from jaxkit._util import safe_zip, unzip2, weakref_lru_cache  # noqa: F401

@@ -26,7 +26,7 @@ from jaxkit.api import vmap
 from jaxkit.lax.dot import Precision, canonicalize_precision
 from jaxkit.nn import sigmoid, tanh
 from jaxkit.runtime.array import PublicArray as Array
-from jaxkit.transforms.custom_derivatives import custom_vjp
+from jaxkit.transforms.custom_vjp import custom_vjp
 from jaxkit.transforms.jit import jit
 
 __all__ = ["get_num_params_in_lstm", "init_lstm_weight", "lstm", "lstm_bwd", "lstm_fwd",

@@ -28,7 +28,7 @@ from jaxkit import numpy as jnp
 from jaxkit.export import _shape_poly
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.runtime import pjrt, stablehlo_io
-from jaxkit.transforms.custom_derivatives import custom_vjp
+from jaxkit.transforms.custom_vjp import custom_vjp
 from jaxkit.transforms.jit import jit, jit_object
 
 minimum_supported_calling_convention_version = 9

@@ -14,7 +14,7 @@ import numpy as np
 from jaxkit import core, lax, tree_util
 from jaxkit.experimental.pallas.core import CostEstimate
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.transforms import custom_derivatives, jit_primitive
+from jaxkit.transforms import custom_vjp, jit_primitive
 
 __all__ = ["cost_rules", "estimate_cost"]
 
@@ -91,5 +91,5 @@ def _call_cost(avals_in, avals_out, **params):
 cost_rules[lax.integer_pow_p] = _integer_pow_cost
 cost_rules[lax.dot_general_p] = _dot_general_cost
 cost_rules[jit_primitive.jit_p] = _call_cost
-cost_rules[custom_derivatives.custom_vjp_call_p] = _call_cost
+cost_rules[custom_vjp.custom_vjp_call_p] = _call_cost
 del _p

@@ -167,7 +167,8 @@ from jaxkit.ref import get_p, swap_p
 from jaxkit.random.prng import threefry2x32_p
 from jaxkit.transforms.checkpoint import checkpoint_p as remat_p
 from jaxkit.transforms.checkpoint import name_p
-from jaxkit.transforms.custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
+from jaxkit.transforms.custom_derivatives import custom_jvp_call_p
+from jaxkit.transforms.custom_vjp import custom_lin_p, custom_vjp_call_p
 from jaxkit.transforms.jit import jit_p
 
 # JAX primitives jaxkit has no primitive for, with the reason: each name is left undefined

@@ -10,7 +10,8 @@ from functools import partial
 
 from jaxkit import tree_util
 from jaxkit.api import vjp
-from jaxkit.transforms.custom_derivatives import closure_convert, custom_vjp
+from jaxkit.transforms.custom_derivatives import closure_convert
+from jaxkit.transforms.custom_vjp import custom_vjp
 
 
 def linear_solve(matvec: Callable, b, x0, solve: Callable, symmetric: bool = False):

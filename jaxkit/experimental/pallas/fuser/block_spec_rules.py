@@ -25,7 +25,7 @@ from jaxkit.experimental.pallas.fuser.block_spec import (BlockIndexTransform, Us
 from jaxkit.experimental.pallas.primitives import multiple_of_p
 from jaxkit.interpreters import ad
 from jaxkit.random import key_prims, prng
-from jaxkit.transforms import custom_derivatives, jit_primitive
+from jaxkit.transforms import custom_derivatives, custom_vjp, jit_primitive
 
 __all__ = ["register_binop_rule", "register_eltwise_rule"]
 
@@ -689,7 +689,7 @@ def _call_push(ctx, *specs, **params):
 
 
 for _p in (jit_primitive.jit_p, custom_derivatives.custom_jvp_call_p,
-           custom_derivatives.custom_vjp_call_p):
+           custom_vjp.custom_vjp_call_p):
     bsl.usage_rules[_p] = _call_usage
     bsl.pull_block_spec_rules[_p] = _call_pull
     bsl.eval_rules[_p] = _call_eval
