@@ -307,6 +307,8 @@ class Config:
     """
 
     x64: bool  # fast mirror of jax_enable_x64, kept in sync by update() and thread_override()
+    # JAX's older name for it (``config.x64_enabled``), read-only.
+    x64_enabled = property(lambda self: self.x64)
 
     def __new__(cls, environ: dict[str, str] | None = None):
         # A class of its own per instance, to put the descriptors of its open blocks on.

@@ -530,3 +530,12 @@ def test_eager_constant_folding():
         f(1.0)
         return seen
     assert kinds(jaxkit) == kinds(jax) == [True, False]
+
+
+def test_x64_enabled_mirrors_jax_enable_x64_as_in_jax():
+    import jax
+    assert jaxkit.config.x64_enabled is jax.config.x64_enabled is False
+    with jaxkit.enable_x64(True), jax.enable_x64(True):
+        assert jaxkit.config.x64_enabled is jax.config.x64_enabled is True
+    with pytest.raises(AttributeError):
+        jaxkit.config.x64_enabled = True
