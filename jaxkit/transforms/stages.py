@@ -416,9 +416,9 @@ class Compiled(_Stage):
         arguments included)."""
         traced = self.traced
         n = traced.in_tree.num_leaves
-        plan = traced.sharding_plan
-        if self.partitioned and plan is not None and len(plan.in_shardings) == n:
-            return tree_util.tree_unflatten(traced.in_tree, list(plan.in_shardings))
+        if self.partitioned:  # (the plan's layouts end with the arguments')
+            layouts = list(traced.sharding_plan.in_shardings)
+            return tree_util.tree_unflatten(traced.in_tree, layouts[len(layouts) - n:])
         return tree_util.tree_unflatten(traced.in_tree, [self._one_device_sharding()] * n)
 
     @property
