@@ -238,7 +238,7 @@ def _custom_jvp_fn():
 
 def _custom_vjp_fn():
     """``x * sin(y)`` with a hand-written VJP."""
-    cd = importlib.import_module("jaxkit.transforms.custom_derivatives")
+    cd = importlib.import_module("jaxkit.transforms.custom_vjp")
 
     @cd.custom_vjp
     def f(x, y):

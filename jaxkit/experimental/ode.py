@@ -20,7 +20,8 @@ from jaxkit import core, lax
 from jaxkit import tree_util
 from jaxkit import numpy as jnp
 from jaxkit.api import vjp
-from jaxkit.transforms.custom_derivatives import closure_convert, custom_vjp
+from jaxkit.transforms.custom_derivatives import closure_convert
+from jaxkit.transforms.custom_vjp import custom_vjp
 
 __all__ = ["odeint"]
 
