@@ -213,7 +213,9 @@ def _flatten_bwd(bwd: Callable, in_tree, in_avals: Sequence[core.ShapedArray],
         res_tree = res_tree_cell[0]
         n_res = res_tree.num_leaves
         res = tree_util.tree_unflatten(res_tree, args[:n_res])
-        cts = [SymbolicZero(c.aval) if type(c) is ad.Zero else c for c in args[n_res:]]
+        cts = args[n_res:]
+        if symbolic_zeros:  # (otherwise custom_lin's transpose gave instantiated zeros)
+            cts = [SymbolicZero(c.aval) if type(c) is ad.Zero else c for c in cts]
         cts = tree_util.tree_unflatten(out_tree_cell[0], cts)
         out = bwd(res, cts)
         if isinstance(out, list) and len(out) == len(tree_util.treedef_children(in_tree)):
