@@ -228,7 +228,6 @@ def _option(name: str, parse: Callable[[str, Any], Any], default: Any,
 # Values besides JAX's default that an unavailable option accepts because they describe what
 # jaxkit does anyway.
 _ALSO = {
-    "jax_pprint_use_color": (False,),  # jaxkit's printing has no colour
     "jax_enable_preemption_service": (False,),  # jaxkit starts no preemption service
     # dtypes.check_and_canonicalize_user_dtype warns or raises; only 'allow' is missing.
     "jax_explicit_x64_dtypes": (ExplicitX64Mode.ERROR,),
@@ -260,6 +259,8 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_include_debug_info_in_dumps": (flag(bool), True),
     # Added to the seed of random.key / PRNGKey (random/key_prims.py).
     "jax_random_seed_offset": (int_state, 0),
+    # jaxprs print in colour where a terminal or a notebook shows it (jaxkit.jaxpr)
+    "jax_pprint_use_color": (bool_state, True),
     # The warning about large captured constants (runtime/compile_config.py).
     "jax_captured_constants_warn_bytes": (int_state, 2000000000),
     # Source locations in the persistent cache key (runtime/compile_cache.py).
@@ -354,7 +355,6 @@ _NEW: dict[str, tuple[Any, ...]] = {
     "jax_pgle_profiling_runs": (int_state, 3, _PGLE),
     "jax_pjrt_client_create_options": (string_or_dict_state, None, "jaxkit creates its PjRt "
                                        "clients with fixed options"),
-    "jax_pprint_use_color": (bool_state, True, "jaxkit prints jaxprs without colour"),
     "jax_ragged_dot_use_gpu_pallas_triton_lowering": (bool_state, False, _PALLAS),
     "jax_ragged_dot_use_ragged_dot_instruction": (bool_state, True, _INTERNAL),
     "jax_refs_to_pins": (bool_state, False, _INTERNAL),

@@ -1,8 +1,10 @@
 """A small document pretty-printer (Wadler/Lindig style), laid out as JAX 0.10.2 lays out jaxprs.
 
-A document is built from ``text``, ``brk`` (a space, or a newline plus indentation when its
-group is broken), ``nest`` (more indentation for the breaks inside), ``group`` and
-``concat``. A group prints flat when its own flat width fits in what is left of the line
+A document is built from ``text`` (optionally annotated: the annotation prints at the end of
+its line, as a comment), ``brk`` (a space, or a newline plus indentation when its group is
+broken), ``nest`` (more indentation for the breaks inside), ``group``, ``concat`` and
+``color`` (ANSI colours, printed only when asked: ``format(..., use_color=True)``). A group
+prints flat when its own flat width fits in what is left of the line
 (JAX measures the group alone, not the text after it, unlike Lindig's paper), else its
 breaks become newlines; groups inside a broken group decide again for themselves. So a list
 of variables whose separators are each their own group fills lines (``pp_vars`` in JAX).
@@ -17,13 +19,33 @@ from typing import Any
 
 import numpy as np
 
-# Document nodes are tuples, cheap to build: ("text", s), ("brk", s), ("nest", n, doc),
-# ("group", doc), ("concat", docs).
+# Document nodes are tuples, cheap to build: ("text", s) or ("text", s, annotation),
+# ("brk", s), ("nest", n, doc), ("group", doc), ("concat", docs), ("color", style, doc).
 Doc = tuple
 
+# ANSI SGR codes, as JAX's printer numbers them.
+BLUE, MAGENTA, RESET = 34, 35, 39
+NORMAL, DIM, BRIGHT = 22, 2, 1
+_DEFAULT_STYLE = (RESET, NORMAL)
+_ANNOTATION_STYLE = (RESET, DIM)
 
-def text(s: str) -> Doc:
-    return ("text", s)
+
+def text(s: str, annotation: str | None = None) -> Doc:
+    return ("text", s) if annotation is None else ("text", s, annotation)
+
+
+def color(doc: Doc, foreground: int | None = None, intensity: int | None = None) -> Doc:
+    return ("color", (foreground, intensity), doc)
+
+
+def keyword(doc: Doc) -> Doc:
+    """JAX's colour for ``lambda``, ``let`` and ``in``."""
+    return color(doc, BLUE, BRIGHT)
+
+
+def type_annotation(doc: Doc) -> Doc:
+    """JAX's colour for a binder's type (``:f32[]``)."""
+    return color(doc, MAGENTA, NORMAL)
 
 
 def brk(s: str = " ") -> Doc:
@@ -64,38 +86,79 @@ def _fits(doc: Doc, width: int) -> bool:
             width -= len(d[1])
         elif kind == "concat":
             agenda.extend(reversed(d[1]))
-        elif kind == "nest":
+        elif kind == "nest" or kind == "color":
             agenda.append(d[2])
         else:  # group
             agenda.append(d[1])
     return width >= 0
 
 
-def format(doc: Doc, width: int = 80) -> str:  # noqa: A001 (JAX's name for it)
-    """Lay ``doc`` out in ``width`` columns."""
+def format(doc: Doc, width: int = 80, *, use_color: bool = False,  # noqa: A001 (JAX's name)
+           annotation_prefix: str = " # ") -> str:
+    """Lay ``doc`` out in ``width`` columns. Annotations print after the widest line, one per
+    line (a line with several continues on lines of their own), as JAX's printer does; with
+    ``use_color``, colours are ANSI escapes that change only where the style changes."""
+    lines: list[tuple[str, int, list[str]]] = []  # (text, width, annotations)
     out: list[str] = []
+    notes: list[str] = []
     col = 0
-    agenda: list[tuple[int, int, Doc]] = [(0, _BREAK, doc)]
+    style = [_DEFAULT_STYLE]  # the style printed so far (only tracked with use_color)
+
+    def restyle(want):
+        if use_color and want != style[0]:
+            codes = [str(new) for old, new in zip(style[0], want) if old != new]
+            out.append(f"\x1b[{';'.join(codes)}m")
+            style[0] = want
+
+    def end_line():
+        if notes:
+            restyle(_DEFAULT_STYLE)
+        lines.append(("".join(out), col, list(notes)))
+
+    agenda: list[tuple[int, int, tuple, Doc]] = [(0, _BREAK, _DEFAULT_STYLE, doc)]
     while agenda:
-        indent, mode, d = agenda.pop()
+        indent, mode, sty, d = agenda.pop()
         kind = d[0]
         if kind == "text":
+            restyle(sty)
             out.append(d[1])
             col += len(d[1])
+            if len(d) == 3:
+                notes.append(d[2])
         elif kind == "concat":
-            agenda.extend((indent, mode, c) for c in reversed(d[1]))
+            agenda.extend((indent, mode, sty, c) for c in reversed(d[1]))
         elif kind == "brk":
             if mode == _BREAK:
-                out.append("\n" + " " * indent)
-                col = indent
+                end_line()
+                out, notes, col = [" " * indent], [], indent
             else:
+                restyle(sty)
                 out.append(d[1])
                 col += len(d[1])
         elif kind == "nest":
-            agenda.append((indent + d[1], mode, d[2]))
+            agenda.append((indent + d[1], mode, sty, d[2]))
+        elif kind == "color":
+            fg, intensity = d[1]
+            agenda.append((indent, mode, (fg if fg is not None else sty[0],
+                                          intensity if intensity is not None else sty[1]),
+                           d[2]))
         else:  # group
-            agenda.append((indent, _FLAT if _fits(d[1], width - col) else _BREAK, d[1]))
-    return "".join(out)
+            agenda.append((indent, _FLAT if _fits(d[1], width - col) else _BREAK, sty, d[1]))
+    end_line()
+    widest = max(w for _, w, _ in lines)
+    rendered = []
+    for text_, w, line_notes in lines:
+        out = [text_]  # (``restyle`` writes to ``out``)
+        for j, note in enumerate(line_notes):
+            if j:
+                out.append("\n")
+            restyle(_ANNOTATION_STYLE)
+            out.append(" " * (widest - w if j == 0 else widest) + annotation_prefix + note)
+            restyle(_DEFAULT_STYLE)
+        rendered.append("".join(out))
+    out = []
+    restyle(_DEFAULT_STYLE)
+    return "\n".join(rendered) + "".join(out)
 
 
 def encode_name(n: int) -> str:

@@ -7,15 +7,15 @@ Everything above this module (interpreters, lax, numpy, api) speaks in these ter
 * ``Primitive.bind`` sends an operation to the *current trace*. One trace is current at a time
   (held per thread); each trace knows its parent, unboxes only its own tracers and runs its rules
   with its parent made current ("stackless" tracing). ``EvalTrace`` at the bottom executes.
-* ``Jaxpr`` is the typed, first-order IR that tracing produces; ``eval_jaxpr`` interprets it by
-  binding each equation again, so it works under any transformation.
+* ``Jaxpr`` is the typed, first-order IR that tracing produces (``jaxkit.jaxpr``, re-exported
+  here); ``eval_jaxpr`` interprets it by binding each equation again, so it works under any
+  transformation.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import gc
-import itertools
 import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import _pretty as pp
 from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
@@ -31,8 +30,13 @@ from jaxkit.avals import (AbstractToken, AbstractValue, MemorySpace,  # noqa: F4
                           ShapedArray, ShardingTypeError, Token, abstract_token, max_dim,
                           mem_kind_to_space, mem_space_to_kind, min_dim, physical_aval,
                           typematch)
-from jaxkit import source_info as source_info_util
 from jaxkit._config import config
+from jaxkit.effects import Effect, Effects, no_effects  # noqa: F401
+from jaxkit.jaxpr import (Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn,  # noqa: F401
+                          JaxprTypeError, Literal, Namer, PpSettings, Var, defpp_params,
+                          eval_jaxpr, jaxpr_as_fun, pp_display_only_names, pp_eqn,
+                          pp_eqn_rules, pp_jaxpr, pp_naming_rules, pp_param_value,
+                          pp_params_rules, pp_toplevel_jaxpr, subjaxprs)
 from jaxkit._tracer_errors import (ConcretizationTypeError, JaxkitTypeError,  # noqa: F401
                                    TracerArrayConversionError, TracerBoolConversionError,
                                    TracerIntegerConversionError, UnexpectedTracerError)
@@ -429,367 +433,3 @@ def concrete_or_error(value, context: str = ""):
             value, f"A concrete value is required{': ' + context if context else ''}",
             _STATIC_FIX))
     return value
-
-
-# --------------------------------------------------------------------------------------------
-# The jaxpr IR
-# --------------------------------------------------------------------------------------------
-
-
-class Var:
-    """A variable of a jaxpr. Identity is the variable; names are given when printing."""
-
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    def __repr__(self):
-        # JAX's: the object's id, then the type with long dtype names (``int32[]``)
-        aval = self.aval
-        text = aval.str_short(short_dtypes=False) if type(aval) is ShapedArray else \
-            aval.str_short()
-        return f"Var(id={id(self)}):{text}"
-
-
-class DropVar(Var):
-    """An output of an equation that nothing reads (printed as ``_``)."""
-
-    __slots__ = ()
-
-
-class Literal:
-    """A scalar constant written inline in a jaxpr (``2.0:f32[]``)."""
-
-    __slots__ = ("val", "aval")
-
-    def __init__(self, val, aval: ShapedArray):
-        self.val = val
-        self.aval = aval
-
-    def __repr__(self):
-        # JAX's: the value's str; its weak Python ints and complexes are typed scalars whose
-        # str names the dtype (``Literal(TypedInt(1, dtype=int32))``).
-        val = self.val
-        if type(val) in (int, complex) and getattr(self.aval, "weak_type", False):
-            kind = "TypedInt" if type(val) is int else "TypedComplex"
-            val = f"{kind}({val}, dtype={self.aval.dtype.name})"
-        return f"Literal({val})"
-
-
-Atom = Var | Literal
-
-
-class JaxprEqn:
-    """One equation: ``outvars = primitive[params] invars``. ``source_info`` is the user's
-    line that produced it (``source_info.SourceInfo``, None when unknown); it is carried
-    through transformations and lowered to MLIR locations, but never printed."""
-
-    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
-
-    def __init__(self, primitive: Primitive, invars: list[Atom], outvars: list[Var],
-                 params: dict, source_info: source_info_util.SourceInfo | None = None):
-        self.primitive = primitive
-        self.invars = invars
-        self.outvars = outvars
-        self.params = params
-        self.source_info = source_info
-
-    def replace(self, **kw) -> JaxprEqn:
-        fields = dict(primitive=self.primitive, invars=self.invars, outvars=self.outvars,
-                      params=self.params, source_info=self.source_info)
-        fields.update(kw)
-        return JaxprEqn(**fields)
-
-    @property
-    def ctx(self) -> source_info_util.EqnContext:
-        """The compute type and XLA metadata the equation was traced under."""
-        names = self.source_info.name_stack if self.source_info else source_info_util.NameStack()
-        return source_info_util.EqnContext.of(names)
-
-    def __repr__(self):
-        return pp_eqn(self, Namer(), 0)
-
-
-class Jaxpr:
-    """A first-order, typed program: constvars and invars in, equations, outvars out."""
-
-    __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "__weakref__")
-
-    def __init__(self, constvars: list[Var], invars: list[Var], outvars: list[Atom],
-                 eqns: list[JaxprEqn], debug_info: Any = None):
-        self.constvars = list(constvars)
-        self.invars = list(invars)
-        self.outvars = list(outvars)
-        self.eqns = list(eqns)
-        self.debug_info = debug_info
-
-    in_avals = property(lambda self: [v.aval for v in self.invars])
-    out_avals = property(lambda self: [v.aval for v in self.outvars])
-
-    def __str__(self):
-        return pp_toplevel_jaxpr(self)
-
-    __repr__ = __str__
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(str(self))
-
-
-class ClosedJaxpr:
-    """A jaxpr together with the values of its constvars."""
-
-    __slots__ = ("jaxpr", "consts", "__weakref__")
-
-    def __init__(self, jaxpr: Jaxpr, consts: Sequence):
-        assert len(jaxpr.constvars) == len(consts), (len(jaxpr.constvars), len(consts))
-        self.jaxpr = jaxpr
-        self.consts = list(consts)
-
-    in_avals = property(lambda self: self.jaxpr.in_avals)
-    out_avals = property(lambda self: self.jaxpr.out_avals)
-    eqns = property(lambda self: self.jaxpr.eqns)
-    literals = property(lambda self: self.consts)  # JAX's other name for the constants
-
-    def __str__(self):
-        return pp_toplevel_jaxpr(self.jaxpr)
-
-    __repr__ = __str__
-
-    def _repr_pretty_(self, p, cycle):
-        p.text(str(self))
-
-
-def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
-    """Interpret a jaxpr by binding each equation under the current trace."""
-    env: dict[Var, Any] = {}
-
-    def read(v):
-        return v.val if type(v) is Literal else env[v]
-
-    for v, x in zip(jaxpr.constvars, consts):
-        env[v] = x
-    if len(args) != len(jaxpr.invars):
-        raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
-    for v, x in zip(jaxpr.invars, args):
-        env[v] = x
-    for eqn in jaxpr.eqns:
-        with source_info_util.user_context(eqn.source_info):
-            outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
-        if not eqn.primitive.multiple_results:
-            outs = (outs,)
-        for v, x in zip(eqn.outvars, outs):
-            env[v] = x
-    return [read(v) for v in jaxpr.outvars]
-
-
-def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
-    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
-
-
-def subjaxprs(params: dict) -> Iterator[Jaxpr]:
-    """The jaxprs found among an equation's parameters (directly or in tuples)."""
-    for v in params.values():
-        for item in (v if isinstance(v, (tuple, list)) else (v,)):
-            if isinstance(item, ClosedJaxpr):
-                yield item.jaxpr
-            elif isinstance(item, Jaxpr):
-                yield item
-
-
-# --------------------------------------------------------------------------------------------
-# Type checking
-# --------------------------------------------------------------------------------------------
-
-
-class JaxprTypeError(TypeError):
-    """A jaxpr is not well typed (raised by ``interpreters.typecheck.check_jaxpr``)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Pretty-printing, in the style of JAX
-# --------------------------------------------------------------------------------------------
-
-_WIDTH = 80
-
-
-class Namer:
-    """Names variables in order of first appearance: a, b, c, ... skipping the names of the
-    jaxprs printed once at the top (``shared``: jaxpr -> name), which print by name."""
-
-    def __init__(self, shared: dict[Jaxpr, str] | None = None):
-        self.names: dict[Var, str] = {}
-        self.shared = shared or {}
-        taken = set(self.shared.values())
-        self.counter = (name for name in map(pp.encode_name, itertools.count())
-                        if name not in taken)
-
-    def __call__(self, v: Atom) -> str:
-        if type(v) is Literal:
-            return pp_literal(v)
-        if isinstance(v, DropVar):
-            return "_"
-        name = self.names.get(v)
-        if name is None:
-            name = self.names[v] = next(self.counter)
-        return name
-
-    def suggest_same_names(self, for_vars: Sequence[Atom], like_vars: Sequence[Atom]) -> None:
-        """Name each of ``for_vars`` (not yet named) like the var at its position in
-        ``like_vars`` (naming that one first if needed), each of those at most once: a nested
-        jaxpr's binders then read like the operands and results of its equation, as JAX
-        prints ``jit``."""
-        if len(for_vars) != len(like_vars):
-            return
-        taken: set = set()
-        for for_v, like_v in zip(for_vars, like_vars):
-            if (type(like_v) is Var and like_v not in taken and type(for_v) is Var
-                    and for_v not in self.names):
-                taken.add(like_v)
-                self.names[for_v] = self(like_v)
-
-
-def _param_doc(value, namer: Namer) -> pp.Doc:
-    if isinstance(value, ClosedJaxpr):
-        return _jaxpr_ref_doc(value.jaxpr, namer)
-    if isinstance(value, Jaxpr):
-        return _jaxpr_ref_doc(value, namer)
-    if type(value) is tuple and value and all(isinstance(v, (ClosedJaxpr, Jaxpr))
-                                              for v in value):
-        subs = [_jaxpr_ref_doc(v.jaxpr if isinstance(v, ClosedJaxpr) else v, namer)
-                for v in value]
-        return pp.group(pp.concat([pp.nest(2, pp.concat([pp.text("("), pp.brk(""),
-                                                         pp.join(pp.brk(), subs)])),
-                                   pp.brk(""), pp.text(")")]))
-    if isinstance(value, np.dtype):
-        return pp.text(value.name)
-    if isinstance(value, type) and issubclass(value, np.generic):
-        return pp.text(np.dtype(value).name)
-    if callable(value) and hasattr(value, "__name__") and not isinstance(value, type):
-        return pp.text(value.__name__)  # (a class prints as JAX's: <class 'module.Name'>)
-    return pp.text(str(value))
-
-
-def pp_param_value(value, indent: int, namer: Namer, lead: int = 0) -> str:
-    """A parameter's value as an equation prints it (``lead``: the width of what precedes it
-    on its first line, ``name=``)."""
-    doc = pp.nest(indent, pp.concat([pp.text(" " * (indent + lead)), _param_doc(value, namer)]))
-    return pp.format(doc, _WIDTH)[indent + lead:]
-
-
-# primitive -> params -> the params to print, in order. JAX leaves out what the binder's type
-# shows and parameters at their defaults; without a rule, every parameter prints, sorted.
-pp_params_rules: dict[Primitive, Callable[[dict], dict]] = {}
-
-
-# primitive -> (eqn, namer) -> None: names chosen before an equation prints (see
-# ``Namer.suggest_same_names``).
-pp_naming_rules: dict[Primitive, Callable[[JaxprEqn, Namer], None]] = {}
-
-
-# primitive -> (eqn, namer, binder, top_level) -> text: equations printed in a syntax of their
-# own (the ref primitives: ``c:f32[] <- a[1]``); ``binder(v)`` prints an output binder,
-# ``top_level`` says whether the equation is in the printed jaxpr itself (not a nested one).
-pp_eqn_rules: dict[Primitive, Callable] = {}
-
-
-# Primitives whose ``name`` parameter JAX computes when printing (custom_jvp_call's function
-# name) rather than holds: it does not name the jaxprs printed once at the top, which JAX
-# calls ``jaxpr`` then.
-pp_display_only_names: set[Primitive] = set()
-
-
-def defpp_params(prim: Primitive, rule: Callable[[dict], dict]) -> None:
-    """How an equation of ``prim`` shows its parameters: ``rule(params) -> params to print``
-    (as JAX prints them: defaults left out, nested jaxprs with names of their own, ...)."""
-    pp_params_rules[prim] = rule
-
-
-def _vars_doc(names: Sequence[str], sep: str = "") -> pp.Doc:
-    """JAX's ``pp_vars``: each separator a group of its own, so the list fills lines."""
-    return pp.nest(2, pp.group(pp.join(pp.concat([pp.text(sep), pp.group(pp.brk())]),
-                                       [pp.text(n) for n in names])))
-
-
-def _eqn_doc(eqn: JaxprEqn, namer: Namer, used: set | None = None,
-             top_level: bool = True) -> pp.Doc:
-    def binder(v):
-        unused = isinstance(v, DropVar) or (top_level and used is not None and v not in used)
-        return f"{'_' if unused else namer(v)}:{v.aval.str_short()}"
-
-    custom = pp_eqn_rules.get(eqn.primitive)
-    if custom is not None:
-        return pp.text(custom(eqn, namer, binder, top_level))
-    naming = pp_naming_rules.get(eqn.primitive)
-    if naming is not None:
-        naming(eqn, namer)
-    lhs = _vars_doc([binder(v) for v in eqn.outvars])
-    rhs_args = _vars_doc([namer(a) for a in eqn.invars])
-    rule = pp_params_rules.get(eqn.primitive)
-    params = rule(eqn.params) if rule is not None else dict(sorted(eqn.params.items()))
-    rhs = [pp.text(eqn.primitive.name)]
-    if params:
-        pairs = [pp.concat([pp.text(f"{k}="), _param_doc(v, namer)]) for k, v in params.items()]
-        rhs.append(pp.group(pp.concat([
-            pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)])),
-            pp.brk(""), pp.text("]")])))
-    if eqn.invars or eqn.outvars or params:
-        # As JAX, a space after the name (or "]") even with no operands (``iota[...] ``).
-        rhs += [pp.text(" "), rhs_args]
-    if eqn.outvars:
-        return pp.concat([lhs, pp.text(" = "), *rhs])
-    return pp.concat(rhs)
-
-
-def pp_eqn(eqn: JaxprEqn, namer: Namer, indent: int, used: set | None = None) -> str:
-    """One equation. Outputs not in ``used`` print as ``_`` (and take no name), as in JAX."""
-    doc = pp.nest(indent, pp.concat([pp.text(" " * indent), _eqn_doc(eqn, namer, used)]))
-    return pp.format(doc, _WIDTH)[indent:]
-
-
-def pp_toplevel_jaxpr(jaxpr: Jaxpr) -> str:
-    """A whole program, as ``str(jaxpr)`` prints it: the shared jaxprs first (``let name =
-    { ... } in``), then the program, its equations referring to them by name."""
-    shared = pp.shared_names(jaxpr, lambda j: [
-        (None if e.primitive in pp_display_only_names else e.params.get("name"),
-         list(subjaxprs(e.params))) for e in j.eqns])
-    namer = Namer(shared)
-    docs = [pp.concat([pp.text(f"let {name} = "), _jaxpr_doc(sub, namer, False),
-                       pp.text(" in"), pp.brk()]) for sub, name in shared.items()]
-    return pp.format(pp.concat([*docs, _jaxpr_doc(jaxpr, namer, True)]), _WIDTH)
-
-
-def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: Namer | None = None, lead: int = 0) -> str:
-    """Print a jaxpr the way JAX does: ``{ lambda consts ; args. let eqns in (outs) }``, or
-    the name of a shared jaxpr (see ``pp_toplevel_jaxpr``).
-
-    Jaxprs nested in parameters continue the enclosing names (``namer``), as JAX's do."""
-    namer = Namer() if namer is None else namer
-    doc = pp.nest(indent, pp.concat([pp.text(" " * (indent + lead)),
-                                     _jaxpr_ref_doc(jaxpr, namer)]))
-    return pp.format(doc, _WIDTH)[indent + lead:]
-
-
-def _jaxpr_ref_doc(jaxpr: Jaxpr, namer: Namer) -> pp.Doc:
-    name = namer.shared.get(jaxpr)
-    return pp.text(name) if name is not None else _jaxpr_doc(jaxpr, namer, False)
-
-
-def _jaxpr_doc(jaxpr: Jaxpr, namer: Namer, top_level: bool) -> pp.Doc:
-    """JAX's jaxpr skeleton: one group, flat when it fits (equations joined by ``; ``)."""
-    def binders(vs):
-        return _vars_doc([f"{namer(v)}:{v.aval.str_short()}" for v in vs])
-
-    constvars = binders(jaxpr.constvars)
-    invars = binders(jaxpr.invars)
-    used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
-    used.update(v for v in jaxpr.outvars if type(v) is not Literal)
-    if top_level:  # an unused output is named ``_``, so a nested binder named like it is too
-        namer.names.update({v: "_" for e in jaxpr.eqns for v in e.outvars if v not in used})
-    eqns = pp.join(pp.brk("; "), [_eqn_doc(e, namer, used, top_level) for e in jaxpr.eqns])
-    outs = pp.concat([pp.text("("), _vars_doc([namer(v) for v in jaxpr.outvars], sep=","),
-                      pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])
-    return pp.group(pp.concat([pp.nest(2, pp.concat([
-        pp.text("{ lambda "), constvars, pp.text("; "), invars, pp.text(". let"),
-        pp.nest(2, pp.concat([pp.brk(), eqns])), pp.brk(), pp.text("in "), outs])),
-        pp.text(" }")]))

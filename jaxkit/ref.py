@@ -21,7 +21,10 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.effects import (AccumEffect, ReadEffect, WriteEffect,
+                            internal_mutable_array_effect)
 from jaxkit.indexing import Slice
+from jaxkit.jaxpr import effect_rules
 from jaxkit import numpy as jnp
 from jaxkit.interpreters import ad, batching, hijax
 from jaxkit.interpreters import partial_eval as pe
@@ -422,7 +425,8 @@ def _tracer_getitem(self, idx):
 
 def _tracer_setitem(self, idx, value):
     if is_ref_aval(self.aval):
-        return swap(self, idx, value)
+        swap(self, idx, value)  # (``r.__setitem__(i, v)`` gives None, as a statement does)
+        return None
     return _array_setitem(self, idx, value)
 
 
@@ -717,5 +721,7 @@ for _p, _rule in [(loops.while_p, _while_discharge), (cond_p, _cond_discharge)]:
 hijax.ref_ops[:] = [new_ref, get, lambda ref, value: swap(ref, (), value)]
 
 # Reading or writing a Ref is a state effect (JAX's RefEffect), which some rules refuse.
-for _prim in (get_p, swap_p, addupdate_p):
+for _prim, _effect in ((get_p, ReadEffect), (swap_p, WriteEffect), (addupdate_p, AccumEffect)):
     pe.defeffect_kind(_prim, "state")
+    effect_rules[_prim] = lambda eqn, _effect=_effect: {_effect(eqn.invars[0])}
+effect_rules[new_ref_p] = lambda eqn: {internal_mutable_array_effect}

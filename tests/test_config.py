@@ -40,6 +40,7 @@ CLASSIFICATION = {
     **dict.fromkeys(["jax_dump_ir_to", "jax_dump_ir_modes", "jax_include_debug_info_in_dumps"],
                     (EFFECT, "test_dump_ir")),
     "jax_random_seed_offset": (EFFECT, "test_random_seed_offset"),
+    "jax_pprint_use_color": (EFFECT, "test_pprint_use_color"),
     "jax_compilation_cache_include_metadata_in_key": (EFFECT, "test_metadata_in_cache_key"),
     "jax_captured_constants_warn_bytes": (EFFECT, "test_captured_constants_warning"),
     "jax_logging_level": (EFFECT, "test_logging_level"),
@@ -73,7 +74,7 @@ CLASSIFICATION = {
         "jax_oneapi_visible_devices", "jax_pallas_enable_debug_checks",
         "jax_pallas_poison_buffers", "jax_pallas_use_mosaic_gpu", "jax_pallas_verbose_errors",
         "jax_persistent_cache_enable_xla_caches", "jax_pgle_aggregation_percentile",
-        "jax_pgle_profiling_runs", "jax_pjrt_client_create_options", "jax_pprint_use_color",
+        "jax_pgle_profiling_runs", "jax_pjrt_client_create_options",
         "jax_ragged_dot_use_gpu_pallas_triton_lowering",
         "jax_ragged_dot_use_ragged_dot_instruction", "jax_refs_to_pins", "jax_remat3",
         "jax_remove_custom_partitioning_ptr_from_cache_key", "jax_rocm_visible_devices",
@@ -119,7 +120,7 @@ def test_classification_covers_the_options_jaxkit_lacked():
     assert set(CLASSIFICATION) == set(_config_options.OPTIONS)
     counts = {kind: sum(k == kind for k, _ in CLASSIFICATION.values())
               for kind in (EFFECT, UNAVAILABLE)}
-    assert counts == {EFFECT: 18, UNAVAILABLE: 77}
+    assert counts == {EFFECT: 19, UNAVAILABLE: 76}
     for name, (kind, test_name) in CLASSIFICATION.items():
         coerce = _OPTIONS[name][1]
         assert hasattr(coerce, "unsupported_reason") is (kind == UNAVAILABLE), name
@@ -205,7 +206,7 @@ def test_unavailable_options_refuse_other_values():
             c.update(name, other)
         assert getattr(c, name) == default
     # values that say what jaxkit does anyway are accepted
-    c.update("jax_pprint_use_color", False)
+    c.update("jax_enable_preemption_service", False)
 
 
 def test_environment_variables_as_jax():
@@ -539,3 +540,17 @@ def test_x64_enabled_mirrors_jax_enable_x64_as_in_jax():
         assert jaxkit.config.x64_enabled is jax.config.x64_enabled is True
     with pytest.raises(AttributeError):
         jaxkit.config.x64_enabled = True
+
+
+def test_pprint_use_color(monkeypatch):
+    """Jaxprs print in colour where colour shows (a notebook, a terminal) unless the option is
+    off; an explicit ``use_color`` wins."""
+    from jaxkit import jaxpr as jaxpr_mod
+    closed = jaxkit.make_jaxpr(lambda x: x * 2)(1.0)
+    monkeypatch.setattr(jaxpr_mod, "CAN_USE_COLOR", True)
+    assert "\x1b[" in str(closed)
+    with jaxkit.config.override(jax_pprint_use_color=False):
+        assert "\x1b[" not in str(closed)
+        assert "\x1b[" in closed.pretty_print(use_color=True)
+    monkeypatch.setattr(jaxpr_mod, "CAN_USE_COLOR", False)
+    assert "\x1b[" not in str(closed)

@@ -34,6 +34,8 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit import tree_util
+from jaxkit.effects import Effect
+from jaxkit.jaxpr import effect_rules
 from jaxkit.runtime.array import device_put_value, place_results
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir, mlir_callbacks, mlir_tokens
@@ -74,7 +76,7 @@ class _FlatCallback:
     __str__ = __repr__
 
 
-class _Effect:
+class _Effect(Effect):
     """A side effect of a callback equation (JAX's effect objects: they print as their kind,
     ``IO``, ``OrderedDebug``...). ``shardable``: an ordered effect that may run in a program
     over several devices (each device keeps its own order)."""
@@ -363,6 +365,8 @@ pe.defeffectful(io_callback_p)
 pe.defeffect_kind(io_callback_p, "io")
 mlir_tokens.def_ordered_effect(io_callback_p,
                                lambda ordered, **_: ordered_io_effect if ordered else None)
+effect_rules[io_callback_p] = lambda eqn: {
+    ordered_io_effect if eqn.params["ordered"] else io_effect}
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,6 +540,7 @@ def _side_effect_primitive(name: str, call: Callable, effect_of: Callable) -> co
     pe.defeffectful(prim)
     mlir_tokens.def_ordered_effect(prim, lambda **params: effect_of(params)
                                    if effect_of(params) is ordered_debug_effect else None)
+    effect_rules[prim] = lambda eqn: {effect_of(eqn.params)}
     return prim
 
 

@@ -17,6 +17,7 @@ from jaxkit import dtypes
 from jaxkit.core import (AbstractToken, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError,
                          Literal, Primitive, ShapedArray, Trace, Tracer, Var, concrete_or_error,
                          current_trace, get_aval, jaxpr_as_fun, set_current_trace, subjaxprs)
+from jaxkit.effects import Effect, Effects, no_effects
 from jaxkit.errors import InconclusiveDimensionOperation
 from jaxkit.extend.core import primitives
 from jaxkit.extend.core.calls import CallPrimitive, call_impl
@@ -33,17 +34,6 @@ __all__ = ["ClosedJaxpr", "DropVar", "Effect", "Effects", "Jaxpr", "JaxprEqn", "
            "jaxprs_in_params", "mapped_aval", "new_jaxpr_eqn", "no_effects",
            "set_current_trace", "subjaxprs", "take_current_trace", "unmapped_aval",
            "valid_jaxtype"]
-
-
-class Effect:
-    """Base class of side effects an equation may carry (JAX's ``core.Effect``).
-
-    jaxkit orders effectful callbacks through its own effect tokens; subclasses of this class
-    exist so that libraries can declare their effect types (as Flax does for its variables)."""
-
-
-Effects = frozenset
-no_effects: frozenset = frozenset()
 
 
 class Token:
