@@ -31,12 +31,13 @@ from jaxkit.avals import (AbstractToken, AbstractValue, MemorySpace,  # noqa: F4
                           mem_kind_to_space, mem_space_to_kind, min_dim, physical_aval,
                           typematch)
 from jaxkit._config import config
-from jaxkit.effects import Effect, Effects, no_effects  # noqa: F401
+from jaxkit.effects import Effect, Effects, JaxprInputEffect, no_effects  # noqa: F401
 from jaxkit.jaxpr import (Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn,  # noqa: F401
                           JaxprTypeError, Literal, Namer, PpSettings, Var, defpp_params,
                           eval_jaxpr, jaxpr_as_fun, pp_display_only_names, pp_eqn,
                           pp_eqn_rules, pp_jaxpr, pp_naming_rules, pp_param_value,
                           pp_params_rules, pp_toplevel_jaxpr, subjaxprs)
+from jaxkit.jaxpr import declared_effect_primitives, effect_rules
 from jaxkit._tracer_errors import (ConcretizationTypeError, JaxkitTypeError,  # noqa: F401
                                    TracerArrayConversionError, TracerBoolConversionError,
                                    TracerIntegerConversionError, UnexpectedTracerError)
@@ -114,6 +115,12 @@ class Primitive:
     """
 
     multiple_results = False
+    # JAX's flags on primitives (read by libraries; jaxkit's rules do not need them).
+    call_primitive = False
+    ref_primitive = False
+    ref_allocating = False
+    skip_canonicalization = False
+    is_effectful = None
 
     def __init__(self, name: str):
         self.name = name
@@ -145,6 +152,41 @@ class Primitive:
 
         self.abstract_eval = typed_abstract_eval
         return abstract_eval
+
+    def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
+        """``rule(*avals, **params) -> (out_avals, effects)``: the shape rule, and the
+        effects an equation has (an effect on an input names it by position; the equation
+        names the operand). Equations with effects are kept though their results are unused."""
+        self.def_abstract_eval(lambda *avals, **params: rule(*avals, **params)[0])
+
+        def effects_of(eqn):
+            _, effects = rule(*[v.aval for v in eqn.invars], **eqn.params)
+            return {e.replace(eqn.invars[e.input]) if isinstance(e, JaxprInputEffect)
+                    and type(e.input) is int else e for e in effects}
+
+        effect_rules[self] = effects_of
+        declared_effect_primitives.add(self)
+        return rule
+
+    def bind_with_trace(self, trace: Trace, args: Sequence, avals: Sequence, params: dict, /):
+        """Bind under ``trace`` (JAX's signature: the operands' avals too)."""
+        with set_current_trace(trace):
+            return trace.process_primitive(self, args, params)
+
+    def def_bind_with_trace(self, bind_with_trace: Callable) -> Callable:
+        """Replace how the primitive binds: ``bind_with_trace(trace, args, avals, params)``
+        with the current trace."""
+        self.bind_with_trace = bind_with_trace
+        self.bind = lambda *args, **params: bind_with_trace(  # type: ignore[method-assign]
+            _current_trace.get(), args, [get_aval(a) for a in args], params)
+        return bind_with_trace
+
+    def get_bind_params(self, params: dict) -> dict:
+        return params
+
+    def to_lojax(self, *args, **params):
+        raise NotImplementedError(f"Primitive '{self.name}' has is_high=True but no to_lojax "
+                                  "lowering rule.")
 
     def impl(self, *args, **params):
         raise NotImplementedError(f"eager evaluation rule for '{self.name}' is not implemented")

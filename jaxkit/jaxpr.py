@@ -110,7 +110,7 @@ class JaxprEqn:
         return source_info_util.EqnContext.of(names)
 
     @property
-    def effects(self) -> frozenset:
+    def effects(self) -> Any:
         """The equation's side effects (``jaxkit.effects``); effects on a ``Ref`` name the
         operand that holds it."""
         return eqn_effects(self)
@@ -136,7 +136,7 @@ class Jaxpr:
     out_avals = property(lambda self: [v.aval for v in self.outvars])
 
     @property
-    def effects(self) -> frozenset:
+    def effects(self) -> Any:
         """The side effects of running the program: its equations', less those on refs it
         makes itself (which leave ``InternalMutableArrayEffect``)."""
         return jaxpr_effects(self)
@@ -268,6 +268,10 @@ class JaxprTypeError(TypeError):
 # (callbacks, ref reads and writes). Equations holding jaxprs have their bodies' effects.
 effect_rules: dict[Any, Callable[[JaxprEqn], Any]] = {}
 
+# Primitives a library declared with effects of its own (``def_effectful_abstract_eval``):
+# while there are none, nothing needs to ask a jaxpr for its effects before lowering it.
+declared_effect_primitives: set = set()
+
 
 # primitive -> eqn -> per nested jaxpr, the operand position each of its invars stands for
 # (None where it stands for none): how an effect on a body's ref names the equation's
@@ -284,10 +288,15 @@ def _default_operand_map(eqn: JaxprEqn) -> list[tuple[Jaxpr, list]]:
     return out
 
 
-def eqn_effects(eqn: JaxprEqn) -> frozenset:
+def _effect_set(found) -> Any:
+    # As JAX's print: a set of the effects, the empty frozenset when there are none.
+    return set(found) if found else effects_mod.no_effects
+
+
+def eqn_effects(eqn: JaxprEqn) -> Any:
     rule = effect_rules.get(eqn.primitive)
     if rule is not None:
-        return frozenset(rule(eqn))
+        return _effect_set(rule(eqn))
     found: set = set()
     for sub, positions in operand_map_rules.get(eqn.primitive, _default_operand_map)(eqn):
         index = {v: p for v, p in zip(sub.invars, positions)}
@@ -300,14 +309,14 @@ def eqn_effects(eqn: JaxprEqn) -> frozenset:
                     found.add(eff.replace(operand))
             elif not isinstance(eff, effects_mod.InternalMutableArrayEffect):
                 found.add(eff)
-    return frozenset(found)
+    return _effect_set(found)
 
 
 def _is_ref(aval) -> bool:
     return hasattr(aval, "inner_aval")
 
 
-def jaxpr_effects(jaxpr: Jaxpr) -> frozenset:
+def jaxpr_effects(jaxpr: Jaxpr) -> Any:
     inputs = set(jaxpr.invars) | set(jaxpr.constvars)
     found: set = set()
     for eqn in jaxpr.eqns:
@@ -316,7 +325,7 @@ def jaxpr_effects(jaxpr: Jaxpr) -> frozenset:
                 found.add(effects_mod.internal_mutable_array_effect)
             else:
                 found.add(eff)
-    return frozenset(found)
+    return _effect_set(found)
 
 
 # --------------------------------------------------------------------------------------------

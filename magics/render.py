@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import io
+import re
 from collections.abc import Sequence
 
 STYLE = """<style>
@@ -43,8 +44,48 @@ def details(summary: str, body_html: str, open_: bool = False) -> str:
             f"{body_html}</details>")
 
 
+# The ANSI styles jaxprs print with in a notebook (as JAX's: keywords bright blue, binders'
+# types magenta, annotations dim), as CSS.
+_ANSI = re.compile(r"\x1b\[([0-9;]*)m")
+_FOREGROUND = {"34": "color:#1d4ed8", "35": "color:#a21caf", "31": "color:#b91c1c",
+               "32": "color:#15803d", "33": "color:#a16207", "36": "color:#0e7490"}
+_INTENSITY = {"1": "font-weight:bold", "2": "opacity:0.6"}
+
+
+def _ansi_to_html(escaped: str) -> str:
+    """Escaped text with ANSI colour codes -> the same text in ``<span style=...>``s."""
+    out, pos, fg, weight = [], 0, "", ""
+    opened = False
+    for m in _ANSI.finditer(escaped):
+        out.append(escaped[pos:m.start()])
+        pos = m.end()
+        for code in (m.group(1) or "0").split(";"):
+            if code in _FOREGROUND:
+                fg = _FOREGROUND[code]
+            elif code in _INTENSITY:
+                weight = _INTENSITY[code]
+            elif code == "39":  # default colour
+                fg = ""
+            elif code == "22":  # normal intensity
+                weight = ""
+            elif code == "0":  # reset
+                fg = weight = ""
+        if opened:
+            out.append("</span>")
+            opened = False
+        style = ";".join(x for x in (fg, weight) if x)
+        if style:
+            out.append(f"<span style='{style}'>")
+            opened = True
+    out.append(escaped[pos:])
+    if opened:
+        out.append("</span>")
+    return "".join(out)
+
+
 def pre(text: str) -> str:
-    return f"<pre>{escape(text)}</pre>"
+    """Preformatted text; the ANSI colours a jaxpr prints with in a notebook become CSS."""
+    return f"<pre>{_ansi_to_html(escape(text))}</pre>"
 
 
 def report(title: str, sections: Sequence[str]) -> str:

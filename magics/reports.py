@@ -84,13 +84,6 @@ class _GraphMixin:
 # --------------------------------------------------------------------------------------------
 
 
-def _plain(jaxpr) -> str:
-    """A jaxpr's text without the ANSI colours ``str`` gives in a notebook (HTML shows the
-    escapes as text)."""
-    pretty = getattr(jaxpr, "pretty_print", None)
-    return pretty(use_color=False) if pretty is not None else str(jaxpr)
-
-
 @dataclass
 class JaxprResult(_GraphMixin):
     """The jaxpr of a call, with its graph."""
@@ -102,7 +95,7 @@ class JaxprResult(_GraphMixin):
         p.text(str(self.jaxpr))
 
     def _repr_html_(self):
-        return render.report(f"jaxpr of {self.name}", [render.pre(_plain(self.jaxpr)),
+        return render.report(f"jaxpr of {self.name}", [render.pre(str(self.jaxpr)),
                                                        render.details("graph",
                                                                       self.graph_html())])
 
@@ -241,7 +234,7 @@ class JitReport(_GraphMixin):
         if "graph" in self.panels:
             s.append(render.details("graph", self.graph_html(), open_=True))
         if "jaxpr" in self.panels:
-            s.append(render.details("jaxpr", render.pre(_plain(self.jaxpr))))
+            s.append(render.details("jaxpr", render.pre(str(self.jaxpr))))
         if "stablehlo" in self.panels:
             s.append(render.details("StableHLO", render.pre(self.stablehlo)))
         if "hlo" in self.panels:
@@ -263,7 +256,7 @@ class JitReport(_GraphMixin):
         import ipywidgets
 
         tabs = ipywidgets.Tab(children=[self.graph_widget(),
-                                        ipywidgets.HTML(render.pre(_plain(self.jaxpr))),
+                                        ipywidgets.HTML(render.pre(str(self.jaxpr))),
                                         ipywidgets.HTML(render.pre(self.stablehlo)),
                                         ipywidgets.HTML(render.pre(self.optimized_hlo))])
         for i, title in enumerate(("graph", "jaxpr", "StableHLO", "optimised HLO")):

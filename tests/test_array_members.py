@@ -3,6 +3,7 @@ exists, concrete arrays answer as JAX's do, and tracers (under ``jit``, ``grad``
 raise the same error classes for the members only a concrete array has, or answer as JAX's
 (``x in tracer``, ``reversed``, ``copy.copy``, ``to_device``, ``__array_namespace__``)."""
 import copy
+import re
 import pickle
 
 import jax
@@ -155,3 +156,42 @@ def _on_tracer(transform, member, side):
 @pytest.mark.parametrize("member", MEMBERS)
 def test_tracer_member_as_in_jax(transform, member):
     assert _on_tracer(transform, member, "jaxkit") == _on_tracer(transform, member, "jax")
+
+
+def _key_member(side, member):
+    j, _ = SIDES[side]
+    keys = j.random.split(j.random.key(0), 4)
+    try:
+        value = getattr(keys, member)
+        if callable(value):
+            args = {"addressable_data": (0,), "to_device": (j.devices()[0],)}.get(member, ())
+            value = value(*args)
+    except Exception as e:  # noqa: BLE001  (the outcome is what is compared)
+        return type(e).__name__, str(e)
+    if member == "pprint":  # the implementation's functions print with their addresses
+        return re.sub(r" at 0x[0-9a-f]+", "", value)
+    if member in ("addressable_data", "global_shards"):
+        data = value if member == "addressable_data" else value[0].data
+        return type(data).__name__, data.shape, str(data.dtype)
+    if member == "unsafe_buffer_pointer":
+        return type(value).__name__
+    return repr(value) if value is None or isinstance(value, (int, bool)) else type(value).__name__
+
+
+KEY_MEMBERS = ["all", "any", "argmax", "clip", "conj", "cumsum", "dot", "item", "max", "mean",
+               "nonzero", "prod", "round", "sort", "std", "sum", "var", "view", "to_device",
+               "flat", "real", "imag", "pprint", "addressable_data", "global_shards",
+               "on_device_size_in_bytes", "unsafe_buffer_pointer", "copy_to_host_async",
+               "nbytes", "itemsize", "size", "ndim", "tolist"]
+
+
+@pytest.mark.parametrize("member", KEY_MEMBERS)
+def test_key_array_member_as_in_jax(member):
+    assert _key_member("jaxkit", member) == _key_member("jax", member)
+
+
+def test_deleting_a_key_array():
+    keys = jaxkit.random.split(jaxkit.random.key(0), 2)
+    assert keys.is_deleted() is False
+    keys.delete()
+    assert keys.is_deleted() is True

@@ -224,3 +224,58 @@ def test_effect_classes_are_jax_extend_effects():
     closed = jaxkit.make_jaxpr(_prints(jaxkit, knp, kit_io_callback)[0])(1.0)
     assert all(isinstance(e, Effect) for e in closed.effects)
     assert {str(e) for e in closed.effects} == {"Debug", "OrderedDebug"}
+
+
+def _user_primitive_report(side):
+    """A library's primitive with an effect of its own type, and one that binds itself."""
+    j = SIDES[side][0]
+    xc = j.extend.core
+    mlir = j.interpreters.mlir
+    pe = j.interpreters.partial_eval
+
+    class MyEffect(xc.Effect):
+        def __repr__(self):
+            return "MyEffect"
+
+    effect = MyEffect()
+    p = xc.Primitive("my_prim")
+    p.def_impl(lambda x: x)
+    p.def_effectful_abstract_eval(lambda x: (x, {effect}))
+    mlir.register_lowering(p, lambda ctx, x: [x])
+
+    def f(x):
+        p.bind(x)  # result unused: kept for its effect
+        return x * 2
+
+    closed = j.make_jaxpr(f)(1.0)
+    kept = len(pe.dce_jaxpr(closed.jaxpr, [True])[0].eqns)
+    flags = (p.call_primitive, p.ref_primitive, p.ref_allocating, p.skip_canonicalization,
+             p.is_effectful, p.get_bind_params({"a": 1}))
+    q = xc.Primitive("q")
+    q.def_impl(lambda x: x + 1)
+    q.def_abstract_eval(lambda x: x)
+    seen = []
+
+    def bind_with_trace(trace, args, avals, params):
+        seen.append((type(trace).__name__, [str(a) for a in avals]))
+        return q.impl(*args, **params)
+
+    q.def_bind_with_trace(bind_with_trace)
+    with pytest.raises(NotImplementedError) as lojax:
+        p.to_lojax(1.0)
+    with pytest.raises(ValueError) as unlowerable:  # until the library says how to lower it
+        j.jit(f)(3.0)
+    mlir.lowerable_effects.add_type(MyEffect)
+    return (str(closed), repr(closed.effects), repr(closed.eqns[0].effects), kept, flags,
+            q.bind(1.0), seen, str(lojax.value), str(unlowerable.value).splitlines()[0],
+            float(j.jit(f)(3.0)))
+
+
+def test_user_primitive_members_as_jax():
+    import jax.extend  # noqa: F401  (the oracle's lazily loaded submodules)
+    import jax.interpreters.mlir  # noqa: F401
+    import jax.interpreters.partial_eval  # noqa: F401
+    import jaxkit.extend  # noqa: F401
+    import jaxkit.interpreters.mlir  # noqa: F401
+    import jaxkit.interpreters.partial_eval  # noqa: F401
+    assert _user_primitive_report("jaxkit") == _user_primitive_report("jax")

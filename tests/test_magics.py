@@ -44,6 +44,19 @@ def test_jaxpr_magic(ip):
     assert "<table" in res._repr_html_() or "<svg" in res._repr_html_()
 
 
+def test_jaxpr_colours_become_css_in_reports(ip, monkeypatch):
+    """In a notebook jaxprs print in colour (as JAX's); the HTML reports show those colours
+    as CSS, never the raw escape codes."""
+    from jaxkit import jaxpr as jaxpr_mod
+    monkeypatch.setattr(jaxpr_mod, "CAN_USE_COLOR", True)
+    res = run(ip, "%jaxpr -o -q sq(x)")
+    assert "\x1b[" in str(res.jaxpr)
+    html = res._repr_html_()
+    assert "\x1b" not in html
+    assert "<span style='color:#1d4ed8;font-weight:bold'>lambda </span>" in html
+    assert "<span style='color:#a21caf'>:f32[" in html
+
+
 def test_cell_jit_replaces_function_and_reports(ip):
     res = run(ip, textwrap.dedent("""\
         %%jit -o -q --no-timeit selu(x)

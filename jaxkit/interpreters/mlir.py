@@ -24,6 +24,7 @@ from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxkit import core, dtypes, source_info
+from jaxkit.jaxpr import declared_effect_primitives
 from jaxkit.runtime import compile_config, pjrt
 from jaxkit.runtime.sharding import Mesh
 from jaxkit.interpreters import batching
@@ -408,6 +409,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
     CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
+    if declared_effect_primitives and lowerable_effects.filter_not_in(jaxpr.effects):
+        raise ValueError(f"Cannot lower jaxpr with effects: {jaxpr.effects}")
     compile_config.dump_jaxpr(name, jaxpr)  # with jax_dump_ir_modes=jaxpr, as JAX's lowering
     compile_config.warn_captured_constants(consts)
     # Op names start from the module's own name, whatever scope the caller is in.

@@ -22,7 +22,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxkit import core, dtypes
+from jaxkit import core, dtypes, effects
 
 # jaxlib's extension is the only way to register the upstream dialects (func, arith, ...) that
 # StableHLO modules use; the public stablehlo/chlo modules register only themselves.
@@ -94,6 +94,10 @@ class EffectTypeSet:
 # jaxprs carry no effect objects (callbacks are ordered by ``has_side_effect``), so its
 # lowering never has an effect to refuse; the set answers as JAX's does.
 lowerable_effects = EffectTypeSet()
+# jaxkit's own effects lower through its tokens and ref handling; a library's effect type
+# lowers once the library adds it here (as in JAX).
+lowerable_effects.add_type(effects.RefEffect)
+lowerable_effects.add_type(effects.InternalMutableArrayEffect)
 
 # The kinds of host transfer channel (XLA's ChannelHandle types), as JAX names them.
 DEVICE_TO_DEVICE_TYPE = 1

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, source_info
-from jaxkit import tree_util
+from jaxkit import effects, tree_util
+from jaxkit.jaxpr import effect_rules
 from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
@@ -604,8 +605,17 @@ dce_rules: dict[core.Primitive, Callable] = {}
 def eqn_has_effects(eqn: JaxprEqn) -> bool:
     """Whether ``eqn`` is an effectful primitive or carries a jaxpr containing one (a ``jit``
     or control-flow body that prints must be kept even if its outputs are unused)."""
-    return eqn.primitive in effectful_primitives or any(
-        eqn_has_effects(e) for sub in core.subjaxprs(eqn.params) for e in sub.eqns)
+    if eqn.primitive in effectful_primitives:
+        return True
+    if eqn.primitive in effect_rules and any(
+            not isinstance(e, _DCEABLE) for e in eqn.effects):
+        return True  # (a primitive with declared effects: Primitive.def_effectful_abstract_eval)
+    return any(eqn_has_effects(e) for sub in core.subjaxprs(eqn.params) for e in sub.eqns)
+
+
+# Effects that leave an equation removable when its results are unused (JAX's
+# ``dceable_effects``): reading a ref, making one.
+_DCEABLE = (effects.ReadEffect, effects.InternalMutableArrayEffect)
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,

@@ -392,11 +392,21 @@ class PRNGImpl:
     name = "threefry2x32"
     tag = "fry"
 
+    key_shape = (2,)
+
     def __repr__(self):
         return self.tag
 
     def __eq__(self, other):
         return isinstance(other, PRNGImpl)
+
+    def pprint(self) -> str:
+        """JAX's description of the implementation: its fields, one per line."""
+        fields = dict(key_shape=self.key_shape, seed=threefry_seed, split=threefry_split,
+                      random_bits=threefry_random_bits, fold_in=threefry_fold_in,
+                      name=self.name, tag=self.tag)
+        return "\n".join([f"PRNGImpl [{self.tag}] {{{self.name}}}:",
+                          *(f"  {k} = {v}" for k, v in fields.items())])
 
     def __hash__(self):
         return hash(PRNGImpl)
@@ -517,6 +527,40 @@ class PRNGKeyArray:
         raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. "
                         "Use jaxkit.random.key_data(arr) if you wish to extract the "
                         "underlying integer array.")
+
+    def pprint(self) -> str:
+        """JAX's description of the key array: its shape and implementation."""
+        impl = threefry_prng_impl.pprint().replace("\n", "\n  ")
+        return f"PRNGKeyArray:\n  shape = {self.shape}\n  impl = {impl}"
+
+    # The buffer-level members are the data's (one key per two words).
+    def addressable_data(self, index: int) -> PRNGKeyArray:
+        return PRNGKeyArray(self._base_array.addressable_data(index))
+
+    global_shards = property(lambda self: self.addressable_shards)  # (one process)
+    on_device_size_in_bytes = lambda self: self._base_array.on_device_size_in_bytes()  # noqa: E731
+    unsafe_buffer_pointer = lambda self: self._base_array.unsafe_buffer_pointer()  # noqa: E731
+    copy_to_host_async = lambda self: self._base_array.copy_to_host_async()  # noqa: E731
+    delete = lambda self: self._base_array.delete()  # noqa: E731
+    is_deleted = lambda self: self._base_array.is_deleted()  # noqa: E731
+
+
+def _abstract(name: str, is_property: bool = False):
+    """A member of arrays that key arrays lack: JAX's error on use (keys have no arithmetic,
+    reductions, conversions...)."""
+    def raiser(self, *args, **kwargs):
+        raise NotImplementedError(f"Cannot call abstract method {name}")
+    raiser.__name__ = name
+    return property(raiser) if is_property else raiser
+
+
+for _name in ("all", "any", "argmax", "argmin", "argpartition", "argsort", "byteswap", "choose",
+              "clip", "compress", "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot",
+              "item", "max", "mean", "min", "nonzero", "prod", "ptp", "round", "searchsorted",
+              "sort", "std", "sum", "to_device", "trace", "var", "view"):
+    setattr(PRNGKeyArray, _name, _abstract(_name))
+for _name in ("flat", "real", "imag"):
+    setattr(PRNGKeyArray, _name, _abstract(_name, is_property=True))
 
 
 # The operators of arrays: ``==``/``!=`` compare whole keys (``eq``/``ne`` take key<fry>);

@@ -110,6 +110,7 @@ class OrderedDebugEffect(_Effect):
     kind = "OrderedDebug"
 
 
+mlir.lowerable_effects.add_type(_Effect)
 io_effect, ordered_io_effect = IOEffect(), OrderedIOEffect()
 debug_effect, ordered_debug_effect = DebugEffect(), OrderedDebugEffect()
 
