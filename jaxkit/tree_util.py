@@ -15,8 +15,6 @@ single dict lookup and handles leaf children inline rather than through a call p
 """
 from __future__ import annotations
 
-import collections
-import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -25,6 +23,12 @@ from jaxkit._tree_keys import (
     DictKey, FlattenedIndexKey, GetAttrKey, KeyPath, SequenceKey, keystr,
 )
 from jaxkit._tree_partial import Partial
+from jaxkit._tree_registry import (  # noqa: F401  (re-exported: JAX's names)
+    _CUSTOM, _DICT, _LIST, _NAMEDTUPLE, _NAMEDTUPLE_NODE, _NONE, _Node, _node_of,
+    _registry, _sorted_keys, is_tree_node, register_dataclass, register_pytree_node,
+    register_pytree_node_class, register_pytree_with_keys, register_pytree_with_keys_class,
+    register_static,
+)
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "Partial", "PyTreeDef",
@@ -38,162 +42,8 @@ __all__ = [
     "treedef_is_leaf", "treedef_tuple", "default_registry",
 ]
 
-T = TypeVar("T")
 KeyEntry = TypeVar("KeyEntry", bound=Any)  # as JAX's: a key entry's type (DictKey, ...)
 IsLeaf = Callable[[Any], bool] | None
-
-
-# --------------------------------------------------------------------------------------------
-# Node registry
-# --------------------------------------------------------------------------------------------
-
-# Node kinds. Built-ins are handled inline by the flatteners; only _CUSTOM calls user code.
-_TUPLE, _LIST, _DICT, _NONE, _NAMEDTUPLE, _CUSTOM = range(6)
-
-
-class _Node:
-    __slots__ = ("flatten", "flatten_with_keys", "kind", "unflatten")
-
-    def __init__(self, kind: int, flatten: Callable | None = None,
-                 unflatten: Callable | None = None,
-                 flatten_with_keys: Callable | None = None):
-        self.kind = kind
-        self.flatten = flatten  # node -> (children, aux data)
-        self.unflatten = unflatten  # (aux data, children tuple) -> node
-        self.flatten_with_keys = flatten_with_keys  # node -> (((key, child), ...), aux data)
-
-
-# Exact-type dispatch, as in JAX: a subclass of a registered type is a leaf unless registered.
-_registry: dict[type, _Node] = {
-    tuple: _Node(_TUPLE), list: _Node(_LIST), dict: _Node(_DICT), type(None): _Node(_NONE),
-}
-_NAMEDTUPLE_NODE = _Node(_NAMEDTUPLE)
-
-def _node_of(t: type, reg: dict[type, _Node] = _registry) -> _Node | None:
-    """The node handler for type ``t``, or None when values of ``t`` are leaves."""
-    node = reg.get(t)
-    if node is None and issubclass(t, tuple) and hasattr(t, "_fields"):
-        return _NAMEDTUPLE_NODE
-    return node
-
-
-def is_tree_node(typ: type) -> bool:
-    """Whether values of type ``typ`` are pytree nodes (registered, built-in or namedtuple)."""
-    return _node_of(typ) is not None
-
-
-def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[Iterable, Any]],
-                         unflatten_func: Callable[[Any, Iterable], T],
-                         flatten_with_keys_func: Callable | None = None) -> None:
-    """Make ``nodetype`` a pytree node: ``flatten_func(x) -> (children, aux_data)`` and
-    ``unflatten_func(aux_data, children) -> x``; ``aux_data`` must be hashable."""
-    if nodetype in _registry:
-        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _registry[nodetype] = _Node(
-        _CUSTOM, flatten_func, unflatten_func, flatten_with_keys_func)
-
-
-def register_pytree_with_keys(nodetype: type[T], flatten_with_keys: Callable,
-                              unflatten_func: Callable[[Any, Iterable], T],
-                              flatten_func: Callable | None = None) -> None:
-    """Register a node whose ``flatten_with_keys(x)`` returns ``(((key, child), ...), aux)``,
-    so key paths through it name its children."""
-    if flatten_func is None:
-        def flatten_func(x):
-            pairs, aux = flatten_with_keys(x)
-            return [c for _, c in pairs], aux
-    register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
-
-
-def register_pytree_node_class(cls: type[T]) -> type[T]:
-    """Class decorator: ``cls`` defines ``tree_flatten(self) -> (children, aux)`` and the
-    classmethod ``tree_unflatten(cls, aux, children)``."""
-    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)  # type: ignore
-    return cls
-
-
-def register_pytree_with_keys_class(cls: type[T]) -> type[T]:
-    """Class decorator: like ``register_pytree_node_class`` with ``tree_flatten_with_keys``."""
-    flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
-    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(),
-                              cls.tree_unflatten, flatten)  # type: ignore
-    return cls
-
-
-def register_static(cls: type[T]) -> type[T]:
-    """Register ``cls`` as a node with no children whose instances are their own aux data."""
-    register_pytree_with_keys(cls, lambda x: ((), x), lambda aux, _: aux)
-    return cls
-
-
-def register_dataclass(nodetype: type[T], data_fields: Sequence[str] | None = None,
-                       meta_fields: Sequence[str] | None = None,
-                       drop_fields: Sequence[str] = ()) -> type[T]:
-    """Register a dataclass: ``data_fields`` are children, ``meta_fields`` are static aux data.
-    Without field lists, fields with ``metadata={'static': True}`` are meta, the rest data."""
-    if data_fields is None or meta_fields is None:
-        if (data_fields is None) != (meta_fields is None):
-            raise TypeError("register_dataclass: data_fields and meta_fields must both be "
-                            "given when either is.")
-        if not dataclasses.is_dataclass(nodetype):
-            raise TypeError(f"register_dataclass: {nodetype} is not a dataclass; pass "
-                            "data_fields and meta_fields.")
-        fields = dataclasses.fields(nodetype)
-        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
-        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
-    data, meta = tuple(data_fields), tuple(meta_fields)
-    if dataclasses.is_dataclass(nodetype):
-        init = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
-        if {*data, *meta} != init:
-            raise ValueError("data_fields and meta_fields must include all dataclass fields "
-                             f"with init=True and only them; fields: {sorted(init)}, given: "
-                             f"{sorted({*data, *meta})}.")
-    if overlap := set(data) & set(meta):
-        raise ValueError(f"data_fields and meta_fields must not overlap: {overlap}.")
-
-    def flatten(x):
-        return [getattr(x, f) for f in data], tuple(getattr(x, f) for f in meta)
-
-    def flatten_with_keys(x):
-        return ([(GetAttrKey(f), getattr(x, f)) for f in data],
-                tuple(getattr(x, f) for f in meta))
-
-    def unflatten(aux, children):
-        return nodetype(**dict(zip(meta, aux)), **dict(zip(data, children)))
-
-    register_pytree_node(nodetype, flatten, unflatten, flatten_with_keys)
-    return nodetype
-
-
-def _sorted_keys(d: dict) -> tuple:
-    try:
-        return tuple(sorted(d))
-    except TypeError as e:  # JAX refuses too: an arbitrary order would make treedefs unstable
-        raise ValueError("Comparator raised exception while sorting pytree dictionary keys "
-                         f"{list(d)!r:.200}: {e}") from None
-
-
-register_pytree_with_keys(
-    collections.OrderedDict,
-    lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)),
-    lambda keys, values: collections.OrderedDict(zip(keys, values)),
-    lambda d: (list(d.values()), tuple(d)))
-
-
-def _defaultdict_with_keys(d: collections.defaultdict) -> tuple[list, Any]:
-    keys = _sorted_keys(d)
-    return [(DictKey(k), d[k]) for k in keys], (d.default_factory, keys)
-
-
-def _defaultdict_flatten(d: collections.defaultdict) -> tuple[list, Any]:
-    keys = _sorted_keys(d)
-    return [d[k] for k in keys], (d.default_factory, keys)
-
-
-register_pytree_with_keys(
-    collections.defaultdict, _defaultdict_with_keys,
-    lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)),
-    _defaultdict_flatten)
 
 
 def _children(node: _Node, x: Any) -> tuple[Sequence, Any]:
@@ -239,6 +89,7 @@ def _children_with_keys(node: _Node, x: Any) -> tuple[Sequence, Any, list]:
 # (None, None, 0, 1, 1). Records are in post-order, so a node's children end right before it.
 _LEAF = (None, None, 0, 1, 1)
 _NoneType = type(None)
+_NO_LEAF = object()  # (``walk``: the leaves ran out)
 _NONE_RECORD = (_NoneType, None, 0, 0, 1)
 
 
@@ -314,6 +165,63 @@ class PyTreeDef:
     def unflatten(self, leaves: Iterable) -> Any:
         """Rebuild a value of this structure from ``leaves``."""
         return tree_unflatten(self, leaves)
+
+    def walk(self, f_node: Callable[[tuple, Any], Any], f_leaf: Callable | None,
+             leaves: Iterable, /) -> Any:
+        """Fold the structure bottom-up: ``f_leaf(leaf)`` at each leaf (the leaf itself when
+        ``f_leaf`` is None), ``f_node(children's results, node data)`` at each node; the node
+        data is a dict's keys, a namedtuple's class, a custom node's aux data, else None."""
+        it = iter(leaves)
+        stack: list = []
+        for t, aux, n, _, _ in self._nodes:
+            if t is None:
+                leaf = next(it, _NO_LEAF)
+                if leaf is _NO_LEAF:
+                    raise ValueError("Too few leaves for PyTreeDef")
+                stack.append(leaf if f_leaf is None else f_leaf(leaf))
+                continue
+            kids = tuple(stack[len(stack) - n:])
+            del stack[len(stack) - n:]
+            data = (list(aux) if t is dict else t if _node_of(t) is _NAMEDTUPLE_NODE
+                    else aux if _registry.get(t) is not None and _registry[t].kind == _CUSTOM
+                    else None)
+            stack.append(f_node(kids, data))
+        if next(it, _NO_LEAF) is not _NO_LEAF:
+            raise ValueError("Too many leaves for PyTreeDef")
+        return stack[-1]
+
+    def from_iterable_tree(self, tree: Any) -> Any:
+        """A value of this structure from nested iterables: each node's children are the
+        items of the iterable at its place (a None node's: an empty one)."""
+        def build(i, value):
+            rec = self._nodes[i]
+            if rec[0] is None:
+                return value
+            items, spans = list(value), self._child_spans(i)
+            if len(items) != len(spans):
+                raise ValueError("Arity mismatch between trees")
+            children = [build(j, x) for j, x in zip(spans, items)]
+            return (tuple(children) if rec[0] is tuple else children if rec[0] is list
+                    else _node_value(rec, children))
+        return build(len(self._nodes) - 1, tree)
+
+    @staticmethod
+    def from_node_data_and_children(registry: Any, node_data: tuple[type, Any] | None,
+                                    children: Iterable[PyTreeDef]) -> PyTreeDef:
+        """The structure whose root is ``node_data`` (as ``node_data()`` gives it; None: a
+        leaf) over ``children`` (as ``children()`` gives them)."""
+        children = list(children)
+        if node_data is None:
+            return PyTreeDef((_LEAF,))
+        t, aux = node_data
+        if t is dict:
+            if len(aux) != len(children):
+                raise RuntimeError("Number of keys and entries does not match.")
+            aux = tuple(aux)
+        nodes = [rec for c in children for rec in c._nodes]
+        nodes.append((t, aux, len(children), sum(c.num_leaves for c in children),
+                      len(nodes) + 1))
+        return PyTreeDef(tuple(nodes))
 
     def flatten_up_to(self, tree: Any) -> list:
         """The subtrees of ``tree`` at this structure's leaves; ``tree`` must match this
@@ -515,15 +423,20 @@ def _unflatten(nodes: tuple, leaves: list) -> Any:
             push(tuple(children))
         elif t is list:
             push(children)
-        elif t is dict:
-            push(dict(zip(rec[1], children)))
-        elif t is _NoneType:
-            push(None)
         else:
-            node = _registry.get(t)
-            push(t(*children) if node is None  # a namedtuple
-                 else node.unflatten(rec[1], tuple(children)))
+            push(_node_value(rec, children))
     return stack[0]
+
+
+def _node_value(rec: tuple, children: list) -> Any:
+    """The value of a node record (not a tuple's or a list's) with these children."""
+    t = rec[0]
+    if t is dict:
+        return dict(zip(rec[1], children))
+    if t is _NoneType:
+        return None
+    node = _registry.get(t)
+    return t(*children) if node is None else node.unflatten(rec[1], tuple(children))
 
 
 class _Mismatch(Exception):
