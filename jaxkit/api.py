@@ -206,26 +206,40 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     cell: list = []
     out, lin, aux = ad.linearize_flat(_flat_fun(fun, in_tree, has_aux, cell), flat,
                                       has_aux=has_aux)
-    out_tree = cell[0]
-    primal_avals = [core.get_aval(x) for x in flat]
-
-    def f_jvp(*tangents):
-        flat_t, tree_t = tree_util.tree_flatten(tangents)
-        if tree_t != in_tree:
-            raise TypeError(f"linearized function called with tangents of structure {tree_t}, "
-                            f"expected {in_tree} (the structure of the primals).")
-        for pa, t in zip(primal_avals, flat_t):
-            ta, expected = core.get_aval(t), pa.to_tangent_aval()
-            if not _typecompat(ta, expected):
-                raise ValueError("linearized function called on tangent values inconsistent "
-                                 "with the original primal values:\nGot tangent aval "
-                                 f"{ta.str_short()} for primal aval {pa.str_short()} but "
-                                 f"expected {expected.str_short()}.")
-        outs = lin.jvp([ad.Zero(core.get_aval(t)) if ad.is_zero(t) else t for t in flat_t])
-        return tree_util.tree_unflatten(out_tree, outs)
-
-    result = (tree_util.tree_unflatten(out_tree, out), f_jvp)
+    spec = _LinSpec(lin, in_tree, cell[0], [core.get_aval(x) for x in flat])
+    # A pytree whose leaves are the residuals (as JAX's): it can be passed to a jitted function.
+    f_jvp = tree_util.Partial(functools.partial(_linearized_jvp, spec), list(lin.consts))
+    result = (tree_util.tree_unflatten(spec.out_tree, out), f_jvp)
     return (*result, aux) if has_aux else result
+
+
+class _LinSpec:
+    """The static part of a linearized function (compared by identity)."""
+
+    __slots__ = ("in_tree", "lin", "out_tree", "primal_avals")
+
+    def __init__(self, lin: ad.Linearized, in_tree, out_tree, primal_avals):
+        self.lin = lin
+        self.in_tree = in_tree
+        self.out_tree = out_tree
+        self.primal_avals = primal_avals
+
+
+def _linearized_jvp(spec: _LinSpec, residuals, *tangents):
+    flat_t, tree_t = tree_util.tree_flatten(tangents)
+    if tree_t != spec.in_tree:
+        raise TypeError(f"linearized function called with tangents of structure {tree_t}, "
+                        f"expected {spec.in_tree} (the structure of the primals).")
+    for pa, t in zip(spec.primal_avals, flat_t):
+        ta, expected = core.get_aval(t), pa.to_tangent_aval()
+        if not _typecompat(ta, expected):
+            raise ValueError("linearized function called on tangent values inconsistent "
+                             "with the original primal values:\nGot tangent aval "
+                             f"{ta.str_short()} for primal aval {pa.str_short()} but "
+                             f"expected {expected.str_short()}.")
+    outs = spec.lin.jvp([ad.Zero(core.get_aval(t)) if ad.is_zero(t) else t for t in flat_t],
+                        residuals)
+    return tree_util.tree_unflatten(spec.out_tree, outs)
 
 
 # --------------------------------------------------------------------------------------------

@@ -141,6 +141,17 @@ def test_linearize_matches_jvp_and_does_not_retrace():
         f_jvp(np.ones(2, F32))
 
 
+def test_linearized_function_is_a_pytree_of_its_residuals():
+    """As JAX's ``Partial``: it passes through ``jit`` and ``vmap`` as an argument."""
+    y, f_jvp = linearize(lambda x: jaxkit.numpy.sin(x) * 2, np.ones(3, F32))
+    assert isinstance(f_jvp, tree_util.Partial)
+    leaves = tree_util.tree_leaves(f_jvp)
+    assert leaves and all(isinstance(x, jaxkit.Array) for x in leaves)
+    want = 2 * np.cos(1.0) * np.ones(3)
+    assert_close(jaxkit.jit(lambda f, t: f(t))(f_jvp, np.ones(3, F32)), want)
+    assert_close(jaxkit.vmap(f_jvp)(np.ones((2, 3), F32)), np.stack([want, want]))
+
+
 def test_vjp_of_multiple_outputs_and_zero_cotangent_paths():
     def f(x, y):
         return lax.sin(x), lax.cos(y)
