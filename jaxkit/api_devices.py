@@ -18,6 +18,7 @@ from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.transforms.jit import jit
+from jaxkit.transforms.spmd import check_annotation
 
 __all__ = ["block_until_ready", "default_backend", "device_count", "device_get", "device_put",
            "devices", "local_device_count", "local_devices", "process_count", "process_index"]
@@ -133,6 +134,8 @@ def _device_put_sharded(x: Any, shardings: Any):
             # No process can read the whole value: XLA moves the pieces between devices.
             outs.append(_reshard(s)(leaf))
         elif isinstance(s, (NamedSharding, PartitionSpec)):
+            if isinstance(s, NamedSharding):
+                check_annotation(s, core.get_aval(leaf).shape, "device_put args")
             outs.append(constrain(leaf, s))  # over any mesh axes, as JAX's device_put
         elif isinstance(s, pjrt.Sharding):
             outs.append(device_put(leaf, s._device))

@@ -115,3 +115,38 @@ def test_compiled_call_runs_the_program():
     # (JAX 0.10.2's own Compiled.call fails on a missing attribute; jaxkit's runs it)
     compiled = jaxkit.jit(lambda x: x * 2).lower(kjnp.ones(2)).compile()
     assert np.asarray(type(compiled).call(compiled, np.ones(2, np.float32))).tolist() == [2, 2]
+
+
+def _sharding_checks(j):
+    """NamedSharding's members and the rank errors of jit and device_put, on one device."""
+    P = j.sharding.PartitionSpec
+    mesh = j.sharding.Mesh(np.array(j.devices()[:1]).reshape(1, 1), ("x", "y"))
+    out = []
+    for spec in [P("x"), P(), P(("x", "y")), P(None, "y")]:
+        s = j.sharding.NamedSharding(mesh, spec)
+        out.append((s.has_addressable_devices, sorted(s.replicated_axes)))
+        for shape in [(), (4,), (4, 2)]:
+            out.append(_outcome(lambda: s.check_compatible_aval(shape)))
+    s = j.sharding.NamedSharding(mesh, P("x"))
+    out.append(_outcome(lambda: j.jit(lambda a: a, in_shardings=s)(np.float32(1))))
+    out.append(_outcome(lambda: j.jit(lambda a, b: a, in_shardings=(None, s))(
+        np.ones(2, np.float32), {"k": np.float32(1)})))
+    out.append(_outcome(lambda: j.jit(lambda a: a[0], out_shardings=s)(np.ones(2, np.float32))))
+    out.append(_outcome(lambda: j.jit(lambda a: (a, a[0]), out_shardings=(None, s))(
+        np.ones(2, np.float32))))
+    out.append(_outcome(lambda: j.device_put(np.ones(3), j.sharding.NamedSharding(
+        mesh, P("x", None)))))
+    return out
+
+
+def _outcome(call):
+    try:
+        result = call()
+    except Exception as e:  # noqa: BLE001  (the outcome is what is compared)
+        return type(e).__name__, str(e)
+    return "ok" if result is not None else None
+
+
+def test_named_sharding_checks_as_jax():
+    import jax
+    assert _sharding_checks(jaxkit) == _sharding_checks(jax)

@@ -15,6 +15,7 @@ for an output.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -130,6 +131,27 @@ class NamedSharding:
         return not self.mesh.is_multi_process
 
     @property
+    def has_addressable_devices(self) -> bool:
+        """Whether this process holds a part of the array."""
+        return bool(self.mesh.local_devices)
+
+    @functools.cached_property
+    def replicated_axes(self) -> frozenset:
+        """The mesh axes the spec does not split (nor holds unreduced or reduced)."""
+        used = {a for axes in self.spec._normalized(0) for a in axes}
+        return frozenset(self.mesh.axis_names) - used - set(self.spec.unreduced) \
+            - set(self.spec.reduced)
+
+    def check_compatible_aval(self, aval_shape: Sequence[int]) -> None:
+        """Raise JAX's ValueError unless a value of shape ``aval_shape`` has the rank the spec
+        needs."""
+        if len(aval_shape) < len(self.spec):
+            scalar = " For scalars the PartitionSpec should be P()" if not aval_shape else ""
+            raise ValueError(f"Sharding {self!r} is only valid for values of rank at least "
+                             f"{len(self.spec)}, but was applied to a value of rank "
+                             f"{len(aval_shape)}.{scalar}")
+
+    @property
     def is_fully_replicated(self) -> bool:
         if self.spec.unreduced:  # each device holds a summand, not the value
             return False
@@ -162,10 +184,7 @@ class NamedSharding:
 
     def check_shape(self, shape: Sequence[int]) -> None:
         """Raise unless ``shape`` can be laid out this way (rank and divisibility)."""
-        if len(self.spec) > len(shape):
-            raise ValueError(f"Sharding {self!r} is only valid for values of rank at least "
-                             f"{len(self.spec)}, but was applied to a value of rank "
-                             f"{len(shape)}.")
+        self.check_compatible_aval(shape)
         tiling = self._tiling(len(shape))
         for d, (n, t) in enumerate(zip(shape, tiling)):
             if n % t:

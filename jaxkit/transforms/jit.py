@@ -278,7 +278,8 @@ class JitFunction:
         if not (self._sharded or any(spmd.is_laid_out(x) for x in flat)):
             return None
         return spmd.input_shardings(self._in_shardings, dyn_args, dyn_kwargs, flat, sig.avals,
-                                    spmd.first_mesh(self._out_shardings))
+                                    spmd.first_mesh(self._out_shardings),
+                                    lambda: self._arg_names(dyn_args, dyn_kwargs))
 
     def _add_plan(self, compiled: Compiled, avals: tuple, args: tuple, kwargs: dict,
                   where=None, committed: bool = False) -> None:

@@ -14,7 +14,7 @@ other is laid out again through the host.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -118,9 +118,25 @@ def first_mesh(shardings: Any) -> Mesh | None:
     return next((s.mesh for s in leaves if isinstance(s, NamedSharding)), None)
 
 
+def check_annotation(sharding: NamedSharding, shape: Sequence[int], what: str,
+                     path: Callable[[], str | None] = lambda: None) -> None:
+    """Raise unless ``sharding`` can lay out a value of ``shape``: a rank too small is JAX's
+    error naming the value (``what``: "pjit arguments", "pjit outputs", "device_put args";
+    ``path()``: its key path, computed only for the error); an indivisible dimension is
+    ``IndivisibleError``, unprefixed, as in JAX."""
+    try:
+        sharding.check_compatible_aval(shape)
+    except ValueError as e:
+        where = f" with pytree key path {p}" if (p := path()) else ""
+        raise ValueError(f"One of {what}{where} is incompatible with its sharding annotation "
+                         f"{sharding!r}: {e}") from None
+    sharding.check_shape(shape)
+
+
 def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequence,
-                    avals: Sequence[ShapedArray],
-                    mesh: Mesh | None = None) -> tuple[NamedSharding, ...] | None:
+                    avals: Sequence[ShapedArray], mesh: Mesh | None = None,
+                    names: Callable[[], Sequence[str]] = tuple
+                    ) -> tuple[NamedSharding, ...] | None:
     """The layout of every argument leaf: jit's ``in_shardings`` (for positional arguments),
     else the argument's own, else replicated over the mesh (all of them on one mesh, which
     is ``mesh`` when given). None when nothing names a mesh (``in_shardings`` a pytree of
@@ -155,9 +171,10 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
     if mesh is None:
         return None
     out = []
-    for s, a in zip(chosen, avals):
+    for i, (s, a) in enumerate(zip(chosen, avals)):
         s = s if s is not None else NamedSharding(mesh, PartitionSpec())
-        s.check_shape(a.shape)
+        check_annotation(s, a.shape, "pjit arguments",
+                         lambda i=i: (names()[i:i + 1] or [None])[0])
         out.append(s)
     return tuple(out)
 
@@ -208,9 +225,10 @@ def output_shardings(given: Any, out_tree, out_avals: Sequence[ShapedArray]) -> 
         return [None] * len(out_avals)
     full = tree_util.tree_unflatten(out_tree, [0] * len(out_avals))
     shardings = _per_leaf(resolve_specs(given, "out_shardings"), full, "out_shardings")
-    for s, a in zip(shardings, out_avals):
+    for (path, _), s, a in zip(tree_util.tree_flatten_with_path(full)[0], shardings, out_avals):
         if s is not None:
-            s.check_shape(a.shape)
+            check_annotation(s, a.shape, "pjit outputs",
+                             lambda path=path: "result" + tree_util.keystr(path))
     return shardings
 
 
