@@ -19,19 +19,28 @@ class ShapeDtypeStruct:
     """A shape and dtype standing for an array (``jax.ShapeDtypeStruct``), with the
     ``sharding`` (a ``Sharding`` or ``PartitionSpec``) it is to have, if any."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding", "manual_axis_type", "is_ref")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding", "manual_axis_type", "is_ref",
+                 "_layout")
 
     def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False, *,
                  sharding: Any = None, manual_axis_type: ManualAxisType | None = None,
                  is_ref: bool = False):
-        if sharding is not None and not isinstance(sharding, (Sharding, PartitionSpec)):
+        is_format = format_class is not None and isinstance(sharding, format_class)
+        if sharding is not None and not (is_format or isinstance(sharding,
+                                                                 (Sharding, PartitionSpec))):
             raise ValueError("sharding should be an instance of `jax.sharding.Sharding`, "
                              "`jax.sharding.PartitionSpec` or `jax.experimental.layout.Format`."
                              f" Got {sharding} of type {type(sharding)}.")
+        if is_format and sharding.layout is not None and \
+                not hasattr(sharding.layout, "major_to_minor"):
+            raise TypeError("`Layout.AUTO` cannot be used in place of a device-local layout "
+                            f"in a `ShapeDtypeStruct`. Got {sharding}")
         self.shape = tuple(shape)
         self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # key<fry> kept
         self.weak_type = weak_type
-        self.sharding = sharding
+        # A Format gives the memory layout too (``format``); the struct keeps its sharding.
+        self._layout = sharding.layout if is_format else None
+        self.sharding = sharding.sharding if is_format else sharding
         if manual_axis_type is not None and not isinstance(manual_axis_type, ManualAxisType):
             raise TypeError("`manual_axis_type` argument passed to ShapeDtypeStruct should be "
                             "of type `jax.sharding.ManualAxisType`. Got type "
@@ -41,6 +50,11 @@ class ShapeDtypeStruct:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
+
+    @property
+    def format(self) -> Any:
+        """The layout (None: the compiler's default) and sharding, as a ``Format``."""
+        return format_class(self._layout, self.sharding)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -56,6 +70,14 @@ class ShapeDtypeStruct:
         if unknown:
             raise TypeError(f"ShapeDtypeStruct.update() got unexpected keyword arguments "
                             f"{sorted(unknown)}")
+        if self._layout is not None:  # the layout is kept, unless a plain sharding drops it
+            if isinstance(kwargs.get("sharding"), Sharding):
+                raise ValueError(
+                    f"You are updating ShapeDtypeStruct with a {type(kwargs['sharding'])} "
+                    f"when the original ShapeDtypeStruct had a concrete layout {self.format}. "
+                    "This might lead to bugs. If you want to do this, create a new "
+                    "ShapeDtypeStruct via the constructor.")
+            fields["sharding"] = self.format
         fields.update(kwargs)
         return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
 
@@ -67,8 +89,8 @@ class ShapeDtypeStruct:
         return cls(aval.shape, aval.dtype, aval.weak_type)
 
     def _key(self) -> tuple:
-        return (self.shape, self.dtype, self.sharding, self.weak_type, self.manual_axis_type,
-                self.is_ref)
+        return (self.shape, self.dtype, self.sharding, self._layout, self.weak_type,
+                self.manual_axis_type, self.is_ref)
 
     def __eq__(self, other):
         return isinstance(other, ShapeDtypeStruct) and self._key() == other._key()
@@ -78,6 +100,8 @@ class ShapeDtypeStruct:
 
     def __repr__(self):
         sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
+        if self._layout is not None:
+            sharding += f", format={self._layout}"
         weak = ", weak_type=True" if self.weak_type else ""
         mat = f", manual_axis_type={self.manual_axis_type}" if self.manual_axis_type else ""
         ref = f", is_ref={self.is_ref}" if self.is_ref else ""
@@ -94,4 +118,8 @@ def _struct_aval(s: ShapeDtypeStruct):
 
 
 core.pytype_aval_mappings[ShapeDtypeStruct] = _struct_aval
+
+# ``jax.experimental.layout.Format``, which lives above this module: it sets this on import
+# (as ``import jaxkit`` does).
+format_class: Any = None
 stages.out_struct = lambda a, weak: ShapeDtypeStruct(a.shape, a.dtype, a.weak_type and weak)

@@ -150,3 +150,36 @@ def _outcome(call):
 def test_named_sharding_checks_as_jax():
     import jax
     assert _sharding_checks(jaxkit) == _sharding_checks(jax)
+
+
+def _struct_formats(j):
+    """ShapeDtypeStructs carrying a Format: the layout kept, printed, compared, updated."""
+    from importlib import import_module
+    layout = import_module(f"{j.__name__}.experimental.layout")
+    Format, Layout = layout.Format, layout.Layout
+    x = j.numpy.ones((2, 3))
+    s = j.ShapeDtypeStruct((2, 3), np.float32, sharding=Format(Layout((0, 1)), x.sharding))
+    s2 = j.ShapeDtypeStruct((2, 3), np.float32, sharding=x.sharding)
+    return [repr(s), repr(s.format), repr(s.sharding), repr(s2.format), s == s2,
+            repr(j.ShapeDtypeStruct((2,), np.float32).format),
+            _outcome(lambda: j.ShapeDtypeStruct((2,), np.float32,
+                                                sharding=Format(Layout.AUTO))),
+            _outcome(lambda: s.update(sharding=x.sharding)),
+            repr(s.update(shape=(2, 3))),
+            repr(s.update(sharding=Format(Layout((1, 0)), x.sharding))),
+            _outcome(lambda: j.jit(lambda a: a * 2).lower(s).compile()(x)),
+            _outcome(lambda: j.sharding.AbstractMesh((1,), ("x",)).__enter__())]
+
+
+def test_struct_formats_as_jax():
+    import jax
+    assert _struct_formats(jaxkit) == _struct_formats(jax)
+
+
+def test_struct_with_a_non_default_layout_is_refused_by_lower():
+    from jaxkit.experimental.layout import Format, Layout
+    x = kjnp.ones((2, 3))
+    s = jaxkit.ShapeDtypeStruct((2, 3), np.float32, sharding=Format(Layout((1, 0)), x.sharding))
+    with pytest.raises(NotImplementedError, match="in_shardings=Format"):
+        jaxkit.jit(lambda a: a * 2).lower(s)
+    assert jaxkit.eval_shape(lambda a: a * 2, s).shape == (2, 3)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from jaxkit import api_devices, core, tree_util
+from jaxkit import api_devices, core, shape_dtype_struct, tree_util
 from jaxkit import sharding as jsharding
 from jaxkit.experimental import layout_arrays, layout_jit, layout_sharded
 from jaxkit.interpreters import ad, batching, mlir
@@ -221,6 +221,20 @@ jit_module.has_layouts = _has_layouts
 jit_module.laid_out_jit = lambda plain, ins, outs: layout_jit.LaidOutJit(
     plain, ins, outs, lambda x: isinstance(x, Format), _layout_mode)
 jit_module.sharding_forms[Format] = _format_as_jit_sharding
+shape_dtype_struct.format_class = Format
+
+
+def _check_struct_layouts(flat) -> None:
+    for x in flat:
+        if isinstance(x, shape_dtype_struct.ShapeDtypeStruct) and \
+                _layout_mode(x.format) is not None:
+            raise NotImplementedError(
+                f"lowering with {x}: jaxkit does not take argument layouts from a "
+                "ShapeDtypeStruct's Format; pass in_shardings=Format(layout, sharding) to jit "
+                "for that argument instead.")
+
+
+jit_module.check_struct_layouts = _check_struct_layouts
 
 
 def _format_as_constraint(fmt: Format) -> tuple:

@@ -236,6 +236,12 @@ class AbstractMesh:
     local_mesh = property(lambda self: _no_devices("local_mesh"))
     is_multi_process = property(lambda self: _no_devices("is_multi_process"))
 
+    def __enter__(self):  # (a context of abstract axes is ``jax.sharding.use_abstract_mesh``)
+        _no_devices("__enter__")
+
+    def __exit__(self, *exc):
+        _no_devices("__exit__")
+
     def update(self, axis_sizes=None, axis_names=None, axis_types=None,
                **kwargs) -> AbstractMesh:
         """This abstract mesh with the given parts replaced (``abstract_device=`` too)."""

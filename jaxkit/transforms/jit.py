@@ -519,6 +519,7 @@ class JitFunction:
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
         flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
+        check_struct_layouts(flat)
         if hijax.has_hi(flat):
             return trace_with_hi_args(self, statics, flat, in_tree, dyn_args, dyn_kwargs)
         sig = CallSignature(in_tree, avals, statics)
@@ -669,6 +670,9 @@ has_layouts: Callable[[Any], bool] = lambda shardings: False  # noqa: E731
 # calls then take the general path, which lays them out: see layout_jit).
 takes_other_layouts: Callable[[Any], bool] = lambda compiled: False  # noqa: E731
 laid_out_jit: Callable | None = None
+# ``check_struct_layouts(flat)``: raises for a ``ShapeDtypeStruct`` argument whose Format asks
+# for a layout jaxkit cannot take from it (layout.Format registers it).
+check_struct_layouts: Callable[[list], None] = lambda flat: None  # noqa: E731
 
 
 def _sharding_forms(shardings: Any) -> Any:
