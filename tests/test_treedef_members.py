@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
 import pytest
 
 import jaxkit
@@ -79,3 +80,31 @@ def test_walk_without_a_leaf_function_passes_leaves_through():
     # (JAX's signature allows None, though its binding refuses it)
     t = jaxkit.tree_util.tree_structure({"a": (1, 2), "b": [3, None]})
     assert t.walk(lambda c, n: sum(c), None, [1, 2, 3]) == 6
+
+
+def _broadcast_cases(j, tree_util_src):
+    out = []
+    for prefix, full in [((1, 2), ((3, 4), 5)), (1, {"a": [2, 3]}), ({"a": 7}, {"a": (1, 2)}),
+                         ((1, 2), (3, 4, 5)), ([1], (2,)), ((1, (2, 3)), (4, 5))]:
+        leaves, prefix_def = j.tree_util.tree_flatten(prefix)
+        try:
+            out.append(tree_util_src.broadcast_flattened_prefix_with_treedef(
+                leaves, prefix_def, j.tree_util.tree_structure(full)))
+        except ValueError:
+            out.append("ValueError")
+    return out
+
+
+def test_broadcast_flattened_prefix_with_treedef_as_jax():
+    from jax._src import tree_util as jax_src
+
+    from jaxkit._src_compat import tree_util as kit_src
+    assert _broadcast_cases(jaxkit, kit_src) == _broadcast_cases(jax, jax_src)
+    keys = {"k": jaxkit.random.split(jaxkit.random.key(0), 2), "x": 1}
+    leaves, treedef = kit_src.dispatch_registry.flatten(keys)
+    want_leaves, want_def = jax_src.dispatch_registry.flatten(
+        {"k": jax.random.split(jax.random.key(0), 2), "x": 1})
+    assert repr(treedef) == repr(want_def)
+    assert [np.asarray(x).tolist() for x in leaves] == [np.asarray(x).tolist()
+                                                        for x in want_leaves]
+    assert repr(treedef.unflatten(leaves)) == repr(keys)
