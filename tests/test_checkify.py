@@ -167,3 +167,11 @@ def test_init_error_is_the_error_of_no_check():
     checked = checkify.checkify(lambda x: (checkify.check_error(checkify.init_error), x)[1])
     e, out = checked(jnp.ones(2))
     assert e.get() is None and np.asarray(out).tolist() == [1.0, 1.0]
+
+
+def test_error_flattens_through_its_methods_as_jax():
+    """``Error.tree_flatten``/``tree_unflatten`` round-trip it (JAX's class has them)."""
+    err = checkify.checkify(lambda x: checkify.check(x > 0, "bad {}", x))(jnp.float32(-1))[0]
+    children, aux = err.tree_flatten()
+    again = type(err).tree_unflatten(aux, children)
+    assert str(again) == str(err) == "Error(bad -1.0 (`check` failed))"

@@ -161,6 +161,14 @@ class Error:
 
     __repr__ = __str__
 
+    def tree_flatten(self) -> tuple:
+        """``(children, aux data)``, as the pytree registration flattens it."""
+        return _error_flatten(self)
+
+    @classmethod
+    def tree_unflatten(cls, aux: Any, children: Any) -> Error:
+        return _error_unflatten(aux, children)
+
 
 def _error_flatten(err: Error):
     return (err._failed, err._payloads, err._code), err._sites
