@@ -122,4 +122,5 @@ core.pytype_aval_mappings[ShapeDtypeStruct] = _struct_aval
 # ``jax.experimental.layout.Format``, which lives above this module: it sets this on import
 # (as ``import jaxkit`` does).
 format_class: Any = None
-stages.out_struct = lambda a, weak: ShapeDtypeStruct(a.shape, a.dtype, a.weak_type and weak)
+stages.out_struct = lambda a, weak, sharding=None: ShapeDtypeStruct(
+    a.shape, a.dtype, a.weak_type and weak, sharding=sharding)

@@ -183,3 +183,48 @@ def test_struct_with_a_non_default_layout_is_refused_by_lower():
     with pytest.raises(NotImplementedError, match="in_shardings=Format"):
         jaxkit.jit(lambda a: a * 2).lower(s)
     assert jaxkit.eval_shape(lambda a: a * 2, s).shape == (2, 3)
+
+
+def _out_infos(j):
+    """The stages' ``out_info``: shardings fixed by out_shardings; a compiled program's
+    shardings and layouts."""
+    P = j.sharding.PartitionSpec
+    mesh = j.sharding.Mesh(np.array(j.devices()[:1]), ("x",))
+    s = j.sharding.NamedSharding(mesh, P("x"))
+    f = j.jit(lambda a: (a * 2, a.sum()), out_shardings=(s, None))
+    x = j.numpy.ones(2)
+    g = j.jit(lambda a: a * 2)
+    return [repr(f.trace(x).out_info), repr(f.lower(x).out_info),
+            repr(f.lower(x).compile().out_info), repr(g.trace(x).out_info),
+            repr(g.lower(j.device_put(x, s)).out_info),
+            repr(j.jit(lambda a: a * 2, in_shardings=s).lower(x).out_info),
+            repr(j.jit(lambda a: (a * 2, a.sum())).lower(j.numpy.ones((2, 3))).compile()
+                 .out_info),
+            repr(j.jit(lambda a: {"k": a, "key": j.random.key(0)}).lower(x).compile().out_info)]
+
+
+def test_out_info_as_jax():
+    import jax
+    assert _out_infos(jaxkit) == _out_infos(jax)
+
+
+def _pmap_lowerings(j):
+    """``pmap(f).lower``: the program JAX lowers (jit of shard_map over the mapped devices)."""
+    x = j.numpy.ones((1, 3))
+    cases = [(j.pmap(lambda a: a * 2), (x,)),
+             (j.pmap(lambda a, b: j.lax.psum(a * b, "i"), axis_name="i", in_axes=(0, None)),
+              (x, np.float32(2))),
+             (j.pmap(lambda a: (a, a.sum()), in_axes=1, out_axes=(1, 0)),
+              (j.numpy.ones((3, 1)),))]
+    out = []
+    for p, args in cases:
+        lowered = p.lower(*args)
+        result = lowered.compile()(*args)
+        out += [lowered.as_text(), repr(lowered.out_info),
+                [np.asarray(r).tolist() for r in j.tree_util.tree_leaves(result)]]
+    return out
+
+
+def test_pmap_lower_as_jax():
+    import jax
+    assert _pmap_lowerings(jaxkit) == _pmap_lowerings(jax)

@@ -167,6 +167,17 @@ def _output_formats(self: Compiled) -> Any:
     return tree_util.tree_unflatten(self.out_tree, outs)
 
 
+def _compiled_out_info(self: Compiled) -> Any:
+    """The results' shapes and dtypes with the shardings and layouts the executable gives
+    them (a compiled program knows both)."""
+    structs = tree_util.tree_leaves(self.lowered.out_info)
+    _, outs = _compiled_formats(self)
+    if len(outs) != len(structs):  # (results the executable makes apart: as lowered)
+        return self.lowered.out_info
+    return tree_util.tree_unflatten(self.out_tree, [
+        s.update(sharding=f) for s, f in zip(structs, outs)])
+
+
 # ---- Format in jit's in_shardings/out_shardings -----------------------------------------------
 def _is_default_layout(layout: Layout) -> bool:
     """Row-major, untiled, with the dtype's own element size: how jaxkit lays out every array
@@ -326,6 +337,7 @@ Array.format = property(_array_format)
 ShardedArray.format = property(_array_format)
 Compiled.input_formats = property(_input_formats)
 Compiled.output_formats = property(_output_formats)
+Compiled.out_info = property(_compiled_out_info)
 
 
 # ---- with_layout_constraint -----------------------------------------------------------------

@@ -38,7 +38,7 @@ from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.lax import parallel
-from jaxkit.lax.structural import reshape
+from jaxkit.lax.structural import expand_dims, reshape, squeeze
 
 __all__ = ["Shard", "ShardedArray", "pmap", "pmap_p"]
 
@@ -445,7 +445,9 @@ class PmapFunction:
                 return tree_util.tree_unflatten(out_tree, program.run(consts + list(args)))
         return self._call(args, kwargs)
 
-    def _call(self, args, kwargs):
+    def _prepare(self, args, kwargs):
+        """The static arguments, the dynamic ones, their flat leaves, structure, mapped axes
+        and avals, and the mapped size."""
         statics = tuple((i, _hashable_static(a, f"static_broadcasted_argnums[{i}]"))
                         for i, a in enumerate(args) if i in self._static)
         dyn_args = tuple(a for i, a in enumerate(args) if i not in self._static)
@@ -463,6 +465,54 @@ class PmapFunction:
         flat_in_axes = [None if a is None else a % max(v.ndim, 1)
                         for a, v in zip(flat_in_axes, avals)]
         n = self._mapped_size(flat, avals, flat_in_axes)
+        return statics, dyn_args, flat, in_tree, flat_in_axes, avals, n
+
+    def lower(self, *args, **kwargs) -> Any:
+        """The program as JAX lowers a pmap (which it runs as ``jit`` of ``shard_map``): the
+        body on each device's block of a mesh over the mapped devices, whose one axis is
+        ``axis_name`` (``_internal_pmap_axis_name`` when unnamed). jaxkit runs pmaps as
+        replicated programs; this is the equivalent partitioned program, for inspection and
+        ahead-of-time compilation on one process."""
+        from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec
+        from jaxkit.transforms.jit import jit
+        from jaxkit.transforms.shard_map import shard_map
+        statics, dyn_args, flat, in_tree, flat_in_axes, _, n = self._prepare(args, kwargs)
+        global_size = n * self._process_count() if self._devices is None else len(self._devices)
+        axis = ("_internal_pmap_axis_name" if isinstance(self._axis_name, _TempAxisName)
+                else self._axis_name)
+        mesh = Mesh(np.array(resolve_devices(global_size, self._devices, self._backend)),
+                    (axis,))
+
+        def spec(ax):
+            return PartitionSpec() if ax is None else PartitionSpec(*[None] * ax, axis)
+
+        static_values, fun, out_axes = dict(statics), self._fun, self._out_axes
+
+        def _fun(*flat_args):
+            blocks = [x if ax is None else squeeze(x, [ax])
+                      for x, ax in zip(flat_args, flat_in_axes)]
+            a, kw = tree_util.tree_unflatten(in_tree, blocks)
+            it = iter(a)
+            out = fun(*[static_values[i] if i in static_values else next(it)
+                        for i in range(len(a) + len(statics))], **kw)
+            out_flat, out_tree = tree_util.tree_flatten(out)
+            axes = _flatten_axes("pmap out_axes", out_axes, out)
+            return tree_util.tree_unflatten(out_tree, [
+                x if ax is None else expand_dims(x, [ax % (x.ndim + 1)])
+                for x, ax in zip(out_flat, axes)])
+
+        out_specs = tree_util.tree_map(spec, out_axes, is_leaf=lambda x: x is None)
+        mapped = shard_map(_fun, mesh=mesh, in_specs=tuple(map(spec, flat_in_axes)),
+                           out_specs=out_specs, check_vma=False)
+        donated = self._donated_flags(dyn_args, kwargs)
+        return jit(mapped, donate_argnums=tuple(i for i, d in enumerate(donated) if d),
+                   in_shardings=tuple(NamedSharding(mesh, spec(ax)) for ax in flat_in_axes),
+                   out_shardings=tree_util.tree_map(
+                       lambda ax: NamedSharding(mesh, spec(ax)), out_axes,
+                       is_leaf=lambda x: x is None)).trace(*flat).lower()
+
+    def _call(self, args, kwargs):
+        statics, dyn_args, flat, in_tree, flat_in_axes, avals, n = self._prepare(args, kwargs)
         global_size = n * self._process_count() if self._devices is None else len(self._devices)
         body_avals = [a.update(shape=_remove_axis(a.shape, ax))
                       for a, ax in zip(avals, flat_in_axes)]

@@ -28,9 +28,10 @@ Flatten = Callable[[tuple, dict], tuple]
 
 
 # How the stages show an output's type (``out_info``, ``jit(f).eval_shape``): ``(aval,
-# keep_weak_type) -> struct``. ``jaxkit.api`` (a layer above) installs its ``ShapeDtypeStruct``,
+# keep_weak_type, sharding) -> struct``. ``jaxkit.api`` (a layer above) installs its
+# ``ShapeDtypeStruct``,
 # as JAX's stages show theirs; until then the abstract value itself.
-out_struct: Callable[[core.ShapedArray, bool], Any] = lambda aval, keep_weak_type: aval
+out_struct: Callable[..., Any] = lambda aval, keep_weak_type, sharding=None: aval
 
 
 @dataclass
@@ -118,9 +119,12 @@ class Traced(_Stage):
 
     @property
     def out_info(self):
-        """The outputs' shapes and dtypes (weak types kept), as the output pytree."""
-        return tree_util.tree_unflatten(self.out_tree,
-                                        [out_struct(a, True) for a in self.jaxpr.out_avals])
+        """The outputs' shapes and dtypes (weak types kept) and the shardings the program
+        fixes for them, as the output pytree."""
+        return tree_util.tree_unflatten(self.out_tree, [
+            out_struct(a, True, s) for a, s in zip(self.jaxpr.out_avals,
+                                                   _out_shardings(self.sharding_plan,
+                                                                  self.jaxpr.out_avals))])
 
     @property
     def out_avals(self):
@@ -279,8 +283,15 @@ class Lowered(_Stage):
     def out_info(self):
         """The outputs' shapes and dtypes, as the output pytree (a program's results have no
         weak types)."""
+        avals = self.traced.jaxpr.out_avals
         return tree_util.tree_unflatten(self.traced.out_tree, [
-            out_struct(a, False) for a in self.traced.jaxpr.out_avals])
+            out_struct(a, False, s)
+            for a, s in zip(avals, _out_shardings(self.traced.sharding_plan, avals))])
+
+
+def _out_shardings(plan: spmd.ShardingPlan | None, avals) -> Sequence:
+    """The outputs' shardings that ``out_shardings`` or their types fix (None: XLA's)."""
+    return plan.out_shardings if plan is not None else [None] * len(avals)
 
 
 def _output_builder(out_tree, has_tokens: bool = False) -> Callable[[list], Any]:
