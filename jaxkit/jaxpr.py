@@ -11,6 +11,7 @@ types and keywords coloured where a terminal or a notebook shows colour (``prett
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -417,7 +418,11 @@ def _param_doc(value, namer: Namer) -> pp.Doc:
         return pp.text(np.dtype(value).name)
     if callable(value) and hasattr(value, "__name__") and not isinstance(value, type):
         return pp.text(value.__name__)  # (a class prints as JAX's: <class 'module.Name'>)
-    return pp.text(str(value))
+    # As JAX: an object's address is masked, so that printed jaxprs are stable.
+    return pp.text(_ADDRESS.sub(lambda m: " at 0x" + "X" * len(m.group(1)), str(value)))
+
+
+_ADDRESS = re.compile(r" at 0x([0-9a-fA-F]+)")
 
 
 def pp_param_value(value, indent: int, namer: Namer, lead: int = 0) -> str:

@@ -297,4 +297,6 @@ def chain_from_derivative(primal_out, c: Sequence, u: Sequence) -> tuple[Any, li
 
 def def_comp(prim: core.Primitive, comp: Callable, **kwargs) -> None:
     """A primitive written as a composition ``comp`` of primitives that have jet rules."""
-    jet_rules[prim] = partial(jet2, comp, **kwargs)
+    # (the equation's own parameters, such as an ``accuracy``, are the composition's business)
+    jet_rules[prim] = lambda primals_in, series_in, **_: jet2(comp, primals_in, series_in,
+                                                             **kwargs)

@@ -8,11 +8,13 @@ lower to CHLO (expanded by XLA) or to a jaxkit function through ``mlir.lower_fun
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit.interpreters import ad, batching, mlir
-from jaxkit.interpreters.mlir import chlo, hlo
+from jaxkit.interpreters.mlir import chlo, hlo, ir
 from jaxkit.lax.standard import _float, _inexact, _int, standard_naryop, standard_unop
 from jaxkit.lax.elementwise import (
     _broadcast_to,
@@ -42,11 +44,27 @@ from jaxkit.typing import Array, ArrayLike
 
 
 def _check_accuracy(name: str, accuracy) -> None:
-    """JAX lets transcendental functions ask XLA for an accuracy (a ``result_accuracy``
-    attribute on the op). XLA CPU ignores the attribute, computing the same values whatever
-    is asked, so jaxkit, which lowers for CPU only, checks the request and drops it."""
+    """JAX lets transcendental functions ask XLA for an accuracy: the equation's ``accuracy``
+    parameter, lowered to the op's ``result_accuracy`` attribute (XLA's GPU backend picks an
+    implementation by it; its CPU backend computes the same values whatever is asked)."""
     if accuracy is not None and not isinstance(accuracy, (AccuracyMode, Tolerance)):
         raise NotImplementedError(f"Accuracy {accuracy} not supported")
+
+
+def _accuracy_attr(accuracy) -> ir.Attribute | None:
+    if accuracy is None:
+        return None
+    if isinstance(accuracy, AccuracyMode):
+        return hlo.ResultAccuracyAttr.get(0.0, 0.0, 0, accuracy.name)
+    return hlo.ResultAccuracyAttr.get(atol=accuracy.atol, rtol=accuracy.rtol,
+                                      ulps=accuracy.ulps, mode="TOLERANCE")
+
+
+def _accurate_lowering(op) -> Callable:
+    """The rule of an op with an ``accuracy`` parameter: ``op`` with ``result_accuracy``."""
+    def rule(ctx, x, *, accuracy=None):
+        return op(x, result_accuracy=_accuracy_attr(accuracy)).result
+    return rule
 
 
 def _unop(name: str, accepted=_inexact) -> core.Primitive:
@@ -55,32 +73,43 @@ def _unop(name: str, accepted=_inexact) -> core.Primitive:
     return prim
 
 
+def _accuracy_pp(params: dict) -> dict:
+    # As JAX: the parameter is shown only when one is asked for.
+    return {} if params.get("accuracy") is None else {"accuracy": params["accuracy"]}
+
+
+def _accurate_unop(name: str, accepted=_inexact) -> core.Primitive:
+    prim = _unop(name, accepted)
+    core.defpp_params(prim, _accuracy_pp)
+    return prim
+
+
 # ---- exp -----------------------------------------------------------------------------------
 def exp(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise natural exponential. Lowers to ``stablehlo.exponential``."""
     _check_accuracy("exp", accuracy)
-    return exp_p.bind(x)
+    return exp_p.bind(x, accuracy=accuracy)
 
 
-exp_p = _unop("exp")
-ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
-mlir.register_lowering(exp_p, mlir.nary_lowering(hlo.ExpOp))
+exp_p = _accurate_unop("exp")
+ad.defjvp2(exp_p, lambda g, ans, x, **_: mul(g, ans))
+mlir.register_lowering(exp_p, _accurate_lowering(hlo.ExpOp))
 
 
 # ---- exp2 ----------------------------------------------------------------------------------
 def exp2(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise base-2 exponential. Lowers to ``stablehlo.exponential`` of ``x log 2``."""
     _check_accuracy("exp2", accuracy)
-    return exp2_p.bind(x)
+    return exp2_p.bind(x, accuracy=accuracy)
 
 
-def _exp2_lowering(ctx, x):
+def _exp2_lowering(ctx, x, *, accuracy=None):
     log2 = mlir.full_like_aval(np.log(2), ctx.avals_in[0])
-    return hlo.ExpOp(hlo.MulOp(log2, x).result).result
+    return hlo.ExpOp(hlo.MulOp(log2, x).result, result_accuracy=_accuracy_attr(accuracy)).result
 
 
-exp2_p = _unop("exp2")
-ad.defjvp2(exp2_p, lambda g, ans, x: mul(log(_const(x, 2)), mul(g, ans)))
+exp2_p = _accurate_unop("exp2")
+ad.defjvp2(exp2_p, lambda g, ans, x, **_: mul(log(_const(x, 2)), mul(g, ans)))
 mlir.register_lowering(exp2_p, _exp2_lowering)
 
 
@@ -88,12 +117,12 @@ mlir.register_lowering(exp2_p, _exp2_lowering)
 def log(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise natural logarithm. Lowers to ``stablehlo.log``."""
     _check_accuracy("log", accuracy)
-    return log_p.bind(x)
+    return log_p.bind(x, accuracy=accuracy)
 
 
-log_p = _unop("log")
-ad.defjvp(log_p, lambda g, x: div(g, x))
-mlir.register_lowering(log_p, mlir.nary_lowering(hlo.LogOp))
+log_p = _accurate_unop("log")
+ad.defjvp(log_p, lambda g, x, **_: div(g, x))
+mlir.register_lowering(log_p, _accurate_lowering(hlo.LogOp))
 
 
 # ---- expm1 ---------------------------------------------------------------------------------
@@ -101,37 +130,45 @@ def expm1(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise ``exp(x) - 1``, accurate near 0. Lowers to
     ``stablehlo.exponential_minus_one``."""
     _check_accuracy("expm1", accuracy)
-    return expm1_p.bind(x)
+    return expm1_p.bind(x, accuracy=accuracy)
 
 
-expm1_p = _unop("expm1")
-ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _one(ans))))
-mlir.register_lowering(expm1_p, mlir.nary_lowering(hlo.Expm1Op))
+expm1_p = _accurate_unop("expm1")
+# (with the highest accuracy asked for, JAX's derivative is exp itself)
+ad.defjvp2(expm1_p, lambda g, ans, x, accuracy=None: (
+    mul(g, exp(x, accuracy=accuracy)) if accuracy is AccuracyMode.HIGHEST
+    else mul(g, add(ans, _one(ans)))))
+mlir.register_lowering(expm1_p, _accurate_lowering(hlo.Expm1Op))
 
 
 # ---- log1p ---------------------------------------------------------------------------------
 def log1p(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise ``log(1 + x)``, accurate near 0. Lowers to ``stablehlo.log_plus_one``."""
     _check_accuracy("log1p", accuracy)
-    return log1p_p.bind(x)
+    return log1p_p.bind(x, accuracy=accuracy)
 
 
-log1p_p = _unop("log1p")
-ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _one(x))))
-mlir.register_lowering(log1p_p, mlir.nary_lowering(hlo.Log1pOp))
+log1p_p = _accurate_unop("log1p")
+ad.defjvp(log1p_p, lambda g, x, **_: div(g, add(x, _one(x))))
+mlir.register_lowering(log1p_p, _accurate_lowering(hlo.Log1pOp))
 
 
 # ---- tanh ----------------------------------------------------------------------------------
 def tanh(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise hyperbolic tangent. Lowers to ``stablehlo.tanh``."""
     _check_accuracy("tanh", accuracy)
-    return tanh_p.bind(x)
+    return tanh_p.bind(x, accuracy=accuracy)
 
 
-tanh_p = _unop("tanh")
-# (g + g ans)(1 - ans) = g (1 - ans^2), in JAX's order of operations.
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_one(x), ans)))
-mlir.register_lowering(tanh_p, mlir.nary_lowering(hlo.TanhOp))
+tanh_p = _accurate_unop("tanh")
+# (g + g ans)(1 - ans) = g (1 - ans^2), in JAX's order of operations; with the highest
+# accuracy, JAX's 4 g logistic(2x) logistic(-2x).
+ad.defjvp2(tanh_p, lambda g, ans, x, accuracy=None: (
+    mul(g, mul(_const(x, 4), mul(logistic(mul(_const(x, 2), x), accuracy=accuracy),
+                                 logistic(mul(_const(x, -2), x), accuracy=accuracy))))
+    if accuracy is AccuracyMode.HIGHEST
+    else mul(add(g, mul(g, ans)), sub(_one(x), ans))))
+mlir.register_lowering(tanh_p, _accurate_lowering(hlo.TanhOp))
 
 
 # ---- logistic ------------------------------------------------------------------------------
@@ -139,16 +176,18 @@ def logistic(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise sigmoid ``1 / (1 + exp(-x))``. Lowers to that expression (as JAX does)."""
     # No check of ``accuracy``: JAX's lowering of this expression never reads it, so any
     # value is accepted there.
-    return logistic_p.bind(x)
+    return logistic_p.bind(x, accuracy=accuracy)
 
 
-def _logistic_impl(x):
+def _logistic_impl(x, accuracy=None):
     one = _const(x, 1)
     return div(one, add(one, exp(neg(x))))
 
 
-logistic_p = _unop("logistic")
-ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_one(ans), ans))))
+logistic_p = _accurate_unop("logistic")
+ad.defjvp2(logistic_p, lambda g, ans, x, accuracy=None: (
+    mul(g, mul(ans, logistic(neg(x)))) if accuracy is AccuracyMode.HIGHEST
+    else mul(g, mul(ans, sub(_one(ans), ans)))))
 mlir.register_lowering(logistic_p, mlir.lower_fun(_logistic_impl))
 
 
@@ -157,7 +196,7 @@ def sin(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise sine. Lowers to ``stablehlo.sine`` (for complex input, to JAX's formula
     in terms of real sin, cos and expm1)."""
     _check_accuracy("sin", accuracy)
-    return sin_p.bind(x)
+    return sin_p.bind(x, accuracy=accuracy)
 
 
 def _sinh_cosh_parts(b):
@@ -187,16 +226,17 @@ def _cos_complex(x):
 def _trig_lowering(op, complex_impl):
     complex_rule = mlir.lower_fun(complex_impl)
 
-    def rule(ctx, x):
+    def rule(ctx, x, *, accuracy=None):
         if dtypes.issubdtype(ctx.avals_in[0].dtype, np.complexfloating):
             return complex_rule(ctx, x)
-        return op(x).result
+        return op(x, result_accuracy=_accuracy_attr(accuracy)).result
 
     return rule
 
 
-sin_p = _unop("sin")
-ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+sin_p = _accurate_unop("sin")
+# (cos without the accuracy: what JAX's grad and linearize of sin compute)
+ad.defjvp(sin_p, lambda g, x, **_: mul(g, cos(x)))
 mlir.register_lowering(sin_p, _trig_lowering(hlo.SineOp, _sin_complex))
 
 
@@ -204,11 +244,11 @@ def cos(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise cosine. Lowers to ``stablehlo.cosine`` (for complex input, to JAX's
     formula in terms of real sin, cos and expm1)."""
     _check_accuracy("cos", accuracy)
-    return cos_p.bind(x)
+    return cos_p.bind(x, accuracy=accuracy)
 
 
-cos_p = _unop("cos")
-ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+cos_p = _accurate_unop("cos")
+ad.defjvp(cos_p, lambda g, x, accuracy=None: neg(mul(g, sin(x, accuracy=accuracy))))
 mlir.register_lowering(cos_p, _trig_lowering(hlo.CosineOp, _cos_complex))
 
 
@@ -216,12 +256,12 @@ mlir.register_lowering(cos_p, _trig_lowering(hlo.CosineOp, _cos_complex))
 def tan(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise tangent. Lowers to ``stablehlo.tan``."""
     _check_accuracy("tan", accuracy)
-    return tan_p.bind(x)
+    return tan_p.bind(x, accuracy=accuracy)
 
 
-tan_p = _unop("tan")
-ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), square(ans))))
-mlir.register_lowering(tan_p, mlir.nary_lowering(hlo.TanOp))
+tan_p = _accurate_unop("tan")
+ad.defjvp2(tan_p, lambda g, ans, x, **_: mul(g, add(_const(x, 1), square(ans))))
+mlir.register_lowering(tan_p, _accurate_lowering(hlo.TanOp))
 
 
 # ---- asin / acos / atan --------------------------------------------------------------------
@@ -327,34 +367,34 @@ mlir.register_lowering(atanh_p, mlir.nary_lowering(chlo.AtanhOp))
 def sqrt(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise square root. Lowers to ``stablehlo.sqrt``."""
     _check_accuracy("sqrt", accuracy)
-    return sqrt_p.bind(x)
+    return sqrt_p.bind(x, accuracy=accuracy)
 
 
-sqrt_p = _unop("sqrt")
-ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
-mlir.register_lowering(sqrt_p, mlir.nary_lowering(hlo.SqrtOp))
+sqrt_p = _accurate_unop("sqrt")
+ad.defjvp2(sqrt_p, lambda g, ans, x, **_: mul(g, div(_const(x, 0.5), ans)))
+mlir.register_lowering(sqrt_p, _accurate_lowering(hlo.SqrtOp))
 
 
 def rsqrt(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise reciprocal square root. Lowers to ``stablehlo.rsqrt``."""
     _check_accuracy("rsqrt", accuracy)
-    return rsqrt_p.bind(x)
+    return rsqrt_p.bind(x, accuracy=accuracy)
 
 
-rsqrt_p = _unop("rsqrt")
-ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
-mlir.register_lowering(rsqrt_p, mlir.nary_lowering(hlo.RsqrtOp))
+rsqrt_p = _accurate_unop("rsqrt")
+ad.defjvp2(rsqrt_p, lambda g, ans, x, **_: mul(g, mul(_const(x, -0.5), div(ans, x))))
+mlir.register_lowering(rsqrt_p, _accurate_lowering(hlo.RsqrtOp))
 
 
 def cbrt(x: ArrayLike, *, accuracy=None) -> Array:
     """Elementwise real cube root. Lowers to ``stablehlo.cbrt``."""
     _check_accuracy("cbrt", accuracy)
-    return cbrt_p.bind(x)
+    return cbrt_p.bind(x, accuracy=accuracy)
 
 
-cbrt_p = _unop("cbrt", _float)
-ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
-mlir.register_lowering(cbrt_p, mlir.nary_lowering(hlo.CbrtOp))
+cbrt_p = _accurate_unop("cbrt", _float)
+ad.defjvp2(cbrt_p, lambda g, ans, x, **_: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+mlir.register_lowering(cbrt_p, _accurate_lowering(hlo.CbrtOp))
 
 
 # ---- pow -----------------------------------------------------------------------------------
