@@ -128,7 +128,7 @@ def _device_put_sharded(x: Any, shardings: Any):
             continue
         if isinstance(s, (NamedSharding, PartitionSpec)) and not isinstance(
                 leaf, core.Tracer) and (s.spec if isinstance(s, NamedSharding) else s).unreduced:
-            outs.append(_reshard(resolve_sharding(s, leaf))(leaf))  # XLA splits the value
+            outs.append(_reshard(resolve_sharding(s, leaf, "device_put"))(leaf))  # XLA splits
         elif isinstance(s, NamedSharding) and isinstance(leaf, ShardedArray) and \
                 not leaf.is_fully_addressable:
             # No process can read the whole value: XLA moves the pieces between devices.
@@ -136,7 +136,7 @@ def _device_put_sharded(x: Any, shardings: Any):
         elif isinstance(s, (NamedSharding, PartitionSpec)):
             if isinstance(s, NamedSharding):
                 check_annotation(s, core.get_aval(leaf).shape, "device_put args")
-            outs.append(constrain(leaf, s))  # over any mesh axes, as JAX's device_put
+            outs.append(constrain(leaf, s, api="device_put"))  # over any mesh axes, as JAX's
         elif isinstance(s, pjrt.Sharding):
             outs.append(device_put(leaf, s._device))
         elif s is None or isinstance(s, pjrt.Device):
@@ -193,7 +193,8 @@ def _refuse_moving_unreduced(leaf: Any, s: Any) -> None:
     if not (isinstance(leaf, ShardedArray) and isinstance(held, NamedSharding)
             and held.spec.unreduced):
         return
-    target = resolve_sharding(s, leaf) if isinstance(s, (NamedSharding, PartitionSpec)) else s
+    target = (resolve_sharding(s, leaf, "device_put")
+              if isinstance(s, (NamedSharding, PartitionSpec)) else s)
     if target != held:
         held.devices_indices_map(leaf.shape)  # raises JAX's NotImplementedError
 

@@ -10,7 +10,8 @@ import numpy as np
 from jaxkit import core, dtypes
 from jaxkit.avals import ManualAxisType
 from jaxkit.interpreters import state
-from jaxkit.runtime.sharding import PartitionSpec, typed_aval
+from jaxkit.runtime.sharding import (NamedSharding, PartitionSpec, current_mesh,
+                                     typed_aval)
 from jaxkit.sharding import Sharding
 from jaxkit.transforms import stages
 
@@ -19,7 +20,7 @@ class ShapeDtypeStruct:
     """A shape and dtype standing for an array (``jax.ShapeDtypeStruct``), with the
     ``sharding`` (a ``Sharding`` or ``PartitionSpec``) it is to have, if any."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding", "manual_axis_type", "is_ref",
+    __slots__ = ("shape", "dtype", "weak_type", "_sharding", "manual_axis_type", "is_ref",
                  "_layout")
 
     def __init__(self, shape: Sequence[int], dtype, weak_type: bool = False, *,
@@ -40,7 +41,7 @@ class ShapeDtypeStruct:
         self.weak_type = weak_type
         # A Format gives the memory layout too (``format``); the struct keeps its sharding.
         self._layout = sharding.layout if is_format else None
-        self.sharding = sharding.sharding if is_format else sharding
+        self._sharding = sharding.sharding if is_format else sharding
         if manual_axis_type is not None and not isinstance(manual_axis_type, ManualAxisType):
             raise TypeError("`manual_axis_type` argument passed to ShapeDtypeStruct should be "
                             "of type `jax.sharding.ManualAxisType`. Got type "
@@ -50,6 +51,19 @@ class ShapeDtypeStruct:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
+
+    @property
+    def sharding(self) -> Any:
+        """The sharding given; a bare ``PartitionSpec`` is over the mesh in context (which
+        there must be, as in JAX)."""
+        if isinstance(self._sharding, PartitionSpec):
+            mesh = current_mesh()
+            if mesh is None:
+                raise TypeError("When specifying PartitionSpec to `ShapeDtypeStruct`, the "
+                                "context mesh cannot be empty. Please use `jax.set_mesh` to set "
+                                "the mesh context.")
+            return NamedSharding(mesh, self._sharding)
+        return self._sharding
 
     @property
     def format(self) -> Any:

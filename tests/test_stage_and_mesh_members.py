@@ -228,3 +228,44 @@ def _pmap_lowerings(j):
 def test_pmap_lower_as_jax():
     import jax
     assert _pmap_lowerings(jaxkit) == _pmap_lowerings(jax)
+
+
+def test_mesh_decorates_a_function_with_its_context():
+    """``@mesh`` (JAX's Mesh is a ContextDecorator): bare PartitionSpecs name its axes."""
+    mesh = jaxkit.sharding.Mesh(np.array(jaxkit.devices()[:1]), ("x",))
+
+    @mesh
+    def put(v):
+        return jaxkit.device_put(v, jaxkit.sharding.PartitionSpec("x"))
+
+    assert put(np.ones(2)).sharding.mesh == mesh
+    with pytest.raises(Exception):  # no mesh outside
+        jaxkit.device_put(np.ones(2), jaxkit.sharding.PartitionSpec("x"))
+
+
+def _no_mesh_errors(j):
+    """A bare PartitionSpec with no mesh in context: each API's own error, as JAX's."""
+    P = j.sharding.PartitionSpec
+    x = np.ones(2, np.float32)
+    calls = [lambda: j.jit(lambda a: j.lax.with_sharding_constraint(a, P("x")))(x),
+             lambda: j.lax.with_sharding_constraint(j.numpy.ones(2), P("x")),
+             lambda: j.device_put(x, P("x")),
+             lambda: j.sharding.reshard(j.numpy.ones(2), P("x")),
+             lambda: j.numpy.zeros(2, out_sharding=P("x")),
+             lambda: j.shard_map(lambda a: a, in_specs=P("x"), out_specs=P("x"))(x),
+             lambda: j.jit(lambda a: a, out_shardings=P("x"))(x),
+             lambda: j.jit(lambda a: a, in_shardings=P("x"))(x),
+             lambda: j.ShapeDtypeStruct((2,), np.float32, sharding=P("x")).sharding]
+    return [_outcome(c) for c in calls]
+
+
+def test_no_mesh_errors_as_jax():
+    import jax
+    assert _no_mesh_errors(jaxkit) == _no_mesh_errors(jax)
+
+
+def test_struct_spec_is_over_the_mesh_in_context():
+    mesh = jaxkit.sharding.Mesh(np.array(jaxkit.devices()[:1]), ("x",))
+    s = jaxkit.ShapeDtypeStruct((2,), np.float32, sharding=jaxkit.sharding.PartitionSpec("x"))
+    with jaxkit.sharding.set_mesh(mesh):
+        assert s.sharding == jaxkit.sharding.NamedSharding(mesh, s._sharding)

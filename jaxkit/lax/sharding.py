@@ -34,25 +34,39 @@ sharding_constraint_p = core.Primitive("sharding_constraint")
 reshard_p = core.Primitive("reshard")
 
 
-def _resolve(s: Any, x: Any) -> NamedSharding:
+def _resolve(s: Any, x: Any, api: str | None = None) -> NamedSharding:
     if isinstance(s, NamedSharding):
         return _on_concrete_mesh(s, x) if isinstance(s.mesh, AbstractMesh) else s
     if isinstance(s, PartitionSpec):
         mesh = current_mesh()
         if mesh is None:
-            # JAX's words (its ValueError), for every API that takes a bare spec.
-            raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
-                             "allowed. Please pass a NamedSharding instance or enter into a "
-                             f"mesh context via `jax.set_mesh`. Got {s}")
+            raise _no_mesh_error(s, api)
         return NamedSharding(concrete_mesh_for(current_abstract_mesh(), mesh), s)
     raise TypeError(f"with_sharding_constraint expects NamedShardings or PartitionSpecs, got "
                     f"{s!r}")
 
 
-def resolve_sharding(s: Any, x: Any) -> NamedSharding:
+def _no_mesh_error(spec: PartitionSpec, api: str | None) -> Exception:
+    """JAX's error for a bare spec with no mesh in context: its words for ``api`` (those
+    with a message of their own), else the one most APIs raise."""
+    if api == "device_put":
+        return ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed "
+                          "to device_put")
+    if api == "with_sharding_constraint":
+        return RuntimeError(
+            "with_sharding_constraint requires a non-empty mesh in context if you are passing "
+            "`PartitionSpec`s to shardings. You can define a context mesh via "
+            "`jax.set_mesh(mesh)`. Alternatively, provide `Sharding`s to shardings and then "
+            "the mesh context manager is not required.")
+    return ValueError("Using PartitionSpec when you are not under a mesh context is not "
+                      "allowed. Please pass a NamedSharding instance or enter into a mesh "
+                      f"context via `jax.set_mesh`. Got {spec}")
+
+
+def resolve_sharding(s: Any, x: Any, api: str | None = None) -> NamedSharding:
     """The concrete ``NamedSharding`` a sharding argument for ``x`` stands for (a bare
-    ``PartitionSpec`` is over the mesh in context)."""
-    return _resolve(s, x)
+    ``PartitionSpec`` is over the mesh in context; without one, JAX's error for ``api``)."""
+    return _resolve(s, x, api)
 
 
 def concrete_mesh_for(abstract: AbstractMesh, mesh: Mesh) -> Mesh:
@@ -189,7 +203,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
             if s is None:  # a layout alone
                 outs.append(leaf if then is None else then(leaf))
                 continue
-        named = _resolve(s, leaf)
+        named = _resolve(s, leaf, "with_sharding_constraint")
         named.check_shape(np.shape(leaf))
         out = leaf if _check_constraint(leaf, named) else \
             sharding_constraint_p.bind(leaf, sharding=named)
@@ -202,15 +216,16 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
 constraint_forms: dict[type, Callable[[Any], tuple]] = {}
 
 
-def constrain(x: Any, shardings: Any, prim: core.Primitive | None = None) -> Any:
+def constrain(x: Any, shardings: Any, prim: core.Primitive | None = None,
+              api: str | None = None) -> Any:
     """``x`` (a pytree) laid out as ``shardings`` says, over any mesh axes (what ``device_put``
     and the ``out_sharding=`` arguments do); ``prim`` (default ``sharding_constraint``) is the
-    primitive that says so in a jaxpr."""
+    primitive that says so in a jaxpr; ``api`` names the caller in JAX's no-mesh error."""
     prim = sharding_constraint_p if prim is None else prim
     leaves, treedef, per_leaf = _per_leaf(x, shardings)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
-        named = _resolve(s, leaf)
+        named = _resolve(s, leaf, api)
         named.check_shape(np.shape(leaf))
         outs.append(prim.bind(leaf, sharding=named))
     return tree_util.tree_unflatten(treedef, outs)

@@ -464,10 +464,10 @@ def resolve_out_sharding(name: str, out_sharding: Any) -> NamedSharding | None:
         mesh = current_abstract_mesh()
         if mesh.empty and all(p is None or p == () for p in out_sharding):
             return None
-        if mesh.empty:
-            raise ValueError(f"{name}(out_sharding={out_sharding}) needs a mesh in context: "
-                             "call jax.sharding.set_mesh(mesh) first, or pass "
-                             "NamedSharding(mesh, spec).")
+        if mesh.empty:  # JAX's words, as for any API given a bare spec
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is not "
+                             "allowed. Please pass a NamedSharding instance or enter into a "
+                             f"mesh context via `jax.set_mesh`. Got {out_sharding}")
         out_sharding = NamedSharding(mesh, out_sharding)
     if not isinstance(out_sharding, NamedSharding):
         raise TypeError(f"{name}: out_sharding must be a PartitionSpec or a NamedSharding, got "

@@ -4,6 +4,7 @@ mesh:``, ``use_abstract_mesh``). Shardings over them are ``jaxkit.runtime.shardi
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import math
 from collections.abc import Sequence
@@ -30,9 +31,10 @@ class AxisType(enum.Enum):
         return self.name
 
 
-class Mesh:
+class Mesh(contextlib.ContextDecorator):
     """An n-d array of devices with a name per axis; a context manager that makes it the
-    mesh bare ``PartitionSpec``s refer to."""
+    mesh bare ``PartitionSpec``s refer to (and, as JAX's, a decorator: ``@mesh`` runs the
+    function inside ``with mesh:``)."""
 
     def __init__(self, devices, axis_names, axis_types=None):
         devices = np.asarray(devices, dtype=object)

@@ -193,8 +193,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
         if the_mesh is None and _body_stack:
             the_mesh = _body_stack[-1][0]  # nested: the enclosing shard_map's mesh
         if the_mesh is None:
-            raise ValueError("shard_map needs a mesh: pass mesh=..., or call it inside "
-                             "`with mesh:` / jaxkit.sharding.set_mesh(mesh)")
+            raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to "
+                             "enter into a mesh context")
         if mesh is None:
             the_mesh = _ContextMesh(the_mesh, _sharding.current_abstract_mesh())
         manual = _manual_axes(the_mesh, axis_names)
