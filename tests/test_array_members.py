@@ -195,3 +195,24 @@ def test_deleting_a_key_array():
     assert keys.is_deleted() is False
     keys.delete()
     assert keys.is_deleted() is True
+
+
+def test_abstract_array_class_members_as_jax():
+    """``jax.Array`` itself declares the members; used through the class they raise JAX's
+    NotImplementedError (``jax.tree.map(jax.Array.sum, t)`` fails in JAX too)."""
+    x_j, x_k = jjnp.ones((2, 3)), kjnp.ones((2, 3))
+    names = sorted(n for n in set(dir(jax.Array)) - set(dir(object)) - _INTERNAL
+                   if not n.startswith("_") or n.endswith("__"))
+    assert [n for n in names if not hasattr(jaxkit.Array, n)] == []
+
+    def outcome(cls, x, name):
+        member = getattr(cls, name)
+        try:
+            member.fget(x) if isinstance(member, property) else member(x)
+        except NotImplementedError as e:
+            return str(e)
+        return "ok"
+
+    for name in ("sum", "T", "__add__", "shape", "dtype", "reshape", "at", "item", "flat",
+                 "addressable_shards", "nbytes"):
+        assert outcome(jaxkit.Array, x_k, name) == outcome(jax.Array, x_j, name), name

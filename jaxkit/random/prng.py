@@ -33,7 +33,7 @@ from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit import numpy as jnp
 from jaxkit.numpy import _index_update as jnp_index_update
 from jaxkit.numpy._array_methods import install_operators
-from jaxkit.runtime.array import Array, PublicArray, Shard, device_put_value
+from jaxkit.runtime.array import Array, PublicArray, Shard, abstract_member, device_put_value
 from jaxkit.transforms.jit import jit
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import AxisType, NamedSharding, PartitionSpec
@@ -545,22 +545,15 @@ class PRNGKeyArray:
     is_deleted = lambda self: self._base_array.is_deleted()  # noqa: E731
 
 
-def _abstract(name: str, is_property: bool = False):
-    """A member of arrays that key arrays lack: JAX's error on use (keys have no arithmetic,
-    reductions, conversions...)."""
-    def raiser(self, *args, **kwargs):
-        raise NotImplementedError(f"Cannot call abstract method {name}")
-    raiser.__name__ = name
-    return property(raiser) if is_property else raiser
-
-
+# The members of arrays that key arrays lack (no arithmetic, reductions or conversions): JAX's
+# error on use.
 for _name in ("all", "any", "argmax", "argmin", "argpartition", "argsort", "byteswap", "choose",
               "clip", "compress", "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot",
               "item", "max", "mean", "min", "nonzero", "prod", "ptp", "round", "searchsorted",
               "sort", "std", "sum", "to_device", "trace", "var", "view"):
-    setattr(PRNGKeyArray, _name, _abstract(_name))
+    setattr(PRNGKeyArray, _name, abstract_member(_name))
 for _name in ("flat", "real", "imag"):
-    setattr(PRNGKeyArray, _name, _abstract(_name, is_property=True))
+    setattr(PRNGKeyArray, _name, abstract_member(_name, is_property=True))
 
 
 # The operators of arrays: ``==``/``!=`` compare whole keys (``eq``/``ne`` take key<fry>);

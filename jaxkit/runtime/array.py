@@ -577,3 +577,36 @@ class PublicArray(metaclass=_ArrayMeta):
 
 PublicArray.__name__ = PublicArray.__qualname__ = "Array"
 PublicArray.__module__ = "jax.jaxlib._jax"
+
+
+def abstract_member(name: str, is_property: bool = False, message: str | None = None):
+    """A member the abstract array type declares and does not implement: JAX's error when
+    used (``jax.Array.sum(x)``; a key array's ``sum``)."""
+    text = f"Cannot call abstract method {name}" if message is None else message
+
+    def raiser(self, *args, **kwargs):
+        raise NotImplementedError(text)
+    raiser.__name__ = name
+    return property(raiser) if is_property else raiser
+
+
+# The members of JAX's abstract ``jax.Array``, each JAX's NotImplementedError when called
+# through the class (the concrete arrays and tracers have their own).
+for _name in ("__abs__ __add__ __and__ __array_namespace__ __contains__ __copy__ __deepcopy__ "
+              "__divmod__ __floordiv__ __getitem__ __invert__ __lshift__ __matmul__ __mod__ "
+              "__mul__ __neg__ __pos__ __pow__ __radd__ __rand__ __rdivmod__ __rfloordiv__ "
+              "__rlshift__ __rmatmul__ __rmod__ __rmul__ __round__ __rpow__ __rrshift__ "
+              "__rshift__ __rsub__ __rtruediv__ __rxor__ __setitem__ __sub__ __truediv__ "
+              "__xor__ addressable_data all any argmax argmin argpartition argsort astype "
+              "byteswap choose clip compress conj conjugate copy copy_to_host_async cumprod "
+              "cumsum diagonal dot flatten item max mean min nonzero prod ptp ravel repeat "
+              "reshape round searchsorted sort squeeze std sum swapaxes take to_device trace "
+              "transpose var view").split():
+    setattr(PublicArray, _name, abstract_member(_name))
+for _name in ("T", "at", "flat", "imag", "itemsize", "mT", "nbytes", "real"):
+    setattr(PublicArray, _name, abstract_member(_name, is_property=True))
+for _name in ("addressable_shards", "committed", "device", "dtype", "global_shards",
+              "is_fully_addressable", "is_fully_replicated", "ndim", "shape", "sharding",
+              "size"):
+    setattr(PublicArray, _name, abstract_member(_name, is_property=True, message=""))
+PublicArray.__numpy_dtype__ = Array.__dict__["__numpy_dtype__"]  # (implemented, as JAX's)
