@@ -49,7 +49,15 @@ def _is_ref(x: Any) -> bool:
 
 class VJPFunction(tree_util.Partial):
     """The pullback ``jax.vjp`` returns: ``f(ct)`` gives one cotangent per primal, and
-    ``f.with_refs(*markers)(ct)`` routes each as its marker says (see the module docstring)."""
+    ``f.with_refs(*markers)(ct)`` routes each as its marker says (see the module docstring).
+    As JAX's, it shows the primals' and outputs' structures (``in_tree``, ``out_tree``), the
+    linear program it transposes (``jaxpr``, the residuals its constvars) and the residuals
+    (``opaque_residuals``)."""
+
+    in_tree = property(lambda self: self.func.args[0].in_tree)
+    out_tree = property(lambda self: self.func.args[0].out_tree)
+    jaxpr = property(lambda self: self.func.args[0].lin.jaxpr)
+    opaque_residuals = property(lambda self: list(self.args[0]))
 
     def with_refs(self, *maybe_ct_refs: Any) -> Callable[[Any], Any]:
         markers, tree = tree_util.tree_flatten(

@@ -587,3 +587,21 @@ def test_leaked_jvp_tracer_is_detected():
     jvp(f, (F32(1.0),), (F32(1.0),))
     with pytest.raises(core.UnexpectedTracerError):
         jvp(lambda y: lax.add(y, leaked[0]), (F32(1.0),), (F32(1.0),))
+
+
+def test_vjp_function_shows_its_structures_and_linear_program():
+    """``in_tree``/``out_tree`` as JAX's; ``jaxpr`` is the linear program the pullback
+    transposes, closed over ``opaque_residuals`` (jaxkit's residuals, not JAX's choice)."""
+    jax = pytest.importorskip("jax")
+    f = lambda x, y: {"a": jaxkit.numpy.sin(x) * y}  # noqa: E731
+    g = lambda x, y: {"a": jax.numpy.sin(x) * y}  # noqa: E731
+    x = np.arange(3.0, dtype=F32)
+    _, pull = vjp(f, x, F32(2.0))
+    _, want = jax.vjp(g, x, F32(2.0))
+    assert (pull.in_tree, pull.out_tree) == (tree_util.tree_structure((x, 1.0)),
+                                             tree_util.tree_structure({"a": 1}))
+    assert (str(pull.in_tree), str(pull.out_tree)) == (str(want.in_tree), str(want.out_tree))
+    tangents = [np.ones(3, F32), F32(0.5)]
+    linear = core.eval_jaxpr(pull.jaxpr, pull.opaque_residuals, *tangents)
+    _, jvp_out = jaxkit.jvp(f, (x, F32(2.0)), tuple(tangents))
+    assert_close(linear[0], jvp_out["a"])
