@@ -269,3 +269,21 @@ def test_struct_spec_is_over_the_mesh_in_context():
     s = jaxkit.ShapeDtypeStruct((2,), np.float32, sharding=jaxkit.sharding.PartitionSpec("x"))
     with jaxkit.sharding.set_mesh(mesh):
         assert s.sharding == jaxkit.sharding.NamedSharding(mesh, s._sharding)
+
+
+def _explicit_out_infos(j):
+    """Under Explicit mesh axes a trace reports its outputs' types' shardings (over the
+    abstract mesh); out_shardings given are reported as given."""
+    mesh = j.sharding.Mesh(np.array(j.devices()[:1]), ("x",),
+                           axis_types=(j.sharding.AxisType.Explicit,))
+    with j.sharding.set_mesh(mesh):
+        x = j.device_put(j.numpy.ones(2), j.sharding.PartitionSpec("x"))
+        given = j.sharding.NamedSharding(mesh, j.sharding.PartitionSpec("x"))
+        return [repr(j.jit(lambda a: (a * 2, a.sum())).trace(x).out_info),
+                repr(j.jit(lambda a: a * 2, out_shardings=given).trace(x).out_info),
+                repr(j.jit(lambda a: (a * 2, a.sum())).lower(x).out_info)]
+
+
+def test_explicit_out_infos_as_jax():
+    import jax
+    assert _explicit_out_infos(jaxkit) == _explicit_out_infos(jax)

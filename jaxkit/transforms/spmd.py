@@ -184,13 +184,14 @@ class ShardingPlan:
     ``out_shardings`` fixes or, given ``out_avals``, their types' explicit shardings fix
     (None: XLA propagates one)."""
 
-    __slots__ = ("in_shardings", "mesh", "out_shardings")
+    __slots__ = ("given_out_shardings", "in_shardings", "mesh", "out_shardings")
 
     def __init__(self, in_shardings: Sequence[NamedSharding],
                  out_shardings: Sequence[NamedSharding | None],
                  out_avals: Sequence[ShapedArray] | None = None, mesh: Mesh | None = None,
                  typed_out: Sequence[bool] | None = None):
         self.in_shardings = tuple(in_shardings)
+        self.given_out_shardings = tuple(out_shardings)  # (``out_shardings``' own)
         # ``mesh``: that of the program's constraints, which a program with no argument and
         # no out_shardings (``jit(lambda: reshard(...))()``) has only
         self.mesh = _common_mesh(list(self.in_shardings) + list(out_shardings), mesh)

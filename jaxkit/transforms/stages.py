@@ -119,12 +119,16 @@ class Traced(_Stage):
 
     @property
     def out_info(self):
-        """The outputs' shapes and dtypes (weak types kept) and the shardings the program
-        fixes for them, as the output pytree."""
+        """The outputs' shapes and dtypes (weak types kept) and shardings, as the output
+        pytree: those ``out_shardings`` gives, else the types' (over an abstract mesh, as
+        JAX's trace gives them)."""
+        plan, avals = self.sharding_plan, self.jaxpr.out_avals
+        if plan is None:
+            return tree_util.tree_unflatten(self.out_tree, [
+                out_struct(a, True, _typed_sharding(a)) for a in avals])
         return tree_util.tree_unflatten(self.out_tree, [
-            out_struct(a, True, s) for a, s in zip(self.jaxpr.out_avals,
-                                                   _out_shardings(self.sharding_plan,
-                                                                  self.jaxpr.out_avals))])
+            out_struct(a, True, g if g is not None else _abstract(t))
+            for a, g, t in zip(avals, plan.given_out_shardings, plan.out_shardings)])
 
     @property
     def out_avals(self):
@@ -287,6 +291,18 @@ class Lowered(_Stage):
         return tree_util.tree_unflatten(self.traced.out_tree, [
             out_struct(a, False, s)
             for a, s in zip(avals, _out_shardings(self.traced.sharding_plan, avals))])
+
+
+def _typed_sharding(aval) -> Any:
+    """The sharding an output's type names over Explicit mesh axes (None if none)."""
+    sharding = getattr(aval, "_sharding", None)
+    return sharding if sharding is not None and not sharding.mesh.empty else None
+
+
+def _abstract(sharding: Any) -> Any:
+    """A layout its type fixes, over the abstract mesh (as a trace, before devices, says)."""
+    return None if sharding is None else type(sharding)(sharding.mesh.abstract_mesh,
+                                                        sharding.spec)
 
 
 def _out_shardings(plan: spmd.ShardingPlan | None, avals) -> Sequence:
