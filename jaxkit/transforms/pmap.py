@@ -33,7 +33,9 @@ from jaxkit.runtime import pjrt
 from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.runtime.sharded_array import Shard, ShardedArray
-from jaxkit.transforms.jit import _hashable_static, _infer_argnums_and_argnames
+from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec
+from jaxkit.transforms.jit import _hashable_static, _infer_argnums_and_argnames, jit
+from jaxkit.transforms.shard_map import shard_map
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
@@ -473,9 +475,6 @@ class PmapFunction:
         ``axis_name`` (``_internal_pmap_axis_name`` when unnamed). jaxkit runs pmaps as
         replicated programs; this is the equivalent partitioned program, for inspection and
         ahead-of-time compilation on one process."""
-        from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec
-        from jaxkit.transforms.jit import jit
-        from jaxkit.transforms.shard_map import shard_map
         statics, dyn_args, flat, in_tree, flat_in_axes, _, n = self._prepare(args, kwargs)
         global_size = n * self._process_count() if self._devices is None else len(self._devices)
         axis = ("_internal_pmap_axis_name" if isinstance(self._axis_name, _TempAxisName)
