@@ -34,13 +34,18 @@ class JaxprInputEffect(Effect):
     def replace(self, input: Any) -> JaxprInputEffect:  # noqa: A002
         return type(self)(input)
 
+    # (``input`` is a ``Var``, compared by identity, or, in a library's abstract eval rule,
+    # the operand's position)
+    def _key(self):
+        return self.input if type(self.input) is int else id(self.input)
+
     def __eq__(self, other):
         if not isinstance(other, JaxprInputEffect):
             return NotImplemented
-        return type(self) is type(other) and self.input is other.input
+        return type(self) is type(other) and self._key() == other._key()
 
     def __hash__(self):
-        return hash((type(self), id(self.input)))
+        return hash((type(self), self._key()))
 
     def __repr__(self):
         return f"{type(self).__name__}({self.input!r})"
