@@ -100,6 +100,14 @@ def _ref_in_while(j, np_, io_callback):
     return k, (j.new_ref(np_.ones(())),)
 
 
+def _refs_in_while_cond_and_body(j, np_, io_callback):
+    def k(r1, r2):  # the cond reads one ref (a cond const), the body writes another
+        j.lax.while_loop(lambda c: c < r1[...],
+                         lambda c: (r2.__setitem__(..., r2[...] + 1), c + 1)[1], 0.0)
+        return r2[...]
+    return k, (j.new_ref(np_.float32(3)), j.new_ref(np_.ones(())))
+
+
 def _ref_addupdate(j, np_, io_callback):
     def k(r):
         r.addupdate(2.0)
@@ -112,7 +120,8 @@ def _pure(j, np_, io_callback):
 
 
 EFFECT_CASES = [_prints, _io, _io_in_cond, _unordered_io, _ref_rw, _ref_in_jit, _local_ref,
-                _ref_in_fori, _ref_in_cond, _ref_in_scan, _ref_in_while, _ref_addupdate, _pure]
+                _ref_in_fori, _ref_in_cond, _ref_in_scan, _ref_in_while,
+                _refs_in_while_cond_and_body, _ref_addupdate, _pure]
 
 
 def _effects_of(side, case):

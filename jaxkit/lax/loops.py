@@ -25,6 +25,7 @@ from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit._util import split_list
 from jaxkit.core import ClosedJaxpr
+from jaxkit.jaxpr import operand_map_rules
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime.array import device_put_value
@@ -92,6 +93,18 @@ while_p.multiple_results = True
 while_p.def_impl(partial(dispatch.apply_primitive, while_p))
 while_p.def_abstract_eval(_while_abstract_eval)
 mlir.register_lowering(while_p, while_lowering)
+
+
+def _while_operands(eqn) -> list:
+    """For ``jaxpr.effects``: the cond's invars are its consts and the carry, the body's its
+    consts and the carry; the operands are cond consts, body consts, carry."""
+    nc, nb = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+    carry = list(range(nc + nb, len(eqn.invars)))
+    return [(eqn.params["cond_jaxpr"].jaxpr, list(range(nc)) + carry),
+            (eqn.params["body_jaxpr"].jaxpr, list(range(nc, nc + nb)) + carry)]
+
+
+operand_map_rules[while_p] = _while_operands
 
 
 def _is_host_int(x) -> bool:
