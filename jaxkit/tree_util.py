@@ -182,9 +182,9 @@ class PyTreeDef:
                 continue
             kids = tuple(stack[len(stack) - n:])
             del stack[len(stack) - n:]
-            data = (list(aux) if t is dict else t if _node_of(t) is _NAMEDTUPLE_NODE
-                    else aux if _registry.get(t) is not None and _registry[t].kind == _CUSTOM
-                    else None)
+            node = _node_of(t)
+            data = (list(aux) if t is dict else t if node is _NAMEDTUPLE_NODE
+                    else aux if node.kind == _CUSTOM else None)
             stack.append(f_node(kids, data))
         if next(it, _NO_LEAF) is not _NO_LEAF:
             raise ValueError("Too many leaves for PyTreeDef")

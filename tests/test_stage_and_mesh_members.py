@@ -215,11 +215,12 @@ def _pmap_lowerings(j):
              (j.pmap(lambda a, b: j.lax.psum(a * b, "i"), axis_name="i", in_axes=(0, None)),
               (x, np.float32(2))),
              (j.pmap(lambda a: (a, a.sum()), in_axes=1, out_axes=(1, 0)),
-              (j.numpy.ones((3, 1)),))]
+              (j.numpy.ones((3, 1)),)),
+             (j.pmap(lambda a, k: a * k, static_broadcasted_argnums=1), (x, 3))]
     out = []
     for p, args in cases:
         lowered = p.lower(*args)
-        result = lowered.compile()(*args)
+        result = lowered.compile()(*[a for a in args if not isinstance(a, int)])
         out += [lowered.as_text(), repr(lowered.out_info),
                 [np.asarray(r).tolist() for r in j.tree_util.tree_leaves(result)]]
     return out

@@ -414,6 +414,13 @@ class _TempAxisName:
         return f"<axis of pmap({self.fun_name})>"
 
 
+def _with_statics(dynamic: Sequence, statics: dict) -> list:
+    """The positional arguments: the static ones (position -> value) back in their places."""
+    it = iter(dynamic)
+    return [statics[i] if i in statics else next(it)
+            for i in range(len(dynamic) + len(statics))]
+
+
 class PmapFunction:
     """A function mapped over devices (see ``pmap``)."""
 
@@ -491,9 +498,7 @@ class PmapFunction:
             blocks = [x if ax is None else squeeze(x, [ax])
                       for x, ax in zip(flat_args, flat_in_axes)]
             a, kw = tree_util.tree_unflatten(in_tree, blocks)
-            it = iter(a)
-            out = fun(*[static_values[i] if i in static_values else next(it)
-                        for i in range(len(a) + len(statics))], **kw)
+            out = fun(*_with_statics(a, static_values), **kw)
             out_flat, out_tree = tree_util.tree_flatten(out)
             axes = _flatten_axes("pmap out_axes", out_axes, out)
             return tree_util.tree_unflatten(out_tree, [
@@ -585,10 +590,7 @@ class PmapFunction:
 
         def flat_fun(*flat_args):
             a, kw = tree_util.tree_unflatten(in_tree, flat_args)
-            it = iter(a)
-            full = [static_values[i] if i in static_values else next(it)
-                    for i in range(len(a) + len(statics))]
-            out = fun(*full, **kw)
+            out = fun(*_with_statics(a, static_values), **kw)
             out_flat, out_tree = tree_util.tree_flatten(out)
             for leaf in out_flat:
                 if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
