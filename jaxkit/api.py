@@ -206,31 +206,36 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     cell: list = []
     out, lin, aux = ad.linearize_flat(_flat_fun(fun, in_tree, has_aux, cell), flat,
                                       has_aux=has_aux)
-    spec = _LinSpec(lin, in_tree, cell[0], [core.get_aval(x) for x in flat])
+    spec = _LinearSpec(fun, lin, in_tree, cell[0], flat, out)
     # A pytree whose leaves are the residuals (as JAX's): it can be passed to a jitted function.
     f_jvp = tree_util.Partial(functools.partial(_linearized_jvp, spec), list(lin.consts))
     result = (tree_util.tree_unflatten(spec.out_tree, out), f_jvp)
     return (*result, aux) if has_aux else result
 
 
-class _LinSpec:
-    """The static part of a linearized function (compared by identity)."""
+class _LinearSpec:
+    """The static part of a linearized function or a vjp pullback (compared by identity, so
+    the function can be a ``tree_util.Partial`` whose leaves are the residuals): the linear
+    program, the primals' and outputs' structures and types, the function's name."""
 
-    __slots__ = ("in_tree", "lin", "out_tree", "primal_avals")
+    __slots__ = ("fun_name", "in_avals", "in_tree", "lin", "out_avals", "out_tree")
 
-    def __init__(self, lin: ad.Linearized, in_tree, out_tree, primal_avals):
+    def __init__(self, fun: Callable, lin: ad.Linearized, in_tree, out_tree, primals: Sequence,
+                 outs: Sequence):
         self.lin = lin
         self.in_tree = in_tree
         self.out_tree = out_tree
-        self.primal_avals = primal_avals
+        self.in_avals = [core.get_aval(x) for x in primals]
+        self.out_avals = [core.get_aval(o) for o in outs]
+        self.fun_name = getattr(fun, "__name__", type(fun).__name__)
 
 
-def _linearized_jvp(spec: _LinSpec, residuals, *tangents):
+def _linearized_jvp(spec: _LinearSpec, residuals, *tangents):
     flat_t, tree_t = tree_util.tree_flatten(tangents)
     if tree_t != spec.in_tree:
         raise TypeError(f"linearized function called with tangents of structure {tree_t}, "
                         f"expected {spec.in_tree} (the structure of the primals).")
-    for pa, t in zip(spec.primal_avals, flat_t):
+    for pa, t in zip(spec.in_avals, flat_t):
         ta, expected = core.get_aval(t), pa.to_tangent_aval()
         if not _typecompat(ta, expected):
             raise ValueError("linearized function called on tangent values inconsistent "
@@ -268,21 +273,7 @@ arguments rather than in a tuple, this error can arise.
 """
 
 
-class _VJPSpec:
-    """The static part of a vjp function (compared by identity, so a vjp function can be a
-    ``tree_util.Partial`` whose leaves are the residuals)."""
-
-    __slots__ = ("fun_name", "in_tree", "lin", "out_avals", "out_tree")
-
-    def __init__(self, lin: ad.Linearized, in_tree, out_tree, out_avals, fun_name: str):
-        self.lin = lin
-        self.in_tree = in_tree
-        self.out_tree = out_tree
-        self.out_avals = out_avals
-        self.fun_name = fun_name
-
-
-def _vjp_pullback(spec: _VJPSpec, residuals, *args):
+def _vjp_pullback(spec: _LinearSpec, residuals, *args):
     if len(args) != 1:
         raise TypeError(_VJP_TOO_MANY_ARGS.format(spec.fun_name, len(args)))
     cts, ct_tree = tree_util.tree_flatten(args[0])
@@ -329,8 +320,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = 
     out, lin, aux = ad.linearize_flat(_flat_fun(fun, in_tree, has_aux, cell), flat,
                                       has_aux=has_aux)
     out_tree = cell[0]
-    name = getattr(fun, "__name__", type(fun).__name__)
-    spec = _VJPSpec(lin, in_tree, out_tree, [core.get_aval(o) for o in out], name)
+    spec = _LinearSpec(fun, lin, in_tree, out_tree, flat, out)
     vjp_fun = VJPFunction(functools.partial(_vjp_pullback, spec), list(lin.consts))
     result = (tree_util.tree_unflatten(out_tree, out), vjp_fun)
     return (*result, aux) if has_aux else result
