@@ -240,7 +240,7 @@ def test_mesh_decorates_a_function_with_its_context():
         return jaxkit.device_put(v, jaxkit.sharding.PartitionSpec("x"))
 
     assert put(np.ones(2)).sharding.mesh == mesh
-    with pytest.raises(Exception):  # no mesh outside
+    with pytest.raises(ValueError, match="set a mesh"):  # no mesh outside
         jaxkit.device_put(np.ones(2), jaxkit.sharding.PartitionSpec("x"))
 
 
