@@ -121,6 +121,10 @@ class Primitive:
     ref_allocating = False
     skip_canonicalization = False
     is_effectful = None
+    # Parameters every equation of the primitive carries, filled in where a binder leaves
+    # them out: JAX's full set (``sharding=None``, ``out_dtype=None``), so interpreters that
+    # read ``eqn.params`` find JAX's keys. Set with ``def_param_defaults``.
+    param_defaults: dict = {}
 
     def __init__(self, name: str):
         self.name = name
@@ -129,9 +133,19 @@ class Primitive:
         return self.name
 
     def bind(self, *args, **params):
+        if self.param_defaults:
+            params = self._with_defaults(params)
         if avals_mod.vma_seen:  # operands varying over different manual axes are joined
             args = avals_mod.vma_join(self, args, params)
         return _current_trace.get().process_primitive(self, args, params)
+
+    def def_param_defaults(self, **defaults) -> None:
+        """Parameters the primitive's equations always have, with their defaults (appended
+        after the given ones, in this order, as JAX's binders order them)."""
+        self.param_defaults = defaults
+
+    def _with_defaults(self, params: dict) -> dict:
+        return {**params, **{k: v for k, v in self.param_defaults.items() if k not in params}}
 
     def def_impl(self, impl: Callable) -> Callable:
         self.impl = impl
@@ -153,10 +167,12 @@ class Primitive:
         self.abstract_eval = typed_abstract_eval
         return abstract_eval
 
-    def def_effectful_abstract_eval(self, rule: Callable) -> Callable:
-        """``rule(*avals, **params) -> (out_avals, effects)``: the shape rule, and the
-        effects an equation has (an effect on an input names it by position; the equation
-        names the operand). Equations with effects are kept though their results are unused."""
+    def def_effectful_abstract_eval(self, effectful_abstract_eval: Callable) -> Callable:
+        """``effectful_abstract_eval(*avals, **params) -> (out_avals, effects)``: the shape
+        rule, and the effects an equation has (an effect on an input names it by position;
+        the equation names the operand). Equations with effects are kept though their
+        results are unused."""
+        rule = effectful_abstract_eval
         self.def_abstract_eval(lambda *avals, **params: rule(*avals, **params)[0])
 
         def effects_of(eqn):
@@ -170,6 +186,8 @@ class Primitive:
 
     def bind_with_trace(self, trace: Trace, args: Sequence, avals: Sequence, params: dict, /):
         """Bind under ``trace`` (JAX's signature: the operands' avals too)."""
+        if self.param_defaults:
+            params = self._with_defaults(params)
         with set_current_trace(trace):
             return trace.process_primitive(self, args, params)
 

@@ -557,10 +557,16 @@ def broadcast_operands_to_output(ctx: LoweringRuleContext, args: Sequence[ir.Val
 
 
 def nary_lowering(op: Callable) -> Callable:
-    """Rule for an elementwise StableHLO op whose result type equals the first operand's."""
+    """Rule for an elementwise StableHLO op whose result type equals the first operand's (or,
+    with an ``out_dtype`` parameter, whose operands are converted to the result's type)."""
 
-    def rule(ctx: LoweringRuleContext, *args, **params):
-        return op(*broadcast_operands_to_output(ctx, args)).result
+    def rule(ctx: LoweringRuleContext, *args, out_dtype=None, **params):
+        args = broadcast_operands_to_output(ctx, args)
+        if out_dtype is not None:
+            o = ctx.avals_out[0]
+            args = [x if a.dtype == o.dtype else convert(x, o.update(shape=o.shape))
+                    for x, a in zip(args, ctx.avals_in)]
+        return op(*args).result
 
     return rule
 

@@ -35,9 +35,8 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
             not isinstance(operand, (int, float, complex, np.generic)) and \
             (sharding is None or shr.type_sharding_of(sharding, aval.ndim) == aval._sharding):
         return operand  # as JAX forwards an equation whose type is its operand's
-    extra = {} if sharding is None else {"sharding": sharding}
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type),
-                                       **extra)
+                                       sharding=sharding)
 
 
 def convert_element_type_always(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
@@ -105,9 +104,8 @@ def _convert_element_type_batch(axis_data, args, dims, *, new_dtype, weak_type,
         parts = list(sharding.spec) + [None] * (np.ndim(x) - 1 - len(sharding.spec))
         parts.insert(d, axis_data.explicit_mesh_axis)
         sharding = shr.NamedSharding(sharding.mesh, shr.PartitionSpec(*parts))
-    extra = {} if sharding is None else {"sharding": sharding}
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type,
-                                       **extra), d
+                                       sharding=sharding), d
 
 
 def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type, sharding=None):
@@ -125,6 +123,7 @@ def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type, sharding=Non
 convert_element_type_p = standard_primitive(
     lambda x, **_: x.shape, lambda x, *, new_dtype, **_: np.dtype(new_dtype),
     "convert_element_type", lambda x, *, weak_type, **_: weak_type)
+convert_element_type_p.def_param_defaults(sharding=None)
 ad.defjvp_rule(convert_element_type_p, _convert_element_type_jvp)
 pe.const_fold_rules[convert_element_type_p] = _convert_element_type_fold
 ad.deftranspose(convert_element_type_p, _convert_element_type_transpose)

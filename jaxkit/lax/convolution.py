@@ -150,14 +150,12 @@ def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequenc
     pet = (None if preferred_element_type is None
            else dtypes.check_and_canonicalize_user_dtype(preferred_element_type,
                                                          "conv_general_dilated"))
-    # ``out_sharding`` is a parameter only when it chooses a layout (as dot_general's; its
-    # spec as given, as JAX keeps it); jaxprs print it None otherwise, as JAX's do.
-    extra = {} if out_sharding is None else {"out_sharding": out_sharding}
     return conv_general_dilated_p.bind(
         lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
         rhs_dilation=rhs_dilation, dimension_numbers=dnums,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        precision=canonicalize_precision(precision), preferred_element_type=pet, **extra)
+        precision=canonicalize_precision(precision), preferred_element_type=pet,
+        out_sharding=out_sharding)  # its spec as given, as JAX keeps it
 
 
 def _conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
@@ -510,6 +508,7 @@ def _conv_general_dilated_lowering(ctx, lhs, rhs, *, window_strides, padding, lh
 conv_general_dilated_p = standard_primitive(_conv_general_dilated_shape_rule,
                                             _conv_general_dilated_dtype_rule,
                                             "conv_general_dilated", _all_weak)
+conv_general_dilated_p.def_param_defaults(out_sharding=None)
 ad.defbilinear(conv_general_dilated_p, _conv_general_dilated_transpose_lhs,
                _conv_general_dilated_transpose_rhs)
 batching.defrule(conv_general_dilated_p, _conv_general_dilated_batch)

@@ -131,19 +131,16 @@ def _dot(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers, precision: Precision
               as_tuple_of_ints(rb, "rhs_batch_dimensions")))
     pet = (None if preferred_element_type is None
            else dtypes.check_and_canonicalize_user_dtype(preferred_element_type, "dot"))
-    # ``out_sharding`` is a parameter only when it chooses a layout: the equations of
-    # programs without Explicit mesh axes stay as they were.
-    extra = {}
     if out_sharding is not None:  # one spec entry per result dimension
         rank = len(lhs_shape) + len(rhs_shape) - 2 * len(dnums[0][0]) - len(dnums[1][0])
         asked = out_sharding.spec
         spec = asked.partitions
-        extra["out_sharding"] = NamedSharding(out_sharding.mesh, PartitionSpec(
+        out_sharding = NamedSharding(out_sharding.mesh, PartitionSpec(
             *spec, *[None] * (rank - len(spec)), unreduced=asked.unreduced,
             reduced=asked.reduced))
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dnums,
                               precision=canonicalize_precision(precision),
-                              preferred_element_type=pet, **extra)
+                              preferred_element_type=pet, out_sharding=out_sharding)
 
 
 def _dot_general_shape_rule(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
@@ -399,6 +396,7 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
 
 dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_rule,
                                    "dot_general", _all_weak)
+dot_general_p.def_param_defaults(out_sharding=None)
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 batching.defrule(dot_general_p, _dot_general_batch)
 lay_out_eager_results(dot_general_p)

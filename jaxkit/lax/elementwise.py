@@ -214,15 +214,28 @@ mlir.register_lowering(sub_p, mlir.nary_lowering(hlo.SubtractOp))
 
 
 # ---- mul -----------------------------------------------------------------------------------
-def mul(x: ArrayLike, y: ArrayLike) -> Array:
-    """Elementwise multiplication. Lowers to ``stablehlo.multiply``."""
-    return mul_p.bind(x, y)
+def mul(x: ArrayLike, y: ArrayLike, *, out_dtype: Any = None) -> Array:
+    """Elementwise multiplication. With ``out_dtype`` the result has that dtype (the
+    operands, which may then differ in dtype, are converted to it first). Lowers to
+    ``stablehlo.multiply``."""
+    return mul_p.bind(x, y, out_dtype=out_dtype)
+
+
+def _mul_transpose_left(ct, x, y, *, out_dtype):
+    """The cotangent of ``x`` (at its own dtype when ``out_dtype`` cast it)."""
+    cast = None if out_dtype is None else x.aval.dtype
+    return _unbroadcast(x.aval, mul(ct, y, out_dtype=cast))
+
+
+def _mul_transpose_right(ct, x, y, *, out_dtype):
+    cast = None if out_dtype is None else y.aval.dtype
+    return _unbroadcast(y.aval, mul(x, ct, out_dtype=cast))
 
 
 mul_p = standard_naryop("mul", [_num, _num])
+mul_p.def_param_defaults(out_dtype=None)
 sharding_ur.defur(mul_p, sharding_ur.mul_rule)
-ad.defbilinear(mul_p, lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
-               lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
+ad.defbilinear(mul_p, _mul_transpose_left, _mul_transpose_right)
 batching.defbroadcasting(mul_p)
 mlir.register_lowering(mul_p, mlir.nary_lowering(hlo.MulOp))
 

@@ -152,6 +152,9 @@ def standard_naryop(name: str, accepted: Sequence[Sequence[type]],
         for i, (a, acc) in enumerate(zip(avals, accepted)):
             if not (allow_extended and dtypes.is_extended(a.dtype)):
                 check_dtype(name, a, acc, i)
+        out_dtype = params.get("out_dtype")
+        if out_dtype is not None:  # mul's: the operands are converted to it
+            return dtypes.check_and_canonicalize_user_dtype(out_dtype, name)
         if same_dtypes and any(a.dtype != avals[0].dtype for a in avals[1:]):
             raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
                             f"{', '.join(a.dtype.name for a in avals)}. (Tip: jaxkit.numpy "

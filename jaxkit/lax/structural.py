@@ -65,10 +65,8 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
             if isinstance(operand, ConcreteArray)
             else not dims and not shape and isinstance(operand, core.Tracer)):
         return operand
-    # ``sharding`` is a parameter only when given: programs without Explicit axes are as
-    # they were.
-    extra = {} if sharding is None else {"sharding": sharding}
-    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims, **extra)
+    return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims,
+                                   sharding=sharding)
 
 
 def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, sharding=None):
@@ -115,6 +113,7 @@ def _broadcast_in_dim_batch(axis_data, args, dims, *, shape, broadcast_dimension
 broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule,
                                         lambda x, **_: x.dtype, "broadcast_in_dim",
                                         lambda x, **_: x.weak_type)
+broadcast_in_dim_p.def_param_defaults(sharding=None)
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 pe.forwarding_rules[broadcast_in_dim_p] = (
     lambda x, *, shape, broadcast_dimensions, sharding=None:
@@ -132,15 +131,17 @@ core.defpp_params(broadcast_in_dim_p, lambda params: (
     if params["broadcast_dimensions"] else {}))
 
 
-def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:
-    """Add leading axes of ``sizes``: the result has shape ``(*sizes, *operand.shape)``.
-    Lowers to ``stablehlo.broadcast_in_dim``."""
+def broadcast(operand: ArrayLike, sizes: Sequence[int], *, out_sharding=None) -> Array:
+    """Add leading axes of ``sizes``: the result has shape ``(*sizes, *operand.shape)``,
+    laid out as ``out_sharding`` says over Explicit mesh axes. Lowers to
+    ``stablehlo.broadcast_in_dim``."""
     sizes = as_tuple_of_ints(sizes, "broadcast sizes")
-    if not sizes and _is_array(operand):
+    if not sizes and out_sharding is None and _is_array(operand):
         return operand
     ndim = np.ndim(operand)
     dims = tuple(range(len(sizes), len(sizes) + ndim))
-    return broadcast_in_dim(operand, sizes + tuple(np.shape(operand)), dims)
+    return broadcast_in_dim(operand, sizes + tuple(np.shape(operand)), dims,
+                            out_sharding=out_sharding)
 
 
 def expand_dims(array: ArrayLike, dimensions: Sequence[int]) -> Array:
@@ -175,9 +176,8 @@ def reshape(operand: ArrayLike, new_sizes: Sequence[int],
     if same_order and aval.shape and aval.shape == new_sizes and _is_array(operand) and (
             sharding is None or getattr(aval, "_sharding", None) == sharding):
         return operand
-    extra = {} if sharding is None else {"sharding": sharding}  # as for broadcast_in_dim
     return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None if same_order else dims,
-                          **extra)
+                          sharding=sharding)
 
 
 def _reshape_shape_rule(operand, *, new_sizes, dimensions, sharding=None):
@@ -222,6 +222,7 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions, sharding=None):
 
 reshape_p = standard_primitive(_reshape_shape_rule, lambda x, **_: x.dtype, "reshape",
                                _first_weak)
+reshape_p.def_param_defaults(sharding=None)
 ad.deflinear2(reshape_p, _reshape_transpose)
 shr.defsharding(reshape_p, shr.reshape_rule)
 shr.defur(reshape_p, shr.sharding_ur.keep_rule)
@@ -358,9 +359,7 @@ def broadcasted_iota(dtype: DTypeLike, shape: Sequence[int], dimension: int, *,
     dimension = int(core.concrete_or_error(dimension, "dimension argument of "
                                                       "lax.broadcasted_iota"))
     sharding = shr.resolve_out_sharding("broadcasted_iota", out_sharding)
-    # ``sharding`` is a parameter only when given, as for broadcast_in_dim.
-    extra = {} if sharding is None else {"sharding": sharding}
-    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension, **extra)
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension, sharding=sharding)
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
@@ -376,6 +375,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
 
 
 iota_p = core.Primitive("iota")
+iota_p.def_param_defaults(sharding=None)
 iota_p.def_impl(lambda **params: dispatch.apply_primitive(iota_p, **params))
 iota_p.def_abstract_eval(_iota_abstract_eval)
 ad.defjvp_zero(iota_p)
@@ -575,6 +575,7 @@ def _sum_dtype_rule(x, *, axes, out_sharding=None):
 
 reduce_sum_p = standard_primitive(_reduce_shape_rule, _sum_dtype_rule, "reduce_sum",
                                   lambda x, **_: x.weak_type)
+reduce_sum_p.def_param_defaults(out_sharding=None)
 ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
 shr.defsharding(reduce_sum_p, shr.reduce_sum_rule)
 shr.defur(reduce_sum_p, shr.sharding_ur.reduce_sum_rule)
