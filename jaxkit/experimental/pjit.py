@@ -22,13 +22,11 @@ def _pjit(fun: Callable, in_shardings: Any = None, out_shardings: Any = None,
           backend: str | None = None, inline: bool = False,
           compiler_options: dict[str, Any] | None = None) -> Callable:
     """`jax.experimental.pjit.pjit` has been deprecated. Please use `jax.jit`."""
-    if compiler_options:
-        raise NotImplementedError("pjit(compiler_options=...): jaxkit compiles with XLA's "
-                                  "default options only; leave it None")
     return jit(fun, in_shardings=in_shardings, out_shardings=out_shardings,
                static_argnums=static_argnums, static_argnames=static_argnames,
                donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-               keep_unused=keep_unused, device=device, backend=backend, inline=inline)
+               keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+               compiler_options=compiler_options)
 
 
 _pjit.__name__ = _pjit.__qualname__ = "pjit"

@@ -11,6 +11,8 @@ the cache key, and JAX dumps a module each time it is handed to the compiler, ca
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import logging
 import math
@@ -18,7 +20,7 @@ import os
 import pathlib
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,8 +35,50 @@ logger = logging.getLogger("jaxkit.compiler")
 _EFFORT_LEVELS = {"UNKNOWN": 0, "O0": 9, "O1": 19, "O2": 29, "O3": 39}
 
 
+# The XLA options of the compilation under way (``jit(compiler_options=)``,
+# ``Lowered.compile(compiler_options)``): every compile path applies the config here, so the
+# options reach each of them (and, being part of the serialized options, the cache keys).
+_compiler_options: contextvars.ContextVar[dict] = contextvars.ContextVar(
+    "jaxkit_compiler_options", default={})
+
+
+@contextlib.contextmanager
+def compiler_options(options: dict) -> Iterator[None]:
+    """Compile with ``options`` (XLA option name -> value) within the block."""
+    token = _compiler_options.set(dict(options))
+    try:
+        yield
+    finally:
+        _compiler_options.reset(token)
+
+
 def apply_config_to_compile_options(options: Any) -> Any:
-    """Set the build options the config asks for on a jaxlib ``CompileOptions``; returns it."""
+    """Set the build options the config asks for on a jaxlib ``CompileOptions``, then the
+    compiler options in effect (``compiler_options``); returns it."""
+    _apply_config(options)
+    if _compiler_options.get():
+        apply_compiler_options(options, _compiler_options.get())
+    return options
+
+
+def apply_compiler_options(options: Any, compiler_options: dict) -> None:
+    """JAX's handling of ``compiler_options``: the build options' own knobs (``fdo_profile``,
+    the effort levels) set on them, every other name an XLA option override (an unknown name
+    or a value of the wrong type fails when compiled, as in JAX)."""
+    build = options.executable_build_options
+    overrides = dict(compiler_options)
+    if "fdo_profile" in overrides:
+        build.fdo_profile = overrides.pop("fdo_profile")
+    for name in ("exec_time_optimization_effort", "memory_fitting_effort",
+                 "optimization_level", "memory_fitting_level"):
+        if name in overrides:
+            setattr(build, name, overrides.pop(name))
+    # merged by name, so that applying the options twice (both compile paths do) is harmless
+    options.env_option_overrides = list({**dict(options.env_option_overrides),
+                                         **overrides}.items())
+
+
+def _apply_config(options: Any) -> Any:
     build = options.executable_build_options
     build.exec_time_optimization_effort = config.jax_exec_time_optimization_effort or 0.0
     build.memory_fitting_effort = config.jax_memory_fitting_effort or 0.0
@@ -68,14 +112,7 @@ def create_compile_options(computation: Any, tuple_args: bool, allow_prop_to_inp
     build.use_shardy_partitioner = True
     build.allow_spmd_sharding_propagation_to_parameters = list(allow_prop_to_inputs)
     build.allow_spmd_sharding_propagation_to_output = list(allow_prop_to_outputs)
-    overrides = dict(compiler_options)
-    if "fdo_profile" in overrides:
-        build.fdo_profile = overrides.pop("fdo_profile")
-    for name in ("exec_time_optimization_effort", "memory_fitting_effort",
-                 "optimization_level", "memory_fitting_level"):
-        if name in overrides:
-            setattr(build, name, overrides.pop(name))
-    options.env_option_overrides = list(overrides.items())
+    apply_compiler_options(options, compiler_options)
     return options
 
 

@@ -74,13 +74,14 @@ class JitFunction:
     def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                  donate_argnums=None, donate_argnames=None, inline: bool = False,
                  in_shardings=None, out_shardings=None, keep_unused: bool = False,
-                 device=None):
+                 device=None, compiler_options: dict | None = None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
         self._fun = fun
         self._name = fun_name(fun)
         self._inline = inline
         self._keep_unused = bool(keep_unused)
+        self._compiler_options = _compiler_options_key(compiler_options)
         self._static_argnums, self._static_argnames = _infer_argnums_and_argnames(
             fun, static_argnums, static_argnames)
         self._donate_argnums, _ = _infer_argnums_and_argnames(
@@ -96,7 +97,7 @@ class JitFunction:
             pjrt.placement.spread = True
         options = (self._static_argnums, self._static_argnames, self._donate_argnums, inline,
                    _shardings_key(in_shardings), _shardings_key(out_shardings),
-                   self._keep_unused, device)
+                   self._keep_unused, device, self._compiler_options)
         try:
             per_fun = _fun_caches.setdefault(fun, {})
         except TypeError:  # not weak-referenceable: a cache of our own
@@ -326,6 +327,11 @@ class JitFunction:
 
     def _bind(self, sig: CallSignature, flat, dyn_args, dyn_kwargs):
         """Under a transformation: bind the traced program as a ``jit`` equation."""
+        if self._compiler_options:  # an equation is compiled with its enclosing program
+            raise ValueError(
+                "`compiler_options` can only be passed to top-level `jax.jit`. Got "
+                f"compiler_options={dict(self._compiler_options)} specified on a nested jit "
+                f"with name: {self._name}")
         closed, out_tree, consts, _ = self._trace_cached(sig, dyn_args, dyn_kwargs)
         traced_closed, refs = closed, []
         if any(state.is_ref_aval(core.get_aval(c)) for c in consts):
@@ -487,9 +493,11 @@ class JitFunction:
                 layouts,
                 spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals),
                 closed.out_avals, mesh, typed_out)
-        return Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
-                      out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
-                      Timings(trace=trace_time), plan, self._keep_unused)
+        traced = Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
+                        out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
+                        Timings(trace=trace_time), plan, self._keep_unused)
+        traced.compiler_options = self._compiler_options
+        return traced
 
     def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs,
                        device=None) -> Compiled:
@@ -549,6 +557,18 @@ class JitFunction:
                 cache.clear()
 
 
+def _compiler_options_key(options: dict | None) -> tuple:
+    """``jit(compiler_options=)`` as sorted ``(name, value)`` pairs: part of the cache key, so
+    its values must hash (JAX's ValueError otherwise)."""
+    key = tuple(sorted((options or {}).items()))
+    try:
+        hash(key)
+    except TypeError as err:
+        raise ValueError(f"jit(compiler_options=...) values must be hashable (str, int, "
+                         f"float or bool): {err}") from None
+    return key
+
+
 _with_consts_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -567,7 +587,7 @@ def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxp
     jaxpr = closed.jaxpr
     n = len(consts)
     inner = core.Jaxpr(jaxpr.invars[:n], jaxpr.invars[n:], jaxpr.outvars, jaxpr.eqns,
-                       jaxpr.debug_info)
+                       debug_info=jaxpr.debug_info)
     return ClosedJaxpr(inner, consts)
 
 
@@ -686,7 +706,8 @@ def _sharding_forms(shardings: Any) -> Any:
 def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
         static_argnums=None, static_argnames=None,
         donate_argnums=None, donate_argnames=None, inline: bool = False,
-        backend: str | None = None, device=None, keep_unused: bool = False):
+        backend: str | None = None, device=None, keep_unused: bool = False,
+        compiler_options: dict[str, Any] | None = None):
     """Compile ``fun`` with XLA. Works as ``jit(f, ...)``, ``@jit`` and ``@partial(jit, ...)``.
 
     ``static_argnums``/``static_argnames`` mark arguments that are hashed into the cache key
@@ -694,14 +715,15 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     reuse those input buffers for outputs. ``in_shardings``/``out_shardings`` (a
     ``NamedSharding`` each, or pytree prefixes of the arguments/outputs) partition the program
     over their mesh with XLA's SPMD partitioner. Arguments the function does not use are
-    left out of the compiled program (calls still take them) unless ``keep_unused``."""
+    left out of the compiled program (calls still take them) unless ``keep_unused``.
+    ``compiler_options`` (XLA option name -> value) are set when the program is compiled."""
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
                                  static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  inline=inline, backend=backend, device=device,
-                                 keep_unused=keep_unused)
+                                 keep_unused=keep_unused, compiler_options=compiler_options)
     if device is not None or backend is not None:
         warnings.warn('backend and device argument on jit is deprecated. You can use '
                       '`jax.device_put(..., jax.local_devices(backend="cpu")[0])` on the inputs '
@@ -717,7 +739,7 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)
     plain = JitFunction(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                         inline, in_shardings, out_shardings, keep_unused,
-                        device).as_function()
+                        device, compiler_options).as_function()
     return laid_out_jit(plain, *raw) if laid_out and laid_out_jit is not None else plain
 
 

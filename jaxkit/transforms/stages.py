@@ -18,7 +18,7 @@ from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.runtime import pjrt
+from jaxkit.runtime import compile_config, pjrt
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
 from jaxkit.transforms import spmd
 
@@ -102,6 +102,7 @@ class Traced(_Stage):
     # and whether they were (the compiled program's results then are too).
     device = None
     committed = False
+    compiler_options: tuple = ()  # jit(compiler_options=)'s, as (name, value) pairs
 
     def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
                  donated_invars: Sequence[bool], flatten: Flatten, timings: Timings,
@@ -196,7 +197,8 @@ class _Program:
         names = getattr(debug, "arg_names", None)
         if names is not None and len(names) == len(used):
             debug = dataclasses.replace(debug, arg_names=tuple(names[i] for i in kept))
-        jaxpr = core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns, debug)
+        jaxpr = core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns,
+                           debug_info=debug)
         if len(kept) == len(used):
             return _Program(core.ClosedJaxpr(jaxpr, consts), whole.donated_invars,
                             whole.sharding_plan, None)
@@ -253,12 +255,14 @@ class Lowered(_Stage):
     def compile(self, compiler_options: dict[str, Any] | None = None, *,
                 device_assignment: tuple | None = None) -> Compiled:
         """Compile for the devices the lowering was made for; a one-device program for
-        ``device_assignment=(device,)`` (default: the current default device). JAX's
-        ``compiler_options`` (XLA debug options) are accepted when left empty, as Flax passes
-        them; jaxkit does not implement setting them."""
-        if compiler_options:
-            raise NotImplementedError("Lowered.compile(compiler_options=...): jaxkit compiles "
-                                      "with XLA's default options only; leave it None")
+        ``device_assignment=(device,)`` (default: the current default device).
+        ``compiler_options`` (XLA option name -> value) add to, or override, those of
+        ``jit(compiler_options=)``."""
+        options = {**dict(self.traced.compiler_options), **(compiler_options or {})}
+        with compile_config.compiler_options(options):
+            return self._compile(device_assignment)
+
+    def _compile(self, device_assignment: tuple | None) -> Compiled:
         device = self.traced.device
         if device_assignment is not None:
             if len(device_assignment) != 1 or self.program.sharding_plan is not None:
