@@ -86,12 +86,15 @@ class JaxprEqn:
     """One equation: ``outvars = primitive[params] invars``. ``source_info`` is the user's
     line that produced it (``source_info.SourceInfo``, None when unknown); it is carried
     through transformations and lowered to MLIR locations, and printed when asked
-    (``pretty_print(source_info=True)``)."""
+    (``pretty_print(source_info=True)``). The arguments are in JAX's order; ``effs`` and
+    ``ctx`` are accepted for JAX's callers, and derived (``effects`` from the primitive's
+    rules, ``ctx`` from the source info's name stack) rather than stored."""
 
     __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
 
-    def __init__(self, primitive: Any, invars: list[Atom], outvars: list[Var],
-                 params: dict, source_info: source_info_util.SourceInfo | None = None):
+    def __init__(self, invars: list[Atom], outvars: list[Var], primitive: Any, params: dict,
+                 effs: Any = None, source_info: source_info_util.SourceInfo | None = None,
+                 ctx: Any = None):
         self.primitive = primitive
         self.invars = invars
         self.outvars = outvars
@@ -126,7 +129,8 @@ class Jaxpr:
     __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "__weakref__")
 
     def __init__(self, constvars: list[Var], invars: list[Var], outvars: list[Atom],
-                 eqns: list[JaxprEqn], debug_info: Any = None):
+                 eqns: list[JaxprEqn], effects: Any = None, debug_info: Any = None):
+        # (``effects``, JAX's fifth argument, are derived from the equations: ``.effects``)
         self.constvars = list(constvars)
         self.invars = list(invars)
         self.outvars = list(outvars)

@@ -76,7 +76,7 @@ class _Folder:
             out = jaxpr
         else:
             out = core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, folded,
-                             jaxpr.debug_info)
+                             debug_info=jaxpr.debug_info)
         self.done[id(jaxpr)] = (jaxpr, out)  # the key object is kept alive with its id
         return out
 
@@ -143,5 +143,5 @@ class _Folder:
         inner_live = live_out | set(outvars)
         inner = core.Jaxpr([], invars, outvars,
                            self._group(run, parts, depth + 1, inner_live))
-        return core.JaxprEqn(scope_p, list(invars), list(outvars),
-                             {"name": name, "jaxpr": inner}, None)
+        return core.JaxprEqn(list(invars), list(outvars), scope_p,
+                             {"name": name, "jaxpr": inner})

@@ -111,7 +111,7 @@ def make_jaxpr_call(name: str, lowering: Callable[..., Any], *, impl: Callable |
             return [False] * len(eqn.invars), None
         body, used_inputs = pe.dce_jaxpr(closed.jaxpr, used_outputs)
         body = core.Jaxpr(body.constvars, [v for v, u in zip(body.invars, used_inputs) if u],
-                          body.outvars, body.eqns, body.debug_info)
+                          body.outvars, body.eqns, debug_info=body.debug_info)
         new_eqn = eqn.replace(
             invars=[v for v, u in zip(eqn.invars, used_inputs) if u],
             outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],

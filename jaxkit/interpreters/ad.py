@@ -546,7 +546,7 @@ def linearize(traceable: Callable, primals, has_aux: bool = False, is_vjp: bool 
     it = iter(lin.jaxpr.invars)
     invars = [next(it) if nz else Var(a) for a, nz in zip(lin.in_avals, lin.in_nonzero)]
     jaxpr = Jaxpr(lin.jaxpr.constvars, invars, lin.jaxpr.outvars, lin.jaxpr.eqns,
-                  lin.jaxpr.debug_info)
+                  debug_info=lin.jaxpr.debug_info)
     outs = (_like(primals, trees[0], p_out), [not nz for nz in lin.out_nonzero], jaxpr,
             list(lin.consts))
     return (*outs, aux) if has_aux else outs

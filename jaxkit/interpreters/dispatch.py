@@ -101,7 +101,7 @@ def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     param_vars = [v for v, p in zip(jaxpr.constvars, as_param) if p]
     lowered = core.Jaxpr([v for v, p in zip(jaxpr.constvars, as_param) if not p],
                          param_vars + list(jaxpr.invars), jaxpr.outvars, jaxpr.eqns,
-                         jaxpr.debug_info)
+                         debug_info=jaxpr.debug_info)
     donated = [False] * len(param_vars) + list(donated_invars)
     arg_kinds, result_kinds, propagated = (), None, ()
     if avals_mod.uses_memory_spaces(jaxpr):
@@ -304,7 +304,7 @@ def primitive_jaxpr(prim: core.Primitive, avals: Sequence[ShapedArray], params: 
     out = prim.abstract_eval(*avals, **params)
     out_avals = list(out) if prim.multiple_results else [out]
     outvars = [Var(a) for a in out_avals]
-    return Jaxpr([], invars, outvars, [JaxprEqn(prim, invars, outvars, dict(params))])
+    return Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, dict(params))])
 
 
 def _compile_primitive(prim, avals, params, device=None) -> Program:

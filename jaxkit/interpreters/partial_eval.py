@@ -169,7 +169,7 @@ class _RecordingTrace(core.Trace):
         outvars = [Var(a) for a in out_avals]
         # Where the user asked for it: above this method and its caller (a trace's
         # process_primitive or a rule), both jaxkit's.
-        self.eqns.append(JaxprEqn(primitive, invars, outvars, params,
+        self.eqns.append(JaxprEqn(invars, outvars, primitive, params, None,
                                   source_info.current(3, self._names_prefix)))
         tracers = [self.tracer_type(self, a, v) for a, v in zip(out_avals, outvars)]
         return tracers if primitive.multiple_results else tracers[0]
@@ -180,7 +180,7 @@ class _RecordingTrace(core.Trace):
         ``out_avals`` (for rules that know them); return the output tracers."""
         invars = [self.to_atom(x) for x in args]
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(JaxprEqn(primitive, invars, outvars, dict(params),
+        self.eqns.append(JaxprEqn(invars, outvars, primitive, dict(params), None,
                                   source_info.current(3, self._names_prefix)))
         return [self.tracer_type(self, a, v) for a, v in zip(out_avals, outvars)]
 
@@ -250,7 +250,7 @@ class DynamicJaxprTrace(_RecordingTrace):
             if len(kept) < len(constvars):
                 constvars = [constvars[i] for i in kept]
                 constvals = [constvals[i] for i in kept]
-        jaxpr = Jaxpr(constvars, self.invars, outvars, self.eqns, self.debug)
+        jaxpr = Jaxpr(constvars, self.invars, outvars, self.eqns, debug_info=self.debug)
         return jaxpr, constvals
 
     def describe_tracer(self, tracer: core.Tracer) -> str:
@@ -433,7 +433,7 @@ def _split_by_jaxpr_custom_rule(trace: JaxprTrace, primitive: core.Primitive, ar
     invars = [Var(core.get_aval(x)) for x in args]
     out = primitive.abstract_eval(*[v.aval for v in invars], **params)
     outvars = [Var(a) for a in (list(out) if primitive.multiple_results else [out])]
-    eqn = JaxprEqn(primitive, invars, outvars, dict(params))
+    eqn = JaxprEqn(invars, outvars, primitive, dict(params))
     eqn_known, eqn_staged, unks_out, _, _ = partial_eval_jaxpr_custom_rules[primitive](
         lambda *_, **__: True, unks_in, [not u for u in unks_in], eqn)
     env = dict(zip(invars, args))
@@ -562,7 +562,7 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
 def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     """Turn constvars into leading invars."""
     return Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns,
-                 jaxpr.debug_info)
+                 debug_info=jaxpr.debug_info)
 
 
 # Primitives whose equations must be kept even when their outputs are unused (side effects).
@@ -646,7 +646,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     used_invars = [v in live for v in jaxpr.invars]
     invars = [v for v, u in zip(jaxpr.invars, used_invars) if u] if prune_invars else jaxpr.invars
     constvars = [v for v in jaxpr.constvars if v in live] if prune_invars else jaxpr.constvars
-    return Jaxpr(constvars, invars, outvars, new_eqns, jaxpr.debug_info), used_invars
+    return Jaxpr(constvars, invars, outvars, new_eqns, debug_info=jaxpr.debug_info), used_invars
 
 
 def dce_jaxpr_consts(jaxpr: Jaxpr, used_outputs: Sequence[bool],
@@ -660,7 +660,8 @@ def dce_jaxpr_consts(jaxpr: Jaxpr, used_outputs: Sequence[bool],
     used = [u or bool(i) for u, i in zip(used, inst)]
     kept = [v for v, u in zip(new.invars, used) if u]
     n_consts = sum(used[:n])
-    return (Jaxpr(kept[:n_consts], kept[n_consts:], new.outvars, new.eqns, jaxpr.debug_info),
+    return (Jaxpr(kept[:n_consts], kept[n_consts:], new.outvars, new.eqns,
+                  debug_info=jaxpr.debug_info),
             used[:n], used[n:])
 
 

@@ -262,7 +262,7 @@ def discharge_closed(closed: ClosedJaxpr) -> ClosedJaxpr:
     jaxpr, consts = discharge_jaxpr(pe.convert_constvars_jaxpr(closed.jaxpr))
     k = len(closed.consts)
     return ClosedJaxpr(Jaxpr(jaxpr.constvars + jaxpr.invars[:k], jaxpr.invars[k:],
-                             jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info),
+                             jaxpr.outvars, jaxpr.eqns, debug_info=jaxpr.debug_info),
                        list(consts) + list(closed.consts))
 
 
@@ -380,6 +380,6 @@ def closed_over_refs_last(closed: ClosedJaxpr, consts: list) -> tuple[ClosedJaxp
         invars = ([v for v, r in zip(const_vars, is_ref) if not r] + jaxpr.invars[k:]
                   + [v for v, r in zip(const_vars, is_ref) if r])
         reordered = _refs_last_cache[closed] = ClosedJaxpr(
-            Jaxpr([], invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info), [])
+            Jaxpr([], invars, jaxpr.outvars, jaxpr.eqns, debug_info=jaxpr.debug_info), [])
     return (reordered, [c for c, r in zip(consts, is_ref) if not r],
             [c for c, r in zip(consts, is_ref) if r])

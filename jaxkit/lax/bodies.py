@@ -325,7 +325,7 @@ def hoist_forwarded_carry(cond: ClosedJaxpr, body: ClosedJaxpr, body_nconsts: in
         return cond, body, moved
     keep = [True] * cond_nconsts + [not m for m in moved]
     cond = ClosedJaxpr(core.Jaxpr(dced.constvars, [v for v, k in zip(dced.invars, keep) if k],
-                                  dced.outvars, dced.eqns, dced.debug_info), cond.consts)
+                                  dced.outvars, dced.eqns, debug_info=dced.debug_info), cond.consts)
     order = ([body_nconsts + i for i, m in enumerate(moved) if m] + list(range(body_nconsts))
              + [body_nconsts + i for i, m in enumerate(moved) if not m])
 

@@ -50,21 +50,40 @@ def _join_branch_consts(branches: Sequence[ClosedJaxpr], consts: Sequence[list])
         invars = []
         for k, c in enumerate(consts):
             invars += own if k == i else [Var(core.get_aval(x)) for x in c]
-        joined.append(ClosedJaxpr(Jaxpr([], invars + rest, j.outvars, j.eqns, j.debug_info),
+        joined.append(ClosedJaxpr(Jaxpr([], invars + rest, j.outvars, j.eqns,
+                                        debug_info=j.debug_info),
                                   br.consts))
     return joined, [x for c in consts for x in c]
 
 
-def switch(index: ArrayLike, branches: Sequence[Callable], *operands):
-    """Apply ``branches[index](*operands)``, with ``index`` clamped into range. Staged: all
-    branches are traced; one runs. Lowers to ``stablehlo.case``."""
+# Marks "no ``operand=`` keyword given" to switch and cond (None is a valid operand).
+_NO_OPERAND = object()
+
+
+def switch(index: ArrayLike, branches: Sequence[Callable], *operands,
+           operand: Any = _NO_OPERAND):
+    """Apply ``branches[index](*operands)``, with ``index`` clamped into range (``operand=``
+    is the old way to pass a single operand). Staged: all branches are traced; one runs.
+    Lowers to ``stablehlo.case``."""
+    if not all(callable(branch) for branch in branches):
+        raise TypeError("lax.switch: branches argument should be a sequence of callables.")
+    if operand is not _NO_OPERAND:
+        if operands:
+            raise TypeError("if 'operand' keyword is passed then no positional operands can "
+                            f"be passed, got {operand=} and positional operands {operands}")
+        operands = (operand,)
+    if np.ndim(index) != 0:
+        raise TypeError(f"Branch index must be scalar, got {index} of shape "
+                        f"{np.shape(index)}.")
+    try:
+        index_dtype = dtypes.result_type(index)
+    except TypeError as err:
+        raise TypeError(f"Index type must be an integer, got {index}.") from err
+    if index_dtype.kind not in "iu":
+        raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
+    branches = tuple(branches)
     if not branches:
-        raise ValueError("switch requires at least one branch")
-    idx_aval = core.get_aval(index)
-    if idx_aval.shape != ():
-        raise TypeError(f"switch index must be a scalar, got an array of shape {idx_aval.shape}")
-    if not dtypes.issubdtype(idx_aval.dtype, np.integer):
-        raise TypeError(f"switch index must be an integer scalar, got {idx_aval.dtype.name}")
+        raise ValueError("Empty branch sequence")
     if len(branches) == 1:  # as JAX: nothing to choose, so no cond is staged
         return branches[0](*operands)
     index = convert_element_type(index, np.int32)
@@ -134,7 +153,7 @@ def _bind_unforwarded(index, inputs: list, jaxprs: Sequence[ClosedJaxpr], **para
     if any(f is not None for f in in_fwd):
         jaxprs = [ClosedJaxpr(Jaxpr(j.jaxpr.constvars, j.jaxpr.invars,
                                     [v for v, f in zip(j.jaxpr.outvars, in_fwd) if f is None],
-                                    j.jaxpr.eqns, j.jaxpr.debug_info), j.consts)
+                                    j.jaxpr.eqns, debug_info=j.jaxpr.debug_info), j.consts)
                   for j in jaxprs]
     outs = iter(cond_p.bind(index, *inputs, branches=tuple(jaxprs), **params))
     return [next(outs) if f is None else _as_array(inputs[f]) for f in in_fwd]
@@ -167,10 +186,6 @@ def _check_branch_types(jaxprs, out_trees, funs):
             raise TypeError(branch_mismatch("switch", [funs[0], funs[i]],
                                             ["branch 0", f"branch{i}"], t,
                                             jaxprs[0].out_avals, j.out_avals))
-
-
-# Marks "no ``operand=`` keyword given" (None is a valid operand).
-_NO_OPERAND = object()
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any = _NO_OPERAND):

@@ -45,37 +45,60 @@ __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_nam
 _trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+_NOT_GIVEN: Any = type("DeprecatedArg", (), {"__repr__": lambda self: "Deprecated"})()
+
+
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
-               static_argnums: int | Sequence[int] = ()) -> Callable:
+               static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+               concrete: Any = _NOT_GIVEN) -> Callable:
     """``fun`` whose intermediate values are recomputed in the backward pass instead of
     being stored (except those ``policy`` allows to be saved). Arguments listed in
-    ``static_argnums`` are not traced (Python values the function may branch on)."""
+    ``static_argnums`` (by position) or ``static_argnames`` (keyword arguments by name) are
+    not traced (Python values the function may branch on)."""
+    if concrete is not _NOT_GIVEN:
+        raise NotImplementedError(
+            "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and "
+            "removed in JAX v0.10.0. In its place please use `static_argnums`; for details "
+            "refer to https://docs.jax.dev/en/latest/jep/11830-new-remat-checkpoint.html.")
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     static_argnums = tuple(static_argnums)
+    static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
+                       else tuple(static_argnames))
     name = getattr(fun, "__name__", type(fun).__name__)
 
     @functools.wraps(fun)
-    def fun_remat(*args, **kwargs):
-        statics = {i % len(args): args[i] for i in static_argnums} if args else {}
+    def fun_remat(*args, **kwargs):  # (the arguments are checked when called, as in JAX)
+        if not all(type(d) is int for d in static_argnums):
+            raise TypeError("the `static_argnums` argument to `jax.checkpoint` / `jax.remat` must "
+                            f"be an int, tuple of ints or, bool, but got value {static_argnums}")
+        if not all(-len(args) <= d < len(args) for d in static_argnums):
+            raise ValueError(
+                "the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can only "
+                "take integer values greater than or equal to `-len(args)` and less than "
+                f"`len(args)`, but got {static_argnums}, while `len(args)` = {len(args)}")
+        statics = {i % len(args): args[i] for i in static_argnums}
+        static_kw = {k: kwargs[k] for k in static_argnames if k in kwargs}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
         dyn = tuple(a for i, a in enumerate(args) if i not in statics)
         flat, in_tree = tree_util.tree_flatten((dyn, kwargs))
         def call(dyn_and_kwargs):
             d, kw = dyn_and_kwargs
             it = iter(d)
             return fun(*[statics[i] if i in statics else next(it) for i in range(len(args))],
-                       **kw)
+                       **kw, **static_kw)
 
         avals = [core.get_aval(x) for x in flat]
         key = (in_tree, tuple(avals), config.x64)
-        per_fun = _trace_cache.get(fun) if not statics else None
+        per_fun = _trace_cache.get(fun) if not statics and not static_kw else None
         if per_fun is not None and key in per_fun:
             closed, consts, out_tree = per_fun[key]
         else:
             debug = pe.debug_info("checkpoint", fun, [f"args[{i}]" for i in range(len(flat))])
             jaxpr, consts, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals, debug)
             closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
-            if not statics and not any(isinstance(c, core.Tracer) for c in consts):
+            if not statics and not static_kw and not any(isinstance(c, core.Tracer)
+                                                         for c in consts):
                 try:
                     _trace_cache.setdefault(fun, {})[key] = (closed, consts, out_tree)
                 except TypeError:  # a callable that cannot be weakly referenced
@@ -346,7 +369,7 @@ def _remat_split(closed: ClosedJaxpr, unknowns: tuple, policy):
 
 def _copy_eqn(src: Var, dst: Var, kind: str) -> core.JaxprEqn:
     """``dst = device_put(src)`` into the memory space of ``kind``, always a fresh copy."""
-    return core.JaxprEqn(lax.device_put_p, [src], [dst],
+    return core.JaxprEqn([src], [dst], lax.device_put_p,
                          {"devices": (core.mem_kind_to_space(kind),), "srcs": (None,),
                           "copy_semantics": (lax.ArrayCopySemantics.ALWAYS_COPY,)})
 

@@ -186,7 +186,7 @@ def _forwarding(known: ClosedJaxpr, num_res: int
     out_fwd = [None] * n_kept_primal + [primal_pos.get(v) for v in kept[n_kept_primal:]]
     outvars = [v for v, f in zip(kept, out_fwd) if f is None]
     pruned = ClosedJaxpr(core.Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, jaxpr.eqns,
-                                    jaxpr.debug_info), known.consts)
+                                    debug_info=jaxpr.debug_info), known.consts)
     hit = _forwarding_cache[known] = (pruned, in_fwd, out_fwd)
     return hit
 

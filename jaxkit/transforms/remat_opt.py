@@ -84,7 +84,7 @@ def optimize_remat_of_custom_vjp_fwd(fun: Callable, fwd: Callable,
         kept = [v for v, f in zip(res_vars, fwds) if f is None]
         j = fwd_jaxpr.jaxpr
         fwd_jaxpr = ClosedJaxpr(Jaxpr(j.constvars, j.invars, [*kept, *j.outvars[n_res:]],
-                                      j.eqns, j.debug_info), [])
+                                      j.eqns, debug_info=j.debug_info), [])
 
         @_memoize
         def fun_jaxpr_thunk():  # the primal function: (jaxpr, consts) over the arguments
@@ -129,7 +129,7 @@ def _batch(axis_data, args, dims, *, num_consts: int, num_res: int, fwd_jaxpr: C
 def _permuted(closed: ClosedJaxpr, in_order: Sequence[int], out_order: Sequence[int]):
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_order],
-                             [j.outvars[i] for i in out_order], j.eqns, j.debug_info),
+                             [j.outvars[i] for i in out_order], j.eqns, debug_info=j.debug_info),
                        closed.consts)
 
 
@@ -180,7 +180,7 @@ def _dce(used_outputs: list[bool], eqn: core.JaxprEqn):
         body, used_ins = pe.dce_jaxpr(params["fwd_jaxpr"].jaxpr, used_outputs)
         used_ins = [u or i >= params["num_consts"] for i, u in enumerate(used_ins)]
         body = Jaxpr([], [v for v, u in zip(body.invars, used_ins) if u], body.outvars,
-                     body.eqns, body.debug_info)
+                     body.eqns, debug_info=body.debug_info)
         new = dict(params, fwd_jaxpr=ClosedJaxpr(body, []), num_res=sum(used_res),
                    num_consts=sum(used_ins[:params["num_consts"]]))
         return used_ins, eqn.replace(invars=[v for v, u in zip(eqn.invars, used_ins) if u],
@@ -191,7 +191,7 @@ def _dce(used_outputs: list[bool], eqn: core.JaxprEqn):
     fun_jaxpr, fun_consts = params["fun_jaxpr_thunk"]()
     body, used_args = pe.dce_jaxpr(fun_jaxpr, used_outputs[params["num_res"]:])
     body = Jaxpr(body.constvars, [v for v, u in zip(body.invars, used_args) if u],
-                 body.outvars, body.eqns, body.debug_info)
+                 body.outvars, body.eqns, debug_info=body.debug_info)
     invars = [v for v, u in zip(eqn.invars[params["num_consts"]:], used_args) if u]
     new = dict(params, fwd_jaxpr=ClosedJaxpr(body, fun_consts), num_res=0, num_consts=0)
     return ([False] * params["num_consts"] + list(used_args),

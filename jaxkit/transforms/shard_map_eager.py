@@ -92,7 +92,7 @@ class ShardMapTrace(pe.DynamicJaxprTrace):
         if tracer._trace is not self or self._invalid:
             raise core.UnexpectedTracerError(core.leaked_tracer_message(tracer))
         snapshot = Jaxpr(list(self.constvars), list(self.invars), [self.to_atom(tracer)],
-                         list(self.eqns), None)
+                         list(self.eqns), debug_info=None)
         return self.compute(snapshot, list(self.constvals))
 
 
@@ -126,7 +126,7 @@ def nested_blocks(outer: ShardMapTrace, run: Callable, args: Sequence, manual: t
     traced = [isinstance(v, core.Tracer) and v._trace is outer for v in sources]
     wanted = Jaxpr(list(outer.constvars), list(outer.invars),
                    [outer.to_atom(v) for v, t in zip(sources, traced) if t], list(outer.eqns),
-                   None)
+                   debug_info=None)
     k = len(outer.constvars)
     stacked = run(snapshot, consts)
 
@@ -138,7 +138,7 @@ def nested_blocks(outer: ShardMapTrace, run: Callable, args: Sequence, manual: t
         jaxpr, extra = pe.trace_to_jaxpr(composed, [v.aval for v in (*outer.constvars,
                                                                      *outer.invars)])
     snap = Jaxpr([*jaxpr.constvars, *jaxpr.invars[:k]], list(jaxpr.invars[k:]),
-                 list(jaxpr.outvars), list(jaxpr.eqns), None)
+                 list(jaxpr.outvars), list(jaxpr.eqns), debug_info=None)
     blocks = outer.compute(snap, [*extra, *outer.constvals])  # (outer devices, inner, ...)
     # from (enclosing manual axes..., nested manual axes..., block) to mesh order
     sizes = dict(zip(outer.mesh.axis_names, outer.mesh.devices.shape))

@@ -7,16 +7,18 @@ jaxkit's primitives under JAX's names; ``CallPrimitive`` and ``call_impl`` come 
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from jaxkit import dtypes
+from jaxkit import core, dtypes
 from jaxkit.core import (AbstractToken, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError,
-                         Literal, Primitive, ShapedArray, Trace, Tracer, Var, concrete_or_error,
-                         current_trace, get_aval, jaxpr_as_fun, set_current_trace, subjaxprs)
+                         Literal, Primitive, ShapedArray, Trace, Tracer, Var, current_trace,
+                         eval_jaxpr, get_aval, set_current_trace)
+from jaxkit.core import subjaxprs as _jaxprs_of_params
 from jaxkit.effects import Effect, Effects, no_effects
 from jaxkit.errors import InconclusiveDimensionOperation
 from jaxkit.extend.core import primitives
@@ -58,13 +60,39 @@ def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=
                   ctx=None) -> JaxprEqn:
     """An equation ``outvars = primitive[params] invars`` (effects are kept by jaxkit's
     tracer, not the equation; ``source_info`` is kept when it is a jaxkit ``SourceInfo``)."""
-    return JaxprEqn(primitive, list(invars), list(outvars), dict(params),
+    return JaxprEqn(list(invars), list(outvars), primitive, dict(params), effects,
                     source_info if isinstance(source_info, SourceInfo) else None)
 
 
 def jaxprs_in_params(params: dict):
-    """The jaxprs among an equation's parameters (as ``subjaxprs``)."""
-    return list(subjaxprs(params))
+    """The jaxprs among an equation's parameters (a generator, as JAX's)."""
+    yield from _jaxprs_of_params(params)
+
+
+def subjaxprs(jaxpr: Jaxpr):
+    """The jaxprs in the parameters of ``jaxpr``'s equations (not those nested in them)."""
+    for eqn in jaxpr.eqns:
+        yield from _jaxprs_of_params(eqn.params)
+
+
+def _evaluate(closed_jaxpr: ClosedJaxpr, *args) -> list:
+    return eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
+
+
+_evaluate.__name__ = _evaluate.__qualname__ = "jaxpr_as_fun"
+
+
+def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr, *args) -> Callable:
+    """``jaxpr_as_fun(closed)(*args)``: the jaxpr's outputs at ``args``. Curried, as JAX's:
+    arguments given here are bound, and the result is called with the rest."""
+    return functools.partial(_evaluate, closed_jaxpr, *args)
+
+
+def concrete_or_error(force: Any, val: Any, context: str = "") -> Any:
+    """``force(val)`` (``val`` itself for ``force=None``) of a concrete value; a traced one
+    raises ConcretizationTypeError naming ``context``."""
+    val = core.concrete_or_error(val, context)
+    return val if force is None else force(val)
 
 
 def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
@@ -77,14 +105,22 @@ def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
     return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
 
 
-def unmapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
-    """``aval`` with an axis of length ``size`` inserted at ``axis``."""
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray,
+                  explicit_mesh_axis: Any = None) -> ShapedArray:
+    """``aval`` with an axis of length ``size`` inserted at ``axis`` (split over the mesh axis
+    ``explicit_mesh_axis``, when given, in its type's sharding)."""
     if axis is None:
         return aval
-    return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
+    out = aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
+    sharding = getattr(aval, "_sharding", None)
+    if explicit_mesh_axis is not None and sharding is not None:
+        spec = list(sharding.spec) + [None] * (aval.ndim - len(sharding.spec))
+        spec.insert(axis, explicit_mesh_axis)
+        out = out.update(sharding=type(sharding)(sharding.mesh, type(sharding.spec)(*spec)))
+    return out
 
 
-def find_top_trace(xs) -> Trace:
+def find_top_trace(_) -> Trace:
     """The current trace (jaxkit's traces are stackless: the current one is the innermost)."""
     return current_trace()
 
