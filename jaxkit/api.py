@@ -646,8 +646,11 @@ def _flat_arg_names(fun: Callable, args: Sequence, kwargs: dict) -> list[str]:
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[Any, int]] | None = None,
                return_shape: bool = False) -> Callable[..., core.ClosedJaxpr]:
-    """``make_jaxpr(f)(*args)`` is the jaxpr of ``f`` traced at the types of ``args``."""
+    """``make_jaxpr(f)(*args)`` is the jaxpr of ``f`` traced at the types of ``args``.
+    ``axis_env`` binds axis names to sizes, ``[(name, size), ...]``, for the collectives
+    ``f`` calls (``lax.psum(x, 'i')``), as if under a ``pmap`` over them."""
     static_nums, _ = _infer_argnums_and_argnames(fun, static_argnums, ())
 
     @api_boundary
@@ -669,10 +672,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             return out_flat
 
         debug = pe.debug_info("make_jaxpr", fun, _flat_arg_names(fun, dyn, kwargs))
-        if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
-            jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)
-        else:
-            jaxpr, consts = pe.trace_to_jaxpr(folding(flat_fun), avals, debug)
+        with lax.parallel.extend_axis_env_nd(axis_env or ()):
+            if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
+                jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)
+            else:
+                jaxpr, consts = pe.trace_to_jaxpr(folding(flat_fun), avals, debug)
         closed = core.ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]

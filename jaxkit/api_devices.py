@@ -5,6 +5,7 @@ the process index and count, ``device_put`` (onto a device, a sharding or a pytr
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -28,10 +29,19 @@ def devices(backend: str | None = None) -> list:
     return pjrt.devices(backend)
 
 
-def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
-    """The devices of process ``process_index`` (default: this process) on ``backend``."""
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list:
+    """The devices of process ``process_index`` (default: this process) on ``backend``
+    (``host_id`` is its old name)."""
+    if host_id is not None:
+        warnings.warn("The argument to jax.local_devices has been renamed from `host_id` to "
+                      "`process_index`. This alias will eventually be removed; please update "
+                      "your code.", stacklevel=2)
+        process_index = host_id
     if process_index is None:
         return pjrt.local_devices(backend)
+    if not 0 <= process_index < process_count(backend):
+        raise ValueError(f"Unknown process_index {process_index}")
     return [d for d in pjrt.devices(backend) if d.process_index == process_index]
 
 
@@ -47,13 +57,16 @@ def default_backend() -> str:
     return pjrt.default_backend()
 
 
-def process_index() -> int:
-    """This process's index among the processes of ``jaxkit.distributed.initialize``."""
+def process_index(backend: str | None = None) -> int:
+    """This process's index among the processes of ``jaxkit.distributed.initialize``
+    (``backend``: one of this process's, checked)."""
+    pjrt.get_backend(backend)
     return distributed.process_index()
 
 
-def process_count() -> int:
+def process_count(backend: str | None = None) -> int:
     """The number of processes (1 unless ``jaxkit.distributed.initialize`` was called)."""
+    pjrt.get_backend(backend)
     return distributed.process_count()
 
 

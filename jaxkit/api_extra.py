@@ -11,6 +11,7 @@ import gc
 import importlib.metadata
 import platform
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -248,15 +249,28 @@ def copy_to_host_async(x) -> None:
 
 # ---- processes and environment -------------------------------------------------------------
 
-host_count = process_count
-host_id = process_index
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of all processes: ``range(process_count(backend))``."""
+    return list(range(process_count(backend)))
 
 
-def host_ids(backend=None) -> list[int]:
-    return list(range(process_count()))
+# JAX's old names, each with its warning (JAX's text, typos included).
+def host_id(backend: str | None = None) -> int:
+    warnings.warn("jax.process_index has been renamed to jax.process_index. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_index(backend)
 
 
-process_indices = host_ids
+def host_count(backend: str | None = None) -> int:
+    warnings.warn("jax.process_count has been renamed to jax.process_count. This alias will "
+                  "eventually be removed; please update your code.", stacklevel=2)
+    return process_count(backend)
+
+
+def host_ids(backend: str | None = None) -> list[int]:
+    warnings.warn("jax.process_indexs has been renamed to jax.process_indices. This alias "
+                  "will eventually be removed; please update your code.", stacklevel=2)
+    return process_indices(backend)
 
 
 def print_environment_info(return_string: bool = False) -> str | None:

@@ -166,8 +166,8 @@ class Error:
         return _error_flatten(self)
 
     @classmethod
-    def tree_unflatten(cls, aux: Any, children: Any) -> Error:
-        return _error_unflatten(aux, children)
+    def tree_unflatten(cls, metadata: Any, data: Any) -> Error:
+        return _error_unflatten(metadata, data)
 
 
 def _error_flatten(err: Error):

@@ -238,14 +238,14 @@ def _host(x: Any) -> np.ndarray:
     return np.asarray(value, dtypes.canonicalize_dtype(value.dtype))
 
 
-def host_local_array_to_global_array_impl(x: Any, *, global_mesh: Mesh,
+def host_local_array_to_global_array_impl(arr: Any, *, global_mesh: Mesh,
                                           pspec: PartitionSpec) -> ShardedArray:
     """Evaluate ``host_local_array_to_global_array_p``: this process's value becomes its
     devices' pieces of the global array (an array already spanning processes is kept)."""
     _check_pspec(pspec)
-    if _not_fully_addressable(x):  # already global
-        return x
-    value = _host(x)
+    if _not_fully_addressable(arr):  # already global
+        return arr
+    value = _host(arr)
     shape, sharding, indices = _ltg_plan(global_mesh, pspec, value.shape)
     return global_arrays.from_host_pieces(shape, value.dtype, sharding,
                                           {d: value[i] for d, i in indices})
@@ -261,24 +261,24 @@ def _ltg_plan(global_mesh: Mesh, pspec: PartitionSpec, local_shape: tuple) -> tu
         tuple(local.devices_indices_map(local_shape).items())
 
 
-def global_array_to_host_local_array_impl(x: Any, *, global_mesh: Mesh,
+def global_array_to_host_local_array_impl(arr: Any, *, global_mesh: Mesh,
                                           pspec: PartitionSpec) -> Any:
     """Evaluate ``global_array_to_host_local_array_p``: this process's pieces of the global
     array, as an array over ``global_mesh.local_mesh`` (laid out first if need be)."""
     _check_pspec(pspec)
-    if isinstance(x, Array) and not _not_fully_addressable(x):  # already host-local
-        return x
+    if isinstance(arr, Array) and not _not_fully_addressable(arr):  # already host-local
+        return arr
     global_sharding = NamedSharding(global_mesh, pspec)
     local = NamedSharding(global_mesh.local_mesh, pspec)
-    if not isinstance(x, ShardedArray):  # a NumPy value (as AD can pass): lay it out
-        value = _host(x)
+    if not isinstance(arr, ShardedArray):  # a NumPy value (as AD can pass): lay it out
+        value = _host(arr)
         shape = _rescale(value.shape, pspec, global_mesh.local_mesh.shape, global_mesh.shape)
         return global_arrays.from_callback(shape, local, lambda i: value[i], value.dtype)
-    if x.sharding != global_sharding:
-        x = jit(_identity, out_shardings=global_sharding)(x)
-    shape = _rescale(x.shape, pspec, global_mesh.local_mesh.shape, global_mesh.shape)
-    shards = {s.device: s._buf for s in x.addressable_shards}
-    return global_arrays.from_device_buffers(shape, x.dtype, local, shards)
+    if arr.sharding != global_sharding:
+        arr = jit(_identity, out_shardings=global_sharding)(arr)
+    shape = _rescale(arr.shape, pspec, global_mesh.local_mesh.shape, global_mesh.shape)
+    shards = {s.device: s._buf for s in arr.addressable_shards}
+    return global_arrays.from_device_buffers(shape, arr.dtype, local, shards)
 
 
 def ltg_abstract_eval(arr: Any, *, global_mesh: Mesh, pspec: PartitionSpec) -> core.ShapedArray:

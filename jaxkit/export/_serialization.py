@@ -31,16 +31,26 @@ MAGIC = b"jaxkit.Exported\x00"
 _FORMAT_VERSION = 1
 
 # serialized name -> (type, aux-data deserializer); type -> (name, aux-data serializer)
-_names_to_types: dict[str, tuple[type, Callable[[bytes], Any] | None]] = {}
+# name -> (type, deserialize_auxdata, from_children); both None for a namedtuple
+_names_to_types: dict[str, tuple[type, Callable | None, Callable | None]] = {}
 _types_to_names: dict[type, tuple[str, Callable[[Any], bytes] | None]] = {}
 
 
 def register_pytree_node_serialization(nodetype: type, *, serialized_name: str,
                                        serialize_auxdata: Callable[[Any], bytes],
-                                       deserialize_auxdata: Callable[[bytes], Any]) -> type:
-    """Let ``Exported.serialize`` write pytrees holding ``nodetype`` (a registered pytree node)
-    under ``serialized_name``, its auxiliary data through the two functions given."""
-    _register(nodetype, serialized_name, serialize_auxdata, deserialize_auxdata)
+                                       deserialize_auxdata: Callable[[bytes], Any],
+                                       from_children: Callable | None = None) -> type:
+    """Let ``Exported.serialize`` write pytrees holding ``nodetype`` under
+    ``serialized_name``, its auxiliary data through the two functions given. Deserialized,
+    a node is rebuilt by ``from_children(aux_data, children)``, by default the unflatten of
+    the type's pytree registration (which it then must have)."""
+    if from_children is None:
+        node = tree_util._node_of(nodetype)
+        if node is None:
+            raise ValueError("If `from_children` is not present, you must call first"
+                             f"`jax.tree_util.register_pytree_node` for `{nodetype}`")
+        from_children = node.unflatten
+    _register(nodetype, serialized_name, serialize_auxdata, deserialize_auxdata, from_children)
     return nodetype
 
 
@@ -49,18 +59,18 @@ def register_namedtuple_serialization(nodetype: type, *, serialized_name: str) -
     if not (issubclass(nodetype, tuple) and hasattr(nodetype, "_fields")):
         raise ValueError(f"Cannot register {nodetype} as a namedtuple: it is not a namedtuple "
                          "class")
-    _register(nodetype, serialized_name, None, None)
+    _register(nodetype, serialized_name, None, None, None)
     return nodetype
 
 
-def _register(nodetype, name, ser, deser) -> None:
+def _register(nodetype, name, ser, deser, from_children) -> None:
     if name in _names_to_types:
         raise ValueError(f"a pytree node type is already registered for serialization with "
                          f"serialized_name {name!r}: {_names_to_types[name][0]}")
     if nodetype in _types_to_names:
         raise ValueError(f"{nodetype} is already registered for serialization under the name "
                          f"{_types_to_names[nodetype][0]!r}")
-    _names_to_types[name] = (nodetype, deser)
+    _names_to_types[name] = (nodetype, deser, from_children)
     _types_to_names[nodetype] = (name, ser)
 
 
@@ -119,13 +129,10 @@ def _example_from_json(spec: Any) -> Any:
                          f"{spec['name']!r}: register it in this process with "
                          "export.register_pytree_node_serialization (or "
                          "register_namedtuple_serialization) before deserialize.")
-    t, deser = _names_to_types[spec["name"]]
+    t, deser, from_children = _names_to_types[spec["name"]]
     if deser is None:  # a namedtuple
         return t(*children)
-    aux = deser(base64.b64decode(spec["aux"]))
-    # the type's own registered unflatten builds the node, as JAX rebuilds it from its
-    # registration (tree_util keeps the registry private; _node_of is its one lookup)
-    return tree_util._node_of(t).unflatten(aux, children)
+    return from_children(deser(base64.b64decode(spec["aux"])), children)
 
 
 def _tree_from_json(spec: Any):

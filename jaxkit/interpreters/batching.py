@@ -153,13 +153,18 @@ def to_elt(trace: BatchTrace, get_idx: Callable, x: Any, spec: Any) -> Any:
     return BatchTracer(trace, x, spec % core.get_aval(x).ndim)
 
 
-def from_elt(trace: BatchTrace, axis_size: Any, x: Any, spec: Any) -> Any:
-    """The batched value, batch axis at ``spec``, of one example's result ``x``."""
+def from_elt(trace: BatchTrace, axis_size: Any, x: Any, spec: Any,
+             sum_match: bool = False) -> Any:
+    """The batched value, batch axis at ``spec``, of one example's result ``x`` (with
+    ``sum_match`` and ``spec`` None: summed over the batch axis)."""
     handler = from_elt_handlers.get(type(x))
     if handler is not None:
-        return handler(lambda size, y, s: from_elt(trace, size, y, s), axis_size, x, spec)
+        return handler(lambda size, y, s: from_elt(trace, size, y, s, sum_match), axis_size, x,
+                       spec)
     val, bdim = trace.to_batch_info(x)
     if spec is None:
+        if bdim is not not_mapped and sum_match:
+            return val.sum(bdim)
         if bdim is not not_mapped:
             raise ValueError(f"vmap has mapped output but out_axes is None (the output was "
                              f"batched on axis {bdim})")

@@ -109,8 +109,9 @@ def extend_axis_env_nd(axes: Iterable[tuple[Any, int]]) -> Iterator[None]:
         yield
 
 
-def _lookup_axis_size(name: Any) -> int:
-    """The size of one named axis: a vmapped axis (innermost) or a pmapped one."""
+def _lookup_axis_size(name: Any, api_name: str | None = None) -> int:
+    """The size of one named axis: a vmapped axis (innermost) or a pmapped one. Unbound, it
+    raises JAX's NameError (naming ``api_name``, where JAX's check for that API does)."""
     try:
         return batching.find_axis(name).axis_data.size
     except NameError:
@@ -118,6 +119,9 @@ def _lookup_axis_size(name: Any) -> int:
     for frame_name, size in reversed(_axis_env.frames):
         if frame_name == name:
             return size
+    if api_name is not None:
+        raise NameError(f"Found an unbound axis name: {name}. To fix this, please call "
+                        f"{api_name} under `jax.shard_map`.")
     raise NameError(f"unbound axis name: {name}")
 
 
@@ -125,9 +129,9 @@ def _axes_tuple(axis_name) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
-def axis_size(axis_name: Any) -> int:
+def axis_size(axis_name: Any, api_name: str | None = None) -> int:
     """The size of the named axis (the product of the sizes for a tuple of names)."""
-    return math.prod(_lookup_axis_size(n) for n in _axes_tuple(axis_name))
+    return math.prod(_lookup_axis_size(n, api_name) for n in _axes_tuple(axis_name))
 
 
 def _canonical_groups(axis_index_groups) -> tuple[tuple[int, ...], ...] | None:
@@ -140,17 +144,17 @@ def _canonical_groups(axis_index_groups) -> tuple[tuple[int, ...], ...] | None:
     return groups
 
 
-def _group_size(axes: tuple, groups) -> int:
+def _group_size(axes: tuple, groups, api_name: str | None = None) -> int:
     if groups is not None:
         sizes = {len(g) for g in groups}
         if len(sizes) != 1:
             raise ValueError(f"axis_index_groups must all have the same size, got {groups}")
-        total = axis_size(axes)
+        total = axis_size(axes, api_name)
         if sum(len(g) for g in groups) != total:
             raise ValueError(f"axis_index_groups {groups} must cover the {total} indices of "
                              f"axis {axes}")
         return sizes.pop()
-    return axis_size(axes)
+    return axis_size(axes, api_name)
 
 
 def _is_traced(x) -> bool:
@@ -238,8 +242,9 @@ def psum(x, axis_name, *, axis_index_groups=None):
     Lowers to ``stablehlo.all_reduce``."""
     axes = _axes_tuple(axis_name)
     groups = _canonical_groups(axis_index_groups)
-    size = _group_size(axes, groups)
     leaves, treedef = tree_util.tree_flatten(x)
+    # JAX names psum in its unbound-axis error when it traces one (not for a constant)
+    size = _group_size(axes, groups, "psum" if any(map(_is_traced, leaves)) else None)
     leaves = [convert_element_type(v, np.int32) if dtypes.dtype(v) == np.bool_ else v
               for v in leaves]
     if not any(_is_traced(v) for v in leaves):
@@ -279,7 +284,7 @@ def pmax(x, axis_name, *, axis_index_groups=None):
     """All-reduce maximum over the named axis. Lowers to ``stablehlo.all_reduce``."""
     axes = _axes_tuple(axis_name)
     groups = _canonical_groups(axis_index_groups)
-    _group_size(axes, groups)
+    _group_size(axes, groups, "psum")  # (JAX's check names psum for pmax and pmin too)
     return tree_util.tree_map(
         lambda v: pmax_p.bind(v, axes=axes, axis_index_groups=groups), x)
 
@@ -288,7 +293,7 @@ def pmin(x, axis_name, *, axis_index_groups=None):
     """All-reduce minimum over the named axis. Lowers to ``stablehlo.all_reduce``."""
     axes = _axes_tuple(axis_name)
     groups = _canonical_groups(axis_index_groups)
-    _group_size(axes, groups)
+    _group_size(axes, groups, "psum")  # (JAX's check names psum for pmax and pmin too)
     return tree_util.tree_map(
         lambda v: pmin_p.bind(v, axes=axes, axis_index_groups=groups), x)
 
@@ -576,7 +581,7 @@ def ppermute(x, axis_name, perm):
     ``perm``; indices that receive nothing get zeros. Lowers to
     ``stablehlo.collective_permute``."""
     names = _axes_tuple(axis_name)
-    size = axis_size(names)
+    size = axis_size(names, "ppermute")
     perm = tuple((int(s), int(d)) for s, d in perm)
     srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
@@ -745,13 +750,13 @@ def axis_index(axis_name) -> Array:
     arithmetic."""
     names = _axes_tuple(axis_name)
     if len(names) == 1:
-        _lookup_axis_size(names[0])
+        _lookup_axis_size(names[0], "axis_index")
         return axis_index_p.bind(axis_name=names[0])
     index, inner = None, 1
     for name in reversed(names):
         term = _times(axis_index(name), inner)
         index = term if index is None else elementwise.add(index, term)
-        inner *= _lookup_axis_size(name)
+        inner *= _lookup_axis_size(name, "axis_index")
     return index
 
 

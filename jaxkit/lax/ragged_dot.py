@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,24 +70,26 @@ class _Mode(enum.Enum):
 
 def ragged_dot(lhs: ArrayLike, rhs: ArrayLike, group_sizes: ArrayLike,
                precision: PrecisionLike = None, preferred_element_type: DTypeLike | None = None,
-               group_offset: ArrayLike | None = None) -> Array:
+               group_offset: ArrayLike | None = None, out_sharding: Any = None) -> Array:
     """``lhs[m, k]`` with its rows in groups of ``group_sizes[g]``, each group multiplied by
     its own ``rhs[i, k, n]``: the ``[m, n]`` result. Rows past the last group are zero.
     Computed by masked ``stablehlo.dot_general``."""
     return ragged_dot_general(lhs, rhs, group_sizes, _RAGGED_DOT_DIMENSION_NUMBERS,
                               precision=canonicalize_precision(precision),
                               preferred_element_type=preferred_element_type,
-                              group_offset=group_offset)
+                              group_offset=group_offset, out_sharding=out_sharding)
 
 
 def ragged_dot_general(lhs: ArrayLike, rhs: ArrayLike, group_sizes: ArrayLike,
                        ragged_dot_dimension_numbers: RaggedDotDimensionNumbers,
                        precision: PrecisionLike = None,
                        preferred_element_type: DTypeLike | None = None,
-                       group_offset: ArrayLike | None = None) -> Array:
+                       group_offset: ArrayLike | None = None,
+                       out_sharding: Any = None) -> Array:
     """A ``dot_general`` whose ``lhs`` has one ragged dimension cut into groups of sizes
-    ``group_sizes`` (see the module docstring for the three modes and their shapes).
-    Computed by masked ``stablehlo.dot_general``."""
+    ``group_sizes`` (see the module docstring for the three modes and their shapes),
+    laid out as ``out_sharding`` says over Explicit mesh axes. Computed by masked
+    ``stablehlo.dot_general`` (the last one gives the result and takes ``out_sharding``)."""
     _check_group_offset(group_offset)
     dnums = ragged_dot_dimension_numbers
     (l_contract, r_contract), (l_batch, r_batch) = dnums.dot_dimension_numbers
@@ -103,7 +106,8 @@ def ragged_dot_general(lhs: ArrayLike, rhs: ArrayLike, group_sizes: ArrayLike,
         preferred_element_type = dtypes.canonicalize_dtype(preferred_element_type)
     _dot_general_dtype_rule(lhs_aval, rhs_aval, dimension_numbers=dot_dnums,
                             precision=precision, preferred_element_type=preferred_element_type)
-    product = dict(precision=precision, preferred_element_type=preferred_element_type)
+    product = dict(precision=precision, preferred_element_type=preferred_element_type,
+                   out_sharding=out_sharding)
     if mode is _Mode.BATCH:
         # Every batch index is in exactly one group or in none; as in JAX, the product is the
         # plain batched one.

@@ -202,10 +202,12 @@ for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
 
 # ---- reduce (general, multi-operand) -------------------------------------------------------
 def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
-           dimensions: Sequence[int]) -> Any:
+           dimensions: Sequence[int], out_sharding: Any = None) -> Any:
     """Reduce pytrees of operands over ``dimensions`` with ``computation(acc, x)``, starting
     from scalar ``init_values`` (which must be its identity; it must be associative). Lowers
-    to one ``stablehlo.reduce`` with the traced ``computation`` as body."""
+    to one ``stablehlo.reduce`` with the traced ``computation`` as body. ``out_sharding``
+    lays out a sum (as in JAX, another reduction recognised as a monoid refuses it and a
+    general one ignores it)."""
     flat_operands, operand_tree = tree_util.tree_flatten(operands)
     flat_inits, init_tree = tree_util.tree_flatten(init_values)
     if operand_tree != init_tree:
@@ -219,7 +221,12 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
     monoid = _get_monoid_reducer(computation, flat_inits)
     if monoid is not None:
         weak = all(dtypes.is_weakly_typed(x) for x in flat_operands + flat_inits)
-        out = monoid(flat_operands[0], dimensions)
+        if out_sharding is not None and monoid is not reduce_sum:
+            raise NotImplementedError(
+                f"lax.reduce with out_sharding is implemented only for sums (as in JAX); "
+                f"this computation is {monoid.__name__}")
+        out = monoid(flat_operands[0], dimensions,
+                     **({} if out_sharding is None else {"out_sharding": out_sharding}))
         return convert_element_type(out, core.get_aval(out).dtype, weak)
     init_avals = tuple(core.get_aval(x).strip_weak_type() for x in flat_inits)
     closed, out_tree = _reduction_jaxpr(computation, init_avals, init_tree)

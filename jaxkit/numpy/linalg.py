@@ -252,10 +252,10 @@ def matmul(x1: ArrayLike, x2: ArrayLike, /, *, precision: Any = None,
 
 
 def tensordot(x1: ArrayLike, x2: ArrayLike, /, *, axes: Any = 2, precision: Any = None,
-              preferred_element_type: Any = None) -> Array:
+              preferred_element_type: Any = None, out_sharding: Any = None) -> Array:
     """``jnp.linalg.tensordot``: ``jnp.tensordot``."""
     return _tensordot(x1, x2, axes, precision=precision,
-                      preferred_element_type=preferred_element_type)
+                      preferred_element_type=preferred_element_type, out_sharding=out_sharding)
 
 
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,

@@ -44,10 +44,13 @@ class _State:
     server: Any = None
 
 
-def start_server(port: int) -> Any:
-    """Start the profiler server on ``port`` (for TensorBoard's on-demand capture)."""
+def start_server(port: int, requires_backend: bool = True) -> Any:
+    """Start the profiler server on ``port`` (for TensorBoard's on-demand capture), the
+    backend first unless ``requires_backend`` is False (as JAX, so its devices are traced)."""
     if _State.server is not None:
         raise ValueError("Only one profiler server can be active at a time.")
+    if requires_backend:
+        pjrt.get_backend()
     _State.server = _profiler.start_server(port)
     return _State.server
 

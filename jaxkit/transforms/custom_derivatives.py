@@ -26,6 +26,7 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.closure_convert import closure_convert
+from jaxkit.transforms.jit import _infer_argnums_and_argnames
 
 __all__ = ["SymbolicZero", "closure_convert", "custom_jvp"]
 
@@ -227,10 +228,14 @@ class _CustomDerivativeFunction:
     _rule_attr = ""     # the attribute a rule must be set on before calling
     _missing_rule = ""  # the error when it is not
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        nums = set(nondiff_argnums)
+        if nondiff_argnames:  # named ones are the positions the signature gives them
+            nums |= _infer_argnums_and_argnames(fun, None, nondiff_argnames)[0]
+        self.nondiff_argnums = tuple(sorted(nums))
         self._n_positional = _positional_count(fun)
 
     def __get__(self, obj, objtype=None):
@@ -295,8 +300,9 @@ class custom_jvp(_CustomDerivativeFunction):
     _rule_attr = "jvp"
     _missing_rule = "No JVP defined for custom_jvp function {name} using defjvp."
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
 

@@ -68,8 +68,9 @@ class custom_vjp(_CustomDerivativeFunction):
     _rule_attr = "fwd"
     _missing_rule = "No VJP defined for custom_vjp function {name} using defvjp."
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-        super().__init__(fun, nondiff_argnums)
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()):
+        super().__init__(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
         self.symbolic_zeros = False

@@ -58,7 +58,8 @@ def _iota(size):
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
-         axis_size: int | None = None, spmd_axis_name: Any = None) -> Callable:
+         axis_size: int | None = None, spmd_axis_name: Any = None,
+         sum_match: bool = False) -> Callable:
     """Vectorizing map: ``vmap(f)(xs)`` is ``stack([f(x) for x in xs])``, computed at once.
 
     ``in_axes`` is an int, None, or a tuple (a list is taken as a tuple) with one entry per
@@ -68,7 +69,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     axis goes (None: the output must not depend on the batch, and is returned unbatched).
     ``axis_name`` names the axis for collectives (``lax.psum(x, axis_name)``); ``axis_size``
     gives the batch size when no argument is mapped. ``spmd_axis_name`` is accepted for
-    compatibility (jaxkit runs a vmap on one device)."""
+    compatibility (jaxkit runs a vmap on one device). With ``sum_match`` an output that
+    depends on the batch where ``out_axes`` says None is summed over it instead of refused."""
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     if isinstance(in_axes, list):
@@ -120,7 +122,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         out_flat, out_tree = tree_util.tree_flatten(out, is_leaf=vmappable)
         out_specs = _flatten_axes("vmap out_axes", out_axes, out)
         out_paths = [p for p, _ in tree_util.tree_flatten_with_path(out, is_leaf=vmappable)[0]]
-        results = [_from_batch(trace, o, dst, spec_path, path, size, axis_name)
+        results = [_from_batch(trace, o, dst, spec_path, path, size, axis_name, sum_match)
                    for o, (dst, spec_path), path in zip(out_flat, out_specs, out_paths)]
         trace_ref = weakref.ref(trace)
         del trace, get_idx, in_vals, out, out_flat
@@ -288,10 +290,11 @@ def _vmappable_size(x, spec):
 
 
 def _from_batch(trace: BatchTrace, out, dst, spec_path: tuple, path: tuple, size: int,
-                axis_name):
-    """An output of the vmapped function, its batch axis moved to ``dst``."""
+                axis_name, sum_match: bool = False):
+    """An output of the vmapped function, its batch axis moved to ``dst`` (or, with
+    ``sum_match`` and ``dst`` None, summed over)."""
     if batching.is_vmappable(out):
-        return batching.from_elt(trace, size, out, dst)
+        return batching.from_elt(trace, size, out, dst, sum_match)
     val, src = trace.to_batch_info(out)
     if not (isinstance(val, core.Tracer) or core.is_array_like(val)):
         raise TypeError(f"Output from batched function {val!r} with type {type(val)} is not a "
@@ -299,6 +302,8 @@ def _from_batch(trace: BatchTrace, out, dst, spec_path: tuple, path: tuple, size
     if dst is None:
         if src is None:
             return val
+        if sum_match:
+            return val.sum(src)  # the array method, as JAX's (small integers widen)
         if axis_name is not None:
             raise ValueError(f"vmap has mapped output (axis_name={axis_name}) but out_axes is "
                              "None")
