@@ -633,7 +633,10 @@ def _checked_checkpoint(state: _ErrorState, eqn: core.JaxprEqn, ins: list) -> li
     body, layout = _checked_body(state, eqn.params["jaxpr"])
     consts = list(body.consts)
     body = ClosedJaxpr(pe.convert_constvars_jaxpr(body.jaxpr), [])
-    outs = checkpoint_p.bind(*consts, *ins, **dict(eqn.params, jaxpr=body))
+    cse = eqn.params["prevent_cse"]
+    if isinstance(cse, tuple):  # the body's new constants are not kept apart
+        cse = (False,) * len(consts) + cse
+    outs = checkpoint_p.bind(*consts, *ins, **dict(eqn.params, jaxpr=body, prevent_cse=cse))
     n_err = len(outs) - len(eqn.outvars)
     state.absorb(layout, outs[:n_err])
     return outs[n_err:]

@@ -48,13 +48,16 @@ _trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _NOT_GIVEN: Any = type("DeprecatedArg", (), {"__repr__": lambda self: "Deprecated"})()
 
 
-def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
+def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True,
+               policy: Callable | None = None,
                static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
                concrete: Any = _NOT_GIVEN) -> Callable:
     """``fun`` whose intermediate values are recomputed in the backward pass instead of
     being stored (except those ``policy`` allows to be saved). Arguments listed in
     ``static_argnums`` (by position) or ``static_argnames`` (keyword arguments by name) are
-    not traced (Python values the function may branch on)."""
+    not traced (Python values the function may branch on). ``prevent_cse`` may be a tuple,
+    a prefix of the (traced) positional arguments: then only the inputs marked True are
+    kept from being merged with the forward computation."""
     if concrete is not _NOT_GIVEN:
         raise NotImplementedError(
             "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and "
@@ -63,6 +66,11 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     static_argnums = tuple(static_argnums)
+    if isinstance(prevent_cse, Sequence):
+        prevent_cse = tuple(prevent_cse)
+    if not isinstance(prevent_cse, (tuple, bool)):
+        raise TypeError("prevent_cse must be a bool or tuple of bools, got "
+                        f"{type(prevent_cse)=}")
     static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
                        else tuple(static_argnames))
     name = getattr(fun, "__name__", type(fun).__name__)
@@ -103,7 +111,11 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
                     _trace_cache.setdefault(fun, {})[key] = (closed, consts, out_tree)
                 except TypeError:  # a callable that cannot be weakly referenced
                     pass
-        outs = checkpoint_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse,
+        cse = prevent_cse
+        if isinstance(prevent_cse, tuple):  # one flag per input, the constants' False
+            cse = (False,) * len(consts) + tuple(tree_util.broadcast_prefix(
+                prevent_cse, (dyn, kwargs) if kwargs else dyn))
+        outs = checkpoint_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=cse,
                                  differentiated=False, policy=policy)
         return tree_util.tree_unflatten(out_tree, outs)
 
@@ -295,6 +307,8 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, prevent_cse: bool,
     nonzeros = [not ad.is_zero(t) for t in tangents]
     jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
     args = [*primals, *(t for t in tangents if not ad.is_zero(t))]
+    if isinstance(prevent_cse, tuple):  # (tangents are kept apart)
+        prevent_cse += (True,) * (len(args) - len(primals))
     outs = checkpoint_p.bind(*args, jaxpr=jvp_closed, prevent_cse=prevent_cse,
                              differentiated=differentiated, policy=policy)
     n = len(jaxpr.out_avals)
@@ -385,6 +399,10 @@ def _checkpoint_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr,
     known_outs, saved = outs[:n_known_out], outs[n_known_out:]
     staged_args = [*known_args, *saved, *(x for x, uk in zip(args, unknowns) if uk)]
     staged_args = [x for x, u in zip(staged_args, staged_used) if u]
+    if isinstance(prevent_cse, tuple):  # the inputs' flags, and residuals kept apart
+        flags = [*(f for f, uk in zip(prevent_cse, unknowns) if not uk), *(True,) * len(saved),
+                 *(f for f, uk in zip(prevent_cse, unknowns) if uk)]
+        prevent_cse = tuple(f for f, u in zip(flags, staged_used) if u)
     params = {"jaxpr": staged, "prevent_cse": prevent_cse, "differentiated": True,
               "policy": policy}
     unknown_outs = iter(trace.stage(checkpoint_p, staged_args, staged.out_avals, params))
@@ -399,6 +417,9 @@ def _checkpoint_transpose(cts, *args, jaxpr: ClosedJaxpr, prevent_cse: bool,
     t_closed, cts_nz = ad.transpose_jaxpr(jaxpr, linear, ct_nonzero)
     ins = [x for x, lin in zip(args, linear) if not lin]
     ins += [c for c, nz in zip(cts, ct_nonzero) if nz]
+    if isinstance(prevent_cse, tuple):  # the residual inputs' flags, cotangents kept apart
+        prevent_cse = (*(f for f, lin in zip(prevent_cse, linear) if not lin),
+                       *(True,) * sum(ct_nonzero))
     outs = iter(checkpoint_p.bind(*ins, jaxpr=t_closed, prevent_cse=prevent_cse,
                                   differentiated=True, policy=policy))
     nz_it = iter(cts_nz)
@@ -416,9 +437,12 @@ def _checkpoint_batch(axis_data, args, dims, *, jaxpr: ClosedJaxpr, prevent_cse:
 
 def _checkpoint_lowering(ctx, *args, jaxpr: ClosedJaxpr, prevent_cse: bool,
                          differentiated: bool, policy):
-    if prevent_cse and differentiated and args:
-        # Keep XLA from merging the recomputation with the original forward computation.
-        args = hlo.OptimizationBarrierOp(list(args)).results
+    flags = (prevent_cse,) * len(args) if isinstance(prevent_cse, bool) else prevent_cse
+    if differentiated and any(flags):
+        # Keep XLA from merging the recomputation with the original forward computation:
+        # the marked inputs pass through one barrier.
+        kept = iter(hlo.OptimizationBarrierOp([a for a, f in zip(args, flags) if f]).results)
+        args = [next(kept) if f else a for a, f in zip(args, flags)]
     return mlir.closed_subcomp(ctx.module_context, jaxpr, *args)
 
 
