@@ -337,3 +337,27 @@ def test_pytree_serialization_from_children():
 def test_dlpack_from_dlpack_by_keyword():
     x = np.arange(3.0, dtype=np.float32)
     np.testing.assert_array_equal(jaxkit.dlpack.from_dlpack(external_array=x), x)
+
+
+# ---- Traced.lower(lowering_platforms=) --------------------------------------------------
+def _traced(m):
+    return m.jit(lambda x: m.numpy.sin(x) * 2).trace(1.0)
+
+
+LOWERING_PLATFORMS = {
+    "cuda_text": lambda m: _traced(m).lower(lowering_platforms=("cuda",)).as_text(),
+    "cpu_is_default": lambda m: _traced(m).lower(lowering_platforms=("cpu",)).as_text()
+    == _traced(m).lower().as_text(),
+    "cuda_compiles_here": lambda m: _traced(m).lower(lowering_platforms=("cuda",)).compile()(1.0),
+}
+
+
+@pytest.mark.parametrize("case", LOWERING_PLATFORMS)
+def test_lowering_platforms(case):
+    _same(LOWERING_PLATFORMS[case])
+
+
+def test_several_lowering_platforms_are_refused():
+    # JAX makes a module taking a platform index (and then fails to compile it)
+    with pytest.raises(NotImplementedError, match="multi-platform"):
+        _traced(jaxkit).lower(lowering_platforms=("cpu", "cuda"))

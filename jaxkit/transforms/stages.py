@@ -147,9 +147,22 @@ class Traced(_Stage):
             return []
         return ["result" + tree_util.keystr(path) for path, _ in paths]
 
-    def lower(self) -> Lowered:
+    def lower(self, *, lowering_platforms: tuple[str, ...] | None = None,
+              _private_parameters: Any = None) -> Lowered:
+        """The program as a StableHLO module, for the platform the call runs on, or with
+        ``lowering_platforms=(platform,)`` by another platform's lowering rules (e.g.
+        ``("cuda",)`` on a CPU machine, to read what a GPU would be given)."""
         start = time.perf_counter()
         program = _Program.of(self)
+        platform = mlir.lowering_platform(self.device)
+        if lowering_platforms is not None:
+            asked = tuple(p.lower() for p in lowering_platforms)
+            if len(asked) != 1 or (program.sharding_plan is not None and asked[0] != platform):
+                raise NotImplementedError(
+                    f"lower(lowering_platforms={tuple(lowering_platforms)}): jaxkit lowers for "
+                    "one platform (a partitioned program for the one it runs on); "
+                    "multi-platform modules are not implemented")
+            platform = asked[0]
         if program.sharding_plan is not None:
             module = spmd.lower(self.fun_name, program.jaxpr, program.donated_invars,
                                 program.sharding_plan, self.result_names())
@@ -157,8 +170,7 @@ class Traced(_Stage):
             # for the device the arguments are committed to (a CPU array on a GPU machine
             # takes the CPU's rules), else the default device's
             module = dispatch.lower_closed(self.fun_name, program.jaxpr, program.donated_invars,
-                                           self.result_names(),
-                                           platform=mlir.lowering_platform(self.device))
+                                           self.result_names(), platform=platform)
             module = result_layouts(program.jaxpr, module)
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
