@@ -145,7 +145,10 @@ class Primitive:
         self.param_defaults = defaults
 
     def _with_defaults(self, params: dict) -> dict:
-        return {**params, **{k: v for k, v in self.param_defaults.items() if k not in params}}
+        for k, v in self.param_defaults.items():
+            if k not in params:  # (params is the binder's own dict: filled in place)
+                params[k] = v
+        return params
 
     def def_impl(self, impl: Callable) -> Callable:
         self.impl = impl
@@ -186,8 +189,8 @@ class Primitive:
 
     def bind_with_trace(self, trace: Trace, args: Sequence, avals: Sequence, params: dict, /):
         """Bind under ``trace`` (JAX's signature: the operands' avals too)."""
-        if self.param_defaults:
-            params = self._with_defaults(params)
+        if self.param_defaults:  # (a copy: the caller's dict may be an equation's)
+            params = self._with_defaults(dict(params))
         with set_current_trace(trace):
             return trace.process_primitive(self, args, params)
 
