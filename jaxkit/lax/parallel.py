@@ -49,29 +49,10 @@ from jaxkit.lax.structural import (
 )
 from jaxkit.typing import Array
 
-__all__ = [
-    "all_gather",
-    "all_gather_p",
-    "all_to_all",
-    "all_to_all_p",
-    "axis_index",
-    "axis_index_p",
-    "axis_size",
-    "extend_axis_env",
-    "pmax",
-    "pmax_p",
-    "pmean",
-    "pmin",
-    "pmin_p",
-    "ppermute",
-    "ppermute_p",
-    "pshuffle",
-    "pswapaxes",
-    "psum",
-    "psum_p",
-    "psum_scatter",
-    "reduce_scatter_p",
-]
+__all__ = ["all_gather", "all_gather_p", "all_to_all", "all_to_all_p", "axis_index",
+           "axis_index_p", "axis_size", "extend_axis_env", "pmax", "pmax_p", "pmean",
+           "pmin", "pmin_p", "ppermute", "ppermute_p", "pshuffle", "pswapaxes",
+           "psum", "psum_p", "psum_scatter", "reduce_scatter_p"]
 
 # --------------------------------------------------------------------------------------------
 # The axis environment
@@ -119,10 +100,9 @@ def _lookup_axis_size(name: Any, api_name: str | None = None) -> int:
     for frame_name, size in reversed(_axis_env.frames):
         if frame_name == name:
             return size
-    if api_name is not None:
-        raise NameError(f"Found an unbound axis name: {name}. To fix this, please call "
-                        f"{api_name} under `jax.shard_map`.")
-    raise NameError(f"unbound axis name: {name}")
+    raise NameError(f"unbound axis name: {name}" if api_name is None else
+                    f"Found an unbound axis name: {name}. To fix this, please call {api_name} "
+                    "under `jax.shard_map`.")
 
 
 def _axes_tuple(axis_name) -> tuple:
@@ -282,20 +262,19 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
 def pmax(x, axis_name, *, axis_index_groups=None):
     """All-reduce maximum over the named axis. Lowers to ``stablehlo.all_reduce``."""
-    axes = _axes_tuple(axis_name)
-    groups = _canonical_groups(axis_index_groups)
-    _group_size(axes, groups, "psum")  # (JAX's check names psum for pmax and pmin too)
-    return tree_util.tree_map(
-        lambda v: pmax_p.bind(v, axes=axes, axis_index_groups=groups), x)
+    return _all_reduce(pmax_p, x, axis_name, axis_index_groups)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
     """All-reduce minimum over the named axis. Lowers to ``stablehlo.all_reduce``."""
+    return _all_reduce(pmin_p, x, axis_name, axis_index_groups)
+
+
+def _all_reduce(prim: core.Primitive, x, axis_name, axis_index_groups):
     axes = _axes_tuple(axis_name)
     groups = _canonical_groups(axis_index_groups)
     _group_size(axes, groups, "psum")  # (JAX's check names psum for pmax and pmin too)
-    return tree_util.tree_map(
-        lambda v: pmin_p.bind(v, axes=axes, axis_index_groups=groups), x)
+    return tree_util.tree_map(lambda v: prim.bind(v, axes=axes, axis_index_groups=groups), x)
 
 
 def _allreduce_abstract_eval(x, *, axes, axis_index_groups):
