@@ -272,6 +272,10 @@ PRINTS = {
     # jit of a block over another abstract mesh of the same devices (eagerly JAX refuses
     # ``mul`` there, naming the source line)
     "abstract_mesh_sharding": "jax.jit(on_mesh8)(a).sharding",
+    # a jit over host data: its results are named over the mesh in context (Explicit), not
+    # over the Auto view the auto_axes body's constraint has of it
+    "jit_auto_axes_host": ("jax.jit(lambda t: jax.sharding.auto_axes(lambda u: u * 2.0, "
+                           "out_sharding=P('x'))(t))(np.arange(8.0, dtype=np.float32)).sharding"),
     "abstract_mesh_value": "(str(jax.typeof(jax.jit(on_mesh8)(a))), np.asarray(jax.jit(on_mesh8)(a)))",
     "auto_mesh_specs": "auto_constraint()",
     # shard_map over all-Explicit axes: in_specs must say what the arguments' types say

@@ -237,11 +237,16 @@ def constraint_mesh(closed: ClosedJaxpr) -> Mesh | None:
     """The mesh of the first ``with_sharding_constraint`` or ``shard_map`` in the program (a
     program that has one is partitioned over its mesh), or None. Remembered per jaxpr."""
     try:
-        return _constraint_meshes[closed]
+        mesh = _constraint_meshes[closed]
     except KeyError:
-        pass
-    mesh = _find_constraint_mesh(closed.jaxpr)
-    _constraint_meshes[closed] = mesh
+        mesh = _constraint_meshes[closed] = _find_constraint_mesh(closed.jaxpr)
+    context = current_mesh()
+    if mesh is not None and context is not None and mesh is not context and \
+            mesh.axis_names == context.axis_names and \
+            np.array_equal(mesh.device_ids, context.device_ids):
+        # the mesh in context under other axis types (an ``auto_axes`` body's constraint
+        # sees it Auto): the program's results are named over the context's, as in JAX
+        return context
     return mesh
 
 
