@@ -1,8 +1,9 @@
 """``jaxkit.nn.initializers``: weight initialisers with JAX's numbers for the same key.
 
-An initialiser is a function ``init(key, shape, dtype=None) -> Array``; the constructors below
-(``normal(stddev)``, ``variance_scaling(scale, mode, distribution)``, ``glorot_uniform()``,
-...) return one. ``zeros`` and ``ones`` are initialisers themselves, as in JAX.
+An initialiser is a function ``init(key, shape, dtype=None, out_sharding=None) -> Array``;
+the constructors below (``normal(stddev)``, ``variance_scaling(scale, mode, distribution)``,
+``glorot_uniform()``, ...) return one. ``zeros`` and ``ones`` are initialisers themselves,
+as in JAX.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from jaxkit import dtypes, random
 from jaxkit import numpy as jnp
+from jaxkit.random.key_prims import canonicalize_sharding, laid_out
 from jaxkit.typing import Array, ArrayLike, DTypeLike
 
 RealNumeric = Any
@@ -33,36 +35,46 @@ def _default(dtype) -> Any:
     return dtypes.default_float_dtype() if dtype is None else dtype
 
 
-def zeros(key, shape: Sequence[int], dtype: DTypeLike | None = None) -> Array:
-    """An initializer returning zeros."""
-    return jnp.zeros(shape, _default(dtype))
+def zeros(key, shape: Sequence[int], dtype: DTypeLike | None = None,
+          out_sharding: Any = None) -> Array:
+    """An initializer returning zeros (laid out as ``out_sharding``, as ``jnp.zeros``)."""
+    return jnp.zeros(shape, _default(dtype), out_sharding=out_sharding)
 
 
-def ones(key, shape: Sequence[int], dtype: DTypeLike | None = None) -> Array:
-    """An initializer returning ones."""
-    return jnp.ones(shape, _default(dtype))
+def ones(key, shape: Sequence[int], dtype: DTypeLike | None = None,
+         out_sharding: Any = None) -> Array:
+    """An initializer returning ones (laid out as ``out_sharding``, as ``jnp.ones``)."""
+    return jnp.ones(shape, _default(dtype), out_sharding=out_sharding)
 
 
 def constant(value: ArrayLike, dtype: DTypeLike | None = None) -> Initializer:
     """An initializer returning arrays full of ``value``."""
-    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype) -> Array:
-        return jnp.full(shape, value, dtype=_default(dtype))
+    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype,
+             out_sharding: Any = None) -> Array:
+        dtype = _default(dtype)
+        out_sharding = canonicalize_sharding(out_sharding, "nn.initializers.constant")
+        # JAX places it with ``device=``: over Explicit axes the type says the layout.
+        return laid_out(jnp.full, out_sharding, dtype=dtype)(shape, value)
     return init
 
 
 def uniform(scale: RealNumeric = 1e-2, dtype: DTypeLike | None = None) -> Initializer:
     """An initializer drawing uniformly from ``[0, scale)``."""
-    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype) -> Array:
+    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype,
+             out_sharding: Any = None) -> Array:
         dtype = _default(dtype)
-        return random.uniform(key, shape, dtype) * jnp.array(scale, dtype)
+        return random.uniform(key, shape, dtype, out_sharding=out_sharding) * jnp.array(
+            scale, dtype)
     return init
 
 
 def normal(stddev: RealNumeric = 1e-2, dtype: DTypeLike | None = None) -> Initializer:
     """An initializer drawing from a normal distribution of standard deviation ``stddev``."""
-    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype) -> Array:
+    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype,
+             out_sharding: Any = None) -> Array:
         dtype = _default(dtype)
-        return random.normal(key, shape, dtype) * jnp.array(stddev, dtype)
+        return random.normal(key, shape, dtype, out_sharding=out_sharding) * jnp.array(
+            stddev, dtype)
     return init
 
 
@@ -70,10 +82,11 @@ def truncated_normal(stddev: RealNumeric = 1e-2, dtype: DTypeLike | None = None,
                      lower: RealNumeric = -2.0, upper: RealNumeric = 2.0) -> Initializer:
     """An initializer drawing from a normal truncated to ``[lower, upper]`` times
     ``stddev`` (``stddev`` is that of the untruncated normal)."""
-    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype) -> Array:
+    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype,
+             out_sharding: Any = None) -> Array:
         dtype = _default(dtype)
-        return random.truncated_normal(key, lower, upper, shape, dtype) * jnp.array(stddev,
-                                                                                   dtype)
+        return random.truncated_normal(key, lower, upper, shape, dtype,
+                                       out_sharding=out_sharding) * jnp.array(stddev, dtype)
     return init
 
 
@@ -125,7 +138,8 @@ def variance_scaling(
         batch_axis: int | Sequence[int] = (), dtype: DTypeLike | None = None) -> Initializer:
     """An initializer whose samples have variance ``scale / n``, ``n`` the fan chosen by
     ``mode``, from a (truncated) normal or uniform ``distribution``."""
-    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype) -> Array:
+    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype,
+             out_sharding: Any = None) -> Array:
         shape = tuple(int(d) for d in ((shape,) if isinstance(shape, int) else shape))
         dtype = _default(dtype)
         fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
@@ -144,15 +158,18 @@ def variance_scaling(
             if dtypes.issubdtype(dtype, np.floating):
                 # constant is stddev of standard normal truncated to (-2, 2)
                 stddev = jnp.sqrt(variance) / jnp.array(.87962566103423978, dtype)
-                return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
+                return random.truncated_normal(key, -2, 2, shape, dtype,
+                                               out_sharding=out_sharding) * stddev
             # constant is stddev of complex standard normal truncated to 2
             stddev = jnp.sqrt(variance) / jnp.array(.95311164380491208, dtype)
             return _complex_truncated_normal(key, 2, shape, dtype) * stddev
         if distribution == "normal":
-            return random.normal(key, shape, dtype) * jnp.sqrt(variance)
+            return random.normal(key, shape, dtype,
+                                 out_sharding=out_sharding) * jnp.sqrt(variance)
         if distribution == "uniform":
             if dtypes.issubdtype(dtype, np.floating):
-                return random.uniform(key, shape, dtype, -1) * jnp.sqrt(3 * variance)
+                return random.uniform(key, shape, dtype, -1,
+                                      out_sharding=out_sharding) * jnp.sqrt(3 * variance)
             return _complex_uniform(key, shape, dtype) * jnp.sqrt(variance)
         raise ValueError("invalid distribution for variance scaling initializer: "
                          f"{distribution}")
@@ -223,7 +240,10 @@ def orthogonal(scale: RealNumeric = 1.0, column_axis: int = -1,
                dtype: DTypeLike | None = None) -> Initializer:
     """An initializer of (semi-)orthogonal matrices: the weight reshaped to a 2-D matrix
     with ``column_axis`` as columns is orthogonal, times ``scale``."""
-    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype) -> Array:
+    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype,
+             out_sharding: Any = None) -> Array:
+        if out_sharding is not None:  # as JAX 0.10.2
+            raise NotImplementedError
         dtype = _default(dtype)
         if len(shape) < 2:
             raise ValueError("orthogonal initializer requires at least a 2D shape")
@@ -241,7 +261,10 @@ def delta_orthogonal(scale: RealNumeric = 1.0, column_axis: int = -1,
                      dtype: DTypeLike | None = None) -> Initializer:
     """An initializer for 3-5-D convolution kernels: zeros except an orthogonal matrix at
     the kernel's centre."""
-    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype) -> Array:
+    def init(key, shape: Sequence[int], dtype: DTypeLike | None = dtype,
+             out_sharding: Any = None) -> Array:
+        if out_sharding is not None:  # as JAX 0.10.2
+            raise NotImplementedError
         dtype = _default(dtype)
         if len(shape) not in (3, 4, 5):
             raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")

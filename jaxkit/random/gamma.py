@@ -20,8 +20,9 @@ from jaxkit.interpreters import dispatch
 from jaxkit import numpy as jnp
 from jaxkit.numpy._promotion import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
-from jaxkit.random.key_prims import (check_prng_key, check_sampler_args, random_split_p,
-                                     split, split_list)
+from jaxkit.random.key_prims import (canonicalize_sharding,
+                                     check_prng_key, check_sampler_args, laid_out,
+                                     random_split_p, split, split_list)
 from jaxkit.random.prng import (
     broadcast_shapes,
     canonicalize_shape,
@@ -168,23 +169,26 @@ mlir.register_lowering(random_gamma_p, mlir.lower_fun(_gamma_impl, physical=True
 
 
 def gamma(key, a: ArrayLike, shape: Shape | None = None,
-          dtype: DTypeLike | None = None) -> Array:
+          dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Gamma(a, 1) samples (Marsaglia-Tsang)."""
     key, _ = check_prng_key("gamma", key)
     dtype = float_dtype("gamma", dtype)
     if shape is not None:
         shape = canonicalize_shape(shape)
-    return _gamma(key, a, shape, dtype)
+    out_sharding = canonicalize_sharding(out_sharding, "gamma")
+    return laid_out(_gamma, out_sharding, shape=shape, dtype=dtype)(key, a)
 
 
 def loggamma(key, a: ArrayLike, shape: Shape | None = None,
-             dtype: DTypeLike | None = None) -> Array:
+             dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """``log`` of Gamma(a, 1) samples, accurate for small ``a``."""
     key, _ = check_prng_key("loggamma", key)
     dtype = float_dtype("gamma", dtype)
     if shape is not None:
         shape = canonicalize_shape(shape)
-    return _gamma(key, a, shape, dtype, log_space=True)
+    out_sharding = canonicalize_sharding(out_sharding, "loggamma")
+    return laid_out(_gamma, out_sharding, shape=shape, dtype=dtype, log_space=True)(
+        key, a)
 
 
 @partial(jit, static_argnames=("shape", "dtype", "log_space"))
@@ -205,13 +209,14 @@ def _gamma(key, a, shape, dtype, log_space=False) -> Array:
 
 
 def beta(key, a: ArrayLike, b: ArrayLike, shape: Shape | None = None,
-         dtype: DTypeLike | None = None) -> Array:
+         dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Beta(a, b) samples: ``Ga / (Ga + Gb)`` computed from log-gamma samples."""
     key, _ = check_prng_key("beta", key)
     dtype = float_dtype("beta", dtype)
     check_all_safe_to_cast("beta", dtype, a, b)
     shape = check_broadcast_shapes("beta", shape, a, b)
-    return _beta(key, a, b, shape, dtype)
+    out_sharding = canonicalize_sharding(out_sharding, "beta")
+    return laid_out(_beta, out_sharding, shape=shape, dtype=dtype)(key, a, b)
 
 
 @partial(jit, static_argnums=(3, 4))
@@ -230,13 +235,14 @@ def _beta(key, a, b, shape, dtype) -> Array:
 
 
 def dirichlet(key, alpha: ArrayLike, shape: Shape | None = None,
-              dtype: DTypeLike | None = None) -> Array:
+              dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Dirichlet(alpha) samples over the last axis of ``alpha``."""
     key, _ = check_prng_key("dirichlet", key)
     dtype = float_dtype("dirichlet", dtype)
     if shape is not None:
         shape = canonicalize_shape(shape)
-    return _dirichlet(key, alpha, shape, dtype)
+    out_sharding = canonicalize_sharding(out_sharding, "dirichlet")
+    return laid_out(_dirichlet, out_sharding, shape=shape, dtype=dtype)(key, alpha)
 
 
 @partial(jit, static_argnums=(2, 3))
@@ -257,10 +263,12 @@ def _dirichlet(key, alpha, shape, dtype) -> Array:
     return unnormalized / jnp.sum(unnormalized, -1, keepdims=True)
 
 
-def t(key, df: ArrayLike, shape: Shape | None = None, dtype: DTypeLike | None = None) -> Array:
+def t(key, df: ArrayLike, shape: Shape | None = None, dtype: DTypeLike | None = None, *,
+      out_sharding=None) -> Array:
     """Student's t samples with ``df`` degrees of freedom."""
-    key, shape, dtype = check_sampler_args("t", key, shape, dtype, df)
-    return _t(key, df, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args(
+        "t", key, shape, dtype, df, out_sharding=out_sharding, cast_first=False)
+    return laid_out(_t, out_sharding, shape=shape, dtype=dtype)(key, df)
 
 
 @partial(jit, static_argnums=(2, 3))
@@ -274,44 +282,48 @@ def _t(key, df, shape, dtype) -> Array:
 
 
 def chisquare(key, df: ArrayLike, shape: Shape | None = None,
-              dtype: DTypeLike | None = None) -> Array:
+              dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Chi-square samples with ``df`` degrees of freedom: ``2 * Gamma(df / 2)``."""
-    key, shape, dtype = check_sampler_args("chisquare", key, shape, dtype, df)
-    return _chisquare(key, df, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args("chisquare", key, shape, dtype, df,
+                                                         out_sharding=out_sharding)
+    return _chisquare(key, df, shape, dtype, out_sharding)
 
 
-@partial(jit, static_argnums=(2, 3))
-def _chisquare(key, df, shape, dtype) -> Array:
+@partial(jit, static_argnums=(2, 3, 4))
+def _chisquare(key, df, shape, dtype, out_sharding) -> Array:
     df = lax.convert_element_type(df, dtype)
     two = np.array(2, dtype)
-    log_g = loggamma(key, a=lax.div(df, two), shape=shape, dtype=dtype)
+    log_g = loggamma(key, a=lax.div(df, two), shape=shape, dtype=dtype,
+                     out_sharding=out_sharding)
     return lax.mul(jnp.exp(log_g), two)
 
 
 def f(key, dfnum: ArrayLike, dfden: ArrayLike, shape: Shape | None = None,
-      dtype: DTypeLike | None = None) -> Array:
+      dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """F-distribution samples: a ratio of scaled chi-squares."""
-    key, shape, dtype = check_sampler_args("f", key, shape, dtype, dfnum, dfden)
-    return _f(key, dfnum, dfden, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args(
+        "f", key, shape, dtype, dfnum, dfden, out_sharding=out_sharding, cast_first=False)
+    return _f(key, dfnum, dfden, shape, dtype, out_sharding)
 
 
-@partial(jit, static_argnums=(3, 4))
-def _f(key, dfnum, dfden, shape, dtype) -> Array:
+@partial(jit, static_argnums=(3, 4, 5))
+def _f(key, dfnum, dfden, shape, dtype, out_sharding) -> Array:
     dfden = lax.convert_element_type(dfden, dtype)
     dfnum = lax.convert_element_type(dfnum, dtype)
     key_dfd, key_dfn = split_list(key)
-    chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype)
-    chi2_dfd = chisquare(key_dfd, dfden, shape, dtype)
+    chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype, out_sharding=out_sharding)
+    chi2_dfd = chisquare(key_dfd, dfden, shape, dtype, out_sharding=out_sharding)
     return lax.div(lax.div(chi2_dfn, dfnum), lax.div(chi2_dfd, dfden))
 
 
 def generalized_normal(key, p: float, shape: Shape = (),
-                       dtype: DTypeLike | None = None) -> Array:
+                       dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Generalized normal samples with exponent ``p`` (a signed power of a gamma)."""
     shape = canonicalize_shape(shape)
     key, _ = check_prng_key("generalized_normal", key)
     dtype = user_dtype(float if dtype is None else dtype)
-    return _generalized_normal(key, p, shape, dtype)
+    out_sharding = canonicalize_sharding(out_sharding, "generalized_normal")
+    return laid_out(_generalized_normal, out_sharding, shape=shape, dtype=dtype)(key, p)
 
 
 @partial(jit, static_argnums=(2, 3))
@@ -323,13 +335,15 @@ def _generalized_normal(key, p, shape, dtype):
     return r * g ** (1 / p)
 
 
-def ball(key, d: int, p: float = 2, shape: Shape = (), dtype: DTypeLike | None = None):
+def ball(key, d: int, p: float = 2, shape: Shape = (), dtype: DTypeLike | None = None, *,
+         out_sharding=None):
     """Samples uniform in the ``d``-dimensional unit ``p``-norm ball."""
     shape = canonicalize_shape(shape)
     key, _ = check_prng_key("ball", key)
     dtype = user_dtype(float if dtype is None else dtype)
     d = int(core.concrete_or_error(d, "The error occurred in jax.random.ball()"))
-    return _ball(key, p, d, shape, dtype)
+    out_sharding = canonicalize_sharding(out_sharding, "ball")
+    return laid_out(_ball, out_sharding, d=d, shape=shape, dtype=dtype)(key, p)
 
 
 @partial(jit, static_argnums=(2, 3, 4))
@@ -346,15 +360,16 @@ def _ball(key, p, d, shape, dtype):
 
 
 def poisson(key, lam: ArrayLike, shape: Shape | None = None,
-            dtype: DTypeLike | None = None) -> Array:
+            dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Poisson(lam) integer samples: Knuth's method for ``lam < 10``, else Hormann's
     transformed rejection (as TensorFlow and NumPy)."""
     key, _ = check_prng_key("poisson", key)
     dtype = user_dtype(int if dtype is None else dtype)
     shape = canonicalize_shape(shape) if shape is not None else tuple(np.shape(lam))
+    out_sharding = canonicalize_sharding(out_sharding, "poisson")
     lam = jnp.broadcast_to(lam, shape)
     lam = lax.convert_element_type(lam, np.float32)
-    return _poisson(key, lam, shape, dtype)
+    return laid_out(_poisson, out_sharding, shape=shape, dtype=dtype)(key, lam)
 
 
 @partial(jit, static_argnums=(2, 3, 4))

@@ -11,7 +11,8 @@ wrapped on entry and unwrapped on return, so jaxprs show what JAX's show.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,12 +22,17 @@ from jaxkit._config import config
 from jaxkit import numpy as jnp
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, dispatch, mlir
+from jaxkit.lax.sharding import lay_out
+from jaxkit.lax.sharding_rules import resolve_out_sharding
 from jaxkit.random.prng import (UINT_DTYPES, KeyTy, PRNGKeyArray, canonicalize_shape,
                                 check_all_safe_to_cast, check_broadcast_shapes, float_dtype,
                                 random_unwrap, random_wrap,
-                                check_key_data, fry_dtype, threefry_fold_in, threefry_prng_impl,
+                                PRNGImpl, check_key_data, fry_dtype, threefry_fold_in,
+                                threefry_prng_impl,
                                 threefry_random_bits, threefry_seed, threefry_split, user_dtype)
 from jaxkit.runtime.array import Array
+from jaxkit.runtime.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec,
+                                     current_abstract_mesh)
 from jaxkit.transforms.vmap import vmap
 from jaxkit.typing import ArrayLike, DTypeLike
 
@@ -191,21 +197,75 @@ def check_prng_key(name: str, key: Any, *, allow_batched: bool = False) -> tuple
 
 
 def check_sampler_args(name: str, key, shape, dtype, *params, kinds=np.floating,
-                       what: str = "a float") -> tuple[Array, tuple[int, ...], np.dtype]:
+                       what: str = "a float", out_sharding: Any = None,
+                       cast_first: bool = True
+                       ) -> tuple[Array, tuple[int, ...], np.dtype, NamedSharding | None]:
     """The checks of a sampler with array parameters, in JAX's order: the key, the dtype (a
     subtype of ``kinds``), ``shape`` against the parameters (their broadcast shape if None),
-    and that every parameter casts to the dtype safely. Returns the (typed) key, the shape and
-    the dtype."""
+    then that every parameter casts to the dtype safely and the ``out_sharding`` argument (in
+    the other order unless ``cast_first``). Returns the (typed) key, the shape, the dtype and
+    the layout asked for."""
     key, _ = check_prng_key(name, key)
     dtype = float_dtype(name, dtype, kinds, what)
     shape = check_broadcast_shapes(name, shape, *params)
-    check_all_safe_to_cast(name, dtype, *params)
-    return key, shape, dtype
+    if cast_first:
+        check_all_safe_to_cast(name, dtype, *params)
+    out_sharding = canonicalize_sharding(out_sharding, name)
+    if not cast_first:
+        check_all_safe_to_cast(name, dtype, *params)
+    return key, shape, dtype, out_sharding
 
 
 def return_keys(raw: bool, keys: Any) -> Any:
     """Keys of the kind the caller gave: typed, or unwrapped to raw data."""
     return random_unwrap(keys) if raw else keys
+
+
+def canonicalize_sharding(out_sharding: Any, name: str) -> NamedSharding | None:
+    """A sampler's ``out_sharding=`` argument checked as JAX's ``canonicalize_sharding``
+    checks it (its type, that a ``NamedSharding``'s mesh is the one in context, and, through
+    ``resolve_out_sharding``, a spec's axes), as a ``NamedSharding``; None asks for nothing
+    (also a sharding over a mesh with no axes, or ``P()`` with no mesh at all, which jaxkit
+    lets through as ``lay_out`` does)."""
+    if out_sharding is None:
+        return None
+    if isinstance(out_sharding, NamedSharding) and out_sharding.mesh.empty:
+        return None
+    if not isinstance(out_sharding, (NamedSharding, PartitionSpec)):
+        raise TypeError(f"`out_sharding` argument of {name} only supports instances of "
+                        f"`NamedSharding` or `PartitionSpec`. Got {out_sharding} of type: "
+                        f"{type(out_sharding)}")
+    context = current_abstract_mesh()
+    if isinstance(out_sharding, NamedSharding):
+        given = out_sharding.mesh.abstract_mesh
+        all_auto = lambda m: all(t is AxisType.Auto for t in m.axis_types)  # noqa: E731
+        if not context.empty and given != context and not (all_auto(given)
+                                                            and all_auto(context)):
+            raise ValueError(f"Context mesh {context} should match the mesh of sharding "
+                             f"{given} passed to {name}.")
+    resolved = resolve_out_sharding(name, out_sharding)
+    if resolved is None or isinstance(out_sharding, PartitionSpec):
+        return resolved
+    # A sharding over a concrete mesh keeps it: the result is laid out there also with no
+    # mesh in context (JAX asks for one).
+    return out_sharding if isinstance(out_sharding.mesh, Mesh) else resolved
+
+
+def laid_out(f: Callable, out_sharding: NamedSharding | None, **static: Any) -> Callable:
+    """``f`` with the keywords ``static``, its result laid out as ``out_sharding`` (checked
+    by ``canonicalize_sharding``; over Explicit axes its type says so). JAX runs the body
+    under ``auto_axes`` instead (``maybe_auto_axes``): the values, layout and type are the
+    same."""
+    f = partial(f, **static)
+    if out_sharding is None:
+        return f
+
+    def sample(*args, **kwargs):
+        out = f(*args, **kwargs)
+        spec = out_sharding.spec  # spelled for the result's rank, as JAX's reshard spells it
+        spec = spec.update(partitions=(*spec, *[None] * (np.ndim(out) - len(spec))))
+        return lay_out(out, "sampler", out_sharding.update(spec=spec))
+    return sample
 
 
 def random_bits(key: Any, bit_width: int, shape: Sequence[int]) -> Any:
@@ -230,10 +290,27 @@ def split_list(key: Any, num: int = 2) -> list:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_impl(impl) -> None:
-    if impl is not None and str(impl) not in ("threefry2x32", "fry", "key<fry>"):
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                         '"threefry2x32"?')
+# The implementations JAX 0.10.2 registers, by name; jaxkit has threefry2x32 only.
+_JAX_PRNG_NAMES = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg",
+                   "threefry4x32")
+
+
+def _check_impl(impl_spec) -> None:
+    """JAX's ``resolve_prng_impl`` checks: None (the default), the implementation, a key
+    dtype, or an implementation's name."""
+    if impl_spec is None or isinstance(impl_spec, (PRNGImpl, KeyTy)):
+        return
+    if type(impl_spec) is str:
+        if impl_spec == "threefry2x32":
+            return
+        if impl_spec in _JAX_PRNG_NAMES:
+            raise NotImplementedError(f'the PRNG implementation "{impl_spec}" is not '
+                                      'implemented in jaxkit; only "threefry2x32" is')
+        names = ", ".join(f'"{n}"' for n in _JAX_PRNG_NAMES)
+        raise ValueError(f'unrecognized PRNG implementation "{impl_spec}". '
+                         f'Did you mean one of: {names}?')
+    raise TypeError(f"unrecognized type {type(impl_spec)} for specifying PRNG "
+                    "implementation.")
 
 
 def _random_seed(ctor_name: str, seed, impl) -> Any:
@@ -298,9 +375,10 @@ def key_impl(keys) -> str:
     return "threefry2x32"
 
 
-def key_dtype(impl=None) -> KeyTy:
-    """The dtype of typed keys, ``key<fry>``."""
-    _check_impl(impl)
+def key_dtype(impl_spec=None) -> KeyTy:
+    """The dtype of typed keys of the implementation ``impl_spec`` (None: the default; its
+    name, or the implementation or key dtype itself): ``key<fry>``."""
+    _check_impl(impl_spec)
     return fry_dtype
 
 
@@ -330,10 +408,14 @@ def fold_in(key, data: ArrayLike):
     return return_keys(raw, random_fold_in_p.bind(typed, data))
 
 
-def bits(key, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
+def bits(key, shape: Sequence[int] = (), dtype: DTypeLike | None = None, *,
+         out_sharding=None) -> Array:
     """Uniform random bits as unsigned integers (default uint32, uint64 with x64)."""
     typed, _ = check_prng_key("bits", key)
     dtype = dtypes.default_uint_dtype() if dtype is None else user_dtype(dtype)
     if not dtypes.issubdtype(dtype, np.unsignedinteger):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-    return random_bits(typed, dtype.itemsize * 8, canonicalize_shape(shape))
+    shape = canonicalize_shape(shape)
+    out_sharding = canonicalize_sharding(out_sharding, "bits")
+    return laid_out(random_bits, out_sharding, bit_width=dtype.itemsize * 8,
+                    shape=shape)(typed)

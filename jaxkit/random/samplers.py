@@ -17,9 +17,10 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit import numpy as jnp
 from jaxkit.lax.elementwise import _const
-from jaxkit.lax.sharding import lay_out
 from jaxkit.transforms.jit import jit
-from jaxkit.random.key_prims import check_prng_key, check_sampler_args, random_bits, split_list
+from jaxkit.random.key_prims import (canonicalize_sharding,
+                                     check_prng_key, check_sampler_args, laid_out,
+                                     random_bits, split_list)
 from jaxkit.random.prng import (
     UINT_DTYPES,
     broadcast_shapes,
@@ -38,10 +39,12 @@ Shape = Sequence[int]
 _ONE_F32 = np.float32(1)
 
 
-def _standard_sampler(kinds=np.floating, what: str = "a float"):
-    """The sampler of a standard distribution, ``name(key, shape=(), dtype=None)``, from its
-    algorithm ``impl(key, shape, dtype)``: the checks every such sampler makes (a PRNG key, a
-    ``kinds`` dtype, a shape), then ``impl`` under ``jit`` with static shape and dtype. The
+def _standard_sampler(kinds=np.floating, what: str = "a float", dtype_last: bool = False):
+    """The sampler of a standard distribution, ``name(key, shape=(), dtype=None, *,
+    out_sharding=None)``, from its algorithm ``impl(key, shape, dtype)``: the checks every
+    such sampler makes, in JAX's order (a PRNG key, a ``kinds`` dtype, a shape, the layout;
+    ``dtype_last``: the dtype after the shape and layout, as ``normal``'s), then ``impl`` under
+    ``jit`` with static shape and dtype, its result laid out as asked. The
     jitted function is named ``_name``, as JAX's are, so jaxprs print alike."""
 
     def wrap(impl):
@@ -52,8 +55,13 @@ def _standard_sampler(kinds=np.floating, what: str = "a float"):
         def sampler(key, shape: Shape = (), dtype: DTypeLike | None = None, *,
                     out_sharding=None) -> Array:
             key, _ = check_prng_key(name, key)
-            dtype = float_dtype(name, dtype, kinds, what)
-            return lay_out(jitted(key, canonicalize_shape(shape), dtype), name, out_sharding)
+            if not dtype_last:
+                dtype = float_dtype(name, dtype, kinds, what)
+            shape = canonicalize_shape(shape)
+            out_sharding = canonicalize_sharding(out_sharding, name)
+            if dtype_last:
+                dtype = float_dtype(name, dtype, kinds, what)
+            return laid_out(jitted, out_sharding, shape=shape, dtype=dtype)(key)
 
         sampler.__name__ = sampler.__qualname__ = name
         sampler.__doc__, sampler.__module__ = impl.__doc__, impl.__module__
@@ -72,9 +80,11 @@ def uniform(key, shape: Shape = (), dtype: DTypeLike | None = None, minval: Arra
     key, _ = check_prng_key("uniform", key)
     dtype = user_dtype(float if dtype is None else dtype)
     shape = canonicalize_shape(shape)
+    out_sharding = canonicalize_sharding(out_sharding, "uniform")
     if not dtypes.issubdtype(dtype, np.floating):
         raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dtype}")
-    return lay_out(_uniform(key, minval, maxval, shape, dtype), "uniform", out_sharding)
+    return laid_out(_uniform, out_sharding, shape=shape, dtype=dtype)(key, minval,
+                                                                            maxval)
 
 
 @partial(jit, static_argnums=(3, 4))
@@ -109,11 +119,12 @@ def _convert_and_clip_integer(val, dtype) -> Array:
 
 
 def randint(key, shape: Shape, minval: ArrayLike, maxval: ArrayLike,
-            dtype: DTypeLike | None = None) -> Array:
+            dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Uniform integers in ``[minval, maxval)`` (JAX's modulus method on 2x the bits)."""
     key, _ = check_prng_key("randint", key)
     dtype = user_dtype(int if dtype is None else dtype)
     shape = canonicalize_shape(shape)
+    out_sharding = canonicalize_sharding(out_sharding, "randint")
     if not dtypes.issubdtype(dtype, np.integer):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     info = dtypes.iinfo(dtype)
@@ -123,7 +134,8 @@ def randint(key, shape: Shape, minval: ArrayLike, maxval: ArrayLike,
         minval = jnp.clip(jnp.asarray(minval).astype("int32"), int(info.min), int(info.max))
         maxval = jnp.clip(jnp.asarray(maxval).astype("int32"), int(info.min),
                           int(info.max) + 1)
-    out = _randint(key, minval, maxval, shape, dtype_for_sampling)
+    out = laid_out(_randint, out_sharding, shape=shape, dtype=dtype_for_sampling)(
+        key, minval, maxval)
     return out if out.dtype == dtype else lax.convert_element_type(out, dtype)
 
 
@@ -166,18 +178,27 @@ def _randint(key, minval, maxval, shape, dtype) -> Array:
     return lax.add(minval, lax.convert_element_type(random_offset, dtype))
 
 
-def permutation(key, x: int | ArrayLike, axis: int = 0, independent: bool = False) -> Array:
+def permutation(key, x: int | ArrayLike, axis: int = 0, independent: bool = False, *,
+                out_sharding=None) -> Array:
     """A random permutation of ``arange(x)`` or of ``x`` along ``axis``."""
     key, _ = check_prng_key("permutation", key)
     if not (isinstance(x, (int, np.integer)) or core.is_array_like(x)):
         raise TypeError(f"permutation requires ndarray or scalar arguments, got {type(x)}")
     ndim = np.ndim(x)
     axis = canonicalize_axis(axis, ndim or 1)
+    out_sharding = canonicalize_sharding(out_sharding, "permutation")
     if not ndim:
         if not np.issubdtype(dtypes.dtype(x), np.integer):
             raise TypeError("x must be an integer or at least 1-dimensional")
         r = int(core.concrete_or_error(x, "argument x of jax.random.permutation()"))
-        return _shuffle(key, jnp.arange(r), axis)
+        return laid_out(lambda key: _shuffle(key, jnp.arange(r), axis),
+                               out_sharding)(key)
+    return laid_out(_permutation, out_sharding, axis=axis,
+                           independent=independent)(key, x)
+
+
+def _permutation(key, x, axis, independent) -> Array:
+    ndim = np.ndim(x)
     if independent or ndim == 1:
         return _shuffle(key, x, axis)
     ind = _shuffle(key, jnp.arange(np.shape(x)[axis]), 0)
@@ -254,7 +275,7 @@ def choice(key, a: int | ArrayLike, shape: Shape = (), replace: bool = True,
 # --------------------------------------------------------------------------------------------
 
 
-@_standard_sampler(np.inexact, "a float or complex")
+@_standard_sampler(np.inexact, "a float or complex", dtype_last=True)
 def normal(key, shape, dtype) -> Array:
     """Standard normal samples: ``sqrt(2) * erf_inv(u)`` for ``u`` uniform in (-1, 1)."""
     if dtypes.issubdtype(dtype, np.complexfloating):
@@ -276,13 +297,15 @@ def _normal_real(key, shape, dtype) -> Array:
 
 
 def truncated_normal(key, lower: ArrayLike, upper: ArrayLike, shape: Shape | None = None,
-                     dtype: DTypeLike | None = None) -> Array:
+                     dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Standard normal samples truncated to the open interval ``(lower, upper)``."""
     if shape is not None:
         shape = canonicalize_shape(shape)
     key, _ = check_prng_key("truncated_normal", key)
+    out_sharding = canonicalize_sharding(out_sharding, "truncated_normal")
     dtype = float_dtype("truncated_normal", dtype)
-    return _truncated_normal(key, lower, upper, shape, dtype)
+    return laid_out(_truncated_normal, out_sharding, shape=shape, dtype=dtype)(
+        key, lower, upper)
 
 
 @partial(jit, static_argnums=(3, 4))
@@ -312,11 +335,12 @@ def bernoulli(key, p: ArrayLike = 0.5, shape: Shape | None = None, mode: str = "
     if mode not in ("high", "low"):
         raise ValueError(f"got {mode=}, expected 'high' or 'low'")
     key, _ = check_prng_key("bernoulli", key)
+    out_sharding = canonicalize_sharding(out_sharding, "bernoulli")
     dtype = dtypes.dtype(p, canonicalize=True)
     if not dtypes.issubdtype(dtype, np.floating):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
     p = lax.convert_element_type(p, dtype)
-    return lay_out(_bernoulli(key, p, shape, mode), "bernoulli", out_sharding)
+    return laid_out(_bernoulli, out_sharding, shape=shape, mode=mode)(key, p)
 
 
 @partial(jit, static_argnames=("shape", "mode"))
@@ -349,7 +373,7 @@ def exponential(key, shape, dtype) -> Array:
 
 
 def gumbel(key, shape: Shape = (), dtype: DTypeLike | None = None,
-           mode: str | None = None) -> Array:
+           mode: str | None = None, *, out_sharding=None) -> Array:
     """Standard Gumbel samples (``mode`` "low", "high" or "highest" sets the resolution)."""
     key, _ = check_prng_key("gumbel", key)
     dtype = float_dtype("gumbel", dtype)
@@ -357,7 +381,8 @@ def gumbel(key, shape: Shape = (), dtype: DTypeLike | None = None,
     mode = "low" if mode is None else mode
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
-    return _gumbel(key, shape, dtype, mode)
+    out_sharding = canonicalize_sharding(out_sharding, "gumbel")
+    return laid_out(_gumbel, out_sharding, shape=shape, dtype=dtype, mode=mode)(key)
 
 
 def _safe_int_to_float(hi, lo):
@@ -404,7 +429,8 @@ def _gumbel(key, shape, dtype, mode) -> Array:
 
 
 def categorical(key, logits: ArrayLike, axis: int = -1, shape: Shape | None = None,
-                replace: bool = True, mode: str | None = None) -> Array:
+                replace: bool = True, mode: str | None = None, *,
+                out_sharding=None) -> Array:
     """Samples of categories with log-probabilities ``logits`` along ``axis`` (the Gumbel-max
     trick, or Gumbel top-k without replacement)."""
     key, _ = check_prng_key("categorical", key)
@@ -415,7 +441,9 @@ def categorical(key, logits: ArrayLike, axis: int = -1, shape: Shape | None = No
     else:
         shape = canonicalize_shape(shape)
         check_shape("categorical", shape, batch_shape)
-    return _categorical(key, logits_arr, shape, batch_shape, axis, replace, mode)
+    out_sharding = canonicalize_sharding(out_sharding, "categorical")
+    return laid_out(_categorical, out_sharding, shape=shape, batch_shape=batch_shape,
+                           axis=axis, replace=replace, mode=mode)(key, logits_arr)
 
 
 def _categorical(key, logits_arr, shape, batch_shape, axis, replace, mode) -> Array:
@@ -454,10 +482,11 @@ def logistic(key, shape, dtype) -> Array:
 
 
 def pareto(key, b: ArrayLike, shape: Shape | None = None,
-           dtype: DTypeLike | None = None) -> Array:
+           dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Pareto samples with shape parameter ``b``: ``exp(e / b)``, ``e`` exponential."""
-    key, shape, dtype = check_sampler_args("pareto", key, shape, dtype, b)
-    return _pareto(key, b, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args("pareto", key, shape, dtype, b,
+                                                         out_sharding=out_sharding)
+    return laid_out(_pareto, out_sharding, shape=shape, dtype=dtype)(key, b)
 
 
 @partial(jit, static_argnums=(2, 3))
@@ -467,23 +496,39 @@ def _pareto(key, b, shape, dtype) -> Array:
     return lax.exp(e / b)
 
 
-def rademacher(key, shape: Shape = (), dtype: DTypeLike | None = None) -> Array:
+def rademacher(key, shape: Shape = (), dtype: DTypeLike | None = None, *,
+               out_sharding=None) -> Array:
     """-1 or +1 with equal probability."""
     key, _ = check_prng_key("rademacher", key)
     dtype = user_dtype(int if dtype is None else dtype)
-    return _rademacher(key, canonicalize_shape(shape), dtype)
+    shape = canonicalize_shape(shape)
+    out_sharding = canonicalize_sharding(out_sharding, "rademacher")
+    return _rademacher(key, shape, dtype, out_sharding)
 
 
-@partial(jit, static_argnums=(1, 2))
-def _rademacher(key, shape, dtype) -> Array:
-    bernoulli_samples = bernoulli(key=key, p=0.5, shape=shape).astype(dtype)
+@partial(jit, static_argnums=(1, 2, 3))
+def _rademacher(key, shape, dtype, out_sharding) -> Array:
+    bernoulli_samples = bernoulli(key=key, p=0.5, shape=shape,
+                                  out_sharding=out_sharding).astype(dtype)
     return (2 * bernoulli_samples - 1).astype(dtype)
 
 
-@_standard_sampler()
-def maxwell(key, shape, dtype) -> Array:
+def maxwell(key, shape: Shape = (), dtype: DTypeLike | None = None, *,
+            out_sharding=None) -> Array:
     """One-sided Maxwell samples: the norm of three standard normals."""
-    norm_rvs = normal(key=key, shape=(*shape, 3), dtype=dtype)
+    key, _ = check_prng_key("maxwell", key)
+    dtype = float_dtype("maxwell", dtype)
+    shape = canonicalize_shape(shape)
+    out_sharding = canonicalize_sharding(out_sharding, "maxwell")
+    return _maxwell(key, shape, dtype, out_sharding)
+
+
+@partial(jit, static_argnums=(1, 2, 3))
+def _maxwell(key, shape, dtype, out_sharding) -> Array:
+    if out_sharding is not None:  # the normals' layout: the result's, the 3 unsplit
+        spec = out_sharding.spec
+        out_sharding = out_sharding.update(spec=spec.update(partitions=(*spec, None)))
+    norm_rvs = normal(key=key, shape=(*shape, 3), dtype=dtype, out_sharding=out_sharding)
     return jnp.linalg.norm(norm_rvs, axis=-1)  # a jit named norm, as JAX's
 
 
@@ -522,10 +567,11 @@ def _weibull_min(key, scale, concentration, shape, dtype) -> Array:
 
 
 def rayleigh(key, scale: ArrayLike, shape: Shape | None = None,
-             dtype: DTypeLike | None = None) -> Array:
+             dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Rayleigh samples: ``scale * sqrt(-2 log u)``."""
-    key, shape, dtype = check_sampler_args("rayleigh", key, shape, dtype, scale)
-    return _rayleigh(key, scale, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args(
+        "rayleigh", key, shape, dtype, scale, out_sharding=out_sharding, cast_first=False)
+    return laid_out(_rayleigh, out_sharding, shape=shape, dtype=dtype)(key, scale)
 
 
 @partial(jit, static_argnums=(2, 3))
@@ -537,10 +583,11 @@ def _rayleigh(key, scale, shape, dtype) -> Array:
 
 
 def wald(key, mean: ArrayLike, shape: Shape | None = None,
-         dtype: DTypeLike | None = None) -> Array:
+         dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Wald (inverse Gaussian) samples with ``mean``."""
-    key, shape, dtype = check_sampler_args("wald", key, shape, dtype, mean)
-    return _wald(key, mean, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args(
+        "wald", key, shape, dtype, mean, out_sharding=out_sharding, cast_first=False)
+    return laid_out(_wald, out_sharding, shape=shape, dtype=dtype)(key, mean)
 
 
 @partial(jit, static_argnums=(2, 3))
@@ -558,34 +605,39 @@ def _wald(key, mean, shape, dtype) -> Array:
 
 
 def geometric(key, p: ArrayLike, shape: Shape | None = None,
-              dtype: DTypeLike | None = None) -> Array:
+              dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Geometric samples (number of trials to the first success) with probability ``p``."""
     key, _ = check_prng_key("geometric", key)
     dtype = user_dtype(int if dtype is None else dtype)
     if not dtypes.issubdtype(dtype, np.integer):
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dtype}")
     shape = check_broadcast_shapes("geometric", shape, p)
-    return _geometric(key, p, shape, dtype)
+    out_sharding = canonicalize_sharding(out_sharding, "geometric")
+    return _geometric(key, p, shape, dtype, out_sharding)
 
 
-@partial(jit, static_argnums=(2, 3))
-def _geometric(key, p, shape, dtype) -> Array:
+@partial(jit, static_argnums=(2, 3, 4))
+def _geometric(key, p, shape, dtype, out_sharding) -> Array:
     p = jnp.asarray(p)
     if not dtypes.issubdtype(p.dtype, np.inexact):
         p = p.astype(dtypes.to_inexact_dtype(p.dtype))
-    u = uniform(key, shape, p.dtype)
+    u = uniform(key, shape, p.dtype, out_sharding=out_sharding)
     u = jnp.where(u == 0, 1, u)
     log_u = lax.log(u)  # before log1p(-p), as JAX's: jaxprs in its order
-    log_one_minus_p = jnp.broadcast_to(lax.log1p(-p), shape)
+    log_one_minus_p = jnp.broadcast_to(lax.log1p(-p), shape, out_sharding=out_sharding)
     g = lax.floor(lax.div(log_u, log_one_minus_p)) + 1
     return g.astype(dtype)
 
 
 def triangular(key, left: ArrayLike, mode: ArrayLike, right: ArrayLike,
-               shape: Shape | None = None, dtype: DTypeLike | None = None) -> Array:
+               shape: Shape | None = None, dtype: DTypeLike | None = None, *,
+               out_sharding=None) -> Array:
     """Triangular samples on ``[left, right]`` peaking at ``mode``."""
-    key, shape, dtype = check_sampler_args("triangular", key, shape, dtype, left, mode, right)
-    return _triangular(key, left, mode, right, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args(
+        "triangular", key, shape, dtype, left, mode, right, out_sharding=out_sharding,
+        cast_first=False)
+    return laid_out(_triangular, out_sharding, shape=shape, dtype=dtype)(
+        key, left, mode, right)
 
 
 @partial(jit, static_argnums=(4, 5), inline=True)
@@ -601,11 +653,12 @@ def _triangular(key, left, mode, right, shape, dtype) -> Array:
 
 
 def lognormal(key, sigma: ArrayLike = _ONE_F32, shape: Shape | None = None,
-              dtype: DTypeLike | None = None) -> Array:
+              dtype: DTypeLike | None = None, *, out_sharding=None) -> Array:
     """Log-normal samples: ``exp(sigma * normal)``."""
-    key, shape, dtype = check_sampler_args("lognormal", key, shape, dtype, sigma,
-                                           kinds=np.inexact, what="a float or complex")
-    return _lognormal(key, sigma, shape, dtype)
+    key, shape, dtype, out_sharding = check_sampler_args(
+        "lognormal", key, shape, dtype, sigma, kinds=np.inexact, what="a float or complex",
+        out_sharding=out_sharding, cast_first=False)
+    return laid_out(_lognormal, out_sharding, shape=shape, dtype=dtype)(key, sigma)
 
 
 @partial(jit, static_argnums=(2, 3), inline=True)
@@ -620,7 +673,8 @@ def _lognormal(key, sigma, shape, dtype) -> Array:
 
 
 def multivariate_normal(key, mean: ArrayLike, cov: ArrayLike, shape: Shape | None = None,
-                        dtype: DTypeLike | None = None, method: str = "cholesky") -> Array:
+                        dtype: DTypeLike | None = None, method: str = "cholesky", *,
+                        out_sharding=None) -> Array:
     """Multivariate normal samples: ``mean + factor @ normal`` with ``factor`` from the
     Cholesky, SVD or eigen-decomposition of ``cov``."""
     key, _ = check_prng_key("multivariate_normal", key)
@@ -635,7 +689,9 @@ def multivariate_normal(key, mean: ArrayLike, cov: ArrayLike, shape: Shape | Non
                          f"got {dtype}")
     if shape is not None:
         shape = canonicalize_shape(shape)
-    return _multivariate_normal(key, mean, cov, shape, dtype, method)
+    out_sharding = canonicalize_sharding(out_sharding, "multivariate_normal")
+    return laid_out(_multivariate_normal, out_sharding, shape=shape, dtype=dtype)(
+        key, mean, cov, method=method)
 
 
 @partial(jit, static_argnums=(3, 4, 5))
@@ -667,7 +723,7 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method) -> Array:
 
 
 def orthogonal(key, n: int, shape: Shape = (), dtype: DTypeLike | None = None,
-               m: int | None = None) -> Array:
+               m: int | None = None, *, out_sharding=None) -> Array:
     """A matrix uniformly distributed on the orthogonal group O(n) (semi-orthogonal
     ``n x m`` if ``m`` is given), batched over ``shape``."""
     _m = n if m is None else m
@@ -677,7 +733,8 @@ def orthogonal(key, n: int, shape: Shape = (), dtype: DTypeLike | None = None,
     n = operator.index(core.concrete_or_error(n, "The error occurred in jax.random.orthogonal()"))
     _m = operator.index(core.concrete_or_error(_m,
                                                "The error occurred in jax.random.orthogonal()"))
-    return _orthogonal(key, n, _m, shape, dtype)
+    out_sharding = canonicalize_sharding(out_sharding, "orthogonal")
+    return laid_out(_orthogonal, out_sharding, n=n, _m=_m, shape=shape, dtype=dtype)(key)
 
 
 @partial(jit, static_argnums=(1, 2, 3, 4))
