@@ -60,6 +60,16 @@ def _join_branch_consts(branches: Sequence[ClosedJaxpr], consts: Sequence[list])
 _NO_OPERAND = object()
 
 
+def _with_keyword_operand(operands: tuple, operand: Any) -> tuple:
+    """The operands, the old ``operand=`` keyword's one if given (then alone, as in JAX)."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                        f"passed, got {operand=} and positional operands {operands}")
+    return (operand,)
+
+
 def switch(index: ArrayLike, branches: Sequence[Callable], *operands,
            operand: Any = _NO_OPERAND):
     """Apply ``branches[index](*operands)``, with ``index`` clamped into range (``operand=``
@@ -67,11 +77,7 @@ def switch(index: ArrayLike, branches: Sequence[Callable], *operands,
     Lowers to ``stablehlo.case``."""
     if not all(callable(branch) for branch in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-    if operand is not _NO_OPERAND:
-        if operands:
-            raise TypeError("if 'operand' keyword is passed then no positional operands can "
-                            f"be passed, got {operand=} and positional operands {operands}")
-        operands = (operand,)
+    operands = _with_keyword_operand(operands, operand)
     if np.ndim(index) != 0:
         raise TypeError(f"Branch index must be scalar, got {index} of shape "
                         f"{np.shape(index)}.")
@@ -194,11 +200,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
     come as the ``operand=`` keyword, JAX's older spelling (Optax's projections use it)."""
     if not callable(true_fun) or not callable(false_fun):
         raise TypeError("cond: true_fun and false_fun arguments should be callable.")
-    if operand is not _NO_OPERAND:
-        if operands:
-            raise TypeError("if 'operand' keyword is passed then no positional operands can be "
-                            f"passed, got {operand=} and positional operands {operands}")
-        operands = (operand,)
+    operands = _with_keyword_operand(operands, operand)
     aval = core.get_aval(pred)
     if aval.shape != ():
         raise TypeError(f"Pred must be a scalar, got {pred!r} of shape {aval.shape}.")
