@@ -64,6 +64,23 @@ def test_mul_out_dtype(case):
     _same(MUL_CASES[case])
 
 
+def test_mul_out_dtype_of_sparse_arrays():
+    import importlib
+
+    def run(m):
+        sparse = importlib.import_module(f"{m.__name__}.experimental.sparse")
+        mat = sparse.BCOO.fromdense(m.numpy.array([[1, 0], [0, 2]], "int8"))
+        out = sparse.sparsify(lambda a: m.lax.mul(a, a, out_dtype="float32"))(mat)
+        return type(out).__name__, out.dtype, out.todense()
+    _same(run)
+    # sparse times dense (JAX 0.10.2's rule fails there: its value has no astype)
+    sparse = jaxkit.experimental.sparse
+    mat = sparse.BCOO.fromdense(jaxkit.numpy.array([[1, 0], [0, 2]], "int8"))
+    out = sparse.sparsify(lambda a: jaxkit.lax.mul(a, np.full((2, 2), 3, np.int8),
+                                                   out_dtype="float32"))(mat)
+    np.testing.assert_array_equal(out.todense(), np.array([[3, 0], [0, 6]], np.float32))
+
+
 # ---- the equations carry JAX's parameters ---------------------------------------------------
 PARAM_CASES = {
     "broadcast_in_dim": lambda m, x: m.numpy.broadcast_to(x, (4, 2, 3)),

@@ -97,7 +97,10 @@ def _integer_pow_rule(mat, *, y):
 sparse_rules_bcoo[lax.integer_pow_p] = sparse_rules_bcsr[lax.integer_pow_p] = _integer_pow_rule
 
 
-def _mul_rule(x, y):
+def _mul_rule(x, y, *, out_dtype=None):
+    if out_dtype is not None:  # the operands in the result's dtype first, as JAX's rule does
+        x, y = (v.astype(out_dtype) if _is_sparse(v) else jnp.asarray(v).astype(out_dtype)
+                for v in (x, y))
     if _is_sparse(x) and _is_sparse(y):
         return bcoo_multiply_sparse(x, y)
     sp, dense = (x, y) if _is_sparse(x) else (y, x)
