@@ -152,6 +152,9 @@ class Traced(_Stage):
         """The program as a StableHLO module, for the platform the call runs on, or with
         ``lowering_platforms=(platform,)`` by another platform's lowering rules (e.g.
         ``("cuda",)`` on a CPU machine, to read what a GPU would be given)."""
+        if _private_parameters is not None:  # JAX's internal hook: nothing here reads it
+            raise NotImplementedError("Traced.lower(_private_parameters=...) is JAX-internal "
+                                      "and not implemented in jaxkit; leave it None")
         start = time.perf_counter()
         program = _Program.of(self)
         platform = mlir.lowering_platform(self.device)
