@@ -41,6 +41,7 @@ from jaxkit.experimental._jet_trace import (
 from jaxkit.interpreters import ad
 from jaxkit.transforms.custom_derivatives import custom_jvp_call_p
 from jaxkit.transforms.custom_vjp import custom_vjp_call_p
+from jaxkit.runtime.sharding import UNSPECIFIED
 from jaxkit.transforms.jit import jit_p
 # Names JAX's jet module imports and so exposes; kept for code that reaches them there.
 from jaxkit._util import safe_zip, unzip2, weakref_lru_cache  # noqa: F401
@@ -381,8 +382,11 @@ call_param_updaters: dict[core.Primitive, Callable[[dict, int], dict]] = {}
 
 
 def _jit_update_params(params: dict, num_inputs: int) -> dict:
-    donated = tuple(params["donated_invars"])
-    return dict(params, donated_invars=donated + (False,) * (num_inputs - len(donated)))
+    # the series coefficients: laid out as the program chooses, not donated
+    more = num_inputs - len(params["donated_invars"])
+    return dict(params, donated_invars=(*params["donated_invars"], *(False,) * more),
+                in_shardings=(*params["in_shardings"], *(UNSPECIFIED,) * more),
+                in_layouts=(*params["in_layouts"], *(None,) * more))
 
 
 call_param_updaters[jit_p] = _jit_update_params
@@ -394,9 +398,12 @@ def _jit_jet_rule(primals_in, series_in, *, jaxpr, **params):
     order = len(series_in[0])
     args = [*primals_in, *(t for terms in series_in for t in terms)]
     jet_closed = jet_jaxpr(jaxpr, order, [core.get_aval(a) for a in args])
-    outs = jit_p.bind(*args, jaxpr=jet_closed,
-                      **call_param_updaters[jit_p](params, len(args)))
+    params = call_param_updaters[jit_p](params, len(args))
     n = len(jaxpr.out_avals)
+    more = len(jet_closed.out_avals) - n  # the output coefficients
+    outs = jit_p.bind(*args, **dict(
+        params, jaxpr=jet_closed, out_shardings=(*params["out_shardings"], *(UNSPECIFIED,) * more),
+        out_layouts=(*params["out_layouts"], *(None,) * more)))
     return outs[:n], [outs[n + i * order:n + (i + 1) * order] for i in range(n)]
 
 

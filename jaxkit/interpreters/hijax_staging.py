@@ -175,11 +175,12 @@ def _trace(fun: Callable, flat_args: Sequence, debug: pe.DebugInfo | None
 
 
 def stage_call(primitive: core.Primitive, fun: Callable, flat_args: Sequence,
-               debug: pe.DebugInfo | None, params_for: Callable[[int], dict]) -> list:
+               debug: pe.DebugInfo | None,
+               params_for: Callable[[core.ClosedJaxpr], dict]) -> list:
     """Stage a call of ``fun`` (flat arguments in, flat results out) on ``flat_args``, some
     of them high-level values staged by the current ``HiJaxprTrace``, as an equation of
     ``primitive`` (``jit``) whose ``jaxpr`` takes them as values of their types, as JAX's
-    does, its other parameters ``params_for(number of operands)``; the staged values take
+    does, its parameters ``params_for(that jaxpr)``; the staged values take
     the QDDs the body left them with. ``lower_rules`` says how such an equation runs when its
     jaxpr is lowered."""
     trace = core.current_trace()
@@ -204,7 +205,7 @@ def stage_call(primitive: core.Primitive, fun: Callable, flat_args: Sequence,
     else:
         closed, operands = core.ClosedJaxpr(jaxpr, consts), list(flat_args)
     outs = trace.stage(primitive, operands, closed.out_avals,
-                       dict(params_for(len(operands)), jaxpr=closed))
+                       params_for(closed))
     for x, arg in zip(flat_args, inner_args):
         if isinstance(x, HiJaxprTracer) and x.aval.has_qdd:
             x.qdd = arg.qdd

@@ -8,7 +8,7 @@ JAX's functions do."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from jaxkit import core, source_info
 from jaxkit.interpreters import mlir, mlir_tokens
@@ -24,22 +24,26 @@ def _function_key(ctx: mlir.ModuleContext, name: str, closed: core.ClosedJaxpr,
 
 
 def call_jaxpr(ctx: mlir.LoweringRuleContext, name: str, closed: core.ClosedJaxpr,
-               *args: mlir.ir.Value) -> list[mlir.ir.Value]:
+               *args: mlir.ir.Value, in_layouts: Sequence[str | None] = (),
+               out_layouts: Sequence[str | None] = ()) -> list[mlir.ir.Value]:
     """Lower a call of ``closed`` as a ``func.call`` of the private function ``@name``,
     emitting it the first time this jaxpr is called in this context. The function's op names
     start from the function itself (it may have several callers, as in JAX); the call is
     named ``caller's names/jit(name)``, which XLA puts before the body's op names when it
-    inlines the call."""
+    inlines the call. ``in_layouts``/``out_layouts`` (Shardy layouts, or None, per parameter
+    and result) constrain the function's parameters and results, as JAX lowers a nested
+    ``jit``'s ``in_shardings``/``out_shardings``: the values' types stay as they are."""
     mctx = ctx.module_context
     metadata = source_info.NameStack(tuple(
         e for e in source_info.current_name_stack().stack if type(e) is source_info.Metadata))
-    key = _function_key(mctx, name, closed, metadata)
+    in_layouts, out_layouts = tuple(in_layouts), tuple(out_layouts)
+    key = (*_function_key(mctx, name, closed, metadata), in_layouts, out_layouts)
     kinds = mlir_tokens.ordered_effects(closed)
     symbol = mctx.functions.get(key)
     if symbol is None:
         with mlir.ir.Location.unknown(), source_info.name_stack_context(metadata):
             symbol = _private_function(dataclasses.replace(mctx, name_stack=""), name,
-                                       closed, kinds)
+                                       closed, kinds, in_layouts, out_layouts)
         mctx.functions[key] = symbol
     loc = mlir.named_location(mctx, ctx.source_info, source_info.current_name_stack(),
                               f"jit({name})")
@@ -69,9 +73,11 @@ def _call(mctx: mlir.ModuleContext, symbol: str, closed: core.ClosedJaxpr, kinds
 
 
 def _private_function(mctx: mlir.ModuleContext, name: str, closed: core.ClosedJaxpr,
-                      kinds: list[type]) -> str:
-    """``mlir.private_function`` with the tokens of ``kinds`` passed through the body."""
-    if not kinds:
+                      kinds: list[type], in_layouts: Sequence[str | None] = (),
+                      out_layouts: Sequence[str | None] = ()) -> str:
+    """``mlir.private_function`` with the tokens of ``kinds`` passed through the body and
+    the parameters and results constrained to the given layouts."""
+    if not (kinds or any(in_layouts) or any(out_layouts)):
         return mlir.private_function(mctx, name, closed)
     tokens = mlir_tokens.token_types(kinds)
     in_types = [*tokens, *map(mlir.aval_to_ir_type, closed.in_avals)]
@@ -79,20 +85,28 @@ def _private_function(mctx: mlir.ModuleContext, name: str, closed: core.ClosedJa
     with mlir.ir.InsertionPoint(mctx.module.body):
         fn = mlir.func_dialect.FuncOp(name, mlir.ir.FunctionType.get(in_types, out_types))
         fn.attributes["sym_visibility"] = mlir.ir.StringAttr.get("private")
-        # JAX marks the token parameters and results ``{jax.token = true}``.
-        marked = mlir.ir.DictAttr.get({"jax.token": mlir.ir.BoolAttr.get(True)})
-        fn.arg_attrs = mlir.ir.ArrayAttr.get(
-            [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.in_avals))
-        fn.result_attrs = mlir.ir.ArrayAttr.get(
-            [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.out_avals))
+        if kinds:  # JAX marks the token parameters and results ``{jax.token = true}``.
+            marked = mlir.ir.DictAttr.get({"jax.token": mlir.ir.BoolAttr.get(True)})
+            fn.arg_attrs = mlir.ir.ArrayAttr.get(
+                [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.in_avals))
+            fn.result_attrs = mlir.ir.ArrayAttr.get(
+                [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.out_avals))
         symbol = mctx.insert_symbol(fn)  # before its body, as in ``mlir.private_function``
         entry = fn.add_entry_block()
         with mlir.ir.InsertionPoint(entry):
             args = list(entry.arguments)
             mlir_tokens.set_tokens(mctx, kinds, args[:len(kinds)])
-            outs = mlir.closed_subcomp(mctx, closed, *args[len(kinds):])
-            mlir.func_dialect.ReturnOp([*mlir_tokens.current_tokens(mctx, kinds), *outs])
+            outs = mlir.closed_subcomp(mctx, closed, *_constrained(args[len(kinds):],
+                                                                   in_layouts))
+            mlir.func_dialect.ReturnOp([*mlir_tokens.current_tokens(mctx, kinds),
+                                        *_constrained(outs, out_layouts)])
     return symbol
+
+
+def _constrained(values: Sequence[mlir.ir.Value], layouts: Sequence[str | None]) -> list:
+    """``values``, each constrained to its layout in ``layouts`` (None or missing: as is)."""
+    layouts = list(layouts) + [None] * (len(values) - len(layouts))
+    return [v if s is None else mlir.sharding_constraint(v, s) for v, s in zip(values, layouts)]
 
 
 def out_of_line(rule: Callable, name: str) -> Callable:

@@ -285,7 +285,9 @@ def reduced_value(x: ShardedArray) -> np.ndarray:
     return out
 
 
-def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
+def sdy_constraint(ctx: mlir.LoweringRuleContext, sharding: NamedSharding, ndim: int) -> str:
+    """The Shardy layout that constrains a value of rank ``ndim`` to ``sharding`` in the
+    program being lowered (which must be partitioned over a mesh of as many devices)."""
     mesh = ctx.module_context.mesh
     if mesh is None:
         raise NotImplementedError(
@@ -294,8 +296,12 @@ def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
     if math.prod(size for _, size in mesh) != sharding.mesh.size:
         raise ValueError(f"with_sharding_constraint on {sharding.mesh} inside a program "
                          f"partitioned over a mesh of axes {tuple(mesh)}; use one mesh.")
-    return mlir.sharding_constraint(x, sharding.sdy_attr(len(ctx.avals_in[0].shape),
-                                                         sdy_mesh_name(ctx, sharding.mesh)))
+    return sharding.sdy_attr(ndim, sdy_mesh_name(ctx, sharding.mesh))
+
+
+def _lowering(ctx: mlir.LoweringRuleContext, x, *, sharding: NamedSharding):
+    return mlir.sharding_constraint(x, sdy_constraint(ctx, sharding,
+                                                      len(ctx.avals_in[0].shape)))
 
 
 def _reshard_impl(x, *, sharding: NamedSharding):

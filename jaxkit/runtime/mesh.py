@@ -48,7 +48,9 @@ class Mesh(contextlib.ContextDecorator):
                              f"{len(axis_names)}.")
         if len(set(axis_names)) != len(axis_names):
             raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
-        flat = list(devices.flat)
+        # As JAX's: no axes over the one ``None`` (``Mesh(np.empty((), object), ())``) is the
+        # empty mesh, of size 0 (a ``jit`` equation's ``ctx_mesh`` when none is in context).
+        flat = [] if not axis_names and devices.item() is None else list(devices.flat)
         if len(set(flat)) != len(flat):
             raise ValueError("Mesh devices must be distinct")
         if axis_types is None:
@@ -79,11 +81,11 @@ class Mesh(contextlib.ContextDecorator):
 
     @property
     def size(self) -> int:
-        return int(self.devices.size)
+        return len(self._flat)
 
     @property
     def empty(self) -> bool:
-        return self.devices.size == 0
+        return not self._flat
 
     @property
     def device_ids(self) -> np.ndarray:
@@ -159,6 +161,8 @@ class Mesh(contextlib.ContextDecorator):
     @property
     def abstract_mesh(self) -> AbstractMesh:
         """The mesh without its devices: axis names, sizes and types, and the devices' kind."""
+        if self.empty:
+            return empty_abstract_mesh
         first = self._flat[0]
         return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
                             abstract_device=AbstractDevice(first.device_kind, None,
@@ -169,10 +173,14 @@ class Mesh(contextlib.ContextDecorator):
             ("," if len(self.axis_types) == 1 else "") + ")"
 
     def __repr__(self) -> str:
+        if self.empty:
+            return "Mesh(axis_sizes=(), axis_names=())"
         return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
                 f"axis_types={self._types_str()})")
 
     def __str__(self) -> str:
+        if self.empty:
+            return "Mesh()"
         axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
         return f"Mesh({axes}, axis_types={self._types_str()})"
 
@@ -301,6 +309,7 @@ class AbstractDevice:
 
 
 empty_abstract_mesh = AbstractMesh()
+empty_concrete_mesh = Mesh(np.empty((), dtype=object), ())
 _mesh_stack: list[Mesh] = []
 _abstract_mesh_stack: list[AbstractMesh] = []
 

@@ -53,6 +53,22 @@ P = PartitionSpec
 # --------------------------------------------------------------------------------------------
 
 
+class UnspecifiedValue:
+    """No sharding given: what a ``jit`` equation's ``in_shardings``/``out_shardings`` hold
+    for an input or output whose layout the program chooses (JAX's ``UNSPECIFIED``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UnspecifiedValue"
+
+    def __reduce__(self):
+        return "UNSPECIFIED"
+
+
+UNSPECIFIED = UnspecifiedValue()
+
+
 class GlobalSharding(_jax.GSPMDSharding):
     """The label of a global device buffer: jaxlib's C++ sharding over a device list (in one
     memory space of its devices), with the two members jax normally adds."""

@@ -39,6 +39,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement
 from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.runtime.sharding import UNSPECIFIED
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
@@ -46,7 +47,7 @@ from jaxkit.transforms.compile_time_eval import folding
 from jaxkit.transforms.jit_caches import _all_fun_caches, _fun_caches, _FunCache
 from jaxkit.transforms.jit_dispatch import CallPlan, dispatcher, fast_key, leaf_avals
 from jaxkit.transforms.jit_hijax import call_with_hi_args, trace_with_hi_args
-from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
+from jaxkit.transforms.jit_primitive import jit_p, jit_params
 from jaxkit.transforms.stages import Compiled, Lowered, Timings, Traced, _Program
 
 logger = logging.getLogger("jaxkit")
@@ -340,9 +341,13 @@ class JitFunction:
             # As JAX: concrete closed-over values stay the body's constants (a tracer of an
             # enclosing transformation must be an operand, and then all of them are).
             closed, consts = _with_consts(closed, consts), []
-        outs = jit_p.bind(*consts, *flat, *refs, jaxpr=closed, name=self._name,
-                          donated_invars=(False,) * (len(consts) + len(flat) + len(refs)),
-                          inline=self._inline, **ctx_mesh_params())
+        in_s, out_s = spmd.equation_shardings(
+            self._in_shardings, self._out_shardings, dyn_args, flat, out_tree, closed.out_avals,
+            lambda: self._arg_names(dyn_args, dyn_kwargs))
+        outs = jit_p.bind(*consts, *flat, *refs, **jit_params(
+            closed, self._name,
+            in_shardings=[UNSPECIFIED] * len(consts) + in_s + [UNSPECIFIED] * len(refs),
+            out_shardings=out_s, keep_unused=self._keep_unused, inline=self._inline))
         hijax.apply_closure(traced_closed)  # closed-over high-level values it re-typed
         return tree_util.tree_unflatten(out_tree, outs)
 

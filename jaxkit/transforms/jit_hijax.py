@@ -22,7 +22,7 @@ from jaxkit import core, tree_util
 from jaxkit.interpreters import hijax, hijax_staging
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms import stages
-from jaxkit.transforms.jit_primitive import ctx_mesh_params, jit_p
+from jaxkit.transforms.jit_primitive import jit_p, jit_params
 from jaxkit.transforms.stages import ArgInfo, Compiled, Lowered, Timings, Traced
 
 __all__ = ["call_with_hi_args", "trace_with_hi_args"]
@@ -58,8 +58,8 @@ def _stage_with_hi_args(jit_fun: Any, statics: tuple, flat: list, in_tree: Any) 
     debug = pe.debug_info("jit", jit_fun._fun, jit_fun._arg_names(dyn_args, dyn_kwargs))
     outs = hijax_staging.stage_call(
         jit_p, out_flat, flat, debug,
-        lambda n: dict(name=jit_fun._name, donated_invars=(False,) * n,
-                       inline=jit_fun._inline, **ctx_mesh_params()))
+        lambda closed: jit_params(closed, jit_fun._name, keep_unused=jit_fun._keep_unused,
+                                  inline=jit_fun._inline))
     return tree_util.tree_unflatten(out_trees[0], outs)
 
 
@@ -78,15 +78,14 @@ def _flat_body(jit_fun: Any, statics: tuple, in_tree: Any) -> tuple[Any, list]:
     return flat_fun, out_trees
 
 
-def _jit_lowering(operands: list, *, jaxpr: core.ClosedJaxpr, name: str, inline: bool,
-                  donated_invars: tuple, **params: Any) -> list:
+def _jit_lowering(operands: list, *, jaxpr: core.ClosedJaxpr, **params: Any) -> list:
     """A staged jit equation of high-level operands, as its jaxpr is lowered: a jit equation
     of their array leaves, its leading results the mutable ones' final leaves (as JAX lowers
     it), written back into them."""
     lo, specs, finals = hijax_staging.lower_jaxpr(jaxpr, operands, None)
     lo_operands = hijax_staging.lower_operands(specs, operands)
-    outs = jit_p.bind(*lo_operands, jaxpr=lo, name=name,
-                      donated_invars=(False,) * len(lo_operands), inline=inline, **params)
+    outs = jit_p.bind(*lo_operands, **jit_params(
+        lo, params["name"], keep_unused=params["keep_unused"], inline=params["inline"]))
     n_state = sum(size for _, _, size in finals)
     hijax_staging.write_finals(specs, finals, operands, outs[:n_state])
     return outs[n_state:]

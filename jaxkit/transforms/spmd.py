@@ -29,9 +29,10 @@ from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,
 from jaxkit.runtime import context_mesh, multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec,
-                                     compile_partitioned, current_mesh, named_from_hlo,
-                                     lift_inlined_meshes, output_hlo_shardings, put_global)
+from jaxkit.runtime.sharding import (UNSPECIFIED, AbstractMesh, AxisType, Mesh, NamedSharding,
+                                     PartitionSpec, compile_partitioned, current_mesh,
+                                     named_from_hlo, lift_inlined_meshes, output_hlo_shardings,
+                                     put_global)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -133,6 +134,31 @@ def check_annotation(sharding: NamedSharding, shape: Sequence[int], what: str,
     sharding.check_shape(shape)
 
 
+def given_input_shardings(given: Any, dyn_args: tuple, n_flat: int) -> list:
+    """The sharding jit's ``in_shardings`` asks for each of ``n_flat`` argument leaves (of
+    the positional ``dyn_args``, then keyword arguments), or None."""
+    given = resolve_specs(given, "in_shardings")
+    wanted = _per_leaf(given, dyn_args, "in_shardings") if given is not None else \
+        [None] * len(tree_util.tree_leaves(dyn_args))
+    return wanted + [None] * (n_flat - len(wanted))  # keyword arguments: their own layout
+
+
+def equation_shardings(in_given: Any, out_given: Any, dyn_args: tuple, flat: Sequence,
+                       out_tree: Any, out_avals: Sequence[ShapedArray],
+                       names: Callable[[], Sequence[str]]) -> tuple[list, list]:
+    """A nested jit equation's ``in_shardings`` (per leaf of ``flat``) and ``out_shardings``
+    from those given to ``jit``: ``UNSPECIFIED`` where none is; each checked against its
+    value's shape."""
+    in_s = given_input_shardings(in_given, dyn_args, len(flat))
+    for i, (s, x) in enumerate(zip(in_s, flat)):
+        if s is not None:
+            check_annotation(s, core.get_aval(x).shape, "pjit arguments",
+                             lambda i=i: (names()[i:i + 1] or [None])[0])
+    out_s = output_shardings(out_given, out_tree, out_avals)
+    return ([UNSPECIFIED if s is None else s for s in in_s],
+            [UNSPECIFIED if s is None else s for s in out_s])
+
+
 def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequence,
                     avals: Sequence[ShapedArray], mesh: Mesh | None = None,
                     names: Callable[[], Sequence[str]] = tuple
@@ -142,10 +168,7 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
     is ``mesh`` when given). None when nothing names a mesh (``in_shardings`` a pytree of
     None, which is "unspecified", as Flax's ``nnx.jit`` passes): the call is not
     partitioned."""
-    given = resolve_specs(given, "in_shardings")
-    wanted = _per_leaf(given, dyn_args, "in_shardings") if given is not None else \
-        [None] * len(tree_util.tree_leaves(dyn_args))
-    wanted += [None] * (len(flat) - len(wanted))  # keyword arguments: their own layout
+    wanted = given_input_shardings(given, dyn_args, len(flat))
     chosen = []
     for w, x, a in zip(wanted, flat, avals):
         own = data_of(x)._sharding if is_laid_out(x) else None
@@ -254,14 +277,17 @@ _constraint_meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _find_constraint_mesh(jaxpr: core.Jaxpr) -> Mesh | None:
-    """The mesh of the first sharding constraint, or of the first equation with a ``mesh``
-    parameter (``shard_map``)."""
+    """The mesh of the first sharding constraint, of the first equation with a ``mesh``
+    parameter (``shard_map``), or of the first sharding a nested ``jit`` asks for."""
     for eqn in jaxpr.eqns:
         if (eqn.primitive is sharding_constraint_p or eqn.primitive is reshard_p) and \
                 isinstance(eqn.params["sharding"].mesh, Mesh):  # (grad's seed: abstract)
             return eqn.params["sharding"].mesh
         if isinstance(eqn.params.get("mesh"), Mesh):
             return eqn.params["mesh"]
+        for s in (*eqn.params.get("in_shardings", ()), *eqn.params.get("out_shardings", ())):
+            if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):  # a nested jit's
+                return s.mesh
         typed = _typed_result_mesh(eqn.params)
         if typed is not None:
             return typed
@@ -403,23 +429,35 @@ def _place(x: Any, aval: ShapedArray, sharding: NamedSharding):
 _programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def needs_partitioning(closed: ClosedJaxpr, args: Sequence) -> bool:
-    """Whether evaluating the jit equation ``closed`` on ``args`` runs partitioned."""
-    return any(is_laid_out(a) for a in args) or constraint_mesh(closed) is not None
+def needs_partitioning(closed: ClosedJaxpr, args: Sequence, shardings: Sequence = ()) -> bool:
+    """Whether evaluating the jit equation ``closed`` on ``args`` runs partitioned (its
+    arguments, its constraints or the ``shardings`` it asks for name a mesh)."""
+    return any(is_laid_out(a) for a in args) or constraint_mesh(closed) is not None or \
+        any(isinstance(s, NamedSharding) for s in shardings)
 
 
 def run_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
-               args: Sequence) -> list:
-    """Evaluate a jit equation partitioned over the mesh of its arguments or constraints
-    (compiled once per jaxpr and argument layouts)."""
+               args: Sequence, in_shardings: Sequence = (), out_shardings: Sequence = ()
+               ) -> list:
+    """Evaluate a jit equation partitioned over the mesh of its arguments, its constraints or
+    the shardings it asks for (``in_shardings``/``out_shardings``, per argument and result;
+    anything but a ``NamedSharding`` is the program's choice). Compiled once per jaxpr and
+    layouts."""
+    named = lambda ss, n: tuple(s if isinstance(s, NamedSharding) else None  # noqa: E731
+                                for s in ss) or (None,) * n
+    given_in = named(in_shardings, len(args))
+    given_out = named(out_shardings, len(closed.out_avals))
     avals = closed.in_avals
-    layouts = input_shardings(None, tuple(args), {}, args, avals, constraint_mesh(closed))
+    mesh = constraint_mesh(closed)
+    layouts = input_shardings(given_in if any(given_in) else None, tuple(args), {}, args,
+                              avals, mesh or _common_mesh(given_out))
     per_jaxpr = _programs.setdefault(closed, {})
     typed_in = tuple(map(is_laid_out, args))
-    program = per_jaxpr.get((layouts, typed_in))
+    key = (layouts, typed_in, given_out)
+    program = per_jaxpr.get(key)
     if program is None:
-        plan = ShardingPlan(layouts, [None] * len(closed.out_avals), closed.out_avals,
-                            constraint_mesh(closed), context_mesh.typed_outputs(closed, typed_in))
-        program = per_jaxpr[(layouts, typed_in)] = PartitionedProgram(
+        plan = ShardingPlan(layouts, given_out, closed.out_avals, mesh,
+                            context_mesh.typed_outputs(closed, typed_in))
+        program = per_jaxpr[key] = PartitionedProgram(
             lower(name, closed, donated_invars, plan), closed, plan)
     return program.run_flat(args, avals)

@@ -1,0 +1,55 @@
+"""The multi-device oracle: expressions evaluated by JAX 0.10.2 on 8 CPU devices in a
+subprocess, and by jaxkit in this process on an extra 8-device CPU backend, over the same
+prelude. The prelude and the expressions name the library ``jax`` only (``jnp =
+jax.numpy``, ``P = jax.sharding.PartitionSpec``) and the devices ``DEV``; an expression
+gives a JSON value, or an error is recorded as ``{"error": "Class: message"}``."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jaxkit
+
+_DRIVER = r"""
+import json, sys
+import numpy as np
+import jax
+jax.config.update('jax_num_cpu_devices', 8)
+sys.path.insert(0, sys.argv[3])
+from _jax_on_8_cpus import evaluate
+prelude, cases = sys.argv[1], json.loads(sys.argv[2])
+ns = dict(np=np, jax=jax, DEV=jax.devices())
+exec(prelude, ns)
+print(json.dumps({name: evaluate(code, ns) for name, code in cases.items()}))
+"""
+
+
+def evaluate(code: str, ns: dict):
+    """``code``'s value in ``ns``, or the class and text of the error it raised."""
+    try:
+        return eval(code, ns)  # noqa: S307  (the test's own expressions)
+    except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def jax_results(prelude: str, cases: dict[str, str]) -> dict:
+    """Every case as JAX gives it (the test is skipped without the oracle)."""
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("the JAX oracle is not installed")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, prelude, json.dumps(cases),
+                           os.path.dirname(__file__)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def jaxkit_namespace(prelude: str, devices) -> dict:
+    """The prelude run with jaxkit as ``jax`` over ``devices``."""
+    ns = dict(np=np, jax=jaxkit, DEV=devices)
+    exec(prelude, ns)  # noqa: S102
+    return ns
