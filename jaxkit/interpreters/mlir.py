@@ -30,6 +30,7 @@ from jaxkit.runtime.sharding import Mesh
 from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import mlir_callbacks, state
+from jaxkit.interpreters.mlir_donation import set_up_donation
 from jaxkit.interpreters.mlir_ir import (  # noqa: F401  (re-exported: rules use mlir.X)
     AxisContext, ConstantHandler, DEVICE_TO_DEVICE_TYPE, LoweringParameters, LoweringResult,
     LoweringRule, MeshAxisName, RECV_FROM_HOST_TYPE, REEXPORTED_JAXLIB_MODULES, SEND_TO_HOST_TYPE,
@@ -393,7 +394,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 arg_memory_kinds: Sequence[str] = (),
                 result_memory_kinds: Sequence[str | None] | None = None, type_kinds=(),
                 device_assignment: tuple = (), api: str = "jit",
-                result_names: Sequence[str] = (), platform: str | None = None) -> ir.Module:
+                result_names: Sequence[str] = (), platform: str | None = None,
+                sharded_avals: tuple[Sequence, Sequence] | None = None) -> ir.Module:
     """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
     the function's, e.g. ``<lambda>``; ``api`` is ``jit`` or ``pmap``); its constvars are
     ``consts``, emitted as StableHLO constants. ``result_names`` (a jitted function's output
@@ -405,6 +407,9 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     of each partition, for rules that report on them (``inspect_array_sharding``).
     ``arg/result_memory_kinds`` (when a value is not in device memory) name each one's memory;
     a result with a kind is annotated so XLA moves it there; others keep ``type_kinds``'.
+    Donated parameters alias results or are offered to XLA (``mlir_donation``), matched by
+    the types of one partition's values: ``sharded_avals`` (inputs', outputs'; default:
+    the jaxpr's).
 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
     CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
@@ -440,12 +445,18 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
             fn = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
-            aliases = _donation_aliases(jaxpr, donated_invars)
+            in_avals, out_avals = sharded_avals or ([v.aval for v in jaxpr.invars],
+                                                    [v.aval for v in jaxpr.outvars])
+            aliases, donors = set_up_donation(
+                in_avals, out_avals, donated_invars, arg_memory_kinds, result_memory_kinds,
+                list(result_shardings) if num_partitions > 1 else None)
             arg_attrs = [{} for _ in in_types]
-            for attrs_i, a in zip(arg_attrs, aliases):
+            for attrs_i, a, donor in zip(arg_attrs, aliases, donors):
                 if a is not None:
                     attrs_i["tf.aliasing_output"] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(32), a)
+                if donor:
+                    attrs_i["jax.buffer_donor"] = ir.BoolAttr.get(True)
             for attrs_i, shd in zip(arg_attrs, arg_shardings):
                 if shd is not None:
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
@@ -502,21 +513,6 @@ def inspect_sharding(value: ir.Value, callback: Callable[[Any], None]) -> None:
                      backend_config=ir.StringAttr.get(
                          _xc.encode_inspect_sharding_callback(callback)),
                      operand_layouts=None, result_layouts=None)
-
-
-def _donation_aliases(jaxpr: core.Jaxpr, donated: Sequence[bool]) -> list[int | None]:
-    """Pair each donated input with an unclaimed output of the same type."""
-    aliases: list[int | None] = [None] * len(jaxpr.invars)
-    free = list(enumerate(v.aval for v in jaxpr.outvars))
-    for i, (v, d) in enumerate(zip(jaxpr.invars, donated)):
-        if not d:
-            continue
-        for k, (j, aval) in enumerate(free):
-            if core.typematch(aval, v.aval):
-                aliases[i] = j
-                del free[k]
-                break
-    return aliases
 
 
 def _arg_locations(jaxpr: core.Jaxpr) -> list[ir.Location]:
