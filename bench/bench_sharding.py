@@ -8,6 +8,9 @@ Cases (each is call + wait):
   ``shard_map``: gradients of each device's share of the batch, averaged with ``pmean``;
 * ``dp step (jit, laid out)``: the same step as plain ``jit`` on a batch laid out over the
   mesh (``NamedSharding(mesh, P(('x', 'y')))``), partitioned by XLA's propagation;
+* ``dp step (jit, host batch)``: the same step taking the batch as NumPy arrays, laid out
+  inside by ``with_sharding_constraint`` (each device is given its part of the batch, the
+  layout XLA chose for the parameter, as in JAX);
 * ``device_put to a layout``: a NumPy batch split over the 8 devices.
 
 Prints per-call times and the jaxkit/JAX ratio (JAX's mesh axes are made ``Auto``, as
@@ -52,14 +55,17 @@ def make_step(lib, mesh, P, shard_map):
     batch = P(("x", "y"))
     mapped = lib.jit(shard_map(dp_step, mesh=mesh, in_specs=(P(), batch, batch),
                                out_specs=P()))
-    return mapped, lib.jit(step)
+    laid = lib.sharding.NamedSharding(mesh, batch)
+    wsc = lib.lax.with_sharding_constraint
+    from_host = lib.jit(lambda p, x, y: step(p, wsc(x, laid), wsc(y, laid)))
+    return mapped, lib.jit(step), from_host
 
 
 def contender(lib, shard_map, axis_types, host):
     from_lib = lib.sharding
     mesh = lib.make_mesh((4, 2), ("x", "y"), axis_types=axis_types)
     P, NamedSharding = from_lib.PartitionSpec, from_lib.NamedSharding
-    mapped, plain = make_step(lib, mesh, P, shard_map)
+    mapped, plain, from_host = make_step(lib, mesh, P, shard_map)
     params, xs, ys = host
     layout = NamedSharding(mesh, P(("x", "y")))
     xs_dev, ys_dev = lib.device_put(xs, layout), lib.device_put(ys, layout)
@@ -69,6 +75,8 @@ def contender(lib, shard_map, axis_types, host):
                                                                     ys_dev)),
         "dp step (jit, laid out)": lambda: lib.block_until_ready(plain(params_dev, xs_dev,
                                                                        ys_dev)),
+        "dp step (jit, host batch)": lambda: lib.block_until_ready(from_host(params_dev, xs,
+                                                                             ys)),
         "device_put to a layout": lambda: lib.block_until_ready(lib.device_put(xs, layout)),
     }
 

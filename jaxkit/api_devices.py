@@ -16,7 +16,7 @@ from jaxkit.api_namespaces import MemorySpace
 from jaxkit.lax.sharding import constrain, resolve_sharding
 from jaxkit.runtime import pjrt
 from jaxkit.runtime.array import Array, device_put_value
-from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
+from jaxkit.runtime.sharding import GSPMDSharding, NamedSharding, PartitionSpec
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.transforms.jit import jit
 from jaxkit.transforms.spmd import check_annotation
@@ -131,6 +131,8 @@ def _device_put_sharded(x: Any, shardings: Any):
     leaves, treedef = tree_util.tree_flatten(x)
     outs = []
     for leaf, s in zip(leaves, per_leaf):
+        if isinstance(s, GSPMDSharding) and getattr(s, "named", None) is not None:
+            s = s.named  # (an executable's report of a layout XLA chose)
         if type(s) in device_put_forms:  # a Format in a pytree of placements
             outs.append(device_put_forms[type(s)](leaf, s))
             continue

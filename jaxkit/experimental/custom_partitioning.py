@@ -35,8 +35,8 @@ from jaxkit.interpreters import mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax import parallel
-from jaxkit.runtime import custom_partitioner, multi_device
-from jaxkit.runtime.sharding import (GlobalSharding, Mesh, NamedSharding, PartitionSpec,
+from jaxkit.runtime import custom_partitioner
+from jaxkit.runtime.sharding import (GSPMDSharding, Mesh, NamedSharding, PartitionSpec,
                                      named_from_hlo)
 
 __all__ = ["BATCHING", "ArrayMapping", "CompoundFactor", "SdyShardingRule",
@@ -65,18 +65,6 @@ class _ShardedShape(api.ShapeDtypeStruct):
 _ShardedShape.__name__ = _ShardedShape.__qualname__ = "ShapeDtypeStruct"
 
 
-class _GSPMDSharding(GlobalSharding):
-    """What ``partition`` sees for a sharding it did not ask to decode (``decode_shardings=
-    False``) or that no ``NamedSharding`` on the mesh expresses: XLA's ``HloSharding`` on the
-    mesh's devices, printed as JAX prints its ``GSPMDSharding``."""
-
-    def __repr__(self) -> str:
-        return f"GSPMDSharding({self._hlo_sharding!r}, memory_kind=device)"
-
-
-_GSPMDSharding.__name__ = _GSPMDSharding.__qualname__ = "GSPMDSharding"
-
-
 class _CallInfo:
     """What the partitioner callbacks need to know about one lowered call."""
 
@@ -96,7 +84,8 @@ class _CallInfo:
         if named is not None:  # JAX spells out every dimension: P('x', None)
             spec = tuple(named.spec)
             return NamedSharding(self.mesh, PartitionSpec(*spec, *[None] * (ndim - len(spec))))
-        return _GSPMDSharding(multi_device.device_list(self.mesh._flat), hlo_sharding)
+        # (undecoded: XLA's HloSharding on the mesh's devices)
+        return GSPMDSharding.on(self.mesh._flat, hlo_sharding)
 
     def shapes(self, tree: Any, values: list, shardings: list) -> Any:
         return tree_util.tree_unflatten(tree, [

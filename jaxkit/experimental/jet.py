@@ -382,11 +382,11 @@ call_param_updaters: dict[core.Primitive, Callable[[dict, int], dict]] = {}
 
 
 def _jit_update_params(params: dict, num_inputs: int) -> dict:
-    # the series coefficients: laid out as the program chooses, not donated
+    # the series coefficients: not donated, laid out as the program chooses
     more = num_inputs - len(params["donated_invars"])
-    return dict(params, donated_invars=(*params["donated_invars"], *(False,) * more),
-                in_shardings=(*params["in_shardings"], *(UNSPECIFIED,) * more),
-                in_layouts=(*params["in_layouts"], *(None,) * more))
+    extra = {"donated_invars": False, "in_shardings": UNSPECIFIED, "in_layouts": None}
+    return dict(params, **{k: (*params[k], *(v,) * more) for k, v in extra.items()
+                           if k in params})
 
 
 call_param_updaters[jit_p] = _jit_update_params

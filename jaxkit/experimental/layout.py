@@ -144,7 +144,7 @@ def _compiled_formats(compiled: Compiled) -> tuple[list[Format], list[Format]]:
     exe = compiled.executable
     params, outs = layouts.executable_layouts(exe.xla_executable)
     if compiled.partitioned:
-        in_shardings = list(compiled.program.plan.in_shardings)
+        in_shardings = list(compiled.program.in_shardings)
         out_shardings = list(compiled.program.out_shardings)
     else:
         single = pjrt.backend_of(exe.device).shardings[exe.device]  # the device's one instance

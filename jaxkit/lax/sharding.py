@@ -92,7 +92,10 @@ def sdy_mesh_name(ctx: mlir.LoweringRuleContext, mesh: Mesh) -> str:
 
 
 def sdy_mesh_symbol(shape: tuple) -> str:
-    """The symbol jaxkit gives the Shardy mesh of axes ``shape`` other than a program's own."""
+    """The symbol jaxkit gives the Shardy mesh of axes ``shape`` other than a program's own
+    (JAX's ``empty_mesh`` for no axes: replicated scalar parameters name it)."""
+    if not shape:
+        return "empty_mesh"
     name = "mesh_" + "_".join(f"{n}{size}" for n, size in shape)
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 

@@ -79,6 +79,25 @@ class GlobalSharding(_jax.GSPMDSharding):
         return self._hlo_sharding
 
 
+class GSPMDSharding(GlobalSharding):
+    """A layout as XLA states it (an ``HloSharding`` over a device list), printed as JAX
+    prints one: what JAX reports where no sharding a user gave names it (a parameter whose
+    layout XLA chose; what ``custom_partitioning`` callbacks see undecoded)."""
+
+    @staticmethod
+    def on(devices: Sequence, hlo: xc.HloSharding, named: NamedSharding | None = None
+           ) -> GSPMDSharding:
+        """``hlo`` over ``devices``; ``named``: the same layout as a ``NamedSharding``,
+        which ``device_put`` to this sharding lays a value out by."""
+        s = GSPMDSharding(multi_device.device_list(devices), hlo, memory_kind="device")
+        s.named = named
+        return s
+
+    def __repr__(self) -> str:
+        mem = "" if self._memory_kind is None else f", memory_kind={self._memory_kind}"
+        return f"GSPMDSharding({self._hlo_sharding!r}{mem})"
+
+
 _global_shardings: dict[tuple, GlobalSharding] = {}
 
 
@@ -508,10 +527,12 @@ def put_global(value: np.ndarray, aval, sharding: NamedSharding) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
+def compile_partitioned(module: Any, devices: Sequence, open_params: Sequence[bool] = ()
+                        ) -> tuple[Any, str]:
     """Compile a Shardy-annotated module as ``len(devices)`` SPMD partitions (partition ``i``
-    on ``devices[i]``); XLA's partitioner splits it. Returns the executable and where it
-    came from (compiled, memory, persistent cache)."""
+    on ``devices[i]``); XLA's partitioner splits it, choosing the layouts of the parameters
+    marked in ``open_params`` (as of the results with none). Returns the executable and
+    where it came from (compiled, memory, persistent cache)."""
     backend = multi_device.backend_of_devices(devices)
     opts = _jax.CompileOptions()
     opts.num_replicas = 1
@@ -521,6 +542,8 @@ def compile_partitioned(module: Any, devices: Sequence) -> tuple[Any, str]:
     build = opts.executable_build_options
     build.use_spmd_partitioning = True
     build.use_shardy_partitioner = True
+    if any(open_params):
+        build.allow_spmd_sharding_propagation_to_parameters = list(open_params)
     devs = multi_device.device_list(devices)
     return pjrt.compile_with_host_callbacks(backend.client, module, devs, opts) or \
         compile_cache.compile_and_load(backend.client, module, devs, devices, opts)
@@ -533,6 +556,15 @@ def lift_inlined_meshes(module: Any) -> None:
     with module.context:
         passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(
             module.operation)
+
+
+def parameter_hlo_shardings(executable: Any, num_params: int) -> list[xc.HloSharding]:
+    """The layouts of a partitioned executable's parameters (XLA's choice where the module
+    left one open; replicated when it was partitioned over one device)."""
+    protos = executable.get_parameter_shardings()
+    if protos is None:
+        return [xc.HloSharding.replicate()] * num_params
+    return [xc.HloSharding.from_proto(op) for op in protos]
 
 
 def output_hlo_shardings(executable: Any, num_outputs: int) -> list[xc.HloSharding]:

@@ -478,7 +478,8 @@ class JitFunction:
                 typed_in=None) -> Traced:
         """The ``Traced`` stage at top level, where the closed-over values are concrete: they
         are kept with the program as its constants. ``layouts`` (one ``NamedSharding`` per
-        argument leaf) makes it a program partitioned over their mesh; ``typed_in`` says
+        argument leaf, or None: XLA's to choose) makes it a program partitioned over their
+        mesh; ``typed_in`` says
         which argument leaves' types carry it (host data's do not; default: all)."""
         closed, out_tree, consts, trace_time = self._trace_cached(sig, dyn_args, dyn_kwargs)
         plan = None
@@ -486,7 +487,7 @@ class JitFunction:
         if layouts is None and mesh is not None:  # a constraint partitions the program
             flat = tree_util.tree_leaves((dyn_args, dyn_kwargs))
             layouts = spmd.input_shardings(None, dyn_args, dyn_kwargs, flat, sig.avals, mesh)
-        else:
+        elif layouts is None or any(s is not None for s in layouts):
             mesh = None  # the arguments' layouts name the program's mesh
         if layouts is not None:
             typed_out = None

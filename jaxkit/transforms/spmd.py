@@ -29,10 +29,10 @@ from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,
 from jaxkit.runtime import context_mesh, multi_device
 from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import (UNSPECIFIED, AbstractMesh, AxisType, Mesh, NamedSharding,
-                                     PartitionSpec, compile_partitioned, current_mesh,
-                                     named_from_hlo, lift_inlined_meshes, output_hlo_shardings,
-                                     put_global)
+from jaxkit.runtime.sharding import (UNSPECIFIED, AbstractMesh, AxisType, GSPMDSharding, Mesh,
+                                     NamedSharding, PartitionSpec, compile_partitioned,
+                                     current_mesh, named_from_hlo, lift_inlined_meshes,
+                                     output_hlo_shardings, parameter_hlo_shardings, put_global)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -162,10 +162,12 @@ def equation_shardings(in_given: Any, out_given: Any, dyn_args: tuple, flat: Seq
 def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequence,
                     avals: Sequence[ShapedArray], mesh: Mesh | None = None,
                     names: Callable[[], Sequence[str]] = tuple
-                    ) -> tuple[NamedSharding, ...] | None:
+                    ) -> tuple[NamedSharding | None, ...] | None:
     """The layout of every argument leaf: jit's ``in_shardings`` (for positional arguments),
-    else the argument's own, else replicated over the mesh (all of them on one mesh, which
-    is ``mesh`` when given). None when nothing names a mesh (``in_shardings`` a pytree of
+    else the argument's own (all of them on one mesh, which is ``mesh`` when given), else
+    None: unspecified, as JAX leaves an argument not laid out (host data, an array on the
+    default device), XLA's to choose (over a mesh with Explicit axes its type says it is
+    replicated: so it is). None when nothing names a mesh (``in_shardings`` a pytree of
     None, which is "unspecified", as Flax's ``nnx.jit`` passes): the call is not
     partitioned."""
     wanted = given_input_shardings(given, dyn_args, len(flat))
@@ -193,19 +195,22 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
     mesh = _common_mesh(chosen, mesh)
     if mesh is None:
         return None
+    unspecified = None if all(t == AxisType.Auto for t in mesh.axis_types) else \
+        NamedSharding(mesh, PartitionSpec())
     out = []
     for i, (s, a) in enumerate(zip(chosen, avals)):
-        s = s if s is not None else NamedSharding(mesh, PartitionSpec())
-        check_annotation(s, a.shape, "pjit arguments",
-                         lambda i=i: (names()[i:i + 1] or [None])[0])
+        s = s if s is not None else unspecified
+        if s is not None:
+            check_annotation(s, a.shape, "pjit arguments",
+                             lambda i=i: (names()[i:i + 1] or [None])[0])
         out.append(s)
     return tuple(out)
 
 
 class ShardingPlan:
-    """The layouts of one partitioned program: every input's, and the outputs' that
-    ``out_shardings`` fixes or, given ``out_avals``, their types' explicit shardings fix
-    (None: XLA propagates one)."""
+    """The layouts of one partitioned program: the inputs' (None: XLA chooses one) and the
+    outputs' that ``out_shardings`` fixes or, given ``out_avals``, their types' explicit
+    shardings fix (None: XLA propagates one)."""
 
     __slots__ = ("given_out_shardings", "in_shardings", "mesh", "out_shardings")
 
@@ -331,24 +336,51 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
     arg_kinds, result_kinds, propagated = (), None, ()
     if any(s.memory_kind not in (None, "device") for s in named) or \
             avals_mod.uses_memory_spaces(jaxpr):
-        arg_kinds = [s.memory_kind for s in plan.in_shardings]
+        arg_kinds = ["device" if s is None else s.memory_kind for s in plan.in_shardings]
         result_kinds = [None if s is None else s.memory_kind for s in plan.out_shardings]
         propagated = avals_mod.memory_kinds_of(closed.out_avals)
     module = mlir.lower_jaxpr(
         name, jaxpr, donated_invars=donated_invars, consts=closed.consts,
         mesh=own, device_assignment=plan.mesh._flat,
-        arg_shardings=[s.sdy_attr(_rank(v.aval)) for s, v in
-                       zip(plan.in_shardings, jaxpr.invars)],
+        arg_shardings=[_arg_attr(s, v.aval) for s, v in zip(plan.in_shardings, jaxpr.invars)],
         result_shardings=[None if s is None else s.sdy_attr(
             _rank(v.aval), "mesh" if s.mesh.shape_tuple == own else
             sdy_mesh_symbol(s.mesh.shape_tuple))
             for s, v in zip(plan.out_shardings, jaxpr.outvars)],
         arg_memory_kinds=arg_kinds, result_memory_kinds=result_kinds,
-        type_kinds=propagated, result_names=result_names)
+        type_kinds=propagated, result_names=result_names,
+        sharded_avals=([_shard_aval(s, v.aval) for s, v in zip(plan.in_shardings, jaxpr.invars)],
+                       [_shard_aval(s, v.aval) for s, v in zip(plan.out_shardings,
+                                                               jaxpr.outvars)]))
     for shape in others:
         declare_sdy_mesh(module, shape)
+    if any(s is None and not v.aval.shape for s, v in zip(plan.in_shardings, jaxpr.invars)):
+        declare_sdy_mesh(module, ())
     lift_inlined_meshes(module)
     return module
+
+
+def _shard_aval(sharding: NamedSharding | None, aval: ShapedArray) -> ShapedArray:
+    """One partition's part of a value laid out as ``sharding`` (the whole value when its
+    layout is XLA's to choose), as JAX matches donated arguments with results."""
+    if sharding is None or dtypes.is_extended(aval.dtype) or not hasattr(aval, "shape"):
+        return aval
+    return aval.update(shape=sharding.shard_shape(aval.shape))
+
+
+def _arg_attr(sharding: NamedSharding | None, aval: ShapedArray) -> str | None:
+    """A parameter's Shardy layout: its sharding's; none for one unspecified (XLA chooses),
+    unless it is a scalar (or a key): replicated on the empty mesh, as JAX lowers it."""
+    if sharding is not None:
+        return sharding.sdy_attr(_rank(aval))
+    if aval.shape:
+        return None
+    return "#sdy.sharding<@empty_mesh, [" + ", ".join(["{}"] * _rank(aval)) + "]>"
+
+
+def _open(plan: ShardingPlan, jaxpr: core.Jaxpr) -> list[bool]:
+    """Which parameters' layouts XLA chooses (those with no Shardy layout)."""
+    return [s is None and bool(v.aval.shape) for s, v in zip(plan.in_shardings, jaxpr.invars)]
 
 
 class PartitionedProgram:
@@ -357,10 +389,26 @@ class PartitionedProgram:
     def __init__(self, module: Any, closed: ClosedJaxpr, plan: ShardingPlan):
         mesh = plan.mesh
         devices = mesh._flat
-        exe, source = compile_partitioned(module, devices)
+        exe, source = compile_partitioned(module, devices, _open(plan, closed.jaxpr))
         self.plan = plan
         self.in_avals = closed.in_avals
         self.out_avals = closed.out_avals
+        # The arguments' layouts: those asked for, and those XLA chose for the others.
+        chosen = parameter_hlo_shardings(exe, len(self.in_avals)) \
+            if None in plan.in_shardings else ()
+        self.in_shardings = [s if s is not None else _named(mesh, chosen[i], aval, "argument", i)
+                             for i, (s, aval) in enumerate(zip(plan.in_shardings,
+                                                               self.in_avals))]
+        # and as JAX reports them (``Compiled.input_shardings``): XLA's choices as XLA states
+        # them, or, when some argument's layout was given, as NamedShardings like it
+        given = next(((s, len(a.shape)) for s, a in zip(plan.in_shardings, self.in_avals)
+                      if s is not None), None)
+        self.reported_in_shardings = [
+            s if s is not None else
+            GSPMDSharding.on(devices, chosen[i], self.in_shardings[i]) if given is None else
+            given[0] if given[1] == len(a.shape) and
+            given[0]._to_xla_hlo_sharding(given[1]) == chosen[i] else self.in_shardings[i]
+            for i, (s, a) in enumerate(zip(plan.in_shardings, self.in_avals))]
         # The executable makes keys' data; ``run_flat`` wraps it as keys.
         physical_out = [core.physical_aval(a) for a in self.out_avals]
         self.out_shardings = []
@@ -377,18 +425,10 @@ class PartitionedProgram:
             if named is None and first is not None and first[0] == ndim and \
                     first[1]._to_xla_hlo_sharding(ndim) == hlo:
                 named = first[1]
-            named = named or named_from_hlo(mesh, hlo, ndim)
-            if plan.out_shardings[i] is None and named is not None and \
+            named = named or _named(mesh, hlo, aval, "output", i)
+            if plan.out_shardings[i] is None and \
                     getattr(aval, "memory_space", None) is not None:
                 named = named.with_memory_kind(core.mem_space_to_kind(aval.memory_space))
-            if named is not None and len(named.spec) > len(aval.shape):
-                # a key's layout names its axes only (its data's trailing ones are whole)
-                named = NamedSharding(mesh, PartitionSpec(*named.spec[:len(aval.shape)]))
-            if named is None:
-                raise NotImplementedError(
-                    f"XLA laid output {i} ({aval.str_short()}) out as {hlo}, which no "
-                    f"PartitionSpec on {mesh} describes; pass out_shardings to jit to choose "
-                    "its layout.")
             self.out_shardings.append(named)
         self.executable = multi_device.ReplicatedExecutable(
             exe, devices, physical_out,
@@ -397,10 +437,23 @@ class PartitionedProgram:
         self.executable.cache_source = source
 
     def run_flat(self, flat: Sequence, avals: Sequence[ShapedArray]) -> list[ShardedArray]:
-        bufs = [_place(x, a, s) for x, a, s in zip(flat, self.in_avals,
-                                                   self.plan.in_shardings)]
+        bufs = [_place(x, a, s) for x, a, s in zip(flat, self.in_avals, self.in_shardings)]
         outs = self.executable(bufs)
         return [_result(b, a, s) for b, a, s in zip(outs, self.out_avals, self.out_shardings)]
+
+
+def _named(mesh: Mesh, hlo: Any, aval: ShapedArray, what: str, i: int) -> NamedSharding:
+    """The ``NamedSharding`` on ``mesh`` of the layout XLA chose for argument or output ``i``
+    (a key's names its own axes only: its data's trailing ones are whole)."""
+    named = named_from_hlo(mesh, hlo, _rank(aval))
+    if named is None:
+        raise NotImplementedError(
+            f"XLA laid {what} {i} ({aval.str_short()}) out as {hlo}, which no PartitionSpec "
+            f"on {mesh} describes; pass {'in' if what == 'argument' else 'out'}_shardings to "
+            "jit to choose its layout.")
+    if len(named.spec) > len(aval.shape):
+        named = NamedSharding(mesh, PartitionSpec(*named.spec[:len(aval.shape)]))
+    return named
 
 
 def _result(buf: Any, aval: ShapedArray, sharding: NamedSharding) -> Any:

@@ -463,7 +463,10 @@ class Compiled(_Stage):
         traced = self.traced
         n = traced.in_tree.num_leaves
         if self.partitioned:  # (the plan's layouts end with the arguments')
-            layouts = list(traced.sharding_plan.in_shardings)
+            layouts = list(traced.sharding_plan.in_shardings)  # (None: unused, unspecified)
+            taken = self.program.reported_in_shardings
+            for i, s in zip(range(len(layouts)) if self.kept is None else self.kept, taken):
+                layouts[i] = s
             return tree_util.tree_unflatten(traced.in_tree, layouts[len(layouts) - n:])
         return tree_util.tree_unflatten(traced.in_tree, [self._one_device_sharding()] * n)
 
