@@ -395,37 +395,29 @@ class PartitionedProgram:
         self.out_avals = closed.out_avals
         # The arguments' layouts: those asked for, and those XLA chose for the others.
         chosen = parameter_hlo_shardings(exe, len(self.in_avals)) \
-            if None in plan.in_shardings else ()
+            if any(s is None for s in plan.in_shardings) else ()
         self.in_shardings = [s if s is not None else _named(mesh, chosen[i], aval, "argument", i)
                              for i, (s, aval) in enumerate(zip(plan.in_shardings,
                                                                self.in_avals))]
-        # and as JAX reports them (``Compiled.input_shardings``): XLA's choices as XLA states
-        # them, or, when some argument's layout was given, as NamedShardings like it
-        given = next(((s, len(a.shape)) for s, a in zip(plan.in_shardings, self.in_avals)
+        first = next(((len(v.aval.shape), s) for s, v in zip(plan.in_shardings,
+                                                              closed.jaxpr.invars)
                       if s is not None), None)
+        # ... and as JAX reports them (``Compiled.input_shardings``): XLA's choices as XLA
+        # states them, or, when some argument's layout was given, as NamedShardings
         self.reported_in_shardings = [
             s if s is not None else
-            GSPMDSharding.on(devices, chosen[i], self.in_shardings[i]) if given is None else
-            given[0] if given[1] == len(a.shape) and
-            given[0]._to_xla_hlo_sharding(given[1]) == chosen[i] else self.in_shardings[i]
+            GSPMDSharding.on(devices, chosen[i], self.in_shardings[i]) if first is None else
+            _recovered(first, chosen[i], _rank(a)) or self.in_shardings[i]
             for i, (s, a) in enumerate(zip(plan.in_shardings, self.in_avals))]
         # The executable makes keys' data; ``run_flat`` wraps it as keys.
         physical_out = [core.physical_aval(a) for a in self.out_avals]
         self.out_shardings = []
-        # JAX's rule for the outputs whose layout XLA chose: the first input's sharding is
-        # kept as written (P('x', None) stays so) when XLA chose that layout at that rank;
-        # any other is the simplest spec (P('x',)). Layouts the plan fixes stay as given.
-        first = next(((len(v.aval.shape), s) for s, v in zip(plan.in_shardings,
-                                                              closed.jaxpr.invars)
-                      if s is not None), None)
+        # The outputs' layouts: those the plan fixes, as given; for the others XLA chose,
+        # the first given argument's sharding (``_recovered``), else the simplest spec.
         out_hlos = output_hlo_shardings(exe, len(self.out_avals))
         for i, (hlo, aval) in enumerate(zip(out_hlos, self.out_avals)):
-            ndim = _rank(aval)
-            named = plan.out_shardings[i]
-            if named is None and first is not None and first[0] == ndim and \
-                    first[1]._to_xla_hlo_sharding(ndim) == hlo:
-                named = first[1]
-            named = named or _named(mesh, hlo, aval, "output", i)
+            named = plan.out_shardings[i] or _recovered(first, hlo, _rank(aval)) or \
+                _named(mesh, hlo, aval, "output", i)
             if plan.out_shardings[i] is None and \
                     getattr(aval, "memory_space", None) is not None:
                 named = named.with_memory_kind(core.mem_space_to_kind(aval.memory_space))
@@ -440,6 +432,16 @@ class PartitionedProgram:
         bufs = [_place(x, a, s) for x, a, s in zip(flat, self.in_avals, self.in_shardings)]
         outs = self.executable(bufs)
         return [_result(b, a, s) for b, a, s in zip(outs, self.out_avals, self.out_shardings)]
+
+
+def _recovered(first: tuple[int, NamedSharding] | None, hlo: Any, ndim: int
+               ) -> NamedSharding | None:
+    """JAX's rule for a layout XLA chose: the first given argument's sharding (``first``: its
+    rank and it), kept as written (P('x', None) stays so), when XLA chose that very layout
+    at that rank; None otherwise."""
+    if first is not None and first[0] == ndim and first[1]._to_xla_hlo_sharding(ndim) == hlo:
+        return first[1]
+    return None
 
 
 def _named(mesh: Mesh, hlo: Any, aval: ShapedArray, what: str, i: int) -> NamedSharding:
