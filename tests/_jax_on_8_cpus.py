@@ -53,3 +53,23 @@ def jaxkit_namespace(prelude: str, devices) -> dict:
     ns = dict(np=np, jax=jaxkit, DEV=devices)
     exec(prelude, ns)  # noqa: S102
     return ns
+
+
+def against_jax(prelude: str, cases: dict[str, str], devices) -> tuple:
+    """A test module's fixtures ``oracle`` (JAX's results) and ``ns`` (jaxkit's namespace)
+    and its test ``test_matches_jax`` (one per case: jaxkit's value is JAX's). Assign them in
+    the module: ``oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES, DEVICES)``."""
+
+    @pytest.fixture(scope="module")
+    def oracle() -> dict:
+        return jax_results(prelude, cases)
+
+    @pytest.fixture(scope="module")
+    def ns() -> dict:
+        return jaxkit_namespace(prelude, devices)
+
+    @pytest.mark.parametrize("case", list(cases))
+    def test_matches_jax(oracle, ns, case):
+        assert evaluate(cases[case], ns) == oracle[case]
+
+    return oracle, ns, test_matches_jax

@@ -5,11 +5,10 @@ same size only, or one whose layout XLA chooses in a partitioned program, may re
 buffers were not usable") and stays alive. Compared with JAX on 8 CPU devices: the
 parameters' attributes in the lowered text, the warnings, whether the argument was deleted
 and the values."""
-import pytest
 
 from jaxkit.runtime import multi_device
 
-from _jax_on_8_cpus import evaluate, jax_results, jaxkit_namespace
+from _jax_on_8_cpus import against_jax
 
 DEVICES = multi_device.add_cpu_backend("donation8", 8).devices
 
@@ -53,16 +52,4 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def oracle() -> dict:
-    return jax_results(PRELUDE, CASES)
-
-
-@pytest.fixture(scope="module")
-def ns() -> dict:
-    return jaxkit_namespace(PRELUDE, DEVICES)
-
-
-@pytest.mark.parametrize("case", list(CASES))
-def test_matches_jax(oracle, ns, case):
-    assert evaluate(CASES[case], ns) == oracle[case]
+oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES, DEVICES)

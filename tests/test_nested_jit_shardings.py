@@ -9,11 +9,10 @@ an equation evaluated on its own (a custom interpreter's ``bind``) honours them.
 Every record is compared with JAX 0.10.2 on 8 CPU devices (``_jax_on_8_cpus``): the jaxpr's
 text, each result's sharding, type and value, or the error's class and text.
 """
-import pytest
 
 from jaxkit.runtime import multi_device
 
-from _jax_on_8_cpus import evaluate, jax_results, jaxkit_namespace
+from _jax_on_8_cpus import against_jax
 
 DEVICES = multi_device.add_cpu_backend("nested8", 8).devices
 
@@ -88,19 +87,7 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def oracle() -> dict:
-    return jax_results(PRELUDE, CASES)
-
-
-@pytest.fixture(scope="module")
-def ns() -> dict:
-    return jaxkit_namespace(PRELUDE, DEVICES)
-
-
-@pytest.mark.parametrize("case", list(CASES))
-def test_matches_jax(oracle, ns, case):
-    assert evaluate(CASES[case], ns) == oracle[case]
+oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES, DEVICES)
 
 
 def test_values_are_laid_out_as_asked(ns):

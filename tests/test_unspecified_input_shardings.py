@@ -8,11 +8,10 @@ argument stays column-split).
 
 Every record is compared with JAX 0.10.2 on 8 CPU devices (``_jax_on_8_cpus``).
 """
-import pytest
 
 from jaxkit.runtime import multi_device
 
-from _jax_on_8_cpus import evaluate, jax_results, jaxkit_namespace
+from _jax_on_8_cpus import against_jax
 
 DEVICES = multi_device.add_cpu_backend("unspecified8", 8).devices
 
@@ -59,19 +58,7 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def oracle() -> dict:
-    return jax_results(PRELUDE, CASES)
-
-
-@pytest.fixture(scope="module")
-def ns() -> dict:
-    return jaxkit_namespace(PRELUDE, DEVICES)
-
-
-@pytest.mark.parametrize("case", list(CASES))
-def test_matches_jax(oracle, ns, case):
-    assert evaluate(CASES[case], ns) == oracle[case]
+oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES, DEVICES)
 
 
 def test_argument_is_put_in_the_chosen_layout(ns):
