@@ -479,8 +479,8 @@ class JitFunction:
         """The ``Traced`` stage at top level, where the closed-over values are concrete: they
         are kept with the program as its constants. ``layouts`` (one ``NamedSharding`` per
         argument leaf, or None: XLA's to choose) makes it a program partitioned over their
-        mesh; ``typed_in`` says
-        which argument leaves' types carry it (host data's do not; default: all)."""
+        mesh; ``typed_in`` says which argument leaves' types carry it (host data's do not;
+        default: all)."""
         closed, out_tree, consts, trace_time = self._trace_cached(sig, dyn_args, dyn_kwargs)
         plan = None
         mesh = spmd.constraint_mesh(closed)
