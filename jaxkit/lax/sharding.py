@@ -288,17 +288,26 @@ def reduced_value(x: ShardedArray) -> np.ndarray:
     return out
 
 
-def sdy_constraint(ctx: mlir.LoweringRuleContext, sharding: NamedSharding, ndim: int) -> str:
+def sdy_constraint(ctx: mlir.LoweringRuleContext, sharding: NamedSharding, ndim: int,
+                   what: str = "with_sharding_constraint") -> str:
     """The Shardy layout that constrains a value of rank ``ndim`` to ``sharding`` in the
-    program being lowered (which must be partitioned over a mesh of as many devices)."""
+    program being lowered, which must be partitioned over the same devices (``what`` names
+    the asker in the error otherwise)."""
     mesh = ctx.module_context.mesh
     if mesh is None:
         raise NotImplementedError(
             "sharding_constraint: the lowering rule needs a program partitioned over a mesh "
             "(inside pmap, use the pmap axis instead)")
-    if math.prod(size for _, size in mesh) != sharding.mesh.size:
-        raise ValueError(f"with_sharding_constraint on {sharding.mesh} inside a program "
-                         f"partitioned over a mesh of axes {tuple(mesh)}; use one mesh.")
+    program = ctx.module_context.device_assignment
+    if math.prod(size for _, size in mesh) != sharding.mesh.size or (
+            program and {d.id for d in program} != {d.id for d in sharding.mesh._flat}):
+        ids = lambda ds: sorted(d.id for d in ds)  # noqa: E731
+        raise ValueError(
+            f"Received incompatible devices for jitted computation: {what} lays a value out "
+            f"over {sharding.mesh} (device ids {ids(sharding.mesh._flat)}) inside a program "
+            f"partitioned over a mesh of axes {tuple(mesh)}"
+            + (f" (device ids {ids(program)})" if program else "")
+            + "; lay the values out over one mesh.")
     return sharding.sdy_attr(ndim, sdy_mesh_name(ctx, sharding.mesh))
 
 

@@ -78,6 +78,11 @@ def _derived(params: dict, jaxpr: ClosedJaxpr, in_shardings: Sequence,
                 else tuple(donated_invars))
 
 
+def _kept(xs: Sequence, keep: Sequence[bool]) -> list:
+    """The ``xs`` whose flag in ``keep`` is set (a derived equation's per-value parameters)."""
+    return [x for x, k in zip(xs, keep) if k]
+
+
 def _jit_pp_naming(eqn: core.JaxprEqn, namer: core.Namer) -> None:
     # As JAX prints jit: the body's binders and results take the names of the equation's
     # operands and results; a shared body (printed once as ``let name = ...``) keeps names
@@ -117,12 +122,15 @@ def _jit_lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: ClosedJaxpr, name
     if ctx.module_context.mesh is None:
         return mlir_calls.call_jaxpr(ctx, name, jaxpr, *args)
     return mlir_calls.call_jaxpr(
-        ctx, name, jaxpr, *args, in_layouts=_layouts(ctx, in_shardings, jaxpr.in_avals),
-        out_layouts=_layouts(ctx, out_shardings, jaxpr.out_avals))
+        ctx, name, jaxpr, *args,
+        in_layouts=_layouts(ctx, in_shardings, jaxpr.in_avals, f"jit of {name}'s in_shardings"),
+        out_layouts=_layouts(ctx, out_shardings, jaxpr.out_avals,
+                             f"jit of {name}'s out_shardings"))
 
 
-def _layouts(ctx: mlir.LoweringRuleContext, shardings: tuple, avals) -> list[str | None]:
-    return [sdy_constraint(ctx, s, len(core.physical_aval(a).shape))
+def _layouts(ctx: mlir.LoweringRuleContext, shardings: tuple, avals, what: str
+             ) -> list[str | None]:
+    return [sdy_constraint(ctx, s, len(core.physical_aval(a).shape), what)
             if isinstance(s, NamedSharding) else None for s, a in zip(shardings, avals)]
 
 
@@ -198,8 +206,7 @@ def _jit_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, **params):
     # a tangent is laid out as its primal is
     ins, outs_s = params["in_shardings"], params["out_shardings"]
     outs = jit_p.bind(*args, **_derived(
-        params, jvp_closed, [*ins, *(s for s, nz in zip(ins, nonzeros) if nz)],
-        [*outs_s, *(s for s, nz in zip(outs_s, out_nz) if nz)]))
+        params, jvp_closed, [*ins, *_kept(ins, nonzeros)], [*outs_s, *_kept(outs_s, out_nz)]))
     n_out = len(jaxpr.out_avals)
     tangents_it = iter(outs[n_out:])
     tangents_out = [next(tangents_it) if nz else ad.Zero(a.to_tangent_aval())
@@ -217,9 +224,8 @@ def _jit_transpose(cts, *args, jaxpr: ClosedJaxpr, **params):
     in_s, out_s = params["in_shardings"], params["out_shardings"]
     outs = iter(jit_p.bind(*ins, **_derived(
         params, t_closed,
-        [*(s for s, lin in zip(in_s, linear) if not lin),
-         *(s for s, nz in zip(out_s, ct_nonzero) if nz)],
-        [s for s, nz in zip((s for s, lin in zip(in_s, linear) if lin), cts_nz) if nz])))
+        [*_kept(in_s, [not lin for lin in linear]), *_kept(out_s, ct_nonzero)],
+        _kept(_kept(in_s, linear), cts_nz))))
     nz_it = iter(cts_nz)
     return [(next(outs) if next(nz_it) else ad.Zero(x.aval)) if lin else None
             for x, lin in zip(args, linear)]
@@ -284,10 +290,6 @@ def _jit_dce(used_outputs: list[bool], eqn: core.JaxprEqn):
 pe.dce_rules[jit_p] = _jit_dce
 
 
-def _kept(xs, keep) -> list:
-    return [x for x, k in zip(xs, keep) if k]
-
-
 def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, **params):
     unknowns = [not trace.is_known(x) for x in args]
     known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
@@ -296,12 +298,12 @@ def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, **params)
     in_s, out_s = params["in_shardings"], params["out_shardings"]
     # the known part's outputs: its primal outputs laid out as asked, then the residuals
     # (the program's choice), less those forwarded
-    known_out_s = [*(s for s, uk in zip(out_s, out_uk) if not uk), *[UNSPECIFIED] * num_res]
+    known_out_s = [*_kept(out_s, [not uk for uk in out_uk]), *[UNSPECIFIED] * num_res]
     known_out_s = _kept(_kept(known_out_s, [f is None for f in in_fwd]),
                         [f is None for f in out_fwd])
     with core.set_current_trace(trace.parent):
         outs = jit_p.bind(*known_args, **_derived(
-            params, known, [s for s, uk in zip(in_s, unknowns) if not uk], known_out_s))
+            params, known, _kept(in_s, [not uk for uk in unknowns]), known_out_s))
     outs_it = iter(outs)
     kept = [next(outs_it) if f is None else None for f in out_fwd]
     kept = [kept[f] if f is not None else x for x, f in zip(kept, out_fwd)]
@@ -311,8 +313,7 @@ def _jit_partial_eval(trace: pe.JaxprTrace, *args, jaxpr: ClosedJaxpr, **params)
     residuals = known_outs[n_known:]
     unknown_args = [*residuals, *(x for x, uk in zip(args, unknowns) if uk)]
     unknown_params = _derived(
-        params, unknown, [*[UNSPECIFIED] * num_res, *(s for s, uk in zip(in_s, unknowns) if uk)],
-        [s for s, uk in zip(out_s, out_uk) if uk])
+        params, unknown, [*[UNSPECIFIED] * num_res, *_kept(in_s, unknowns)], _kept(out_s, out_uk))
     unknown_outs = iter(trace.stage(jit_p, unknown_args, unknown.out_avals, unknown_params))
     known_it = iter(known_outs[:n_known])
     return [next(unknown_outs) if uk else next(known_it) for uk in out_uk]
