@@ -6,20 +6,10 @@ buffers were not usable") and stays alive. Compared with JAX on 8 CPU devices: t
 parameters' attributes in the lowered text, the warnings, whether the argument was deleted
 and the values."""
 
-from jaxkit.runtime import multi_device
-
 from _jax_on_8_cpus import against_jax
-
-DEVICES = multi_device.add_cpu_backend("donation8", 8).devices
 
 PRELUDE = """
 import warnings
-jnp = jax.numpy
-P, NamedSharding, AxisType = (jax.sharding.PartitionSpec, jax.sharding.NamedSharding,
-                              jax.sharding.AxisType)
-mesh = jax.make_mesh((4,), ('x',), axis_types=(AxisType.Auto,), devices=DEV[:4])
-s = NamedSharding(mesh, P('x'))
-wsc = jax.lax.with_sharding_constraint
 
 def donate(f, make_arg, **jit_kwargs):
     jf = jax.jit(f, donate_argnums=0, **jit_kwargs)
@@ -52,4 +42,4 @@ CASES = {
 }
 
 
-oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES, DEVICES)
+oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES)

@@ -9,19 +9,9 @@ argument stays column-split).
 Every record is compared with JAX 0.10.2 on 8 CPU devices (``_jax_on_8_cpus``).
 """
 
-from jaxkit.runtime import multi_device
-
 from _jax_on_8_cpus import against_jax
 
-DEVICES = multi_device.add_cpu_backend("unspecified8", 8).devices
-
 PRELUDE = """
-jnp = jax.numpy
-P, NamedSharding, AxisType = (jax.sharding.PartitionSpec, jax.sharding.NamedSharding,
-                              jax.sharding.AxisType)
-mesh = jax.make_mesh((4,), ('x',), axis_types=(AxisType.Auto,), devices=DEV[:4])
-s = NamedSharding(mesh, P('x'))
-wsc = jax.lax.with_sharding_constraint
 x = jnp.arange(8.0)
 m = jnp.arange(64.0).reshape(8, 8)
 laid = jax.device_put(x, s)
@@ -58,7 +48,7 @@ CASES = {
 }
 
 
-oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES, DEVICES)
+oracle, ns, test_matches_jax = against_jax(PRELUDE, CASES)
 
 
 def test_argument_is_put_in_the_chosen_layout(ns):
