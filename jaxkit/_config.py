@@ -250,11 +250,19 @@ def _same(a: Any, b: Any) -> bool:
     return a == b and type(a) is type(b)
 
 
+# Not an option: the ``compute_on`` and ``set_xla_metadata`` entries in force in a thread
+# (``Config.trace_metadata_block``). JAX's trace context holds them (its
+# compute_on_context_manager and xla_metadata_context_manager): a function jitted inside
+# one is traced and lowered again, its equations carrying them.
+TRACE_METADATA = "trace_metadata"
+
+
 def _context(values: dict[str, Any], globals_: dict[str, Any]) -> tuple:
     """The block values that differ from the global ones: JAX keys its caches on the values in
     effect, so a block that sets an option to the value it already has changes no key."""
     return tuple(sorted((k, v) for k, v in values.items()
-                        if k in _IN_CONTEXT and not _same(v, globals_[k])))
+                        if (k in _IN_CONTEXT and not _same(v, globals_[k]))
+                        or (k == TRACE_METADATA and v)))
 
 
 # Class attributes are set and removed past Config.__setattr__ (which is config.update).
@@ -482,6 +490,28 @@ class Config:
                     local[name] = value
             thread_blocks.generation = -1
             self._open(values, -1)
+
+    @contextlib.contextmanager
+    def trace_metadata_block(self, entries: tuple) -> Iterator[None]:
+        """In the calling thread, for the block: ``entries`` (the hashable ``compute_on`` /
+        ``set_xla_metadata`` entries of the name stack in force) are part of
+        ``trace_context``, so that caches of traces and programs key on them."""
+        local = thread_blocks.values
+        saved = local.get(TRACE_METADATA, _UNSET)
+        with local_blocks.lock:
+            local_blocks.open += 1
+        local[TRACE_METADATA] = entries
+        thread_blocks.generation = -1
+        try:
+            yield
+        finally:
+            if saved is _UNSET:
+                del local[TRACE_METADATA]
+            else:
+                local[TRACE_METADATA] = saved
+            thread_blocks.generation = -1
+            with local_blocks.lock:
+                local_blocks.open -= 1
 
     def _open(self, names: Iterable[str], opened: int) -> None:
         """Count blocks of ``names`` opened (+1) or closed (-1); the first one opened puts the

@@ -36,7 +36,7 @@ from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
 from jaxkit.shape_dtype_struct import ShapeDtypeStruct  # noqa: F401  (jax.ShapeDtypeStruct)
 from jaxkit.sharding import reshard
 from jaxkit.transforms.compile_time_eval import folding
-from jaxkit.transforms.jit import _infer_argnums_and_argnames, _positional_params
+from jaxkit.transforms.argnums import infer_argnums_and_argnames, positional_params
 from jaxkit.transforms.vmap import vmap
 
 __all__ = ["ShapeDtypeStruct", "block_until_ready", "default_backend", "device_count",
@@ -635,7 +635,7 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
 
 
 def _flat_arg_names(fun: Callable, args: Sequence, kwargs: dict) -> list[str]:
-    params = _positional_params(fun)
+    params = positional_params(fun)
     names = []
     for i, a in enumerate(args):
         label = params[i] if i < len(params) else f"args[{i}]"
@@ -651,7 +651,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     """``make_jaxpr(f)(*args)`` is the jaxpr of ``f`` traced at the types of ``args``.
     ``axis_env`` binds axis names to sizes, ``[(name, size), ...]``, for the collectives
     ``f`` calls (``lax.psum(x, 'i')``), as if under a ``pmap`` over them."""
-    static_nums, _ = _infer_argnums_and_argnames(fun, static_argnums, ())
+    static_nums, _ = infer_argnums_and_argnames(fun, static_argnums, ())
 
     @api_boundary
     @functools.wraps(fun)

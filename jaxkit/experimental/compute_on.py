@@ -26,6 +26,7 @@ from typing import Any
 from jaxkit import core, source_info, tree_util
 from jaxkit.avals import MemorySpace, mem_space_to_kind
 from jaxkit.experimental._jaxpr_call import call_body, make_jaxpr_call
+from jaxkit.experimental.xla_metadata import metadata_scope
 from jaxkit.interpreters import dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 
@@ -64,7 +65,7 @@ def extend_compute_type(compute_type: str | None) -> Iterator[str | None]:
     source_info.compute_types_used = True
     entry = source_info.Metadata(tuple(_attributes(compute_type).items()), compute_type)
     names = source_info.NameStack((*source_info.current_name_stack().stack, entry))
-    with source_info.name_stack_context(names):
+    with metadata_scope(names):
         yield compute_type
 
 

@@ -12,14 +12,31 @@ Two forms, as in JAX:
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
 from jaxkit import core, source_info, tree_util
+from jaxkit._config import config
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 
 __all__ = ["set_xla_metadata", "xla_metadata_value_p"]
+
+
+@contextlib.contextmanager
+def metadata_scope(names: source_info.NameStack) -> Iterator[None]:
+    """The block runs under ``names``, a name stack with ``compute_on`` / ``set_xla_metadata``
+    entries, which also key jit's caches there (as in JAX, whose trace context holds them):
+    a function jitted outside the block is traced and lowered again inside it."""
+    entries = tuple(e for e in names.stack if type(e) is source_info.Metadata)
+    try:
+        hash(entries)
+    except TypeError:  # an unhashable attribute value: keyed by its text
+        entries = (repr(entries),)
+    with config.trace_metadata_block(entries), source_info.name_stack_context(names):
+        yield
 
 
 class _Wrapped:
@@ -60,7 +77,7 @@ class XlaMetadataContextManager:
         if not self.updates:
             return
         names = source_info.current_name_stack().with_metadata(tuple(self.updates.items()))
-        self._scope = source_info.name_stack_context(names)
+        self._scope = metadata_scope(names)
         self._scope.__enter__()
 
     def __exit__(self, *exc) -> None:

@@ -27,6 +27,7 @@ from jaxkit.interpreters import debug_nans, mlir
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, placement, to_buffer, wrap_result
 from jaxkit.runtime.sharded_array import ShardedArray
+from jaxkit.runtime.sharding import UNSPECIFIED
 
 # --------------------------------------------------------------------------------------------
 # Compile logging
@@ -47,9 +48,17 @@ def log_compile_step(message: str, *args, compiling: bool = False) -> None:
         logger.log(level, message, *args)
 
 
-def _log_compiling(name: str, in_avals) -> None:
-    log_compile_step("Compiling jit(%s) with global shapes and types %s.", name,
-                     tuple(in_avals), compiling=True)
+def log_compiling(name: str, in_avals, in_shardings: Sequence | None = None) -> None:
+    """JAX's record of a program being lowered: its arguments' types and shardings (None, or
+    an argument's None: ``UnspecifiedValue``, the layout left to the compiler)."""
+    level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
+    if not _compiling_logger.isEnabledFor(level):
+        return
+    if in_shardings is None:
+        in_shardings = [None] * len(in_avals)
+    mapping = tuple(UNSPECIFIED if s is None else s for s in in_shardings)
+    _compiling_logger.log(level, "Compiling jit(%s) with global shapes and types %s. "
+                          "Argument mapping: %s.", name, tuple(in_avals), mapping)
 
 
 def _log_compile(name: str, lowering_s: float | None, compile_s: float) -> None:
@@ -91,11 +100,13 @@ def _const_is_param(c) -> bool:
 
 
 def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
-                 result_names: Sequence[str] = (), platform: str | None = None):
+                 result_names: Sequence[str] = (), platform: str | None = None,
+                 arg_shardings: Sequence | None = None):
     """The StableHLO module of ``closed``: small closed-over constants inlined, large ones as
     leading parameters (``Program.const_bufs``, in the same order); ``result_names`` label
-    its results (``mlir.lower_jaxpr``)."""
-    _log_compiling(name, closed.in_avals)
+    its results (``mlir.lower_jaxpr``); ``arg_shardings`` (committed arguments' shardings,
+    None for the others) are logged."""
+    log_compiling(name, closed.in_avals, arg_shardings)
     jaxpr = closed.jaxpr
     as_param = [_const_is_param(c) for c in closed.consts]
     param_vars = [v for v, p in zip(jaxpr.constvars, as_param) if p]
@@ -308,8 +319,12 @@ def primitive_jaxpr(prim: core.Primitive, avals: Sequence[ShapedArray], params: 
 
 
 def _compile_primitive(prim, avals, params, device=None) -> Program:
+    start = time.perf_counter()
     jaxpr = primitive_jaxpr(prim, avals, params)
-    _log_compiling(prim.name, avals)
+    # (logged as JAX logs its eager operations, each a jitted call of the primitive)
+    log_compile_step("Finished tracing %s for jit in %.9f sec", prim.name,
+                     time.perf_counter() - start)
+    log_compiling(prim.name, avals)
     start = time.perf_counter()
     module = mlir.lower_jaxpr(prim.name, jaxpr, platform=mlir.lowering_platform(device))
     lowered_at = time.perf_counter()

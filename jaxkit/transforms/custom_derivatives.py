@@ -26,7 +26,7 @@ from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.transforms.closure_convert import closure_convert
-from jaxkit.transforms.jit import _infer_argnums_and_argnames
+from jaxkit.transforms.argnums import infer_argnums_and_argnames
 
 __all__ = ["SymbolicZero", "closure_convert", "custom_jvp"]
 
@@ -234,7 +234,7 @@ class _CustomDerivativeFunction:
         self.fun = fun
         nums = set(nondiff_argnums)
         if nondiff_argnames:  # named ones are the positions the signature gives them
-            nums |= _infer_argnums_and_argnames(fun, None, nondiff_argnames)[0]
+            nums |= infer_argnums_and_argnames(fun, None, nondiff_argnames)[0]
         self.nondiff_argnums = tuple(sorted(nums))
         self._n_positional = _positional_count(fun)
 

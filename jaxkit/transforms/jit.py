@@ -42,6 +42,8 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import UNSPECIFIED
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
+from jaxkit.transforms.argnums import (check_static_argnums_in_range, hashable_static,
+                                      infer_argnums_and_argnames, positional_params)
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.compile_time_eval import folding
 from jaxkit.transforms.jit_caches import _all_fun_caches, _fun_caches, _FunCache
@@ -83,12 +85,12 @@ class JitFunction:
         self._inline = inline
         self._keep_unused = bool(keep_unused)
         self._compiler_options = _compiler_options_key(compiler_options)
-        self._static_argnums, self._static_argnames = _infer_argnums_and_argnames(
+        self._static_argnums, self._static_argnames = infer_argnums_and_argnames(
             fun, static_argnums, static_argnames)
-        self._donate_argnums, _ = _infer_argnums_and_argnames(
+        self._donate_argnums, _ = infer_argnums_and_argnames(
             fun, donate_argnums, donate_argnames)
-        self._params = _positional_params(fun)
-        _check_static_argnums_in_range(fun, self._static_argnums, self._params)
+        self._params = positional_params(fun)
+        check_static_argnums_in_range(fun, self._static_argnums, self._params)
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings
         self._sharded = in_shardings is not None or out_shardings is not None
@@ -199,7 +201,7 @@ class JitFunction:
         if compiled is None:
             if self._takes_refs(sig, flat, dyn_args, dyn_kwargs):
                 return self._bind(sig, flat, dyn_args, dyn_kwargs)
-            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs, device)
+            compiled = self._compile_entry(sig, dyn_args, dyn_kwargs, device, committed)
         else:
             self._fun_cache.looked_up("entries", sig)
         if config.jax_debug_nans:
@@ -358,14 +360,14 @@ class JitFunction:
 
     def _split_statics(self, args, kwargs):
         """Separate static arguments (keyed by position or by name) from traced ones."""
-        statics = [(i, _hashable_static(args[i], self._arg_label(i)))
+        statics = [(i, hashable_static(args[i], self._arg_label(i)))
                    for i in range(len(args)) if i in self._static_argnums]
         dyn_args = tuple(args[i] for i in self._traced_positions(len(args)))
         dyn_kwargs = {}
         # By name, as JAX orders keywords: f(x, a=1, b=2) and f(x, b=2, a=1) share a trace.
         for k, v in sorted(kwargs.items()):
             if k in self._static_argnames:
-                statics.append((k, _hashable_static(v, k)))
+                statics.append((k, hashable_static(v, k)))
             else:
                 dyn_kwargs[k] = v
         return dyn_args, dyn_kwargs, tuple(statics)
@@ -482,6 +484,8 @@ class JitFunction:
         mesh; ``typed_in`` says which argument leaves' types carry it (host data's do not;
         default: all)."""
         closed, out_tree, consts, trace_time = self._trace_cached(sig, dyn_args, dyn_kwargs)
+        if typed_in is not None and all(typed_in):
+            typed_in = None
         plan = None
         mesh = spmd.constraint_mesh(closed)
         if layouts is None and mesh is not None:  # a constraint partitions the program
@@ -499,24 +503,33 @@ class JitFunction:
                 layouts,
                 spmd.output_shardings(self._out_shardings, out_tree, closed.out_avals),
                 closed.out_avals, mesh, typed_out)
-        traced = Traced(self._name, _closed_with_leading_consts(closed, consts), sig.in_tree,
+        traced = Traced(self._name, _with_consts(closed, consts), sig.in_tree,
                         out_tree, self._donated(dyn_args, dyn_kwargs), self._flatten,
                         Timings(trace=trace_time), plan, self._keep_unused)
         traced.compiler_options = self._compiler_options
+        # (the mesh in force decides how results computed from host data are laid out)
+        traced.lowerings = (self._fun_cache, (sig, layouts, typed_in,
+                                              bool(context_mesh.eager_meshes)))
         return traced
 
     def _compile_entry(self, sig: CallSignature, dyn_args, dyn_kwargs,
-                       device=None) -> Compiled:
+                       device=None, committed: bool = False) -> Compiled:
         """A cache miss: trace, lower and compile (for ``device``, default: the default
-        device) through the stages, and say why."""
+        device; ``committed``: the arguments are committed to it) through the stages, as
+        ``jit(f).lower(...).compile()`` does (whose lowering and program it reuses), and say
+        why."""
         sig_named = CallSignature(sig.in_tree, sig.avals, sig.statics,
                                   self._arg_names(dyn_args, dyn_kwargs),
                                   {k: self._arg_label(k) for k, _ in sig.statics
                                    if isinstance(k, int)})
         reason, diffs = explain_miss(sig_named, list(self._cache))
         traced = self._traced(sig, dyn_args, dyn_kwargs)
-        one_device = device is not None and traced.sharding_plan is None
-        compiled = traced.lower().compile(device_assignment=(device,) if one_device else None)
+        if device is not None and traced.sharding_plan is None:
+            traced.device, traced.committed = device, committed
+            if committed:
+                traced.arg_shardings = _committed_shardings(
+                    tree_util.tree_leaves((dyn_args, dyn_kwargs)))
+        compiled = traced.lower().compile()
         self._fun_cache.compiled("entries", sig_named, compiled)
         event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named,
                            compiled.cache_source)
@@ -542,6 +555,8 @@ class JitFunction:
         if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
             where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
             traced.device = where._device
+            if traced.committed:
+                traced.arg_shardings = _committed_shardings(flat)
         return traced
 
     def lower(self, *args, **kwargs) -> Lowered:
@@ -561,6 +576,12 @@ class JitFunction:
             if key == self._options or (type(key) is tuple and len(key) == 2
                                         and key[0] == self._options):
                 cache.clear()
+
+
+def _committed_shardings(flat) -> tuple:
+    """Each argument leaf's sharding if it is an array committed to a device, else None: a
+    lowering's argument mapping, as JAX logs it."""
+    return tuple(x.sharding if type(x) is Array and x._buf._committed else None for x in flat)
 
 
 def _compiler_options_key(options: dict | None) -> tuple:
@@ -595,82 +616,6 @@ def _closed_with_leading_consts(closed: ClosedJaxpr, consts: list) -> ClosedJaxp
     inner = core.Jaxpr(jaxpr.invars[:n], jaxpr.invars[n:], jaxpr.outvars, jaxpr.eqns,
                        debug_info=jaxpr.debug_info)
     return ClosedJaxpr(inner, consts)
-
-
-def _hashable_static(value, name: str):
-    try:
-        hash(value)
-    except TypeError as e:
-        raise ValueError(
-            f"Non-hashable static arguments are not supported. The static argument {name} is "
-            f"an object of type {type(value).__name__}: {value!r}. The error was: "
-            f"TypeError: {e}. Fix: pass a hashable value (a tuple instead of a list, for "
-            "example), or do not mark the argument static.") from None
-    return value
-
-
-def _positional_params(fun: Callable) -> list[str]:
-    try:
-        sig = inspect.signature(fun)
-    except (TypeError, ValueError):
-        return []
-    return [p.name for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
-def _check_static_argnums_in_range(fun: Callable, argnums: frozenset, params: list) -> None:
-    """JAX's error for static_argnums beyond a function's positional parameters."""
-    try:
-        sig = inspect.signature(fun)
-    except (TypeError, ValueError):
-        return
-    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-        return
-    if argnums and max(argnums) >= len(params):
-        raise ValueError(f"Jitted function has static_argnums={tuple(sorted(argnums))}, but "
-                         f"only accepts {len(params)} positional arguments.")
-
-
-def _infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, frozenset]:
-    """Normalise argnums/argnames and infer each from the other through the signature. As in
-    JAX, when both are given neither is inferred from the other (Flax's lifted jit names
-    ``static_argnames`` of the method it wraps, whose signature ``functools.wraps`` copies,
-    while passing those arguments by keyword)."""
-    both = argnums is not None and argnames is not None
-    if isinstance(argnums, int):
-        argnums = (argnums,)
-    if isinstance(argnames, str):
-        argnames = (argnames,)
-    argnums = tuple(argnums or ())
-    argnames = tuple(argnames or ())
-    params = _positional_params(fun)
-    try:
-        sig_params = dict(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        sig_params = {}
-    nums = set()
-    for i in argnums:
-        if not isinstance(i, int):
-            raise TypeError(f"argnums must be integers, got {i!r}")
-        if i < 0:
-            if not params:
-                raise ValueError(f"negative argnum {i} needs a function with a signature")
-            i += len(params)
-        nums.add(i)
-    names = set(argnames)
-    for name in argnames:
-        if name in params:
-            if not both:
-                nums.add(params.index(name))
-        elif sig_params and name not in sig_params and not any(
-                p.kind == p.VAR_KEYWORD for p in sig_params.values()):
-            raise ValueError(f"static/donated argument name {name!r} is not a parameter of "
-                             f"{getattr(fun, '__name__', fun)}")
-    if not both:
-        for i in list(nums):
-            if i < len(params):
-                names.add(params[i])
-    return frozenset(nums), frozenset(names)
 
 
 def _shardings_key(shardings) -> Any:

@@ -19,7 +19,7 @@ import weakref
 from jaxkit._config import config, global_trace_context, trace_context_options
 from jaxkit.transforms.cache_miss import CallSignature
 from jaxkit.transforms.jit_dispatch import CallPlan
-from jaxkit.transforms.stages import Compiled
+from jaxkit.transforms.stages import Compiled, Lowered
 
 
 class _FunCache:
@@ -27,7 +27,8 @@ class _FunCache:
     under transformations, and the fast-path plans of one function under one set of jit
     options (shared by every ``jit(f, ...)`` of the same ``f`` and options)."""
 
-    __slots__ = ("entries", "traces", "fast", "partitioned", "by_config", "__weakref__")
+    __slots__ = ("entries", "traces", "fast", "partitioned", "lowered", "by_config",
+                 "__weakref__")
 
     def __init__(self):
         self.entries: dict[CallSignature, Compiled] = {}
@@ -35,10 +36,13 @@ class _FunCache:
         self.fast: dict[tuple, CallPlan] = {}
         # (signature, input layouts) -> Compiled, for calls partitioned over a mesh
         self.partitioned: dict[tuple, Compiled] = {}
-        # global trace context -> the four tables above, kept while another one is in force
+        # (trace's key, device, committed, platforms) -> Lowered: see ``Traced.lowerings``
+        self.lowered: dict[tuple, Lowered] = {}
+        # global trace context -> the five tables above, kept while another one is in force
         self.by_config: dict[tuple, tuple[dict, ...]] = {}
 
-    TABLES = ("entries", "traces", "fast", "partitioned")  # (by_config's tuples: this order)
+    # (by_config's tuples: this order)
+    TABLES = ("entries", "traces", "fast", "partitioned", "lowered")
 
     def _tables(self) -> tuple[dict, ...]:
         return tuple(getattr(self, name) for name in self.TABLES)
@@ -48,29 +52,34 @@ class _FunCache:
             table.clear()
         self.by_config.clear()
 
-    def compiled(self, table: str, key, compiled: Compiled) -> None:
-        """Keep ``compiled`` in the table named ``table`` (``entries`` or ``partitioned``)
-        under ``key``, counted against the bound on all functions' entries."""
+    def compiled(self, table: str, key, compiled: Compiled | Lowered) -> None:
+        """Keep ``compiled`` in the table named ``table`` (``entries`` or ``partitioned``; a
+        ``Lowered`` in ``lowered``) under ``key``, counted against the bound on all
+        functions' entries (lowerings against a bound of their own)."""
         getattr(self, table)[key] = compiled
         _note_use(self, table, key)
 
     def looked_up(self, table: str, key) -> None:
         """An entry was found by the slow path: it is the most recently used."""
         with _lru_lock:
-            slot = _lru.get((id(self), table, key))
+            lru = _lrus[table == "lowered"]
+            slot = lru.get((id(self), table, key))
             if slot is not None:
                 slot[1] = True
-                _lru.move_to_end((id(self), table, key))
+                lru.move_to_end((id(self), table, key))
 
     def _evict(self, table: str, key) -> None:
         """Drop the entry under ``key`` from ``table`` (wherever a configuration keeps it),
-        and the fast-path plans, which may run it (they are made again on the next call)."""
+        and the fast-path plans, which may run a compiled one (they are made again on the
+        next call)."""
         index, fast = self.TABLES.index(table), self.TABLES.index("fast")
         getattr(self, table).pop(key, None)
-        self.fast.clear()
+        if table != "lowered":
+            self.fast.clear()
         for saved in self.by_config.values():
             saved[index].pop(key, None)
-            saved[fast].clear()
+            if table != "lowered":
+                saved[fast].clear()
 
     def switch_config(self, old: tuple, new: tuple, source: dict | None = None) -> None:
         """The global configuration went from ``old`` to ``new``: keep what was cached under
@@ -90,30 +99,36 @@ class _FunCache:
 
 # (id of a _FunCache, table, key) -> [weak reference to that _FunCache, used since it last
 # came to the front], least recent first. An entry of a cache that died stays until it
-# reaches the front (evicting it does nothing).
-_lru: collections.OrderedDict[tuple, list] = collections.OrderedDict()
+# reaches the front (evicting it does nothing). Two of them, of the same capacity: compiled
+# entries, and lowerings (``_lrus[True]``: they hold modules, not executables, whose memory
+# maps the bound is for).
+_lrus: tuple[collections.OrderedDict[tuple, list], ...] = (collections.OrderedDict(),
+                                                          collections.OrderedDict())
 _lru_lock = threading.RLock()  # (threads compile and look up at once)
 capacity = int(os.environ.get("JAXKIT_JIT_CACHE_SIZE", "4096"))
 
 
 def _note_use(cache: _FunCache, table: str, key) -> None:
+    lowering = table == "lowered"
     with _lru_lock:
+        lru = _lrus[lowering]
         lru_key = (id(cache), table, key)
-        _lru[lru_key] = [weakref.ref(cache), False]
-        _lru.move_to_end(lru_key)
-        while len(_lru) > max(capacity, 1):
+        lru[lru_key] = [weakref.ref(cache), False]
+        lru.move_to_end(lru_key)
+        while len(lru) > max(capacity, 1):
             # A clock: an entry used since it last came to the front goes to the back.
             # The fast path records no use (it must stay a few dict lookups): a function with
             # fast-path plans counts as used, and loses them, so that its next call takes the
             # slow path, which marks its entry used and makes the plan again.
-            lru_key, slot = _lru.popitem(last=False)
+            lru_key, slot = lru.popitem(last=False)
             owner = slot[0]()
             if owner is None:
                 continue
-            if slot[1] or owner.fast:
+            if slot[1] or (owner.fast and not lowering):
                 slot[1] = False
-                owner.fast.clear()
-                _lru[lru_key] = slot
+                if not lowering:
+                    owner.fast.clear()
+                lru[lru_key] = slot
                 continue
             owner._evict(lru_key[1], lru_key[2])
 
@@ -123,7 +138,8 @@ def clear_all() -> None:
     with _lru_lock:
         for cache in list(_all_fun_caches):
             cache.clear()
-        _lru.clear()
+        for lru in _lrus:
+            lru.clear()
 
 
 def live_entries() -> int:

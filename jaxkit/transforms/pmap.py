@@ -34,7 +34,8 @@ from jaxkit.runtime import multi_device
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.runtime.sharded_array import Shard, ShardedArray
 from jaxkit.runtime.sharding import Mesh, NamedSharding, PartitionSpec
-from jaxkit.transforms.jit import _hashable_static, _infer_argnums_and_argnames, jit
+from jaxkit.transforms.argnums import hashable_static, infer_argnums_and_argnames
+from jaxkit.transforms.jit import jit
 from jaxkit.transforms.shard_map import shard_map
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad, batching, mlir
@@ -434,8 +435,8 @@ class PmapFunction:
         self._axis_name = axis_name if axis_name is not None else _TempAxisName(fun)
         self._in_axes = tuple(in_axes) if isinstance(in_axes, list) else in_axes
         self._out_axes = out_axes
-        self._static, _ = _infer_argnums_and_argnames(fun, static_broadcasted_argnums, ())
-        self._donate, _ = _infer_argnums_and_argnames(fun, donate_argnums, ())
+        self._static, _ = infer_argnums_and_argnames(fun, static_broadcasted_argnums, ())
+        self._donate, _ = infer_argnums_and_argnames(fun, donate_argnums, ())
         self._devices = None if devices is None else tuple(devices)
         self._backend = backend
         self._axis_size = axis_size
@@ -457,7 +458,7 @@ class PmapFunction:
     def _prepare(self, args, kwargs):
         """The static arguments, the dynamic ones, their flat leaves, structure, mapped axes
         and avals, and the mapped size."""
-        statics = tuple((i, _hashable_static(a, f"static_broadcasted_argnums[{i}]"))
+        statics = tuple((i, hashable_static(a, f"static_broadcasted_argnums[{i}]"))
                         for i, a in enumerate(args) if i in self._static)
         dyn_args = tuple(a for i, a in enumerate(args) if i not in self._static)
         in_axes = self._in_axes

@@ -23,7 +23,7 @@ from jaxkit import avals as avals_mod
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, ShapedArray
-from jaxkit.interpreters import mlir
+from jaxkit.interpreters import dispatch, mlir
 from jaxkit.lax.sharding import (concrete_mesh_for, declare_sdy_mesh, reshard_p,
                                  sdy_mesh_symbol, sharding_constraint_p)
 from jaxkit.runtime import context_mesh, multi_device
@@ -326,6 +326,7 @@ def lower(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
           plan: ShardingPlan, result_names: Sequence[str] = ()):
     """The Shardy-annotated module of a partitioned program (closed-over constants inline)."""
     jaxpr = closed.jaxpr
+    dispatch.log_compiling(name, closed.in_avals, plan.in_shardings)
     own = plan.mesh.shape_tuple
     # Results typed over another mesh of the same devices name a Shardy mesh of their own.
     others = {s.mesh.shape_tuple for s in plan.out_shardings

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 from dataclasses import dataclass
@@ -102,7 +103,13 @@ class Traced(_Stage):
     # and whether they were (the compiled program's results then are too).
     device = None
     committed = False
+    arg_shardings = None  # (when committed: each argument leaf's if committed, else None)
     compiler_options: tuple = ()  # jit(compiler_options=)'s, as (name, value) pairs
+    # Where jit keeps the lowerings of this trace: ``(cache, key)``, ``cache`` having a dict
+    # ``lowered`` and ``compiled(table, key, value)`` that bounds it (None: lowered afresh).
+    # As JAX's lowering and compilation caches: ``f.lower(x)`` twice, or a call after
+    # ``f.lower(x).compile()``, lowers and compiles once.
+    lowerings = None
 
     def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
                  donated_invars: Sequence[bool], flatten: Flatten, timings: Timings,
@@ -155,6 +162,15 @@ class Traced(_Stage):
         if _private_parameters is not None:  # JAX's internal hook: nothing here reads it
             raise NotImplementedError("Traced.lower(_private_parameters=...) is JAX-internal "
                                       "and not implemented in jaxkit; leave it None")
+        key = None
+        if self.lowerings is not None:
+            cache, base = self.lowerings
+            key = (base, self.device, self.committed,
+                   None if lowering_platforms is None else tuple(lowering_platforms))
+            hit = cache.lowered.get(key)
+            if hit is not None and hit.traced.jaxpr is self.jaxpr:  # (the same trace)
+                cache.looked_up("lowered", key)
+                return Lowered(self, hit.module, hit.timings, hit.program, hit.compilations)
         start = time.perf_counter()
         program = _Program.of(self)
         platform = mlir.lowering_platform(self.device)
@@ -172,13 +188,20 @@ class Traced(_Stage):
         else:
             # for the device the arguments are committed to (a CPU array on a GPU machine
             # takes the CPU's rules), else the default device's
+            arg_shardings = self.arg_shardings
+            if arg_shardings is not None and program.kept is not None:
+                arg_shardings = [arg_shardings[i] for i in program.kept]
             module = dispatch.lower_closed(self.fun_name, program.jaxpr, program.donated_invars,
-                                           self.result_names(), platform=platform)
+                                           self.result_names(), platform=platform,
+                                           arg_shardings=arg_shardings)
             module = result_layouts(program.jaxpr, module)
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
                                   self.fun_name, seconds)
-        return Lowered(self, module, Timings(self.timings.trace, seconds), program)
+        lowered = Lowered(self, module, Timings(self.timings.trace, seconds), program)
+        if key is not None:
+            cache.compiled("lowered", key, lowered)
+        return lowered
 
 
 # ``(jaxpr, module) -> module`` with the memory layouts of results that a layout constraint
@@ -236,13 +259,19 @@ def _check_dialect(dialect: str | None) -> str:
 class Lowered(_Stage):
     """A StableHLO module ready to compile."""
 
-    def __init__(self, traced: Traced, module, timings: Timings, program: _Program):
+    def __init__(self, traced: Traced, module, timings: Timings, program: _Program,
+                 compilations: weakref.WeakValueDictionary | None = None):
         self.traced = traced
         self.in_tree = traced.in_tree
         self.fun_name = traced.fun_name
         self.module = module  # a jaxlib.mlir ir.Module
         self.timings = timings
         self.program = program
+        # (compiler options, device assignment) -> the Compiled made of this module, shared
+        # by the Lowered objects of one cached lowering, while something else keeps it (jit's
+        # bounded cache of entries, or the user).
+        self.compilations = (weakref.WeakValueDictionary() if compilations is None
+                             else compilations)
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The program as StableHLO text, or as XLA HLO text with ``dialect="hlo"``."""
@@ -274,8 +303,17 @@ class Lowered(_Stage):
         ``compiler_options`` (XLA option name -> value) add to, or override, those of
         ``jit(compiler_options=)``."""
         options = {**dict(self.traced.compiler_options), **(compiler_options or {})}
-        with compile_config.compiler_options(options):
-            return self._compile(device_assignment)
+        key = (tuple(sorted(options.items())), device_assignment)
+        try:
+            compiled = self.compilations.get(key)
+        except TypeError:  # an unhashable option value: compiled afresh
+            key = compiled = None
+        if compiled is None:
+            with compile_config.compiler_options(options):
+                compiled = self._compile(device_assignment)
+            if key is not None:
+                self.compilations[key] = compiled
+        return compiled
 
     def _compile(self, device_assignment: tuple | None) -> Compiled:
         device = self.traced.device
@@ -290,6 +328,8 @@ class Lowered(_Stage):
             start = time.perf_counter()
             program = spmd.PartitionedProgram(self.module, lowered.jaxpr, lowered.sharding_plan)
             compile_time = time.perf_counter() - start
+            dispatch.log_compile_step("Finished XLA compilation of jit(%s) in %.9f sec",
+                                      self.fun_name, compile_time)
             return Compiled(self, program,
                             Timings(self.timings.trace, self.timings.lower, compile_time))
         program, _, compile_time = dispatch.compile_closed(

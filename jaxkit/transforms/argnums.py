@@ -1,0 +1,83 @@
+"""How ``jit``, ``pmap`` and the other transformations taking ``static_argnums``/
+``donate_argnums``-like options read them: argument numbers and names inferred from each other
+through the function's signature, checked as JAX checks them, and static values hashed."""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+
+def hashable_static(value, name: str):
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. The static argument {name} is "
+            f"an object of type {type(value).__name__}: {value!r}. The error was: "
+            f"TypeError: {e}. Fix: pass a hashable value (a tuple instead of a list, for "
+            "example), or do not mark the argument static.") from None
+    return value
+
+
+def positional_params(fun: Callable) -> list[str]:
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def check_static_argnums_in_range(fun: Callable, argnums: frozenset, params: list) -> None:
+    """JAX's error for static_argnums beyond a function's positional parameters."""
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return
+    if argnums and max(argnums) >= len(params):
+        raise ValueError(f"Jitted function has static_argnums={tuple(sorted(argnums))}, but "
+                         f"only accepts {len(params)} positional arguments.")
+
+
+def infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, frozenset]:
+    """Normalise argnums/argnames and infer each from the other through the signature. As in
+    JAX, when both are given neither is inferred from the other (Flax's lifted jit names
+    ``static_argnames`` of the method it wraps, whose signature ``functools.wraps`` copies,
+    while passing those arguments by keyword)."""
+    both = argnums is not None and argnames is not None
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    if isinstance(argnames, str):
+        argnames = (argnames,)
+    argnums = tuple(argnums or ())
+    argnames = tuple(argnames or ())
+    params = positional_params(fun)
+    try:
+        sig_params = dict(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        sig_params = {}
+    nums = set()
+    for i in argnums:
+        if not isinstance(i, int):
+            raise TypeError(f"argnums must be integers, got {i!r}")
+        if i < 0:
+            if not params:
+                raise ValueError(f"negative argnum {i} needs a function with a signature")
+            i += len(params)
+        nums.add(i)
+    names = set(argnames)
+    for name in argnames:
+        if name in params:
+            if not both:
+                nums.add(params.index(name))
+        elif sig_params and name not in sig_params and not any(
+                p.kind == p.VAR_KEYWORD for p in sig_params.values()):
+            raise ValueError(f"static/donated argument name {name!r} is not a parameter of "
+                             f"{getattr(fun, '__name__', fun)}")
+    if not both:
+        for i in list(nums):
+            if i < len(params):
+                names.add(params[i])
+    return frozenset(nums), frozenset(names)
