@@ -401,11 +401,15 @@ def _set_str(tag: str, ordered: Sequence) -> str:
 def physical_aval(aval: ShapedArray) -> ShapedArray:
     """The type a value of ``aval`` is stored and lowered as: itself, or for an extended dtype
     (``key<fry>``) the physical element type's array with its shape appended
-    (``key<fry>[3]`` is stored as ``u32[3,2]``)."""
+    (``key<fry>[3]`` is stored as ``u32[3,2]``), its explicit sharding with it."""
     dt = aval.dtype
     if not isinstance(dt, dtypes.ExtendedDType):
         return aval
-    return ShapedArray((*aval.shape, *dt.physical_shape), dt.physical_dtype)
+    typed = getattr(aval, "_sharding", None)
+    if typed is not None:  # the data's extra axes are not split (``key<fry>[8@x]``: u32[8@x,2])
+        spec = typed.spec
+        typed = typed.update(spec=type(spec)(*spec, *[None] * len(dt.physical_shape)))
+    return ShapedArray((*aval.shape, *dt.physical_shape), dt.physical_dtype, sharding=typed)
 
 
 def shape_sharding_str(shape: Sequence[int], spec: Sequence) -> str:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 
 from jaxkit import avals as avals_mod
-from jaxkit import core
+from jaxkit import core, dtypes
 from jaxkit._config import config, local_blocks
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxkit.interpreters import debug_nans, mlir
@@ -233,8 +233,8 @@ def apply_primitive(prim: core.Primitive, *args, **params):
     if _placement.spread:
         where = _placed_together(args)
         together = where is not None
-        if not together and ShardedArray in map(type, args) and sharded_apply is not None \
-                and not config.jax_disable_jit:
+        if not together and any(map(_spread_over_devices, args)) and \
+                sharded_apply is not None and not config.jax_disable_jit:
             out = sharded_apply(prim, args, params)
             if out is not NotImplemented:
                 return out
@@ -279,6 +279,15 @@ def _on_context_mesh(prim: core.Primitive, params: dict, outs: list):
     laid_out = context_mesh.lay_out_results([wrap_result(b) for b in outs],
                                             context_mesh.typed_results(prim, params, len(outs)))
     return laid_out if prim.multiple_results else laid_out[0]
+
+
+def _spread_over_devices(x) -> bool:
+    """Whether ``x`` is an array laid out over several devices, or keys over such data."""
+    if type(x) is ShardedArray:
+        return True
+    dtype = getattr(x, "dtype", None)
+    return isinstance(dtype, dtypes.ExtendedDType) and \
+        type(dtype.to_physical(x)) is ShardedArray
 
 
 def _placed_together(args) -> tuple | None:

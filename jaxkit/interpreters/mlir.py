@@ -317,7 +317,9 @@ def _laid_out_as_typed(ctx: ModuleContext, x: Any, aval: Any) -> Any:
     typed = getattr(aval, "_sharding", None)
     if typed is None or typed.mesh.shape_tuple != tuple(ctx.mesh):
         return x
-    return sharding_constraint(x, typed.sdy_attr(len(aval.shape), modify_wrt_axis_types=True))
+    aval = core.physical_aval(aval)  # (keys: their data's)
+    return sharding_constraint(x, aval._sharding.sdy_attr(len(aval.shape),
+                                                          modify_wrt_axis_types=True))
 
 
 def eqn_location(ctx: ModuleContext, eqn: core.JaxprEqn) -> ir.Location:
@@ -639,7 +641,10 @@ def lower_fun(fun: Callable, multiple_results: bool = False, *,
             listed.append(multiple_results or isinstance(out, (list, tuple)))
             return list(out) if listed[0] else [out]
 
-        avals = [core.physical_aval(a) for a in ctx.avals_in] if physical else ctx.avals_in
+        # (physical: the data's explicit layout is what the key primitive's rule typed; the
+        # computation on it is traced unsplit, its results constrained as the types say)
+        avals = ([core.ShapedArray(p.shape, p.dtype, p.weak_type) for p in
+                  map(core.physical_aval, ctx.avals_in)] if physical else ctx.avals_in)
         jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
         outs = closed_subcomp(ctx.module_context, core.ClosedJaxpr(jaxpr, consts), *args)
         return outs if listed[0] else outs[0]

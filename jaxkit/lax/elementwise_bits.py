@@ -172,7 +172,8 @@ def _bitcast_dtype_rule(operand, *, new_dtype):
             old != new_dtype:
         raise TypeError("lax.bitcast_convert_type does not support bool or complex values "
                         "unless the operand and destination types match. Got operand "
-                        f"dtype={old.name}, new_dtype={np.dtype(new_dtype).name}.")
+                        f"dtype={old.name}, new_dtype={np.dtype(new_dtype)!r}. Consider "
+                        "using the arr.view() method instead.")
     return np.dtype(new_dtype)
 
 
@@ -187,6 +188,17 @@ bitcast_convert_type_p = standard_primitive(_bitcast_shape_rule, _bitcast_dtype_
                                             "bitcast_convert_type")
 ad.defjvp_zero(bitcast_convert_type_p)
 batching.defrule(bitcast_convert_type_p, _bitcast_batch)
+
+
+@shr.keeps_operand_mesh
+def _bitcast_sharding(operand, *, new_dtype):
+    """The operand's layout; an axis of the narrower pieces added or consumed is unsplit."""
+    old, new = _bit_width(operand.dtype), _bit_width(new_dtype)
+    spec = shr.parts(operand)
+    return spec if old == new else (*spec, None) if old > new else spec[:-1]
+
+
+shr.defsharding(bitcast_convert_type_p, _bitcast_sharding)
 mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: hlo.BitcastConvertOp(
     mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 

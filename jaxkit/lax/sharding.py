@@ -24,7 +24,7 @@ from jaxkit.runtime.array import Array
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
                                      PartitionSpec, current_abstract_mesh, current_mesh,
-                                     put_global)
+                                     physical_sharding, put_global)
 
 # What ``jax.lax`` exports from here (the package star-imports it); the helpers the rest of
 # jaxkit uses (``constrain``, ``lay_out``, ``reshard_p``, ...) are imported by name.
@@ -254,7 +254,8 @@ def _impl(x, *, sharding: NamedSharding):
     aval = core.get_aval(x)
     if dtypes.is_extended(aval.dtype):
         # Keys are laid out as their data, whose trailing physical axes stay whole.
-        return aval.dtype.from_physical(_impl(aval.dtype.to_physical(x), sharding=sharding))
+        return aval.dtype.from_physical(_impl(aval.dtype.to_physical(x),
+                                              sharding=physical_sharding(sharding, aval)))
     if type(x) is ShardedArray and x.sharding == sharding:
         return x
     if sharding.spec.unreduced:

@@ -17,9 +17,11 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.interpreters import dispatch
+from jaxkit.lax.sharding_rules import defsharding, named_elementwise_rule
 from jaxkit import numpy as jnp
 from jaxkit.numpy._promotion import promote_dtypes_inexact
 from jaxkit.transforms.jit import jit
+from jaxkit.transforms.vmap import vmap
 from jaxkit.random.key_prims import (canonicalize_sharding,
                                      check_prng_key, check_sampler_args, laid_out,
                                      random_split_p, split, split_list)
@@ -115,9 +117,10 @@ def _gamma_impl(key, a, *, log_space: bool):
     keys = _split_many(lax.reshape(key, (math.prod(key_batch), 2)), split_count)
     keys = lax.reshape(keys, (math.prod(a_shape), 2))
     alphas = lax.reshape(a, (math.prod(a_shape),))
-    # One sample at a time in a loop (JAX's CPU impl path; its lowering vmaps instead, which
-    # gives the same numbers: every element runs its own rejection loop either way).
-    samples = lax.map(lambda ka: _gamma_one(ka[0], ka[1], log_space), (keys, alphas))
+    # All samples at once, as JAX lowers it: one rejection loop running until every element
+    # is accepted (elementwise, so it is partitioned with the keys, where a loop over the
+    # elements ran whole on every device). The numbers are those of one loop per element.
+    samples = vmap(lambda k, a: _gamma_one(k, a, log_space))(keys, alphas)
     return lax.reshape(samples, a_shape)
 
 
@@ -162,6 +165,7 @@ def _gamma_batch(axis_data, batched_args, batch_dims, *, log_space):
 random_gamma_p = core.Primitive("random_gamma")
 random_gamma_p.def_impl(partial(dispatch.apply_primitive, random_gamma_p))
 random_gamma_p.def_abstract_eval(_gamma_abstract_eval)
+defsharding(random_gamma_p, named_elementwise_rule("random_gamma"))
 ad.defjvp_rule(random_gamma_p, _gamma_jvp)
 batching.defrule(random_gamma_p, _gamma_batch)
 # Lowered on the keys' uint32[..., 2] data.

@@ -23,7 +23,8 @@ from jaxkit import numpy as jnp
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, dispatch, mlir
 from jaxkit.lax.sharding import lay_out
-from jaxkit.lax.sharding_rules import resolve_out_sharding
+from jaxkit.lax.sharding_rules import (defsharding, elementwise_rule, parts,
+                                       resolve_out_sharding)
 from jaxkit.random.prng import (UINT_DTYPES, KeyTy, PRNGKeyArray, canonicalize_shape,
                                 check_all_safe_to_cast, check_broadcast_shapes, float_dtype,
                                 random_unwrap, random_wrap,
@@ -96,6 +97,15 @@ def _seed_physical(seeds, *, impl):
 
 random_seed_p = _key_primitive("random_seed", _seed_abstract_eval, _seed_physical)
 batching.defvectorized(random_seed_p)
+# (not ``keeps_operand_mesh``: keys made from host seeds under ``set_mesh`` carry its mesh)
+defsharding(random_seed_p, lambda seeds, **params: parts(seeds)
+            if seeds._sharding is not None else None)
+
+
+def _per_key_rule(keys, *, shape, **params):
+    """Each key's values (bits, new keys) along new unsplit trailing axes (typed over the
+    mesh in context for keys that carry none, as in JAX)."""
+    return (*parts(keys), *[None] * len(shape))
 
 
 def _bits_abstract_eval(keys, *, bit_width, shape):
@@ -110,6 +120,7 @@ random_bits_p = _key_primitive(
     lambda data, *, bit_width, shape: _map_keys(
         lambda k: threefry_random_bits(k, bit_width, shape), data))
 batching.defleading(random_bits_p)
+defsharding(random_bits_p, _per_key_rule)
 
 
 def _split_abstract_eval(keys, *, shape):
@@ -121,6 +132,7 @@ random_split_p = _key_primitive(
     "random_split", _split_abstract_eval,
     lambda data, *, shape: _map_keys(lambda k: threefry_split(k, shape), data))
 batching.defleading(random_split_p)
+defsharding(random_split_p, _per_key_rule)
 
 
 def _fold_in_shape(keys, msgs) -> tuple[int, ...]:
@@ -147,23 +159,40 @@ def _fold_in_physical(data, msgs):
 
 
 def _fold_in_batch(axis_data, args, dims):
-    """Both operands batched in front and broadcast to the result's shape."""
+    """A batched operand's batch axis in front (its other axes broadcast to the result's
+    rank); an unbatched one as it is, broadcast by the primitive against the trailing axes
+    (as JAX's rule: ``vmap(lambda k: fold_in(k, 1))`` binds ``fold_in(keys, 1)``)."""
     size = batching.batch_size(args, dims)
     unbatched = [core.get_aval(x).shape if d is batching.not_mapped else
                  tuple(np.delete(core.get_aval(x).shape, d)) for x, d in zip(args, dims)]
-    shape = (size, *np.broadcast_shapes(*unbatched))
+    shape = tuple(np.broadcast_shapes(*unbatched))
     out = []
     for x, d, s in zip(args, dims, unbatched):
-        trailing = tuple(range(len(shape) - len(s), len(shape)))
         if d is batching.not_mapped:
-            out.append(lax.broadcast_in_dim(x, shape, trailing))
-        else:
-            out.append(lax.broadcast_in_dim(batching.moveaxis(x, d, 0), shape, (0, *trailing)))
+            out.append(x)
+            continue
+        x = batching.moveaxis(x, d, 0)
+        if len(s) < len(shape):  # the trailing axes line up with the result's
+            trailing = tuple(range(len(shape) + 1 - len(s), len(shape) + 1))
+            x = lax.broadcast_in_dim(x, (size, *shape), (0, *trailing))
+        out.append(x)
     return random_fold_in_p.bind(*out), 0
 
 
 random_fold_in_p = _key_primitive("random_fold_in", _fold_in_abstract_eval, _fold_in_physical)
 batching.defrule(random_fold_in_p, _fold_in_batch)
+
+
+def _fold_in_sharding(keys, msgs):
+    """The elementwise rule over the operands broadcast against the result's trailing axes."""
+    ndim = len(_fold_in_shape(keys, msgs))
+    padded = [core.ShapedArray((1,) * (ndim - len(a.shape)) + a.shape, a.dtype, sharding=(
+        None if a._sharding is None else a._sharding.update(spec=type(a._sharding.spec)(
+            *[None] * (ndim - len(a.shape)), *a._sharding.spec)))) for a in (keys, msgs)]
+    return elementwise_rule(*padded, _name="random_fold_in")
+
+
+defsharding(random_fold_in_p, _fold_in_sharding)
 
 
 

@@ -29,14 +29,14 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
+from jaxkit.lax.sharding_rules import defsharding, keeps_operand_mesh, named_elementwise_rule, parts
 from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit import numpy as jnp
 from jaxkit.numpy import _index_update as jnp_index_update
 from jaxkit.numpy._array_methods import install_operators
 from jaxkit.runtime.array import Array, PublicArray, Shard, abstract_member, device_put_value
 from jaxkit.transforms.jit import jit
-from jaxkit.runtime.sharded_array import ShardedArray
-from jaxkit.runtime.sharding import AxisType, NamedSharding, PartitionSpec
+from jaxkit.runtime.sharding import NamedSharding, PartitionSpec
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters import ad, batching, mlir, mlir_calls
 from jaxkit.interpreters.mlir import hlo
@@ -154,6 +154,7 @@ threefry2x32_p = core.Primitive("threefry2x32")
 threefry2x32_p.multiple_results = True
 threefry2x32_p.def_impl(lambda *args: dispatch.apply_primitive(threefry2x32_p, *args))
 threefry2x32_p.def_abstract_eval(_threefry2x32_abstract_eval)
+defsharding(threefry2x32_p, lambda *avals: [named_elementwise_rule("threefry2x32")(*avals)] * 2)
 ad.defjvp_zero(threefry2x32_p)
 batching.defrule(threefry2x32_p, _threefry2x32_batch)
 # Out of line, as JAX's: one private ``@threefry2x32`` per operand shapes in a program; on CPU
@@ -560,7 +561,16 @@ for _name in ("flat", "real", "imag"):
 # the others raise the TypeError the jnp function or the primitive's type rule raises.
 install_operators(PRNGKeyArray)
 PublicArray.register(PRNGKeyArray)  # isinstance(key, jax.Array), as in JAX
-core.pytype_aval_mappings[PRNGKeyArray] = lambda k: ShapedArray(k.shape, fry_dtype)
+def _key_aval(keys: PRNGKeyArray) -> ShapedArray:
+    """``key<fry>[...]``, split as the data is over Explicit mesh axes (``u32[8@x,2]`` data:
+    ``key<fry>[8@x]``)."""
+    typed = getattr(core.get_aval(keys._base_array), "_sharding", None)
+    if typed is not None:
+        typed = typed.update(spec=type(typed.spec)(*typed.spec[:keys.ndim]))
+    return ShapedArray(keys.shape, fry_dtype, sharding=typed)
+
+
+core.pytype_aval_mappings[PRNGKeyArray] = _key_aval
 
 
 # --------------------------------------------------------------------------------------------
@@ -577,13 +587,16 @@ def _wrap_abstract_eval(data, *, impl):
 
 def _wrap_impl(data, *, impl):
     # Host data is put on the default device, uncommitted, even under jax.set_mesh: JAX's
-    # wrap_key_data of a NumPy array is a SingleDeviceSharding there.
-    return PRNGKeyArray(data if type(data) is Array else device_put_value(np.asarray(data, _u32)))
+    # wrap_key_data of a NumPy array is a SingleDeviceSharding there. Device data stays as
+    # it is laid out.
+    return PRNGKeyArray(data if isinstance(data, Array)
+                        else device_put_value(np.asarray(data, _u32)))
 
 
 random_wrap_p = core.Primitive("random_wrap")
 random_wrap_p.def_impl(_wrap_impl)
 random_wrap_p.def_abstract_eval(_wrap_abstract_eval)
+defsharding(random_wrap_p, keeps_operand_mesh(lambda data, *, impl: parts(data)[:-1]))
 ad.defjvp_zero(random_wrap_p)
 batching.defleading(random_wrap_p)
 mlir.register_lowering(random_wrap_p, lambda ctx, data, *, impl: data, physical=True)
@@ -597,22 +610,14 @@ def _unwrap_abstract_eval(keys):
 
 
 def _unwrap_impl(keys):
-    """The keys' data; laid out over a mesh with an Explicit axis, its spec is spelled for
-    the data's rank, as JAX's physical layout of keys (``P(None,)`` for a ``key<fry>[]``'s
-    ``uint32[2]``): the same layout, no copy."""
-    data = keys._base_array
-    s = getattr(data, "sharding", None)
-    if type(data) is ShardedArray and isinstance(s, NamedSharding) and \
-            len(s.spec) < data.ndim and AxisType.Explicit in s.mesh.axis_types:
-        spec = PartitionSpec(*s.spec, *[None] * (data.ndim - len(s.spec)))
-        return ShardedArray(data._buf, data.aval, NamedSharding(s.mesh, spec,
-                                                                memory_kind=s.memory_kind))
-    return data
+    """The keys' data, laid out as they hold it (see ``KeyTy.from_physical``)."""
+    return keys._base_array
 
 
 random_unwrap_p = core.Primitive("random_unwrap")
 random_unwrap_p.def_impl(_unwrap_impl)
 random_unwrap_p.def_abstract_eval(_unwrap_abstract_eval)
+defsharding(random_unwrap_p, keeps_operand_mesh(lambda keys: (*parts(keys), None)))
 ad.defjvp_zero(random_unwrap_p)
 batching.defleading(random_unwrap_p)
 mlir.register_lowering(random_unwrap_p, lambda ctx, keys: keys, physical=True)

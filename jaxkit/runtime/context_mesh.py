@@ -107,8 +107,8 @@ def lay_out(x: Any, typed: bool = True, ndim: int | None = None) -> Any:
         if isinstance(dtype, dtypes.ExtendedDType) and not isinstance(x, ShardedArray):
             data = dtype.to_physical(x)  # a key array: its data is laid out
             if type(data) is Array and not data._buf._committed:
-                # (spelled for the key's rank: random_unwrap spells the data's)
-                return dtype.from_physical(lay_out(data, typed, np.ndim(x)))
+                # (spelled for the data's rank: its word axis whole, as JAX lays keys out)
+                return dtype.from_physical(lay_out(data, typed))
         return x
     if x._buf._committed:
         return x

@@ -26,7 +26,7 @@ from jaxlib import _jax
 from jaxlib import xla_client as xc
 from jaxlib.mlir import passmanager
 
-from jaxkit import avals, core
+from jaxkit import avals, core, dtypes
 from jaxkit._config import config
 from jaxkit.runtime import compile_cache, multi_device, pjrt
 from jaxkit.runtime.mesh import (  # noqa: F401  (the meshes live there; named here too)
@@ -416,6 +416,18 @@ def typed_sharding(mesh: Mesh | AbstractMesh, spec: Sequence,
 
 
 _typed_avals: dict[tuple, core.ShapedArray] = {}
+
+
+def physical_sharding(sharding: Any, aval: core.ShapedArray) -> Any:
+    """The layout of the data of keys of type ``aval`` laid out as ``sharding``: as JAX's,
+    a ``None`` added for the data's word axis (``P('x')`` keys: ``P('x', None)`` data;
+    ``P()``: ``P(None,)``). Any other sharding, or value, is its own."""
+    if type(sharding) is not NamedSharding or not dtypes.is_extended(aval.dtype):
+        return sharding
+    spec = sharding.spec
+    return NamedSharding(sharding.mesh, PartitionSpec(
+        *spec, *[None] * len(aval.dtype.physical_shape), unreduced=spec.unreduced,
+        reduced=spec.reduced), memory_kind=sharding.memory_kind)
 
 
 def typed_aval(aval: core.ShapedArray, sharding: Any) -> core.ShapedArray:

@@ -710,7 +710,8 @@ _sharded_eager: dict = {}
 
 
 def _apply_sharded(prim: core.Primitive, args: tuple, params: dict) -> Any:
-    meshes = {getattr(x.sharding, "mesh", None) for x in args if type(x) is ShardedArray}
+    laid_out = [spmd.data_of(x) for x in args]  # (keys: their data)
+    meshes = {getattr(x.sharding, "mesh", None) for x in laid_out if type(x) is ShardedArray}
     if len(meshes) != 1 or None in meshes:
         # operands over different meshes (the same devices typed Auto and Explicit, as an
         # auto_axes residual meets its cotangent): run on one device, as before

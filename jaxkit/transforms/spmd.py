@@ -32,7 +32,8 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import (UNSPECIFIED, AbstractMesh, AxisType, GSPMDSharding, Mesh,
                                      NamedSharding, PartitionSpec, compile_partitioned,
                                      current_mesh, named_from_hlo, lift_inlined_meshes,
-                                     output_hlo_shardings, parameter_hlo_shardings, put_global)
+                                     output_hlo_shardings, parameter_hlo_shardings,
+                                     physical_sharding, put_global)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -173,7 +174,9 @@ def input_shardings(given: Any, dyn_args: tuple, dyn_kwargs: dict, flat: Sequenc
     wanted = given_input_shardings(given, dyn_args, len(flat))
     chosen = []
     for w, x, a in zip(wanted, flat, avals):
-        own = data_of(x)._sharding if is_laid_out(x) else None
+        own = None
+        if is_laid_out(x):  # (keys: their layout, spelled for their rank, not their data's)
+            own = x._sharding if type(x) is ShardedArray else x.sharding
         if w is not None and own is not None and w != own:
             raise ValueError(
                 "Sharding passed to jit does not match the sharding on the respective arg. "
@@ -417,8 +420,10 @@ class PartitionedProgram:
         # the first given argument's sharding (``_recovered``), else the simplest spec.
         out_hlos = output_hlo_shardings(exe, len(self.out_avals))
         for i, (hlo, aval) in enumerate(zip(out_hlos, self.out_avals)):
-            named = plan.out_shardings[i] or _recovered(first, hlo, _rank(aval)) or \
-                _named(mesh, hlo, aval, "output", i)
+            # (keys: a layout given for them lays their data out with the word axis whole;
+            # one XLA chose is their data's)
+            named = physical_sharding(plan.out_shardings[i], aval) or \
+                _recovered(first, hlo, _rank(aval)) or _named(mesh, hlo, aval, "output", i)
             if plan.out_shardings[i] is None and \
                     getattr(aval, "memory_space", None) is not None:
                 named = named.with_memory_kind(core.mem_space_to_kind(aval.memory_space))

@@ -143,19 +143,23 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 
 def _explicit_mesh_axis(vals: list, dims: list) -> tuple:
     """The mesh axis the mapped dimension of the arguments is split over in their types
-    (None if unsplit), and its mesh; arguments that disagree are an error, as in JAX."""
-    found, mesh = set(), None
+    (None if unsplit), and its mesh. As in JAX, every mapped argument must agree, an
+    argument whose type says nothing of its layout (host data, a sparse array) counting as
+    unsplit: ``vmap(f)(a, b)`` with ``a`` split over ``x`` and ``b`` not is an error."""
+    found, mesh, seen = None, None, False
     for v, d in zip(vals, dims):
-        if d is None or batching.is_vmappable(v):
+        if d is None:
             continue
-        sharding = getattr(core.get_aval(v), "_sharding", None)
-        if sharding is not None and tuple(sharding.spec)[d] is not None:
-            found.add(tuple(sharding.spec)[d])
+        sharding = None if batching.is_vmappable(v) else getattr(core.get_aval(v), "_sharding",
+                                                                 None)
+        entry = None if sharding is None else tuple(sharding.spec)[d]
+        if seen and entry != found:
+            raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded "
+                             f"the same. Got inconsistent axis specs: {found} vs {entry}")
+        if entry is not None:
             mesh = sharding.mesh
-    if len(found) > 1:
-        raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded "
-                         f"the same. Got inconsistent axis specs: {sorted(map(str, found))}")
-    return (found.pop(), mesh) if found else (None, None)
+        found, seen = entry, True
+    return (found, mesh) if found is not None else (None, None)
 
 
 def _maps_itself(x) -> bool:
