@@ -125,6 +125,19 @@ __all__ = [
 ]
 
 
+# Names JAX 0.10.2 removed, which its module still answers with how to replace them.
+_REMOVED = {name: (f"jax.{name} is deprecated; use jax.device_put instead. See "
+                   "https://docs.jax.dev/en/latest/migrate_pmap.html#drop-in-replacements for a "
+                   "drop-in replacement.") for name in ("device_put_replicated",
+                                                        "device_put_sharded")}
+
+
+def __getattr__(name: str):
+    if name in _REMOVED:
+        raise AttributeError(_REMOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load_ipython_extension(ipython) -> None:
     """``%load_ext jaxkit`` registers the magics (IPython is imported only then)."""
     import jaxkit.magics  # noqa: PLC0415  (lazy: keeps `import jaxkit` free of IPython)

@@ -214,10 +214,13 @@ def test_collectives_are_read_from_hlo_lines(line, want):
     assert found == ([] if want is None else [want])
 
 
-def test_pmap_results_are_placed_without_a_mesh_panel(ip):
+def test_pmap_results_are_laid_out_over_the_pmap_mesh(ip):
+    """As in JAX, a pmap result is split over a mesh of its devices named by the pmap's axis
+    (``_internal_pmap_axis_name`` when unnamed): a jitted call on it is partitioned there."""
     ip.run_cell("pm = jax.pmap(lambda r: r * 2, backend='spmd8')(np.ones((8, 3), np.float32))",
                 store_history=False).raise_error()
     report = jit_cell(ip, "def k(r):\n    return r + 1", "k(pm)")
-    assert report.sharding is None
-    assert report.inputs == [("[0]", "f32[8,3]",
-                              "8 devices, AxisSharding(split on axis 0 over 8 devices)")]
+    spec = "P('_internal_pmap_axis_name',)"
+    assert [(p.role, p.label, p.type, p.spec) for p in report.sharding.placements] == [
+        ("in", "pm", "f32[8,3]", spec), ("out", "(value)", "f32[8,3]", spec)]
+    assert report.sharding.collectives == []

@@ -104,11 +104,6 @@ class ShardedArray(Array):
         return s
 
     @property
-    def mapped_axis(self) -> int | None:
-        """The axis a pmap result is split on (None: replicated)."""
-        return getattr(self._sharding, "axis", None)
-
-    @property
     def device(self):
         raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
 

@@ -138,6 +138,8 @@ class PmapProgram:
         # (logical: keys are wrapped around their data's buffers in ``run``)
         self.out_local_avals = [a.update(shape=_insert_axis(a.shape, ax, axis_size))
                                 for a, ax in zip(jaxpr.out_avals, out_axes)]
+        self.out_presented = [presented_sharding(s.sharding, axis_name)
+                              for s in self.out_specs]
         module = lower_pmap_body(name, jaxpr, axis_name, global_axis_size, in_axes, out_axes,
                                  donated_invars)
         self.module = module
@@ -160,8 +162,9 @@ class PmapProgram:
             x = x.dtype.to_physical(x)  # a key array: its data
         if type(x) is ShardedArray:
             buf = x._buf
-            if buf._sharding is spec.sharding and buf.aval.shape == spec.global_aval.shape \
-                    and buf.aval.dtype == spec.aval.dtype:
+            if buf.aval.shape == spec.global_aval.shape and buf.aval.dtype == spec.aval.dtype \
+                    and (buf._sharding is spec.sharding or spec.sharding.is_equivalent_to(
+                        buf._sharding, len(spec.global_aval.shape))):
                 x._check_alive()
                 return buf
         if spec.axis is None and isinstance(x, Array):  # immutable: one copy per program
@@ -183,8 +186,8 @@ class PmapProgram:
     def run(self, args: Sequence) -> list[ShardedArray]:
         bufs = [self.place(s, x) for s, x in zip(self.in_specs, args)]
         outs = self.executable(bufs)
-        return [_result(b, a, s.sharding)
-                for b, a, s in zip(outs, self.out_local_avals, self.out_specs)]
+        return [_result(b, a, s) for b, a, s in zip(outs, self.out_local_avals,
+                                                    self.out_presented)]
 
 
 def _result(buf, aval: ShapedArray, sharding) -> Any:
@@ -192,6 +195,29 @@ def _result(buf, aval: ShapedArray, sharding) -> Any:
     if dtypes.is_extended(aval.dtype):
         return aval.dtype.from_physical(ShardedArray(buf, core.physical_aval(aval), sharding))
     return ShardedArray(buf, aval, sharding)
+
+
+_PMAP_AXIS = "_internal_pmap_axis_name"
+_pmap_meshes: dict = {}
+
+
+def presented_sharding(sharding: multi_device.AxisSharding, axis_name) -> Any:
+    """How a pmap result presents its layout, as JAX's (which runs pmap as a ``shard_map``):
+    a ``NamedSharding`` over a mesh of the mapped devices whose one axis is the pmap's
+    ``axis_name`` (``_internal_pmap_axis_name`` when it has none), split on the mapped axis
+    (``P()`` for an unmapped result). Its buffers keep the program's own sharding, which the
+    partitioned programs computing on it take as equivalent. A result spanning other
+    processes' devices presents itself as before (``ShardedArray._view``)."""
+    devices = sharding.devices
+    if len(multi_device.addressable_devices(devices)) != len(devices):
+        return sharding
+    name = axis_name if isinstance(axis_name, str) else _PMAP_AXIS
+    mesh = _pmap_meshes.get((devices, name))
+    if mesh is None:
+        mesh = _pmap_meshes[(devices, name)] = Mesh(np.array(devices, dtype=object), (name,))
+    axis = sharding.axis
+    return NamedSharding(mesh, PartitionSpec() if axis is None else
+                         PartitionSpec(*[None] * axis, name))
 
 
 _programs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -33,7 +33,7 @@ from jaxkit.runtime.sharding import (UNSPECIFIED, AbstractMesh, AxisType, GSPMDS
                                      NamedSharding, PartitionSpec, compile_partitioned,
                                      current_mesh, named_from_hlo, lift_inlined_meshes,
                                      output_hlo_shardings, parameter_hlo_shardings,
-                                     physical_sharding, put_global)
+                                     physical_sharding, put_global, shardings_equivalent)
 
 __all__ = ["ShardingPlan", "PartitionedProgram", "first_mesh", "is_laid_out", "input_shardings",
            "output_shardings"]
@@ -476,7 +476,10 @@ def _place(x: Any, aval: ShapedArray, sharding: NamedSharding):
     if dtypes.is_extended(aval.dtype):  # keys: their data, in the same layout
         x, aval = aval.dtype.to_physical(x), core.physical_aval(aval)
     runtime = sharding.runtime_sharding(len(aval.shape))
-    if type(x) is ShardedArray and x._buf._sharding is runtime and x.dtype == aval.dtype:
+    if type(x) is ShardedArray and x.dtype == aval.dtype and (
+            x._buf._sharding is runtime or (  # (a pmap result: its program's own sharding)
+                type(x._buf._sharding) is multi_device.AxisSharding and
+                shardings_equivalent(runtime, x._buf._sharding, len(aval.shape)))):
         x._check_alive()
         return x._buf
     host = x._value if isinstance(x, Array) else x
