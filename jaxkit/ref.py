@@ -589,8 +589,7 @@ batching.batch_rules[addupdate_p] = lambda ad_, v, d, **p: _write_batch(
 # --------------------------------------------------------------------------------------------
 
 
-def _scan_discharge(in_avals, *vals, jaxpr, length, reverse, num_consts, num_carry, unroll,
-                    linear):
+def _scan_discharge(in_avals, *vals, jaxpr, length, reverse, num_consts, num_carry, unroll):
     is_ref = [is_ref_aval(a) for a in in_avals]
     if any(is_ref[num_consts:]):
         raise ValueError("a Ref cannot be a scan carry or scanned-over value; close over it "
@@ -621,7 +620,7 @@ def _scan_discharge(in_avals, *vals, jaxpr, length, reverse, num_consts, num_car
     args = [vals[i] for i in plain_pos] + ref_vals + list(vals[num_consts:])
     outs = loops.scan_p.bind(*args, jaxpr=new, length=length, reverse=reverse,
                              num_consts=len(plain_pos), num_carry=n_refs + num_carry,
-                             unroll=unroll, linear=(False,) * len(args))
+                             unroll=unroll)
     finals = iter(outs[:n_refs])
     return [next(finals) if r else None for r in is_ref], outs[n_refs:]
 

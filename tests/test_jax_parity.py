@@ -654,7 +654,21 @@ b.delete()
 print(f(a, b), jax.grad(f)(1., 2.), jax.vmap(f)(a, a))
 """
 
+# The parameter names of control-flow equations (a custom interpreter reads and rebinds them).
+EQUATION_PARAMS = """
+def params(f, *args):
+    return [(e.primitive.name, sorted(e.params)) for e in jax.make_jaxpr(f)(*args).eqns]
+step = lambda c, a: (c * a, c + a)
+print(params(lambda x: lax.scan(step, x, jnp.ones(3)), 1.))
+print(params(jax.grad(lambda x: lax.scan(step, x, jnp.ones(3))[0]), 1.))
+print(params(jax.vmap(lambda x: lax.scan(step, x, jnp.ones(3))[0]), jnp.ones(2)))
+print(params(lambda x: lax.map(jnp.sin, x), jnp.ones(3)))
+print(params(lambda x: lax.while_loop(lambda c: c < 3, lambda c: c + 1, x), 1.))
+print(params(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2, x), 1.))
+"""
+
 RECORDS = {
+    "equation_params": EQUATION_PARAMS,
     "unused_arguments": UNUSED_ARGUMENTS,
     "lowered_text": LOWERED_TEXT,
     "sharded_scalars_and_specs": SHARDED_SCALARS_AND_SPECS,

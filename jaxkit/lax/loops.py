@@ -388,8 +388,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     loop_carry = [c for c, m in zip(carry_flat, to_const) if not m]
     outs = scan_p.bind(*consts, *loop_carry, *xs_flat, jaxpr=body, length=length,
                        reverse=bool(reverse), num_consts=len(consts), num_carry=len(loop_carry),
-                       unroll=int(unroll), linear=(False,) * (len(consts) + len(loop_carry) +
-                                                            len(xs_flat)))
+                       unroll=int(unroll))
     carry_it, ys_it = iter(outs[:len(loop_carry)]), iter(outs[len(loop_carry):])
     carry_out = tree_util.tree_unflatten(
         carry_tree, [c if m else next(carry_it) for c, m in zip(carry_flat, to_const)])
@@ -403,13 +402,13 @@ def _device_value(x):
     return device_put_value(x) if isinstance(x, np.ndarray) else x
 
 
-def _scan_abstract_eval(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, linear):
+def _scan_abstract_eval(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     carry = list(jaxpr.out_avals[:num_carry])  # the body's output types, as JAX
     ys = [a.update(shape=(length,) + a.shape) for a in jaxpr.out_avals[num_carry:]]
     return carry + ys
 
 
-def _scan_impl_fun(*args, jaxpr, length, reverse, num_consts, num_carry, unroll, linear):
+def _scan_impl_fun(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     """The scan as a while loop over an index, laid out as JAX's (used to lower it, so that
     lowered text reads as JAX's): ``unroll`` iterations per trip of the loop, the body called
     as ``func.call @closed_call``, the slices taken with ``dynamic_index_in_dim`` and
@@ -557,12 +556,10 @@ def _interleave(a, b, axis: int):
 def _bind_scan(consts, carry, xs, jaxpr, length, reverse, unroll):
     args = [*consts, *carry, *xs]
     return scan_p.bind(*args, jaxpr=jaxpr, length=length, reverse=reverse,
-                       num_consts=len(consts), num_carry=len(carry), unroll=unroll,
-                       linear=(False,) * len(args))
+                       num_consts=len(consts), num_carry=len(carry), unroll=unroll)
 
 
-def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll,
-              linear):
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carry, unroll):
     consts, carry, xs = split_list(primals, [num_consts, num_carry])
     const_t, carry_t, xs_t = split_list(tangents, [num_consts, num_carry])
     const_nz = [not ad.is_zero(t) for t in const_t]
@@ -610,7 +607,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, num_consts, num_carr
 
 
 def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_consts,
-                       num_carry, unroll, linear):
+                       num_carry, unroll):
     consts, carry, xs = split_list(args, [num_consts, num_carry])
     uk = [not trace.is_known(x) for x in args]
     c_uk, ca_uk0, x_uk = split_list(uk, [num_consts, num_carry])
@@ -685,8 +682,7 @@ def _scan_partial_eval(trace: pe.JaxprTrace, *args, jaxpr, length, reverse, num_
     u_args = [*int_res, *uc, *uca, *ux, *ext_res]
     staged = trace.stage(scan_p, u_args, u_out_avals,
                          dict(jaxpr=ubody, length=length, reverse=reverse,
-                              num_consts=n_uc, num_carry=len(uca), unroll=unroll,
-                              linear=(False,) * len(u_args)))
+                              num_consts=n_uc, num_carry=len(uca), unroll=unroll))
     s_it = iter(staged)
     known_it = iter(list(k_carry) + list(k_ys))
     results = []
@@ -701,8 +697,7 @@ def _scan_abstract(body: ClosedJaxpr, num_consts: int, num_carry: int, length: i
     return list(carry) + ys
 
 
-def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll,
-                    linear):
+def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, unroll):
     consts, carry, xs = split_list(args, [num_consts, num_carry])
     c_lin = [ad.is_undefined_primal(x) for x in consts]
     # Every carry of a linear scan is a tangent. One that arrives as a value rather than an
@@ -752,7 +747,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
 
 
 def _scan_batch(axis_data, vals, dims, *, jaxpr, length, reverse, num_consts, num_carry,
-                unroll, linear):
+                unroll):
     size = axis_data.size
     consts, carry, xs = split_list(vals, [num_consts, num_carry])
     c_d, ca_d, x_d = split_list(dims, [num_consts, num_carry])

@@ -1,6 +1,6 @@
 """How jaxprs print the parameters of some primitives, as JAX 0.10.2 prints them: dot
 dimension numbers as lists, and parameters JAX does not show (an unset ``out_dtype``, a
-conversion's ``sharding``, scan's ``linear``). One table, so the primitives' blocks stay about
+conversion's ``sharding``). One table, so the primitives' blocks stay about
 their semantics."""
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from jaxkit import core
 from jaxkit.lax.convert import convert_element_type_p
 from jaxkit.lax.dot import dot_general_p
 from jaxkit.lax.elementwise import mul_p
-from jaxkit.lax.loops import scan_p
 
 
 def _dot_general(params: dict) -> dict:
@@ -26,12 +25,7 @@ def _without_none(*names):
     return rule
 
 
-def _scan(params: dict) -> dict:
-    return dict(sorted((k, v) for k, v in params.items() if k != "linear"))
-
-
 core.defpp_params(mul_p, _without_none("out_dtype"))
 core.defpp_params(convert_element_type_p,  # the binder's type shows it
                   lambda params: {k: v for k, v in sorted(params.items()) if k != "sharding"})
 core.defpp_params(dot_general_p, _dot_general)
-core.defpp_params(scan_p, _scan)
