@@ -100,8 +100,9 @@ def _make_facade(jax_name: str) -> types.ModuleType:
             return importlib.import_module(child)
         try:
             return getattr(target, name)
-        except AttributeError:
-            pass
+        except AttributeError as err:
+            if name in getattr(target, "_REMOVED", ()):  # JAX's word on a removed name
+                raise AttributeError(str(err)) from None
         if not name.startswith("__"):
             try:
                 return importlib.import_module(child)

@@ -317,6 +317,13 @@ CASES = {
         print(type(opts).__name__, opts.num_partitions, opts.num_replicas,
               opts.parameter_is_tupled_arguments)
     """,
+    "removed_names": """
+        for name in ("device_put_sharded", "device_put_replicated"):
+            try:
+                getattr(jax, name)
+            except AttributeError as e:
+                print(e)
+    """,
 }
 
 _RUNNER = r"""
