@@ -206,10 +206,68 @@ def test_call_errors_match_jax():
         jaxkit.vmap(kexp.call)(np.ones((2, 3, 2), np.float32))
 
 
+def _cos(m):
+    return m.jit(m.lax.cos)
+
+
+def _inv_plus_platform_dependent(m):
+    return m.jit(lambda x: m.numpy.linalg.inv(x) + m.lax.platform_dependent(
+        x, cpu=m.numpy.sin, cuda=m.numpy.cos))
+
+
+def _jit_and_grad(m, exp):
+    return [float(m.jit(lambda v: exp.call(v) * 2)(1.0)), float(m.grad(exp.call)(1.0))]
+
+
+# Export for other platforms than this one and for several at once (JAX's export tutorial):
+# (name, function of (jax module, export module) giving what is compared)
+PLATFORM_CASES = {
+    "other_platform_call_refused": lambda m, e: e.export(_cos(m), platforms=["tpu"])(1.0).call(
+        1.0),
+    "other_platform_check_disabled": lambda m, e: repr(e.export(
+        _cos(m), platforms=["tpu"], disabled_checks=[e.DisabledSafetyCheck.platform()])(
+            1.0).call(1.0)),
+    "several_platforms_call": lambda m, e: repr(e.export(
+        _cos(m), platforms=["tpu", "cpu", "cuda"])(1.0).call(1.0)),
+    "several_platforms_fields": lambda m, e: [
+        (x.platforms, x.uses_global_constants, list(map(str, x.in_avals)))
+        for x in [e.export(_cos(m), platforms=["tpu", "cpu", "cuda"])(1.0)]],
+    "several_platforms_size": lambda m, e: len(e.export(
+        m.jit(lambda x: m.lax.fori_loop(0, 9, lambda i, c: m.numpy.cos(c), x)),
+        platforms=["cpu", "tpu", "cuda"])(1.0).mlir_module_serialized) - len(e.export(
+            m.jit(lambda x: m.lax.fori_loop(0, 9, lambda i, c: m.numpy.cos(c), x)))(
+            1.0).mlir_module_serialized) < 200,
+    "several_platforms_linalg": lambda m, e: np.asarray(e.export(
+        _inv_plus_platform_dependent(m), platforms=["cuda", "cpu"])(np.eye(2, dtype=np.float32))
+        .call(2 * np.eye(2, dtype=np.float32))).tolist(),
+    "several_platforms_under_jit_and_grad": lambda m, e: _jit_and_grad(
+        m, e.export(_cos(m), platforms=["cuda", "cpu"])(1.0)),
+    "module_text": lambda m, e: e.export(_inv_plus_platform_dependent(m), platforms=[
+        "cpu", "cuda"])(np.eye(2, dtype=np.float32)).mlir_module().count('"_platform_index"'),
+}
+
+
+@pytest.mark.parametrize("case", PLATFORM_CASES)
+def test_export_for_other_and_several_platforms(case):
+    def run(m, e):
+        try:
+            return PLATFORM_CASES[case](m, e)
+        except Exception as err:  # noqa: BLE001  (the class and text are what is compared)
+            return f"{type(err).__name__}: {err}"
+    assert run(jaxkit, export) == run(jax, jexport)
+
+
+def test_several_platforms_roundtrip_serialization():
+    exp = export.export(_inv_plus_platform_dependent(jaxkit), platforms=["cuda", "cpu"])(
+        np.eye(2, dtype=np.float32))
+    back = export.deserialize(exp.serialize())
+    assert back.platforms == ("cuda", "cpu")
+    np.testing.assert_allclose(back.call(np.eye(2, dtype=np.float32)),
+                               exp.call(np.eye(2, dtype=np.float32)))
+
+
 def test_unsupported_features_raise_clearly():
     f = jaxkit.jit(lambda x: x)
-    with pytest.raises(NotImplementedError, match="cross-platform"):
-        export.export(f, platforms=["tpu"])
     spec = jaxkit.ShapeDtypeStruct(export.symbolic_shape("b"), np.float32)
     with pytest.raises(NotImplementedError, match="shape polymorphism"):
         export.export(f)(spec)

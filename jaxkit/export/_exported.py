@@ -8,10 +8,11 @@ under ``jit`` and inside other exports); differentiation goes through a ``custom
 backward pass calls the exported VJP (``Exported.vjp()``, kept when serializing with
 ``vjp_order``).
 
-Supported: single-device programs for the platform jaxkit runs on. Not supported (each raises
-``NotImplementedError`` saying so): symbolic (shape-polymorphic) argument shapes, programs
-partitioned over several devices, and export for other or several platforms at once
-(cross-platform lowering); ``vmap`` of ``call_exported`` has no rule, as in JAX.
+Supported: single-device programs, for the platform jaxkit runs on, for another one, or for
+several at once (the module then takes the platform's index first and ``call`` passes it:
+``interpreters.mlir_platforms``). Not supported (each raises ``NotImplementedError`` saying
+so): symbolic (shape-polymorphic) argument shapes and programs partitioned over several
+devices; ``vmap`` of ``call_exported`` has no rule, as in JAX.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from jaxkit import api, core, dtypes
 from jaxkit import tree_util
 from jaxkit import numpy as jnp
 from jaxkit.export import _shape_poly
-from jaxkit.interpreters import dispatch, mlir
+from jaxkit.interpreters import dispatch, mlir, mlir_platforms
 from jaxkit.runtime import pjrt, stablehlo_io
 from jaxkit.transforms.custom_vjp import custom_vjp
 from jaxkit.transforms.jit import jit, jit_object
@@ -37,13 +38,29 @@ _CALLING_CONVENTION_VERSION = 10
 
 # Custom-call targets whose implementation promises a stable ABI (as JAX lists them): a module
 # calling any other target would not run in another process or jaxlib version.
+# The custom-call targets whose compatibility JAX 0.10.2 guarantees (its
+# ``_CUSTOM_CALL_TARGETS_GUARANTEED_STABLE``): LAPACK on CPUs, cuSOLVER/hipSOLVER on GPUs,
+# the TPU and sharding ones.
+_LAPACK_ROUTINES = ("potrf", "geqrf", ("orgqr", "ungqr"), ("syevd", "heevd"), "geev", "gesdd",
+                    "getrf", ("sytrd", "hetrd"), "gehrd", "gees", "trsm", "gtsv")
+_CPU_TARGETS = {f"lapack_{t}{name if isinstance(name, str) else name[t in 'cz']}_ffi"
+                for name in _LAPACK_ROUTINES for t in "sdcz"}
+_GPU_TARGETS = {
+    "cu_lu_pivots_to_permutation", "cusolver_getrf_ffi", "hip_lu_pivots_to_permutation",
+    "hipsolver_getrf_ffi", "cusolver_geqrf_ffi", "cusolver_orgqr_ffi", "hipsolver_geqrf_ffi",
+    "hipsolver_orgqr_ffi", "cusolver_potrf_ffi", "hipsolver_potrf_ffi", "cusolver_syevd_ffi",
+    "hipsolver_syevd_ffi", "cusolver_gesvd_ffi", "cusolver_gesvdj_ffi", "hipsolver_gesvd_ffi",
+    "hipsolver_gesvdj_ffi", "hipsolver_gesdd_ffi", "cusolver_sytrd_ffi", "hipsolver_sytrd_ffi",
+    "cusparse_gtsv2_ffi"}
 _STABLE_TARGETS = frozenset({
+    *_CPU_TARGETS, *_GPU_TARGETS,
     "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
     "cu_threefry2x32_ffi", "hip_threefry2x32_ffi", "Eigh", "Qr",
     "ProductOfElementaryHouseholderReflectors", "LuDecomposition", "ApproxTopK",
-    "stablehlo.dynamic_approx_top_k", "AllocateBuffer", "shape_assertion",
-    "stablehlo.dynamic_reduce_window", "stablehlo.dynamic_rng_bit_generator",
-    "stablehlo.dynamic_top_k"})
+    "stablehlo.dynamic_approx_top_k", "tf.call_tf_function", "tpu_custom_call",
+    "AllocateBuffer", "mosaic_gpu_v2", "stablehlo.dynamic_reduce_window",
+    "stablehlo.dynamic_rng_bit_generator", "stablehlo.dynamic_top_k", "shape_assertion"})
+# (a module calling LAPACK needs jaxlib's LAPACK targets registered before it compiles)
 _STABLE_TARGET_PATTERN = re.compile(r"^lapack_[sdcz]\w+_ffi$")
 
 
@@ -157,8 +174,7 @@ class Exported:
 def _check_custom_calls(module, fun_name: str, disabled: Sequence[DisabledSafetyCheck]) -> None:
     allowed = {c.is_custom_call() for c in disabled} - {None}
     bad = [t for t in stablehlo_io.custom_call_targets(module)
-           if t not in _STABLE_TARGETS and t not in allowed
-           and not _STABLE_TARGET_PATTERN.match(t)]
+           if t not in _STABLE_TARGETS and t not in allowed]
     if bad:
         examples = "\n".join(f"custom_call @{t}" for t in dict.fromkeys(bad))
         raise ValueError(
@@ -177,15 +193,9 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
     if jit_object(fun_jit) is None:
         raise ValueError(f"Function to be exported must be the result of `jit` but is: "
                          f"{fun_jit}")
-    current = default_export_platform()
     if platforms is None:
-        platforms = (current,)
+        platforms = (default_export_platform(),)
     platforms = tuple(p.lower() for p in platforms)
-    if platforms != (current,):
-        raise NotImplementedError(
-            f"export for platforms {platforms}: jaxkit lowers only for the platform it runs "
-            f"on ({current!r}); cross-platform and multi-platform export are not supported. "
-            f"Export with platforms=({current!r},) or leave platforms out.")
     disabled_checks = tuple(disabled_checks)
 
     def do_export(*args: Any, **kwargs: Any) -> Exported:
@@ -204,11 +214,17 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
                (*traced.jaxpr.in_avals, *traced.jaxpr.out_avals)):
             raise NotImplementedError(f"export of {traced.fun_name}: functions with ordered "
                                       "effects (tokens) are not supported by jaxkit's export.")
-        lowered = traced.lower()
+        # (for other platforms than this one too; for several, the module takes the
+        # platform's index first: ``interpreters.mlir_platforms``)
+        lowered = traced.lower(lowering_platforms=platforms)
         module = lowered.module
+        multi = len(platforms) > 1
+        if multi:  # (as JAX marks a module whose global constants the caller refines)
+            with module.context:
+                module.operation.attributes["jax.uses_shape_polymorphism"] = \
+                    mlir.ir.BoolAttr.get(True)
         _check_custom_calls(module, traced.fun_name, disabled_checks)
-        in_avals = tuple(a.strip_weak_type() for a in traced.jaxpr.in_avals)
-        out_avals = tuple(a.strip_weak_type() for a in traced.jaxpr.out_avals)
+        in_avals, out_avals = tuple(traced.jaxpr.in_avals), tuple(traced.jaxpr.out_avals)
         return Exported(
             fun_name=traced.fun_name, in_tree=traced.in_tree, in_avals=in_avals,
             out_tree=traced.out_tree, out_avals=out_avals,
@@ -220,7 +236,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             # the arguments the module takes (jit leaves the unused ones out, as JAX's)
             module_kept_var_idx=tuple(range(len(in_avals)) if lowered.program.kept is None
                                       else lowered.program.kept),
-            uses_global_constants=False,
+            uses_global_constants=multi,
             _get_vjp=lambda exp: _export_vjp(fun_jit, exp, platforms, disabled_checks))
 
     return do_export
@@ -331,8 +347,27 @@ def _call_exported_lowering(ctx: mlir.LoweringRuleContext, *args, exported: Expo
     name = stablehlo_io.inline_module(ctx.module_context.module, module,
                                       f"call_exported_{exported.fun_name}")
     args = [args[i] for i in exported.module_kept_var_idx]
+    if len(exported.platforms) > 1:  # the module takes the platform's index first
+        args = [_platform_index(ctx.module_context, exported), *args]
     return stablehlo_io.call(name, args,
                              [mlir.aval_to_ir_type(a) for a in exported.out_avals])
+
+
+def _platform_index(mctx: Any, exported: Exported) -> Any:
+    """The index among ``exported.platforms`` of the platform the caller is lowered for (the
+    first where the platform check is disabled and it is not one of them); for a caller
+    lowered for several platforms, the index for each of them."""
+    def index(platform: str) -> int:
+        if platform in exported.platforms:
+            return exported.platforms.index(platform)
+        if DisabledSafetyCheck.platform() in exported.disabled_safety_checks:
+            return 0
+        raise ValueError(f"Function '{exported.fun_name}' was lowered for platforms "
+                         f"'{exported.platforms}' but it is used on '{(platform,)}'.")
+
+    if len(mctx.platforms) > 1:
+        return mlir_platforms.branch_index(mctx, [index(p) for p in mctx.platforms])
+    return mlir.ir_constant(np.int32(index(mctx.platform)))
 
 
 call_exported_p = core.Primitive("call_exported")

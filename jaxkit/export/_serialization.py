@@ -154,8 +154,9 @@ def _aval_to_json(aval: core.ShapedArray) -> list:
 
 
 def _aval_from_json(spec: list) -> core.ShapedArray:
-    shape, dtype, weak = spec
-    return core.ShapedArray(tuple(shape), _dtype(dtype), weak)
+    # (strongly typed, as JAX deserializes them: its format keeps no weak types)
+    shape, dtype, _ = spec
+    return core.ShapedArray(tuple(shape), _dtype(dtype))
 
 
 # --------------------------------------------------------------------------------------------

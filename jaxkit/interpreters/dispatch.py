@@ -101,7 +101,7 @@ def _const_is_param(c) -> bool:
 
 def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
                  result_names: Sequence[str] = (), platform: str | None = None,
-                 arg_shardings: Sequence | None = None):
+                 arg_shardings: Sequence | None = None, platforms: Sequence[str] = ()):
     """The StableHLO module of ``closed``: small closed-over constants inlined, large ones as
     leading parameters (``Program.const_bufs``, in the same order); ``result_names`` label
     its results (``mlir.lower_jaxpr``); ``arg_shardings`` (committed arguments' shardings,
@@ -125,7 +125,7 @@ def lower_closed(name: str, closed: ClosedJaxpr, donated_invars: Sequence[bool],
         propagated = avals_mod.memory_kinds_of(closed.out_avals)
     return mlir.lower_jaxpr(name, lowered, donated_invars=donated,
                             consts=[c for c, p in zip(closed.consts, as_param) if not p],
-                            result_names=result_names, platform=platform,
+                            result_names=result_names, platform=platform, platforms=platforms,
                             arg_memory_kinds=arg_kinds, result_memory_kinds=result_kinds,
                             type_kinds=propagated)
 

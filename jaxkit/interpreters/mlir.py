@@ -29,7 +29,7 @@ from jaxkit.runtime import compile_config, pjrt
 from jaxkit.runtime.sharding import Mesh
 from jaxkit.interpreters import batching
 from jaxkit.interpreters import partial_eval as pe
-from jaxkit.interpreters import mlir_callbacks, state
+from jaxkit.interpreters import mlir_callbacks, mlir_platforms, state
 from jaxkit.interpreters.mlir_donation import set_up_donation
 from jaxkit.interpreters.mlir_ir import (  # noqa: F401  (re-exported: rules use mlir.X)
     AxisContext, ConstantHandler, DEVICE_TO_DEVICE_TYPE, LoweringParameters, LoweringResult,
@@ -144,6 +144,11 @@ class ModuleContext:
     name_stack: str = ""
     locations: dict = field(default_factory=dict)  # (name, SourceInfo, ...) -> ir.Location
     platform: str = "cpu"  # whose ``platform_lowering_rules`` apply
+    # Lowering for several platforms at once (``mlir_platforms``): their names (``platform``
+    # is the first), and the stack of the current function's platform-index parameter.
+    platforms: tuple = ()
+    platform_index: list = field(default_factory=list)
+    eqn_platforms: tuple = ()  # inside a per-platform branch: its platform
     # The private functions emitted for nested jaxprs (``mlir_calls``): key -> symbol name.
     functions: dict = field(default_factory=dict)
     # The module's one symbol table (made on first use; shared by copies of this context):
@@ -211,8 +216,12 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     for eqn in jaxpr.eqns:
-        rule = (platform_lowering_rules[ctx.platform].get(eqn.primitive)
-                or lowering_rules.get(eqn.primitive))
+        if len(mlir_platforms.targets(ctx)) > 1:
+            rule = mlir_platforms.rule_for(ctx, eqn.primitive, lambda p, prim=eqn.primitive: (
+                platform_lowering_rules[p].get(prim) or lowering_rules.get(prim)))
+        else:
+            rule = (platform_lowering_rules[ctx.platform].get(eqn.primitive)
+                    or lowering_rules.get(eqn.primitive))
         if rule is None:
             raise NotImplementedError(f"lowering rule for '{eqn.primitive.name}' is not "
                                       "implemented")
@@ -357,18 +366,28 @@ def closed_subcomp(ctx: ModuleContext, closed: core.ClosedJaxpr, *args: ir.Value
 def private_function(ctx: ModuleContext, name: str, closed: core.ClosedJaxpr) -> str:
     """Emit ``closed`` as a private ``func.func`` of the module (renamed if ``name`` is
     taken); return its symbol name, for ops that call it (``stablehlo.composite``)."""
-    in_types = [aval_to_ir_type(a) for a in closed.in_avals]
+    in_types = [*mlir_platforms.index_types(ctx), *map(aval_to_ir_type, closed.in_avals)]
     out_types = [aval_to_ir_type(a) for a in closed.out_avals]
     with ir.InsertionPoint(ctx.module.body):
         fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
         fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        set_index_attrs(ctx, fn, len(closed.in_avals))
         # Inserted (and so renamed: ``f``, ``f_0``...) before its body is lowered, so that the
         # functions its body calls come after it, in the order JAX emits them.
         symbol = ctx.insert_symbol(fn)
         entry = fn.add_entry_block()
-        with ir.InsertionPoint(entry):
-            func_dialect.ReturnOp(closed_subcomp(ctx, closed, *entry.arguments))
+        with ir.InsertionPoint(entry), mlir_platforms.function_body(ctx, entry.arguments) as a:
+            func_dialect.ReturnOp(closed_subcomp(ctx, closed, *a))
     return symbol
+
+
+def set_index_attrs(ctx: ModuleContext, fn: func_dialect.FuncOp, n_params: int) -> None:
+    """Mark the platform-index parameter of a function of a module lowered for several
+    platforms (the other ``n_params`` parameters get none)."""
+    marked = mlir_platforms.index_arg_attrs(ctx)
+    if marked:
+        fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in marked] +
+                                        [ir.DictAttr.get({})] * n_params)
 
 
 def _constants(jaxpr: core.Jaxpr, consts: Sequence) -> list[ir.Value]:
@@ -397,7 +416,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 result_memory_kinds: Sequence[str | None] | None = None, type_kinds=(),
                 device_assignment: tuple = (), api: str = "jit",
                 result_names: Sequence[str] = (), platform: str | None = None,
-                sharded_avals: tuple[Sequence, Sequence] | None = None) -> ir.Module:
+                sharded_avals: tuple[Sequence, Sequence] | None = None,
+                platforms: Sequence[str] = ()) -> ir.Module:
     """A StableHLO module ``@<api>_<name>`` whose ``main`` computes ``jaxpr`` (``name`` is
     the function's, e.g. ``<lambda>``; ``api`` is ``jit`` or ``pmap``); its constvars are
     ``consts``, emitted as StableHLO constants. ``result_names`` (a jitted function's output
@@ -414,7 +434,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
     the jaxpr's).
 
     ``platform`` ("cpu", "cuda", ...) picks the platform's own lowering rules (LAPACK on the
-    CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's."""
+    CPU, cuSOLVER on NVIDIA GPUs); by default, the current default device's. Several
+    ``platforms`` make a module for all of them (``mlir_platforms``)."""
     assert len(jaxpr.constvars) == len(consts), "a value for every constvar"
     if declared_effect_primitives and lowerable_effects.filter_not_in(jaxpr.effects):
         raise ValueError(f"Cannot lower jaxpr with effects: {jaxpr.effects}")
@@ -435,12 +456,17 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                                                           num_partitions)
         attrs["mhlo.num_replicas"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
                                                         num_replicas)
+        platforms = tuple(platforms)
+        if len(platforms) > 1:
+            platform = platforms[0]
         in_types = [_boundary_type(v.aval) for v in jaxpr.invars]
         out_types = [_boundary_type(v.aval) for v in jaxpr.outvars]
         ctx = ModuleContext(module, num_replicas, axis_env, mesh=mesh,
                             device_assignment=tuple(device_assignment),
                             name_stack=f"{api}({name})",
-                            platform=platform or lowering_platform())
+                            platform=platform or lowering_platform(),
+                            platforms=platforms if len(platforms) > 1 else ())
+        in_types = [*mlir_platforms.index_types(ctx), *in_types]
         with ir.InsertionPoint(module.body):
             if mesh is not None:
                 axes = ", ".join(f'"{n}"={size}' for n, size in mesh)
@@ -452,7 +478,8 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
             aliases, donors = set_up_donation(
                 in_avals, out_avals, donated_invars, arg_memory_kinds, result_memory_kinds,
                 list(result_shardings) if num_partitions > 1 else None)
-            arg_attrs = [{} for _ in in_types]
+            index_attrs = mlir_platforms.index_arg_attrs(ctx)
+            arg_attrs = [{} for _ in in_types[len(index_attrs):]]
             for attrs_i, a, donor in zip(arg_attrs, aliases, donors):
                 if a is not None:
                     attrs_i["tf.aliasing_output"] = ir.IntegerAttr.get(
@@ -464,8 +491,9 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                     attrs_i["sdy.sharding"] = ir.Attribute.parse(shd)
             for attrs_i, kind in zip(arg_attrs, arg_memory_kinds):
                 attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind)
-            if any(arg_attrs):
-                fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+            if any(arg_attrs) or index_attrs:
+                fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a)
+                                                 for a in [*index_attrs, *arg_attrs]])
             result_attrs = [{} for _ in out_types]
             for attrs_i, shd in zip(result_attrs, result_shardings):
                 if shd is not None:
@@ -477,10 +505,11 @@ def lower_jaxpr(name: str, jaxpr: core.Jaxpr, *, donated_invars: Sequence[bool] 
                 attrs_i["mhlo.memory_kind"] = ir.StringAttr.get(kind or held)
             if any(result_attrs):
                 fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
-            entry = fn.add_entry_block(arg_locs=_arg_locations(jaxpr))
-            with ir.InsertionPoint(entry):
-                args = [_token_from_boundary(v.aval, x)
-                        for v, x in zip(jaxpr.invars, entry.arguments)]
+            entry = fn.add_entry_block(arg_locs=[ir.Location.unknown()] * len(index_attrs)
+                                       + _arg_locations(jaxpr))
+            with ir.InsertionPoint(entry), mlir_platforms.function_body(
+                    ctx, entry.arguments) as params:
+                args = [_token_from_boundary(v.aval, x) for v, x in zip(jaxpr.invars, params)]
                 outs = jaxpr_subcomp(ctx, jaxpr, _constants(jaxpr, consts), *args)
                 outs = [x if kind is None else place_in_memory(x, kind)
                         for x, kind in zip(outs, result_memory_kinds or [None] * len(outs))]

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from jaxkit import core, source_info
-from jaxkit.interpreters import mlir, mlir_tokens
+from jaxkit.interpreters import mlir, mlir_platforms, mlir_tokens
 
 
 def _function_key(ctx: mlir.ModuleContext, name: str, closed: core.ClosedJaxpr,
@@ -19,8 +19,8 @@ def _function_key(ctx: mlir.ModuleContext, name: str, closed: core.ClosedJaxpr,
     # What the body's lowering depends on besides the jaxpr (kept alive by the key, so its
     # identity stays its own): the axes in scope (pmap, shard_map), the platform, the mesh
     # and the XLA metadata of enclosing ``set_xla_metadata`` blocks.
-    return (closed, name, tuple(ctx.axis_env), ctx.manual, ctx.platform,
-            None if ctx.mesh is None else tuple(ctx.mesh), metadata)
+    return (closed, name, tuple(ctx.axis_env), ctx.manual, ctx.platform, ctx.platforms,
+            ctx.eqn_platforms, None if ctx.mesh is None else tuple(ctx.mesh), metadata)
 
 
 def call_jaxpr(ctx: mlir.LoweringRuleContext, name: str, closed: core.ClosedJaxpr,
@@ -66,7 +66,8 @@ def _call(mctx: mlir.ModuleContext, symbol: str, closed: core.ClosedJaxpr, kinds
     tokens it returns become the current ones."""
     call = mlir.func_dialect.CallOp(
         [*mlir_tokens.token_types(kinds), *map(mlir.aval_to_ir_type, closed.out_avals)],
-        mlir.ir.FlatSymbolRefAttr.get(symbol), [*mlir_tokens.current_tokens(mctx, kinds), *args])
+        mlir.ir.FlatSymbolRefAttr.get(symbol),
+        [*mlir_platforms.index_args(mctx), *mlir_tokens.current_tokens(mctx, kinds), *args])
     results = list(call.results)
     mlir_tokens.set_tokens(mctx, kinds, results[:len(kinds)])
     return results[len(kinds):]
@@ -80,21 +81,24 @@ def _private_function(mctx: mlir.ModuleContext, name: str, closed: core.ClosedJa
     if not (kinds or any(in_layouts) or any(out_layouts)):
         return mlir.private_function(mctx, name, closed)
     tokens = mlir_tokens.token_types(kinds)
-    in_types = [*tokens, *map(mlir.aval_to_ir_type, closed.in_avals)]
+    index = mlir_platforms.index_types(mctx)
+    in_types = [*index, *tokens, *map(mlir.aval_to_ir_type, closed.in_avals)]
     out_types = [*tokens, *map(mlir.aval_to_ir_type, closed.out_avals)]
     with mlir.ir.InsertionPoint(mctx.module.body):
         fn = mlir.func_dialect.FuncOp(name, mlir.ir.FunctionType.get(in_types, out_types))
         fn.attributes["sym_visibility"] = mlir.ir.StringAttr.get("private")
+        mlir.set_index_attrs(mctx, fn, len(tokens) + len(closed.in_avals))
         if kinds:  # JAX marks the token parameters and results ``{jax.token = true}``.
             marked = mlir.ir.DictAttr.get({"jax.token": mlir.ir.BoolAttr.get(True)})
             fn.arg_attrs = mlir.ir.ArrayAttr.get(
+                [mlir.ir.DictAttr.get(a) for a in mlir_platforms.index_arg_attrs(mctx)] +
                 [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.in_avals))
             fn.result_attrs = mlir.ir.ArrayAttr.get(
                 [marked] * len(kinds) + [mlir.ir.DictAttr.get({})] * len(closed.out_avals))
         symbol = mctx.insert_symbol(fn)  # before its body, as in ``mlir.private_function``
         entry = fn.add_entry_block()
-        with mlir.ir.InsertionPoint(entry):
-            args = list(entry.arguments)
+        with mlir.ir.InsertionPoint(entry), mlir_platforms.function_body(
+                mctx, entry.arguments) as args:
             mlir_tokens.set_tokens(mctx, kinds, args[:len(kinds)])
             outs = mlir.closed_subcomp(mctx, closed, *_constrained(args[len(kinds):],
                                                                    in_layouts))
@@ -119,6 +123,7 @@ def out_of_line(rule: Callable, name: str) -> Callable:
         mctx = ctx.module_context
         key = ("out_of_line", rule, name, tuple(ctx.avals_in), tuple(ctx.avals_out),
                tuple(sorted(params.items())), tuple(mctx.axis_env), mctx.manual, mctx.platform,
+               mctx.platforms, mctx.eqn_platforms,
                None if mctx.mesh is None else tuple(mctx.mesh))
         out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
         symbol = mctx.functions.get(key)
@@ -126,7 +131,7 @@ def out_of_line(rule: Callable, name: str) -> Callable:
             symbol = _emit_function(ctx, rule, name, out_types, params)
             mctx.functions[key] = symbol
         call = mlir.func_dialect.CallOp(out_types, mlir.ir.FlatSymbolRefAttr.get(symbol),
-                                        list(args))
+                                        [*mlir_platforms.index_args(mctx), *args])
         results = list(call.results)
         return results if ctx.primitive is None or ctx.primitive.multiple_results \
             else results[0]
@@ -137,18 +142,20 @@ def out_of_line(rule: Callable, name: str) -> Callable:
 def _emit_function(ctx: mlir.LoweringRuleContext, rule: Callable, name: str, out_types: list,
                    params: dict) -> str:
     mctx = ctx.module_context
-    in_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_in]
+    in_types = [*mlir_platforms.index_types(mctx), *map(mlir.aval_to_ir_type, ctx.avals_in)]
     with mlir.ir.Location.unknown():
         with mlir.ir.InsertionPoint(mctx.module.body):
             fn = mlir.func_dialect.FuncOp(name, mlir.ir.FunctionType.get(in_types, out_types))
             fn.attributes["sym_visibility"] = mlir.ir.StringAttr.get("private")
+            mlir.set_index_attrs(mctx, fn, len(ctx.avals_in))
             # Inserted before its body is lowered, so that the functions the body calls come
             # after it, in the order JAX emits them.
             symbol = mctx.insert_symbol(fn)
             entry = fn.add_entry_block()
-        with mlir.ir.InsertionPoint(entry):
+        with mlir.ir.InsertionPoint(entry), mlir_platforms.function_body(
+                mctx, entry.arguments) as params_in:
             inner = ctx.replace(module_context=dataclasses.replace(mctx, name_stack=""))
-            outs = rule(inner, *entry.arguments, **params)
+            outs = rule(inner, *params_in, **params)
             if not isinstance(outs, (list, tuple)):
                 outs = [outs]
             mlir.func_dialect.ReturnOp(list(outs))

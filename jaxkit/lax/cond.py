@@ -25,13 +25,13 @@ from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, dispatch, hijax, hijax_staging, mlir, mlir_tokens
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.interpreters import mlir_platforms
 from jaxkit.interpreters.mlir import hlo, ir
 from jaxkit.lax.bodies import (avals_of, branch_mismatch, instantiate, make_closed_jaxpr,
                                run_jaxpr, strip_weak, trace_function, zeros_of_aval)
 from jaxkit.lax.clamp import clamp
 from jaxkit.lax.elementwise import _const, eq, ne, select_n
 from jaxkit.lax.structural import broadcast_in_dim, convert_element_type, convert_element_type_p
-from jaxkit.runtime import pjrt
 from jaxkit.typing import Array, ArrayLike
 
 # --------------------------------------------------------------------------------------------
@@ -265,17 +265,30 @@ def _cond_lowering(ctx: mlir.LoweringRuleContext, index, *args, branches,
 
 
 def _platform_branches(ctx, index, branches, branches_platforms):
-    """The branch for the platform being lowered for (as JAX: a ``case`` maps the
-    ``platform_index`` to the position among the kept branches, here the only one)."""
-    platform = _lowering_platform()
-    kept = next(i for i, names in enumerate(branches_platforms)
-                if names is None or platform in names)
+    """The branches of the platforms being lowered for (as JAX: a ``case`` maps the
+    ``platform_index`` to the position among the kept branches)."""
+    kept = sorted(set(_branch_per_platform(ctx.module_context, branches_platforms)))
     i32 = ir.RankedTensorType.get([], mlir.dtype_to_ir_type(np.dtype(np.int32)))
     remap = hlo.CaseOp([i32], index, len(branches))
     for i in range(len(branches)):
         with ir.InsertionPoint(remap.regions[i].blocks.append()):
-            hlo.ReturnOp([mlir.ir_constant(np.int32(0))])
-    return remap.result, [branches[kept]]
+            hlo.ReturnOp([mlir.ir_constant(np.int32(kept.index(i) if i in kept else 0))])
+    return remap.result, [branches[k] for k in kept]
+
+
+def _branch_per_platform(mctx, branches_platforms) -> list[int]:
+    """For each platform the module is lowered for, the first branch naming it (or the
+    default one)."""
+    out = []
+    for platform in mlir_platforms.targets(mctx):
+        i = next((i for i, names in enumerate(branches_platforms)
+                  if names is None or platform in names), None)
+        if i is None:
+            raise NotImplementedError(
+                f"MLIR translation rule for primitive 'platform_index(platforms="
+                f"{branches_platforms})' not found for platform {platform}")
+        out.append(i)
+    return out
 
 
 cond_p = core.Primitive("cond")
@@ -480,21 +493,20 @@ def platform_dependent(*args: Any, default: Callable | None = None,
     return _switch(index, funs, args, branches_platforms=platforms)
 
 
-def _lowering_platform() -> str:
-    """The platform being lowered for: the default backend's, as jaxkit compiles for it
-    (``gpu`` is CUDA's)."""
-    platform = pjrt.default_backend().lower()
-    return "cuda" if platform == "gpu" else platform
-
-
 def _platform_index_lowering(ctx: mlir.LoweringRuleContext, *, platforms: BranchesPlatforms):
-    platform = _lowering_platform()
-    for i, names in enumerate(platforms):
-        if names is None or platform in names:
-            return mlir.ir_constant(np.int32(i))
-    raise NotImplementedError(f"MLIR translation rule for primitive "
-                              f"'platform_index(platforms={platforms})' not found for platform "
-                              f"{platform}")
+    """The branch for the platform lowered for: a constant, or, for several platforms, one
+    per-platform rule per branch (a constant each), as JAX lowers it."""
+    mctx = ctx.module_context
+    chosen = dict(zip(mlir_platforms.targets(mctx), _branch_per_platform(mctx, platforms)))
+    if len(chosen) == 1:
+        return mlir.ir_constant(np.int32(next(iter(chosen.values()))))
+    constants = {i: partial(_constant_rule, i=i) for i in set(chosen.values())}
+    rule = mlir_platforms.rule_for(mctx, platform_index_p, lambda p: constants[chosen[p]])
+    return rule(ctx)
+
+
+def _constant_rule(ctx: mlir.LoweringRuleContext, *, i: int):
+    return mlir.ir_constant(np.int32(i))
 
 
 platform_index_p = core.Primitive("platform_index")

@@ -170,18 +170,21 @@ class Traced(_Stage):
             hit = cache.lowered.get(key)
             if hit is not None and hit.traced.jaxpr is self.jaxpr:  # (the same trace)
                 cache.looked_up("lowered", key)
-                return Lowered(self, hit.module, hit.timings, hit.program, hit.compilations)
+                again = Lowered(self, hit.module, hit.timings, hit.program, hit.compilations)
+                again.platforms = hit.platforms
+                return again
         start = time.perf_counter()
         program = _Program.of(self)
         platform = mlir.lowering_platform(self.device)
+        platforms = ()
         if lowering_platforms is not None:
-            asked = tuple(p.lower() for p in lowering_platforms)
-            if len(asked) != 1 or (program.sharding_plan is not None and asked[0] != platform):
+            platforms = tuple(p.lower() for p in lowering_platforms)
+            if program.sharding_plan is not None and platforms != (platform,):
                 raise NotImplementedError(
-                    f"lower(lowering_platforms={tuple(lowering_platforms)}): jaxkit lowers for "
-                    "one platform (a partitioned program for the one it runs on); "
-                    "multi-platform modules are not implemented")
-            platform = asked[0]
+                    f"lower(lowering_platforms={tuple(lowering_platforms)}): jaxkit lowers a "
+                    "program partitioned over several devices for the platform it runs on "
+                    f"only ({platform!r})")
+            platform = platforms[0]
         if program.sharding_plan is not None:
             module = spmd.lower(self.fun_name, program.jaxpr, program.donated_invars,
                                 program.sharding_plan, self.result_names())
@@ -193,12 +196,13 @@ class Traced(_Stage):
                 arg_shardings = [arg_shardings[i] for i in program.kept]
             module = dispatch.lower_closed(self.fun_name, program.jaxpr, program.donated_invars,
                                            self.result_names(), platform=platform,
-                                           arg_shardings=arg_shardings)
+                                           arg_shardings=arg_shardings, platforms=platforms)
             module = result_layouts(program.jaxpr, module)
         seconds = time.perf_counter() - start
         dispatch.log_compile_step("Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
                                   self.fun_name, seconds)
         lowered = Lowered(self, module, Timings(self.timings.trace, seconds), program)
+        lowered.platforms = platforms or (platform,)
         if key is not None:
             cache.compiled("lowered", key, lowered)
         return lowered
@@ -259,6 +263,8 @@ def _check_dialect(dialect: str | None) -> str:
 class Lowered(_Stage):
     """A StableHLO module ready to compile."""
 
+    platforms: tuple = ()  # the platforms it was lowered for (several: ``mlir_platforms``)
+
     def __init__(self, traced: Traced, module, timings: Timings, program: _Program,
                  compilations: weakref.WeakValueDictionary | None = None):
         self.traced = traced
@@ -316,6 +322,12 @@ class Lowered(_Stage):
         return compiled
 
     def _compile(self, device_assignment: tuple | None) -> Compiled:
+        if len(self.platforms) > 1:
+            raise ValueError(
+                f"A lowering for several platforms {self.platforms} takes the platform's index "
+                "as a parameter and cannot be compiled as it is: lower for one platform, or "
+                "export it (jax.export.export(f, platforms=...)) and call the Exported, which "
+                "passes the index.")
         device = self.traced.device
         if device_assignment is not None:
             if len(device_assignment) != 1 or self.program.sharding_plan is not None:

@@ -16,6 +16,7 @@ from jaxkit import lax as _lax
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.lax.standard import standard_primitive
 from jaxkit.interpreters.mlir import hlo, ir
+from jaxkit.interpreters.mlir_platforms import reads_platform
 from jaxkit.lax.linalg._lapack import (
     T,
     bool_attr,
@@ -72,6 +73,7 @@ def _cholesky_jvp(primals, tangents):
     return L, matmul(L, phi)
 
 
+@reads_platform
 def _cholesky_lowering(ctx, x):
     (aval,), (out_aval,) = ctx.avals_in, ctx.avals_out
     nbatch = aval.ndim - 2
@@ -188,6 +190,7 @@ def _triangular_solve_batch(axis_data, args, dims, **params):
     return triangular_solve_p.bind(a, b, **params), 0
 
 
+@reads_platform
 def _triangular_solve_lowering(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a,
                                unit_diagonal):
     a_aval, b_aval = ctx.avals_in

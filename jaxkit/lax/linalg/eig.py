@@ -40,6 +40,7 @@ from jaxkit.lax.linalg._lapack import (
 from jaxkit.lax.structural import convert_element_type, reduce_sum
 from jaxkit.typing import Array, ArrayLike
 from jaxkit.interpreters.mlir import hlo
+from jaxkit.interpreters.mlir_platforms import reads_platform
 
 __all__ = ["EigImplementation", "eig", "eig_p"]
 
@@ -86,6 +87,7 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
     return outs
 
 
+@reads_platform
 def _eig_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                   enable_eigvec_derivs, implementation):
     (aval,) = ctx.avals_in

@@ -15,6 +15,7 @@ import numpy as np
 from jaxkit import core
 from jaxkit import lax as _lax
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir_platforms import reads_platform
 from jaxkit.lax.standard import standard_multi_result_primitive
 from jaxkit.lax.linalg._lapack import (
     H,
@@ -104,6 +105,7 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index, al
     return [v, w], [dv, dw]
 
 
+@reads_platform
 def _eigh_lowering(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
     (aval,) = ctx.avals_in
     batch, n, nbatch = aval.shape[:-2], aval.shape[-1], aval.ndim - 2
@@ -161,6 +163,7 @@ def _tridiagonal_abstract_eval(a, *, lower):
             core.ShapedArray(batch + (max(n - 1, 0),), a.dtype)]
 
 
+@reads_platform
 def _tridiagonal_lowering(ctx, a, *, lower):
     (aval,) = ctx.avals_in
     batch, nbatch = aval.shape[:-2], aval.ndim - 2

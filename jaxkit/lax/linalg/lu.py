@@ -33,6 +33,7 @@ from jaxkit.lax.linalg._lapack import (
 from jaxkit.lax.linalg.cholesky import triangular_solve
 from jaxkit.typing import Array, ArrayLike
 from jaxkit.interpreters.mlir import hlo
+from jaxkit.interpreters.mlir_platforms import reads_platform
 
 __all__ = ["lu", "lu_p", "lu_pivots_to_permutation", "lu_pivots_to_permutation_p",
            "tridiagonal_solve", "tridiagonal_solve_p"]
@@ -163,6 +164,7 @@ def _rows(x, perm):
     return matmul(onehot, x)
 
 
+@reads_platform
 def _lu_lowering(ctx, x):
     (aval,) = ctx.avals_in
     lu_aval, piv_aval, perm_aval = ctx.avals_out
@@ -285,6 +287,7 @@ def _thomas(dl, d, du, b):
     return _lax.concatenate([_lax.expand_dims(r, (nb,)) for r in x], nb)
 
 
+@reads_platform
 def _tridiagonal_solve_lowering(ctx, dl, d, du, b, *, perturb_singular):
     avals = list(ctx.avals_in)
     b_aval = avals[3]

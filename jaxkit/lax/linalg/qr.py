@@ -14,6 +14,7 @@ import numpy as np
 from jaxkit import core
 from jaxkit import lax as _lax
 from jaxkit.interpreters import ad, batching, mlir
+from jaxkit.interpreters.mlir_platforms import reads_platform
 from jaxkit.lax.standard import standard_multi_result_primitive, standard_primitive
 from jaxkit.lax.linalg._lapack import (
     H,
@@ -51,6 +52,7 @@ def _geqrf_abstract_eval(a):
     return [a, core.ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)]
 
 
+@reads_platform
 def _geqrf_lowering(ctx, a):
     (aval,) = ctx.avals_in
     if on_cuda(ctx):
@@ -71,6 +73,7 @@ def _geqp3_abstract_eval(a, jpvt, **_):
     return [a, jpvt, core.ShapedArray(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)]
 
 
+@reads_platform
 def _geqp3_lowering(ctx, a, jpvt, *, use_magma=None):
     a_aval, jpvt_aval = ctx.avals_in
     if on_cuda(ctx):  # LAPACK (or MAGMA) on the host, between copies, as JAX does
@@ -107,6 +110,7 @@ def _householder_product_shape(a, taus):
     return a.shape
 
 
+@reads_platform
 def _householder_product_lowering(ctx, a, taus):
     a_aval, taus_aval = ctx.avals_in
     if on_cuda(ctx):
@@ -147,6 +151,7 @@ def _ormqr_shape(a, taus, c, *, left, transpose):
     return c.shape
 
 
+@reads_platform
 def _ormqr_lowering(ctx, a, taus, c, *, left, transpose):
     a_aval, taus_aval, c_aval = ctx.avals_in
     attrs = {"left": bool_attr(left), "transpose": bool_attr(transpose)}

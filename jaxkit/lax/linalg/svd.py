@@ -37,6 +37,7 @@ from jaxkit.lax.linalg._lapack import (
 from jaxkit.lax.linalg.cholesky import cholesky, triangular_solve
 from jaxkit.lax.linalg.qr import qr
 from jaxkit.interpreters.mlir import hlo
+from jaxkit.interpreters.mlir_platforms import reads_platform
 from jaxkit.typing import ArrayLike
 
 __all__ = ["SvdAlgorithm", "qdwh", "svd", "svd_p"]
@@ -144,6 +145,7 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, a
     return outs, [ds, du, H(dv)]
 
 
+@reads_platform
 def _svd_lowering(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorithm):
     (aval,) = ctx.avals_in
     batch, (m, n), nbatch = aval.shape[:-2], aval.shape[-2:], aval.ndim - 2
