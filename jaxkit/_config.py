@@ -475,13 +475,28 @@ class Config:
         values = {name: _OPTIONS[name][1](name, value) for name, value in options.items()}
         if "jax_enable_x64" in values:
             values["x64"] = values["jax_enable_x64"]
+        with self._thread_values(values):
+            yield self
+
+    @contextlib.contextmanager
+    def trace_metadata_block(self, entries: tuple) -> Iterator[None]:
+        """In the calling thread, for the block: ``entries`` (the hashable ``compute_on`` /
+        ``set_xla_metadata`` entries of the name stack in force) are part of
+        ``trace_context``, so that caches of traces and programs key on them."""
+        with self._thread_values({TRACE_METADATA: entries}):
+            yield
+
+    @contextlib.contextmanager
+    def _thread_values(self, values: dict[str, Any]) -> Iterator[None]:
+        """The block values ``values`` in the calling thread; its previous ones back on exit,
+        also when the block raises."""
         local = thread_blocks.values
         saved = {name: local.get(name, _UNSET) for name in values}
         self._open(values, +1)
         local.update(values)
         thread_blocks.generation = -1  # trace_context makes it again
         try:
-            yield self
+            yield
         finally:
             for name, value in saved.items():
                 if value is _UNSET:
@@ -490,28 +505,6 @@ class Config:
                     local[name] = value
             thread_blocks.generation = -1
             self._open(values, -1)
-
-    @contextlib.contextmanager
-    def trace_metadata_block(self, entries: tuple) -> Iterator[None]:
-        """In the calling thread, for the block: ``entries`` (the hashable ``compute_on`` /
-        ``set_xla_metadata`` entries of the name stack in force) are part of
-        ``trace_context``, so that caches of traces and programs key on them."""
-        local = thread_blocks.values
-        saved = local.get(TRACE_METADATA, _UNSET)
-        with local_blocks.lock:
-            local_blocks.open += 1
-        local[TRACE_METADATA] = entries
-        thread_blocks.generation = -1
-        try:
-            yield
-        finally:
-            if saved is _UNSET:
-                del local[TRACE_METADATA]
-            else:
-                local[TRACE_METADATA] = saved
-            thread_blocks.generation = -1
-            with local_blocks.lock:
-                local_blocks.open -= 1
 
     def _open(self, names: Iterable[str], opened: int) -> None:
         """Count blocks of ``names`` opened (+1) or closed (-1); the first one opened puts the
@@ -523,8 +516,8 @@ class Config:
             for name in names:
                 count = counts.get(name, 0) + opened
                 counts[name] = count
-                if name == "jax_default_device":
-                    continue  # always read through the blocks
+                if name in ("jax_default_device", TRACE_METADATA):
+                    continue  # always read through the blocks (the latter by caches only)
                 if count == opened == 1:
                     setattr_(cls, name, _ThreadLocalOption(name))
                 elif count == 0:

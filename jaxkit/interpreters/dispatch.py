@@ -41,18 +41,21 @@ _logger = logging.getLogger("jax._src.dispatch")
 _compiling_logger = logging.getLogger("jax._src.interpreters.pxla")
 
 
-def log_compile_step(message: str, *args, compiling: bool = False) -> None:
-    logger = _compiling_logger if compiling else _logger
+def _log_level(logger: logging.Logger) -> int | None:
+    """The level a compile step is logged at, or None when the logger would drop it."""
     level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
-    if logger.isEnabledFor(level):
-        logger.log(level, message, *args)
+    return level if logger.isEnabledFor(level) else None
+
+
+def log_compile_step(message: str, *args) -> None:
+    if (level := _log_level(_logger)) is not None:
+        _logger.log(level, message, *args)
 
 
 def log_compiling(name: str, in_avals, in_shardings: Sequence | None = None) -> None:
     """JAX's record of a program being lowered: its arguments' types and shardings (None, or
     an argument's None: ``UnspecifiedValue``, the layout left to the compiler)."""
-    level = logging.WARNING if config.jax_log_compiles else logging.DEBUG
-    if not _compiling_logger.isEnabledFor(level):
+    if (level := _log_level(_compiling_logger)) is None:
         return
     if in_shardings is None:
         in_shardings = [None] * len(in_avals)

@@ -525,10 +525,8 @@ class JitFunction:
         reason, diffs = explain_miss(sig_named, list(self._cache))
         traced = self._traced(sig, dyn_args, dyn_kwargs)
         if device is not None and traced.sharding_plan is None:
-            traced.device, traced.committed = device, committed
-            if committed:
-                traced.arg_shardings = _committed_shardings(
-                    tree_util.tree_leaves((dyn_args, dyn_kwargs)))
+            _place_traced(traced, device, committed, tree_util.tree_leaves((dyn_args,
+                                                                             dyn_kwargs)))
         compiled = traced.lower().compile()
         self._fun_cache.compiled("entries", sig_named, compiled)
         event = CacheEvent(self._name, reason, diffs, compiled.timings, sig_named,
@@ -553,10 +551,8 @@ class JitFunction:
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
         if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
-            where, traced.committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
-            traced.device = where._device
-            if traced.committed:
-                traced.arg_shardings = _committed_shardings(flat)
+            where, committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
+            _place_traced(traced, where._device, committed, flat)
         return traced
 
     def lower(self, *args, **kwargs) -> Lowered:
@@ -578,10 +574,13 @@ class JitFunction:
                 cache.clear()
 
 
-def _committed_shardings(flat) -> tuple:
-    """Each argument leaf's sharding if it is an array committed to a device, else None: a
-    lowering's argument mapping, as JAX logs it."""
-    return tuple(x.sharding if type(x) is Array and x._buf._committed else None for x in flat)
+def _place_traced(traced: Traced, device, committed: bool, flat) -> None:
+    """Compile ``traced`` for ``device`` (``committed``: its arguments are committed there);
+    the lowering logs the committed argument leaves' shardings, as JAX's argument mapping."""
+    traced.device, traced.committed = device, committed
+    if committed:
+        traced.arg_shardings = tuple(x.sharding if type(x) is Array and x._buf._committed
+                                     else None for x in flat)
 
 
 def _compiler_options_key(options: dict | None) -> tuple:

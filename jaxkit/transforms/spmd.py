@@ -476,10 +476,11 @@ def _place(x: Any, aval: ShapedArray, sharding: NamedSharding):
     if dtypes.is_extended(aval.dtype):  # keys: their data, in the same layout
         x, aval = aval.dtype.to_physical(x), core.physical_aval(aval)
     runtime = sharding.runtime_sharding(len(aval.shape))
+    # (its buffers as they are when laid out the same way, by another sharding object: a
+    # pmap result's is its program's own)
     if type(x) is ShardedArray and x.dtype == aval.dtype and (
-            x._buf._sharding is runtime or (  # (a pmap result: its program's own sharding)
-                type(x._buf._sharding) is multi_device.AxisSharding and
-                shardings_equivalent(runtime, x._buf._sharding, len(aval.shape)))):
+            x._buf._sharding is runtime or
+            shardings_equivalent(runtime, x._buf._sharding, len(aval.shape))):
         x._check_alive()
         return x._buf
     host = x._value if isinstance(x, Array) else x
