@@ -242,6 +242,9 @@ PLATFORM_CASES = {
         .call(2 * np.eye(2, dtype=np.float32))).tolist(),
     "several_platforms_under_jit_and_grad": lambda m, e: _jit_and_grad(
         m, e.export(_cos(m), platforms=["cuda", "cpu"])(1.0)),
+    "unknown_platform_names": lambda m, e: [  # (any name: the common lowering rules)
+        (x.platforms, float(x.call(1.0))) for x in
+        [e.export(_cos(m), platforms=["cpu", "foo"])(1.0)]],
     "module_text": lambda m, e: e.export(_inv_plus_platform_dependent(m), platforms=[
         "cpu", "cuda"])(np.eye(2, dtype=np.float32)).mlir_module().count('"_platform_index"'),
 }

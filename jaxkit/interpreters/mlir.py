@@ -13,6 +13,7 @@ import re
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -217,11 +218,10 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         env[v] = x
     for eqn in jaxpr.eqns:
         if len(mlir_platforms.targets(ctx)) > 1:
-            rule = mlir_platforms.rule_for(ctx, eqn.primitive, lambda p, prim=eqn.primitive: (
-                platform_lowering_rules[p].get(prim) or lowering_rules.get(prim)))
+            rule = mlir_platforms.rule_for(ctx, eqn.primitive,
+                                           partial(_rule_on, prim=eqn.primitive))
         else:
-            rule = (platform_lowering_rules[ctx.platform].get(eqn.primitive)
-                    or lowering_rules.get(eqn.primitive))
+            rule = _rule_on(ctx.platform, eqn.primitive)
         if rule is None:
             raise NotImplementedError(f"lowering rule for '{eqn.primitive.name}' is not "
                                       "implemented")
@@ -248,6 +248,12 @@ def jaxpr_subcomp(ctx: ModuleContext, jaxpr: core.Jaxpr, consts: Sequence[ir.Val
         for v, x in zip(eqn.outvars, outs):
             env[v] = _laid_out_as_typed(ctx, x, v.aval) if typed else x
     return [read(v) for v in jaxpr.outvars]
+
+
+def _rule_on(platform: str, prim: core.Primitive) -> Callable | None:
+    """``prim``'s lowering rule for ``platform``: its own, else the common one (any name is
+    a platform, as in JAX: one jaxkit has no rules of its own for takes the common ones)."""
+    return platform_lowering_rules.get(platform, {}).get(prim) or lowering_rules.get(prim)
 
 
 def _carries_jaxpr(params: dict) -> bool:
