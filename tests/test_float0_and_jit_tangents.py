@@ -6,7 +6,10 @@ JAX makes every float0 value on the host as a ``TypedNdArray`` of zeros (from ``
 function's float0 results), and a program takes a float0 argument as bool zeros. The
 second table: JAX's jnp functions are jits, whose JVP runs as a program, so a tangent passed
 through ``x + 1.0`` comes out an Array, where a lax primitive (``lax.add``) hands it on as
-it is. Each record runs on both sides; the results' types, reprs and dtypes must agree."""
+it is. The third: the same under ``vmap`` of a NumPy batch (``jnp.squeeze`` of an int64
+vector is an int32 Array, an identity ``jnp.transpose``, which JAX does not jit, hands the
+NumPy batch on). Each record runs on both sides; the results' types, reprs and dtypes must
+agree."""
 import jax
 import jax.numpy as jjnp
 import numpy as np
@@ -71,6 +74,30 @@ JIT_TANGENTS = {
                                        (2.0,), (1.0,)),
 }
 
+I64 = np.arange(12, dtype=np.int64).reshape(3, 2, 2)
+F64 = np.linspace(0.0, 1.0, 12).reshape(3, 2, 2)
+_BATCHED = {
+    "squeeze": lambda J, jnp: jnp.squeeze, "squeeze_none": lambda J, jnp: lambda a: jnp.squeeze(a, ()),
+    "transpose": lambda J, jnp: lambda a: jnp.transpose(a, (0, 1)),
+    "reshape_same": lambda J, jnp: lambda a: jnp.reshape(a, a.shape),
+    "astype_same": lambda J, jnp: lambda a: jnp.astype(a, a.dtype),
+    "method_reshape": lambda J, jnp: lambda a: a.reshape(a.shape),
+    "method_T": lambda J, jnp: lambda a: a.T, "moveaxis": lambda J, jnp: lambda a: jnp.moveaxis(a, 0, 0),
+    "expand_dims_none": lambda J, jnp: lambda a: jnp.expand_dims(a, ()),
+    "ravel": lambda J, jnp: jnp.ravel, "broadcast_to_same": lambda J, jnp: lambda a: jnp.broadcast_to(a, a.shape),
+    "broadcast_arrays": lambda J, jnp: lambda a: jnp.broadcast_arrays(a, a),
+    "asarray": lambda J, jnp: jnp.asarray, "array": lambda J, jnp: jnp.array,
+    "identity": lambda J, jnp: lambda a: a, "getitem_all": lambda J, jnp: lambda a: a[...],
+    "lax_squeeze_none": lambda J, jnp: lambda a: J.lax.squeeze(a, ()),
+    "where": lambda J, jnp: lambda a: jnp.where(True, a, a), "add": lambda J, jnp: lambda a: a + 1,
+}
+BATCHED = {f"{name}_{x.dtype}": (lambda f, x: lambda J, jnp: J.vmap(f(J, jnp))(x))(f, x)
+           for name, f in _BATCHED.items() for x in (I64, F64)}
+BATCHED["jvp_broadcast_arrays"] = lambda J, jnp: J.jvp(lambda x: jnp.broadcast_arrays(x)[0],
+                                                       (np.ones(3),), (np.ones(3),))
+BATCHED["jvp_transpose"] = lambda J, jnp: J.jvp(lambda x: jnp.transpose(x), (np.ones(3),),
+                                                (np.ones(3),))
+
 
 def _described(value):
     """Each leaf's type name, repr and (where it has one) dtype and weak type."""
@@ -110,3 +137,8 @@ def test_float0_arithmetic_is_refused_as_in_jax():
     a = _run(lambda J, jnp: jnp.add(jnp.zeros((2,), J.dtypes.float0), 1), "jaxkit")
     b = _run(lambda J, jnp: jnp.add(jnp.zeros((2,), J.dtypes.float0), 1), "jax")
     assert a[0] == b[0] and "float0" in a[1]
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_batched_result_types_as_in_jax(name):
+    assert _run(BATCHED[name], "jaxkit") == _run(BATCHED[name], "jax")

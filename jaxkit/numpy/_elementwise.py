@@ -102,7 +102,8 @@ def isscalar(element: Any) -> bool:
     return False
 
 
-@jitted(static_argnames=("dtype", "copy", "device"), converts_first=True)
+@jitted(static_argnames=("dtype", "copy", "device"), converts_first=True,
+        jax_jits=False)
 def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
            device: Any = None) -> Array:
     """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed)."""

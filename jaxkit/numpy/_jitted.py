@@ -49,8 +49,9 @@ class JnpFunction(JitFunction):
 
     def __init__(self, fun: Callable, static_argnums, static_argnames, *, inline: bool,
                  name: str | None = None, pytree_args: bool = False,
-                 converts_first: bool = False):
+                 converts_first: bool = False, jax_jits: bool = True):
         super().__init__(fun, static_argnums, static_argnames, inline=inline)
+        self._inline_as_program = jax_jits
         if name is not None:
             self._name = name
         self._pytree_args = pytree_args
@@ -99,7 +100,8 @@ def _traceable_tree(x) -> bool:
 
 def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
            static_argnums: Sequence[int] = (), inline: bool = True, name: str | None = None,
-           stages_only: bool = False, pytree_args: bool = False, converts_first: bool = False):
+           stages_only: bool = False, pytree_args: bool = False, converts_first: bool = False,
+           jax_jits: bool = True):
     """Decorate a jnp function: ``@jitted`` or ``@jitted(static_argnames=("axis", ...))``.
     The function gets jit's stages (``lower``, ``trace``, ``eval_shape``) as JAX's jitted
     jnp functions have them (``jnp.dot.lower(x, y)``).
@@ -115,14 +117,19 @@ def jitted(fun: Callable | None = None, *, static_argnames: Sequence[str] = (),
     ``converts_first`` is for the functions JAX does not jit as a whole but converts their
     array arguments first (``ensure_arraylike``) and then calls a jitted body (``sum``,
     ``transpose``...): called eagerly under ``jax.set_mesh``, host data is laid out over the
-    mesh before the jit, as there (so the results are typed over the mesh, as JAX's)."""
+    mesh before the jit, as there (so the results are typed over the mesh, as JAX's).
+    ``jax_jits=False`` is for the functions JAX does not jit at all (``transpose``,
+    ``reshape``, ``astype``): jaxkit's jit only speeds their eager calls, and under ``vmap``
+    or ``jvp`` their results are what the lax operations give (an identity ``transpose`` of a
+    NumPy value passes it through, as in JAX, where a jitted body returns an Array)."""
     # No static_argnums means None to jit, so that the numbers of static_argnames are inferred
     # from the signature (jit infers neither when given both, as JAX's).
     nums = tuple(static_argnums) or None
 
     def make(f: Callable) -> Callable:
         jit = JnpFunction(f, nums, static_argnames, inline=inline, name=name,
-                          pytree_args=pytree_args, converts_first=converts_first)
+                          pytree_args=pytree_args, converts_first=converts_first,
+                          jax_jits=jax_jits)
         if not stages_only:
             return jit.as_function()
         f.lower, f.trace, f.eval_shape = jit.lower, jit.trace, jit.eval_shape

@@ -19,6 +19,7 @@ from jaxkit._config import config
 from jaxkit.interpreters.state import is_ref_aval
 from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.source_info import user_stacklevel
@@ -284,7 +285,15 @@ def _type_str(aval: core.ShapedArray) -> str:
 
 
 def broadcast_arrays(*args: ArrayLike) -> list[Array]:
-    """``jnp.broadcast_arrays``: the arguments broadcast to their common shape."""
+    """``jnp.broadcast_arrays``: the arguments broadcast to their common shape (a list)."""
+    check_arraylike("broadcast_arrays", *args)
+    return _broadcast_arrays(*args)
+
+
+@jitted
+def _broadcast_arrays(*args: ArrayLike) -> list[Array]:
+    # Jitted as JAX's body is: eagerly one program, and under vmap or jvp Arrays come out
+    # even where nothing is broadcast (arguments of the common shape pass through).
     args = [asarray(a) for a in args]
     shape = broadcast_shapes(*(a.shape for a in args))
     return [broadcast_to_shape(a, shape) for a in args]

@@ -78,7 +78,8 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
     return newshape
 
 
-@jitted(static_argnames=("shape", "order", "copy"), converts_first=True)
+@jitted(static_argnames=("shape", "order", "copy"), converts_first=True,
+        jax_jits=False)
 def reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None,
             out_sharding: Any = None) -> Array:
     """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
@@ -117,7 +118,8 @@ def _ravel(a: ArrayLike, order: str = "C", *, out_sharding: Any = None) -> Array
     return reshape(a, (a.size,), order, out_sharding=out_sharding)
 
 
-@jitted(static_argnames=("axes",), converts_first=True)
+@jitted(static_argnames=("axes",), converts_first=True,
+        jax_jits=False)
 def transpose(a: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """``jnp.transpose``: permute the axes (reverse them by default)."""
     a = ensure_arraylike("transpose", a)

@@ -83,6 +83,7 @@ class JitFunction:
         self._fun = fun
         self._name = fun_name(fun)
         self._inline = inline
+        self._inline_as_program = True  # see jit_dispatch.dispatcher
         self._keep_unused = bool(keep_unused)
         self._compiler_options = _compiler_options_key(compiler_options)
         self._static_argnums, self._static_argnames = infer_argnums_and_argnames(
@@ -142,7 +143,8 @@ class JitFunction:
         if dispatch is None:
             dispatch = self._context_dispatchers[context] = dispatcher(
                 self._fun, self._fun_cache.fast, self._static_argnums, self._inline,
-                self._call, self._device, self._rename_mismatch)
+                self._call, self._device, self._rename_mismatch,
+                inline_as_program=self._inline_as_program)
         return dispatch(*args, **kwargs)
 
     @property
@@ -162,7 +164,7 @@ class JitFunction:
         that dropping it frees the caches at once)."""
         wrapper = dispatcher(self._fun, self._global_cache.fast, self._static_argnums, self._inline,
                               self._call, self._device, self._rename_mismatch,
-                              self._call_in_context)
+                              self._call_in_context, self._inline_as_program)
         functools.update_wrapper(wrapper, self._fun, updated=())
         try:  # the wrapped function's, even to inspect.signature(follow_wrapped=False), as JAX
             wrapper.__signature__ = inspect.signature(self._fun)

@@ -18,6 +18,7 @@ from jaxkit._config import config, local_blocks
 from jaxkit._traceback_filter import boundary_codes, filter_at_boundary
 from jaxkit.core import ShapedArray
 from jaxkit.interpreters.ad import JVPTrace, JVPTracer
+from jaxkit.interpreters.batching import BatchTrace, BatchTracer
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, device_put_value, placement, to_buffer
 from jaxkit.runtime.pjrt import JaxRuntimeError
@@ -131,7 +132,7 @@ def fast_key(static_argnums: frozenset, args: tuple, kwargs: dict) -> tuple:
 def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: frozenset,
                 inline: bool, slow: Callable, fixed_device=None,
                 rename_mismatch: Callable | None = None,
-                in_context: Callable | None = None) -> Callable:
+                in_context: Callable | None = None, inline_as_program: bool = True) -> Callable:
     """The function ``jit`` returns; ``slow(args, kwargs)`` is ``JitFunction._call``.
 
     Outside any transformation a call whose traced arguments are positional leaves takes the
@@ -149,7 +150,11 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
 
     ``fast`` holds the plans of the global configuration. A call from a thread inside a
     block of its own option values (``config.trace_context``) goes to ``in_context(args,
-    kwargs)``: the dispatcher of that configuration's plans."""
+    kwargs)``: the dispatcher of that configuration's plans.
+
+    An inline body traced in place under a JVP or batch trace gives its results as JAX's jit
+    gives them there (``jit_results``), unless ``inline_as_program`` is False: a function
+    JAX does not jit at all, which jaxkit jits for its eager calls only."""
     unrolled = not static_argnums
     spread = pjrt.placement
     eager_meshes = context_mesh.eager_meshes
@@ -183,7 +188,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                     out = fun(*args, **kwargs)
                 except DeviceMismatch as e:  # as if the body ran as one program: see _call
                     raise rename_mismatch(e, args, kwargs) from None
-                return out if type(current_trace()) is not JVPTrace else jit_results(out)
+                return jit_results(out) if inline_as_program and \
+                    type(current_trace()) in _program_traces else out
             if local_blocks.open and in_context is not None and config.trace_context:
                 return in_context(args, kwargs)
             n = len(args)
@@ -258,12 +264,21 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
 
 
 _host_types = (bool, int, float, complex, np.ndarray, np.generic)
+# The transformations under which JAX's jit still runs its (transformed) body as a program
+# when nothing outer stages it: its results there are Arrays, never the host values that an
+# inline body traced in place can pass through.
+_program_traces = (JVPTrace, BatchTrace)
+_program_tracers = (JVPTracer, BatchTracer)
 
 
 def _on_device(x):
     """A host value (Python scalar, NumPy value; not a ``float0`` one) as an ``Array``; a JVP
     tracer with its primal and tangent so (the jit's JVP runs at every JVP level it is
-    under, as in JAX); anything else as it is."""
+    under, as in JAX), a batch tracer with its batch so (``vmap(jnp.squeeze)`` of a NumPy
+    int64 vector is an int32 Array, as JAX's); anything else as it is."""
+    if isinstance(x, BatchTracer):
+        val = _on_device(x.val)
+        return x if val is x.val else type(x)(x._trace, val, x.batch_dim)
     if isinstance(x, JVPTracer):
         primal, tangent = _on_device(x.primal), _on_device(x.tangent)
         if primal is x.primal and tangent is x.tangent:
@@ -275,12 +290,13 @@ def _on_device(x):
 
 
 def jit_results(outs):
-    """The results of an inline jit (a jnp function) traced in place under a JVP trace, as
-    JAX's jit gives them there: its JVP runs as a program, so primals and tangents that are
-    still host values (the tangent ``3.0`` passed through ``x + 1.0``, the argument that
-    ``jnp.asarray(x)`` returns) come out as Arrays, weak types kept."""
+    """The results of an inline jit (a jnp function) traced in place under a JVP or batch
+    trace, as JAX's jit gives them there: its JVP or batched body runs as a program, so
+    primals, tangents and batches that are still host values (the tangent ``3.0`` passed
+    through ``x + 1.0``, the argument that ``jnp.asarray(x)`` returns) come out as Arrays,
+    weak types kept."""
     leaves, tree = tree_util.tree_flatten(outs)
-    converted = [_on_device(x) if isinstance(x, JVPTracer) else x for x in leaves]
+    converted = [_on_device(x) if isinstance(x, _program_tracers) else x for x in leaves]
     if all(a is b for a, b in zip(converted, leaves)):
         return outs
     return tree_util.tree_unflatten(tree, converted)
