@@ -29,6 +29,8 @@ from jaxkit import _checkout
 
 _checkout.install(_os.path.dirname(__file__))
 from jaxkit._config import config
+from jaxkit._deprecations import deprecation_getattr as _deprecation_getattr
+from jaxkit._deprecations import removed as _removed
 from jaxkit.runtime import gpu  # noqa: F401  (registers the CUDA plugin backend, if installed)
 from jaxkit import lax
 from jaxkit.api import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linearize,
@@ -126,16 +128,11 @@ __all__ = [
 
 
 # Names JAX 0.10.2 removed, which its module still answers with how to replace them.
-_REMOVED = {name: (f"jax.{name} is deprecated; use jax.device_put instead. See "
-                   "https://docs.jax.dev/en/latest/migrate_pmap.html#drop-in-replacements for a "
-                   "drop-in replacement.") for name in ("device_put_replicated",
-                                                        "device_put_sharded")}
-
-
-def __getattr__(name: str):
-    if name in _REMOVED:
-        raise AttributeError(_REMOVED[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_deprecations = {name: _removed(
+    f"jax.{name} is deprecated; use jax.device_put instead. See "
+    "https://docs.jax.dev/en/latest/migrate_pmap.html#drop-in-replacements for a drop-in "
+    "replacement.") for name in ("device_put_replicated", "device_put_sharded")}
+__getattr__ = _deprecation_getattr(__name__, _deprecations)
 
 
 def load_ipython_extension(ipython) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jaxkit import api
+from jaxkit._deprecations import deprecation_getattr, removed
 from jaxkit import tree_util
 from jaxkit.core import Jaxpr, Literal, ShapedArray
 from jaxkit.lax import reduce_precision_p
@@ -18,14 +19,10 @@ from jaxkit.transforms.jit import jit_p
 __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint_name", "checkpoint_policies",
            "print_saved_residuals"]
 
-_REMOVED = {name: (f"jax.ad_checkpoint.{name} was deprecated in JAX v0.8.2 and removed in JAX "
-                   f"v0.10.0; use jax.{name} instead.") for name in ("checkpoint", "remat")}
-
-
-def __getattr__(name: str):
-    if name in _REMOVED:
-        raise AttributeError(_REMOVED[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_deprecations = {name: removed(f"jax.ad_checkpoint.{name} was deprecated in JAX v0.8.2 and "
+                               f"removed in JAX v0.10.0; use jax.{name} instead.")
+                 for name in ("checkpoint", "remat")}
+__getattr__ = deprecation_getattr(__name__, _deprecations)
 
 
 def print_saved_residuals(f: Callable, *args, **kwargs) -> None:

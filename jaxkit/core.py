@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import gc
+import operator
 import types
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit._deprecations import deprecation_getattr, removed
 from jaxkit._pretty import pp_literal  # noqa: F401  (core.pp_literal: magics' graphs use it)
 from jaxkit import dtypes
 from jaxkit import avals as avals_mod
@@ -496,3 +498,52 @@ def concrete_or_error(value, context: str = ""):
             value, f"A concrete value is required{': ' + context if context else ''}",
             _STATIC_FIX))
     return value
+
+
+def _is_constant_dim(d) -> bool:
+    """Whether a dimension is a known integer (jaxkit's shapes always are, but for the
+    symbolic dimensions of ``jax.export``)."""
+    try:
+        operator.index(d)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_constant_shape(shape) -> bool:
+    return all(_is_constant_dim(d) for d in shape)
+
+
+_is_constant_dim.__name__, _is_constant_shape.__name__ = "is_constant_dim", "is_constant_shape"
+
+# What JAX 0.10.2's ``jax.core`` still answers for the names it moved (to ``jax.extend.core``,
+# served from there with its warning) or dropped. The names this module defines for jaxkit's
+# own use are found before these (they work, without a warning).
+_MOVED = ("CallPrimitive", "DebugInfo", "check_jaxpr", "find_top_trace", "gensym",
+          "get_opaque_trace_state", "jaxprs_in_params", "new_jaxpr_eqn",
+          "primal_dtype_to_tangent_dtype", "valid_jaxtype")
+_MOVED_QUIETLY = ("nonempty_axis_env_DO_NOT_USE", "unsafe_am_i_under_a_jit_DO_NOT_USE",
+                  "unsafe_am_i_under_a_vmap_DO_NOT_USE", "unsafe_get_axis_names_DO_NOT_USE")
+_UNSERVED = ("JaxprPpContext", "JaxprPpSettings", "OutputType", "aval_mapping_handlers", "call",
+             "concretization_function_error", "custom_typechecks", "is_concrete",
+             "literalable_types", "no_axis_name", "trace_ctx")
+_REMOVED_MOVED = ("mapped_aval", "unmapped_aval", "take_current_trace", "TraceTag", "call_impl")
+_deprecations = {
+    **{name: (f"jax.core.{name} is deprecated. Use jax.extend.core.{name}.",
+              f"jaxkit.extend.core:{name}") for name in _MOVED},
+    **{name: (f"jax.core.{name} is deprecated.", f"jaxkit.extend.core:{name}")
+       for name in _MOVED_QUIETLY},
+    "InconclusiveDimensionOperation": (
+        "jax.core.InconclusiveDimensionOperation is deprecated. Use "
+        "jax.errors.InconclusiveDimensionOperation.",
+        "jaxkit.extend.core:InconclusiveDimensionOperation"),
+    "is_constant_dim": ("jax.core.is_constant_dim is deprecated.", _is_constant_dim),
+    "is_constant_shape": ("jax.core.is_constant_shape is deprecated.", _is_constant_shape),
+    **{name: removed(f"jax.core.{name} is deprecated. jaxkit does not provide it (an internal "
+                     f"of JAX's tracing machinery).") for name in _UNSERVED},
+    **{name: removed(f"jax.core.{name} was deprecated in JAX v0.8.2 and removed in JAX "
+                     f"v0.10.0. Use jax.extend.core.{name}.") for name in _REMOVED_MOVED},
+    "traverse_jaxpr_params": removed("jax.core.traverse_jaxpr_params was deprecated in JAX "
+                                     "v0.8.2 and removed in JAX v0.10.0."),
+}
+__getattr__ = deprecation_getattr(__name__, _deprecations)

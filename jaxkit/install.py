@@ -101,7 +101,7 @@ def _make_facade(jax_name: str) -> types.ModuleType:
         try:
             return getattr(target, name)
         except AttributeError as err:
-            if name in getattr(target, "_REMOVED", ()):  # JAX's word on a removed name
+            if name in getattr(target, "_deprecations", ()):  # JAX's word on a removed name
                 raise AttributeError(str(err)) from None
         if not name.startswith("__"):
             try:

@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any
 
 
+from jaxkit._deprecations import deprecation_getattr, removed
 from jaxkit import core, dtypes, source_info
 from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
@@ -768,3 +769,12 @@ stop_gradient_p.def_abstract_eval(lambda x: x)
 defjvp_zero(stop_gradient_p)
 batching.defvectorized(stop_gradient_p)
 mlir.register_lowering(stop_gradient_p, lambda ctx, x: x)
+
+
+# As JAX 0.10.2, which still answers for the name it dropped.
+_deprecations = {
+    "reducing_transposes": removed(
+        "jax.interpreters.ad.reducing_transposes was deprecated in v0.9.0. and removed in "
+        "v0.10.0. It has been unused since JAX v0.4.38."),
+}
+__getattr__ = deprecation_getattr(__name__, _deprecations)

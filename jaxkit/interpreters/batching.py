@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit._deprecations import deprecation_getattr, removed
 from jaxkit import core
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import partial_eval as pe
@@ -671,3 +672,10 @@ def _check_rule_output(prim, vals, dims, params, out, out_dim) -> None:
         if d is not not_mapped and {got_batch.shape[d]} != sizes and sizes:
             raise AssertionError(f"batching rule for '{prim.name}' gave output {i} a batch axis "
                                  f"of size {got_batch.shape[d]}, expected {sizes}")
+
+
+# As JAX 0.10.2, which still answers for the name it dropped.
+_deprecations = {
+    "NotMapped": removed("jax.interpreters.batching.NotMapped is deprecated."),
+}
+__getattr__ = deprecation_getattr(__name__, _deprecations)

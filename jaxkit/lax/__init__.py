@@ -88,3 +88,13 @@ __all__ = sorted({name for module in _STAR_MODULES
     "concatenate", "convert_element_type", "expand_dims", "full", "full_like", "iota",
     "reduce_sum", "reshape", "rev", "split", "squeeze", "transpose", "zeros_like_array"})
 from jaxkit.lax import pp_rules as _pp_rules  # noqa: E402,F401  (printing of params)
+
+from jaxkit._deprecations import deprecation_getattr as _deprecation_getattr  # noqa: E402
+from jaxkit._deprecations import removed as _removed  # noqa: E402
+
+# As JAX 0.10.2, which still answers for the name it dropped.
+_deprecations = {
+    "pvary": _removed("jax.lax.pvary was deprecated in JAX v0.8.2 and removed in JAX v0.10.0; "
+                      "use `jax.lax.pcast(..., to='varying')"),
+}
+__getattr__ = _deprecation_getattr(__name__, _deprecations)

@@ -422,3 +422,13 @@ get_printoptions = _np.get_printoptions
 set_printoptions = _np.set_printoptions
 
 _array_methods.install()
+
+from jaxkit._deprecations import deprecation_getattr as _deprecation_getattr  # noqa: E402
+from jaxkit._deprecations import removed as _removed  # noqa: E402
+
+# As JAX 0.10.2, which still answers for the name it dropped.
+_deprecations = {
+    "fix": _removed("jax.numpy.fix was deprecated in JAX v0.9.0, and will be removed in JAX "
+                    "v0.10.0. Use jax.numpy.trunc instead."),
+}
+__getattr__ = _deprecation_getattr(__name__, _deprecations)

@@ -43,3 +43,17 @@ from jaxkit.scipy._special_log import (
 )
 from jaxkit.scipy._special_oscillatory import fresnel, hyp1f1, owens_t, sici
 from jaxkit.scipy._special_sph_harm import sph_harm_y
+
+from jaxkit._deprecations import deprecation_getattr as _deprecation_getattr  # noqa: E402
+from jaxkit.scipy import _special_legendre  # noqa: E402
+
+# As JAX 0.10.2: deprecated names still served (with a warning), removed ones explained.
+_deprecations = {
+    "lpmn": ("jax.scipy.special.lpmn is deprecated; no replacement is planned.",
+             _special_legendre.lpmn),
+    "lpmn_values": ("jax.scipy.special.lpmn_values is deprecated; no replacement is planned.",
+                    _special_legendre.lpmn_values),
+    "sph_harm": ("jax.scipy.special.sph_harm was deprecated in v0.7.0 and removed in v0.10.0. "
+                 "Use jax.scipy.special.sph_harm_y instead.", None),
+}
+__getattr__ = _deprecation_getattr(__name__, _deprecations)

@@ -5,7 +5,7 @@ CPU: the kernel becomes ordinary XLA code looping over the grid. Without ``inter
 ``pallas_call`` fails on the CPU with JAX's ``ValueError``; the TPU (Mosaic) and GPU (Triton,
 Mosaic GPU) compilers are not part of jaxkit.
 """
-import warnings as _warnings
+from jaxkit._deprecations import deprecation_getattr as _deprecation_getattr
 
 from jaxkit.experimental.pallas.core import (ANY, HOST, BlockSpec, Blocked, BoundedSlice,
                                              Buffered, CompilerParams, CostEstimate, Element,
@@ -43,13 +43,20 @@ __all__ = ["ANY", "HOST", "BlockSpec", "Blocked", "BoundedSlice", "Buffered",
            "run_state", "select_ref"]
 
 
-def __getattr__(name: str):
-    # As JAX 0.10.2: ``pl.dot`` still works but warns that it moved to pallas.triton.
-    if name == "dot":
-        _warnings.warn(
-            "jax.experimental.pallas.dot was moved to jax.experimental.pallas.triton. "
+def _debug_checks_enabled() -> bool:
+    """Whether kernels' ``debug_check``s are on (``pl.enable_debug_checks``)."""
+    return enable_debug_checks.value
+
+
+_debug_checks_enabled.__name__ = "debug_checks_enabled"
+
+# As JAX 0.10.2: names that moved still work here, with a warning.
+_deprecations = {
+    "dot": ("jax.experimental.pallas.dot was moved to jax.experimental.pallas.triton. "
             "Accessing it via jax.experimental.pallas is deprecated. You can use "
             "jax.numpy.dot, jax.numpy.einsum or the @ operator instead in a TPU or MGPU "
-            "kernel.", DeprecationWarning, stacklevel=2)
-        return _dot
-    raise AttributeError(f"module 'jax.experimental.pallas' has no attribute '{name}'")
+            "kernel.", _dot),
+    "debug_checks_enabled": ("jax.experimental.pallas.debug_checks_enabled is deprecated, use "
+                             "pl.enable_debug_checks.value instead.", _debug_checks_enabled),
+}
+__getattr__ = _deprecation_getattr("jax.experimental.pallas", _deprecations)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core
+from jaxkit._deprecations import deprecation_getattr
 from jaxkit.experimental.pallas.core import CompilerParams as _CompilerParamsBase
 from jaxkit.experimental.pallas.core import GridSpec, MemoryRef, MemorySpaceMethods
 from jaxkit.experimental.pallas.core import MemorySpace as _PlMemorySpace
@@ -31,8 +32,8 @@ from jaxkit.experimental.pallas.tpu_interpret_state import (InterpretParams,
                                                             force_tpu_interpret_mode,
                                                             reset_tpu_interpret_mode_state,
                                                             set_tpu_interpret_mode)
-from jaxkit.experimental.pallas.semaphores import (new_semaphore, semaphore, semaphore_read,
-                                                   semaphore_signal, semaphore_wait)
+from jaxkit.experimental.pallas.semaphores import new_semaphore
+from jaxkit.experimental.pallas.semaphores import semaphore as _semaphore
 from jaxkit.experimental.pallas.tpu_random import (prng_random_bits, prng_seed, sample_block,
                                                    stateful_bernoulli, stateful_bits,
                                                    stateful_normal, stateful_uniform,
@@ -53,7 +54,7 @@ __all__ = ["ANY", "AsyncCopyDescriptor", "CMEM", "CompilerParams", "GridDimensio
            "SemaphoreType", "VMEM", "VMEM_SHARED", "async_copy", "make_async_copy",
            "make_async_remote_copy", "sync_copy", "emit_pipeline", "SEMAPHORE", "CORE_PARALLEL",
            "SUBCORE_PARALLEL", "async_remote_copy", "dma_semaphore", "get_barrier_semaphore",
-           "semaphore_read", "semaphore_signal", "semaphore_wait", "ChipVersion", "CoreType",
+           "ChipVersion", "CoreType",
            "SideEffectType", "TpuInfo", "core_barrier", "create_tensorcore_mesh",
            "force_tpu_interpret_mode", "get_tpu_info", "get_tpu_info_for_chip", "is_tpu_device",
            "reset_tpu_interpret_mode_state", "run_on_first_core", "set_tpu_interpret_mode",
@@ -120,7 +121,7 @@ class SemaphoreType(enum.Enum):
         return self(())
 
 
-class dma_semaphore(semaphore):  # noqa: N801  (JAX's name)
+class dma_semaphore(_semaphore):  # noqa: N801  (JAX's name)
     """A DMA semaphore's element type."""
 
 
@@ -168,3 +169,12 @@ class PrefetchScalarGridSpec(GridSpec):
         super().__init__(grid, scratch_shapes=scratch_shapes, **specs)
         self.num_scalar_prefetch = num_scalar_prefetch
         self.index_memory_space = SMEM
+
+
+# As JAX 0.10.2: the names that moved to ``pl`` still work here, with a warning.
+_deprecations = {
+    name: (f"pltpu.{name} is deprecated, use pl.{name} instead.",
+           f"jaxkit.experimental.pallas:{name}")
+    for name in ("HOST", "semaphore", "DeviceIdType", "semaphore_read", "semaphore_signal",
+                 "semaphore_wait")}
+__getattr__ = deprecation_getattr(__name__, _deprecations)
