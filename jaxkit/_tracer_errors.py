@@ -4,8 +4,15 @@ They live apart from ``jaxkit.core`` so that modules below the core can raise th
 ``jaxkit.core`` re-exports every one."""
 
 
+_ERROR_PAGE = "https://docs.jax.dev/en/latest/errors.html"
+
+
 class JaxkitTypeError(TypeError):
-    """Base of the type errors jaxkit raises about traced values."""
+    """Base of the type errors jaxkit raises about traced values. As JAX's, each message
+    ends with the page that explains the error and its fixes."""
+
+    def __init__(self, message: str):
+        super().__init__(f"{message}\nSee {_ERROR_PAGE}#jax.errors.{type(self).__name__}")
 
 
 class ConcretizationTypeError(JaxkitTypeError):

@@ -671,7 +671,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             out_tree_box.append(out_tree)
             return out_flat
 
-        debug = pe.debug_info("make_jaxpr", fun, _flat_arg_names(fun, dyn, kwargs))
+        debug = pe.debug_info("jit", fun,  # (JAX traces it as a jit)
+                              _flat_arg_names(fun, dyn, kwargs))
         with lax.parallel.extend_axis_env_nd(axis_env or ()):
             if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
                 jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)

@@ -418,55 +418,51 @@ class Tracer:
     nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
     itemsize = property(lambda self: self.aval.dtype.itemsize)
 
-    # A tracer has no concrete value; each conversion says why and what to do instead.
-    def _concretization_context(self) -> str:
-        """Extra explanation (which function and argument) supplied by the trace if it can."""
-        describe = getattr(self._trace, "describe_tracer", None)
-        return describe(self) if describe is not None else ""
+    # A tracer has no concrete value; each conversion raises JAX's error, in JAX's words,
+    # with where the value came from (the trace says: ``origin_message``).
+    def _error_repr(self) -> str:
+        return f"traced array with shape {self.aval.str_short(short_dtypes=False)}"
+
+    def _origin_msg(self) -> str:
+        """Where the value comes from (which arguments of which traced function, or the line
+        that made it), as JAX's tracers say it; "" when the trace cannot tell."""
+        origin = getattr(self._trace, "origin_message", None)
+        return origin(self) if origin is not None else ""
 
     def __bool__(self):
-        raise TracerBoolConversionError(concretization_message(
-            self, "The truth value of a traced array was needed (an `if`, `while`, `and`, `or` "
-            "or `bool()` on it)",
-            "use `jaxkit.lax.cond`/`jnp.where` for value-dependent branches, "
-            "`jaxkit.lax.while_loop`/`fori_loop` for loops, or mark the argument static with "
-            "`static_argnums`/`static_argnames`"))
+        _check_live(self)
+        raise TracerBoolConversionError(
+            f"Attempted boolean conversion of {self._error_repr()}.{self._origin_msg()}")
 
     def __index__(self):
         if self.shape or not np.issubdtype(self.dtype, np.integer):  # JAX's words
             raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
-        raise TracerIntegerConversionError(concretization_message(
-            self, "The integer value of a traced array was needed (as an index, a shape or a "
-            "`range()` bound)",
-            "mark the argument static with `static_argnums`/`static_argnames`, or use "
-            "`jaxkit.lax.dynamic_slice` for value-dependent indexing"))
+        _check_live(self)
+        raise TracerIntegerConversionError(
+            f"The __index__() method was called on {self._error_repr()}{self._origin_msg()}")
 
     def __int__(self):
-        raise ConcretizationTypeError(concretization_message(
-            self, "`int()` was applied to a traced array", _STATIC_FIX))
+        raise concretization_error(self, _conversion_context("int"))
 
     def __float__(self):
-        raise ConcretizationTypeError(concretization_message(
-            self, "`float()` was applied to a traced array", _STATIC_FIX))
+        raise concretization_error(self, _conversion_context("float"))
 
     def __complex__(self):
-        raise ConcretizationTypeError(concretization_message(
-            self, "`complex()` was applied to a traced array", _STATIC_FIX))
+        raise concretization_error(self, _conversion_context("complex"))
 
     def __array__(self, dtype=None, copy=None):
-        raise TracerArrayConversionError(concretization_message(
-            self, "A traced array was converted to a NumPy array (np.asarray, np.array or a "
-            "NumPy function applied to it)",
-            "use `jaxkit.numpy` functions inside transformed code, or move the NumPy call "
-            "outside the transformed function"))
+        _check_live(self)
+        raise TracerArrayConversionError(
+            "The numpy.ndarray conversion method __array__() was called on "
+            f"{self._error_repr()}{self._origin_msg()}")
 
     def item(self):
-        raise ConcretizationTypeError(concretization_message(
-            self, "`.item()` was applied to a traced array", _STATIC_FIX))
+        raise concretization_error(self, "This occurred in the item() method of jax.Array")
 
     def tolist(self):
-        raise ConcretizationTypeError(concretization_message(
-            self, "`.tolist()` was applied to a traced array", _STATIC_FIX))
+        raise concretization_error(
+            self, f"The tolist() method was called on {self._error_repr()}."
+            f"{self._origin_msg()}")
 
     def __setitem__(self, idx, value):
         raise TypeError("jaxkit arrays are immutable and do not support in-place item "
@@ -478,25 +474,30 @@ class Tracer:
                         "keys or static arguments)")
 
 
-_STATIC_FIX = ("mark the argument static with `static_argnums`/`static_argnames`, or keep the "
-               "computation in jaxkit operations")
-
-
-def concretization_message(tracer: Tracer, what: str, fix: str) -> str:
+def _check_live(tracer: Tracer) -> None:
     if tracer._trace._invalid:  # a leaked tracer: that is the real problem, say so
         raise UnexpectedTracerError(leaked_tracer_message(tracer))
-    context = tracer._concretization_context()
-    return (f"Abstract tracer value encountered where a concrete value is expected: "
-            f"{tracer.aval.str_short()} {type(tracer._trace).__name__} value.\n{what}."
-            f"{' ' + context if context else ''}\nFix: {fix}.")
+
+
+def _conversion_context(fname: str) -> str:
+    return (f"The problem arose with the `{fname}` function. If trying to convert the data "
+            f"type of a value, try using `x.astype({fname})` or `jnp.array(x, {fname})` "
+            "instead.")
+
+
+def concretization_error(tracer: Tracer, context: str = "") -> ConcretizationTypeError:
+    """JAX's ConcretizationTypeError for ``tracer``: what was needed (``context``, which
+    a caller may end with the tracer's own origin), then where the value came from."""
+    _check_live(tracer)
+    return ConcretizationTypeError(
+        "Abstract tracer value encountered where concrete value is expected: "
+        f"{tracer._error_repr()}\n{context}{tracer._origin_msg()}\n")
 
 
 def concrete_or_error(value, context: str = ""):
     """Return a concrete (NumPy or Python) value, or raise a ConcretizationTypeError."""
     if isinstance(value, Tracer):
-        raise ConcretizationTypeError(concretization_message(
-            value, f"A concrete value is required{': ' + context if context else ''}",
-            _STATIC_FIX))
+        raise concretization_error(value, context)
     return value
 
 

@@ -11,41 +11,53 @@ from __future__ import annotations
 import operator
 
 from jaxkit import core
-from jaxkit._tracer_errors import ConcretizationTypeError
-
-_FIX = "call it on the concrete array the transformed function returns, outside of it"
-
 
 def _traced(tracer: core.Tracer) -> str:
-    return f"traced array with shape {tracer.aval.str_short(short_dtypes=False)}"
+    return tracer._error_repr()
 
 
-def _concrete_method(name: str):
+def _concrete_method(name: str, what: str):
     def method(self, *args, **kwargs):
-        raise ConcretizationTypeError(core.concretization_message(
-            self, f"The {name}() method was called on a traced array", _FIX))
+        # (JAX's member texts name the tracer and its origin, which the error then repeats)
+        origin = self._origin_msg() if "{tracer}" in what else ""
+        raise core.concretization_error(self, what.format(
+            name=name, tracer=_traced(self)) + origin)
     method.__name__ = name
     return method
 
 
-def _concrete_property(name: str):
+def _concrete_property(name: str, what: str):
     def getter(self):
-        raise ConcretizationTypeError(core.concretization_message(
-            self, f"The {name!r} attribute is not available on a traced array", _FIX))
+        raise core.concretization_error(self, what.format(
+            name=name, tracer=_traced(self)) + self._origin_msg())
     return property(getter)
 
 
-def _absent(name: str, kind: str, hint: str = ""):
+def _absent(name: str, kind: str, origin: bool = True, hint: str = ""):
+    """A member that raises AttributeError on a tracer (JAX's words)."""
     def getter(self):
+        where = self._origin_msg() if origin else ""
         raise AttributeError(f"The {name!r} {kind} is not available on {_traced(self)}."
-                             f"{hint}")
+                             f"{where}{hint}")
     return property(getter)
 
 
-_METHODS = ("__dlpack__", "__reduce__", "tobytes", "addressable_data", "delete", "devices",
-            "is_deleted", "on_device_size_in_bytes", "unsafe_buffer_pointer")
-_PROPERTIES = ("addressable_shards", "committed", "global_shards", "is_fully_addressable",
-               "is_fully_replicated", "traceback")
+def _no_device(self):
+    raise AttributeError(f"{type(self).__name__} has no attribute device")
+
+
+# JAX's words for each member (its tracers name the member, then say where the value came from)
+_CALLED = "The {name}() method was called on {tracer}."
+_PROPERTY = "The {name} property was called on {tracer}."
+_ATTRIBUTE = "The '{name}' attribute is not available on {tracer}."
+_METHODS = {name: _CALLED for name in (
+    "__dlpack__", "tobytes", "addressable_data", "delete", "devices", "is_deleted",
+    "on_device_size_in_bytes", "unsafe_buffer_pointer")}
+_METHODS["__reduce__"] = ("The error occurred in the __reduce__ method, which may indicate an "
+                          "attempt to serialize/pickle a traced value.")
+_PROPERTIES = {"addressable_shards": _ATTRIBUTE, "committed": _ATTRIBUTE,
+               **{name: _PROPERTY for name in ("global_shards", "is_fully_addressable",
+                                               "is_fully_replicated", "traceback")}}
 
 
 def _reversed(self):
@@ -70,14 +82,14 @@ def _oct(self):
 
 
 def install(cls: type = core.Tracer) -> None:
-    for name in _METHODS:
-        setattr(cls, name, _concrete_method(name))
-    for name in _PROPERTIES:
-        setattr(cls, name, _concrete_property(name))
-    cls.sharding = _absent("sharding", "attribute",
-                           " To query sharding information on tracers, use "
-                           "`jaxkit.typeof(x)`.")
-    cls.device = _absent("device", "attribute")
+    for name, what in _METHODS.items():
+        setattr(cls, name, _concrete_method(name, what))
+    for name, what in _PROPERTIES.items():
+        setattr(cls, name, _concrete_property(name, what))
+    cls.sharding = _absent("sharding", "attribute", origin=False,
+                           hint=" To query sharding information on tracers, use "
+                                "`jax.typeof(x)`.")
+    cls.device = property(_no_device)
     cls.block_until_ready = _absent("block_until_ready", "method")
     cls.copy_to_host_async = _absent("copy_to_host_async", "method")
     cls.__reversed__ = _reversed

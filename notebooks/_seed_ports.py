@@ -272,7 +272,8 @@ print(selu(x)[-3:], selu_jit(x)[-3:])
 ### What `jit` cannot see
 
 Tracing replaces arguments by abstract values (shape and dtype only), so Python control flow
-on their *values* fails, with an error that says which argument and what to do.
+on their *values* fails, with an error that says which argument the value depends on (and
+links to the page that explains the fixes).
 """),
     code("""
 def f(x):

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit._deprecations import deprecation_getattr, removed
-from jaxkit import core
+from jaxkit import core, source_info
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime.sharding import typed_sharding
@@ -151,7 +151,7 @@ def to_elt(trace: BatchTrace, get_idx: Callable, x: Any, spec: Any) -> Any:
         raise TypeError(f"vmap in_axes leaf {spec!r} of type {type(spec).__name__} maps a "
                         f"value of type {type(x).__name__}, which is not a vmappable type "
                         "registered for it (batching.register_vmappable)")
-    return BatchTracer(trace, x, spec % core.get_aval(x).ndim)
+    return BatchTracer(trace, x, spec % core.get_aval(x).ndim, source_info.current(2))
 
 
 def from_elt(trace: BatchTrace, axis_size: Any, x: Any, spec: Any,
@@ -194,11 +194,12 @@ class AxisData:
 
 
 class BatchTracer(core.Tracer):
-    """One example of a batch: ``val`` holds the whole batch, batched along ``batch_dim``."""
+    """One example of a batch: ``val`` holds the whole batch, batched along ``batch_dim``;
+    ``source_info``, the user's line that made it (for errors), where known."""
 
-    __slots__ = ("_aval", "batch_dim", "val")
+    __slots__ = ("_aval", "batch_dim", "val", "source_info")
 
-    def __init__(self, trace: BatchTrace, val, batch_dim: int):
+    def __init__(self, trace: BatchTrace, val, batch_dim: int, source_info=None):
         aval = core.get_aval(val)
         if not 0 <= batch_dim < aval.ndim:
             raise ValueError(f"internal: batch dimension {batch_dim} out of range for a value "
@@ -206,6 +207,7 @@ class BatchTracer(core.Tracer):
         self._trace = trace
         self.val = val
         self.batch_dim = batch_dim
+        self.source_info = source_info
         self._aval = aval.delete_dim(batch_dim)
 
     @property
@@ -256,16 +258,19 @@ class BatchTrace(core.Trace):
             out, out_dim = rule(self.axis_data, vals, dims, **params)
             if _check_rules:
                 _check_rule_output(primitive, vals, dims, params, out, out_dim)
+        src = source_info.current(2)
         if primitive.multiple_results:
-            return [o if d is not_mapped else BatchTracer(self, o, d)
+            return [o if d is not_mapped else BatchTracer(self, o, d, src)
                     for o, d in zip(out, out_dim)]
-        return out if out_dim is not_mapped else BatchTracer(self, out, out_dim)
+        return out if out_dim is not_mapped else BatchTracer(self, out, out_dim, src)
 
-    def describe_tracer(self, tracer: core.Tracer) -> str:
-        name = "" if self.axis_data.name is None else f" (axis_name={self.axis_data.name!r})"
-        where = f" of {self.debug}" if self.debug else ""
-        return (f"The value is batched by vmap{where}{name}: each example of the batch may "
-                "need a different concrete value, so none can be chosen.")
+    def origin_message(self, tracer: core.Tracer) -> str:
+        """The line that made ``tracer``, as JAX says it."""
+        src = getattr(tracer, "source_info", None)
+        if src is None:
+            return ""
+        return (f"\nThis BatchTracer with object id {id(tracer)} was created on line:"
+                f"\n  {src}")
 
 
 def find_axis(axis_name) -> BatchTrace:

@@ -253,39 +253,52 @@ class DynamicJaxprTrace(_RecordingTrace):
         jaxpr = Jaxpr(constvars, self.invars, outvars, self.eqns, debug_info=self.debug)
         return jaxpr, constvals
 
-    def describe_tracer(self, tracer: core.Tracer) -> str:
-        """Which function is traced and which of its arguments ``tracer`` depends on."""
+    def origin_message(self, tracer: core.Tracer) -> str:
+        """Where ``tracer``'s value comes from, as JAX says it: which function is traced
+        and which of its arguments the value depends on, or else the (at most five)
+        equations that bring in the constants it is computed from."""
         if self.debug is None:
             return ""
         d = self.debug
-        where = f" defined at {d.func_src_info}" if d.func_src_info else ""
-        text = (f"The problem arose while tracing the function {d.func_name}{where} for "
-                f"{d.traced_for}.")
+        src = f"{d.func_name} at {d.func_src_info}" if d.func_src_info else d.func_name
+        text = f"The error occurred while tracing the function {src} for {d.traced_for}. "
         if isinstance(tracer, JaxprTracer) and tracer._trace is self and \
                 type(tracer._var) is Var:
-            deps = _input_dependencies(self, tracer._var)
-            names = [d.arg_names[i] for i in deps if i < len(d.arg_names)]
+            args, const_eqns = _progenitors(self, tracer._var)
+            names = [d.arg_names[i] if i < len(d.arg_names) else "unknown" for i in args]
             if names:
-                text += (" The value depends on the argument" + ("s " if len(names) > 1 else " ")
-                         + ", ".join(names) + ".")
-        return text
+                if len(names) == 1:
+                    which = f"the argument {names[0]}"
+                elif len(names) == 2:
+                    which = f"the arguments {names[0]} and {names[1]}"
+                else:
+                    which = f"the arguments {', '.join(names[:-1])}, and {names[-1]}"
+                text += ("This concrete value was not available in Python because it depends "
+                         f"on the value{'s' if len(names) > 1 else ''} of {which}.")
+            elif const_eqns:
+                from jaxkit.jaxpr import Namer, pp_eqn  # noqa: PLC0415  (printing, above us)
+                lines = [f"  operation {pp_eqn(e, Namer(), 0)}\n    from line {e.source_info}"
+                         for e in const_eqns[:5]]
+                text += ("This value became a tracer due to JAX operations on these lines:"
+                         "\n\n" + "\n\n".join(lines))
+                if len(const_eqns) > 5:
+                    text += "\n\n(Additional originating lines are not shown.)"
+        return "\n" + text
 
 
-def _input_dependencies(trace: _RecordingTrace, var: Var) -> list[int]:
-    """Indices of the trace's inputs that ``var`` is computed from."""
-    producer = {v: e for e in trace.eqns for v in e.outvars}
-    index = {v: i for i, v in enumerate(trace.invars)}
-    seen, stack, found = set(), [var], set()
-    while stack:
-        v = stack.pop()
-        if v in seen or type(v) is Literal:
-            continue
-        seen.add(v)
-        if v in index:
-            found.add(index[v])
-        elif v in producer:
-            stack.extend(producer[v].invars)
-    return sorted(found)
+def _progenitors(trace: _RecordingTrace, var: Var) -> tuple[list[int], list]:
+    """The positions of the trace's inputs that ``var`` is computed from, and, as JAX picks
+    them, the equations that bring in constants: those reading a constant ``var`` depends
+    on, or any literal."""
+    needed, const_ids = {var}, {id(v) for v in trace.constvars}
+    for eqn in reversed(trace.eqns):
+        if needed.intersection(eqn.outvars):
+            needed.difference_update(eqn.outvars)
+            needed.update(v for v in eqn.invars if type(v) is not Literal)
+    args = [i for i, v in enumerate(trace.invars) if v in needed]
+    consts = {id(v) for v in needed if id(v) in const_ids}
+    return args, [e for e in trace.eqns if any(
+        type(v) is Literal or id(v) in consts for v in e.invars)]
 
 
 _NO_NAMES = source_info.NameStack()

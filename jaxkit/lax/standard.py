@@ -191,8 +191,7 @@ def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
     if tracers:
         msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
                 "subfunctions.")
-        where = tracers[0]._concretization_context()
-        msg += f"\n{where}" if where else ""
+        msg += tracers[0]._origin_msg()
     raise TypeError(msg)
 
 

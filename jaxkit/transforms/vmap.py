@@ -113,8 +113,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         with core.new_trace(trace):
             def get_idx(t=trace):  # the example's index, for vmappable types asking for it
                 return BatchTracer(t, _iota(size), 0)
+            src = source_info.current()  # the vmap call's line, for errors about them
             in_vals = [batching.to_elt(trace, get_idx, v, d) if batching.is_vmappable(v) else
-                       v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, dims)]
+                       v if d is None else BatchTracer(trace, v, d, src)
+                       for v, d in zip(vals, dims)]
             with source_info.name_stack_context(source_info.current_name_stack().transform(
                     "vmap")):  # scopes opened inside are named ``vmap(...)``, as in JAX
                 out = fun(*tree_util.tree_unflatten(args_tree, in_vals[:len(flat_args)]),
