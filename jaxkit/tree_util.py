@@ -23,6 +23,10 @@ from jaxkit._tree_keys import (
     DictKey, FlattenedIndexKey, GetAttrKey, KeyPath, SequenceKey, keystr,
 )
 from jaxkit._tree_partial import Partial
+from jaxkit._tree_prefix import (  # noqa: F401  (flatten_one_level*: JAX's names)
+    _children, _children_with_keys, _disagreements, flatten_one_level,
+    flatten_one_level_with_keys, prefix_errors,
+)
 from jaxkit._tree_registry import (  # noqa: F401  (re-exported: JAX's names)
     _CUSTOM, _DICT, _LIST, _NAMEDTUPLE, _NAMEDTUPLE_NODE, _NONE, _Node, _node_of,
     _registry, _sorted_keys, is_tree_node, register_dataclass, register_pytree_node,
@@ -44,41 +48,6 @@ __all__ = [
 
 KeyEntry = TypeVar("KeyEntry", bound=Any)  # as JAX's: a key entry's type (DictKey, ...)
 IsLeaf = Callable[[Any], bool] | None
-
-
-def _children(node: _Node, x: Any) -> tuple[Sequence, Any]:
-    """One level of flattening: ``(children, aux data)``."""
-    kind = node.kind
-    if kind <= _LIST:
-        return x, None
-    if kind == _NAMEDTUPLE:  # its fields, whatever __len__/__getitem__ a subclass defines
-        return tuple(tuple.__iter__(x)), None
-    if kind == _DICT:
-        keys = _sorted_keys(x)
-        return [x[k] for k in keys], keys
-    if kind == _NONE:
-        return (), None
-    children, aux = node.flatten(x)  # type: ignore[misc]
-    return (children if type(children) in (list, tuple) else list(children)), aux
-
-
-def _children_with_keys(node: _Node, x: Any) -> tuple[Sequence, Any, list]:
-    """One level of flattening with a key entry per child: ``(children, aux, keys)``."""
-    kind = node.kind
-    if kind == _CUSTOM and node.flatten_with_keys is not None:
-        pairs, aux = node.flatten_with_keys(x)
-        pairs = list(pairs)
-        return [c for _, c in pairs], aux, [k for k, _ in pairs]
-    children, aux = _children(node, x)
-    if kind <= _LIST:
-        keys: list = [SequenceKey(i) for i in range(len(children))]
-    elif kind == _DICT:
-        keys = [DictKey(k) for k in aux]
-    elif kind == _NAMEDTUPLE:
-        keys = [GetAttrKey(f) for f in type(x)._fields]
-    else:
-        keys = [FlattenedIndexKey(i) for i in range(len(children))]
-    return children, aux, keys
 
 
 # --------------------------------------------------------------------------------------------
@@ -547,16 +516,27 @@ def _tree_map(f: Callable[..., Any], tree: Any, rest: tuple, is_leaf: IsLeaf,
     leaves, treedef = _tree_flatten(tree, is_leaf, reg)
     if not rest:
         return _unflatten(treedef._nodes, [f(x) for x in leaves])
-    others = [_up_to_for_map(treedef, r, i, "tree_map") for i, r in enumerate(rest, 1)]
+    others = [_up_to_for_map(treedef, r, i, "tree_map", tree, is_leaf)
+              for i, r in enumerate(rest, 1)]
     return _unflatten(treedef._nodes, [f(*xs) for xs in zip(leaves, *others)])
 
 
-def _up_to_for_map(treedef: PyTreeDef, tree: Any, position: int, fn: str) -> list:
+def _up_to_for_map(treedef: PyTreeDef, tree: Any, position: int, fn: str, first: Any,
+                   is_leaf: IsLeaf) -> list:
     try:
         return treedef.flatten_up_to(tree)
     except ValueError as e:
+        # JAX's words where the first tree is no prefix of this one; else jaxkit's
+        err = next(_disagreements((), first, tree, is_leaf), None)
+        if err is not None:
+            raise err(f"{fn} tree") from None
         raise ValueError(f"{fn}: tree #{position} does not match the structure of tree #0 "
                          f"(the first tree); {e}") from None
+
+
+def treedef_is_strict_leaf(treedef: Any) -> bool:
+    """A single leaf (a childless node such as None is not one)."""
+    return treedef.num_nodes == 1 and treedef.num_leaves == 1
 
 
 def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = ...,
@@ -603,25 +583,6 @@ def _tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: IsLeaf,
     subtrees = prefix_def.flatten_up_to(full_tree)
     return tree_unflatten(prefix_def, [_tree_map(lambda _, v=v: v, sub, (), is_leaf, reg)
                                        for v, sub in zip(leaves, subtrees)])
-
-
-def _root_node(tree: Any) -> _Node:
-    node = _node_of(type(tree))
-    if node is None:
-        raise ValueError(f"can't tree-flatten type: {type(tree)}")
-    return node
-
-
-def flatten_one_level(tree: Any) -> tuple[Sequence, Any]:
-    """The children and aux data of the root node of ``tree`` (not a leaf)."""
-    children, aux = _children(_root_node(tree), tree)
-    return tuple(children), aux
-
-
-def flatten_one_level_with_keys(tree: Any) -> tuple[Sequence, Any]:
-    """As ``flatten_one_level``, each child paired with its key entry."""
-    children, aux, keys = _children_with_keys(_root_node(tree), tree)
-    return tuple(zip(keys, children)), aux
 
 
 def tree_all(tree: Any, *, is_leaf: IsLeaf = None) -> bool:
@@ -687,7 +648,7 @@ def _tree_map_with_path(f: Callable[..., Any], tree: Any, rest: tuple,
                         is_leaf: Callable[..., bool] | None, is_leaf_takes_path: bool,
                         reg: dict[type, _Node]) -> Any:
     pairs, treedef = _tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path, reg)
-    others = [_up_to_for_map(treedef, r, i, "tree_map_with_path")
+    others = [_up_to_for_map(treedef, r, i, "tree_map_with_path", tree, is_leaf)
               for i, r in enumerate(rest, 1)]
     return _unflatten(treedef._nodes, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
 

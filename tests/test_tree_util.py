@@ -378,22 +378,29 @@ MISMATCHES = [
 
 
 @pytest.mark.parametrize("tree, other, path, what", MISMATCHES)
-def test_tree_map_mismatch_error_names_path_and_difference(tree, other, path, what):
+def test_flatten_up_to_mismatch_names_path_and_difference(tree, other, path, what):
     where = rf"key path {re.escape(path)}: .*{what}"
-    with pytest.raises(ValueError, match=rf"^tree_map: tree #1 .*{where}"):
-        tu.tree_map(lambda *xs: xs[0], tree, other)
-    with pytest.raises(ValueError, match=rf"^tree_map: tree #2 .*{where}"):
-        tu.tree_map(lambda *xs: xs[0], tree, tree, other)  # says which of the trees
     with pytest.raises(ValueError, match=rf"^pytree structure mismatch at {where}"):
         tu.tree_structure(tree).flatten_up_to(other)
-    with pytest.raises(ValueError, match=rf"^tree_map_with_path: tree #1 .*{where}"):
-        tu.tree_map_with_path(lambda *xs: xs[0], tree, other)
 
 
-def test_mismatch_where_jax_also_fails(jtu):
-    for tree, other, _, _ in MISMATCHES:
-        with pytest.raises(ValueError):
-            jtu.tree_map(lambda *xs: xs[0], tree, other)
+@pytest.mark.parametrize("tree, other, path, what", MISMATCHES)
+def test_tree_map_mismatch_error_as_in_jax(jtu, tree, other, path, what):
+    """JAX's words: the key path where the first tree is no prefix of the other, and how
+    they differ there (types, lengths, keys or metadata). One departure: inside a
+    namedtuple JAX 0.10.2 names the wrong field (``.first`` for the mismatch under
+    ``Pair(...).second``); jaxkit names the right one."""
+    if isinstance(tree, Pair) and isinstance(other, Pair):
+        with pytest.raises(ValueError, match=r"tree_map tree\.second\n"):
+            tu.tree_map(lambda *xs: xs[0], tree, other)
+        return
+    for fn, args in [("tree_map", (tree, other)), ("tree_map", (tree, tree, other)),
+                     ("tree_map_with_path", (tree, other))]:
+        with pytest.raises(ValueError) as theirs:
+            getattr(jtu, fn)(lambda *xs: xs[0], *args)
+        with pytest.raises(ValueError) as ours:
+            getattr(tu, fn)(lambda *xs: xs[0], *args)
+        assert str(ours.value) == str(theirs.value)
 
 
 def test_flatten_up_to():
@@ -486,7 +493,8 @@ def test_register_pytree_with_keys_names_children():
     assert tu.tree_leaves(tree) == [1, 2, 3]
     assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(tree)] == \
         ["[0].lo", "[0].hi[0]", "[0].hi[1]"]
-    with pytest.raises(ValueError, match=r"key path \[0\]\.hi: "):
+    with pytest.raises(ValueError, match=r"(?s)different types at key path\n"
+                                         r"    tree_map tree\[0\]\.hi\n"):
         tu.tree_map(lambda a, b: a, tree, [Box(1, [2, 3])])
 
 
