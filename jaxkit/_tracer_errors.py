@@ -31,8 +31,9 @@ class TracerArrayConversionError(JaxkitTypeError):
     """A traced value was converted to a NumPy array."""
 
 
-class UnexpectedTracerError(Exception):
-    """A tracer escaped the transformation that created it (it "leaked")."""
+class UnexpectedTracerError(JaxkitTypeError):
+    """A tracer escaped the transformation that created it (it "leaked"); a TypeError, as
+    JAX's."""
 
 
 # Tracebacks name them where users import them from (JAX's print ``jax.errors.X``).

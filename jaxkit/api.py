@@ -36,7 +36,7 @@ from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
 from jaxkit.shape_dtype_struct import ShapeDtypeStruct  # noqa: F401  (jax.ShapeDtypeStruct)
 from jaxkit.sharding import reshard
 from jaxkit.transforms.compile_time_eval import folding
-from jaxkit.transforms.argnums import infer_argnums_and_argnames, positional_params
+from jaxkit.transforms.argnums import infer_argnums_and_argnames
 from jaxkit.transforms.vmap import vmap
 
 __all__ = ["ShapeDtypeStruct", "block_until_ready", "default_backend", "device_count",
@@ -109,11 +109,10 @@ def _check_leaf(x, what: str):
     return x
 
 
-def _split_aux(out, fun_name: str):
+def _split_aux(out):
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError("expected function with aux output to return a two-element tuple, but "
-                        f"got type {type(out)} with value {out!r} (has_aux=True: {fun_name} "
-                        "must return a pair (output, auxiliary_data)).")
+                        f"got type {type(out)} with value {out!r}")
     return out[0], out[1]
 
 
@@ -126,7 +125,7 @@ def _flat_fun(fun: Callable, in_tree, has_aux: bool, out_tree_cell: list) -> Cal
         out = fun(*tree_util.tree_unflatten(in_tree, xs))
         aux = None
         if has_aux:
-            out, aux = _split_aux(out, name)
+            out, aux = _split_aux(out)
         pairs, out_tree = tree_util.tree_flatten_with_path(out)
         for path, leaf in pairs:
             if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
@@ -510,7 +509,9 @@ def _std_basis(pytree):
     parts, start = [], 0
     for x, size in zip(leaves, sizes):
         aval = core.get_aval(x)
-        parts.append(eye[:, start:start + size].reshape((n, *aval.shape)).astype(aval.dtype))
+        # typed as the leaf, weak type included (JAX's tangents of a Python scalar are weak)
+        parts.append(lax.convert_element_type(
+            eye[:, start:start + size].reshape((n, *aval.shape)), aval.dtype, aval.weak_type))
         start += size
     return tree_util.tree_unflatten(treedef, parts)
 
@@ -634,15 +635,7 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
 # --------------------------------------------------------------------------------------------
 
 
-def _flat_arg_names(fun: Callable, args: Sequence, kwargs: dict) -> list[str]:
-    params = positional_params(fun)
-    names = []
-    for i, a in enumerate(args):
-        label = params[i] if i < len(params) else f"args[{i}]"
-        names += [label + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(a)[0]]
-    for k, v in kwargs.items():
-        names += [k + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(v)[0]]
-    return names
+_flat_arg_names = pe.flat_arg_names
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),

@@ -364,21 +364,28 @@ def _tracer_origin(tracer: Tracer) -> str:
 
 
 def leaked_tracer_message(tracer: Tracer) -> str:
-    """What leaked (its type), from which transformation and function, and how to fix it."""
-    trace = tracer._trace
-    origin = f"It was created {_tracer_origin(tracer)}."
-    state = ("that transformation has already finished" if trace._invalid else
-             "that transformation is not active here (the value was carried into another "
-             "function or transformation as a hidden input)")
-    return (f"Encountered an unexpected tracer: a traced value of type "
-            f"{tracer.aval.str_short()} ({tracer!r}) was used, but {state}. {origin}\n"
-            "A function transformed by jaxkit (jit, grad, vmap, ...) saved one of its "
-            "intermediate values in a place that outlives the transformation: a global "
-            "variable, a list or dict, an attribute of an object, or a closure. Tracers only "
-            "stand for values while their transformation runs.\n"
-            "Fix: return the value from the transformed function as an output (for grad, use "
-            "has_aux=True to return extra values) instead of storing it as a side effect, "
-            "or pass it in as an argument instead of closing over it.")
+    """JAX's words for a tracer used after (or outside) its transformation: what leaked,
+    from which traced function (a jit's tracers know it), and how to catch it earlier."""
+    msg = ("Encountered an unexpected tracer. A function transformed by JAX had a side effect, "
+           "allowing for a reference to an intermediate value with type "
+           f"{tracer.aval.str_short(short_dtypes=False)} wrapped in a {type(tracer).__name__} "
+           "to escape the scope of the transformation.\nJAX transformations require that "
+           "functions explicitly return their outputs, and disallow saving intermediate "
+           "values to global state.")
+    debug = getattr(tracer._trace, "debug", None)
+    if getattr(debug, "func_name", None) is not None:
+        src = f"{debug.func_name} at {debug.func_src_info}" if debug.func_src_info else \
+            debug.func_name
+        divider = "\n" + "-" * 30 + "\n"
+        creation_line = getattr(tracer._trace, "creation_line", None)
+        line = creation_line(tracer) if creation_line else ""  # ("" for an argument, as JAX)
+        msg += (f"\nThe function being traced when the value leaked was {src} traced for "
+                f"{debug.traced_for}.{divider}The leaked intermediate value was created on "
+                f"line {line}. {divider}When the value was created, the final 5 stack frames "
+                f"(most recent last) excluding JAX-internal frames were:{divider}{line}"
+                f"{divider}")
+    return msg + ("\nTo catch the leak earlier, try setting the environment variable "
+                  "JAX_CHECK_TRACER_LEAKS or using the `jax.checking_leaks` context manager.")
 
 
 class Tracer:
@@ -419,7 +426,8 @@ class Tracer:
     itemsize = property(lambda self: self.aval.dtype.itemsize)
 
     # A tracer has no concrete value; each conversion raises JAX's error, in JAX's words,
-    # with where the value came from (the trace says: ``origin_message``).
+    # with where the value came from (the trace says: ``origin_message``; a jit's trace that
+    # has ended says instead that the value leaked, as JAX's does).
     def _error_repr(self) -> str:
         return f"traced array with shape {self.aval.str_short(short_dtypes=False)}"
 
@@ -430,14 +438,12 @@ class Tracer:
         return origin(self) if origin is not None else ""
 
     def __bool__(self):
-        _check_live(self)
         raise TracerBoolConversionError(
             f"Attempted boolean conversion of {self._error_repr()}.{self._origin_msg()}")
 
     def __index__(self):
         if self.shape or not np.issubdtype(self.dtype, np.integer):  # JAX's words
             raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
-        _check_live(self)
         raise TracerIntegerConversionError(
             f"The __index__() method was called on {self._error_repr()}{self._origin_msg()}")
 
@@ -451,7 +457,10 @@ class Tracer:
         raise concretization_error(self, _conversion_context("complex"))
 
     def __array__(self, dtype=None, copy=None):
-        _check_live(self)
+        # An operation handed a tracer of an ended trace (or one out of scope) converts it as
+        # a host value: that value leaked, which JAX reports when its operation binds it.
+        if self._trace._invalid or not trace_is_live(self._trace):
+            raise UnexpectedTracerError(leaked_tracer_message(self))
         raise TracerArrayConversionError(
             "The numpy.ndarray conversion method __array__() was called on "
             f"{self._error_repr()}{self._origin_msg()}")
@@ -465,18 +474,10 @@ class Tracer:
             f"{self._origin_msg()}")
 
     def __setitem__(self, idx, value):
-        raise TypeError("jaxkit arrays are immutable and do not support in-place item "
-                        "assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or "
-                        "another .at[] method (add, multiply, min, max, ...).")
+        raise TypeError(IMMUTABLE_MESSAGE)
 
     def __hash__(self):
-        raise TypeError(f"unhashable type: {type(self).__name__} (traced arrays cannot be dict "
-                        "keys or static arguments)")
-
-
-def _check_live(tracer: Tracer) -> None:
-    if tracer._trace._invalid:  # a leaked tracer: that is the real problem, say so
-        raise UnexpectedTracerError(leaked_tracer_message(tracer))
+        raise TypeError(f"unhashable type: {type(self).__name__!r}")  # Python's words, as JAX
 
 
 def _conversion_context(fname: str) -> str:
@@ -485,10 +486,15 @@ def _conversion_context(fname: str) -> str:
             "instead.")
 
 
+# JAX's words (the page lists the .at[] methods: set, add, multiply, min, max, ...)
+IMMUTABLE_MESSAGE = ("JAX arrays are immutable and do not support in-place item assignment. "
+                     "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+                     "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+
 def concretization_error(tracer: Tracer, context: str = "") -> ConcretizationTypeError:
     """JAX's ConcretizationTypeError for ``tracer``: what was needed (``context``, which
     a caller may end with the tracer's own origin), then where the value came from."""
-    _check_live(tracer)
     return ConcretizationTypeError(
         "Abstract tracer value encountered where concrete value is expected: "
         f"{tracer._error_repr()}\n{context}{tracer._origin_msg()}\n")

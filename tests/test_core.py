@@ -353,7 +353,8 @@ def test_leaked_tracer_is_detected():
         return x
 
     f(f32(2))
-    with pytest.raises(jaxkit.UnexpectedTracerError, match="outlives the transformation"):
+    with pytest.raises(jaxkit.UnexpectedTracerError, match="A function transformed by JAX "
+                                                           "had a side effect"):
         jaxkit.jit(lambda y: lax.add(y, leaked[0]))(f32(2))
 
 

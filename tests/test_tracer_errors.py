@@ -21,6 +21,28 @@ def _branchy(x):
     return -x
 
 
+def _scan_body(c, x):
+    if x > 0:
+        return c, x
+    return c, -x
+
+
+def _while_body(v):
+    if v > 0:
+        return v - 1
+    return v
+
+
+def _fori_body(i, v):
+    if v > i:
+        return v
+    return v + 1.0
+
+
+def _larger(a, b):
+    return a if a > b else b
+
+
 CASES = {
     "jit_if": lambda J: J.jit(_branchy)(1.0),
     "vmap_if": lambda J: J.vmap(_branchy)(J.numpy.ones(3)),
@@ -47,9 +69,24 @@ CASES = {
     "sharding": lambda J: J.jit(lambda x: x.sharding)(1.0),
     "device": lambda J: J.jit(lambda x: x.device)(1.0),
     "block_until_ready": lambda J: J.jit(lambda x: x.block_until_ready())(1.0),
+    "hash": lambda J: J.jit(lambda x: hash(x))(1.0),
+    "hash_batched": lambda J: J.vmap(lambda x: {x: 1})(J.numpy.ones(2)),
     "arange": lambda J: J.jit(lambda n: J.numpy.arange(n))(3),
     "vmap_int": lambda J: J.vmap(lambda x: int(x))(J.numpy.ones(2)),
     "vmap_of_jit": lambda J: J.vmap(J.jit(lambda x: bool(x)))(J.numpy.ones(2)),
+    # control-flow bodies: traced "for scan", "while_body", "fori_loop" (its wrappers name
+    # the user's body and its arguments), "cond", "switch"
+    "scan": lambda J: J.lax.scan(_scan_body, 0., J.numpy.ones(2)),
+    "scan_under_jit": lambda J: J.jit(lambda xs: J.lax.scan(_scan_body, 0., xs))(
+        J.numpy.ones(2)),
+    "scan_pytrees": lambda J: J.lax.scan(lambda c, x: (c, bool(c[1] > x["a"])), (0., 1.),
+                                         {"a": J.numpy.ones(2)}),
+    "while_body": lambda J: J.lax.while_loop(lambda v: v < 3, _while_body, 0.),
+    "while_cond": lambda J: J.lax.while_loop(lambda v: bool(v > 0), lambda v: v + 1, 0.),
+    "fori_static_bounds": lambda J: J.lax.fori_loop(0, 3, _fori_body, 0.),
+    "fori_traced_bounds": lambda J: J.jit(lambda n: J.lax.fori_loop(0, n, _fori_body, 0.))(3),
+    "cond": lambda J: J.lax.cond(True, _larger, lambda a, b: a, 1., 2.),
+    "switch": lambda J: J.lax.switch(0, [_larger, lambda a, b: a], 1., 2.),
     "grad_concrete_primal": lambda J: J.grad(
         lambda x: x if J.lax.stop_gradient(x) > J.numpy.sin(x) else 0.)(1.0),
 }

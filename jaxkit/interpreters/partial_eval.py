@@ -21,6 +21,7 @@ Two traces record equations into a jaxpr, sharing one tracer class and one recor
 """
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, source_info
 from jaxkit import effects, tree_util
-from jaxkit.jaxpr import effect_rules
+from jaxkit.jaxpr import Namer, effect_rules, pp_eqn
 from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
@@ -72,6 +73,24 @@ def debug_info(traced_for: str, fun: Callable, arg_names: Sequence[str]) -> Debu
     code = getattr(fun, "__code__", None)
     src = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
     return DebugInfo(traced_for, name, src, tuple(arg_names))
+
+
+def flat_arg_names(fun: Callable, args: Sequence, kwargs: dict | None = None) -> list[str]:
+    """One name per leaf of ``fun``'s arguments, as JAX's debug info names them: the
+    positional parameter's name (``args[i]`` past them) or the keyword, then the leaf's key
+    path (``c[0]``, ``params['w']``)."""
+    try:
+        params = [p.name for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i, a in enumerate(args):
+        label = params[i] if i < len(params) else f"args[{i}]"
+        names += [label + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(a)[0]]
+    for k, v in (kwargs or {}).items():
+        names += [k + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(v)[0]]
+    return names
 
 
 class JaxprTracer(core.Tracer):
@@ -253,10 +272,21 @@ class DynamicJaxprTrace(_RecordingTrace):
         jaxpr = Jaxpr(constvars, self.invars, outvars, self.eqns, debug_info=self.debug)
         return jaxpr, constvals
 
+    def creation_line(self, tracer: core.Tracer) -> str:
+        """The user's line whose operation made ``tracer`` ("" for an input or constant)."""
+        var = getattr(tracer, "_var", None)
+        for eqn in self.eqns:
+            if any(v is var for v in eqn.outvars):
+                return str(eqn.source_info) if eqn.source_info is not None else ""
+        return ""
+
     def origin_message(self, tracer: core.Tracer) -> str:
         """Where ``tracer``'s value comes from, as JAX says it: which function is traced
         and which of its arguments the value depends on, or else the (at most five)
-        equations that bring in the constants it is computed from."""
+        equations that bring in the constants it is computed from. A tracer of a trace that
+        has ended leaked: that is the error then."""
+        if self._invalid:
+            raise core.UnexpectedTracerError(core.leaked_tracer_message(tracer))
         if self.debug is None:
             return ""
         d = self.debug
@@ -276,7 +306,6 @@ class DynamicJaxprTrace(_RecordingTrace):
                 text += ("This concrete value was not available in Python because it depends "
                          f"on the value{'s' if len(names) > 1 else ''} of {which}.")
             elif const_eqns:
-                from jaxkit.jaxpr import Namer, pp_eqn  # noqa: PLC0415  (printing, above us)
                 lines = [f"  operation {pp_eqn(e, Namer(), 0)}\n    from line {e.source_info}"
                          for e in const_eqns[:5]]
                 text += ("This value became a tracer due to JAX operations on these lines:"

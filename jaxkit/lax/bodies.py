@@ -27,8 +27,13 @@ from jaxkit.lax.structural import convert_element_type, full
 _trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what: str):
+def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what: str,
+                   traced_for: str | None = None):
     """Trace ``fun`` (taking the unflattened ``in_tree``) to a jaxpr without constants.
+    ``what`` names it in jaxkit's errors; ``traced_for`` (default ``what``) is what JAX's
+    errors say traced it (``scan``, ``while_body``, ``cond``...), its arguments named by
+    ``fun``'s parameters. A wrapper of the user's function stands for it in errors by
+    carrying its debug info (``_jaxkit_debug_info``: ``fori_loop``'s step, as in JAX).
 
     Returns ``(closed_jaxpr, consts, out_tree)``: the jaxpr takes ``consts`` first, then the
     flat arguments. Cached per function object and argument types."""
@@ -53,7 +58,10 @@ def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what
                                 "arrays).")
         return out_flat
 
-    debug = pe.debug_info(what, fun, [f"arg{i}" for i in range(len(in_avals))])
+    debug = getattr(fun, "_jaxkit_debug_info", None)  # a wrapper's, for what it wraps
+    if debug is None:
+        placeholders = tree_util.tree_unflatten(in_tree, [object() for _ in in_avals])
+        debug = pe.debug_info(traced_for or what, fun, pe.flat_arg_names(fun, placeholders))
     jaxpr, consts = pe.trace_to_jaxpr(flat_fun, in_avals, debug)
     closed = ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), [])
     result = (closed, consts, out_tree_box[0])

@@ -110,7 +110,7 @@ def _switch(index, branches: Sequence[Callable], operands, branches_platforms=No
         hijax.write_back(spec, his, final)
         return out
     avals = avals_of(flat)
-    traced = [trace_function(b, in_tree, avals, f"branch {i} of switch")
+    traced = [trace_function(b, in_tree, avals, f"branch {i} of switch", "switch")
               for i, b in enumerate(branches)]
     _check_branch_types([t[0] for t in traced], [t[2] for t in traced], branches)
     jaxprs, consts = _join_branch_consts([t[0] for t in traced], [t[1] for t in traced])
@@ -220,8 +220,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
         hijax.write_back(spec, his, final)
         return out
     avals = avals_of(flat)
-    t_false = trace_function(false_fun, in_tree, avals, "false_fun of cond")
-    t_true = trace_function(true_fun, in_tree, avals, "true_fun of cond")
+    t_false = trace_function(false_fun, in_tree, avals, "false_fun of cond", "cond")
+    t_true = trace_function(true_fun, in_tree, avals, "true_fun of cond", "cond")
     if t_true[2] != t_false[2]:
         raise TypeError("true_fun and false_fun output must have identical types; true_fun "
                         f"returned the structure {t_true[2]} but false_fun returned "

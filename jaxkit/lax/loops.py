@@ -16,6 +16,7 @@ bounds is a ``scan`` (so reverse mode works), otherwise a ``while``. Rules:
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 
@@ -56,7 +57,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     avals = avals_of(flat)
     arg_tree = tree_util.treedef_tuple([in_tree])  # the functions take the carry as one value
     body, body_consts, body_tree = trace_function(body_fun, arg_tree, avals, "body_fun of "
-                                                  "while_loop")
+                                                  "while_loop", "while_body")
     if body_tree != in_tree:
         raise TypeError(f"body_fun output and input must have identical types; the input "
                         f"structure is {in_tree} but body_fun returned {body_tree}.")
@@ -64,12 +65,12 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if promoted:
         avals = avals_of(flat)
         body, body_consts, body_tree = trace_function(body_fun, arg_tree, avals, "body_fun of "
-                                                      "while_loop")
+                                                      "while_loop", "while_body")
     if strip_weak(body.out_avals) != strip_weak(avals):
         raise TypeError(carry_mismatch("while_loop body", body_fun, "carry", in_tree, avals,
                                        body.out_avals))
     cond_j, cond_consts, _ = trace_function(cond_fun, arg_tree, avals, "cond_fun of "
-                                                    "while_loop")
+                                                    "while_loop", "while_cond")
     out = cond_j.out_avals
     if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
         raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
@@ -121,14 +122,21 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     """``for i in range(lower, upper): val = body_fun(i, val)``. With static bounds it is a
     ``scan`` (so reverse-mode differentiation works), else a ``while_loop``."""
     lower_dt, upper_dt = (dtypes.dtype(x, canonicalize=True) for x in (lower, upper))
+    dtype = lower_dt
     if lower_dt != upper_dt:
-        dtype = dtypes.promote_types(lower_dt, upper_dt)
+        # As JAX: only a weakly typed integer bound (a Python int) takes the other's type
+        weak = [dtypes.is_weakly_typed(x) for x in (lower, upper)]
+        ints = all(np.issubdtype(d, np.signedinteger) for d in (lower_dt, upper_dt))
+        if not ints or weak[0] == weak[1]:
+            raise TypeError("lower and upper arguments to fori_loop must have equal types, "
+                            f"got {lower_dt.name} and {upper_dt.name}")
+        dtype = upper_dt if weak[0] else lower_dt
         lower, upper = (convert_element_type(x, dtype) for x in (lower, upper))
-    else:
-        dtype = lower_dt
     # As JAX 0.10.2: Python (or NumPy) integer bounds make a scan, whose index starts as
     # ``int(lower)``, a weakly typed Python int whatever the bound's type, as JAX's; traced
     # bounds make a while loop.
+    # Errors in the body name it and its arguments (i, val), not the loop's wrappers
+    debug = pe.debug_info("fori_loop", body_fun, pe.flat_arg_names(body_fun, (0, init_val)))
     if _is_host_int(lower) and _is_host_int(upper):
         length = max(int(upper) - int(lower), 0)
         start = int(lower)
@@ -139,6 +147,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
             return (add(i, one),
                     body_fun(i, val)), None
 
+        step._jaxkit_debug_info = debug
         (_, out), _ = scan(step, (start, init_val), None, length=length,
                            unroll=1 if unroll is None else unroll)
         return out
@@ -151,6 +160,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     def loop_body(carry):
         i, hi_, val = carry
         return add(i, np.asarray(1, dtype)), hi_, body_fun(i, val)
+
+    loop_body._jaxkit_debug_info = dataclasses.replace(
+        debug, arg_names=(debug.arg_names[0], "", *debug.arg_names[1:]))  # ("" for upper)
 
     return while_loop(loop_cond, loop_body, (lower, upper, init_val))[2]
 
@@ -357,7 +369,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                                         tree_util.tree_unflatten(xs_tree, x_avals)))
 
     def traced(carry_avals):
-        return trace_function(f, in_tree, carry_avals + x_avals, "scan body")
+        return trace_function(f, in_tree, carry_avals + x_avals, "scan body", "scan")
 
     body, consts, out_tree = traced(carry_avals)
     placeholder = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
