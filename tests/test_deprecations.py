@@ -43,6 +43,7 @@ CASES = [(m, name) for m in MODULES for name in importlib.import_module(m)._depr
 
 def _read(module, name):
     """('value', warnings, value) or ('error', class name, message)."""
+    module.__getattr__.cache_clear()  # (a name warns on its first read only, as JAX's)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -256,6 +256,7 @@ def test_tpu_names_and_interpret_params():
     f = kpl.pallas_call(double, out_shape=jaxkit.ShapeDtypeStruct((4,), kjnp.float32),
                         interpret=pltpu.InterpretParams())
     np.testing.assert_array_equal(np.asarray(f(kjnp.arange(4.0))), np.arange(4.0) * 2)
+    kpl.__getattr__.cache_clear()  # (it warns on the first read only, as JAX's)
     with pytest.warns(DeprecationWarning, match="moved to jax.experimental.pallas.triton"):
         kpl.dot  # noqa: B018
 

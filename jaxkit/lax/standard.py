@@ -121,8 +121,7 @@ def broadcast_elementwise_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[i
     if len({len(s) for s in full}) != 1:
         ranks = ", ".join(map(str, sorted({len(s) for s in full})))
         raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
-                        f"{{{ranks}}}. (Tip: jaxkit.numpy functions broadcast ranks; lax "
-                        "functions do not.)")
+                        f"{{{ranks}}}")
     out = []
     for dims in zip(*full):
         sizes = {d for d in dims if d != 1}

@@ -69,7 +69,16 @@ def broadcast_in_dim(operand: ArrayLike, shape: Sequence[int],
                                    sharding=sharding)
 
 
+def _check_nonnegative(fun_name: str, arg_name: str, shape: Sequence[int]) -> None:
+    """JAX's words for a negative dimension, naming the primitive and argument (before a
+    type with that shape is made, which would say it in general terms)."""
+    if any(d < 0 for d in shape):
+        raise TypeError(f"{fun_name} {arg_name} must have every element be nonnegative, got "
+                        f"{tuple(shape)}.")
+
+
 def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, sharding=None):
+    _check_nonnegative("broadcast_in_dim", "shape", shape)
     if operand.ndim != len(broadcast_dimensions):
         raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to the "
                         f"operand rank; got broadcast_dimensions {broadcast_dimensions} for "
@@ -366,8 +375,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
     if not dtypes.issubdtype(dtype, np.integer) and not dtypes.issubdtype(dtype, np.inexact):
         raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}. Accepted dtypes "
                         "are subtypes of integer, floating, complexfloating.")
-    if any(d < 0 for d in shape):
-        raise TypeError(f"iota shape must be nonnegative, got {shape}.")
+    _check_nonnegative("iota", "shape", shape)
     if not 0 <= dimension < len(shape):
         raise ValueError(f"iota dimension must be between 0 and len(shape), got "
                          f"dimension={dimension} for shape {shape}")

@@ -468,9 +468,10 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
         device: Any = None) -> Array:
     """``jnp.eye``: ones on the ``k``-th diagonal of an ``N x M`` matrix."""
     N = operator.index(core.concrete_or_error(N, "'N' argument of jnp.eye"))
+    given_m = M
     M = N if M is None else operator.index(core.concrete_or_error(M, "'M' argument of jnp.eye"))
-    if N < 0 or M < 0:
-        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+    if N < 0 or M < 0:  # (naming M as given, None included, as JAX)
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {given_m}")
     dtype = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
     if isinstance(k, (int, np.integer)):
         info = np.iinfo(np.int32)

@@ -315,7 +315,8 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: DTypeLike | None 
     check_arraylike("stack", *arrays)
     shapes = {np.shape(a) for a in arrays}
     if len(shapes) != 1:
-        raise ValueError("All input arrays must have the same shape.")
+        raise ValueError("All input arrays must have the same shape. Got "
+                         f"{', '.join(str(np.shape(a)) for a in arrays)}.")
     axis = canonicalize_axis(axis, np.ndim(arrays[0]) + 1)
     if dtype is not None:
         arrays = [asarray(a, dtype=dtype) for a in arrays]

@@ -218,7 +218,8 @@ def check_prng_key(name: str, key: Any, *, allow_batched: bool = False) -> tuple
         check_key_data(key if hasattr(key, "ndim") else np.asarray(key))
         typed, raw = random_wrap(key), True
     else:
-        raise TypeError(f"unexpected PRNG key type {type(key)}")
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
+                        f"ndim, shape, and dtype attributes. Got {key}")
     if not allow_batched and typed.shape:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{typed.shape} != (). Use jax.vmap for batching.")

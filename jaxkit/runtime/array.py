@@ -274,9 +274,7 @@ class Array:
         return (_reconstruct, (np.array(self._value), self.weak_type))
 
     def __setitem__(self, idx, value):
-        raise TypeError("jaxkit arrays are immutable and do not support in-place item "
-                        "assignment. Instead of x[idx] = y, use x = x.at[idx].set(y) or "
-                        "another .at[] method (add, multiply, min, max, ...).")
+        raise TypeError(core.IMMUTABLE_MESSAGE)
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -11,11 +11,11 @@ def hashable_static(value, name: str):
     try:
         hash(value)
     except TypeError as e:
+        # JAX's words (the fix: a hashable value, a tuple for a list, or not static)
         raise ValueError(
-            f"Non-hashable static arguments are not supported. The static argument {name} is "
-            f"an object of type {type(value).__name__}: {value!r}. The error was: "
-            f"TypeError: {e}. Fix: pass a hashable value (a tuple instead of a list, for "
-            "example), or do not mark the argument static.") from None
+            "Non-hashable static arguments are not supported. An error occurred while trying "
+            f"to hash an object of type {type(value)}, {value!r}. The error was:\n"
+            f"TypeError: {e}\n") from None
     return value
 
 

@@ -1,0 +1,82 @@
+"""The errors of common mistakes, against JAX itself: class and whole message, as JAX words
+them (the shapes or types at fault, and what to use instead where JAX says it). Each record
+runs on both sides. Differences kept, with their reasons: an out-of-range axis is NumPy's
+AxisError (a ValueError and an IndexError, as JAX raises one or the other); jaxkit's own
+words for an einsum label of two sizes and a value that is no array; a clear error where
+JAX fails in MLIR (a negative shape for random.normal or ShapeDtypeStruct); and the class
+paths in a has_aux error."""
+import re
+
+import jax
+import numpy as np
+import pytest
+
+import jaxkit
+
+
+def _a(J):
+    return J.numpy.ones((2, 3))
+
+
+CASES = {
+    "matmul_shapes": lambda J: _a(J) @ J.numpy.ones((4, 5)),
+    "dot_shapes": lambda J: J.numpy.dot(_a(J), J.numpy.ones((4, 5))),
+    "add_shapes": lambda J: _a(J) + J.numpy.ones((4, 5)),
+    "reshape_size": lambda J: _a(J).reshape(4, 2),
+    "concatenate_shapes": lambda J: J.numpy.concatenate([_a(J), J.numpy.ones((4, 5))]),
+    "stack_shapes": lambda J: J.numpy.stack([_a(J), J.numpy.ones((4, 5))]),
+    "lax_ranks": lambda J: J.lax.add(_a(J), J.numpy.ones(3, J.numpy.int32)),
+    "static_unhashable": lambda J: J.jit(lambda x, y: x, static_argnums=1)(1., [1]),
+    "static_keyword_unhashable": lambda J: J.jit(lambda x, n: x * n,
+                                                 static_argnames="n")(1., n=[1]),
+    "grad_of_int": lambda J: J.grad(lambda x: x * 2)(1),
+    "grad_of_vector_output": lambda J: J.grad(lambda x: x)(J.numpy.ones(2)),
+    "vmap_sizes": lambda J: J.vmap(lambda x, y: x + y)(J.numpy.ones(2), J.numpy.ones(3)),
+    "vmap_axis": lambda J: J.vmap(lambda x: x, in_axes=2)(J.numpy.ones(2)),
+    "index_float": lambda J: _a(J)[1.5],
+    "index_too_many": lambda J: _a(J)[0, 0, 0],
+    "setitem": lambda J: _a(J).__setitem__(0, 1),
+    "setitem_traced": lambda J: J.jit(lambda x: x.__setitem__(0, 1))(_a(J)),
+    "where_shapes": lambda J: J.numpy.where(J.numpy.ones(2) > 0, J.numpy.ones(3), 0),
+    "split_unequal": lambda J: J.numpy.split(J.numpy.ones(5), 2),
+    "random_int_key": lambda J: J.random.normal(0, (2,)),
+    "random_int_shape": lambda J: J.random.normal(J.random.key(0), 3),
+    "cond_branch_types": lambda J: J.lax.cond(True, lambda: 1., lambda: J.numpy.ones(2)),
+    "scan_carry_type": lambda J: J.lax.scan(lambda c, x: (c + x, x), 0., J.numpy.ones((2, 3))),
+    "astype_bad_dtype": lambda J: _a(J).astype("foo"),
+    "transpose_not_permutation": lambda J: J.numpy.transpose(_a(J), (0, 0)),
+    "inv_not_square": lambda J: J.numpy.linalg.inv(_a(J)),
+    "array_ragged": lambda J: J.numpy.array([[1, 2], [3]]),
+    "array_of_string": lambda J: J.numpy.array("abc"),
+    "dynamic_slice_rank": lambda J: J.lax.dynamic_slice(_a(J), (0,), (1,)),
+    "broadcast_to_shape": lambda J: J.numpy.broadcast_to(_a(J), (3, 3)),
+    "take_bad_mode": lambda J: J.numpy.take(_a(J), 0, mode="bad"),
+    "fori_float_bound": lambda J: J.lax.fori_loop(0., 3, lambda i, x: x, 0),
+    "fori_int_bounds_of_two_types": lambda J: J.lax.fori_loop(
+        np.int32(0), np.int16(3), lambda i, x: x, 0),
+    "zeros_negative": lambda J: J.numpy.zeros(-1),
+    "ones_negative": lambda J: J.numpy.ones((2, -1)),
+    "full_negative": lambda J: J.numpy.full(-1, 0.),
+    "iota_negative": lambda J: J.lax.iota(J.numpy.int32, -1),
+    "eye_negative": lambda J: J.numpy.eye(-1),
+    "zeros_like_negative": lambda J: J.numpy.zeros_like(J.numpy.ones(2), shape=(-1,)),
+    "broadcast_negative": lambda J: J.lax.broadcast(1., (-1,)),
+    "tree_map_structures": lambda J: J.tree.map(lambda x, y: x, (1, 2), (1,)),
+    "tree_map_types": lambda J: J.tree_util.tree_map(lambda x, y: x, {"a": (1, 2)},
+                                                     {"a": [1, 2]}),
+    "tree_map_keys": lambda J: J.tree.map(lambda x, y: x, {"a": 1}, {"b": 1}),
+    "fori_python_int_bound": lambda J: J.lax.fori_loop(0, np.int32(3), lambda i, x: x + i, 0),
+}
+
+
+def _outcome(record, lib):
+    try:
+        out = record(lib)
+    except Exception as e:  # noqa: BLE001 - the class and message are compared
+        return type(e).__name__, re.sub(r"0x[0-9a-f]+", "ADDR", str(e))
+    return repr(out)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_error_as_in_jax(name):
+    assert _outcome(CASES[name], jaxkit) == _outcome(CASES[name], jax)
