@@ -98,14 +98,13 @@ def _argnums_partial(fun: Callable, argnums, args: tuple, kwargs: dict
     return f_partial, tuple(args[j] for j in canon)
 
 
-def _check_leaf(x, what: str):
+def _check_leaf(x):
     if isinstance(x, core.Tracer):
         return x
     try:
         core.get_aval(x)
     except TypeError:
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid jaxkit type "
-                        f"({what} must be arrays, scalars, or pytrees of them).") from None
+        raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type.") from None
     return x
 
 
@@ -119,20 +118,15 @@ def _split_aux(out):
 def _flat_fun(fun: Callable, in_tree, has_aux: bool, out_tree_cell: list) -> Callable:
     """``fun`` on flat arguments, returning flat outputs (and the aux pytree with has_aux);
     the output structure is recorded in ``out_tree_cell``."""
-    name = getattr(fun, "__name__", type(fun).__name__)
-
     def flat(*xs):
         out = fun(*tree_util.tree_unflatten(in_tree, xs))
         aux = None
         if has_aux:
             out, aux = _split_aux(out)
         pairs, out_tree = tree_util.tree_flatten_with_path(out)
-        for path, leaf in pairs:
+        for _, leaf in pairs:
             if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
-                raise TypeError(f"function {name} returned a value of type "
-                                f"{type(leaf).__name__} at output{tree_util.keystr(path)}, "
-                                "which is not a valid jaxkit type. Differentiated functions "
-                                "must return arrays, scalars, or pytrees of them.")
+                core.get_aval(leaf)  # (raises JAX's error for what is no array)
         out_tree_cell.append(out_tree)
         leaves = [leaf for _, leaf in pairs]
         return (leaves, aux) if has_aux else leaves
@@ -171,8 +165,8 @@ def _jvp(fun: Callable, primals: tuple, tangents: tuple, has_aux: bool):
                         f"structure; primals have tree structure {tree_p} whereas tangents "
                         f"have tree structure {tree_t}.")
     for p, t in zip(flat_p, flat_t):
-        pa = core.get_aval(_check_leaf(p, "jvp primals"))
-        ta = core.get_aval(_check_leaf(t, "jvp tangents"))
+        pa = core.get_aval(_check_leaf(p))
+        ta = core.get_aval(_check_leaf(t))
         expected = dtypes.tangent_dtype(pa.dtype)
         if ta.dtype != expected:
             raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes "
@@ -201,7 +195,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     _check_callable(fun)
     flat, in_tree = tree_util.tree_flatten(primals)
     for x in flat:
-        _check_leaf(x, "linearize primals")
+        _check_leaf(x)
     cell: list = []
     out, lin, aux = ad.linearize_flat(_flat_fun(fun, in_tree, has_aux, cell), flat,
                                       has_aux=has_aux)
@@ -284,7 +278,7 @@ def _vjp_pullback(spec: _LinearSpec, residuals, *args):
     checked = []
     for i, (ct, aval) in enumerate(zip(cts, spec.out_avals)):
         expected = aval.to_tangent_aval()
-        ct_aval = core.get_aval(_check_leaf(ct, "cotangents"))
+        ct_aval = core.get_aval(_check_leaf(ct))
         if expected.dtype == dtypes.float0:
             if ct_aval.shape != aval.shape:
                 raise ValueError(_ct_type_error(ct_aval, expected, aval))
@@ -314,7 +308,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = 
     _check_callable(fun)
     flat, in_tree = tree_util.tree_flatten(primals)
     for x in flat:
-        _check_leaf(x, "vjp primals")
+        _check_leaf(x)
     cell: list = []
     out, lin, aux = ad.linearize_flat(_flat_fun(fun, in_tree, has_aux, cell), flat,
                                       has_aux=has_aux)
@@ -336,7 +330,7 @@ def _check_input_dtype_revderiv(name: str, holomorphic: bool, allow_int: bool, x
             f"{name} with respect to a {type(x).__name__} (a high-level value) is not "
             "supported: differentiate with respect to its arrays instead (for Flax, "
             "nnx.with_vars(params, hijax=False)), or pass it as a non-differentiated argument.")
-    aval = core.get_aval(_check_leaf(x, f"{name} arguments"))
+    aval = core.get_aval(_check_leaf(x))
     if holomorphic and not dtypes.issubdtype(aval.dtype, np.complexfloating):
         raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
                         f"but got {aval.dtype.name}.")
@@ -575,7 +569,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 def _check_input_dtype_jacfwd(holomorphic: bool, x) -> None:
-    aval = core.get_aval(_check_leaf(x, "jacfwd arguments"))
+    aval = core.get_aval(_check_leaf(x))
     if holomorphic:
         if not dtypes.issubdtype(aval.dtype, np.complexfloating):
             raise TypeError("jacfwd with holomorphic=True requires inputs with complex "
@@ -660,7 +654,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             full = [a if i in static_nums else next(it) for i, a in enumerate(args)]
             with hijax.closure_log():  # a closed-over high-level value may change type: traced
                 out = fun(*full, **kw)  # as a jit's body, the value left as it was
-            out_flat, out_tree = tree_util.tree_flatten(out)
+            out_flat, out_tree = pe.flat_outputs(debug, out)
             out_tree_box.append(out_tree)
             return out_flat
 
@@ -705,8 +699,9 @@ def eval_shape(fun: Callable, *args, **kwargs):
             a, kw = tree_util.tree_unflatten(hi_tree, hijax.raise_args(spec, lo)[0])
             return fun(*a, **kw)
     avals = [_abstractify(x) for x in flat]
-    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals,
-                                                pe.debug_info("eval_shape", fun, []))
+    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals,  # (as a jit, as JAX's)
+                                                pe.debug_info("jit", fun, pe.flat_arg_names(
+                                                    fun, args, kwargs)))
     shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, sharding=_type_sharding(a))
               for a in jaxpr.out_avals]
     return tree_util.tree_unflatten(out_tree, shapes)

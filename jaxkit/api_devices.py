@@ -78,6 +78,18 @@ _SPACE_KINDS = {MemorySpace.Device: "device", MemorySpace.Host: "pinned_host"}
 device_put_forms: dict[type, Callable[[Any, Any], Any]] = {}
 
 
+def _check_device_put_leaf(x) -> None:
+    """JAX's errors for a leaf that is no array (a string; an object without a dtype)."""
+    try:
+        core.get_aval(x)
+    except TypeError:
+        if isinstance(x, str):
+            raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type"
+                            ) from None
+        raise TypeError(f"Cannot interpret value of type {type(x)} as an abstract array; it "
+                        "does not have a dtype attribute") from None
+
+
 def device_put(x: Any, device=None, *, src=None, donate: bool = False,
                may_alias: bool | None = None):
     """Place every array of the pytree ``x`` on ``device`` (default: the first device), or
@@ -109,6 +121,7 @@ def device_put(x: Any, device=None, *, src=None, donate: bool = False,
         device, kind = device._device, device.memory_kind
     outs = []
     for leaf in leaves:
+        _check_device_put_leaf(leaf)
         moved = device_put_value(leaf, device, memory_kind=kind)
         if moved is leaf and copy != lax.ArrayCopySemantics.REUSE_INPUT:
             moved = lax.copy(leaf)  # a fresh buffer, as may_alias=False / donate promise

@@ -91,8 +91,9 @@ def get_aval(x) -> ShapedArray:
             return handler(x)
     if hasattr(x, "__jax_array__"):
         return get_aval(x.__jax_array__())
-    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid jaxkit type: "
-                    "use arrays, NumPy values or Python scalars (bool, int, float, complex).")
+    if isinstance(x, str):  # JAX's words, for a string and for anything else
+        raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type")
+    raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
 
 
 def is_array_like(x) -> bool:

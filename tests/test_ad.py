@@ -545,7 +545,7 @@ def test_grad_error_messages():
         grad(lambda x: x, has_aux=True)(F32(1.0))
     with pytest.raises(TypeError, match="argnums must be an int or a sequence"):
         grad(lambda x: x, argnums="x")
-    with pytest.raises(TypeError, match="not a valid jaxkit type"):
+    with pytest.raises(TypeError, match="is not a valid JAX type"):
         grad(lambda x: x)("hello")
     with pytest.raises(TypeError, match="Expected a callable"):
         grad(3)

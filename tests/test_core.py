@@ -271,7 +271,7 @@ def test_jit_python_scalars_and_numpy_inputs():
 
 
 def test_jit_bad_output_type():
-    with pytest.raises(TypeError, match="returned a value of type str"):
+    with pytest.raises(TypeError, match="returned a value of type <class 'str'>"):
         jaxkit.jit(lambda x: "nope")(f32(1))
 
 

@@ -1,10 +1,10 @@
 """The errors of common mistakes, against JAX itself: class and whole message, as JAX words
 them (the shapes or types at fault, and what to use instead where JAX says it). Each record
 runs on both sides. Differences kept, with their reasons: an out-of-range axis is NumPy's
-AxisError (a ValueError and an IndexError, as JAX raises one or the other); jaxkit's own
-words for an einsum label of two sizes and a value that is no array; a clear error where
-JAX fails in MLIR (a negative shape for random.normal or ShapeDtypeStruct); and the class
-paths in a has_aux error."""
+AxisError (a ValueError and an IndexError, as JAX raises one or the other); a jnp function
+given an object that is no array says so before its jit does; a clear error where JAX fails
+in MLIR (a negative shape for random.normal or ShapeDtypeStruct); and the class paths in a
+has_aux error."""
 import re
 
 import jax
@@ -16,6 +16,18 @@ import jaxkit
 
 def _a(J):
     return J.numpy.ones((2, 3))
+
+
+class _NotAnArray:
+    pass
+
+
+def _two(x, y):
+    return x
+
+
+def _many(*a):
+    return a[0]
 
 
 CASES = {
@@ -65,6 +77,27 @@ CASES = {
     "tree_map_types": lambda J: J.tree_util.tree_map(lambda x, y: x, {"a": (1, 2)},
                                                      {"a": [1, 2]}),
     "tree_map_keys": lambda J: J.tree.map(lambda x, y: x, {"a": 1}, {"b": 1}),
+    "device_put_object": lambda J: J.device_put(_NotAnArray()),
+    "device_put_string": lambda J: J.device_put("abc"),
+    "jit_object_argument": lambda J: J.jit(_two)(1., _NotAnArray()),
+    "jit_object_in_pytree": lambda J: J.jit(_two)(1., y={"a": [1, _NotAnArray()]}),
+    "jit_object_in_varargs": lambda J: J.jit(_many)(1., _NotAnArray()),
+    "jit_string_argument": lambda J: J.jit(_two)(1., "abc"),
+    "lax_object_operand": lambda J: J.lax.add(_NotAnArray(), 1.),
+    "grad_object_argument": lambda J: J.grad(lambda x: x)(_NotAnArray()),
+    "vmap_object_argument": lambda J: J.vmap(lambda x: x)(_NotAnArray()),
+    "einsum_label_sizes": lambda J: J.numpy.einsum("ij,jk->ik", _a(J), _a(J)),
+    "einsum_repeated_label": lambda J: J.numpy.einsum("ii->i", _a(J)),
+    # functions returning what is no array (the cond traces true_fun first, as JAX)
+    "jit_returns_string": lambda J: J.jit(lambda x: "s")(1.),
+    "jit_returns_object_in_tuple": lambda J: J.jit(lambda x: (x, _NotAnArray()))(1.),
+    "grad_returns_string": lambda J: J.grad(lambda x: "s")(1.),
+    "scan_returns_string": lambda J: J.lax.scan(lambda c, x: (c, "s"), 0., J.numpy.ones(2)),
+    "cond_returns_strings": lambda J: J.lax.cond(True, lambda: "s", lambda: "t"),
+    "vmap_returns_string": lambda J: J.vmap(lambda x: "s")(J.numpy.ones(2)),
+    "eval_shape_returns_string": lambda J: J.eval_shape(lambda x: "s", 1.),
+    "make_jaxpr_returns_string": lambda J: J.make_jaxpr(lambda x: {"a": "s"})(1.),
+    "while_returns_string": lambda J: J.lax.while_loop(lambda c: False, lambda c: "s", 0.),
     "fori_python_int_bound": lambda J: J.lax.fori_loop(0, np.int32(3), lambda i, x: x + i, 0),
 }
 

@@ -227,12 +227,27 @@ _eager_meshes = context_mesh.eager_meshes
 sharded_apply: Callable | None = None
 
 
+def _not_a_value(prim: core.Primitive, args) -> TypeError:
+    """JAX's error for an operand that is no array: its type and position."""
+    for i, x in enumerate(args):
+        try:
+            core.get_aval(x)
+        except TypeError:
+            return TypeError(f"Error interpreting argument to {prim.name} as a JAX value. The "
+                             f"problematic value is of type {type(x)} and was passed to "
+                             f"{prim.name} at position {i}.\n")
+    return TypeError("internal: no operand failed to convert")
+
+
 def apply_primitive(prim: core.Primitive, *args, **params):
     """Run ``prim`` on concrete arguments (the impl rule of most primitives): a one-equation
     jaxpr, compiled once per (primitive, input avals, params, device) and cached in
     ``programs``. While placement is not spread (``pjrt.Placement``) the device is the only
     one and stays out of the key."""
-    avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
+    try:
+        avals = tuple([x.aval if type(x) is Array else core.get_aval(x) for x in args])
+    except TypeError:
+        raise _not_a_value(prim, args) from None
     if _placement.spread:
         where = _placed_together(args)
         together = where is not None

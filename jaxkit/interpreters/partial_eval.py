@@ -75,18 +75,56 @@ def debug_info(traced_for: str, fun: Callable, arg_names: Sequence[str]) -> Debu
     return DebugInfo(traced_for, name, src, tuple(arg_names))
 
 
+def flat_outputs(debug: DebugInfo | None, out: Any) -> tuple[list, Any]:
+    """The leaves and tree of a traced function's output, each leaf checked to be a value a
+    program can return (JAX's error otherwise)."""
+    pairs, out_tree = tree_util.tree_flatten_with_path(out)
+    for path, leaf in pairs:
+        if debug is not None and not (isinstance(leaf, core.Tracer) or
+                                      core.is_array_like(leaf)):
+            raise invalid_output_error(debug, leaf, tree_util.keystr(path),
+                                       tree_util.treedef_is_leaf(out_tree))
+    return [leaf for _, leaf in pairs], out_tree
+
+
+def invalid_output_error(debug: DebugInfo, leaf: Any, path: str,
+                         one_output: bool) -> TypeError:
+    """JAX's error for a traced function that returned something that is no array: which
+    function, for what, the value's type and (among several outputs) its path."""
+    src = f"{debug.func_name} at {debug.func_src_info}" if debug.func_src_info else \
+        debug.func_name
+    where = "" if one_output else f" at output component {path}"
+    return TypeError(f"function {src} traced for {debug.traced_for} returned a value of type "
+                     f"{type(leaf)}{where}, which is not a valid JAX type")
+
+
+def positional_labels(fun: Callable) -> tuple[list[str], str | None]:
+    """``fun``'s positional parameter names and its ``*args`` name (None without one)."""
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return [], None
+    return ([p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)],
+            next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None))
+
+
+def arg_label(labels: tuple[list[str], str | None], i: int) -> str:
+    """The name JAX gives the ``i``-th positional argument: its parameter, ``args[k]`` for
+    the ``k``-th one caught by ``*args``."""
+    params, varargs = labels
+    if i < len(params):
+        return params[i]
+    return f"{varargs or 'args'}[{i - len(params) if varargs else i}]"
+
+
 def flat_arg_names(fun: Callable, args: Sequence, kwargs: dict | None = None) -> list[str]:
     """One name per leaf of ``fun``'s arguments, as JAX's debug info names them: the
     positional parameter's name (``args[i]`` past them) or the keyword, then the leaf's key
     path (``c[0]``, ``params['w']``)."""
-    try:
-        params = [p.name for p in inspect.signature(fun).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
+    labels = positional_labels(fun)
     names = []
     for i, a in enumerate(args):
-        label = params[i] if i < len(params) else f"args[{i}]"
+        label = arg_label(labels, i)
         names += [label + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(a)[0]]
     for k, v in (kwargs or {}).items():
         names += [k + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(v)[0]]
@@ -362,14 +400,12 @@ def trace_tree_to_jaxpr(fun: Callable, in_tree, in_avals: Sequence[ShapedArray],
     out_trees = []
 
     def flat_fun(*leaves):
-        out_flat, out_tree = tree_util.tree_flatten(fun(tree_util.tree_unflatten(in_tree,
-                                                                                 leaves)))
+        out_flat, out_tree = flat_outputs(debug, fun(tree_util.tree_unflatten(in_tree, leaves)))
         out_trees.append(out_tree)
         return out_flat
 
     jaxpr, consts = trace_to_jaxpr(flat_fun, in_avals, debug)
     return jaxpr, consts, out_trees[0]
-
 
 
 def _wrapped_call(fun) -> Callable:

@@ -49,13 +49,8 @@ def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what
 
     def flat_fun(*flat_args):
         out = fun(*tree_util.tree_unflatten(in_tree, flat_args))
-        out_flat, out_tree = tree_util.tree_flatten(out)
+        out_flat, out_tree = pe.flat_outputs(debug, out)
         out_tree_box.append(out_tree)
-        for leaf in out_flat:
-            if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
-                raise TypeError(f"{what} returned a value of type {type(leaf).__name__}, which "
-                                "is not a valid jaxkit type; return arrays (or pytrees of "
-                                "arrays).")
         return out_flat
 
     debug = getattr(fun, "_jaxkit_debug_info", None)  # a wrapper's, for what it wraps

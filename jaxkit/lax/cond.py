@@ -220,8 +220,9 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
         hijax.write_back(spec, his, final)
         return out
     avals = avals_of(flat)
-    t_false = trace_function(false_fun, in_tree, avals, "false_fun of cond", "cond")
+    # true_fun first, as JAX traces them (what they print comes in that order)
     t_true = trace_function(true_fun, in_tree, avals, "true_fun of cond", "cond")
+    t_false = trace_function(false_fun, in_tree, avals, "false_fun of cond", "cond")
     if t_true[2] != t_false[2]:
         raise TypeError("true_fun and false_fun output must have identical types; true_fun "
                         f"returned the structure {t_true[2]} but false_fun returned "

@@ -517,11 +517,12 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
     ops = [convert(o, dt) for o in ops]
     terms, out_term = _parse_subscripts(subscripts, [o.ndim for o in ops])
     sizes: dict[str, int] = {}
-    for t, o in zip(terms, ops):
+    for i, (t, o) in enumerate(zip(terms, ops)):
         for c, d in zip(t, o.shape):
             if sizes.get(c, 1) != d and d != 1 and sizes.get(c, 1) != 1:
-                raise ValueError(f"einsum: size of label '{c}' is {sizes[c]} in one operand and "
-                                 f"{d} in another")
+                # opt_einsum's words, as JAX's (the size seen first, then this one)
+                raise ValueError(f"Size of label '{c}' for operand {i} ({sizes[c]}) does not "
+                                 f"match previous terms ({d}).")
             sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
     # Per operand: diagonals, broadcast size-1 labels, sum labels seen nowhere else.
     pending = []

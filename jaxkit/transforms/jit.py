@@ -33,7 +33,7 @@ from jaxkit import core
 from jaxkit import tree_util
 from jaxkit._config import config, global_trace_context, local_blocks
 from jaxkit._util import fun_name
-from jaxkit.core import ClosedJaxpr, ShapedArray
+from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import debug_nans, dispatch, hijax, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import context_mesh, pjrt
@@ -91,6 +91,7 @@ class JitFunction:
         self._donate_argnums, _ = infer_argnums_and_argnames(
             fun, donate_argnums, donate_argnames)
         self._params = positional_params(fun)
+        self._labels = pe.positional_labels(fun)  # (names in errors and debug info)
         check_static_argnums_in_range(fun, self._static_argnums, self._params)
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings
@@ -377,19 +378,30 @@ class JitFunction:
     def _flatten_dynamic(self, dyn_args, dyn_kwargs) -> tuple:
         """The traced leaves, their tree structure and their avals."""
         flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        return flat, in_tree, tuple(self._leaf_aval(x) for x in flat)
+        try:
+            avals = tuple(x.aval if type(x) is Array else core.get_aval(x) for x in flat)
+        except TypeError:
+            raise self._not_an_array(flat, dyn_args, dyn_kwargs) from None
+        return flat, in_tree, avals
 
     def _flatten(self, args, kwargs) -> tuple:
         return self._flatten_dynamic(*self._split_statics(args, kwargs)[:2])
 
-    def _leaf_aval(self, x) -> ShapedArray:
-        try:
-            return x.aval if type(x) is Array else core.get_aval(x)
-        except TypeError:
-            raise TypeError(f"Argument {x!r} of type {type(x).__name__} passed to jitted function "
-                            f"{self._name} is not a valid jaxkit type. Pass arrays, NumPy "
-                            "values or Python scalars, or mark the argument static with "
-                            "static_argnums/static_argnames.") from None
+    def _not_an_array(self, flat, dyn_args, dyn_kwargs) -> TypeError:
+        """JAX's error for a traced argument that is no array: its type, its path among the
+        arguments, and the fix (mark it static)."""
+        names = self._arg_names(dyn_args, dyn_kwargs)
+        for x, name in zip(flat, names):
+            try:
+                core.get_aval(x)
+            except TypeError:
+                return TypeError(
+                    f"Error interpreting argument to {self._fun!r} as an abstract array. The "
+                    f"problematic value is of type {type(x)} and was passed to the function at "
+                    f"path {name}.\nThis typically means that a jit-wrapped function was called "
+                    "with a non-array argument, and this argument was not marked as static "
+                    "using the static_argnums or static_argnames parameters of jax.jit.")
+        return TypeError("internal: no argument failed to convert")
 
     def _where(self) -> str:
         """``name at file:line``, as JAX names a traced function in its errors."""
@@ -397,7 +409,7 @@ class JitFunction:
         return f"{self._name} at {src}" if src else self._name
 
     def _arg_label(self, i: int) -> str:
-        return self._params[i] if i < len(self._params) else f"args[{i}]"
+        return pe.arg_label(self._labels, i)
 
     def _merge_statics(self, statics, dyn_args, dyn_kwargs):
         positional = {k: v for k, v in statics if isinstance(k, int)}
@@ -455,10 +467,8 @@ class JitFunction:
                     raise ValueError(state.returned_ref_message(self._where(), leaf, flat_args,
                                                                 arg_names))
                 if not (isinstance(leaf, core.Tracer) or core.is_array_like(leaf)):
-                    raise TypeError(
-                        f"jitted function {self._name} returned a value of type "
-                        f"{type(leaf).__name__} at output{tree_util.keystr(path)}, which is not "
-                        "a valid jaxkit type. Return arrays (or pytrees of arrays) only.")
+                    raise pe.invalid_output_error(debug, leaf, tree_util.keystr(path),
+                                                  tree_util.treedef_is_leaf(out_tree))
             return out_flat
 
         start = time.perf_counter()

@@ -212,10 +212,7 @@ def _canonicalize_in_dims(vals: list, dims: list) -> list:
         if d is None or batching.is_vmappable(x):
             out.append(d)
             continue
-        try:
-            aval = core.get_aval(x)
-        except TypeError:
-            raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type") from None
+        aval = core.get_aval(x)  # (JAX's error for what is no array)
         if not -aval.ndim <= d < aval.ndim:
             min_rank = d + 1 if d >= 0 else -d
             raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
