@@ -4,6 +4,7 @@ from jaxkit.core import (ConcretizationTypeError, JaxprTypeError, TracerArrayCon
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
 from jaxkit.core import JaxkitTypeError as JAXTypeError
+from jaxkit._tracer_errors import _ERROR_PAGE
 
 __all__ = ["ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
            "JaxRuntimeError",
@@ -17,7 +18,11 @@ JaxRuntimeError: type[RuntimeError]
 
 
 class JAXIndexError(IndexError):
-    """Base of the indexing errors about traced values."""
+    """Base of the indexing errors about traced values; as JAX's, each message ends with the
+    page that explains the error and its fixes."""
+
+    def __init__(self, message: str):
+        super().__init__(f"{message}\nSee {_ERROR_PAGE}#jax.errors.{type(self).__name__}")
 
 
 class KeyReuseError(JAXTypeError):
@@ -34,9 +39,6 @@ class NonConcreteBooleanIndexError(JAXIndexError):
     """A boolean mask index was traced: the shape of the result would depend on its values."""
 
     def __init__(self, aval: core.ShapedArray):
-        super().__init__(
-            f"Array boolean indices must be concrete; got {aval.str_short()}\n\n"
-            "The number of True elements decides the shape of the result, which must be "
-            "known when tracing. Use `jnp.where(mask, x, fill)` to keep the shape, or "
-            "`jnp.nonzero(mask, size=...)` / `jnp.where(mask, size=...)` to get a fixed "
-            "number of indices.")
+        # (the page: the number of True elements decides the result's shape; jnp.where
+        # keeps the shape, a size= argument fixes the number of indices)
+        super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}\n")

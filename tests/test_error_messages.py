@@ -98,6 +98,11 @@ CASES = {
     "eval_shape_returns_string": lambda J: J.eval_shape(lambda x: "s", 1.),
     "make_jaxpr_returns_string": lambda J: J.make_jaxpr(lambda x: {"a": "s"})(1.),
     "while_returns_string": lambda J: J.lax.while_loop(lambda c: False, lambda c: "s", 0.),
+    "bernoulli_p_shape": lambda J: J.random.bernoulli(J.random.key(0), J.numpy.ones(3), (2,)),
+    "randint_float_bound": lambda J: J.random.randint(J.random.key(0), (2,), 0.5, 3),
+    "normal_int_dtype": lambda J: J.random.normal(J.random.key(0), (2,), J.numpy.int32),
+    "reshape_two_unknowns": lambda J: J.numpy.ones(6).reshape(-1, -1),
+    "boolean_index_under_jit": lambda J: J.jit(lambda x: x[x > 0])(J.numpy.ones(3)),
     "fori_python_int_bound": lambda J: J.lax.fori_loop(0, np.int32(3), lambda i, x: x + i, 0),
 }
 

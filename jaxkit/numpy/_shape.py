@@ -61,7 +61,8 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
             newshape, "The new shape of jnp.reshape")).reshape(-1))
     neg = [i for i, d in enumerate(newshape) if d == -1]
     if len(neg) > 1:
-        raise ValueError("can only specify one unknown dimension")
+        raise TypeError("can only specify one unknown axis size with a `-1` value, got "
+                        f"{newshape}")  # (JAX's class and words)
     if any(d < -1 for d in newshape):
         raise ValueError(f"cannot reshape array of shape {shape} (size {size}) into shape "
                          f"{newshape}: negative dimensions are not allowed")

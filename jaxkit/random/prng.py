@@ -686,7 +686,7 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise ValueError("Incompatible shapes for broadcasting: "
-                         f"{tuple(map(tuple, shapes))}") from None
+                         f"shapes={list(map(tuple, shapes))}") from None
 
 
 def check_shape(name: str, shape: tuple, *param_shapes) -> None:
