@@ -146,3 +146,24 @@ def _disagreements(path: tuple, prefix: Any, full: Any, is_leaf
     # The roots agree, so the disagreement is further down.
     for key, (_, p_child), (_, f_child) in zip(p_keys, p_keyed, f_keyed):
         yield from _disagreements((*path, key), p_child, f_child, None)
+
+
+class PytreeLeaf:
+    """A leaf of a value's structure, in errors about specifications of it (as JAX's)."""
+
+    def __repr__(self):
+        return "pytree leaf"
+
+
+def prefix_mismatch_error(what: str, spec: Any, treedef: Any, is_leaf=None
+                          ) -> ValueError | None:
+    """JAX's error for a specification (``vmap in_axes``, ...) that is no prefix of the
+    value of structure ``treedef``: every place where they disagree. None where JAX's walk
+    finds no disagreement (a leaf of the specification stands for any subtree)."""
+    dummy = treedef.unflatten([PytreeLeaf()] * treedef.num_leaves)
+    errors = list(_disagreements((), spec, dummy, is_leaf))
+    if not errors:
+        return None
+    details = "\n  ".join(e(what).args[0] for e in errors)
+    return ValueError(f"{what} specification must be a tree prefix of the corresponding value; "
+                      f"\n  Mismatch details ({len(errors)} found):\n  {details}")

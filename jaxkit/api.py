@@ -233,8 +233,9 @@ def _linearized_jvp(spec: _LinearSpec, residuals, *tangents):
         if not _typecompat(ta, expected):
             raise ValueError("linearized function called on tangent values inconsistent "
                              "with the original primal values:\nGot tangent aval "
-                             f"{ta.str_short()} for primal aval {pa.str_short()} but "
-                             f"expected {expected.str_short()}.")
+                             f"{ta.str_short(short_dtypes=False)} for primal aval "
+                             f"{pa.str_short(short_dtypes=False)} but expected "
+                             f"{expected.str_short(short_dtypes=False)}.")
     outs = spec.lin.jvp([ad.Zero(core.get_aval(t)) if ad.is_zero(t) else t for t in flat_t],
                         residuals)
     return tree_util.tree_unflatten(spec.out_tree, outs)
@@ -294,9 +295,9 @@ def _vjp_pullback(spec: _LinearSpec, residuals, *args):
 
 def _ct_type_error(got, expected, aval) -> str:
     return ("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
-            f"{got.str_short()}, but expected {expected.str_short()} because the "
-            f"corresponding output of the differentiated function had JAX type "
-            f"{aval.str_short()}")
+            f"{got.str_short(short_dtypes=False)}, but expected "
+            f"{expected.str_short(short_dtypes=False)} because the corresponding output of the "
+            f"differentiated function had JAX type {aval.str_short(short_dtypes=False)}")
 
 
 @api_boundary

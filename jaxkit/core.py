@@ -64,12 +64,22 @@ def _python_scalar_aval(x) -> ShapedArray:
     return aval
 
 
+def _python_int_aval(x) -> ShapedArray:
+    """A Python int's type: the default int, weakly typed; JAX's error for one out of its
+    range (NumPy's words would come later, converting it)."""
+    aval = _python_scalar_aval(x)
+    if not -(2 ** 63) <= x < 2 ** 63 if config.x64 else not -(2 ** 31) <= x < 2 ** 31:
+        raise OverflowError(f"Python int {x} too large to convert to {aval.dtype.name}")
+    return aval
+
+
 def _numpy_aval(x) -> ShapedArray:
     return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
 
 
-for _t in (int, float, complex, bool):
+for _t in (float, complex, bool):
     pytype_aval_mappings[_t] = _python_scalar_aval
+pytype_aval_mappings[int] = _python_int_aval
 pytype_aval_mappings[np.ndarray] = _numpy_aval
 pytype_aval_mappings[Token] = lambda _: abstract_token
 for _t in set(np.sctypeDict.values()):

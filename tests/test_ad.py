@@ -183,12 +183,12 @@ def test_vjp_cotangent_errors():
     _, pullback = vjp(lambda x: (x, lax.mul(x, x)), np.ones(3, F32))
     with pytest.raises(ValueError, match="tree structure"):
         pullback(np.ones(3, F32))
-    msg = ("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got f32[2], "
-           "but expected f32[3] because the corresponding output of the differentiated "
-           "function had JAX type f32[3]")
+    msg = ("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+           "float32[2], but expected float32[3] because the corresponding output of the "
+           "differentiated function had JAX type float32[3]")
     with pytest.raises(ValueError, match=re.escape(msg)):
         pullback((np.ones(2, F32), np.ones(3, F32)))
-    with pytest.raises(ValueError, match="got i32\\[3\\], but expected f32\\[3\\]"):
+    with pytest.raises(ValueError, match="got int32\\[3\\], but expected float32\\[3\\]"):
         pullback((np.ones(3, np.int32), np.ones(3, F32)))
     with pytest.raises(TypeError, match="must be called with a single argument"):
         pullback(np.ones(3, F32), np.ones(3, F32))

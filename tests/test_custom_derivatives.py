@@ -206,8 +206,8 @@ def test_custom_jvp_errors():
         jvp(g, (F32(1.0),), (F32(1.0),))
     h = custom_jvp(lambda x: lax.sin(x))
     h.defjvp(lambda p, t: (h(p[0]), np.ones(2, F32)))
-    with pytest.raises(TypeError, match=re.escape("Expected f32[] (tangent type of f32[]) but "
-                                                  "got f32[2]")):
+    with pytest.raises(TypeError, match=re.escape("Expected float32[] (tangent type of "
+                                                  "float32[]) but got float32[2]")):
         jvp(h, (F32(1.0),), (F32(1.0),))
 
 

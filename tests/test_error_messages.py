@@ -30,6 +30,16 @@ def _many(*a):
     return a[0]
 
 
+def _positional_only(x, /):
+    return x
+
+
+def _custom_jvp_with_bad_tangent(J):
+    f = J.custom_jvp(lambda x: x)
+    f.defjvp(lambda p, t: (p[0], J.numpy.ones(3)))
+    return J.jvp(f, (1.,), (1.,))
+
+
 CASES = {
     "matmul_shapes": lambda J: _a(J) @ J.numpy.ones((4, 5)),
     "dot_shapes": lambda J: J.numpy.dot(_a(J), J.numpy.ones((4, 5))),
@@ -103,6 +113,29 @@ CASES = {
     "normal_int_dtype": lambda J: J.random.normal(J.random.key(0), (2,), J.numpy.int32),
     "reshape_two_unknowns": lambda J: J.numpy.ones(6).reshape(-1, -1),
     "boolean_index_under_jit": lambda J: J.jit(lambda x: x[x > 0])(J.numpy.ones(3)),
+    # axis specifications that are no prefix of the value (JAX's pytree diff)
+    "vmap_out_axes_prefix": lambda J: J.vmap(lambda x: (x, x), out_axes=(0,))(J.numpy.ones(2)),
+    "vmap_in_axes_keys": lambda J: J.vmap(lambda x: x, in_axes=({"a": 0},))(
+        {"b": J.numpy.ones(2)}),
+    "vmap_in_axes_lengths": lambda J: J.vmap(lambda x: x, in_axes=((0, 0),))(
+        (J.numpy.ones(2),)),
+    "vmap_in_axes_types": lambda J: J.vmap(lambda x: x, in_axes=([0, 1],))(
+        (J.numpy.ones(2), J.numpy.ones(2))),
+    "vjp_cotangent_shape": lambda J: J.vjp(J.numpy.sin, J.numpy.ones(2))[1](J.numpy.ones(3)),
+    "linearize_tangent_shape": lambda J: J.linearize(J.numpy.sin, J.numpy.ones(2))[1](
+        J.numpy.ones(3)),
+    "cond_vector_predicate": lambda J: J.lax.cond(J.numpy.ones(2), lambda: 1., lambda: 2.),
+    "while_float_condition": lambda J: J.lax.while_loop(lambda c: c, lambda c: c, 1.),
+    "scan_leading_sizes": lambda J: J.lax.scan(lambda c, x: (c, x), 0.,
+                                               (J.numpy.ones(2), J.numpy.ones(3))),
+    "jit_donate_argnums_range": lambda J: J.jit(lambda x: x, donate_argnums=3)(1.),
+    "jit_static_argnames_unknown": lambda J: J.jit(lambda x: x, static_argnames="y")(1.),
+    "jit_static_argnames_positional_only": lambda J: J.jit(_positional_only,
+                                                           static_argnames="x")(1.),
+    "custom_jvp_tangent_shape": _custom_jvp_with_bad_tangent,
+    "int_too_large_for_jnp": lambda J: J.numpy.ones(2) + 2 ** 31,
+    "int_too_large_for_jit": lambda J: J.jit(lambda x, y: x)(1, y=[2 ** 40]),
+    "int_too_large_for_array": lambda J: J.numpy.array([2 ** 31]),
     "fori_python_int_bound": lambda J: J.lax.fori_loop(0, np.int32(3), lambda i, x: x + i, 0),
 }
 
@@ -118,3 +151,16 @@ def _outcome(record, lib):
 @pytest.mark.parametrize("name", CASES)
 def test_error_as_in_jax(name):
     assert _outcome(CASES[name], jaxkit) == _outcome(CASES[name], jax)
+
+
+@pytest.mark.parametrize("cast", [lambda J, x: J.numpy.astype(x, J.numpy.float32),
+                                  lambda J, x: x.astype(J.numpy.int32)],
+                         ids=["jnp.astype", "method"])
+def test_complex_to_real_cast_warns_as_jax(cast):
+    """Every call warns (jaxkit's astype body is jitted: the warning is outside it)."""
+    for lib in (jax, jaxkit):
+        x = lib.numpy.array([1 + 1j])
+        for _ in range(2):
+            with pytest.warns(DeprecationWarning, match="Casting from complex to real dtypes "
+                                                        "will soon raise a ValueError"):
+                cast(lib, x)

@@ -316,7 +316,7 @@ def test_out_axes_out_of_range():
 
 
 def test_in_axes_prefix_error_names_key_path():
-    with pytest.raises(ValueError, match=re.escape("at key path vmap in_axes[1]")):
+    with pytest.raises(ValueError, match=re.escape("at key path\n    vmap in_axes[1]\n")):
         vmap(lambda x, y: x, in_axes=(0, {"b": 0}))(np.ones(3), {"a": np.ones(3)})
 
 

@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from jaxkit._tree_prefix import prefix_mismatch_error
 from jaxkit import core, source_info, tree_util
 from jaxkit.avals import MemorySpace, mem_space_to_kind
 from jaxkit.experimental._jaxpr_call import call_body, make_jaxpr_call
@@ -121,8 +122,10 @@ def _flat_spaces(spaces: Any, out_tree) -> tuple:
     try:
         flat = tree_util.broadcast_prefix(spaces, dummy, is_leaf=lambda s: s is None)
     except ValueError as e:
-        raise ValueError("compute_on out_memory_spaces specification must be a tree prefix "
-                         f"of the corresponding value; {e}") from None
+        error = prefix_mismatch_error("compute_on out_memory_spaces", spaces, out_tree,
+                                      is_leaf=lambda s: s is None)
+        raise error or ValueError("compute_on out_memory_spaces specification must be a "
+                                  f"tree prefix of the corresponding value; {e}") from None
     for s in flat:
         if not isinstance(s, MemorySpace):
             # JAX fails an assertion here; the class stays, with a message that helps.

@@ -203,7 +203,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand: Any 
     operands = _with_keyword_operand(operands, operand)
     aval = core.get_aval(pred)
     if aval.shape != ():
-        raise TypeError(f"Pred must be a scalar, got {pred!r} of shape {aval.shape}.")
+        raise TypeError(f"Pred must be a scalar, got {pred} of shape {aval.shape}.")
     if aval.dtype != np.bool_ and not dtypes.issubdtype(aval.dtype, np.number):
         raise TypeError(f"Pred type must be either boolean or number, got {aval.dtype}.")
     if aval.dtype != np.bool_:

@@ -74,7 +74,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     out = cond_j.out_avals
     if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
         raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
-                        f"{[a.str_short() for a in out]}.")
+                        f"{list(out)}.")
     cond_j, body, moved = hoist_forwarded_carry(cond_j, body, len(body_consts))
     fixed, flat = [x for x, m in zip(flat, moved) if m], [x for x, m in zip(flat, moved) if not m]
     outs = while_p.bind(*cond_consts, *fixed, *body_consts, *flat, cond_jaxpr=cond_j,
@@ -356,7 +356,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                              f"leading axis sizes {sorted(lengths)}.")
     elif len(lengths) > 1:
         raise ValueError(f"scan got values with different leading axis sizes: "
-                         f"{', '.join(map(str, sorted(lengths)))}.")
+                         f"{', '.join(str(n) for n in sorted(lengths))}.")  # (map is lax's)
     elif not lengths:
         raise ValueError("scan got no values to scan over and `length` not provided.")
     else:

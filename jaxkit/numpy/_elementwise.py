@@ -5,6 +5,7 @@ predicates."""
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit.runtime.array import Array
+from jaxkit.source_info import user_stacklevel
 from jaxkit.numpy._creation import array, asarray, zeros_like
 from jaxkit.numpy._jitted import jitted
 from jaxkit.numpy._promotion import (
@@ -102,11 +104,30 @@ def isscalar(element: Any) -> bool:
     return False
 
 
-@jitted(static_argnames=("dtype", "copy", "device"), converts_first=True,
-        jax_jits=False)
 def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
            device: Any = None) -> Array:
-    """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed)."""
+    """``jnp.astype``: ``x`` converted to ``dtype`` (never weakly typed). As JAX, casting
+    complex values to a real or integer type warns (on every call: the body is jitted)."""
+    if dtype is not None and _is_complex(x) and not dtypes.is_extended(dtype) and \
+            dtypes.isdtype(dtype, ("integral", "real floating")):
+        warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+                      "Please first use jnp.real or jnp.imag to take the real/imaginary "
+                      "component of your input.", DeprecationWarning,
+                      stacklevel=user_stacklevel())
+    return _astype(x, dtype, copy=copy, device=device)
+
+
+def _is_complex(x) -> bool:
+    try:
+        return dtypes.issubdtype(dtypes.dtype(x), np.complexfloating)
+    except (TypeError, ValueError):  # not an array: astype's own check says so
+        return False
+
+
+@jitted(static_argnames=("dtype", "copy", "device"), converts_first=True,
+        jax_jits=False, name="astype")
+def _astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
+            device: Any = None) -> Array:
     x_arr = ensure_arraylike("astype", x)
     dt = dtypes.default_float_dtype() if dtype is None else dtype if \
         dtypes.is_extended(dtype) else dtypes.check_and_canonicalize_user_dtype(dtype, "astype")

@@ -28,17 +28,46 @@ def positional_params(fun: Callable) -> list[str]:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def check_static_argnums_in_range(fun: Callable, argnums: frozenset, params: list) -> None:
-    """JAX's error for static_argnums beyond a function's positional parameters."""
+def _signature(fun: Callable) -> inspect.Signature | None:
     try:
-        sig = inspect.signature(fun)
+        return inspect.signature(fun)
     except (TypeError, ValueError):
+        return None
+
+
+def check_argnames(fun: Callable, argnames, what: str) -> None:
+    """JAX's errors for ``what`` (``static_argnames``, ``donate_argnames``) naming
+    positional-only parameters or parameters ``fun`` does not have (any name is one of a
+    function taking ``**kwargs``)."""
+    sig = _signature(fun)
+    if sig is None or argnames is None:
         return
-    if any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+    names = {argnames} if isinstance(argnames, str) else set(argnames)
+    params = sig.parameters.values()
+    positional_only = {p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                             p.VAR_POSITIONAL)}
+    if bad := names & positional_only:
+        raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. These are "
+                         "positional-only")
+    if any(p.kind == p.VAR_KEYWORD for p in params):
         return
-    if argnums and max(argnums) >= len(params):
-        raise ValueError(f"Jitted function has static_argnums={tuple(sorted(argnums))}, but "
-                         f"only accepts {len(params)} positional arguments.")
+    if bad := names - {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                             p.KEYWORD_ONLY)}:
+        raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. Function "
+                         "does not take these args.")
+
+
+def check_argnums_in_range(fun: Callable, argnums: frozenset, what: str) -> None:
+    """JAX's error for ``what`` (``static_argnums``, ``donate_argnums``) beyond a function's
+    positional parameters (any number is one of a function taking ``*args``)."""
+    sig = _signature(fun)
+    if sig is None or any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
+        return
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            for p in sig.parameters.values())
+    if argnums and (max(argnums) >= n or -min(argnums) > n):
+        raise ValueError(f"Jitted function has {what}={tuple(sorted(argnums))}, but only "
+                         f"accepts {n} positional arguments.")
 
 
 def infer_argnums_and_argnames(fun, argnums, argnames) -> tuple[frozenset, frozenset]:

@@ -73,6 +73,11 @@ class CustomVJPException(Exception):
 # --------------------------------------------------------------------------------------------
 
 
+
+def _long(aval) -> str:
+    """A type as JAX's messages write it (``float32[3]``)."""
+    return aval.str_short(short_dtypes=False)
+
 def _fun_name(f) -> str:
     return getattr(f, "__name__", type(f).__name__)
 
@@ -408,8 +413,8 @@ def _flatten_jvp(jvp: Callable, in_tree, out_tree, out_avals: Sequence[core.Shap
             if not core.typematch(got, expected):
                 raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
                                 "corresponding shapes and dtypes. Expected "
-                                f"{expected.str_short()} (tangent type of "
-                                f"{core.get_aval(p).str_short()}) but got {got.str_short()}.")
+                                f"{_long(expected)} (tangent type of "
+                                f"{_long(core.get_aval(p))}) but got {_long(got)}.")
             result_t.append(t)
         return list(primals_out) + result_t
 

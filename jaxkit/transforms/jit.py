@@ -42,7 +42,7 @@ from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import UNSPECIFIED
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
-from jaxkit.transforms.argnums import (check_static_argnums_in_range, hashable_static,
+from jaxkit.transforms.argnums import (check_argnames, check_argnums_in_range, hashable_static,
                                       infer_argnums_and_argnames, positional_params)
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.compile_time_eval import folding
@@ -90,9 +90,10 @@ class JitFunction:
             fun, static_argnums, static_argnames)
         self._donate_argnums, _ = infer_argnums_and_argnames(
             fun, donate_argnums, donate_argnames)
+        check_argnums_in_range(fun, self._static_argnums, "static_argnums")
+        check_argnums_in_range(fun, self._donate_argnums, "donate_argnums")
         self._params = positional_params(fun)
         self._labels = pe.positional_labels(fun)  # (names in errors and debug info)
-        check_static_argnums_in_range(fun, self._static_argnums, self._params)
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings
         self._sharded = in_shardings is not None or out_shardings is not None
@@ -380,20 +381,25 @@ class JitFunction:
         flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         try:
             avals = tuple(x.aval if type(x) is Array else core.get_aval(x) for x in flat)
-        except TypeError:
+        except (TypeError, OverflowError):
             raise self._not_an_array(flat, dyn_args, dyn_kwargs) from None
         return flat, in_tree, avals
 
     def _flatten(self, args, kwargs) -> tuple:
         return self._flatten_dynamic(*self._split_statics(args, kwargs)[:2])
 
-    def _not_an_array(self, flat, dyn_args, dyn_kwargs) -> TypeError:
-        """JAX's error for a traced argument that is no array: its type, its path among the
-        arguments, and the fix (mark it static)."""
+    def _not_an_array(self, flat, dyn_args, dyn_kwargs) -> Exception:
+        """JAX's error for a traced argument that is no array (its type, its path among the
+        arguments, and the fix: mark it static) or an int out of its type's range."""
         names = self._arg_names(dyn_args, dyn_kwargs)
         for x, name in zip(flat, names):
             try:
                 core.get_aval(x)
+            except OverflowError:
+                return OverflowError(
+                    "An overflow was encountered while parsing an argument to a jitted "
+                    f"computation, whose argument path is {name}. Got {type(x)} with value "
+                    f"{x}")
             except TypeError:
                 return TypeError(
                     f"Error interpreting argument to {self._fun!r} as an abstract array. The "
@@ -696,6 +702,8 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                              f"got device={device} and backend={backend}")
         if device is None:
             device = pjrt.get_backend(backend).local_devices[0]
+    check_argnames(fun, static_argnames, "static_argnames")
+    check_argnames(fun, donate_argnames, "donate_argnames")
     laid_out = has_layouts(in_shardings) or has_layouts(out_shardings)
     raw = in_shardings, out_shardings
     in_shardings, out_shardings = _sharding_forms(in_shardings), _sharding_forms(out_shardings)

@@ -169,8 +169,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
             else:
                 key = fast_key(static_argnums, args, kwargs)
             plan = fast[(key, *(placement(args, "") if fixed is None else fixed))]
-        except (KeyError, TypeError, ValueError):  # a miss, or devices that the slow path
-            plan = None                            # names (or an unused argument's)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            plan = None  # a miss, devices that the slow path names (or an unused argument's)
         if plan is None or (eager_meshes and not plan.committed):
             return slow(args, kwargs)  # (under jax.set_mesh the slow path lays results out)
         if fixed is None:
@@ -200,7 +200,8 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                 try:
                     key = (x.aval if type(x) is Array else _leaf_key(x),)
                     plan = fast[(key, *kwargs.items()) if kwargs else key]
-                except (KeyError, TypeError):  # a new signature, or not a leaf
+                except (KeyError, TypeError, OverflowError):  # new, or not a leaf (or one
+                    # out of its type's range: the slow path says so)
                     plan = None
                 if plan is None:
                     return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
@@ -219,7 +220,7 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
                     key = (x.aval if type(x) is Array else _leaf_key(x),
                            y.aval if type(y) is Array else _leaf_key(y))
                     plan = fast[(key, *kwargs.items()) if kwargs else key]
-                except (KeyError, TypeError):
+                except (KeyError, TypeError, OverflowError):
                     plan = None
                 if plan is None:
                     return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)
@@ -237,7 +238,7 @@ def dispatcher(fun: Callable, fast: dict[tuple, CallPlan], static_argnums: froze
             else:
                 try:
                     plan = fast[fast_key(static_argnums, args, kwargs)]
-                except (KeyError, TypeError):
+                except (KeyError, TypeError, OverflowError):
                     plan = None
                 if plan is None:
                     return spread_call(args, kwargs) if spread.spread else slow(args, kwargs)

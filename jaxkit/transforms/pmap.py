@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit._tree_prefix import prefix_mismatch_error
 from jaxkit import core, dtypes
 from jaxkit import tree_util
 from jaxkit.runtime import pjrt
@@ -420,8 +421,11 @@ def _flatten_axes(what: str, spec, tree) -> list:
     try:
         subtrees = spec_def.flatten_up_to(tree)
     except ValueError as e:
-        raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
-                         f"value, got specification {spec!r}: {e}") from None
+        error = prefix_mismatch_error(what, spec, tree_util.tree_structure(tree),
+                                      is_leaf=lambda x: x is None)
+        raise error or ValueError(f"{what} specification must be a tree prefix of the "
+                                  f"corresponding value, got specification {spec!r}: {e}"
+                                  ) from None
     out = []
     for ax, sub in zip(spec_leaves, subtrees):
         if ax is not None and type(ax) is not int:

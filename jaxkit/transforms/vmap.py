@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxkit._tree_prefix import prefix_mismatch_error
 from jaxkit import core, lax, source_info
 from jaxkit._traceback_filter import api_boundary
 from jaxkit import tree_util
@@ -170,6 +171,20 @@ def _maps_itself(x) -> bool:
     return not isinstance(x, type) and hasattr(type(x), "_vmap_leaf_axes")
 
 
+def _not_a_prefix(what: str, spec, tree, path, s, x, s_def, x_def) -> ValueError:
+    """JAX's error for an axis specification that is no prefix of the value: every place
+    where they disagree; jaxkit's words, naming the place, where JAX's walk finds nothing
+    (a leaf that is no axis)."""
+    error = prefix_mismatch_error(what, spec, tree_util.tree_structure(tree))
+    if error is not None:
+        return error
+    return ValueError(
+        f"{what} specification must be a tree prefix of the corresponding value; at key path "
+        f"{what}{tree_util.keystr(path)} the specification has a subtree of type "
+        f"{type(s).__name__} with structure {s_def} but the value has a subtree of type "
+        f"{type(x).__name__} with structure {x_def}. (The full specification is {spec!r}.)")
+
+
 def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
     """For each leaf of ``tree``: the axis ``spec`` (a pytree prefix of ``tree`` with int or
     None leaves) gives it, and the key path of that entry of ``spec``."""
@@ -193,12 +208,7 @@ def _flatten_axes(what: str, spec, tree) -> list[tuple[int | None, tuple]]:
         # ``s`` a leaf other than None or an int is no prefix; a childless node (Flax's
         # PytreeState, an empty tuple) matching the value's is, with nothing below it.
         if s_def != x_def or (s_def.num_leaves == 1 and s_def.num_nodes == 1):
-            raise ValueError(
-                f"{what} specification must be a tree prefix of the corresponding value; at "
-                f"key path {what}{tree_util.keystr(path)} the specification has a subtree of "
-                f"type {type(s).__name__} with structure {s_def} but the value has a subtree "
-                f"of type {type(x).__name__} with structure {x_def}. "
-                f"(The full specification is {spec!r}.)")
+            raise _not_a_prefix(what, spec, tree, path, s, x, s_def, x_def)
         for (k, sc), (_, xc) in zip(s_kids, x_kids):
             walk(sc, xc, path + k)
 
