@@ -357,10 +357,11 @@ def tree_unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
     if type(leaves) is not list:
         leaves = list(leaves)
     expected = treedef._nodes[-1][3]
-    if len(leaves) != expected:
-        raise ValueError(f"Too {'few' if len(leaves) < expected else 'many'} leaves for "
-                         f"PyTreeDef; expected {expected}, got {len(leaves)}. "
-                         f"Structure: {treedef}")
+    if len(leaves) < expected:  # (JAX's words)
+        raise ValueError(f"Too few leaves for PyTreeDef; expected {expected}, got "
+                         f"{len(leaves)}")
+    if len(leaves) > expected:
+        raise ValueError(f"Too many leaves for PyTreeDef; expected {expected}.")
     return _unflatten(treedef._nodes, leaves)
 
 

@@ -136,6 +136,9 @@ CASES = {
     "int_too_large_for_jnp": lambda J: J.numpy.ones(2) + 2 ** 31,
     "int_too_large_for_jit": lambda J: J.jit(lambda x, y: x)(1, y=[2 ** 40]),
     "int_too_large_for_array": lambda J: J.numpy.array([2 ** 31]),
+    "tree_unflatten_too_few": lambda J: J.tree.unflatten(J.tree.structure((1, 2)), [1]),
+    "tree_unflatten_too_many": lambda J: J.tree.unflatten(J.tree.structure((1, 2)), [1, 2, 3]),
+    "split_float_num": lambda J: J.random.split(J.random.key(0), 2.5),
     "fori_python_int_bound": lambda J: J.lax.fori_loop(0, np.int32(3), lambda i, x: x + i, 0),
 }
 

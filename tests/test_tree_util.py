@@ -228,11 +228,14 @@ def test_custom_children_may_be_any_iterable():
     assert tu.tree_unflatten(treedef, [4, 5, 6]).items == [4, (5, 6)]
 
 
-@pytest.mark.parametrize("n_leaves, word", [(1, "few"), (3, "many"), (0, "few")])
-def test_unflatten_wrong_leaf_count(n_leaves, word):
-    treedef = tu.tree_structure((1, {"a": 2}))
-    with pytest.raises(ValueError, match=rf"Too {word} leaves.*expected 2, got {n_leaves}"):
-        tu.tree_unflatten(treedef, list(range(n_leaves)))
+@pytest.mark.parametrize("n_leaves", [1, 3, 0])
+def test_unflatten_wrong_leaf_count_as_jax(jtu, n_leaves):
+    tree = (1, {"a": 2})
+    with pytest.raises(ValueError) as theirs:
+        jtu.tree_unflatten(jtu.tree_structure(tree), list(range(n_leaves)))
+    with pytest.raises(ValueError) as ours:
+        tu.tree_unflatten(tu.tree_structure(tree), list(range(n_leaves)))
+    assert str(ours.value) == str(theirs.value)
 
 
 def test_unsortable_dict_keys_raise():

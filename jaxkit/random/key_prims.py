@@ -11,6 +11,7 @@ wrapped on entry and unwrapped on return, so jaxprs show what JAX's show.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -420,7 +421,7 @@ def clone(key):
 def split(key, num: int | tuple[int, ...] = 2):
     """``num`` new keys (``num`` may be a shape) stacked along a new leading axis."""
     typed, raw = check_prng_key("split", key)
-    shape = tuple(num) if isinstance(num, Sequence) else (num,)
+    shape = tuple(num) if isinstance(num, Sequence) else (operator.index(num),)  # (as JAX)
     shape = canonicalize_shape(shape, "split num")
     return return_keys(raw, random_split_p.bind(typed, shape=shape))
 
