@@ -1,10 +1,9 @@
 """The errors of common mistakes, against JAX itself: class and whole message, as JAX words
 them (the shapes or types at fault, and what to use instead where JAX says it). Each record
 runs on both sides. Differences kept, with their reasons: an out-of-range axis is NumPy's
-AxisError (a ValueError and an IndexError, as JAX raises one or the other); a jnp function
-given an object that is no array says so before its jit does; a clear error where JAX fails
-in MLIR (a negative shape for random.normal or ShapeDtypeStruct); and the class paths in a
-has_aux error."""
+AxisError (a ValueError and an IndexError, as JAX raises one or the other); a clear error
+where JAX fails in MLIR (a negative shape for random.normal or ShapeDtypeStruct); and the
+class paths in a has_aux error."""
 import re
 
 import jax
@@ -139,6 +138,8 @@ CASES = {
     "tree_unflatten_too_few": lambda J: J.tree.unflatten(J.tree.structure((1, 2)), [1]),
     "tree_unflatten_too_many": lambda J: J.tree.unflatten(J.tree.structure((1, 2)), [1, 2, 3]),
     "split_float_num": lambda J: J.random.split(J.random.key(0), 2.5),
+    "jnp_function_object_argument": lambda J: J.numpy.sin(_NotAnArray()),
+    "jnp_function_list_argument": lambda J: J.numpy.sum([1, 2]),
     "fori_python_int_bound": lambda J: J.lax.fori_loop(0, np.int32(3), lambda i, x: x + i, 0),
 }
 

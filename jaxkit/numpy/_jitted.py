@@ -63,7 +63,24 @@ class JnpFunction(JitFunction):
                     core.current_trace() is core.eval_trace:
                 args, kwargs = self._host_laid_out(args, kwargs)
             return super()._call(args, kwargs)
+        if self._inline_as_program:
+            self._check_leaves(args, kwargs)
         return self._fun(*args, **kwargs)
+
+    def _check_leaves(self, args, kwargs) -> None:
+        """JAX's jit error for a traced argument with a leaf that is no array (a list of
+        arrays is a pytree jit takes: the function's own check speaks for it then)."""
+        nums, names = self._static_argnums, self._static_argnames
+        dyn_args = tuple(x for i, x in enumerate(args) if i not in nums)
+        dyn_kwargs = {k: x for k, x in kwargs.items() if k not in names}
+        flat = tree_util.tree_leaves((dyn_args, dyn_kwargs))
+        for leaf in flat:
+            if isinstance(leaf, (str, bytes)) or _traceable(leaf):
+                continue
+            try:
+                core.get_aval(leaf)
+            except (TypeError, OverflowError):
+                raise self._not_an_array(flat, dyn_args, dyn_kwargs) from None
 
     def _host_laid_out(self, args, kwargs) -> tuple:
         """The arguments with host data (NumPy values, Python scalars) laid out over the mesh
