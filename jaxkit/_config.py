@@ -579,12 +579,8 @@ class Config:
         self._complete_absl_config(flag_values)
         self.__dict__["_absl_parsed"] = True
 
-    def __repr__(self) -> str:
-        body = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
-        return f"Config({body})"
 
-
-config = Config()
+config = Config()  # (its repr is the default object's, as JAX's; .values holds the options)
 
 
 class State:
