@@ -11,6 +11,7 @@ from jaxkit import api
 from jaxkit._deprecations import deprecation_getattr, removed
 from jaxkit import tree_util
 from jaxkit.core import Jaxpr, Literal, ShapedArray
+from jaxkit.interpreters import partial_eval as pe
 from jaxkit.lax import reduce_precision_p
 from jaxkit.transforms.checkpoint import (Offloadable, Recompute, Saveable, checkpoint_name,
                                           checkpoint_policies, name_p)
@@ -48,13 +49,8 @@ def _saved_residuals(f: Callable, *args, **kwargs) -> list[tuple[ShapedArray, st
     num_res = tree_util.tree_structure(vjp_shape).num_leaves
     jaxpr = closed.jaxpr
     res = jaxpr.outvars[len(jaxpr.outvars) - num_res:]
-    names = _arg_names(f, args, kwargs)
-    return _describe(jaxpr, res, names)
-
-
-def _arg_names(f: Callable, args: Sequence, kwargs: dict) -> list[str]:
     # As JAX names arguments in its messages: the parameter, then the path into its pytree.
-    return api._flat_arg_names(f, args, kwargs)
+    return _describe(jaxpr, res, pe.flat_arg_names(f, args, kwargs))
 
 
 def _describe(jaxpr: Jaxpr, res: Sequence, arg_names: Sequence[str]

@@ -630,9 +630,6 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
 # --------------------------------------------------------------------------------------------
 
 
-_flat_arg_names = pe.flat_arg_names
-
-
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
                axis_env: Sequence[tuple[Any, int]] | None = None,
                return_shape: bool = False) -> Callable[..., core.ClosedJaxpr]:
@@ -660,7 +657,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             return out_flat
 
         debug = pe.debug_info("jit", fun,  # (JAX traces it as a jit)
-                              _flat_arg_names(fun, dyn, kwargs))
+                              pe.flat_arg_names(fun, dyn, kwargs))
         with lax.parallel.extend_axis_env_nd(axis_env or ()):
             if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
                 jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)

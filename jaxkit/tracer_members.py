@@ -12,16 +12,12 @@ import operator
 
 from jaxkit import core
 
-def _traced(tracer: core.Tracer) -> str:
-    return tracer._error_repr()
-
-
 def _concrete_method(name: str, what: str):
     def method(self, *args, **kwargs):
         # (JAX's member texts name the tracer and its origin, which the error then repeats)
         origin = self._origin_msg() if "{tracer}" in what else ""
         raise core.concretization_error(self, what.format(
-            name=name, tracer=_traced(self)) + origin)
+            name=name, tracer=self._error_repr()) + origin)
     method.__name__ = name
     return method
 
@@ -29,7 +25,7 @@ def _concrete_method(name: str, what: str):
 def _concrete_property(name: str, what: str):
     def getter(self):
         raise core.concretization_error(self, what.format(
-            name=name, tracer=_traced(self)) + self._origin_msg())
+            name=name, tracer=self._error_repr()) + self._origin_msg())
     return property(getter)
 
 
@@ -37,7 +33,7 @@ def _absent(name: str, kind: str, origin: bool = True, hint: str = ""):
     """A member that raises AttributeError on a tracer (JAX's words)."""
     def getter(self):
         where = self._origin_msg() if origin else ""
-        raise AttributeError(f"The {name!r} {kind} is not available on {_traced(self)}."
+        raise AttributeError(f"The {name!r} {kind} is not available on {self._error_repr()}."
                              f"{where}{hint}")
     return property(getter)
 

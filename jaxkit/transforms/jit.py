@@ -43,7 +43,7 @@ from jaxkit.runtime.sharding import UNSPECIFIED
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms import spmd
 from jaxkit.transforms.argnums import (check_argnames, check_argnums_in_range, hashable_static,
-                                      infer_argnums_and_argnames, positional_params)
+                                      infer_argnums_and_argnames)
 from jaxkit.transforms.cache_miss import CacheEvent, CallSignature, explain_miss
 from jaxkit.transforms.compile_time_eval import folding
 from jaxkit.transforms.jit_caches import _all_fun_caches, _fun_caches, _FunCache
@@ -92,7 +92,6 @@ class JitFunction:
             fun, donate_argnums, donate_argnames)
         check_argnums_in_range(fun, self._static_argnums, "static_argnums")
         check_argnums_in_range(fun, self._donate_argnums, "donate_argnums")
-        self._params = positional_params(fun)
         self._labels = pe.positional_labels(fun)  # (names in errors and debug info)
         self._in_shardings = in_shardings
         self._out_shardings = out_shardings
