@@ -26,7 +26,7 @@ from jaxkit.api_devices import (  # re-exported, as jax.device_put & co.
     block_until_ready, default_backend, device_count, device_get, device_put, devices,
     local_device_count, local_devices, process_count, process_index)
 from jaxkit.api_namespaces import VJPFunction
-from jaxkit.interpreters import ad, hijax, hijax_staging
+from jaxkit.interpreters import ad, hijax
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax import parallel_vma
@@ -35,8 +35,7 @@ from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh)
 from jaxkit.shape_dtype_struct import ShapeDtypeStruct  # noqa: F401  (jax.ShapeDtypeStruct)
 from jaxkit.sharding import reshard
-from jaxkit.transforms.compile_time_eval import folding
-from jaxkit.transforms.argnums import infer_argnums_and_argnames
+from jaxkit.transforms.jit import JitFunction, jit_object
 from jaxkit.transforms.vmap import vmap
 
 __all__ = ["ShapeDtypeStruct", "block_until_ready", "default_backend", "device_count",
@@ -635,84 +634,30 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
                return_shape: bool = False) -> Callable[..., core.ClosedJaxpr]:
     """``make_jaxpr(f)(*args)`` is the jaxpr of ``f`` traced at the types of ``args``.
     ``axis_env`` binds axis names to sizes, ``[(name, size), ...]``, for the collectives
-    ``f`` calls (``lax.psum(x, 'i')``), as if under a ``pmap`` over them."""
-    static_nums, _ = infer_argnums_and_argnames(fun, static_argnums, ())
+    ``f`` calls (``lax.psum(x, 'i')``), as if under a ``pmap`` over them.
+
+    As JAX's, it is ``jit(f, static_argnums=...).trace(*args)``: the trace is the one a
+    ``jit(f)`` call at those types keeps, so ``f`` runs once for both."""
 
     @api_boundary
-    @functools.wraps(fun)
     def make(*args, **kwargs):
-        dyn = [a for i, a in enumerate(args) if i not in static_nums]
-        flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
-        avals = [core.get_aval(x) for x in flat]
-        out_tree_box = []
-
-        def flat_fun(*flat_args):
-            dyn_args, kw = tree_util.tree_unflatten(in_tree, flat_args)
-            it = iter(dyn_args)
-            full = [a if i in static_nums else next(it) for i, a in enumerate(args)]
-            with hijax.closure_log():  # a closed-over high-level value may change type: traced
-                out = fun(*full, **kw)  # as a jit's body, the value left as it was
-            out_flat, out_tree = pe.flat_outputs(debug, out)
-            out_tree_box.append(out_tree)
-            return out_flat
-
-        debug = pe.debug_info("jit", fun,  # (JAX traces it as a jit)
-                              pe.flat_arg_names(fun, dyn, kwargs))
+        jitted = JitFunction(fun, static_argnums=static_argnums)
         with lax.parallel.extend_axis_env_nd(axis_env or ()):
-            if hijax.has_hi(flat):  # staged as high-level values, as JAX shows them
-                jaxpr, consts = hijax_staging.trace_to_jaxpr(flat_fun, flat, debug)
-            else:
-                jaxpr, consts = pe.trace_to_jaxpr(folding(flat_fun), avals, debug)
-        closed = core.ClosedJaxpr(jaxpr, consts)
-        if return_shape:
-            shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in jaxpr.out_avals]
-            return closed, tree_util.tree_unflatten(out_tree_box[0], shapes)
-        return closed
+            traced = jitted.trace(*args, **kwargs)
+        return (traced.jaxpr, traced.out_info) if return_shape else traced.jaxpr
 
+    functools.update_wrapper(make, fun, updated=())
+    if hasattr(fun, "__qualname__"):
+        make.__qualname__ = f"make_jaxpr({fun.__qualname__})"
+    if hasattr(fun, "__name__"):
+        make.__name__ = f"make_jaxpr({fun.__name__})"
     return make
-
-
-def _abstractify(x) -> core.ShapedArray:
-    """As JAX's: an abstract value stays as it is, and any object with a ``dtype`` (and a
-    ``shape``) stands for an array of that type (Flax's ConvLocal passes ShapedArrays)."""
-    if isinstance(x, core.ShapedArray):
-        return x
-    if hasattr(x, "dtype") and not core.is_array_like(x):
-        return core.ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype),
-                                weak_type=getattr(x, "weak_type", False))
-    return core.get_aval(x)
 
 
 @api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
-    """The output shapes and dtypes of ``fun(*args)``, without computing anything."""
-    flat, in_tree = tree_util.tree_flatten((args, kwargs))
-    call = lambda ak: fun(*ak[0], **ak[1])  # noqa: E731
-    if hijax.has_hi(flat):
-        # High-level arguments are traced as their array leaves (their mutations dropped).
-        spec, flat, _ = hijax.lower_args(flat)
-        hi_tree, in_tree = in_tree, tree_util.tree_structure(flat)
-
-        def call(lo):
-            a, kw = tree_util.tree_unflatten(hi_tree, hijax.raise_args(spec, lo)[0])
-            return fun(*a, **kw)
-    avals = [_abstractify(x) for x in flat]
-    jaxpr, _, out_tree = pe.trace_tree_to_jaxpr(call, in_tree, avals,  # (as a jit, as JAX's)
-                                                pe.debug_info("jit", fun, pe.flat_arg_names(
-                                                    fun, args, kwargs)))
-    shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, sharding=_type_sharding(a))
-              for a in jaxpr.out_avals]
-    return tree_util.tree_unflatten(out_tree, shapes)
-
-
-def _type_sharding(aval: core.ShapedArray) -> Any:
-    """The sharding ``eval_shape`` gives a result, as JAX's: its type's layout over Explicit
-    mesh axes; every dimension replicated over a context mesh whose axes are all Explicit;
-    else none."""
-    s = getattr(aval, "_sharding", None)
-    if s is not None:
-        return s
-    mesh = current_abstract_mesh()
-    if mesh.empty or any(t is not AxisType.Explicit for t in mesh.axis_types):
-        return None
-    return NamedSharding(mesh, PartitionSpec(*[None] * len(aval.shape)))
+    """The output shapes and dtypes of ``fun(*args)``, without computing anything: as JAX's,
+    ``jit(fun).trace(*args).out_info`` (the trace a ``jit(fun)`` call at those types keeps;
+    a jitted ``fun``'s own options apply)."""
+    jitted = jit_object(fun) or JitFunction(fun)
+    return jitted.trace(*args, **kwargs).out_info

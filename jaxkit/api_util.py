@@ -33,11 +33,9 @@ def safe_map(f: Callable, *args) -> list:
 def shaped_abstractify(x) -> Any:
     """The abstract value (``ShapedArray``, or ``AbstractRef`` for a ref) of ``x``; an
     abstract value is returned as it is."""
-    if isinstance(x, (core.ShapedArray, AbstractRef)):
+    if isinstance(x, AbstractRef):
         return x
-    if hasattr(x, "shape") and hasattr(x, "dtype") and not core.is_array_like(x):
-        return core.ShapedArray(x.shape, x.dtype, getattr(x, "weak_type", False))
-    return core.get_aval(x)
+    return core.shaped_abstractify(x)
 
 
 def _arg_names(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int],

@@ -106,6 +106,21 @@ def get_aval(x) -> ShapedArray:
     raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
 
 
+def shaped_abstractify(x) -> ShapedArray:
+    """The type a traced argument of ``jit(f).trace``/``eval_shape``/``make_jaxpr`` stands
+    for: an array-like's aval, an abstract value itself, or, as JAX's, any object with a
+    ``shape`` and a ``dtype`` (Flax passes ShapedArrays, Optax objects of its own)."""
+    if isinstance(x, ShapedArray):
+        return x
+    try:
+        return get_aval(x)
+    except TypeError:
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype),
+                               weak_type=getattr(x, "weak_type", False))
+        raise
+
+
 def is_array_like(x) -> bool:
     try:
         get_aval(x)

@@ -235,17 +235,17 @@ jit_module.sharding_forms[Format] = _format_as_jit_sharding
 shape_dtype_struct.format_class = Format
 
 
-def _check_struct_layouts(flat) -> None:
+def _struct_layouts_refused(flat) -> str | None:
     for x in flat:
         if isinstance(x, shape_dtype_struct.ShapeDtypeStruct) and \
                 _layout_mode(x.format) is not None:
-            raise NotImplementedError(
-                f"lowering with {x}: jaxkit does not take argument layouts from a "
-                "ShapeDtypeStruct's Format; pass in_shardings=Format(layout, sharding) to jit "
-                "for that argument instead.")
+            return (f"lowering with {x}: jaxkit does not take argument layouts from a "
+                    "ShapeDtypeStruct's Format; pass in_shardings=Format(layout, sharding) to "
+                    "jit for that argument instead.")
+    return None
 
 
-jit_module.check_struct_layouts = _check_struct_layouts
+jit_module.struct_layouts_refused = _struct_layouts_refused
 
 
 def _format_as_constraint(fmt: Format) -> tuple:

@@ -291,12 +291,18 @@ def find_axis(axis_name) -> BatchTrace:
 
 def axis_names_in_scope() -> list:
     """Names of the vmapped axes enclosing the current trace, innermost first."""
-    names, t = [], core.current_trace()
+    return [name for name, _ in named_axes_in_scope()]
+
+
+def named_axes_in_scope() -> list[tuple[Any, int]]:
+    """``(name, size)`` of the named vmapped axes enclosing the current trace, innermost
+    first."""
+    axes, t = [], core.current_trace()
     while t is not None:
         if isinstance(t, BatchTrace) and t.axis_data.name is not None:
-            names.append(t.axis_data.name)
+            axes.append((t.axis_data.name, t.axis_data.size))
         t = t.parent
-    return names
+    return axes
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,9 +15,11 @@ import inspect
 
 from jaxkit import core, dtypes
 from jaxkit import tree_util
+from jaxkit._config import config, global_trace_context
 from jaxkit.core import ClosedJaxpr, ShapedArray
 from jaxkit.interpreters import ad
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.lax.parallel import named_axes_key
 from jaxkit.lax.structural import convert_element_type, full
 
 # --------------------------------------------------------------------------------------------
@@ -36,8 +38,8 @@ def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what
     carrying its debug info (``_jaxkit_debug_info``: ``fori_loop``'s step, as in JAX).
 
     Returns ``(closed_jaxpr, consts, out_tree)``: the jaxpr takes ``consts`` first, then the
-    flat arguments. Cached per function object and argument types."""
-    key = (in_tree, tuple(in_avals), what)
+    flat arguments. Cached per function object, argument types and trace context."""
+    key = (in_tree, tuple(in_avals), what, trace_context_key())
     try:
         per_fun = _trace_cache.setdefault(fun, {})
     except TypeError:
@@ -63,6 +65,13 @@ def trace_function(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], what
     if not any(isinstance(c, core.Tracer) for c in consts):
         per_fun[key] = result
     return result
+
+
+def trace_context_key() -> tuple:
+    """What besides its arguments' types decides a function's trace: the options in JAX's
+    trace context (``jax_enable_x64``...: a body traced with x64 off gives int32 where one
+    traced with it on gives int64) and the named axes in scope, with their sizes."""
+    return global_trace_context(config.trace_context), named_axes_key()
 
 
 def avals_of(flat) -> list[ShapedArray]:

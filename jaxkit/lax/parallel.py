@@ -47,6 +47,7 @@ from jaxkit.lax.structural import (
     transpose,
     zeros_like_array,
 )
+from jaxkit.runtime.sharding import current_abstract_mesh
 from jaxkit.typing import Array
 
 __all__ = ["all_gather", "all_gather_p", "all_to_all", "all_to_all_p", "axis_index",
@@ -88,6 +89,16 @@ def extend_axis_env_nd(axes: Iterable[tuple[Any, int]]) -> Iterator[None]:
         for name, size in axes:
             stack.enter_context(extend_axis_env(name, size))
         yield
+
+
+def named_axes_key() -> tuple:
+    """The named axes a function traced here sees: ``(name, size)`` of the vmapped ones
+    (innermost first) and of those bound by ``pmap``/``axis_env``, then the abstract mesh in
+    context, if any. Part of the key of a cached trace: collectives fold an axis's size into
+    the program (``psum(1, 'i')``), and a function may read the mesh."""
+    key = tuple(batching.named_axes_in_scope()) + tuple(_axis_env.frames)
+    mesh = current_abstract_mesh()
+    return key if mesh.empty else (*key, mesh)
 
 
 def _lookup_axis_size(name: Any, api_name: str | None = None) -> int:

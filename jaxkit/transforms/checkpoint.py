@@ -28,11 +28,11 @@ from typing import Any, NamedTuple
 
 from jaxkit import core, lax
 from jaxkit import tree_util
-from jaxkit._config import config
 from jaxkit.core import ClosedJaxpr, Jaxpr, Var
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
+from jaxkit.lax.bodies import trace_context_key
 
 __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
            "checkpoint_policies", "remat"]
@@ -97,7 +97,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True,
                        **kw, **static_kw)
 
         avals = [core.get_aval(x) for x in flat]
-        key = (in_tree, tuple(avals), config.x64)
+        key = (in_tree, tuple(avals), trace_context_key())
         per_fun = _trace_cache.get(fun) if not statics and not static_kw else None
         if per_fun is not None and key in per_fun:
             closed, consts, out_tree = per_fun[key]

@@ -36,6 +36,7 @@ from jaxkit._util import fun_name
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import debug_nans, dispatch, hijax, state
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.lax.parallel import named_axes_key
 from jaxkit.runtime import context_mesh, pjrt
 from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement
 from jaxkit.runtime.sharded_array import ShardedArray
@@ -375,11 +376,14 @@ class JitFunction:
                 dyn_kwargs[k] = v
         return dyn_args, dyn_kwargs, tuple(statics)
 
-    def _flatten_dynamic(self, dyn_args, dyn_kwargs) -> tuple:
-        """The traced leaves, their tree structure and their avals."""
+    def _flatten_dynamic(self, dyn_args, dyn_kwargs, abstract: bool = False) -> tuple:
+        """The traced leaves, their tree structure and their avals. ``abstract``: for
+        ``trace``, where (as in JAX) an abstract value or any object with a shape and a dtype
+        stands for an array of that type (a call needs values)."""
         flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        aval_of = core.shaped_abstractify if abstract else core.get_aval
         try:
-            avals = tuple(x.aval if type(x) is Array else core.get_aval(x) for x in flat)
+            avals = tuple(x.aval if type(x) is Array else aval_of(x) for x in flat)
         except (TypeError, OverflowError):
             raise self._not_an_array(flat, dyn_args, dyn_kwargs) from None
         return flat, in_tree, avals
@@ -486,11 +490,13 @@ class JitFunction:
         return closed, out_tree_box[0], consts, trace_time
 
     def _trace_cached(self, sig: CallSignature, dyn_args, dyn_kwargs):
-        traced = self._traces.get(sig)
+        axes = named_axes_key()  # (under other named axes or another mesh: another trace)
+        key = (sig, axes) if axes else sig
+        traced = self._traces.get(key)
         if traced is None or not hijax.closure_holds(traced[0]):
             traced = self._trace(sig, dyn_args, dyn_kwargs)
             if not any(isinstance(c, core.Tracer) for c in traced[2]):
-                self._traces[sig] = traced
+                self._traces[key] = traced
         return traced
 
     def _traced(self, sig: CallSignature, dyn_args, dyn_kwargs, layouts=None,
@@ -560,8 +566,8 @@ class JitFunction:
     # ---- stages ----
     def trace(self, *args, **kwargs) -> Traced:
         dyn_args, dyn_kwargs, statics = self._split_statics(args, kwargs)
-        flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs)
-        check_struct_layouts(flat)
+        flat, in_tree, avals = self._flatten_dynamic(dyn_args, dyn_kwargs, abstract=True)
+        unlowerable = struct_layouts_refused(flat)
         if hijax.has_hi(flat):
             return trace_with_hi_args(self, statics, flat, in_tree, dyn_args, dyn_kwargs)
         sig = CallSignature(in_tree, avals, statics)
@@ -570,6 +576,7 @@ class JitFunction:
         if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
             where, committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
             _place_traced(traced, where._device, committed, flat)
+        traced.unlowerable = unlowerable
         return traced
 
     def lower(self, *args, **kwargs) -> Lowered:
@@ -657,9 +664,10 @@ has_layouts: Callable[[Any], bool] = lambda shardings: False  # noqa: E731
 # calls then take the general path, which lays them out: see layout_jit).
 takes_other_layouts: Callable[[Any], bool] = lambda compiled: False  # noqa: E731
 laid_out_jit: Callable | None = None
-# ``check_struct_layouts(flat)``: raises for a ``ShapeDtypeStruct`` argument whose Format asks
-# for a layout jaxkit cannot take from it (layout.Format registers it).
-check_struct_layouts: Callable[[list], None] = lambda flat: None  # noqa: E731
+# ``struct_layouts_refused(flat)``: why the trace of these argument leaves cannot be lowered
+# (a ``ShapeDtypeStruct`` whose Format asks for a layout jaxkit cannot take from it), or None
+# (layout.Format registers it).
+struct_layouts_refused: Callable[[list], str | None] = lambda flat: None  # noqa: E731
 
 
 def _sharding_forms(shardings: Any) -> Any:

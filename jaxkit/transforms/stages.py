@@ -21,6 +21,8 @@ from jaxkit.interpreters import dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import compile_config, pjrt
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
+from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
+                                     current_abstract_mesh)
 from jaxkit.transforms import spmd
 
 # ``flatten(args, kwargs) -> (flat leaves, in_tree, avals)``: how the jitted function turns a
@@ -110,6 +112,9 @@ class Traced(_Stage):
     # As JAX's lowering and compilation caches: ``f.lower(x)`` twice, or a call after
     # ``f.lower(x).compile()``, lowers and compiles once.
     lowerings = None
+    # Why this trace cannot be lowered (a ShapeDtypeStruct argument asking for a layout:
+    # its trace, eval_shape's, is fine), or None.
+    unlowerable: str | None = None
 
     def __init__(self, name: str, closed_jaxpr: core.ClosedJaxpr, in_tree, out_tree,
                  donated_invars: Sequence[bool], flatten: Flatten, timings: Timings,
@@ -124,6 +129,7 @@ class Traced(_Stage):
         self.donated_invars = tuple(donated_invars)
         self.flatten = flatten
         self.timings = timings
+        self.context_mesh = current_abstract_mesh()  # (what out_info's layouts are over)
 
     @property
     def out_info(self):
@@ -133,7 +139,7 @@ class Traced(_Stage):
         plan, avals = self.sharding_plan, self.jaxpr.out_avals
         if plan is None:
             return tree_util.tree_unflatten(self.out_tree, [
-                out_struct(a, True, _typed_sharding(a)) for a in avals])
+                out_struct(a, True, _typed_sharding(a, self.context_mesh)) for a in avals])
         return tree_util.tree_unflatten(self.out_tree, [
             out_struct(a, True, g if g is not None else _abstract(t))
             for a, g, t in zip(avals, plan.given_out_shardings, plan.out_shardings)])
@@ -159,6 +165,8 @@ class Traced(_Stage):
         """The program as a StableHLO module, for the platform the call runs on, or with
         ``lowering_platforms=(platform,)`` by another platform's lowering rules (e.g.
         ``("cuda",)`` on a CPU machine, to read what a GPU would be given)."""
+        if self.unlowerable is not None:
+            raise NotImplementedError(self.unlowerable)
         if _private_parameters is not None:  # JAX's internal hook: nothing here reads it
             raise NotImplementedError("Traced.lower(_private_parameters=...) is JAX-internal "
                                       "and not implemented in jaxkit; leave it None")
@@ -364,10 +372,15 @@ class Lowered(_Stage):
             for a, s in zip(avals, _out_shardings(self.traced.sharding_plan, avals))])
 
 
-def _typed_sharding(aval) -> Any:
-    """The sharding an output's type names over Explicit mesh axes (None if none)."""
+def _typed_sharding(aval, context_mesh) -> Any:
+    """The sharding an output's type names over Explicit mesh axes; as JAX's, every
+    dimension replicated over a context mesh whose axes are all Explicit; else None."""
     sharding = getattr(aval, "_sharding", None)
-    return sharding if sharding is not None and not sharding.mesh.empty else None
+    if sharding is not None and not sharding.mesh.empty:
+        return sharding
+    if context_mesh.empty or any(t is not AxisType.Explicit for t in context_mesh.axis_types):
+        return None
+    return NamedSharding(context_mesh, PartitionSpec(*[None] * len(aval.shape)))
 
 
 def _abstract(sharding: Any) -> Any:
