@@ -31,6 +31,7 @@ from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax import parallel_vma
 from jaxkit.lax.sharding import reshard_p
+from jaxkit.literals import canonicalize_value
 from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
                                      current_abstract_mesh)
 from jaxkit.shape_dtype_struct import ShapeDtypeStruct  # noqa: F401  (jax.ShapeDtypeStruct)
@@ -309,6 +310,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes: Sequence = 
     flat, in_tree = tree_util.tree_flatten(primals)
     for x in flat:
         _check_leaf(x)
+    # As JAX's: the primals as a primitive takes them (NumPy float64 as float32, a Python
+    # float typed), so an output that is an input comes back so (``TypedFloat(1.0, ...)``).
+    flat = [canonicalize_value(x) for x in flat]
     cell: list = []
     out, lin, aux = ad.linearize_flat(_flat_fun(fun, in_tree, has_aux, cell), flat,
                                       has_aux=has_aux)

@@ -23,6 +23,7 @@ import numpy as np
 
 from jaxkit._config import config
 from jaxkit._dtypes_explicit import is_explicit_specifier, truncate_request
+from jaxkit._dtypes_extended import ExtendedDType, extended, float0, prng_key  # noqa: F401
 
 DType = np.dtype
 DTypeLike = Any  # a dtype, scalar type, dtype name, or anything with a ``.dtype``
@@ -75,10 +76,6 @@ _sint_n_scalar_types = tuple(getattr(ml_dtypes, n) for n in ("int1", "int2", "in
 _uint_n_scalar_types = tuple(getattr(ml_dtypes, n) for n in ("uint1", "uint2", "uint4")
                              if hasattr(ml_dtypes, n))
 _intn_dtypes = frozenset(np.dtype(t) for t in _sint_n_scalar_types + _uint_n_scalar_types)
-
-#: The dtype of tangents of integer and boolean values: a zero-size structured dtype, so that
-#: such tangents carry no data (JAX prints it as ``float0``).
-float0: np.dtype = np.dtype([("float0", np.void, 0)])
 
 _BOOL = np.dtype(bool)
 _I32, _I64 = np.dtype(np.int32), np.dtype(np.int64)
@@ -265,66 +262,6 @@ def scalar_type_of(x: Any) -> type:
     if issubdtype(dt, np.floating):
         return float
     raise TypeError(f"Invalid scalar value {x}")
-class extended(np.generic):  # noqa: N801  (JAX's name)
-    """The abstract scalar type of dtypes that are not NumPy's (typed PRNG keys)."""
-
-
-class prng_key(extended):  # noqa: N801
-    """The scalar type of typed PRNG keys' dtypes (``key<fry>``, whose ``.type`` it is)."""
-
-
-class ExtendedDType:
-    """Base of the dtypes that are not NumPy's (``key<fry>``): a value of one is stored as an
-    array of ``physical_dtype`` with ``physical_shape`` appended to its own shape. Primitives
-    and lowerings see only that: ``jaxkit.avals.physical_aval`` gives the stored type."""
-
-    type: type = extended
-    name: str = "extended"
-    itemsize: int = 0
-    physical_shape: tuple[int, ...] = ()
-    physical_dtype: np.dtype = np.dtype(np.uint8)
-
-    def to_physical(self, value: Any) -> Any:
-        """The physical array (``uint32[..., 2]`` for keys) of a concrete ``value``."""
-        raise NotImplementedError(f"to_physical rule for dtype {self.name}")
-
-    def from_physical(self, buf: Any) -> Any:
-        """The concrete value over a program's physical result buffer."""
-        raise NotImplementedError(f"from_physical rule for dtype {self.name}")
-
-    def full(self, shape: tuple[int, ...], fill_value: Any) -> Any:
-        """``lax.full`` of this dtype (``scan`` fills its output buffers with it)."""
-        raise NotImplementedError(f"full rule for dtype {self.name}")
-
-    # Differentiation and conversion. Keys are not differentiable and convert to nothing else;
-    # a user-defined dtype (JAX's ``_rules`` protocol, ``jaxkit._src_compat.dtypes``) can be
-    # both: Flax's fp8 meta dtype is a float32 whose cotangents accumulate by ``max``.
-    def tangent_dtype(self) -> Any:
-        """The dtype of this dtype's tangents."""
-        return float0
-
-    def convert_from(self, other: np.dtype) -> bool:
-        """Whether ``convert_element_type`` may turn values of this dtype into ``other``."""
-        return False
-
-    def convert_to(self, other: np.dtype) -> bool:
-        """Whether ``convert_element_type`` may turn ``other`` values into this dtype."""
-        return False
-
-    def zero(self) -> Any:
-        """The rank-0 value the zero tangents/cotangents of this dtype are filled with."""
-        raise NotImplementedError(f"zero rule for dtype {self.name}")
-
-    def add(self, x: Any, y: Any) -> Any:
-        """The sum of two tangents/cotangents of this dtype (``add_any``)."""
-        raise NotImplementedError(f"add rule for dtype {self.name}")
-
-    def __repr__(self):
-        return self.name
-
-    __str__ = __repr__
-
-
 def is_extended(dtype: Any) -> bool:
     """Whether ``dtype`` is an extended (non-NumPy) dtype such as ``key<fry>``."""
     return isinstance(dtype, ExtendedDType)
@@ -716,7 +653,7 @@ def _dtype_and_weak(x: Any) -> tuple[np.dtype, bool]:
 
 
 # (x64, (dtype, weak), ...) -> (dtype, weak): the final answer of result_type.
-_result_cache: dict[tuple[Any, ...], tuple[np.dtype, bool]] = {}
+_result_cache: dict[tuple[Any, ...], tuple[np.dtype, bool, np.dtype]] = {}
 _RESULT_CACHE_MAX = 4096  # long argument lists (concatenate) could otherwise grow it forever
 
 
@@ -750,6 +687,20 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
     node, e.g. ``int8 + 1.0``) has the default dtype of its kind. With
     ``return_weak_type_flag=True`` returns ``(dtype, weak_type)``.
     """
+    out = _promoted(args)
+    return out[:2] if return_weak_type_flag else out[0]
+
+
+def lattice_result_type(*args: Any) -> tuple[np.dtype, bool]:
+    """``(dtype, weak_type)`` as jnp's functions promote their operands (JAX's
+    ``lattice_result_type``): as ``result_type``, but a weak result keeps the width of its
+    inputs (a weak float32 made without x64 stays float32 once x64 is on)."""
+    out = _promoted(args)
+    return out[2], out[1]
+
+
+def _promoted(args: tuple) -> tuple[np.dtype, bool, np.dtype]:
+    """(result_type's dtype, weak, lattice_result_type's dtype), cached."""
     if not args:
         raise ValueError("at least one array or dtype is required")
     # Hot path (every binary operation): extract (dtype, weak) pairs, then one dict lookup.
@@ -761,12 +712,10 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
     out = _result_cache.get(key)
     if out is None:
         dt, weak = _lattice_result_type(x64, key[1:])
-        if weak:
-            dt = _weak_default(dt)
         if len(_result_cache) >= _RESULT_CACHE_MAX:
             _result_cache.clear()
-        out = _result_cache[key] = (dt, weak)
-    return out if return_weak_type_flag else out[0]
+        out = _result_cache[key] = (_weak_default(dt) if weak else dt, weak, dt)
+    return out
 
 
 def _weak_default(dt: np.dtype) -> np.dtype:

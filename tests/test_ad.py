@@ -440,9 +440,12 @@ def test_stop_gradient():
     f = lambda x: lax.mul(x, stop_gradient(x))
     assert_close(grad(f)(F32(3.0)), 3.0)
     assert_close(jvp(f, (F32(3.0),), (F32(1.0),))[1], 3.0)
-    # it is the identity on values, pytrees, and integers pass through unbound
-    tree = {"a": F32(1.0), "n": np.int32(2)}
-    assert stop_gradient(tree)["n"] is tree["n"]
+    # it is the identity on values and pytrees; eagerly, host values come back as JAX's
+    # bind takes them (typed, canonical dtypes), Python scalars weakly typed
+    tree = {"a": F32(1.0), "n": np.int32(2), "f": 2.5}
+    out = stop_gradient(tree)
+    assert repr(out["n"]) == "TypedNdArray(2, dtype=int32)"
+    assert repr(out["f"]) == "TypedFloat(2.5, dtype=float32)" and out["f"] == 2.5
     jaxpr = jaxkit.make_jaxpr(stop_gradient)(F32(1.0))
     assert [e.primitive.name for e in jaxpr.eqns] == ["stop_gradient"]
     assert_close(vmap(stop_gradient)(np.arange(3.0, dtype=F32)), [0.0, 1.0, 2.0])

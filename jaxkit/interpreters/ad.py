@@ -37,7 +37,7 @@ from jaxkit.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxkit.interpreters import batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters import state
-from jaxkit.typed_ndarray import float0_zeros
+from jaxkit.literals import canonicalize_value, float0_zeros
 
 jvp_rules: dict[core.Primitive, Callable] = {}
 transpose_rules: dict[core.Primitive, Callable] = {}
@@ -764,7 +764,7 @@ def stop_gradient(x):
 
 
 stop_gradient_p = core.Primitive("stop_gradient")
-stop_gradient_p.def_impl(lambda x: x)
+stop_gradient_p.def_impl(canonicalize_value)  # (the operand as JAX's bind makes it)
 stop_gradient_p.def_abstract_eval(lambda x: x)
 defjvp_zero(stop_gradient_p)
 batching.defvectorized(stop_gradient_p)

@@ -134,7 +134,7 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
                 and dtypes.is_extended(next(iter(kinds))):
             dtype = next(iter(kinds))  # key arrays: nothing to promote
         elif leaves:
-            dt, _ = dtypes.result_type(*leaves, return_weak_type_flag=True)
+            dt, _ = dtypes.lattice_result_type(*leaves)  # (as JAX's: weak widths kept)
             dtype = dtypes.canonicalize_dtype(dt)
         else:
             dtype = dtypes.default_float_dtype()

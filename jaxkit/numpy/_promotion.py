@@ -19,13 +19,15 @@ from jaxkit._config import config
 from jaxkit.interpreters.state import is_ref_aval
 from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit.lax import sharding_rules as shr
+from jaxkit.literals import TypedComplex, TypedFloat, TypedInt
 from jaxkit.numpy._jitted import jitted
 from jaxkit.runtime import context_mesh
 from jaxkit.runtime.array import Array, device_put_value
 from jaxkit.source_info import user_stacklevel
 from jaxkit.typing import ArrayLike
 
-_python_scalar_types = (bool, int, float, complex)
+# (with JAX's typed scalars: what a primitive hands back of a Python scalar it was given)
+_python_scalar_types = (bool, int, float, complex, TypedInt, TypedFloat, TypedComplex)
 
 
 def is_array(x: Any) -> bool:
@@ -165,7 +167,7 @@ def _wrap_int(x: int, dtype: np.dtype) -> np.generic:
 
 
 def _result(*args: Any) -> tuple[np.dtype, bool]:
-    return dtypes.result_type(*args, return_weak_type_flag=True)
+    return dtypes.lattice_result_type(*args)
 
 
 def promote_dtypes(*args: Any) -> list:

@@ -21,7 +21,7 @@ from jaxkit import core, dtypes
 from jaxkit.runtime import dlpack_io, pjrt
 from jaxkit._config import config
 from jaxkit.core import ShapedArray
-from jaxkit.typed_ndarray import float0_zeros
+from jaxkit.literals import float0_zeros
 
 
 class Array:

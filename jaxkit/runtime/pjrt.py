@@ -32,7 +32,7 @@ from jaxlib import xla_client as xc  # noqa: E402
 from jaxkit import core, dtypes, errors  # noqa: E402
 from jaxkit._config import config, thread_blocks  # noqa: E402
 from jaxkit.runtime import compile_cache, compile_config  # noqa: E402
-from jaxkit.typed_ndarray import TypedNdArray  # noqa: E402
+from jaxkit.literals import TypedNdArray  # noqa: E402
 
 ArrayImpl = _jax.ArrayImpl
 JaxRuntimeError = _jax.JaxRuntimeError
@@ -406,9 +406,13 @@ def put(x: np.ndarray, aval, device=None, may_alias: bool = False,
     if getattr(aval, "memory_space", space) is not space:
         # the array's type says where it lives (``f32<host>[...]``), as JAX's
         aval = aval.update(memory_space=space)
+    # Data already of its type's dtype is put as it is: a 64-bit type while x64 is off (a
+    # value typed under x64, ``TypedFloat(1.5, dtype=float64)``, as JAX keeps it) would else
+    # be narrowed to a buffer its type does not describe, which the programs then refuse.
+    keep = config.x64 or getattr(x, "dtype", None) == aval.dtype
     return _jax.batched_device_put(aval, sharding, [x], [dev], committed, False,
                                    _ALIAS if may_alias else backend.host_copy,
-                                   enable_x64=config.x64)
+                                   enable_x64=keep)
 
 
 def fetch(buf: ArrayImpl) -> np.ndarray:

@@ -33,6 +33,7 @@ from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
 from jaxkit.lax.bodies import trace_context_key
+from jaxkit.literals import canonicalize_value
 
 __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_name",
            "checkpoint_policies", "remat"]
@@ -282,7 +283,7 @@ def checkpoint_name(x, name: str):
 
 
 name_p = core.Primitive("name")
-name_p.def_impl(lambda x, *, name: x)
+name_p.def_impl(lambda x, *, name: canonicalize_value(x))
 name_p.def_abstract_eval(lambda x, *, name: x)
 ad.deflinear2(name_p, lambda ct, x, *, name: [ct])
 batching.defvectorized(name_p)
@@ -295,7 +296,8 @@ mlir.register_lowering(name_p, lambda ctx, x, *, name: x)
 
 
 def _checkpoint_impl(*args, jaxpr: ClosedJaxpr, **_):
-    return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+    # (the operands as JAX's bind makes them: an input handed back is typed, as JAX's)
+    return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *map(canonicalize_value, args))
 
 
 def _checkpoint_abstract_eval(*avals, jaxpr: ClosedJaxpr, **_):

@@ -25,6 +25,8 @@ from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.literals import canonicalize_value
+from jaxkit.runtime.array import Array
 from jaxkit.transforms.closure_convert import closure_convert
 from jaxkit.transforms.argnums import infer_argnums_and_argnames
 
@@ -252,7 +254,11 @@ class _CustomDerivativeFunction:
             raise AttributeError(self._missing_rule.format(name=name))
         args = _resolve_kwargs(self.fun, args, kwargs, self._n_positional)
         if core.current_trace() is core.eval_trace:
-            return self.fun(*args)
+            # As JAX's bind: the differentiated arguments as a primitive takes them, so an
+            # input handed back is typed (``TypedFloat(1.0, dtype=float32)``), as JAX's
+            return self.fun(*[a if type(a) is Array or i in self.nondiff_argnums
+                              else tree_util.tree_map(canonicalize_value, a)
+                              for i, a in enumerate(args)])
         if self.nondiff_argnums:
             static, dyn = _split_static(args, self.nondiff_argnums)
         else:

@@ -24,7 +24,7 @@ from jaxkit.runtime.array import Array, DeviceMismatch, device_put_value, placem
 from jaxkit.runtime.pjrt import JaxRuntimeError
 from jaxkit.source_info import api_boundary
 from jaxkit.transforms.stages import Compiled
-from jaxkit.typed_ndarray import TypedNdArray
+from jaxkit.literals import TypedNdArray
 
 current_trace = core.current_trace
 eval_trace = core.eval_trace

@@ -21,6 +21,7 @@ from jaxkit import tree_util
 from jaxkit.core import ClosedJaxpr
 from jaxkit.interpreters import ad, mlir
 from jaxkit.interpreters import partial_eval as pe
+from jaxkit.literals import canonicalize_value
 
 __all__ = ["linear_call", "linear_call_p"]
 
@@ -72,7 +73,8 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args: Any,
 
 
 def _linear_call_impl(*args, callee: ClosedJaxpr, **_):
-    return core.eval_jaxpr(callee.jaxpr, callee.consts, *args)
+    # (the operands as JAX's bind makes them: an input handed back is typed, as JAX's)
+    return core.eval_jaxpr(callee.jaxpr, callee.consts, *map(canonicalize_value, args))
 
 
 def _linear_call_abstract_eval(*avals, callee: ClosedJaxpr, **_):
