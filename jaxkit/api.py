@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxkit import core, dtypes, lax
 from jaxkit._traceback_filter import api_boundary
+from jaxkit._util import fun_name
 from jaxkit import tree_util
 from jaxkit.api_devices import (  # re-exported, as jax.device_put & co.
     block_until_ready, default_backend, device_count, device_get, device_put, devices,
@@ -650,7 +651,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
             traced = jitted.trace(*args, **kwargs)
         return (traced.jaxpr, traced.out_info) if return_shape else traced.jaxpr
 
+    if not callable(fun):  # (what JAX's make_jaxpr, wrapping fun in a partial, raises)
+        raise TypeError("the first argument must be callable")
     functools.update_wrapper(make, fun, updated=())
+    make.__name__ = fun_name(fun)  # (as JAX's wraps: a partial's function, else unnamed)
+    make.__qualname__ = getattr(fun, "__qualname__", make.__name__)
     if hasattr(fun, "__qualname__"):
         make.__qualname__ = f"make_jaxpr({fun.__qualname__})"
     if hasattr(fun, "__name__"):

@@ -29,6 +29,10 @@ def _many(*a):
     return a[0]
 
 
+def _generator(x):
+    yield x
+
+
 def _positional_only(x, /):
     return x
 
@@ -141,6 +145,11 @@ CASES = {
     "jnp_function_object_argument": lambda J: J.numpy.sin(_NotAnArray()),
     "jnp_function_list_argument": lambda J: J.numpy.sum([1, 2]),
     "fori_python_int_bound": lambda J: J.lax.fori_loop(0, np.int32(3), lambda i, x: x + i, 0),
+    "jit_of_a_non_callable": lambda J: J.jit(3),
+    "jit_of_a_generator_function": lambda J: J.jit(_generator),
+    "make_jaxpr_of_a_non_callable": lambda J: J.make_jaxpr(3),
+    "eval_shape_of_a_non_callable": lambda J: J.eval_shape(3, 1.),
+    "eval_shape_of_a_string": lambda J: J.eval_shape(lambda x: x, "a"),
 }
 
 

@@ -80,7 +80,9 @@ class JitFunction:
                  in_shardings=None, out_shardings=None, keep_unused: bool = False,
                  device=None, compiler_options: dict | None = None):
         if not callable(fun):
-            raise TypeError(f"jit expects a callable, got {fun!r} of type {type(fun).__name__}")
+            raise TypeError(f"Expected a callable value, got {fun}")  # (JAX's words)
+        if inspect.isgeneratorfunction(fun):
+            raise TypeError(f"Expected a function, got a generator function: {fun}")
         self._fun = fun
         self._name = fun_name(fun)
         self._inline = inline
