@@ -218,3 +218,29 @@ def test_stack_every_axis_matches_numpy(shape):
         want = np.stack(arrs, axis=axis)
         assert got.shape == want.shape
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", [
+    lambda j: j.numpy.reshape(np.ones(4), (2, 2)),
+    lambda j: j.numpy.reshape(np.float64(1), (1,)),
+    lambda j: j.numpy.reshape(np.arange(6, dtype=np.int64), (3, -1), order="F"),
+    lambda j: j.numpy.reshape(1.0, (1,)),
+    lambda j: j.numpy.reshape(j.numpy.ones(4), (2, 2)),
+    lambda j: j.numpy.reshape(np.ones((3, 2, 4), bool), (-1, -1)),
+    lambda j: j.numpy.reshape(np.ones(6), (4, -1)),
+    lambda j: j.numpy.reshape(j.numpy.ones(6), (-1, -1)),
+    lambda j: j.jit(lambda x: j.numpy.reshape(np.ones(4), (2, 2)) + x)(1.),
+], ids=["ndarray", "numpy scalar", "order F", "python scalar", "array", "two unknowns numpy",
+        "misfit numpy", "two unknowns array", "numpy constant under jit"])
+def test_reshape_of_numpy_values_as_jax(case):
+    """As JAX's, jnp.reshape hands a NumPy value to NumPy's own reshape: the result is a NumPy
+    array of its dtype (float64 stays), errors are NumPy's; JAX arrays get JAX's."""
+    jax = pytest.importorskip("jax")
+
+    def outcome(lib):
+        try:
+            out = case(lib)
+        except Exception as e:  # noqa: BLE001  (class and text are compared)
+            return type(e).__name__, str(e)
+        return type(out).__module__.split(".")[0], repr(out)
+    assert outcome(jaxkit) == outcome(jax)

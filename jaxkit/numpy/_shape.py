@@ -79,14 +79,23 @@ def _compute_newshape(shape: tuple[int, ...], size: int, newshape: Any) -> tuple
     return newshape
 
 
-@jitted(static_argnames=("shape", "order", "copy"), converts_first=True,
-        jax_jits=False)
 def reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None,
             out_sharding: Any = None) -> Array:
     """``jnp.reshape``: ``a`` with a new shape (one entry may be -1); ``order='C'`` or
     ``'F'``; ``out_sharding`` (over Explicit mesh axes) types the result's layout. (JAX
     0.10.2 has removed the deprecated ``newshape`` keyword.)"""
     check_arraylike("reshape", a)
+    if out_sharding is None and isinstance(a, (np.ndarray, np.generic)):
+        # As JAX's, which hands a value to its own reshape method: a NumPy input gives
+        # NumPy's result (a float64 ndarray stays one) and NumPy's errors.
+        return a.reshape(shape, order=order)
+    return _reshape(a, shape, order, copy=copy, out_sharding=out_sharding)
+
+
+@jitted(static_argnames=("shape", "order", "copy"), converts_first=True,
+        jax_jits=False, name="reshape")
+def _reshape(a: ArrayLike, shape: Any, order: str = "C", *, copy: bool | None = None,
+             out_sharding: Any = None) -> Array:
     a = asarray(a)
     new = _compute_newshape(a.shape, a.size, shape)
     if order == "C":

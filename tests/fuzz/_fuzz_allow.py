@@ -27,12 +27,6 @@ ALLOW = [
           r"|matrix_power|norm)",
           r"jaxkit TypeError: \w+ does not accept dtype (b?float16).* / jax NotImplementedError",
           "clearer dtype error before the LAPACK call (JAX: NotImplementedError from a KeyError)"),
-    # jnp.reshape of a NumPy array to a size that does not fit: JAX hands NumPy inputs to
-    # NumPy's reshape (ValueError); for its own arrays it raises TypeError, as jaxkit does for
-    # both (tests/test_numpy_shape.py checks the JAX-array case).
-    Allow(r"jnp\.reshape", r"jaxkit TypeError: cannot reshape array .* / jax ValueError: "
-          r"cannot reshape array of size",
-          "JAX applies NumPy's reshape to NumPy inputs"),
     # lax.reshape of a 0-d array to a different size: JAX's shape check misses it and the
     # StableHLO verifier rejects the program (ValueError: Cannot lower jaxpr with verifier
     # errors); jaxkit's shape rule raises JAX's usual TypeError for a size change.
