@@ -654,12 +654,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     if not callable(fun):  # (what JAX's make_jaxpr, wrapping fun in a partial, raises)
         raise TypeError("the first argument must be callable")
     functools.update_wrapper(make, fun, updated=())
-    make.__name__ = fun_name(fun)  # (as JAX's wraps: a partial's function, else unnamed)
-    make.__qualname__ = getattr(fun, "__qualname__", make.__name__)
-    if hasattr(fun, "__qualname__"):
-        make.__qualname__ = f"make_jaxpr({fun.__qualname__})"
-    if hasattr(fun, "__name__"):
-        make.__name__ = f"make_jaxpr({fun.__name__})"
+    # (as JAX's: a function without a name, a partial's or else '<unnamed function>')
+    make.__name__ = (f"make_jaxpr({fun.__name__})" if hasattr(fun, "__name__")
+                     else fun_name(fun))
+    make.__qualname__ = (f"make_jaxpr({fun.__qualname__})" if hasattr(fun, "__qualname__")
+                         else make.__name__)
     return make
 
 
