@@ -1,5 +1,6 @@
 """Argument handling shared by every ``jaxkit.numpy`` function: checking array-likes, NumPy
-dtype promotion (weak-type aware, through ``dtypes.lattice_result_type``, as JAX's jnp) and NumPy broadcasting.
+dtype promotion (weak-type aware, through ``dtypes.lattice_result_type``, as JAX's jnp) and
+NumPy broadcasting.
 
 A jnp function promotes dtypes and broadcasts shapes here, then calls ``jaxkit.lax``. Python
 scalars are kept as Python scalars for as long as possible: bound to a primitive they become
