@@ -25,59 +25,46 @@ from jaxkit import core, dtypes
 from jaxkit.avals import ShapedArray
 
 
-class TypedInt(int):
-    """A Python int with its dtype (weakly typed)."""
+class _TypedScalar:
+    """A Python scalar with the dtype JAX gives it (weakly typed), for the number type it
+    subclasses (the second base: ``int``, ``float``, ``complex``)."""
 
-    def __new__(cls, value: int, dtype: np.dtype):
+    __slots__ = ()
+
+    def __new__(cls, value, dtype: np.dtype):
         v = super().__new__(cls, value)
         v.dtype = np.dtype(dtype)
         v.aval = ShapedArray((), v.dtype, weak_type=True)
         return v
 
+    def _plain(self):
+        """The value as the plain number type (``TypedFloat``'s MRO: itself, this, float)."""
+        return type(self).__mro__[2](self)
+
     def __repr__(self) -> str:
-        return f"TypedInt({int(self)}, dtype={self.dtype.name})"
+        return f"{type(self).__name__}({self._plain()}, dtype={self.dtype.name})"
 
     def __getnewargs__(self):
-        return int(self), self.dtype
+        return self._plain(), self.dtype
 
 
-class TypedFloat(float):
-    """A Python float with its dtype (weakly typed); prints as a float under ``str``."""
+class TypedInt(_TypedScalar, int):
+    """A Python int with its dtype (ints take no ``__slots__``: the two live in a dict)."""
+
+
+class TypedFloat(_TypedScalar, float):
+    """A Python float with its dtype; prints as a float under ``str``."""
 
     __slots__ = ("dtype", "aval")
-
-    def __new__(cls, value: float, dtype: np.dtype):
-        v = super().__new__(cls, value)
-        v.dtype = np.dtype(dtype)
-        v.aval = ShapedArray((), v.dtype, weak_type=True)
-        return v
-
-    def __repr__(self) -> str:
-        return f"TypedFloat({float(self)}, dtype={self.dtype.name})"
 
     def __str__(self) -> str:
         return str(float(self))
 
-    def __getnewargs__(self):
-        return float(self), self.dtype
 
-
-class TypedComplex(complex):
-    """A Python complex with its dtype (weakly typed)."""
+class TypedComplex(_TypedScalar, complex):
+    """A Python complex with its dtype."""
 
     __slots__ = ("dtype", "aval")
-
-    def __new__(cls, value: complex, dtype: np.dtype):
-        v = super().__new__(cls, value)
-        v.dtype = np.dtype(dtype)
-        v.aval = ShapedArray((), v.dtype, weak_type=True)
-        return v
-
-    def __repr__(self) -> str:
-        return f"TypedComplex({complex(self)}, dtype={self.dtype.name})"
-
-    def __getnewargs__(self):
-        return complex(self), self.dtype
 
 
 _typed_scalar = {int: TypedInt, float: TypedFloat, complex: TypedComplex}

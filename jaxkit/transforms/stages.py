@@ -21,7 +21,7 @@ from jaxkit.interpreters import dispatch, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.runtime import compile_config, pjrt
 from jaxkit.runtime.array import Array, to_buffer, wrap_result
-from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
+from jaxkit.runtime.sharding import (NamedSharding, PartitionSpec,
                                      current_abstract_mesh)
 from jaxkit.transforms import spmd
 
@@ -378,7 +378,7 @@ def _typed_sharding(aval, context_mesh) -> Any:
     sharding = getattr(aval, "_sharding", None)
     if sharding is not None and not sharding.mesh.empty:
         return sharding
-    if context_mesh.empty or any(t is not AxisType.Explicit for t in context_mesh.axis_types):
+    if context_mesh.empty or not context_mesh.are_all_axes_explicit:
         return None
     return NamedSharding(context_mesh, PartitionSpec(*[None] * len(aval.shape)))
 
