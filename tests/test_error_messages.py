@@ -1,9 +1,8 @@
 """The errors of common mistakes, against JAX itself: class and whole message, as JAX words
 them (the shapes or types at fault, and what to use instead where JAX says it). Each record
-runs on both sides. Differences kept, with their reasons: an out-of-range axis is NumPy's
-AxisError (a ValueError and an IndexError, as JAX raises one or the other); a clear error
-where JAX fails in MLIR (a negative shape for random.normal or ShapeDtypeStruct); and the
-class paths in a has_aux error."""
+runs on both sides. Differences kept, with their reasons: a clear error where JAX fails in
+MLIR (a negative shape for random.normal or ShapeDtypeStruct); and the class paths in a
+has_aux error."""
 import re
 
 import jax

@@ -190,7 +190,7 @@ def _top_k_abstract_eval(operand, *, k, axis):
     shape = list(operand.shape)
     if shape[axis] < k:
         raise ValueError("k argument to top_k must be no larger than size along axis; got "
-                         f"k={k} with shape={tuple(shape)} and axis={axis}")
+                         f"k={k} with shape={shape} and axis={axis}")
     shape[axis] = k
     return [operand.update(shape=tuple(shape)),
             core.ShapedArray(shape, np.int32)]

@@ -396,8 +396,12 @@ def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
     return lax_canonicalize_shape((shape,) if is_scalar else tuple(shape), context)
 
 
-def canonicalize_axis(axis: Any, ndim: int) -> int:
-    """A (possibly negative) axis in ``[0, ndim)``; NumPy's error otherwise."""
+def canonicalize_axis(axis: Any, ndim: int, error: type[Exception] = ValueError) -> int:
+    """A (possibly negative) axis in ``[0, ndim)``; JAX's error otherwise.
+
+    JAX raises a ValueError for an axis out of range, except in the functions that index the
+    shape with it first (``mean``, ``var``, ``argmax``, ``swapaxes``, ``split``, ...), where
+    the error is an IndexError: those pass ``error=IndexError``. The message is the same."""
     axis = core.concrete_or_error(axis, "The axis argument must be known statically.")
     try:
         axis = operator_index(axis)
@@ -405,10 +409,7 @@ def canonicalize_axis(axis: Any, ndim: int) -> int:
         raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an integer"
                         ) from None
     if not -ndim <= axis < ndim:
-        # NumPy's AxisError is both a ValueError and an IndexError: JAX raises one or the
-        # other depending on the function (an IndexError where it indexes the shape first), and
-        # an ``except`` written for either catches this.
-        raise np.exceptions.AxisError(axis, ndim)
+        raise error(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim if ndim else axis
 
 

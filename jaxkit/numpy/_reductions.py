@@ -78,11 +78,12 @@ def _ensure_optional_axes(axis: Any) -> Any:
         return tuple(operator.index(i) for i in axis)
 
 
-def _reduction_dims(ndim: int, axis: Axis) -> tuple[int, ...]:
+def _reduction_dims(ndim: int, axis: Axis, error: type[Exception] = ValueError
+                    ) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     axes = axis if isinstance(axis, (tuple, list, np.ndarray)) else (axis,)
-    canon = tuple(canonicalize_axis(a, ndim) for a in axes)
+    canon = tuple(canonicalize_axis(a, ndim, error) for a in axes)
     if len(canon) != len(set(canon)):
         raise ValueError(f"duplicate value in 'axis': {axis}")
     return canon
@@ -225,7 +226,8 @@ def any(a: ArrayLike, axis: Axis = None, out: None = None, keepdims: bool = Fals
 
 
 def _axis_size(shape: tuple[int, ...], axis: Axis) -> int:
-    return math.prod(shape[d] for d in _reduction_dims(len(shape), axis))
+    # JAX indexes the shape here, so an axis out of range is an IndexError (mean, var, std).
+    return math.prod(shape[d] for d in _reduction_dims(len(shape), axis, IndexError))
 
 
 def _count(a: Array, axis: Axis, keepdims: bool, where: Array | None, dtype: np.dtype) -> Any:
@@ -260,6 +262,7 @@ def average(a: ArrayLike, axis: Axis = None, weights: ArrayLike | None = None,
     if weights is None:
         a = ensure_arraylike("average", a)
         a, = promote_dtypes_inexact(a)
+        _reduction_dims(a.ndim, axis)  # JAX checks the axes first: a ValueError, not mean's
         avg = mean(a, axis=axis, keepdims=keepdims)
         weights_sum = lax.full((), _axis_size(a.shape, axis), dtype=avg.dtype)
     else:
@@ -413,7 +416,7 @@ def _arg_reduction(name: str, lax_fn: str, a: ArrayLike, axis: int | None,
         arr = lax.reshape(arr, (arr.size,))
         axis = 0
     else:
-        axis = canonicalize_axis(operator.index(axis), arr.ndim)
+        axis = canonicalize_axis(operator.index(axis), arr.ndim, IndexError)
         dims = (axis,)
     if arr.shape[axis] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")

@@ -164,7 +164,8 @@ def swapaxes(a: ArrayLike, axis1: int, axis2: int) -> Array:
     """``jnp.swapaxes``: exchange two axes."""
     a = ensure_arraylike("swapaxes", a)
     perm = list(range(a.ndim))
-    i, j = canonicalize_axis(axis1, a.ndim), canonicalize_axis(axis2, a.ndim)
+    i, j = (canonicalize_axis(axis1, a.ndim, IndexError),
+            canonicalize_axis(axis2, a.ndim, IndexError))
     perm[i], perm[j] = perm[j], perm[i]
     return lax.transpose(a, perm)
 
@@ -419,7 +420,7 @@ def _block(xs: Any) -> tuple[Array, int]:
 def _split(op: str, ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> list[Array]:
     ary = ensure_arraylike(op, ary)
     axis = canonicalize_axis(operator.index(core.concrete_or_error(
-        axis, f"in jax.numpy.{op} argument `axis`")), ary.ndim)
+        axis, f"in jax.numpy.{op} argument `axis`")), ary.ndim, IndexError)
     size = ary.shape[axis]
     if isinstance(indices_or_sections, (tuple, list)) or (
             isinstance(indices_or_sections, (np.ndarray, Array)) and
