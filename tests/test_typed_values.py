@@ -6,7 +6,10 @@ of its canonical dtype. What an eager primitive hands back unchanged (``stop_gra
 ``checkpoint``, ``checkpoint_name``, ``linear_call``) and ``vjp``'s outputs that are its
 inputs come back so, and print so. Such values work everywhere a scalar does, and keep their
 dtype when x64 is switched; jnp's promotion keeps the width of weak inputs made before the
-switch (JAX's ``lattice_result_type``), while ``jnp.result_type`` gives the defaults.
+switch (JAX's ``lattice_result_type``), while ``jnp.result_type`` gives the defaults. A 64-bit
+array made under x64 keeps its dtype without it wherever JAX's does (its dtype is no request to
+truncate); JAX also warns of truncation in some jnp functions given one (``jnp.mean``,
+``jnp.clip``), where it converts to a dtype of its own choosing: jaxkit does not.
 
 Each record runs with ``jax`` bound to JAX and to jaxkit; what it prints must be the same."""
 import contextlib
@@ -95,6 +98,23 @@ RECORDS = {
             print(repr(jnp.asarray(a)), repr(jnp.array([a, a])), repr(jnp.sin(a)))
             print(repr(a + 1.0), repr(a + a), repr(i + i), repr(i * 2), repr(jnp.stack([a, a])))
             print(repr(jnp.concatenate([a[None], jnp.ones(1)])), repr(jnp.maximum(a, i)))
+    """,
+    # JAX respects a 64-bit value once formed: its dtype is no request to truncate.
+    "64-bit arrays made under x64 used without": """
+        import warnings
+        warnings.simplefilter("ignore")  # (JAX warns where jaxkit does not: see above)
+        with jax.enable_x64(True):
+            y, k = jnp.ones(3, jnp.float64), jnp.arange(3, dtype=jnp.int64)
+        print(repr(y), repr(k), repr(y + 1), repr(k + 1), repr(y * jnp.ones(3)))
+        print(repr(jnp.sin(y)), repr(jnp.array(y)), repr(jnp.asarray(y)), repr(jnp.stack([y])))
+        print(repr(jnp.zeros_like(y)), repr(jnp.ones_like(k)), repr(jnp.full_like(y, 2)))
+        print(repr(lax.full_like(y, 1)), repr(jnp.zeros_like(y, shape=(2,))))
+        print(repr(lax.full(2, y[0])), repr(jnp.full(2, y[0])), repr(y[1]), repr(y @ y))
+        print(repr(jnp.einsum("i,i->", y, y)), repr(y.at[0].set(2)), repr(y.at[0].add(2.)))
+        print(repr(jax.grad(lambda a: (a ** 2).sum())(y)), repr(jax.jit(lambda a: a * 2)(y)))
+        print(jax.make_jaxpr(jax.grad(lambda a: (a ** 2).sum()))(y))
+        print(jax.make_jaxpr(jnp.zeros_like)(y))
+        print(jax.make_jaxpr(jnp.sin)(y))
     """,
 }
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes, source_info
+from jaxkit import core, dtypes, literals, source_info
 from jaxkit import effects, tree_util
 from jaxkit.jaxpr import Namer, effect_rules, pp_eqn
 from jaxkit.runtime.array import Array
@@ -166,6 +166,11 @@ _literalable_types = (bool, int, float, complex, np.bool_, np.number,
                       *dtypes.extra_scalar_types())
 
 
+# Rank-0 arrays of these types are literals (a typed one keeps its aval: a float64 under
+# x64 off stays float64, as JAX's constants in rules).
+_literal_array_types = (np.ndarray, literals.TypedNdArray)
+
+
 class _RecordingTrace(core.Trace):
     """What both traces share: the jaxpr being recorded (inputs, constants, equations)."""
 
@@ -199,7 +204,7 @@ class _RecordingTrace(core.Trace):
         if isinstance(x, core.Tracer):
             core.check_tracer_live(x)
         elif isinstance(x, _literalable_types) and np.ndim(x) == 0 or (
-                type(x) is np.ndarray and x.ndim == 0 and x.dtype.kind != "V"):
+                type(x) in _literal_array_types and x.ndim == 0 and x.dtype.kind != "V"):
             # Scalars, rank-0 NumPy arrays among them (rules write constants that way), are
             # inlined as literals, as in JAX: no constant input for XLA to carry.
             return Literal(x, core.get_aval(x))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes
+from jaxkit import core, dtypes, literals
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.mlir import hlo
@@ -37,6 +37,25 @@ def convert_element_type(operand: ArrayLike, new_dtype: DTypeLike,
         return operand  # as JAX forwards an equation whose type is its operand's
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type),
                                        sharding=sharding)
+
+
+def convert_formed(operand: Any, new_dtype: np.dtype, weak_type: bool = False) -> Any:
+    """JAX's internal conversion (``lax._convert_element_type``), for dtypes that are no user
+    request but a value's own: ``new_dtype`` is taken as it is, not canonicalized. JAX
+    respects a 64-bit value once formed: a float64 made under x64 and used without stays
+    float64 through what jnp does to it (``x.at[i].set(v)`` converts its result back to
+    ``x``'s dtype), and an array or tracer of ``new_dtype`` is returned as it is."""
+    if isinstance(operand, (Array, core.Tracer)):
+        aval = operand.aval
+        if aval.dtype == new_dtype and aval.weak_type == weak_type:
+            return operand
+        return convert_element_type_p.bind(operand, new_dtype=np.dtype(new_dtype),
+                                           weak_type=bool(weak_type), sharding=None)
+    if dtypes.canonicalize_dtype(new_dtype) == new_dtype:
+        return convert_element_type(operand, new_dtype, weak_type)
+    # A host value asked for a 64-bit dtype without x64: typed, so it stays 64-bit.
+    value = np.asarray(operand).astype(new_dtype)
+    return literals.TypedNdArray(value, core.ShapedArray(value.shape, value.dtype, weak_type))
 
 
 def convert_element_type_always(operand: Any, new_dtype: Any, weak_type: bool) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxkit import core, dtypes
+from jaxkit import core, dtypes, literals
 from jaxkit.interpreters import ad, batching, mlir
 from jaxkit.interpreters.mlir import chlo, hlo, ir
 from jaxkit.lax import sharding_rules as shr
@@ -88,7 +88,9 @@ def _const(x, value) -> Any:
         v = dtypes.scalar_type_of(x)(value)
         if dtypes.dtype(v, canonicalize=True) == aval.dtype:
             return v
-    return np.array(value, dtype=aval.dtype)
+    # Typed, so a float64 made under x64 and used without keeps its constants float64 (a
+    # plain NumPy array would be canonicalized to float32, as a user's is).
+    return literals.TypedNdArray(np.array(value, dtype=aval.dtype))
 
 
 def _one(x):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import avals as avals_mod
-from jaxkit import core, dtypes
+from jaxkit import core, dtypes, literals
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
@@ -25,6 +25,7 @@ from jaxkit.lax import sharding_rules as shr
 from jaxkit.lax.convert import (  # noqa: F401  (re-exported: lax and its users import them here)
     convert_element_type,
     convert_element_type_p,
+    convert_formed,
     from_edtype_p,
     to_edtype_p,
 )
@@ -604,18 +605,28 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
     if dtypes.is_extended(dtype) or dtypes.is_extended(fill_dtype):  # keys: the dtype's rule
         return (dtype if dtype is not None else fill_dtype).full(shape, fill_value)
     weak = dtype is None and dtypes.is_weakly_typed(fill_value)
-    dtype = dtypes.canonicalize_dtype(dtypes.dtype(fill_value)) if dtype is None else \
+    # (A formed 64-bit value keeps its dtype without x64, a NumPy one is canonicalized.)
+    dtype = dtypes.dtype(fill_value, canonicalize=True) if dtype is None else \
         dtypes.check_and_canonicalize_user_dtype(dtype, "full")
     if not weak and not _is_array(fill_value):
         # A constant: convert it now (a NumPy scalar is staged as a literal, as in JAX).
-        scalar = np.asarray(fill_value).astype(dtype)[()]
+        scalar = _typed_constant(fill_value, dtype)
         if not shape and core.current_trace() is not core.eval_trace:
             # JAX folds the conversion of a constant and broadcasts to rank 0 with no
             # equation: staged, a rank-0 ``full`` is a literal (convert_element_type's fold).
             return convert_element_type_p.bind(scalar, new_dtype=dtype, weak_type=False)
     else:
-        scalar = convert_element_type(fill_value, dtype, weak)
+        scalar = convert_formed(fill_value, dtype, weak)
     return broadcast_in_dim(scalar, shape, (), out_sharding=sharding)
+
+
+def _typed_constant(value: Any, dtype: np.dtype) -> Any:
+    """``value`` as a NumPy scalar of ``dtype``; typed where ``dtype`` is 64-bit without x64
+    (the dtype of a value formed under x64, which stays 64-bit as JAX's)."""
+    scalar = np.asarray(value).astype(dtype)[()]
+    if dtype != dtypes.canonicalize_dtype(dtype):
+        scalar = literals.TypedNdArray(scalar)
+    return scalar
 
 
 def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
@@ -624,18 +635,23 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     ``sharding`` (over Explicit mesh axes) when given."""
     fill_shape = np.shape(x) if shape is None else shape
     weak = dtype is None and dtypes.is_weakly_typed(x)
+    user_dtype = dtype is not None
     # x's own dtype is canonicalised silently (a float64 NumPy x is no user request), as JAX's
     dtype = dtypes.dtype(x, canonicalize=True) if dtype is None else \
         dtypes.check_and_canonicalize_user_dtype(dtype, "dtype")  # JAX's name
     sharding = like_type_sharding(x, shape, shr.resolve_out_sharding("full_like", sharding))
     if weak:
-        scalar = convert_element_type(fill_value, dtype, True)
+        scalar = convert_formed(fill_value, dtype, True)
         if not tuple(fill_shape) and sharding is None:
             out = scalar  # a weak literal while staging (as JAX): rank 0 needs nothing more
         else:
             out = broadcast_in_dim(scalar, tuple(fill_shape), (), out_sharding=sharding)
-    else:
+    elif user_dtype:
         out = full(fill_shape, fill_value, dtype, sharding=sharding)
+    else:  # x's dtype, kept as JAX's where x is 64-bit made under x64 (no user request)
+        fill = convert_formed(fill_value, dtype) if _is_array(fill_value) else \
+            _typed_constant(fill_value, dtype)
+        out = full(fill_shape, fill, sharding=sharding)
     if avals_mod.vma_seen:  # in a shard_map body it varies over the manual axes x does
         out = avals_mod.vma_join(None, (out, x), {})[0]
     return like_concrete(out, x, fill_shape, weak, sharding)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit.lax.convert import convert_formed
 from jaxkit.lax.sharding import lay_out
 from jaxkit.lax.sharding_axes import auto_axes_out
 from jaxkit.lax.sharding_rules import resolve_out_sharding
@@ -50,7 +51,7 @@ def _dot_general(a: Any, b: Any, dims: Any, precision: Any, out_dtype: np.dtype,
         a, b = convert(a, out_dtype), convert(b, out_dtype)
     out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=out_dtype,
                           out_sharding=out_sharding)
-    return lax.convert_element_type(out, out_dtype, weak_type=weak)
+    return convert_formed(out, out_dtype, weak_type=weak)
 
 
 # out_sharding is resolved against the mesh in context before the jitted body is called, so
@@ -566,7 +567,7 @@ def _einsum(subscripts: str, /, *operands: ArrayLike, out: None = None, optimize
         xt = "".join(c for i, c in enumerate(xt) if i not in drop)
     perm = tuple(xt.index(c) for c in out_term)
     x = lax.transpose(x, perm)
-    return lax.convert_element_type(x, dt, weak_type=weak)
+    return convert_formed(x, dt, weak_type=weak)
 
 
 def _contracted_term(xt: str, yt: str, later: set) -> str:

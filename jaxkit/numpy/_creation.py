@@ -134,14 +134,15 @@ def _array(object: Any, dtype: DTypeLike | None, *args: Any, copy: bool, order: 
                 and dtypes.is_extended(next(iter(kinds))):
             dtype = next(iter(kinds))  # key arrays: nothing to promote
         elif leaves:
-            dt, _ = dtypes.lattice_result_type(*leaves)  # (as JAX's: weak widths kept)
-            dtype = dtypes.canonicalize_dtype(dt)
+            # As JAX's: weak widths kept, and not canonicalized: a float64 array made under
+            # x64 stays float64 without (``convert`` canonicalizes only what it changes).
+            dtype, _ = dtypes.lattice_result_type(*leaves)
         else:
             dtype = dtypes.default_float_dtype()
     if _is_jax_array(object) and copy:
         # As JAX's: a copy (a new buffer: optax donates a param and its copy), then the
         # conversion, both equations under a trace.
-        out = lax.convert_element_type(elementwise_bits.copy(object), dtype, weak)
+        out = convert(elementwise_bits.copy(object), dtype, weak)
     elif _is_jax_array(object):
         out = convert(object, dtype, weak)
     elif isinstance(object, (list, tuple)) and any(map(_is_jax_array, leaves)):

@@ -23,6 +23,7 @@ from jaxkit.numpy._indexing import (
     _parse,
     getitem,
 )
+from jaxkit.lax.convert import convert_formed
 from jaxkit.numpy._promotion import asarray, broadcast_to_shape, promote_dtypes
 from jaxkit.numpy._ufuncs import power, true_divide
 from jaxkit.typing import ArrayLike
@@ -81,7 +82,7 @@ def scatter_update(x: ArrayLike, idx: Any, y: ArrayLike, scatter_op: Callable,
                      unique_indices=indexer.unique_indices or unique_indices, mode=mode)
     if indexer.scalar_bool_dims:
         out = lax.squeeze(out, indexer.scalar_bool_dims)
-    return lax.convert_element_type(out, dtype, weak_type=weak)
+    return convert_formed(out, dtype, weak_type=weak)
 
 
 class _IndexUpdateRef:

@@ -130,10 +130,15 @@ def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
         if getattr(x, "dtype", None) == dtype:  # keys are converted only to their own dtype
             return x
         raise ValueError(f"Cannot convert_element_type from {dtypes.dtype(x)} to {dtype}")
-    dtype = dtypes.canonicalize_dtype(dtype)
     t = type(x)
+    if (t is Array or isinstance(x, core.Tracer)) and x.aval.dtype == dtype \
+            and x.aval.weak_type == weak_type:
+        # The common case, without a trip through lax. Compared before canonicalizing, as
+        # JAX: a float64 array made under x64 stays float64 when asked for float64 without.
+        return x
+    dtype = dtypes.canonicalize_dtype(dtype)
     if t is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
-        return x  # the common case, without a trip through lax
+        return x
     if t is Array and x.aval.weak_type and not x.aval.shape \
             and core.current_trace() is not core.eval_trace:
         # A weak scalar array (``jnp.asarray(1.0)``) converted while tracing: JAX's asarray
@@ -186,7 +191,7 @@ def promote_dtypes(*args: Any) -> list:
 def promote_dtypes_inexact(*args: Any) -> list:
     """Promote to the common dtype, then to an inexact one (int32 -> float32, as JAX)."""
     dt, weak = _result(*args)
-    dt = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dt))
+    dt = dtypes.to_inexact_dtype(dt)  # (convert canonicalizes what it changes)
     return [convert(a, dt, weak) for a in args]
 
 
@@ -200,7 +205,7 @@ def promote_dtypes_numeric(*args: Any) -> list:
 def promote_dtypes_complex(*args: Any) -> list:
     """Promote to the common dtype, then to a complex one."""
     dt, weak = _result(*args)
-    dt = dtypes.canonicalize_dtype(dtypes.to_complex_dtype(dt))
+    dt = dtypes.to_complex_dtype(dt)
     return [convert(a, dt, weak) for a in args]
 
 
