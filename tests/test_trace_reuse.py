@@ -6,7 +6,9 @@ counts). A kept trace is reused only where the function would trace the same: un
 named axes (a vmap's or ``axis_env``'s, of another size), another mesh in context, or with
 x64 switched, the function is traced again (a stale trace gave silently wrong numbers:
 ``psum(1, 'i')`` is the axis size, folded into the program). ``trace``, ``eval_shape`` and
-``make_jaxpr`` take abstract values and objects with a shape and a dtype, as JAX's do."""
+``make_jaxpr`` take abstract values and objects with a shape and a dtype, as JAX's do. With
+only an abstract mesh in context (``use_abstract_mesh``), programs are traced and lowered but
+one with no devices from its arguments is not run (a program compiled outside was run)."""
 from _jax_on_8_cpus import against_jax
 
 PRELUDE = """
@@ -71,6 +73,11 @@ def error_class(thunk):
     except Exception as e:
         return type(e).__name__
 
+def under_abstract_mesh(run):
+    with jax.sharding.use_abstract_mesh(mesh4.abstract_mesh):
+        return run()
+x4_split = jax.device_put(jnp.ones(4), NamedSharding(mesh4, P('a')))
+
 class HasShapeAndDtype:
     shape, dtype = (2,), jnp.float32
 """
@@ -125,6 +132,22 @@ CASES = {
     "make_jaxpr under meshes": "under_meshes(lambda: str(jax.make_jaxpr(mesh_size)(1.)))",
     "scan under meshes": "under_meshes(lambda: lax.scan(carry_mesh_size, 1., None,"
                          " length=1)[0].tolist())",
+    # only an abstract mesh in context: programs are traced and lowered, not run
+    "jit under an abstract mesh after a call outside":
+        "[jax.jit(jnp.sin)(x3).tolist(), under_abstract_mesh(lambda: jax.jit(jnp.sin)(x3))]",
+    "eager op under an abstract mesh": "under_abstract_mesh(lambda: x3 + 1)",
+    "jit of no arguments under an abstract mesh": "under_abstract_mesh(jax.jit(lambda: 1.))",
+    "make_jaxpr under an abstract mesh":
+        "under_abstract_mesh(lambda: str(jax.make_jaxpr(jax.jit(jnp.sin))(x3)))",
+    "eval_shape under an abstract mesh":
+        "under_abstract_mesh(lambda: str(jax.eval_shape(lambda a: a * 2, x3)))",
+    "lower under an abstract mesh":
+        "under_abstract_mesh(lambda: type(jax.jit(jnp.sin).lower(x3)).__name__)",
+    "sharded argument under an abstract mesh":
+        "under_abstract_mesh(lambda: jax.jit(jnp.cos)(x4_split).tolist())",
+    "device_put under an abstract mesh":
+        "under_abstract_mesh(lambda: jax.device_put(np.ones(2)).tolist())",
+    "eager op after an abstract mesh": "[under_abstract_mesh(lambda: 0), (x3 + 1).tolist()]",
     # abstract arguments
     "trace of a ShapedArray": "str(jax.jit(jnp.sin).trace(jax.core.ShapedArray((2,),"
                               " jnp.float32)).out_info)",

@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxkit import core, tree_util
 from jaxkit.lax.sharding import reshard_p, resolve_sharding
+from jaxkit.runtime import pjrt
 from jaxkit.runtime import sharding as runtime_sharding
 from jaxkit.runtime.sharding import (AbstractMesh, AxisType, Mesh, NamedSharding,
                                      PartitionSpec, current_abstract_mesh, current_mesh)
@@ -35,13 +36,20 @@ class use_abstract_mesh:  # noqa: N801  (a context manager, as in JAX)
             raise ValueError("Expected mesh of type `jax.sharding.AbstractMesh`. Got type: "
                              f"{type(mesh)}")
         self._mesh = mesh
+        self._placing: list = []  # (one per entry: the object may be entered again inside)
 
     def __enter__(self) -> AbstractMesh:
+        # Computations decide their devices per call within (with only this abstract mesh in
+        # context, one whose arguments name none is refused: ``runtime.array.placement``).
+        placing = pjrt.placement_decided_per_call()
+        placing.__enter__()
+        self._placing.append(placing)
         runtime_sharding._abstract_mesh_stack.append(self._mesh)
         return self._mesh
 
     def __exit__(self, *exc) -> None:
         runtime_sharding._abstract_mesh_stack.pop()
+        self._placing.pop().__exit__(None, None, None)
 
 
 def reshard(xs: Any, out_shardings: Any) -> Any:

@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxkit import core, dtypes
 from jaxkit.runtime import dlpack_io, pjrt
+from jaxkit.runtime import mesh as runtime_mesh
 from jaxkit._config import config
 from jaxkit.core import ShapedArray
 from jaxkit.literals import float0_zeros
@@ -408,8 +409,21 @@ def placement(args: Sequence, fun_name: str,
         elif s is not where and s._device != where._device:
             _raise_incompatible(args, fun_name, arg_names, inner)
     if where is None:
+        if only_abstract_mesh_in_context():
+            raise ValueError(
+                "Passing lowering_platforms via jax.export or jit(f).trace(*args).lower("
+                "lowering_platforms=...) is required when only AbstractMesh exists in a jitted "
+                f"computation. Got context mesh: {runtime_mesh._abstract_mesh_stack[-1]}")
         return pjrt.current_default_sharding(), False
     return where, True
+
+
+def only_abstract_mesh_in_context() -> bool:
+    """Whether the mesh in context is abstract only (``use_abstract_mesh`` with no concrete
+    mesh set): a computation run there with no devices from its arguments has none to run
+    on, and JAX refuses it (tracing and lowering still work)."""
+    stack = runtime_mesh._abstract_mesh_stack
+    return bool(stack) and not stack[-1].empty and not runtime_mesh._mesh_stack
 
 
 def place_results(values: Sequence, args: Sequence, fun_name: str) -> list[Array]:

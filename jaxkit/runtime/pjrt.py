@@ -219,7 +219,8 @@ class Placement:
     def __init__(self):
         self.spread = False
         self.default = None
-        self.blocks = 0  # default_device blocks open, over all threads
+        # default_device and use_abstract_mesh blocks open, over all threads
+        self.blocks = 0
         # The devices of the mesh set with jax.set_mesh (``runtime.context_mesh``), else ()
         self.mesh_devices: tuple = ()
 
@@ -263,6 +264,23 @@ def default_device_block(device) -> Iterator[None]:
             del blocks[name]
         else:
             blocks[name] = saved
+        with _blocks_lock:
+            placement.blocks -= 1
+            _refresh_default()
+
+
+@contextlib.contextmanager
+def placement_decided_per_call() -> Iterator[None]:
+    """A block in which every computation decides its placement from its arguments, with no
+    cached default (``use_abstract_mesh``: where only an abstract mesh is in context, one
+    without a device from its arguments is refused, as JAX's)."""
+    placement.spread = True
+    with _blocks_lock:
+        placement.blocks += 1
+        placement.default = None
+    try:
+        yield
+    finally:
         with _blocks_lock:
             placement.blocks -= 1
             _refresh_default()

@@ -38,7 +38,8 @@ from jaxkit.interpreters import debug_nans, dispatch, hijax, state
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.lax.parallel import named_axes_key
 from jaxkit.runtime import context_mesh, pjrt
-from jaxkit.runtime.array import Array, DeviceMismatch, mismatch_error, placement
+from jaxkit.runtime.array import (Array, DeviceMismatch, mismatch_error,
+                                  only_abstract_mesh_in_context, placement)
 from jaxkit.runtime.sharded_array import ShardedArray
 from jaxkit.runtime.sharding import UNSPECIFIED
 from jaxkit.source_info import api_boundary
@@ -575,7 +576,9 @@ class JitFunction:
         sig = CallSignature(in_tree, avals, statics)
         traced = self._traced(sig, dyn_args, dyn_kwargs,
                               self._input_layouts(sig, flat, dyn_args, dyn_kwargs))
-        if pjrt.placement.spread and traced.sharding_plan is None:  # compiles where it runs
+        # Compiled where it runs (with only an abstract mesh in context: for no device yet).
+        if pjrt.placement.spread and traced.sharding_plan is None and \
+                not only_abstract_mesh_in_context():
             where, committed = self._placement(flat, dyn_args, dyn_kwargs, sig)
             _place_traced(traced, where._device, committed, flat)
         traced.unlowerable = unlowerable
