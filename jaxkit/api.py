@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import core, dtypes, lax
+from jaxkit import numpy as jnp
 from jaxkit._traceback_filter import api_boundary
 from jaxkit._util import fun_name
 from jaxkit import tree_util
@@ -31,6 +32,7 @@ from jaxkit.interpreters import ad, hijax
 from jaxkit.interpreters import partial_eval as pe
 from jaxkit.interpreters.ad import stop_gradient
 from jaxkit.lax import parallel_vma
+from jaxkit.lax.convert import convert_element_type_recorded
 from jaxkit.lax.sharding import reshard_p
 from jaxkit.literals import canonicalize_value
 from jaxkit.runtime.sharding import (AxisType, NamedSharding, PartitionSpec,
@@ -499,44 +501,36 @@ def _map_basis(fn: Callable, basis, out_axes) -> Any:
 
 def _std_basis(pytree):
     """The standard basis of the space of ``pytree``: for each leaf, an array of shape
-    ``(n, *leaf.shape)`` where ``n`` is the total number of elements."""
-    leaves, treedef = tree_util.tree_flatten(pytree)
-    sizes = [core.get_aval(x).size for x in leaves]
-    n = sum(sizes)
+    ``(n, *leaf.shape)`` where ``n`` is the total number of elements. Made as JAX's: an
+    ``eye`` split among the leaves (under a trace these are equations, as JAX's jaxprs show)
+    and converted to each leaf's type, weak type included (JAX's tangents of a Python scalar
+    are weak), with a conversion JAX never forwards."""
+    leaves = tree_util.tree_leaves(pytree)
+    n = sum(core.get_aval(x).size for x in leaves)
     dtype = dtypes.result_type(*leaves) if leaves else np.float32
-    eye = np.eye(n, dtype=dtype)
-    parts, start = [], 0
-    for x, size in zip(leaves, sizes):
-        aval = core.get_aval(x)
-        # typed as the leaf, weak type included (JAX's tangents of a Python scalar are weak)
-        parts.append(lax.convert_element_type(
-            eye[:, start:start + size].reshape((n, *aval.shape)), aval.dtype, aval.weak_type))
-        start += size
-    return tree_util.tree_unflatten(treedef, parts)
+    return _unravel_into_pytree(pytree, 1, None, jnp.eye(n, dtype=dtype), forwarded=False)
 
 
-def _cast_like(x, dtype, weak_type: bool):
-    if dtypes.issubdtype(core.get_aval(x).dtype, np.complexfloating) and \
-            not dtypes.issubdtype(dtype, np.complexfloating):
-        x = lax.real(x)
-    return lax.convert_element_type(x, dtype, weak_type)
-
-
-def _unravel_into_pytree(pytree, axis: int, example, arr):
-    """Split ``arr`` along ``axis`` into one piece per leaf of ``pytree``, each reshaped to
-    ``arr.shape`` with ``axis`` replaced by the leaf's shape and cast to the dtype of
-    ``example`` (or of the leaf when ``example`` is None)."""
+def _unravel_into_pytree(pytree, axis: int, example, arr, forwarded: bool = True):
+    """Split ``arr`` along ``axis`` into one piece per leaf of ``pytree`` (JAX's ``split``
+    equation), each reshaped to ``arr.shape`` with ``axis`` replaced by the leaf's shape and
+    cast to the type of ``example`` (or of the leaf when ``example`` is None): a conversion
+    to the piece's own type is ``forwarded`` (no equation), as JAX's is for a jacobian."""
     leaves, treedef = tree_util.tree_flatten(pytree)
     shape = core.get_aval(arr).shape
     axis = axis % len(shape)
-    parts, start = [], 0
-    for leaf in leaves:
+    sizes = [core.get_aval(leaf).size for leaf in leaves]
+    pieces = jnp.split(arr, np.cumsum(sizes[:-1]), axis)
+    parts = []
+    for leaf, piece in zip(leaves, pieces):
         laval = core.get_aval(leaf)
-        piece = lax.slice_in_dim(arr, start, start + laval.size, axis=axis)
-        start += laval.size
-        piece = lax.reshape(piece, shape[:axis] + laval.shape + shape[axis + 1:])
+        piece = jnp.reshape(piece, shape[:axis] + laval.shape + shape[axis + 1:])
         ex = core.get_aval(leaf if example is None else example)
-        parts.append(_cast_like(piece, ex.dtype, ex.weak_type))
+        if dtypes.issubdtype(core.get_aval(piece).dtype, np.complexfloating) and \
+                not dtypes.issubdtype(ex.dtype, np.complexfloating):
+            piece = lax.real(piece)
+        parts.append(lax.convert_element_type(piece, ex.dtype, ex.weak_type) if forwarded
+                     else convert_element_type_recorded(piece, ex.dtype, ex.weak_type))
     return tree_util.tree_unflatten(treedef, parts)
 
 

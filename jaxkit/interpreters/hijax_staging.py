@@ -82,7 +82,6 @@ class HiJaxprTrace(pe.DynamicJaxprTrace):
 
     __slots__ = ()
     stages_hi = True  # what ``HiPrimitive.bind`` looks for
-    scalar_literals = True  # as its base: a jit's concrete scalar operand is a literal
 
     def process_primitive(self, primitive, args, params):
         for x in args:

@@ -32,7 +32,6 @@ import numpy as np
 from jaxkit import core, dtypes, literals, source_info
 from jaxkit import effects, tree_util
 from jaxkit.jaxpr import Namer, effect_rules, pp_eqn
-from jaxkit.runtime.array import Array
 from jaxkit.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
 Val = Any  # a known value (JAX's alias)
@@ -176,9 +175,6 @@ class _RecordingTrace(core.Trace):
 
     __slots__ = ("_const_ids", "_names_prefix", "constvals", "constvars", "eqns", "invars")
     tracer_type: type[JaxprTracer] = JaxprTracer
-    # Whether a subclass of DynamicJaxprTrace makes concrete scalar arrays literals as it does
-    # (not the shard_map trace's values).
-    scalar_literals = False
 
     def __init__(self, parent: core.Trace | None = None):
         super().__init__(parent)
@@ -208,13 +204,6 @@ class _RecordingTrace(core.Trace):
             # Scalars, rank-0 NumPy arrays among them (rules write constants that way), are
             # inlined as literals, as in JAX: no constant input for XLA to carry.
             return Literal(x, core.get_aval(x))
-        elif type(x) is Array and not x.aval.shape and (
-                type(self) is DynamicJaxprTrace or self.scalar_literals) and not x.is_deleted():
-            # A concrete scalar array (``jnp.float32(1.67)``) in a staged program is a literal
-            # too, as in JAX (a weak one as a Python scalar, so it stays weak). Residuals of
-            # linearization stay arrays: user rules receive them.
-            val = np.asarray(x)[()]
-            return Literal(val.item() if x.aval.weak_type else val, x.aval)
         var = self._const_ids.get(id(x))
         if var is None:
             var = self._const_ids[id(x)] = Var(core.get_aval(x))

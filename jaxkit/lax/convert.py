@@ -67,6 +67,17 @@ def convert_element_type_always(operand: Any, new_dtype: Any, weak_type: bool) -
                                        weak_type=bool(weak_type))
 
 
+def convert_element_type_recorded(operand: Any, new_dtype: Any, weak_type: bool) -> Any:
+    """``convert_element_type`` recorded as an equation while staging even where it changes
+    nothing (neither folded nor forwarded): JAX's jacobians convert their basis with a layout
+    that is never the operand's, so its jaxprs show that equation."""
+    trace = core.current_trace()
+    params = dict(new_dtype=np.dtype(new_dtype), weak_type=bool(weak_type), sharding=None)
+    if isinstance(trace, pe.DynamicJaxprTrace):
+        return trace.record(convert_element_type_p, [operand], params)
+    return convert_element_type_p.bind(operand, **params)
+
+
 def _convert_element_type_fold(operand, *, new_dtype, weak_type, sharding=None):
     if sharding is not None:
         return None  # a laid-out constant is an equation, as in JAX

@@ -82,8 +82,15 @@ def _on_current_trace(object: Any, out: Array) -> Any:
     tracer standing for the constant (a literal for a scalar, a constant input otherwise),
     and under ``vmap``/``jvp`` of eager code or ``ensure_compile_time_eval`` a concrete
     array. Eager calls never get here (their trace is the ``EvalTrace``)."""
-    # A weak Python scalar goes in as it is, so its literal prints as the user wrote it.
-    src = object if type(object) in (int, float, complex) and out.weak_type else out
+    # A weak Python scalar goes in as it is, so its literal prints as the user wrote it; other
+    # scalar host data as the host value JAX converts it to (a literal of the program, where
+    # a concrete scalar array the function closes over is a constant input).
+    if type(object) in (int, float, complex) and out.weak_type:
+        src = object
+    elif not out.shape and not _is_jax_array(object):
+        src = np.asarray(out)
+    else:
+        src = out
     return convert_element_type_always(src, out.dtype, out.weak_type)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from jaxkit import core, dtypes, lax
 from jaxkit._config import config
 from jaxkit.interpreters.state import is_ref_aval
+from jaxkit.lax.convert import convert_element_type_always
 from jaxkit.lax.standard import canonicalize_shape as lax_canonicalize_shape
 from jaxkit.lax import sharding_rules as shr
 from jaxkit.literals import TypedComplex, TypedFloat, TypedInt
@@ -70,6 +71,11 @@ def asarray(x: ArrayLike) -> Array:
     x = _unwrap(x)
     if isinstance(x, (Array, core.Tracer)):
         return x
+    if core.current_trace() is not core.eval_trace and np.ndim(x) == 0:
+        # Staged, a host scalar is a literal of the program, as JAX's ``lax.asarray`` stages
+        # it (a concrete array made here would be a constant input of the jaxpr instead).
+        aval = core.get_aval(x)
+        return convert_element_type_always(x, aval.dtype, aval.weak_type)
     return device_put_value(x)
 
 
@@ -139,12 +145,6 @@ def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
     dtype = dtypes.canonicalize_dtype(dtype)
     if t is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
         return x
-    if t is Array and x.aval.weak_type and not x.aval.shape \
-            and core.current_trace() is not core.eval_trace:
-        # A weak scalar array (``jnp.asarray(1.0)``) converted while tracing: JAX's asarray
-        # makes a literal of it there, which converts with no equation; so does its value.
-        x = np.asarray(x).item()
-        t = type(x)
     if t in _python_scalar_types or (isinstance(x, np.generic) and not weak_type):
         if weak_type:
             py = _weak_scalar_type(dtype)
