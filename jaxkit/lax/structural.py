@@ -646,7 +646,7 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
             out = scalar  # a weak literal while staging (as JAX): rank 0 needs nothing more
         else:
             out = broadcast_in_dim(scalar, tuple(fill_shape), (), out_sharding=sharding)
-    elif user_dtype:
+    elif user_dtype or dtypes.is_extended(dtype):  # (keys: their dtype's own ``full``)
         out = full(fill_shape, fill_value, dtype, sharding=sharding)
     else:  # x's dtype, kept as JAX's where x is 64-bit made under x64 (no user request)
         fill = convert_formed(fill_value, dtype) if _is_array(fill_value) else \
