@@ -11,6 +11,7 @@ converse. Both bind only ``reshard`` (JAX 0.10.2's jaxprs: ``b:f32[8,4] = reshar
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -41,7 +42,8 @@ class use_abstract_mesh:  # noqa: N801  (a context manager, as in JAX)
     def __enter__(self) -> AbstractMesh:
         # Computations decide their devices per call within (with only this abstract mesh in
         # context, one whose arguments name none is refused: ``runtime.array.placement``).
-        placing = pjrt.placement_decided_per_call()
+        placing = contextlib.nullcontext() if self._mesh.empty else \
+            pjrt.placement_decided_per_call()
         placing.__enter__()
         self._placing.append(placing)
         runtime_sharding._abstract_mesh_stack.append(self._mesh)
