@@ -8,7 +8,8 @@ x64 switched, the function is traced again (a stale trace gave silently wrong nu
 ``psum(1, 'i')`` is the axis size, folded into the program). ``trace``, ``eval_shape`` and
 ``make_jaxpr`` take abstract values and objects with a shape and a dtype, as JAX's do. With
 only an abstract mesh in context (``use_abstract_mesh``), programs are traced and lowered but
-one with no devices from its arguments is not run (a program compiled outside was run)."""
+one with no devices from its arguments is not run where the mesh has an Explicit axis (a
+program compiled outside was run)."""
 from _jax_on_8_cpus import against_jax
 
 PRELUDE = """
@@ -73,9 +74,10 @@ def error_class(thunk):
     except Exception as e:
         return type(e).__name__
 
-def under_abstract_mesh(run):
-    with jax.sharding.use_abstract_mesh(mesh4.abstract_mesh):
+def under_abstract_mesh(run, mesh=mesh4):
+    with jax.sharding.use_abstract_mesh(mesh.abstract_mesh):
         return run()
+mesh4_auto = jax.make_mesh((4,), ('a',), axis_types=(AxisType.Auto,), devices=DEV[:4])
 x4_split = jax.device_put(jnp.ones(4), NamedSharding(mesh4, P('a')))
 
 class HasShapeAndDtype:
@@ -148,6 +150,8 @@ CASES = {
     "device_put under an abstract mesh":
         "under_abstract_mesh(lambda: jax.device_put(np.ones(2)).tolist())",
     "eager op after an abstract mesh": "[under_abstract_mesh(lambda: 0), (x3 + 1).tolist()]",
+    "jit under an abstract mesh of Auto axes":
+        "under_abstract_mesh(lambda: jax.jit(jnp.sin)(x3).tolist(), mesh4_auto)",
     # abstract arguments
     "trace of a ShapedArray": "str(jax.jit(jnp.sin).trace(jax.core.ShapedArray((2,),"
                               " jnp.float32)).out_info)",

@@ -420,10 +420,13 @@ def placement(args: Sequence, fun_name: str,
 
 def only_abstract_mesh_in_context() -> bool:
     """Whether the mesh in context is abstract only (``use_abstract_mesh`` with no concrete
-    mesh set): a computation run there with no devices from its arguments has none to run
-    on, and JAX refuses it (tracing and lowering still work)."""
+    mesh set) and types values (an Explicit axis: JAX's programs then carry it): a
+    computation run there with no devices from its arguments has none to run on, and JAX
+    refuses it (tracing and lowering still work). Over Auto or Manual axes alone JAX runs it
+    on the default device."""
     stack = runtime_mesh._abstract_mesh_stack
-    return bool(stack) and not stack[-1].empty and not runtime_mesh._mesh_stack
+    return bool(stack) and not runtime_mesh._mesh_stack and any(
+        t is runtime_mesh.AxisType.Explicit for t in stack[-1].axis_types)
 
 
 def place_results(values: Sequence, args: Sequence, fun_name: str) -> list[Array]:
