@@ -126,7 +126,8 @@ def _weak_scalar_type(dtype: np.dtype) -> type | None:
 
 
 def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
-    """``x`` as ``dtype`` (canonicalised), weakly typed if ``weak_type``.
+    """``x`` as ``dtype`` (canonicalised; an array or tracer of ``dtype`` itself is returned
+    as it is), weakly typed if ``weak_type``.
 
     Scalars are converted on the host so that they stay literals: a weak result becomes the
     Python scalar of the matching kind, a strong one a NumPy scalar (which wraps around on
@@ -137,14 +138,14 @@ def convert(x: Any, dtype: Any, weak_type: bool = False) -> Any:
             return x
         raise ValueError(f"Cannot convert_element_type from {dtypes.dtype(x)} to {dtype}")
     t = type(x)
-    if (t is Array or isinstance(x, core.Tracer)) and x.aval.dtype == dtype \
-            and x.aval.weak_type == weak_type:
-        # The common case, without a trip through lax. Compared before canonicalizing, as
-        # JAX: a float64 array made under x64 stays float64 when asked for float64 without.
-        return x
+    if t is Array or isinstance(x, core.Tracer):
+        aval = x.aval
+        if aval.weak_type == weak_type and (aval.dtype == dtype or
+                                            aval.dtype == dtypes.canonicalize_dtype(dtype)):
+            # The common case, without a trip through lax. Compared before canonicalizing
+            # too, as JAX: a float64 array made under x64 stays float64 asked for float64.
+            return x
     dtype = dtypes.canonicalize_dtype(dtype)
-    if t is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
-        return x
     if t in _python_scalar_types or (isinstance(x, np.generic) and not weak_type):
         if weak_type:
             py = _weak_scalar_type(dtype)
