@@ -40,7 +40,11 @@ RECORDS = {
                   lambda x: x + jnp.asarray(np.float32(2)), lambda x: x * jnp.pi,
                   lambda x: x * jnp.zeros(()), lambda x: x * jnp.ones((), jnp.int32),
                   lambda x: x * jnp.arange(3)[1], lambda x: x * jnp.sum(jnp.ones(3)),
-                  lambda x: x * jax.random.normal(jax.random.key(0), ())]:
+                  lambda x: x * jax.random.normal(jax.random.key(0), ()),
+                  lambda x: jnp.broadcast_arrays(np.float64(2), x),
+                  lambda x: jnp.broadcast_arrays(np.int64(2), x),
+                  lambda x: jnp.broadcast_arrays(1j, x),
+                  lambda x: jnp.where(x > 0, np.float64(1), x)]:
             print(jax.make_jaxpr(f)(x))
     """,
     "literals made while tracing do not concretize": """
