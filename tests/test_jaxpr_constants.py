@@ -7,12 +7,9 @@ to a jnp function) are literals, and tracers: they do not concretize (``int(jnp.
 raises JAX's ConcretizationTypeError).
 Jacobians build their basis as JAX's do (an ``eye`` split among the leaves, then converted)
 and split their results with ``split`` equations."""
-import contextlib
-import io
-import textwrap
 
-import numpy as np
 import pytest
+from _snippets import printed
 
 jax = pytest.importorskip("jax")
 
@@ -70,14 +67,6 @@ RECORDS = {
 }
 
 
-def _run(snippet: str, library) -> str:
-    out = io.StringIO()
-    env = {"jax": library, "jnp": library.numpy, "lax": library.lax, "np": np}
-    with contextlib.redirect_stdout(out):
-        exec(compile(textwrap.dedent(snippet), "<snippet>", "exec"), env)  # noqa: S102
-    return out.getvalue()
-
-
 @pytest.mark.parametrize("name", list(RECORDS))
 def test_prints_as_jax(name):
-    assert _run(RECORDS[name], jaxkit) == _run(RECORDS[name], jax)
+    assert printed(RECORDS[name], jaxkit) == printed(RECORDS[name], jax)

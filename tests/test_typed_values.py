@@ -12,12 +12,9 @@ truncate); JAX also warns of truncation in some jnp functions given one (``jnp.m
 ``jnp.clip``), where it converts to a dtype of its own choosing: jaxkit does not.
 
 Each record runs with ``jax`` bound to JAX and to jaxkit; what it prints must be the same."""
-import contextlib
-import io
-import textwrap
 
-import numpy as np
 import pytest
+from _snippets import printed
 
 jax = pytest.importorskip("jax")
 
@@ -119,16 +116,6 @@ RECORDS = {
 }
 
 
-def _run(snippet: str, library) -> str:
-    out = io.StringIO()
-    env = {"jax": library, "jnp": library.numpy, "lax": library.lax, "np": np}
-    if library is jaxkit:
-        snippet = snippet.replace("from jax.", "from jaxkit.")
-    with contextlib.redirect_stdout(out):
-        exec(compile(textwrap.dedent(snippet), "<snippet>", "exec"), env)  # noqa: S102
-    return out.getvalue()
-
-
 @pytest.mark.parametrize("name", list(RECORDS))
 def test_prints_as_jax(name):
-    assert _run(RECORDS[name], jaxkit) == _run(RECORDS[name], jax)
+    assert printed(RECORDS[name], jaxkit) == printed(RECORDS[name], jax)
