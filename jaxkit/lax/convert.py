@@ -53,8 +53,16 @@ def convert_formed(operand: Any, new_dtype: np.dtype, weak_type: bool = False) -
                                            weak_type=bool(weak_type), sharding=None)
     if dtypes.canonicalize_dtype(new_dtype) == new_dtype:
         return convert_element_type(operand, new_dtype, weak_type)
-    # A host value asked for a 64-bit dtype without x64: typed, so it stays 64-bit.
-    value = np.asarray(operand).astype(new_dtype)
+    return host_constant(operand, new_dtype, weak_type)
+
+
+def host_constant(value: Any, dtype: np.dtype, weak_type: bool = False) -> Any:
+    """``value`` as a NumPy value of ``dtype`` (a scalar for a scalar); a ``TypedNdArray``
+    where ``dtype`` is 64-bit without x64 (the dtype of a value formed under x64, which stays
+    64-bit as JAX's: a plain NumPy value would be canonicalized to 32 bits)."""
+    value = np.asarray(value).astype(dtype)
+    if dtypes.canonicalize_dtype(dtype) == dtype:
+        return value[()]
     return literals.TypedNdArray(value, core.ShapedArray(value.shape, value.dtype, weak_type))
 
 

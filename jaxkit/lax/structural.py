@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxkit import avals as avals_mod
-from jaxkit import core, dtypes, literals
+from jaxkit import core, dtypes
 from jaxkit._config import config
 from jaxkit.interpreters import dispatch
 from jaxkit.interpreters import ad, batching, mlir
@@ -27,6 +27,7 @@ from jaxkit.lax.convert import (  # noqa: F401  (re-exported: lax and its users 
     convert_element_type_p,
     convert_formed,
     from_edtype_p,
+    host_constant,
     to_edtype_p,
 )
 from jaxkit.lax.sharding_eager import lay_out_eager_results, like_concrete, like_type_sharding
@@ -610,7 +611,7 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
         dtypes.check_and_canonicalize_user_dtype(dtype, "full")
     if not weak and not _is_array(fill_value):
         # A constant: convert it now (a NumPy scalar is staged as a literal, as in JAX).
-        scalar = _typed_constant(fill_value, dtype)
+        scalar = host_constant(fill_value, dtype)
         if not shape and core.current_trace() is not core.eval_trace:
             # JAX folds the conversion of a constant and broadcasts to rank 0 with no
             # equation: staged, a rank-0 ``full`` is a literal (convert_element_type's fold).
@@ -618,15 +619,6 @@ def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = 
     else:
         scalar = convert_formed(fill_value, dtype, weak)
     return broadcast_in_dim(scalar, shape, (), out_sharding=sharding)
-
-
-def _typed_constant(value: Any, dtype: np.dtype) -> Any:
-    """``value`` as a NumPy scalar of ``dtype``; typed where ``dtype`` is 64-bit without x64
-    (the dtype of a value formed under x64, which stays 64-bit as JAX's)."""
-    scalar = np.asarray(value).astype(dtype)[()]
-    if dtype != dtypes.canonicalize_dtype(dtype):
-        scalar = literals.TypedNdArray(scalar)
-    return scalar
 
 
 def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
@@ -650,7 +642,7 @@ def full_like(x: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
         out = full(fill_shape, fill_value, dtype, sharding=sharding)
     else:  # x's dtype, kept as JAX's where x is 64-bit made under x64 (no user request)
         fill = convert_formed(fill_value, dtype) if _is_array(fill_value) else \
-            _typed_constant(fill_value, dtype)
+            host_constant(fill_value, dtype)
         out = full(fill_shape, fill, sharding=sharding)
     if avals_mod.vma_seen:  # in a shard_map body it varies over the manual axes x does
         out = avals_mod.vma_join(None, (out, x), {})[0]
